@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// The demo's tools do real local work: they walk a folder, read files and
+// report progress as they go.
+
+type countLinesIn struct {
+	Dir string `json:"dir" jsonschema:"folder to scan, relative to the demo's root"`
+}
+
+type langCount struct {
+	Language string `json:"language"`
+	Files    int    `json:"files"`
+	Lines    int    `json:"lines"`
+}
+
+var languages = map[string]string{
+	".go": "Go", ".md": "Markdown", ".js": "JavaScript", ".ts": "TypeScript", ".py": "Python",
+	".html": "HTML", ".css": "CSS", ".json": "JSON", ".yaml": "YAML", ".yml": "YAML",
+	".sh": "Shell", ".txt": "Text", ".mod": "Go module", ".sum": "Go checksums",
+}
+
+// countLines walks a folder and counts lines per language, reporting
+// progress per file.
+func countLines(root string) func(context.Context, countLinesIn) ([]langCount, error) {
+	return func(ctx context.Context, in countLinesIn) ([]langCount, error) {
+		dir, err := within(root, in.Dir)
+		if err != nil {
+			return nil, err
+		}
+		files, err := listFiles(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		em := stream.From(ctx)
+		byLang := map[string]*langCount{}
+		for i, f := range files {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			lang, ok := languages[strings.ToLower(filepath.Ext(f))]
+			if !ok {
+				continue
+			}
+			n, err := lineCount(f)
+			if err != nil {
+				continue // unreadable files are skipped, not fatal
+			}
+			lc := byLang[lang]
+			if lc == nil {
+				lc = &langCount{Language: lang}
+				byLang[lang] = lc
+			}
+			lc.Files++
+			lc.Lines += n
+			em.Step("counted "+rel(root, f), i+1, len(files))
+		}
+		out := make([]langCount, 0, len(byLang))
+		for _, lc := range byLang {
+			out = append(out, *lc)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Lines > out[j].Lines })
+		return out, nil
+	}
+}
+
+type hashFilesIn struct {
+	Dir   string `json:"dir" jsonschema:"folder whose files to hash"`
+	Limit int    `json:"limit,omitempty" jsonschema:"hash at most this many files" tool:"minimum=1,maximum=10000,default=200"`
+}
+
+// hashFiles computes SHA-256 digests and streams one line per file to the
+// model as it goes.
+func hashFiles(root string) func(context.Context, hashFilesIn) (string, error) {
+	return func(ctx context.Context, in hashFilesIn) (string, error) {
+		dir, err := within(root, in.Dir)
+		if err != nil {
+			return "", err
+		}
+		files, err := listFiles(ctx, dir)
+		if err != nil {
+			return "", err
+		}
+		files = files[:min(len(files), in.Limit)]
+		em := stream.From(ctx)
+		for i, f := range files {
+			if err := ctx.Err(); err != nil {
+				return "", err
+			}
+			sum, err := sha256File(f)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(em, "%s  %s\n", sum[:16], rel(root, f))
+			em.Step("hashed "+rel(root, f), i+1, len(files))
+		}
+		return fmt.Sprintf("%d files hashed", len(files)), nil
+	}
+}
+
+type searchIn struct {
+	Dir   string `json:"dir" jsonschema:"folder to search"`
+	Query string `json:"query" jsonschema:"text to look for (case-sensitive)" tool:"minLength=1"`
+	Max   int    `json:"max_matches,omitempty" tool:"minimum=1,maximum=1000,default=20"`
+}
+
+// searchText finds lines containing a string.
+func searchText(root string) func(context.Context, searchIn) (string, error) {
+	return func(ctx context.Context, in searchIn) (string, error) {
+		dir, err := within(root, in.Dir)
+		if err != nil {
+			return "", err
+		}
+		files, err := listFiles(ctx, dir)
+		if err != nil {
+			return "", err
+		}
+		em := stream.From(ctx)
+		matches := 0
+		for i, f := range files {
+			if matches >= in.Max {
+				break
+			}
+			em.Step("searching "+rel(root, f), i+1, len(files))
+			fh, err := os.Open(f)
+			if err != nil {
+				continue
+			}
+			sc := bufio.NewScanner(fh)
+			for ln := 1; sc.Scan() && matches < in.Max; ln++ {
+				if strings.Contains(sc.Text(), in.Query) {
+					matches++
+					fmt.Fprintf(em, "%s:%d: %s\n", rel(root, f), ln, strings.TrimSpace(sc.Text()))
+				}
+			}
+			fh.Close()
+		}
+		return fmt.Sprintf("%d matches", matches), nil
+	}
+}
+
+func registerTools(tk *toolkit.Toolkit, root string) error {
+	return tk.Register([]*toolkit.Tool{
+		toolkit.MustTool(toolkit.Spec{Name: "count_lines", Description: "Count lines of code per language under a folder.", ReadOnly: true, ConcurrencySafe: true}, countLines(root)),
+		toolkit.MustTool(toolkit.Spec{Name: "hash_files", Description: "SHA-256 of the files under a folder, one line per file.", ReadOnly: true, ConcurrencySafe: true}, hashFiles(root)),
+		toolkit.MustTool(toolkit.Spec{Name: "search_text", Description: "Find lines containing a text under a folder.", ReadOnly: true, ConcurrencySafe: true}, searchText(root)),
+	})
+}
+
+// within resolves a model-supplied folder inside root and refuses escapes.
+func within(root, dir string) (string, error) {
+	if dir == "" {
+		dir = "."
+	}
+	if filepath.IsAbs(dir) {
+		return "", fmt.Errorf("dir %q must be relative to the demo's root", dir)
+	}
+	p := filepath.Join(root, dir)
+	if r, err := filepath.Rel(root, p); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("dir %q is outside the demo's root", dir)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return "", fmt.Errorf("dir %q: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("%q is not a folder", dir)
+	}
+	return p, nil
+}
+
+// listFiles returns regular files under dir, skipping hidden folders.
+func listFiles(ctx context.Context, dir string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if d.IsDir() && p != dir && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	sort.Strings(files)
+	return files, err
+}
+
+func lineCount(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 32*1024)
+	n := 0
+	for {
+		k, err := f.Read(buf)
+		n += strings.Count(string(buf[:k]), "\n")
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+func sha256File(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func rel(root, p string) string {
+	if r, err := filepath.Rel(root, p); err == nil {
+		return r
+	}
+	return p
+}

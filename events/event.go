@@ -1,0 +1,124 @@
+// Package events defines the lifecycle events of tool calls: the envelope every
+// observer receives in process and, later, what goes over NATS.
+//
+// A call produces, in this order and with a per-call sequence number starting
+// at 1:
+//
+//	start          the call left the queue and is about to run
+//	progress*      for people: status text, fraction, structured data
+//	delta*         for the model: pieces of the result
+//	suspend?       the call waits for something outside the process
+//	result         exactly once: the state and the complete model-visible content
+//
+// The content of the result is exactly the concatenation of the call's deltas
+// (see [AppendPart]); progress is never part of it. A call that was interrupted
+// or timed out before it got a slot has no start event.
+package events
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Version is the version of the event envelope. It changes only when a change
+// would break a consumer that ignores unknown fields.
+const Version = 1
+
+// Type names the kind of an event.
+type Type string
+
+// The call lifecycle event types.
+const (
+	TypeStart    Type = "start"
+	TypeProgress Type = "progress"
+	TypeDelta    Type = "delta"
+	TypeSuspend  Type = "suspend"
+	TypeResult   Type = "result"
+)
+
+// Event is one lifecycle event of one call. Exactly one body field, the one
+// named by Type, is set. Events are shared between observers: treat them as
+// read-only.
+type Event struct {
+	Version int       `json:"v"`
+	Type    Type      `json:"type"`
+	Session string    `json:"session"`
+	Call    string    `json:"call,omitempty"`
+	Tool    string    `json:"tool,omitempty"`
+	Seq     uint64    `json:"seq,omitempty"` // per call, 1, 2, 3, ...
+	Time    time.Time `json:"time"`
+
+	Start    *Start    `json:"start,omitempty"`
+	Progress *Progress `json:"progress,omitempty"`
+	Delta    *Part     `json:"delta,omitempty"`
+	Suspend  *Suspend  `json:"suspend,omitempty"`
+	Result   *Result   `json:"result,omitempty"`
+}
+
+// Start is the body of a start event.
+type Start struct {
+	// Args are the arguments as the model sent them (presets set by code are
+	// not included: they may hold values the model must not see).
+	Args json.RawMessage `json:"args,omitempty"`
+	// Index is the call's position in its batch.
+	Index int `json:"index"`
+}
+
+// Progress is the body of a progress event: information for people watching,
+// never for the model.
+type Progress struct {
+	Message string `json:"message,omitempty"`
+	// Fraction is the share of the work done, 0..1; nil when unknown.
+	Fraction *float64 `json:"fraction,omitempty"`
+	// Data is optional structured detail (for example counters).
+	Data json.RawMessage `json:"data,omitempty"`
+	// Dropped counts this call's progress events that were dropped under
+	// pressure since the previous delivered one.
+	Dropped uint64 `json:"dropped,omitempty"`
+}
+
+// Suspend is the body of a suspend event: the call waits for a result from
+// outside the process (an external tool, an approval).
+type Suspend struct {
+	Reason string `json:"reason"`
+}
+
+// Result is the body of a result event.
+type Result struct {
+	State State `json:"state"`
+	// Content is the model-visible result: the concatenation of the deltas.
+	Content []Part `json:"content"`
+	// Error is a short description of the failure for states other than
+	// success.
+	Error string `json:"error,omitempty"`
+	// DurationMS is the time from start to result in milliseconds.
+	DurationMS float64 `json:"duration_ms"`
+	// Meta is data for code and UIs that the model does not see.
+	Meta map[string]any `json:"meta,omitempty"`
+	// Err is the Go error behind a failure, for errors.Is and errors.As in
+	// process. It is not serialized.
+	Err error `json:"-"`
+}
+
+// State is the final state of a call.
+type State string
+
+// Call states.
+const (
+	StateSuccess     State = "success"
+	StateError       State = "error"
+	StateDenied      State = "denied"
+	StateInterrupted State = "interrupted"
+	StateSuspended   State = "suspended"
+	StateTimeout     State = "timeout"
+)
+
+// IsError reports whether the state is a failure the model should be told
+// about (error, denied, interrupted, timeout).
+func (s State) IsError() bool {
+	switch s {
+	case StateError, StateDenied, StateInterrupted, StateTimeout:
+		return true
+	}
+	return false
+}

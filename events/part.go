@@ -1,0 +1,113 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// PartType names the kind of a content part.
+type PartType string
+
+// Content part types.
+const (
+	PartText   PartType = "text"
+	PartJSON   PartType = "json"
+	PartBinary PartType = "binary"
+)
+
+// Part is one piece of model-visible content: text, a JSON value, or binary
+// data with a media type.
+type Part struct {
+	Type PartType `json:"type"`
+	// Text is set for text parts.
+	Text string `json:"text,omitempty"`
+	// JSON is set for JSON parts; it holds one valid JSON value.
+	JSON json.RawMessage `json:"json,omitempty"`
+	// Data is set for binary parts (base64 on the wire).
+	Data []byte `json:"data,omitempty"`
+	// MediaType describes Data, for example "image/png".
+	MediaType string `json:"media_type,omitempty"`
+}
+
+// Text returns a text part.
+func Text(s string) Part { return Part{Type: PartText, Text: s} }
+
+// JSON returns a JSON part holding v marshalled with encoding/json.
+func JSON(v any) (Part, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Part{}, err
+	}
+	return Part{Type: PartJSON, JSON: b}, nil
+}
+
+// Binary returns a binary part.
+func Binary(mediaType string, data []byte) Part {
+	if mediaType == "" {
+		mediaType = "application/octet-stream"
+	}
+	return Part{Type: PartBinary, Data: data, MediaType: mediaType}
+}
+
+// IsEmpty reports whether the part adds nothing to a result.
+func (p Part) IsEmpty() bool {
+	switch p.Type {
+	case PartText:
+		return p.Text == ""
+	case PartJSON:
+		return len(p.JSON) == 0
+	case PartBinary:
+		return len(p.Data) == 0
+	}
+	return true
+}
+
+// String renders the part as text for a model that only takes text: text as
+// is, JSON as compact JSON, binary as a short placeholder.
+func (p Part) String() string {
+	switch p.Type {
+	case PartText:
+		return p.Text
+	case PartJSON:
+		return string(p.JSON)
+	case PartBinary:
+		return fmt.Sprintf("[binary %s, %d bytes]", p.MediaType, len(p.Data))
+	}
+	return ""
+}
+
+// AppendPart appends a delta to accumulated content. It is the one rule by
+// which deltas add up to a result: adjacent text parts merge into one, other
+// parts are kept as they are, empty parts add nothing.
+func AppendPart(content []Part, p Part) []Part {
+	if p.IsEmpty() {
+		return content
+	}
+	if n := len(content); n > 0 && p.Type == PartText && content[n-1].Type == PartText {
+		content[n-1].Text += p.Text
+		return content
+	}
+	return append(content, p)
+}
+
+// Concat returns the content that the given deltas add up to.
+func Concat(deltas ...Part) []Part {
+	var out []Part
+	for _, d := range deltas {
+		out = AppendPart(out, d)
+	}
+	return out
+}
+
+// ContentText renders content as one string (see [Part.String]).
+func ContentText(content []Part) string {
+	if len(content) == 1 {
+		return content[0].String()
+	}
+	var b strings.Builder
+	for _, p := range content {
+		b.WriteString(p.String())
+	}
+	return b.String()
+}

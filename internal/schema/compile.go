@@ -1,0 +1,438 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// typeMask is a set of JSON Schema type names.
+type typeMask uint8
+
+const (
+	tNull typeMask = 1 << iota
+	tBoolean
+	tInteger
+	tNumber
+	tString
+	tArray
+	tObject
+)
+
+var typeBits = map[string]typeMask{
+	"null": tNull, "boolean": tBoolean, "integer": tInteger, "number": tNumber,
+	"string": tString, "array": tArray, "object": tObject,
+}
+
+// Numeric keyword flags.
+const (
+	hasMultipleOf uint8 = 1 << iota
+	hasMinimum
+	hasMaximum
+	hasExclMin
+	hasExclMax
+)
+
+// node is one compiled schema. The zero node accepts everything.
+type node struct {
+	trivial bool // no constraints at all: accepts every instance
+	never   bool // "not" of a trivial schema (the false schema)
+
+	hasType bool
+	types   typeMask
+
+	hasEnum  bool
+	enum     []any // numbers normalised to float64
+	enumText string
+	hasConst bool
+	constVal any
+	constTxt string
+
+	numFlags   uint8
+	multipleOf float64
+	minimum    float64
+	maximum    float64
+	exclMin    float64
+	exclMax    float64
+
+	minLength, maxLength int
+	hasMinLen, hasMaxLen bool
+	pattern              *regexp.Regexp
+
+	isArray                  bool // any array keyword present
+	prefix                   []*node
+	items                    *node
+	minItems, maxItems       int
+	hasMinItems, hasMaxItems bool
+	unique                   bool
+
+	isObject                 bool // any object keyword present
+	props                    []prop
+	propIndex                map[string]int // nil when props is short
+	reqOnly                  []string       // required names without a properties entry
+	additional               *node          // nil: extra properties are allowed
+	allowed                  string         // property names for the "not allowed" message
+	minProps, maxProps       int
+	hasMinProps, hasMaxProps bool
+
+	allOf, anyOf, oneOf []*node
+	not                 *node
+	anyOfTypes          typeMask // union of branch types when every branch has a type
+	anyOfTyped          bool
+
+	// Prepare.
+	hasDefault  bool
+	defaultVal  any // decoded with UseNumber
+	acceptsNull bool
+	prepares    bool // Prepare has something to do at or below this node
+}
+
+type prop struct {
+	name     string
+	n        *node
+	required bool
+}
+
+// smallProps is the property count up to which a linear scan beats a map.
+const smallProps = 8
+
+// supported reports whether every schema that validation can reach uses only
+// keywords the compiled path implements. $defs are not reached without $ref.
+func supported(s *jsonschema.Schema) bool {
+	if s == nil {
+		return false
+	}
+	if s.ID != "" || s.Ref != "" || s.Anchor != "" || s.DynamicAnchor != "" || s.DynamicRef != "" ||
+		s.Vocabulary != nil || s.DependencySchemas != nil || s.DependencyStrings != nil ||
+		s.ItemsArray != nil || s.AdditionalItems != nil || s.Contains != nil ||
+		s.MinContains != nil || s.MaxContains != nil || s.UnevaluatedItems != nil ||
+		s.UnevaluatedProperties != nil || s.DependentRequired != nil || s.DependentSchemas != nil ||
+		s.PatternProperties != nil || s.PropertyNames != nil || s.If != nil || s.Then != nil ||
+		s.Else != nil || s.ContentSchema != nil {
+		return false
+	}
+	for _, c := range s.PrefixItems {
+		if !supported(c) {
+			return false
+		}
+	}
+	for _, c := range s.Properties {
+		if !supported(c) {
+			return false
+		}
+	}
+	for _, list := range [][]*jsonschema.Schema{s.AllOf, s.AnyOf, s.OneOf} {
+		for _, c := range list {
+			if !supported(c) {
+				return false
+			}
+		}
+	}
+	for _, c := range []*jsonschema.Schema{s.Items, s.AdditionalProperties, s.Not} {
+		if c != nil && !supported(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// compile builds the node tree for a schema that passed supported and Resolve.
+func compile(s *jsonschema.Schema) (*node, error) {
+	n, err := compileNode(s)
+	if err != nil {
+		return nil, err
+	}
+	n.finishPrepare()
+	return n, nil
+}
+
+func compileNode(s *jsonschema.Schema) (*node, error) {
+	n := &node{}
+	var err error
+	sub := func(c *jsonschema.Schema) *node {
+		if err != nil {
+			return nil
+		}
+		var cn *node
+		cn, err = compileNode(c)
+		return cn
+	}
+	subs := func(list []*jsonschema.Schema) []*node {
+		if list == nil {
+			return nil
+		}
+		out := make([]*node, len(list))
+		for i, c := range list {
+			out[i] = sub(c)
+		}
+		return out
+	}
+
+	// type: an empty list or an unknown name leaves a mask that matches
+	// nothing, exactly as jsonschema-go behaves.
+	if s.Type != "" {
+		n.hasType = true
+		n.types = typeBits[s.Type]
+	} else if s.Types != nil {
+		n.hasType = true
+		for _, t := range s.Types {
+			n.types |= typeBits[t]
+		}
+	}
+	if s.Enum != nil {
+		n.hasEnum = true
+		n.enum = make([]any, len(s.Enum))
+		texts := make([]string, len(s.Enum))
+		for i, e := range s.Enum {
+			if n.enum[i], err = normalise(e); err != nil {
+				return nil, fmt.Errorf("enum: %w", err)
+			}
+			texts[i] = preview(n.enum[i])
+		}
+		n.enumText = enumList(texts)
+	}
+	if s.Const != nil {
+		n.hasConst = true
+		if n.constVal, err = normalise(*s.Const); err != nil {
+			return nil, fmt.Errorf("const: %w", err)
+		}
+		n.constTxt = preview(n.constVal)
+	}
+	setF := func(p *float64, flag uint8, dst *float64) {
+		if p != nil {
+			n.numFlags |= flag
+			*dst = *p
+		}
+	}
+	setF(s.MultipleOf, hasMultipleOf, &n.multipleOf)
+	setF(s.Minimum, hasMinimum, &n.minimum)
+	setF(s.Maximum, hasMaximum, &n.maximum)
+	setF(s.ExclusiveMinimum, hasExclMin, &n.exclMin)
+	setF(s.ExclusiveMaximum, hasExclMax, &n.exclMax)
+	setI := func(p *int, has *bool, dst *int) {
+		if p != nil {
+			*has = true
+			*dst = *p
+		}
+	}
+	setI(s.MinLength, &n.hasMinLen, &n.minLength)
+	setI(s.MaxLength, &n.hasMaxLen, &n.maxLength)
+	if s.Pattern != "" {
+		// Resolve already compiled it successfully; compile our own copy.
+		if n.pattern, err = regexp.Compile(s.Pattern); err != nil {
+			return nil, err
+		}
+	}
+
+	// arrays (draft 2020-12: items applies after prefixItems)
+	n.prefix = subs(s.PrefixItems)
+	if s.Items != nil {
+		n.items = sub(s.Items)
+	}
+	setI(s.MinItems, &n.hasMinItems, &n.minItems)
+	setI(s.MaxItems, &n.hasMaxItems, &n.maxItems)
+	n.unique = s.UniqueItems
+	if n.items != nil && n.items.trivial {
+		n.items = nil
+	}
+	n.isArray = len(n.prefix) > 0 || n.items != nil || n.hasMinItems || n.hasMaxItems || n.unique
+
+	// objects
+	required := map[string]bool{}
+	for _, r := range s.Required {
+		required[r] = true
+	}
+	for _, name := range propertyOrder(s) {
+		n.props = append(n.props, prop{name: name, n: sub(s.Properties[name]), required: required[name]})
+	}
+	if len(n.props) > smallProps {
+		n.propIndex = make(map[string]int, len(n.props))
+		for i, p := range n.props {
+			n.propIndex[p.name] = i
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range s.Required {
+		if _, ok := s.Properties[r]; !ok && !seen[r] {
+			seen[r] = true
+			n.reqOnly = append(n.reqOnly, r)
+		}
+	}
+	if s.AdditionalProperties != nil {
+		n.additional = sub(s.AdditionalProperties)
+		if n.additional != nil && n.additional.trivial {
+			n.additional = nil
+		}
+	}
+	names := make([]string, len(n.props))
+	for i, p := range n.props {
+		names[i] = p.name
+	}
+	n.allowed = strings.Join(names, ", ")
+	setI(s.MinProperties, &n.hasMinProps, &n.minProps)
+	setI(s.MaxProperties, &n.hasMaxProps, &n.maxProps)
+	// Properties with trivial schemas still matter for additionalProperties,
+	// so keep them whenever additional is set.
+	n.isObject = len(n.props) > 0 || len(n.reqOnly) > 0 || n.additional != nil || n.hasMinProps || n.hasMaxProps
+
+	// logic
+	n.allOf = subs(s.AllOf)
+	n.anyOf = subs(s.AnyOf)
+	n.oneOf = subs(s.OneOf)
+	if s.Not != nil {
+		n.not = sub(s.Not)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(n.anyOf) > 0 {
+		n.anyOfTyped = true
+		for _, b := range n.anyOf {
+			if !b.hasType {
+				n.anyOfTyped = false
+				break
+			}
+			n.anyOfTypes |= b.types
+		}
+	}
+
+	if s.Default != nil {
+		d, err := decodeValue(s.Default)
+		if err != nil {
+			return nil, fmt.Errorf("default: %w", err)
+		}
+		n.hasDefault = true
+		n.defaultVal = d
+	}
+
+	if n.not != nil && n.not.trivial {
+		n.never = true
+	}
+	n.trivial = !n.never && !n.hasType && !n.hasEnum && !n.hasConst && n.numFlags == 0 &&
+		!n.hasMinLen && !n.hasMaxLen && n.pattern == nil && !n.isArray && !n.isObject &&
+		s.AllOf == nil && s.AnyOf == nil && s.OneOf == nil && n.not == nil
+	return n, nil
+}
+
+// propertyOrder is the order the properties are shown to a model:
+// PropertyOrder first, then the rest alphabetically (as Schema.MarshalJSON).
+func propertyOrder(s *jsonschema.Schema) []string {
+	if len(s.Properties) == 0 {
+		return nil
+	}
+	order := make([]string, 0, len(s.Properties))
+	done := make(map[string]bool, len(s.Properties))
+	for _, name := range s.PropertyOrder {
+		if _, ok := s.Properties[name]; ok && !done[name] {
+			done[name] = true
+			order = append(order, name)
+		}
+	}
+	rest := slices.Sorted(maps.Keys(s.Properties))
+	for _, name := range rest {
+		if !done[name] {
+			order = append(order, name)
+		}
+	}
+	return order
+}
+
+// finishPrepare computes what Prepare needs, bottom up.
+func (n *node) finishPrepare() {
+	walkChildren(n, (*node).finishPrepare)
+	n.acceptsNull = n.check(nil, nil, nil)
+	for _, p := range n.props {
+		if !p.required && (p.n.hasDefault || !p.n.acceptsNull) || p.n.prepares {
+			n.prepares = true
+		}
+	}
+	for _, c := range n.prefix {
+		n.prepares = n.prepares || c.prepares
+	}
+	for _, c := range []*node{n.items, n.additional} {
+		if c != nil && c.prepares {
+			n.prepares = true
+		}
+	}
+}
+
+// walkChildren calls f on every direct child node.
+func walkChildren(n *node, f func(*node)) {
+	for _, p := range n.props {
+		f(p.n)
+	}
+	for _, list := range [][]*node{n.prefix, n.allOf, n.anyOf, n.oneOf} {
+		for _, c := range list {
+			f(c)
+		}
+	}
+	for _, c := range []*node{n.items, n.additional, n.not} {
+		if c != nil {
+			f(c)
+		}
+	}
+}
+
+// normalise converts a Go value that represents JSON (as found in a schema's
+// enum or const, or passed to Validate) into the canonical form: nil, bool,
+// float64, string, []any, map[string]any. Other types go through encoding/json.
+func normalise(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, bool, float64, string:
+		return v, nil
+	case json.Number:
+		f, ok := numberOf(x)
+		if !ok {
+			return nil, fmt.Errorf("invalid number %q", string(x))
+		}
+		return f, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			var err error
+			if out[i], err = normalise(e); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			ne, err := normalise(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = ne
+		}
+		return out, nil
+	}
+	if f, ok := numberOf(v); ok {
+		return f, nil
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	d, err := decodeValue(data)
+	if err != nil {
+		return nil, err
+	}
+	return normalise(d)
+}
+
+// decodeValue decodes one JSON value with UseNumber.
+func decodeValue(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}

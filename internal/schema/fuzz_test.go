@@ -1,0 +1,120 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// fuzzSeeds cover every keyword of the compiled path, with instances near
+// the edges.
+var fuzzSeeds = []struct{ schema, instance string }{
+	{`{"type":"integer"}`, `1.0`},
+	{`{"type":["string","null"]}`, `null`},
+	{`{"type":[]}`, `"x"`},
+	{`{"enum":[1,"a",null,[1,{"b":true}],{"c":[]}]}`, `[1.0,{"b":true}]`},
+	{`{"const":{"a":[1,2.5,"x"]}}`, `{"a":[1,2.50,"x"]}`},
+	{`{"multipleOf":0.1}`, `0.3`},
+	{`{"multipleOf":3,"minimum":-3,"maximum":9}`, `-3e0`},
+	{`{"exclusiveMinimum":0,"exclusiveMaximum":1}`, `0.5`},
+	{`{"minLength":2,"maxLength":3}`, `"日本語"`},
+	{`{"pattern":"^a+b?$","type":"string"}`, `"aab"`},
+	{`{"items":{"type":"integer","minimum":0}}`, `[0,1,2.0,-1]`},
+	{`{"prefixItems":[{"type":"string"},{"const":1}],"items":false}`, `["x",1]`},
+	{`{"minItems":1,"maxItems":2,"uniqueItems":true}`, `[{"a":1},{"a":1.0}]`},
+	{`{"uniqueItems":true}`, `[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,-0,"0"]`},
+	{`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}},"required":["a","c"],"additionalProperties":false}`, `{"a":"x","b":2}`},
+	{`{"properties":{"a":{}},"additionalProperties":{"type":"boolean"},"minProperties":1,"maxProperties":2}`, `{"a":1,"x":true}`},
+	{`{"allOf":[{"type":"number"},{"minimum":2}],"not":{"const":3}}`, `3`},
+	{`{"anyOf":[{"type":"string","maxLength":1},{"type":"array","minItems":2}]}`, `["a"]`},
+	{`{"oneOf":[{"type":"integer"},{"type":"number"}]}`, `1.5`},
+	{`{"not":false}`, `{}`},
+	{`false`, `null`},
+	{`true`, `[[[]]]`},
+	{`{"anyOf":[]}`, `1`},
+	{`{"properties":{"o":{"properties":{"p":{"items":{"required":["q"]}}}}}}`, `{"o":{"p":[{"q":null},{}]}}`},
+}
+
+// FuzzValidateMatchesReference checks that the compiled validator and
+// jsonschema-go agree on valid/invalid for every schema on the fast path.
+func FuzzValidateMatchesReference(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s.schema), []byte(s.instance))
+	}
+	f.Fuzz(func(t *testing.T, schemaJSON, instanceJSON []byte) {
+		var s jsonschema.Schema
+		if err := json.Unmarshal(schemaJSON, &s); err != nil {
+			return
+		}
+		v, err := Compile(&s)
+		if err != nil || !v.Fast() {
+			return
+		}
+		var instF any
+		if err := json.Unmarshal(instanceJSON, &instF); err != nil {
+			return
+		}
+		instN, err := Decode(instanceJSON)
+		if err != nil {
+			t.Fatalf("Decode rejects JSON that json.Unmarshal accepts: %v", err)
+		}
+		want := v.resolved.Validate(instF)
+		gotN := v.Validate(instN)
+		gotF := v.Validate(instF)
+		if (gotN == nil) != (want == nil) || (gotF == nil) != (want == nil) {
+			t.Fatalf("disagreement\nschema:   %s\ninstance: %s\nreference: %v\ncompiled (UseNumber): %v\ncompiled (float64): %v",
+				schemaJSON, instanceJSON, want, gotN, gotF)
+		}
+		if len(gotN) > MaxProblems {
+			t.Fatalf("%d problems, more than MaxProblems", len(gotN))
+		}
+		for _, p := range gotN {
+			if p.Message == "" {
+				t.Fatalf("empty message in %v", gotN)
+			}
+		}
+		if obj, ok := instN.(map[string]any); ok {
+			// Prepare must not panic, and must leave a value Validate accepts
+			// as input.
+			v.Prepare(obj)
+			v.Validate(obj)
+		}
+	})
+}
+
+// FuzzDecode checks that Decode never panics and that what it returns
+// re-marshals to JSON that decodes to the same value.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"a":1,"b":[true,null,"x"],"c":{"d":1.5e3}}`, `  [] `, `"\u00e9\ud83d\ude00"`,
+		`1e400`, `-0`, `{"a":1}x`, `{"a":}`, ``, `[1,2`, `"\xff"`, `{} {}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := Decode(data)
+		if err != nil {
+			if json.Valid(data) {
+				t.Fatalf("Decode(%q) = %v, but the input is valid JSON", data, err)
+			}
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("Decode(%q) accepted invalid JSON", data)
+		}
+		out, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("re-marshal %#v: %v", v, err)
+		}
+		v2, err := Decode(out)
+		if err != nil {
+			t.Fatalf("Decode of re-marshalled %s: %v", out, err)
+		}
+		out2, _ := json.Marshal(v2)
+		if !bytes.Equal(out, out2) {
+			t.Fatalf("round trip changed the value: %s vs %s", out, out2)
+		}
+	})
+}

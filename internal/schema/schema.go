@@ -1,0 +1,184 @@
+// Package schema infers JSON Schemas for Go types and validates LLM tool-call
+// arguments against them.
+//
+// Validation is done by a [Validator] compiled from a [jsonschema.Schema].
+// Schemas that use only the common keywords are compiled into a tree of
+// checks that works directly on decoded JSON and reports every problem it
+// finds as a short "path: message" line an LLM can act on. Anything else is
+// handed to github.com/google/jsonschema-go, which is also the reference the
+// compiled path must agree with on what is valid (see the differential fuzz
+// test).
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// MaxProblems caps the number of problems Validate returns, so a badly wrong
+// instance does not flood the model's context.
+const MaxProblems = 20
+
+// draft202012 is the only $schema value besides "" that the compiled path
+// accepts; draft-07 changes the meaning of items and goes to the reference.
+const (
+	draft202012 = "https://json-schema.org/draft/2020-12/schema"
+	draft07     = "http://json-schema.org/draft-07/schema#"
+	draft07s    = "https://json-schema.org/draft-07/schema#"
+)
+
+// Problem is one reason why arguments do not match a schema.
+type Problem struct {
+	// Path is the display path of the offending value: "" for the root,
+	// `limit`, `options.mode`, `exts[0]`, `["a.b"]`, `items[2].name`.
+	Path string
+	// Message says what is wrong, e.g. `must be an integer, got string "ten"`.
+	Message string
+}
+
+// String renders the problem as "path: message", with "(root)" for the root.
+func (p Problem) String() string {
+	path := p.Path
+	if path == "" {
+		path = "(root)"
+	}
+	return path + ": " + p.Message
+}
+
+// Validator validates decoded JSON values against one schema.
+// It is immutable after Compile and safe for concurrent use.
+type Validator struct {
+	resolved *jsonschema.Resolved
+	schema   *jsonschema.Schema
+	root     *node // nil on the fallback path
+}
+
+// Compile checks the schema (via (*jsonschema.Schema).Resolve) and builds a
+// validator. Schemas that use only the supported keywords get the compiled
+// path; any other schema falls back to jsonschema-go's Resolved.Validate.
+func Compile(s *jsonschema.Schema) (*Validator, error) {
+	if s == nil {
+		return nil, errors.New("schema: nil schema")
+	}
+	switch s.Schema {
+	case "", draft202012, draft07, draft07s:
+	default:
+		// jsonschema-go resolves such a schema but then fails every
+		// validation; better to say so once, here.
+		return nil, fmt.Errorf("schema: unsupported $schema %q (want draft 2020-12 or draft-07)", s.Schema)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	v := &Validator{resolved: rs, schema: s}
+	if s.Schema == "" || s.Schema == draft202012 {
+		if supported(s) {
+			root, err := compile(s)
+			if err != nil {
+				return nil, fmt.Errorf("schema: %w", err)
+			}
+			v.root = root
+		}
+	}
+	return v, nil
+}
+
+// Fast reports whether the compiled path is used.
+func (v *Validator) Fast() bool { return v.root != nil }
+
+// Validate returns every problem with instance, or nil if it is valid.
+//
+// Problems come in the order the schema is walked: a value's own keywords
+// first, then its properties in schema property order (PropertyOrder, then
+// alphabetical), then extra properties alphabetically, and array items by
+// index; allOf/anyOf/oneOf/not come after the value's own keywords.
+// Duplicates are dropped. At most MaxProblems are returned; when more were
+// found, the last one is Problem{Path: "", Message: "... and N more problems"}.
+//
+// The instance is what encoding/json produces with Decoder.UseNumber: nil,
+// bool, json.Number, string, []any, map[string]any. float64, float32 and the
+// int kinds are accepted as numbers (converted to float64, as jsonschema-go
+// sees numbers decoded without UseNumber). Other Go values are round-tripped
+// through encoding/json first.
+func (v *Validator) Validate(instance any) []Problem {
+	if v.root == nil {
+		return v.validateReference(instance)
+	}
+	if v.root.check(instance, nil, nil) {
+		return nil
+	}
+	c := &collector{}
+	v.root.check(instance, nil, c)
+	if len(c.list) == 0 && c.dropped == 0 {
+		// Every failing check records a problem; this is only a safety net.
+		return []Problem{{Message: "does not match the schema"}}
+	}
+	return c.result()
+}
+
+// validateReference runs jsonschema-go, which reads json.Number as a string,
+// so numbers are converted first.
+func (v *Validator) validateReference(instance any) []Problem {
+	inst, _ := numbersToFloat(instance)
+	err := v.resolved.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimPrefix(err.Error(), "validating root: ")
+	return []Problem{{Message: msg}}
+}
+
+// numbersToFloat returns instance with every json.Number replaced by its
+// float64 value, copying only the containers that change.
+func numbersToFloat(instance any) (any, bool) {
+	switch x := instance.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return instance, false // not a number; the reference sees a string
+		}
+		return f, true
+	case []any:
+		var out []any
+		for i, e := range x {
+			ne, changed := numbersToFloat(e)
+			if changed && out == nil {
+				out = make([]any, len(x))
+				copy(out, x)
+			}
+			if out != nil {
+				out[i] = ne
+			}
+		}
+		if out == nil {
+			return x, false
+		}
+		return out, true
+	case map[string]any:
+		var out map[string]any
+		for k, e := range x {
+			ne, changed := numbersToFloat(e)
+			if changed && out == nil {
+				out = make(map[string]any, len(x))
+				for k2, e2 := range x {
+					out[k2] = e2
+				}
+			}
+			if out != nil {
+				out[k] = ne
+			}
+		}
+		if out == nil {
+			return x, false
+		}
+		return out, true
+	default:
+		return instance, false
+	}
+}

@@ -1,0 +1,121 @@
+package toolkit
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/toolstream/toolstream/internal/schema"
+)
+
+// PrepareArgs turns a model's arguments into what the handler receives, as
+// the engine does before every call: parsed, presets applied, optional nulls
+// dropped, defaults filled in, and validated against the full schema. The
+// original bytes are returned when nothing had to change. Errors are
+// *ArgumentError.
+func (t *Tool) PrepareArgs(raw json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage("{}") // models send "" for tools without parameters
+	}
+	decoded, err := schema.Decode(raw)
+	if err != nil {
+		return nil, &ArgumentError{Tool: t.spec.Name, Err: fmt.Errorf("arguments are not valid JSON: %w", err)}
+	}
+	obj, ok := decoded.(map[string]any)
+	if !ok {
+		return nil, &ArgumentError{Tool: t.spec.Name, Problems: []Problem{{
+			Message: fmt.Sprintf("must be a JSON object, got %s", jsonKind(decoded)),
+		}}}
+	}
+	changed := false
+	for k, v := range t.presets {
+		pv, err := schema.Decode(v) // fresh value per call: handlers may keep it
+		if err != nil {
+			return nil, fmt.Errorf("toolkit: preset %q: %w", k, err)
+		}
+		obj[k] = pv
+		changed = true
+	}
+	if t.validator.Prepare(obj) {
+		changed = true
+	}
+	if probs := t.validator.Validate(obj); len(probs) > 0 {
+		return nil, &ArgumentError{Tool: t.spec.Name, Problems: probs}
+	}
+	if canonicalIntegers(obj) {
+		changed = true
+	}
+	if !changed {
+		return raw, nil
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil, &ArgumentError{Tool: t.spec.Name, Err: err}
+	}
+	return out, nil
+}
+
+// canonicalIntegers rewrites integral numbers written with a fraction or an
+// exponent (2.0, 1e2: integers to JSON Schema) as plain integers, so that Go
+// handlers can decode them into integer fields. It reports whether it
+// changed anything.
+func canonicalIntegers(v any) bool {
+	changed := false
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if n, ok := e.(json.Number); ok {
+				if c, ok := canonicalInteger(n); ok {
+					x[k] = c
+					changed = true
+				}
+			} else if canonicalIntegers(e) {
+				changed = true
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if n, ok := e.(json.Number); ok {
+				if c, ok := canonicalInteger(n); ok {
+					x[i] = c
+					changed = true
+				}
+			} else if canonicalIntegers(e) {
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+func canonicalInteger(n json.Number) (json.Number, bool) {
+	if !strings.ContainsAny(string(n), ".eE") {
+		return n, false
+	}
+	f, err := n.Float64()
+	if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
+		return n, false
+	}
+	return json.Number(strconv.FormatInt(int64(f), 10)), true
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,150 @@
+package toolkit_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+type benchIn struct {
+	Path    string   `json:"path" jsonschema:"folder to scan"`
+	Pattern string   `json:"pattern,omitempty"`
+	Limit   int      `json:"limit,omitempty" tool:"minimum=1"`
+	Exts    []string `json:"exts,omitempty" tool:"enum=go|md|txt"`
+	Deep    *bool    `json:"deep,omitempty"`
+}
+
+var benchArgs = json.RawMessage(`{"path":"/tmp","pattern":"*.go","limit":10,"exts":["go","md"]}`)
+
+func benchKit(b *testing.B, opts ...toolkit.Option) (*toolkit.Session, *toolkit.Tool) {
+	tk := newKit(b, opts...)
+	noop := mustTool(b, toolkit.Spec{Name: "noop", ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (string, error) {
+		return "", nil
+	})
+	scan := mustTool(b, toolkit.Spec{Name: "scan", ConcurrencySafe: true}, func(ctx context.Context, in benchIn) (string, error) {
+		return "ok", nil
+	})
+	mustAdd(b, tk, noop, scan)
+	return session(b, tk, "bench"), scan
+}
+
+// BenchmarkRun measures whole batches of no-op tools, start to ordered
+// results. Compare with eino's ToolsNode in bench/.
+func BenchmarkRun(b *testing.B) {
+	for _, n := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("noop-%d", n), func(b *testing.B) {
+			s, _ := benchKit(b, toolkit.WithMaxParallel(64), toolkit.WithDefaultTimeout(0), toolkit.WithFlushTimeout(0))
+			calls := make([]toolkit.Call, n)
+			for i := range calls {
+				calls[i] = toolkit.Call{ID: fmt.Sprintf("c%d", i), Name: "noop", Args: json.RawMessage(`{}`)}
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				rs := s.Run(ctx, calls)
+				if rs[n-1].State != toolkit.StateSuccess {
+					b.Fatal(rs[n-1].Err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/call")
+		})
+	}
+}
+
+// BenchmarkValidate is argument validation alone: parse, normalise, check.
+func BenchmarkValidate(b *testing.B) {
+	_, scan := benchKit(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := scan.PrepareArgs(benchArgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+type passThrough struct{ n int }
+
+func (p *passThrough) Observe(ev *events.Event) { p.n++ }
+
+// BenchmarkCallWithObservers is one validated call with three pass-through
+// observers: the full path a real call takes.
+func BenchmarkCallWithObservers(b *testing.B) {
+	s, _ := benchKit(b, toolkit.WithObserver(&passThrough{}), toolkit.WithObserver(&passThrough{}), toolkit.WithObserver(&passThrough{}))
+	calls := []toolkit.Call{{ID: "c", Name: "scan", Args: benchArgs}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := s.Run(ctx, calls)[0]; r.State != toolkit.StateSuccess {
+			b.Fatal(r.Err)
+		}
+	}
+}
+
+// BenchmarkEngineOverhead measures the engine's own cost per call: the full
+// path (one validated call, three observers) minus validation alone, both
+// timed in the same benchmark so that machine noise hits both alike. It
+// reports medians of interleaved samples.
+func BenchmarkEngineOverhead(b *testing.B) {
+	s, scan := benchKit(b, toolkit.WithObserver(&passThrough{}), toolkit.WithObserver(&passThrough{}), toolkit.WithObserver(&passThrough{}))
+	calls := []toolkit.Call{{ID: "c", Name: "scan", Args: benchArgs}}
+	ctx := context.Background()
+	const batch = 200
+	var full, valid []float64
+	for b.Loop() {
+		t0 := time.Now()
+		for range batch {
+			if _, err := scan.PrepareArgs(benchArgs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t1 := time.Now()
+		for range batch {
+			s.Run(ctx, calls)
+		}
+		t2 := time.Now()
+		valid = append(valid, float64(t1.Sub(t0).Nanoseconds())/batch)
+		full = append(full, float64(t2.Sub(t1).Nanoseconds())/batch)
+	}
+	f, v := median(full), median(valid)
+	b.ReportMetric(f, "full-ns/call")
+	b.ReportMetric(v, "validate-ns/call")
+	b.ReportMetric(f-v, "engine-ns/call")
+	allocsFull := testing.AllocsPerRun(200, func() { s.Run(ctx, calls) })
+	allocsValid := testing.AllocsPerRun(200, func() { _, _ = scan.PrepareArgs(benchArgs) })
+	b.ReportMetric(allocsFull-allocsValid, "engine-allocs/call")
+}
+
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	return xs[len(xs)/2]
+}
+
+// BenchmarkProgressNoListener is the cost of a progress report nobody
+// observes, as a tool pays it.
+func BenchmarkProgressNoListener(b *testing.B) {
+	tk := newKit(b)
+	ctx := make(chan context.Context, 1)
+	release := make(chan struct{})
+	mustAdd(b, tk, mustTool(b, toolkit.Spec{Name: "grab"}, func(c context.Context, _ struct{}) (string, error) {
+		ctx <- c
+		<-release
+		return "", nil
+	}))
+	run := session(b, tk, "s").Start(context.Background(), []toolkit.Call{{ID: "1", Name: "grab"}})
+	callCtx := <-ctx
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		stream.From(callCtx).Progress("scanning", 0.5)
+	}
+	b.StopTimer()
+	close(release)
+	run.Wait()
+}

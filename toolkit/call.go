@@ -1,0 +1,93 @@
+package toolkit
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+)
+
+// Call is one tool call as the model produced it.
+type Call struct {
+	// ID is the model's call id (OpenAI tool_call_id, Anthropic tool_use_id).
+	// An empty id is replaced by a generated one.
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Result is the outcome of one call.
+type Result struct {
+	Call  Call
+	State State
+	// Content is what the model sees: the concatenation of the call's deltas.
+	Content []Part
+	// Err is the cause of a failure, for errors.Is and errors.As: for example
+	// an *ArgumentError, an *UnknownToolError, a *PanicError, ErrTimeout or the
+	// error the handler returned.
+	Err error
+	// Meta is metadata the tool attached for code and UIs, not for the model.
+	Meta map[string]any
+	// Started is when the call left the queue; zero if it never did.
+	Started time.Time
+	// Duration is the time from Started to the result.
+	Duration time.Duration
+}
+
+// IsError reports whether the model should be told the call failed.
+func (r Result) IsError() bool { return r.State.IsError() }
+
+// Text renders the content as one string for LLM APIs that take text only.
+func (r Result) Text() string { return events.ContentText(r.Content) }
+
+// Final reports whether the result is final (not a suspension notice).
+func (r Result) Final() bool { return r.State != StateSuspended }
+
+type callKey struct{}
+
+// CallInfoFrom returns the identity of the call running with ctx, for tools
+// and interceptors.
+func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
+	c, ok := ctx.Value(callKey{}).(*call)
+	if !ok {
+		return CallInfo{}, false
+	}
+	return CallInfo{Session: c.run.sess.id, CallID: c.call.ID, Tool: c.call.Name}, true
+}
+
+// SessionID returns the session of the call running with ctx, or "".
+func SessionID(ctx context.Context) string {
+	c, _ := CallInfoFrom(ctx)
+	return c.Session
+}
+
+type userKey struct{}
+
+// WithUser returns a context carrying the id of the user on whose behalf tools
+// run. Tools read it with [User]; it never appears in a schema.
+func WithUser(ctx context.Context, userID string) context.Context {
+	return context.WithValue(ctx, userKey{}, userID)
+}
+
+// User returns the user id set with [WithUser], or "".
+func User(ctx context.Context) string {
+	u, _ := ctx.Value(userKey{}).(string)
+	return u
+}
+
+type valueKey[T any] struct{}
+
+// WithValue returns a context carrying v, keyed by its type T. It is how
+// callers hand tools values of their own (a database handle, a tenant) that
+// the model must neither see nor set. The context passed to a run reaches
+// every handler.
+func WithValue[T any](ctx context.Context, v T) context.Context {
+	return context.WithValue(ctx, valueKey[T]{}, v)
+}
+
+// Value returns the value of type T set with [WithValue].
+func Value[T any](ctx context.Context) (T, bool) {
+	v, ok := ctx.Value(valueKey[T]{}).(T)
+	return v, ok
+}

@@ -1,0 +1,139 @@
+package toolkit
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/toolstream/toolstream/internal/schema"
+)
+
+// Errors returned by the registry and sessions, for errors.Is.
+var (
+	// ErrInvalidName: a tool name does not match ^[a-zA-Z0-9_-]{1,64}$.
+	ErrInvalidName = errors.New("toolkit: invalid tool name")
+	// ErrDuplicate: a tool with that name is already registered.
+	ErrDuplicate = errors.New("toolkit: tool already registered")
+	// ErrInvalidSession: a session id is empty, too long, not UTF-8 or has
+	// control characters.
+	ErrInvalidSession = errors.New("toolkit: invalid session id")
+	// ErrUnknownCall: no suspended call with that id waits in the session.
+	ErrUnknownCall = errors.New("toolkit: no suspended call with that id")
+	// ErrClosed: the toolkit or session was closed.
+	ErrClosed = errors.New("toolkit: closed")
+)
+
+// Causes of failed calls, found with errors.Is on [Result.Err].
+var (
+	// ErrUnknownTool: the model called a tool that is not registered.
+	ErrUnknownTool = errors.New("unknown tool")
+	// ErrInvalidArguments: the arguments did not match the tool's schema.
+	ErrInvalidArguments = errors.New("invalid arguments")
+	// ErrTimeout: the call ran past its deadline.
+	ErrTimeout = errors.New("tool call timed out")
+	// ErrInterrupted: the run's context was cancelled.
+	ErrInterrupted = errors.New("tool call interrupted")
+	// ErrPanic: the handler panicked.
+	ErrPanic = errors.New("tool panicked")
+	// ErrInvalidCall: the call itself is malformed (bad or duplicate id).
+	ErrInvalidCall = errors.New("invalid tool call")
+)
+
+// UnknownToolError is the cause of a call to a tool that does not exist.
+type UnknownToolError struct {
+	Name string
+	// Suggestions are the closest registered names, best first.
+	Suggestions []string
+	// Available are all names the session could have called.
+	Available []string
+}
+
+func (e *UnknownToolError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "unknown tool %q", e.Name)
+	if len(e.Suggestions) > 0 {
+		b.WriteString("; did you mean ")
+		for i, s := range e.Suggestions {
+			if i > 0 {
+				b.WriteString(" or ")
+			}
+			fmt.Fprintf(&b, "%q", s)
+		}
+		b.WriteString("?")
+	}
+	if len(e.Available) > 0 {
+		b.WriteString(" Available tools: ")
+		b.WriteString(strings.Join(e.Available, ", "))
+	} else {
+		b.WriteString(" No tools are available.")
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrUnknownTool) true.
+func (e *UnknownToolError) Is(target error) bool { return target == ErrUnknownTool }
+
+// ArgumentError is the cause of a call whose arguments were rejected before
+// the handler ran. Its message lists one problem per line as "path: message".
+type ArgumentError struct {
+	Tool     string
+	Problems []Problem
+	// Err is set when the arguments were not valid JSON at all.
+	Err error
+}
+
+// Problem is one reason why arguments were rejected: the path of the value
+// ("" for the whole arguments object) and what is wrong with it.
+type Problem = schema.Problem
+
+func (e *ArgumentError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invalid arguments for tool %q", e.Tool)
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+		return b.String()
+	}
+	b.WriteString(":")
+	for _, p := range e.Problems {
+		b.WriteString("\n- ")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrInvalidArguments) true.
+func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArguments }
+
+// Unwrap returns the JSON syntax error, if any.
+func (e *ArgumentError) Unwrap() error { return e.Err }
+
+// PanicError is the cause of a call whose handler panicked.
+type PanicError struct {
+	Tool  string
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("tool %q panicked: %v", e.Tool, e.Value)
+}
+
+// Is makes errors.Is(err, ErrPanic) true.
+func (e *PanicError) Is(target error) bool { return target == ErrPanic }
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// callError wraps a cause with a sentinel so that both errors.Is(err,
+// sentinel) and errors.Is(err, cause) hold.
+type callError struct {
+	kind  error
+	msg   string
+	cause error
+}
+
+func (e *callError) Error() string   { return e.msg }
+func (e *callError) Unwrap() []error { return []error{e.kind, e.cause} }

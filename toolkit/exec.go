@@ -1,0 +1,411 @@
+package toolkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/stream"
+)
+
+// errCallDeadline is the cancellation cause of a call's own deadline, which
+// tells a timeout apart from the caller cancelling the run.
+var errCallDeadline = errors.New("call deadline exceeded")
+
+// call is the engine's state for one call. It is the stream.Sink of the
+// call's emitter, and the context its handler runs with: the embedded
+// Context is the call's deadline context, and Value answers callKey with the
+// call itself (one allocation less per call than a context.WithValue).
+type call struct {
+	context.Context
+
+	run    *Run
+	index  int
+	call   Call
+	tool   *Tool // nil for unknown tools
+	preErr error // set when the call fails before running
+
+	timeout   time.Duration
+	holdsSlot atomic.Bool
+	em        stream.Emitter
+
+	mu        sync.Mutex
+	stopWatch func() bool // external calls: stops the suspension watcher
+	boxes     []*mailbox  // observers, fixed at the call's first event
+	boxesSet  bool
+	seq       uint64
+	started   time.Time
+	running   bool
+	content   content
+	meta      map[string]any
+	finished  bool
+}
+
+var _ stream.Sink = (*call)(nil)
+
+// Value implements context.Context.
+func (c *call) Value(key any) any {
+	if key == (callKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// parallel reports whether the call may overlap its neighbours. Calls that
+// fail before running never touch anything, so they do not split a group.
+func (c *call) parallel() bool {
+	return c.tool == nil || c.preErr != nil || c.tool.spec.ConcurrencySafe
+}
+
+func (c *call) external() bool { return c.tool != nil && c.tool.spec.External }
+
+func (c *call) setTimeout() {
+	c.timeout = c.run.tk.opts.timeout
+	if c.tool != nil {
+		switch t := c.tool.spec.Timeout; {
+		case t > 0:
+			c.timeout = t
+		case t < 0:
+			c.timeout = 0
+		case c.tool.spec.External:
+			c.timeout = 0 // people and browsers take their time
+		}
+	}
+}
+
+func (c *call) releaseSlot() {
+	if c.holdsSlot.CompareAndSwap(true, false) {
+		<-c.run.sem
+	}
+}
+
+// exec runs the call on its own goroutine.
+func (c *call) exec() {
+	c.mu.Lock()
+	if c.Err() != nil {
+		// The deadline passed or the run was cancelled between the slot and
+		// here: the call never starts (and no watcher would cover it).
+		c.mu.Unlock()
+		if context.Cause(c) == errCallDeadline {
+			c.finishUnstarted(StateTimeout, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
+				msg: fmt.Sprintf("tool %q timed out after %v before it could start", c.call.Name, c.timeout)})
+		} else {
+			c.finishUnstarted(c.run.interruptedBeforeStart(c))
+		}
+		return
+	}
+	c.started = time.Now()
+	c.running = true
+	listening := c.observed()
+	if listening {
+		ev, body := newEvent[events.Start](c, events.TypeStart)
+		body.Args, body.Index = c.call.Args, c.index
+		ev.Start = body
+		c.dispatch(ev, nil)
+	}
+	c.mu.Unlock()
+
+	if c.preErr != nil {
+		c.finish(StateError, nil, c.preErr)
+		return
+	}
+	args, err := c.tool.PrepareArgs(c.call.Args)
+	if err != nil {
+		c.finish(StateError, nil, err)
+		return
+	}
+	if c.tool.spec.External {
+		c.suspendExternal()
+		return
+	}
+
+	c.em.Init(c, listening)
+	parts, err := c.invoke(stream.NewContext(c, &c.em), args)
+	switch {
+	case err == nil:
+		c.finish(StateSuccess, parts, nil)
+	case errors.Is(err, ErrPanic):
+		c.finish(StateError, nil, err)
+	case c.Err() != nil:
+		state, cerr := c.contextFailure(err)
+		c.finish(state, parts, cerr)
+	default:
+		c.finish(StateError, parts, err)
+	}
+}
+
+func (c *call) invoke(ctx context.Context, args []byte) (parts []Part, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			stack := debug.Stack()
+			c.run.tk.log.Error().Str("tool", c.call.Name).Str("call", c.call.ID).
+				Interface("panic", v).Bytes("stack", stack).Msg("toolstream: tool panicked")
+			parts, err = nil, &PanicError{Tool: c.call.Name, Value: v, Stack: stack}
+		}
+	}()
+	return c.tool.handler(ctx, args)
+}
+
+// abandon reports a running call whose context ended and whose handler did
+// not return within the grace period. The handler's goroutine is left to
+// finish on its own; its later writes are refused.
+func (c *call) abandon() {
+	c.mu.Lock()
+	running := c.running && !c.finished
+	c.mu.Unlock()
+	if running {
+		state, err := c.contextFailure(nil)
+		c.finish(state, nil, err)
+	}
+}
+
+// onSuspensionEnd runs when a suspended external call's context ends.
+func (c *call) onSuspensionEnd() {
+	c.run.sess.unsuspend(c)
+	state, err := c.contextFailure(nil)
+	c.finish(state, nil, err)
+}
+
+// contextFailure classifies a call whose context ended: its own deadline
+// (timeout) or the run's cancellation (interrupted). handlerErr is what the
+// handler returned, if it did.
+func (c *call) contextFailure(handlerErr error) (State, error) {
+	name := c.call.Name
+	suffix := ""
+	if handlerErr != nil {
+		suffix = ": " + handlerErr.Error()
+	}
+	if context.Cause(c) == errCallDeadline {
+		cause := handlerErr
+		if cause == nil {
+			cause = context.DeadlineExceeded
+		}
+		return StateTimeout, &callError{kind: ErrTimeout, cause: cause,
+			msg: fmt.Sprintf("tool %q timed out after %v%s", name, c.timeout, suffix)}
+	}
+	cause := context.Cause(c.run.ctx)
+	if handlerErr != nil {
+		cause = errors.Join(cause, handlerErr)
+	}
+	return StateInterrupted, &callError{kind: ErrInterrupted, cause: cause,
+		msg: fmt.Sprintf("tool %q was interrupted (%v)%s", name, context.Cause(c.run.ctx), suffix)}
+}
+
+// suspendExternal parks a call of an external tool until Session.Submit, its
+// deadline or the run's end.
+func (c *call) suspendExternal() {
+	// Everything happens under c.mu so that a Submit, which finishes the call
+	// under c.mu too, always comes after the suspension notice.
+	c.mu.Lock()
+	if c.finished {
+		c.mu.Unlock()
+		return
+	}
+	if err := c.run.sess.suspend(c); err != nil {
+		c.mu.Unlock()
+		c.finish(StateError, nil, &callError{kind: ErrInvalidCall, cause: err,
+			msg: fmt.Sprintf("call %q of tool %q cannot be suspended: %v", c.call.ID, c.call.Name, err)})
+		return
+	}
+	if c.observed() {
+		ev, body := newEvent[events.Suspend](c, events.TypeSuspend)
+		body.Reason = "external"
+		ev.Suspend = body
+		c.dispatch(ev, nil)
+	}
+	c.run.completed <- Result{Call: c.call, State: StateSuspended, Started: c.started}
+	c.stopWatch = context.AfterFunc(c, c.onSuspensionEnd)
+	c.mu.Unlock()
+	c.releaseSlot() // waiting outside uses no local capacity
+}
+
+// finishUnstarted reports a call that never left the queue.
+func (c *call) finishUnstarted(state State, err error) {
+	c.finish(state, nil, err)
+}
+
+// finish makes the call's result final: the remaining content becomes the
+// last deltas, the result event goes out, the run learns of it. Only the
+// first finish counts; it reports whether this one did.
+func (c *call) finish(state State, parts []Part, err error) bool {
+	c.mu.Lock()
+	if c.finished {
+		c.mu.Unlock()
+		return false
+	}
+	c.finished = true
+	for _, p := range parts {
+		c.addDelta(p)
+	}
+	if err != nil && state.IsError() {
+		c.addDelta(events.Text("Error: " + err.Error()))
+	}
+	now := time.Now()
+	res := Result{Call: c.call, State: state, Content: c.content.parts(), Err: err, Meta: c.meta, Started: c.started}
+	if !c.started.IsZero() {
+		res.Duration = now.Sub(c.started)
+	}
+	if c.observed() {
+		ev, body := newEvent[events.Result](c, events.TypeResult)
+		ev.Time = now
+		body.State, body.Content, body.Meta, body.Err = state, res.Content, res.Meta, err
+		body.DurationMS = float64(res.Duration) / float64(time.Millisecond)
+		if err != nil {
+			body.Error = err.Error()
+		}
+		ev.Result = body
+		c.dispatch(ev, c.run.flush)
+	}
+	c.running = false
+	stop := c.stopWatch
+	c.mu.Unlock()
+
+	if stop != nil {
+		stop()
+	}
+	c.logResult(res)
+	c.run.complete(c, res)
+	return true
+}
+
+func (c *call) logResult(res Result) {
+	log := &c.run.tk.log
+	var e = log.Debug()
+	if res.IsError() {
+		e = log.Info()
+	}
+	if !e.Enabled() {
+		return
+	}
+	e.Str("session", c.run.sess.id).Str("run", c.run.id).Str("call", c.call.ID).Str("tool", c.call.Name).
+		Str("state", string(res.State)).Dur("duration", res.Duration).Err(res.Err).Msg("toolstream: call finished")
+}
+
+// observed loads the observers on first use and reports whether there are
+// any. c.mu must be held.
+func (c *call) observed() bool {
+	if !c.boxesSet {
+		c.boxes = *c.run.tk.mailboxes.Load()
+		c.boxesSet = true
+	}
+	return len(c.boxes) > 0
+}
+
+// eventBox puts an event and its body in one allocation.
+type eventBox[B any] struct {
+	ev   events.Event
+	body B
+}
+
+// newEvent returns the next event of the call. c.mu must be held.
+func newEvent[B any](c *call, typ events.Type) (*events.Event, *B) {
+	b := &eventBox[B]{}
+	c.seq++
+	b.ev = events.Event{
+		Version: events.Version, Type: typ, Session: c.run.sess.id,
+		Call: c.call.ID, Tool: c.call.Name, Seq: c.seq, Time: time.Now(),
+	}
+	return &b.ev, &b.body
+}
+
+// dispatch hands an event to every observer. c.mu must be held so that each
+// observer sees the call's events in sequence order.
+func (c *call) dispatch(ev *events.Event, f *flush) {
+	for _, mb := range c.boxes {
+		if f != nil {
+			f.add()
+		}
+		mb.push(item{ev: ev, flush: f})
+	}
+}
+
+// addDelta appends to the content and emits a delta event. c.mu must be held.
+func (c *call) addDelta(p Part) {
+	if p.IsEmpty() {
+		return
+	}
+	c.content.add(p)
+	if c.observed() {
+		ev, body := newEvent[Part](c, events.TypeDelta)
+		*body = p
+		ev.Delta = body
+		c.dispatch(ev, nil)
+	}
+}
+
+// Progress implements stream.Sink.
+func (c *call) Progress(p *events.Progress) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished || !c.observed() {
+		return
+	}
+	b := &eventBox[struct{}]{}
+	c.seq++
+	b.ev = events.Event{
+		Version: events.Version, Type: events.TypeProgress, Session: c.run.sess.id,
+		Call: c.call.ID, Tool: c.call.Name, Seq: c.seq, Time: time.Now(), Progress: p,
+	}
+	c.dispatch(&b.ev, nil)
+}
+
+// Delta implements stream.Sink.
+func (c *call) Delta(p Part) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished {
+		return stream.ErrClosed
+	}
+	c.addDelta(p)
+	return nil
+}
+
+// SetMeta implements stream.Sink.
+func (c *call) SetMeta(key string, value any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished {
+		return
+	}
+	if c.meta == nil {
+		c.meta = make(map[string]any)
+	}
+	c.meta[key] = value
+}
+
+// content accumulates deltas by the rule of events.AppendPart, without
+// quadratic copying for long text streams.
+type content struct {
+	list    []Part
+	tail    strings.Builder
+	hasTail bool
+}
+
+func (ct *content) add(p Part) {
+	if p.Type == events.PartText {
+		ct.tail.WriteString(p.Text)
+		ct.hasTail = true
+		return
+	}
+	ct.flushTail()
+	ct.list = append(ct.list, p)
+}
+
+func (ct *content) flushTail() {
+	if ct.hasTail {
+		ct.list = append(ct.list, events.Text(ct.tail.String()))
+		ct.tail.Reset()
+		ct.hasTail = false
+	}
+}
+
+func (ct *content) parts() []Part {
+	ct.flushTail()
+	return ct.list
+}

@@ -1,0 +1,155 @@
+package toolkit_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+func externalTool(t *testing.T, spec toolkit.Spec) *toolkit.Tool {
+	t.Helper()
+	tool, err := toolkit.NewExternalTool(spec, []byte(`{"type":"object","properties":{"question":{"type":"string"}},"required":["question"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tool
+}
+
+// TestExternalToolResume: the call is suspended, the run waits for it while
+// the other calls finish, and a submitted result completes the run.
+func TestExternalToolResume(t *testing.T) {
+	rec := &recorder{}
+	tk := newKit(t, toolkit.WithObserver(rec))
+	mustAdd(t, tk, externalTool(t, toolkit.Spec{Name: "ask_user", ConcurrencySafe: true}),
+		mustTool(t, toolkit.Spec{Name: "local", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) { return "local done", nil }))
+	s := session(t, tk, "s")
+	run := s.Start(context.Background(), []toolkit.Call{
+		call("ext", "ask_user", `{"question":"colour?"}`), call("loc", "local", ``),
+	})
+	var seen []string
+	for r := range run.Results() {
+		seen = append(seen, r.Call.ID+":"+string(r.State))
+		if r.State == toolkit.StateSuspended {
+			if r.Final() || string(r.Call.Args) != `{"question":"colour?"}` {
+				t.Errorf("suspension notice %+v", r)
+			}
+			if got := s.Suspended(); len(got) != 1 || got[0].ID != "ext" {
+				t.Errorf("Suspended() = %v", got)
+			}
+			if err := s.Submit("nope", nil, nil); !errors.Is(err, toolkit.ErrUnknownCall) {
+				t.Errorf("Submit(unknown) = %v", err)
+			}
+			if err := s.Submit("ext", []toolkit.Part{events.Text("blue")}, nil); err != nil {
+				t.Errorf("Submit: %v", err)
+			}
+			if err := s.Submit("ext", []toolkit.Part{events.Text("again")}, nil); !errors.Is(err, toolkit.ErrUnknownCall) {
+				t.Errorf("second Submit = %v", err)
+			}
+		}
+	}
+	if !slices.Contains(seen, "ext:suspended") || !slices.Contains(seen, "ext:success") || !slices.Contains(seen, "loc:success") || len(seen) != 3 {
+		t.Fatalf("results stream %v", seen)
+	}
+	if slices.Index(seen, "ext:suspended") > slices.Index(seen, "ext:success") {
+		t.Fatalf("suspension after result: %v", seen)
+	}
+	rs := run.Wait()
+	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "blue" {
+		t.Fatalf("external result %s %q", rs[0].State, rs[0].Text())
+	}
+	if got := types(rec.of("ext")); !slices.Equal(got, []events.Type{"start", "suspend", "delta", "result"}) {
+		t.Fatalf("external events %v", got)
+	}
+	if len(s.Suspended()) != 0 {
+		t.Fatal("call still listed as suspended")
+	}
+}
+
+func TestExternalToolSubmitError(t *testing.T) {
+	tk := newKit(t)
+	mustAdd(t, tk, externalTool(t, toolkit.Spec{Name: "ask_user"}))
+	s := session(t, tk, "s")
+	run := s.Start(context.Background(), []toolkit.Call{call("e", "ask_user", `{"question":"?"}`)})
+	for r := range run.Results() {
+		if r.State == toolkit.StateSuspended {
+			if err := s.Submit("e", nil, errors.New("user closed the dialog")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r := run.Wait()[0]
+	if r.State != toolkit.StateError || r.Text() != "Error: user closed the dialog" {
+		t.Fatalf("%s %q", r.State, r.Text())
+	}
+}
+
+// TestSerialExternalBlocksLaterCalls: an unsafe external call holds back the
+// calls after it until it is submitted.
+func TestSerialExternalBlocksLaterCalls(t *testing.T) {
+	tk := newKit(t)
+	ran := make(chan struct{})
+	mustAdd(t, tk, externalTool(t, toolkit.Spec{Name: "ask"}),
+		mustTool(t, toolkit.Spec{Name: "after"}, func(ctx context.Context, _ none) (string, error) {
+			close(ran)
+			return "", nil
+		}))
+	s := session(t, tk, "s")
+	run := s.Start(context.Background(), []toolkit.Call{call("e", "ask", `{"question":"?"}`), call("a", "after", ``)})
+	for r := range run.Results() {
+		if r.State == toolkit.StateSuspended {
+			select {
+			case <-ran:
+				t.Fatal("the call after a suspended serial call ran before the submission")
+			default:
+			}
+			if err := s.Submit("e", []toolkit.Part{events.Text("ok")}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitFor(t, ran, "later call")
+}
+
+func TestExternalToolTimeoutAndValidation(t *testing.T) {
+	tk := newKit(t)
+	mustAdd(t, tk, externalTool(t, toolkit.Spec{Name: "ask", ConcurrencySafe: true, Timeout: 20 * time.Millisecond}))
+	s := session(t, tk, "s")
+	rs := s.Run(context.Background(), []toolkit.Call{call("t", "ask", `{"question":"?"}`), call("v", "ask", `{}`)})
+	if rs[0].State != toolkit.StateTimeout || !errors.Is(rs[0].Err, toolkit.ErrTimeout) {
+		t.Fatalf("timeout: %s %v", rs[0].State, rs[0].Err)
+	}
+	if rs[1].State != toolkit.StateError || !strings.Contains(rs[1].Text(), "question: is required") {
+		t.Fatalf("validation: %s %q", rs[1].State, rs[1].Text())
+	}
+	if len(s.Suspended()) != 0 {
+		t.Fatal("timed-out call still suspended")
+	}
+	if err := s.Submit("t", nil, nil); !errors.Is(err, toolkit.ErrUnknownCall) {
+		t.Fatalf("Submit after timeout: %v", err)
+	}
+}
+
+func TestSessionCloseInterruptsSuspended(t *testing.T) {
+	tk := newKit(t)
+	mustAdd(t, tk, externalTool(t, toolkit.Spec{Name: "ask"}))
+	s := session(t, tk, "s")
+	run := s.Start(context.Background(), []toolkit.Call{call("e", "ask", `{"question":"?"}`)})
+	for r := range run.Results() {
+		if r.State == toolkit.StateSuspended {
+			s.Close()
+		}
+	}
+	r := run.Wait()[0]
+	if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
+		t.Fatalf("%s %v", r.State, r.Err)
+	}
+	if slices.Contains(tk.Sessions(), "s") {
+		t.Fatal("closed session still listed")
+	}
+}

@@ -1,0 +1,275 @@
+package toolkit
+
+import (
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/toolstream/toolstream/events"
+)
+
+// Observer receives the lifecycle events of every call (see package events
+// for their order).
+//
+// The contract:
+//   - Each observer has its own delivery goroutine. Observe is never called
+//     concurrently for one observer, and it sees each call's events in
+//     sequence order.
+//   - Tools never wait for observers. A slow observer delays only itself; when
+//     more than the observer queue's worth of progress events wait for it,
+//     newer progress events are dropped for that observer (counted in
+//     [Toolkit.Stats]). Start, delta, suspend and result events are never
+//     dropped.
+//   - A panic in Observe is recovered and logged; the observer keeps
+//     receiving events.
+//   - Results are reported to the caller of a run only after every observer
+//     has taken the run's result events, or after the flush timeout
+//     ([WithFlushTimeout]), whichever comes first.
+//
+// Events are shared between observers and must not be modified.
+type Observer interface {
+	Observe(ev *events.Event)
+}
+
+// ObserverFunc adapts a function to [Observer].
+type ObserverFunc func(ev *events.Event)
+
+// Observe calls f(ev).
+func (f ObserverFunc) Observe(ev *events.Event) { f(ev) }
+
+// CallInfo identifies a call.
+type CallInfo struct {
+	Session string
+	CallID  string
+	Tool    string
+}
+
+func infoOf(ev *events.Event) CallInfo {
+	return CallInfo{Session: ev.Session, CallID: ev.Call, Tool: ev.Tool}
+}
+
+// Callbacks is an [Observer] made of optional functions, one per event type.
+// They follow the Observer contract: called one at a time, in order.
+type Callbacks struct {
+	OnStart    func(c CallInfo, args []byte)
+	OnProgress func(c CallInfo, p events.Progress)
+	OnDelta    func(c CallInfo, d Part)
+	OnSuspend  func(c CallInfo, reason string)
+	OnResult   func(c CallInfo, r events.Result)
+}
+
+// Observe dispatches ev to the matching callback.
+func (cb Callbacks) Observe(ev *events.Event) {
+	switch ev.Type {
+	case events.TypeStart:
+		if cb.OnStart != nil {
+			cb.OnStart(infoOf(ev), ev.Start.Args)
+		}
+	case events.TypeProgress:
+		if cb.OnProgress != nil {
+			cb.OnProgress(infoOf(ev), *ev.Progress)
+		}
+	case events.TypeDelta:
+		if cb.OnDelta != nil {
+			cb.OnDelta(infoOf(ev), *ev.Delta)
+		}
+	case events.TypeSuspend:
+		if cb.OnSuspend != nil {
+			cb.OnSuspend(infoOf(ev), ev.Suspend.Reason)
+		}
+	case events.TypeResult:
+		if cb.OnResult != nil {
+			cb.OnResult(infoOf(ev), *ev.Result)
+		}
+	}
+}
+
+// Observe adds an observer while the toolkit runs and returns a function that
+// removes it. Calls that start after Observe returns are seen from their
+// first event.
+func (tk *Toolkit) Observe(obs Observer) (remove func()) {
+	mb := newMailbox(obs, tk.opts.observerQueue, tk.log, &tk.stats)
+	tk.obsMu.Lock()
+	if tk.closed.Load() {
+		tk.obsMu.Unlock()
+		mb.close()
+		return func() {}
+	}
+	boxes := append(slices.Clone(*tk.mailboxes.Load()), mb)
+	tk.mailboxes.Store(&boxes)
+	tk.obsMu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			tk.obsMu.Lock()
+			boxes := slices.DeleteFunc(slices.Clone(*tk.mailboxes.Load()), func(m *mailbox) bool { return m == mb })
+			tk.mailboxes.Store(&boxes)
+			tk.obsMu.Unlock()
+			mb.close()
+		})
+	}
+}
+
+// Stats are counters of the toolkit's event delivery.
+type Stats struct {
+	// DroppedProgress counts progress events dropped for slow observers.
+	DroppedProgress uint64
+	// ObserverPanics counts panics recovered from observers.
+	ObserverPanics uint64
+}
+
+// Stats returns the toolkit's counters.
+func (tk *Toolkit) Stats() Stats {
+	return Stats{DroppedProgress: tk.stats.dropped.Load(), ObserverPanics: tk.stats.panics.Load()}
+}
+
+// flush counts result events not yet taken by observers; done closes when
+// the count reaches zero. The run holds one count until it has pushed all
+// of its results.
+type flush struct {
+	n    atomic.Int64
+	done chan struct{}
+}
+
+func newFlush() *flush {
+	f := &flush{done: make(chan struct{})}
+	f.n.Store(1)
+	return f
+}
+
+func (f *flush) add() { f.n.Add(1) }
+
+func (f *flush) release() {
+	if f.n.Add(-1) == 0 {
+		close(f.done)
+	}
+}
+
+type item struct {
+	ev    *events.Event
+	flush *flush // set on result events
+}
+
+// mailbox decouples one observer from the tools: pushes never block, a
+// goroutine delivers.
+type mailbox struct {
+	obs   Observer
+	limit int
+	log   zerolog.Logger
+	stats *counters
+
+	mu       sync.Mutex
+	queue    []item
+	spare    []item
+	progress int // progress events in queue
+	closed   bool
+
+	wake chan struct{}
+	quit chan struct{}
+	done chan struct{}
+}
+
+type counters struct {
+	dropped atomic.Uint64
+	panics  atomic.Uint64
+}
+
+func newMailbox(obs Observer, limit int, log zerolog.Logger, stats *counters) *mailbox {
+	mb := &mailbox{
+		obs: obs, limit: limit, log: log, stats: stats,
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+	}
+	go mb.run()
+	return mb
+}
+
+// push queues an event. It reports false when the event was dropped.
+func (mb *mailbox) push(it item) bool {
+	mb.mu.Lock()
+	if mb.closed {
+		mb.mu.Unlock()
+		if it.flush != nil {
+			it.flush.release()
+		}
+		return false
+	}
+	if it.ev.Type == events.TypeProgress {
+		if mb.progress >= mb.limit {
+			mb.mu.Unlock()
+			mb.stats.dropped.Add(1)
+			return false
+		}
+		mb.progress++
+	}
+	mb.queue = append(mb.queue, it)
+	mb.mu.Unlock()
+	select {
+	case mb.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (mb *mailbox) run() {
+	defer close(mb.done)
+	for {
+		select {
+		case <-mb.wake:
+		case <-mb.quit:
+			mb.deliverAll() // what was queued before close still goes out
+			return
+		}
+		mb.deliverAll()
+	}
+}
+
+func (mb *mailbox) deliverAll() {
+	for {
+		mb.mu.Lock()
+		batch := mb.queue
+		mb.queue, mb.spare = mb.spare, nil // reuse the other buffer
+		mb.progress = 0
+		mb.mu.Unlock()
+		for i := range batch {
+			mb.deliver(batch[i])
+		}
+		clear(batch)
+		mb.mu.Lock()
+		mb.spare = batch[:0]
+		mb.mu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
+	}
+}
+
+func (mb *mailbox) deliver(it item) {
+	defer func() {
+		if it.flush != nil {
+			it.flush.release()
+		}
+		if r := recover(); r != nil {
+			mb.stats.panics.Add(1)
+			mb.log.Error().Str("observer", fmt.Sprintf("%T", mb.obs)).
+				Str("event", string(it.ev.Type)).Str("call", it.ev.Call).
+				Interface("panic", r).Bytes("stack", debug.Stack()).
+				Msg("toolstream: observer panicked; event skipped for it")
+		}
+	}()
+	mb.obs.Observe(it.ev)
+}
+
+// close stops the mailbox: what is queued is still delivered, later pushes
+// are refused. It does not wait (an observer may remove itself).
+func (mb *mailbox) close() {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if !mb.closed {
+		mb.closed = true
+		close(mb.quit)
+	}
+}

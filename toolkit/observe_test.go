@@ -1,0 +1,175 @@
+package toolkit_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// TestPanickingObserver: an observer that panics on every event breaks
+// neither the tool nor the other observers.
+func TestPanickingObserver(t *testing.T) {
+	rec := &recorder{}
+	tk := newKit(t,
+		toolkit.WithObserver(toolkit.ObserverFunc(func(*events.Event) { panic("observer bug") })),
+		toolkit.WithObserver(toolkit.Callbacks{OnProgress: func(toolkit.CallInfo, events.Progress) { panic("callback bug") }}),
+		toolkit.WithObserver(rec),
+	)
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "p"}, func(ctx context.Context, _ none) (string, error) {
+		stream.From(ctx).Progress("working", 0.5)
+		return "fine", nil
+	}))
+	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "p", ``)})[0]
+	if r.State != toolkit.StateSuccess || r.Text() != "fine" {
+		t.Fatalf("%s %q", r.State, r.Text())
+	}
+	if got := types(rec.of("1")); !slices.Equal(got, []events.Type{"start", "progress", "delta", "result"}) {
+		t.Fatalf("healthy observer saw %v", got)
+	}
+	// 4 events for the first observer, 1 progress for the callbacks.
+	if p := tk.Stats().ObserverPanics; p != 5 {
+		t.Fatalf("ObserverPanics = %d, want 5", p)
+	}
+}
+
+// TestSlowObserverDoesNotStallTools: an observer blocked on its first event
+// does not keep the tool from finishing; its progress backlog is bounded and
+// the run still completes after the flush timeout.
+func TestSlowObserverDoesNotStallTools(t *testing.T) {
+	unblock := make(chan struct{})
+	var seen atomic.Int64
+	slow := toolkit.ObserverFunc(func(ev *events.Event) {
+		<-unblock
+		seen.Add(1)
+	})
+	tk := newKit(t, toolkit.WithObserver(slow), toolkit.WithObserverQueue(16), toolkit.WithFlushTimeout(20*time.Millisecond))
+	handlerDone := make(chan struct{})
+	const n = 10000
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "chatty"}, func(ctx context.Context, _ none) (string, error) {
+		em := stream.From(ctx)
+		for i := range n {
+			em.Step("item", i, n)
+		}
+		close(handlerDone)
+		return "done", nil
+	}))
+	run := session(t, tk, "s").Start(context.Background(), []toolkit.Call{call("1", "chatty", ``)})
+	waitFor(t, handlerDone, "handler to finish while the observer is blocked")
+	waitFor(t, run.Done(), "run to finish while the observer is blocked")
+	if r := run.Wait()[0]; r.State != toolkit.StateSuccess {
+		t.Fatalf("%s", r.State)
+	}
+	close(unblock)
+	dropped := tk.Stats().DroppedProgress
+	if dropped == 0 || dropped > n {
+		t.Fatalf("dropped %d progress events", dropped)
+	}
+	// start + delta + result are never dropped; at most 2 queues of progress wait.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tk.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := seen.Load(); got != int64(n)+3-int64(dropped) {
+		t.Fatalf("observer saw %d events, want %d", got, int64(n)+3-int64(dropped))
+	}
+}
+
+// TestFlushWaitsForObservers: when Wait returns, observers have the results.
+func TestFlushWaitsForObservers(t *testing.T) {
+	var results atomic.Int32
+	tk := newKit(t, toolkit.WithObserver(toolkit.Callbacks{OnResult: func(toolkit.CallInfo, events.Result) {
+		time.Sleep(5 * time.Millisecond) // a slow but finite observer
+		results.Add(1)
+	}}))
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "x", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
+	session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "x", ``), call("2", "x", ``), call("3", "x", ``)})
+	if got := results.Load(); got != 3 {
+		t.Fatalf("observer had %d of 3 results when Wait returned", got)
+	}
+}
+
+func TestObserveAndRemove(t *testing.T) {
+	tk := newKit(t)
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "x"}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
+	s := session(t, tk, "s")
+	rec := &recorder{}
+	remove := tk.Observe(rec)
+	s.Run(context.Background(), []toolkit.Call{call("1", "x", ``)})
+	remove()
+	remove() // idempotent
+	s.Run(context.Background(), []toolkit.Call{call("2", "x", ``)})
+	if len(rec.of("1")) != 2 || len(rec.of("2")) != 0 {
+		t.Fatalf("events: %d for the observed run, %d after removal", len(rec.of("1")), len(rec.of("2")))
+	}
+}
+
+// TestProgressWithoutListeners: emitting without observers is a no-op that
+// does not fail.
+func TestProgressWithoutListeners(t *testing.T) {
+	tk := newKit(t)
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "x"}, func(ctx context.Context, _ none) (string, error) {
+		em := stream.From(ctx)
+		if em.Listening() {
+			return "", errors.New("Listening() with no observers")
+		}
+		em.Progress("nobody hears this", 0.1)
+		return "ok", em.Text("")
+	}))
+	if r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "x", ``)})[0]; r.Text() != "ok" {
+		t.Fatalf("%q %v", r.Text(), r.Err)
+	}
+	// Outside a call the emitter is nil and harmless.
+	var em *stream.Emitter = stream.From(context.Background())
+	em.Progress("x", 1)
+	if err := em.Text("x"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNoGoroutineLeaks runs every kind of call, closes the toolkit and checks
+// that nothing is left running.
+func TestNoGoroutineLeaks(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	rec := &recorder{}
+	tk := toolkit.New(toolkit.WithObserver(rec), toolkit.WithCancelGrace(5*time.Millisecond))
+	ext, err := toolkit.NewExternalTool(toolkit.Spec{Name: "ext", Timeout: 10 * time.Millisecond}, []byte(`{"type":"object"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, tk,
+		mustTool(t, toolkit.Spec{Name: "ok", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+			stream.From(ctx).Progress("p", 0.5)
+			return "x", nil
+		}),
+		mustTool(t, toolkit.Spec{Name: "boom", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) { panic("x") }),
+		mustTool(t, toolkit.Spec{Name: "slow", Timeout: 5 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+			<-ctx.Done()
+			return "", ctx.Err()
+		}),
+		ext,
+	)
+	s := session(t, tk, "s")
+	for range 5 {
+		s.Run(context.Background(), []toolkit.Call{
+			call("1", "ok", ``), call("2", "boom", ``), call("3", "nope", ``), call("4", "ok", `{"bad":1}`),
+			call("5", "slow", ``), call("6", "ext", ``),
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	run := s.Start(ctx, []toolkit.Call{call("7", "slow", ``), call("8", "ok", ``)})
+	cancel()
+	run.Wait()
+	if err := tk.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

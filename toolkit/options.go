@@ -1,0 +1,83 @@
+package toolkit
+
+import (
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Defaults of a new toolkit.
+const (
+	// DefaultMaxParallel caps concurrency-safe calls running at once per run.
+	DefaultMaxParallel = 10
+	// DefaultTimeout bounds each call that sets no timeout of its own.
+	DefaultTimeout = 2 * time.Minute
+	// DefaultFlushTimeout bounds how long a finished run waits for observers
+	// to take its result events.
+	DefaultFlushTimeout = 2 * time.Second
+	// DefaultCancelGrace is how long a cancelled or timed-out handler has to
+	// return its own result before the engine reports the call without it.
+	DefaultCancelGrace = 250 * time.Millisecond
+	// DefaultObserverQueue is how many progress events may wait for one
+	// observer before newer ones are dropped.
+	DefaultObserverQueue = 4096
+)
+
+type options struct {
+	logger        zerolog.Logger
+	observers     []Observer
+	maxParallel   int
+	timeout       time.Duration
+	flushTimeout  time.Duration
+	cancelGrace   time.Duration
+	observerQueue int
+}
+
+func defaultOptions() options {
+	return options{
+		logger:        zerolog.Nop(),
+		maxParallel:   DefaultMaxParallel,
+		timeout:       DefaultTimeout,
+		flushTimeout:  DefaultFlushTimeout,
+		cancelGrace:   DefaultCancelGrace,
+		observerQueue: DefaultObserverQueue,
+	}
+}
+
+// Option configures a [Toolkit].
+type Option func(*options)
+
+// WithLogger sets the logger. The toolkit is silent by default.
+func WithLogger(l zerolog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithObserver adds an observer of every call's events (see [Observer]).
+func WithObserver(obs Observer) Option {
+	return func(o *options) {
+		if obs != nil {
+			o.observers = append(o.observers, obs)
+		}
+	}
+}
+
+// WithMaxParallel caps how many concurrency-safe calls of one run execute at
+// once. Values below 1 mean 1.
+func WithMaxParallel(n int) Option { return func(o *options) { o.maxParallel = max(n, 1) } }
+
+// WithDefaultTimeout sets the timeout of calls whose tool sets none. Zero or
+// a negative value means no default timeout.
+func WithDefaultTimeout(d time.Duration) Option { return func(o *options) { o.timeout = max(d, 0) } }
+
+// WithFlushTimeout bounds how long a run that has finished waits for its
+// observers to receive its result events before it reports completion.
+func WithFlushTimeout(d time.Duration) Option { return func(o *options) { o.flushTimeout = max(d, 0) } }
+
+// WithCancelGrace sets how long a handler whose context was cancelled (by a
+// timeout or by the caller) may take to return. After that the call is
+// reported without waiting for it and the handler's goroutine is left to
+// finish on its own.
+func WithCancelGrace(d time.Duration) Option { return func(o *options) { o.cancelGrace = max(d, 0) } }
+
+// WithObserverQueue sets how many progress events may wait for one observer
+// before newer progress events are dropped (start, delta, suspend and result
+// events are never dropped).
+func WithObserverQueue(n int) Option { return func(o *options) { o.observerQueue = max(n, 1) } }

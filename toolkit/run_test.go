@@ -1,0 +1,567 @@
+package toolkit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+type none struct{}
+
+// TestParallelGroupRunsConcurrently proves overlap without sleeps: each call
+// waits until all three have started, which only happens if they run at the
+// same time.
+func TestParallelGroupRunsConcurrently(t *testing.T) {
+	tk := newKit(t)
+	var wg sync.WaitGroup
+	wg.Add(3)
+	allIn := make(chan struct{})
+	go func() { wg.Wait(); close(allIn) }()
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "meet", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+		wg.Done()
+		select {
+		case <-allIn:
+			return "met", nil
+		case <-ctx.Done():
+			return "", errors.New("the other calls never started alongside this one")
+		}
+	}))
+	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{
+		call("a", "meet", `{}`), call("b", "meet", `{}`), call("c", "meet", `{}`),
+	})
+	for _, r := range rs {
+		if r.State != toolkit.StateSuccess || r.Text() != "met" {
+			t.Errorf("%s: %s %q", r.Call.ID, r.State, r.Text())
+		}
+	}
+}
+
+// TestSerialCallsRunAlone checks the partition: safe calls overlap with each
+// other but never with an unsafe call, and unsafe calls keep their order.
+func TestSerialCallsRunAlone(t *testing.T) {
+	tk := newKit(t)
+	var active atomic.Int32
+	var mu sync.Mutex
+	var log []string
+	record := func(s string) { mu.Lock(); log = append(log, s); mu.Unlock() }
+	safe := mustTool(t, toolkit.Spec{Name: "safe", ConcurrencySafe: true}, func(ctx context.Context, in struct {
+		N string `json:"n"`
+	}) (string, error) {
+		active.Add(1)
+		defer active.Add(-1)
+		record("safe" + in.N)
+		return "", nil
+	})
+	unsafe := mustTool(t, toolkit.Spec{Name: "unsafe"}, func(ctx context.Context, in struct {
+		N string `json:"n"`
+	}) (string, error) {
+		if n := active.Add(1); n != 1 {
+			t.Errorf("unsafe call %s ran alongside %d other calls", in.N, n-1)
+		}
+		defer active.Add(-1)
+		record("unsafe" + in.N)
+		return "", nil
+	})
+	mustAdd(t, tk, safe, unsafe)
+	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{
+		call("1", "safe", `{"n":"1"}`), call("2", "safe", `{"n":"2"}`),
+		call("3", "unsafe", `{"n":"3"}`), call("4", "unsafe", `{"n":"4"}`),
+		call("5", "safe", `{"n":"5"}`), call("6", "safe", `{"n":"6"}`),
+	})
+	for _, r := range rs {
+		if r.State != toolkit.StateSuccess {
+			t.Fatalf("%s: %s %v", r.Call.ID, r.State, r.Err)
+		}
+	}
+	// The unsafe calls are at positions 2 and 3 of the log, in order; the
+	// safe pairs are before and after them in any order.
+	if len(log) != 6 || log[2] != "unsafe3" || log[3] != "unsafe4" {
+		t.Fatalf("execution order %v", log)
+	}
+	if !slices.Contains(log[:2], "safe1") || !slices.Contains(log[:2], "safe2") || !slices.Contains(log[4:], "safe5") {
+		t.Fatalf("execution order %v", log)
+	}
+}
+
+func TestParallelismCap(t *testing.T) {
+	tk := newKit(t, toolkit.WithMaxParallel(2))
+	var active, peak atomic.Int32
+	release := make(chan struct{})
+	twoIn := make(chan struct{})
+	var once sync.Once
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "w", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+		n := active.Add(1)
+		defer active.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		if n == 2 {
+			once.Do(func() { close(twoIn) })
+		}
+		<-release
+		return "", nil
+	}))
+	run := session(t, tk, "s").Start(context.Background(), []toolkit.Call{
+		call("1", "w", ``), call("2", "w", ``), call("3", "w", ``), call("4", "w", ``), call("5", "w", ``),
+	})
+	waitFor(t, twoIn, "two calls running")
+	close(release)
+	for _, r := range run.Wait() {
+		if r.State != toolkit.StateSuccess {
+			t.Errorf("%s: %s", r.Call.ID, r.State)
+		}
+	}
+	if got := peak.Load(); got != 2 {
+		t.Fatalf("peak concurrency %d, want 2", got)
+	}
+}
+
+// TestCompletionAndCallOrder releases calls in reverse order: Results yields
+// them as they finish, Wait in call order.
+func TestCompletionAndCallOrder(t *testing.T) {
+	tk := newKit(t)
+	gates := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{}), "c": make(chan struct{})}
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "gate", ConcurrencySafe: true}, func(ctx context.Context, in struct {
+		G string `json:"g"`
+	}) (string, error) {
+		<-gates[in.G]
+		return "done " + in.G, nil
+	}))
+	run := session(t, tk, "s").Start(context.Background(), []toolkit.Call{
+		call("a", "gate", `{"g":"a"}`), call("b", "gate", `{"g":"b"}`), call("c", "gate", `{"g":"c"}`),
+	})
+	var completion []string
+	next := map[string]string{"c": "b", "b": "a"}
+	close(gates["c"])
+	for r := range run.Results() {
+		completion = append(completion, r.Call.ID)
+		if g, ok := next[r.Call.ID]; ok {
+			close(gates[g]) // the next gate opens only once this result is out
+		}
+	}
+	if want := []string{"c", "b", "a"}; !slices.Equal(completion, want) {
+		t.Fatalf("completion order %v, want %v", completion, want)
+	}
+	var ordered []string
+	for _, r := range run.Wait() {
+		ordered = append(ordered, r.Text())
+	}
+	if want := []string{"done a", "done b", "done c"}; !slices.Equal(ordered, want) {
+		t.Fatalf("call order %v, want %v", ordered, want)
+	}
+}
+
+// TestResultCallbackBeforeAggregate: OnResult for a finished call fires while
+// another call of the batch is still running.
+func TestResultCallbackBeforeAggregate(t *testing.T) {
+	fastDone := make(chan struct{})
+	tk := newKit(t, toolkit.WithObserver(toolkit.Callbacks{OnResult: func(c toolkit.CallInfo, r events.Result) {
+		if c.CallID == "fast" {
+			close(fastDone)
+		}
+	}}))
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "fast", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+		return "quick", nil
+	}), mustTool(t, toolkit.Spec{Name: "slow", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+		select {
+		case <-fastDone: // only reachable if the callback came first
+			return "after", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}))
+	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("slow", "slow", ``), call("fast", "fast", ``)})
+	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "after" {
+		t.Fatalf("slow call: %s %q %v", rs[0].State, rs[0].Text(), rs[0].Err)
+	}
+}
+
+// TestDeltasEqualResult covers the central invariant for tools that stream
+// and return, mix text and JSON, report progress, and fail mid-stream.
+func TestDeltasEqualResult(t *testing.T) {
+	rec := &recorder{}
+	tk := newKit(t, toolkit.WithObserver(rec))
+	mustAdd(t, tk,
+		mustTool(t, toolkit.Spec{Name: "streamer", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+			em := stream.From(ctx)
+			em.Progress("PROGRESS-ONLY starting", 0)
+			em.Text("line 1\n")
+			em.Progress("PROGRESS-ONLY half", 0.5)
+			fmt.Fprintf(em, "line %d\n", 2)
+			if err := em.Data(map[string]int{"count": 2}); err != nil {
+				return "", err
+			}
+			em.Report("PROGRESS-ONLY data", 1, map[string]int{"files": 9})
+			return "tail", nil
+		}),
+		mustTool(t, toolkit.Spec{Name: "failer", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+			stream.From(ctx).Text("partial output\n")
+			stream.From(ctx).Progress("PROGRESS-ONLY", -1)
+			return "ignored", errors.New("disk full")
+		}),
+		mustTool(t, toolkit.Spec{Name: "silent", ConcurrencySafe: true}, func(ctx context.Context, _ none) (struct{}, error) {
+			stream.From(ctx).Text("only streamed")
+			return struct{}{}, nil
+		}),
+	)
+	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{
+		call("s1", "streamer", ``), call("f1", "failer", ``), call("q1", "silent", ``),
+	})
+	want := map[string]string{
+		"s1": "line 1\nline 2\n{\"count\":2}tail",
+		"f1": "partial output\nError: disk full",
+		"q1": "only streamed",
+	}
+	for _, r := range rs {
+		evs := rec.of(r.Call.ID)
+		got := deltas(evs)
+		if !slices.EqualFunc(got, r.Content, partsEqual) {
+			t.Errorf("%s: deltas %+v != result %+v", r.Call.ID, got, r.Content)
+		}
+		if r.Text() != want[r.Call.ID] {
+			t.Errorf("%s: result %q, want %q", r.Call.ID, r.Text(), want[r.Call.ID])
+		}
+		if strings.Contains(r.Text(), "PROGRESS-ONLY") {
+			t.Errorf("%s: progress leaked into the result: %q", r.Call.ID, r.Text())
+		}
+		last := evs[len(evs)-1]
+		if last.Type != events.TypeResult || !slices.EqualFunc(last.Result.Content, r.Content, partsEqual) {
+			t.Errorf("%s: last event %s does not carry the result", r.Call.ID, last.Type)
+		}
+	}
+	// Per-call sequence numbers are gap-free from 1, start first, result last.
+	for _, id := range []string{"s1", "f1", "q1"} {
+		evs := rec.of(id)
+		for i, ev := range evs {
+			if ev.Seq != uint64(i+1) {
+				t.Fatalf("%s: event %d has seq %d", id, i, ev.Seq)
+			}
+		}
+		if evs[0].Type != events.TypeStart {
+			t.Fatalf("%s: first event %s", id, evs[0].Type)
+		}
+	}
+	if got := types(rec.of("s1")); !slices.Equal(got, []events.Type{"start", "progress", "delta", "progress", "delta", "delta", "progress", "delta", "result"}) {
+		t.Fatalf("streamer events %v", got)
+	}
+	if rs[1].State != toolkit.StateError || rs[1].Err == nil || rs[1].Err.Error() != "disk full" {
+		t.Fatalf("failer: %s %v", rs[1].State, rs[1].Err)
+	}
+}
+
+func partsEqual(a, b events.Part) bool {
+	return a.Type == b.Type && a.Text == b.Text && string(a.JSON) == string(b.JSON) &&
+		string(a.Data) == string(b.Data) && a.MediaType == b.MediaType
+}
+
+func TestPanicsBecomeErrorResults(t *testing.T) {
+	tk := newKit(t)
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "boom", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+		var m map[string]int
+		m["x"] = 1 // nil map write
+		return "", nil
+	}), mustTool(t, toolkit.Spec{Name: "ok", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+		return "fine", nil
+	}))
+	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "boom", ``), call("2", "ok", ``)})
+	var pe *toolkit.PanicError
+	if rs[0].State != toolkit.StateError || !errors.As(rs[0].Err, &pe) || !errors.Is(rs[0].Err, toolkit.ErrPanic) {
+		t.Fatalf("panic result: %s %v", rs[0].State, rs[0].Err)
+	}
+	if len(pe.Stack) == 0 || !strings.Contains(rs[0].Text(), `tool "boom" panicked`) {
+		t.Fatalf("panic message %q", rs[0].Text())
+	}
+	if rs[1].State != toolkit.StateSuccess || rs[1].Text() != "fine" {
+		t.Fatalf("neighbour: %s %q", rs[1].State, rs[1].Text())
+	}
+}
+
+func TestUnknownToolSuggestsClosest(t *testing.T) {
+	tk := newKit(t)
+	for _, name := range []string{"search_text", "count_lines", "hash_files"} {
+		mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: name}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
+	}
+	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "serch_text", ``), call("2", "count", ``), call("3", "zzz", ``)})
+	var ue *toolkit.UnknownToolError
+	if !errors.As(rs[0].Err, &ue) || !errors.Is(rs[0].Err, toolkit.ErrUnknownTool) {
+		t.Fatalf("got %v", rs[0].Err)
+	}
+	if !slices.Equal(ue.Suggestions, []string{"search_text"}) {
+		t.Fatalf("suggestions %v", ue.Suggestions)
+	}
+	if want := `Error: unknown tool "serch_text"; did you mean "search_text"? Available tools: search_text, count_lines, hash_files`; rs[0].Text() != want {
+		t.Fatalf("message\n%q\nwant\n%q", rs[0].Text(), want)
+	}
+	if !strings.Contains(rs[1].Text(), `did you mean "count_lines"?`) {
+		t.Fatalf("substring suggestion missing: %q", rs[1].Text())
+	}
+	if strings.Contains(rs[2].Text(), "did you mean") || !strings.Contains(rs[2].Text(), "Available tools") {
+		t.Fatalf("no-suggestion message %q", rs[2].Text())
+	}
+}
+
+func TestCallIDs(t *testing.T) {
+	tk := newKit(t)
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "echo", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+		info, _ := toolkit.CallInfoFrom(ctx)
+		return info.CallID, nil
+	}))
+	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{
+		call("", "echo", ``), call("x", "echo", ``), call("x", "echo", ``), call("bad\nid", "echo", ``),
+	})
+	if !strings.HasPrefix(rs[0].Call.ID, "call_") || rs[0].Text() != rs[0].Call.ID {
+		t.Fatalf("generated id %q, handler saw %q", rs[0].Call.ID, rs[0].Text())
+	}
+	if rs[1].State != toolkit.StateSuccess {
+		t.Fatalf("first x: %s", rs[1].State)
+	}
+	if rs[2].State != toolkit.StateError || !errors.Is(rs[2].Err, toolkit.ErrInvalidCall) || !strings.Contains(rs[2].Text(), "duplicate call id") {
+		t.Fatalf("duplicate: %s %q", rs[2].State, rs[2].Text())
+	}
+	if rs[3].State != toolkit.StateError || !strings.Contains(rs[3].Text(), "control characters") {
+		t.Fatalf("bad id: %s %q", rs[3].State, rs[3].Text())
+	}
+}
+
+// TestTimeoutCountsSlotWait: with one slot taken by a call that never ends on
+// its own, the next call times out in the queue and never starts.
+func TestTimeoutCountsSlotWait(t *testing.T) {
+	rec := &recorder{}
+	tk := newKit(t, toolkit.WithMaxParallel(1), toolkit.WithObserver(rec))
+	release := make(chan struct{})
+	mustAdd(t, tk,
+		mustTool(t, toolkit.Spec{Name: "hog", ConcurrencySafe: true, Timeout: time.Minute}, func(ctx context.Context, _ none) (string, error) {
+			<-release
+			return "hogged", nil
+		}),
+		mustTool(t, toolkit.Spec{Name: "quick", ConcurrencySafe: true, Timeout: 50 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+			t.Error("quick ran although its deadline passed while it waited for a slot")
+			return "", nil
+		}),
+	)
+	run := session(t, tk, "s").Start(context.Background(), []toolkit.Call{call("h", "hog", ``), call("q", "quick", ``)})
+	for r := range run.Results() {
+		if r.Call.ID == "q" {
+			if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !strings.Contains(r.Text(), "waiting for a free slot") {
+				t.Errorf("queued call: %s %q", r.State, r.Text())
+			}
+			if !r.Started.IsZero() {
+				t.Error("queued call reports a start time")
+			}
+			close(release)
+		}
+	}
+	if got := types(rec.of("q")); !slices.Equal(got, []events.Type{"delta", "result"}) {
+		t.Fatalf("queued call events %v (a call that never started has no start event)", got)
+	}
+	if rs := run.Wait(); rs[0].State != toolkit.StateSuccess {
+		t.Fatalf("hog: %s", rs[0].State)
+	}
+}
+
+func TestTimeoutWhileRunning(t *testing.T) {
+	tk := newKit(t)
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "slow", Timeout: 20 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+		stream.From(ctx).Text("half done\n")
+		<-ctx.Done()
+		return "", fmt.Errorf("stopped after 3 files: %w", ctx.Err())
+	}))
+	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "slow", ``)})[0]
+	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) {
+		t.Fatalf("%s %v", r.State, r.Err)
+	}
+	if want := "half done\nError: tool \"slow\" timed out after 20ms: stopped after 3 files: context deadline exceeded"; r.Text() != want {
+		t.Fatalf("text %q, want %q", r.Text(), want)
+	}
+}
+
+// TestHandlerIgnoringCancellation: the call is reported after the grace
+// period without waiting for the handler, whose late writes are refused.
+func TestHandlerIgnoringCancellation(t *testing.T) {
+	tk := newKit(t, toolkit.WithCancelGrace(10*time.Millisecond))
+	release := make(chan struct{})
+	lateWrite := make(chan error, 1)
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "stubborn", Timeout: 10 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+		<-release // ignores ctx
+		lateWrite <- stream.From(ctx).Text("too late")
+		return "too late", nil
+	}))
+	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "stubborn", ``)})[0]
+	if r.State != toolkit.StateTimeout || r.Text() != `Error: tool "stubborn" timed out after 10ms` {
+		t.Fatalf("%s %q", r.State, r.Text())
+	}
+	close(release)
+	if err := <-lateWrite; !errors.Is(err, stream.ErrClosed) {
+		t.Fatalf("late write: %v", err)
+	}
+}
+
+func TestCancellation(t *testing.T) {
+	rec := &recorder{}
+	tk := newKit(t, toolkit.WithObserver(rec))
+	started := make(chan struct{})
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "wait"}, func(ctx context.Context, _ none) (string, error) {
+		close(started)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}), mustTool(t, toolkit.Spec{Name: "never"}, func(ctx context.Context, _ none) (string, error) {
+		t.Error("a call after the cancelled one ran")
+		return "", nil
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	run := session(t, tk, "s").Start(ctx, []toolkit.Call{call("w", "wait", ``), call("n", "never", ``)})
+	waitFor(t, started, "first call")
+	cancel()
+	rs := run.Wait()
+	for _, r := range rs {
+		if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, context.Canceled) {
+			t.Errorf("%s: %s %v", r.Call.ID, r.State, r.Err)
+		}
+	}
+	if !strings.Contains(rs[1].Text(), "was not run") || !rs[1].Started.IsZero() {
+		t.Errorf("unstarted call: %q", rs[1].Text())
+	}
+	if got := types(rec.of("n")); !slices.Equal(got, []events.Type{"delta", "result"}) {
+		t.Errorf("unstarted call events %v", got)
+	}
+}
+
+// TestContextValues: caller values reach the handler without being in the
+// schema.
+func TestContextValues(t *testing.T) {
+	type tenant struct{ Name string }
+	tk := newKit(t)
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "whoami"}, func(ctx context.Context, _ none) (string, error) {
+		ten, ok := toolkit.Value[tenant](ctx)
+		if !ok {
+			return "", errors.New("no tenant")
+		}
+		return toolkit.SessionID(ctx) + "/" + toolkit.User(ctx) + "/" + ten.Name, nil
+	}))
+	ctx := toolkit.WithValue(toolkit.WithUser(context.Background(), "ada"), tenant{"acme"})
+	r := session(t, tk, "conv-7").Run(ctx, []toolkit.Call{call("1", "whoami", ``)})[0]
+	if r.Text() != "conv-7/ada/acme" {
+		t.Fatalf("got %q (%v)", r.Text(), r.Err)
+	}
+	if strings.Contains(string(tk.Definitions()[0].Parameters), "ada") {
+		t.Fatal("context value in schema")
+	}
+}
+
+func TestOutputKinds(t *testing.T) {
+	type point struct {
+		X int `json:"x"`
+	}
+	tk := newKit(t)
+	mustAdd(t, tk,
+		mustTool(t, toolkit.Spec{Name: "js"}, func(ctx context.Context, _ none) (point, error) { return point{3}, nil }),
+		mustTool(t, toolkit.Spec{Name: "parts"}, func(ctx context.Context, _ none) ([]toolkit.Part, error) {
+			return []toolkit.Part{events.Text("see "), events.Binary("image/png", []byte{1, 2})}, nil
+		}),
+		mustTool(t, toolkit.Spec{Name: "bin"}, func(ctx context.Context, _ none) ([]byte, error) { return []byte("raw"), nil }),
+		mustTool(t, toolkit.Spec{Name: "dyn"}, func(ctx context.Context, _ none) (any, error) { return "plain", nil }),
+		mustTool(t, toolkit.Spec{Name: "nilptr"}, func(ctx context.Context, _ none) (*point, error) { return nil, nil }),
+	)
+	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{
+		call("1", "js", ``), call("2", "parts", ``), call("3", "bin", ``), call("4", "dyn", ``), call("5", "nilptr", ``),
+	})
+	if c := rs[0].Content; len(c) != 1 || c[0].Type != events.PartJSON || string(c[0].JSON) != `{"x":3}` {
+		t.Errorf("json: %+v", c)
+	}
+	if c := rs[1].Content; len(c) != 2 || c[1].MediaType != "image/png" || rs[1].Text() != "see [binary image/png, 2 bytes]" {
+		t.Errorf("parts: %+v", c)
+	}
+	if c := rs[2].Content; len(c) != 1 || c[0].Type != events.PartBinary || string(c[0].Data) != "raw" {
+		t.Errorf("bin: %+v", c)
+	}
+	if rs[3].Text() != "plain" {
+		t.Errorf("dyn: %q", rs[3].Text())
+	}
+	if len(rs[4].Content) != 0 || rs[4].State != toolkit.StateSuccess {
+		t.Errorf("nil pointer: %+v", rs[4])
+	}
+}
+
+func TestMetaReachesResultNotModel(t *testing.T) {
+	rec := &recorder{}
+	tk := newKit(t, toolkit.WithObserver(rec))
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "m"}, func(ctx context.Context, _ none) (string, error) {
+		stream.From(ctx).SetMeta("files", 12)
+		return "ok", nil
+	}))
+	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "m", ``)})[0]
+	if r.Meta["files"] != 12 || r.Text() != "ok" {
+		t.Fatalf("meta %v text %q", r.Meta, r.Text())
+	}
+	evs := rec.of("1")
+	if evs[len(evs)-1].Result.Meta["files"] != 12 {
+		t.Fatal("meta missing from the result event")
+	}
+}
+
+func TestEmptyBatch(t *testing.T) {
+	tk := newKit(t)
+	run := session(t, tk, "s").Start(context.Background(), nil)
+	waitFor(t, run.Done(), "empty run")
+	if rs := run.Wait(); len(rs) != 0 {
+		t.Fatalf("%d results", len(rs))
+	}
+}
+
+func TestCloseInterruptsRuns(t *testing.T) {
+	tk := toolkit.New()
+	started := make(chan struct{})
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "wait"}, func(ctx context.Context, _ none) (string, error) {
+		close(started)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}))
+	s := session(t, tk, "s")
+	run := s.Start(context.Background(), []toolkit.Call{call("1", "wait", ``)})
+	waitFor(t, started, "call start")
+	if err := tk.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted {
+		t.Fatalf("%s", r.State)
+	}
+	after := s.Run(context.Background(), []toolkit.Call{call("2", "wait", ``)})
+	if after[0].State != toolkit.StateInterrupted {
+		t.Fatalf("run after Close: %s", after[0].State)
+	}
+	if _, err := tk.Session("new"); !errors.Is(err, toolkit.ErrClosed) {
+		t.Fatalf("Session after Close: %v", err)
+	}
+}
+
+func TestSessionIDs(t *testing.T) {
+	tk := newKit(t)
+	for _, bad := range []string{"", strings.Repeat("x", 257), "a\x00b", "tab\there", string([]byte{0xff, 0xfe})} {
+		if _, err := tk.Session(bad); !errors.Is(err, toolkit.ErrInvalidSession) {
+			t.Errorf("Session(%q): %v", bad, err)
+		}
+	}
+	for _, good := range []string{"a", "a.b>*", "日本語 session", strings.Repeat("x", 256)} {
+		if _, err := tk.Session(good); err != nil {
+			t.Errorf("Session(%q): %v", good, err)
+		}
+	}
+	a, _ := tk.Session("same")
+	b, _ := tk.Session("same")
+	if a != b {
+		t.Fatal("Session does not return the existing session")
+	}
+}

@@ -1,0 +1,179 @@
+package toolkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxSessionIDLen is the longest session id accepted, in bytes.
+const MaxSessionIDLen = 256
+
+// Session is one conversation: it scopes the calls of its runs and holds
+// per-session state (suspended calls today; active groups and loaded skills
+// with the packages that add them). Its methods are safe for concurrent use,
+// and runs of one session may overlap.
+type Session struct {
+	tk *Toolkit
+	id string
+
+	mu        sync.Mutex
+	suspended map[string]*call
+	closed    bool
+}
+
+// Session returns the session with the given id, creating it on first use.
+// Ids come from outside and are checked: they must be 1 to 256 bytes of
+// UTF-8 without control characters (ErrInvalidSession otherwise).
+func (tk *Toolkit) Session(id string) (*Session, error) {
+	if err := ValidateSessionID(id); err != nil {
+		return nil, err
+	}
+	if tk.closed.Load() {
+		return nil, ErrClosed
+	}
+	tk.sessMu.Lock()
+	defer tk.sessMu.Unlock()
+	s, ok := tk.sessions[id]
+	if !ok {
+		s = &Session{tk: tk, id: id, suspended: map[string]*call{}}
+		tk.sessions[id] = s
+	}
+	return s, nil
+}
+
+// Sessions returns the ids of the open sessions, sorted.
+func (tk *Toolkit) Sessions() []string {
+	tk.sessMu.Lock()
+	defer tk.sessMu.Unlock()
+	ids := make([]string, 0, len(tk.sessions))
+	for id := range tk.sessions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// ValidateSessionID reports whether id is acceptable as a session id.
+func ValidateSessionID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: empty", ErrInvalidSession)
+	case len(id) > MaxSessionIDLen:
+		return fmt.Errorf("%w: %d bytes long, at most %d allowed", ErrInvalidSession, len(id), MaxSessionIDLen)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidSession)
+	}
+	for i, r := range id {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%w: control character %U at byte %d", ErrInvalidSession, r, i)
+		}
+	}
+	return nil
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.id }
+
+// Toolkit returns the toolkit the session belongs to.
+func (s *Session) Toolkit() *Toolkit { return s.tk }
+
+// Definitions returns the definitions of the tools this session may call,
+// ready for an LLM request.
+func (s *Session) Definitions() []Definition { return s.tk.Definitions() }
+
+// Run runs a batch of calls and returns their results in call order. It is
+// Start followed by Wait.
+func (s *Session) Run(ctx context.Context, calls []Call) []Result {
+	return s.Start(ctx, calls).Wait()
+}
+
+// Submit completes a suspended call of this session (an external tool's)
+// with content the tool produced outside, or with an error. Observers see the
+// content as the call's deltas and then its result, and the run the call
+// belongs to goes on. It returns ErrUnknownCall when no call with that id is
+// suspended in the session.
+func (s *Session) Submit(callID string, content []Part, err error) error {
+	s.mu.Lock()
+	c, ok := s.suspended[callID]
+	if ok {
+		delete(s.suspended, callID)
+	}
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %q in session %q", ErrUnknownCall, callID, s.id)
+	}
+	state := StateSuccess
+	if err != nil {
+		state = StateError
+	}
+	if !c.finish(state, content, err) {
+		return fmt.Errorf("%w: %q already finished", ErrUnknownCall, callID)
+	}
+	return nil
+}
+
+// Suspended returns the calls of this session that wait for [Session.Submit].
+func (s *Session) Suspended() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	calls := make([]Call, 0, len(s.suspended))
+	for _, c := range s.suspended {
+		calls = append(calls, c.call)
+	}
+	slices.SortFunc(calls, func(a, b Call) int {
+		if a.ID < b.ID {
+			return -1
+		}
+		if a.ID > b.ID {
+			return 1
+		}
+		return 0
+	})
+	return calls
+}
+
+// Close removes the session from the toolkit. Its suspended calls are
+// reported as interrupted; later runs in it fail with ErrClosed as the cause.
+func (s *Session) Close() {
+	s.tk.sessMu.Lock()
+	if s.tk.sessions[s.id] == s {
+		delete(s.tk.sessions, s.id)
+	}
+	s.tk.sessMu.Unlock()
+	s.mu.Lock()
+	s.closed = true
+	pending := s.suspended
+	s.suspended = map[string]*call{}
+	s.mu.Unlock()
+	for _, c := range pending {
+		c.finish(StateInterrupted, nil, &callError{kind: ErrInterrupted, cause: ErrClosed,
+			msg: fmt.Sprintf("tool %q was interrupted: the session was closed", c.call.Name)})
+	}
+}
+
+// suspend parks a call until Submit. It fails when the id is taken.
+func (s *Session) suspend(c *call) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if _, dup := s.suspended[c.call.ID]; dup {
+		return errors.New("another call with the same id is already suspended in this session")
+	}
+	s.suspended[c.call.ID] = c
+	return nil
+}
+
+func (s *Session) unsuspend(c *call) {
+	s.mu.Lock()
+	if s.suspended[c.call.ID] == c {
+		delete(s.suspended, c.call.ID)
+	}
+	s.mu.Unlock()
+}

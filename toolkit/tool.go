@@ -1,0 +1,335 @@
+package toolkit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/schema"
+)
+
+// Part is one piece of model-visible content. See [events.Part].
+type Part = events.Part
+
+// State is the final state of a call. See [events.State].
+type State = events.State
+
+// Call states.
+const (
+	StateSuccess     = events.StateSuccess
+	StateError       = events.StateError
+	StateDenied      = events.StateDenied
+	StateInterrupted = events.StateInterrupted
+	StateSuspended   = events.StateSuspended
+	StateTimeout     = events.StateTimeout
+)
+
+// Spec describes a tool to the model and to the engine.
+type Spec struct {
+	// Name is what the model calls: ^[a-zA-Z0-9_-]{1,64}$, the names OpenAI
+	// and Anthropic accept.
+	Name string
+	// Description tells the model what the tool does and when to use it.
+	Description string
+	// ReadOnly marks tools that change nothing (permission rules use it).
+	ReadOnly bool
+	// ConcurrencySafe lets the engine run the call in parallel with its
+	// concurrency-safe neighbours in a batch. Other calls run one at a time.
+	ConcurrencySafe bool
+	// External marks tools executed outside the process: their calls are
+	// suspended until the result is submitted with [Session.Submit].
+	External bool
+	// Timeout bounds one call, including the time it waits for a slot. Zero
+	// uses the toolkit default; a negative value means no timeout. For
+	// external tools the toolkit default does not apply.
+	Timeout time.Duration
+	// Presets are arguments set by code. They are removed from the schema the
+	// model sees and override whatever the model sends for them.
+	Presets map[string]any
+}
+
+// RawHandler runs a tool on validated JSON arguments. It returns the last
+// piece of the model-visible result (the deltas the handler emitted come
+// before it).
+type RawHandler func(ctx context.Context, args json.RawMessage) ([]Part, error)
+
+// Tool is a registered or registrable tool: a spec, an input schema and a
+// handler. Tools are immutable and can be shared between toolkits.
+type Tool struct {
+	spec      Spec
+	schema    *jsonschema.Schema // full input schema, presets included
+	params    json.RawMessage    // what the model sees: presets removed
+	validator *schema.Validator
+	presets   map[string]json.RawMessage
+	handler   RawHandler
+}
+
+// Spec returns the tool's spec.
+func (t *Tool) Spec() Spec { return t.spec }
+
+// Name returns the tool's name.
+func (t *Tool) Name() string { return t.spec.Name }
+
+// InputSchema returns the JSON Schema the model sees (presets removed).
+func (t *Tool) InputSchema() json.RawMessage { return t.params }
+
+// Definition returns the tool as an LLM request expects it.
+func (t *Tool) Definition() Definition {
+	return Definition{Name: t.spec.Name, Description: t.spec.Description, Parameters: t.params}
+}
+
+// Definition is a tool as sent to a model: a name, a description and the
+// JSON Schema of its parameters. It marshals to the common function shape
+// {"name", "description", "parameters"}.
+type Definition struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// NewTool makes a tool from a typed function. The input schema is inferred
+// from In (a struct): `json` tags name the properties and make them optional
+// with omitempty, `jsonschema:"..."` tags describe them, and `tool:"..."` tags
+// add enum, default, minimum, maximum, pattern and the other constraints
+// listed in the package documentation.
+//
+// Out may be a string (text), []byte (binary), a [Part] or []Part, or any
+// value encoding/json can marshal (a JSON part). When the function returns an
+// error its Out is ignored and the error becomes the model-visible message.
+func NewTool[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
+	if fn == nil {
+		return nil, fmt.Errorf("toolkit: tool %q: nil function", spec.Name)
+	}
+	s, err := schema.For[In]()
+	if err != nil {
+		return nil, fmt.Errorf("toolkit: tool %q: %w", spec.Name, err)
+	}
+	convert := outputConverter[Out]()
+	inType := reflect.TypeFor[In]()
+	h := func(ctx context.Context, args json.RawMessage) ([]Part, error) {
+		var in In
+		if err := json.Unmarshal(args, &in); err != nil {
+			// The schema accepted what Go cannot decode (for example a
+			// number too large for the field's type).
+			return nil, &ArgumentError{Tool: spec.Name, Err: fmt.Errorf("decoding into %v: %w", inType, err)}
+		}
+		out, err := fn(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return convert(out)
+	}
+	return newTool(spec, s, h)
+}
+
+// MustTool is like [NewTool] but panics on error. It is meant for tools
+// declared at package level, whose errors are programming mistakes.
+func MustTool[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, error)) *Tool {
+	t, err := NewTool(spec, fn)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// NewRawTool makes a tool from a JSON Schema and a handler over raw JSON, for
+// tools known only at run time (MCP servers, remote workers). The schema must
+// describe an object.
+func NewRawTool(spec Spec, inputSchema json.RawMessage, h RawHandler) (*Tool, error) {
+	if h == nil && !spec.External {
+		return nil, fmt.Errorf("toolkit: tool %q: nil handler", spec.Name)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(inputSchema, &s); err != nil {
+		return nil, fmt.Errorf("toolkit: tool %q: input schema: %w", spec.Name, err)
+	}
+	return newTool(spec, &s, h)
+}
+
+// NewExternalTool makes a tool that runs outside the process (in a browser, on
+// another service, by a person). Its calls are validated, then suspended until
+// the caller submits their result with [Session.Submit].
+func NewExternalTool(spec Spec, inputSchema json.RawMessage) (*Tool, error) {
+	spec.External = true
+	return NewRawTool(spec, inputSchema, nil)
+}
+
+func newTool(spec Spec, s *jsonschema.Schema, h RawHandler) (*Tool, error) {
+	if err := ValidateName(spec.Name); err != nil {
+		return nil, err
+	}
+	if s.Type != "object" {
+		return nil, fmt.Errorf("toolkit: tool %q: input schema must have \"type\": \"object\", got %q", spec.Name, schemaTypeName(s))
+	}
+	v, err := schema.Compile(s)
+	if err != nil {
+		return nil, fmt.Errorf("toolkit: tool %q: input schema: %w", spec.Name, err)
+	}
+	t := &Tool{spec: spec, schema: s, validator: v, handler: h}
+	if err := t.setPresets(spec.Presets); err != nil {
+		return nil, err
+	}
+	t.spec.Presets = nil // kept in canonical form in t.presets
+	return t, nil
+}
+
+func schemaTypeName(s *jsonschema.Schema) string {
+	if s.Type != "" {
+		return s.Type
+	}
+	if len(s.Types) > 0 {
+		return fmt.Sprint(s.Types)
+	}
+	return "(none)"
+}
+
+// setPresets checks each preset against its property schema and builds the
+// model-visible schema without them.
+func (t *Tool) setPresets(presets map[string]any) error {
+	name := t.spec.Name
+	visible := t.schema
+	if len(presets) > 0 {
+		// Deep copy through JSON so the full schema stays untouched.
+		full, err := json.Marshal(t.schema)
+		if err != nil {
+			return fmt.Errorf("toolkit: tool %q: %w", name, err)
+		}
+		visible = new(jsonschema.Schema)
+		if err := json.Unmarshal(full, visible); err != nil {
+			return fmt.Errorf("toolkit: tool %q: %w", name, err)
+		}
+		visible.PropertyOrder = slices.Clone(t.schema.PropertyOrder)
+		t.presets = make(map[string]json.RawMessage, len(presets))
+		for k, val := range presets {
+			prop, ok := t.schema.Properties[k]
+			if !ok {
+				return fmt.Errorf("toolkit: tool %q: preset %q is not a property of its input schema", name, k)
+			}
+			raw, err := json.Marshal(val)
+			if err != nil {
+				return fmt.Errorf("toolkit: tool %q: preset %q: %w", name, k, err)
+			}
+			pv, err := schema.Compile(prop)
+			if err != nil {
+				return fmt.Errorf("toolkit: tool %q: preset %q: %w", name, k, err)
+			}
+			decoded, err := schema.Decode(raw)
+			if err != nil {
+				return fmt.Errorf("toolkit: tool %q: preset %q: %w", name, k, err)
+			}
+			if probs := pv.Validate(decoded); len(probs) > 0 {
+				return fmt.Errorf("toolkit: tool %q: preset %q: %s", name, k, probs[0].Message)
+			}
+			t.presets[k] = raw
+			delete(visible.Properties, k)
+			visible.Required = slices.DeleteFunc(visible.Required, func(r string) bool { return r == k })
+			visible.PropertyOrder = slices.DeleteFunc(visible.PropertyOrder, func(r string) bool { return r == k })
+		}
+	}
+	params, err := json.Marshal(visible)
+	if err != nil {
+		return fmt.Errorf("toolkit: tool %q: %w", name, err)
+	}
+	t.params = params
+	return nil
+}
+
+// ValidateName reports whether name is a valid tool name:
+// ^[a-zA-Z0-9_-]{1,64}$.
+func ValidateName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty name", ErrInvalidName)
+	}
+	if len(name) > 64 {
+		return fmt.Errorf("%w: %q is %d bytes long, at most 64 allowed", ErrInvalidName, truncate(name, 70), len(name))
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+			continue
+		}
+		return fmt.Errorf("%w: %q has %q at byte %d; use only letters, digits, '_' and '-'", ErrInvalidName, name, rune(c), i)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// outputConverter picks, once per tool, how a typed handler's output becomes
+// content parts.
+func outputConverter[Out any]() func(Out) ([]Part, error) {
+	switch reflect.TypeFor[Out]() {
+	case reflect.TypeFor[string]():
+		return func(o Out) ([]Part, error) {
+			s := any(o).(string)
+			if s == "" {
+				return nil, nil
+			}
+			return []Part{events.Text(s)}, nil
+		}
+	case reflect.TypeFor[[]Part]():
+		return func(o Out) ([]Part, error) { return any(o).([]Part), nil }
+	case reflect.TypeFor[Part]():
+		return func(o Out) ([]Part, error) { return []Part{any(o).(Part)}, nil }
+	case reflect.TypeFor[[]byte]():
+		return func(o Out) ([]Part, error) {
+			b := any(o).([]byte)
+			if len(b) == 0 {
+				return nil, nil
+			}
+			return []Part{events.Binary("", b)}, nil
+		}
+	case reflect.TypeFor[struct{}]():
+		return func(Out) ([]Part, error) { return nil, nil }
+	}
+	return func(o Out) ([]Part, error) { return convertAny(o) }
+}
+
+// convertAny converts a dynamically typed output.
+func convertAny(o any) ([]Part, error) {
+	switch v := o.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		if v == "" {
+			return nil, nil
+		}
+		return []Part{events.Text(v)}, nil
+	case []Part:
+		return v, nil
+	case Part:
+		return []Part{v}, nil
+	case []byte:
+		if len(v) == 0 {
+			return nil, nil
+		}
+		return []Part{events.Binary("", v)}, nil
+	case json.RawMessage:
+		if len(v) == 0 {
+			return nil, nil
+		}
+		if !json.Valid(v) {
+			return nil, fmt.Errorf("tool returned invalid JSON")
+		}
+		return []Part{{Type: events.PartJSON, JSON: v}}, nil
+	}
+	if rv := reflect.ValueOf(o); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return nil, nil
+	}
+	p, err := events.JSON(o)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the tool's output as JSON: %w", err)
+	}
+	return []Part{p}, nil
+}

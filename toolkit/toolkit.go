@@ -1,0 +1,182 @@
+package toolkit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+)
+
+// Toolkit holds tools and runs a model's tool calls. One toolkit serves many
+// sessions concurrently; all its methods are safe for concurrent use.
+type Toolkit struct {
+	opts options
+	log  zerolog.Logger
+
+	regMu sync.Mutex               // serialises registry writers
+	reg   atomic.Pointer[registry] // readers never lock
+
+	obsMu     sync.Mutex
+	mailboxes atomic.Pointer[[]*mailbox]
+
+	sessMu   sync.Mutex
+	sessions map[string]*Session
+
+	ctx    context.Context // cancelled by Close: interrupts every run
+	cancel context.CancelFunc
+	runMu  sync.RWMutex // orders runs.Add against Close
+	runs   sync.WaitGroup
+	runSeq atomic.Uint64
+	closed atomic.Bool
+	stats  counters
+}
+
+// registry is an immutable snapshot of the registered tools.
+type registry struct {
+	byName map[string]*Tool
+	order  []*Tool // registration order: stable prompts
+}
+
+// New returns an empty toolkit.
+func New(opts ...Option) *Toolkit {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	tk := &Toolkit{opts: o, log: o.logger, sessions: make(map[string]*Session)}
+	tk.ctx, tk.cancel = context.WithCancel(context.Background())
+	tk.reg.Store(&registry{byName: map[string]*Tool{}})
+	tk.mailboxes.Store(new([]*mailbox))
+	for _, obs := range o.observers {
+		tk.Observe(obs)
+	}
+	return tk
+}
+
+// RegisterOption changes how [Toolkit.Register] treats a tool.
+type RegisterOption func(*registerOptions)
+
+type registerOptions struct{ replace bool }
+
+// Replace lets Register replace a tool that has the same name instead of
+// failing with ErrDuplicate.
+func Replace() RegisterOption { return func(o *registerOptions) { o.replace = true } }
+
+// Register adds tools. A name that is already registered is an error
+// (ErrDuplicate) unless [Replace] is given; a replaced tool keeps its place
+// in the order. Nothing is registered if any tool fails.
+func (tk *Toolkit) Register(tools []*Tool, opts ...RegisterOption) error {
+	var ro registerOptions
+	for _, o := range opts {
+		o(&ro)
+	}
+	tk.regMu.Lock()
+	defer tk.regMu.Unlock()
+	old := tk.reg.Load()
+	next := &registry{byName: make(map[string]*Tool, len(old.byName)+len(tools)), order: slices.Clone(old.order)}
+	for k, v := range old.byName {
+		next.byName[k] = v
+	}
+	for _, t := range tools {
+		if t == nil {
+			return fmt.Errorf("toolkit: Register: nil tool")
+		}
+		name := t.spec.Name
+		if prev, ok := next.byName[name]; ok {
+			if !ro.replace {
+				return fmt.Errorf("%w: %q (pass toolkit.Replace() to replace it)", ErrDuplicate, name)
+			}
+			next.order[slices.Index(next.order, prev)] = t
+		} else {
+			next.order = append(next.order, t)
+		}
+		next.byName[name] = t
+	}
+	tk.reg.Store(next)
+	return nil
+}
+
+// Add registers one tool; see [Toolkit.Register].
+func (tk *Toolkit) Add(t *Tool, opts ...RegisterOption) error {
+	return tk.Register([]*Tool{t}, opts...)
+}
+
+// Remove unregisters tools by name and reports how many were removed. Calls
+// already running finish normally.
+func (tk *Toolkit) Remove(names ...string) int {
+	tk.regMu.Lock()
+	defer tk.regMu.Unlock()
+	old := tk.reg.Load()
+	next := &registry{byName: make(map[string]*Tool, len(old.byName)), order: make([]*Tool, 0, len(old.order))}
+	n := 0
+	for _, t := range old.order {
+		if slices.Contains(names, t.spec.Name) {
+			n++
+			continue
+		}
+		next.order = append(next.order, t)
+		next.byName[t.spec.Name] = t
+	}
+	tk.reg.Store(next)
+	return n
+}
+
+// Tool returns the tool registered under name.
+func (tk *Toolkit) Tool(name string) (*Tool, bool) {
+	t, ok := tk.reg.Load().byName[name]
+	return t, ok
+}
+
+// Tools returns the registered tools in registration order.
+func (tk *Toolkit) Tools() []*Tool {
+	return slices.Clone(tk.reg.Load().order)
+}
+
+// Definitions returns the definitions of all registered tools, ready for an
+// LLM request. Use [Session.Definitions] for what one session may see.
+func (tk *Toolkit) Definitions() []Definition {
+	order := tk.reg.Load().order
+	defs := make([]Definition, len(order))
+	for i, t := range order {
+		defs[i] = t.Definition()
+	}
+	return defs
+}
+
+// Close interrupts every run, waits for them to report their results and for
+// observers to take their events, and releases the toolkit's goroutines. It
+// returns ctx.Err() if ctx ends first. Runs started after Close report every
+// call as interrupted.
+func (tk *Toolkit) Close(ctx context.Context) error {
+	tk.runMu.Lock()
+	first := tk.closed.CompareAndSwap(false, true)
+	tk.runMu.Unlock()
+	if !first {
+		return nil
+	}
+	tk.cancel()
+	done := make(chan struct{})
+	go func() {
+		tk.runs.Wait()
+		tk.obsMu.Lock()
+		boxes := *tk.mailboxes.Load()
+		tk.mailboxes.Store(new([]*mailbox))
+		tk.obsMu.Unlock()
+		for _, mb := range boxes {
+			mb.close()
+		}
+		for _, mb := range boxes {
+			<-mb.done
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
