@@ -14,8 +14,9 @@ import (
 // PrepareArgs turns a model's arguments into what the handler receives, as
 // the engine does before every call: parsed, presets applied, optional nulls
 // dropped, defaults filled in, and validated against the full schema. The
-// original bytes are returned when nothing had to change. Errors are
-// *ArgumentError.
+// original bytes are returned when nothing had to change. Arguments that a
+// model encoded twice (a JSON string holding the object) are unwrapped.
+// Errors are *ArgumentError.
 func (t *Tool) PrepareArgs(raw json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage("{}") // models send "" for tools without parameters
@@ -23,6 +24,14 @@ func (t *Tool) PrepareArgs(raw json.RawMessage) (json.RawMessage, error) {
 	decoded, err := schema.Decode(raw)
 	if err != nil {
 		return nil, &ArgumentError{Tool: t.spec.Name, Err: fmt.Errorf("arguments are not valid JSON: %w", err)}
+	}
+	if str, ok := decoded.(string); ok {
+		// Some models encode the arguments object twice: "{\"a\":1}".
+		if inner, err := schema.Decode([]byte(str)); err == nil {
+			if _, isObj := inner.(map[string]any); isObj {
+				decoded, raw = inner, json.RawMessage(str)
+			}
+		}
 	}
 	obj, ok := decoded.(map[string]any)
 	if !ok {

@@ -50,6 +50,8 @@ func TestArgumentValidation(t *testing.T) {
 		{"several problems at once", `{"limit":"ten","x":1}`, []string{"limit: must be an integer, got string \"ten\"", "path: is required", "x: is not an allowed property"}},
 		{"not an object", `[1,2]`, []string{"(root): must be a JSON object, got an array"}},
 		{"malformed JSON", `{"path":`, []string{"arguments are not valid JSON"}},
+		{"double-encoded object is unwrapped", `"{\"path\":\"/tmp\"}"`, nil},
+		{"a plain string is not an object", `"hello"`, []string{"(root): must be a JSON object, got a string"}},
 		{"optional nulls are pruned", `{"path":"/","limit":null,"mode":null,"deep":null}`, nil},
 		{"required null is not pruned", `{"path":null}`, []string{"path: must be a string, got null"}},
 	}

@@ -45,6 +45,8 @@ type call struct {
 	content   content
 	meta      map[string]any
 	finished  bool
+
+	result Result // set once by finish; read after the run is done
 }
 
 var _ stream.Sink = (*call)(nil)
@@ -260,7 +262,7 @@ func (c *call) finish(state State, parts []Part, err error) bool {
 			body.Error = err.Error()
 		}
 		ev.Result = body
-		c.dispatch(ev, c.run.flush)
+		c.dispatch(ev, &c.run.flush)
 	}
 	c.running = false
 	stop := c.stopWatch
@@ -283,7 +285,7 @@ func (c *call) logResult(res Result) {
 	if !e.Enabled() {
 		return
 	}
-	e.Str("session", c.run.sess.id).Str("run", c.run.id).Str("call", c.call.ID).Str("tool", c.call.Name).
+	e.Str("session", c.run.sess.id).Str("run", c.run.ID()).Str("call", c.call.ID).Str("tool", c.call.Name).
 		Str("state", string(res.State)).Dur("duration", res.Duration).Err(res.Err).Msg("toolstream: call finished")
 }
 

@@ -11,7 +11,7 @@ import (
 // same deadline, so one timer serves them all.
 type group struct {
 	run   *Run
-	calls []*call
+	calls []call
 	start time.Time
 	ctxs  []deadlineCtx
 	done  chan struct{} // closed when every call is final
@@ -57,8 +57,8 @@ func (g *group) watch(ctx context.Context) {
 		return
 	case <-t.C:
 	}
-	for _, c := range g.calls {
-		if c.Context == ctx && !c.external() {
+	for i := range g.calls {
+		if c := &g.calls[i]; c.Context == ctx && !c.external() {
 			c.abandon()
 		}
 	}
@@ -66,14 +66,15 @@ func (g *group) watch(ctx context.Context) {
 
 // runGroup runs calls that may overlap, under the parallelism cap, and
 // returns when all have final results.
-func (r *Run) runGroup(calls []*call) {
+func (r *Run) runGroup(calls []call) {
 	g := &group{run: r, calls: calls, start: time.Now(), done: make(chan struct{})}
 	parallel := len(calls) > 1 // a group of one needs no slot
 	if parallel && r.sem == nil {
 		r.sem = make(chan struct{}, r.tk.opts.maxParallel)
 	}
 	r.segment.Add(len(calls))
-	for _, c := range calls {
+	for i := range calls {
+		c := &calls[i]
 		c.setTimeout()
 		c.Context = g.contextFor(c.timeout)
 	}
@@ -81,7 +82,8 @@ func (r *Run) runGroup(calls []*call) {
 	for _, d := range g.ctxs {
 		context.AfterFunc(d.ctx, func() { g.watch(d.ctx) })
 	}
-	for _, c := range calls {
+	for i := range calls {
+		c := &calls[i]
 		if r.ctx.Err() != nil {
 			c.finishUnstarted(r.interruptedBeforeStart(c))
 			continue

@@ -135,10 +135,9 @@ type flush struct {
 	done chan struct{}
 }
 
-func newFlush() *flush {
-	f := &flush{done: make(chan struct{})}
+func (f *flush) init() {
+	f.done = make(chan struct{})
 	f.n.Store(1)
-	return f
 }
 
 func (f *flush) add() { f.n.Add(1) }

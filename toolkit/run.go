@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"iter"
+	"strconv"
 	"sync"
 	"time"
 	"unicode"
@@ -20,17 +21,15 @@ import (
 type Run struct {
 	tk   *Toolkit
 	sess *Session
-	id   string
+	seq  uint64
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	stop   func() bool // detaches from the toolkit's Close
 
-	calls     []*call
-	results   []Result
+	calls     []call
 	completed chan Result
 	done      chan struct{}
-	flush     *flush
+	flush     flush
 	sem       chan struct{}
 	segment   sync.WaitGroup
 }
@@ -43,14 +42,13 @@ func (s *Session) Start(ctx context.Context, calls []Call) *Run {
 	r := &Run{
 		tk:        tk,
 		sess:      s,
-		id:        fmt.Sprintf("run-%d", tk.runSeq.Add(1)),
-		results:   make([]Result, len(calls)),
+		seq:       tk.runSeq.Add(1),
+		calls:     make([]call, len(calls)),
 		completed: make(chan Result, 2*len(calls)), // a suspension notice and a result per call at most
 		done:      make(chan struct{}),
-		flush:     newFlush(),
 	}
+	r.flush.init()
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
-	r.stop = context.AfterFunc(tk.ctx, func() { r.cancel(ErrClosed) })
 	s.mu.Lock()
 	if s.closed {
 		r.cancel(fmt.Errorf("%w: session %q", ErrClosed, s.id))
@@ -58,46 +56,46 @@ func (s *Session) Start(ctx context.Context, calls []Call) *Run {
 	s.mu.Unlock()
 
 	reg := tk.reg.Load()
-	cs := make([]call, len(calls))
-	r.calls = make([]*call, len(calls))
-	seen := make(map[string]struct{}, len(calls))
 	for i, in := range calls {
-		c := &cs[i]
+		c := &r.calls[i]
 		c.run, c.index, c.call = r, i, in
 		if c.call.ID == "" {
 			c.call.ID = newCallID()
 		}
 		if err := validateCallID(c.call.ID); err != nil {
 			c.preErr = err
-		} else if _, dup := seen[c.call.ID]; dup {
+		} else if r.duplicateID(i) {
 			c.preErr = &callError{kind: ErrInvalidCall, msg: fmt.Sprintf("duplicate call id %q in this batch; every call needs its own id", c.call.ID)}
 		}
-		seen[c.call.ID] = struct{}{}
 		if t, ok := reg.byName[in.Name]; ok {
 			c.tool = t
 		} else if c.preErr == nil {
 			c.preErr = unknownTool(in.Name, reg)
 		}
-		r.calls[i] = c
 	}
 
-	tk.runMu.RLock()
-	closed := tk.closed.Load()
-	if !closed {
-		tk.runs.Add(1)
-	}
-	tk.runMu.RUnlock()
-	if closed {
+	counted := tk.track(r)
+	if !counted {
 		r.cancel(ErrClosed)
-		go r.drive(false)
-		return r
 	}
-	go r.drive(true)
+	go r.drive(counted)
 	return r
 }
 
-// ID returns the run's id (unique within the toolkit).
-func (r *Run) ID() string { return r.id }
+// duplicateID reports whether call i reuses the id of an earlier call.
+// Batches are small: a scan beats a map.
+func (r *Run) duplicateID(i int) bool {
+	id := r.calls[i].call.ID
+	for j := range i {
+		if r.calls[j].call.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// ID returns the run's id, unique within the toolkit.
+func (r *Run) ID() string { return "run-" + strconv.FormatUint(r.seq, 10) }
 
 // Session returns the session the run belongs to.
 func (r *Run) Session() *Session { return r.sess }
@@ -128,8 +126,10 @@ func (r *Run) Results() iter.Seq[Result] {
 // order.
 func (r *Run) Wait() []Result {
 	<-r.done
-	out := make([]Result, len(r.results))
-	copy(out, r.results)
+	out := make([]Result, len(r.calls))
+	for i := range r.calls {
+		out[i] = r.calls[i].result
+	}
 	return out
 }
 
@@ -155,17 +155,16 @@ func (r *Run) drive(counted bool) {
 			select {
 			case <-r.flush.done:
 			case <-t.C:
-				r.tk.log.Warn().Str("run", r.id).Dur("waited", d).Msg("toolstream: observers did not take all result events in time")
+				r.tk.log.Warn().Str("run", r.ID()).Dur("waited", d).Msg("toolstream: observers did not take all result events in time")
 			}
 			t.Stop()
 		}
 	}
 	close(r.completed)
-	r.stop()
 	r.cancel(nil) // tells handlers left running after a timeout to stop
 	close(r.done)
 	if counted {
-		r.tk.runs.Done()
+		r.tk.untrack(r)
 	}
 }
 
@@ -177,7 +176,7 @@ func (r *Run) interruptedBeforeStart(c *call) (State, error) {
 
 // complete records a final result; called once per call.
 func (r *Run) complete(c *call, res Result) {
-	r.results[c.index] = res
+	c.result = res
 	r.completed <- res
 	c.releaseSlot()
 	r.segment.Done()

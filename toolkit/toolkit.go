@@ -25,9 +25,8 @@ type Toolkit struct {
 	sessMu   sync.Mutex
 	sessions map[string]*Session
 
-	ctx    context.Context // cancelled by Close: interrupts every run
-	cancel context.CancelFunc
-	runMu  sync.RWMutex // orders runs.Add against Close
+	runMu  sync.Mutex
+	active map[*Run]struct{} // runs in progress, interrupted by Close
 	runs   sync.WaitGroup
 	runSeq atomic.Uint64
 	closed atomic.Bool
@@ -46,8 +45,7 @@ func New(opts ...Option) *Toolkit {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	tk := &Toolkit{opts: o, log: o.logger, sessions: make(map[string]*Session)}
-	tk.ctx, tk.cancel = context.WithCancel(context.Background())
+	tk := &Toolkit{opts: o, log: o.logger, sessions: make(map[string]*Session), active: make(map[*Run]struct{})}
 	tk.reg.Store(&registry{byName: map[string]*Tool{}})
 	tk.mailboxes.Store(new([]*mailbox))
 	for _, obs := range o.observers {
@@ -146,6 +144,26 @@ func (tk *Toolkit) Definitions() []Definition {
 	return defs
 }
 
+// track registers a starting run; it reports false once the toolkit is
+// closed.
+func (tk *Toolkit) track(r *Run) bool {
+	tk.runMu.Lock()
+	defer tk.runMu.Unlock()
+	if tk.closed.Load() {
+		return false
+	}
+	tk.active[r] = struct{}{}
+	tk.runs.Add(1)
+	return true
+}
+
+func (tk *Toolkit) untrack(r *Run) {
+	tk.runMu.Lock()
+	delete(tk.active, r)
+	tk.runMu.Unlock()
+	tk.runs.Done()
+}
+
 // Close interrupts every run, waits for them to report their results and for
 // observers to take their events, and releases the toolkit's goroutines. It
 // returns ctx.Err() if ctx ends first. Runs started after Close report every
@@ -153,11 +171,17 @@ func (tk *Toolkit) Definitions() []Definition {
 func (tk *Toolkit) Close(ctx context.Context) error {
 	tk.runMu.Lock()
 	first := tk.closed.CompareAndSwap(false, true)
+	active := make([]*Run, 0, len(tk.active))
+	for r := range tk.active {
+		active = append(active, r)
+	}
 	tk.runMu.Unlock()
 	if !first {
 		return nil
 	}
-	tk.cancel()
+	for _, r := range active {
+		r.cancel(ErrClosed)
+	}
 	done := make(chan struct{})
 	go func() {
 		tk.runs.Wait()

@@ -3,6 +3,8 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -84,37 +86,50 @@ func FuzzValidateMatchesReference(f *testing.F) {
 	})
 }
 
-// FuzzDecode checks that Decode never panics and that what it returns
-// re-marshals to JSON that decodes to the same value.
+// FuzzDecode checks that Decode never panics, that it accepts exactly what
+// encoding/json's Decoder (with UseNumber, no trailing data) accepts and
+// returns the same value, and that the value re-marshals.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
-		`{"a":1,"b":[true,null,"x"],"c":{"d":1.5e3}}`, `  [] `, `"\u00e9\ud83d\ude00"`,
-		`1e400`, `-0`, `{"a":1}x`, `{"a":}`, ``, `[1,2`, `"\xff"`, `{} {}`,
+		`{"a":1,"b":[true,null,"x"],"c":{"d":1.5e3}}`, `  [] `, `"\u00e9\ud83d\ude00"`, `"\ud800\u0041"`,
+		`"\udc00\ud800x"`, `"a\tb\"c\\\/\b\f\n\r"`, "\"\xff\xed\xa0\x80\"", `1e400`, `-0`, `-01`,
+		`1.e5`, `{"a":1}x`, `{"a":}`, ``, `[1,2`, `{} {}`, `{"a":1,"a":2}`, `[tru]`, `"\x"`, "\"\x01\"",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := Decode(data)
+		want, wantErr := referenceDecode(data)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("Decode(%q): err=%v, encoding/json err=%v", data, err, wantErr)
+		}
 		if err != nil {
-			if json.Valid(data) {
-				t.Fatalf("Decode(%q) = %v, but the input is valid JSON", data, err)
-			}
 			return
 		}
-		if !json.Valid(data) {
-			t.Fatalf("Decode(%q) accepted invalid JSON", data)
+		if !reflect.DeepEqual(v, want) {
+			t.Fatalf("Decode(%q) = %#v, encoding/json gives %#v", data, v, want)
 		}
 		out, err := json.Marshal(v)
 		if err != nil {
 			t.Fatalf("re-marshal %#v: %v", v, err)
 		}
 		v2, err := Decode(out)
-		if err != nil {
-			t.Fatalf("Decode of re-marshalled %s: %v", out, err)
-		}
-		out2, _ := json.Marshal(v2)
-		if !bytes.Equal(out, out2) {
-			t.Fatalf("round trip changed the value: %s vs %s", out, out2)
+		if err != nil || !reflect.DeepEqual(v, v2) {
+			t.Fatalf("re-marshalled %s decodes to %#v, %v", out, v2, err)
 		}
 	})
+}
+
+// referenceDecode is Decode done with encoding/json.
+func referenceDecode(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return nil, errors.New("trailing data")
+	}
+	return v, nil
 }

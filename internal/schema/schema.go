@@ -60,7 +60,17 @@ type Validator struct {
 
 // Compile checks the schema (via (*jsonschema.Schema).Resolve) and builds a
 // validator. Schemas that use only the supported keywords get the compiled
-// path; any other schema falls back to jsonschema-go's Resolved.Validate.
+// path; any other schema, and any draft-07 schema, falls back to
+// jsonschema-go's Resolved.Validate, which reports one problem at the root.
+// A $schema other than draft 2020-12 or draft-07 is an error, since
+// jsonschema-go would fail every validation.
+//
+// Compiled keywords: type, enum, const, multipleOf, minimum, maximum,
+// exclusiveMinimum, exclusiveMaximum, minLength, maxLength, pattern, items,
+// prefixItems, minItems, maxItems, uniqueItems, properties, required,
+// additionalProperties, minProperties, maxProperties, allOf, anyOf, oneOf,
+// not, and the boolean schemas. Annotations (title, description, default,
+// format, ...) and $defs that nothing refers to are ignored.
 func Compile(s *jsonschema.Schema) (*Validator, error) {
 	if s == nil {
 		return nil, errors.New("schema: nil schema")
@@ -71,6 +81,9 @@ func Compile(s *jsonschema.Schema) (*Validator, error) {
 		// jsonschema-go resolves such a schema but then fails every
 		// validation; better to say so once, here.
 		return nil, fmt.Errorf("schema: unsupported $schema %q (want draft 2020-12 or draft-07)", s.Schema)
+	}
+	if err := checkTypeNames(s, "#"); err != nil {
+		return nil, err
 	}
 	rs, err := s.Resolve(nil)
 	if err != nil {
@@ -181,4 +194,54 @@ func numbersToFloat(instance any) (any, bool) {
 	default:
 		return instance, false
 	}
+}
+
+// checkTypeNames rejects type names JSON Schema does not define. jsonschema-go
+// accepts them and then rejects every instance; a tool author wants to hear
+// about the typo when registering, not from every call.
+func checkTypeNames(s *jsonschema.Schema, at string) error {
+	if s == nil {
+		return nil
+	}
+	names := s.Types
+	if s.Type != "" {
+		names = []string{s.Type}
+	}
+	for _, t := range names {
+		if _, ok := typeBits[t]; !ok {
+			return fmt.Errorf("schema: %s: unknown type %q (want null, boolean, object, array, number, integer or string)", at, t)
+		}
+	}
+	child := func(c *jsonschema.Schema, path string) error { return checkTypeNames(c, at+"/"+path) }
+	list := func(cs []*jsonschema.Schema, kw string) error {
+		for i, c := range cs {
+			if err := child(c, fmt.Sprintf("%s/%d", kw, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	dict := func(cs map[string]*jsonschema.Schema, kw string) error {
+		for k, c := range cs {
+			if err := child(c, kw+"/"+k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, e := range []error{
+		dict(s.Properties, "properties"), dict(s.PatternProperties, "patternProperties"), dict(s.Defs, "$defs"),
+		dict(s.Definitions, "definitions"), dict(s.DependentSchemas, "dependentSchemas"),
+		child(s.AdditionalProperties, "additionalProperties"), child(s.Items, "items"), child(s.Not, "not"),
+		child(s.Contains, "contains"), child(s.PropertyNames, "propertyNames"), child(s.If, "if"),
+		child(s.Then, "then"), child(s.Else, "else"), child(s.AdditionalItems, "additionalItems"),
+		child(s.UnevaluatedItems, "unevaluatedItems"), child(s.UnevaluatedProperties, "unevaluatedProperties"),
+		list(s.AllOf, "allOf"), list(s.AnyOf, "anyOf"), list(s.OneOf, "oneOf"), list(s.PrefixItems, "prefixItems"),
+		list(s.ItemsArray, "items"),
+	} {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
 }
