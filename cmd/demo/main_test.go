@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestDemoRuns runs the demo on this repository and checks that it shows
+// progress and results apart, and the errors a model would get.
+func TestDemoRuns(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run([]string{"-dir", "../.."}, &out, &errOut); err != nil {
+		t.Fatalf("demo failed: %v\n%s", err, errOut.String())
+	}
+	s := out.String()
+	progress, results, ok := strings.Cut(s, "--- results")
+	if !ok {
+		t.Fatalf("no results section:\n%s", s)
+	}
+	for _, want := range []string{"start   call_1", "100%", "success call_2", "completion order:"} {
+		if !strings.Contains(progress, want) {
+			t.Errorf("progress section lacks %q:\n%s", want, progress)
+		}
+	}
+	for _, want := range []string{
+		`[call_1] count_lines -> success`, `"language":"Go"`,
+		`[call_2] hash_files -> success`, "8 files hashed",
+		`did you mean "count_lines"?`,
+		"- query: is required", `- max_matches: must be an integer, got string "many"`,
+	} {
+		if !strings.Contains(results, want) {
+			t.Errorf("results lack %q:\n%s", want, results)
+		}
+	}
+	if strings.Contains(results, "counted ") || strings.Contains(results, "searching ") {
+		t.Error("progress messages leaked into the results")
+	}
+}
+
+func TestDemoRejectsBadFlags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run([]string{"-session", ""}, &out, &errOut); err == nil {
+		t.Fatal("empty session id accepted")
+	}
+	if err := run([]string{"-nope"}, &out, &errOut); err == nil {
+		t.Fatal("unknown flag accepted")
+	}
+}

@@ -1,0 +1,117 @@
+package stream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/stream"
+)
+
+type sink struct {
+	progress []events.Progress
+	deltas   []events.Part
+	meta     map[string]any
+	err      error
+}
+
+func (s *sink) Progress(p *events.Progress) { s.progress = append(s.progress, *p) }
+func (s *sink) Delta(p events.Part) error {
+	if s.err != nil {
+		return s.err
+	}
+	s.deltas = append(s.deltas, p)
+	return nil
+}
+func (s *sink) SetMeta(k string, v any) {
+	if s.meta == nil {
+		s.meta = map[string]any{}
+	}
+	s.meta[k] = v
+}
+
+func TestEmitter(t *testing.T) {
+	s := &sink{}
+	ctx := stream.NewContext(context.Background(), stream.NewEmitter(s, true))
+	em := stream.From(ctx)
+	em.Progress("a", 0.25)
+	em.Progress("b", -1)
+	em.Step("c", 3, 4)
+	em.Step("d", 9, 0)
+	em.Report("e", 2, map[string]int{"n": 1})
+	em.Report("f", 0.5, make(chan int)) // unmarshalable data is dropped, the message kept
+	em.Text("x")
+	fmt.Fprint(em, "y")
+	if err := em.Data([]int{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := em.Data(make(chan int)); err == nil {
+		t.Fatal("Data(chan) succeeded")
+	}
+	em.SetMeta("k", 1)
+
+	fr := func(i int) string {
+		if s.progress[i].Fraction == nil {
+			return "nil"
+		}
+		return fmt.Sprint(*s.progress[i].Fraction)
+	}
+	wantFr := []string{"0.25", "nil", "0.75", "nil", "nil", "0.5"}
+	for i, w := range wantFr {
+		if fr(i) != w {
+			t.Errorf("progress %d fraction %s, want %s", i, fr(i), w)
+		}
+	}
+	if string(s.progress[4].Data) != `{"n":1}` || s.progress[5].Data != nil || s.progress[5].Message != "f" {
+		t.Errorf("report data: %+v %+v", s.progress[4], s.progress[5])
+	}
+	if len(s.deltas) != 3 || s.deltas[0].Text != "x" || s.deltas[1].Text != "y" || string(s.deltas[2].JSON) != "[1]" {
+		t.Errorf("deltas %+v", s.deltas)
+	}
+	if s.meta["k"] != 1 {
+		t.Error("meta")
+	}
+	s.err = stream.ErrClosed
+	if _, err := em.Write([]byte("z")); !errors.Is(err, stream.ErrClosed) {
+		t.Errorf("Write after close: %v", err)
+	}
+}
+
+func TestNotListening(t *testing.T) {
+	s := &sink{}
+	em := stream.NewEmitter(s, false)
+	em.Progress("a", 1)
+	em.Step("b", 1, 2)
+	em.Report("c", 1, 1)
+	if em.Listening() || len(s.progress) != 0 {
+		t.Fatal("progress delivered without listeners")
+	}
+	if err := em.Text("still a delta"); err != nil || len(s.deltas) != 1 {
+		t.Fatal("deltas must flow without listeners: they are the result")
+	}
+}
+
+func TestNilEmitter(t *testing.T) {
+	em := stream.From(context.Background())
+	if em != nil || em.Listening() {
+		t.Fatal("emitter outside a call")
+	}
+	em.Progress("x", 1)
+	em.Step("x", 1, 1)
+	em.Report("x", 1, nil)
+	em.SetMeta("k", 1)
+	if err := em.Text("x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := em.Data(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := em.Part(events.Text("x")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := em.Write([]byte("abc")); n != 3 || err != nil {
+		t.Fatal(n, err)
+	}
+}
