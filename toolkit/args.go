@@ -18,12 +18,42 @@ import (
 // model encoded twice (a JSON string holding the object) are unwrapped.
 // Errors are *ArgumentError.
 func (t *Tool) PrepareArgs(raw json.RawMessage) (json.RawMessage, error) {
+	p, err := t.prepare(raw)
+	if err != nil {
+		return nil, err
+	}
+	return p.bytes()
+}
+
+// prepared are arguments ready for a handler: the decoded tree, and the
+// bytes when nothing changed them.
+type prepared struct {
+	tool    *Tool
+	raw     json.RawMessage
+	tree    map[string]any
+	changed bool
+}
+
+// bytes returns the arguments as JSON, re-encoding the tree only if it
+// changed.
+func (p prepared) bytes() (json.RawMessage, error) {
+	if !p.changed {
+		return p.raw, nil
+	}
+	out, err := json.Marshal(p.tree)
+	if err != nil {
+		return nil, &ArgumentError{Tool: p.tool.spec.Name, Err: err}
+	}
+	return out, nil
+}
+
+func (t *Tool) prepare(raw json.RawMessage) (prepared, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage("{}") // models send "" for tools without parameters
 	}
 	decoded, err := schema.Decode(raw)
 	if err != nil {
-		return nil, &ArgumentError{Tool: t.spec.Name, Err: fmt.Errorf("arguments are not valid JSON: %w", err)}
+		return prepared{}, &ArgumentError{Tool: t.spec.Name, Err: fmt.Errorf("arguments are not valid JSON: %w", err)}
 	}
 	if str, ok := decoded.(string); ok {
 		// Some models encode the arguments object twice: "{\"a\":1}".
@@ -35,7 +65,7 @@ func (t *Tool) PrepareArgs(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	obj, ok := decoded.(map[string]any)
 	if !ok {
-		return nil, &ArgumentError{Tool: t.spec.Name, Problems: []Problem{{
+		return prepared{}, &ArgumentError{Tool: t.spec.Name, Problems: []Problem{{
 			Message: fmt.Sprintf("must be a JSON object, got %s", jsonKind(decoded)),
 		}}}
 	}
@@ -43,7 +73,7 @@ func (t *Tool) PrepareArgs(raw json.RawMessage) (json.RawMessage, error) {
 	for k, v := range t.presets {
 		pv, err := schema.Decode(v) // fresh value per call: handlers may keep it
 		if err != nil {
-			return nil, fmt.Errorf("toolkit: preset %q: %w", k, err)
+			return prepared{}, fmt.Errorf("toolkit: preset %q: %w", k, err)
 		}
 		obj[k] = pv
 		changed = true
@@ -52,19 +82,12 @@ func (t *Tool) PrepareArgs(raw json.RawMessage) (json.RawMessage, error) {
 		changed = true
 	}
 	if probs := t.validator.Validate(obj); len(probs) > 0 {
-		return nil, &ArgumentError{Tool: t.spec.Name, Problems: probs}
+		return prepared{}, &ArgumentError{Tool: t.spec.Name, Problems: probs}
 	}
 	if canonicalIntegers(obj) {
 		changed = true
 	}
-	if !changed {
-		return raw, nil
-	}
-	out, err := json.Marshal(obj)
-	if err != nil {
-		return nil, &ArgumentError{Tool: t.spec.Name, Err: err}
-	}
-	return out, nil
+	return prepared{tool: t, raw: raw, tree: obj, changed: changed}, nil
 }
 
 // canonicalIntegers rewrites integral numbers written with a fraction or an

@@ -73,52 +73,71 @@ type passThrough struct{ n int }
 
 func (p *passThrough) Observe(ev *events.Event) { p.n++ }
 
+func observers(inline bool) []toolkit.Option {
+	with := toolkit.WithObserver
+	if inline {
+		with = toolkit.WithInlineObserver
+	}
+	return []toolkit.Option{with(&passThrough{}), with(&passThrough{}), with(&passThrough{})}
+}
+
 // BenchmarkCallWithObservers is one validated call with three pass-through
-// observers: the full path a real call takes.
+// observers, attached inline and asynchronously: the full path a real call
+// takes.
 func BenchmarkCallWithObservers(b *testing.B) {
-	s, _ := benchKit(b, toolkit.WithObserver(&passThrough{}), toolkit.WithObserver(&passThrough{}), toolkit.WithObserver(&passThrough{}))
-	calls := []toolkit.Call{{ID: "c", Name: "scan", Args: benchArgs}}
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if r := s.Run(ctx, calls)[0]; r.State != toolkit.StateSuccess {
-			b.Fatal(r.Err)
-		}
+	for _, inline := range []bool{true, false} {
+		name := map[bool]string{true: "inline", false: "async"}[inline]
+		b.Run(name, func(b *testing.B) {
+			s, _ := benchKit(b, observers(inline)...)
+			calls := []toolkit.Call{{ID: "c", Name: "scan", Args: benchArgs}}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := s.Run(ctx, calls)[0]; r.State != toolkit.StateSuccess {
+					b.Fatal(r.Err)
+				}
+			}
+		})
 	}
 }
 
 // BenchmarkEngineOverhead measures the engine's own cost per call: the full
 // path (one validated call, three observers) minus validation alone, both
-// timed in the same benchmark so that machine noise hits both alike. It
-// reports medians of interleaved samples.
+// timed in the same benchmark, interleaved, so that machine noise hits both
+// alike. It reports medians of the samples.
 func BenchmarkEngineOverhead(b *testing.B) {
-	s, scan := benchKit(b, toolkit.WithObserver(&passThrough{}), toolkit.WithObserver(&passThrough{}), toolkit.WithObserver(&passThrough{}))
-	calls := []toolkit.Call{{ID: "c", Name: "scan", Args: benchArgs}}
-	ctx := context.Background()
-	const batch = 200
-	var full, valid []float64
-	for b.Loop() {
-		t0 := time.Now()
-		for range batch {
-			if _, err := scan.PrepareArgs(benchArgs); err != nil {
-				b.Fatal(err)
+	for _, inline := range []bool{true, false} {
+		name := map[bool]string{true: "inline-observers", false: "async-observers"}[inline]
+		b.Run(name, func(b *testing.B) {
+			s, scan := benchKit(b, observers(inline)...)
+			calls := []toolkit.Call{{ID: "c", Name: "scan", Args: benchArgs}}
+			ctx := context.Background()
+			const batch = 200
+			var full, valid []float64
+			for b.Loop() {
+				t0 := time.Now()
+				for range batch {
+					if _, err := scan.PrepareArgs(benchArgs); err != nil {
+						b.Fatal(err)
+					}
+				}
+				t1 := time.Now()
+				for range batch {
+					s.Run(ctx, calls)
+				}
+				t2 := time.Now()
+				valid = append(valid, float64(t1.Sub(t0).Nanoseconds())/batch)
+				full = append(full, float64(t2.Sub(t1).Nanoseconds())/batch)
 			}
-		}
-		t1 := time.Now()
-		for range batch {
-			s.Run(ctx, calls)
-		}
-		t2 := time.Now()
-		valid = append(valid, float64(t1.Sub(t0).Nanoseconds())/batch)
-		full = append(full, float64(t2.Sub(t1).Nanoseconds())/batch)
+			f, v := median(full), median(valid)
+			b.ReportMetric(f, "full-ns/call")
+			b.ReportMetric(v, "validate-ns/call")
+			b.ReportMetric(f-v, "engine-ns/call")
+			allocsFull := testing.AllocsPerRun(200, func() { s.Run(ctx, calls) })
+			allocsValid := testing.AllocsPerRun(200, func() { _, _ = scan.PrepareArgs(benchArgs) })
+			b.ReportMetric(allocsFull-allocsValid, "engine-allocs/call")
+		})
 	}
-	f, v := median(full), median(valid)
-	b.ReportMetric(f, "full-ns/call")
-	b.ReportMetric(v, "validate-ns/call")
-	b.ReportMetric(f-v, "engine-ns/call")
-	allocsFull := testing.AllocsPerRun(200, func() { s.Run(ctx, calls) })
-	allocsValid := testing.AllocsPerRun(200, func() { _, _ = scan.PrepareArgs(benchArgs) })
-	b.ReportMetric(allocsFull-allocsValid, "engine-allocs/call")
 }
 
 func median(xs []float64) float64 {

@@ -33,12 +33,11 @@ type call struct {
 
 	timeout   time.Duration
 	holdsSlot atomic.Bool
+	inline    bool // executed by the run's driver goroutine
 	em        stream.Emitter
 
 	mu        sync.Mutex
 	stopWatch func() bool // external calls: stops the suspension watcher
-	boxes     []*mailbox  // observers, fixed at the call's first event
-	boxesSet  bool
 	seq       uint64
 	started   time.Time
 	running   bool
@@ -50,6 +49,16 @@ type call struct {
 }
 
 var _ stream.Sink = (*call)(nil)
+
+// startedAt returns when the call started.
+func (c *call) startedAt() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.started
+}
+
+// scope returns the call's context as the engine's scope.
+func (c *call) scope() *scope { return c.Context.(*scope) }
 
 // Value implements context.Context.
 func (c *call) Value(key any) any {
@@ -87,20 +96,22 @@ func (c *call) releaseSlot() {
 	}
 }
 
-// exec runs the call on its own goroutine.
-func (c *call) exec() {
+// exec runs the call. It reports false only when the call was abandoned
+// (reported while its handler still ran): the caller is then a goroutine
+// that returned late and must not touch the run again.
+func (c *call) exec() bool {
 	c.mu.Lock()
 	if c.Err() != nil {
 		// The deadline passed or the run was cancelled between the slot and
 		// here: the call never starts (and no watcher would cover it).
 		c.mu.Unlock()
-		if context.Cause(c) == errCallDeadline {
+		if c.scope().timedOut() {
 			c.finishUnstarted(StateTimeout, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
 				msg: fmt.Sprintf("tool %q timed out after %v before it could start", c.call.Name, c.timeout)})
 		} else {
 			c.finishUnstarted(c.run.interruptedBeforeStart(c))
 		}
-		return
+		return true
 	}
 	c.started = time.Now()
 	c.running = true
@@ -115,34 +126,34 @@ func (c *call) exec() {
 
 	if c.preErr != nil {
 		c.finish(StateError, nil, c.preErr)
-		return
+		return true
 	}
-	args, err := c.tool.PrepareArgs(c.call.Args)
+	args, err := c.tool.prepare(c.call.Args)
 	if err != nil {
 		c.finish(StateError, nil, err)
-		return
+		return true
 	}
 	if c.tool.spec.External {
 		c.suspendExternal()
-		return
+		return true
 	}
 
 	c.em.Init(c, listening)
 	parts, err := c.invoke(stream.NewContext(c, &c.em), args)
 	switch {
 	case err == nil:
-		c.finish(StateSuccess, parts, nil)
+		return c.finish(StateSuccess, parts, nil)
 	case errors.Is(err, ErrPanic):
-		c.finish(StateError, nil, err)
+		return c.finish(StateError, nil, err)
 	case c.Err() != nil:
 		state, cerr := c.contextFailure(err)
-		c.finish(state, parts, cerr)
+		return c.finish(state, parts, cerr)
 	default:
-		c.finish(StateError, parts, err)
+		return c.finish(StateError, parts, err)
 	}
 }
 
-func (c *call) invoke(ctx context.Context, args []byte) (parts []Part, err error) {
+func (c *call) invoke(ctx context.Context, args prepared) (parts []Part, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
@@ -151,20 +162,29 @@ func (c *call) invoke(ctx context.Context, args []byte) (parts []Part, err error
 			parts, err = nil, &PanicError{Tool: c.call.Name, Value: v, Stack: stack}
 		}
 	}()
-	return c.tool.handler(ctx, args)
+	if c.tool.typed != nil {
+		return c.tool.typed(ctx, args.tree)
+	}
+	raw, err := args.bytes()
+	if err != nil {
+		return nil, err
+	}
+	return c.tool.handler(ctx, raw)
 }
 
 // abandon reports a running call whose context ended and whose handler did
 // not return within the grace period. The handler's goroutine is left to
 // finish on its own; its later writes are refused.
-func (c *call) abandon() {
+// It reports whether it finished the call.
+func (c *call) abandon() bool {
 	c.mu.Lock()
 	running := c.running && !c.finished
 	c.mu.Unlock()
-	if running {
-		state, err := c.contextFailure(nil)
-		c.finish(state, nil, err)
+	if !running {
+		return false
 	}
+	state, err := c.contextFailure(nil)
+	return c.finish(state, nil, err)
 }
 
 // onSuspensionEnd runs when a suspended external call's context ends.
@@ -183,7 +203,7 @@ func (c *call) contextFailure(handlerErr error) (State, error) {
 	if handlerErr != nil {
 		suffix = ": " + handlerErr.Error()
 	}
-	if context.Cause(c) == errCallDeadline {
+	if c.scope().timedOut() {
 		cause := handlerErr
 		if cause == nil {
 			cause = context.DeadlineExceeded
@@ -191,12 +211,15 @@ func (c *call) contextFailure(handlerErr error) (State, error) {
 		return StateTimeout, &callError{kind: ErrTimeout, cause: cause,
 			msg: fmt.Sprintf("tool %q timed out after %v%s", name, c.timeout, suffix)}
 	}
-	cause := context.Cause(c.run.ctx)
+	cause := c.run.err()
+	if cause == nil {
+		cause = context.Cause(c) // the caller's context, seen through ours
+	}
 	if handlerErr != nil {
 		cause = errors.Join(cause, handlerErr)
 	}
 	return StateInterrupted, &callError{kind: ErrInterrupted, cause: cause,
-		msg: fmt.Sprintf("tool %q was interrupted (%v)%s", name, context.Cause(c.run.ctx), suffix)}
+		msg: fmt.Sprintf("tool %q was interrupted (%v)%s", name, cause, suffix)}
 }
 
 // suspendExternal parks a call of an external tool until Session.Submit, its
@@ -221,7 +244,7 @@ func (c *call) suspendExternal() {
 		ev.Suspend = body
 		c.dispatch(ev, nil)
 	}
-	c.run.completed <- Result{Call: c.call, State: StateSuspended, Started: c.started}
+	c.run.completed <- ^c.index
 	c.stopWatch = context.AfterFunc(c, c.onSuspensionEnd)
 	c.mu.Unlock()
 	c.releaseSlot() // waiting outside uses no local capacity
@@ -289,14 +312,9 @@ func (c *call) logResult(res Result) {
 		Str("state", string(res.State)).Dur("duration", res.Duration).Err(res.Err).Msg("toolstream: call finished")
 }
 
-// observed loads the observers on first use and reports whether there are
-// any. c.mu must be held.
+// observed reports whether the run has observers.
 func (c *call) observed() bool {
-	if !c.boxesSet {
-		c.boxes = *c.run.tk.mailboxes.Load()
-		c.boxesSet = true
-	}
-	return len(c.boxes) > 0
+	return !c.run.obs.empty()
 }
 
 // eventBox puts an event and its body in one allocation.
@@ -319,7 +337,10 @@ func newEvent[B any](c *call, typ events.Type) (*events.Event, *B) {
 // dispatch hands an event to every observer. c.mu must be held so that each
 // observer sees the call's events in sequence order.
 func (c *call) dispatch(ev *events.Event, f *flush) {
-	for _, mb := range c.boxes {
+	for _, o := range c.run.obs.inline {
+		c.run.tk.deliverInline(o.obs, ev)
+	}
+	for _, mb := range c.run.obs.boxes {
 		if f != nil {
 			f.add()
 		}

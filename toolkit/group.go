@@ -6,67 +6,79 @@ import (
 	"time"
 )
 
-// group is a stretch of a run's calls that may overlap. Its calls share
-// their deadline contexts: calls with the same timeout in one group have the
-// same deadline, so one timer serves them all.
+// group is a stretch of a run's calls that may overlap. Calls of one group
+// with the same timeout share a scope (their context), and so one deadline.
 type group struct {
-	run   *Run
-	calls []call
-	start time.Time
-	ctxs  []deadlineCtx
-	done  chan struct{} // closed when every call is final
+	run    *Run
+	calls  []call
+	start  time.Time
+	scopes []*scope
+	done   chan struct{} // closed when every call is final
 }
 
-type deadlineCtx struct {
-	timeout time.Duration
-	ctx     context.Context
-	cancel  context.CancelFunc
-}
-
-// contextFor returns the context of calls with the given timeout, creating
-// it and its watcher on first use.
-func (g *group) contextFor(timeout time.Duration) context.Context {
-	for _, d := range g.ctxs {
-		if d.timeout == timeout {
-			return d.ctx
+// scopeFor returns the scope of calls with the given timeout, creating it on
+// first use.
+func (g *group) scopeFor(timeout time.Duration) *scope {
+	for _, s := range g.scopes {
+		if s.timeout == timeout {
+			return s
 		}
 	}
-	d := deadlineCtx{timeout: timeout}
-	if timeout > 0 {
-		d.ctx, d.cancel = context.WithDeadlineCause(g.run.ctx, g.start.Add(timeout), errCallDeadline)
-	} else {
-		d.ctx = g.run.ctx
-	}
-	g.ctxs = append(g.ctxs, d)
-	return d.ctx
+	s := newScope(g, timeout)
+	g.scopes = append(g.scopes, s)
+	return s
 }
 
-// watch runs when a context of the group ends (timeout or cancellation) while
-// calls may still run on it. Handlers get a grace period to return on their
-// own; those that have not are then reported without waiting for them.
-func (g *group) watch(ctx context.Context) {
+// arm puts the scopes with a deadline on the toolkit's clock.
+func (g *group) arm() {
+	for _, s := range g.scopes {
+		if !s.deadline.IsZero() {
+			g.run.tk.clock.schedule(s, s.deadline, phaseDeadline)
+		}
+	}
+}
+
+// disarm takes the scopes off the clock and ends them; called when every
+// call of the group is final. Ending them tells abandoned handlers to stop.
+func (g *group) disarm() {
+	close(g.done)
+	for _, s := range g.scopes {
+		g.run.tk.clock.remove(s)
+		s.cancel(context.Canceled, nil)
+	}
+}
+
+// interrupt ends every scope of the group (the run was cancelled) and gives
+// the running handlers their grace period.
+func (g *group) interrupt(err, cause error) {
+	grace := time.Now().Add(g.run.tk.opts.cancelGrace)
+	for _, s := range g.scopes {
+		s.cancel(err, cause)
+		g.run.tk.clock.schedule(s, grace, phaseGrace)
+	}
+}
+
+// abandon reports the calls still running on scope s once their grace period
+// is over.
+func (g *group) abandon(s *scope) {
 	select {
 	case <-g.done:
 		return
 	default:
 	}
-	t := time.NewTimer(g.run.tk.opts.cancelGrace)
-	defer t.Stop()
-	select {
-	case <-g.done:
-		return
-	case <-t.C:
-	}
 	for i := range g.calls {
-		if c := &g.calls[i]; c.Context == ctx && !c.external() {
-			c.abandon()
+		c := &g.calls[i]
+		if c.Context == s && !c.external() && c.abandon() && c.inline {
+			// The driver itself is stuck in this handler: a new one goes on.
+			g.run.tk.pool.submit(task{run: g.run})
 		}
 	}
 }
 
-// runGroup runs calls that may overlap, under the parallelism cap, and
-// returns when all have final results.
-func (r *Run) runGroup(calls []call) {
+// startGroup sets up calls that may overlap and starts them, under the
+// parallelism cap, on pool workers. It returns the last call unstarted when
+// it holds its slot: the driver runs it itself.
+func (r *Run) startGroup(calls []call) (*group, *call) {
 	g := &group{run: r, calls: calls, start: time.Now(), done: make(chan struct{})}
 	parallel := len(calls) > 1 // a group of one needs no slot
 	if parallel && r.sem == nil {
@@ -76,30 +88,35 @@ func (r *Run) runGroup(calls []call) {
 	for i := range calls {
 		c := &calls[i]
 		c.setTimeout()
-		c.Context = g.contextFor(c.timeout)
+		c.Context = g.scopeFor(c.timeout)
 	}
-	// Watchers start once every call has its context: they read them.
-	for _, d := range g.ctxs {
-		context.AfterFunc(d.ctx, func() { g.watch(d.ctx) })
-	}
+	g.arm() // once every call has its scope: abandon reads them
+	// Published only now, complete: Cancel and Close read it. A cancellation
+	// that comes before is seen by the r.err() check below.
+	r.group.Store(g)
 	for i := range calls {
 		c := &calls[i]
-		if r.ctx.Err() != nil {
+		if r.err() != nil {
 			c.finishUnstarted(r.interruptedBeforeStart(c))
 			continue
 		}
 		if parallel && !r.acquire(c) {
 			continue
 		}
-		go c.exec()
-	}
-	r.segment.Wait()
-	close(g.done)
-	for _, d := range g.ctxs {
-		if d.cancel != nil {
-			d.cancel() // releases the timer; tells abandoned handlers to stop
+		if i == len(calls)-1 {
+			c.inline = true
+			return g, c
 		}
+		r.tk.pool.submit(task{call: c})
 	}
+	return g, nil
+}
+
+// endGroup waits until every call of the group has its result.
+func (r *Run) endGroup(g *group) {
+	r.segment.Wait()
+	g.disarm()
+	r.group.Store(nil)
 }
 
 // acquire waits for a slot; on failure the call is finished.
@@ -121,7 +138,7 @@ func (r *Run) acquire(c *call) bool {
 		<-r.sem
 	case <-c.Done():
 	}
-	if context.Cause(c) != errCallDeadline {
+	if !c.scope().timedOut() {
 		c.finishUnstarted(r.interruptedBeforeStart(c))
 		return false
 	}

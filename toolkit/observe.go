@@ -13,24 +13,29 @@ import (
 )
 
 // Observer receives the lifecycle events of every call (see package events
-// for their order).
+// for their order). Events are shared: treat them as read-only.
 //
-// The contract:
-//   - Each observer has its own delivery goroutine. Observe is never called
-//     concurrently for one observer, and it sees each call's events in
-//     sequence order.
-//   - Tools never wait for observers. A slow observer delays only itself; when
-//     more than the observer queue's worth of progress events wait for it,
-//     newer progress events are dropped for that observer (counted in
-//     [Toolkit.Stats]). Start, delta, suspend and result events are never
-//     dropped.
-//   - A panic in Observe is recovered and logged; the observer keeps
-//     receiving events.
-//   - Results are reported to the caller of a run only after every observer
-//     has taken the run's result events, or after the flush timeout
+// An observer is attached in one of two ways:
+//
+//   - Asynchronously ([WithObserver], [Toolkit.Observe]), the default and the
+//     safe choice for code you do not control. The observer gets its own
+//     goroutine and queue: tools never wait for it and a slow observer delays
+//     only itself. When more than the observer queue's worth of progress
+//     events wait for it, newer progress events are dropped for it (counted
+//     in [Toolkit.Stats]); start, delta, suspend and result events are never
+//     dropped. A run reports its results only once every asynchronous
+//     observer has taken the run's result events, or after the flush timeout
 //     ([WithFlushTimeout]), whichever comes first.
+//   - Inline ([WithInlineObserver], [Toolkit.ObserveInline]), for observers
+//     that only hand the event on (to a buffer, a channel with room, a
+//     non-blocking publisher). Observe runs on the goroutine that emitted the
+//     event, under the call's lock, before the emitting method returns: it
+//     costs nothing extra, but it must be quick, must not block and must not
+//     call back into the same call.
 //
-// Events are shared between observers and must not be modified.
+// Either way, each observer sees each call's events in sequence order and
+// never concurrently for the same call, and a panic in Observe is recovered,
+// logged and counted: the tool and the other observers carry on.
 type Observer interface {
 	Observe(ev *events.Event)
 }
@@ -88,30 +93,84 @@ func (cb Callbacks) Observe(ev *events.Event) {
 	}
 }
 
-// Observe adds an observer while the toolkit runs and returns a function that
-// removes it. Calls that start after Observe returns are seen from their
-// first event.
+// Observe attaches an asynchronous observer while the toolkit runs and
+// returns a function that detaches it. Runs that start after Observe
+// returns are seen from their first event.
 func (tk *Toolkit) Observe(obs Observer) (remove func()) {
-	mb := newMailbox(obs, tk.opts.observerQueue, tk.log, &tk.stats)
+	return tk.attach(obs, false)
+}
+
+// ObserveInline attaches an inline observer (see [Observer]) and returns a
+// function that detaches it.
+func (tk *Toolkit) ObserveInline(obs Observer) (remove func()) {
+	return tk.attach(obs, true)
+}
+
+// observerSet is an immutable snapshot of the attached observers.
+type observerSet struct {
+	inline []*inlineObserver
+	boxes  []*mailbox
+}
+
+// inlineObserver gives an inline observer an identity for removal: the
+// observer value itself may not be comparable.
+type inlineObserver struct{ obs Observer }
+
+func (s *observerSet) empty() bool { return len(s.inline) == 0 && len(s.boxes) == 0 }
+
+func (tk *Toolkit) attach(obs Observer, inline bool) (remove func()) {
+	var mb *mailbox
+	if !inline {
+		mb = newMailbox(obs, tk.opts.observerQueue, tk.log, &tk.stats)
+	}
 	tk.obsMu.Lock()
 	if tk.closed.Load() {
 		tk.obsMu.Unlock()
-		mb.close()
+		if mb != nil {
+			mb.close()
+		}
 		return func() {}
 	}
-	boxes := append(slices.Clone(*tk.mailboxes.Load()), mb)
-	tk.mailboxes.Store(&boxes)
+	old := tk.observers.Load()
+	next := &observerSet{inline: slices.Clone(old.inline), boxes: slices.Clone(old.boxes)}
+	var io *inlineObserver
+	if inline {
+		io = &inlineObserver{obs}
+		next.inline = append(next.inline, io)
+	} else {
+		next.boxes = append(next.boxes, mb)
+	}
+	tk.observers.Store(next)
 	tk.obsMu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			tk.obsMu.Lock()
-			boxes := slices.DeleteFunc(slices.Clone(*tk.mailboxes.Load()), func(m *mailbox) bool { return m == mb })
-			tk.mailboxes.Store(&boxes)
+			cur := tk.observers.Load()
+			next := &observerSet{inline: slices.Clone(cur.inline), boxes: slices.Clone(cur.boxes)}
+			next.inline = slices.DeleteFunc(next.inline, func(o *inlineObserver) bool { return o == io })
+			next.boxes = slices.DeleteFunc(next.boxes, func(m *mailbox) bool { return m == mb })
+			tk.observers.Store(next)
 			tk.obsMu.Unlock()
-			mb.close()
+			if mb != nil {
+				mb.close()
+			}
 		})
 	}
+}
+
+// deliverInline calls an inline observer, recovering its panics.
+func (tk *Toolkit) deliverInline(obs Observer, ev *events.Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			tk.stats.panics.Add(1)
+			tk.log.Error().Str("observer", fmt.Sprintf("%T", obs)).
+				Str("event", string(ev.Type)).Str("call", ev.Call).
+				Interface("panic", r).Bytes("stack", debug.Stack()).
+				Msg("toolstream: observer panicked; event skipped for it")
+		}
+	}()
+	obs.Observe(ev)
 }
 
 // Stats are counters of the toolkit's event delivery.
@@ -135,15 +194,23 @@ type flush struct {
 	done chan struct{}
 }
 
-func (f *flush) init() {
-	f.done = make(chan struct{})
+// init prepares the flush; without asynchronous observers there is nothing
+// to wait for and no channel is made.
+func (f *flush) init(needed bool) {
+	if needed {
+		f.done = make(chan struct{})
+	} else {
+		f.done = closedChan
+	}
 	f.n.Store(1)
 }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func (f *flush) add() { f.n.Add(1) }
 
 func (f *flush) release() {
-	if f.n.Add(-1) == 0 {
+	if f.n.Add(-1) == 0 && f.done != closedChan {
 		close(f.done)
 	}
 }

@@ -41,6 +41,44 @@ func TestPanickingObserver(t *testing.T) {
 	}
 }
 
+// TestInlineObservers: inline observers see every event in order before the
+// emitting call returns, survive their own panics, and can be removed.
+func TestInlineObservers(t *testing.T) {
+	rec := &recorder{}
+	var seenBeforeReturn atomic.Bool
+	tk := newKit(t, toolkit.WithInlineObserver(rec),
+		toolkit.WithInlineObserver(toolkit.ObserverFunc(func(*events.Event) { panic("inline bug") })))
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "p"}, func(ctx context.Context, _ none) (string, error) {
+		stream.From(ctx).Progress("half", 0.5)
+		// Inline delivery happened before Progress returned.
+		for _, ev := range rec.all() {
+			if ev.Type == events.TypeProgress {
+				seenBeforeReturn.Store(true)
+			}
+		}
+		return "ok", nil
+	}))
+	s := session(t, tk, "s")
+	r := s.Run(context.Background(), []toolkit.Call{call("1", "p", ``)})[0]
+	if r.State != toolkit.StateSuccess || !seenBeforeReturn.Load() {
+		t.Fatalf("%s, seen before return: %v", r.State, seenBeforeReturn.Load())
+	}
+	if got := types(rec.of("1")); !slices.Equal(got, []events.Type{"start", "progress", "delta", "result"}) {
+		t.Fatalf("events %v", got)
+	}
+	if p := tk.Stats().ObserverPanics; p != 4 {
+		t.Fatalf("panics %d, want 4", p)
+	}
+	rec2 := &recorder{}
+	remove := tk.ObserveInline(rec2)
+	s.Run(context.Background(), []toolkit.Call{call("2", "p", ``)})
+	remove()
+	s.Run(context.Background(), []toolkit.Call{call("3", "p", ``)})
+	if len(rec2.of("2")) != 4 || len(rec2.of("3")) != 0 || len(rec.of("3")) != 4 {
+		t.Fatalf("after removal: %d %d %d", len(rec2.of("2")), len(rec2.of("3")), len(rec.of("3")))
+	}
+}
+
 // TestSlowObserverDoesNotStallTools: an observer blocked on its first event
 // does not keep the tool from finishing; its progress backlog is bounded and
 // the run still completes after the flush timeout.

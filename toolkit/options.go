@@ -25,7 +25,7 @@ const (
 
 type options struct {
 	logger        zerolog.Logger
-	observers     []Observer
+	observers     []observerReg
 	maxParallel   int
 	timeout       time.Duration
 	flushTimeout  time.Duration
@@ -50,11 +50,27 @@ type Option func(*options)
 // WithLogger sets the logger. The toolkit is silent by default.
 func WithLogger(l zerolog.Logger) Option { return func(o *options) { o.logger = l } }
 
-// WithObserver adds an observer of every call's events (see [Observer]).
+type observerReg struct {
+	obs    Observer
+	inline bool
+}
+
+// WithObserver attaches an asynchronous observer of every call's events: it
+// runs on its own goroutine and can never slow a tool down (see [Observer]).
 func WithObserver(obs Observer) Option {
 	return func(o *options) {
 		if obs != nil {
-			o.observers = append(o.observers, obs)
+			o.observers = append(o.observers, observerReg{obs: obs})
+		}
+	}
+}
+
+// WithInlineObserver attaches an observer that runs on the goroutine that
+// emits each event. It must be quick and must not block (see [Observer]).
+func WithInlineObserver(obs Observer) Option {
+	return func(o *options) {
+		if obs != nil {
+			o.observers = append(o.observers, observerReg{obs: obs, inline: true})
 		}
 	}
 }

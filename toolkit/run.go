@@ -8,6 +8,7 @@ import (
 	"iter"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -23,35 +24,81 @@ type Run struct {
 	sess *Session
 	seq  uint64
 
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	parent  context.Context // the caller's context
+	causeMu sync.Mutex
+	cause   error // why the run was interrupted by Cancel or Close
 
 	calls     []call
-	completed chan Result
+	one       [1]call      // storage for the common single-call batch
+	obs       *observerSet // observers of this run's calls
+	completed chan int     // call index as each finishes; ^index for a suspension
 	done      chan struct{}
 	flush     flush
 	sem       chan struct{}
 	segment   sync.WaitGroup
+	counted   bool // tracked by the toolkit
+	next      int  // first call of the next group; owned by the driver
+	group     atomic.Pointer[group]
+	unwatch   func() bool // stops watching the caller's context
 }
 
-// Start begins running a batch of calls and returns at once. Cancelling ctx
-// interrupts the running calls; calls that have not started are reported as
-// interrupted without running. Values in ctx reach every handler.
+// Start begins running a batch of calls on the toolkit's goroutines and
+// returns at once. Cancelling ctx interrupts the running calls; calls that
+// have not started are reported as interrupted without running. Values in
+// ctx reach every handler.
+//
+// Results are final no later than each call's deadline plus the cancel grace
+// period, even if a handler ignores its context; [Run.Wait] and
+// [Run.Results] never wait for such a handler.
 func (s *Session) Start(ctx context.Context, calls []Call) *Run {
+	r := s.newRun(ctx, calls)
+	s.tk.pool.submit(task{run: r})
+	return r
+}
+
+// Run runs a batch of calls and returns their results in call order, like
+// Start followed by Wait, but it drives the batch on the calling goroutine,
+// which also executes the last call of each group of calls itself: for a
+// single call there is no hand-off between goroutines at all.
+//
+// The results are final at the same moments as with Start. The difference
+// is for a handler that ignores its context's cancellation: if the calling
+// goroutine is running it when its deadline and grace period pass, the run
+// goes on without it on another goroutine, but Run itself can only return
+// once that handler does. Use Start and Wait when tools may not honour
+// cancellation.
+func (s *Session) Run(ctx context.Context, calls []Call) []Result {
+	r := s.newRun(ctx, calls)
+	r.drive()
+	return r.Wait()
+}
+
+// newRun prepares a run: ids checked, tools looked up, nothing started.
+func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 	tk := s.tk
 	r := &Run{
 		tk:        tk,
 		sess:      s,
 		seq:       tk.runSeq.Add(1),
-		calls:     make([]call, len(calls)),
-		completed: make(chan Result, 2*len(calls)), // a suspension notice and a result per call at most
+		obs:       tk.observers.Load(),
+		completed: make(chan int, 2*len(calls)), // a suspension and a result per call at most
 		done:      make(chan struct{}),
 	}
-	r.flush.init()
-	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	if len(calls) == 1 {
+		r.calls = r.one[:]
+	} else {
+		r.calls = make([]call, len(calls))
+	}
+	r.flush.init(len(r.obs.boxes) > 0)
+	r.parent = ctx
+	if ctx.Done() != nil {
+		// Handlers ignoring a cancellation of the caller's context must be
+		// watched; a context that cannot be cancelled needs no watcher.
+		r.unwatch = context.AfterFunc(ctx, func() { r.interrupt(context.Cause(ctx)) })
+	}
 	s.mu.Lock()
 	if s.closed {
-		r.cancel(fmt.Errorf("%w: session %q", ErrClosed, s.id))
+		r.setCause(fmt.Errorf("%w: session %q", ErrClosed, s.id))
 	}
 	s.mu.Unlock()
 
@@ -74,11 +121,10 @@ func (s *Session) Start(ctx context.Context, calls []Call) *Run {
 		}
 	}
 
-	counted := tk.track(r)
-	if !counted {
-		r.cancel(ErrClosed)
+	r.counted = tk.track(r)
+	if !r.counted {
+		r.setCause(ErrClosed)
 	}
-	go r.drive(counted)
 	return r
 }
 
@@ -101,7 +147,46 @@ func (r *Run) ID() string { return "run-" + strconv.FormatUint(r.seq, 10) }
 func (r *Run) Session() *Session { return r.sess }
 
 // Cancel interrupts the run, like cancelling its context.
-func (r *Run) Cancel() { r.cancel(nil) }
+func (r *Run) Cancel() { r.interrupt(nil) }
+
+// interrupt cancels the run with a cause; running handlers get their grace
+// period.
+func (r *Run) interrupt(cause error) {
+	r.setCause(cause)
+	if g := r.group.Load(); g != nil {
+		err := r.parent.Err()
+		if err == nil {
+			err = context.Canceled
+		}
+		g.interrupt(err, r.err())
+	}
+}
+
+// setCause records why the run was interrupted; the first cause stays.
+func (r *Run) setCause(cause error) {
+	if cause == nil {
+		cause = context.Canceled
+	}
+	r.causeMu.Lock()
+	if r.cause == nil {
+		r.cause = cause
+	}
+	r.causeMu.Unlock()
+}
+
+// err returns why the run was interrupted, or nil.
+func (r *Run) err() error {
+	r.causeMu.Lock()
+	cause := r.cause
+	r.causeMu.Unlock()
+	if cause != nil {
+		return cause
+	}
+	if r.parent.Err() != nil {
+		return context.Cause(r.parent)
+	}
+	return nil
+}
 
 // Done is closed when every call has its final result and observers have
 // taken the result events (or the flush timeout passed).
@@ -114,7 +199,14 @@ func (r *Run) Done() <-chan struct{} { return r.done }
 // taken stay available through [Run.Wait].
 func (r *Run) Results() iter.Seq[Result] {
 	return func(yield func(Result) bool) {
-		for res := range r.completed {
+		for i := range r.completed {
+			var res Result
+			if i >= 0 {
+				res = r.calls[i].result
+			} else {
+				c := &r.calls[^i]
+				res = Result{Call: c.call, State: StateSuspended, Started: c.startedAt()}
+			}
 			if !yield(res) {
 				return
 			}
@@ -133,19 +225,35 @@ func (r *Run) Wait() []Result {
 	return out
 }
 
-// drive runs the batch group by group.
-func (r *Run) drive(counted bool) {
+// drive runs the batch group by group. The goroutine that drives a run
+// executes the last call of each group itself. If that call's handler
+// outlives its deadline, the watcher that reports it hands the run to a new
+// driver, and this goroutine stops driving once its handler returns.
+func (r *Run) drive() {
+	if g := r.group.Load(); g != nil {
+		// Taking over from a driver stuck in a runaway handler.
+		r.endGroup(g)
+	}
 	n := len(r.calls)
-	for i := 0; i < n; {
-		j := i + 1
+	for r.next < n {
+		i, j := r.next, r.next+1
 		if r.calls[i].parallel() {
 			for j < n && r.calls[j].parallel() {
 				j++
 			}
 		}
-		r.runGroup(r.calls[i:j])
-		i = j
+		r.next = j
+		g, last := r.startGroup(r.calls[i:j])
+		if last != nil && !last.exec() {
+			return // abandoned: another driver has taken over
+		}
+		r.endGroup(g)
 	}
+	r.end()
+}
+
+// end reports the run done once observers have its result events.
+func (r *Run) end() {
 	r.flush.release()
 	select {
 	case <-r.flush.done:
@@ -161,15 +269,17 @@ func (r *Run) drive(counted bool) {
 		}
 	}
 	close(r.completed)
-	r.cancel(nil) // tells handlers left running after a timeout to stop
+	if r.unwatch != nil {
+		r.unwatch()
+	}
 	close(r.done)
-	if counted {
+	if r.counted {
 		r.tk.untrack(r)
 	}
 }
 
 func (r *Run) interruptedBeforeStart(c *call) (State, error) {
-	cause := context.Cause(r.ctx)
+	cause := r.err()
 	return StateInterrupted, &callError{kind: ErrInterrupted, cause: cause,
 		msg: fmt.Sprintf("tool %q was not run: the run was cancelled before the call started (%v)", c.call.Name, cause)}
 }
@@ -177,7 +287,7 @@ func (r *Run) interruptedBeforeStart(c *call) (State, error) {
 // complete records a final result; called once per call.
 func (r *Run) complete(c *call, res Result) {
 	c.result = res
-	r.completed <- res
+	r.completed <- c.index
 	c.releaseSlot()
 	r.segment.Done()
 }

@@ -398,14 +398,50 @@ func TestHandlerIgnoringCancellation(t *testing.T) {
 		<-release // ignores ctx
 		lateWrite <- stream.From(ctx).Text("too late")
 		return "too late", nil
-	}))
-	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "stubborn", ``)})[0]
-	if r.State != toolkit.StateTimeout || r.Text() != `Error: tool "stubborn" timed out after 10ms` {
-		t.Fatalf("%s %q", r.State, r.Text())
+	}), mustTool(t, toolkit.Spec{Name: "next"}, func(ctx context.Context, _ none) (string, error) { return "next ran", nil }))
+	// Start: the run finishes without the stuck handler, and the call after
+	// it still runs (a new driver takes over from the stuck one).
+	run := session(t, tk, "s").Start(context.Background(), []toolkit.Call{call("1", "stubborn", ``), call("2", "next", ``)})
+	rs := run.Wait()
+	if rs[0].State != toolkit.StateTimeout || rs[0].Text() != `Error: tool "stubborn" timed out after 10ms` {
+		t.Fatalf("%s %q", rs[0].State, rs[0].Text())
+	}
+	if rs[1].State != toolkit.StateSuccess || rs[1].Text() != "next ran" {
+		t.Fatalf("call after the stuck one: %s %q", rs[1].State, rs[1].Text())
 	}
 	close(release)
 	if err := <-lateWrite; !errors.Is(err, stream.ErrClosed) {
 		t.Fatalf("late write: %v", err)
+	}
+}
+
+// TestRunWithStuckHandler: Run executes a call on the calling goroutine, so
+// it returns only once a handler that ignores cancellation returns; the
+// result was final (and observed) before that, and the rest of the batch
+// went on without it.
+func TestRunWithStuckHandler(t *testing.T) {
+	final := make(chan struct{})
+	nextRan := make(chan struct{})
+	tk := newKit(t, toolkit.WithCancelGrace(5*time.Millisecond), toolkit.WithObserver(toolkit.Callbacks{
+		OnResult: func(c toolkit.CallInfo, r events.Result) {
+			if c.CallID == "1" && r.State == toolkit.StateTimeout {
+				close(final)
+			}
+		},
+	}))
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "stubborn", Timeout: 5 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+		<-nextRan // ignores ctx; returns only once the next call ran
+		return "late", nil
+	}), mustTool(t, toolkit.Spec{Name: "next"}, func(ctx context.Context, _ none) (string, error) {
+		close(nextRan)
+		return "next ran", nil
+	}))
+	// The calls are serial: "next" can only run if the run went on without
+	// the stuck handler, on another goroutine.
+	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "stubborn", ``), call("2", "next", ``)})
+	waitFor(t, final, "the timeout result")
+	if rs[0].State != toolkit.StateTimeout || rs[1].Text() != "next ran" {
+		t.Fatalf("%s / %s %q", rs[0].State, rs[1].State, rs[1].Text())
 	}
 }
 

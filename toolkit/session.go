@@ -1,7 +1,6 @@
 package toolkit
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -85,12 +84,6 @@ func (s *Session) Toolkit() *Toolkit { return s.tk }
 // Definitions returns the definitions of the tools this session may call,
 // ready for an LLM request.
 func (s *Session) Definitions() []Definition { return s.tk.Definitions() }
-
-// Run runs a batch of calls and returns their results in call order. It is
-// Start followed by Wait.
-func (s *Session) Run(ctx context.Context, calls []Call) []Result {
-	return s.Start(ctx, calls).Wait()
-}
 
 // Submit completes a suspended call of this session (an external tool's)
 // with content the tool produced outside, or with an error. Observers see the

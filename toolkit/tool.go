@@ -67,8 +67,13 @@ type Tool struct {
 	params    json.RawMessage    // what the model sees: presets removed
 	validator *schema.Validator
 	presets   map[string]json.RawMessage
-	handler   RawHandler
+	handler   RawHandler  // raw tools
+	typed     treeHandler // typed tools: fed the validated tree directly
 }
+
+// treeHandler runs a typed tool on validated, decoded arguments: the tree
+// goes straight into the input struct, without a second JSON parse.
+type treeHandler func(ctx context.Context, args map[string]any) ([]Part, error)
 
 // Spec returns the tool's spec.
 func (t *Tool) Spec() Spec { return t.spec }
@@ -112,11 +117,12 @@ func NewTool[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, e
 	}
 	convert := outputConverter[Out]()
 	inType := reflect.TypeFor[In]()
-	h := func(ctx context.Context, args json.RawMessage) ([]Part, error) {
+	assigner := schema.NewAssigner(inType)
+	h := func(ctx context.Context, args map[string]any) ([]Part, error) {
 		var in In
-		if err := json.Unmarshal(args, &in); err != nil {
-			// The schema accepted what Go cannot decode (for example a
-			// number too large for the field's type).
+		if err := assigner.Assign(&in, args); err != nil {
+			// The schema accepted what Go cannot hold (for example a number
+			// too large for the field's type).
 			return nil, &ArgumentError{Tool: spec.Name, Err: fmt.Errorf("decoding into %v: %w", inType, err)}
 		}
 		out, err := fn(ctx, in)
@@ -125,7 +131,12 @@ func NewTool[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, e
 		}
 		return convert(out)
 	}
-	return newTool(spec, s, h)
+	t, err := newTool(spec, s, nil)
+	if err != nil {
+		return nil, err
+	}
+	t.typed = h
+	return t, nil
 }
 
 // MustTool is like [NewTool] but panics on error. It is meant for tools

@@ -20,7 +20,7 @@ type Toolkit struct {
 	reg   atomic.Pointer[registry] // readers never lock
 
 	obsMu     sync.Mutex
-	mailboxes atomic.Pointer[[]*mailbox]
+	observers atomic.Pointer[observerSet]
 
 	sessMu   sync.Mutex
 	sessions map[string]*Session
@@ -28,6 +28,8 @@ type Toolkit struct {
 	runMu  sync.Mutex
 	active map[*Run]struct{} // runs in progress, interrupted by Close
 	runs   sync.WaitGroup
+	pool   *pool
+	clock  *clock
 	runSeq atomic.Uint64
 	closed atomic.Bool
 	stats  counters
@@ -45,11 +47,12 @@ func New(opts ...Option) *Toolkit {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	tk := &Toolkit{opts: o, log: o.logger, sessions: make(map[string]*Session), active: make(map[*Run]struct{})}
+	tk := &Toolkit{opts: o, log: o.logger, sessions: make(map[string]*Session), active: make(map[*Run]struct{}), pool: newPool()}
+	tk.clock = newClock(o.cancelGrace)
 	tk.reg.Store(&registry{byName: map[string]*Tool{}})
-	tk.mailboxes.Store(new([]*mailbox))
-	for _, obs := range o.observers {
-		tk.Observe(obs)
+	tk.observers.Store(&observerSet{})
+	for _, reg := range o.observers {
+		tk.attach(reg.obs, reg.inline)
 	}
 	return tk
 }
@@ -180,14 +183,14 @@ func (tk *Toolkit) Close(ctx context.Context) error {
 		return nil
 	}
 	for _, r := range active {
-		r.cancel(ErrClosed)
+		r.interrupt(ErrClosed)
 	}
 	done := make(chan struct{})
 	go func() {
 		tk.runs.Wait()
 		tk.obsMu.Lock()
-		boxes := *tk.mailboxes.Load()
-		tk.mailboxes.Store(new([]*mailbox))
+		boxes := tk.observers.Load().boxes
+		tk.observers.Store(&observerSet{})
 		tk.obsMu.Unlock()
 		for _, mb := range boxes {
 			mb.close()
@@ -195,6 +198,9 @@ func (tk *Toolkit) Close(ctx context.Context) error {
 		for _, mb := range boxes {
 			<-mb.done
 		}
+		tk.clock.stop()
+		tk.pool.close()
+		tk.pool.all.Wait() // handlers abandoned after a timeout may still run
 		close(done)
 	}()
 	select {
