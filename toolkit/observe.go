@@ -315,15 +315,17 @@ func (mb *mailbox) deliverAll() {
 
 func (mb *mailbox) deliver(it item) {
 	defer func() {
-		if it.flush != nil {
-			it.flush.release()
-		}
+		// Account for a panic before releasing the flush: whoever waits on
+		// the flush must see the count.
 		if r := recover(); r != nil {
 			mb.stats.panics.Add(1)
 			mb.log.Error().Str("observer", fmt.Sprintf("%T", mb.obs)).
 				Str("event", string(it.ev.Type)).Str("call", it.ev.Call).
 				Interface("panic", r).Bytes("stack", debug.Stack()).
 				Msg("toolstream: observer panicked; event skipped for it")
+		}
+		if it.flush != nil {
+			it.flush.release()
 		}
 	}()
 	mb.obs.Observe(it.ev)

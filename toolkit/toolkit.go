@@ -25,14 +25,15 @@ type Toolkit struct {
 	sessMu   sync.Mutex
 	sessions map[string]*Session
 
-	runMu  sync.Mutex
-	active map[*Run]struct{} // runs in progress, interrupted by Close
-	runs   sync.WaitGroup
-	pool   *pool
-	clock  *clock
-	runSeq atomic.Uint64
-	closed atomic.Bool
-	stats  counters
+	runMu     sync.Mutex
+	active    map[*Run]struct{} // runs in progress, interrupted by Close
+	closeDone chan struct{}     // closed when Close has finished
+	runs      sync.WaitGroup
+	pool      *pool
+	clock     *clock
+	runSeq    atomic.Uint64
+	closed    atomic.Bool
+	stats     counters
 }
 
 // registry is an immutable snapshot of the registered tools.
@@ -168,45 +169,50 @@ func (tk *Toolkit) untrack(r *Run) {
 }
 
 // Close interrupts every run, waits for them to report their results and for
-// observers to take their events, and releases the toolkit's goroutines. It
-// returns ctx.Err() if ctx ends first. Runs started after Close report every
-// call as interrupted.
+// observers to take their events, and releases the toolkit's goroutines,
+// including handlers that were abandoned after their deadline and are still
+// running. It returns ctx.Err() if ctx ends first; calling Close again waits
+// again. Runs started after Close report every call as interrupted.
 func (tk *Toolkit) Close(ctx context.Context) error {
 	tk.runMu.Lock()
 	first := tk.closed.CompareAndSwap(false, true)
+	if first {
+		tk.closeDone = make(chan struct{})
+	}
+	done := tk.closeDone
 	active := make([]*Run, 0, len(tk.active))
 	for r := range tk.active {
 		active = append(active, r)
 	}
 	tk.runMu.Unlock()
-	if !first {
-		return nil
-	}
-	for _, r := range active {
-		r.interrupt(ErrClosed)
-	}
-	done := make(chan struct{})
-	go func() {
-		tk.runs.Wait()
-		tk.obsMu.Lock()
-		boxes := tk.observers.Load().boxes
-		tk.observers.Store(&observerSet{})
-		tk.obsMu.Unlock()
-		for _, mb := range boxes {
-			mb.close()
+	if first {
+		for _, r := range active {
+			r.interrupt(ErrClosed)
 		}
-		for _, mb := range boxes {
-			<-mb.done
-		}
-		tk.clock.stop()
-		tk.pool.close()
-		tk.pool.all.Wait() // handlers abandoned after a timeout may still run
-		close(done)
-	}()
+		go tk.shutdown(done)
+	}
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+func (tk *Toolkit) shutdown(done chan struct{}) {
+	tk.runs.Wait()
+	tk.obsMu.Lock()
+	boxes := tk.observers.Load().boxes
+	tk.observers.Store(&observerSet{})
+	tk.obsMu.Unlock()
+	for _, mb := range boxes {
+		mb.close()
+	}
+	for _, mb := range boxes {
+		<-mb.done
+	}
+	tk.clock.stop()
+	tk.pool.close()
+	tk.pool.all.Wait() // handlers abandoned after a timeout may still run
+	close(done)
 }
