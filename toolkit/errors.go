@@ -48,6 +48,7 @@ type UnknownToolError struct {
 	Available []string
 }
 
+// Error names the tool, the closest names and the available tools.
 func (e *UnknownToolError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "unknown tool %q", e.Name)
@@ -86,6 +87,7 @@ type ArgumentError struct {
 // ("" for the whole arguments object) and what is wrong with it.
 type Problem = schema.Problem
 
+// Error lists the problems, one "- path: message" line each.
 func (e *ArgumentError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "invalid arguments for tool %q", e.Tool)
@@ -114,6 +116,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error names the tool and the panic value (the stack is in Stack).
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("tool %q panicked: %v", e.Tool, e.Value)
 }

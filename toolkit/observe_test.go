@@ -1,13 +1,16 @@
 package toolkit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
 	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
 	"github.com/toolstream/toolstream/events"
@@ -209,5 +212,20 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	run.Wait()
 	if err := tk.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLogging: silent by default; with WithLogger, failures are logged with
+// the call's identity.
+func TestLogging(t *testing.T) {
+	var buf bytes.Buffer
+	tk := newKit(t, toolkit.WithLogger(zerolog.New(&buf)))
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "boom"}, func(ctx context.Context, _ none) (string, error) { panic("kaput") }))
+	session(t, tk, "log-session").Run(context.Background(), []toolkit.Call{call("c-1", "boom", ``)})
+	out := buf.String()
+	for _, want := range []string{`"tool":"boom"`, `"call":"c-1"`, `"panic":"kaput"`, `"session":"log-session"`, `"state":"error"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
 	}
 }
