@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
