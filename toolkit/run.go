@@ -102,6 +102,10 @@ func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 	}
 	s.mu.Unlock()
 
+	var seen map[string]struct{}
+	if len(calls) > 32 {
+		seen = make(map[string]struct{}, len(calls))
+	}
 	reg := tk.reg.Load()
 	for i, in := range calls {
 		c := &r.calls[i]
@@ -111,7 +115,7 @@ func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 		}
 		if err := validateCallID(c.call.ID); err != nil {
 			c.preErr = err
-		} else if r.duplicateID(i) {
+		} else if r.duplicateID(i, seen) {
 			c.preErr = &callError{kind: ErrInvalidCall, msg: fmt.Sprintf("duplicate call id %q in this batch; every call needs its own id", c.call.ID)}
 		}
 		if t, ok := reg.byName[in.Name]; ok {
@@ -129,9 +133,14 @@ func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 }
 
 // duplicateID reports whether call i reuses the id of an earlier call.
-// Batches are small: a scan beats a map.
-func (r *Run) duplicateID(i int) bool {
+// Batches are usually small, and then a scan beats a map.
+func (r *Run) duplicateID(i int, seen map[string]struct{}) bool {
 	id := r.calls[i].call.ID
+	if seen != nil {
+		_, dup := seen[id]
+		seen[id] = struct{}{}
+		return dup
+	}
 	for j := range i {
 		if r.calls[j].call.ID == id {
 			return true

@@ -601,3 +601,36 @@ func TestSessionIDs(t *testing.T) {
 		t.Fatal("Session does not return the existing session")
 	}
 }
+
+// TestLargeBatch: a batch far above the parallelism cap keeps call order,
+// catches a duplicate id among many, and runs every other call once.
+func TestLargeBatch(t *testing.T) {
+	tk := newKit(t, toolkit.WithMaxParallel(4))
+	var ran atomic.Int32
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "n", ConcurrencySafe: true}, func(ctx context.Context, in struct {
+		I int `json:"i"`
+	}) (int, error) {
+		ran.Add(1)
+		return in.I, nil
+	}))
+	calls := make([]toolkit.Call, 500)
+	for i := range calls {
+		calls[i] = call(fmt.Sprintf("c%d", i), "n", fmt.Sprintf(`{"i":%d}`, i))
+	}
+	calls[400].ID = "c7"
+	rs := session(t, tk, "s").Run(context.Background(), calls)
+	for i, r := range rs {
+		if i == 400 {
+			if !errors.Is(r.Err, toolkit.ErrInvalidCall) {
+				t.Fatalf("duplicate id accepted: %s", r.State)
+			}
+			continue
+		}
+		if r.State != toolkit.StateSuccess || r.Text() != fmt.Sprint(i) {
+			t.Fatalf("call %d: %s %q", i, r.State, r.Text())
+		}
+	}
+	if ran.Load() != 499 {
+		t.Fatalf("%d handlers ran", ran.Load())
+	}
+}
