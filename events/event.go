@@ -53,6 +53,10 @@ type Event struct {
 	Delta    *Part     `json:"delta,omitempty"`
 	Suspend  *Suspend  `json:"suspend,omitempty"`
 	Result   *Result   `json:"result,omitempty"`
+
+	// Stream is the event's JetStream sequence when it was read from the
+	// events stream (0 otherwise). It is not part of the JSON.
+	Stream uint64 `json:"-"`
 }
 
 // Start is the body of a start event.

@@ -1,6 +1,7 @@
 package toolkit
 
 import (
+	"context"
 	"fmt"
 	"runtime/debug"
 	"slices"
@@ -108,8 +109,18 @@ func (tk *Toolkit) ObserveInline(obs Observer) (remove func()) {
 
 // observerSet is an immutable snapshot of the attached observers.
 type observerSet struct {
-	inline []*inlineObserver
-	boxes  []*mailbox
+	inline   []*inlineObserver
+	boxes    []*mailbox
+	flushers []Flusher // inline observers that hand events on later
+}
+
+// Flusher is an inline observer that hands events on asynchronously (the
+// NATS publisher queues them for its own goroutine). Before a run reports
+// its results, the toolkit calls Flush, bounded by the flush timeout, so
+// that results returned means events handed on.
+type Flusher interface {
+	Observer
+	Flush(ctx context.Context) error
 }
 
 // inlineObserver gives an inline observer an identity for removal: the
@@ -132,11 +143,14 @@ func (tk *Toolkit) attach(obs Observer, inline bool) (remove func()) {
 		return func() {}
 	}
 	old := tk.observers.Load()
-	next := &observerSet{inline: slices.Clone(old.inline), boxes: slices.Clone(old.boxes)}
+	next := &observerSet{inline: slices.Clone(old.inline), boxes: slices.Clone(old.boxes), flushers: old.flushers}
 	var io *inlineObserver
 	if inline {
 		io = &inlineObserver{obs}
 		next.inline = append(next.inline, io)
+		if f, ok := obs.(Flusher); ok {
+			next.flushers = append(slices.Clone(old.flushers), f)
+		}
 	} else {
 		next.boxes = append(next.boxes, mb)
 	}
@@ -147,8 +161,14 @@ func (tk *Toolkit) attach(obs Observer, inline bool) (remove func()) {
 		once.Do(func() {
 			tk.obsMu.Lock()
 			cur := tk.observers.Load()
-			next := &observerSet{inline: slices.Clone(cur.inline), boxes: slices.Clone(cur.boxes)}
+			next := &observerSet{inline: slices.Clone(cur.inline), boxes: slices.Clone(cur.boxes), flushers: cur.flushers}
 			next.inline = slices.DeleteFunc(next.inline, func(o *inlineObserver) bool { return o == io })
+			next.flushers = nil
+			for _, o := range next.inline {
+				if f, ok := o.obs.(Flusher); ok {
+					next.flushers = append(next.flushers, f)
+				}
+			}
 			next.boxes = slices.DeleteFunc(next.boxes, func(m *mailbox) bool { return m == mb })
 			tk.observers.Store(next)
 			tk.obsMu.Unlock()

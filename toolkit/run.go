@@ -263,6 +263,15 @@ func (r *Run) drive() {
 
 // end reports the run done once observers have its result events.
 func (r *Run) end() {
+	if fl := r.obs.flushers; len(fl) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), max(r.tk.opts.flushTimeout, time.Millisecond))
+		for _, f := range fl {
+			if err := f.Flush(ctx); err != nil {
+				r.tk.log.Warn().Str("run", r.ID()).Err(err).Msgf("toolstream: %T did not hand the run's events on in time", f)
+			}
+		}
+		cancel()
+	}
 	r.flush.release()
 	select {
 	case <-r.flush.done:

@@ -1,0 +1,411 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+	"github.com/rs/zerolog"
+)
+
+// EnvURL names the environment variable that, when set and no URL is given
+// with WithURL, makes Open connect to that NATS server instead of embedding
+// one.
+const EnvURL = "TOOLSTREAM_NATS_URL"
+
+// Bus is the NATS side of toolstream: a connection (to an embedded server by
+// default), the subjects events go to, optionally a JetStream stream that
+// keeps them, and the publisher that sends a toolkit's events.
+type Bus struct {
+	nc       *nats.Conn
+	js       jetstream.JetStream // nil unless durable
+	srv      *server.Server      // nil when connected to a URL
+	storeDir string              // removed on Close when we made it
+	ownDir   bool
+	subjects Subjects
+	durable  *Durable
+	log      zerolog.Logger
+	pub      *Publisher
+	wsOn     bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Durable configures the JetStream stream that keeps events for replay. The
+// zero value of a field picks its default.
+type Durable struct {
+	// Stream is the stream's name; default "TOOLSTREAM".
+	Stream string
+	// MaxAge drops events older than this; default 24h.
+	MaxAge time.Duration
+	// MaxBytes caps the stream's size, dropping the oldest events; default
+	// 1 GiB on disk, 64 MiB in memory.
+	MaxBytes int64
+	// Duplicates is the window in which a republished event (same
+	// Nats-Msg-Id) is stored once; default 2 minutes.
+	Duplicates time.Duration
+	// Memory keeps the stream in memory instead of on disk.
+	Memory bool
+}
+
+func (d Durable) withDefaults() Durable {
+	if d.Stream == "" {
+		d.Stream = "TOOLSTREAM"
+	}
+	if d.MaxAge <= 0 {
+		d.MaxAge = 24 * time.Hour
+	}
+	if d.MaxBytes <= 0 {
+		d.MaxBytes = 1 << 30
+		if d.Memory {
+			d.MaxBytes = 64 << 20
+		}
+	}
+	if d.Duplicates <= 0 {
+		d.Duplicates = 2 * time.Minute
+	}
+	return d
+}
+
+type busOptions struct {
+	url        string
+	natsOpts   []nats.Option
+	prefix     string
+	durable    *Durable
+	listen     string
+	websocket  string
+	storeDir   string
+	log        zerolog.Logger
+	queue      int
+	maxPayload int32
+}
+
+// Option configures Open.
+type Option func(*busOptions)
+
+// WithURL connects to a NATS server or cluster (comma-separated URLs)
+// instead of starting an embedded server.
+func WithURL(url string) Option { return func(o *busOptions) { o.url = url } }
+
+// WithNATSOptions passes options to nats.Connect: credentials, TLS, a
+// connection name, reconnect settings.
+func WithNATSOptions(opts ...nats.Option) Option {
+	return func(o *busOptions) { o.natsOpts = append(o.natsOpts, opts...) }
+}
+
+// WithPrefix sets the subject prefix (default "toolstream").
+func WithPrefix(prefix string) Option { return func(o *busOptions) { o.prefix = prefix } }
+
+// WithDurable keeps events in a JetStream stream so that subscribers can
+// resume from a stream sequence and miss nothing.
+func WithDurable(d Durable) Option { return func(o *busOptions) { o.durable = &d } }
+
+// WithListen makes the embedded server accept NATS clients over TCP on addr
+// (for example "127.0.0.1:4222", or "127.0.0.1:0" for a free port), so that
+// other processes (the nats CLI, another service) can watch. Without it the
+// embedded server has no listener at all.
+func WithListen(addr string) Option { return func(o *busOptions) { o.listen = addr } }
+
+// WithWebSocket makes the embedded server accept NATS WebSocket clients
+// (nats.js in a browser) on addr, without TLS: meant for loopback.
+func WithWebSocket(addr string) Option { return func(o *busOptions) { o.websocket = addr } }
+
+// WithStoreDir sets the embedded server's JetStream directory. By default a
+// private temporary directory is made, and removed by Close.
+func WithStoreDir(dir string) Option { return func(o *busOptions) { o.storeDir = dir } }
+
+// WithLogger sets the logger (silent by default).
+func WithLogger(l zerolog.Logger) Option { return func(o *busOptions) { o.log = l } }
+
+// WithPublisherQueue sets how many progress events may wait for NATS before
+// newer ones are dropped (default 8192). Other events are never dropped.
+func WithPublisherQueue(n int) Option { return func(o *busOptions) { o.queue = max(n, 1) } }
+
+// Open connects to NATS: to the URL given with WithURL or in
+// TOOLSTREAM_NATS_URL, or else to a new embedded server (JetStream on, store
+// in a private temporary directory, no signal handlers, no listener unless
+// asked for).
+func Open(ctx context.Context, opts ...Option) (*Bus, error) {
+	o := busOptions{log: zerolog.Nop(), queue: 8192}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.url == "" {
+		o.url = os.Getenv(EnvURL)
+	}
+	subjects, err := NewSubjects(o.prefix)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bus{subjects: subjects, log: o.log}
+	if o.url == "" {
+		if err := b.startServer(&o); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.connect(&o); err != nil {
+		b.shutdownServer()
+		return nil, err
+	}
+	if o.durable != nil {
+		if err := b.setUpStream(ctx, o.durable.withDefaults()); err != nil {
+			b.nc.Close()
+			b.shutdownServer()
+			return nil, err
+		}
+	}
+	b.pub = newPublisher(b, o.queue)
+	return b, nil
+}
+
+func (b *Bus) startServer(o *busOptions) error {
+	dir := o.storeDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "toolstream-nats-")
+		if err != nil {
+			return fmt.Errorf("events: embedded server: %w", err)
+		}
+		dir, b.ownDir = d, true
+	}
+	b.storeDir = dir
+	sopts := &server.Options{
+		ServerName:         "toolstream-" + nuid.Next(),
+		JetStream:          true,
+		StoreDir:           dir,
+		JetStreamMaxMemory: 256 << 20,
+		JetStreamMaxStore:  4 << 30,
+		NoLog:              true,
+		NoSigs:             true,
+		DontListen:         o.listen == "",
+	}
+	if o.listen != "" {
+		host, port, err := splitHostPort(o.listen)
+		if err != nil {
+			return fmt.Errorf("events: listen address %q: %w", o.listen, err)
+		}
+		sopts.Host, sopts.Port = host, port
+	}
+	if o.websocket != "" {
+		host, port, err := splitHostPort(o.websocket)
+		if err != nil {
+			return fmt.Errorf("events: websocket address %q: %w", o.websocket, err)
+		}
+		sopts.Websocket.Host, sopts.Websocket.Port, sopts.Websocket.NoTLS = host, port, true
+		b.wsOn = true
+	}
+	srv, err := server.NewServer(sopts)
+	if err != nil {
+		b.removeDir()
+		return fmt.Errorf("events: embedded server: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		b.removeDir()
+		return errors.New("events: embedded server did not start within 10s")
+	}
+	b.srv = srv
+	return nil
+}
+
+// splitHostPort parses "host:port"; port 0 asks for a free one.
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bad port %q", p)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return host, port, nil
+}
+
+func (b *Bus) connect(o *busOptions) error {
+	log := b.log
+	base := []nats.Option{
+		nats.Name("toolstream"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn().Err(err).Msg("toolstream: disconnected from NATS; events are buffered until it is back")
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("toolstream: reconnected to NATS")
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			e := log.Error().Err(err)
+			if sub != nil {
+				e = e.Str("subject", sub.Subject)
+			}
+			e.Msg("toolstream: NATS error")
+		}),
+	}
+	url := o.url
+	if b.srv != nil {
+		url = ""
+		base = append(base, nats.InProcessServer(b.srv))
+	}
+	nc, err := nats.Connect(url, append(base, o.natsOpts...)...)
+	if err != nil {
+		return fmt.Errorf("events: connecting to NATS %s: %w", redact(url), err)
+	}
+	b.nc = nc
+	return nil
+}
+
+func (b *Bus) setUpStream(ctx context.Context, d Durable) error {
+	js, err := jetstream.New(b.nc,
+		jetstream.WithPublishAsyncMaxPending(4096),
+		jetstream.WithPublishAsyncTimeout(10*time.Second),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
+			if b.pub != nil {
+				b.pub.retry(m, err)
+			}
+		}))
+	if err != nil {
+		return fmt.Errorf("events: JetStream: %w", err)
+	}
+	storage := jetstream.FileStorage
+	if d.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	cfg := jetstream.StreamConfig{
+		Name:        d.Stream,
+		Description: "toolstream tool-call events",
+		Subjects:    []string{b.subjects.All()},
+		Storage:     storage,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      d.MaxAge,
+		MaxBytes:    d.MaxBytes,
+		Duplicates:  d.Duplicates,
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("events: creating stream %s over %s: %w", d.Stream, cfg.Subjects[0], err)
+	}
+	b.js, b.durable = js, &d
+	return nil
+}
+
+// Conn returns the NATS connection.
+func (b *Bus) Conn() *nats.Conn { return b.nc }
+
+// JetStream returns the JetStream context, or nil when the bus is not
+// durable.
+func (b *Bus) JetStream() jetstream.JetStream { return b.js }
+
+// Stream returns the name of the events stream, or "" when not durable.
+func (b *Bus) Stream() string {
+	if b.durable == nil {
+		return ""
+	}
+	return b.durable.Stream
+}
+
+// Subjects returns the subject scheme of the bus.
+func (b *Bus) Subjects() Subjects { return b.subjects }
+
+// Server returns the embedded server, or nil when connected to a URL.
+func (b *Bus) Server() *server.Server { return b.srv }
+
+// ClientURL returns a URL other processes can connect to: the embedded
+// server's TCP listener (WithListen), or the URL given. It is "" for an
+// embedded server without a listener.
+func (b *Bus) ClientURL() string {
+	if b.srv == nil {
+		return b.nc.ConnectedUrlRedacted()
+	}
+	if b.srv.Addr() == nil {
+		return ""
+	}
+	return b.srv.ClientURL()
+}
+
+// WebSocketURL returns the embedded server's WebSocket URL (WithWebSocket),
+// or "".
+func (b *Bus) WebSocketURL() string {
+	if b.srv == nil || !b.wsOn {
+		return ""
+	}
+	return b.srv.WebsocketURL()
+}
+
+// Publisher returns the bus's publisher: attach it to a toolkit as an inline
+// observer.
+func (b *Bus) Publisher() *Publisher { return b.pub }
+
+// Close flushes what the publisher holds (bounded by ctx), closes the
+// connection and shuts the embedded server down, removing its temporary
+// store.
+func (b *Bus) Close(ctx context.Context) error {
+	b.closeOnce.Do(func() {
+		var errs []error
+		if b.pub != nil {
+			errs = append(errs, b.pub.close(ctx))
+		}
+		if b.nc != nil && !b.nc.IsClosed() {
+			closed := make(chan struct{})
+			b.nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+			if err := b.nc.Drain(); err != nil {
+				b.nc.Close()
+			}
+			select {
+			case <-closed:
+			case <-ctx.Done():
+				b.nc.Close()
+				errs = append(errs, ctx.Err())
+			}
+		}
+		b.shutdownServer()
+		b.closeErr = errors.Join(errs...)
+	})
+	return b.closeErr
+}
+
+func (b *Bus) shutdownServer() {
+	if b.srv != nil {
+		b.srv.Shutdown()
+		b.srv.WaitForShutdown()
+	}
+	b.removeDir()
+}
+
+func (b *Bus) removeDir() {
+	if b.ownDir && b.storeDir != "" {
+		os.RemoveAll(b.storeDir)
+	}
+}
+
+// redact hides passwords in (comma-separated) URLs for error messages.
+func redact(urls string) string {
+	if urls == "" {
+		return "(embedded)"
+	}
+	parts := strings.Split(urls, ",")
+	for i, u := range parts {
+		if pu, err := url.Parse(strings.TrimSpace(u)); err == nil {
+			parts[i] = pu.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
+}

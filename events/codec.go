@@ -1,0 +1,428 @@
+package events
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// ErrInvalidEvent is wrapped by the errors of [Decode] for data that is not
+// a valid event.
+var ErrInvalidEvent = errors.New("events: invalid event")
+
+// ErrNewerVersion is wrapped by the error of [Decode] for an event whose
+// version is newer than [Version]: the consumer needs an update.
+var ErrNewerVersion = errors.New("events: unsupported newer event version")
+
+// AppendJSON appends the event's JSON to dst. It is a hand-written encoder
+// (no reflection) for the hot path of publishing; its output decodes (with
+// encoding/json or [Decode]) to the same event as json.Marshal's output does.
+//
+// For every event json.Marshal accepts, the output is byte for byte what
+// json.Marshal produces: strings are escaped the same way, and '<', '>' and
+// '&' are escaped too although JSON does not need it, because json.Marshal
+// also escapes them inside json.RawMessage fields and matching it there
+// keeps decoded events equal. Where json.Marshal would fail, AppendJSON
+// still writes valid JSON: a json.RawMessage field that is not valid JSON
+// becomes a JSON string of its bytes, a non-finite float and a time that
+// RFC 3339 cannot express (year outside 0..9999) become null, and a
+// Result.Meta that cannot be marshalled is left out. Result.Err is never
+// encoded.
+func AppendJSON(dst []byte, ev *Event) []byte {
+	dst = append(dst, `{"v":`...)
+	dst = strconv.AppendInt(dst, int64(ev.Version), 10)
+	dst = append(dst, `,"type":`...)
+	dst = appendString(dst, string(ev.Type))
+	dst = append(dst, `,"session":`...)
+	dst = appendString(dst, ev.Session)
+	if ev.Call != "" {
+		dst = append(dst, `,"call":`...)
+		dst = appendString(dst, ev.Call)
+	}
+	if ev.Tool != "" {
+		dst = append(dst, `,"tool":`...)
+		dst = appendString(dst, ev.Tool)
+	}
+	if ev.Seq != 0 {
+		dst = append(dst, `,"seq":`...)
+		dst = strconv.AppendUint(dst, ev.Seq, 10)
+	}
+	dst = append(dst, `,"time":`...)
+	dst = appendTime(dst, ev.Time)
+	if b := ev.Start; b != nil {
+		dst = append(dst, `,"start":{`...)
+		if len(b.Args) > 0 {
+			dst = append(dst, `"args":`...)
+			dst = appendRaw(dst, b.Args)
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"index":`...)
+		dst = strconv.AppendInt(dst, int64(b.Index), 10)
+		dst = append(dst, '}')
+	}
+	if b := ev.Progress; b != nil {
+		dst = append(dst, `,"progress":{`...)
+		open := len(dst)
+		if b.Message != "" {
+			dst = appendKey(dst, open, "message")
+			dst = appendString(dst, b.Message)
+		}
+		if b.Fraction != nil {
+			dst = appendKey(dst, open, "fraction")
+			dst = appendFloat(dst, *b.Fraction)
+		}
+		if len(b.Data) > 0 {
+			dst = appendKey(dst, open, "data")
+			dst = appendRaw(dst, b.Data)
+		}
+		if b.Dropped != 0 {
+			dst = appendKey(dst, open, "dropped")
+			dst = strconv.AppendUint(dst, b.Dropped, 10)
+		}
+		dst = append(dst, '}')
+	}
+	if ev.Delta != nil {
+		dst = append(dst, `,"delta":`...)
+		dst = appendPart(dst, ev.Delta)
+	}
+	if ev.Suspend != nil {
+		dst = append(dst, `,"suspend":{"reason":`...)
+		dst = appendString(dst, ev.Suspend.Reason)
+		dst = append(dst, '}')
+	}
+	if r := ev.Result; r != nil {
+		dst = append(dst, `,"result":{"state":`...)
+		dst = appendString(dst, string(r.State))
+		dst = append(dst, `,"content":`...)
+		if r.Content == nil {
+			dst = append(dst, "null"...) // not omitempty: encoding/json writes null
+		} else {
+			dst = append(dst, '[')
+			for i := range r.Content {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendPart(dst, &r.Content[i])
+			}
+			dst = append(dst, ']')
+		}
+		if r.Error != "" {
+			dst = append(dst, `,"error":`...)
+			dst = appendString(dst, r.Error)
+		}
+		dst = append(dst, `,"duration_ms":`...)
+		dst = appendFloat(dst, r.DurationMS)
+		if len(r.Meta) > 0 {
+			// Arbitrary values: reflection is unavoidable, and encoding/json
+			// sorts the keys as json.Marshal of the whole event would.
+			if m, err := json.Marshal(r.Meta); err == nil {
+				dst = append(dst, `,"meta":`...)
+				dst = append(dst, m...)
+			}
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
+}
+
+// appendKey appends `"key":`, after a comma unless it is the first member of
+// the object whose '{' ends at open.
+func appendKey(dst []byte, open int, key string) []byte {
+	if len(dst) > open {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, '"')
+	dst = append(dst, key...)
+	return append(dst, '"', ':')
+}
+
+func appendPart(dst []byte, p *Part) []byte {
+	dst = append(dst, `{"type":`...)
+	dst = appendString(dst, string(p.Type))
+	if p.Text != "" {
+		dst = append(dst, `,"text":`...)
+		dst = appendString(dst, p.Text)
+	}
+	if len(p.JSON) > 0 {
+		dst = append(dst, `,"json":`...)
+		dst = appendRaw(dst, p.JSON)
+	}
+	if len(p.Data) > 0 {
+		dst = append(dst, `,"data":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, p.Data) // as encoding/json encodes []byte
+		dst = append(dst, '"')
+	}
+	if p.MediaType != "" {
+		dst = append(dst, `,"media_type":`...)
+		dst = appendString(dst, p.MediaType)
+	}
+	return append(dst, '}')
+}
+
+// appendFloat writes f the way encoding/json does (the ECMAScript number to
+// string rule): plain decimal notation for magnitudes in [1e-6, 1e21),
+// exponent notation outside, shortest representation that round-trips.
+func appendFloat(dst []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(dst, "null"...) // JSON has no such numbers
+	}
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// strconv pads the exponent to two digits ("1e-07"); encoding/json
+		// does not ("1e-7").
+		if n := len(dst); dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
+}
+
+// appendTime writes t as time.Time.MarshalJSON does, or null where
+// MarshalJSON fails.
+func appendTime(dst []byte, t time.Time) []byte {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return append(dst, "null"...)
+	}
+	if _, off := t.Zone(); off <= -24*3600 || off >= 24*3600 {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '"')
+	dst = t.AppendFormat(dst, time.RFC3339Nano)
+	return append(dst, '"')
+}
+
+// jsonPlain marks the ASCII bytes written as is inside a JSON string. '<',
+// '>' and '&' are escaped as encoding/json does by default (see AppendJSON).
+var jsonPlain = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string with encoding/json's escapes;
+// invalid UTF-8 becomes U+FFFD.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0 // s[start:i] is pending, needing no escape
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if jsonPlain[c] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			// Valid JSON, but line terminators in JavaScript; encoding/json
+			// escapes them unconditionally.
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendRaw writes a json.RawMessage as json.Marshal does: compacted, with
+// the same escapes. Canonical values, such as those json.Marshal produced,
+// are copied as they are.
+func appendRaw(dst []byte, raw json.RawMessage) []byte {
+	if !needsRewrite(raw) && json.Valid(raw) {
+		return append(dst, raw...)
+	}
+	if b, err := json.Marshal(raw); err == nil {
+		return append(dst, b...)
+	}
+	// json.Marshal would fail on the whole event. Keep the text for whoever
+	// reads it (say arguments a model got wrong) in a valid envelope.
+	return appendString(dst, string(raw))
+}
+
+// canonicalRaw returns raw (valid JSON) in the form appendRaw writes.
+func canonicalRaw(raw json.RawMessage) json.RawMessage {
+	if !needsRewrite(raw) {
+		return raw
+	}
+	if b, err := json.Marshal(raw); err == nil {
+		return b
+	}
+	return raw
+}
+
+// needsRewrite reports whether json.Marshal would write the valid JSON raw
+// differently: whitespace between tokens, or a byte it escapes.
+func needsRewrite(raw []byte) bool {
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; c {
+		case '"':
+			inString = !inString
+		case '\\':
+			if inString {
+				i++ // the escaped byte cannot end the string
+			}
+		case ' ', '\t', '\n', '\r':
+			if !inString {
+				return true
+			}
+		case '<', '>', '&':
+			return true
+		case 0xe2: // U+2028 and U+2029 are e2 80 a8 and e2 80 a9
+			if i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xa8 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Decode parses and checks one event: valid JSON, a known version
+// ([Version]; a higher one gives an error wrapping [ErrNewerVersion]), a
+// non-empty type, a session, and for the call lifecycle types a call id and
+// exactly the body the type calls for (start->Start, progress->Progress,
+// delta->Delta, suspend->Suspend, result->Result). Events of other types
+// (session-level and future types) are accepted as long as the envelope is
+// valid and carries none of the lifecycle bodies. Unknown fields are ignored
+// for forward compatibility. Other errors wrap [ErrInvalidEvent].
+//
+// The event comes back in the form AppendJSON writes, so that encoding it
+// again loses nothing: json.RawMessage fields compacted as json.Marshal
+// writes them, empty Data and Meta as nil, a time at offset zero in UTC.
+func Decode(data []byte) (*Event, error) {
+	ev := new(Event)
+	err := json.Unmarshal(data, ev)
+	// Checked first: a newer version may change the fields themselves, and
+	// encoding/json fills what it can before reporting a mismatch.
+	if ev.Version > Version {
+		return nil, fmt.Errorf("%w %d (this package reads version %d)", ErrNewerVersion, ev.Version, Version)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
+	if err := checkDecoded(ev); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidEvent, err)
+	}
+	normalizeDecoded(ev)
+	return ev, nil
+}
+
+// checkDecoded is Decode's validation of a decoded envelope.
+func checkDecoded(ev *Event) error {
+	if ev.Version < 1 {
+		return fmt.Errorf(`version %d (missing "v"?)`, ev.Version)
+	}
+	if ev.Type == "" {
+		return errors.New("empty type")
+	}
+	if ev.Session == "" {
+		return errors.New("empty session")
+	}
+	bodies := [...]struct {
+		typ Type
+		set bool
+	}{
+		{TypeStart, ev.Start != nil},
+		{TypeProgress, ev.Progress != nil},
+		{TypeDelta, ev.Delta != nil},
+		{TypeSuspend, ev.Suspend != nil},
+		{TypeResult, ev.Result != nil},
+	}
+	lifecycle := false
+	for _, b := range bodies {
+		if b.typ == ev.Type {
+			lifecycle = true
+		}
+	}
+	if lifecycle && ev.Call == "" {
+		return fmt.Errorf("%q event without a call id", ev.Type)
+	}
+	for _, b := range bodies {
+		switch {
+		case b.typ == ev.Type && !b.set:
+			return fmt.Errorf("%q event without a %q body", ev.Type, b.typ)
+		case b.typ != ev.Type && b.set:
+			return fmt.Errorf("%q event with a %q body", ev.Type, b.typ)
+		}
+	}
+	return nil
+}
+
+// normalizeDecoded brings a decoded event into the form AppendJSON writes.
+func normalizeDecoded(ev *Event) {
+	// "+00:00" decodes to time.Local or a fixed zone, but is written as "Z".
+	if _, off := ev.Time.Zone(); off == 0 && ev.Time.Location() != time.UTC {
+		ev.Time = ev.Time.UTC()
+	}
+	if s := ev.Start; s != nil && s.Args != nil {
+		s.Args = canonicalRaw(s.Args)
+	}
+	if p := ev.Progress; p != nil && p.Data != nil {
+		p.Data = canonicalRaw(p.Data)
+	}
+	if ev.Delta != nil {
+		normalizePart(ev.Delta)
+	}
+	if r := ev.Result; r != nil {
+		for i := range r.Content {
+			normalizePart(&r.Content[i])
+		}
+		if len(r.Meta) == 0 {
+			r.Meta = nil
+		}
+	}
+}
+
+func normalizePart(p *Part) {
+	if p.JSON != nil {
+		p.JSON = canonicalRaw(p.JSON)
+	}
+	if len(p.Data) == 0 {
+		p.Data = nil
+	}
+}

@@ -1,0 +1,48 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+)
+
+// ErrNotDurable is returned by operations that need the JetStream stream
+// (replay, resume) on a bus opened without WithDurable.
+var ErrNotDurable = errors.New("events: the bus is not durable (open it with WithDurable)")
+
+// Subscribe delivers the live events on subject (for example
+// Subjects().Session(id), or Subjects().AllOfType(TypeResult)) to fn, one at
+// a time in arrival order. Messages that are not valid events are skipped
+// and logged. Unsubscribe the returned subscription to stop.
+func (b *Bus) Subscribe(subject string, fn func(ev *Event)) (*nats.Subscription, error) {
+	sub, err := b.nc.Subscribe(subject, func(m *nats.Msg) {
+		ev, err := Decode(m.Data)
+		if err != nil {
+			b.log.Warn().Err(err).Str("subject", m.Subject).Msg("toolstream: skipping a message that is not an event")
+			return
+		}
+		fn(ev)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("events: subscribing to %s: %w", subject, err)
+	}
+	return sub, nil
+}
+
+// Replay delivers the events stored on subject from stream sequence from on
+// (1, or 0, for everything kept), then the new ones as they are published, in
+// stream order and each once, to fn with its stream sequence. A subscriber
+// that remembers the last sequence it handled resumes with from = last+1 and
+// misses nothing. It needs a durable bus. Call stop to end the replay.
+func (b *Bus) Replay(ctx context.Context, subject string, from uint64, fn func(seq uint64, ev *Event)) (stop func(), err error) {
+	return b.replayRaw(ctx, subject, from, func(seq uint64, subj string, data []byte) {
+		ev, err := Decode(data)
+		if err != nil {
+			b.log.Warn().Err(err).Str("subject", subj).Msg("toolstream: skipping a message that is not an event")
+			return
+		}
+		fn(seq, ev)
+	})
+}

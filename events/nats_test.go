@@ -1,0 +1,291 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// TestRunEventsOnNATS: every event of a run reaches a NATS subscriber in
+// per-call order with gap-free sequences, the deltas add up to each result,
+// and when Run returns, the run's events have been handed to NATS.
+func TestRunEventsOnNATS(t *testing.T) {
+	bus := openBus(t)
+	tk := kit(t, bus)
+	col := newCollector()
+	sub, err := bus.Subscribe(bus.Subjects().Session("conv-1"), col.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := bus.Conn().Flush(); err != nil { // the subscription is live on the server
+		t.Fatal(err)
+	}
+	sess, _ := tk.Session("conv-1")
+	calls := append(callsFor(5, 20), toolkit.Call{ID: "f", Name: "failer"}, toolkit.Call{ID: "u", Name: "nope"})
+	rs := sess.Run(context.Background(), calls)
+	// Run returned: the events were handed to NATS. One round trip makes
+	// sure the server has them; then they are on their way to us.
+	if err := bus.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	evs := col.waitUntil(t, "all results", func(evs []*events.Event) bool { return countType(evs, events.TypeResult) == len(calls) })
+	byCall := checkCalls(t, evs)
+	if len(byCall) != len(calls) {
+		t.Fatalf("events for %d calls, want %d", len(byCall), len(calls))
+	}
+	for _, r := range rs {
+		list := byCall["conv-1/"+r.Call.ID]
+		res := list[len(list)-1].Result
+		if res.State != r.State || events.ContentText(res.Content) != r.Text() {
+			t.Fatalf("%s: NATS says %s %q, Run says %s %q", r.Call.ID, res.State, events.ContentText(res.Content), r.State, r.Text())
+		}
+	}
+	if got := byCall["conv-1/call-0"]; countType(got, events.TypeProgress) != 20 || got[0].Type != events.TypeStart || got[0].Tool != "streamer" {
+		t.Fatalf("call-0 events: %d progress, first %s", countType(got, events.TypeProgress), got[0].Type)
+	}
+	if s := bus.Publisher().Stats(); s.Undelivered != 0 || s.DroppedProgress != 0 {
+		t.Fatalf("publisher stats %+v", s)
+	}
+}
+
+// TestModelVisibleSubscriber: subscribers to *.*.delta and *.*.result see
+// what models see and never a progress event.
+func TestModelVisibleSubscriber(t *testing.T) {
+	bus := openBus(t)
+	tk := kit(t, bus)
+	col := newCollector()
+	for _, typ := range stream.ModelVisibleTypes {
+		sub, err := bus.Subscribe(bus.Subjects().AllOfType(typ), col.add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+	}
+	bus.Conn().Flush()
+	for _, id := range []string{"s1", "s2"} {
+		sess, _ := tk.Session(id)
+		sess.Run(context.Background(), callsFor(3, 10))
+	}
+	// Deltas and results come through two subscriptions, each in its own
+	// order: wait for both.
+	evs := col.waitUntil(t, "6 results and 66 deltas", func(evs []*events.Event) bool {
+		return countType(evs, events.TypeResult) == 6 && countType(evs, events.TypeDelta) >= 6*11
+	})
+	time.Sleep(20 * time.Millisecond) // anything else would show up now
+	evs = col.all()
+	for _, ev := range evs {
+		if ev.Type != events.TypeDelta && ev.Type != events.TypeResult {
+			t.Fatalf("model-visible subscriber got a %s event", ev.Type)
+		}
+	}
+	if countType(evs, events.TypeDelta) != 6*11 {
+		t.Fatalf("%d deltas, want %d", countType(evs, events.TypeDelta), 6*11)
+	}
+}
+
+// TestSessionIsolation: hostile session ids are encoded; a subscriber to one
+// session's subjects never receives another session's events.
+func TestSessionIsolation(t *testing.T) {
+	bus := openBus(t)
+	tk := kit(t, bus)
+	ids := []string{"a", "a.>", "*", "a b", "日本", "a.b", ">"}
+	cols := map[string]*collector{}
+	for _, id := range ids {
+		col := newCollector()
+		sub, err := bus.Subscribe(bus.Subjects().Session(id), col.add)
+		if err != nil {
+			t.Fatalf("subscribe %q: %v", id, err)
+		}
+		defer sub.Unsubscribe()
+		cols[id] = col
+	}
+	bus.Conn().Flush()
+	for _, id := range ids {
+		sess, err := tk.Session(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess.Run(context.Background(), callsFor(1, 2))
+	}
+	bus.Conn().Flush()
+	for _, id := range ids {
+		evs := cols[id].waitUntil(t, "the session's result", func(evs []*events.Event) bool { return countType(evs, events.TypeResult) >= 1 })
+		time.Sleep(50 * time.Millisecond) // give strays time to show up (none may)
+		evs = cols[id].all()
+		for _, ev := range evs {
+			if ev.Session != id {
+				t.Fatalf("subscriber of session %q got an event of session %q", id, ev.Session)
+			}
+		}
+		if countType(evs, events.TypeResult) != 1 {
+			t.Fatalf("session %q: %d results", id, countType(evs, events.TypeResult))
+		}
+	}
+}
+
+// TestSlowSubscriberDoesNotSlowTools: a subscriber stuck in its handler
+// delays nobody: the run finishes while it is blocked.
+func TestSlowSubscriberDoesNotSlowTools(t *testing.T) {
+	bus := openBus(t)
+	tk := kit(t, bus)
+	block := make(chan struct{})
+	sub, err := bus.Subscribe(bus.Subjects().All(), func(*events.Event) { <-block })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { close(block); sub.Unsubscribe() }()
+	bus.Conn().Flush()
+	sess, _ := tk.Session("s")
+	done := make(chan []toolkit.Result, 1)
+	go func() { done <- sess.Run(context.Background(), callsFor(4, 500)) }()
+	select {
+	case rs := <-done:
+		for _, r := range rs {
+			if r.State != toolkit.StateSuccess {
+				t.Fatalf("%s: %s", r.Call.ID, r.State)
+			}
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a blocked subscriber stalled the run")
+	}
+}
+
+// TestPublisherDropsProgressUnderPressure: with a tiny queue, progress is
+// dropped, the wire sequence stays gap-free, the next progress says how
+// many were dropped, and no delta or result is lost.
+func TestPublisherDropsProgressUnderPressure(t *testing.T) {
+	bus := openBus(t, events.WithPublisherQueue(1))
+	tk := kit(t, bus)
+	col := newCollector()
+	sub, err := bus.Subscribe(bus.Subjects().Session("p"), col.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	sub.SetPendingLimits(-1, -1)
+	bus.Conn().Flush()
+	sess, _ := tk.Session("p")
+	rs := sess.Run(context.Background(), callsFor(8, 2000))
+	bus.Conn().Flush()
+	evs := col.waitUntil(t, "8 results", func(evs []*events.Event) bool { return countType(evs, events.TypeResult) == 8 })
+	checkCalls(t, evs)
+	stats := bus.Publisher().Stats()
+	if stats.DroppedProgress == 0 {
+		t.Skip("the publisher kept up with 16000 progress events; nothing to check on this machine")
+	}
+	var reported uint64
+	for _, ev := range evs {
+		if ev.Type == events.TypeProgress {
+			reported += ev.Progress.Dropped
+		}
+	}
+	if reported == 0 || reported > stats.DroppedProgress {
+		t.Fatalf("progress events report %d drops, the publisher dropped %d", reported, stats.DroppedProgress)
+	}
+	if countType(evs, events.TypeDelta) != 8*2001 {
+		t.Fatalf("%d deltas, want %d: deltas must never be dropped", countType(evs, events.TypeDelta), 8*2001)
+	}
+	for _, r := range rs {
+		if r.State != toolkit.StateSuccess {
+			t.Fatalf("%s: %s", r.Call.ID, r.State)
+		}
+	}
+}
+
+// TestDurableResume: a JetStream subscriber that stops mid-run and resumes
+// from its last sequence ends up with every event exactly once.
+func TestDurableResume(t *testing.T) {
+	bus := openBus(t, events.WithDurable(events.Durable{Memory: true}))
+	tk := kit(t, bus)
+	sess, _ := tk.Session("d")
+	run := sess.Start(context.Background(), callsFor(6, 50))
+
+	type got struct {
+		seq uint64
+		ev  *events.Event
+	}
+	var first []got
+	enough := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	stop, err := bus.Replay(ctx, bus.Subjects().Session("d"), 0, func(seq uint64, ev *events.Event) {
+		first = append(first, got{seq, ev})
+		if len(first) == 40 {
+			close(enough)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-enough:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no events replayed")
+	}
+	stop() // the subscriber goes away mid-run
+	cancel()
+	if len(first) < 40 {
+		t.Fatalf("%d events before stopping", len(first))
+	}
+	last := first[len(first)-1].seq
+	run.Wait()
+
+	var mu sync.Mutex
+	var rest []got
+	col := newCollector()
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	stop2, err := bus.Replay(ctx2, bus.Subjects().Session("d"), last+1, func(seq uint64, ev *events.Event) {
+		mu.Lock()
+		rest = append(rest, got{seq, ev})
+		mu.Unlock()
+		col.add(ev)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop2()
+	col.waitUntil(t, "the rest of the run", func(evs []*events.Event) bool {
+		results := countType(evs, events.TypeResult)
+		for _, g := range first {
+			if g.ev.Type == events.TypeResult {
+				results++
+			}
+		}
+		return results == 6
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	want := len(first) + len(rest)
+	all := append(first, rest...)
+	seen := map[uint64]bool{}
+	var evs []*events.Event
+	for i, g := range all {
+		if seen[g.seq] {
+			t.Fatalf("stream sequence %d delivered twice", g.seq)
+		}
+		seen[g.seq] = true
+		if i > 0 && g.seq != all[i-1].seq+1 {
+			t.Fatalf("gap in stream sequences: %d then %d", all[i-1].seq, g.seq)
+		}
+		evs = append(evs, g.ev)
+	}
+	checkCalls(t, evs)
+	if want != 6*(1+50+51+1) {
+		t.Fatalf("%d events, want %d", want, 6*(1+50+51+1))
+	}
+}
+
+// TestReplayNeedsDurable: a clear error, not a hang.
+func TestReplayNeedsDurable(t *testing.T) {
+	bus := openBus(t)
+	if _, err := bus.Replay(context.Background(), bus.Subjects().All(), 0, func(uint64, *events.Event) {}); !errors.Is(err, events.ErrNotDurable) {
+		t.Fatalf("Replay on a non-durable bus: %v", err)
+	}
+}

@@ -1,0 +1,184 @@
+package events_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+)
+
+type sseEvent struct {
+	id    uint64
+	event string
+	data  string
+}
+
+// readSSE reads frames from an SSE response until n frames arrived or the
+// body ends.
+func readSSE(t *testing.T, resp *http.Response, n int) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	var cur sseEvent
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur.data != "" {
+				out = append(out, cur)
+				if len(out) == n {
+					return out
+				}
+			}
+			cur = sseEvent{}
+		case strings.HasPrefix(line, "id: "):
+			id, err := strconv.ParseUint(strings.TrimPrefix(line, "id: "), 10, 64)
+			if err != nil {
+				t.Fatalf("bad id line %q", line)
+			}
+			cur.id = id
+		case strings.HasPrefix(line, "event: "):
+			cur.event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.data = strings.TrimPrefix(line, "data: ")
+		}
+	}
+	return out
+}
+
+func sseGet(t *testing.T, base, session, lastID string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"?session="+url.QueryEscape(session), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestSSEResume: a real HTTP client reads a session's events, drops the
+// connection mid-run and reconnects with Last-Event-ID: it ends with every
+// event exactly once and none of another session's.
+func TestSSEResume(t *testing.T) {
+	bus := openBus(t, events.WithDurable(events.Durable{Memory: true}))
+	tk := kit(t, bus)
+	srv := httptest.NewServer(bus.SSEHandler(events.SSEOptions{}))
+	defer srv.Close()
+
+	mine, _ := tk.Session("sse a.>")
+	other, _ := tk.Session("sse")
+	run := mine.Start(context.Background(), callsFor(3, 30))
+	otherRun := other.Start(context.Background(), callsFor(2, 5))
+
+	resp := sseGet(t, srv.URL, "sse a.>", "")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	first := readSSE(t, resp, 25)
+	resp.Body.Close() // the browser goes away mid-run
+	if len(first) != 25 {
+		t.Fatalf("%d frames before the disconnect", len(first))
+	}
+	run.Wait()
+	otherRun.Wait()
+
+	total := 3 * (1 + 30 + 31 + 1)
+	resp = sseGet(t, srv.URL, "sse a.>", strconv.FormatUint(first[len(first)-1].id, 10))
+	defer resp.Body.Close()
+	rest := readSSE(t, resp, total-len(first))
+
+	all := append(first, rest...)
+	if len(all) != total {
+		t.Fatalf("%d frames in all, want %d", len(all), total)
+	}
+	var evs []*events.Event
+	for i, f := range all {
+		if i > 0 && f.id != all[i-1].id+1 && f.id <= all[i-1].id {
+			t.Fatalf("frame ids go %d then %d", all[i-1].id, f.id)
+		}
+		ev, err := events.Decode([]byte(f.data))
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if ev.Session != "sse a.>" {
+			t.Fatalf("frame of session %q in another session's stream", ev.Session)
+		}
+		if string(ev.Type) != f.event {
+			t.Fatalf("frame event %q carries a %s", f.event, ev.Type)
+		}
+		evs = append(evs, ev)
+	}
+	checkCalls(t, evs)
+}
+
+func TestSSEErrors(t *testing.T) {
+	durable := openBus(t, events.WithDurable(events.Durable{Memory: true}))
+	plain := openBus(t)
+	d := httptest.NewServer(durable.SSEHandler(events.SSEOptions{}))
+	defer d.Close()
+	p := httptest.NewServer(plain.SSEHandler(events.SSEOptions{}))
+	defer p.Close()
+
+	for _, tc := range []struct {
+		base, session, last string
+		status              int
+		body                string
+	}{
+		{d.URL, "", "", http.StatusBadRequest, "bad session id: empty"},
+		{d.URL, "a\x01b", "", http.StatusBadRequest, "control character"},
+		{d.URL, "ok", "seven", http.StatusBadRequest, "bad Last-Event-ID"},
+		{p.URL, "ok", "", http.StatusServiceUnavailable, "not durable"},
+	} {
+		resp := sseGet(t, tc.base, tc.session, tc.last)
+		body := make([]byte, 512)
+		n, _ := resp.Body.Read(body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(string(body[:n]), tc.body) {
+			t.Errorf("%q %q: %d %q", tc.session, tc.last, resp.StatusCode, body[:n])
+		}
+	}
+	resp, err := http.Post(d.URL+"?session=x", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %d", resp.StatusCode)
+	}
+}
+
+// TestSSEKeepAlive: an idle stream gets comment lines, which EventSource
+// ignores.
+func TestSSEKeepAlive(t *testing.T) {
+	bus := openBus(t, events.WithDurable(events.Durable{Memory: true}))
+	srv := httptest.NewServer(bus.SSEHandler(events.SSEOptions{KeepAlive: 20 * time.Millisecond}))
+	defer srv.Close()
+	resp := sseGet(t, srv.URL, "idle", "")
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(line, ": keep-alive") {
+			return
+		}
+	}
+	t.Fatal("no keep-alive comment")
+}

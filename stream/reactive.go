@@ -1,0 +1,294 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/reactivex/rxgo/v2"
+
+	"github.com/toolstream/toolstream/events"
+)
+
+// Filter selects events. Empty fields match everything.
+type Filter struct {
+	Session string
+	Call    string
+	Tool    string
+	Types   []events.Type
+}
+
+// Match reports whether ev passes the filter.
+func (f Filter) Match(ev *events.Event) bool {
+	return (f.Session == "" || ev.Session == f.Session) &&
+		(f.Call == "" || ev.Call == f.Call) &&
+		(f.Tool == "" || ev.Tool == f.Tool) &&
+		(len(f.Types) == 0 || slices.Contains(f.Types, ev.Type))
+}
+
+// Subject returns the narrowest NATS subject that covers the filter; Match
+// still applies on top (the tool is not part of subjects, and a filter
+// with several types subscribes to all types).
+func (f Filter) Subject(s events.Subjects) string {
+	if f.Session == "" {
+		if f.Call == "" && len(f.Types) == 1 {
+			return s.AllOfType(f.Types[0])
+		}
+		return s.All()
+	}
+	if f.Call != "" {
+		if len(f.Types) == 1 {
+			return s.Call(f.Session, f.Call, string(f.Types[0]))
+		}
+		return s.CallAll(f.Session, f.Call)
+	}
+	return s.Session(f.Session)
+}
+
+// ModelVisibleTypes are what a model sees of a call: its deltas and result.
+var ModelVisibleTypes = []events.Type{events.TypeDelta, events.TypeResult}
+
+// ModelVisible keeps the events a model sees: deltas and results.
+func ModelVisible(o rxgo.Observable) rxgo.Observable {
+	return o.Filter(func(i any) bool {
+		ev, ok := i.(*events.Event)
+		return ok && (ev.Type == events.TypeDelta || ev.Type == events.TypeResult)
+	})
+}
+
+// ProgressOnly keeps progress events: what people watch.
+func ProgressOnly(o rxgo.Observable) rxgo.Observable {
+	return o.Filter(func(i any) bool {
+		ev, ok := i.(*events.Event)
+		return ok && ev.Type == events.TypeProgress
+	})
+}
+
+// Hub is the in-process source of observables: attach it to a toolkit as an
+// observer (toolkit.WithObserver(hub), asynchronous, so that a slow
+// subscriber never slows a tool) and observe the events of its calls without
+// NATS.
+type Hub struct {
+	mu     sync.Mutex
+	subs   map[*hubSub]struct{}
+	closed bool
+}
+
+type hubSub struct {
+	ctx    context.Context
+	filter Filter
+	ch     chan rxgo.Item
+	once   sync.Once
+}
+
+func (s *hubSub) close() { s.once.Do(func() { close(s.ch) }) }
+
+// NewHub returns a hub with no subscribers.
+func NewHub() *Hub { return &Hub{subs: map[*hubSub]struct{}{}} }
+
+// Observe hands ev to every subscriber whose filter matches. It waits for a
+// slow subscriber (a hub is meant to be an asynchronous observer) unless
+// that subscriber's context ends.
+func (h *Hub) Observe(ev *events.Event) {
+	h.mu.Lock()
+	subs := make([]*hubSub, 0, len(h.subs))
+	for s := range h.subs {
+		if s.filter.Match(ev) {
+			subs = append(subs, s)
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range subs {
+		select {
+		case s.ch <- rxgo.Of(ev):
+		case <-s.ctx.Done():
+			h.remove(s)
+		}
+	}
+}
+
+// Observable returns the events matching f from now on, until ctx ends or
+// the hub is closed. Items hold *events.Event values.
+func (h *Hub) Observable(ctx context.Context, f Filter) rxgo.Observable {
+	s := &hubSub{ctx: ctx, filter: f, ch: make(chan rxgo.Item, 256)}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		s.close()
+		return rxgo.FromChannel(s.ch)
+	}
+	h.subs[s] = struct{}{}
+	h.mu.Unlock()
+	context.AfterFunc(ctx, func() { h.remove(s) })
+	return rxgo.FromChannel(s.ch, rxgo.WithContext(ctx))
+}
+
+func (h *Hub) remove(s *hubSub) {
+	h.mu.Lock()
+	delete(h.subs, s)
+	h.mu.Unlock()
+	s.close()
+}
+
+// Close ends every observable of the hub.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	h.closed = true
+	subs := h.subs
+	h.subs = map[*hubSub]struct{}{}
+	h.mu.Unlock()
+	for s := range subs {
+		s.close()
+	}
+}
+
+// Live returns the events matching f as they are published on the bus (core
+// NATS: from now on), until ctx ends.
+func Live(ctx context.Context, bus *events.Bus, f Filter) (rxgo.Observable, error) {
+	ch := make(chan rxgo.Item, 1024)
+	var mu sync.Mutex
+	closed := false
+	sub, err := bus.Subscribe(f.Subject(bus.Subjects()), func(ev *events.Event) {
+		if !f.Match(ev) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			return
+		}
+		select {
+		case ch <- rxgo.Of(ev):
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, func() {
+		_ = sub.Unsubscribe()
+		mu.Lock()
+		closed = true
+		close(ch)
+		mu.Unlock()
+	})
+	return rxgo.FromChannel(ch, rxgo.WithContext(ctx)), nil
+}
+
+// Replay returns the events matching f that the bus's stream keeps, from
+// stream sequence from on (0 or 1: everything kept), then new ones as they
+// come, until ctx ends. Each event's Stream field holds its stream sequence:
+// a subscriber that stops resumes with from = last Stream + 1 and misses
+// nothing. It needs a durable bus.
+func Replay(ctx context.Context, bus *events.Bus, f Filter, from uint64) (rxgo.Observable, error) {
+	ch := make(chan rxgo.Item, 1024)
+	var mu sync.Mutex
+	closed := false
+	stop, err := bus.Replay(ctx, f.Subject(bus.Subjects()), from, func(seq uint64, ev *events.Event) {
+		if !f.Match(ev) {
+			return
+		}
+		ev.Stream = seq
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			return
+		}
+		select {
+		case ch <- rxgo.Of(ev):
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, func() {
+		stop()
+		mu.Lock()
+		closed = true
+		close(ch)
+		mu.Unlock()
+	})
+	return rxgo.FromChannel(ch, rxgo.WithContext(ctx)), nil
+}
+
+// CallResult is a call's model-visible result rebuilt from its deltas, and
+// checked against its result event.
+type CallResult struct {
+	Session, Call, Tool string
+	// Content is the concatenation of the call's deltas, in sequence order.
+	Content []events.Part
+	// Result is the call's result event body.
+	Result *events.Result
+	// Mismatch is empty when Content equals Result.Content; otherwise it
+	// says how they differ.
+	Mismatch string
+}
+
+// Accumulate rebuilds each call's model-visible result from its delta
+// events and emits a CallResult when the call's result event arrives.
+// Deltas are put in sequence order first, so events that crossed on the way
+// still add up; events other than deltas and results are ignored.
+func Accumulate(o rxgo.Observable) rxgo.Observable {
+	ch := make(chan rxgo.Item)
+	go func() {
+		defer close(ch)
+		pending := map[[2]string][]*events.Event{}
+		for item := range o.Observe() {
+			if item.E != nil {
+				ch <- item
+				continue
+			}
+			ev, ok := item.V.(*events.Event)
+			if !ok {
+				continue
+			}
+			key := [2]string{ev.Session, ev.Call}
+			switch ev.Type {
+			case events.TypeDelta:
+				pending[key] = append(pending[key], ev)
+			case events.TypeResult:
+				deltas := pending[key]
+				delete(pending, key)
+				ch <- rxgo.Of(accumulate(ev, deltas))
+			}
+		}
+	}()
+	return rxgo.FromChannel(ch)
+}
+
+func accumulate(result *events.Event, deltas []*events.Event) CallResult {
+	slices.SortStableFunc(deltas, func(a, b *events.Event) int { return cmpUint(a.Seq, b.Seq) })
+	var content []events.Part
+	for _, d := range deltas {
+		if d.Delta != nil {
+			content = events.AppendPart(content, *d.Delta)
+		}
+	}
+	cr := CallResult{Session: result.Session, Call: result.Call, Tool: result.Tool, Content: content, Result: result.Result}
+	if result.Result == nil {
+		cr.Mismatch = "result event without a result body"
+	} else if !partsEqual(content, result.Result.Content) {
+		cr.Mismatch = fmt.Sprintf("deltas add up to %q, the result says %q",
+			events.ContentText(content), events.ContentText(result.Result.Content))
+	}
+	return cr
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func partsEqual(a, b []events.Part) bool {
+	return slices.EqualFunc(a, b, func(x, y events.Part) bool {
+		return x.Type == y.Type && x.Text == y.Text && string(x.JSON) == string(y.JSON) &&
+			string(x.Data) == string(y.Data) && x.MediaType == y.MediaType
+	})
+}

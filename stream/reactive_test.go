@@ -1,0 +1,215 @@
+package stream_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reactivex/rxgo/v2"
+	"go.uber.org/goleak"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*Server).startGoRoutine.func1"),
+	)
+}
+
+func newKit(t *testing.T, opts ...toolkit.Option) *toolkit.Toolkit {
+	t.Helper()
+	tk := toolkit.New(opts...)
+	t.Cleanup(func() { tk.Close(context.Background()) })
+	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "lines", ConcurrencySafe: true}, func(ctx context.Context, in struct {
+		N int `json:"n"`
+	}) (string, error) {
+		em := stream.From(ctx)
+		for i := 1; i <= in.N; i++ {
+			em.Step(fmt.Sprintf("PROGRESS %d", i), i, in.N)
+			fmt.Fprintf(em, "line %d\n", i)
+		}
+		return "end", nil
+	}))
+	return tk
+}
+
+func lineCalls(n, lines int) []toolkit.Call {
+	calls := make([]toolkit.Call, n)
+	for i := range calls {
+		calls[i] = toolkit.Call{ID: fmt.Sprintf("c%d", i), Name: "lines", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, lines))}
+	}
+	return calls
+}
+
+// collect reads an observable until it has n items or the bound passes.
+func collect(t *testing.T, o rxgo.Observable, n int) []any {
+	t.Helper()
+	var out []any
+	ch := o.Observe()
+	deadline := time.After(20 * time.Second)
+	for len(out) < n {
+		select {
+		case item, ok := <-ch:
+			if !ok {
+				return out
+			}
+			if item.E != nil {
+				t.Fatal(item.E)
+			}
+			out = append(out, item.V)
+		case <-deadline:
+			t.Fatalf("got %d of %d items", len(out), n)
+		}
+	}
+	return out
+}
+
+// TestHubViewsAndAccumulator: in process, without NATS: filtered
+// observables, the model-visible and progress views, and the accumulator
+// that rebuilds each result from its deltas.
+func TestHubViewsAndAccumulator(t *testing.T) {
+	hub := stream.NewHub()
+	defer hub.Close()
+	tk := newKit(t, toolkit.WithObserver(hub))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	visible := stream.ModelVisible(hub.Observable(ctx, stream.Filter{Session: "s"}))
+	progress := stream.ProgressOnly(hub.Observable(ctx, stream.Filter{Session: "s", Call: "c1"}))
+	results := stream.Accumulate(hub.Observable(ctx, stream.Filter{Session: "s"}))
+	other := hub.Observable(ctx, stream.Filter{Session: "other"})
+
+	sess, _ := tk.Session("s")
+	sess.Run(context.Background(), lineCalls(3, 10))
+
+	vis := collect(t, visible, 3*(11+1))
+	for _, v := range vis {
+		ev := v.(*events.Event)
+		if ev.Type != events.TypeDelta && ev.Type != events.TypeResult {
+			t.Fatalf("model-visible view let a %s through", ev.Type)
+		}
+	}
+	prog := collect(t, progress, 10)
+	for i, v := range prog {
+		ev := v.(*events.Event)
+		if ev.Type != events.TypeProgress || ev.Call != "c1" || ev.Progress.Message != fmt.Sprintf("PROGRESS %d", i+1) {
+			t.Fatalf("progress view item %d: %s %s %+v", i, ev.Type, ev.Call, ev.Progress)
+		}
+	}
+	for _, v := range collect(t, results, 3) {
+		cr := v.(stream.CallResult)
+		if cr.Mismatch != "" {
+			t.Fatalf("%s: %s", cr.Call, cr.Mismatch)
+		}
+		text := events.ContentText(cr.Content)
+		if !strings.HasPrefix(text, "line 1\n") || !strings.HasSuffix(text, "line 10\nend") || strings.Contains(text, "PROGRESS") {
+			t.Fatalf("%s: accumulated %q", cr.Call, text)
+		}
+	}
+	select {
+	case item := <-other.Observe():
+		t.Fatalf("another session's observable got %v", item.V)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+// TestAccumulatorFindsMismatch: deltas that do not add up to the result are
+// reported, and deltas out of order are put back in sequence order.
+func TestAccumulatorFindsMismatch(t *testing.T) {
+	mk := func(seq uint64, typ events.Type, text string) *events.Event {
+		ev := &events.Event{Version: events.Version, Type: typ, Session: "s", Call: "c", Seq: seq}
+		switch typ {
+		case events.TypeDelta:
+			p := events.Text(text)
+			ev.Delta = &p
+		case events.TypeResult:
+			ev.Result = &events.Result{State: events.StateSuccess, Content: []events.Part{events.Text(text)}}
+		}
+		return ev
+	}
+	good := []any{mk(3, events.TypeDelta, "b"), mk(2, events.TypeDelta, "a"), mk(4, events.TypeResult, "ab")}
+	bad := []any{mk(2, events.TypeDelta, "a"), mk(3, events.TypeResult, "ab")}
+	for _, tc := range []struct {
+		in       []any
+		mismatch bool
+	}{{good, false}, {bad, true}} {
+		got := collect(t, stream.Accumulate(rxgo.Just(tc.in...)()), 1)
+		cr := got[0].(stream.CallResult)
+		if (cr.Mismatch != "") != tc.mismatch {
+			t.Fatalf("mismatch %q, want one: %v", cr.Mismatch, tc.mismatch)
+		}
+	}
+}
+
+// TestLiveAndReplayFromNATS: the same views work on events read from NATS,
+// live and resumed from JetStream.
+func TestLiveAndReplayFromNATS(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	bus, err := events.Open(ctx, events.WithDurable(events.Durable{Memory: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close(context.Background())
+	tk := newKit(t, toolkit.WithInlineObserver(bus.Publisher()))
+
+	live, err := stream.Live(ctx, bus, stream.Filter{Session: "n", Types: stream.ModelVisibleTypes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveResults := stream.Accumulate(live)
+	bus.Conn().Flush()
+	sess, _ := tk.Session("n")
+	sess.Run(context.Background(), lineCalls(2, 5))
+	for _, v := range collect(t, liveResults, 2) {
+		if cr := v.(stream.CallResult); cr.Mismatch != "" || len(cr.Content) == 0 {
+			t.Fatalf("live %s: %q %q", cr.Call, cr.Mismatch, events.ContentText(cr.Content))
+		}
+	}
+
+	// Replay everything, then resume after the tenth event: the resumed
+	// observable starts exactly at the eleventh.
+	all := collect(t, mustReplay(t, ctx, bus, 0), 2*(1+5+6+1))
+	tenth := all[9].(*events.Event)
+	resumed := collect(t, mustReplay(t, ctx, bus, tenth.Stream+1), len(all)-10)
+	for i, v := range resumed {
+		want := all[10+i].(*events.Event)
+		if ev := v.(*events.Event); ev.Stream != want.Stream || ev.Seq != want.Seq || ev.Call != want.Call {
+			t.Fatalf("resumed item %d is stream %d, want %d", i, ev.Stream, want.Stream)
+		}
+	}
+}
+
+func mustReplay(t *testing.T, ctx context.Context, bus *events.Bus, from uint64) rxgo.Observable {
+	t.Helper()
+	o, err := stream.Replay(ctx, bus, stream.Filter{Session: "n"}, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func TestFilterSubjects(t *testing.T) {
+	s := events.Subjects{}
+	for _, tc := range []struct {
+		f    stream.Filter
+		want string
+	}{
+		{stream.Filter{}, "toolstream.>"},
+		{stream.Filter{Types: []events.Type{events.TypeResult}}, "toolstream.*.*.result"},
+		{stream.Filter{Session: "a"}, "toolstream.a.>"},
+		{stream.Filter{Session: "a", Call: "b"}, "toolstream.a.b.*"},
+		{stream.Filter{Session: "a", Call: "b", Types: []events.Type{events.TypeDelta}}, "toolstream.a.b.delta"},
+		{stream.Filter{Session: "a.b"}, "toolstream.~YS5i.>"},
+	} {
+		if got := tc.f.Subject(s); got != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.f, got, tc.want)
+		}
+	}
+}
