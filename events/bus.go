@@ -130,7 +130,9 @@ func WithStoreDir(dir string) Option { return func(o *busOptions) { o.storeDir =
 func WithLogger(l zerolog.Logger) Option { return func(o *busOptions) { o.log = l } }
 
 // WithPublisherQueue sets how many progress events may wait for NATS before
-// newer ones are dropped (default 8192). Other events are never dropped.
+// newer ones are dropped (default 65536, a few hundred bytes each: enough for
+// a burst of tens of thousands of progress events). Other events are never
+// dropped.
 func WithPublisherQueue(n int) Option { return func(o *busOptions) { o.queue = max(n, 1) } }
 
 // Open connects to NATS: to the URL given with WithURL or in
@@ -138,7 +140,7 @@ func WithPublisherQueue(n int) Option { return func(o *busOptions) { o.queue = m
 // in a private temporary directory, no signal handlers, no listener unless
 // asked for).
 func Open(ctx context.Context, opts ...Option) (*Bus, error) {
-	o := busOptions{log: zerolog.Nop(), queue: 8192}
+	o := busOptions{log: zerolog.Nop(), queue: 1 << 16}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -127,6 +127,10 @@ func AppendJSON(dst []byte, ev *Event) []byte {
 		}
 		dst = append(dst, '}')
 	}
+	if len(ev.Data) > 0 {
+		dst = append(dst, `,"data":`...)
+		dst = appendRaw(dst, ev.Data)
+	}
 	return append(dst, '}')
 }
 
@@ -407,6 +411,9 @@ func normalizeDecoded(ev *Event) {
 	}
 	if ev.Delta != nil {
 		normalizePart(ev.Delta)
+	}
+	if ev.Data != nil {
+		ev.Data = canonicalRaw(ev.Data)
 	}
 	if r := ev.Result; r != nil {
 		for i := range r.Content {

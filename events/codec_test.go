@@ -203,7 +203,7 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 // event types without teaching AppendJSON about it.
 func TestAppendJSONKnowsAllFields(t *testing.T) {
 	known := map[reflect.Type]string{
-		reflect.TypeFor[Event]():    "v type session call,omitempty tool,omitempty seq,omitempty time start,omitempty progress,omitempty delta,omitempty suspend,omitempty result,omitempty",
+		reflect.TypeFor[Event]():    "v type session call,omitempty tool,omitempty seq,omitempty time start,omitempty progress,omitempty delta,omitempty suspend,omitempty result,omitempty data,omitempty",
 		reflect.TypeFor[Start]():    "args,omitempty index",
 		reflect.TypeFor[Progress](): "message,omitempty fraction,omitempty data,omitempty dropped,omitempty",
 		reflect.TypeFor[Part]():     "type text,omitempty json,omitempty data,omitempty media_type,omitempty",
@@ -409,4 +409,27 @@ func ExampleAppendJSON() {
 		Time: time.Date(2025, 1, 2, 3, 4, 5, 600000000, time.UTC), Progress: &Progress{Message: "half <done>", Fraction: &frac}}
 	fmt.Printf("%s\n", AppendJSON(nil, ev))
 	// Output: {"v":1,"type":"progress","session":"conv-42","call":"call_1","seq":2,"time":"2025-01-02T03:04:05.6Z","progress":{"message":"half \u003cdone\u003e","fraction":0.5}}
+}
+
+// TestSessionLevelEvent: a session-level event (no call, a type of a later
+// issue, a data body) survives the codec.
+func TestSessionLevelEvent(t *testing.T) {
+	ts := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	ev := &Event{Version: Version, Type: "groups", Session: "conv-1", Seq: 3, Time: ts,
+		Data: json.RawMessage(`{"active":["files"],"by":"model"}`)}
+	b := AppendJSON(nil, ev)
+	want := `{"v":1,"type":"groups","session":"conv-1","seq":3,"time":"2026-11-29T12:00:00Z","data":{"active":["files"],"by":"model"}}`
+	if string(b) != want {
+		t.Fatalf("\n got %s\nwant %s", b, want)
+	}
+	got, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, ev) {
+		t.Fatalf("round trip: %+v", got)
+	}
+	if s := (Subjects{}).Event(ev); s != "toolstream.conv-1._.groups" {
+		t.Fatalf("subject %s", s)
+	}
 }

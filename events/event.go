@@ -13,6 +13,16 @@
 // The content of the result is exactly the concatenation of the call's deltas
 // (see [AppendPart]); progress is never part of it. A call that was interrupted
 // or timed out before it got a slot has no start event.
+//
+// Session-level events (Call empty) report what UIs show beside calls, such as
+// the tool groups active in a session; their body is in Data and their type
+// names it. They are numbered per session.
+//
+// The package also carries the events to NATS: [Open] connects a [Bus] (an
+// embedded server by default), whose [Publisher] a toolkit attaches as an
+// inline observer; [Subjects] names the subjects, [AppendJSON] and [Decode]
+// are the wire codec, [Bus.Replay] and [Bus.SSEHandler] serve subscribers.
+// docs/events.md describes the protocol for clients in other languages.
 package events
 
 import (
@@ -53,6 +63,10 @@ type Event struct {
 	Delta    *Part     `json:"delta,omitempty"`
 	Suspend  *Suspend  `json:"suspend,omitempty"`
 	Result   *Result   `json:"result,omitempty"`
+
+	// Data is the body of session-level events and of event types this
+	// version does not define: one JSON value whose shape the type names.
+	Data json.RawMessage `json:"data,omitempty"`
 
 	// Stream is the event's JetStream sequence when it was read from the
 	// events stream (0 otherwise). It is not part of the JSON.

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
@@ -287,5 +289,56 @@ func TestReplayNeedsDurable(t *testing.T) {
 	bus := openBus(t)
 	if _, err := bus.Replay(context.Background(), bus.Subjects().All(), 0, func(uint64, *events.Event) {}); !errors.Is(err, events.ErrNotDurable) {
 		t.Fatalf("Replay on a non-durable bus: %v", err)
+	}
+}
+
+// TestSessionEventOnNATS: session-level events go to <prefix>.<session>._.<type>.
+func TestSessionEventOnNATS(t *testing.T) {
+	bus := openBus(t)
+	tk := kit(t, bus)
+	col := newCollector()
+	sub, err := bus.Conn().Subscribe("toolstream.g._.groups", func(m *nats.Msg) {
+		ev, err := events.Decode(m.Data)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		col.add(ev)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	bus.Conn().Flush()
+	sess, _ := tk.Session("g")
+	if err := sess.Emit("groups", map[string]any{"active": []string{"files"}}); err != nil {
+		t.Fatal(err)
+	}
+	evs := col.waitUntil(t, "the session event", func(evs []*events.Event) bool { return len(evs) == 1 })
+	if ev := evs[0]; ev.Call != "" || ev.Seq != 1 || string(ev.Data) != `{"active":["files"]}` {
+		t.Fatalf("%+v", ev)
+	}
+}
+
+// TestDurableReusedCallIDs: two runs that reuse call ids (a rerun scripted
+// conversation) are both stored: message ids only deduplicate republishing.
+func TestDurableReusedCallIDs(t *testing.T) {
+	bus := openBus(t, events.WithDurable(events.Durable{Memory: true}))
+	tk := kit(t, bus)
+	sess, _ := tk.Session("again")
+	for range 2 {
+		sess.Run(context.Background(), callsFor(2, 3))
+	}
+	s, err := bus.JetStream().Stream(context.Background(), bus.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-bus.JetStream().PublishAsyncComplete()
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := uint64(2 * 2 * (1 + 3 + 4 + 1)); info.State.Msgs != want {
+		t.Fatalf("%d events stored, want %d", info.State.Msgs, want)
 	}
 }

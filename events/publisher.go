@@ -28,18 +28,18 @@ import (
 // (Stats.Undelivered). In durable mode a publish that fails is retried with
 // the same Nats-Msg-Id, so the stream stores it once.
 type Publisher struct {
-	bus      *Bus
-	limit    int
-	instance string // tells session-level message ids of two processes apart
+	bus   *Bus
+	limit int
 
-	mu       sync.Mutex
-	queue    []*Event
-	spare    []*Event
-	progress int
-	enqueued uint64
-	closed   bool
-	wake     chan struct{}
-	done     chan struct{}
+	mu        sync.Mutex
+	queue     []*Event
+	spare     []*Event
+	progress  int
+	progressN atomic.Int64 // progress, readable without the lock
+	enqueued  uint64
+	closed    bool
+	wake      chan struct{}
+	done      chan struct{}
 
 	handled   atomic.Uint64 // events taken out of the queue and handed to NATS (or given up)
 	waitMu    sync.Mutex
@@ -64,6 +64,33 @@ type wire struct {
 	seq     uint64 // last sequence published
 	lastIn  uint64 // last toolkit sequence seen, to count drops
 	dropped uint64 // progress dropped since the last published progress
+	nonce   string // tells apart two calls that reuse a call id
+
+	// Built once per call: publishing should not build strings per event.
+	subjectBase string          // "<prefix>.<session>.<call>."
+	subjects    map[Type]string // full subjects by type
+	idBase      string          // "<session>.<call>.<nonce>."
+}
+
+func (p *Publisher) newWire(ev *Event) *wire {
+	w := &wire{nonce: nuid.Next(), subjects: make(map[Type]string, 5)}
+	call := SessionToken
+	if ev.Call != "" {
+		call = EncodeToken(ev.Call)
+	}
+	sess := EncodeToken(ev.Session)
+	w.subjectBase = p.bus.subjects.prefix() + "." + sess + "." + call + "."
+	w.idBase = sess + "." + call + "." + w.nonce + "."
+	return w
+}
+
+func (w *wire) subject(t Type) string {
+	s, ok := w.subjects[t]
+	if !ok {
+		s = w.subjectBase + EncodeToken(string(t))
+		w.subjects[t] = s
+	}
+	return s
 }
 
 // PublisherStats are the publisher's counters.
@@ -81,7 +108,7 @@ type PublisherStats struct {
 
 func newPublisher(b *Bus, limit int) *Publisher {
 	p := &Publisher{
-		bus: b, limit: limit, instance: nuid.Next(),
+		bus: b, limit: limit,
 		wake: make(chan struct{}, 1), done: make(chan struct{}), waiters: make(chan struct{}),
 		calls: make(map[callKey]*wire),
 	}
@@ -104,6 +131,7 @@ func (p *Publisher) Observe(ev *Event) {
 			return
 		}
 		p.progress++
+		p.progressN.Store(int64(p.progress))
 	}
 	p.queue = append(p.queue, ev)
 	p.enqueued++
@@ -112,6 +140,17 @@ func (p *Publisher) Observe(ev *Event) {
 	case p.wake <- struct{}{}:
 	default:
 	}
+}
+
+// AcceptProgress tells a toolkit, before it builds a progress event, whether
+// the publisher would queue it. When NATS is behind it declines: the event
+// is dropped without being made (and counted as dropped).
+func (p *Publisher) AcceptProgress() bool {
+	if p.progressN.Load() < int64(p.limit) {
+		return true
+	}
+	p.dropped.Add(1)
+	return false
 }
 
 // Flush waits until every event queued before the call has been handed to
@@ -169,6 +208,7 @@ func (p *Publisher) run() {
 			batch := p.queue
 			p.queue, p.spare = p.spare, nil
 			p.progress = 0
+			p.progressN.Store(0)
 			closed := p.closed
 			p.mu.Unlock()
 			for _, ev := range batch {
@@ -207,7 +247,7 @@ func (p *Publisher) publish(in *Event) {
 	key := callKey{in.Session, in.Call}
 	w := p.calls[key]
 	if w == nil {
-		w = &wire{}
+		w = p.newWire(in)
 		p.calls[key] = w
 	}
 	if in.Seq > w.lastIn+1 {
@@ -230,7 +270,7 @@ func (p *Publisher) publish(in *Event) {
 	}
 
 	p.buf = AppendJSON(p.buf[:0], &ev)
-	subject := p.bus.subjects.Event(&ev)
+	subject := w.subject(ev.Type)
 	if p.bus.js == nil {
 		if err := p.bus.nc.Publish(subject, p.buf); err != nil {
 			p.giveUp(subject, err)
@@ -241,25 +281,15 @@ func (p *Publisher) publish(in *Event) {
 	}
 	m := nats.NewMsg(subject)
 	m.Data = append([]byte(nil), p.buf...) // kept until acknowledged
-	m.Header.Set(jetstream.MsgIDHeader, p.msgID(&ev))
+	// The id is derived from session, call and sequence; the nonce drawn when
+	// the publisher first saw the call keeps two calls that reuse an id (a
+	// rerun conversation, a new process) from passing for duplicates.
+	m.Header.Set(jetstream.MsgIDHeader, w.idBase+strconv.FormatUint(ev.Seq, 10))
 	if _, err := p.bus.js.PublishMsgAsync(m); err != nil {
 		p.retry(m, err)
 		return
 	}
 	p.published.Add(1)
-}
-
-// msgID derives the Nats-Msg-Id from session, call and sequence, so that a
-// republished event is stored once. Session-level events carry the
-// publisher's instance too: their numbering restarts with the process.
-func (p *Publisher) msgID(ev *Event) string {
-	id := EncodeToken(ev.Session) + "."
-	if ev.Call == "" {
-		id += SessionToken + "." + p.instance + "."
-	} else {
-		id += EncodeToken(ev.Call) + "."
-	}
-	return id + strconv.FormatUint(ev.Seq, 10)
 }
 
 const maxRetries = 1 << 16

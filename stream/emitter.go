@@ -28,8 +28,9 @@ var ErrClosed = errors.New("stream: call already finished")
 // Sink receives what a tool emits. The toolkit implements it for each call;
 // tools never see it.
 type Sink interface {
-	// Progress delivers one progress update. It must not block.
-	Progress(p *events.Progress)
+	// Progress delivers one progress update: a message, the fraction done
+	// (negative when unknown) and optional JSON data. It must not block.
+	Progress(message string, fraction float64, data json.RawMessage)
 	// Delta appends one piece of the model-visible result.
 	Delta(p events.Part) error
 	// SetMeta records metadata for code and UIs (not for the model).
@@ -78,13 +79,10 @@ func (e *Emitter) Progress(message string, fraction float64) {
 	if e == nil || !e.listening {
 		return
 	}
-	p := &progressBox{}
-	p.Progress.Message = message
-	if fraction >= 0 && fraction <= 1 {
-		p.fraction = fraction
-		p.Progress.Fraction = &p.fraction
+	if !(fraction >= 0 && fraction <= 1) {
+		fraction = -1
 	}
-	e.sink.Progress(&p.Progress)
+	e.sink.Progress(message, fraction, nil)
 }
 
 // Step reports progress as done out of total (for example files scanned).
@@ -106,24 +104,16 @@ func (e *Emitter) Report(message string, fraction float64, data any) {
 	if e == nil || !e.listening {
 		return
 	}
-	p := &progressBox{}
-	p.Progress.Message = message
-	if fraction >= 0 && fraction <= 1 {
-		p.fraction = fraction
-		p.Progress.Fraction = &p.fraction
+	if !(fraction >= 0 && fraction <= 1) {
+		fraction = -1
 	}
+	var raw json.RawMessage
 	if data != nil {
 		if b, err := json.Marshal(data); err == nil {
-			p.Progress.Data = b
+			raw = b
 		}
 	}
-	e.sink.Progress(&p.Progress)
-}
-
-// progressBox keeps the fraction in the same allocation as the event body.
-type progressBox struct {
-	events.Progress
-	fraction float64
+	e.sink.Progress(message, fraction, raw)
 }
 
 // Text appends text to the model-visible result.

@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -17,7 +18,13 @@ type sink struct {
 	err      error
 }
 
-func (s *sink) Progress(p *events.Progress) { s.progress = append(s.progress, *p) }
+func (s *sink) Progress(message string, fraction float64, data json.RawMessage) {
+	p := events.Progress{Message: message, Data: data}
+	if fraction >= 0 {
+		p.Fraction = &fraction
+	}
+	s.progress = append(s.progress, p)
+}
 func (s *sink) Delta(p events.Part) error {
 	if s.err != nil {
 		return s.err

@@ -2,6 +2,7 @@ package toolkit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -362,20 +363,31 @@ func (c *call) addDelta(p Part) {
 	}
 }
 
+// progressBody keeps the fraction in the event's allocation.
+type progressBody struct {
+	events.Progress
+	fraction float64
+}
+
 // Progress implements stream.Sink.
-func (c *call) Progress(p *events.Progress) {
+func (c *call) Progress(message string, fraction float64, data json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.finished || !c.observed() {
 		return
 	}
-	b := &eventBox[struct{}]{}
-	c.seq++
-	b.ev = events.Event{
-		Version: events.Version, Type: events.TypeProgress, Session: c.run.sess.id,
-		Call: c.call.ID, Tool: c.call.Name, Seq: c.seq, Time: time.Now(), Progress: p,
+	if !c.run.obs.acceptsProgress() {
+		c.seq++ // the gap tells observers downstream that progress was dropped
+		return
 	}
-	c.dispatch(&b.ev, nil)
+	ev, body := newEvent[progressBody](c, events.TypeProgress)
+	body.Message, body.Data = message, data
+	if fraction >= 0 {
+		body.fraction = fraction
+		body.Fraction = &body.fraction
+	}
+	ev.Progress = &body.Progress
+	c.dispatch(ev, nil)
 }
 
 // Delta implements stream.Sink.
@@ -428,7 +440,12 @@ func (ct *content) flushTail() {
 	}
 }
 
+// parts returns the content, never nil: "content" is always an array on
+// the wire.
 func (ct *content) parts() []Part {
 	ct.flushTail()
+	if ct.list == nil {
+		return []Part{}
+	}
 	return ct.list
 }

@@ -111,7 +111,47 @@ func (tk *Toolkit) ObserveInline(obs Observer) (remove func()) {
 type observerSet struct {
 	inline   []*inlineObserver
 	boxes    []*mailbox
-	flushers []Flusher // inline observers that hand events on later
+	flushers []Flusher      // inline observers that hand events on later
+	gates    []ProgressGate // set when every observer is a ProgressGate
+}
+
+// ProgressGate is an inline observer that can decline progress events
+// before they are built, such as a publisher whose queue is full. When every
+// observer of a run is a gate and all decline, the engine skips building the
+// event; its sequence number is still used up, so the gap shows the drop.
+type ProgressGate interface {
+	Observer
+	AcceptProgress() bool
+}
+
+// acceptsProgress reports whether a progress event should be built.
+func (s *observerSet) acceptsProgress() bool {
+	if len(s.gates) == 0 {
+		return true
+	}
+	for _, g := range s.gates {
+		if g.AcceptProgress() {
+			return true
+		}
+	}
+	return false
+}
+
+// withGates recomputes gates after a change.
+func (s *observerSet) withGates() *observerSet {
+	s.gates = nil
+	if len(s.boxes) > 0 || len(s.inline) == 0 {
+		return s
+	}
+	for _, o := range s.inline {
+		g, ok := o.obs.(ProgressGate)
+		if !ok {
+			s.gates = nil
+			return s
+		}
+		s.gates = append(s.gates, g)
+	}
+	return s
 }
 
 // Flusher is an inline observer that hands events on asynchronously (the
@@ -154,7 +194,7 @@ func (tk *Toolkit) attach(obs Observer, inline bool) (remove func()) {
 	} else {
 		next.boxes = append(next.boxes, mb)
 	}
-	tk.observers.Store(next)
+	tk.observers.Store(next.withGates())
 	tk.obsMu.Unlock()
 	var once sync.Once
 	return func() {
@@ -170,7 +210,7 @@ func (tk *Toolkit) attach(obs Observer, inline bool) (remove func()) {
 				}
 			}
 			next.boxes = slices.DeleteFunc(next.boxes, func(m *mailbox) bool { return m == mb })
-			tk.observers.Store(next)
+			tk.observers.Store(next.withGates())
 			tk.obsMu.Unlock()
 			if mb != nil {
 				mb.close()

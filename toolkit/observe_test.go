@@ -229,3 +229,34 @@ func TestLogging(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionEvents: session-level events reach inline and asynchronous
+// observers, numbered per session; lifecycle types are refused.
+func TestSessionEvents(t *testing.T) {
+	inline, async := &recorder{}, &recorder{}
+	tk := newKit(t, toolkit.WithInlineObserver(inline), toolkit.WithObserver(async))
+	s := session(t, tk, "s")
+	for i := range 3 {
+		if err := s.Emit("groups", map[string]any{"active": []string{"files"}, "n": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Emit(events.TypeResult, nil); err == nil {
+		t.Fatal("a lifecycle type was accepted as a session event")
+	}
+	if err := s.Emit("x", make(chan int)); err == nil {
+		t.Fatal("an unmarshalable body was accepted")
+	}
+	got := inline.of("")
+	if len(got) != 3 || got[2].Seq != 3 || got[0].Type != "groups" || string(got[1].Data) != `{"active":["files"],"n":1}` {
+		t.Fatalf("inline observer got %+v", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tk.Close(ctx); err != nil { // delivers what the async observer has queued
+		t.Fatal(err)
+	}
+	if len(async.of("")) != 3 {
+		t.Fatalf("async observer got %d session events", len(async.of("")))
+	}
+}

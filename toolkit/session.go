@@ -1,12 +1,17 @@
 package toolkit
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/toolstream/toolstream/events"
 )
 
 // MaxSessionIDLen is the longest session id accepted, in bytes.
@@ -17,12 +22,14 @@ const MaxSessionIDLen = 256
 // with the packages that add them). Its methods are safe for concurrent use,
 // and runs of one session may overlap.
 type Session struct {
-	tk *Toolkit
-	id string
+	tk  *Toolkit
+	id  string
+	seq atomic.Uint64 // session-level events
 
 	mu        sync.Mutex
 	suspended map[string]*call
 	closed    bool
+	emitMu    sync.Mutex
 }
 
 // Session returns the session with the given id, creating it on first use.
@@ -147,6 +154,36 @@ func (s *Session) Close() {
 		c.finish(StateInterrupted, nil, &callError{kind: ErrInterrupted, cause: ErrClosed,
 			msg: fmt.Sprintf("tool %q was interrupted: the session was closed", c.call.Name)})
 	}
+}
+
+// Emit sends a session-level event (what UIs show beside calls, such as the
+// tool groups now active) to every observer: type typ, body data marshalled
+// to JSON into Event.Data. Session-level events are numbered per session.
+// Types must not be those of the call lifecycle.
+func (s *Session) Emit(typ events.Type, data any) error {
+	switch typ {
+	case events.TypeStart, events.TypeProgress, events.TypeDelta, events.TypeSuspend, events.TypeResult, "":
+		return fmt.Errorf("toolkit: %q is not a session-level event type", typ)
+	}
+	obs := s.tk.observers.Load()
+	if obs.empty() {
+		return nil
+	}
+	body, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("toolkit: session event %q: %w", typ, err)
+	}
+	ev := &events.Event{Version: events.Version, Type: typ, Session: s.id, Time: time.Now(), Data: body}
+	s.emitMu.Lock()
+	defer s.emitMu.Unlock() // numbering and delivery in the same order
+	ev.Seq = s.seq.Add(1)
+	for _, o := range obs.inline {
+		s.tk.deliverInline(o.obs, ev)
+	}
+	for _, mb := range obs.boxes {
+		mb.push(item{ev: ev})
+	}
+	return nil
 }
 
 // suspend parks a call until Submit. It fails when the id is taken.

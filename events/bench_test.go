@@ -1,0 +1,316 @@
+package events_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// These benchmarks compare toolstream's path (tools emitting through the
+// toolkit and the publisher) with raw nats.go doing the same amount of NATS
+// work, side by side in one benchmark, and report the ratios.
+
+const progressMsg = "scanning internal/schema/validate.go (file 42)"
+
+// sampleEvent is what a progress event of the benchmark looks like on the
+// wire, so that the raw side sends messages of the same size.
+func sampleEvent() []byte {
+	f := 0.42
+	ev := &events.Event{Version: events.Version, Type: events.TypeProgress, Session: "bench", Call: "call-12",
+		Tool: "emit", Seq: 123, Time: time.Now(), Progress: &events.Progress{Message: progressMsg, Fraction: &f}}
+	return events.AppendJSON(nil, ev)
+}
+
+// emitKit is a toolkit whose "emit" tool reports n progress events.
+func emitKit(b *testing.B, bus *events.Bus) *toolkit.Toolkit {
+	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithMaxParallel(64), toolkit.WithFlushTimeout(time.Minute))
+	b.Cleanup(func() { tk.Close(context.Background()) })
+	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "emit", ConcurrencySafe: true}, func(ctx context.Context, in struct {
+		N int `json:"n"`
+	}) (struct{}, error) {
+		em := stream.From(ctx)
+		for i := range in.N {
+			em.Progress(progressMsg, float64(i)/float64(in.N))
+		}
+		return struct{}{}, nil
+	}))
+	return tk
+}
+
+func emitCalls(tools, n int) []toolkit.Call {
+	calls := make([]toolkit.Call, tools)
+	for i := range calls {
+		calls[i] = toolkit.Call{ID: fmt.Sprintf("call-%d", i), Name: "emit", Args: []byte(fmt.Sprintf(`{"n":%d}`, n))}
+	}
+	return calls
+}
+
+// counter counts messages on its own connection to the server, like a UI.
+type counter struct {
+	n    atomic.Int64
+	nc   *nats.Conn
+	want atomic.Int64
+	done chan struct{}
+	mu   sync.Mutex
+}
+
+func newCounter(b *testing.B, bus *events.Bus, subject string) *counter {
+	nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &counter{nc: nc}
+	sub, err := nc.Subscribe(subject, func(*nats.Msg) {
+		if c.n.Add(1) == c.want.Load() {
+			c.mu.Lock()
+			close(c.done)
+			c.mu.Unlock()
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sub.SetPendingLimits(-1, -1)
+	nc.Flush()
+	b.Cleanup(func() { nc.Close() })
+	return c
+}
+
+// expect arms the counter for want more messages.
+func (c *counter) expect(want int64) {
+	c.mu.Lock()
+	c.done = make(chan struct{})
+	c.mu.Unlock()
+	c.n.Store(0)
+	c.want.Store(want)
+}
+
+func (c *counter) wait(b *testing.B) {
+	c.mu.Lock()
+	done := c.done
+	c.mu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		b.Fatalf("subscriber got %d of %d messages", c.n.Load(), c.want.Load())
+	}
+}
+
+// BenchmarkProgressThroughput: 64 concurrent tools emitting progress, one
+// subscriber, against a raw publish loop of same-size messages. Reports
+// delivered events per second of each and their ratio (target >= 0.7).
+func BenchmarkProgressThroughput(b *testing.B) {
+	bus := openBus(b)
+	tk := emitKit(b, bus)
+	sess, _ := tk.Session("bench")
+	const tools, perTool = 64, 500
+	calls := emitCalls(tools, perTool)
+	sub := newCounter(b, bus, bus.Subjects().All())
+	// Same subject shape as ours (four tokens, a ">" subscription), so that
+	// only what toolstream adds is measured.
+	raw := newCounter(b, bus, "raw.>")
+	payload := sampleEvent()
+	pubConn, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pubConn.Close()
+
+	var ours, theirs []float64
+	var dropped uint64
+	for b.Loop() {
+		// toolstream: every event of the batch, progress that survived included.
+		before := bus.Publisher().Stats()
+		start := time.Now()
+		sub.expect(1 << 62) // unknown until the run ends
+		sess.Run(context.Background(), calls)
+		after := bus.Publisher().Stats()
+		published := int64(after.Published - before.Published)
+		dropped += after.DroppedProgress - before.DroppedProgress
+		sub.want.Store(published)
+		if sub.n.Load() >= published {
+			sub.mu.Lock()
+			select {
+			case <-sub.done:
+			default:
+				close(sub.done)
+			}
+			sub.mu.Unlock()
+		}
+		sub.wait(b)
+		ours = append(ours, float64(published)/time.Since(start).Seconds())
+
+		// raw nats.go: the same number of same-size messages.
+		raw.expect(published)
+		start = time.Now()
+		for range published {
+			if err := pubConn.Publish("raw.bench.call-12.progress", payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+		raw.wait(b)
+		theirs = append(theirs, float64(published)/time.Since(start).Seconds())
+	}
+	o, t := median(ours), median(theirs)
+	b.ReportMetric(o, "toolstream-events/s")
+	b.ReportMetric(t, "raw-msgs/s")
+	b.ReportMetric(o/t, "ratio")
+	b.ReportMetric(float64(dropped)/float64(b.N), "dropped-progress/op")
+	b.ReportMetric(float64(len(payload)), "bytes/msg")
+}
+
+// BenchmarkEmitLatency: from a tool emitting one progress event to a
+// subscriber receiving it, against raw publish-to-subscriber of same-size
+// messages. Reports p50 and p99 of each and the p50 ratio (target <= 1.5).
+func BenchmarkEmitLatency(b *testing.B) {
+	bus := openBus(b)
+	sess, _ := emitKit(b, bus).Session("lat")
+	arrived := make(chan struct{}, 1)
+	subConn, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer subConn.Close()
+	for _, subj := range []string{bus.Subjects().AllOfType(events.TypeProgress), "raw.*.*.progress"} {
+		if _, err := subConn.Subscribe(subj, func(*nats.Msg) { arrived <- struct{}{} }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	subConn.Flush()
+	pubConn, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pubConn.Close()
+	payload := sampleEvent()
+
+	const perRound = 200
+	var ours, theirs []time.Duration
+	tk := sess.Toolkit()
+	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "pingpong"}, func(ctx context.Context, _ struct{}) (struct{}, error) {
+		em := stream.From(ctx)
+		for range perRound {
+			t0 := time.Now()
+			em.Progress(progressMsg, 0.5)
+			<-arrived
+			ours = append(ours, time.Since(t0))
+		}
+		return struct{}{}, nil
+	}), toolkit.Replace())
+	for b.Loop() {
+		sess.Run(context.Background(), []toolkit.Call{{ID: "p", Name: "pingpong"}})
+		for range perRound {
+			t0 := time.Now()
+			pubConn.Publish("raw.lat.call-1.progress", payload)
+			<-arrived
+			theirs = append(theirs, time.Since(t0))
+		}
+	}
+	op50, op99 := percentile(ours, 50), percentile(ours, 99)
+	tp50, tp99 := percentile(theirs, 50), percentile(theirs, 99)
+	b.ReportMetric(float64(op50)/1e3, "toolstream-p50-µs")
+	b.ReportMetric(float64(op99)/1e3, "toolstream-p99-µs")
+	b.ReportMetric(float64(tp50)/1e3, "raw-p50-µs")
+	b.ReportMetric(float64(tp99)/1e3, "raw-p99-µs")
+	b.ReportMetric(float64(op50)/float64(tp50), "p50-ratio")
+}
+
+// BenchmarkDurableThroughput: durable mode (JetStream, file storage, msg-id
+// de-duplication) against raw JetStream async publishing of same-size
+// messages to a stream with the same settings, with msg ids as durable mode
+// sends them and without. Reports stored events per second and the ratios
+// (target >= 0.7 of raw): ratio-vs-msgid compares like with like, ratio
+// against publishing without ids, which the de-duplication of durable mode
+// cannot match (its cost shows in raw-msgid vs raw).
+func BenchmarkDurableThroughput(b *testing.B) {
+	bus := openBus(b, events.WithDurable(events.Durable{}), events.WithPublisherQueue(1<<20))
+	tk := emitKit(b, bus)
+	sess, _ := tk.Session("durable")
+	const tools, perTool = 64, 100
+	calls := emitCalls(tools, perTool)
+	js := bus.JetStream()
+	ctx := context.Background()
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "RAW", Subjects: []string{"raw.>"},
+		Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute}); err != nil {
+		b.Fatal(err)
+	}
+	payload := sampleEvent()
+	stored := func(stream string) uint64 {
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			b.Fatal(err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+
+	var ours, rawIDs, rawPlain []float64
+	n := 0
+	for b.Loop() {
+		n++
+		before := stored(bus.Stream())
+		start := time.Now()
+		sess.Run(ctx, calls)
+		<-js.PublishAsyncComplete()
+		count := stored(bus.Stream()) - before
+		if count == 0 {
+			time.Sleep(time.Second)
+			b.Fatalf("nothing stored: publisher %+v, before %d, now %d, pending %d", bus.Publisher().Stats(), before, stored(bus.Stream()), js.PublishAsyncPending())
+		}
+		ours = append(ours, float64(count)/time.Since(start).Seconds())
+
+		for _, withID := range []bool{true, false} {
+			start = time.Now()
+			for i := range count {
+				m := nats.NewMsg(fmt.Sprintf("raw.durable.call-%d.progress", i%64))
+				m.Data = payload
+				var opts []jetstream.PublishOpt
+				if withID {
+					opts = append(opts, jetstream.WithMsgID(fmt.Sprintf("%d.%d", n, i)))
+				}
+				if _, err := js.PublishMsgAsync(m, opts...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			<-js.PublishAsyncComplete()
+			rate := float64(count) / time.Since(start).Seconds()
+			if withID {
+				rawIDs = append(rawIDs, rate)
+			} else {
+				rawPlain = append(rawPlain, rate)
+			}
+		}
+	}
+	o, ti, tp := median(ours), median(rawIDs), median(rawPlain)
+	b.ReportMetric(o, "toolstream-events/s")
+	b.ReportMetric(ti, "raw-msgid-msgs/s")
+	b.ReportMetric(tp, "raw-msgs/s")
+	b.ReportMetric(o/tp, "ratio")
+	b.ReportMetric(o/ti, "ratio-vs-msgid")
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, len(s)*p/100)]
+}
