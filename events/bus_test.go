@@ -55,6 +55,13 @@ func kit(t testing.TB, bus *events.Bus, opts ...toolkit.Option) *toolkit.Toolkit
 			t.Errorf("toolkit Close: %v", err)
 		}
 	})
+	kitTools(t, tk)
+	return tk
+}
+
+// kitTools registers the test tools: "streamer" (progress and a line per
+// step) and "failer".
+func kitTools(t testing.TB, tk *toolkit.Toolkit) {
 	type streamIn struct {
 		Lines int `json:"lines"`
 	}
@@ -81,7 +88,6 @@ func kit(t testing.TB, bus *events.Bus, opts ...toolkit.Option) *toolkit.Toolkit
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return tk
 }
 
 func callsFor(n int, lines int) []toolkit.Call {

@@ -1,0 +1,155 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// TestOpenWithURLFromEnv: TOOLSTREAM_NATS_URL connects to that server
+// instead of embedding one; events arrive there.
+func TestOpenWithURLFromEnv(t *testing.T) {
+	ns := startNATS(t)
+	t.Setenv(events.EnvURL, ns.url())
+	bus := openBus(t, events.WithNATSOptions(nats.Name("env test")))
+	if bus.Server() != nil {
+		t.Fatal("an embedded server was started although a URL was set")
+	}
+	if got := bus.Conn().ConnectedUrl(); got != ns.url() {
+		t.Fatalf("connected to %s", got)
+	}
+	// A client of that server sees the events.
+	nc, err := nats.Connect(ns.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	got := make(chan *nats.Msg, 64)
+	sub, err := nc.ChanSubscribe(bus.Subjects().Session("env"), got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	nc.Flush()
+	tk := kit(t, bus)
+	sess, _ := tk.Session("env")
+	sess.Run(context.Background(), callsFor(1, 1))
+	select {
+	case m := <-got:
+		if !strings.HasPrefix(m.Subject, "toolstream.env.call-0.") {
+			t.Fatalf("subject %s", m.Subject)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event on the external server")
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	if _, err := events.Open(ctx, events.WithPrefix("bad prefix")); err == nil {
+		t.Error("a prefix with a space was accepted")
+	}
+	if _, err := events.Open(ctx, events.WithListen("nonsense")); err == nil || !strings.Contains(err.Error(), "listen address") {
+		t.Errorf("bad listen address: %v", err)
+	}
+	_, err := events.Open(ctx, events.WithURL("nats://user:secret@127.0.0.1:1"), events.WithNATSOptions(nats.RetryOnFailedConnect(false)))
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("connecting to nothing: %v (a password must never show)", err)
+	}
+}
+
+// TestEmbeddedStoreIsPrivateAndRemoved: the embedded server's JetStream
+// store is a directory of its own, gone after Close.
+func TestEmbeddedStoreIsPrivateAndRemoved(t *testing.T) {
+	ctx := context.Background()
+	a, err := events.Open(ctx, events.WithDurable(events.Durable{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := events.Open(ctx, events.WithDurable(events.Durable{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	da, db := a.Server().StoreDir(), b.Server().StoreDir()
+	if da == db {
+		t.Fatalf("two buses share the store %s", da)
+	}
+	for _, bus := range []*events.Bus{a, b} {
+		if err := bus.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{da, db} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("store %s still there after Close: %v", d, err)
+		}
+	}
+}
+
+// TestWebSocketListener: a client connecting over WebSocket (as nats.js in
+// a browser would) receives the events.
+func TestWebSocketListener(t *testing.T) {
+	bus := openBus(t, events.WithWebSocket("127.0.0.1:0"))
+	url := bus.WebSocketURL()
+	if !strings.HasPrefix(url, "ws://127.0.0.1:") {
+		t.Fatalf("websocket URL %q", url)
+	}
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	got := make(chan *nats.Msg, 64)
+	sub, err := nc.ChanSubscribe(bus.Subjects().AllOfType(events.TypeResult), got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	nc.Flush()
+	tk := kit(t, bus)
+	sess, _ := tk.Session("ws")
+	sess.Run(context.Background(), callsFor(1, 1))
+	select {
+	case m := <-got:
+		ev, err := events.Decode(m.Data)
+		if err != nil || ev.Type != events.TypeResult || ev.Session != "ws" {
+			t.Fatalf("%v %+v", err, ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no result over WebSocket")
+	}
+}
+
+// TestUndeliveredIsCounted: when NATS is gone for good and the reconnect
+// buffer is full, tools still finish on time and the publisher counts and
+// logs what it could not deliver.
+func TestUndeliveredIsCounted(t *testing.T) {
+	ns := startNATS(t)
+	bus := openBus(t, events.WithURL(ns.url()), events.WithNATSOptions(nats.ReconnectBufSize(4096)))
+	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithFlushTimeout(100*time.Millisecond))
+	defer tk.Close(context.Background())
+	kitTools(t, tk)
+	ns.stop() // and it never comes back
+	sess, _ := tk.Session("gone")
+	start := time.Now()
+	rs := sess.Run(context.Background(), callsFor(4, 50))
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the run took %v with NATS gone", took)
+	}
+	for _, r := range rs {
+		if r.State != toolkit.StateSuccess {
+			t.Fatalf("%s: %s", r.Call.ID, r.State)
+		}
+	}
+	if s := bus.Publisher().Stats(); s.Undelivered == 0 {
+		t.Fatalf("nothing counted as undelivered: %+v", s)
+	}
+}
