@@ -357,3 +357,12 @@ func TestSubjectsSessionIsolation(t *testing.T) {
 		}
 	}
 }
+
+// TestDocumentedTokenExamples keeps docs/events.md honest.
+func TestDocumentedTokenExamples(t *testing.T) {
+	for id, tok := range map[string]string{"conv-42": "conv-42", "a.b": "~YS5i", "a.>": "~YS4-", "日本": "~5pel5pys", "": "~", "_x": "~X3g"} {
+		if got := EncodeToken(id); got != tok {
+			t.Errorf("EncodeToken(%q) = %q, the docs say %q", id, got, tok)
+		}
+	}
+}

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -35,8 +36,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	dir := fs.String("dir", ".", "folder the demo's tools work on")
 	session := fs.String("session", "demo", "session id")
 	verbose := fs.Bool("v", false, "log every call (zerolog, to stderr)")
+	natsURL := fs.String("nats", os.Getenv(events.EnvURL), "NATS server URL; empty: an embedded server (default $"+events.EnvURL+")")
+	listen := fs.String("listen", "127.0.0.1:4222", "address of the embedded server's listener for outside clients (port 0: any free port)")
+	durable := fs.Bool("durable", false, "keep events in a JetStream stream (replayable)")
+	wait := fs.Bool("wait", false, "wait for Enter before the batch runs, so that you can start watching first")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: go run ./cmd/demo [flags]\n\nRuns a batch of tool calls against a folder and prints progress apart from results.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: go run ./cmd/demo [flags]\n\nRuns a batch of tool calls against a folder, prints progress apart from results, and publishes every event to NATS.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -54,8 +59,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *verbose {
 		logger = zerolog.New(zerolog.ConsoleWriter{Out: stderr}).With().Timestamp().Logger()
 	}
+	bus, err := openBus(ctx, *natsURL, *listen, *durable, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = bus.Close(cctx)
+	}()
 	out := &printer{w: stdout, last: map[string]int{}}
-	tk := toolkit.New(toolkit.WithObserver(out), toolkit.WithLogger(logger))
+	tk := toolkit.New(toolkit.WithObserver(out), toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithLogger(logger))
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -75,6 +89,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	for _, c := range calls {
 		fmt.Fprintf(stdout, "  %-8s %s %s\n", c.ID, c.Name, c.Args)
 	}
+	printWatch(stdout, bus, sess.ID())
+	if *wait {
+		fmt.Fprint(stdout, "\nPress Enter to run the batch... ")
+		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil && err != io.EOF {
+			return err
+		}
+	}
 	fmt.Fprintln(stdout, "\n--- progress (for people; never shown to the model) ---")
 
 	start := time.Now()
@@ -91,7 +112,46 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "\n[%s] %s -> %s\n", r.Call.ID, r.Call.Name, r.State)
 		fmt.Fprintln(stdout, indent(clip(r.Text(), 12), "    "))
 	}
+	st := bus.Publisher().Stats()
+	fmt.Fprintf(stdout, "\n%d events published to NATS (%d progress dropped, %d undelivered)\n", st.Published, st.DroppedProgress, st.Undelivered)
 	return nil
+}
+
+// openBus opens the NATS side: the given server, or an embedded one that
+// outside clients reach on listen (any free port if that one is taken).
+func openBus(ctx context.Context, url, listen string, durable bool, log zerolog.Logger) (*events.Bus, error) {
+	opts := []events.Option{events.WithLogger(log)}
+	if url != "" {
+		opts = append(opts, events.WithURL(url))
+	}
+	if durable {
+		opts = append(opts, events.WithDurable(events.Durable{}))
+	}
+	if url != "" || listen == "" {
+		return events.Open(ctx, opts...)
+	}
+	bus, err := events.Open(ctx, append(opts, events.WithListen(listen))...)
+	if err != nil && strings.Contains(err.Error(), "address already in use") {
+		bus, err = events.Open(ctx, append(opts, events.WithListen("127.0.0.1:0"))...)
+	}
+	return bus, err
+}
+
+// printWatch tells how to watch the events with the nats CLI.
+func printWatch(w io.Writer, bus *events.Bus, session string) {
+	url := bus.ClientURL()
+	if url == "" {
+		fmt.Fprintln(w, "\nEvents go to an embedded NATS server without a listener (-listen to open one).")
+		return
+	}
+	subj := bus.Subjects()
+	fmt.Fprintf(w, "\nEvents go to NATS at %s. Watch them with the nats CLI (go install github.com/nats-io/natscli/nats@v0.5.0):\n", url)
+	fmt.Fprintf(w, "  nats sub '%s' --server %s            # this session, everything\n", subj.Session(session), url)
+	fmt.Fprintf(w, "  nats sub '%s' --server %s      # final results, all sessions\n", subj.AllOfType(events.TypeResult), url)
+	fmt.Fprintf(w, "  nats sub '%s' --server %s    # progress only\n", subj.AllOfType(events.TypeProgress), url)
+	if bus.Stream() != "" {
+		fmt.Fprintf(w, "  nats stream view %s --server %s          # replay what was kept\n", bus.Stream(), url)
+	}
 }
 
 // scriptedTurn is what a model might ask for in one turn: three parallel

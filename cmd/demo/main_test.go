@@ -10,7 +10,7 @@ import (
 // progress and results apart, and the errors a model would get.
 func TestDemoRuns(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if err := run([]string{"-dir", "../.."}, &out, &errOut); err != nil {
+	if err := run([]string{"-dir", "../..", "-listen", "127.0.0.1:0"}, &out, &errOut); err != nil {
 		t.Fatalf("demo failed: %v\n%s", err, errOut.String())
 	}
 	s := out.String()
@@ -18,7 +18,7 @@ func TestDemoRuns(t *testing.T) {
 	if !ok {
 		t.Fatalf("no results section:\n%s", s)
 	}
-	for _, want := range []string{"start   call_1", "100%", "success call_2", "completion order:"} {
+	for _, want := range []string{"start   call_1", "100%", "success call_2", "completion order:", "nats sub 'toolstream.demo.>' --server nats://127.0.0.1:"} {
 		if !strings.Contains(progress, want) {
 			t.Errorf("progress section lacks %q:\n%s", want, progress)
 		}
@@ -35,6 +35,9 @@ func TestDemoRuns(t *testing.T) {
 	}
 	if strings.Contains(results, "counted ") || strings.Contains(results, "searching ") {
 		t.Error("progress messages leaked into the results")
+	}
+	if !strings.Contains(results, "events published to NATS (0 progress dropped, 0 undelivered)") {
+		t.Errorf("no publishing summary:\n%s", results)
 	}
 }
 
