@@ -164,4 +164,5 @@ func TestNATSStoppedMidRun(t *testing.T) {
 	if len(byCall) != len(calls) {
 		t.Fatalf("events of %d calls", len(byCall))
 	}
+	t.Logf("publisher after the outage: %+v", bus.Publisher().Stats())
 }

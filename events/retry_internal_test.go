@@ -1,0 +1,58 @@
+package events
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestRetryIsStoredOnce: a durable publish whose acknowledgement was lost is
+// retried with the same Nats-Msg-Id, and the stream keeps one copy.
+func TestRetryIsStoredOnce(t *testing.T) {
+	ctx := context.Background()
+	bus, err := Open(ctx, WithDurable(Durable{Memory: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close(ctx)
+	p := bus.Publisher()
+	ev := &Event{Version: Version, Type: TypeResult, Session: "s", Call: "c", Seq: 1, Time: time.Now(),
+		Result: &Result{State: StateSuccess, Content: []Part{Text("ok")}}}
+	p.Observe(ev)
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-bus.js.PublishAsyncComplete()
+
+	// The same message, as the error handler would hand it back after a lost ack.
+	w := p.newWire(ev)
+	m := nats.NewMsg(w.subject(ev.Type))
+	m.Data = AppendJSON(nil, &Event{Version: Version, Type: TypeResult, Session: "s", Call: "c", Seq: 1, Time: ev.Time, Result: ev.Result})
+	stream, err := bus.js.Stream(ctx, bus.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := stream.GetLastMsgForSubject(ctx, w.subject(ev.Type))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := stored.Header.Get(jetstream.MsgIDHeader)
+	if !strings.HasPrefix(id, "s.c.") || !strings.HasSuffix(id, ".1") {
+		t.Fatalf("Nats-Msg-Id %q is not <session>.<call>.<nonce>.<seq>", id)
+	}
+	m.Header.Set(jetstream.MsgIDHeader, id)
+	p.retry(m, nats.ErrTimeout)
+	p.publishRetries()
+	<-bus.js.PublishAsyncComplete()
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 || p.Stats().Retried != 1 {
+		t.Fatalf("%d messages stored, %d retried: a retry must be stored once", info.State.Msgs, p.Stats().Retried)
+	}
+}
