@@ -18,11 +18,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// nats-server keeps a few process-wide goroutines once started.
-		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*Server).startGoRoutine.func1"),
-		goleak.IgnoreTopFunction("time.Sleep"),
-	)
+	goleak.VerifyTestMain(m)
 }
 
 // openBus opens a bus closed at the end of the test.

@@ -17,9 +17,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*Server).startGoRoutine.func1"),
-	)
+	goleak.VerifyTestMain(m)
 }
 
 func newKit(t *testing.T, opts ...toolkit.Option) *toolkit.Toolkit {
