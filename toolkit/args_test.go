@@ -97,7 +97,11 @@ func TestDefaultsReachHandler(t *testing.T) {
 
 func TestPresets(t *testing.T) {
 	s, got, _ := scanKit(t, toolkit.Spec{Presets: map[string]any{"path": "/workspace", "limit": 50}})
-	def := s.Definitions()[0]
+	defs, err := s.Definitions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := defs[0]
 	var params struct {
 		Properties map[string]any `json:"properties"`
 		Required   []string       `json:"required"`

@@ -126,8 +126,14 @@ func (c *call) exec() bool {
 	c.mu.Unlock()
 
 	if c.preErr != nil {
-		c.finish(StateError, nil, c.preErr)
+		c.finish(StateError, nil, c.refinePreErr())
 		return true
+	}
+	if v := c.run.vis; v != nil {
+		if err := v.Allow(c, c.run.sess, c.tool); err != nil {
+			c.finish(StateError, nil, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()})
+			return true
+		}
 	}
 	args, err := c.tool.prepare(c.call.Args)
 	if err != nil {
@@ -152,6 +158,20 @@ func (c *call) exec() bool {
 	default:
 		return c.finish(StateError, parts, err)
 	}
+}
+
+// refinePreErr lists, for an unknown tool, what this session can call rather
+// than everything registered.
+func (c *call) refinePreErr() error {
+	ue, ok := c.preErr.(*UnknownToolError)
+	if !ok || c.run.vis == nil {
+		return c.preErr
+	}
+	tools, err := c.run.sess.Tools(c)
+	if err != nil {
+		return c.preErr
+	}
+	return unknownTool(ue.Name, tools)
 }
 
 func (c *call) invoke(ctx context.Context, args prepared) (parts []Part, err error) {

@@ -31,6 +31,7 @@ type Run struct {
 	calls     []call
 	one       [1]call      // storage for the common single-call batch
 	obs       *observerSet // observers of this run's calls
+	vis       Visibility   // the toolkit's visibility when the run started
 	completed chan int     // call index as each finishes; ^index for a suspension
 	done      chan struct{}
 	flush     flush
@@ -81,6 +82,7 @@ func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 		sess:      s,
 		seq:       tk.runSeq.Add(1),
 		obs:       tk.observers.Load(),
+		vis:       tk.visibility(),
 		completed: make(chan int, 2*len(calls)), // a suspension and a result per call at most
 		done:      make(chan struct{}),
 	}
@@ -121,7 +123,7 @@ func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 		if t, ok := reg.byName[in.Name]; ok {
 			c.tool = t
 		} else if c.preErr == nil {
-			c.preErr = unknownTool(in.Name, reg)
+			c.preErr = unknownTool(in.Name, reg.order)
 		}
 	}
 

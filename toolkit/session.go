@@ -88,10 +88,6 @@ func (s *Session) ID() string { return s.id }
 // Toolkit returns the toolkit the session belongs to.
 func (s *Session) Toolkit() *Toolkit { return s.tk }
 
-// Definitions returns the definitions of the tools this session may call,
-// ready for an LLM request.
-func (s *Session) Definitions() []Definition { return s.tk.Definitions() }
-
 // Submit completes a suspended call of this session (an external tool's)
 // with content the tool produced outside, or with an error. Observers see the
 // content as the call's deltas and then its result, and the run the call

@@ -11,9 +11,9 @@ const maxListed = 30
 
 // unknownTool builds the error for a call to a tool that is not registered,
 // naming the closest registered tools.
-func unknownTool(name string, reg *registry) *UnknownToolError {
-	names := make([]string, len(reg.order))
-	for i, t := range reg.order {
+func unknownTool(name string, tools []*Tool) *UnknownToolError {
+	names := make([]string, len(tools))
+	for i, t := range tools {
 		names[i] = t.spec.Name
 	}
 	e := &UnknownToolError{Name: name, Suggestions: suggest(name, names, 3)}

@@ -21,6 +21,7 @@ type Toolkit struct {
 
 	obsMu     sync.Mutex
 	observers atomic.Pointer[observerSet]
+	vis       atomic.Pointer[Visibility]
 
 	sessMu   sync.Mutex
 	sessions map[string]*Session
@@ -138,7 +139,8 @@ func (tk *Toolkit) Tools() []*Tool {
 }
 
 // Definitions returns the definitions of all registered tools, ready for an
-// LLM request. Use [Session.Definitions] for what one session may see.
+// LLM request. Use [Session.Definitions] for what one session may see (the
+// two differ once a Visibility is installed).
 func (tk *Toolkit) Definitions() []Definition {
 	order := tk.reg.Load().order
 	defs := make([]Definition, len(order))

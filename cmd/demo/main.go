@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -75,7 +76,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		defer cancel()
 		_ = tk.Close(cctx)
 	}()
-	if err := registerTools(tk, root); err != nil {
+	gm, err := registerTools(tk, root)
+	if err != nil {
 		return err
 	}
 	sess, err := tk.Session(*session)
@@ -83,37 +85,66 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	calls := scriptedTurn()
-	fmt.Fprintf(stdout, "toolstream demo: %d tools on %s, session %q\n", len(tk.Tools()), root, sess.ID())
-	fmt.Fprintf(stdout, "The model asks for %d calls:\n", len(calls))
-	for _, c := range calls {
-		fmt.Fprintf(stdout, "  %-8s %s %s\n", c.ID, c.Name, c.Args)
-	}
+	fmt.Fprintf(stdout, "toolstream demo: %d tools in %d groups on %s, session %q\n", len(tk.Tools()), len(gm.Groups()), root, sess.ID())
 	printWatch(stdout, bus, sess.ID())
 	if *wait {
-		fmt.Fprint(stdout, "\nPress Enter to run the batch... ")
+		fmt.Fprint(stdout, "\nPress Enter to start... ")
 		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil && err != io.EOF {
 			return err
 		}
 	}
-	fmt.Fprintln(stdout, "\n--- progress (for people; never shown to the model) ---")
-
-	start := time.Now()
-	runs := sess.Start(ctx, calls)
-	var order []string
-	for res := range runs.Results() { // as each call finishes
-		order = append(order, res.Call.ID)
+	if err := printTools(ctx, stdout, sess, "before the model switches groups"); err != nil {
+		return err
 	}
-	results := runs.Wait() // all of them, in call order
-	fmt.Fprintf(stdout, "\ncompletion order: %s\n", strings.Join(order, ", "))
-
-	fmt.Fprintf(stdout, "\n--- results (what the model sees, in call order; run took %v) ---\n", time.Since(start).Round(time.Millisecond))
-	for _, r := range results {
-		fmt.Fprintf(stdout, "\n[%s] %s -> %s\n", r.Call.ID, r.Call.Name, r.State)
-		fmt.Fprintln(stdout, indent(clip(r.Text(), 12), "    "))
+	for i, turn := range scriptedTurns() {
+		if err := runTurn(ctx, stdout, out, sess, i+1, turn); err != nil {
+			return err
+		}
+		if turn[0].Name == groups.MetaTool {
+			if err := printTools(ctx, stdout, sess, "after reset_tools"); err != nil {
+				return err
+			}
+		}
 	}
 	st := bus.Publisher().Stats()
 	fmt.Fprintf(stdout, "\n%d events published to NATS (%d progress dropped, %d undelivered)\n", st.Published, st.DroppedProgress, st.Undelivered)
+	return nil
+}
+
+// printTools shows the tools the model is offered now.
+func printTools(ctx context.Context, w io.Writer, sess *toolkit.Session, when string) error {
+	defs, err := sess.Definitions(ctx)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, d := range defs {
+		names = append(names, d.Name)
+	}
+	fmt.Fprintf(w, "\nTools the model sees %s: %s\n", when, strings.Join(names, ", "))
+	return nil
+}
+
+// runTurn runs one model turn's calls and prints progress apart from results.
+func runTurn(ctx context.Context, w io.Writer, out *printer, sess *toolkit.Session, n int, calls []toolkit.Call) error {
+	fmt.Fprintf(w, "\n=== Turn %d: the model asks for %d call(s) ===\n", n, len(calls))
+	for _, c := range calls {
+		fmt.Fprintf(w, "  %-8s %s %s\n", c.ID, c.Name, c.Args)
+	}
+	fmt.Fprintln(w, "\n--- progress (for people; never shown to the model) ---")
+	start := time.Now()
+	run := sess.Start(ctx, calls)
+	var order []string
+	for res := range run.Results() { // as each call finishes
+		order = append(order, res.Call.ID)
+	}
+	results := run.Wait() // all of them, in call order
+	out.printf("\ncompletion order: %s\n", strings.Join(order, ", "))
+	fmt.Fprintf(w, "\n--- results (what the model sees, in call order; the turn took %v) ---\n", time.Since(start).Round(time.Millisecond))
+	for _, r := range results {
+		fmt.Fprintf(w, "\n[%s] %s -> %s\n", r.Call.ID, r.Call.Name, r.State)
+		fmt.Fprintln(w, indent(clip(r.Text(), 12), "    "))
+	}
 	return nil
 }
 
@@ -154,19 +185,25 @@ func printWatch(w io.Writer, bus *events.Bus, session string) {
 	}
 }
 
-// scriptedTurn is what a model might ask for in one turn: three parallel
-// read-only calls, and one with a typo to show the error the model gets.
-func scriptedTurn() []toolkit.Call {
+// scriptedTurns is what a model might ask for, turn by turn: switch on the
+// groups it needs, then three parallel read-only calls, one with a typo and
+// one with bad arguments to show the errors the model gets, and a note
+// written last (a serial call).
+func scriptedTurns() [][]toolkit.Call {
 	mk := func(id, name string, args any) toolkit.Call {
 		b, _ := json.Marshal(args)
 		return toolkit.Call{ID: id, Name: name, Args: b}
 	}
-	return []toolkit.Call{
-		mk("call_1", "count_lines", map[string]any{"dir": "."}),
-		mk("call_2", "hash_files", map[string]any{"dir": ".", "limit": 8}),
-		mk("call_3", "search_text", map[string]any{"dir": ".", "query": "TODO", "max_matches": 5}),
-		mk("call_4", "count_line", map[string]any{"dir": "."}),
-		mk("call_5", "search_text", map[string]any{"dir": ".", "max_matches": "many"}),
+	return [][]toolkit.Call{
+		{mk("call_0", groups.MetaTool, map[string]any{"files": true, "notes": true})},
+		{
+			mk("call_1", "count_lines", map[string]any{"dir": "."}),
+			mk("call_2", "hash_files", map[string]any{"dir": ".", "limit": 8}),
+			mk("call_3", "search_text", map[string]any{"dir": ".", "query": "TODO", "max_matches": 5}),
+			mk("call_4", "count_line", map[string]any{"dir": "."}),
+			mk("call_5", "search_text", map[string]any{"dir": ".", "max_matches": "many"}),
+			mk("call_6", "write_note", map[string]any{"title": "demo", "text": "Counted lines and hashed files."}),
+		},
 	}
 }
 

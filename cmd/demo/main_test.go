@@ -14,11 +14,25 @@ func TestDemoRuns(t *testing.T) {
 		t.Fatalf("demo failed: %v\n%s", err, errOut.String())
 	}
 	s := out.String()
-	progress, results, ok := strings.Cut(s, "--- results")
+	for _, want := range []string{
+		"Tools the model sees before the model switches groups: count_lines, reset_tools",
+		"Active tool groups: files, notes.",
+		"Tools the model sees after reset_tools: count_lines, hash_files, search_text, write_note, reset_tools",
+		"nats sub 'toolstream.demo.>' --server nats://127.0.0.1:",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	_, turn2, ok := strings.Cut(s, "=== Turn 2")
+	if !ok {
+		t.Fatalf("no second turn:\n%s", s)
+	}
+	progress, results, ok := strings.Cut(turn2, "--- results")
 	if !ok {
 		t.Fatalf("no results section:\n%s", s)
 	}
-	for _, want := range []string{"start   call_1", "100%", "success call_2", "completion order:", "nats sub 'toolstream.demo.>' --server nats://127.0.0.1:"} {
+	for _, want := range []string{"start   call_1", "100%", "success call_2", "completion order:"} {
 		if !strings.Contains(progress, want) {
 			t.Errorf("progress section lacks %q:\n%s", want, progress)
 		}
@@ -28,6 +42,7 @@ func TestDemoRuns(t *testing.T) {
 		`[call_2] hash_files -> success`, "8 files hashed",
 		`did you mean "count_lines"?`,
 		"- query: is required", `- max_matches: must be an integer, got string "many"`,
+		"[call_6] write_note -> success",
 	} {
 		if !strings.Contains(results, want) {
 			t.Errorf("results lack %q:\n%s", want, results)
@@ -36,7 +51,7 @@ func TestDemoRuns(t *testing.T) {
 	if strings.Contains(results, "counted ") || strings.Contains(results, "searching ") {
 		t.Error("progress messages leaked into the results")
 	}
-	if !strings.Contains(results, "events published to NATS (0 progress dropped, 0 undelivered)") {
+	if !strings.Contains(s, "events published to NATS (0 progress dropped, 0 undelivered)") {
 		t.Errorf("no publishing summary:\n%s", results)
 	}
 }

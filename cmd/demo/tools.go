@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -155,12 +156,49 @@ func searchText(root string) func(context.Context, searchIn) (string, error) {
 	}
 }
 
-func registerTools(tk *toolkit.Toolkit, root string) error {
-	return tk.Register([]*toolkit.Tool{
+type noteIn struct {
+	Title string `json:"title" jsonschema:"a short title, used as the file name" tool:"minLength=1,maxLength=64,pattern=^[A-Za-z0-9 _-]+$"`
+	Text  string `json:"text" jsonschema:"the note" tool:"maxLength=10000"`
+}
+
+// writeNote saves a note in the demo's notes folder: a tool that changes
+// something, so it is neither read-only nor run in parallel.
+func writeNote(dir string) func(context.Context, noteIn) (string, error) {
+	return func(ctx context.Context, in noteIn) (string, error) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		p := filepath.Join(dir, strings.ReplaceAll(in.Title, " ", "_")+".md")
+		if err := os.WriteFile(p, []byte("# "+in.Title+"\n\n"+in.Text+"\n"), 0o644); err != nil {
+			return "", err
+		}
+		return "saved " + p, nil
+	}
+}
+
+// registerTools registers the demo's tools: count_lines is basic (always
+// there), the others come in two groups the model switches on.
+func registerTools(tk *toolkit.Toolkit, root string) (*groups.Manager, error) {
+	if err := tk.Register([]*toolkit.Tool{
 		toolkit.MustTool(toolkit.Spec{Name: "count_lines", Description: "Count lines of code per language under a folder.", ReadOnly: true, ConcurrencySafe: true}, countLines(root)),
 		toolkit.MustTool(toolkit.Spec{Name: "hash_files", Description: "SHA-256 of the files under a folder, one line per file.", ReadOnly: true, ConcurrencySafe: true}, hashFiles(root)),
 		toolkit.MustTool(toolkit.Spec{Name: "search_text", Description: "Find lines containing a text under a folder.", ReadOnly: true, ConcurrencySafe: true}, searchText(root)),
-	})
+		toolkit.MustTool(toolkit.Spec{Name: "write_note", Description: "Save a short note for the user."}, writeNote(filepath.Join(os.TempDir(), "toolstream-demo-notes"))),
+	}); err != nil {
+		return nil, err
+	}
+	gm, err := groups.Install(tk)
+	if err != nil {
+		return nil, err
+	}
+	return gm, gm.Add(
+		groups.Group{Name: "files", Description: "Look inside files: hashes and text search.",
+			Instructions: "Paths are relative to the demo's root. Prefer search_text with a precise query over reading many files.",
+			Tools:        []string{"hash_files", "search_text"}},
+		groups.Group{Name: "notes", Description: "Save notes for the user.",
+			Instructions: "Keep titles short; one note per topic.",
+			Tools:        []string{"write_note"}},
+	)
 }
 
 // within resolves a model-supplied folder inside root and refuses escapes.

@@ -1,0 +1,96 @@
+// Package groups lets a model keep its context focused: tools come in named
+// groups that are switched on and off per session, by code and by the model
+// itself through the reset_tools meta tool.
+//
+// Tools registered in no group form the basic group and are always visible.
+// A tool may belong to several groups; it is visible when it is basic or in
+// at least one active group. A session starts with the groups' defaults
+// (Group.Active); changes by code (Manager.SetActive, Activate, Deactivate)
+// and by the model (reset_tools) go through one store, atomically, so that
+// neither overwrites the other, and each change emits a session-level
+// "groups" event.
+//
+// A reset_tools call is not concurrency-safe: in a batch, the calls after it
+// start only once it has finished, and see the groups it set; the calls
+// before it see the groups as they were.
+package groups
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// MetaTool is the name of the meta tool the model switches groups with.
+const MetaTool = "reset_tools"
+
+// EventType is the type of the session-level event a change of active groups
+// emits. Its Data is a Change.
+const EventType = "groups"
+
+// Errors for errors.Is.
+var (
+	// ErrUnknownGroup: no group has that name.
+	ErrUnknownGroup = errors.New("groups: unknown group")
+	// ErrDuplicateGroup: a group with that name exists already.
+	ErrDuplicateGroup = errors.New("groups: group already exists")
+	// ErrInvalidGroup: a group definition is not usable.
+	ErrInvalidGroup = errors.New("groups: invalid group")
+)
+
+// Group is a named set of tools the model switches on and off.
+type Group struct {
+	// Name identifies the group; it is also the group's key in reset_tools'
+	// arguments, so it follows tool naming: ^[a-zA-Z0-9_-]{1,64}$.
+	Name string
+	// Description says what the group is for: the model reads it to decide
+	// whether to activate the group.
+	Description string
+	// Instructions say how to use the group's tools: the model gets them
+	// when it activates the group.
+	Instructions string
+	// Tools are the names of the member tools.
+	Tools []string
+	// Active is the group's state in a session that has not changed it.
+	Active bool
+}
+
+func (g Group) check() error {
+	if err := toolkit.ValidateName(g.Name); err != nil {
+		return fmt.Errorf("%w %q: name: %v", ErrInvalidGroup, g.Name, err)
+	}
+	if g.Name == MetaTool {
+		return fmt.Errorf("%w %q: the name is reserved", ErrInvalidGroup, g.Name)
+	}
+	if g.Description == "" {
+		return fmt.Errorf("%w %q: a description is required: the model decides from it", ErrInvalidGroup, g.Name)
+	}
+	if len(g.Tools) == 0 {
+		return fmt.Errorf("%w %q: no tools", ErrInvalidGroup, g.Name)
+	}
+	return nil
+}
+
+func (g Group) clone() Group {
+	g.Tools = slices.Clone(g.Tools)
+	return g
+}
+
+// Change describes a change of a session's active groups: the Data of a
+// "groups" event and what Manager's changing methods return.
+type Change struct {
+	// Active are the groups active after the change, sorted.
+	Active []string `json:"active"`
+	// Activated and Deactivated are the groups whose state changed.
+	Activated   []string `json:"activated,omitempty"`
+	Deactivated []string `json:"deactivated,omitempty"`
+	// By is "model" (reset_tools) or "code".
+	By string `json:"by"`
+	// Call is the id of the reset_tools call, when the model made the change.
+	Call string `json:"call,omitempty"`
+}
+
+// Changed reports whether any group changed state.
+func (c Change) Changed() bool { return len(c.Activated)+len(c.Deactivated) > 0 }

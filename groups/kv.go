@@ -1,0 +1,114 @@
+package groups
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultBucket is the key-value bucket KVStore uses by default.
+const DefaultBucket = "toolstream_groups"
+
+// KVStore keeps session state in a NATS JetStream key-value bucket, for
+// agents that run in several processes: every process sees the same state,
+// and concurrent updates use the bucket's revisions (optimistic concurrency)
+// so that none is lost.
+type KVStore struct {
+	kv jetstream.KeyValue
+}
+
+// NewKVStore opens (creating if needed) a key-value bucket for group state.
+// An empty bucket name means DefaultBucket.
+func NewKVStore(ctx context.Context, js jetstream.JetStream, bucket string) (*KVStore, error) {
+	if bucket == "" {
+		bucket = DefaultBucket
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      bucket,
+		Description: "toolstream: active tool groups per session",
+		History:     1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("groups: key-value bucket %s: %w", bucket, err)
+	}
+	return &KVStore{kv: kv}, nil
+}
+
+// key turns a session id into a valid key: keys allow few characters, so
+// every id is base64url-encoded (it never contains "~", unlike subject
+// tokens).
+func key(session string) string {
+	return "s_" + base64.RawURLEncoding.EncodeToString([]byte(session))
+}
+
+// Load implements Store.
+func (s *KVStore) Load(ctx context.Context, session string) (map[string]bool, error) {
+	e, err := s.kv.Get(ctx, key(session))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("groups: loading session %q: %w", session, err)
+	}
+	return decodeState(e.Value())
+}
+
+// maxConflicts bounds retries under contention; reaching it means something
+// else is wrong.
+const maxConflicts = 1000
+
+// Update implements Store with compare-and-set on the key's revision.
+func (s *KVStore) Update(ctx context.Context, session string, fn func(map[string]bool) (map[string]bool, error)) (map[string]bool, error) {
+	k := key(session)
+	for range maxConflicts {
+		var cur map[string]bool
+		var rev uint64
+		e, err := s.kv.Get(ctx, k)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("groups: loading session %q: %w", session, err)
+		default:
+			if cur, err = decodeState(e.Value()); err != nil {
+				return nil, err
+			}
+			rev = e.Revision()
+		}
+		next, err := fn(cur)
+		if err != nil {
+			return nil, err
+		}
+		data, err := json.Marshal(next)
+		if err != nil {
+			return nil, err
+		}
+		if rev == 0 {
+			_, err = s.kv.Create(ctx, k, data)
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				continue // another process created it first: start over
+			}
+		} else {
+			_, err = s.kv.Update(ctx, k, data, rev)
+			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				continue // another process changed it: start over
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("groups: storing session %q: %w", session, err)
+		}
+		return next, nil
+	}
+	return nil, fmt.Errorf("groups: session %q: %d conflicting updates in a row", session, maxConflicts)
+}
+
+func decodeState(data []byte) (map[string]bool, error) {
+	var m map[string]bool
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("groups: stored state is not valid: %w", err)
+	}
+	return m, nil
+}

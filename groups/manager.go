@@ -1,0 +1,356 @@
+package groups
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// Manager holds a toolkit's tool groups and decides, per session, which
+// tools the model sees. Install creates one.
+type Manager struct {
+	tk    *toolkit.Toolkit
+	store Store
+	meta  *toolkit.Tool // the registered reset_tools
+
+	mu   sync.Mutex              // serialises changes to the definitions
+	defs atomic.Pointer[catalog] // read without locking
+}
+
+// catalog is an immutable snapshot of the group definitions.
+type catalog struct {
+	order  []Group             // registration order
+	byName map[string]Group    // by group name
+	member map[string][]string // tool name -> its groups, in group order
+}
+
+func newCatalog(order []Group) *catalog {
+	c := &catalog{order: order, byName: map[string]Group{}, member: map[string][]string{}}
+	for _, g := range order {
+		c.byName[g.Name] = g
+		for _, t := range g.Tools {
+			if !slices.Contains(c.member[t], g.Name) {
+				c.member[t] = append(c.member[t], g.Name)
+			}
+		}
+	}
+	return c
+}
+
+// Option configures Install.
+type Option func(*Manager)
+
+// WithStore sets where per-session state lives (default: in memory). Use a
+// KVStore to share it between processes.
+func WithStore(s Store) Option { return func(m *Manager) { m.store = s } }
+
+// Install adds tool groups to a toolkit: it registers the reset_tools meta
+// tool and makes the toolkit show each session only its visible tools.
+func Install(tk *toolkit.Toolkit, opts ...Option) (*Manager, error) {
+	m := &Manager{tk: tk, store: NewMemoryStore()}
+	for _, o := range opts {
+		o(m)
+	}
+	m.defs.Store(newCatalog(nil))
+	meta, err := toolkit.NewRawTool(toolkit.Spec{
+		Name:        MetaTool,
+		Description: "Switch tool groups on and off.",
+		// Serial: calls after it in a batch must see the groups it set.
+		ConcurrencySafe: false,
+	}, []byte(`{"type":"object"}`), m.resetTools)
+	if err != nil {
+		return nil, err
+	}
+	if err := tk.Add(meta); err != nil {
+		return nil, fmt.Errorf("groups: registering %s: %w", MetaTool, err)
+	}
+	m.meta = meta
+	tk.SetVisibility(m)
+	return m, nil
+}
+
+// Add registers groups. Their tools must be registered in the toolkit
+// already; a name that exists is an error (ErrDuplicateGroup).
+func (m *Manager) Add(groups ...Group) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := m.defs.Load()
+	order := slices.Clone(cur.order)
+	for _, g := range groups {
+		if err := m.checkGroup(g); err != nil {
+			return err
+		}
+		if slices.ContainsFunc(order, func(x Group) bool { return x.Name == g.Name }) {
+			return fmt.Errorf("%w: %q", ErrDuplicateGroup, g.Name)
+		}
+		order = append(order, g.clone())
+	}
+	m.defs.Store(newCatalog(order))
+	return nil
+}
+
+// Update replaces a group's definition (its description, instructions,
+// tools, default). Sessions keep whatever state they set for it.
+func (m *Manager) Update(g Group) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.checkGroup(g); err != nil {
+		return err
+	}
+	cur := m.defs.Load()
+	i := slices.IndexFunc(cur.order, func(x Group) bool { return x.Name == g.Name })
+	if i < 0 {
+		return m.unknown(cur, g.Name)
+	}
+	order := slices.Clone(cur.order)
+	order[i] = g.clone()
+	m.defs.Store(newCatalog(order))
+	return nil
+}
+
+// Remove unregisters groups. Their tools that are in no other group become
+// basic (always visible) unless removed from the toolkit too.
+func (m *Manager) Remove(names ...string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := m.defs.Load()
+	for _, n := range names {
+		if _, ok := cur.byName[n]; !ok {
+			return m.unknown(cur, n)
+		}
+	}
+	order := slices.DeleteFunc(slices.Clone(cur.order), func(g Group) bool { return slices.Contains(names, g.Name) })
+	m.defs.Store(newCatalog(order))
+	return nil
+}
+
+// Groups returns the group definitions in registration order.
+func (m *Manager) Groups() []Group {
+	cur := m.defs.Load()
+	out := make([]Group, len(cur.order))
+	for i, g := range cur.order {
+		out[i] = g.clone()
+	}
+	return out
+}
+
+func (m *Manager) checkGroup(g Group) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	for _, t := range g.Tools {
+		if t == MetaTool {
+			return fmt.Errorf("%w %q: %s cannot be in a group", ErrInvalidGroup, g.Name, MetaTool)
+		}
+		if _, ok := m.tk.Tool(t); !ok {
+			return fmt.Errorf("%w %q: tool %q is not registered", ErrInvalidGroup, g.Name, t)
+		}
+	}
+	return nil
+}
+
+func (m *Manager) unknown(c *catalog, name string) error {
+	return fmt.Errorf("%w %q; groups are: %s", ErrUnknownGroup, name, strings.Join(names(c.order), ", "))
+}
+
+func names(gs []Group) []string {
+	out := make([]string, len(gs))
+	for i, g := range gs {
+		out[i] = g.Name
+	}
+	return out
+}
+
+// active computes which groups of c are active for a stored state.
+func active(c *catalog, state map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(c.order))
+	for _, g := range c.order {
+		on, set := state[g.Name]
+		if !set {
+			on = g.Active
+		}
+		if on {
+			out[g.Name] = true
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// Active returns the groups active in a session, sorted.
+func (m *Manager) Active(ctx context.Context, session string) ([]string, error) {
+	state, err := m.store.Load(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	return sortedKeys(active(m.defs.Load(), state)), nil
+}
+
+// SetActive makes exactly the given groups active in a session (replace
+// semantics, like reset_tools). Unknown names are an error and change
+// nothing.
+func (m *Manager) SetActive(ctx context.Context, session string, groups ...string) (Change, error) {
+	return m.change(ctx, session, "code", "", func(c *catalog, _ map[string]bool) (map[string]bool, error) {
+		want := map[string]bool{}
+		for _, n := range groups {
+			if _, ok := c.byName[n]; !ok {
+				return nil, m.unknown(c, n)
+			}
+			want[n] = true
+		}
+		next := map[string]bool{}
+		for _, g := range c.order {
+			next[g.Name] = want[g.Name]
+		}
+		return next, nil
+	})
+}
+
+// Activate switches groups on in a session, leaving the others as they are.
+func (m *Manager) Activate(ctx context.Context, session string, groups ...string) (Change, error) {
+	return m.set(ctx, session, groups, true)
+}
+
+// Deactivate switches groups off in a session, leaving the others as they
+// are.
+func (m *Manager) Deactivate(ctx context.Context, session string, groups ...string) (Change, error) {
+	return m.set(ctx, session, groups, false)
+}
+
+func (m *Manager) set(ctx context.Context, session string, groups []string, on bool) (Change, error) {
+	return m.change(ctx, session, "code", "", func(c *catalog, state map[string]bool) (map[string]bool, error) {
+		next := maps.Clone(state)
+		if next == nil {
+			next = map[string]bool{}
+		}
+		for _, n := range groups {
+			if _, ok := c.byName[n]; !ok {
+				return nil, m.unknown(c, n)
+			}
+			next[n] = on
+		}
+		return next, nil
+	})
+}
+
+// change applies one update through the store and reports it with a
+// "groups" session event when anything changed.
+func (m *Manager) change(ctx context.Context, session, by, callID string, fn func(*catalog, map[string]bool) (map[string]bool, error)) (Change, error) {
+	sess, err := m.tk.Session(session)
+	if err != nil {
+		return Change{}, err
+	}
+	var before, after map[string]bool
+	c := m.defs.Load()
+	_, err = m.store.Update(ctx, session, func(state map[string]bool) (map[string]bool, error) {
+		before = active(c, state) // computed again if the update is retried
+		next, err := fn(c, state)
+		if err != nil {
+			return nil, err
+		}
+		after = active(c, next)
+		return next, nil
+	})
+	if err != nil {
+		return Change{}, err
+	}
+	ch := Change{Active: sortedKeys(after), By: by, Call: callID}
+	for _, g := range c.order {
+		switch {
+		case after[g.Name] && !before[g.Name]:
+			ch.Activated = append(ch.Activated, g.Name)
+		case before[g.Name] && !after[g.Name]:
+			ch.Deactivated = append(ch.Deactivated, g.Name)
+		}
+	}
+	if ch.Changed() {
+		if err := sess.Emit(EventType, ch); err != nil {
+			return ch, err
+		}
+	}
+	return ch, nil
+}
+
+// Tools implements toolkit.Visibility: the basic tools, the tools of active
+// groups, and reset_tools (with a schema for this session) when there are
+// groups.
+func (m *Manager) Tools(ctx context.Context, s *toolkit.Session, registered []*toolkit.Tool) ([]*toolkit.Tool, error) {
+	c := m.defs.Load()
+	state, err := m.store.Load(ctx, s.ID())
+	if err != nil {
+		return nil, err
+	}
+	on := active(c, state)
+	out := make([]*toolkit.Tool, 0, len(registered))
+	for _, t := range registered {
+		if t == m.meta {
+			continue
+		}
+		if visible(c, on, t.Name()) {
+			out = append(out, t)
+		}
+	}
+	if len(c.order) > 0 {
+		meta, err := m.metaFor(c, on)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, meta)
+	}
+	return out, nil
+}
+
+func visible(c *catalog, on map[string]bool, tool string) bool {
+	gs := c.member[tool]
+	if len(gs) == 0 {
+		return true // basic
+	}
+	return slices.ContainsFunc(gs, func(g string) bool { return on[g] })
+}
+
+// Allow implements toolkit.Visibility: a tool of only inactive groups is
+// refused with a message that says which group to activate.
+func (m *Manager) Allow(ctx context.Context, s *toolkit.Session, t *toolkit.Tool) error {
+	c := m.defs.Load()
+	if t == m.meta {
+		if len(c.order) == 0 {
+			return fmt.Errorf("there are no tool groups to switch")
+		}
+		return nil
+	}
+	gs := c.member[t.Name()]
+	if len(gs) == 0 {
+		return nil
+	}
+	state, err := m.store.Load(ctx, s.ID())
+	if err != nil {
+		return err
+	}
+	on := active(c, state)
+	if slices.ContainsFunc(gs, func(g string) bool { return on[g] }) {
+		return nil
+	}
+	if len(gs) == 1 {
+		return fmt.Errorf("tool %q is in the tool group %q, which is not active. Activate it first by calling %s with %q set to true (and every group you still need set to true).",
+			t.Name(), gs[0], MetaTool, gs[0])
+	}
+	return fmt.Errorf("tool %q is in the tool groups %s, none of which is active. Activate one of them first by calling %s (and keep every group you still need set to true).",
+		t.Name(), quoteList(gs), MetaTool)
+}
+
+func quoteList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,163 @@
+package groups
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// metaFor builds reset_tools as one session sees it: one boolean property
+// per group, each described with the group's description and whether it is
+// active right now, so the model does not switch on what is already on.
+func (m *Manager) metaFor(c *catalog, on map[string]bool) (*toolkit.Tool, error) {
+	type prop struct {
+		Type        string `json:"type"`
+		Description string `json:"description"`
+	}
+	props := make(map[string]prop, len(c.order))
+	var desc strings.Builder
+	desc.WriteString("Choose which tool groups are active. Set a group to true to use its tools, false to put them away. " +
+		"The values you pass are the complete new state: every group not set to true becomes inactive, so keep the groups you still need set to true. " +
+		"The result lists the tools that became available and the instructions of the groups you activate: read and follow them. " +
+		"Call it again to see the instructions again.\nGroups:")
+	for _, g := range c.order {
+		state := "inactive"
+		if on[g.Name] {
+			state = "ACTIVE now"
+		}
+		props[g.Name] = prop{Type: "boolean", Description: fmt.Sprintf("%s (%s)", g.Description, state)}
+		fmt.Fprintf(&desc, "\n- %s (%s): %s", g.Name, state, g.Description)
+	}
+	schema, err := json.Marshal(map[string]any{
+		"type":                 "object",
+		"properties":           props,
+		"additionalProperties": false,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return toolkit.NewRawTool(toolkit.Spec{Name: MetaTool, Description: desc.String()}, schema, m.resetTools)
+}
+
+// resetTools is the meta tool's handler. It checks the arguments itself so
+// that the model hears the valid group names.
+func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+	info, ok := toolkit.CallInfoFrom(ctx)
+	if !ok {
+		return nil, errors.New("reset_tools must run inside a toolkit call")
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(args, &raw); err != nil {
+		return nil, fmt.Errorf("the arguments must be an object of group names to true or false: %v", err)
+	}
+	c := m.defs.Load()
+	valid := names(c.order)
+	var unknown, notBool []string
+	want := map[string]bool{}
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if _, ok := c.byName[k]; !ok {
+			unknown = append(unknown, k)
+			continue
+		}
+		switch v := string(bytes.TrimSpace(raw[k])); v {
+		case "true":
+			want[k] = true
+		case "false":
+		default:
+			notBool = append(notBool, fmt.Sprintf("%q must be true or false, got %s", k, v))
+		}
+	}
+	if len(unknown) > 0 || len(notBool) > 0 {
+		var msg strings.Builder
+		msg.WriteString("nothing changed: ")
+		if len(unknown) > 0 {
+			fmt.Fprintf(&msg, "unknown tool group(s) %s. ", quoteList(unknown))
+		}
+		for _, e := range notBool {
+			msg.WriteString(e + ". ")
+		}
+		fmt.Fprintf(&msg, "Valid groups: %s.", strings.Join(valid, ", "))
+		return nil, errors.New(msg.String())
+	}
+
+	before, err := m.Active(ctx, info.Session)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := m.change(ctx, info.Session, "model", info.CallID, func(c *catalog, _ map[string]bool) (map[string]bool, error) {
+		next := map[string]bool{}
+		for _, g := range c.order {
+			next[g.Name] = want[g.Name]
+		}
+		return next, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []toolkit.Part{events.Text(m.report(c, before, ch))}, nil
+}
+
+// report is what the model reads after reset_tools: the active groups, the
+// tools that came and went, and the instructions of the groups it
+// activated, in a tagged layout.
+func (m *Manager) report(c *catalog, before []string, ch Change) string {
+	var b strings.Builder
+	if len(ch.Active) == 0 {
+		b.WriteString("All tool groups are now inactive; only the basic tools remain.")
+	} else {
+		fmt.Fprintf(&b, "Active tool groups: %s.", strings.Join(ch.Active, ", "))
+	}
+	if !ch.Changed() {
+		b.WriteString(" Nothing changed.")
+	}
+	on := map[string]bool{}
+	for _, n := range ch.Active {
+		on[n] = true
+	}
+	wasOn := map[string]bool{}
+	for _, n := range before {
+		wasOn[n] = true
+	}
+	var added, removed []string
+	for _, t := range m.tk.Tools() {
+		name := t.Name()
+		if len(c.member[name]) == 0 {
+			continue
+		}
+		now, was := visible(c, on, name), visible(c, wasOn, name)
+		switch {
+		case now && !was:
+			added = append(added, name)
+		case was && !now:
+			removed = append(removed, name)
+		}
+	}
+	if len(added) > 0 {
+		fmt.Fprintf(&b, "\nNow available: %s.", strings.Join(added, ", "))
+	}
+	if len(removed) > 0 {
+		fmt.Fprintf(&b, "\nNo longer available: %s.", strings.Join(removed, ", "))
+	}
+	var instr []Group
+	for _, n := range ch.Active {
+		if g := c.byName[n]; g.Instructions != "" {
+			instr = append(instr, g)
+		}
+	}
+	if len(instr) > 0 {
+		b.WriteString("\n<tool-instructions>\nHow to use the tools of the active groups:")
+		for _, g := range instr {
+			fmt.Fprintf(&b, "\n<group name=%q>\n%s\n</group>", g.Name, strings.TrimSpace(g.Instructions))
+		}
+		b.WriteString("\n</tool-instructions>")
+	}
+	return b.String()
+}

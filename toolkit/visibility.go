@@ -1,0 +1,72 @@
+package toolkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrUnavailable is the cause of a call to a registered tool that the
+// session cannot use right now (for example, one in an inactive tool
+// group).
+var ErrUnavailable = errors.New("tool not available in this session")
+
+// Visibility decides which tools a session sees and may call. Package groups
+// implements it; without one, every registered tool is visible to every
+// session. Implementations must be safe for concurrent use.
+type Visibility interface {
+	// Tools returns the tools the session sees, in the order to show them:
+	// some of registered (given in registration order), possibly with
+	// tools of the implementation's own, such as a meta tool whose schema
+	// depends on the session.
+	Tools(ctx context.Context, s *Session, registered []*Tool) ([]*Tool, error)
+	// Allow is asked when a call starts (not when the batch is queued, so
+	// that a call in a batch sees what the calls before it changed). A
+	// non-nil error refuses the call: its message is what the model reads.
+	Allow(ctx context.Context, s *Session, t *Tool) error
+}
+
+// SetVisibility installs v (nil: every tool visible). Runs that already
+// started keep the visibility they started with.
+func (tk *Toolkit) SetVisibility(v Visibility) {
+	if v == nil {
+		tk.vis.Store(nil)
+		return
+	}
+	tk.vis.Store(&v)
+}
+
+func (tk *Toolkit) visibility() Visibility {
+	if p := tk.vis.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Definitions returns the definitions of the tools this session may call
+// now, ready for an LLM request.
+func (s *Session) Definitions(ctx context.Context) ([]Definition, error) {
+	tools, err := s.Tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defs := make([]Definition, len(tools))
+	for i, t := range tools {
+		defs[i] = t.Definition()
+	}
+	return defs, nil
+}
+
+// Tools returns the tools this session may call now.
+func (s *Session) Tools(ctx context.Context) ([]*Tool, error) {
+	registered := s.tk.reg.Load().order
+	v := s.tk.visibility()
+	if v == nil {
+		return registered, nil
+	}
+	tools, err := v.Tools(ctx, s, registered)
+	if err != nil {
+		return nil, fmt.Errorf("toolkit: tools of session %q: %w", s.id, err)
+	}
+	return tools, nil
+}
