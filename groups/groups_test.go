@@ -418,3 +418,16 @@ func TestConcurrentSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestClosedSessionForgotten: closing a session drops its in-memory state; a
+// new session with the same id starts from the defaults.
+func TestClosedSessionForgotten(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.m.SetActive(ctx, "s", "files")
+	s, _ := f.tk.Session("s")
+	s.Close()
+	if active, _ := f.m.Active(ctx, "s"); !slices.Equal(active, []string{"web"}) {
+		t.Fatalf("after Close: %v, want the defaults", active)
+	}
+}

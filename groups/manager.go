@@ -280,6 +280,15 @@ func (m *Manager) change(ctx context.Context, session, by, callID string, fn fun
 	return ch, nil
 }
 
+// SessionClosed implements toolkit.SessionCloser: a closed session's state
+// is dropped from an in-process store (a shared store keeps it: other
+// processes may still serve the session).
+func (m *Manager) SessionClosed(session string) {
+	if f, ok := m.store.(interface{ Forget(string) }); ok {
+		f.Forget(session)
+	}
+}
+
 // Tools implements toolkit.Visibility: the basic tools, the tools of active
 // groups, and reset_tools (with a schema for this session) when there are
 // groups.

@@ -150,6 +150,9 @@ func (s *Session) Close() {
 		c.finish(StateInterrupted, nil, &callError{kind: ErrInterrupted, cause: ErrClosed,
 			msg: fmt.Sprintf("tool %q was interrupted: the session was closed", c.call.Name)})
 	}
+	if sc, ok := s.tk.visibility().(SessionCloser); ok {
+		sc.SessionClosed(s.id)
+	}
 }
 
 // Emit sends a session-level event (what UIs show beside calls, such as the

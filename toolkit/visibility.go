@@ -26,6 +26,12 @@ type Visibility interface {
 	Allow(ctx context.Context, s *Session, t *Tool) error
 }
 
+// SessionCloser is implemented by a Visibility that keeps per-session state
+// in process: Session.Close tells it the session is gone.
+type SessionCloser interface {
+	SessionClosed(session string)
+}
+
 // SetVisibility installs v (nil: every tool visible). Runs that already
 // started keep the visibility they started with.
 func (tk *Toolkit) SetVisibility(v Visibility) {
