@@ -10,6 +10,7 @@ require (
 	github.com/reactivex/rxgo/v2 v2.5.0
 	github.com/rs/zerolog v1.35.1
 	go.uber.org/goleak v1.3.0
+	go.yaml.in/yaml/v3 v3.0.6
 )
 
 require (

@@ -86,7 +86,8 @@ type Change struct {
 	// Activated and Deactivated are the groups whose state changed.
 	Activated   []string `json:"activated,omitempty"`
 	Deactivated []string `json:"deactivated,omitempty"`
-	// By is "model" (reset_tools) or "code".
+	// By is "model" (reset_tools), "code", or what a tool that enables
+	// groups says (a skill loader says "skill").
 	By string `json:"by"`
 	// Call is the id of the reset_tools call, when the model made the change.
 	Call string `json:"call,omitempty"`

@@ -71,7 +71,7 @@ func Install(tk *toolkit.Toolkit, opts ...Option) (*Manager, error) {
 		return nil, fmt.Errorf("groups: registering %s: %w", MetaTool, err)
 	}
 	m.meta = meta
-	tk.SetVisibility(m)
+	tk.AddVisibility(m)
 	return m, nil
 }
 
@@ -218,6 +218,44 @@ func (m *Manager) SetActive(ctx context.Context, session string, groups ...strin
 // Activate switches groups on in a session, leaving the others as they are.
 func (m *Manager) Activate(ctx context.Context, session string, groups ...string) (Change, error) {
 	return m.set(ctx, session, groups, true)
+}
+
+// ActivateForCall switches groups on for the session of the tool call
+// running with ctx: for tools that enable others, such as a skill loader.
+// The event names the call and by (for example "skill").
+func (m *Manager) ActivateForCall(ctx context.Context, by string, groups ...string) (Change, error) {
+	info, ok := toolkit.CallInfoFrom(ctx)
+	if !ok {
+		return Change{}, fmt.Errorf("groups: ActivateForCall outside a tool call")
+	}
+	return m.change(ctx, info.Session, by, info.CallID, func(c *catalog, state map[string]bool) (map[string]bool, error) {
+		next := maps.Clone(state)
+		if next == nil {
+			next = map[string]bool{}
+		}
+		for _, n := range groups {
+			if _, ok := c.byName[n]; !ok {
+				return nil, m.unknown(c, n)
+			}
+			next[n] = true
+		}
+		return next, nil
+	})
+}
+
+// Has reports whether a group exists.
+func (m *Manager) Has(group string) bool {
+	_, ok := m.defs.Load().byName[group]
+	return ok
+}
+
+// ToolsOf returns the tools of a group that are registered.
+func (m *Manager) ToolsOf(group string) []string {
+	g, ok := m.defs.Load().byName[group]
+	if !ok {
+		return nil
+	}
+	return slices.Clone(g.Tools)
 }
 
 // Deactivate switches groups off in a session, leaving the others as they

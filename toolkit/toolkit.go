@@ -22,6 +22,7 @@ type Toolkit struct {
 	obsMu     sync.Mutex
 	observers atomic.Pointer[observerSet]
 	vis       atomic.Pointer[Visibility]
+	visMu     sync.Mutex
 
 	sessMu   sync.Mutex
 	sessions map[string]*Session

@@ -42,6 +42,59 @@ func (tk *Toolkit) SetVisibility(v Visibility) {
 	tk.vis.Store(&v)
 }
 
+// AddVisibility adds v after the visibility already installed: a session's
+// tools go through each in turn, and a call must be allowed by all. Package
+// skills adds its own after package groups'.
+func (tk *Toolkit) AddVisibility(v Visibility) {
+	if v == nil {
+		return
+	}
+	tk.visMu.Lock()
+	defer tk.visMu.Unlock()
+	cur := tk.visibility()
+	if cur == nil {
+		tk.SetVisibility(v)
+		return
+	}
+	var c chain
+	if prev, ok := cur.(chain); ok {
+		c = append(c, prev...)
+	} else {
+		c = append(c, cur)
+	}
+	tk.SetVisibility(append(c, v))
+}
+
+// chain applies visibilities in order.
+type chain []Visibility
+
+func (c chain) Tools(ctx context.Context, s *Session, tools []*Tool) ([]*Tool, error) {
+	for _, v := range c {
+		var err error
+		if tools, err = v.Tools(ctx, s, tools); err != nil {
+			return nil, err
+		}
+	}
+	return tools, nil
+}
+
+func (c chain) Allow(ctx context.Context, s *Session, t *Tool) error {
+	for _, v := range c {
+		if err := v.Allow(ctx, s, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c chain) SessionClosed(session string) {
+	for _, v := range c {
+		if sc, ok := v.(SessionCloser); ok {
+			sc.SessionClosed(session)
+		}
+	}
+}
+
 func (tk *Toolkit) visibility() Visibility {
 	if p := tk.vis.Load(); p != nil {
 		return *p

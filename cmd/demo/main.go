@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
+	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -76,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		defer cancel()
 		_ = tk.Close(cctx)
 	}()
-	gm, err := registerTools(tk, root)
+	gm, ld, err := registerTools(tk, root)
 	if err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	fmt.Fprintf(stdout, "toolstream demo: %d tools in %d groups on %s, session %q\n", len(tk.Tools()), len(gm.Groups()), root, sess.ID())
+	fmt.Fprintf(stdout, "toolstream demo: %d tools in %d groups, %d skills, on %s, session %q\n", len(tk.Tools()), len(gm.Groups()), len(ld.Skills(*session)), root, sess.ID())
 	printWatch(stdout, bus, sess.ID())
 	if *wait {
 		fmt.Fprint(stdout, "\nPress Enter to start... ")
@@ -93,15 +94,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if err := printTools(ctx, stdout, sess, "before the model switches groups"); err != nil {
+	fmt.Fprintf(stdout, "\nThe system prompt gets this fragment about skills:\n%s", indent(strings.TrimSpace(ld.Prompt(sess.ID())), "  | "))
+	fmt.Fprintln(stdout)
+	if err := printTools(ctx, stdout, sess, "at the start"); err != nil {
 		return err
 	}
 	for i, turn := range scriptedTurns() {
 		if err := runTurn(ctx, stdout, out, sess, i+1, turn); err != nil {
 			return err
 		}
-		if turn[0].Name == groups.MetaTool {
-			if err := printTools(ctx, stdout, sess, "after reset_tools"); err != nil {
+		if name := turn[0].Name; name == groups.MetaTool || name == skills.LoadTool {
+			if err := printTools(ctx, stdout, sess, "after "+name); err != nil {
 				return err
 			}
 		}
@@ -143,7 +146,7 @@ func runTurn(ctx context.Context, w io.Writer, out *printer, sess *toolkit.Sessi
 	fmt.Fprintf(w, "\n--- results (what the model sees, in call order; the turn took %v) ---\n", time.Since(start).Round(time.Millisecond))
 	for _, r := range results {
 		fmt.Fprintf(w, "\n[%s] %s -> %s\n", r.Call.ID, r.Call.Name, r.State)
-		fmt.Fprintln(w, indent(clip(r.Text(), 12), "    "))
+		fmt.Fprintln(w, indent(clip(r.Text(), 30), "    "))
 	}
 	return nil
 }
@@ -186,16 +189,18 @@ func printWatch(w io.Writer, bus *events.Bus, session string) {
 }
 
 // scriptedTurns is what a model might ask for, turn by turn: switch on the
-// groups it needs, then three parallel read-only calls, one with a typo and
-// one with bad arguments to show the errors the model gets, and a note
-// written last (a serial call).
+// notes group, load the file-analysis skill (which switches on the files
+// group), then three parallel read-only calls, one with a typo and one with
+// bad arguments to show the errors the model gets, and a note written last
+// (a serial call).
 func scriptedTurns() [][]toolkit.Call {
 	mk := func(id, name string, args any) toolkit.Call {
 		b, _ := json.Marshal(args)
 		return toolkit.Call{ID: id, Name: name, Args: b}
 	}
 	return [][]toolkit.Call{
-		{mk("call_0", groups.MetaTool, map[string]any{"files": true, "notes": true})},
+		{mk("call_0", groups.MetaTool, map[string]any{"notes": true})},
+		{mk("call_s", skills.LoadTool, map[string]any{"skillId": "file-analysis", "path": "SKILL.md"})},
 		{
 			mk("call_1", "count_lines", map[string]any{"dir": "."}),
 			mk("call_2", "hash_files", map[string]any{"dir": ".", "limit": 8}),

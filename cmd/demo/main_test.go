@@ -15,16 +15,20 @@ func TestDemoRuns(t *testing.T) {
 	}
 	s := out.String()
 	for _, want := range []string{
-		"Tools the model sees before the model switches groups: count_lines, reset_tools",
-		"Active tool groups: files, notes.",
-		"Tools the model sees after reset_tools: count_lines, hash_files, search_text, write_note, reset_tools",
+		"Tools the model sees at the start: count_lines, load_skill_through_path, reset_tools",
+		"Active tool groups: notes.",
+		"Tools the model sees after reset_tools: count_lines, write_note, load_skill_through_path, reset_tools",
+		`<skill id="file-analysis">`,
+		`Skill "file-analysis" loaded.`,
+		"This skill switched on the tool group(s) files. Now available: hash_files, search_text.",
+		"Tools the model sees after load_skill_through_path: count_lines, hash_files, search_text, write_note, load_skill_through_path, reset_tools",
 		"nats sub 'toolstream.demo.>' --server nats://127.0.0.1:",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	_, turn2, ok := strings.Cut(s, "=== Turn 2")
+	_, turn2, ok := strings.Cut(s, "=== Turn 3")
 	if !ok {
 		t.Fatalf("no second turn:\n%s", s)
 	}

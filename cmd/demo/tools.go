@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"embed"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/toolstream/toolstream/groups"
+	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -176,29 +178,48 @@ func writeNote(dir string) func(context.Context, noteIn) (string, error) {
 	}
 }
 
+//go:embed skills
+var demoSkills embed.FS
+
 // registerTools registers the demo's tools: count_lines is basic (always
-// there), the others come in two groups the model switches on.
-func registerTools(tk *toolkit.Toolkit, root string) (*groups.Manager, error) {
+// there), the others come in two groups the model switches on, by
+// reset_tools or by loading a skill bound to them (skills/).
+func registerTools(tk *toolkit.Toolkit, root string) (*groups.Manager, *skills.Loader, error) {
 	if err := tk.Register([]*toolkit.Tool{
 		toolkit.MustTool(toolkit.Spec{Name: "count_lines", Description: "Count lines of code per language under a folder.", ReadOnly: true, ConcurrencySafe: true}, countLines(root)),
 		toolkit.MustTool(toolkit.Spec{Name: "hash_files", Description: "SHA-256 of the files under a folder, one line per file.", ReadOnly: true, ConcurrencySafe: true}, hashFiles(root)),
 		toolkit.MustTool(toolkit.Spec{Name: "search_text", Description: "Find lines containing a text under a folder.", ReadOnly: true, ConcurrencySafe: true}, searchText(root)),
 		toolkit.MustTool(toolkit.Spec{Name: "write_note", Description: "Save a short note for the user."}, writeNote(filepath.Join(os.TempDir(), "toolstream-demo-notes"))),
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	gm, err := groups.Install(tk)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return gm, gm.Add(
+	if err := gm.Add(
 		groups.Group{Name: "files", Description: "Look inside files: hashes and text search.",
 			Instructions: "Paths are relative to the demo's root. Prefer search_text with a precise query over reading many files.",
 			Tools:        []string{"hash_files", "search_text"}},
 		groups.Group{Name: "notes", Description: "Save notes for the user.",
 			Instructions: "Keep titles short; one note per topic.",
 			Tools:        []string{"write_note"}},
-	)
+	); err != nil {
+		return nil, nil, err
+	}
+	sub, err := fs.Sub(demoSkills, "skills")
+	if err != nil {
+		return nil, nil, err
+	}
+	lib, err := skills.NewLibrary(skills.Repository{Name: "demo", FS: sub})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range lib.Problems() {
+		return nil, nil, fmt.Errorf("demo skill: %v", p)
+	}
+	ld, err := skills.Install(tk, lib, skills.WithGroups(gm))
+	return gm, ld, err
 }
 
 // within resolves a model-supplied folder inside root and refuses escapes.

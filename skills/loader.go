@@ -1,0 +1,366 @@
+package skills
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/groups"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// LoadTool is the name of the tool the model loads skills with.
+const LoadTool = "load_skill_through_path"
+
+// EventType is the type of the session-level event a newly loaded skill
+// emits. Its Data is a LoadEvent.
+const EventType = "skills"
+
+// LoadEvent is the Data of a "skills" event.
+type LoadEvent struct {
+	// Loaded are the skills loaded in the session so far, sorted.
+	Loaded []string `json:"loaded"`
+	// Skill is the skill just loaded, through Path, by the call Call.
+	Skill string `json:"skill"`
+	Path  string `json:"path"`
+	Call  string `json:"call,omitempty"`
+	// Groups are the tool groups the load switched on.
+	Groups []string `json:"groups,omitempty"`
+}
+
+// Loader gives a toolkit's models the skills of a library: the
+// load_skill_through_path tool, the per-session state of loaded skills,
+// the tool groups bound to skills, and the prompt fragment that lists them.
+type Loader struct {
+	tk     *toolkit.Toolkit
+	lib    *Library
+	gm     *groups.Manager
+	filter func(session string, s *Skill) bool
+	limit  int64
+	tool   *toolkit.Tool
+
+	mu     sync.Mutex
+	binds  map[string][]string        // skill -> groups bound by code
+	loaded map[string]map[string]bool // session -> skills loaded
+}
+
+// Option configures Install.
+type Option func(*Loader)
+
+// WithGroups lets loading a skill switch on the tool groups bound to it
+// (front matter "tool-groups", or Loader.Bind), through the manager's
+// per-session state, the same as reset_tools.
+func WithGroups(m *groups.Manager) Option { return func(l *Loader) { l.gm = m } }
+
+// WithFilter shows a session only the skills keep accepts.
+func WithFilter(keep func(session string, s *Skill) bool) Option {
+	return func(l *Loader) { l.filter = keep }
+}
+
+// WithResourceLimit sets the largest resource returned: text beyond it is
+// cut (and says so), binary files beyond it are refused. Default
+// DefaultResourceLimit.
+func WithResourceLimit(n int64) Option { return func(l *Loader) { l.limit = n } }
+
+// Install registers load_skill_through_path in the toolkit and makes each
+// session see it with the skills it may load. Install groups first when
+// skills bind tool groups.
+func Install(tk *toolkit.Toolkit, lib *Library, opts ...Option) (*Loader, error) {
+	l := &Loader{tk: tk, lib: lib, limit: DefaultResourceLimit, binds: map[string][]string{}, loaded: map[string]map[string]bool{}}
+	for _, o := range opts {
+		o(l)
+	}
+	tool, err := toolkit.NewRawTool(toolkit.Spec{
+		Name:            LoadTool,
+		Description:     "Load a skill's instructions or one of its files.",
+		ReadOnly:        true,
+		ConcurrencySafe: false, // it may switch tool groups on for the calls after it
+	}, []byte(`{"type":"object"}`), l.load)
+	if err != nil {
+		return nil, err
+	}
+	if err := tk.Add(tool); err != nil {
+		return nil, fmt.Errorf("skills: registering %s: %w", LoadTool, err)
+	}
+	l.tool = tool
+	tk.AddVisibility(l)
+	return l, nil
+}
+
+// Bind binds tool groups to a skill: loading the skill switches them on.
+// The groups must exist; the skill may come later (libraries reload).
+func (l *Loader) Bind(skill string, groupNames ...string) error {
+	if l.gm == nil {
+		return errors.New("skills: Bind needs WithGroups")
+	}
+	for _, g := range groupNames {
+		if !l.gm.Has(g) {
+			return fmt.Errorf("%w %q", groups.ErrUnknownGroup, g)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, g := range groupNames {
+		if !slices.Contains(l.binds[skill], g) {
+			l.binds[skill] = append(l.binds[skill], g)
+		}
+	}
+	return nil
+}
+
+// Loaded returns the skills a session has loaded, sorted.
+func (l *Loader) Loaded(session string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Sorted(maps.Keys(l.loaded[session]))
+}
+
+// Skills returns the skills a session may load, sorted by name.
+func (l *Loader) Skills(session string) []*Skill { return l.visible(session) }
+
+// visible returns the skills a session may load, sorted by name.
+func (l *Loader) visible(session string) []*Skill {
+	all := l.lib.Skills()
+	if l.filter == nil {
+		return all
+	}
+	return slices.DeleteFunc(all, func(s *Skill) bool { return !l.filter(session, s) })
+}
+
+func skillNames(ss []*Skill) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Tools implements toolkit.Visibility: the loader appears with the skills
+// the session may load as its enum, or not at all when there are none.
+func (l *Loader) Tools(ctx context.Context, s *toolkit.Session, tools []*toolkit.Tool) ([]*toolkit.Tool, error) {
+	i := slices.IndexFunc(tools, func(t *toolkit.Tool) bool { return t == l.tool })
+	if i < 0 {
+		return tools, nil
+	}
+	out := slices.Clone(tools)
+	vis := l.visible(s.ID())
+	if len(vis) == 0 {
+		return slices.Delete(out, i, i+1), nil
+	}
+	t, err := l.toolFor(vis)
+	if err != nil {
+		return nil, err
+	}
+	out[i] = t
+	return out, nil
+}
+
+// Allow implements toolkit.Visibility.
+func (l *Loader) Allow(ctx context.Context, s *toolkit.Session, t *toolkit.Tool) error {
+	if t == l.tool && len(l.visible(s.ID())) == 0 {
+		return errors.New("there are no skills to load in this session")
+	}
+	return nil
+}
+
+// SessionClosed implements toolkit.SessionCloser.
+func (l *Loader) SessionClosed(session string) {
+	l.mu.Lock()
+	delete(l.loaded, session)
+	l.mu.Unlock()
+}
+
+func (l *Loader) toolFor(vis []*Skill) (*toolkit.Tool, error) {
+	schema, err := json.Marshal(map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"skillId": map[string]any{"type": "string", "enum": skillNames(vis),
+				"description": "The skill to load."},
+			"path": map[string]any{"type": "string",
+				"description": `"SKILL.md" for the skill's instructions, or the exact path of one of its files as the instructions name it (for example "references/guide.md"). Not ".", "./", a folder or an absolute path.`},
+		},
+		"required":             []string{"skillId", "path"},
+		"additionalProperties": false,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return toolkit.NewRawTool(toolkit.Spec{
+		Name: LoadTool,
+		Description: "Load a skill: its instructions (path \"SKILL.md\") or one of its files. " +
+			"Skills are not tools: read a skill's instructions, then follow them with your tools. " +
+			"Loading a skill may make more tools available; the result says which.",
+		ReadOnly: true,
+	}, schema, l.load)
+}
+
+type loadArgs struct {
+	SkillID *string `json:"skillId"`
+	Path    *string `json:"path"`
+}
+
+// load is the tool's handler. It checks its arguments itself, to answer
+// with the skills and files the model can choose from.
+func (l *Loader) load(ctx context.Context, raw json.RawMessage) ([]toolkit.Part, error) {
+	info, ok := toolkit.CallInfoFrom(ctx)
+	if !ok {
+		return nil, errors.New("load_skill_through_path must run inside a toolkit call")
+	}
+	vis := l.visible(info.Session)
+	var args loadArgs
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&args); err != nil {
+		return nil, fmt.Errorf("the arguments must be {\"skillId\": string, \"path\": string}: %v", err)
+	}
+	if args.SkillID == nil || *args.SkillID == "" {
+		return nil, fmt.Errorf("skillId is required. Skills you can load: %s", strings.Join(skillNames(vis), ", "))
+	}
+	i := slices.IndexFunc(vis, func(s *Skill) bool { return s.Name == *args.SkillID })
+	if i < 0 {
+		return nil, fmt.Errorf("unknown skill %q. Skills you can load: %s", *args.SkillID, strings.Join(skillNames(vis), ", "))
+	}
+	skill := vis[i]
+	if args.Path == nil || *args.Path == "" {
+		return nil, fmt.Errorf(`path is required: "SKILL.md" for the instructions of %q, or the path of one of its files`, skill.Name)
+	}
+	path := *args.Path
+
+	var text string
+	if path == "SKILL.md" {
+		text = instructions(skill)
+	} else {
+		res, err := l.lib.ReadResource(skill, path, l.limit)
+		if err != nil {
+			return nil, l.resourceError(skill, path, err)
+		}
+		text = describeResource(skill, res, l.limit)
+	}
+	// Only a successful load activates the skill's groups.
+	activated, err := l.activate(ctx, info, skill, path)
+	if err != nil {
+		return nil, err
+	}
+	return []toolkit.Part{events.Text(text + activated)}, nil
+}
+
+func instructions(s *Skill) string {
+	return fmt.Sprintf("Skill %q loaded.\nDescription: %s\n\n<skill-instructions name=%q>\n%s\n</skill-instructions>",
+		s.Name, s.Description, s.Name, s.Body)
+}
+
+func describeResource(s *Skill, r Resource, limit int64) string {
+	if r.Binary {
+		return fmt.Sprintf("File %q of skill %q (%s, %d bytes), base64-encoded:\n%s",
+			r.Path, s.Name, r.MediaType, r.Size, base64.StdEncoding.EncodeToString(r.Data))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "File %q of skill %q (%s, %d bytes):\n<skill-file path=%q>\n%s\n</skill-file>",
+		r.Path, s.Name, r.MediaType, r.Size, r.Path, r.Data)
+	if r.Truncated {
+		fmt.Fprintf(&b, "\n[truncated: the file has %d bytes; only the first %d are shown]", r.Size, limit)
+	}
+	return b.String()
+}
+
+// resourceError turns a failed read into a message the model can act on:
+// for a miss, the files it can ask for, SKILL.md first.
+func (l *Loader) resourceError(s *Skill, path string, err error) error {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		list, lerr := l.lib.Resources(s)
+		if lerr != nil {
+			return fmt.Errorf("no file %q in skill %q", path, s.Name)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "no file %q in skill %q. Its files:", path, s.Name)
+		for i, p := range list {
+			fmt.Fprintf(&b, "\n%d. %s", i+1, p)
+		}
+		return errors.New(b.String())
+	case errors.Is(err, ErrBadPath), errors.Is(err, ErrTooLarge):
+		return fmt.Errorf("cannot load %q from skill %q: %w", path, s.Name, err)
+	}
+	return fmt.Errorf("loading %q from skill %q: %w", path, s.Name, err)
+}
+
+// activate records the skill as loaded in the session (emitting a "skills"
+// event the first time) and switches on its bound groups, reporting the
+// tools that became available.
+func (l *Loader) activate(ctx context.Context, info toolkit.CallInfo, s *Skill, path string) (string, error) {
+	l.mu.Lock()
+	bound := append(slices.Clone(s.Groups), l.binds[s.Name]...)
+	set := l.loaded[info.Session]
+	if set == nil {
+		set = map[string]bool{}
+		l.loaded[info.Session] = set
+	}
+	first := !set[s.Name]
+	set[s.Name] = true
+	loaded := slices.Sorted(maps.Keys(set))
+	l.mu.Unlock()
+
+	var report string
+	var switched []string
+	if len(bound) > 0 && l.gm != nil {
+		var known []string
+		for _, g := range slices.Compact(slices.Sorted(slices.Values(bound))) {
+			if l.gm.Has(g) {
+				known = append(known, g)
+			}
+		}
+		if len(known) > 0 {
+			ch, err := l.gm.ActivateForCall(ctx, "skill", known...)
+			if err != nil {
+				return "", err
+			}
+			switched = ch.Activated
+			if len(ch.Activated) > 0 {
+				var tools []string
+				for _, g := range ch.Activated {
+					tools = append(tools, l.gm.ToolsOf(g)...)
+				}
+				report = fmt.Sprintf("\n\nThis skill switched on the tool group(s) %s. Now available: %s.",
+					strings.Join(ch.Activated, ", "), strings.Join(slices.Compact(slices.Sorted(slices.Values(tools))), ", "))
+			}
+		}
+	}
+	if first {
+		sess, err := l.tk.Session(info.Session)
+		if err != nil {
+			return "", err
+		}
+		if err := sess.Emit(EventType, LoadEvent{Loaded: loaded, Skill: s.Name, Path: path, Call: info.CallID, Groups: switched}); err != nil {
+			return "", err
+		}
+	}
+	return report, nil
+}
+
+// Prompt returns the system-prompt fragment that lists the skills a
+// session may load and says how to load them. The caller decides where it
+// goes. It is empty when there are no skills.
+func (l *Loader) Prompt(session string) string {
+	vis := l.visible(session)
+	if len(vis) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("## Skills\n\n")
+	b.WriteString("Skills are instructions, with files, that extend what you can do. A skill is not a tool and cannot be called. ")
+	fmt.Fprintf(&b, "To use one, load its instructions with %s(skillId=\"<id>\", path=\"SKILL.md\") and follow them; ", LoadTool)
+	b.WriteString("load the files they mention the same way, with their path. Loading a skill may make more tools available. ")
+	b.WriteString("Load a skill when the task matches its description.\n\n<available-skills>\n")
+	for _, s := range vis {
+		fmt.Fprintf(&b, "<skill id=%q>\n<name>%s</name>\n<description>%s</description>\n</skill>\n", s.Name, s.Name, s.Description)
+	}
+	b.WriteString("</available-skills>\n")
+	return b.String()
+}
