@@ -173,7 +173,7 @@ func checkCalls(t testing.TB, evs []*events.Event) map[string][]*events.Event {
 		var content []events.Part
 		for _, ev := range list {
 			if ev.Type == events.TypeDelta {
-				content = events.AppendPart(content, *ev.Delta)
+				content = events.ApplyDelta(content, ev)
 			}
 		}
 		got, want := events.ContentText(content), events.ContentText(last.Result.Content)

@@ -90,6 +90,9 @@ func AppendJSON(dst []byte, ev *Event) []byte {
 		dst = append(dst, `,"delta":`...)
 		dst = appendPart(dst, ev.Delta)
 	}
+	if ev.Reset {
+		dst = append(dst, `,"reset":true`...)
+	}
 	if ev.Suspend != nil {
 		dst = append(dst, `,"suspend":{"reason":`...)
 		dst = appendString(dst, ev.Suspend.Reason)
@@ -385,6 +388,9 @@ func checkDecoded(ev *Event) error {
 	}
 	if lifecycle && ev.Call == "" {
 		return fmt.Errorf("%q event without a call id", ev.Type)
+	}
+	if ev.Reset && ev.Type != TypeDelta {
+		return fmt.Errorf("%q event with reset (only deltas reset)", ev.Type)
 	}
 	for _, b := range bodies {
 		switch {

@@ -203,7 +203,7 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 // event types without teaching AppendJSON about it.
 func TestAppendJSONKnowsAllFields(t *testing.T) {
 	known := map[reflect.Type]string{
-		reflect.TypeFor[Event]():    "v type session call,omitempty tool,omitempty seq,omitempty time start,omitempty progress,omitempty delta,omitempty suspend,omitempty result,omitempty data,omitempty",
+		reflect.TypeFor[Event]():    "v type session call,omitempty tool,omitempty seq,omitempty time start,omitempty progress,omitempty delta,omitempty reset,omitempty suspend,omitempty result,omitempty data,omitempty",
 		reflect.TypeFor[Start]():    "args,omitempty index",
 		reflect.TypeFor[Progress](): "message,omitempty fraction,omitempty data,omitempty dropped,omitempty",
 		reflect.TypeFor[Part]():     "type text,omitempty json,omitempty data,omitempty media_type,omitempty",

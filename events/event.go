@@ -61,6 +61,10 @@ type Event struct {
 	Start    *Start    `json:"start,omitempty"`
 	Progress *Progress `json:"progress,omitempty"`
 	Delta    *Part     `json:"delta,omitempty"`
+	// Reset, on a delta event, voids the content before it: the call's
+	// content starts over with this delta (an interceptor retried the tool or
+	// replaced its result).
+	Reset bool `json:"reset,omitempty"`
 	Suspend  *Suspend  `json:"suspend,omitempty"`
 	Result   *Result   `json:"result,omitempty"`
 

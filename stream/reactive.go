@@ -229,7 +229,8 @@ type CallResult struct {
 // Accumulate rebuilds each call's model-visible result from its delta
 // events and emits a CallResult when the call's result event arrives.
 // Deltas are put in sequence order first, so events that crossed on the way
-// still add up; events other than deltas and results are ignored.
+// still add up; a reset delta starts the content over; events other than
+// deltas and results are ignored.
 func Accumulate(o rxgo.Observable) rxgo.Observable {
 	ch := make(chan rxgo.Item)
 	go func() {
@@ -262,9 +263,7 @@ func accumulate(result *events.Event, deltas []*events.Event) CallResult {
 	slices.SortStableFunc(deltas, func(a, b *events.Event) int { return cmpUint(a.Seq, b.Seq) })
 	var content []events.Part
 	for _, d := range deltas {
-		if d.Delta != nil {
-			content = events.AppendPart(content, *d.Delta)
-		}
+		content = events.ApplyDelta(content, d)
 	}
 	cr := CallResult{Session: result.Session, Call: result.Call, Tool: result.Tool, Content: content, Result: result.Result}
 	if result.Result == nil {

@@ -34,12 +34,18 @@ type call struct {
 
 	timeout   time.Duration
 	holdsSlot atomic.Bool
-	inline    bool // executed by the run's driver goroutine
+	inline    bool   // executed by the run's driver goroutine
+	group     *group // the group the call runs in
 	em        stream.Emitter
+	ext       chan extResult // external calls: what Session.Submit hands over
 
-	mu        sync.Mutex
-	stopWatch func() bool // external calls: stops the suspension watcher
-	seq       uint64
+	argsIn   json.RawMessage // the arguments prepared last, and the result
+	argsPrep prepared
+
+	mu       sync.Mutex
+	cur      *scope // the scope the call runs on now; it changes on resume
+	filters  []func(Part) Part
+	seq      uint64
 	started   time.Time
 	running   bool
 	content   content
@@ -57,9 +63,6 @@ func (c *call) startedAt() time.Time {
 	defer c.mu.Unlock()
 	return c.started
 }
-
-// scope returns the call's context as the engine's scope.
-func (c *call) scope() *scope { return c.Context.(*scope) }
 
 // Value implements context.Context.
 func (c *call) Value(key any) any {
@@ -106,7 +109,7 @@ func (c *call) exec() bool {
 		// The deadline passed or the run was cancelled between the slot and
 		// here: the call never starts (and no watcher would cover it).
 		c.mu.Unlock()
-		if c.scope().timedOut() {
+		if c.currentScope().timedOut() {
 			c.finishUnstarted(StateTimeout, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
 				msg: fmt.Sprintf("tool %q timed out after %v before it could start", c.call.Name, c.timeout)})
 		} else {
@@ -135,29 +138,81 @@ func (c *call) exec() bool {
 			return true
 		}
 	}
-	args, err := c.tool.prepare(c.call.Args)
+	c.em.Init(c, listening)
+	inv := &Invocation{Session: c.run.sess.id, Run: c.run.id, Call: c.call, Tool: c.tool, c: c}
+	out := c.run.tk.chainFor(c.tool, c.core)(c, inv)
+	return c.finishOutcome(out)
+}
+
+// core runs the tool itself: the center of the interceptor chain. It may run
+// several times for one call (a retry); each run starts the content over.
+func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
+	c.mu.Lock()
+	inv.Attempt++
+	if c.content.len() > 0 && !c.finished {
+		c.resetContent() // a new attempt: what the last one streamed is void
+	}
+	c.mu.Unlock()
+	if ctx.Err() != nil {
+		state, err := c.ctxFailure(ctx, nil)
+		return c.outcome(state, nil, err)
+	}
+	args, err := c.prepareArgs(inv.Call.Args)
 	if err != nil {
-		c.finish(StateError, nil, err)
-		return true
+		return c.outcome(StateError, nil, err)
 	}
 	if c.tool.spec.External {
-		c.suspendExternal()
-		return true
+		return c.waitExternal(ctx)
 	}
-
-	c.em.Init(c, listening)
-	parts, err := c.invoke(stream.NewContext(c, &c.em), args)
+	parts, err := c.invoke(stream.NewContext(ctx, &c.em), args)
 	switch {
 	case err == nil:
-		return c.finish(StateSuccess, parts, nil)
+		return c.outcome(StateSuccess, parts, nil)
 	case errors.Is(err, ErrPanic):
-		return c.finish(StateError, nil, err)
-	case c.Err() != nil:
-		state, cerr := c.contextFailure(err)
-		return c.finish(state, parts, cerr)
+		return c.outcome(StateError, nil, err)
+	case ctx.Err() != nil:
+		state, cerr := c.ctxFailure(ctx, err)
+		return c.outcome(state, parts, cerr)
 	default:
-		return c.finish(StateError, parts, err)
+		return c.outcome(StateError, parts, err)
 	}
+}
+
+// prepareArgs checks arguments, reusing the last result when an attempt
+// runs with the same ones.
+func (c *call) prepareArgs(args json.RawMessage) (prepared, error) {
+	if c.argsIn != nil && sameBytes(args, c.argsIn) {
+		return c.argsPrep, nil
+	}
+	p, err := c.tool.prepare(args)
+	if err != nil {
+		return prepared{}, err
+	}
+	if len(args) > 0 {
+		c.argsIn, c.argsPrep = args, p
+	}
+	return p, nil
+}
+
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// outcome appends what the handler returned (and the line that tells the
+// model about a failure) as the last deltas and takes the content so far.
+func (c *call) outcome(state State, parts []Part, err error) Outcome {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished {
+		return Outcome{State: state, Err: err}
+	}
+	for _, p := range parts {
+		c.addDelta(p)
+	}
+	if err != nil && state.IsError() {
+		c.addDelta(events.Text("Error: " + err.Error()))
+	}
+	return Outcome{State: state, Content: c.content.parts(), Err: err}
 }
 
 // refinePreErr lists, for an unknown tool, what this session can call rather
@@ -208,23 +263,23 @@ func (c *call) abandon() bool {
 	return c.finish(state, nil, err)
 }
 
-// onSuspensionEnd runs when a suspended external call's context ends.
-func (c *call) onSuspensionEnd() {
-	c.run.sess.unsuspend(c)
-	state, err := c.contextFailure(nil)
-	c.finish(state, nil, err)
+
+// contextFailure classifies a call whose context ended, seen from the scope
+// it runs on now.
+func (c *call) contextFailure(handlerErr error) (State, error) {
+	return c.ctxFailure(c.currentScope(), handlerErr)
 }
 
-// contextFailure classifies a call whose context ended: its own deadline
+// ctxFailure classifies a call whose context ctx ended: its own deadline
 // (timeout) or the run's cancellation (interrupted). handlerErr is what the
 // handler returned, if it did.
-func (c *call) contextFailure(handlerErr error) (State, error) {
+func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) {
 	name := c.call.Name
 	suffix := ""
 	if handlerErr != nil {
 		suffix = ": " + handlerErr.Error()
 	}
-	if c.scope().timedOut() {
+	if s, ok := ctx.Value(scopeKey{}).(*scope); ok && s.timedOut() {
 		cause := handlerErr
 		if cause == nil {
 			cause = context.DeadlineExceeded
@@ -243,32 +298,81 @@ func (c *call) contextFailure(handlerErr error) (State, error) {
 		msg: fmt.Sprintf("tool %q was interrupted (%v)%s", name, cause, suffix)}
 }
 
-// suspendExternal parks a call of an external tool until Session.Submit, its
+// extResult is what Session.Submit (or Session.Close) hands a waiting
+// external call.
+type extResult struct {
+	state State
+	parts []Part
+	err   error
+}
+
+// waitExternal parks a call of an external tool until Session.Submit, its
 // deadline or the run's end.
-func (c *call) suspendExternal() {
-	// Everything happens under c.mu so that a Submit, which finishes the call
-	// under c.mu too, always comes after the suspension notice.
+func (c *call) waitExternal(ctx context.Context) Outcome {
+	// Registration, the suspend event and the notice happen under c.mu, and
+	// Submit needs the registration: so the notice always comes first.
 	c.mu.Lock()
-	if c.finished {
-		c.mu.Unlock()
-		return
+	if c.ext == nil {
+		c.ext = make(chan extResult, 1)
 	}
 	if err := c.run.sess.suspend(c); err != nil {
 		c.mu.Unlock()
-		c.finish(StateError, nil, &callError{kind: ErrInvalidCall, cause: err,
+		return c.outcome(StateError, nil, &callError{kind: ErrInvalidCall, cause: err,
 			msg: fmt.Sprintf("call %q of tool %q cannot be suspended: %v", c.call.ID, c.call.Name, err)})
-		return
 	}
+	c.announceSuspension("external")
+	c.mu.Unlock()
+	c.releaseSlot() // waiting outside uses no local capacity
+	select {
+	case r := <-c.ext:
+		return c.outcome(r.state, r.parts, r.err)
+	case <-ctx.Done():
+		c.run.sess.unsuspend(c)
+		select {
+		case r := <-c.ext: // submitted just in time
+			return c.outcome(r.state, r.parts, r.err)
+		default:
+		}
+		state, err := c.ctxFailure(ctx, nil)
+		return c.outcome(state, nil, err)
+	}
+}
+
+// announceSuspension emits the suspend event and the run's notice. c.mu must
+// be held.
+func (c *call) announceSuspension(reason string) {
 	if c.observed() {
 		ev, body := newEvent[events.Suspend](c, events.TypeSuspend)
-		body.Reason = "external"
+		body.Reason = reason
 		ev.Suspend = body
 		c.dispatch(ev, nil)
 	}
-	c.run.completed <- ^c.index
-	c.stopWatch = context.AfterFunc(c, c.onSuspensionEnd)
+	c.run.notifySuspended(c)
+}
+
+// suspend implements Invocation.Suspend.
+func (c *call) suspend(reason string) (context.Context, func() context.Context) {
+	g := c.group
+	wait := g.callScope(c, 0) // no deadline: only the run's end stops a wait
+	c.mu.Lock()
+	c.cur = wait
+	c.announceSuspension(reason)
 	c.mu.Unlock()
-	c.releaseSlot() // waiting outside uses no local capacity
+	c.releaseSlot()
+	return wait, func() context.Context {
+		s := g.callScope(c, c.timeout)
+		c.mu.Lock()
+		c.cur = s
+		c.mu.Unlock()
+		return s
+	}
+}
+
+// currentScope returns the scope the call runs on now.
+func (c *call) currentScope() *scope {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur
 }
 
 // finishUnstarted reports a call that never left the queue.
@@ -285,13 +389,48 @@ func (c *call) finish(state State, parts []Part, err error) bool {
 		c.mu.Unlock()
 		return false
 	}
-	c.finished = true
 	for _, p := range parts {
 		c.addDelta(p)
 	}
 	if err != nil && state.IsError() {
 		c.addDelta(events.Text("Error: " + err.Error()))
 	}
+	c.completeLocked(state, err)
+	return true
+}
+
+// finishOutcome makes an interceptor chain's outcome the call's result. When
+// the chain replaced the content, the deltas start over (a reset delta, then
+// the new content), so that they still add up to the result.
+func (c *call) finishOutcome(out Outcome) bool {
+	c.mu.Lock()
+	if c.finished {
+		c.mu.Unlock()
+		return false
+	}
+	if cur := c.content.parts(); !sameParts(out.Content, cur) {
+		c.resetContent()
+		for _, p := range out.Content {
+			c.addDelta(p)
+		}
+	}
+	state := out.State
+	if state == "" {
+		state = StateSuccess
+	}
+	c.completeLocked(state, out.Err)
+	return true
+}
+
+// sameParts reports whether a is b (the same slice, not equal contents).
+func sameParts(a, b []Part) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// completeLocked emits the result and hands it to the run. c.mu must be
+// held; it is released.
+func (c *call) completeLocked(state State, err error) {
+	c.finished = true
 	now := time.Now()
 	res := Result{Call: c.call, State: state, Content: c.content.parts(), Err: err, Meta: c.meta, Started: c.started}
 	if !c.started.IsZero() {
@@ -309,15 +448,9 @@ func (c *call) finish(state State, parts []Part, err error) bool {
 		c.dispatch(ev, &c.run.flush)
 	}
 	c.running = false
-	stop := c.stopWatch
 	c.mu.Unlock()
-
-	if stop != nil {
-		stop()
-	}
 	c.logResult(res)
 	c.run.complete(c, res)
-	return true
 }
 
 func (c *call) logResult(res Result) {
@@ -369,8 +502,12 @@ func (c *call) dispatch(ev *events.Event, f *flush) {
 	}
 }
 
-// addDelta appends to the content and emits a delta event. c.mu must be held.
+// addDelta passes a delta through the call's filters, appends it to the
+// content and emits a delta event. c.mu must be held.
 func (c *call) addDelta(p Part) {
+	for _, f := range c.filters {
+		p = f(p)
+	}
 	if p.IsEmpty() {
 		return
 	}
@@ -387,6 +524,18 @@ func (c *call) addDelta(p Part) {
 type progressBody struct {
 	events.Progress
 	fraction float64
+}
+
+// resetContent voids the content so far and tells observers with a reset
+// delta. c.mu must be held.
+func (c *call) resetContent() {
+	c.content = content{}
+	if c.observed() {
+		ev, body := newEvent[Part](c, events.TypeDelta)
+		*body = events.Text("")
+		ev.Delta, ev.Reset = body, true
+		c.dispatch(ev, nil)
+	}
 }
 
 // Progress implements stream.Sink.
@@ -440,6 +589,13 @@ type content struct {
 	list    []Part
 	tail    strings.Builder
 	hasTail bool
+}
+
+func (ct *content) len() int {
+	if ct.hasTail {
+		return len(ct.list) + 1
+	}
+	return len(ct.list)
 }
 
 func (ct *content) add(p Part) {

@@ -3,6 +3,8 @@ package toolkit
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 )
 
@@ -12,8 +14,10 @@ type group struct {
 	run    *Run
 	calls  []call
 	start  time.Time
+	mu     sync.Mutex // scopes grow when a suspended call resumes
 	scopes []*scope
 	done   chan struct{} // closed when every call is final
+	ended  bool          // g.mu
 }
 
 // scopeFor returns the scope of calls with the given timeout, creating it on
@@ -24,8 +28,32 @@ func (g *group) scopeFor(timeout time.Duration) *scope {
 			return s
 		}
 	}
-	s := newScope(g, timeout)
+	s := newScope(g, timeout, g.start)
 	g.scopes = append(g.scopes, s)
+	return s
+}
+
+// callScope gives one call a scope of its own, from now: a suspended call's
+// wait (timeout 0) and its new deadline when it resumes. The run's
+// interruption and the group's end reach it like the others.
+func (g *group) callScope(c *call, timeout time.Duration) *scope {
+	s := newScope(g, timeout, time.Now())
+	s.call = c
+	g.mu.Lock()
+	ended := g.ended
+	if !ended {
+		g.scopes = append(g.scopes, s)
+	}
+	g.mu.Unlock()
+	if ended {
+		s.cancel(context.Canceled, nil)
+		return s
+	}
+	if err := g.run.err(); err != nil {
+		s.cancel(context.Canceled, err)
+	} else if !s.deadline.IsZero() {
+		g.run.tk.clock.schedule(s, s.deadline, phaseDeadline)
+	}
 	return s
 }
 
@@ -42,7 +70,11 @@ func (g *group) arm() {
 // call of the group is final. Ending them tells abandoned handlers to stop.
 func (g *group) disarm() {
 	close(g.done)
-	for _, s := range g.scopes {
+	g.mu.Lock()
+	g.ended = true
+	scopes := g.scopes
+	g.mu.Unlock()
+	for _, s := range scopes {
 		g.run.tk.clock.remove(s)
 		s.cancel(context.Canceled, nil)
 	}
@@ -52,7 +84,10 @@ func (g *group) disarm() {
 // the running handlers their grace period.
 func (g *group) interrupt(err, cause error) {
 	grace := time.Now().Add(g.run.tk.opts.cancelGrace)
-	for _, s := range g.scopes {
+	g.mu.Lock()
+	scopes := slices.Clone(g.scopes)
+	g.mu.Unlock()
+	for _, s := range scopes {
 		s.cancel(err, cause)
 		g.run.tk.clock.schedule(s, grace, phaseGrace)
 	}
@@ -68,7 +103,7 @@ func (g *group) abandon(s *scope) {
 	}
 	for i := range g.calls {
 		c := &g.calls[i]
-		if c.Context == s && !c.external() && c.abandon() && c.inline {
+		if c.currentScope() == s && !c.external() && c.abandon() && c.inline {
 			// The driver itself is stuck in this handler: a new one goes on.
 			g.run.tk.pool.submit(task{run: g.run})
 		}
@@ -88,7 +123,8 @@ func (r *Run) startGroup(calls []call) (*group, *call) {
 	for i := range calls {
 		c := &calls[i]
 		c.setTimeout()
-		c.Context = g.scopeFor(c.timeout)
+		s := g.scopeFor(c.timeout)
+		c.Context, c.cur, c.group = s, s, g
 	}
 	g.arm() // once every call has its scope: abandon reads them
 	// Published only now, complete: Cancel and Close read it. A cancellation
@@ -138,7 +174,7 @@ func (r *Run) acquire(c *call) bool {
 		<-r.sem
 	case <-c.Done():
 	}
-	if !c.scope().timedOut() {
+	if !c.currentScope().timedOut() {
 		c.finishUnstarted(r.interruptedBeforeStart(c))
 		return false
 	}

@@ -102,7 +102,7 @@ func deltas(evs []*events.Event) []events.Part {
 	var out []events.Part
 	for _, ev := range evs {
 		if ev.Type == events.TypeDelta {
-			out = events.AppendPart(out, *ev.Delta)
+			out = events.ApplyDelta(out, ev)
 		}
 	}
 	return out

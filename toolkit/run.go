@@ -23,6 +23,7 @@ type Run struct {
 	tk   *Toolkit
 	sess *Session
 	seq  uint64
+	id   string
 
 	parent  context.Context // the caller's context
 	causeMu sync.Mutex
@@ -33,6 +34,7 @@ type Run struct {
 	obs       *observerSet // observers of this run's calls
 	vis       Visibility   // the toolkit's visibility when the run started
 	completed chan int     // call index as each finishes; ^index for a suspension
+	notices   atomic.Int64 // suspension notices sent
 	done      chan struct{}
 	flush     flush
 	sem       chan struct{}
@@ -86,6 +88,7 @@ func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 		completed: make(chan int, 2*len(calls)), // a suspension and a result per call at most
 		done:      make(chan struct{}),
 	}
+	r.id = "run-" + strconv.FormatUint(r.seq, 10)
 	if len(calls) == 1 {
 		r.calls = r.one[:]
 	} else {
@@ -152,7 +155,7 @@ func (r *Run) duplicateID(i int, seen map[string]struct{}) bool {
 }
 
 // ID returns the run's id, unique within the toolkit.
-func (r *Run) ID() string { return "run-" + strconv.FormatUint(r.seq, 10) }
+func (r *Run) ID() string { return r.id }
 
 // Session returns the session the run belongs to.
 func (r *Run) Session() *Session { return r.sess }
@@ -302,6 +305,15 @@ func (r *Run) interruptedBeforeStart(c *call) (State, error) {
 	cause := r.err()
 	return StateInterrupted, &callError{kind: ErrInterrupted, cause: cause,
 		msg: fmt.Sprintf("tool %q was not run: the run was cancelled before the call started (%v)", c.call.Name, cause)}
+}
+
+// notifySuspended yields a suspension notice in Results. Notices are
+// informational: past one per call on average they are dropped, so that the
+// channel always has room for every final result.
+func (r *Run) notifySuspended(c *call) {
+	if r.notices.Add(1) <= int64(len(r.calls)) {
+		r.completed <- ^c.index
+	}
 }
 
 // complete records a final result; called once per call.

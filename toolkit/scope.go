@@ -15,6 +15,7 @@ import (
 type scope struct {
 	parent   context.Context
 	group    *group
+	call     *call // set for a call's own scope (after a suspension)
 	timeout  time.Duration
 	deadline time.Time // zero without a timeout
 
@@ -40,10 +41,10 @@ const (
 
 type afterFunc struct{ f func() }
 
-func newScope(g *group, timeout time.Duration) *scope {
+func newScope(g *group, timeout time.Duration, start time.Time) *scope {
 	s := &scope{parent: g.run.parent, group: g, timeout: timeout, index: -1}
 	if timeout > 0 {
-		s.deadline = g.start.Add(timeout)
+		s.deadline = start.Add(timeout)
 	}
 	return s
 }
@@ -74,8 +75,21 @@ func (s *scope) Err() error {
 	return s.err
 }
 
+// scopeKey finds the scope under contexts derived from it.
+type scopeKey struct{}
+
 // Value implements context.Context.
-func (s *scope) Value(key any) any { return s.parent.Value(key) }
+func (s *scope) Value(key any) any {
+	switch key {
+	case scopeKey{}:
+		return s
+	case callKey{}:
+		if s.call != nil {
+			return s.call
+		}
+	}
+	return s.parent.Value(key)
+}
 
 // AfterFunc lets contexts derived from the scope (a handler's own
 // context.WithTimeout, say) be canceled with it without a goroutine each: the

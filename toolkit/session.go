@@ -107,9 +107,7 @@ func (s *Session) Submit(callID string, content []Part, err error) error {
 	if err != nil {
 		state = StateError
 	}
-	if !c.finish(state, content, err) {
-		return fmt.Errorf("%w: %q already finished", ErrUnknownCall, callID)
-	}
+	c.ext <- extResult{state: state, parts: content, err: err}
 	return nil
 }
 
@@ -147,8 +145,8 @@ func (s *Session) Close() {
 	s.suspended = map[string]*call{}
 	s.mu.Unlock()
 	for _, c := range pending {
-		c.finish(StateInterrupted, nil, &callError{kind: ErrInterrupted, cause: ErrClosed,
-			msg: fmt.Sprintf("tool %q was interrupted: the session was closed", c.call.Name)})
+		c.ext <- extResult{state: StateInterrupted, err: &callError{kind: ErrInterrupted, cause: ErrClosed,
+			msg: fmt.Sprintf("tool %q was interrupted: the session was closed", c.call.Name)}}
 	}
 	if sc, ok := s.tk.visibility().(SessionCloser); ok {
 		sc.SessionClosed(s.id)

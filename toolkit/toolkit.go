@@ -23,6 +23,8 @@ type Toolkit struct {
 	observers atomic.Pointer[observerSet]
 	vis       atomic.Pointer[Visibility]
 	visMu     sync.Mutex
+	icMu      sync.Mutex
+	ics       atomic.Pointer[interceptors]
 
 	sessMu   sync.Mutex
 	sessions map[string]*Session
@@ -54,6 +56,7 @@ func New(opts ...Option) *Toolkit {
 	tk.clock = newClock(o.cancelGrace)
 	tk.reg.Store(&registry{byName: map[string]*Tool{}})
 	tk.observers.Store(&observerSet{})
+	tk.ics.Store(&interceptors{})
 	for _, reg := range o.observers {
 		tk.attach(reg.obs, reg.inline)
 	}

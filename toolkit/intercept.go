@@ -1,0 +1,229 @@
+package toolkit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/toolstream/toolstream/events"
+)
+
+// Interceptor wraps each call of the tools it applies to: it may change the
+// call's arguments, call next zero or more times (a retry runs every
+// interceptor inside it again), and change or replace the outcome.
+//
+// Interceptors run in the order they were added: the first added is the
+// outermost. They run only for calls that reached a tool (not for unknown
+// tools, malformed calls or calls a Visibility refused), and inside the
+// call's deadline.
+type Interceptor struct {
+	// Name identifies the interceptor: adding another with the same name
+	// replaces it in place.
+	Name string
+	// Tools limits the interceptor to these tools; Match, if set, must also
+	// accept the tool. Both empty: every tool.
+	Tools []string
+	Match func(t *Tool) bool
+	// Intercept does the work.
+	Intercept func(ctx context.Context, inv *Invocation, next Handler) Outcome
+}
+
+// Handler runs an invocation: the next interceptor, or the tool itself at
+// the center.
+type Handler func(ctx context.Context, inv *Invocation) Outcome
+
+// Outcome is what a call produced, as interceptors see and shape it.
+type Outcome struct {
+	State State
+	// Content is the model-visible result: what the tool streamed plus what
+	// it returned (and the "Error: ..." line of a failure). An interceptor
+	// that returns different content replaces it: the engine emits a reset
+	// delta and the new content, so the deltas still add up to the result.
+	Content []Part
+	// Err is the cause of a failure, for errors.Is and errors.As.
+	Err error
+}
+
+// Failure builds the outcome of a failure an interceptor decides on (for
+// example a denied call): state, cause, and the "Error: ..." line the
+// model reads.
+func Failure(state State, err error) Outcome {
+	return Outcome{State: state, Err: err, Content: []Part{events.Text("Error: " + err.Error())}}
+}
+
+// Success builds the outcome of a call an interceptor answers itself.
+func Success(content ...Part) Outcome {
+	return Outcome{State: StateSuccess, Content: content}
+}
+
+// Text renders the outcome's content as one string.
+func (o Outcome) Text() string { return events.ContentText(o.Content) }
+
+// Invocation is one call as interceptors see it.
+type Invocation struct {
+	// Session and Run identify where the call belongs.
+	Session string
+	Run     string
+	// Call is the call; an interceptor may replace Call.Args (they are
+	// checked again against the tool's schema before the tool runs).
+	Call Call
+	// Tool is the tool called.
+	Tool *Tool
+	// Attempt counts how many times the tool itself ran for this call, so
+	// far: 0 before the first run, 1 during and after it, and so on.
+	Attempt int
+
+	c *call
+}
+
+// Spec returns the called tool's spec.
+func (inv *Invocation) Spec() Spec { return inv.Tool.Spec() }
+
+// Meta attaches metadata to the call's result (code and UIs see it, the
+// model does not).
+func (inv *Invocation) Meta(key string, value any) { inv.c.SetMeta(key, value) }
+
+// FilterDeltas makes every delta the call emits from now on go through f
+// first (a redactor, for example). Filters apply in the order they were
+// added.
+func (inv *Invocation) FilterDeltas(f func(Part) Part) {
+	inv.c.mu.Lock()
+	inv.c.filters = append(inv.c.filters, f)
+	inv.c.mu.Unlock()
+}
+
+// Emit sends a call-level event of the given type (not one of the lifecycle
+// types) with data as its body (marshalled to JSON in Event.Data), for
+// example an approval request. It goes to every observer and, on NATS, to
+// <prefix>.<session>.<call>.<type>.
+func (inv *Invocation) Emit(typ events.Type, data any) error {
+	switch typ {
+	case events.TypeStart, events.TypeProgress, events.TypeDelta, events.TypeSuspend, events.TypeResult, "":
+		return fmt.Errorf("toolkit: %q is not a free event type", typ)
+	}
+	body, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	c := inv.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished || !c.observed() {
+		return nil
+	}
+	ev, _ := newEvent[struct{}](c, typ)
+	ev.Data = body
+	c.dispatch(ev, nil)
+	return nil
+}
+
+// Suspend tells the engine that the call now waits for something outside
+// the process, such as a person's approval: a suspend event goes out with
+// the reason, Run.Results yields a suspended notice, and the call gives up
+// its parallelism slot. Wait with the returned context: the run's
+// cancellation ends it, the call's deadline does not. When the wait is
+// over, call resume and continue with the context it returns: the call's
+// deadline starts over from then, with its full timeout.
+func (inv *Invocation) Suspend(reason string) (wait context.Context, resume func() context.Context) {
+	return inv.c.suspend(reason)
+}
+
+// interceptors is an immutable snapshot of a toolkit's interceptors.
+type interceptors struct {
+	list []*registered
+}
+
+type registered struct {
+	Interceptor
+	on atomic.Bool
+}
+
+func (r *registered) applies(t *Tool) bool {
+	if len(r.Tools) > 0 && !slices.Contains(r.Tools, t.spec.Name) {
+		return false
+	}
+	return r.Match == nil || r.Match(t)
+}
+
+// Use adds interceptors after the ones already there (the first added is the
+// outermost). An interceptor with the name of one already added replaces it
+// in place, switched on. Calls that already started keep the chain they
+// started with.
+func (tk *Toolkit) Use(ics ...Interceptor) error {
+	for _, ic := range ics {
+		if ic.Name == "" || ic.Intercept == nil {
+			return errors.New("toolkit: an interceptor needs a name and an Intercept function")
+		}
+	}
+	tk.icMu.Lock()
+	defer tk.icMu.Unlock()
+	cur := tk.ics.Load()
+	list := slices.Clone(cur.list)
+	for _, ic := range ics {
+		r := &registered{Interceptor: ic}
+		r.on.Store(true)
+		if i := slices.IndexFunc(list, func(x *registered) bool { return x.Name == ic.Name }); i >= 0 {
+			list[i] = r
+		} else {
+			list = append(list, r)
+		}
+	}
+	tk.ics.Store(&interceptors{list: list})
+	return nil
+}
+
+// EnableInterceptor switches an interceptor on or off while calls run: calls
+// that start afterwards see the change.
+func (tk *Toolkit) EnableInterceptor(name string, on bool) error {
+	for _, r := range tk.ics.Load().list {
+		if r.Name == name {
+			r.on.Store(on)
+			return nil
+		}
+	}
+	return fmt.Errorf("toolkit: no interceptor named %q", name)
+}
+
+// RemoveInterceptor removes an interceptor; it reports whether there was one.
+func (tk *Toolkit) RemoveInterceptor(name string) bool {
+	tk.icMu.Lock()
+	defer tk.icMu.Unlock()
+	cur := tk.ics.Load()
+	list := slices.DeleteFunc(slices.Clone(cur.list), func(x *registered) bool { return x.Name == name })
+	tk.ics.Store(&interceptors{list: list})
+	return len(list) != len(cur.list)
+}
+
+// Interceptors returns the names of the interceptors, outermost first, and
+// whether each is on.
+func (tk *Toolkit) Interceptors() (names []string, on []bool) {
+	for _, r := range tk.ics.Load().list {
+		names = append(names, r.Name)
+		on = append(on, r.on.Load())
+	}
+	return names, on
+}
+
+// chainFor builds the handler for a call of t: the interceptors that are on
+// and apply to t, around core. The snapshot is taken once per call.
+func (tk *Toolkit) chainFor(t *Tool, core Handler) Handler {
+	list := tk.ics.Load().list
+	if len(list) == 0 {
+		return core
+	}
+	var active []*registered
+	for _, r := range list {
+		if r.on.Load() && r.applies(t) {
+			active = append(active, r)
+		}
+	}
+	h := core
+	for i := len(active) - 1; i >= 0; i-- {
+		ic, next := active[i].Intercept, h
+		h = func(ctx context.Context, inv *Invocation) Outcome { return ic(ctx, inv, next) }
+	}
+	return h
+}
