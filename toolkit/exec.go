@@ -41,6 +41,7 @@ type call struct {
 
 	argsIn   json.RawMessage // the arguments prepared last, and the result
 	argsPrep prepared
+	inv      Invocation
 
 	mu       sync.Mutex
 	cur      *scope // the scope the call runs on now; it changes on resume
@@ -139,8 +140,14 @@ func (c *call) exec() bool {
 		}
 	}
 	c.em.Init(c, listening)
-	inv := &Invocation{Session: c.run.sess.id, Run: c.run.id, Call: c.call, Tool: c.tool, c: c}
-	out := c.run.tk.chainFor(c.tool, c.core)(c, inv)
+	inv := &c.inv
+	*inv = Invocation{Session: c.run.sess.id, Call: c.call, Tool: c.tool, c: c}
+	var out Outcome
+	if len(c.run.tk.ics.Load().list) == 0 {
+		out = c.core(c, inv) // no interceptors: no chain to build
+	} else {
+		out = c.run.tk.chainFor(c.tool, c.core)(c, inv)
+	}
 	return c.finishOutcome(out)
 }
 

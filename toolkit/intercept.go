@@ -64,9 +64,8 @@ func (o Outcome) Text() string { return events.ContentText(o.Content) }
 
 // Invocation is one call as interceptors see it.
 type Invocation struct {
-	// Session and Run identify where the call belongs.
+	// Session is the call's session.
 	Session string
-	Run     string
 	// Call is the call; an interceptor may replace Call.Args (they are
 	// checked again against the tool's schema before the tool runs).
 	Call Call
@@ -78,6 +77,9 @@ type Invocation struct {
 
 	c *call
 }
+
+// RunID returns the id of the run the call belongs to.
+func (inv *Invocation) RunID() string { return inv.c.run.ID() }
 
 // Spec returns the called tool's spec.
 func (inv *Invocation) Spec() Spec { return inv.Tool.Spec() }

@@ -23,7 +23,6 @@ type Run struct {
 	tk   *Toolkit
 	sess *Session
 	seq  uint64
-	id   string
 
 	parent  context.Context // the caller's context
 	causeMu sync.Mutex
@@ -88,7 +87,6 @@ func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 		completed: make(chan int, 2*len(calls)), // a suspension and a result per call at most
 		done:      make(chan struct{}),
 	}
-	r.id = "run-" + strconv.FormatUint(r.seq, 10)
 	if len(calls) == 1 {
 		r.calls = r.one[:]
 	} else {
@@ -155,7 +153,7 @@ func (r *Run) duplicateID(i int, seen map[string]struct{}) bool {
 }
 
 // ID returns the run's id, unique within the toolkit.
-func (r *Run) ID() string { return r.id }
+func (r *Run) ID() string { return "run-" + strconv.FormatUint(r.seq, 10) }
 
 // Session returns the session the run belongs to.
 func (r *Run) Session() *Session { return r.sess }
