@@ -286,13 +286,22 @@ func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) 
 	if handlerErr != nil {
 		suffix = ": " + handlerErr.Error()
 	}
-	if s, ok := ctx.Value(scopeKey{}).(*scope); ok && s.timedOut() {
+	s, _ := ctx.Value(scopeKey{}).(*scope)
+	ownDeadline := s != nil && s.timedOut()
+	// A deadline of an interceptor's own (a per-attempt timeout) is a
+	// timeout too, unless the run itself is being stopped.
+	innerDeadline := !ownDeadline && errors.Is(ctx.Err(), context.DeadlineExceeded) && c.run.err() == nil
+	if ownDeadline || innerDeadline {
 		cause := handlerErr
 		if cause == nil {
 			cause = context.DeadlineExceeded
 		}
+		after := c.timeout
+		if innerDeadline {
+			after = time.Since(c.startedAt()).Round(time.Millisecond)
+		}
 		return StateTimeout, &callError{kind: ErrTimeout, cause: cause,
-			msg: fmt.Sprintf("tool %q timed out after %v%s", name, c.timeout, suffix)}
+			msg: fmt.Sprintf("tool %q timed out after %v%s", name, after, suffix)}
 	}
 	cause := c.run.err()
 	if cause == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/toolstream/toolstream/events"
@@ -77,6 +78,21 @@ type Invocation struct {
 
 	c *call
 }
+
+// RunValues is scratch space for interceptors' state that lives as long as
+// the run (per-run counters, say). Keys should be unexported types.
+func (inv *Invocation) RunValues() *sync.Map { return &inv.c.run.values }
+
+// SessionValues is scratch space for interceptors' state that lives as long
+// as the session (per-session counters, rules a person approved). It is
+// dropped by Session.Close.
+func (inv *Invocation) SessionValues() *sync.Map { return inv.c.run.sess.valueMap() }
+
+// AbortRun stops the whole run because of this call (an error policy made
+// its failure fatal): calls not started yet are reported as interrupted with
+// cause, running ones have their context cancelled. The call itself ends
+// with the outcome its interceptors return.
+func (inv *Invocation) AbortRun(cause error) { inv.c.run.interrupt(cause) }
 
 // RunID returns the id of the run the call belongs to.
 func (inv *Invocation) RunID() string { return inv.c.run.ID() }

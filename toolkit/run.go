@@ -42,6 +42,7 @@ type Run struct {
 	next      int  // first call of the next group; owned by the driver
 	group     atomic.Pointer[group]
 	unwatch   func() bool // stops watching the caller's context
+	values    sync.Map    // interceptors' per-run state
 }
 
 // Start begins running a batch of calls on the toolkit's goroutines and
@@ -199,6 +200,10 @@ func (r *Run) err() error {
 	}
 	return nil
 }
+
+// Err returns why the run was interrupted (Cancel, Toolkit.Close, the
+// caller's context, or an interceptor that aborted it), or nil.
+func (r *Run) Err() error { return r.err() }
 
 // Done is closed when every call has its final result and observers have
 // taken the result events (or the flush timeout passed).

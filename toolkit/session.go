@@ -30,6 +30,17 @@ type Session struct {
 	suspended map[string]*call
 	closed    bool
 	emitMu    sync.Mutex
+	values    *sync.Map // interceptors' per-session state; made on first use
+}
+
+// valueMap returns the session's scratch map for interceptors.
+func (s *Session) valueMap() *sync.Map {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.values == nil {
+		s.values = new(sync.Map)
+	}
+	return s.values
 }
 
 // Session returns the session with the given id, creating it on first use.
@@ -141,6 +152,7 @@ func (s *Session) Close() {
 	s.tk.sessMu.Unlock()
 	s.mu.Lock()
 	s.closed = true
+	s.values = nil
 	pending := s.suspended
 	s.suspended = map[string]*call{}
 	s.mu.Unlock()
