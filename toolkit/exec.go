@@ -47,11 +47,11 @@ type call struct {
 	cur      *scope // the scope the call runs on now; it changes on resume
 	filters  []func(Part) Part
 	seq      uint64
-	started   time.Time
-	running   bool
-	content   content
-	meta      map[string]any
-	finished  bool
+	started  time.Time
+	running  bool
+	content  content
+	meta     map[string]any
+	finished bool
 
 	result Result // set once by finish; read after the run is done
 }
@@ -269,7 +269,6 @@ func (c *call) abandon() bool {
 	state, err := c.contextFailure(nil)
 	return c.finish(state, nil, err)
 }
-
 
 // contextFailure classifies a call whose context ended, seen from the scope
 // it runs on now.
