@@ -1,0 +1,375 @@
+package toolkit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// trace records what interceptors saw, in order.
+type trace struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (tr *trace) add(s string) {
+	tr.mu.Lock()
+	tr.log = append(tr.log, s)
+	tr.mu.Unlock()
+}
+
+func (tr *trace) get() []string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return slices.Clone(tr.log)
+}
+
+func tracing(name string, tr *trace) toolkit.Interceptor {
+	return toolkit.Interceptor{Name: name, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		tr.add(name + ">")
+		out := next(ctx, inv)
+		tr.add("<" + name)
+		return out
+	}}
+}
+
+func echoTool(t *testing.T) *toolkit.Tool {
+	return mustTool(t, toolkit.Spec{Name: "echo", ConcurrencySafe: true}, func(ctx context.Context, in struct {
+		S string `json:"s,omitempty"`
+	}) (string, error) {
+		return "echo:" + in.S, nil
+	})
+}
+
+func TestChainOrder(t *testing.T) {
+	tr := &trace{}
+	tk := newKit(t)
+	mustAdd(t, tk, echoTool(t))
+	if err := tk.Use(tracing("outer", tr), tracing("middle", tr), tracing("inner", tr)); err != nil {
+		t.Fatal(err)
+	}
+	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "echo", `{"s":"x"}`)})[0]
+	if r.Text() != "echo:x" {
+		t.Fatalf("%q", r.Text())
+	}
+	if got, want := tr.get(), []string{"outer>", "middle>", "inner>", "<inner", "<middle", "<outer"}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+}
+
+// TestRetryReentersTheWholeInnerChain: an outer interceptor calling next
+// three times runs every inner interceptor three times; each attempt starts
+// the content over, so the deltas still add up to the final result.
+func TestRetryReentersTheWholeInnerChain(t *testing.T) {
+	tr := &trace{}
+	rec := &recorder{}
+	tk := newKit(t, toolkit.WithObserver(rec))
+	attempts := 0
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "flaky"}, func(ctx context.Context, _ none) (string, error) {
+		attempts++
+		stream.From(ctx).Text(fmt.Sprintf("attempt %d streamed\n", attempts))
+		if attempts < 3 {
+			return "", errors.New("transient")
+		}
+		return "ok", nil
+	}))
+	retry := toolkit.Interceptor{Name: "retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		var out toolkit.Outcome
+		for range 3 {
+			if out = next(ctx, inv); out.State == toolkit.StateSuccess {
+				break
+			}
+		}
+		inv.Meta("attempts", inv.Attempt)
+		return out
+	}}
+	tk.Use(retry, tracing("inner", tr))
+	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("c", "flaky", ``)})[0]
+	if r.State != toolkit.StateSuccess || r.Text() != "attempt 3 streamed\nok" {
+		t.Fatalf("%s %q", r.State, r.Text())
+	}
+	if r.Meta["attempts"] != 3 || len(tr.get()) != 6 {
+		t.Fatalf("attempts %v, inner ran %d times", r.Meta["attempts"], len(tr.get())/2)
+	}
+	evs := rec.of("c")
+	if got := deltas(evs); events.ContentText(got) != r.Text() {
+		t.Fatalf("deltas add up to %q, result %q", events.ContentText(got), r.Text())
+	}
+	resets := 0
+	for _, ev := range evs {
+		if ev.Reset {
+			resets++
+		}
+	}
+	if resets != 2 {
+		t.Fatalf("%d reset deltas, want 2 (one before each retry)", resets)
+	}
+}
+
+// TestReplacedContent: an interceptor that rewrites the result resets the
+// deltas; observers rebuild exactly the new result.
+func TestReplacedContent(t *testing.T) {
+	rec := &recorder{}
+	tk := newKit(t, toolkit.WithObserver(rec))
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "big"}, func(ctx context.Context, _ none) (string, error) {
+		stream.From(ctx).Text(strings.Repeat("x", 100))
+		return "tail", nil
+	}))
+	tk.Use(toolkit.Interceptor{Name: "shorten", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		out := next(ctx, inv)
+		return toolkit.Success(events.Text(fmt.Sprintf("%d bytes, shortened", len(out.Text()))))
+	}})
+	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("c", "big", ``)})[0]
+	if r.Text() != "104 bytes, shortened" {
+		t.Fatalf("%q", r.Text())
+	}
+	if got := events.ContentText(deltas(rec.of("c"))); got != r.Text() {
+		t.Fatalf("deltas %q", got)
+	}
+}
+
+// TestSwitchWhileRunning: switching an interceptor off affects calls that
+// start afterwards; a call already running keeps its chain.
+func TestSwitchWhileRunning(t *testing.T) {
+	tk := newKit(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "wait", ConcurrencySafe: true}, func(ctx context.Context, in struct {
+		Block bool `json:"block,omitempty"`
+	}) (string, error) {
+		if in.Block {
+			close(started)
+			<-release
+		}
+		return "ran", nil
+	}))
+	tk.Use(toolkit.Interceptor{Name: "tag", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		out := next(ctx, inv)
+		return toolkit.Success(events.Text(out.Text() + "+tagged"))
+	}})
+	s := session(t, tk, "s")
+	first := s.Start(context.Background(), []toolkit.Call{call("1", "wait", `{"block":true}`)})
+	waitFor(t, started, "first call")
+	if err := tk.EnableInterceptor("tag", false); err != nil {
+		t.Fatal(err)
+	}
+	second := s.Run(context.Background(), []toolkit.Call{call("2", "wait", `{}`)})[0]
+	close(release)
+	if r := first.Wait()[0]; r.Text() != "ran+tagged" {
+		t.Fatalf("running call lost its chain: %q", r.Text())
+	}
+	if second.Text() != "ran" {
+		t.Fatalf("switched-off interceptor ran: %q", second.Text())
+	}
+	tk.EnableInterceptor("tag", true)
+	if r := s.Run(context.Background(), []toolkit.Call{call("3", "wait", `{}`)})[0]; r.Text() != "ran+tagged" {
+		t.Fatalf("switched back on: %q", r.Text())
+	}
+	if err := tk.EnableInterceptor("nope", true); err == nil {
+		t.Fatal("switching an unknown interceptor")
+	}
+}
+
+func TestScopeAndNames(t *testing.T) {
+	tr := &trace{}
+	tk := newKit(t)
+	mustAdd(t, tk, echoTool(t), mustTool(t, toolkit.Spec{Name: "other", ReadOnly: true}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
+	byName := tracing("byname", tr)
+	byName.Tools = []string{"echo"}
+	byMatch := tracing("bymatch", tr)
+	byMatch.Match = func(t *toolkit.Tool) bool { return t.Spec().ReadOnly }
+	tk.Use(byName, byMatch)
+	s := session(t, tk, "s")
+	s.Run(context.Background(), []toolkit.Call{call("1", "echo", `{}`)})
+	s.Run(context.Background(), []toolkit.Call{call("2", "other", `{}`)})
+	s.Run(context.Background(), []toolkit.Call{call("3", "nope", `{}`)}) // unknown: no interceptor runs
+	if got, want := tr.get(), []string{"byname>", "<byname", "bymatch>", "<bymatch"}; !slices.Equal(got, want) {
+		t.Fatalf("%v, want %v", got, want)
+	}
+	// Same name: replaced in place.
+	tr2 := &trace{}
+	tk.Use(tracing("byname", tr2))
+	names, on := tk.Interceptors()
+	if !slices.Equal(names, []string{"byname", "bymatch"}) || !on[0] {
+		t.Fatalf("%v %v", names, on)
+	}
+	s.Run(context.Background(), []toolkit.Call{call("4", "other", `{}`)})
+	if len(tr2.get()) != 2 {
+		t.Fatalf("replacement (now for every tool) did not run: %v", tr2.get())
+	}
+	if err := tk.Use(toolkit.Interceptor{Name: "", Intercept: byName.Intercept}); err == nil {
+		t.Fatal("an unnamed interceptor was accepted")
+	}
+	if !tk.RemoveInterceptor("bymatch") || tk.RemoveInterceptor("bymatch") {
+		t.Fatal("RemoveInterceptor")
+	}
+}
+
+// TestInterceptorSeesAndChangesTheCall: session, call, spec, context values
+// are visible; changed arguments are checked again.
+func TestInterceptorSeesAndChangesTheCall(t *testing.T) {
+	type tenant string
+	tk := newKit(t)
+	mustAdd(t, tk, echoTool(t))
+	tk.Use(toolkit.Interceptor{Name: "rewrite", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		ten, _ := toolkit.Value[tenant](ctx)
+		if inv.Session != "s" || inv.Call.ID == "" || inv.Spec().Name != "echo" || ten != "acme" {
+			return toolkit.Failure(toolkit.StateError, fmt.Errorf("saw %q %q %q %q", inv.Session, inv.Call.ID, inv.Spec().Name, ten))
+		}
+		if strings.Contains(string(inv.Call.Args), "bad") {
+			inv.Call.Args = []byte(`{"s": 42}`)
+		} else {
+			inv.Call.Args = []byte(`{"s":"rewritten"}`)
+		}
+		return next(ctx, inv)
+	}})
+	ctx := toolkit.WithValue(context.Background(), tenant("acme"))
+	rs := session(t, tk, "s").Run(ctx, []toolkit.Call{call("1", "echo", `{"s":"orig"}`), call("2", "echo", `{"s":"bad"}`)})
+	if rs[0].Text() != "echo:rewritten" {
+		t.Fatalf("%q", rs[0].Text())
+	}
+	if !errors.Is(rs[1].Err, toolkit.ErrInvalidArguments) || !strings.Contains(rs[1].Text(), "s: must be a string") {
+		t.Fatalf("changed arguments not checked: %v", rs[1].Err)
+	}
+}
+
+func TestDeltaFilterAndEvents(t *testing.T) {
+	rec := &recorder{}
+	tk := newKit(t, toolkit.WithObserver(rec))
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "leak"}, func(ctx context.Context, _ none) (string, error) {
+		stream.From(ctx).Text("token=SECRET1 ")
+		return "and SECRET2", nil
+	}))
+	tk.Use(toolkit.Interceptor{Name: "redact", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		inv.FilterDeltas(func(p toolkit.Part) toolkit.Part {
+			p.Text = strings.ReplaceAll(strings.ReplaceAll(p.Text, "SECRET1", "***"), "SECRET2", "***")
+			return p
+		})
+		if err := inv.Emit("audit", map[string]string{"tool": inv.Call.Name}); err != nil {
+			return toolkit.Failure(toolkit.StateError, err)
+		}
+		if err := inv.Emit(events.TypeResult, nil); err == nil {
+			return toolkit.Failure(toolkit.StateError, errors.New("a lifecycle type was accepted"))
+		}
+		return next(ctx, inv)
+	}})
+	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("c", "leak", ``)})[0]
+	if r.Text() != "token=*** and ***" {
+		t.Fatalf("%q", r.Text())
+	}
+	for _, ev := range rec.of("c") {
+		if ev.Type == events.TypeDelta && strings.Contains(ev.Delta.Text, "SECRET") {
+			t.Fatalf("a streamed delta leaked: %q", ev.Delta.Text)
+		}
+	}
+	got := types(rec.of("c"))
+	if got[1] != "audit" {
+		t.Fatalf("events %v", got)
+	}
+}
+
+// TestSuspendResume: an interceptor waits for an outside decision: the call
+// shows as suspended, gives up its slot, and its deadline starts over when
+// it resumes.
+func TestSuspendResume(t *testing.T) {
+	rec := &recorder{}
+	tk := newKit(t, toolkit.WithObserver(rec), toolkit.WithMaxParallel(1))
+	decide := make(chan struct{})
+	var during error
+	mustAdd(t, tk,
+		mustTool(t, toolkit.Spec{Name: "guarded", ConcurrencySafe: true, Timeout: 80 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+			dl, _ := ctx.Deadline()
+			if time.Until(dl) < 40*time.Millisecond {
+				return "", errors.New("the deadline did not start over")
+			}
+			return "approved work", nil
+		}),
+		mustTool(t, toolkit.Spec{Name: "free", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+			return "free ran", nil
+		}),
+	)
+	g := toolkit.Interceptor{Name: "gate", Tools: []string{"guarded"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		wait, resume := inv.Suspend("approval")
+		select {
+		case <-decide:
+		case <-wait.Done():
+			during = wait.Err()
+			return toolkit.Failure(toolkit.StateInterrupted, wait.Err())
+		}
+		return next(resume(), inv)
+	}}
+	tk.Use(g)
+	s := session(t, tk, "s")
+	run := s.Start(context.Background(), []toolkit.Call{call("g", "guarded", ``), call("f", "free", ``)})
+	var seen []string
+	for r := range run.Results() {
+		seen = append(seen, r.Call.ID+":"+string(r.State))
+		if r.Call.ID == "f" { // ran although "g" holds... nothing: it gave its slot up
+			time.Sleep(120 * time.Millisecond) // longer than guarded's timeout
+			close(decide)
+		}
+	}
+	if !slices.Equal(seen, []string{"g:suspended", "f:success", "g:success"}) {
+		t.Fatalf("results %v (during: %v)", seen, during)
+	}
+	if r := run.Wait()[0]; r.Text() != "approved work" {
+		t.Fatalf("%q", r.Text())
+	}
+	if got := types(rec.of("g")); !slices.Equal(got, []events.Type{"start", "suspend", "delta", "result"}) {
+		t.Fatalf("events %v", got)
+	}
+}
+
+// TestSuspendedCallInterrupted: cancelling the run ends the wait.
+func TestSuspendedCallInterrupted(t *testing.T) {
+	tk := newKit(t)
+	mustAdd(t, tk, echoTool(t))
+	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		wait, _ := inv.Suspend("approval")
+		<-wait.Done()
+		return toolkit.Failure(toolkit.StateInterrupted, fmt.Errorf("no decision: %w", wait.Err()))
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	run := session(t, tk, "s").Start(ctx, []toolkit.Call{call("1", "echo", `{}`)})
+	for r := range run.Results() {
+		if r.State == toolkit.StateSuspended {
+			cancel()
+		}
+	}
+	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("%s %v", r.State, r.Err)
+	}
+}
+
+// ExampleInterceptor shows a custom interceptor: it times each call and
+// notes the duration in the result's metadata.
+func ExampleInterceptor() {
+	tk := toolkit.New()
+	defer tk.Close(context.Background())
+	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "hello"}, func(ctx context.Context, _ struct{}) (string, error) {
+		return "hello", nil
+	}))
+	tk.Use(toolkit.Interceptor{
+		Name: "timing",
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+			start := time.Now()
+			out := next(ctx, inv) // run the tool (and the interceptors inside this one)
+			inv.Meta("took", time.Since(start))
+			return out
+		},
+	})
+	sess, _ := tk.Session("s")
+	r := sess.Run(context.Background(), []toolkit.Call{{ID: "1", Name: "hello"}})[0]
+	_, timed := r.Meta["took"].(time.Duration)
+	fmt.Println(r.Text(), timed)
+	// Output: hello true
+}
