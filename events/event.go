@@ -64,9 +64,9 @@ type Event struct {
 	// Reset, on a delta event, voids the content before it: the call's
 	// content starts over with this delta (an interceptor retried the tool or
 	// replaced its result).
-	Reset bool `json:"reset,omitempty"`
-	Suspend  *Suspend  `json:"suspend,omitempty"`
-	Result   *Result   `json:"result,omitempty"`
+	Reset   bool     `json:"reset,omitempty"`
+	Suspend *Suspend `json:"suspend,omitempty"`
+	Result  *Result  `json:"result,omitempty"`
 
 	// Data is the body of session-level events and of event types this
 	// version does not define: one JSON value whose shape the type names.
