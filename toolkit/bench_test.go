@@ -167,3 +167,46 @@ func BenchmarkProgressNoListener(b *testing.B) {
 	close(release)
 	run.Wait()
 }
+
+// BenchmarkInterceptorChain is the cost of a chain of five pass-through
+// interceptors: one validated call with and without the chain, timed in the
+// same benchmark, interleaved. The target is at most 1 µs more per call.
+func BenchmarkInterceptorChain(b *testing.B) {
+	plain, _ := benchKit(b, toolkit.WithInlineObserver(&passThrough{}))
+	wrapped, _ := benchKit(b, toolkit.WithInlineObserver(&passThrough{}))
+	for i := range 5 {
+		if err := wrapped.Toolkit().Use(toolkit.Interceptor{
+			Name: fmt.Sprintf("pass-%d", i),
+			Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+				return next(ctx, inv)
+			},
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	calls := []toolkit.Call{{ID: "c", Name: "scan", Args: benchArgs}}
+	ctx := context.Background()
+	const batch = 200
+	var without, with []float64
+	for b.Loop() {
+		t0 := time.Now()
+		for range batch {
+			plain.Run(ctx, calls)
+		}
+		t1 := time.Now()
+		for range batch {
+			if r := wrapped.Run(ctx, calls)[0]; r.State != toolkit.StateSuccess {
+				b.Fatal(r.Err)
+			}
+		}
+		t2 := time.Now()
+		without = append(without, float64(t1.Sub(t0).Nanoseconds())/batch)
+		with = append(with, float64(t2.Sub(t1).Nanoseconds())/batch)
+	}
+	w, wo := median(with), median(without)
+	b.ReportMetric(wo, "none-ns/call")
+	b.ReportMetric(w, "chain5-ns/call")
+	b.ReportMetric(w-wo, "extra-ns/call")
+	b.ReportMetric(testing.AllocsPerRun(200, func() { wrapped.Run(ctx, calls) })-
+		testing.AllocsPerRun(200, func() { plain.Run(ctx, calls) }), "extra-allocs/call")
+}

@@ -146,10 +146,14 @@ func (c *call) exec() bool {
 	if len(c.run.tk.ics.Load().list) == 0 {
 		out = c.core(c, inv) // no interceptors: no chain to build
 	} else {
-		out = c.run.tk.chainFor(c.tool, c.core)(c, inv)
+		out = c.run.tk.chainFor(c.tool)(c, inv)
 	}
 	return c.finishOutcome(out)
 }
+
+// runCore is the center of every interceptor chain. It is a plain function,
+// not a method value, so that a chain built once serves every call.
+func runCore(ctx context.Context, inv *Invocation) Outcome { return inv.c.core(ctx, inv) }
 
 // core runs the tool itself: the center of the interceptor chain. It may run
 // several times for one call (a retry); each run starts the content over.

@@ -25,7 +25,8 @@ type Interceptor struct {
 	// replaces it in place.
 	Name string
 	// Tools limits the interceptor to these tools; Match, if set, must also
-	// accept the tool. Both empty: every tool.
+	// accept the tool. Both empty: every tool. Match is asked when a tool's
+	// chain is built (not at every call), so it must depend on the tool only.
 	Tools []string
 	Match func(t *Tool) bool
 	// Intercept does the work.
@@ -149,9 +150,19 @@ func (inv *Invocation) Suspend(reason string) (wait context.Context, resume func
 	return inv.c.suspend(reason)
 }
 
-// interceptors is an immutable snapshot of a toolkit's interceptors.
+// interceptors is an immutable snapshot of a toolkit's interceptors, with
+// the chains built from it, cached per tool.
 type interceptors struct {
-	list []*registered
+	list   []*registered
+	chains sync.Map // tool name -> *builtChain
+}
+
+// builtChain is the handler for one tool, valid while the tool is the same
+// and no interceptor was switched on or off (gen).
+type builtChain struct {
+	tool *Tool
+	gen  uint64
+	h    Handler
 }
 
 type registered struct {
@@ -199,6 +210,7 @@ func (tk *Toolkit) EnableInterceptor(name string, on bool) error {
 	for _, r := range tk.ics.Load().list {
 		if r.Name == name {
 			r.on.Store(on)
+			tk.icGen.Add(1) // after the switch: a chain built for the new gen sees it
 			return nil
 		}
 	}
@@ -225,23 +237,27 @@ func (tk *Toolkit) Interceptors() (names []string, on []bool) {
 	return names, on
 }
 
-// chainFor builds the handler for a call of t: the interceptors that are on
-// and apply to t, around core. The snapshot is taken once per call.
-func (tk *Toolkit) chainFor(t *Tool, core Handler) Handler {
-	list := tk.ics.Load().list
-	if len(list) == 0 {
-		return core
-	}
-	var active []*registered
-	for _, r := range list {
-		if r.on.Load() && r.applies(t) {
-			active = append(active, r)
+// chainFor returns the handler for a call of t: the interceptors that are
+// on and apply to t, around the tool. Chains are built once per tool and
+// reused until the interceptors change, so a call through the chain
+// allocates nothing.
+func (tk *Toolkit) chainFor(t *Tool) Handler {
+	gen := tk.icGen.Load()
+	snap := tk.ics.Load()
+	if v, ok := snap.chains.Load(t.spec.Name); ok {
+		if b := v.(*builtChain); b.tool == t && b.gen == gen {
+			return b.h
 		}
 	}
-	h := core
-	for i := len(active) - 1; i >= 0; i-- {
-		ic, next := active[i].Intercept, h
+	h := Handler(runCore)
+	for i := len(snap.list) - 1; i >= 0; i-- {
+		r := snap.list[i]
+		if !r.on.Load() || !r.applies(t) {
+			continue
+		}
+		ic, next := r.Intercept, h
 		h = func(ctx context.Context, inv *Invocation) Outcome { return ic(ctx, inv, next) }
 	}
+	snap.chains.Store(t.spec.Name, &builtChain{tool: t, gen: gen, h: h})
 	return h
 }

@@ -373,3 +373,29 @@ func ExampleInterceptor() {
 	fmt.Println(r.Text(), timed)
 	// Output: hello true
 }
+
+// TestChainFollowsReplacedTool: chains are cached per tool; replacing the
+// tool under the same name must rebuild its chain (Match sees the new spec).
+func TestChainFollowsReplacedTool(t *testing.T) {
+	tr := &trace{}
+	tk := newKit(t)
+	mustAdd(t, tk, echoTool(t))
+	ro := tracing("readonly", tr)
+	ro.Match = func(t *toolkit.Tool) bool { return t.Spec().ReadOnly }
+	tk.Use(ro)
+	s := session(t, tk, "s")
+	s.Run(context.Background(), []toolkit.Call{call("1", "echo", `{}`)})
+	if len(tr.get()) != 0 {
+		t.Fatalf("ran for a tool that is not read-only: %v", tr.get())
+	}
+	again := mustTool(t, toolkit.Spec{Name: "echo", ReadOnly: true}, func(ctx context.Context, _ none) (string, error) { return "v2", nil })
+	if err := tk.Register([]*toolkit.Tool{again}, toolkit.Replace()); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Run(context.Background(), []toolkit.Call{call("2", "echo", `{}`)})[0]; r.Text() != "v2" {
+		t.Fatalf("%q", r.Text())
+	}
+	if got := tr.get(); !slices.Equal(got, []string{"readonly>", "<readonly"}) {
+		t.Fatalf("replaced tool kept the old chain: %v", got)
+	}
+}

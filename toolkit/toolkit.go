@@ -25,6 +25,7 @@ type Toolkit struct {
 	visMu     sync.Mutex
 	icMu      sync.Mutex
 	ics       atomic.Pointer[interceptors]
+	icGen     atomic.Uint64 // bumped when an interceptor is switched on or off
 
 	sessMu   sync.Mutex
 	sessions map[string]*Session
