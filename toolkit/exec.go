@@ -1,11 +1,13 @@
 package toolkit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +44,8 @@ type call struct {
 	argsIn   json.RawMessage // the arguments prepared last, and the result
 	argsPrep prepared
 	inv      Invocation
+	chained  bool     // interceptors wrap the call: outcomes hand out copies
+	values   sync.Map // Invocation.CallValues
 
 	mu       sync.Mutex
 	cur      *scope // the scope the call runs on now; it changes on resume
@@ -146,6 +150,7 @@ func (c *call) exec() bool {
 	if len(c.run.tk.ics.Load().list) == 0 {
 		out = c.core(c, inv) // no interceptors: no chain to build
 	} else {
+		c.chained = true
 		out = c.run.tk.chainFor(c.tool)(c, inv)
 	}
 	return c.finishOutcome(out)
@@ -223,7 +228,13 @@ func (c *call) outcome(state State, parts []Part, err error) Outcome {
 	if err != nil && state.IsError() {
 		c.addDelta(events.Text("Error: " + err.Error()))
 	}
-	return Outcome{State: state, Content: c.content.parts(), Err: err}
+	content := c.content.parts()
+	if c.chained {
+		// Interceptors get their own copy: one that edits it in place must
+		// not edit the call's record of what was streamed.
+		content = slices.Clone(content)
+	}
+	return Outcome{State: state, Content: content, Err: err}
 }
 
 // refinePreErr lists, for an unknown tool, what this session can call rather
@@ -427,7 +438,7 @@ func (c *call) finishOutcome(out Outcome) bool {
 		c.mu.Unlock()
 		return false
 	}
-	if cur := c.content.parts(); !sameParts(out.Content, cur) {
+	if cur := c.content.parts(); !sameParts(out.Content, cur) && !equalParts(out.Content, cur) {
 		c.resetContent()
 		for _, p := range out.Content {
 			c.addDelta(p)
@@ -444,6 +455,13 @@ func (c *call) finishOutcome(out Outcome) bool {
 // sameParts reports whether a is b (the same slice, not equal contents).
 func sameParts(a, b []Part) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+func equalParts(a, b []Part) bool {
+	return slices.EqualFunc(a, b, func(x, y Part) bool {
+		return x.Type == y.Type && x.Text == y.Text && x.MediaType == y.MediaType &&
+			bytes.Equal(x.JSON, y.JSON) && bytes.Equal(x.Data, y.Data)
+	})
 }
 
 // completeLocked emits the result and hands it to the run. c.mu must be

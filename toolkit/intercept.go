@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rs/zerolog"
+
 	"github.com/toolstream/toolstream/events"
 )
 
@@ -41,9 +43,13 @@ type Handler func(ctx context.Context, inv *Invocation) Outcome
 type Outcome struct {
 	State State
 	// Content is the model-visible result: what the tool streamed plus what
-	// it returned (and the "Error: ..." line of a failure). An interceptor
-	// that returns different content replaces it: the engine emits a reset
-	// delta and the new content, so the deltas still add up to the result.
+	// it returned (and the "Error: ..." line of a failure). Each outcome
+	// from next is the interceptor's own copy of the list (the bytes of
+	// JSON and binary parts are shared: do not write to them). An
+	// interceptor that returns different content replaces it: the engine
+	// emits a reset delta and the new content, which goes through the
+	// call's delta filters (FilterDeltas) like every delta, so the deltas
+	// still add up to the result.
 	Content []Part
 	// Err is the cause of a failure, for errors.Is and errors.As.
 	Err error
@@ -94,6 +100,15 @@ func (inv *Invocation) SessionValues() *sync.Map { return inv.c.run.sess.valueMa
 // cause, running ones have their context cancelled. The call itself ends
 // with the outcome its interceptors return.
 func (inv *Invocation) AbortRun(cause error) { inv.c.run.interrupt(cause) }
+
+// CallValues is scratch space for interceptors' state that lives as long as
+// the call, across attempts: a retry re-runs the inner interceptors with
+// the same Invocation, so an interceptor that must act once per call (add
+// a delta filter, count the call) keeps its mark here.
+func (inv *Invocation) CallValues() *sync.Map { return &inv.c.values }
+
+// Logger returns the toolkit's logger (silent unless WithLogger set one).
+func (inv *Invocation) Logger() *zerolog.Logger { return &inv.c.run.tk.log }
 
 // RunID returns the id of the run the call belongs to.
 func (inv *Invocation) RunID() string { return inv.c.run.ID() }

@@ -399,3 +399,75 @@ func TestChainFollowsReplacedTool(t *testing.T) {
 		t.Fatalf("replaced tool kept the old chain: %v", got)
 	}
 }
+
+// TestInPlaceEditIsAReplacement: an interceptor that edits the content it
+// got from next in place (instead of building a new list) still replaces
+// the result properly: the deltas add up to what it returned.
+func TestInPlaceEditIsAReplacement(t *testing.T) {
+	rec := &recorder{}
+	tk := newKit(t, toolkit.WithObserver(rec))
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "say"}, func(ctx context.Context, _ none) (string, error) {
+		stream.From(ctx).Text("secret ")
+		return "words", nil
+	}))
+	tk.Use(toolkit.Interceptor{Name: "edit", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		out := next(ctx, inv)
+		out.Content[0].Text = strings.Replace(out.Content[0].Text, "secret", "public", 1)
+		return out
+	}})
+	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("c", "say", ``)})[0]
+	if r.Text() != "public words" {
+		t.Fatalf("%q", r.Text())
+	}
+	if got := events.ContentText(deltas(rec.of("c"))); got != r.Text() {
+		t.Fatalf("deltas add up to %q, result is %q", got, r.Text())
+	}
+}
+
+// TestCallValuesSurviveRetries: CallValues is the same map for every
+// attempt of one call and a fresh one for the next call.
+func TestCallValuesSurviveRetries(t *testing.T) {
+	tk := newKit(t)
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "fail"}, func(ctx context.Context, _ none) (string, error) {
+		return "", errors.New("no")
+	}))
+	type marks struct{}
+	var perCall []int
+	inner := toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		v, _ := inv.CallValues().LoadOrStore(marks{}, new(int))
+		*v.(*int)++
+		return next(ctx, inv)
+	}}
+	retry := toolkit.Interceptor{Name: "retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		next(ctx, inv)
+		out := next(ctx, inv)
+		v, _ := inv.CallValues().Load(marks{})
+		perCall = append(perCall, *v.(*int))
+		return out
+	}}
+	tk.Use(retry, inner)
+	s := session(t, tk, "s")
+	s.Run(context.Background(), []toolkit.Call{call("a", "fail", ``)})
+	s.Run(context.Background(), []toolkit.Call{call("b", "fail", ``)})
+	if !slices.Equal(perCall, []int{2, 2}) {
+		t.Fatalf("inner ran %v times per call, want [2 2]", perCall)
+	}
+}
+
+// TestRunIDsUnique: run ids differ between toolkits (and so between
+// processes), not only within one.
+func TestRunIDsUnique(t *testing.T) {
+	ids := map[string]bool{}
+	for range 2 {
+		tk := newKit(t)
+		mustAdd(t, tk, echoTool(t))
+		tk.Use(toolkit.Interceptor{Name: "id", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+			ids[inv.RunID()] = true
+			return next(ctx, inv)
+		}})
+		session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("c", "echo", `{}`)})
+	}
+	if len(ids) != 2 {
+		t.Fatalf("run ids %v", ids)
+	}
+}

@@ -153,8 +153,10 @@ func (r *Run) duplicateID(i int, seen map[string]struct{}) bool {
 	return false
 }
 
-// ID returns the run's id, unique within the toolkit.
-func (r *Run) ID() string { return "run-" + strconv.FormatUint(r.seq, 10) }
+// ID returns the run's id: "run-", a random prefix chosen when the toolkit
+// was created, and the run's number, so ids do not repeat across toolkits
+// or restarts.
+func (r *Run) ID() string { return "run-" + r.tk.nonce + "-" + strconv.FormatUint(r.seq, 10) }
 
 // Session returns the session the run belongs to.
 func (r *Run) Session() *Session { return r.sess }
@@ -327,10 +329,12 @@ func (r *Run) complete(c *call, res Result) {
 	r.segment.Done()
 }
 
-func newCallID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return "call_" + hex.EncodeToString(b[:])
+func newCallID() string { return "call_" + randomHex(8) }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // MaxCallIDLen is the longest call id accepted, in bytes.

@@ -37,6 +37,7 @@ type Toolkit struct {
 	pool      *pool
 	clock     *clock
 	runSeq    atomic.Uint64
+	nonce     string // random: makes run ids unique across toolkits
 	closed    atomic.Bool
 	stats     counters
 }
@@ -53,7 +54,7 @@ func New(opts ...Option) *Toolkit {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	tk := &Toolkit{opts: o, log: o.logger, sessions: make(map[string]*Session), active: make(map[*Run]struct{}), pool: newPool()}
+	tk := &Toolkit{opts: o, log: o.logger, sessions: make(map[string]*Session), active: make(map[*Run]struct{}), pool: newPool(), nonce: randomHex(4)}
 	tk.clock = newClock(o.cancelGrace)
 	tk.reg.Store(&registry{byName: map[string]*Tool{}})
 	tk.observers.Store(&observerSet{})
