@@ -84,6 +84,10 @@ var (
 	}
 )
 
+// PermissionsName is the name of the interceptor Permissions.Interceptor
+// returns.
+const PermissionsName = "permissions"
+
 // ApprovalEvent is the call-level event type of approval requests and their
 // outcome. Its Data is an ApprovalRequest.
 const ApprovalEvent events.Type = "approval"
@@ -163,7 +167,7 @@ func NewPermissions(opts ...PermissionOption) *Permissions {
 
 // Interceptor returns the interceptor (name "permissions").
 func (p *Permissions) Interceptor() toolkit.Interceptor {
-	return toolkit.Interceptor{Name: "permissions", Intercept: p.intercept}
+	return toolkit.Interceptor{Name: PermissionsName, Intercept: p.intercept}
 }
 
 // permRules are rules approvals added, kept with the session.
@@ -239,7 +243,7 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 		return toolkit.Failure(toolkit.StateDenied, fmt.Errorf("%w: nobody approved this call of %q within %v, so it did not run. Ask the user before trying again",
 			ErrNoDecision, inv.Call.Name, p.wait))
 	case <-wait.Done():
-		return toolkit.Failure(toolkit.StateInterrupted, fmt.Errorf("%w while waiting for approval: %w", toolkit.ErrInterrupted, context.Cause(wait)))
+		return inv.ContextFailure(wait)
 	}
 	if !v.approve {
 		p.announce(inv, pd.req, "rejected", v.reason)

@@ -45,6 +45,7 @@ type call struct {
 	argsPrep prepared
 	inv      Invocation
 	chained  bool     // interceptors wrap the call: outcomes hand out copies
+	attempt  int      // how many times the tool started; under mu
 	values   sync.Map // Invocation.CallValues
 
 	mu       sync.Mutex
@@ -162,37 +163,59 @@ func runCore(ctx context.Context, inv *Invocation) Outcome { return inv.c.core(c
 
 // core runs the tool itself: the center of the interceptor chain. It may run
 // several times for one call (a retry); each run starts the content over.
+//
+// Each run is an attempt with its own number. Only the latest attempt may
+// write: an attempt an interceptor gave up on (a per-attempt timeout whose
+// handler ignored the cancellation) can no longer stream or add to the
+// content, so it cannot leak into the attempt after it.
 func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 	c.mu.Lock()
-	inv.Attempt++
+	c.attempt++
+	n := c.attempt
 	if c.content.len() > 0 && !c.finished {
 		c.resetContent() // a new attempt: what the last one streamed is void
 	}
 	c.mu.Unlock()
 	if ctx.Err() != nil {
 		state, err := c.ctxFailure(ctx, nil)
-		return c.outcome(state, nil, err)
+		return c.outcome(n, state, nil, err)
 	}
 	args, err := c.prepareArgs(inv.Call.Args)
 	if err != nil {
-		return c.outcome(StateError, nil, err)
+		return c.outcome(n, StateError, nil, err)
 	}
 	if c.tool.spec.External {
-		return c.waitExternal(ctx)
+		return c.waitExternal(ctx, n)
 	}
-	parts, err := c.invoke(stream.NewContext(ctx, &c.em), args)
+	em := &c.em // the first attempt writes through the call itself
+	if n > 1 {
+		em = stream.NewEmitter(&attemptSink{c: c, n: n}, c.em.Listening())
+	}
+	parts, err := c.invoke(stream.NewContext(ctx, em), args)
 	switch {
 	case err == nil:
-		return c.outcome(StateSuccess, parts, nil)
+		return c.outcome(n, StateSuccess, parts, nil)
 	case errors.Is(err, ErrPanic):
-		return c.outcome(StateError, nil, err)
+		return c.outcome(n, StateError, nil, err)
 	case ctx.Err() != nil:
 		state, cerr := c.ctxFailure(ctx, err)
-		return c.outcome(state, parts, cerr)
+		return c.outcome(n, state, parts, cerr)
 	default:
-		return c.outcome(StateError, parts, err)
+		return c.outcome(n, StateError, parts, err)
 	}
 }
+
+// attemptSink is the stream.Sink of the second and later attempts.
+type attemptSink struct {
+	c *call
+	n int
+}
+
+func (s *attemptSink) Progress(message string, fraction float64, data json.RawMessage) {
+	s.c.progress(s.n, message, fraction, data)
+}
+func (s *attemptSink) Delta(p Part) error            { return s.c.delta(s.n, p) }
+func (s *attemptSink) SetMeta(key string, value any) { s.c.setMeta(s.n, key, value) }
 
 // prepareArgs checks arguments, reusing the last result when an attempt
 // runs with the same ones.
@@ -216,10 +239,10 @@ func sameBytes(a, b []byte) bool {
 
 // outcome appends what the handler returned (and the line that tells the
 // model about a failure) as the last deltas and takes the content so far.
-func (c *call) outcome(state State, parts []Part, err error) Outcome {
+func (c *call) outcome(attempt int, state State, parts []Part, err error) Outcome {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.finished {
+	if c.finished || attempt != c.attempt {
 		return Outcome{State: state, Err: err}
 	}
 	for _, p := range parts {
@@ -338,7 +361,7 @@ type extResult struct {
 
 // waitExternal parks a call of an external tool until Session.Submit, its
 // deadline or the run's end.
-func (c *call) waitExternal(ctx context.Context) Outcome {
+func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	// Registration, the suspend event and the notice happen under c.mu, and
 	// Submit needs the registration: so the notice always comes first.
 	c.mu.Lock()
@@ -347,7 +370,7 @@ func (c *call) waitExternal(ctx context.Context) Outcome {
 	}
 	if err := c.run.sess.suspend(c); err != nil {
 		c.mu.Unlock()
-		return c.outcome(StateError, nil, &callError{kind: ErrInvalidCall, cause: err,
+		return c.outcome(attempt, StateError, nil, &callError{kind: ErrInvalidCall, cause: err,
 			msg: fmt.Sprintf("call %q of tool %q cannot be suspended: %v", c.call.ID, c.call.Name, err)})
 	}
 	c.announceSuspension("external")
@@ -355,16 +378,16 @@ func (c *call) waitExternal(ctx context.Context) Outcome {
 	c.releaseSlot() // waiting outside uses no local capacity
 	select {
 	case r := <-c.ext:
-		return c.outcome(r.state, r.parts, r.err)
+		return c.outcome(attempt, r.state, r.parts, r.err)
 	case <-ctx.Done():
 		c.run.sess.unsuspend(c)
 		select {
 		case r := <-c.ext: // submitted just in time
-			return c.outcome(r.state, r.parts, r.err)
+			return c.outcome(attempt, r.state, r.parts, r.err)
 		default:
 		}
 		state, err := c.ctxFailure(ctx, nil)
-		return c.outcome(state, nil, err)
+		return c.outcome(attempt, state, nil, err)
 	}
 }
 
@@ -575,11 +598,15 @@ func (c *call) resetContent() {
 	}
 }
 
-// Progress implements stream.Sink.
+// Progress implements stream.Sink for the call's first attempt.
 func (c *call) Progress(message string, fraction float64, data json.RawMessage) {
+	c.progress(1, message, fraction, data)
+}
+
+func (c *call) progress(attempt int, message string, fraction float64, data json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.finished || !c.observed() {
+	if c.finished || !c.observed() || attempt != c.attempt {
 		return
 	}
 	if !c.run.obs.acceptsProgress() {
@@ -596,22 +623,26 @@ func (c *call) Progress(message string, fraction float64, data json.RawMessage) 
 	c.dispatch(ev, nil)
 }
 
-// Delta implements stream.Sink.
-func (c *call) Delta(p Part) error {
+// Delta implements stream.Sink for the call's first attempt.
+func (c *call) Delta(p Part) error { return c.delta(1, p) }
+
+func (c *call) delta(attempt int, p Part) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.finished {
+	if c.finished || attempt != c.attempt {
 		return stream.ErrClosed
 	}
 	c.addDelta(p)
 	return nil
 }
 
-// SetMeta implements stream.Sink.
-func (c *call) SetMeta(key string, value any) {
+// SetMeta implements stream.Sink for the call's first attempt.
+func (c *call) SetMeta(key string, value any) { c.setMeta(1, key, value) }
+
+func (c *call) setMeta(attempt int, key string, value any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.finished {
+	if c.finished || attempt != c.attempt && attempt != 0 {
 		return
 	}
 	if c.meta == nil {

@@ -79,11 +79,37 @@ type Invocation struct {
 	Call Call
 	// Tool is the tool called.
 	Tool *Tool
-	// Attempt counts how many times the tool itself ran for this call, so
-	// far: 0 before the first run, 1 during and after it, and so on.
-	Attempt int
 
 	c *call
+}
+
+// Attempts counts how many times the tool itself has started for this
+// call so far: 0 before the first run, 1 during and after it, and so on.
+// Only the latest attempt can stream or add to the result: one an
+// interceptor gave up on (a per-attempt timeout) is cut off.
+func (inv *Invocation) Attempts() int {
+	inv.c.mu.Lock()
+	defer inv.c.mu.Unlock()
+	return inv.c.attempt
+}
+
+// MetaValue returns metadata set on the call so far, by the tool or by an
+// interceptor (see Meta).
+func (inv *Invocation) MetaValue(key string) (any, bool) {
+	inv.c.mu.Lock()
+	defer inv.c.mu.Unlock()
+	v, ok := inv.c.meta[key]
+	return v, ok
+}
+
+// ContextFailure is the outcome for a call whose ctx ended while an
+// interceptor waited (a backoff sleep, a rate limiter, an approval): a
+// timeout when the call's deadline or one an interceptor set has passed,
+// otherwise an interruption with the cause the run was stopped with (see
+// Run.Err), worded as the engine words its own.
+func (inv *Invocation) ContextFailure(ctx context.Context) Outcome {
+	state, err := inv.c.ctxFailure(ctx, nil)
+	return Failure(state, err)
 }
 
 // RunValues is scratch space for interceptors' state that lives as long as
@@ -118,7 +144,7 @@ func (inv *Invocation) Spec() Spec { return inv.Tool.Spec() }
 
 // Meta attaches metadata to the call's result (code and UIs see it, the
 // model does not).
-func (inv *Invocation) Meta(key string, value any) { inv.c.SetMeta(key, value) }
+func (inv *Invocation) Meta(key string, value any) { inv.c.setMeta(0, key, value) }
 
 // FilterDeltas makes every delta the call emits from now on go through f
 // first (a redactor, for example). Filters apply in the order they were

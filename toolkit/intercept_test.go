@@ -89,7 +89,7 @@ func TestRetryReentersTheWholeInnerChain(t *testing.T) {
 				break
 			}
 		}
-		inv.Meta("attempts", inv.Attempt)
+		inv.Meta("attempts", inv.Attempts())
 		return out
 	}}
 	tk.Use(retry, tracing("inner", tr))
@@ -469,5 +469,50 @@ func TestRunIDsUnique(t *testing.T) {
 	}
 	if len(ids) != 2 {
 		t.Fatalf("run ids %v", ids)
+	}
+}
+
+// TestAbandonedAttemptCannotWrite: an interceptor gives up on a stuck
+// attempt and runs the tool again; whatever the stuck attempt writes or
+// returns later must not reach the result or the deltas.
+func TestAbandonedAttemptCannotWrite(t *testing.T) {
+	rec := &recorder{}
+	tk := newKit(t, toolkit.WithObserver(rec))
+	release, stuckDone := make(chan struct{}), make(chan error, 1)
+	var n int
+	var mu sync.Mutex
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "slow"}, func(ctx context.Context, _ none) (string, error) {
+		mu.Lock()
+		n++
+		first := n == 1
+		mu.Unlock()
+		if first {
+			<-release // ignores its context
+			stuckDone <- stream.From(ctx).Text("late ")
+			return "stale", nil
+		}
+		stream.From(ctx).Text("fresh ")
+		return "ok", nil
+	}))
+	tk.Use(toolkit.Interceptor{Name: "giveup", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		cp := *inv
+		go next(ctx, &cp) // abandoned at once
+		for inv.Attempts() < 1 {
+			time.Sleep(time.Millisecond)
+		}
+		out := next(ctx, inv)
+		close(release)
+		if err := <-stuckDone; !errors.Is(err, stream.ErrClosed) {
+			t.Errorf("the abandoned attempt could still write: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // let its return value arrive
+		return out
+	}})
+	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("c", "slow", ``)})[0]
+	if r.Text() != "fresh ok" || r.State != toolkit.StateSuccess {
+		t.Fatalf("%s %q", r.State, r.Text())
+	}
+	if got := events.ContentText(deltas(rec.of("c"))); got != r.Text() {
+		t.Fatalf("deltas add up to %q", got)
 	}
 }

@@ -1,0 +1,63 @@
+package interceptors
+
+import (
+	"context"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// ErrorPolicyName is the name of the interceptor [ErrorPolicy] returns.
+const ErrorPolicyName = "errors"
+
+// ErrorOption configures [ErrorPolicy].
+type ErrorOption func(*errpolConfig)
+
+type errpolConfig struct {
+	message func(toolkit.Outcome) string
+	fatal   func(error) bool
+}
+
+// Message sets what the model reads for a failed call: f gets the failed
+// outcome and returns the whole model-visible text (add an "Error: " prefix
+// yourself if you want one). An empty string keeps the engine's message.
+func Message(f func(toolkit.Outcome) string) ErrorOption {
+	return func(c *errpolConfig) { c.message = f }
+}
+
+// Fatal makes the failures whose cause f accepts fatal for the whole run:
+// the run is aborted with that cause (see [toolkit.Invocation.AbortRun]),
+// so the batch's other calls are interrupted and Run.Err reports it.
+// Interrupted calls are never made fatal (they are the aftermath).
+func Fatal(f func(error) bool) ErrorOption {
+	return func(c *errpolConfig) { c.fatal = f }
+}
+
+// ErrorPolicy returns an interceptor (named "errors") that decides what
+// failed calls become: the message the model reads ([Message]) and whether
+// the failure ends the run ([Fatal]). Without options it changes nothing.
+// Add it outside [Retry] so that it sees the final failure, not each
+// attempt's.
+func ErrorPolicy(opts ...ErrorOption) toolkit.Interceptor {
+	var cfg errpolConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return toolkit.Interceptor{Name: ErrorPolicyName, Intercept: cfg.intercept}
+}
+
+func (cfg *errpolConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+	out := next(ctx, inv)
+	if !out.State.IsError() {
+		return out
+	}
+	if cfg.fatal != nil && out.Err != nil && out.State != toolkit.StateInterrupted && cfg.fatal(out.Err) {
+		inv.AbortRun(out.Err)
+	}
+	if cfg.message != nil {
+		if msg := cfg.message(out); msg != "" && msg != out.Text() {
+			out.Content = []toolkit.Part{events.Text(msg)}
+		}
+	}
+	return out
+}

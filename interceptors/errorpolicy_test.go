@@ -1,0 +1,106 @@
+package interceptors_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+var errDBDown = errors.New("db: connection refused at 10.0.0.7:5432")
+
+func TestErrorPolicyMessage(t *testing.T) {
+	tk := icKit(t, nil, interceptors.ErrorPolicy(interceptors.Message(func(o toolkit.Outcome) string {
+		if errors.Is(o.Err, errDBDown) {
+			return "Error: the database is unavailable; try again later or answer without it"
+		}
+		return "" // everything else as the engine put it
+	})))
+	icAdd(t, tk,
+		icTool(t, toolkit.Spec{Name: "query"}, func(ctx context.Context) (string, error) { return "", errDBDown }),
+		icTool(t, toolkit.Spec{Name: "other"}, func(ctx context.Context) (string, error) { return "", errors.New("disk full") }),
+		icTool(t, toolkit.Spec{Name: "fine"}, func(ctx context.Context) (string, error) { return "rows: 3", nil }),
+	)
+	s := icSession(t, tk, "s")
+
+	r := icRun(t, s, icCall("c1", "query", `{}`))
+	if r.Text() != "Error: the database is unavailable; try again later or answer without it" {
+		t.Fatalf("model reads %q", r.Text())
+	}
+	if r.State != toolkit.StateError || !errors.Is(r.Err, errDBDown) {
+		t.Fatalf("state %s, cause %v: the policy changes only the message", r.State, r.Err)
+	}
+	if r := icRun(t, s, icCall("c2", "other", `{}`)); r.Text() != "Error: disk full" {
+		t.Fatalf("unchanged failure reads %q", r.Text())
+	}
+	if r := icRun(t, s, icCall("c3", "fine", `{}`)); r.Text() != "rows: 3" || r.State != toolkit.StateSuccess {
+		t.Fatalf("success became %s %q", r.State, r.Text())
+	}
+}
+
+func TestErrorPolicyDefaultKeepsMessage(t *testing.T) {
+	tk := icKit(t, nil, interceptors.ErrorPolicy())
+	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "query"}, func(ctx context.Context) (string, error) { return "", errDBDown }))
+	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "query", `{}`))
+	if r.Text() != "Error: "+errDBDown.Error() {
+		t.Fatalf("model reads %q", r.Text())
+	}
+}
+
+func TestErrorPolicyFatalInterruptsTheBatch(t *testing.T) {
+	errAuth := errors.New("credentials revoked")
+	tk := icKit(t, nil, interceptors.ErrorPolicy(interceptors.Fatal(func(err error) bool { return errors.Is(err, errAuth) })))
+	started := make(chan struct{})
+	var laterRan icCounter
+	icAdd(t, tk,
+		icTool(t, toolkit.Spec{Name: "auth", ConcurrencySafe: true}, func(ctx context.Context) (string, error) {
+			<-started // fail while the other call runs
+			return "", errAuth
+		}),
+		icTool(t, toolkit.Spec{Name: "long", ConcurrencySafe: true}, func(ctx context.Context) (string, error) {
+			close(started)
+			<-ctx.Done()
+			return "", ctx.Err()
+		}),
+		icTool(t, toolkit.Spec{Name: "later"}, func(ctx context.Context) (string, error) {
+			laterRan.inc()
+			return "ran", nil
+		}),
+	)
+	run := icSession(t, tk, "s").Start(context.Background(), []toolkit.Call{
+		icCall("a", "auth", `{}`), icCall("b", "long", `{}`), icCall("c", "later", `{}`),
+	})
+	icWait(t, run.Done(), "the run")
+	rs := run.Wait()
+	if rs[0].State != toolkit.StateError || !errors.Is(rs[0].Err, errAuth) {
+		t.Fatalf("fatal call: %s %v", rs[0].State, rs[0].Err)
+	}
+	if rs[1].State != toolkit.StateInterrupted || !errors.Is(rs[1].Err, toolkit.ErrInterrupted) {
+		t.Fatalf("running call: %s %v, want interrupted", rs[1].State, rs[1].Err)
+	}
+	if rs[2].State != toolkit.StateInterrupted || laterRan.get() != 0 {
+		t.Fatalf("later call: %s, ran %d times; want interrupted without running", rs[2].State, laterRan.get())
+	}
+	if !errors.Is(run.Err(), errAuth) {
+		t.Fatalf("Run.Err() = %v, want the fatal cause", run.Err())
+	}
+	if !strings.Contains(rs[2].Text(), errAuth.Error()) {
+		t.Fatalf("the interrupted call should say why: %q", rs[2].Text())
+	}
+}
+
+func TestErrorPolicyNonFatalErrorsLetTheRunGoOn(t *testing.T) {
+	tk := icKit(t, nil, interceptors.ErrorPolicy(interceptors.Fatal(func(err error) bool { return false })))
+	icAdd(t, tk,
+		icTool(t, toolkit.Spec{Name: "bad"}, func(ctx context.Context) (string, error) { return "", errDBDown }),
+		icTool(t, toolkit.Spec{Name: "good"}, func(ctx context.Context) (string, error) { return "ok", nil }),
+	)
+	run := icSession(t, tk, "s").Start(context.Background(), []toolkit.Call{icCall("a", "bad", `{}`), icCall("b", "good", `{}`)})
+	rs := run.Wait()
+	if rs[1].State != toolkit.StateSuccess || run.Err() != nil {
+		t.Fatalf("second call %s, run error %v", rs[1].State, run.Err())
+	}
+}

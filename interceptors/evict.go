@@ -1,0 +1,247 @@
+package interceptors
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// EvictName is the name of the interceptor [Evict] returns.
+const EvictName = "evict"
+
+// Defaults of [Evict].
+const (
+	DefaultEvictLimit        = 32 << 10
+	DefaultEvictPreviewLines = 10
+	DefaultEvictLineBytes    = 200
+	// DefaultEvictHint tells the model how to read a stored result.
+	DefaultEvictHint = "Read it in parts (for example 100 lines at a time) rather than all at once."
+)
+
+// evictStoreTimeout bounds a store. It runs on a context of its own: the
+// call's deadline may have passed (a timed-out call's partial output is
+// evicted too) and a slow store must not hold the call forever.
+const evictStoreTimeout = 10 * time.Second
+
+// Metadata keys Evict sets on the call's result (for code, not the model).
+const (
+	EvictMetaLocation = "evict.location" // where the full result is
+	EvictMetaBytes    = "evict.bytes"    // its size
+	EvictMetaError    = "evict.error"    // why storing failed (the result was truncated instead)
+)
+
+// EvictOption configures [Evict].
+type EvictOption func(*evictConfig)
+
+type evictConfig struct {
+	limit       int
+	lines       int
+	lineBytes   int
+	dir         string
+	maxFiles    int
+	maxBytes    int64
+	backend     Backend
+	successOnly bool
+	hint        string
+}
+
+// EvictLimit sets the size, in bytes of text, above which a result is
+// evicted (default 32 KiB).
+func EvictLimit(bytes int) EvictOption {
+	return func(c *evictConfig) { c.limit = max(bytes, 1) }
+}
+
+// EvictPreview sets how many of the first lines the replacement message
+// shows and how many bytes of each (default 10 lines of 200 bytes).
+func EvictPreview(lines, maxLineBytes int) EvictOption {
+	return func(c *evictConfig) { c.lines, c.lineBytes = max(lines, 0), max(maxLineBytes, 1) }
+}
+
+// EvictDir sets the folder of the default backend (see [DirBackend]).
+func EvictDir(path string) EvictOption { return func(c *evictConfig) { c.dir = path } }
+
+// EvictRetention sets how many files and bytes the default folder backend
+// keeps (default 1000 files, 256 MiB; see [DirBackend]).
+func EvictRetention(maxFiles int, maxBytes int64) EvictOption {
+	return func(c *evictConfig) { c.maxFiles, c.maxBytes = maxFiles, maxBytes }
+}
+
+// EvictBackend stores results with b instead of the folder backend
+// (EvictDir and EvictRetention then do nothing).
+func EvictBackend(b Backend) EvictOption { return func(c *evictConfig) { c.backend = b } }
+
+// EvictSuccessOnly leaves failed calls' results alone: only successes are
+// evicted.
+func EvictSuccessOnly() EvictOption { return func(c *evictConfig) { c.successOnly = true } }
+
+// EvictHint sets the sentence that tells the model how to read the stored
+// result, for example naming the tool that reads it.
+func EvictHint(hint string) EvictOption { return func(c *evictConfig) { c.hint = hint } }
+
+// Evict returns an interceptor, named "evict", that keeps large results out
+// of the conversation. A result whose text is larger than the limit is
+// stored in full through a [Backend] (by default files in [DefaultEvictDir])
+// and replaced by a short message: where it is, its size, its first lines,
+// its last line and how to read more. Binary parts (images) stay in the
+// result. The outcome's state and error are kept: an evicted failure is
+// still a failure.
+//
+// If storing fails, the result is truncated to the limit instead, with a
+// note saying why: the model is never pointed at a file that does not exist.
+//
+// Set the returned interceptor's Tools or Match to leave some tools alone,
+// such as the one that reads stored results back.
+func Evict(opts ...EvictOption) toolkit.Interceptor {
+	cfg := &evictConfig{
+		limit: DefaultEvictLimit, lines: DefaultEvictPreviewLines, lineBytes: DefaultEvictLineBytes,
+		dir: DefaultEvictDir(), maxFiles: DefaultEvictMaxFiles, maxBytes: DefaultEvictMaxBytes,
+		hint: DefaultEvictHint,
+	}
+	for _, o := range opts {
+		o(cfg)
+	}
+	if cfg.backend == nil {
+		cfg.backend = DirBackend(cfg.dir, cfg.maxFiles, cfg.maxBytes)
+	}
+	return toolkit.Interceptor{
+		Name: EvictName,
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+			out := next(ctx, inv)
+			return cfg.evict(ctx, inv, out)
+		},
+	}
+}
+
+func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out toolkit.Outcome) toolkit.Outcome {
+	success := out.State == "" || out.State == toolkit.StateSuccess
+	if out.State == toolkit.StateSuspended || cfg.successOnly && !success {
+		return out
+	}
+	text := events.ContentText(out.Content)
+	if len(text) <= cfg.limit {
+		return out
+	}
+	// Run ids are unique across processes and restarts; models reuse call
+	// ids (call_0, ...), so the call id alone would overwrite results.
+	name := EvictFileName(inv.Call.Name, inv.Session, inv.RunID(), inv.Call.ID)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), evictStoreTimeout)
+	loc, err := cfg.backend.Put(sctx, name, []byte(text))
+	cancel()
+	if err == nil && loc == "" {
+		err = fmt.Errorf("the store returned no location")
+	}
+	if err != nil {
+		reason := sanitizeCutString(err.Error(), 300)
+		inv.Meta(EvictMetaError, err.Error())
+		out.Content = sanitizeTruncate(out, cfg.limit, func(int) string {
+			return fmt.Sprintf("\n[truncated: the full result (%d bytes) could not be stored: %s]\n", len(text), reason)
+		})
+		return out
+	}
+	inv.Meta(EvictMetaLocation, loc)
+	inv.Meta(EvictMetaBytes, len(text))
+	content := []toolkit.Part{events.Text(cfg.message(text, loc))}
+	for _, p := range out.Content {
+		if p.Type == events.PartBinary {
+			content = append(content, p)
+		}
+	}
+	out.Content = content
+	return out
+}
+
+// message builds what the model reads instead of the result:
+//
+//	The result is too large to show here (123456 bytes, 2345 lines). It was saved in full to LOCATION.
+//	HINT
+//
+//	First 10 lines:
+//	     1	...
+//	Last line (2345):
+//	  2345	...
+func (cfg *evictConfig) message(text, loc string) string {
+	total := strings.Count(text, "\n")
+	if !strings.HasSuffix(text, "\n") {
+		total++
+	}
+	var b strings.Builder
+	lines := fmt.Sprintf("%d lines", total)
+	if total == 1 {
+		lines = "1 line"
+	}
+	fmt.Fprintf(&b, "The result is too large to show here (%d bytes, %s). It was saved in full to %s\n", len(text), lines, loc)
+	if cfg.hint != "" {
+		b.WriteString(cfg.hint)
+		b.WriteByte('\n')
+	}
+	shown, rest := 0, text
+	for shown < cfg.lines && rest != "" {
+		if shown == 0 {
+			if n := min(cfg.lines, total); n == 1 {
+				b.WriteString("\nFirst line:\n")
+			} else {
+				fmt.Fprintf(&b, "\nFirst %d lines:\n", n)
+			}
+		}
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		shown++
+		fmt.Fprintf(&b, "%6d\t%s\n", shown, cfg.previewLine(line))
+	}
+	if total > shown {
+		last := strings.TrimSuffix(text, "\n")
+		last = last[strings.LastIndexByte(last, '\n')+1:]
+		fmt.Fprintf(&b, "Last line (%d):\n%6d\t%s\n", total, total, cfg.previewLine(last))
+	}
+	return b.String()
+}
+
+func (cfg *evictConfig) previewLine(line string) string {
+	line = strings.TrimSuffix(line, "\r")
+	if len(line) <= cfg.lineBytes {
+		return line
+	}
+	return sanitizeCutString(line, cfg.lineBytes) + " [...]"
+}
+
+// EvictFileName returns the name under which [Evict] stores a result:
+// a readable prefix made from the tool's name, then the first 32 hex digits
+// of a SHA-256 of the ids, then ".txt", for example
+// "count_lines-3f2a9c...e1.txt". No id can steer the name (separators, "..",
+// NUL and length are all hashed away) and it stays short enough for any
+// file system. Evict passes the session, the run id and the call id.
+func EvictFileName(tool string, ids ...string) string {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	for _, id := range ids {
+		// Length-prefixed, so ("a", "bc") and ("ab", "c") differ.
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(id)))])
+		h.Write([]byte(id))
+	}
+	sum := hex.EncodeToString(h.Sum(nil))[:32]
+	var p strings.Builder
+	for _, r := range tool {
+		if p.Len() >= 40 {
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			p.WriteRune(r)
+		case r < utf8.RuneSelf && p.Len() > 0 && !strings.HasSuffix(p.String(), "_"):
+			p.WriteByte('_')
+		}
+	}
+	prefix := strings.Trim(p.String(), "_-")
+	if prefix == "" {
+		prefix = "result"
+	}
+	return prefix + "-" + sum + ".txt"
+}

@@ -1,0 +1,148 @@
+package interceptors
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ObjectStoreOption configures [ObjectStoreBackend].
+type ObjectStoreOption func(*evictObjectConfig)
+
+type evictObjectConfig struct {
+	maxBytes int64
+	ttl      time.Duration
+}
+
+// ObjectStoreMaxBytes sets the size limit of a bucket the backend creates
+// (default 256 MiB; 0 or less: no limit).
+func ObjectStoreMaxBytes(n int64) ObjectStoreOption {
+	return func(c *evictObjectConfig) { c.maxBytes = n }
+}
+
+// ObjectStoreTTL sets how long a bucket the backend creates keeps each
+// object (default: until space is needed).
+func ObjectStoreTTL(d time.Duration) ObjectStoreOption {
+	return func(c *evictObjectConfig) { c.ttl = max(d, 0) }
+}
+
+// ObjectStoreBackend returns a [Backend] that keeps results in a JetStream
+// object store bucket, creating the bucket with the options' size limit and
+// TTL if it does not exist (an existing bucket is used as it is). Locations
+// read "nats-object://<bucket>/<name>".
+//
+// JetStream refuses writes to a full bucket rather than dropping old data,
+// so before each write the backend removes the oldest objects until the new
+// one fits under the bucket's size limit. Give it a bucket of its own.
+func ObjectStoreBackend(ctx context.Context, js jetstream.JetStream, bucket string, opts ...ObjectStoreOption) (Backend, error) {
+	cfg := evictObjectConfig{maxBytes: DefaultEvictMaxBytes}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	store, err := js.ObjectStore(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		store, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket:      bucket,
+			Description: "toolstream: tool results too large for the conversation",
+			MaxBytes:    cfg.maxBytes,
+			TTL:         cfg.ttl,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) { // created meanwhile by someone else
+			store, err = js.ObjectStore(ctx, bucket)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("object store %q: %w", bucket, err)
+	}
+	return &evictObjects{js: js, os: store, bucket: bucket}, nil
+}
+
+type evictObjects struct {
+	js     jetstream.JetStream
+	os     jetstream.ObjectStore
+	bucket string
+	mu     sync.Mutex // one write and clean-up at a time, so each sees the others' objects
+}
+
+func (b *evictObjects) Put(ctx context.Context, name string, data []byte) (string, error) {
+	if !evictValidName(name) {
+		return "", fmt.Errorf("invalid result name %q", name)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.makeRoom(ctx, name, evictObjectSize(len(data))); err != nil {
+		return "", err
+	}
+	if _, err := b.os.PutBytes(ctx, name, data); err != nil {
+		return "", fmt.Errorf("object store %q: %w", b.bucket, err)
+	}
+	return "nats-object://" + b.bucket + "/" + name, nil
+}
+
+// evictObjectSize estimates what an object of n bytes takes in the stream:
+// its chunks of 128 KiB with their subjects and headers, and its metadata.
+func evictObjectSize(n int) int64 {
+	return int64(n) + 512 + 128*int64(n/(128<<10)+1)
+}
+
+// makeRoom removes the oldest objects (never name) until need more bytes
+// fit under the bucket's limit.
+func (b *evictObjects) makeRoom(ctx context.Context, name string, need int64) error {
+	st, err := b.os.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("object store %q: %w", b.bucket, err)
+	}
+	bs, ok := st.(*jetstream.ObjectBucketStatus)
+	if !ok || bs.StreamInfo() == nil {
+		return nil
+	}
+	limit := bs.StreamInfo().Config.MaxBytes
+	if limit <= 0 {
+		return nil
+	}
+	if need > limit {
+		return fmt.Errorf("the result (about %d bytes stored) is larger than bucket %q's limit of %d bytes", need, b.bucket, limit)
+	}
+	used := int64(st.Size())
+	if used+need <= limit {
+		return nil
+	}
+	infos, err := b.os.List(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return fmt.Errorf("object store %q: %w", b.bucket, err)
+	}
+	slices.SortFunc(infos, func(x, y *jetstream.ObjectInfo) int {
+		return cmp.Or(x.ModTime.Compare(y.ModTime), cmp.Compare(x.Name, y.Name))
+	})
+	stream, err := b.js.Stream(ctx, "OBJ_"+b.bucket)
+	if err != nil {
+		return fmt.Errorf("object store %q: %w", b.bucket, err)
+	}
+	for _, info := range infos {
+		if used+need <= limit {
+			break
+		}
+		if info.Name == name {
+			continue
+		}
+		// Purge rather than Delete: a delete writes a marker, which a full
+		// bucket refuses; purging needs no room. The subjects are the
+		// object store's (NATS ADR-20): chunks by NUID, metadata by name.
+		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(fmt.Sprintf("$O.%s.C.%s", b.bucket, info.NUID))); err != nil {
+			return fmt.Errorf("object store %q: making room: %w", b.bucket, err)
+		}
+		meta := fmt.Sprintf("$O.%s.M.%s", b.bucket, base64.URLEncoding.EncodeToString([]byte(info.Name)))
+		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(meta)); err != nil {
+			return fmt.Errorf("object store %q: making room: %w", b.bucket, err)
+		}
+		used -= evictObjectSize(int(info.Size))
+	}
+	return nil
+}

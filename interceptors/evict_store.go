@@ -1,0 +1,212 @@
+package interceptors
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Backend stores the full text of results that [Evict] takes out of the
+// conversation.
+type Backend interface {
+	// Put stores data under name (a plain file name made by [EvictFileName]:
+	// letters, digits, '_', '-' and '.') and returns where it is, in a form
+	// that the model, or a tool it calls, can use to read it back. Putting a
+	// name again replaces what was there.
+	Put(ctx context.Context, name string, data []byte) (location string, err error)
+}
+
+// Defaults of the folder backend.
+const (
+	DefaultEvictMaxFiles       = 1000
+	DefaultEvictMaxBytes int64 = 256 << 20
+)
+
+// DefaultEvictDir returns the folder [Evict] stores results in by default:
+// "toolstream-results" in the system's temporary folder.
+func DefaultEvictDir() string { return filepath.Join(os.TempDir(), "toolstream-results") }
+
+// DirBackend returns a [Backend] that keeps results as files in dir, created
+// if needed (mode 0700; files are 0600). Locations are absolute file paths.
+//
+// After each write the oldest files are deleted until at most maxFiles files
+// and maxBytes bytes remain (a value of 0 or less means no limit of that
+// kind); a result larger than maxBytes is refused rather than stored and
+// deleted at once. Give it a folder of its own: retention counts and deletes
+// every regular file in it whose name could be a stored name.
+//
+// A folder that is a symbolic link or, on Unix, that other users may write
+// to is refused, so that nobody else can swap a stored result for text of
+// their own. Files are written under a temporary name and renamed into
+// place, so a symbolic link planted at a name is replaced, never followed.
+func DirBackend(dir string, maxFiles int, maxBytes int64) Backend {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return &evictDir{dir: dir, maxFiles: maxFiles, maxBytes: maxBytes}
+}
+
+type evictDir struct {
+	dir      string
+	maxFiles int
+	maxBytes int64
+
+	mu    sync.Mutex // one write and clean-up at a time, so each sees the others' files
+	ready bool       // the folder was created and checked
+}
+
+// evictTmpPrefix starts the names of files being written; retention
+// removes stale ones a crash left behind.
+const evictTmpPrefix = ".evict-tmp-"
+
+// evictStaleTmp is how old a temporary file must be to count as left over.
+const evictStaleTmp = time.Hour
+
+func (d *evictDir) Put(ctx context.Context, name string, data []byte) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if !evictValidName(name) {
+		return "", fmt.Errorf("invalid result name %q", name)
+	}
+	if d.maxBytes > 0 && int64(len(data)) > d.maxBytes {
+		return "", fmt.Errorf("the result (%d bytes) is larger than the folder's limit of %d bytes", len(data), d.maxBytes)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.prepare(); err != nil {
+		return "", err
+	}
+	path := filepath.Join(d.dir, name)
+	if err := d.write(path, data); err != nil {
+		return "", err
+	}
+	d.prune(name)
+	return path, nil
+}
+
+// prepare creates the folder once and checks that it is private.
+func (d *evictDir) prepare() error {
+	if d.ready {
+		return nil
+	}
+	if err := os.MkdirAll(d.dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(d.dir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("result folder %s is a symbolic link", d.dir)
+	case !fi.IsDir():
+		return fmt.Errorf("result folder %s is not a folder", d.dir)
+	case runtime.GOOS != "windows" && fi.Mode().Perm()&0o022 != 0:
+		// Windows reports synthetic permission bits; its ACLs are not checked.
+		return fmt.Errorf("result folder %s may be written by other users (mode %v); use a private folder", d.dir, fi.Mode().Perm())
+	}
+	d.ready = true
+	return nil
+}
+
+func (d *evictDir) write(path string, data []byte) error {
+	f, err := os.CreateTemp(d.dir, evictTmpPrefix+"*")
+	if err != nil {
+		d.ready = false // the folder may have been removed: check it again next time
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// prune deletes the oldest stored files beyond the limits, never keep (the
+// file just written), and temporary files a crash left behind.
+func (d *evictDir) prune(keep string) {
+	if d.maxFiles <= 0 && d.maxBytes <= 0 {
+		return
+	}
+	entries, err := os.ReadDir(d.dir)
+	if err != nil {
+		return
+	}
+	type file struct {
+		name string
+		size int64
+		mod  time.Time
+	}
+	var files []file
+	var total int64
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		name := e.Name()
+		if strings.HasPrefix(name, evictTmpPrefix) {
+			if time.Since(info.ModTime()) > evictStaleTmp {
+				os.Remove(filepath.Join(d.dir, name))
+			}
+			continue
+		}
+		if !evictValidName(name) {
+			continue
+		}
+		total += info.Size()
+		if name != keep {
+			files = append(files, file{name, info.Size(), info.ModTime()})
+		}
+	}
+	slices.SortFunc(files, func(a, b file) int {
+		return cmp.Or(a.mod.Compare(b.mod), strings.Compare(a.name, b.name))
+	})
+	count := len(files) + 1
+	for _, f := range files {
+		if (d.maxFiles <= 0 || count <= d.maxFiles) && (d.maxBytes <= 0 || total <= d.maxBytes) {
+			break
+		}
+		if err := os.Remove(filepath.Join(d.dir, f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		count--
+		total -= f.size
+	}
+}
+
+// evictValidName reports whether name is a plain file name that cannot
+// point anywhere but into the folder.
+func evictValidName(name string) bool {
+	if name == "" || len(name) > 200 || name[0] == '.' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}

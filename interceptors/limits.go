@@ -1,0 +1,199 @@
+package interceptors
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// CallLimitsName is the name of the interceptor [CallLimits] returns.
+const CallLimitsName = "limits"
+
+// ErrLimit is the cause (for errors.Is) of a call refused by [CallLimits].
+var ErrLimit = errors.New("call limit reached")
+
+// LimitError is the cause of a call refused by [CallLimits]. It matches
+// [ErrLimit].
+type LimitError struct {
+	// Tool is the limited tool, or "" for a limit on all tools together.
+	Tool string
+	// Scope is "session" or "run".
+	Scope string
+	// Limit is how many calls the scope allows.
+	Limit int
+}
+
+// Error tells the model which limit it reached and to stop.
+func (e *LimitError) Error() string {
+	who, it := "tools", "tools"
+	has, total := "have", " in total"
+	if e.Tool != "" {
+		who, it, has, total = fmt.Sprintf("%q", e.Tool), "it", "has", ""
+	}
+	if e.Limit <= 0 {
+		return fmt.Sprintf("call limit reached: %s may not run in this %s; stop calling %s and answer with what you have", who, e.Scope, it)
+	}
+	times := "times"
+	if e.Limit == 1 {
+		times = "time"
+	}
+	return fmt.Sprintf("call limit reached: %s may run %d %s per %s%s and already %s; stop calling %s and answer with what you have",
+		who, e.Limit, times, e.Scope, total, has, it)
+}
+
+// Is makes errors.Is(err, ErrLimit) true.
+func (e *LimitError) Is(target error) bool { return target == ErrLimit }
+
+// LimitOption configures [CallLimits].
+type LimitOption func(*limitConfig)
+
+type limitRuleKey struct {
+	session bool
+	tool    string
+}
+
+// limitRule is one limit; its address keys its counters.
+type limitRule struct {
+	limitRuleKey
+	n int64
+}
+
+type limitConfig struct {
+	set   map[limitRuleKey]int
+	rules []*limitRule // per-tool rules first: their message is the more precise
+}
+
+// PerSession limits the calls of all tools together in a session, across
+// its runs. A negative n removes the limit; 0 allows no call.
+func PerSession(n int) LimitOption { return limitSet(true, "", n) }
+
+// PerRun limits the calls of all tools together in one run (one batch).
+func PerRun(n int) LimitOption { return limitSet(false, "", n) }
+
+// PerToolPerSession limits one tool's calls in a session.
+func PerToolPerSession(tool string, n int) LimitOption { return limitSet(true, tool, n) }
+
+// PerToolPerRun limits one tool's calls in one run.
+func PerToolPerRun(tool string, n int) LimitOption { return limitSet(false, tool, n) }
+
+func limitSet(session bool, tool string, n int) LimitOption {
+	return func(c *limitConfig) { c.set[limitRuleKey{session, tool}] = n }
+}
+
+// CallLimits returns an interceptor (named "limits") that caps how many
+// calls run per session and per run, over all tools and per tool. A call
+// over a limit does not run: it gets state error, a [*LimitError] cause
+// and a message telling the model to stop calling the tool.
+//
+// Only calls that went through count: a refused call does not, nor one
+// that an interceptor added after CallLimits refused before the tool ran
+// (a failure with no attempt). Calls of a parallel batch never overshoot,
+// and a retried call counts once wherever Retry is.
+func CallLimits(opts ...LimitOption) toolkit.Interceptor {
+	cfg := &limitConfig{set: map[limitRuleKey]int{}}
+	for _, o := range opts {
+		o(cfg)
+	}
+	all := false
+	var tools []string
+	for k, n := range cfg.set {
+		if n < 0 {
+			continue
+		}
+		cfg.rules = append(cfg.rules, &limitRule{limitRuleKey: k, n: int64(n)})
+		if k.tool == "" {
+			all = true
+		} else {
+			tools = append(tools, k.tool)
+		}
+	}
+	slices.SortFunc(cfg.rules, func(a, b *limitRule) int {
+		// Per tool before overall, run before session: a stable, precise order.
+		switch {
+		case (a.tool == "") != (b.tool == ""):
+			if a.tool != "" {
+				return -1
+			}
+			return 1
+		case a.session != b.session:
+			if !a.session {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.tool, b.tool)
+	})
+	ic := toolkit.Interceptor{Name: CallLimitsName, Intercept: cfg.intercept}
+	if !all {
+		slices.Sort(tools)
+		ic.Tools = slices.Compact(tools)
+		if len(ic.Tools) == 0 {
+			ic.Match = func(*toolkit.Tool) bool { return false }
+		}
+	}
+	return ic
+}
+
+// limitCountedKey marks, in the call's values, a call this CallLimits has
+// counted: a retry passing through again is not a new call.
+type limitCountedKey struct{ cfg *limitConfig }
+
+type limitCounterKey struct{ rule *limitRule }
+
+func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+	if _, ok := inv.CallValues().Load(limitCountedKey{cfg}); ok {
+		return next(ctx, inv)
+	}
+	var held []*atomic.Int64
+	release := func() {
+		for _, c := range held {
+			c.Add(-1)
+		}
+	}
+	for _, r := range cfg.rules {
+		if r.tool != "" && r.tool != inv.Call.Name {
+			continue
+		}
+		vals := inv.RunValues()
+		if r.session {
+			vals = inv.SessionValues()
+		}
+		cv, _ := vals.LoadOrStore(limitCounterKey{r}, new(atomic.Int64))
+		c := cv.(*atomic.Int64)
+		if !limitReserve(c, r.n) {
+			release()
+			scope := "run"
+			if r.session {
+				scope = "session"
+			}
+			return toolkit.Failure(toolkit.StateError, &LimitError{Tool: r.tool, Scope: scope, Limit: int(r.n)})
+		}
+		held = append(held, c)
+	}
+	before := inv.Attempts()
+	out := next(ctx, inv)
+	if inv.Attempts() == before && out.State.IsError() {
+		release() // refused further in: it never ran
+		return out
+	}
+	inv.CallValues().Store(limitCountedKey{cfg}, true)
+	return out
+}
+
+// limitReserve takes one of n places on c, if one is left.
+func limitReserve(c *atomic.Int64, n int64) bool {
+	for {
+		v := c.Load()
+		if v >= n {
+			return false
+		}
+		if c.CompareAndSwap(v, v+1) {
+			return true
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package interceptors_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+type loopClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *loopClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *loopClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func loopFixture(t *testing.T, n int, window time.Duration, ics ...toolkit.Interceptor) (*toolkit.Toolkit, *loopClock, *icCounter) {
+	clk := &loopClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	tk := icKit(t, nil, append(ics, interceptors.LoopGuard(n, window, interceptors.LoopGuardClock(clk.now)))...)
+	ran := &icCounter{}
+	for _, name := range []string{"search", "fetch"} {
+		tool, err := toolkit.NewRawTool(toolkit.Spec{Name: name}, json.RawMessage(`{"type":"object"}`),
+			func(ctx context.Context, _ json.RawMessage) ([]toolkit.Part, error) {
+				ran.inc()
+				return nil, nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		icAdd(t, tk, tool)
+	}
+	return tk, clk, ran
+}
+
+var loopSeq int
+
+func loopRun(t *testing.T, s *toolkit.Session, tool, args string) toolkit.Result {
+	t.Helper()
+	loopSeq++
+	return icRun(t, s, icCall(fmt.Sprintf("call-%d", loopSeq), tool, args))
+}
+
+func TestLoopGuardRefusesTheNthRepeat(t *testing.T) {
+	tk, clk, ran := loopFixture(t, 3, time.Minute)
+	s := icSession(t, tk, "s")
+	for i := range 2 {
+		if r := loopRun(t, s, "search", `{"q":"go","n":1}`); r.State != toolkit.StateSuccess {
+			t.Fatalf("call %d: %s", i+1, r.State)
+		}
+		clk.advance(10 * time.Second)
+	}
+	// Same arguments in another key order and spacing: the third repeat.
+	r := loopRun(t, s, "search", ` { "n": 1, "q": "go" } `)
+	if r.State != toolkit.StateError || !errors.Is(r.Err, interceptors.ErrLoop) {
+		t.Fatalf("third call: %s %v, want refused", r.State, r.Err)
+	}
+	for _, want := range []string{`"search"`, "3 times", "change your approach"} {
+		if !strings.Contains(r.Text(), want) {
+			t.Fatalf("message %q lacks %q", r.Text(), want)
+		}
+	}
+	if r := loopRun(t, s, "search", `{"q":"go","n":1}`); r.State != toolkit.StateError || !strings.Contains(r.Text(), "4 times") {
+		t.Fatalf("fourth call: %s %q", r.State, r.Text())
+	}
+	if ran.get() != 2 {
+		t.Fatalf("ran %d times, want 2", ran.get())
+	}
+	// Other arguments, another tool, another session: not repeats.
+	for _, c := range [][2]string{{"search", `{"q":"rust","n":1}`}, {"fetch", `{"q":"go","n":1}`}} {
+		if r := loopRun(t, s, c[0], c[1]); r.State != toolkit.StateSuccess {
+			t.Fatalf("%s %s: %s", c[0], c[1], r.State)
+		}
+	}
+	if r := loopRun(t, icSession(t, tk, "other"), "search", `{"q":"go","n":1}`); r.State != toolkit.StateSuccess {
+		t.Fatalf("another session: %s", r.State)
+	}
+}
+
+func TestLoopGuardWindow(t *testing.T) {
+	tk, clk, _ := loopFixture(t, 2, time.Minute)
+	s := icSession(t, tk, "s")
+	loopRun(t, s, "search", `{"q":"go"}`)
+	clk.advance(59 * time.Second)
+	if r := loopRun(t, s, "search", `{"q":"go"}`); r.State != toolkit.StateError {
+		t.Fatalf("repeat within the window: %s", r.State)
+	}
+	// Refused calls count: the model must pause for a whole window.
+	clk.advance(59 * time.Second)
+	if r := loopRun(t, s, "search", `{"q":"go"}`); r.State != toolkit.StateError {
+		t.Fatalf("repeat 59s after a refused one: %s", r.State)
+	}
+	clk.advance(61 * time.Second)
+	if r := loopRun(t, s, "search", `{"q":"go"}`); r.State != toolkit.StateSuccess {
+		t.Fatalf("after the window: %s %v", r.State, r.Err)
+	}
+}
+
+func TestLoopGuardNoWindowAndEmptyArgs(t *testing.T) {
+	tk, clk, _ := loopFixture(t, 2, 0)
+	s := icSession(t, tk, "s")
+	loopRun(t, s, "fetch", ``)
+	clk.advance(24 * time.Hour)
+	if r := loopRun(t, s, "fetch", `{}`); r.State != toolkit.StateError || !strings.Contains(r.Text(), "in this conversation") {
+		t.Fatalf("no arguments, then {} a day later: %s %q", r.State, r.Text())
+	}
+}
+
+func TestLoopGuardRetryIsNotARepeat(t *testing.T) {
+	sl := &retrySleeps{}
+	clk := &loopClock{t: time.Now()}
+	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep)),
+		interceptors.LoopGuard(2, time.Minute, interceptors.LoopGuardClock(clk.now)))
+	var ran icCounter
+	icAdd(t, tk, flakyTool(t, "flaky", 3, &ran))
+	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "flaky", `{}`))
+	if r.State != toolkit.StateSuccess || ran.get() != 3 {
+		t.Fatalf("got %s after %d runs: attempts of one call are not repeats", r.State, ran.get())
+	}
+}

@@ -1,0 +1,153 @@
+package interceptors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// RateLimitName is the name of the interceptor [RateLimit] returns.
+const RateLimitName = "ratelimit"
+
+// RateLimitAll is the key of RateLimit's map that sets the rate of every
+// tool without an entry of its own (each such tool gets its own limiter).
+const RateLimitAll = "*"
+
+// ErrRateLimited is the cause (for errors.Is) of a call refused by
+// [RateLimit].
+var ErrRateLimited = errors.New("rate limit exceeded")
+
+// RateLimitOption configures [RateLimit].
+type RateLimitOption func(*rateConfig)
+
+// RateLimitNoWait makes a call that finds no token fail at once, telling
+// the model when to try again, instead of waiting for one.
+func RateLimitNoWait() RateLimitOption { return func(c *rateConfig) { c.noWait = true } }
+
+type rateConfig struct {
+	burst   int
+	noWait  bool
+	fixed   map[string]*rate.Limiter
+	all     rate.Limit
+	hasAll  bool
+	dynamic sync.Map // tool name -> *rate.Limiter, for RateLimitAll
+}
+
+// RateLimit returns an interceptor (named "ratelimit") that limits how
+// often each tool runs, across all sessions: perTool maps a tool name (or
+// [RateLimitAll]) to calls per second (rate.Every(d) for one call every
+// d; rate.Inf for no limit), with bursts of up to burst calls (at least 1).
+// Tools without an entry are not limited.
+//
+// By default a call waits for its turn within its own deadline (the wait
+// counts against it); a call whose turn would come after the deadline
+// fails at once with state timeout. With [RateLimitNoWait] a call fails at
+// once with state error instead. Both causes match [ErrRateLimited].
+func RateLimit(perTool map[string]rate.Limit, burst int, opts ...RateLimitOption) toolkit.Interceptor {
+	cfg := &rateConfig{burst: max(burst, 1), fixed: map[string]*rate.Limiter{}}
+	for _, o := range opts {
+		o(cfg)
+	}
+	for name, l := range perTool {
+		if name == RateLimitAll {
+			cfg.all, cfg.hasAll = l, true
+			continue
+		}
+		cfg.fixed[name] = rate.NewLimiter(l, cfg.burst)
+	}
+	ic := toolkit.Interceptor{Name: RateLimitName, Intercept: cfg.intercept}
+	if !cfg.hasAll {
+		ic.Tools = slices.Sorted(maps.Keys(cfg.fixed))
+		if len(ic.Tools) == 0 {
+			ic.Match = func(*toolkit.Tool) bool { return false }
+		}
+	}
+	return ic
+}
+
+func (cfg *rateConfig) limiter(tool string) *rate.Limiter {
+	if l, ok := cfg.fixed[tool]; ok {
+		return l
+	}
+	if !cfg.hasAll {
+		return nil
+	}
+	if l, ok := cfg.dynamic.Load(tool); ok {
+		return l.(*rate.Limiter)
+	}
+	l, _ := cfg.dynamic.LoadOrStore(tool, rate.NewLimiter(cfg.all, cfg.burst))
+	return l.(*rate.Limiter)
+}
+
+func (cfg *rateConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+	name := inv.Call.Name
+	lim := cfg.limiter(name)
+	if lim == nil {
+		return next(ctx, inv)
+	}
+	if cfg.noWait {
+		r := lim.Reserve()
+		if !r.OK() {
+			return toolkit.Failure(toolkit.StateError, &rateError{tool: name, limit: lim.Limit(), burst: lim.Burst()})
+		}
+		if d := r.Delay(); d > 0 {
+			r.Cancel()
+			return toolkit.Failure(toolkit.StateError, &rateError{tool: name, limit: lim.Limit(), burst: lim.Burst(), retryIn: d})
+		}
+		return next(ctx, inv)
+	}
+	if err := lim.Wait(ctx); err != nil {
+		if ctx.Err() != nil {
+			return inv.ContextFailure(ctx)
+		}
+		return toolkit.Failure(toolkit.StateTimeout, &rateError{tool: name, limit: lim.Limit(), burst: lim.Burst(), deadline: true})
+	}
+	return next(ctx, inv)
+}
+
+// rateError is the cause of a call refused by RateLimit.
+type rateError struct {
+	tool     string
+	limit    rate.Limit
+	burst    int
+	retryIn  time.Duration
+	deadline bool // the turn would have come after the call's deadline
+}
+
+func (e *rateError) Error() string {
+	what := fmt.Sprintf("rate limit: %q may run %s (bursts of %d)", e.tool, rateDescribe(e.limit), e.burst)
+	switch {
+	case e.deadline:
+		return what + "; its next turn comes after this call's deadline"
+	case e.retryIn > 0:
+		return fmt.Sprintf("%s; try again in %v at the earliest, or go on without it", what, e.retryIn.Round(time.Millisecond))
+	}
+	return what + "; it cannot run now"
+}
+
+func (e *rateError) Unwrap() []error {
+	if e.deadline {
+		return []error{ErrRateLimited, toolkit.ErrTimeout}
+	}
+	return []error{ErrRateLimited}
+}
+
+func rateDescribe(l rate.Limit) string {
+	switch {
+	case l == rate.Inf:
+		return "without limit"
+	case l <= 0:
+		return "only within its first burst"
+	case l >= 1:
+		return fmt.Sprintf("%g times per second", float64(l))
+	}
+	return fmt.Sprintf("once every %v", time.Duration(float64(time.Second)/float64(l)).Round(time.Millisecond))
+}

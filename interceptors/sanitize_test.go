@@ -1,0 +1,256 @@
+package interceptors_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// sanEcho runs texts through "echo" with the sanitizer and returns what the
+// model sees, checking that the deltas add up to it.
+func sanEcho(t *testing.T, opts []interceptors.SanitizeOption, texts ...string) []string {
+	t.Helper()
+	tk, rec := evKit(t, interceptors.Sanitize(opts...))
+	var calls []toolkit.Call
+	for i, s := range texts {
+		calls = append(calls, evCall(fmt.Sprint("c", i), "echo", evIn{Text: s}))
+	}
+	var out []string
+	for _, r := range evRun(t, tk, "s", calls...) {
+		evCheckDeltas(t, rec, r)
+		out = append(out, r.Text())
+	}
+	return out
+}
+
+func sanCheck(t *testing.T, opt interceptors.SanitizeOption, repl string, positives, negatives []string) {
+	t.Helper()
+	got := sanEcho(t, []interceptors.SanitizeOption{opt}, append(append([]string(nil), positives...), negatives...)...)
+	for i, s := range positives {
+		t.Logf("%q -> %q", s, got[i])
+		if want := "x " + repl + " y"; strings.Contains(s, "x ") && got[i] != want {
+			t.Errorf("%q became %q, want %q", s, got[i], want)
+		} else if !strings.Contains(got[i], repl) {
+			t.Errorf("%q was not redacted: %q", s, got[i])
+		}
+	}
+	for i, s := range negatives {
+		if g := got[len(positives)+i]; g != s {
+			t.Errorf("%q was changed to %q", s, g)
+		}
+	}
+}
+
+func TestRedactEmails(t *testing.T) {
+	sanCheck(t, interceptors.RedactEmails(), "[redacted email]",
+		[]string{"x alice@example.com y", "x bob.smith+tag@mail.example.co.uk y", "x O'Neil_99%x@sub-domain.example.org y", "Mail: <carol@example.io>.", "'dave@example.com'"},
+		[]string{"user@localhost", "@mention", "a@b", "foo@bar.c", "price: 5@ 3.50", "no email here", "@example.com"})
+}
+
+func TestRedactPhoneNumbers(t *testing.T) {
+	sanCheck(t, interceptors.RedactPhoneNumbers(), "[redacted phone number]",
+		[]string{"x +1 415 555 0132 y", "x (415) 555-0132 y", "x 415.555.0132 y", "x 415-555-0132 y", "x +44 20 7946 0958 y",
+			"x +14155550132 y", "x +49 30 901820 y", "x +1 (415) 555-0132 y", "call 06 12 34 56 78 now"},
+		[]string{"2024-01-15", "2024-01-15 10:30:00", "15.01.2024", "192.168.100.200", "10.0.0.1", "version 1.22.3",
+			"4155550132", "pi is 3.14159265", "1234.5678", "order 12345678901234567890", "555-0132",
+			"uuid 123e4567-e89b-12d3-a456-426614174000", "sha 9f86d081884c7d65", "4111 1111 1111 1111 1111", "v1.2.3-45-6789"})
+}
+
+func TestRedactAPIKeys(t *testing.T) {
+	sanCheck(t, interceptors.RedactAPIKeys(), "[redacted API key]",
+		[]string{
+			"x sk-proj-abcdefghijklmnopqrstuvwxyz0123456789 y",
+			"x sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz012345 y",
+			"x AKIAIOSFODNN7EXAMPLE y",
+			"x ghp_abcdefghijklmnopqrstuvwxyz0123456789 y",
+			"x github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz y",
+			"x xoxb-1234567890-abcdefghijkl y",
+			"x xoxp-1234567890-0987654321-abcdefABCDEF y",
+			"x sk_live_abcdefghijklmnop1234 y",
+			"x AIzaSyA-1234567890abcdefghijklmnopqrstu y",
+			`{"token": "sk-abcdefghijklmnopqrstuvwxyz"}`,
+		},
+		[]string{"sk-learn", "task-abcdefghijklmnopqrstuvwxyz0123", "risk-free", "AKIA", "AKIAshort", "ghp_short",
+			"xoxb-", "Bearer token", "the bearer of bad news", "skeleton-key-abcdefghijklmnopqrst", "MYAKIAIOSFODNN7EXAMPLE1"})
+	// After "Bearer " the word stays and the token goes.
+	got := sanEcho(t, []interceptors.SanitizeOption{interceptors.RedactAPIKeys()},
+		"Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.abc-DEF_ghi==",
+		"authorization: bearer 0123456789abcdef0123456789abcdef")
+	if got[0] != "Authorization: Bearer [redacted API key]" || got[1] != "authorization: bearer [redacted API key]" {
+		t.Fatalf("bearer: %q", got)
+	}
+}
+
+func TestRedactCustom(t *testing.T) {
+	opts := []interceptors.SanitizeOption{
+		interceptors.Redact("ssn", regexp.MustCompile(`\b(\d{3})-\d{2}-\d{4}\b`), "$1-XX-XXXX"),
+		interceptors.Redact("word", regexp.MustCompile(`secret`), "first"),
+		interceptors.Redact("word", regexp.MustCompile(`secret`), "[hidden]"), // replaces the one before
+	}
+	got := sanEcho(t, opts, "ssn 123-45-6789, the secret")
+	if got[0] != "ssn 123-XX-XXXX, the [hidden]" {
+		t.Fatalf("got %q", got[0])
+	}
+}
+
+func TestSanitizePlaceholder(t *testing.T) {
+	got := sanEcho(t, nil, "", "  \n\t ", "ok")
+	if got[0] != interceptors.DefaultSanitizePlaceholder || got[1] != interceptors.DefaultSanitizePlaceholder || got[2] != "ok" {
+		t.Fatalf("got %q", got)
+	}
+	got = sanEcho(t, []interceptors.SanitizeOption{interceptors.SanitizePlaceholder("(nothing)")}, "")
+	if got[0] != "(nothing)" {
+		t.Fatalf("got %q", got)
+	}
+
+	// JSON null is empty; an empty list is an answer.
+	tk, rec := evKit(t, interceptors.Sanitize())
+	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "list"}, func(ctx context.Context, in struct {
+		Nil bool `json:"nil"`
+	}) ([]string, error) {
+		if in.Nil {
+			return nil, nil
+		}
+		return []string{}, nil
+	}))
+	res := evRun(t, tk, "s", toolkit.Call{ID: "a", Name: "list", Args: []byte(`{"nil":true}`)},
+		toolkit.Call{ID: "b", Name: "list", Args: []byte(`{"nil":false}`)})
+	if res[0].Text() != interceptors.DefaultSanitizePlaceholder || res[1].Text() != "[]" {
+		t.Fatalf("got %q, %q", res[0].Text(), res[1].Text())
+	}
+	evCheckDeltas(t, rec, res[0])
+}
+
+func TestSanitizeTruncatesAtRuneBoundary(t *testing.T) {
+	text := strings.Repeat("é", 100) // 200 bytes
+	got := sanEcho(t, []interceptors.SanitizeOption{interceptors.SanitizeMaxBytes(51)}, text, strings.Repeat("a", 51))
+	want := strings.Repeat("é", 25) + "\n[truncated: 150 more bytes]\n"
+	if got[0] != want || !utf8.ValidString(got[0]) {
+		t.Fatalf("got %q, want %q", got[0], want)
+	}
+	if got[1] != strings.Repeat("a", 51) {
+		t.Fatalf("a result at the limit was cut: %q", got[1])
+	}
+	// Off: nothing is cut.
+	if got := sanEcho(t, []interceptors.SanitizeOption{interceptors.SanitizeMaxBytes(0)}, text); got[0] != text {
+		t.Fatalf("got %q", got[0])
+	}
+}
+
+func TestSanitizeTruncatedFailureKeepsError(t *testing.T) {
+	tk, rec := evKit(t, interceptors.Sanitize(interceptors.SanitizeMaxBytes(300)))
+	res := evRun(t, tk, "s", evCall("c1", "big", evIn{Lines: 100, Fail: "out of memory"}))[0]
+	evCheckDeltas(t, rec, res)
+	if res.State != toolkit.StateError || res.Err == nil || res.Err.Error() != "out of memory" {
+		t.Fatalf("state %s, err %v", res.State, res.Err)
+	}
+	if !strings.HasSuffix(res.Text(), "more bytes]\nError: out of memory") || len(res.Text()) > 350 {
+		t.Fatalf("got %q", res.Text())
+	}
+}
+
+func TestSanitizeRedactsDeltasAndResult(t *testing.T) {
+	key := "sk-" + strings.Repeat("A1b2", 8)
+	tk, rec := evKit(t, interceptors.Sanitize(interceptors.RedactAPIKeys(), interceptors.RedactEmails()))
+	text := "key " + key + " mail alice@example.com\n"
+	res := evRun(t, tk, "s",
+		evCall("whole", "echo", evIn{Text: strings.Repeat(text, 3), Parts: 3}), // each delta holds whole secrets
+		evCall("split", "echo", evIn{Text: "key " + key + " done", Parts: 2}),  // the key is split across deltas
+	)
+	want := strings.Repeat("key [redacted API key] mail [redacted email]\n", 3)
+	if res[0].Text() != want {
+		t.Fatalf("got %q", res[0].Text())
+	}
+	deltas := rec.deltas("whole")
+	if len(deltas) != 3 {
+		t.Fatalf("deltas %q", deltas)
+	}
+	for _, d := range deltas {
+		if strings.Contains(d, "sk-") || strings.Contains(d, "@") {
+			t.Fatalf("a delta leaked a secret: %q", d)
+		}
+	}
+	evCheckDeltas(t, rec, res[0])
+
+	// Split: the streamed pieces escape, the result does not; the deltas
+	// start over with the redacted result.
+	if res[1].Text() != "key [redacted API key] done" {
+		t.Fatalf("got %q", res[1].Text())
+	}
+	evCheckDeltas(t, rec, res[1])
+	rebuilt, _ := rec.content(t, "split")
+	if strings.Contains(events.ContentText(rebuilt), "A1b2") {
+		t.Fatal("the rebuilt content holds the key")
+	}
+}
+
+func TestSanitizeRedactsJSON(t *testing.T) {
+	tk, rec := evKit(t, interceptors.Sanitize(interceptors.RedactEmails()))
+	type user struct {
+		Name  string   `json:"name"`
+		Email string   `json:"email"`
+		Tags  []string `json:"tags"`
+		Age   int      `json:"age"`
+	}
+	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "user"}, func(ctx context.Context, in struct{}) (user, error) {
+		stream.From(ctx).Data(map[string]string{"streamed": "bob@example.com"})
+		return user{Name: "Al <admin>", Email: "al@example.com", Tags: []string{"x", "cc: eve@example.org"}, Age: 42}, nil
+	}))
+	res := evRun(t, tk, "s", toolkit.Call{ID: "u", Name: "user", Args: []byte(`{}`)})[0]
+	evCheckDeltas(t, rec, res)
+	want := `{"streamed":"[redacted email]"}{"age":42,"email":"[redacted email]","name":"Al <admin>","tags":["x","cc: [redacted email]"]}`
+	if res.Text() != want {
+		t.Fatalf("got  %s\nwant %s", res.Text(), want)
+	}
+	for _, p := range res.Content {
+		if p.Type != events.PartJSON {
+			t.Fatalf("part %v is no longer JSON", p.Type)
+		}
+	}
+}
+
+func TestSanitizeLeavesCleanResultsAlone(t *testing.T) {
+	tk, rec := evKit(t, interceptors.Sanitize(interceptors.RedactAPIKeys()))
+	res := evRun(t, tk, "s", evCall("c", "big", evIn{Lines: 3}))[0]
+	if res.Text() != evFullText(3, "") {
+		t.Fatalf("got %q", res.Text())
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, ev := range rec.evs {
+		if ev.Reset {
+			t.Fatal("a clean result was replaced (reset delta)")
+		}
+	}
+}
+
+// A retry outside the sanitizer runs it once per attempt: each attempt's
+// deltas and the final result are redacted.
+func TestSanitizeUnderRetry(t *testing.T) {
+	retry := toolkit.Interceptor{Name: "ev-retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		out := next(ctx, inv)
+		if inv.Attempts() < 2 {
+			out = next(ctx, inv)
+		}
+		return out
+	}}
+	tk, rec := evKit(t, retry, interceptors.Sanitize(interceptors.RedactAPIKeys()))
+	res := evRun(t, tk, "s", evCall("c", "echo", evIn{Text: "sk-" + strings.Repeat("z", 30), Parts: 1}))[0]
+	if res.Text() != "[redacted API key]" {
+		t.Fatalf("got %q", res.Text())
+	}
+	for _, d := range rec.deltas("c") {
+		if strings.Contains(d, "zzz") {
+			t.Fatalf("a delta leaked the key: %q", d)
+		}
+	}
+	evCheckDeltas(t, rec, res)
+}

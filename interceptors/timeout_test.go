@@ -1,0 +1,138 @@
+package interceptors_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+func timeoutCheck(t *testing.T, r toolkit.Result) {
+	t.Helper()
+	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) {
+		t.Fatalf("got %s %v, want a timeout matching ErrTimeout and DeadlineExceeded", r.State, r.Err)
+	}
+	if !strings.Contains(r.Text(), "timed out") {
+		t.Fatalf("the model reads %q", r.Text())
+	}
+}
+
+func TestTimeoutCooperativeHandler(t *testing.T) {
+	tk := icKit(t, nil, interceptors.Timeout(30*time.Millisecond))
+	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "slow"}, func(ctx context.Context) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}))
+	timeoutCheck(t, icRun(t, icSession(t, tk, "s"), icCall("c1", "slow", `{}`)))
+}
+
+func TestTimeoutHandlerReturningItsOwnError(t *testing.T) {
+	errClosed := errors.New("use of closed connection")
+	tk := icKit(t, nil, interceptors.Timeout(30*time.Millisecond))
+	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "net"}, func(ctx context.Context) (string, error) {
+		<-ctx.Done()
+		return "", errClosed
+	}))
+	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "net", `{}`))
+	timeoutCheck(t, r)
+	if !errors.Is(r.Err, errClosed) {
+		t.Fatalf("the handler's error is lost: %v", r.Err)
+	}
+}
+
+func TestTimeoutHandlerIgnoringCancellation(t *testing.T) {
+	tk := icKit(t, nil, interceptors.Timeout(30*time.Millisecond, interceptors.TimeoutGrace(20*time.Millisecond)))
+	release, exited := make(chan struct{}), make(chan struct{})
+	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "stubborn"}, func(ctx context.Context) (string, error) {
+		defer close(exited)
+		stream.From(ctx).Text("partial ")
+		<-release // ignores ctx
+		stream.From(ctx).Text("too late")
+		return "done", nil
+	}))
+	t.Cleanup(func() { close(release); <-exited })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	run := icSession(t, tk, "s").Start(ctx, []toolkit.Call{icCall("c1", "stubborn", `{}`)})
+	select {
+	case <-run.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a handler ignoring cancellation held the call (the engine default is 2 minutes)")
+	}
+	r := run.Wait()[0]
+	timeoutCheck(t, r)
+	if strings.Contains(r.Text(), "too late") {
+		t.Fatalf("late output reached the result: %q", r.Text())
+	}
+}
+
+func TestTimeoutPerTool(t *testing.T) {
+	slow := func(ctx context.Context) (string, error) {
+		select {
+		case <-time.After(80 * time.Millisecond):
+			return "finished", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	t.Run("only listed tools", func(t *testing.T) {
+		tk := icKit(t, nil, interceptors.Timeout(0, interceptors.TimeoutFor("limited", 20*time.Millisecond)))
+		icAdd(t, tk, icTool(t, toolkit.Spec{Name: "limited"}, slow), icTool(t, toolkit.Spec{Name: "free"}, slow))
+		s := icSession(t, tk, "s")
+		timeoutCheck(t, icRun(t, s, icCall("c1", "limited", `{}`)))
+		if r := icRun(t, s, icCall("c2", "free", `{}`)); r.State != toolkit.StateSuccess {
+			t.Fatalf("free tool: %s %v", r.State, r.Err)
+		}
+	})
+	t.Run("exemption and override", func(t *testing.T) {
+		tk := icKit(t, nil, interceptors.Timeout(20*time.Millisecond,
+			interceptors.TimeoutFor("exempt", 0), interceptors.TimeoutFor("longer", time.Second)))
+		icAdd(t, tk, icTool(t, toolkit.Spec{Name: "exempt"}, slow), icTool(t, toolkit.Spec{Name: "longer"}, slow),
+			icTool(t, toolkit.Spec{Name: "plain"}, slow))
+		s := icSession(t, tk, "s")
+		for _, name := range []string{"exempt", "longer"} {
+			if r := icRun(t, s, icCall("c-"+name, name, `{}`)); r.State != toolkit.StateSuccess {
+				t.Fatalf("%s: %s %v", name, r.State, r.Err)
+			}
+		}
+		timeoutCheck(t, icRun(t, s, icCall("c-plain", "plain", `{}`)))
+	})
+}
+
+func TestTimeoutFastCallUntouched(t *testing.T) {
+	tk := icKit(t, nil, interceptors.Timeout(time.Second))
+	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "fast"}, func(ctx context.Context) (string, error) {
+		stream.From(ctx).Text("a ")
+		return "b", nil
+	}))
+	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "fast", `{}`))
+	if r.State != toolkit.StateSuccess || r.Text() != "a b" {
+		t.Fatalf("got %s %q", r.State, r.Text())
+	}
+}
+
+func TestTimeoutRunCancelledWhileHandlerIgnoresIt(t *testing.T) {
+	tk := icKit(t, []toolkit.Option{toolkit.WithCancelGrace(time.Hour)}, interceptors.Timeout(time.Hour, interceptors.TimeoutGrace(20*time.Millisecond)))
+	started, release, exited := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "stubborn"}, func(ctx context.Context) (string, error) {
+		defer close(exited)
+		close(started)
+		<-release
+		return "done", nil
+	}))
+	t.Cleanup(func() { close(release); <-exited })
+	ctx, cancel := context.WithCancel(context.Background())
+	run := icSession(t, tk, "s").Start(ctx, []toolkit.Call{icCall("c1", "stubborn", `{}`)})
+	icWait(t, started, "the handler")
+	cancel()
+	icWait(t, run.Done(), "the run after cancellation")
+	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) {
+		t.Fatalf("got %s %v, want interrupted", r.State, r.Err)
+	}
+}
