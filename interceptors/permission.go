@@ -197,7 +197,12 @@ func (p *Permissions) decide(inv *toolkit.Invocation) (Decision, string) {
 			return r.Decision, r.Reason
 		}
 	}
-	return p.mode(inv.Spec()), ""
+	spec := inv.Spec()
+	why := fmt.Sprintf("no rule covers tool %q", inv.Call.Name)
+	if !spec.ReadOnly {
+		why = fmt.Sprintf("tool %q may change things (it is not read-only) and no rule covers it", inv.Call.Name)
+	}
+	return p.mode(spec), why
 }
 
 func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
+	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -42,6 +43,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	listen := fs.String("listen", "127.0.0.1:4222", "address of the embedded server's listener for outside clients (port 0: any free port)")
 	durable := fs.Bool("durable", false, "keep events in a JetStream stream (replayable)")
 	wait := fs.Bool("wait", false, "wait for Enter before the batch runs, so that you can start watching first")
+	ask := fs.Bool("ask", false, "answer approval requests on the terminal instead of letting the scripted agent approve them")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: go run ./cmd/demo [flags]\n\nRuns a batch of tool calls against a folder, prints progress apart from results, and publishes every event to NATS.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -81,6 +83,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	perms, err := useInterceptors(tk)
+	if err != nil {
+		return err
+	}
+	approver := scriptedApprover
+	if *ask {
+		approver = terminalApprover(bufio.NewReader(os.Stdin))
+	}
 	sess, err := tk.Session(*session)
 	if err != nil {
 		return err
@@ -100,7 +110,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	for i, turn := range scriptedTurns() {
-		if err := runTurn(ctx, stdout, out, sess, i+1, turn); err != nil {
+		if err := runTurn(ctx, stdout, out, sess, perms, approver, i+1, turn); err != nil {
 			return err
 		}
 		if name := turn[0].Name; name == groups.MetaTool || name == skills.LoadTool {
@@ -129,7 +139,7 @@ func printTools(ctx context.Context, w io.Writer, sess *toolkit.Session, when st
 }
 
 // runTurn runs one model turn's calls and prints progress apart from results.
-func runTurn(ctx context.Context, w io.Writer, out *printer, sess *toolkit.Session, n int, calls []toolkit.Call) error {
+func runTurn(ctx context.Context, w io.Writer, out *printer, sess *toolkit.Session, perms *interceptors.Permissions, approve approver, n int, calls []toolkit.Call) error {
 	fmt.Fprintf(w, "\n=== Turn %d: the model asks for %d call(s) ===\n", n, len(calls))
 	for _, c := range calls {
 		fmt.Fprintf(w, "  %-8s %s %s\n", c.ID, c.Name, c.Args)
@@ -139,6 +149,12 @@ func runTurn(ctx context.Context, w io.Writer, out *printer, sess *toolkit.Sessi
 	run := sess.Start(ctx, calls)
 	var order []string
 	for res := range run.Results() { // as each call finishes
+		if !res.Final() { // suspended: waiting for a person's approval
+			if err := answerApproval(ctx, out, sess.ID(), res.Call.ID, perms, approve); err != nil {
+				return err
+			}
+			continue
+		}
 		order = append(order, res.Call.ID)
 	}
 	results := run.Wait() // all of them, in call order
@@ -192,7 +208,9 @@ func printWatch(w io.Writer, bus *events.Bus, session string) {
 // notes group, load the file-analysis skill (which switches on the files
 // group), then three parallel read-only calls, one with a typo and one with
 // bad arguments to show the errors the model gets, and a note written last
-// (a serial call).
+// (a serial call that needs a person's approval, whose result has an
+// e-mail address redacted); last a flaky tool that is retried and an
+// inventory too large for the conversation, which is evicted.
 func scriptedTurns() [][]toolkit.Call {
 	mk := func(id, name string, args any) toolkit.Call {
 		b, _ := json.Marshal(args)
@@ -207,7 +225,11 @@ func scriptedTurns() [][]toolkit.Call {
 			mk("call_3", "search_text", map[string]any{"dir": ".", "query": "TODO", "max_matches": 5}),
 			mk("call_4", "count_line", map[string]any{"dir": "."}),
 			mk("call_5", "search_text", map[string]any{"dir": ".", "max_matches": "many"}),
-			mk("call_6", "write_note", map[string]any{"title": "demo", "text": "Counted lines and hashed files."}),
+			mk("call_6", "write_note", map[string]any{"title": "demo", "text": "Counted lines and hashed files. Questions: ops@example.com"}),
+		},
+		{
+			mk("call_7", "folder_stats", map[string]any{"dir": "."}),
+			mk("call_8", "file_inventory", map[string]any{"dir": "."}),
 		},
 	}
 }

@@ -13,8 +13,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/toolstream/toolstream/groups"
+	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
@@ -174,7 +176,99 @@ func writeNote(dir string) func(context.Context, noteIn) (string, error) {
 		if err := os.WriteFile(p, []byte("# "+in.Title+"\n\n"+in.Text+"\n"), 0o644); err != nil {
 			return "", err
 		}
-		return "saved " + p, nil
+		return fmt.Sprintf("saved %s:\n# %s\n%s", p, in.Title, in.Text), nil
+	}
+}
+
+type folderStatsIn struct {
+	Dir string `json:"dir" jsonschema:"folder to measure, relative to the demo's root"`
+}
+
+// folderStats measures a folder (files, bytes, the largest files) through
+// a deliberately unreliable channel: the first two attempts of every call
+// fail with a transient error, so the Retry interceptor has work to do.
+func folderStats(root string) func(context.Context, folderStatsIn) (string, error) {
+	var mu sync.Mutex
+	attempts := map[string]int{}
+	return func(ctx context.Context, in folderStatsIn) (string, error) {
+		dir, err := within(root, in.Dir)
+		if err != nil {
+			return "", err
+		}
+		em := stream.From(ctx)
+		info, _ := toolkit.CallInfoFrom(ctx)
+		key := info.Session + "/" + info.CallID
+		mu.Lock()
+		attempts[key]++
+		n := attempts[key]
+		mu.Unlock()
+		if n <= 2 {
+			em.Progress(fmt.Sprintf("attempt %d: the stats service did not answer", n), -1)
+			return "", interceptors.Transient(fmt.Errorf("stats service unavailable (attempt %d)", n))
+		}
+		files, err := listFiles(ctx, dir)
+		if err != nil {
+			return "", err
+		}
+		type sized struct {
+			path string
+			size int64
+		}
+		var all []sized
+		var total int64
+		for i, f := range files {
+			if st, err := os.Stat(f); err == nil {
+				all = append(all, sized{rel(root, f), st.Size()})
+				total += st.Size()
+			}
+			em.Step("measured "+rel(root, f), i+1, len(files))
+		}
+		sort.Slice(all, func(i, j int) bool {
+			return all[i].size > all[j].size || all[i].size == all[j].size && all[i].path < all[j].path
+		})
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d files, %d bytes in all (answered on attempt %d). Largest:\n", len(all), total, n)
+		for _, f := range all[:min(5, len(all))] {
+			fmt.Fprintf(&b, "  %8d  %s\n", f.size, f.path)
+		}
+		return b.String(), nil
+	}
+}
+
+type inventoryIn struct {
+	Dir string `json:"dir" jsonschema:"folder to list, relative to the demo's root"`
+}
+
+// fileInventory lists every file with its size, line count and hash
+// prefix: a result far too large for a model's context on any real
+// folder, which the Evict interceptor stores and replaces by a pointer.
+func fileInventory(root string) func(context.Context, inventoryIn) (string, error) {
+	return func(ctx context.Context, in inventoryIn) (string, error) {
+		dir, err := within(root, in.Dir)
+		if err != nil {
+			return "", err
+		}
+		files, err := listFiles(ctx, dir)
+		if err != nil {
+			return "", err
+		}
+		em := stream.From(ctx)
+		var b strings.Builder
+		fmt.Fprintf(&b, "%-64s %10s %8s  %s\n", "path", "bytes", "lines", "sha256")
+		for i, f := range files {
+			if err := ctx.Err(); err != nil {
+				return "", err
+			}
+			st, err := os.Stat(f)
+			if err != nil {
+				continue
+			}
+			lines, _ := lineCount(f)
+			sum, _ := sha256File(f)
+			fmt.Fprintf(&b, "%-64s %10d %8d  %.12s\n", rel(root, f), st.Size(), lines, sum)
+			em.Step("listed "+rel(root, f), i+1, len(files))
+		}
+		return b.String(), nil
 	}
 }
 
@@ -190,6 +284,8 @@ func registerTools(tk *toolkit.Toolkit, root string) (*groups.Manager, *skills.L
 		toolkit.MustTool(toolkit.Spec{Name: "hash_files", Description: "SHA-256 of the files under a folder, one line per file.", ReadOnly: true, ConcurrencySafe: true}, hashFiles(root)),
 		toolkit.MustTool(toolkit.Spec{Name: "search_text", Description: "Find lines containing a text under a folder.", ReadOnly: true, ConcurrencySafe: true}, searchText(root)),
 		toolkit.MustTool(toolkit.Spec{Name: "write_note", Description: "Save a short note for the user."}, writeNote(filepath.Join(os.TempDir(), "toolstream-demo-notes"))),
+		toolkit.MustTool(toolkit.Spec{Name: "folder_stats", Description: "Size of a folder and its largest files (through a flaky service: retried).", ReadOnly: true, ConcurrencySafe: true}, folderStats(root)),
+		toolkit.MustTool(toolkit.Spec{Name: "file_inventory", Description: "Every file under a folder with size, lines and hash (large: stored, not shown in full).", ReadOnly: true, ConcurrencySafe: true}, fileInventory(root)),
 	}); err != nil {
 		return nil, nil, err
 	}
@@ -198,9 +294,9 @@ func registerTools(tk *toolkit.Toolkit, root string) (*groups.Manager, *skills.L
 		return nil, nil, err
 	}
 	if err := gm.Add(
-		groups.Group{Name: "files", Description: "Look inside files: hashes and text search.",
+		groups.Group{Name: "files", Description: "Look inside files: hashes, text search, sizes and inventories.",
 			Instructions: "Paths are relative to the demo's root. Prefer search_text with a precise query over reading many files.",
-			Tools:        []string{"hash_files", "search_text"}},
+			Tools:        []string{"hash_files", "search_text", "folder_stats", "file_inventory"}},
 		groups.Group{Name: "notes", Description: "Save notes for the user.",
 			Instructions: "Keep titles short; one note per topic.",
 			Tools:        []string{"write_note"}},
