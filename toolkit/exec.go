@@ -340,15 +340,18 @@ func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) 
 		return StateTimeout, &callError{kind: ErrTimeout, cause: cause,
 			msg: fmt.Sprintf("tool %q timed out after %v%s", name, after, suffix)}
 	}
-	cause := c.run.err()
-	if cause == nil {
-		cause = context.Cause(c) // the caller's context, seen through ours
+	why := c.run.err()
+	if why == nil {
+		why = context.Cause(c) // the caller's context, seen through ours
 	}
-	if handlerErr != nil {
-		cause = errors.Join(cause, handlerErr)
+	cause := why
+	msg := fmt.Sprintf("tool %q was interrupted (%v)", name, why)
+	// A handler that returns the context's error says nothing new: say it once.
+	if handlerErr != nil && !errors.Is(handlerErr, why) {
+		cause = errors.Join(why, handlerErr)
+		msg += suffix
 	}
-	return StateInterrupted, &callError{kind: ErrInterrupted, cause: cause,
-		msg: fmt.Sprintf("tool %q was interrupted (%v)%s", name, cause, suffix)}
+	return StateInterrupted, &callError{kind: ErrInterrupted, cause: cause, msg: msg}
 }
 
 // extResult is what Session.Submit (or Session.Close) hands a waiting

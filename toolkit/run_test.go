@@ -467,6 +467,10 @@ func TestCancellation(t *testing.T) {
 			t.Errorf("%s: %s %v", r.Call.ID, r.State, r.Err)
 		}
 	}
+	// The handler returned the context's error: the model reads the cause once.
+	if got, want := rs[0].Text(), `Error: tool "wait" was interrupted (context canceled)`; got != want {
+		t.Errorf("interrupted call reads %q, want %q", got, want)
+	}
 	if !strings.Contains(rs[1].Text(), "was not run") || !rs[1].Started.IsZero() {
 		t.Errorf("unstarted call: %q", rs[1].Text())
 	}

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
+
+	"github.com/toolstream/toolstream/events"
 
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/interceptors"
@@ -41,65 +44,133 @@ type decision struct {
 	approve bool
 	args    json.RawMessage // edited arguments, or nil
 	reason  string          // why it was rejected
+	always  bool            // allow the tool for the rest of the session
 	who     string
 }
 
-// approver decides on an approval request.
-type approver func(ctx context.Context, req interceptors.ApprovalRequest) (decision, error)
-
-// scriptedApprover approves, the way a person might after a look: it
+// scriptedDecision approves, the way a person might after a look: it
 // shortens the note's title (approve with edited arguments).
-func scriptedApprover(_ context.Context, req interceptors.ApprovalRequest) (decision, error) {
+func scriptedDecision(req interceptors.ApprovalRequest) decision {
 	var args map[string]any
 	if err := json.Unmarshal(req.Args, &args); err == nil && req.Tool == "write_note" {
 		args["title"] = "demo-summary"
-		edited, _ := json.Marshal(args)
-		return decision{approve: true, args: edited, who: "the scripted agent (title edited to demo-summary)"}, nil
+		if edited, err := json.Marshal(args); err == nil {
+			return decision{approve: true, args: edited, who: "the scripted agent (title edited to demo-summary)"}
+		}
 	}
-	return decision{approve: true, who: "the scripted agent"}, nil
+	return decision{approve: true, who: "the scripted agent"}
 }
 
-// terminalApprover asks on the terminal.
-func terminalApprover(in *bufio.Reader) approver {
-	return func(ctx context.Context, req interceptors.ApprovalRequest) (decision, error) {
-		fmt.Print("  Approve? [y = yes, anything else = reject with that reason] ")
-		line, err := in.ReadString('\n')
-		if err != nil && line == "" {
-			return decision{}, fmt.Errorf("reading the answer: %w", err)
-		}
-		line = strings.TrimSpace(line)
-		if line == "y" || line == "yes" {
-			return decision{approve: true, who: "you"}, nil
-		}
-		return decision{reason: line, who: "you"}, nil
-	}
+// approvalDesk is where approval requests are answered: by the scripted
+// agent after a pause, on the web page, or on the terminal (-approve).
+// Whoever answers first wins; later answers get ErrNotPending.
+type approvalDesk struct {
+	perms *interceptors.Permissions
+	mode  string
+	pause time.Duration // how long the scripted agent leaves to the page
+	view  *termView
+	in    *bufio.Reader
 }
 
-// answerApproval prints the request waiting for call and hands the
-// decision to the permissions interceptor.
-func answerApproval(ctx context.Context, out *printer, session, call string, perms *interceptors.Permissions, decide approver) error {
+func newApprovalDesk(perms *interceptors.Permissions, cfg *config, view *termView) *approvalDesk {
+	return &approvalDesk{perms: perms, mode: cfg.approve, pause: cfg.scaled(2 * time.Second), view: view, in: bufio.NewReader(os.Stdin)}
+}
+
+// suspended is told about a call that suspended: when it waits for an
+// approval, the request is shown and answered as the mode says. Other
+// suspensions (external tools) are answered elsewhere.
+func (d *approvalDesk) suspended(ctx context.Context, session string, c toolkit.Call) error {
 	var req *interceptors.ApprovalRequest
-	for _, r := range perms.Pending(session) {
-		if r.CallID == call {
+	for _, r := range d.perms.Pending(session) {
+		if r.CallID == c.ID {
 			req = &r
 		}
 	}
 	if req == nil {
-		return nil // suspended for another reason, or already decided
+		return nil
 	}
-	out.printf("  approval %-8s %s %s asks: %s\n", call, req.Tool, req.Args, req.Reason)
-	d, err := decide(ctx, *req)
+	d.view.printf("  approval %-8s %s %s asks: %s\n", c.ID, req.Tool, req.Args, req.Reason)
+	switch d.mode {
+	case "page":
+		d.view.printf("  waiting for an answer on the web page\n")
+	case "terminal":
+		return d.askTerminal(session, *req)
+	default:
+		if d.pause > 0 {
+			d.view.printf("  the scripted agent approves in %v unless the web page answers first\n", d.pause.Round(time.Millisecond))
+		}
+		go func() {
+			t := time.NewTimer(d.pause)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				_ = d.decide(session, c.ID, scriptedDecision(*req))
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return nil
+}
+
+func (d *approvalDesk) askTerminal(session string, req interceptors.ApprovalRequest) error {
+	d.view.printf("  Approve? [y = yes, a = always for this tool, anything else = reject with that reason] ")
+	line, err := d.in.ReadString('\n')
+	if err != nil && line == "" {
+		return fmt.Errorf("reading the answer: %w", err)
+	}
+	switch line = strings.TrimSpace(line); line {
+	case "y", "yes":
+		return d.decide(session, req.CallID, decision{approve: true, who: "you"})
+	case "a", "always":
+		return d.decide(session, req.CallID, decision{approve: true, always: true, who: "you"})
+	default:
+		return d.decide(session, req.CallID, decision{reason: line, who: "you"})
+	}
+}
+
+// decide hands a decision to the permissions interceptor.
+func (d *approvalDesk) decide(session, call string, dec decision) error {
+	var err error
+	if dec.approve {
+		var opts []interceptors.ApproveOption
+		if dec.args != nil {
+			opts = append(opts, interceptors.WithArgs(dec.args))
+		}
+		if dec.always {
+			opts = append(opts, interceptors.AlwaysAllow())
+		}
+		err = d.perms.Approve(session, call, opts...)
+	} else {
+		err = d.perms.Reject(session, call, dec.reason)
+	}
 	if err != nil {
 		return err
 	}
-	if !d.approve {
-		out.printf("  rejected %-8s by %s: %s\n", call, d.who, d.reason)
-		return perms.Reject(session, call, d.reason)
+	if dec.approve {
+		d.view.printf("  approved %-8s by %s\n", call, dec.who)
+	} else {
+		d.view.printf("  rejected %-8s by %s: %s\n", call, dec.who, dec.reason)
 	}
-	out.printf("  approved %-8s by %s\n", call, d.who)
-	var opts []interceptors.ApproveOption
-	if d.args != nil {
-		opts = append(opts, interceptors.WithArgs(d.args))
+	return nil
+}
+
+// answerQuestions is the stand-in for the user behind the external tool
+// ask_user: like any other service, it watches the events on NATS and
+// submits an answer when such a call suspends.
+func answerQuestions(bus *events.Bus, tk *toolkit.Toolkit) (stop func(), err error) {
+	sub, err := bus.Subscribe(bus.Subjects().AllOfType(events.TypeSuspend), func(ev *events.Event) {
+		if ev.Tool != "ask_user" {
+			return
+		}
+		sess, err := tk.Session(ev.Session)
+		if err != nil {
+			return
+		}
+		answer := "Yes, go ahead (answered by the demo's stand-in for the user, through NATS)."
+		_ = sess.Submit(ev.Call, []toolkit.Part{events.Text(answer)}, nil)
+	})
+	if err != nil {
+		return nil, err
 	}
-	return perms.Approve(session, call, opts...)
+	return func() { _ = sub.Unsubscribe() }, nil
 }

@@ -1,12 +1,12 @@
-// Command demo shows toolstream at work: it registers tools that do real
-// work on a folder, runs a model-style batch of tool calls and prints the
-// progress people see apart from the results the model sees.
+// Command demo is a tour of toolstream: an agent loop (a scripted model, or
+// a real one through an OpenAI-compatible API) calls tools that do real
+// work on a folder, while a web page and the terminal show every call live
+// from the events published to NATS.
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,72 +14,138 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/toolstream/toolstream/events"
-	"github.com/toolstream/toolstream/groups"
-	"github.com/toolstream/toolstream/interceptors"
-	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
+// config is everything the flags set.
+type config struct {
+	dir, session, task          string
+	natsURL, natsListen, listen string
+	durable, once, verbose      bool
+	plain                       bool
+	speed                       float64
+	approve                     string
+	model, baseURL, apiKey      string
+	maxTurns                    int
+}
+
+func parseFlags(args []string, stdout, stderr io.Writer) (*config, error) {
+	c := &config{}
+	interactive := isTerminal(stdout)
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir := fs.String("dir", ".", "folder the demo's tools work on")
-	session := fs.String("session", "demo", "session id")
-	verbose := fs.Bool("v", false, "log every call (zerolog, to stderr)")
-	natsURL := fs.String("nats", os.Getenv(events.EnvURL), "NATS server URL; empty: an embedded server (default $"+events.EnvURL+")")
-	listen := fs.String("listen", "127.0.0.1:4222", "address of the embedded server's listener for outside clients (port 0: any free port)")
-	durable := fs.Bool("durable", false, "keep events in a JetStream stream (replayable)")
-	wait := fs.Bool("wait", false, "wait for Enter before the batch runs, so that you can start watching first")
-	ask := fs.Bool("ask", false, "answer approval requests on the terminal instead of letting the scripted agent approve them")
+	fs.StringVar(&c.dir, "dir", ".", "folder the demo's tools work on")
+	fs.StringVar(&c.session, "session", "demo", "session id of the conversation")
+	fs.StringVar(&c.task, "task", defaultTask, "what the user asks the agent (a real model reads it; the scripted one follows its script)")
+	fs.StringVar(&c.natsURL, "nats", os.Getenv(events.EnvURL), "NATS server URL; empty: an embedded server (default $"+events.EnvURL+")")
+	fs.StringVar(&c.natsListen, "nats-listen", "127.0.0.1:4222", "embedded server: address for outside NATS clients such as the nats CLI (empty: none; taken: any free port)")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:7070", "address of the live web page (empty: no page; taken: any free port)")
+	fs.BoolVar(&c.durable, "durable", true, "keep events in a JetStream stream (the web page replays the history from it)")
+	fs.BoolVar(&c.once, "once", !interactive, "exit after the run instead of keeping the page up until Ctrl-C (default: true when stdout is not a terminal)")
+	fs.Float64Var(&c.speed, "speed", 1, "pace of the scripted run: 1 is easy to watch, 4 is faster, 0 runs flat out")
+	fs.StringVar(&c.approve, "approve", "auto", "who answers approval requests: auto (the scripted agent, after a pause in which the page can answer first), page (only the web page), terminal (you, here)")
+	fs.BoolVar(&c.plain, "plain", false, "print plain lines even on a terminal (no live progress bars)")
+	fs.BoolVar(&c.verbose, "v", false, "log every call (zerolog, to stderr)")
+	fs.StringVar(&c.model, "model", "", "drive the loop with this model through an OpenAI-compatible API (default $OPENAI_MODEL); without an API key the scripted model runs")
+	fs.StringVar(&c.baseURL, "base-url", "", "OpenAI-compatible API base URL (default $OPENAI_BASE_URL, else OpenAI's)")
+	fs.StringVar(&c.apiKey, "api-key", "", "API key (default $OPENAI_API_KEY)")
+	fs.IntVar(&c.maxTurns, "max-turns", 12, "stop a real model's loop after this many turns")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: go run ./cmd/demo [flags]\n\nRuns a batch of tool calls against a folder, prints progress apart from results, and publishes every event to NATS.\n\nFlags:\n")
+		fmt.Fprint(stderr, `Usage: go run ./cmd/demo [flags]
+
+An agent loop calls tools that do real work on a folder: parallel and serial
+calls, tool groups switched by reset_tools, a skill loaded, a flaky tool
+retried, a large result stored away, an approval, an external tool and a
+cancelled call. Every event goes to NATS; a web page and this terminal show
+them live.
+
+Flags:
+`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
-	root, err := filepath.Abs(*dir)
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (flags start with -; see -help)", fs.Arg(0))
+	}
+	switch c.approve {
+	case "auto", "page", "terminal":
+	default:
+		return nil, fmt.Errorf("-approve %q: want auto, page or terminal", c.approve)
+	}
+	if c.approve == "page" && c.listen == "" {
+		return nil, errors.New("-approve page needs the web page: set -listen")
+	}
+	if c.speed < 0 {
+		return nil, fmt.Errorf("-speed %v: must be 0 or more", c.speed)
+	}
+	if c.listen != "" && !c.durable {
+		return nil, errors.New("the web page replays events from the durable stream: use -durable, or -listen '' for no page")
+	}
+	if err := toolkit.ValidateSessionID(c.session); err != nil {
+		return nil, fmt.Errorf("-session: %w", err)
+	}
+	return c, nil
+}
+
+const defaultTask = "Give me an overview of this folder: languages and line counts, file hashes, TODOs, sizes and a full inventory. Save a short note with the summary, check with me before anything else, then watch the folder for changes."
+
+// scaled is base divided by the speed (0 for speed 0: flat out).
+func (c *config) scaled(base time.Duration) time.Duration {
+	if c.speed == 0 {
+		return 0
+	}
+	return time.Duration(float64(base) / c.speed)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-
+	root, err := filepath.Abs(cfg.dir)
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return fmt.Errorf("-dir %s: not a folder", cfg.dir)
+	}
 	logger := zerolog.Nop()
-	if *verbose {
+	if cfg.verbose {
 		logger = zerolog.New(zerolog.ConsoleWriter{Out: stderr}).With().Timestamp().Logger()
 	}
-	bus, err := openBus(ctx, *natsURL, *listen, *durable, logger)
+
+	bus, err := openBus(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = bus.Close(cctx)
-	}()
-	out := &printer{w: stdout, last: map[string]int{}}
-	tk := toolkit.New(toolkit.WithObserver(out), toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithLogger(logger))
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tk.Close(cctx)
-	}()
-	gm, ld, err := registerTools(tk, root)
+	defer closeWithin(5*time.Second, bus.Close)
+
+	view := newTermView(stdout, !cfg.plain && isTerminal(stdout))
+	defer view.stop()
+	tk := toolkit.New(toolkit.WithObserver(view), toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithLogger(logger))
+	defer closeWithin(5*time.Second, tk.Close)
+
+	env := &toolEnv{root: root, notes: filepath.Join(os.TempDir(), "toolstream-demo-notes"), step: cfg.scaled(6 * time.Millisecond)}
+	gm, ld, err := registerTools(tk, env)
 	if err != nil {
 		return err
 	}
@@ -87,100 +153,90 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	approver := scriptedApprover
-	if *ask {
-		approver = terminalApprover(bufio.NewReader(os.Stdin))
-	}
-	sess, err := tk.Session(*session)
+	sess, err := tk.Session(cfg.session)
 	if err != nil {
 		return err
 	}
-
-	fmt.Fprintf(stdout, "toolstream demo: %d tools in %d groups, %d skills, on %s, session %q\n", len(tk.Tools()), len(gm.Groups()), len(ld.Skills(*session)), root, sess.ID())
-	printWatch(stdout, bus, sess.ID())
-	if *wait {
-		fmt.Fprint(stdout, "\nPress Enter to start... ")
-		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil && err != io.EOF {
-			return err
-		}
-	}
-	fmt.Fprintf(stdout, "\nThe system prompt gets this fragment about skills:\n%s", indent(strings.TrimSpace(ld.Prompt(sess.ID())), "  | "))
-	fmt.Fprintln(stdout)
-	if err := printTools(ctx, stdout, sess, "at the start"); err != nil {
-		return err
-	}
-	for i, turn := range scriptedTurns() {
-		if err := runTurn(ctx, stdout, out, sess, perms, approver, i+1, turn); err != nil {
-			return err
-		}
-		if name := turn[0].Name; name == groups.MetaTool || name == skills.LoadTool {
-			if err := printTools(ctx, stdout, sess, "after "+name); err != nil {
-				return err
-			}
-		}
-	}
-	st := bus.Publisher().Stats()
-	fmt.Fprintf(stdout, "\n%d events published to NATS (%d progress dropped, %d undelivered)\n", st.Published, st.DroppedProgress, st.Undelivered)
-	return nil
-}
-
-// printTools shows the tools the model is offered now.
-func printTools(ctx context.Context, w io.Writer, sess *toolkit.Session, when string) error {
-	defs, err := sess.Definitions(ctx)
+	stopAnswering, err := answerQuestions(bus, tk)
 	if err != nil {
 		return err
 	}
-	var names []string
-	for _, d := range defs {
-		names = append(names, d.Name)
+	defer stopAnswering()
+
+	model, why := chooseModel(cfg)
+	if c, ok := model.(io.Closer); ok {
+		defer c.Close()
 	}
-	fmt.Fprintf(w, "\nTools the model sees %s: %s\n", when, strings.Join(names, ", "))
+	desk := newApprovalDesk(perms, cfg, view)
+
+	var page string
+	if cfg.listen != "" {
+		srv, err := serveWeb(cfg.listen, &webApp{bus: bus, tk: tk, desk: desk, session: sess.ID(), model: model.Name()})
+		if err != nil {
+			return err
+		}
+		defer closeWithin(2*time.Second, srv.Shutdown)
+		page = srv.URL
+	}
+
+	view.printf("toolstream demo: %d tools in %d groups, %d skills, working on %s\n", len(tk.Tools()), len(gm.Groups()), len(ld.Skills(sess.ID())), root)
+	view.printf("model: %s%s\n", model.Name(), why)
+	if page != "" {
+		view.printf("live page: %s/?session=%s\n", page, sess.ID())
+	}
+	printWatch(view, bus, sess.ID())
+
+	a := &agent{sess: sess, model: model, view: view, desk: desk, maxTurns: cfg.maxTurns, loader: ld}
+	sum, err := a.run(ctx, cfg.task)
+	if err != nil {
+		return err
+	}
+	// Every event of the run handed to NATS before the summary counts them.
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_ = bus.Publisher().Flush(fctx)
+	cancel()
+	view.summary(sum, bus.Publisher().Stats())
+
+	if !cfg.once && page != "" && ctx.Err() == nil {
+		view.printf("\nThe page stays up at %s/?session=%s — press Ctrl-C to quit.\n", page, sess.ID())
+		<-ctx.Done()
+	}
 	return nil
 }
 
-// runTurn runs one model turn's calls and prints progress apart from results.
-func runTurn(ctx context.Context, w io.Writer, out *printer, sess *toolkit.Session, perms *interceptors.Permissions, approve approver, n int, calls []toolkit.Call) error {
-	fmt.Fprintf(w, "\n=== Turn %d: the model asks for %d call(s) ===\n", n, len(calls))
-	for _, c := range calls {
-		fmt.Fprintf(w, "  %-8s %s %s\n", c.ID, c.Name, c.Args)
-	}
-	fmt.Fprintln(w, "\n--- progress (for people; never shown to the model) ---")
-	start := time.Now()
-	run := sess.Start(ctx, calls)
-	var order []string
-	for res := range run.Results() { // as each call finishes
-		if !res.Final() { // suspended: waiting for a person's approval
-			if err := answerApproval(ctx, out, sess.ID(), res.Call.ID, perms, approve); err != nil {
-				return err
-			}
-			continue
+// chooseModel picks the real model when one is configured with a key, and
+// says why not otherwise.
+func chooseModel(cfg *config) (Model, string) {
+	oc, ok, why := openAIFromEnv(cfg.model, cfg.baseURL, cfg.apiKey)
+	if ok {
+		m, err := newOpenAIModel(oc)
+		if err == nil {
+			return m, " (a real model through its HTTP API)"
 		}
-		order = append(order, res.Call.ID)
+		why = err.Error()
 	}
-	results := run.Wait() // all of them, in call order
-	out.printf("\ncompletion order: %s\n", strings.Join(order, ", "))
-	fmt.Fprintf(w, "\n--- results (what the model sees, in call order; the turn took %v) ---\n", time.Since(start).Round(time.Millisecond))
-	for _, r := range results {
-		fmt.Fprintf(w, "\n[%s] %s -> %s\n", r.Call.ID, r.Call.Name, r.State)
-		fmt.Fprintln(w, indent(clip(r.Text(), 30), "    "))
+	s := newScriptedModel(cfg.scaled(500 * time.Millisecond))
+	if cfg.model != "" || os.Getenv("OPENAI_MODEL") != "" {
+		return s, " (not the real model: " + why + ")"
 	}
-	return nil
+	return s, " (deterministic; -model and an API key drive a real one)"
 }
 
 // openBus opens the NATS side: the given server, or an embedded one that
-// outside clients reach on listen (any free port if that one is taken).
-func openBus(ctx context.Context, url, listen string, durable bool, log zerolog.Logger) (*events.Bus, error) {
+// outside clients reach on the listen address (any free port if that one
+// is taken).
+func openBus(ctx context.Context, cfg *config, log zerolog.Logger) (*events.Bus, error) {
 	opts := []events.Option{events.WithLogger(log)}
-	if url != "" {
-		opts = append(opts, events.WithURL(url))
+	if cfg.natsURL != "" {
+		opts = append(opts, events.WithURL(cfg.natsURL))
 	}
-	if durable {
+	if cfg.durable {
 		opts = append(opts, events.WithDurable(events.Durable{}))
 	}
-	if url != "" || listen == "" {
+	if cfg.natsURL != "" || cfg.natsListen == "" {
 		return events.Open(ctx, opts...)
 	}
-	bus, err := events.Open(ctx, append(opts, events.WithListen(listen))...)
+	bus, err := events.Open(ctx, append(opts, events.WithListen(cfg.natsListen))...)
 	if err != nil && strings.Contains(err.Error(), "address already in use") {
 		bus, err = events.Open(ctx, append(opts, events.WithListen("127.0.0.1:0"))...)
 	}
@@ -188,99 +244,32 @@ func openBus(ctx context.Context, url, listen string, durable bool, log zerolog.
 }
 
 // printWatch tells how to watch the events with the nats CLI.
-func printWatch(w io.Writer, bus *events.Bus, session string) {
+func printWatch(v *termView, bus *events.Bus, session string) {
 	url := bus.ClientURL()
 	if url == "" {
-		fmt.Fprintln(w, "\nEvents go to an embedded NATS server without a listener (-listen to open one).")
 		return
 	}
 	subj := bus.Subjects()
-	fmt.Fprintf(w, "\nEvents go to NATS at %s. Watch them with the nats CLI (go install github.com/nats-io/natscli/nats@v0.5.0):\n", url)
-	fmt.Fprintf(w, "  nats sub '%s' --server %s            # this session, everything\n", subj.Session(session), url)
-	fmt.Fprintf(w, "  nats sub '%s' --server %s      # final results, all sessions\n", subj.AllOfType(events.TypeResult), url)
-	fmt.Fprintf(w, "  nats sub '%s' --server %s    # progress only\n", subj.AllOfType(events.TypeProgress), url)
+	v.printf("NATS: %s — watch with the nats CLI (go install github.com/nats-io/natscli/nats@v0.5.0):\n", url)
+	v.printf("  nats sub '%s' --server %s            # this session, everything\n", subj.Session(session), url)
+	v.printf("  nats sub '%s' --server %s      # final results, all sessions\n", subj.AllOfType(events.TypeResult), url)
 	if bus.Stream() != "" {
-		fmt.Fprintf(w, "  nats stream view %s --server %s          # replay what was kept\n", bus.Stream(), url)
+		v.printf("  nats stream view %s --server %s          # replay what was kept\n", bus.Stream(), url)
 	}
 }
 
-// scriptedTurns is what a model might ask for, turn by turn: switch on the
-// notes group, load the file-analysis skill (which switches on the files
-// group), then three parallel read-only calls, one with a typo and one with
-// bad arguments to show the errors the model gets, and a note written last
-// (a serial call that needs a person's approval, whose result has an
-// e-mail address redacted); last a flaky tool that is retried and an
-// inventory too large for the conversation, which is evicted.
-func scriptedTurns() [][]toolkit.Call {
-	mk := func(id, name string, args any) toolkit.Call {
-		b, _ := json.Marshal(args)
-		return toolkit.Call{ID: id, Name: name, Args: b}
+func closeWithin(d time.Duration, f func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_ = f(ctx)
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
 	}
-	return [][]toolkit.Call{
-		{mk("call_0", groups.MetaTool, map[string]any{"notes": true})},
-		{mk("call_s", skills.LoadTool, map[string]any{"skillId": "file-analysis", "path": "SKILL.md"})},
-		{
-			mk("call_1", "count_lines", map[string]any{"dir": "."}),
-			mk("call_2", "hash_files", map[string]any{"dir": ".", "limit": 8}),
-			mk("call_3", "search_text", map[string]any{"dir": ".", "query": "TODO", "max_matches": 5}),
-			mk("call_4", "count_line", map[string]any{"dir": "."}),
-			mk("call_5", "search_text", map[string]any{"dir": ".", "max_matches": "many"}),
-			mk("call_6", "write_note", map[string]any{"title": "demo", "text": "Counted lines and hashed files. Questions: ops@example.com"}),
-		},
-		{
-			mk("call_7", "folder_stats", map[string]any{"dir": "."}),
-			mk("call_8", "file_inventory", map[string]any{"dir": "."}),
-		},
-	}
-}
-
-// printer is the demo's observer: it prints starts and progress, at most
-// one progress line per call per 25%.
-type printer struct {
-	mu   sync.Mutex
-	w    io.Writer
-	last map[string]int
-}
-
-func (p *printer) printf(format string, args ...any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, format, args...)
-}
-
-func (p *printer) Observe(ev *events.Event) {
-	switch ev.Type {
-	case events.TypeStart:
-		p.printf("  %-7s %-8s %s\n", "start", ev.Call, ev.Tool)
-	case events.TypeResult:
-		p.printf("  %-7s %-8s %s in %.1fms\n", ev.Result.State, ev.Call, ev.Tool, ev.Result.DurationMS)
-	case events.TypeProgress:
-		if ev.Progress.Fraction == nil {
-			p.printf("  ...     %-8s %s\n", ev.Call, ev.Progress.Message)
-			return
-		}
-		pct := int(*ev.Progress.Fraction * 100)
-		p.mu.Lock()
-		step := pct / 25
-		show := step > p.last[ev.Call] || pct == 100 && p.last[ev.Call] < 4
-		if show {
-			p.last[ev.Call] = step
-		}
-		p.mu.Unlock()
-		if show {
-			p.printf("  %3d%%    %-8s %s\n", pct, ev.Call, ev.Progress.Message)
-		}
-	}
-}
-
-func clip(s string, lines int) string {
-	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(parts) <= lines {
-		return strings.Join(parts, "\n")
-	}
-	return strings.Join(parts[:lines], "\n") + fmt.Sprintf("\n... (%d more lines)", len(parts)-lines)
-}
-
-func indent(s, prefix string) string {
-	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/interceptors"
@@ -43,8 +45,9 @@ var languages = map[string]string{
 
 // countLines walks a folder and counts lines per language, reporting
 // progress per file.
-func countLines(root string) func(context.Context, countLinesIn) ([]langCount, error) {
+func (e *toolEnv) countLines() func(context.Context, countLinesIn) ([]langCount, error) {
 	return func(ctx context.Context, in countLinesIn) ([]langCount, error) {
+		root := e.root
 		dir, err := within(root, in.Dir)
 		if err != nil {
 			return nil, err
@@ -75,6 +78,9 @@ func countLines(root string) func(context.Context, countLinesIn) ([]langCount, e
 			lc.Files++
 			lc.Lines += n
 			em.Step("counted "+rel(root, f), i+1, len(files))
+			if err := e.pace(ctx); err != nil {
+				return nil, err
+			}
 		}
 		out := make([]langCount, 0, len(byLang))
 		for _, lc := range byLang {
@@ -92,8 +98,9 @@ type hashFilesIn struct {
 
 // hashFiles computes SHA-256 digests and streams one line per file to the
 // model as it goes.
-func hashFiles(root string) func(context.Context, hashFilesIn) (string, error) {
+func (e *toolEnv) hashFiles() func(context.Context, hashFilesIn) (string, error) {
 	return func(ctx context.Context, in hashFilesIn) (string, error) {
+		root := e.root
 		dir, err := within(root, in.Dir)
 		if err != nil {
 			return "", err
@@ -114,6 +121,9 @@ func hashFiles(root string) func(context.Context, hashFilesIn) (string, error) {
 			}
 			fmt.Fprintf(em, "%s  %s\n", sum[:16], rel(root, f))
 			em.Step("hashed "+rel(root, f), i+1, len(files))
+			if err := e.pace(ctx); err != nil {
+				return "", err
+			}
 		}
 		return fmt.Sprintf("%d files hashed", len(files)), nil
 	}
@@ -126,8 +136,9 @@ type searchIn struct {
 }
 
 // searchText finds lines containing a string.
-func searchText(root string) func(context.Context, searchIn) (string, error) {
+func (e *toolEnv) searchText() func(context.Context, searchIn) (string, error) {
 	return func(ctx context.Context, in searchIn) (string, error) {
+		root := e.root
 		dir, err := within(root, in.Dir)
 		if err != nil {
 			return "", err
@@ -143,6 +154,9 @@ func searchText(root string) func(context.Context, searchIn) (string, error) {
 				break
 			}
 			em.Step("searching "+rel(root, f), i+1, len(files))
+			if err := e.pace(ctx); err != nil {
+				return "", err
+			}
 			fh, err := os.Open(f)
 			if err != nil {
 				continue
@@ -187,10 +201,11 @@ type folderStatsIn struct {
 // folderStats measures a folder (files, bytes, the largest files) through
 // a deliberately unreliable channel: the first two attempts of every call
 // fail with a transient error, so the Retry interceptor has work to do.
-func folderStats(root string) func(context.Context, folderStatsIn) (string, error) {
+func (e *toolEnv) folderStats() func(context.Context, folderStatsIn) (string, error) {
 	var mu sync.Mutex
 	attempts := map[string]int{}
 	return func(ctx context.Context, in folderStatsIn) (string, error) {
+		root := e.root
 		dir, err := within(root, in.Dir)
 		if err != nil {
 			return "", err
@@ -222,6 +237,9 @@ func folderStats(root string) func(context.Context, folderStatsIn) (string, erro
 				total += st.Size()
 			}
 			em.Step("measured "+rel(root, f), i+1, len(files))
+			if err := e.pace(ctx); err != nil {
+				return "", err
+			}
 		}
 		sort.Slice(all, func(i, j int) bool {
 			return all[i].size > all[j].size || all[i].size == all[j].size && all[i].path < all[j].path
@@ -242,8 +260,9 @@ type inventoryIn struct {
 // fileInventory lists every file with its size, line count and hash
 // prefix: a result far too large for a model's context on any real
 // folder, which the Evict interceptor stores and replaces by a pointer.
-func fileInventory(root string) func(context.Context, inventoryIn) (string, error) {
+func (e *toolEnv) fileInventory() func(context.Context, inventoryIn) (string, error) {
 	return func(ctx context.Context, in inventoryIn) (string, error) {
+		root := e.root
 		dir, err := within(root, in.Dir)
 		if err != nil {
 			return "", err
@@ -267,25 +286,124 @@ func fileInventory(root string) func(context.Context, inventoryIn) (string, erro
 			sum, _ := sha256File(f)
 			fmt.Fprintf(&b, "%-64s %10d %8d  %.12s\n", rel(root, f), st.Size(), lines, sum)
 			em.Step("listed "+rel(root, f), i+1, len(files))
+			if err := e.pace(ctx); err != nil {
+				return "", err
+			}
 		}
 		return b.String(), nil
 	}
 }
 
+// toolEnv is what the demo's tools share: the folder they work on, where
+// notes go, and the pace that slows them down enough to watch.
+type toolEnv struct {
+	root  string
+	notes string
+	// step is a pause after each unit of work (a file): zero runs at full
+	// speed; the demo's --speed sets it so that progress bars can be seen.
+	step time.Duration
+}
+
+// pace pauses between units of work; it ends early when the call is
+// cancelled, so a stopped call stops at once.
+func (e *toolEnv) pace(ctx context.Context) error {
+	if e.step <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(e.step)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type watchIn struct {
+	Dir     string `json:"dir" jsonschema:"folder to watch, relative to the demo's root"`
+	Seconds int    `json:"seconds,omitempty" jsonschema:"how long to watch" tool:"minimum=1,maximum=600,default=30"`
+}
+
+// watchFolder polls a folder for changed files until its time is up or
+// the call is cancelled: a long-running tool that the demo's user stops.
+func (e *toolEnv) watchFolder() func(context.Context, watchIn) (string, error) {
+	return func(ctx context.Context, in watchIn) (string, error) {
+		dir, err := within(e.root, in.Dir)
+		if err != nil {
+			return "", err
+		}
+		snapshot := func() (map[string]time.Time, error) {
+			files, err := listFiles(ctx, dir)
+			if err != nil {
+				return nil, err
+			}
+			m := make(map[string]time.Time, len(files))
+			for _, f := range files {
+				if st, err := os.Stat(f); err == nil {
+					m[f] = st.ModTime()
+				}
+			}
+			return m, nil
+		}
+		before, err := snapshot()
+		if err != nil {
+			return "", err
+		}
+		em := stream.From(ctx)
+		total := time.Duration(in.Seconds) * time.Second
+		start := time.Now()
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		changed := 0
+		for time.Since(start) < total {
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-tick.C:
+			}
+			now, err := snapshot()
+			if err != nil {
+				return "", err
+			}
+			for f, mt := range now {
+				if old, ok := before[f]; !ok || !old.Equal(mt) {
+					changed++
+					fmt.Fprintf(em, "changed: %s\n", rel(e.root, f))
+				}
+			}
+			before = now
+			el := time.Since(start)
+			em.Progress(fmt.Sprintf("watching %d files, %d changes, %v left", len(now), changed, (total-el).Round(time.Second)), float64(el)/float64(total))
+		}
+		return fmt.Sprintf("%d changes in %d seconds", changed, in.Seconds), nil
+	}
+}
+
+// askUserSchema is the input of ask_user, an external tool: the toolkit
+// never runs it; the call waits until someone outside submits the answer.
+const askUserSchema = `{"type":"object","properties":{"question":{"type":"string","minLength":1,"description":"what to ask the user"}},"required":["question"],"additionalProperties":false}`
+
 //go:embed skills
 var demoSkills embed.FS
 
-// registerTools registers the demo's tools: count_lines is basic (always
-// there), the others come in two groups the model switches on, by
-// reset_tools or by loading a skill bound to them (skills/).
-func registerTools(tk *toolkit.Toolkit, root string) (*groups.Manager, *skills.Loader, error) {
+// registerTools registers the demo's tools: count_lines, watch_folder and
+// ask_user are basic (always there), the others come in two groups the
+// model switches on, by reset_tools or by loading a skill bound to them.
+func registerTools(tk *toolkit.Toolkit, e *toolEnv) (*groups.Manager, *skills.Loader, error) {
+	ask, err := toolkit.NewExternalTool(toolkit.Spec{Name: "ask_user", Description: "Ask the user a question and wait for the answer (answered outside this process).", ReadOnly: true, Timeout: 2 * time.Minute}, json.RawMessage(askUserSchema))
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := tk.Register([]*toolkit.Tool{
-		toolkit.MustTool(toolkit.Spec{Name: "count_lines", Description: "Count lines of code per language under a folder.", ReadOnly: true, ConcurrencySafe: true}, countLines(root)),
-		toolkit.MustTool(toolkit.Spec{Name: "hash_files", Description: "SHA-256 of the files under a folder, one line per file.", ReadOnly: true, ConcurrencySafe: true}, hashFiles(root)),
-		toolkit.MustTool(toolkit.Spec{Name: "search_text", Description: "Find lines containing a text under a folder.", ReadOnly: true, ConcurrencySafe: true}, searchText(root)),
-		toolkit.MustTool(toolkit.Spec{Name: "write_note", Description: "Save a short note for the user."}, writeNote(filepath.Join(os.TempDir(), "toolstream-demo-notes"))),
-		toolkit.MustTool(toolkit.Spec{Name: "folder_stats", Description: "Size of a folder and its largest files (through a flaky service: retried).", ReadOnly: true, ConcurrencySafe: true}, folderStats(root)),
-		toolkit.MustTool(toolkit.Spec{Name: "file_inventory", Description: "Every file under a folder with size, lines and hash (large: stored, not shown in full).", ReadOnly: true, ConcurrencySafe: true}, fileInventory(root)),
+		toolkit.MustTool(toolkit.Spec{Name: "count_lines", Description: "Count lines of code per language under a folder.", ReadOnly: true, ConcurrencySafe: true}, e.countLines()),
+		toolkit.MustTool(toolkit.Spec{Name: "watch_folder", Description: "Watch a folder for changed files for some seconds and list them.", ReadOnly: true, ConcurrencySafe: true, Timeout: 11 * time.Minute}, e.watchFolder()),
+		ask,
+		toolkit.MustTool(toolkit.Spec{Name: "hash_files", Description: "SHA-256 of the files under a folder, one line per file.", ReadOnly: true, ConcurrencySafe: true}, e.hashFiles()),
+		toolkit.MustTool(toolkit.Spec{Name: "search_text", Description: "Find lines containing a text under a folder.", ReadOnly: true, ConcurrencySafe: true}, e.searchText()),
+		toolkit.MustTool(toolkit.Spec{Name: "write_note", Description: "Save a short note for the user."}, writeNote(e.notes)),
+		toolkit.MustTool(toolkit.Spec{Name: "folder_stats", Description: "Size of a folder and its largest files (through a flaky service: retried).", ReadOnly: true, ConcurrencySafe: true}, e.folderStats()),
+		toolkit.MustTool(toolkit.Spec{Name: "file_inventory", Description: "Every file under a folder with size, lines and hash (large: stored, not shown in full).", ReadOnly: true, ConcurrencySafe: true}, e.fileInventory()),
 	}); err != nil {
 		return nil, nil, err
 	}

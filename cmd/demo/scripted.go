@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/toolstream/toolstream/groups"
+	"github.com/toolstream/toolstream/skills"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// scriptedModel plays a model deterministically: a fixed sequence of
+// tool-call turns that exercises every capability of the library, then an
+// answer built from what the tools returned. It needs no network and no
+// account.
+type scriptedModel struct {
+	think time.Duration // a model's latency, so that turns can be watched
+}
+
+func newScriptedModel(think time.Duration) *scriptedModel { return &scriptedModel{think: think} }
+
+// Name implements Model.
+func (m *scriptedModel) Name() string { return "scripted" }
+
+// Next implements Model: the turn after the ones already in conv.
+func (m *scriptedModel) Next(ctx context.Context, conv []Message, tools []toolkit.Definition) (Turn, error) {
+	if m.think > 0 {
+		t := time.NewTimer(m.think)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return Turn{}, ctx.Err()
+		}
+	}
+	done := 0
+	for _, msg := range conv {
+		if msg.Role == RoleAssistant {
+			done++
+		}
+	}
+	script := scriptedTurns()
+	if done < len(script) {
+		t := script[done]
+		// A real model can only call what it is offered: say so when the
+		// script and the tool list disagree (the toolkit would refuse too).
+		for _, c := range t.Calls {
+			if !offered(tools, c.Name) && !t.expectsMiss(c.Name) {
+				return Turn{}, fmt.Errorf("the script calls %s, which the model is not offered now", c.Name)
+			}
+		}
+		return t.Turn, nil
+	}
+	return Turn{Text: finalAnswer(conv)}, nil
+}
+
+func offered(tools []toolkit.Definition, name string) bool {
+	for _, d := range tools {
+		if d.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// scriptTurn is a turn of the script and the tool names it calls on
+// purpose although they are not offered (to show the model's error).
+type scriptTurn struct {
+	Turn
+	misses []string
+}
+
+func (t scriptTurn) expectsMiss(name string) bool {
+	for _, m := range t.misses {
+		if m == name {
+			return true
+		}
+	}
+	return false
+}
+
+func call(id, name string, args any) toolkit.Call {
+	b, err := json.Marshal(args)
+	if err != nil {
+		panic(err) // the script's own literals
+	}
+	return toolkit.Call{ID: id, Name: name, Args: b}
+}
+
+// scriptedTurns is the script. Each turn's Note says what it shows.
+func scriptedTurns() []scriptTurn {
+	return []scriptTurn{
+		{Turn: Turn{
+			Note:  "reset_tools: the model switches on the notes group",
+			Text:  "I will need to save a note later, so I switch on the notes tools.",
+			Calls: []toolkit.Call{call("call_0", groups.MetaTool, map[string]any{"notes": true})},
+		}},
+		{Turn: Turn{
+			Note:  "load_skill_through_path: the file-analysis skill, which switches on the files group",
+			Text:  "The file-analysis skill explains how to look at a folder; loading it.",
+			Calls: []toolkit.Call{call("call_s", skills.LoadTool, map[string]any{"skillId": "file-analysis", "path": "SKILL.md"})},
+		}},
+		{Turn: Turn{
+			Note: "three read-only calls in parallel, two mistakes the model can fix, then write_note: serial, and it waits for a person's approval",
+			Text: "Counting, hashing and searching at once; then the note.",
+			Calls: []toolkit.Call{
+				call("call_1", "count_lines", map[string]any{"dir": "."}),
+				call("call_2", "hash_files", map[string]any{"dir": ".", "limit": 12}),
+				call("call_3", "search_text", map[string]any{"dir": ".", "query": "TODO", "max_matches": 5}),
+				call("call_4", "count_line", map[string]any{"dir": "."}),
+				call("call_5", "search_text", map[string]any{"dir": ".", "max_matches": "many"}),
+				call("call_6", "write_note", map[string]any{"title": "folder overview", "text": "Lines counted, files hashed, TODOs listed. Questions to ops@example.com"}),
+			},
+		}, misses: []string{"count_line"}},
+		{Turn: Turn{
+			Note: "folder_stats fails twice and is retried; file_inventory is too large and is stored away; ask_user is external, answered outside the process",
+			Text: "Sizes and the full inventory; and I check with you before going on.",
+			Calls: []toolkit.Call{
+				call("call_7", "folder_stats", map[string]any{"dir": "."}),
+				call("call_8", "file_inventory", map[string]any{"dir": "."}),
+				call("call_9", "ask_user", map[string]any{"question": "Shall I watch the folder for changes now?"}),
+			},
+		}},
+		{Turn: Turn{
+			Note:      "watch_folder runs long; the user presses stop and the call ends interrupted",
+			Text:      "Watching the folder for changes.",
+			Calls:     []toolkit.Call{call("call_10", "watch_folder", map[string]any{"dir": ".", "seconds": 60})},
+			StopAfter: 1500 * time.Millisecond,
+		}},
+	}
+}
+
+var savedTo = regexp.MustCompile(`saved in full to (\S+)`)
+
+// finalAnswer sums up the conversation the way a model would, from what the
+// tools returned.
+func finalAnswer(conv []Message) string {
+	results := map[string]string{}
+	for _, m := range conv {
+		if m.Role == RoleTool {
+			results[m.CallID] = m.Text
+		}
+	}
+	var b strings.Builder
+	b.WriteString("Done. ")
+	if r, ok := results["call_1"]; ok {
+		var counts []langCount
+		if json.Unmarshal([]byte(r), &counts) == nil && len(counts) > 0 {
+			fmt.Fprintf(&b, "Mostly %s (%d lines in %d files). ", counts[0].Language, counts[0].Lines, counts[0].Files)
+		}
+	}
+	if r, ok := results["call_7"]; ok {
+		first, _, _ := strings.Cut(r, "\n")
+		fmt.Fprintf(&b, "%s ", strings.TrimSuffix(first, " Largest:"))
+	}
+	if m := savedTo.FindStringSubmatch(results["call_8"]); m != nil {
+		fmt.Fprintf(&b, "The full inventory is in %s. ", m[1])
+	}
+	if strings.Contains(results["call_6"], "saved") {
+		b.WriteString("The note is saved. ")
+	}
+	if r, ok := results["call_10"]; ok && strings.Contains(r, "interrupted") {
+		b.WriteString("I stopped watching when you asked.")
+	}
+	return strings.TrimSpace(b.String())
+}

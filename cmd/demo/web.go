@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+//go:embed web
+var webFiles embed.FS
+
+// webApp is the live page's back end: the page itself, the session's
+// events through the SSE bridge (replayed from the durable stream, so a
+// reload shows the whole history), and the answers to approval requests.
+type webApp struct {
+	bus     *events.Bus
+	tk      *toolkit.Toolkit
+	desk    *approvalDesk
+	session string
+	model   string
+}
+
+func (a *webApp) handler() http.Handler {
+	static, err := fs.Sub(webFiles, "web")
+	if err != nil {
+		panic(err) // the embedded folder is part of the binary
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		http.ServeFileFS(w, r, static, "index.html")
+	})
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.Handle("GET /events", a.bus.SSEHandler(events.SSEOptions{}))
+	mux.HandleFunc("GET /api/info", a.info)
+	mux.HandleFunc("POST /api/approve", a.approve)
+	return securityHeaders(mux)
+}
+
+// securityHeaders keeps the page to itself: no framing, no outside
+// scripts, no guessing of content types.
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		h.ServeHTTP(w, r)
+	})
+}
+
+type infoBody struct {
+	Session  string   `json:"session"`
+	Sessions []string `json:"sessions"`
+	Model    string   `json:"model"`
+	NATS     string   `json:"nats,omitempty"`
+	Stream   string   `json:"stream,omitempty"`
+}
+
+func (a *webApp) info(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, infoBody{
+		Session: a.session, Sessions: a.tk.Sessions(), Model: a.model,
+		NATS: a.bus.ClientURL(), Stream: a.bus.Stream(),
+	})
+}
+
+// approveBody is what the page posts to answer an approval request.
+type approveBody struct {
+	Session string          `json:"session"`
+	Call    string          `json:"call"`
+	Approve bool            `json:"approve"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Reason  string          `json:"reason,omitempty"`
+	Always  bool            `json:"always,omitempty"`
+}
+
+func (a *webApp) approve(w http.ResponseWriter, r *http.Request) {
+	// A page on another origin must not answer approvals: browsers send
+	// Origin on cross-site POSTs, and JSON needs a preflight anyway.
+	if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-origin requests are not accepted"})
+		return
+	}
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "send application/json"})
+		return
+	}
+	var body approveBody
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad request body: " + err.Error()})
+		return
+	}
+	if body.Session == "" || body.Call == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "session and call are required"})
+		return
+	}
+	if len(body.Args) > 0 && string(body.Args) != "null" {
+		var obj map[string]any
+		if err := json.Unmarshal(body.Args, &obj); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "args must be a JSON object: " + err.Error()})
+			return
+		}
+	} else {
+		body.Args = nil
+	}
+	d := decision{approve: body.Approve, args: body.Args, reason: body.Reason, always: body.Always, who: "the web page"}
+	if !d.approve && d.reason == "" {
+		d.reason = "rejected on the web page"
+	}
+	if err := a.desk.decide(body.Session, body.Call, d); err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, interceptors.ErrNotPending) {
+			status = http.StatusConflict
+		}
+		writeJSON(w, status, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+func sameOrigin(origin, host string) bool {
+	rest, ok := strings.CutPrefix(origin, "http://")
+	if !ok {
+		rest, ok = strings.CutPrefix(origin, "https://")
+	}
+	return ok && rest == host
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// webServer is the running page.
+type webServer struct {
+	URL string
+	srv *http.Server
+}
+
+// serveWeb listens on addr (any free loopback port if it is taken) and
+// serves the app until Shutdown.
+func serveWeb(addr string, app *webApp) (*webServer, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil && strings.Contains(err.Error(), "address already in use") {
+		host, _, _ := net.SplitHostPort(addr)
+		l, err = net.Listen("tcp", net.JoinHostPort(host, "0"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("web page on %s: %w", addr, err)
+	}
+	// Event streams never go idle: Shutdown cancels their requests' context
+	// so that they end instead of holding the server open.
+	base, cancel := context.WithCancel(context.Background())
+	srv := &http.Server{Handler: app.handler(), ReadHeaderTimeout: 5 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base }}
+	srv.RegisterOnShutdown(cancel)
+	go func() { _ = srv.Serve(l) }()
+	host := l.Addr().String()
+	if tcp, ok := l.Addr().(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+		host = fmt.Sprintf("127.0.0.1:%d", tcp.Port)
+	}
+	return &webServer{URL: "http://" + host, srv: srv}, nil
+}
+
+// Shutdown stops the server; open event streams are cut when ctx ends.
+func (s *webServer) Shutdown(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return s.srv.Close()
+	}
+	return err
+}
