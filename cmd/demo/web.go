@@ -43,6 +43,7 @@ func (a *webApp) handler() http.Handler {
 	})
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.Handle("GET /events", a.bus.SSEHandler(events.SSEOptions{}))
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("GET /api/info", a.info)
 	mux.HandleFunc("POST /api/approve", a.approve)
 	return securityHeaders(mux)

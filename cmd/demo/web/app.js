@@ -198,7 +198,7 @@
         id, tool: '', args: undefined, hasArgs: false,
         activeSeq: 0, suspendSeq: 0, suspendReason: '',
         progress: null, progressSeq: -1, hadProgress: false, dropped: 0,
-        deltas: [], resets: 0, shown: '', pending: '', rebuild: false,
+        deltas: [], deltaSeqs: new Set(), resets: 0, shown: '', pending: '', rebuild: false,
         result: null, approval: null, approvalSeq: -1,
         startTime: '', ui: null,
       };
@@ -252,7 +252,11 @@
         c.suspendReason = isObj(env.suspend) ? str(env.suspend.reason) : '';
         break;
       case 'result':
-        if (isObj(env.result)) c.result = env.result;
+        if (isObj(env.result)) {
+          c.result = env.result;
+          c.deltas = []; // the result holds the content now
+          c.deltaSeqs.clear();
+        }
         break;
       default:
     }
@@ -262,7 +266,11 @@
   // reconnect may arrive late) and redraws only what it must.
   function addDelta(c, seq, reset, part) {
     if (c.result) return; // the result's content is authoritative
-    if (seq && c.deltas.some((d) => d.seq === seq)) return;
+    if (seq) {
+      if (c.deltaSeqs.has(seq)) return;
+      c.deltaSeqs.add(seq);
+    }
+    if (reset) c.resets++;
     const d = { seq, reset, part };
     const last = c.deltas[c.deltas.length - 1];
     if (!last || !seq || !last.seq || seq > last.seq) {
@@ -278,7 +286,6 @@
       c.deltas.splice(i, 0, d);
       c.rebuild = true;
     }
-    c.resets = c.deltas.filter((x) => x.reset).length;
   }
 
   function deltasText(c) {
@@ -548,7 +555,7 @@
       return;
     }
     ui.args.append(h('details', null,
-      h('summary', null, h('code', { class: 'args-short', text: truncate(key, 96) })),
+      h('summary', { title: 'show all arguments' }, h('code', { class: 'args-short', text: truncate(key, 96) })),
       h('pre', { class: 'args-full', text: prettyJSON(c.args) })));
   }
 
@@ -769,10 +776,10 @@
     if (S.groups) {
       const g = S.groups;
       const parts = [];
-      if (strList(g.activated).length) parts.push(`on: ${strList(g.activated).join(', ')}`);
-      if (strList(g.deactivated).length) parts.push(`off: ${strList(g.deactivated).join(', ')}`);
-      const by = { model: 'the model (reset_tools)', code: 'code', skill: 'a skill' }[str(g.by)] || str(g.by);
-      change = `Last change${parts.length ? ' (' + parts.join('; ') + ')' : ''}${by ? ' by ' + by : ''}${str(g.call) ? ', call ' + str(g.call) : ''}.`;
+      if (strList(g.activated).length) parts.push(`${strList(g.activated).join(', ')} switched on`);
+      if (strList(g.deactivated).length) parts.push(`${strList(g.deactivated).join(', ')} switched off`);
+      const by = { model: 'the model (reset_tools)', code: 'code', skill: 'loading a skill' }[str(g.by)] || str(g.by);
+      change = `Last change: ${parts.join(', ') || 'groups set'}${by ? ' by ' + by : ''}${str(g.call) ? ` in ${str(g.call)}` : ''}.`;
     }
     setText(byId('groups-change'), change);
 
@@ -839,10 +846,19 @@
     setText(byId('event-count'), String(S.events));
     setText(byId('last-id'), S.lastId ? String(S.lastId) : '–');
 
-    // final answer
+    // final answer, inside the turn that gave it when there is one
     const box = byId('final-box');
+    let host = null;
     if (S.done) {
       const text = str(S.done.text).trim();
+      for (const t of S.turns.values()) {
+        if (t.el && t.callIds.length === 0 && t.text.trim() === text && (!host || t.n > host.n)) host = t;
+      }
+      for (const t of S.turns.values()) {
+        if (t.ui) t.ui.say.hidden = !t.text || t === host;
+      }
+      const parent = host ? host.el : byId('main');
+      if (box.parentElement !== parent) parent.append(box);
       box.hidden = false;
       setText(byId('final'), text || '(the model ended without a final text)');
       const bits = [];
@@ -850,10 +866,17 @@
       const turns = num(S.done.turns);
       if (calls !== undefined) bits.push(`${calls} call${calls === 1 ? '' : 's'}`);
       if (turns !== undefined) bits.push(`${turns} turn${turns === 1 ? '' : 's'}`);
-      const failed = [...S.calls.values()].filter((c) => c.result && c.result.state !== 'success').length;
-      if (failed) bits.push(`${failed} not successful (on purpose: the model sees why)`);
+      const states = new Map();
+      for (const c of S.calls.values()) {
+        const st = callState(c);
+        states.set(st, (states.get(st) || 0) + 1);
+      }
+      if (states.size > 1 || !states.has('success')) {
+        bits.push([...states].map(([st, k]) => `${k} ${st}`).join(', '));
+      }
       setText(byId('final-summary'), bits.join(' · '));
     } else {
+      if (box.parentElement !== byId('main')) byId('main').append(box);
       box.hidden = true;
       setText(byId('final'), '');
       setText(byId('final-summary'), '');
@@ -896,6 +919,9 @@
   }
 
   function resetView() {
+    const box = byId('final-box');
+    box.hidden = true;
+    byId('main').append(box);
     byId('timeline').replaceChildren();
     byId('other-calls').replaceChildren();
     byId('other').hidden = true;

@@ -1,0 +1,530 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowser drives the demo's live page in headless Chromium while the
+// scripted run goes on: progress bars move, results stream, an approval is
+// given on the page, and a reload in the middle of the run rebuilds the
+// page from the replayed events.
+func TestBrowser(t *testing.T) {
+	chrome := findChromium(t)
+	if testing.Short() {
+		t.Skip("drives a browser for about half a minute")
+	}
+
+	// The browser first: the scripted run starts with the demo, and the page
+	// must watch it live, however long Chromium takes to start.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.WindowSize(1360, 900),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+
+	// Any exception or console error of the page fails the test.
+	var mu sync.Mutex
+	var pageErrors []string
+	if err := chromedp.Listen(ctx, func(ev any) {
+		var msg string
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			msg = "exception: " + exceptionText(ev.ExceptionDetails)
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type != runtime.ConsoleAPICalledTypeError {
+				return
+			}
+			var parts []string
+			for _, a := range ev.Args {
+				if a.Description != "" {
+					parts = append(parts, a.Description)
+				} else {
+					parts = append(parts, string(a.Value))
+				}
+			}
+			msg = "console.error: " + strings.Join(parts, " ")
+		default:
+			return
+		}
+		mu.Lock()
+		pageErrors = append(pageErrors, msg)
+		mu.Unlock()
+	}); err != nil {
+		t.Fatalf("starting %s: %v", chrome, err)
+	}
+	if err := pageDo(ctx, 60*time.Second, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("starting %s: %v", chrome, err)
+	}
+	checkPageErrors := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range pageErrors {
+			t.Errorf("the page threw: %s", e)
+		}
+		pageErrors = nil
+	}
+	defer checkPageErrors()
+
+	// The demo, in process, on a free port.
+	port := browserTestPort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	demoCtx, stopDemo := context.WithCancel(context.Background())
+	var stdout, stderr demoOutput
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- run(demoCtx, []string{
+			"--listen", fmt.Sprintf("127.0.0.1:%d", port),
+			"--nats-listen", "",
+			"--dir", "../..",
+			"--approve", "page",
+			"--speed", "0.5",
+			"--session", "browser",
+			"--once=false",
+		}, &stdout, &stderr)
+	}()
+	demoDone := false
+	var stopOnce sync.Once
+	stopAndWait := func() {
+		stopOnce.Do(func() {
+			stopDemo()
+			if demoDone {
+				return
+			}
+			select {
+			case err := <-runErr:
+				demoDone = true
+				if err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("the demo failed: %v\nstderr:\n%s", err, stderr.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("the demo did not return within 30s of its context's end")
+			}
+		})
+	}
+	defer stopAndWait()
+	demoFailed := func() string { // non-empty when run returned early
+		if demoDone {
+			return "the demo had returned"
+		}
+		select {
+		case err := <-runErr:
+			demoDone = true
+			return fmt.Sprintf("the demo returned early: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		default:
+			return ""
+		}
+	}
+	waitForPage(t, base+"/api/info", demoFailed)
+
+	start := time.Now()
+	if err := pageDo(ctx, 60*time.Second, chromedp.Navigate(base+"/")); err != nil {
+		t.Fatalf("opening the page: %v", err)
+	}
+	if err := pageDo(ctx, 60*time.Second, chromedp.WaitVisible(chromedp.CSS("#status"))); err != nil {
+		t.Fatalf("the page has no status: %v", err)
+	}
+
+	w := &watcher{t: t, ctx: ctx, failed: demoFailed, width: map[string]float64{}, streaming: map[string]bool{}}
+
+	// (c) The approval box of write_note: approve it.
+	snap := w.until("an approval box for write_note", 60*time.Second, func(s pageSnap) bool {
+		return s.approvable("write_note") != ""
+	})
+	note := snap.approvable("write_note")
+	t.Logf("%v: approval box for %s; progress seen: %v, streaming seen: %v", time.Since(start).Round(time.Millisecond), note, w.progress != "", w.streamed != "")
+	approve := chromedp.CSS(fmt.Sprintf(".call[data-call=%q] .approval button.approve", note))
+	if err := pageDo(ctx, 30*time.Second, chromedp.Click(approve)); err != nil {
+		t.Fatalf("clicking Approve: %v", err)
+	}
+	w.until(note+" succeeding after the approval", 60*time.Second, func(s pageSnap) bool {
+		c, ok := s.card(note)
+		if ok && c.State != "running" && c.State != "waiting" && c.State != "success" {
+			t.Fatalf("%s ended %s after the approval; result: %s", note, c.State, c.Text)
+		}
+		return ok && c.State == "success"
+	})
+
+	// (d) Reload in the middle of the run.
+	before := w.sample()
+	if before.Final != "" {
+		t.Errorf("the run was over before the reload (too fast for a mid-run reload): %q", before.Final)
+	}
+	if err := pageDo(ctx, 60*time.Second, chromedp.Reload()); err != nil {
+		t.Fatalf("reloading: %v", err)
+	}
+	w.reloaded()
+	t.Logf("%v: reloaded with %d calls on the page", time.Since(start).Round(time.Millisecond), len(before.Cards))
+	w.until("every call back after the reload, with the groups and skills", 60*time.Second, func(s pageSnap) bool {
+		for _, b := range before.Cards {
+			a, ok := s.card(b.ID)
+			if !ok || !notEarlier(a.State, b.State) {
+				return false
+			}
+		}
+		return slices.Contains(s.Groups, "notes") && slices.Contains(s.Groups, "files") && slices.Contains(s.Skills, "file-analysis")
+	})
+	after := w.until("the final answer", 60*time.Second, func(s pageSnap) bool { return s.Final != "" })
+	t.Logf("%v: done: %q", time.Since(start).Round(time.Millisecond), after.Final)
+	after = w.until("every call finished after done", 10*time.Second, func(s pageSnap) bool {
+		for _, c := range s.Cards {
+			if !isFinalState(c.State) {
+				return false
+			}
+		}
+		return true
+	})
+	if len(after.Cards) < len(before.Cards) {
+		t.Errorf("%d calls on the page after the reload, %d before", len(after.Cards), len(before.Cards))
+	}
+	for _, b := range before.Cards {
+		a, _ := after.card(b.ID)
+		if !notEarlier(a.State, b.State) {
+			t.Errorf("call %s was %s before the reload and is %s after it", b.ID, b.State, a.State)
+		}
+	}
+	for _, c := range after.Cards {
+		if c.Badge != c.State {
+			t.Errorf("call %s: badge %q, data-state %q", c.ID, c.Badge, c.State)
+		}
+	}
+	if c, _ := after.card(note); c.State != "success" {
+		t.Errorf("%s is %s at the end, want success", note, c.State)
+	}
+	if after.Status != "live" {
+		t.Errorf("connection status %q at the end, want live", after.Status)
+	}
+
+	// (a) and (b), seen at any time of the run.
+	if w.progress == "" {
+		t.Error("no progress bar was seen growing between 0% and 100%")
+	} else {
+		t.Logf("progress: %s", w.progress)
+	}
+	if w.streamed == "" {
+		t.Errorf("no result was seen streaming into a running call that then succeeded (streaming seen on %v)", sortedKeys(w.streaming))
+	} else {
+		t.Logf("streaming: %s", w.streamed)
+	}
+
+	// The picture, for the README: a JPEG, or a PNG when the file name
+	// says so (quality 100 makes Chromium write PNG).
+	path := os.Getenv("TOOLSTREAM_SCREENSHOT")
+	quality := 90
+	if strings.HasSuffix(strings.ToLower(path), ".png") {
+		quality = 100
+	}
+	if err := pageDo(ctx, 10*time.Second, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`)); err != nil {
+		t.Fatalf("scrolling to the top: %v", err)
+	}
+	shot, err := pageRun(ctx, 60*time.Second, chromedp.FullScreenshot(quality))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if path != "" {
+		if err := os.WriteFile(path, shot, 0o644); err != nil {
+			t.Errorf("writing the screenshot: %v", err)
+		} else {
+			t.Logf("screenshot (%d bytes) written to %s", len(shot), path)
+		}
+	}
+	t.Logf("%v in the browser, %d samples of the page", time.Since(start).Round(time.Millisecond), w.samples)
+
+	// Close the browser before the demo, so that the page's event stream
+	// ends first.
+	cancelBrowser()
+	cancelAlloc()
+	stopAndWait()
+}
+
+// pageSnap is what the test reads from the page.
+type pageSnap struct {
+	Cards  []cardSnap `json:"cards"`
+	Groups []string   `json:"groups"`
+	Skills []string   `json:"skills"`
+	Turns  []string   `json:"turns"`
+	Final  string     `json:"final"`
+	Status string     `json:"status"`
+}
+
+type cardSnap struct {
+	ID      string  `json:"id"`
+	Tool    string  `json:"tool"`
+	State   string  `json:"state"`
+	Badge   string  `json:"badge"`
+	Width   float64 `json:"width"` // of the progress bar, in %; -1 without one
+	Text    string  `json:"text"`  // the start of the result
+	TextLen int     `json:"textLen"`
+	Approve bool    `json:"approve"` // an Approve button is there
+}
+
+const snapJS = `(() => {
+	const text = (sel) => { const e = document.querySelector(sel); return e ? e.textContent : ''; };
+	return {
+		cards: [...document.querySelectorAll('.call[data-call]')].map((c) => {
+			const bar = c.querySelector('.bar');
+			const res = c.querySelector('.result');
+			const w = bar && bar.style.width ? parseFloat(bar.style.width) : -1;
+			const t = res ? res.textContent : '';
+			return {
+				id: c.dataset.call,
+				tool: (c.querySelector('.tool') || {}).textContent || '',
+				state: c.dataset.state || '',
+				badge: (c.querySelector('.state') || {}).textContent || '',
+				width: Number.isFinite(w) ? w : -1,
+				text: t.slice(0, 200),
+				textLen: t.length,
+				approve: !!c.querySelector('.approval button.approve'),
+			};
+		}),
+		groups: [...document.querySelectorAll('#groups li')].map((e) => e.textContent.trim()),
+		skills: [...document.querySelectorAll('#skills [data-skill]')].map((e) => e.dataset.skill),
+		turns: [...document.querySelectorAll('.turn[data-turn]')].map((e) => e.dataset.turn),
+		final: text('#final').trim(),
+		status: (document.querySelector('#status') || {}).dataset?.status || '',
+	};
+})()`
+
+func (s pageSnap) card(id string) (cardSnap, bool) {
+	for _, c := range s.Cards {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return cardSnap{}, false
+}
+
+// approvable is the id of a call of tool with an Approve button.
+func (s pageSnap) approvable(tool string) string {
+	for _, c := range s.Cards {
+		if c.Tool == tool && c.Approve {
+			return c.ID
+		}
+	}
+	return ""
+}
+
+func (s pageSnap) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "status %q, turns %v, groups %v, skills %v, final %q\n", s.Status, s.Turns, s.Groups, s.Skills, s.Final)
+	for _, c := range s.Cards {
+		fmt.Fprintf(&b, "  %-8s %-24s %-11s bar %5.1f  approve %-5v result %d bytes: %q\n", c.ID, c.Tool, c.State, c.Width, c.Approve, c.TextLen, clipForLog(c.Text, 60))
+	}
+	return b.String()
+}
+
+// watcher samples the page every 50 ms and keeps what it saw over time.
+type watcher struct {
+	t       *testing.T
+	ctx     context.Context
+	failed  func() string
+	samples int
+
+	width     map[string]float64 // the last bar width of each running call
+	progress  string             // how a bar was seen growing
+	streaming map[string]bool    // calls seen running with some result text
+	streamed  string             // one of those, later seen succeeding
+}
+
+func (w *watcher) sample() pageSnap {
+	w.t.Helper()
+	s, err := pageRun(w.ctx, 10*time.Second, chromedp.Evaluate[pageSnap](snapJS))
+	if err != nil {
+		w.t.Fatalf("reading the page: %v", err)
+	}
+	w.samples++
+	for _, c := range s.Cards {
+		if c.State == "running" && c.Width > 0 && c.Width < 100 {
+			if prev, ok := w.width[c.ID]; ok && prev < c.Width && w.progress == "" {
+				w.progress = fmt.Sprintf("%s (%s) went from %.1f%% to %.1f%%", c.ID, c.Tool, prev, c.Width)
+			}
+			w.width[c.ID] = c.Width
+		} else {
+			delete(w.width, c.ID)
+		}
+		if c.State == "running" && c.TextLen > 0 {
+			w.streaming[c.ID] = true
+		}
+		if c.State == "success" && w.streaming[c.ID] && w.streamed == "" {
+			w.streamed = fmt.Sprintf("%s (%s) showed result text while running, then succeeded", c.ID, c.Tool)
+		}
+	}
+	return s
+}
+
+// reloaded forgets the bar widths of the page before.
+func (w *watcher) reloaded() { clear(w.width) }
+
+// until samples the page until cond holds, and fails the test after timeout.
+func (w *watcher) until(what string, timeout time.Duration, cond func(pageSnap) bool) pageSnap {
+	w.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		s := w.sample()
+		if cond(s) {
+			return s
+		}
+		if msg := w.failed(); msg != "" {
+			w.t.Fatalf("waiting for %s: %s\nthe page:\n%s", what, msg, s)
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("no %s within %v; the page:\n%s", what, timeout, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var stateRank = map[string]int{"": 0, "queued": 1, "running": 2, "waiting": 2}
+
+func isFinalState(state string) bool {
+	_, open := stateRank[state]
+	return !open
+}
+
+// notEarlier says whether a call's state after is the same as before or
+// one that can follow it.
+func notEarlier(after, before string) bool {
+	if isFinalState(before) {
+		return after == before
+	}
+	return isFinalState(after) || stateRank[after] >= stateRank[before]
+}
+
+func pageDo(ctx context.Context, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return chromedp.Do(ctx, steps...)
+}
+
+func pageRun[T any](ctx context.Context, timeout time.Duration, a chromedp.Action[T]) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return chromedp.Run(ctx, a)
+}
+
+// findChromium returns the browser to drive: $CHROMIUM, or the first of
+// the usual names found. Without one the test is skipped, except on CI.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no Chromium found ($CHROMIUM, /usr/bin/chromium, chromium, chromium-browser, google-chrome); CI must install it")
+	}
+	t.Skip("no Chromium found: set $CHROMIUM to run the browser test")
+	return ""
+}
+
+func browserTestPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// waitHTTP polls url until it answers 200.
+func waitForPage(t *testing.T, url string, failed func() string) {
+	t.Helper()
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		if msg := failed(); msg != "" {
+			t.Fatalf("waiting for %s: %s", url, msg)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page did not come up at %s: %v", url, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func exceptionText(d *runtime.ExceptionDetails) string {
+	if d == nil {
+		return "(no details)"
+	}
+	s := d.Text
+	if d.Exception != nil && d.Exception.Description != "" {
+		s += " " + d.Exception.Description
+	}
+	return fmt.Sprintf("%s (%s:%d:%d)", s, d.URL, d.LineNumber+1, d.ColumnNumber+1)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func clipForLog(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// demoOutput is a bytes.Buffer safe for the demo's goroutines.
+type demoOutput struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *demoOutput) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *demoOutput) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
