@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/term"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
@@ -264,12 +265,9 @@ func closeWithin(d time.Duration, f func(context.Context) error) {
 	_ = f(ctx)
 }
 
-// isTerminal reports whether w is a terminal (a character device).
+// isTerminal reports whether w is an interactive terminal (not merely a
+// character device: /dev/null is one too).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
+	return ok && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb"
 }

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,5 +122,79 @@ func TestDemoHelp(t *testing.T) {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("help lacks %s:\n%s", want, errOut.String())
 		}
+	}
+}
+
+// TestDemoWithOpenAICompatibleServer drives the same loop with the real
+// model adapter against a Chat Completions server: the model asks for
+// tools, the results go back as tool messages, and its answer ends the run.
+func TestDemoWithOpenAICompatibleServer(t *testing.T) {
+	f := newFakeOpenAI(t,
+		completion("tool_calls", `{"role":"assistant","content":null,"tool_calls":[
+			{"id":"call_a","type":"function","function":{"name":"count_lines","arguments":"{\"dir\":\"cmd\"}"}},
+			{"id":"call_b","type":"function","function":{"name":"reset_tools","arguments":"{\"notes\":true}"}}]}`),
+		completion("stop", `{"role":"assistant","content":"The cmd folder is mostly Go."}`),
+	)
+	var out, errOut bytes.Buffer
+	args := []string{"-dir", "../..", "-listen", "", "-nats-listen", "", "-speed", "0", "-once",
+		"-model", "test-model", "-base-url", f.srv.URL + "/v1", "-api-key", "sk-test"}
+	if err := run(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("demo failed: %v\n%s", err, errOut.String())
+	}
+	s := out.String()
+	for _, want := range []string{"a real model through its HTTP API", "[call_a] count_lines -> success", "[call_b] reset_tools -> success",
+		"model: The cmd folder is mostly Go.", "=== Summary: 2 turns, 2 calls"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	reqs := f.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	var second struct {
+		Messages []struct {
+			Role       string `json:"role"`
+			Content    any    `json:"content"`
+			ToolCallID string `json:"tool_call_id"`
+		} `json:"messages"`
+		Tools []struct {
+			Function struct{ Name string } `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(reqs[1], &second); err != nil {
+		t.Fatal(err)
+	}
+	// The results reached the model as tool messages, with their ids.
+	var toolMsgs []string
+	for _, m := range second.Messages {
+		if m.Role == "tool" {
+			toolMsgs = append(toolMsgs, m.ToolCallID+": "+fmt.Sprint(m.Content))
+		}
+	}
+	if len(toolMsgs) != 2 || !strings.Contains(toolMsgs[0], `call_a: [{"language":"Go"`) || !strings.Contains(toolMsgs[1], "call_b: Active tool groups: notes.") {
+		t.Errorf("tool messages: %q", toolMsgs)
+	}
+	// The tool list was read again for the second turn: write_note is on.
+	var names []string
+	for _, tl := range second.Tools {
+		names = append(names, tl.Function.Name)
+	}
+	if !slices.Contains(names, "write_note") {
+		t.Errorf("second turn offered %v, want write_note after reset_tools", names)
+	}
+}
+
+// TestDemoModelWithoutKey: a model named without a key falls back to the
+// scripted one and says why.
+func TestDemoModelWithoutKey(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	cfg, err := parseFlags([]string{"-model", "gpt-x"}, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, why := chooseModel(cfg)
+	if m.Name() != "scripted" || !strings.Contains(why, "no API key") {
+		t.Fatalf("got %s%s", m.Name(), why)
 	}
 }
