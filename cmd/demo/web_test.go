@@ -1,0 +1,47 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/toolstream/toolstream/interceptors"
+)
+
+// FuzzApprove: whatever a browser (or anything else on the machine) posts
+// to /api/approve gets a JSON answer with a 4xx status and never a panic;
+// with no call waiting, nothing can be approved.
+func FuzzApprove(f *testing.F) {
+	for _, seed := range []string{
+		`{"session":"demo","call":"call_6","approve":true}`,
+		`{"session":"demo","call":"call_6","approve":true,"args":{"title":"x"}}`,
+		`{"session":"demo","call":"call_6","approve":false,"reason":"no"}`,
+		`{"session":"demo","call":"call_6","approve":true,"args":[1]}`,
+		`{"session":"","call":""}`, `{"extra":1}`, `null`, `[]`, `{`, ``, `{"args":"\u0000"}`,
+	} {
+		f.Add(seed, "application/json")
+	}
+	f.Add(`{"session":"demo","call":"c"}`, "text/plain")
+	perms := interceptors.NewPermissions()
+	desk := &approvalDesk{perms: perms, view: newTermView(discard{}, false)}
+	app := &webApp{desk: desk}
+	f.Fuzz(func(t *testing.T, body, ctype string) {
+		req := httptest.NewRequest(http.MethodPost, "/api/approve", strings.NewReader(body))
+		req.Header.Set("Content-Type", ctype)
+		rec := httptest.NewRecorder()
+		app.approve(rec, req)
+		if rec.Code < 400 || rec.Code >= 500 {
+			t.Fatalf("%q (%s): status %d", body, ctype, rec.Code)
+		}
+		var out struct{ Error string }
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Error == "" {
+			t.Fatalf("%q: answer %q is not a JSON error", body, rec.Body.String())
+		}
+	})
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
