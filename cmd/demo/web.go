@@ -49,10 +49,25 @@ func (a *webApp) handler() http.Handler {
 	return securityHeaders(mux)
 }
 
+// hostAllowed refuses requests addressed to a host name other than
+// localhost: a page elsewhere that rebinds its own name to 127.0.0.1 (DNS
+// rebinding) would otherwise pass for same-origin and answer approvals.
+func hostAllowed(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return host == "localhost" || net.ParseIP(host) != nil
+}
+
 // securityHeaders keeps the page to itself: no framing, no outside
-// scripts, no guessing of content types.
+// scripts, no guessing of content types, no foreign host names.
 func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hostAllowed(r.Host) {
+			http.Error(w, "this page answers on localhost and IP addresses only", http.StatusMisdirectedRequest)
+			return
+		}
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "no-referrer")

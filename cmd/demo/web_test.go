@@ -45,3 +45,24 @@ func FuzzApprove(f *testing.F) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestWebRefusesForeignHosts: requests for a host name other than
+// localhost (DNS rebinding) are refused before any handler runs.
+func TestWebRefusesForeignHosts(t *testing.T) {
+	h := securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	for host, want := range map[string]int{
+		"127.0.0.1:7070": http.StatusTeapot, "localhost:7070": http.StatusTeapot, "[::1]:7070": http.StatusTeapot,
+		"10.0.0.5": http.StatusTeapot, "evil.example:7070": http.StatusMisdirectedRequest, "localhost.evil.example": http.StatusMisdirectedRequest,
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("Host %s: status %d, want %d", host, rec.Code, want)
+		}
+		if rec.Code == http.StatusTeapot && rec.Header().Get("Content-Security-Policy") == "" {
+			t.Errorf("Host %s: no Content-Security-Policy", host)
+		}
+	}
+}
