@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,7 +160,9 @@ func (d *approvalDesk) decide(session, call string, dec decision) error {
 // submits an answer when such a call suspends.
 func answerQuestions(bus *events.Bus, tk *toolkit.Toolkit) (stop func(), err error) {
 	sub, err := bus.Subscribe(bus.Subjects().AllOfType(events.TypeSuspend), func(ev *events.Event) {
-		if ev.Tool != "ask_user" {
+		// On a shared server other processes' sessions pass by too: answer
+		// only this toolkit's own.
+		if ev.Tool != "ask_user" || !slices.Contains(tk.Sessions(), ev.Session) {
 			return
 		}
 		sess, err := tk.Session(ev.Session)
