@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolstream/toolstream/interceptors"
 )
@@ -65,4 +67,45 @@ func TestWebRefusesForeignHosts(t *testing.T) {
 			t.Errorf("Host %s: no Content-Security-Policy", host)
 		}
 	}
+}
+
+// TestRejectOnPage: a rejection posted the way the page posts it reaches
+// the waiting call, which ends denied with the reason for the model, and
+// the run goes on.
+func TestRejectOnPage(t *testing.T) {
+	addr := freeAddr(t)
+	var out, errOut syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(context.Background(), []string{"-dir", "../..", "-listen", addr, "-nats-listen", "", "-speed", "0",
+			"-once", "-approve", "page", "-session", "rejecting"}, &out, &errOut)
+	}()
+	body := `{"session":"rejecting","call":"call_6","approve":false,"reason":"not in this folder"}`
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Post("http://"+addr+"/api/approve", "application/json", strings.NewReader(body))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+			if resp.StatusCode != http.StatusConflict { // 409: nothing waits yet
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the approval never became pending:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("demo failed: %v\n%s", err, errOut.String())
+	}
+	s := out.String()
+	for _, want := range []string{"rejected call_6   by the web page: not in this folder", "[call_6] write_note -> denied", "not in this folder", "states: 1 denied, 1 interrupted, 2 error, 8 success"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
 }
