@@ -35,7 +35,9 @@ func (b *Bus) Subscribe(subject string, fn func(ev *Event)) (*nats.Subscription,
 // (1, or 0, for everything kept), then the new ones as they are published, in
 // stream order and each once, to fn with its stream sequence. A subscriber
 // that remembers the last sequence it handled resumes with from = last+1 and
-// misses nothing. It needs a durable bus. Call stop to end the replay.
+// misses nothing. It needs a durable bus. Call stop to end the replay: when
+// it returns, fn is not running and will not be called again. fn runs on one
+// goroutine at a time and must not call stop itself.
 func (b *Bus) Replay(ctx context.Context, subject string, from uint64, fn func(seq uint64, ev *Event)) (stop func(), err error) {
 	return b.replayRaw(ctx, subject, from, func(seq uint64, subj string, data []byte) {
 		ev, err := Decode(data)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -282,6 +283,45 @@ func TestDurableResume(t *testing.T) {
 	if want != 6*(1+50+51+1) {
 		t.Fatalf("%d events, want %d", want, 6*(1+50+51+1))
 	}
+}
+
+// TestReplayStopIsFinal: once stop returns, the callback is not running
+// and is never called again, even while events keep arriving.
+func TestReplayStopIsFinal(t *testing.T) {
+	bus := openBus(t, events.WithDurable(events.Durable{Memory: true}))
+	tk := kit(t, bus)
+	sess, _ := tk.Session("stop")
+	run := sess.Start(context.Background(), callsFor(4, 400))
+	defer run.Wait()
+	var calls, inside atomic.Int64
+	enough := make(chan struct{})
+	var once sync.Once
+	stop, err := bus.Replay(context.Background(), bus.Subjects().Session("stop"), 0, func(uint64, *events.Event) {
+		inside.Add(1)
+		defer inside.Add(-1)
+		if calls.Add(1) == 50 {
+			once.Do(func() { close(enough) })
+		}
+		time.Sleep(time.Millisecond) // a slow consumer widens the window
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-enough:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no events replayed")
+	}
+	stop()
+	if n := inside.Load(); n != 0 {
+		t.Fatalf("the callback is still running after stop (%d)", n)
+	}
+	after := calls.Load()
+	time.Sleep(200 * time.Millisecond)
+	if n := calls.Load(); n != after {
+		t.Fatalf("the callback ran %d more times after stop", n-after)
+	}
+	stop() // a second stop is harmless
 }
 
 // TestReplayNeedsDurable: a clear error, not a hang.

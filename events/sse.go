@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -107,7 +108,9 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions)
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	defer stop()
+	// Cancel first: a callback waiting to hand over a frame gives up, and
+	// stop can wait for it.
+	defer func() { cancel(); stop() }()
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -175,7 +178,23 @@ func (b *Bus) replayRaw(ctx context.Context, subject string, from uint64, fn fun
 	if err != nil {
 		return nil, fmt.Errorf("events: replaying %s from %d: %w", subject, from, err)
 	}
+	// nats.go may still be inside (or about to enter) the callback when its
+	// consumer reports closed: stop also waits for callbacks in flight and
+	// turns later ones away, so that fn never runs after stop returns.
+	var (
+		mu      sync.Mutex
+		stopped bool
+		active  sync.WaitGroup
+	)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
+			return
+		}
+		active.Add(1)
+		mu.Unlock()
+		defer active.Done()
 		md, err := m.Metadata()
 		if err != nil {
 			return
@@ -185,9 +204,16 @@ func (b *Bus) replayRaw(ctx context.Context, subject string, from uint64, fn fun
 	if err != nil {
 		return nil, fmt.Errorf("events: replaying %s: %w", subject, err)
 	}
+	var once sync.Once
 	return func() {
-		cc.Stop()
-		<-cc.Closed()
+		once.Do(func() {
+			cc.Stop()
+			mu.Lock()
+			stopped = true
+			mu.Unlock()
+			active.Wait()
+			<-cc.Closed()
+		})
 	}, nil
 }
 
