@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -93,14 +91,14 @@ func TestBrowser(t *testing.T) {
 	defer checkPageErrors()
 
 	// The demo, in process, on a free port.
-	port := browserTestPort(t)
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	addr := freeAddr(t)
+	base := "http://" + addr
 	demoCtx, stopDemo := context.WithCancel(context.Background())
-	var stdout, stderr demoOutput
+	var stdout, stderr syncBuffer
 	runErr := make(chan error, 1)
 	go func() {
 		runErr <- run(demoCtx, []string{
-			"--listen", fmt.Sprintf("127.0.0.1:%d", port),
+			"--listen", addr,
 			"--nats-listen", "",
 			"--dir", "../..",
 			"--approve", "page",
@@ -334,7 +332,7 @@ func (s pageSnap) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "status %q, turns %v, groups %v, skills %v, final %q\n", s.Status, s.Turns, s.Groups, s.Skills, s.Final)
 	for _, c := range s.Cards {
-		fmt.Fprintf(&b, "  %-8s %-24s %-11s bar %5.1f  approve %-5v result %d bytes: %q\n", c.ID, c.Tool, c.State, c.Width, c.Approve, c.TextLen, clipForLog(c.Text, 60))
+		fmt.Fprintf(&b, "  %-8s %-24s %-11s bar %5.1f  approve %-5v result %d bytes: %q\n", c.ID, c.Tool, c.State, c.Width, c.Approve, c.TextLen, clipRunes(c.Text, 60))
 	}
 	return b.String()
 }
@@ -450,16 +448,6 @@ func findChromium(t *testing.T) string {
 	return ""
 }
 
-func browserTestPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // waitHTTP polls url until it answers 200.
 func waitForPage(t *testing.T, url string, failed func() string) {
 	t.Helper()
@@ -502,29 +490,4 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	slices.Sort(ks)
 	return ks
-}
-
-func clipForLog(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-// demoOutput is a bytes.Buffer safe for the demo's goroutines.
-type demoOutput struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *demoOutput) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *demoOutput) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

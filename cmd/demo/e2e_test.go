@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -51,16 +50,6 @@ func startServer(t *testing.T) string {
 	}
 	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
 	return srv.ClientURL()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // collector keeps every event a subscriber received, in arrival order.
@@ -205,6 +194,8 @@ func TestDemoBinaryEndToEnd(t *testing.T) {
 		}
 	}
 	checkCapabilities(t, col.snapshot())
+	col.mu.Lock()
+	defer col.mu.Unlock()
 	if len(col.bad) > 0 {
 		t.Errorf("undecodable events: %v", col.bad)
 	}

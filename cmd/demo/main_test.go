@@ -63,11 +63,19 @@ func TestDemoRuns(t *testing.T) {
 	if _, after, _ := strings.Cut(s, "[call_6] write_note"); strings.Contains(after, "ops@example.com") {
 		t.Error("the e-mail address reached the model")
 	}
-	// Progress is for people: none of it in what the model saw.
+	// Progress is for people: none of the progress messages printed (the
+	// plain lines "  50%  call_1  counted cmd/demo/main.go") is in what the
+	// model saw.
+	progress := regexp.MustCompile(`(?m)^  +\d+%\s+call_\w+\s+(.+)$`).FindAllStringSubmatch(s, -1)
+	if len(progress) < 10 {
+		t.Fatalf("only %d progress lines", len(progress))
+	}
 	for _, sec := range strings.Split(s, "--- results")[1:] {
 		res, _, _ := strings.Cut(sec, "=== Turn")
-		if strings.Contains(res, "counted ") || strings.Contains(res, "searching ") {
-			t.Errorf("progress messages leaked into the results:\n%s", res)
+		for _, p := range progress {
+			if strings.Contains(res, p[1]) {
+				t.Errorf("progress message %q leaked into the results:\n%s", p[1], res)
+			}
 		}
 	}
 	// The summary has a row per call with its state.

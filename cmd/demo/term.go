@@ -183,7 +183,7 @@ func (v *termView) line(format string, args ...any) {
 
 func (v *termView) sessionEvent(ev *events.Event) {
 	switch ev.Type {
-	case "groups", "skills", "approval":
+	case "groups", "skills": // approvals are the desk's to print
 		v.mu.Lock()
 		v.line("  %-11s %s\n", ev.Type, ev.Data)
 		v.mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -65,23 +64,6 @@ func TestTermViewLive(t *testing.T) {
 	if !strings.HasPrefix(end, "\x1b[1A\x1b[J") || strings.Contains(end, "halfway") {
 		t.Errorf("the finished call's bar stayed:\n%q", end)
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestNotATerminal: /dev/null is a character device but no terminal; a

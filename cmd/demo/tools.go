@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -47,28 +49,15 @@ var languages = map[string]string{
 // progress per file.
 func (e *toolEnv) countLines() func(context.Context, countLinesIn) ([]langCount, error) {
 	return func(ctx context.Context, in countLinesIn) ([]langCount, error) {
-		root := e.root
-		dir, err := within(root, in.Dir)
-		if err != nil {
-			return nil, err
-		}
-		files, err := listFiles(ctx, dir)
-		if err != nil {
-			return nil, err
-		}
-		em := stream.From(ctx)
 		byLang := map[string]*langCount{}
-		for i, f := range files {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
+		err := e.eachFile(ctx, in.Dir, "counted", 0, func(f string) error {
 			lang, ok := languages[strings.ToLower(filepath.Ext(f))]
 			if !ok {
-				continue
+				return nil
 			}
 			n, err := lineCount(f)
 			if err != nil {
-				continue // unreadable files are skipped, not fatal
+				return nil // unreadable files are skipped, not fatal
 			}
 			lc := byLang[lang]
 			if lc == nil {
@@ -77,10 +66,10 @@ func (e *toolEnv) countLines() func(context.Context, countLinesIn) ([]langCount,
 			}
 			lc.Files++
 			lc.Lines += n
-			em.Step("counted "+rel(root, f), i+1, len(files))
-			if err := e.pace(ctx); err != nil {
-				return nil, err
-			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		out := make([]langCount, 0, len(byLang))
 		for _, lc := range byLang {
@@ -100,32 +89,21 @@ type hashFilesIn struct {
 // model as it goes.
 func (e *toolEnv) hashFiles() func(context.Context, hashFilesIn) (string, error) {
 	return func(ctx context.Context, in hashFilesIn) (string, error) {
-		root := e.root
-		dir, err := within(root, in.Dir)
-		if err != nil {
-			return "", err
-		}
-		files, err := listFiles(ctx, dir)
-		if err != nil {
-			return "", err
-		}
-		files = files[:min(len(files), in.Limit)]
 		em := stream.From(ctx)
-		for i, f := range files {
-			if err := ctx.Err(); err != nil {
-				return "", err
-			}
+		hashed := 0
+		err := e.eachFile(ctx, in.Dir, "hashed", in.Limit, func(f string) error {
 			sum, err := sha256File(f)
 			if err != nil {
-				return "", err
+				return err
 			}
-			fmt.Fprintf(em, "%s  %s\n", sum[:16], rel(root, f))
-			em.Step("hashed "+rel(root, f), i+1, len(files))
-			if err := e.pace(ctx); err != nil {
-				return "", err
-			}
+			fmt.Fprintf(em, "%s  %s\n", sum[:16], rel(e.root, f))
+			hashed++
+			return nil
+		})
+		if err != nil {
+			return "", err
 		}
-		return fmt.Sprintf("%d files hashed", len(files)), nil
+		return fmt.Sprintf("%d files hashed", hashed), nil
 	}
 }
 
@@ -138,37 +116,28 @@ type searchIn struct {
 // searchText finds lines containing a string.
 func (e *toolEnv) searchText() func(context.Context, searchIn) (string, error) {
 	return func(ctx context.Context, in searchIn) (string, error) {
-		root := e.root
-		dir, err := within(root, in.Dir)
-		if err != nil {
-			return "", err
-		}
-		files, err := listFiles(ctx, dir)
-		if err != nil {
-			return "", err
-		}
 		em := stream.From(ctx)
 		matches := 0
-		for i, f := range files {
-			if matches >= in.Max {
-				break
-			}
-			em.Step("searching "+rel(root, f), i+1, len(files))
-			if err := e.pace(ctx); err != nil {
-				return "", err
-			}
+		err := e.eachFile(ctx, in.Dir, "searched", 0, func(f string) error {
 			fh, err := os.Open(f)
 			if err != nil {
-				continue
+				return nil // unreadable files are skipped
 			}
+			defer fh.Close()
 			sc := bufio.NewScanner(fh)
 			for ln := 1; sc.Scan() && matches < in.Max; ln++ {
 				if strings.Contains(sc.Text(), in.Query) {
 					matches++
-					fmt.Fprintf(em, "%s:%d: %s\n", rel(root, f), ln, strings.TrimSpace(sc.Text()))
+					fmt.Fprintf(em, "%s:%d: %s\n", rel(e.root, f), ln, strings.TrimSpace(sc.Text()))
 				}
 			}
-			fh.Close()
+			if matches >= in.Max {
+				return errEnough
+			}
+			return nil
+		})
+		if err != nil {
+			return "", err
 		}
 		return fmt.Sprintf("%d matches", matches), nil
 	}
@@ -205,11 +174,6 @@ func (e *toolEnv) folderStats() func(context.Context, folderStatsIn) (string, er
 	var mu sync.Mutex
 	attempts := map[string]int{}
 	return func(ctx context.Context, in folderStatsIn) (string, error) {
-		root := e.root
-		dir, err := within(root, in.Dir)
-		if err != nil {
-			return "", err
-		}
 		em := stream.From(ctx)
 		info, _ := toolkit.CallInfoFrom(ctx)
 		key := info.Session + "/" + info.CallID
@@ -221,25 +185,21 @@ func (e *toolEnv) folderStats() func(context.Context, folderStatsIn) (string, er
 			em.Progress(fmt.Sprintf("attempt %d: the stats service did not answer", n), -1)
 			return "", interceptors.Transient(fmt.Errorf("stats service unavailable (attempt %d)", n))
 		}
-		files, err := listFiles(ctx, dir)
-		if err != nil {
-			return "", err
-		}
 		type sized struct {
 			path string
 			size int64
 		}
 		var all []sized
 		var total int64
-		for i, f := range files {
+		err := e.eachFile(ctx, in.Dir, "measured", 0, func(f string) error {
 			if st, err := os.Stat(f); err == nil {
-				all = append(all, sized{rel(root, f), st.Size()})
+				all = append(all, sized{rel(e.root, f), st.Size()})
 				total += st.Size()
 			}
-			em.Step("measured "+rel(root, f), i+1, len(files))
-			if err := e.pace(ctx); err != nil {
-				return "", err
-			}
+			return nil
+		})
+		if err != nil {
+			return "", err
 		}
 		sort.Slice(all, func(i, j int) bool {
 			return all[i].size > all[j].size || all[i].size == all[j].size && all[i].path < all[j].path
@@ -262,33 +222,20 @@ type inventoryIn struct {
 // folder, which the Evict interceptor stores and replaces by a pointer.
 func (e *toolEnv) fileInventory() func(context.Context, inventoryIn) (string, error) {
 	return func(ctx context.Context, in inventoryIn) (string, error) {
-		root := e.root
-		dir, err := within(root, in.Dir)
-		if err != nil {
-			return "", err
-		}
-		files, err := listFiles(ctx, dir)
-		if err != nil {
-			return "", err
-		}
-		em := stream.From(ctx)
 		var b strings.Builder
 		fmt.Fprintf(&b, "%-64s %10s %8s  %s\n", "path", "bytes", "lines", "sha256")
-		for i, f := range files {
-			if err := ctx.Err(); err != nil {
-				return "", err
-			}
+		err := e.eachFile(ctx, in.Dir, "listed", 0, func(f string) error {
 			st, err := os.Stat(f)
 			if err != nil {
-				continue
+				return nil
 			}
 			lines, _ := lineCount(f)
 			sum, _ := sha256File(f)
-			fmt.Fprintf(&b, "%-64s %10d %8d  %.12s\n", rel(root, f), st.Size(), lines, sum)
-			em.Step("listed "+rel(root, f), i+1, len(files))
-			if err := e.pace(ctx); err != nil {
-				return "", err
-			}
+			fmt.Fprintf(&b, "%-64s %10d %8d  %.12s\n", rel(e.root, f), st.Size(), lines, sum)
+			return nil
+		})
+		if err != nil {
+			return "", err
 		}
 		return b.String(), nil
 	}
@@ -302,6 +249,46 @@ type toolEnv struct {
 	// step is a pause after each unit of work (a file): zero runs at full
 	// speed; the demo's --speed sets it so that progress bars can be seen.
 	step time.Duration
+}
+
+// errEnough ends an eachFile walk early without an error.
+var errEnough = errors.New("enough")
+
+// eachFile is the loop the folder tools share: it resolves the
+// model-supplied dir inside the root, calls fn for each file under it (at
+// most limit files when limit > 0), and after each reports "<verb> <path>"
+// as progress and pauses at the demo's pace. It stops at cancellation, at
+// fn's error, or quietly when fn returns errEnough.
+func (e *toolEnv) eachFile(ctx context.Context, dir, verb string, limit int, fn func(path string) error) error {
+	root, err := within(e.root, dir)
+	if err != nil {
+		return err
+	}
+	files, err := listFiles(ctx, root)
+	if err != nil {
+		return err
+	}
+	if limit > 0 {
+		files = files[:min(len(files), limit)]
+	}
+	em := stream.From(ctx)
+	for i, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := fn(f)
+		em.Step(verb+" "+rel(e.root, f), i+1, len(files))
+		if errors.Is(err, errEnough) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := e.pace(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pace pauses between units of work; it ends early when the call is
@@ -490,7 +477,7 @@ func lineCount(path string) (int, error) {
 	n := 0
 	for {
 		k, err := f.Read(buf)
-		n += strings.Count(string(buf[:k]), "\n")
+		n += bytes.Count(buf[:k], []byte{'\n'})
 		if err == io.EOF {
 			return n, nil
 		}

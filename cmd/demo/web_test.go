@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,7 +28,7 @@ func FuzzApprove(f *testing.F) {
 	}
 	f.Add(`{"session":"demo","call":"c"}`, "text/plain")
 	perms := interceptors.NewPermissions()
-	desk := &approvalDesk{perms: perms, view: newTermView(discard{}, false)}
+	desk := &approvalDesk{perms: perms, view: newTermView(io.Discard, false)}
 	app := &webApp{desk: desk}
 	f.Fuzz(func(t *testing.T, body, ctype string) {
 		req := httptest.NewRequest(http.MethodPost, "/api/approve", strings.NewReader(body))
@@ -43,10 +44,6 @@ func FuzzApprove(f *testing.F) {
 		}
 	})
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // TestWebRefusesForeignHosts: requests for a host name other than
 // localhost (DNS rebinding) are refused before any handler runs.

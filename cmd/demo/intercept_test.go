@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// TestTerminalApprovals: with -approve terminal the person at the terminal
+// answers: "y" lets the call run, "a" also allows the tool for the rest of
+// the session, anything else rejects with that text as the reason.
+func TestTerminalApprovals(t *testing.T) {
+	tk := toolkit.New()
+	defer closeWithin(5*time.Second, tk.Close)
+	ran := 0
+	if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "write_note"}, func(context.Context, struct{}) (string, error) {
+		ran++
+		return "written", nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	perms, err := useInterceptors(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	desk := &approvalDesk{perms: perms, mode: "terminal", view: newTermView(&out, false),
+		in: bufio.NewReader(strings.NewReader("not today\ny\na\n"))}
+	sess, _ := tk.Session("t")
+	turn := func(id string) toolkit.Result {
+		run := sess.Start(context.Background(), []toolkit.Call{{ID: id, Name: "write_note", Args: []byte(`{}`)}})
+		for r := range run.Results() {
+			if !r.Final() {
+				if err := desk.suspended(context.Background(), "t", r.Call); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return run.Wait()[0]
+	}
+	if r := turn("c1"); r.State != toolkit.StateDenied || !strings.Contains(r.Text(), "not today") {
+		t.Fatalf("rejected: %s %q", r.State, r.Text())
+	}
+	if r := turn("c2"); r.State != toolkit.StateSuccess {
+		t.Fatalf("approved: %s %q", r.State, r.Text())
+	}
+	if r := turn("c3"); r.State != toolkit.StateSuccess {
+		t.Fatalf("always: %s %q", r.State, r.Text())
+	}
+	// "a" added a rule: the next call runs without asking (nothing is left
+	// to read on the terminal, so a question would fail the test).
+	if r := turn("c4"); r.State != toolkit.StateSuccess {
+		t.Fatalf("after always: %s %q", r.State, r.Text())
+	}
+	if ran != 3 {
+		t.Errorf("the tool ran %d times, want 3", ran)
+	}
+	for _, want := range []string{"rejected c1       by you: not today", "approved c2       by you", "approved c3       by you"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Count(out.String(), "Approve?") != 3 {
+		t.Errorf("asked %d times, want 3:\n%s", strings.Count(out.String(), "Approve?"), out.String())
+	}
+}
