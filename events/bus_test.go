@@ -103,6 +103,23 @@ type collector struct {
 
 func newCollector() *collector { return &collector{seen: make(chan struct{}, 1)} }
 
+// subscribe collects the events on subject, from a subscription that is
+// live on the server when it returns and ends with the test.
+func subscribe(t testing.TB, bus *events.Bus, subject string) *collector {
+	t.Helper()
+	col := newCollector()
+	sub, err := bus.Subscribe(subject, col.add)
+	if err != nil {
+		t.Fatalf("subscribe %q: %v", subject, err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	sub.SetPendingLimits(-1, -1) // a test reads everything: never a slow consumer
+	if err := bus.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return col
+}
+
 func (c *collector) add(ev *events.Event) {
 	c.mu.Lock()
 	c.evs = append(c.evs, ev)

@@ -27,28 +27,38 @@ func TestOpenWithURLFromEnv(t *testing.T) {
 		t.Fatalf("connected to %s", got)
 	}
 	// A client of that server sees the events.
-	nc, err := nats.Connect(ns.url())
+	if m := clientGets(t, bus, ns.url(), bus.Subjects().Session("env"), "env"); !strings.HasPrefix(m.Subject, "toolstream.env.call-0.") {
+		t.Fatalf("subject %s", m.Subject)
+	}
+}
+
+// clientGets connects another client to url, subscribes it to subject, runs
+// one call in session through bus and returns the first message the client
+// gets.
+func clientGets(t *testing.T, bus *events.Bus, url, subject, session string) *nats.Msg {
+	t.Helper()
+	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
 	got := make(chan *nats.Msg, 64)
-	sub, err := nc.ChanSubscribe(bus.Subjects().Session("env"), got)
+	sub, err := nc.ChanSubscribe(subject, got)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	nc.Flush()
-	tk := kit(t, bus)
-	sess, _ := tk.Session("env")
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := kit(t, bus).Session(session)
 	sess.Run(context.Background(), callsFor(1, 1))
 	select {
 	case m := <-got:
-		if !strings.HasPrefix(m.Subject, "toolstream.env.call-0.") {
-			t.Fatalf("subject %s", m.Subject)
-		}
+		return m
 	case <-time.After(10 * time.Second):
-		t.Fatal("no event on the external server")
+		t.Fatalf("no event for a client of %s", url)
+		return nil
 	}
 }
 
@@ -102,29 +112,9 @@ func TestWebSocketListener(t *testing.T) {
 	if !strings.HasPrefix(url, "ws://127.0.0.1:") {
 		t.Fatalf("websocket URL %q", url)
 	}
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	got := make(chan *nats.Msg, 64)
-	sub, err := nc.ChanSubscribe(bus.Subjects().AllOfType(events.TypeResult), got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	nc.Flush()
-	tk := kit(t, bus)
-	sess, _ := tk.Session("ws")
-	sess.Run(context.Background(), callsFor(1, 1))
-	select {
-	case m := <-got:
-		ev, err := events.Decode(m.Data)
-		if err != nil || ev.Type != events.TypeResult || ev.Session != "ws" {
-			t.Fatalf("%v %+v", err, ev)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no result over WebSocket")
+	m := clientGets(t, bus, url, bus.Subjects().AllOfType(events.TypeResult), "ws")
+	if ev, err := events.Decode(m.Data); err != nil || ev.Type != events.TypeResult || ev.Session != "ws" {
+		t.Fatalf("%v %+v", err, ev)
 	}
 }
 

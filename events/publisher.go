@@ -31,15 +31,14 @@ type Publisher struct {
 	bus   *Bus
 	limit int
 
-	mu        sync.Mutex
-	queue     []*Event
-	spare     []*Event
-	progress  int
-	progressN atomic.Int64 // progress, readable without the lock
-	enqueued  uint64
-	closed    bool
-	wake      chan struct{}
-	done      chan struct{}
+	mu       sync.Mutex
+	queue    []*Event
+	spare    []*Event
+	progress atomic.Int64 // progress events queued; changed under mu, read by AcceptProgress without it
+	enqueued uint64
+	closed   bool
+	wake     chan struct{}
+	done     chan struct{}
 
 	handled   atomic.Uint64 // events taken out of the queue and handed to NATS (or given up)
 	waitMu    sync.Mutex
@@ -74,13 +73,9 @@ type wire struct {
 
 func (p *Publisher) newWire(ev *Event) *wire {
 	w := &wire{nonce: nuid.Next(), subjects: make(map[Type]string, 5)}
-	call := SessionToken
-	if ev.Call != "" {
-		call = EncodeToken(ev.Call)
-	}
-	sess := EncodeToken(ev.Session)
-	w.subjectBase = p.bus.subjects.prefix() + "." + sess + "." + call + "."
-	w.idBase = sess + "." + call + "." + w.nonce + "."
+	prefix, tokens := p.bus.subjects.callBase(ev.Session, ev.Call)
+	w.subjectBase = prefix + tokens
+	w.idBase = tokens + w.nonce + "."
 	return w
 }
 
@@ -125,13 +120,13 @@ func (p *Publisher) Observe(ev *Event) {
 		return
 	}
 	if ev.Type == TypeProgress {
-		if p.progress >= p.limit {
+		n := p.progress.Load()
+		if n >= int64(p.limit) {
 			p.mu.Unlock()
 			p.dropped.Add(1)
 			return
 		}
-		p.progress++
-		p.progressN.Store(int64(p.progress))
+		p.progress.Store(n + 1)
 	}
 	p.queue = append(p.queue, ev)
 	p.enqueued++
@@ -146,7 +141,7 @@ func (p *Publisher) Observe(ev *Event) {
 // the publisher would queue it. When NATS is behind it declines: the event
 // is dropped without being made (and counted as dropped).
 func (p *Publisher) AcceptProgress() bool {
-	if p.progressN.Load() < int64(p.limit) {
+	if p.progress.Load() < int64(p.limit) {
 		return true
 	}
 	p.dropped.Add(1)
@@ -207,8 +202,7 @@ func (p *Publisher) run() {
 			p.mu.Lock()
 			batch := p.queue
 			p.queue, p.spare = p.spare, nil
-			p.progress = 0
-			p.progressN.Store(0)
+			p.progress.Store(0)
 			closed := p.closed
 			p.mu.Unlock()
 			for _, ev := range batch {

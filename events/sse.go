@@ -179,22 +179,19 @@ func (b *Bus) replayRaw(ctx context.Context, subject string, from uint64, fn fun
 		return nil, fmt.Errorf("events: replaying %s from %d: %w", subject, from, err)
 	}
 	// nats.go may still be inside (or about to enter) the callback when its
-	// consumer reports closed: stop also waits for callbacks in flight and
-	// turns later ones away, so that fn never runs after stop returns.
+	// consumer reports closed. fn runs holding mu, so stop, taking mu to set
+	// stopped, waits for a callback in flight and turns later ones away: fn
+	// never runs after stop returns (nor on two goroutines at once).
 	var (
 		mu      sync.Mutex
 		stopped bool
-		active  sync.WaitGroup
 	)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		mu.Lock()
+		defer mu.Unlock()
 		if stopped {
-			mu.Unlock()
 			return
 		}
-		active.Add(1)
-		mu.Unlock()
-		defer active.Done()
 		md, err := m.Metadata()
 		if err != nil {
 			return
@@ -211,7 +208,6 @@ func (b *Bus) replayRaw(ctx context.Context, subject string, from uint64, fn fun
 			mu.Lock()
 			stopped = true
 			mu.Unlock()
-			active.Wait()
 			<-cc.Closed()
 		})
 	}, nil

@@ -151,7 +151,16 @@ func TestSSEErrors(t *testing.T) {
 			t.Errorf("%q %q: %d %q", tc.session, tc.last, resp.StatusCode, body[:n])
 		}
 	}
-	resp, err := http.Post(d.URL+"?session=x", "text/plain", nil)
+	// EventSource polyfills send the last id in the query.
+	resp, err := http.Get(d.URL + "?session=ok&lastEventId=seven")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("lastEventId=seven: %d", resp.StatusCode)
+	}
+	resp, err = http.Post(d.URL+"?session=x", "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,15 +176,24 @@ func (s Subjects) Event(ev *Event) string {
 // Call returns the subject of an event of type typ of one call. An empty call
 // id gives the session-level subject, as for [Subjects.Event].
 func (s Subjects) Call(session, call, typ string) string {
-	if call == "" {
-		return s.SessionEvent(session, typ)
-	}
-	return s.prefix() + "." + EncodeToken(session) + "." + EncodeToken(call) + "." + EncodeToken(typ)
+	prefix, tokens := s.callBase(session, call)
+	return prefix + tokens + EncodeToken(typ)
 }
 
 // SessionEvent returns the subject of a session-level event of type typ.
 func (s Subjects) SessionEvent(session, typ string) string {
-	return s.prefix() + "." + EncodeToken(session) + "." + SessionToken + "." + EncodeToken(typ)
+	return s.Call(session, "", typ)
+}
+
+// callBase returns what the subjects of one call's events start with: the
+// prefix and a dot, and "<session>.<call>." (the call token [SessionToken]
+// when call is empty), which the publisher also uses for message ids.
+func (s Subjects) callBase(session, call string) (prefix, tokens string) {
+	callTok := SessionToken
+	if call != "" {
+		callTok = EncodeToken(call)
+	}
+	return s.prefix() + ".", EncodeToken(session) + "." + callTok + "."
 }
 
 // Session returns the wildcard subject of everything of one session:

@@ -1,10 +1,12 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/reactivex/rxgo/v2"
 
@@ -70,8 +72,8 @@ func ProgressOnly(o rxgo.Observable) rxgo.Observable {
 // subscriber never slows a tool) and observe the events of its calls without
 // NATS.
 type Hub struct {
-	mu     sync.Mutex
-	subs   map[*hubSub]struct{}
+	mu     sync.Mutex                // serializes changes to subs and closed
+	subs   atomic.Pointer[[]*hubSub] // copied on change: Observe reads it without a lock
 	closed bool
 }
 
@@ -79,31 +81,54 @@ type hubSub struct {
 	ctx    context.Context
 	filter Filter
 	ch     chan rxgo.Item
-	once   sync.Once
+	quit   chan struct{} // closed when the subscription ends
+	// Senders hold mu shared; end closes ch holding it exclusively, so that
+	// no send can meet a closed channel.
+	mu   sync.RWMutex
+	once sync.Once
 }
 
-func (s *hubSub) close() { s.once.Do(func() { close(s.ch) }) }
+// send hands ev over unless the subscription ends (or its context) first.
+func (s *hubSub) send(ev *events.Event) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	select {
+	case <-s.quit: // ended: ch may be closed
+		return
+	default:
+	}
+	select {
+	case s.ch <- rxgo.Of(ev):
+	case <-s.quit:
+	case <-s.ctx.Done():
+	}
+}
+
+// end completes the subscription's observable. A send waiting for room gives
+// up first.
+func (s *hubSub) end() {
+	s.once.Do(func() {
+		close(s.quit)
+		s.mu.Lock()
+		close(s.ch)
+		s.mu.Unlock()
+	})
+}
 
 // NewHub returns a hub with no subscribers.
-func NewHub() *Hub { return &Hub{subs: map[*hubSub]struct{}{}} }
+func NewHub() *Hub { return &Hub{} }
 
 // Observe hands ev to every subscriber whose filter matches. It waits for a
 // slow subscriber (a hub is meant to be an asynchronous observer) unless
-// that subscriber's context ends.
+// that subscriber's context ends or the hub is closed.
 func (h *Hub) Observe(ev *events.Event) {
-	h.mu.Lock()
-	subs := make([]*hubSub, 0, len(h.subs))
-	for s := range h.subs {
-		if s.filter.Match(ev) {
-			subs = append(subs, s)
-		}
+	subs := h.subs.Load()
+	if subs == nil {
+		return
 	}
-	h.mu.Unlock()
-	for _, s := range subs {
-		select {
-		case s.ch <- rxgo.Of(ev):
-		case <-s.ctx.Done():
-			h.remove(s)
+	for _, s := range *subs {
+		if s.filter.Match(ev) {
+			s.send(ev)
 		}
 	}
 }
@@ -111,14 +136,19 @@ func (h *Hub) Observe(ev *events.Event) {
 // Observable returns the events matching f from now on, until ctx ends or
 // the hub is closed. Items hold *events.Event values.
 func (h *Hub) Observable(ctx context.Context, f Filter) rxgo.Observable {
-	s := &hubSub{ctx: ctx, filter: f, ch: make(chan rxgo.Item, 256)}
+	s := &hubSub{ctx: ctx, filter: f, ch: make(chan rxgo.Item, 256), quit: make(chan struct{})}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		s.close()
+		s.end()
 		return rxgo.FromChannel(s.ch)
 	}
-	h.subs[s] = struct{}{}
+	var subs []*hubSub
+	if old := h.subs.Load(); old != nil {
+		subs = slices.Clone(*old)
+	}
+	subs = append(subs, s)
+	h.subs.Store(&subs)
 	h.mu.Unlock()
 	context.AfterFunc(ctx, func() { h.remove(s) })
 	return rxgo.FromChannel(s.ch, rxgo.WithContext(ctx))
@@ -126,54 +156,39 @@ func (h *Hub) Observable(ctx context.Context, f Filter) rxgo.Observable {
 
 func (h *Hub) remove(s *hubSub) {
 	h.mu.Lock()
-	delete(h.subs, s)
+	if old := h.subs.Load(); old != nil {
+		if i := slices.Index(*old, s); i >= 0 {
+			subs := slices.Delete(slices.Clone(*old), i, i+1)
+			h.subs.Store(&subs)
+		}
+	}
 	h.mu.Unlock()
-	s.close()
+	s.end()
 }
 
 // Close ends every observable of the hub.
 func (h *Hub) Close() {
 	h.mu.Lock()
 	h.closed = true
-	subs := h.subs
-	h.subs = map[*hubSub]struct{}{}
+	subs := h.subs.Swap(nil)
 	h.mu.Unlock()
-	for s := range subs {
-		s.close()
+	if subs != nil {
+		for _, s := range *subs {
+			s.end()
+		}
 	}
 }
 
 // Live returns the events matching f as they are published on the bus (core
 // NATS: from now on), until ctx ends.
 func Live(ctx context.Context, bus *events.Bus, f Filter) (rxgo.Observable, error) {
-	ch := make(chan rxgo.Item, 1024)
-	var mu sync.Mutex
-	closed := false
-	sub, err := bus.Subscribe(f.Subject(bus.Subjects()), func(ev *events.Event) {
-		if !f.Match(ev) {
-			return
+	return feed(ctx, f, func(send func(*events.Event)) (func(), error) {
+		sub, err := bus.Subscribe(f.Subject(bus.Subjects()), send)
+		if err != nil {
+			return nil, err
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if closed {
-			return
-		}
-		select {
-		case ch <- rxgo.Of(ev):
-		case <-ctx.Done():
-		}
+		return func() { _ = sub.Unsubscribe() }, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	context.AfterFunc(ctx, func() {
-		_ = sub.Unsubscribe()
-		mu.Lock()
-		closed = true
-		close(ch)
-		mu.Unlock()
-	})
-	return rxgo.FromChannel(ch, rxgo.WithContext(ctx)), nil
 }
 
 // Replay returns the events matching f that the bus's stream keeps, from
@@ -182,14 +197,27 @@ func Live(ctx context.Context, bus *events.Bus, f Filter) (rxgo.Observable, erro
 // a subscriber that stops resumes with from = last Stream + 1 and misses
 // nothing. It needs a durable bus.
 func Replay(ctx context.Context, bus *events.Bus, f Filter, from uint64) (rxgo.Observable, error) {
+	return feed(ctx, f, func(send func(*events.Event)) (func(), error) {
+		return bus.Replay(ctx, f.Subject(bus.Subjects()), from, func(seq uint64, ev *events.Event) {
+			ev.Stream = seq
+			send(ev)
+		})
+	})
+}
+
+// feed is the observable of Live and Replay: subscribe starts delivering
+// events to send and returns how to stop; once ctx ends, feed stops the
+// delivery and completes the observable. A callback still running after
+// stop (core NATS gives no such promise) is turned away, never sent on a
+// closed channel.
+func feed(ctx context.Context, f Filter, subscribe func(send func(*events.Event)) (stop func(), err error)) (rxgo.Observable, error) {
 	ch := make(chan rxgo.Item, 1024)
 	var mu sync.Mutex
 	closed := false
-	stop, err := bus.Replay(ctx, f.Subject(bus.Subjects()), from, func(seq uint64, ev *events.Event) {
+	stop, err := subscribe(func(ev *events.Event) {
 		if !f.Match(ev) {
 			return
 		}
-		ev.Stream = seq
 		mu.Lock()
 		defer mu.Unlock()
 		if closed {
@@ -260,7 +288,7 @@ func Accumulate(o rxgo.Observable) rxgo.Observable {
 }
 
 func accumulate(result *events.Event, deltas []*events.Event) CallResult {
-	slices.SortStableFunc(deltas, func(a, b *events.Event) int { return cmpUint(a.Seq, b.Seq) })
+	slices.SortStableFunc(deltas, func(a, b *events.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	var content []events.Part
 	for _, d := range deltas {
 		content = events.ApplyDelta(content, d)
@@ -273,16 +301,6 @@ func accumulate(result *events.Event, deltas []*events.Event) CallResult {
 			events.ContentText(content), events.ContentText(result.Result.Content))
 	}
 	return cr
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func partsEqual(a, b []events.Part) bool {

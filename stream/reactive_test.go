@@ -131,16 +131,93 @@ func TestAccumulatorFindsMismatch(t *testing.T) {
 		}
 		return ev
 	}
+	reset := func(seq uint64, text string) *events.Event {
+		ev := mk(seq, events.TypeDelta, text)
+		ev.Reset = true
+		return ev
+	}
 	good := []any{mk(3, events.TypeDelta, "b"), mk(2, events.TypeDelta, "a"), mk(4, events.TypeResult, "ab")}
 	bad := []any{mk(2, events.TypeDelta, "a"), mk(3, events.TypeResult, "ab")}
+	// A retry: the reset delta voids "a" and "b" (the reset arrives before
+	// "b" but comes after it in sequence order).
+	retried := []any{mk(2, events.TypeDelta, "a"), reset(4, "x"), mk(3, events.TypeDelta, "b"), mk(5, events.TypeDelta, "y"), mk(6, events.TypeResult, "xy")}
 	for _, tc := range []struct {
 		in       []any
 		mismatch bool
-	}{{good, false}, {bad, true}} {
+	}{{good, false}, {bad, true}, {retried, false}} {
 		got := collect(t, stream.Accumulate(rxgo.Just(tc.in...)()), 1)
 		cr := got[0].(stream.CallResult)
 		if (cr.Mismatch != "") != tc.mismatch {
 			t.Fatalf("mismatch %q, want one: %v", cr.Mismatch, tc.mismatch)
+		}
+	}
+}
+
+// TestHubObservablesEnd: an observable completes when its context ends or
+// the hub closes, even while Observe waits for it (its buffer full), and an
+// observable of a closed hub is complete at once.
+func TestHubObservablesEnd(t *testing.T) {
+	for _, how := range []string{"context", "close"} {
+		t.Run(how, func(t *testing.T) {
+			hub := stream.NewHub()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			o := hub.Observable(ctx, stream.Filter{}) // nobody reads until the end
+			observing := make(chan any, 1)
+			go func() {
+				defer func() { observing <- recover() }()
+				for range 300 { // more than the observable buffers
+					hub.Observe(&events.Event{Version: events.Version, Type: "note", Session: "s"})
+				}
+			}()
+			time.Sleep(50 * time.Millisecond) // Observe is now waiting for room
+			if how == "context" {
+				cancel()
+			} else {
+				hub.Close()
+			}
+			select {
+			case p := <-observing:
+				if p != nil {
+					t.Fatalf("Observe panicked: %v", p)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Observe still waits for a subscription that ended")
+			}
+			n := 0
+			for item := range o.Observe() {
+				if item.E == nil {
+					n++
+				}
+			}
+			if n == 0 || n > 300 {
+				t.Fatalf("%d items before the observable completed", n)
+			}
+			hub.Close()
+		})
+	}
+	hub := stream.NewHub()
+	hub.Close()
+	for range hub.Observable(context.Background(), stream.Filter{}).Observe() {
+		t.Fatal("an item from a closed hub")
+	}
+}
+
+func TestFilterMatch(t *testing.T) {
+	ev := &events.Event{Type: events.TypeDelta, Session: "s", Call: "c", Tool: "grep"}
+	for _, tc := range []struct {
+		f    stream.Filter
+		want bool
+	}{
+		{stream.Filter{}, true},
+		{stream.Filter{Session: "s", Call: "c", Tool: "grep", Types: stream.ModelVisibleTypes}, true},
+		{stream.Filter{Session: "t"}, false},
+		{stream.Filter{Call: "d"}, false},
+		{stream.Filter{Tool: "ls"}, false},
+		{stream.Filter{Types: []events.Type{events.TypeProgress, events.TypeResult}}, false},
+	} {
+		if got := tc.f.Match(ev); got != tc.want {
+			t.Errorf("%+v: %v, want %v", tc.f, got, tc.want)
 		}
 	}
 }
