@@ -55,10 +55,11 @@ func (cfg *auditConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 	out := next(ctx, inv)
 	elapsed := time.Since(start)
 
-	e := cfg.log.Info()
+	level := zerolog.InfoLevel
 	if out.State.IsError() {
-		e = cfg.log.Warn()
+		level = zerolog.WarnLevel
 	}
+	e := cfg.log.WithLevel(level)
 	if !e.Enabled() {
 		return out
 	}

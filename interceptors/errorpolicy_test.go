@@ -104,3 +104,25 @@ func TestErrorPolicyNonFatalErrorsLetTheRunGoOn(t *testing.T) {
 		t.Fatalf("second call %s, run error %v", rs[1].State, run.Err())
 	}
 }
+
+// Interrupted calls are the aftermath of a stop, never the cause of one:
+// Fatal is not even asked about them.
+func TestErrorPolicyFatalNeverForInterruptedCalls(t *testing.T) {
+	var asked icCounter
+	tk := icKit(t, nil, interceptors.ErrorPolicy(interceptors.Fatal(func(error) bool { asked.inc(); return true })))
+	started := make(chan struct{})
+	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "long"}, func(ctx context.Context) (string, error) {
+		close(started)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	run := icSession(t, tk, "s").Start(ctx, []toolkit.Call{icCall("a", "long", `{}`)})
+	icWait(t, started, "the call to start")
+	cancel()
+	icWait(t, run.Done(), "the run")
+	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || asked.get() != 0 {
+		t.Fatalf("got %s; Fatal asked %d times, want never", r.State, asked.get())
+	}
+}

@@ -114,8 +114,7 @@ func Evict(opts ...EvictOption) toolkit.Interceptor {
 	return toolkit.Interceptor{
 		Name: EvictName,
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
-			out := next(ctx, inv)
-			return cfg.evict(ctx, inv, out)
+			return cfg.evict(ctx, inv, next(ctx, inv))
 		},
 	}
 }
@@ -125,10 +124,10 @@ func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out 
 	if out.State == toolkit.StateSuspended || cfg.successOnly && !success {
 		return out
 	}
-	text := events.ContentText(out.Content)
-	if len(text) <= cfg.limit {
-		return out
+	if sanitizeSize(out.Content) <= cfg.limit {
+		return out // measured without building the text: most results stay
 	}
+	text := events.ContentText(out.Content)
 	// Run ids are unique across processes and restarts; models reuse call
 	// ids (call_0, ...), so the call id alone would overwrite results.
 	name := EvictFileName(inv.Call.Name, inv.Session, inv.RunID(), inv.Call.ID)

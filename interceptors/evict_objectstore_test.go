@@ -116,4 +116,4 @@ func TestObjectStoreRetention(t *testing.T) {
 	}
 }
 
-var _ toolkit.Observer = (*evRecorder)(nil)
+var _ toolkit.Observer = (*icRecorder)(nil)

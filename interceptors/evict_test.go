@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,60 +18,11 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// evRecorder keeps every event, as an inline observer.
-type evRecorder struct {
-	mu  sync.Mutex
-	evs []*events.Event
-}
-
-func (r *evRecorder) Observe(ev *events.Event) {
-	r.mu.Lock()
-	r.evs = append(r.evs, ev)
-	r.mu.Unlock()
-}
-
-// content rebuilds a call's content from its delta events, and returns the
-// content of its result event.
-func (r *evRecorder) content(t *testing.T, callID string) (fromDeltas, result []events.Part) {
+// evCheckDeltas fails unless the call's deltas add up to its result, both
+// the result event's and the one returned.
+func evCheckDeltas(t *testing.T, rec *icRecorder, res toolkit.Result) {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var res *events.Event
-	for _, ev := range r.evs {
-		if ev.Call != callID {
-			continue
-		}
-		switch ev.Type {
-		case events.TypeDelta:
-			fromDeltas = events.ApplyDelta(fromDeltas, ev)
-		case events.TypeResult:
-			res = ev
-		}
-	}
-	if res == nil {
-		t.Fatalf("no result event for call %q", callID)
-	}
-	return fromDeltas, res.Result.Content
-}
-
-// deltas returns the text of each delta event of a call.
-func (r *evRecorder) deltas(callID string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, ev := range r.evs {
-		if ev.Call == callID && ev.Type == events.TypeDelta {
-			out = append(out, ev.Delta.String())
-		}
-	}
-	return out
-}
-
-// evCheckDeltas fails unless the call's deltas add up to its result, and
-// to want.
-func evCheckDeltas(t *testing.T, rec *evRecorder, res toolkit.Result) {
-	t.Helper()
-	got, final := rec.content(t, res.Call.ID)
+	got, final := rec.content(res.Call.ID), rec.final(t, res.Call.ID)
 	if a, b := events.ContentText(got), events.ContentText(final); a != b {
 		t.Fatalf("deltas add up to %d bytes %q..., the result event has %d bytes %q...", len(a), evHead(a), len(b), evHead(b))
 	}
@@ -92,17 +42,10 @@ type evIn struct {
 
 // evKit returns a toolkit with the interceptors and two tools: "big"
 // streams numbered lines and fails if asked; "echo" streams its text.
-func evKit(t *testing.T, ics ...toolkit.Interceptor) (*toolkit.Toolkit, *evRecorder) {
+func evKit(t *testing.T, ics ...toolkit.Interceptor) (*toolkit.Toolkit, *icRecorder) {
 	t.Helper()
-	rec := &evRecorder{}
-	tk := toolkit.New(toolkit.WithInlineObserver(rec))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := tk.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	rec := &icRecorder{}
+	tk := icKit(t, []toolkit.Option{toolkit.WithInlineObserver(rec)}, ics...)
 	big := toolkit.MustTool(toolkit.Spec{Name: "big", Description: "Numbered lines."},
 		func(ctx context.Context, in evIn) (string, error) {
 			em := stream.From(ctx)
@@ -128,12 +71,7 @@ func evKit(t *testing.T, ics ...toolkit.Interceptor) (*toolkit.Toolkit, *evRecor
 			}
 			return "", nil
 		})
-	if err := tk.Register([]*toolkit.Tool{big, echo}); err != nil {
-		t.Fatal(err)
-	}
-	if err := tk.Use(ics...); err != nil {
-		t.Fatal(err)
-	}
+	icAdd(t, tk, big, echo)
 	return tk, rec
 }
 
@@ -540,5 +478,21 @@ func TestEvictOneLongLine(t *testing.T) {
 	want := "\nFirst line:\n     1\t" + strings.Repeat("é", 100) + " [...]\n"
 	if !strings.HasSuffix(res.Text(), want) || !strings.Contains(res.Text(), "(600 bytes, 1 line)") {
 		t.Fatalf("message:\n%s", res.Text())
+	}
+}
+
+func TestEvictHint(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "results")
+	text := strings.Repeat("z", 200)
+	for hint, want := range map[string]string{
+		"Read it with read_result.": "It was saved in full to %s\nRead it with read_result.\n\nFirst line:\n",
+		"":                          "It was saved in full to %s\n\nFirst line:\n", // no hint, no line
+	} {
+		tk, _ := evKit(t, interceptors.Evict(interceptors.EvictDir(dir), interceptors.EvictLimit(100), interceptors.EvictHint(hint)))
+		res := evRun(t, tk, "s", evCall("c", "echo", evIn{Text: text}))[0]
+		loc, _ := res.Meta[interceptors.EvictMetaLocation].(string)
+		if !strings.Contains(res.Text(), fmt.Sprintf(want, loc)) || strings.Contains(res.Text(), interceptors.DefaultEvictHint) {
+			t.Errorf("hint %q: message\n%s", hint, res.Text())
+		}
 	}
 }

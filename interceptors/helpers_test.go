@@ -122,6 +122,33 @@ func (r *icRecorder) content(callID string) []events.Part {
 	return out
 }
 
+// final returns the content of one call's result event.
+func (r *icRecorder) final(t testing.TB, callID string) []events.Part {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ev := range r.evs {
+		if ev.Call == callID && ev.Type == events.TypeResult {
+			return ev.Result.Content
+		}
+	}
+	t.Fatalf("no result event for call %q", callID)
+	return nil
+}
+
+// deltas returns the text of each delta event of a call.
+func (r *icRecorder) deltas(callID string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, ev := range r.evs {
+		if ev.Call == callID && ev.Type == events.TypeDelta {
+			out = append(out, ev.Delta.String())
+		}
+	}
+	return out
+}
+
 // icWait fails the test if ch does not close soon: the bound only turns a
 // hang into a failure.
 func icWait(t testing.TB, ch <-chan struct{}, what string) {

@@ -106,11 +106,8 @@ func CallLimits(opts ...LimitOption) toolkit.Interceptor {
 			continue
 		}
 		cfg.rules = append(cfg.rules, &limitRule{limitRuleKey: k, n: int64(n)})
-		if k.tool == "" {
-			all = true
-		} else {
-			tools = append(tools, k.tool)
-		}
+		all = all || k.tool == ""
+		tools = append(tools, k.tool)
 	}
 	slices.SortFunc(cfg.rules, func(a, b *limitRule) int {
 		// Per tool before overall, run before session: a stable, precise order.
@@ -130,11 +127,7 @@ func CallLimits(opts ...LimitOption) toolkit.Interceptor {
 	})
 	ic := toolkit.Interceptor{Name: CallLimitsName, Intercept: cfg.intercept}
 	if !all {
-		slices.Sort(tools)
-		ic.Tools = slices.Compact(tools)
-		if len(ic.Tools) == 0 {
-			ic.Match = func(*toolkit.Tool) bool { return false }
-		}
+		scopeTo(&ic, tools)
 	}
 	return ic
 }
@@ -163,8 +156,7 @@ func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 		if r.session {
 			vals = inv.SessionValues()
 		}
-		cv, _ := vals.LoadOrStore(limitCounterKey{r}, new(atomic.Int64))
-		c := cv.(*atomic.Int64)
+		c := loadOrNew(vals, limitCounterKey{r}, func() *atomic.Int64 { return new(atomic.Int64) })
 		if !limitReserve(c, r.n) {
 			release()
 			scope := "run"

@@ -75,8 +75,9 @@ func (cfg *loopConfig) intercept(ctx context.Context, inv *toolkit.Invocation, n
 	if _, ok := inv.CallValues().Load(loopSeenKey{cfg}); ok {
 		return next(ctx, inv)
 	}
-	v, _ := inv.SessionValues().LoadOrStore(loopStateKey{cfg}, &loopState{calls: map[string][]loopEntry{}})
-	st := v.(*loopState)
+	st := loadOrNew(inv.SessionValues(), loopStateKey{cfg}, func() *loopState {
+		return &loopState{calls: map[string][]loopEntry{}}
+	})
 	key := inv.Call.Name + "\x00" + loopCanonical(inv.Call.Args)
 	now := cfg.now()
 
@@ -121,10 +122,8 @@ func loopCanonical(args json.RawMessage) string {
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return "{}"
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.UseNumber() // large numbers stay exact
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeJSON(trimmed)
+	if err != nil {
 		return string(args)
 	}
 	b, err := json.Marshal(v)

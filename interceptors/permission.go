@@ -57,11 +57,13 @@ func ArgMatches(field string, re *regexp.Regexp) func(map[string]any) bool {
 	}
 }
 
-func (r Rule) matches(tool string, args map[string]any) bool {
+// matches reports whether the rule covers a call of tool; args decodes the
+// call's arguments, only for rules with a When.
+func (r Rule) matches(tool string, args func() map[string]any) bool {
 	if r.Tool != "" && r.Tool != "*" && r.Tool != tool {
 		return false
 	}
-	return r.When == nil || r.When(args)
+	return r.When == nil || r.When(args())
 }
 
 // Mode is the decision for calls no rule matches.
@@ -188,21 +190,31 @@ func (p *Permissions) decide(inv *toolkit.Invocation) (Decision, string) {
 			return Allow, "allowed for this session"
 		}
 	}
+	// The arguments are decoded once, and only if a rule for the tool
+	// looks at them: this runs on every call.
 	var args map[string]any
-	if len(p.rules) > 0 {
-		_ = json.Unmarshal(inv.Call.Args, &args) // unparsable arguments match no When
+	decoded := false
+	argsOf := func() map[string]any {
+		if !decoded {
+			_ = json.Unmarshal(inv.Call.Args, &args) // unparsable arguments match no When
+			decoded = true
+		}
+		return args
 	}
 	for _, r := range p.rules {
-		if r.matches(inv.Call.Name, args) {
+		if r.matches(inv.Call.Name, argsOf) {
 			return r.Decision, r.Reason
 		}
 	}
 	spec := inv.Spec()
-	why := fmt.Sprintf("no rule covers tool %q", inv.Call.Name)
-	if !spec.ReadOnly {
-		why = fmt.Sprintf("tool %q may change things (it is not read-only) and no rule covers it", inv.Call.Name)
+	d := p.mode(spec)
+	if d == Allow {
+		return d, "" // no one reads the reason of an allowed call
 	}
-	return p.mode(spec), why
+	if !spec.ReadOnly {
+		return d, fmt.Sprintf("tool %q may change things (it is not read-only) and no rule covers it", inv.Call.Name)
+	}
+	return d, fmt.Sprintf("no rule covers tool %q", inv.Call.Name)
 }
 
 func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
@@ -215,7 +227,7 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 		if reason != "" {
 			msg += ": " + reason
 		}
-		return toolkit.Failure(toolkit.StateDenied, fmt.Errorf("%w. Do not call it again with these arguments; tell the user or find another way", permWrap(ErrDenied, msg)))
+		return toolkit.Failure(toolkit.StateDenied, permWrap(ErrDenied, msg+". Do not call it again with these arguments; tell the user or find another way"))
 	}
 	return p.ask(ctx, inv, next, reason)
 }
@@ -256,7 +268,7 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 		if v.reason != "" {
 			msg += ": " + v.reason
 		}
-		return toolkit.Failure(toolkit.StateDenied, fmt.Errorf("%w. Do not retry it as it was; follow the user's reason", permWrap(ErrRejected, msg)))
+		return toolkit.Failure(toolkit.StateDenied, permWrap(ErrRejected, msg+". Do not retry it as it was; follow the user's reason"))
 	}
 	note := ""
 	if v.args != nil {
@@ -264,8 +276,7 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 		note = "arguments edited"
 	}
 	if v.always {
-		sr, _ := inv.SessionValues().LoadOrStore(permRulesKey{}, &permRules{})
-		rules := sr.(*permRules)
+		rules := loadOrNew(inv.SessionValues(), permRulesKey{}, func() *permRules { return &permRules{} })
 		rules.mu.Lock()
 		if !slices.Contains(rules.tools, inv.Call.Name) {
 			rules.tools = append(rules.tools, inv.Call.Name)

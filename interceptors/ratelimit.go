@@ -65,10 +65,7 @@ func RateLimit(perTool map[string]rate.Limit, burst int, opts ...RateLimitOption
 	}
 	ic := toolkit.Interceptor{Name: RateLimitName, Intercept: cfg.intercept}
 	if !cfg.hasAll {
-		ic.Tools = slices.Sorted(maps.Keys(cfg.fixed))
-		if len(ic.Tools) == 0 {
-			ic.Match = func(*toolkit.Tool) bool { return false }
-		}
+		scopeTo(&ic, slices.Collect(maps.Keys(cfg.fixed)))
 	}
 	return ic
 }
@@ -80,11 +77,7 @@ func (cfg *rateConfig) limiter(tool string) *rate.Limiter {
 	if !cfg.hasAll {
 		return nil
 	}
-	if l, ok := cfg.dynamic.Load(tool); ok {
-		return l.(*rate.Limiter)
-	}
-	l, _ := cfg.dynamic.LoadOrStore(tool, rate.NewLimiter(cfg.all, cfg.burst))
-	return l.(*rate.Limiter)
+	return loadOrNew(&cfg.dynamic, tool, func() *rate.Limiter { return rate.NewLimiter(cfg.all, cfg.burst) })
 }
 
 func (cfg *rateConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {

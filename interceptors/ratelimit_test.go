@@ -43,6 +43,10 @@ func TestRateLimitNoWait(t *testing.T) {
 	if ran.get() != 1 {
 		t.Fatalf("tool ran %d times, want 1", ran.get())
 	}
+	// The bucket is the tool's, across sessions.
+	if r := icRun(t, icSession(t, tk, "other"), icCall("c3", "search", `{}`)); !errors.Is(r.Err, interceptors.ErrRateLimited) || ran.get() != 1 {
+		t.Fatalf("another session: %s %v, ran %d; want refused by the same bucket", r.State, r.Err, ran.get())
+	}
 	// Tools without an entry are not limited.
 	for i := range 3 {
 		if r := icRun(t, s, icCall("o"+string(rune('0'+i)), "other", `{}`)); r.State != toolkit.StateSuccess {

@@ -51,19 +51,28 @@ func flakyTool(t *testing.T, name string, okAt int, ran *icCounter) *toolkit.Too
 	})
 }
 
+// retryFlaky runs call "c1" of a flakyTool that succeeds at attempt okAt
+// through Retry(opts...) in a toolkit made with tkOpts, and returns the
+// result, how often the tool ran and the waits Retry asked for (it does
+// not wait).
+func retryFlaky(t *testing.T, okAt int, tkOpts []toolkit.Option, opts ...interceptors.RetryOption) (r toolkit.Result, ran int, waits []time.Duration) {
+	t.Helper()
+	sl := &retrySleeps{}
+	tk := icKit(t, tkOpts, interceptors.Retry(append(opts, interceptors.RetrySleep(sl.sleep))...))
+	var n icCounter
+	icAdd(t, tk, flakyTool(t, "flaky", okAt, &n))
+	r = icRun(t, icSession(t, tk, "s"), icCall("c1", "flaky", `{}`))
+	return r, n.get(), sl.all()
+}
+
 func TestRetrySucceedsOnThirdAttempt(t *testing.T) {
 	rec := &icRecorder{}
-	sl := &retrySleeps{}
-	tk := icKit(t, []toolkit.Option{toolkit.WithInlineObserver(rec)}, interceptors.Retry(interceptors.RetrySleep(sl.sleep)))
-	var ran icCounter
-	icAdd(t, tk, flakyTool(t, "flaky", 3, &ran))
-
-	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "flaky", `{}`))
+	r, ran, waits := retryFlaky(t, 3, []toolkit.Option{toolkit.WithInlineObserver(rec)})
 	if r.State != toolkit.StateSuccess || r.Text() != "attempt 3 streamed; ok" {
 		t.Fatalf("got %s %q, want success with the third attempt only", r.State, r.Text())
 	}
-	if ran.get() != 3 || len(sl.all()) != 2 {
-		t.Fatalf("ran %d times, slept %d times; want 3 and 2", ran.get(), len(sl.all()))
+	if ran != 3 || len(waits) != 2 {
+		t.Fatalf("ran %d times, slept %d times; want 3 and 2", ran, len(waits))
 	}
 	if got := r.Meta[interceptors.MetaAttempts]; got != 3 {
 		t.Fatalf("attempts meta = %v, want 3", got)
@@ -76,12 +85,7 @@ func TestRetrySucceedsOnThirdAttempt(t *testing.T) {
 }
 
 func TestRetryGivesUp(t *testing.T) {
-	sl := &retrySleeps{}
-	tk := icKit(t, nil, interceptors.Retry(interceptors.RetryMaxAttempts(4), interceptors.RetrySleep(sl.sleep)))
-	var ran icCounter
-	icAdd(t, tk, flakyTool(t, "flaky", 0, &ran))
-
-	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "flaky", `{}`))
+	r, ran, waits := retryFlaky(t, 0, nil, interceptors.RetryMaxAttempts(4))
 	want := `Error: tool "flaky" failed after 4 attempts: flaky backend`
 	if r.State != toolkit.StateError || r.Text() != want {
 		t.Fatalf("got %s %q, want error %q", r.State, r.Text(), want)
@@ -93,23 +97,18 @@ func TestRetryGivesUp(t *testing.T) {
 	if !errors.As(r.Err, &re) || re.Attempts != 4 {
 		t.Fatalf("cause %#v, want a RetryError with 4 attempts", r.Err)
 	}
-	if ran.get() != 4 {
-		t.Fatalf("ran %d times, want 4", ran.get())
+	if ran != 4 {
+		t.Fatalf("ran %d times, want 4", ran)
 	}
-	if n := len(sl.all()); n != 3 {
+	if n := len(waits); n != 3 {
 		t.Fatalf("slept %d times, want 3 (never after the last attempt)", n)
 	}
 }
 
 func TestRetryOneAttemptIsNoRetry(t *testing.T) {
-	sl := &retrySleeps{}
-	tk := icKit(t, nil, interceptors.Retry(interceptors.RetryMaxAttempts(1), interceptors.RetrySleep(sl.sleep)))
-	var ran icCounter
-	icAdd(t, tk, flakyTool(t, "flaky", 0, &ran))
-
-	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "flaky", `{}`))
-	if ran.get() != 1 || len(sl.all()) != 0 {
-		t.Fatalf("ran %d, slept %d; want 1 and 0", ran.get(), len(sl.all()))
+	r, ran, waits := retryFlaky(t, 0, nil, interceptors.RetryMaxAttempts(1))
+	if ran != 1 || len(waits) != 0 {
+		t.Fatalf("ran %d, slept %d; want 1 and 0", ran, len(waits))
 	}
 	if r.State != toolkit.StateError || r.Text() != "attempt 1 streamed; Error: flaky backend" {
 		t.Fatalf("got %s %q: the outcome of a single attempt must stay as it is", r.State, r.Text())
@@ -170,19 +169,12 @@ func TestRetryNotRetried(t *testing.T) {
 func TestRetryBackoff(t *testing.T) {
 	const initial, maxWait = 100 * time.Millisecond, 350 * time.Millisecond
 	run := func(t *testing.T, jitter bool, attempts int) []time.Duration {
-		sl := &retrySleeps{}
-		tk := icKit(t, nil, interceptors.Retry(
-			interceptors.RetryMaxAttempts(attempts),
-			interceptors.RetryBackoff(initial, maxWait),
-			interceptors.RetryJitter(jitter),
-			interceptors.RetrySleep(sl.sleep)))
-		var ran icCounter
-		icAdd(t, tk, flakyTool(t, "flaky", 0, &ran))
-		icRun(t, icSession(t, tk, "s"), icCall("c1", "flaky", `{}`))
-		if ran.get() != attempts {
-			t.Fatalf("ran %d times, want %d", ran.get(), attempts)
+		_, ran, waits := retryFlaky(t, 0, nil, interceptors.RetryMaxAttempts(attempts),
+			interceptors.RetryBackoff(initial, maxWait), interceptors.RetryJitter(jitter))
+		if ran != attempts {
+			t.Fatalf("ran %d times, want %d", ran, attempts)
 		}
-		return sl.all()
+		return waits
 	}
 	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, maxWait, maxWait}
 	if got := run(t, false, 5); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -203,14 +195,9 @@ func TestRetryBackoff(t *testing.T) {
 		}
 	})
 	t.Run("factor", func(t *testing.T) {
-		sl := &retrySleeps{}
-		tk := icKit(t, nil, interceptors.Retry(interceptors.RetryMaxAttempts(4), interceptors.RetryFactor(3),
-			interceptors.RetryBackoff(10*time.Millisecond, time.Second), interceptors.RetryJitter(false),
-			interceptors.RetrySleep(sl.sleep)))
-		var ran icCounter
-		icAdd(t, tk, flakyTool(t, "flaky", 0, &ran))
-		icRun(t, icSession(t, tk, "s"), icCall("c1", "flaky", `{}`))
-		if got := fmt.Sprint(sl.all()); got != "[10ms 30ms 90ms]" {
+		_, _, waits := retryFlaky(t, 0, nil, interceptors.RetryMaxAttempts(4), interceptors.RetryFactor(3),
+			interceptors.RetryBackoff(10*time.Millisecond, time.Second), interceptors.RetryJitter(false))
+		if got := fmt.Sprint(waits); got != "[10ms 30ms 90ms]" {
 			t.Fatalf("waits %s, want [10ms 30ms 90ms]", got)
 		}
 	})
@@ -261,15 +248,33 @@ func TestRetryStopsWhenTheCallDeadlinePassed(t *testing.T) {
 }
 
 func TestRetryGivesUpWhenTheWaitOutlastsTheDeadline(t *testing.T) {
-	sl := &retrySleeps{}
 	// The call has 10s; the wait would be 30s at least.
-	tk := icKit(t, []toolkit.Option{toolkit.WithDefaultTimeout(10 * time.Second)}, interceptors.Retry(
-		interceptors.RetryBackoff(time.Minute, time.Minute), interceptors.RetrySleep(sl.sleep)))
+	r, ran, waits := retryFlaky(t, 0, []toolkit.Option{toolkit.WithDefaultTimeout(10 * time.Second)},
+		interceptors.RetryBackoff(time.Minute, time.Minute))
+	if ran != 1 || len(waits) != 0 || !errors.Is(r.Err, errFlaky) {
+		t.Fatalf("ran %d, slept %d, err %v: no attempt fits before the deadline", ran, len(waits), r.Err)
+	}
+}
+
+// Out of attempts, a call that timed out every time is still a timeout:
+// Retry keeps the last attempt's state under its own message and cause.
+func TestRetryGivesUpKeepsTheState(t *testing.T) {
+	sl := &retrySleeps{}
+	tk := icKit(t, nil, interceptors.Retry(interceptors.RetryMaxAttempts(2), interceptors.RetrySleep(sl.sleep)),
+		interceptors.Timeout(10*time.Millisecond))
 	var ran icCounter
-	icAdd(t, tk, flakyTool(t, "flaky", 0, &ran))
-	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "flaky", `{}`))
-	if ran.get() != 1 || len(sl.all()) != 0 || !errors.Is(r.Err, errFlaky) {
-		t.Fatalf("ran %d, slept %d, err %v: no attempt fits before the deadline", ran.get(), len(sl.all()), r.Err)
+	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "stuck"}, func(ctx context.Context) (string, error) {
+		ran.inc()
+		<-ctx.Done()
+		return "", ctx.Err()
+	}))
+	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "stuck", `{}`))
+	var re *interceptors.RetryError
+	if r.State != toolkit.StateTimeout || !errors.As(r.Err, &re) || re.Attempts != 2 || !errors.Is(r.Err, toolkit.ErrTimeout) {
+		t.Fatalf("got %s %v, want a timeout with a RetryError of 2 attempts", r.State, r.Err)
+	}
+	if !strings.HasPrefix(r.Text(), `Error: tool "stuck" failed after 2 attempts: tool "stuck" timed out`) || ran.get() != 2 {
+		t.Fatalf("model reads %q after %d runs", r.Text(), ran.get())
 	}
 }
 

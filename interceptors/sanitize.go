@@ -293,10 +293,8 @@ func (cfg *sanitizeConfig) redactJSON(raw json.RawMessage) (json.RawMessage, boo
 	if bytes.IndexByte(raw, '\\') < 0 && cfg.redact(string(raw)) == string(raw) {
 		return nil, false // no match anywhere, escapes aside
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeJSON(raw)
+	if err != nil {
 		return nil, false
 	}
 	v, changed := cfg.redactValue(v)

@@ -63,10 +63,7 @@ func Timeout(d time.Duration, opts ...TimeoutOption) toolkit.Interceptor {
 	ic := toolkit.Interceptor{Name: TimeoutName, Intercept: cfg.intercept}
 	if d <= 0 {
 		// Only the listed tools need the interceptor at all.
-		ic.Tools = slices.Sorted(maps.Keys(cfg.perTool))
-		if len(ic.Tools) == 0 {
-			ic.Match = func(*toolkit.Tool) bool { return false }
-		}
+		scopeTo(&ic, slices.Collect(maps.Keys(cfg.perTool)))
 	}
 	return ic
 }
@@ -131,14 +128,10 @@ func (e *timeoutWrapped) Unwrap() []error {
 type timeoutError struct {
 	tool  string
 	after time.Duration
-	why   string
 }
 
 func (e *timeoutError) Error() string {
-	if e.after > 0 {
-		return fmt.Sprintf("tool %q timed out after %v%s", e.tool, e.after, e.why)
-	}
-	return fmt.Sprintf("tool %q timed out%s", e.tool, e.why)
+	return fmt.Sprintf("tool %q timed out after %v", e.tool, e.after)
 }
 
 func (e *timeoutError) Unwrap() []error {

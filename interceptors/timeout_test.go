@@ -73,9 +73,11 @@ func TestTimeoutHandlerIgnoringCancellation(t *testing.T) {
 }
 
 func TestTimeoutPerTool(t *testing.T) {
+	// Far longer than the 20ms deadlines, so that a loaded machine cannot
+	// make both ready at once.
 	slow := func(ctx context.Context) (string, error) {
 		select {
-		case <-time.After(80 * time.Millisecond):
+		case <-time.After(250 * time.Millisecond):
 			return "finished", nil
 		case <-ctx.Done():
 			return "", ctx.Err()
@@ -92,7 +94,7 @@ func TestTimeoutPerTool(t *testing.T) {
 	})
 	t.Run("exemption and override", func(t *testing.T) {
 		tk := icKit(t, nil, interceptors.Timeout(20*time.Millisecond,
-			interceptors.TimeoutFor("exempt", 0), interceptors.TimeoutFor("longer", time.Second)))
+			interceptors.TimeoutFor("exempt", 0), interceptors.TimeoutFor("longer", 10*time.Second)))
 		icAdd(t, tk, icTool(t, toolkit.Spec{Name: "exempt"}, slow), icTool(t, toolkit.Spec{Name: "longer"}, slow),
 			icTool(t, toolkit.Spec{Name: "plain"}, slow))
 		s := icSession(t, tk, "s")

@@ -1,0 +1,44 @@
+package interceptors
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"sync"
+
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// scopeTo limits ic to the named tools (duplicates and order do not
+// matter). No names means no tool at all, not every tool as an empty
+// Tools would.
+func scopeTo(ic *toolkit.Interceptor, tools []string) {
+	ic.Tools = slices.Compact(slices.Sorted(slices.Values(tools)))
+	if len(ic.Tools) == 0 {
+		ic.Match = func(*toolkit.Tool) bool { return false }
+	}
+}
+
+// loadOrNew returns the value stored under key in m (a CallValues,
+// RunValues or SessionValues map), storing mk() there first when there is
+// none. Only the first call for a key builds a value: the interceptors
+// that keep state there run on every call.
+func loadOrNew[T any](m *sync.Map, key any, mk func() *T) *T {
+	if v, ok := m.Load(key); ok {
+		return v.(*T)
+	}
+	v, _ := m.LoadOrStore(key, mk())
+	return v.(*T)
+}
+
+// decodeJSON decodes one JSON value with numbers kept as json.Number, so
+// that large numbers stay exact when encoded again.
+func decodeJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
