@@ -55,7 +55,7 @@ func (r *recorder) sessionEvents(session string) []groups.Change {
 	return out
 }
 
-func newFixture(t *testing.T, opts ...groups.Option) *fixture {
+func newFixture(t testing.TB, opts ...groups.Option) *fixture {
 	t.Helper()
 	f := &fixture{recv: &recorder{}}
 	f.tk = toolkit.New(toolkit.WithInlineObserver(f.recv))
@@ -429,5 +429,111 @@ func TestClosedSessionForgotten(t *testing.T) {
 	s.Close()
 	if active, _ := f.m.Active(ctx, "s"); !slices.Equal(active, []string{"web"}) {
 		t.Fatalf("after Close: %v, want the defaults", active)
+	}
+}
+
+// TestDefinitionsChangeAtRunTime: a group added later starts with its
+// default in every session, also in one that set its groups already; an
+// updated group keeps what sessions set for it; the tools of a removed group
+// that are in no other group become basic.
+func TestDefinitionsChangeAtRunTime(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.m.SetActive(ctx, "s", "files"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Add(groups.Group{Name: "clock", Description: "Time.", Tools: []string{"now"}, Active: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, session := range []string{"s", "fresh"} {
+		if active, _ := f.m.Active(ctx, session); !slices.Contains(active, "clock") {
+			t.Fatalf("%s: a group added active is not: %v", session, active)
+		}
+	}
+	// web was switched off in s; its default changes to off and back on.
+	for _, on := range []bool{false, true} {
+		if err := f.m.Update(groups.Group{Name: "web", Description: "The web.", Tools: []string{"web_get"}, Active: on}); err != nil {
+			t.Fatal(err)
+		}
+		if active, _ := f.m.Active(ctx, "s"); slices.Contains(active, "web") {
+			t.Fatalf("Update (default %v) overrode the session's own state: %v", on, active)
+		}
+		if active, _ := f.m.Active(ctx, "fresh"); slices.Contains(active, "web") != on {
+			t.Fatalf("Update (default %v) not seen by a session that never set web: %v", on, active)
+		}
+	}
+	// grep stays in search (inactive); read_file and list_dir become basic.
+	if _, err := f.m.SetActive(ctx, "s", "clock"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Remove("files"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.visible(t, "s"), []string{"read_file", "list_dir", "now", "reset_tools"}; !slices.Equal(got, want) {
+		t.Fatalf("after Remove: %v, want %v", got, want)
+	}
+	if rs := f.run(t, "s", call("1", "read_file", `{}`), call("2", "grep", `{}`)); rs[0].State != toolkit.StateSuccess || rs[1].State != toolkit.StateError {
+		t.Fatalf("after Remove: read_file %s, grep %s", rs[0].State, rs[1].State)
+	}
+}
+
+// TestMetaToolSharedAndCurrent: sessions with the same active groups share
+// one reset_tools (its schema is compiled once), and each session's follows
+// its own groups.
+func TestMetaToolSharedAndCurrent(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	meta := func(session string) *toolkit.Tool {
+		s, _ := f.tk.Session(session)
+		tools, err := s.Tools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tools[len(tools)-1]
+	}
+	a, b := meta("a"), meta("b")
+	if a != b || meta("a") != a {
+		t.Fatal("sessions with the same groups got reset_tools built again")
+	}
+	f.m.Activate(ctx, "b", "files")
+	if mb := meta("b"); mb == a || !strings.Contains(mb.Spec().Description, "- files (ACTIVE now)") ||
+		!strings.Contains(meta("a").Spec().Description, "- files (inactive)") {
+		t.Fatalf("descriptions:\na: %s\nb: %s", meta("a").Spec().Description, mb.Spec().Description)
+	}
+	f.m.Deactivate(ctx, "b", "files")
+	if meta("b") != a {
+		t.Fatal("back to the same groups, a new reset_tools")
+	}
+	// New definitions, new tool.
+	f.m.Update(groups.Group{Name: "web", Description: "The whole web.", Tools: []string{"web_get"}, Active: true})
+	if ma := meta("a"); ma == a || !strings.Contains(ma.Spec().Description, "The whole web.") {
+		t.Fatalf("after Update: %s", ma.Spec().Description)
+	}
+}
+
+// TestToolsChanged: the tools a change made visible or hid, not every tool
+// of the groups it switched: a tool still visible through another active
+// group neither came nor went.
+func TestToolsChanged(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.m.Activate(ctx, "s", "search"); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := f.m.Activate(ctx, "s", "files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added, removed := f.m.ToolsChanged(ch); !slices.Equal(added, []string{"read_file", "list_dir"}) || removed != nil {
+		t.Fatalf("files on with search on: added %v, removed %v", added, removed)
+	}
+	ch, _ = f.m.SetActive(ctx, "s")
+	if added, removed := f.m.ToolsChanged(ch); added != nil || !slices.Equal(removed, []string{"read_file", "list_dir", "web_get", "grep"}) {
+		t.Fatalf("all off: added %v, removed %v", added, removed)
+	}
+	// ToolsOf lists the registered tools only.
+	f.tk.Remove("list_dir")
+	if got := f.m.ToolsOf("files"); !slices.Equal(got, []string{"read_file", "grep"}) {
+		t.Fatalf("ToolsOf(files) = %v", got)
 	}
 }

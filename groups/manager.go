@@ -23,11 +23,15 @@ type Manager struct {
 	defs atomic.Pointer[catalog] // read without locking
 }
 
-// catalog is an immutable snapshot of the group definitions.
+// catalog is an immutable snapshot of the group definitions, with a cache of
+// the reset_tools variants built from it.
 type catalog struct {
 	order  []Group             // registration order
 	byName map[string]Group    // by group name
 	member map[string][]string // tool name -> its groups, in group order
+
+	metaMu sync.Mutex
+	metas  map[string]*toolkit.Tool // reset_tools as sessions see it, by active groups ('0' or '1' per group of order)
 }
 
 func newCatalog(order []Group) *catalog {
@@ -106,7 +110,7 @@ func (m *Manager) Update(g Group) error {
 	cur := m.defs.Load()
 	i := slices.IndexFunc(cur.order, func(x Group) bool { return x.Name == g.Name })
 	if i < 0 {
-		return m.unknown(cur, g.Name)
+		return cur.unknown(g.Name)
 	}
 	order := slices.Clone(cur.order)
 	order[i] = g.clone()
@@ -122,7 +126,7 @@ func (m *Manager) Remove(names ...string) error {
 	cur := m.defs.Load()
 	for _, n := range names {
 		if _, ok := cur.byName[n]; !ok {
-			return m.unknown(cur, n)
+			return cur.unknown(n)
 		}
 	}
 	order := slices.DeleteFunc(slices.Clone(cur.order), func(g Group) bool { return slices.Contains(names, g.Name) })
@@ -155,7 +159,7 @@ func (m *Manager) checkGroup(g Group) error {
 	return nil
 }
 
-func (m *Manager) unknown(c *catalog, name string) error {
+func (c *catalog) unknown(name string) error {
 	return fmt.Errorf("%w %q; groups are: %s", ErrUnknownGroup, name, strings.Join(names(c.order), ", "))
 }
 
@@ -171,15 +175,20 @@ func names(gs []Group) []string {
 func active(c *catalog, state map[string]bool) map[string]bool {
 	out := make(map[string]bool, len(c.order))
 	for _, g := range c.order {
-		on, set := state[g.Name]
-		if !set {
-			on = g.Active
-		}
-		if on {
+		if c.isOn(state, g.Name) {
 			out[g.Name] = true
 		}
 	}
 	return out
+}
+
+// isOn reports whether group g is active for a stored state: as stored, or
+// the group's default when the state does not mention it.
+func (c *catalog) isOn(state map[string]bool, g string) bool {
+	if on, set := state[g]; set {
+		return on
+	}
+	return c.byName[g].Active
 }
 
 func sortedKeys(m map[string]bool) []string {
@@ -199,25 +208,12 @@ func (m *Manager) Active(ctx context.Context, session string) ([]string, error) 
 // semantics, like reset_tools). Unknown names are an error and change
 // nothing.
 func (m *Manager) SetActive(ctx context.Context, session string, groups ...string) (Change, error) {
-	return m.change(ctx, session, "code", "", func(c *catalog, _ map[string]bool) (map[string]bool, error) {
-		want := map[string]bool{}
-		for _, n := range groups {
-			if _, ok := c.byName[n]; !ok {
-				return nil, m.unknown(c, n)
-			}
-			want[n] = true
-		}
-		next := map[string]bool{}
-		for _, g := range c.order {
-			next[g.Name] = want[g.Name]
-		}
-		return next, nil
-	})
+	return m.change(ctx, session, "code", "", switchGroups(groups, true, true))
 }
 
 // Activate switches groups on in a session, leaving the others as they are.
 func (m *Manager) Activate(ctx context.Context, session string, groups ...string) (Change, error) {
-	return m.set(ctx, session, groups, true)
+	return m.change(ctx, session, "code", "", switchGroups(groups, true, false))
 }
 
 // ActivateForCall switches groups on for the session of the tool call
@@ -228,19 +224,7 @@ func (m *Manager) ActivateForCall(ctx context.Context, by string, groups ...stri
 	if !ok {
 		return Change{}, fmt.Errorf("groups: ActivateForCall outside a tool call")
 	}
-	return m.change(ctx, info.Session, by, info.CallID, func(c *catalog, state map[string]bool) (map[string]bool, error) {
-		next := maps.Clone(state)
-		if next == nil {
-			next = map[string]bool{}
-		}
-		for _, n := range groups {
-			if _, ok := c.byName[n]; !ok {
-				return nil, m.unknown(c, n)
-			}
-			next[n] = true
-		}
-		return next, nil
-	})
+	return m.change(ctx, info.Session, by, info.CallID, switchGroups(groups, true, false))
 }
 
 // Has reports whether a group exists.
@@ -251,33 +235,43 @@ func (m *Manager) Has(group string) bool {
 
 // ToolsOf returns the tools of a group that are registered.
 func (m *Manager) ToolsOf(group string) []string {
-	g, ok := m.defs.Load().byName[group]
-	if !ok {
-		return nil
+	var out []string
+	for _, t := range m.defs.Load().byName[group].Tools {
+		if _, ok := m.tk.Tool(t); ok {
+			out = append(out, t)
+		}
 	}
-	return slices.Clone(g.Tools)
+	return out
 }
 
 // Deactivate switches groups off in a session, leaving the others as they
 // are.
 func (m *Manager) Deactivate(ctx context.Context, session string, groups ...string) (Change, error) {
-	return m.set(ctx, session, groups, false)
+	return m.change(ctx, session, "code", "", switchGroups(groups, false, false))
 }
 
-func (m *Manager) set(ctx context.Context, session string, groups []string, on bool) (Change, error) {
-	return m.change(ctx, session, "code", "", func(c *catalog, state map[string]bool) (map[string]bool, error) {
-		next := maps.Clone(state)
-		if next == nil {
-			next = map[string]bool{}
+// switchGroups returns the update that sets the named groups to on. With
+// replace, every other group is set to off (the complete new state, as in
+// reset_tools); without, the others keep their stored state. An unknown
+// name fails the update.
+func switchGroups(names []string, on, replace bool) func(*catalog, map[string]bool) (map[string]bool, error) {
+	return func(c *catalog, state map[string]bool) (map[string]bool, error) {
+		next := make(map[string]bool, len(c.order))
+		if replace {
+			for _, g := range c.order {
+				next[g.Name] = false
+			}
+		} else {
+			maps.Copy(next, state)
 		}
-		for _, n := range groups {
+		for _, n := range names {
 			if _, ok := c.byName[n]; !ok {
-				return nil, m.unknown(c, n)
+				return nil, c.unknown(n)
 			}
 			next[n] = on
 		}
 		return next, nil
-	})
+	}
 }
 
 // change applies one update through the store and reports it with a
@@ -382,8 +376,7 @@ func (m *Manager) Allow(ctx context.Context, s *toolkit.Session, t *toolkit.Tool
 	if err != nil {
 		return err
 	}
-	on := active(c, state)
-	if slices.ContainsFunc(gs, func(g string) bool { return on[g] }) {
+	if slices.ContainsFunc(gs, func(g string) bool { return c.isOn(state, g) }) {
 		return nil
 	}
 	if len(gs) == 1 {

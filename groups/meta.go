@@ -14,10 +14,49 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// metaFor builds reset_tools as one session sees it: one boolean property
+// maxMetas bounds the reset_tools variants a catalog keeps (one per set of
+// active groups that sessions have): past it, the cache starts over.
+const maxMetas = 256
+
+// metaFor returns reset_tools as one session sees it. It depends only on the
+// catalog and the active groups, so sessions with the same groups share one
+// tool, built once (building means compiling its schema).
+func (m *Manager) metaFor(c *catalog, on map[string]bool) (*toolkit.Tool, error) {
+	var buf [64]byte
+	key := buf[:0]
+	for _, g := range c.order {
+		if on[g.Name] {
+			key = append(key, '1')
+		} else {
+			key = append(key, '0')
+		}
+	}
+	c.metaMu.Lock()
+	t := c.metas[string(key)]
+	c.metaMu.Unlock()
+	if t != nil {
+		return t, nil
+	}
+	t, err := m.buildMeta(c, on) // unlocked: sessions with other groups need not wait
+	if err != nil {
+		return nil, err
+	}
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
+	if len(c.metas) >= maxMetas {
+		clear(c.metas)
+	}
+	if c.metas == nil {
+		c.metas = map[string]*toolkit.Tool{}
+	}
+	c.metas[string(key)] = t
+	return t, nil
+}
+
+// buildMeta builds reset_tools as one session sees it: one boolean property
 // per group, each described with the group's description and whether it is
 // active right now, so the model does not switch on what is already on.
-func (m *Manager) metaFor(c *catalog, on map[string]bool) (*toolkit.Tool, error) {
+func (m *Manager) buildMeta(c *catalog, on map[string]bool) (*toolkit.Tool, error) {
 	type prop struct {
 		Type        string `json:"type"`
 		Description string `json:"description"`
@@ -59,9 +98,7 @@ func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) ([]toolk
 		return nil, fmt.Errorf("the arguments must be an object of group names to true or false: %v", err)
 	}
 	c := m.defs.Load()
-	valid := names(c.order)
-	var unknown, notBool []string
-	want := map[string]bool{}
+	var unknown, notBool, want []string
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		if _, ok := c.byName[k]; !ok {
 			unknown = append(unknown, k)
@@ -69,7 +106,7 @@ func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) ([]toolk
 		}
 		switch v := string(bytes.TrimSpace(raw[k])); v {
 		case "true":
-			want[k] = true
+			want = append(want, k)
 		case "false":
 		default:
 			notBool = append(notBool, fmt.Sprintf("%q must be true or false, got %s", k, v))
@@ -84,31 +121,21 @@ func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) ([]toolk
 		for _, e := range notBool {
 			msg.WriteString(e + ". ")
 		}
-		fmt.Fprintf(&msg, "Valid groups: %s.", strings.Join(valid, ", "))
+		fmt.Fprintf(&msg, "Valid groups: %s.", strings.Join(names(c.order), ", "))
 		return nil, errors.New(msg.String())
 	}
 
-	before, err := m.Active(ctx, info.Session)
+	ch, err := m.change(ctx, info.Session, "model", info.CallID, switchGroups(want, true, true))
 	if err != nil {
 		return nil, err
 	}
-	ch, err := m.change(ctx, info.Session, "model", info.CallID, func(c *catalog, _ map[string]bool) (map[string]bool, error) {
-		next := map[string]bool{}
-		for _, g := range c.order {
-			next[g.Name] = want[g.Name]
-		}
-		return next, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return []toolkit.Part{events.Text(m.report(c, before, ch))}, nil
+	return []toolkit.Part{events.Text(m.report(c, ch))}, nil
 }
 
 // report is what the model reads after reset_tools: the active groups, the
 // tools that came and went, and the instructions of the groups it
 // activated, in a tagged layout.
-func (m *Manager) report(c *catalog, before []string, ch Change) string {
+func (m *Manager) report(c *catalog, ch Change) string {
 	var b strings.Builder
 	if len(ch.Active) == 0 {
 		b.WriteString("All tool groups are now inactive; only the basic tools remain.")
@@ -118,28 +145,7 @@ func (m *Manager) report(c *catalog, before []string, ch Change) string {
 	if !ch.Changed() {
 		b.WriteString(" Nothing changed.")
 	}
-	on := map[string]bool{}
-	for _, n := range ch.Active {
-		on[n] = true
-	}
-	wasOn := map[string]bool{}
-	for _, n := range before {
-		wasOn[n] = true
-	}
-	var added, removed []string
-	for _, t := range m.tk.Tools() {
-		name := t.Name()
-		if len(c.member[name]) == 0 {
-			continue
-		}
-		now, was := visible(c, on, name), visible(c, wasOn, name)
-		switch {
-		case now && !was:
-			added = append(added, name)
-		case was && !now:
-			removed = append(removed, name)
-		}
-	}
+	added, removed := m.toolsChanged(c, ch)
 	if len(added) > 0 {
 		fmt.Fprintf(&b, "\nNow available: %s.", strings.Join(added, ", "))
 	}
@@ -160,4 +166,41 @@ func (m *Manager) report(c *catalog, before []string, ch Change) string {
 		b.WriteString("\n</tool-instructions>")
 	}
 	return b.String()
+}
+
+// ToolsChanged returns the registered tools that a change of a session's
+// groups made visible (added) and those it hid (removed), in registration
+// order. Basic tools are never in either.
+func (m *Manager) ToolsChanged(ch Change) (added, removed []string) {
+	return m.toolsChanged(m.defs.Load(), ch)
+}
+
+func (m *Manager) toolsChanged(c *catalog, ch Change) (added, removed []string) {
+	on := make(map[string]bool, len(ch.Active)+len(ch.Deactivated))
+	for _, n := range ch.Active {
+		on[n] = true
+	}
+	// Before the change: what is active now, less what it activated, plus
+	// what it deactivated.
+	wasOn := maps.Clone(on)
+	for _, n := range ch.Activated {
+		delete(wasOn, n)
+	}
+	for _, n := range ch.Deactivated {
+		wasOn[n] = true
+	}
+	for _, t := range m.tk.Tools() {
+		name := t.Name()
+		if len(c.member[name]) == 0 {
+			continue
+		}
+		now, was := visible(c, on, name), visible(c, wasOn, name)
+		switch {
+		case now && !was:
+			added = append(added, name)
+		case was && !now:
+			removed = append(removed, name)
+		}
+	}
+	return added, removed
 }

@@ -1,6 +1,7 @@
 package skills
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -49,7 +50,14 @@ type Loader struct {
 	mu     sync.Mutex
 	binds  map[string][]string        // skill -> groups bound by code
 	loaded map[string]map[string]bool // session -> skills loaded
+
+	toolsMu sync.Mutex
+	tools   map[string]*toolkit.Tool // the tool as sessions see it, by its skillId enum joined with NUL
 }
+
+// maxTools bounds the variants of the tool the loader keeps (one per list of
+// skills that sessions may load): past it, the cache starts over.
+const maxTools = 256
 
 // Option configures Install.
 type Option func(*Loader)
@@ -123,10 +131,7 @@ func (l *Loader) Loaded(session string) []string {
 }
 
 // Skills returns the skills a session may load, sorted by name.
-func (l *Loader) Skills(session string) []*Skill { return l.visible(session) }
-
-// visible returns the skills a session may load, sorted by name.
-func (l *Loader) visible(session string) []*Skill {
+func (l *Loader) Skills(session string) []*Skill {
 	all := l.lib.Skills()
 	if l.filter == nil {
 		return all
@@ -150,7 +155,7 @@ func (l *Loader) Tools(ctx context.Context, s *toolkit.Session, tools []*toolkit
 		return tools, nil
 	}
 	out := slices.Clone(tools)
-	vis := l.visible(s.ID())
+	vis := l.Skills(s.ID())
 	if len(vis) == 0 {
 		return slices.Delete(out, i, i+1), nil
 	}
@@ -164,7 +169,7 @@ func (l *Loader) Tools(ctx context.Context, s *toolkit.Session, tools []*toolkit
 
 // Allow implements toolkit.Visibility.
 func (l *Loader) Allow(ctx context.Context, s *toolkit.Session, t *toolkit.Tool) error {
-	if t == l.tool && len(l.visible(s.ID())) == 0 {
+	if t == l.tool && len(l.Skills(s.ID())) == 0 {
 		return errors.New("there are no skills to load in this session")
 	}
 	return nil
@@ -177,11 +182,40 @@ func (l *Loader) SessionClosed(session string) {
 	l.mu.Unlock()
 }
 
+// toolFor returns the tool as a session that may load vis sees it. It
+// depends only on the skills' names, so sessions with the same skills share
+// one tool, built once (building means compiling its schema).
 func (l *Loader) toolFor(vis []*Skill) (*toolkit.Tool, error) {
+	ids := skillNames(vis)
+	key := strings.Join(ids, "\x00")
+	l.toolsMu.Lock()
+	t := l.tools[key]
+	l.toolsMu.Unlock()
+	if t != nil {
+		return t, nil
+	}
+	t, err := l.buildTool(ids) // unlocked: sessions with other skills need not wait
+	if err != nil {
+		return nil, err
+	}
+	l.toolsMu.Lock()
+	defer l.toolsMu.Unlock()
+	if len(l.tools) >= maxTools {
+		clear(l.tools)
+	}
+	if l.tools == nil {
+		l.tools = map[string]*toolkit.Tool{}
+	}
+	l.tools[key] = t
+	return t, nil
+}
+
+// buildTool builds the tool with ids as the skillId enum.
+func (l *Loader) buildTool(ids []string) (*toolkit.Tool, error) {
 	schema, err := json.Marshal(map[string]any{
 		"type": "object",
 		"properties": map[string]any{
-			"skillId": map[string]any{"type": "string", "enum": skillNames(vis),
+			"skillId": map[string]any{"type": "string", "enum": ids,
 				"description": "The skill to load."},
 			"path": map[string]any{"type": "string",
 				"description": `"SKILL.md" for the skill's instructions, or the exact path of one of its files as the instructions name it (for example "references/guide.md"). Not ".", "./", a folder or an absolute path.`},
@@ -213,9 +247,9 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) ([]toolkit.Part,
 	if !ok {
 		return nil, errors.New("load_skill_through_path must run inside a toolkit call")
 	}
-	vis := l.visible(info.Session)
+	vis := l.Skills(info.Session)
 	var args loadArgs
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&args); err != nil {
 		return nil, fmt.Errorf("the arguments must be {\"skillId\": string, \"path\": string}: %v", err)
@@ -291,12 +325,15 @@ func (l *Loader) resourceError(s *Skill, path string, err error) error {
 	return fmt.Errorf("loading %q from skill %q: %w", path, s.Name, err)
 }
 
-// activate records the skill as loaded in the session (emitting a "skills"
-// event the first time) and switches on its bound groups, reporting the
-// tools that became available.
+// activate switches on the skill's bound groups, then records the skill as
+// loaded in the session (emitting a "skills" event the first time), and
+// reports the tools that became available.
 func (l *Loader) activate(ctx context.Context, info toolkit.CallInfo, s *Skill, path string) (string, error) {
+	switched, report, err := l.switchOn(ctx, s)
+	if err != nil {
+		return "", err
+	}
 	l.mu.Lock()
-	bound := append(slices.Clone(s.Groups), l.binds[s.Name]...)
 	set := l.loaded[info.Session]
 	if set == nil {
 		set = map[string]bool{}
@@ -306,49 +343,50 @@ func (l *Loader) activate(ctx context.Context, info toolkit.CallInfo, s *Skill, 
 	set[s.Name] = true
 	loaded := slices.Sorted(maps.Keys(set))
 	l.mu.Unlock()
-
-	var report string
-	var switched []string
-	if len(bound) > 0 && l.gm != nil {
-		var known []string
-		for _, g := range slices.Compact(slices.Sorted(slices.Values(bound))) {
-			if l.gm.Has(g) {
-				known = append(known, g)
-			}
-		}
-		if len(known) > 0 {
-			ch, err := l.gm.ActivateForCall(ctx, "skill", known...)
-			if err != nil {
-				return "", err
-			}
-			switched = ch.Activated
-			if len(ch.Activated) > 0 {
-				var tools []string
-				for _, g := range ch.Activated {
-					tools = append(tools, l.gm.ToolsOf(g)...)
-				}
-				report = fmt.Sprintf("\n\nThis skill switched on the tool group(s) %s. Now available: %s.",
-					strings.Join(ch.Activated, ", "), strings.Join(slices.Compact(slices.Sorted(slices.Values(tools))), ", "))
-			}
-		}
+	if !first {
+		return report, nil
 	}
-	if first {
-		sess, err := l.tk.Session(info.Session)
-		if err != nil {
-			return "", err
-		}
-		if err := sess.Emit(EventType, LoadEvent{Loaded: loaded, Skill: s.Name, Path: path, Call: info.CallID, Groups: switched}); err != nil {
-			return "", err
-		}
+	sess, err := l.tk.Session(info.Session)
+	if err != nil {
+		return "", err
+	}
+	if err := sess.Emit(EventType, LoadEvent{Loaded: loaded, Skill: s.Name, Path: path, Call: info.CallID, Groups: switched}); err != nil {
+		return "", err
 	}
 	return report, nil
+}
+
+// switchOn switches on the existing groups bound to s (front matter may name
+// any) for the call's session, and returns those that were off and the
+// sentence for the model that says so and which tools came with them.
+func (l *Loader) switchOn(ctx context.Context, s *Skill) (switched []string, report string, err error) {
+	if l.gm == nil {
+		return nil, "", nil
+	}
+	l.mu.Lock()
+	bound := append(slices.Clone(s.Groups), l.binds[s.Name]...)
+	l.mu.Unlock()
+	bound = slices.DeleteFunc(bound, func(g string) bool { return !l.gm.Has(g) })
+	if len(bound) == 0 {
+		return nil, "", nil
+	}
+	ch, err := l.gm.ActivateForCall(ctx, "skill", bound...)
+	if err != nil || len(ch.Activated) == 0 {
+		return nil, "", err
+	}
+	report = fmt.Sprintf("\n\nThis skill switched on the tool group(s) %s.", strings.Join(ch.Activated, ", "))
+	if added, _ := l.gm.ToolsChanged(ch); len(added) > 0 {
+		slices.Sort(added)
+		report += fmt.Sprintf(" Now available: %s.", strings.Join(added, ", "))
+	}
+	return ch.Activated, report, nil
 }
 
 // Prompt returns the system-prompt fragment that lists the skills a
 // session may load and says how to load them. The caller decides where it
 // goes. It is empty when there are no skills.
 func (l *Loader) Prompt(session string) string {
-	vis := l.visible(session)
+	vis := l.Skills(session)
 	if len(vis) == 0 {
 		return ""
 	}

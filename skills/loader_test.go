@@ -3,11 +3,14 @@ package skills_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
@@ -53,6 +56,13 @@ func skillFile(name, desc, extra, body string) *fstest.MapFile {
 
 func newLoaderFixture(t *testing.T, opts ...skills.Option) *loaderFixture {
 	t.Helper()
+	return newLoaderFixtureWith(t, nil, nil, opts...)
+}
+
+// newLoaderFixtureWith is newLoaderFixture with more toolkit options (after
+// the recorder) and options for the groups manager.
+func newLoaderFixtureWith(t *testing.T, tkOpts []toolkit.Option, gOpts []groups.Option, opts ...skills.Option) *loaderFixture {
+	t.Helper()
 	f := &loaderFixture{rec: &recorder{}}
 	f.fs = fstest.MapFS{
 		"analysis/SKILL.md":            skillFile("analysis", "Analyse data.", "tool-groups: [stats]\n", "Use mean, then plot."),
@@ -68,14 +78,14 @@ func newLoaderFixture(t *testing.T, opts ...skills.Option) *loaderFixture {
 		t.Fatal(err)
 	}
 	f.lib = lib
-	f.tk = toolkit.New(toolkit.WithInlineObserver(f.rec))
+	f.tk = toolkit.New(append([]toolkit.Option{toolkit.WithInlineObserver(f.rec)}, tkOpts...)...)
 	t.Cleanup(func() { f.tk.Close(context.Background()) })
 	for _, name := range []string{"mean", "plot", "now"} {
 		f.tk.Add(toolkit.MustTool(toolkit.Spec{Name: name, ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (string, error) {
 			return name + " ran", nil
 		}))
 	}
-	if f.gm, err = groups.Install(f.tk); err != nil {
+	if f.gm, err = groups.Install(f.tk, gOpts...); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.gm.Add(
@@ -303,5 +313,124 @@ func TestBindErrors(t *testing.T) {
 	}
 	if err := ld.Bind("analysis", "stats"); err == nil {
 		t.Fatal("Bind without WithGroups")
+	}
+}
+
+// TestLoadReportsOnlyNewTools: the tools a load reports are those that came
+// with it, not every tool of the groups it switched on: plot is visible
+// through charts already.
+func TestLoadReportsOnlyNewTools(t *testing.T) {
+	f := newLoaderFixture(t)
+	if err := f.gm.Add(groups.Group{Name: "viz", Description: "Visualise.", Tools: []string{"plot", "mean"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.ld.Bind("analysis", "viz"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.gm.Activate(context.Background(), "s", "charts"); err != nil {
+		t.Fatal(err)
+	}
+	r := f.load(t, "s", "analysis", "SKILL.md")
+	if want := "This skill switched on the tool group(s) stats, viz. Now available: mean."; !strings.HasSuffix(r.Text(), want) {
+		t.Fatalf("result ends %q, want %q", r.Text()[strings.LastIndex(r.Text(), "\n"):], want)
+	}
+}
+
+// TestLoaderSessions: a session that may load no skill is refused a call to
+// the loader; a closed session's loaded skills are forgotten, so loading
+// again in a session with the same id is a first load.
+func TestLoaderSessions(t *testing.T) {
+	f := newLoaderFixture(t, skills.WithFilter(func(session string, _ *skills.Skill) bool { return session != "nobody" }))
+	if r := f.load(t, "nobody", "writing", "SKILL.md"); r.State != toolkit.StateError ||
+		!errors.Is(r.Err, toolkit.ErrUnavailable) || !strings.Contains(r.Text(), "there are no skills to load in this session") {
+		t.Fatalf("nobody: %s %q", r.State, r.Text())
+	}
+	f.load(t, "s", "writing", "SKILL.md")
+	s, _ := f.tk.Session("s")
+	s.Close()
+	if got := f.ld.Loaded("s"); len(got) != 0 {
+		t.Fatalf("after Close: loaded %v", got)
+	}
+	f.load(t, "s", "writing", "SKILL.md")
+	if got := f.ld.Loaded("s"); !slices.Equal(got, []string{"writing"}) || len(f.rec.ofType(skills.EventType)) != 2 {
+		t.Fatalf("after Close and a new load: loaded %v, %d skills events", got, len(f.rec.ofType(skills.EventType)))
+	}
+}
+
+// flakyStore is a groups.Store whose updates fail while failing is set.
+type flakyStore struct {
+	*groups.MemoryStore
+	failing atomic.Bool
+}
+
+func (s *flakyStore) Update(ctx context.Context, session string, fn func(map[string]bool) (map[string]bool, error)) (map[string]bool, error) {
+	if s.failing.Load() {
+		return nil, errors.New("store unavailable")
+	}
+	return s.MemoryStore.Update(ctx, session, fn)
+}
+
+// TestFailedLoadIsNotALoad: when the skill's groups cannot be switched on,
+// the load fails and the skill is not recorded as loaded; the next load
+// that succeeds is the first, and its "skills" event reaches NATS.
+func TestFailedLoadIsNotALoad(t *testing.T) {
+	ctx := context.Background()
+	bus, err := events.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close(ctx)
+	got := make(chan *events.Event, 4)
+	sub, err := bus.Subscribe(bus.Subjects().SessionEvent("s", skills.EventType), func(ev *events.Event) { got <- ev })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	bus.Conn().Flush()
+
+	store := &flakyStore{MemoryStore: groups.NewMemoryStore()}
+	store.failing.Store(true)
+	f := newLoaderFixtureWith(t, []toolkit.Option{toolkit.WithInlineObserver(bus.Publisher())}, []groups.Option{groups.WithStore(store)})
+	if r := f.load(t, "s", "analysis", "SKILL.md"); r.State != toolkit.StateError || !strings.Contains(r.Text(), "store unavailable") {
+		t.Fatalf("with the store down: %s %q", r.State, r.Text())
+	}
+	if loaded := f.ld.Loaded("s"); len(loaded) != 0 {
+		t.Fatalf("a failed load recorded %v", loaded)
+	}
+	store.failing.Store(false)
+	if r := f.load(t, "s", "analysis", "SKILL.md"); r.State != toolkit.StateSuccess {
+		t.Fatalf("with the store up: %s %q", r.State, r.Text())
+	}
+	select {
+	case ev := <-got:
+		if want := `{"loaded":["analysis"],"skill":"analysis","path":"SKILL.md","call":"load-analysis","groups":["stats"]}`; string(ev.Data) != want {
+			t.Fatalf("skills event %s, want %s", ev.Data, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no skills event on NATS")
+	}
+}
+
+// TestLoaderToolShared: sessions that may load the same skills share one
+// loader tool (its schema is compiled once); other skills, another tool.
+func TestLoaderToolShared(t *testing.T) {
+	f := newLoaderFixture(t, skills.WithFilter(func(session string, s *skills.Skill) bool {
+		return s.Name != "secret" || session == "admin"
+	}))
+	loader := func(session string) *toolkit.Tool {
+		s, _ := f.tk.Session(session)
+		tools, err := s.Tools(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(tools, func(t *toolkit.Tool) bool { return t.Name() == skills.LoadTool })
+		return tools[i]
+	}
+	a := loader("a")
+	if loader("b") != a || loader("a") != a {
+		t.Fatal("sessions with the same skills got the loader built again")
+	}
+	if admin := loader("admin"); admin == a || !strings.Contains(string(admin.InputSchema()), `"secret"`) || strings.Contains(string(a.InputSchema()), `"secret"`) {
+		t.Fatalf("enums:\nadmin: %s\na: %s", admin.InputSchema(), a.InputSchema())
 	}
 }
