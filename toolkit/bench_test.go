@@ -112,24 +112,15 @@ func BenchmarkEngineOverhead(b *testing.B) {
 			s, scan := benchKit(b, observers(inline)...)
 			calls := []toolkit.Call{{ID: "c", Name: "scan", Args: benchArgs}}
 			ctx := context.Background()
-			const batch = 200
-			var full, valid []float64
-			for b.Loop() {
-				t0 := time.Now()
-				for range batch {
-					if _, err := scan.PrepareArgs(benchArgs); err != nil {
-						b.Fatal(err)
-					}
+			v, f := interleaved(b, func() {
+				if _, err := scan.PrepareArgs(benchArgs); err != nil {
+					b.Fatal(err)
 				}
-				t1 := time.Now()
-				for range batch {
-					s.Run(ctx, calls)
+			}, func() {
+				if r := s.Run(ctx, calls)[0]; r.State != toolkit.StateSuccess {
+					b.Fatal(r.Err)
 				}
-				t2 := time.Now()
-				valid = append(valid, float64(t1.Sub(t0).Nanoseconds())/batch)
-				full = append(full, float64(t2.Sub(t1).Nanoseconds())/batch)
-			}
-			f, v := median(full), median(valid)
+			})
 			b.ReportMetric(f, "full-ns/call")
 			b.ReportMetric(v, "validate-ns/call")
 			b.ReportMetric(f-v, "engine-ns/call")
@@ -138,6 +129,27 @@ func BenchmarkEngineOverhead(b *testing.B) {
 			b.ReportMetric(allocsFull-allocsValid, "engine-allocs/call")
 		})
 	}
+}
+
+// interleaved times batches of x and of y in turn, so that machine noise
+// hits both alike, and returns the median time per run of each, in ns.
+func interleaved(b *testing.B, x, y func()) (nsX, nsY float64) {
+	const batch = 200
+	var xs, ys []float64
+	for b.Loop() {
+		t0 := time.Now()
+		for range batch {
+			x()
+		}
+		t1 := time.Now()
+		for range batch {
+			y()
+		}
+		t2 := time.Now()
+		xs = append(xs, float64(t1.Sub(t0).Nanoseconds())/batch)
+		ys = append(ys, float64(t2.Sub(t1).Nanoseconds())/batch)
+	}
+	return median(xs), median(ys)
 }
 
 func median(xs []float64) float64 {
@@ -186,24 +198,11 @@ func BenchmarkInterceptorChain(b *testing.B) {
 	}
 	calls := []toolkit.Call{{ID: "c", Name: "scan", Args: benchArgs}}
 	ctx := context.Background()
-	const batch = 200
-	var without, with []float64
-	for b.Loop() {
-		t0 := time.Now()
-		for range batch {
-			plain.Run(ctx, calls)
+	wo, w := interleaved(b, func() { plain.Run(ctx, calls) }, func() {
+		if r := wrapped.Run(ctx, calls)[0]; r.State != toolkit.StateSuccess {
+			b.Fatal(r.Err)
 		}
-		t1 := time.Now()
-		for range batch {
-			if r := wrapped.Run(ctx, calls)[0]; r.State != toolkit.StateSuccess {
-				b.Fatal(r.Err)
-			}
-		}
-		t2 := time.Now()
-		without = append(without, float64(t1.Sub(t0).Nanoseconds())/batch)
-		with = append(with, float64(t2.Sub(t1).Nanoseconds())/batch)
-	}
-	w, wo := median(with), median(without)
+	})
 	b.ReportMetric(wo, "none-ns/call")
 	b.ReportMetric(w, "chain5-ns/call")
 	b.ReportMetric(w-wo, "extra-ns/call")

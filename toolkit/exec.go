@@ -220,7 +220,7 @@ func (s *attemptSink) SetMeta(key string, value any) { s.c.setMeta(s.n, key, val
 // prepareArgs checks arguments, reusing the last result when an attempt
 // runs with the same ones.
 func (c *call) prepareArgs(args json.RawMessage) (prepared, error) {
-	if c.argsIn != nil && sameBytes(args, c.argsIn) {
+	if c.argsIn != nil && sameSlice(args, c.argsIn) {
 		return c.argsPrep, nil
 	}
 	p, err := c.tool.prepare(args)
@@ -233,8 +233,21 @@ func (c *call) prepareArgs(args json.RawMessage) (prepared, error) {
 	return p, nil
 }
 
-func sameBytes(a, b []byte) bool {
+// sameSlice reports whether a is b (the same array and length, not merely
+// equal contents).
+func sameSlice[T any](a, b []T) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// addLast appends what the handler returned and, for a failure, the line
+// that tells the model about it, as the last deltas. c.mu must be held.
+func (c *call) addLast(state State, parts []Part, err error) {
+	for _, p := range parts {
+		c.addDelta(p)
+	}
+	if err != nil && state.IsError() {
+		c.addDelta(events.Text("Error: " + err.Error()))
+	}
 }
 
 // outcome appends what the handler returned (and the line that tells the
@@ -245,12 +258,7 @@ func (c *call) outcome(attempt int, state State, parts []Part, err error) Outcom
 	if c.finished || attempt != c.attempt {
 		return Outcome{State: state, Err: err}
 	}
-	for _, p := range parts {
-		c.addDelta(p)
-	}
-	if err != nil && state.IsError() {
-		c.addDelta(events.Text("Error: " + err.Error()))
-	}
+	c.addLast(state, parts, err)
 	content := c.content.parts()
 	if c.chained {
 		// Interceptors get their own copy: one that edits it in place must
@@ -445,12 +453,7 @@ func (c *call) finish(state State, parts []Part, err error) bool {
 		c.mu.Unlock()
 		return false
 	}
-	for _, p := range parts {
-		c.addDelta(p)
-	}
-	if err != nil && state.IsError() {
-		c.addDelta(events.Text("Error: " + err.Error()))
-	}
+	c.addLast(state, parts, err)
 	c.completeLocked(state, err)
 	return true
 }
@@ -464,7 +467,7 @@ func (c *call) finishOutcome(out Outcome) bool {
 		c.mu.Unlock()
 		return false
 	}
-	if cur := c.content.parts(); !sameParts(out.Content, cur) && !equalParts(out.Content, cur) {
+	if cur := c.content.parts(); !sameSlice(out.Content, cur) && !equalParts(out.Content, cur) {
 		c.resetContent()
 		for _, p := range out.Content {
 			c.addDelta(p)
@@ -476,11 +479,6 @@ func (c *call) finishOutcome(out Outcome) bool {
 	}
 	c.completeLocked(state, out.Err)
 	return true
-}
-
-// sameParts reports whether a is b (the same slice, not equal contents).
-func sameParts(a, b []Part) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 func equalParts(a, b []Part) bool {
@@ -554,15 +552,7 @@ func newEvent[B any](c *call, typ events.Type) (*events.Event, *B) {
 // dispatch hands an event to every observer. c.mu must be held so that each
 // observer sees the call's events in sequence order.
 func (c *call) dispatch(ev *events.Event, f *flush) {
-	for _, o := range c.run.obs.inline {
-		c.run.tk.deliverInline(o.obs, ev)
-	}
-	for _, mb := range c.run.obs.boxes {
-		if f != nil {
-			f.add()
-		}
-		mb.push(item{ev: ev, flush: f})
-	}
+	c.run.obs.dispatch(c.run.tk, ev, f)
 }
 
 // addDelta passes a delta through the call's filters, appends it to the

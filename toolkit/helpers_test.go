@@ -108,6 +108,15 @@ func deltas(evs []*events.Event) []events.Part {
 	return out
 }
 
+// checkDeltasAddUp fails the test unless the delta events of r's call add
+// up to its result.
+func checkDeltasAddUp(t testing.TB, rec *recorder, r toolkit.Result) {
+	t.Helper()
+	if got := events.ContentText(deltas(rec.of(r.Call.ID))); got != r.Text() {
+		t.Fatalf("deltas add up to %q, result is %q", got, r.Text())
+	}
+}
+
 // waitFor fails the test if ch is not closed within a generous bound: the
 // bound only turns a hang into a failure, it never decides an outcome.
 func waitFor(t testing.TB, ch <-chan struct{}, what string) {

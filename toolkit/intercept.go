@@ -160,8 +160,7 @@ func (inv *Invocation) FilterDeltas(f func(Part) Part) {
 // example an approval request. It goes to every observer and, on NATS, to
 // <prefix>.<session>.<call>.<type>.
 func (inv *Invocation) Emit(typ events.Type, data any) error {
-	switch typ {
-	case events.TypeStart, events.TypeProgress, events.TypeDelta, events.TypeSuspend, events.TypeResult, "":
+	if reservedType(typ) {
 		return fmt.Errorf("toolkit: %q is not a free event type", typ)
 	}
 	body, err := json.Marshal(data)

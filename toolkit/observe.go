@@ -137,21 +137,37 @@ func (s *observerSet) acceptsProgress() bool {
 	return false
 }
 
-// withGates recomputes gates after a change.
-func (s *observerSet) withGates() *observerSet {
-	s.gates = nil
-	if len(s.boxes) > 0 || len(s.inline) == 0 {
-		return s
-	}
-	for _, o := range s.inline {
-		g, ok := o.obs.(ProgressGate)
-		if !ok {
-			s.gates = nil
-			return s
+// newObserverSet makes a snapshot of these observers, with the flushers
+// and gates derived from them.
+func newObserverSet(inline []*inlineObserver, boxes []*mailbox) *observerSet {
+	s := &observerSet{inline: inline, boxes: boxes}
+	for _, o := range inline {
+		if f, ok := o.obs.(Flusher); ok {
+			s.flushers = append(s.flushers, f)
 		}
-		s.gates = append(s.gates, g)
+		if g, ok := o.obs.(ProgressGate); ok {
+			s.gates = append(s.gates, g)
+		}
+	}
+	if len(boxes) > 0 || len(s.gates) < len(inline) {
+		s.gates = nil // an observer that is not a gate takes every progress event
 	}
 	return s
+}
+
+// dispatch hands an event to every observer: inline ones at once,
+// asynchronous ones through their mailboxes. f, if set, counts the event
+// until each mailbox has delivered it.
+func (s *observerSet) dispatch(tk *Toolkit, ev *events.Event, f *flush) {
+	for _, o := range s.inline {
+		tk.deliverInline(o.obs, ev)
+	}
+	for _, mb := range s.boxes {
+		if f != nil {
+			f.add()
+		}
+		mb.push(item{ev: ev, flush: f})
+	}
 }
 
 // Flusher is an inline observer that hands events on asynchronously (the
@@ -183,34 +199,22 @@ func (tk *Toolkit) attach(obs Observer, inline bool) (remove func()) {
 		return func() {}
 	}
 	old := tk.observers.Load()
-	next := &observerSet{inline: slices.Clone(old.inline), boxes: slices.Clone(old.boxes), flushers: old.flushers}
 	var io *inlineObserver
 	if inline {
 		io = &inlineObserver{obs}
-		next.inline = append(next.inline, io)
-		if f, ok := obs.(Flusher); ok {
-			next.flushers = append(slices.Clone(old.flushers), f)
-		}
+		tk.observers.Store(newObserverSet(append(slices.Clone(old.inline), io), old.boxes))
 	} else {
-		next.boxes = append(next.boxes, mb)
+		tk.observers.Store(newObserverSet(old.inline, append(slices.Clone(old.boxes), mb)))
 	}
-	tk.observers.Store(next.withGates())
 	tk.obsMu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			tk.obsMu.Lock()
 			cur := tk.observers.Load()
-			next := &observerSet{inline: slices.Clone(cur.inline), boxes: slices.Clone(cur.boxes), flushers: cur.flushers}
-			next.inline = slices.DeleteFunc(next.inline, func(o *inlineObserver) bool { return o == io })
-			next.flushers = nil
-			for _, o := range next.inline {
-				if f, ok := o.obs.(Flusher); ok {
-					next.flushers = append(next.flushers, f)
-				}
-			}
-			next.boxes = slices.DeleteFunc(next.boxes, func(m *mailbox) bool { return m == mb })
-			tk.observers.Store(next.withGates())
+			tk.observers.Store(newObserverSet(
+				slices.DeleteFunc(slices.Clone(cur.inline), func(o *inlineObserver) bool { return o == io }),
+				slices.DeleteFunc(slices.Clone(cur.boxes), func(m *mailbox) bool { return m == mb })))
 			tk.obsMu.Unlock()
 			if mb != nil {
 				mb.close()
@@ -223,14 +227,29 @@ func (tk *Toolkit) attach(obs Observer, inline bool) (remove func()) {
 func (tk *Toolkit) deliverInline(obs Observer, ev *events.Event) {
 	defer func() {
 		if r := recover(); r != nil {
-			tk.stats.panics.Add(1)
-			tk.log.Error().Str("observer", fmt.Sprintf("%T", obs)).
-				Str("event", string(ev.Type)).Str("call", ev.Call).
-				Interface("panic", r).Bytes("stack", debug.Stack()).
-				Msg("toolstream: observer panicked; event skipped for it")
+			observerPanicked(&tk.log, &tk.stats, obs, ev, r)
 		}
 	}()
 	obs.Observe(ev)
+}
+
+// observerPanicked counts and logs a panic recovered from an observer.
+func observerPanicked(log *zerolog.Logger, stats *counters, obs Observer, ev *events.Event, r any) {
+	stats.panics.Add(1)
+	log.Error().Str("observer", fmt.Sprintf("%T", obs)).
+		Str("event", string(ev.Type)).Str("call", ev.Call).
+		Interface("panic", r).Bytes("stack", debug.Stack()).
+		Msg("toolstream: observer panicked; event skipped for it")
+}
+
+// reservedType reports whether typ is empty or a call lifecycle type, which
+// only the engine emits.
+func reservedType(typ events.Type) bool {
+	switch typ {
+	case events.TypeStart, events.TypeProgress, events.TypeDelta, events.TypeSuspend, events.TypeResult, "":
+		return true
+	}
+	return false
 }
 
 // Stats are counters of the toolkit's event delivery.
@@ -378,11 +397,7 @@ func (mb *mailbox) deliver(it item) {
 		// Account for a panic before releasing the flush: whoever waits on
 		// the flush must see the count.
 		if r := recover(); r != nil {
-			mb.stats.panics.Add(1)
-			mb.log.Error().Str("observer", fmt.Sprintf("%T", mb.obs)).
-				Str("event", string(it.ev.Type)).Str("call", it.ev.Call).
-				Interface("panic", r).Bytes("stack", debug.Stack()).
-				Msg("toolstream: observer panicked; event skipped for it")
+			observerPanicked(&mb.log, mb.stats, mb.obs, it.ev, r)
 		}
 		if it.flush != nil {
 			it.flush.release()

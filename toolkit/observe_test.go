@@ -260,3 +260,52 @@ func TestSessionEvents(t *testing.T) {
 		t.Fatalf("async observer got %d session events", len(async.of("")))
 	}
 }
+
+// gate is an inline observer that declines progress until opened.
+type gate struct {
+	recorder
+	open atomic.Bool
+}
+
+func (g *gate) AcceptProgress() bool { return g.open.Load() }
+
+// TestProgressGate: when every observer is a ProgressGate and all decline,
+// the progress event is not built, but its sequence number is used up; an
+// observer that is not a gate gets every progress event.
+func TestProgressGate(t *testing.T) {
+	for _, withOther := range []bool{false, true} {
+		g, other := &gate{}, &recorder{}
+		opts := []toolkit.Option{toolkit.WithInlineObserver(g)}
+		if withOther {
+			opts = append(opts, toolkit.WithInlineObserver(other))
+		}
+		tk := newKit(t, opts...)
+		mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "p"}, func(ctx context.Context, _ none) (string, error) {
+			stream.From(ctx).Progress("declined", 0.5)
+			g.open.Store(true)
+			stream.From(ctx).Progress("accepted", 1)
+			return "ok", nil
+		}))
+		session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "p", ``)})
+		var progress []string
+		var seqs []uint64
+		for _, ev := range g.of("1") {
+			seqs = append(seqs, ev.Seq)
+			if ev.Type == events.TypeProgress {
+				progress = append(progress, ev.Progress.Message)
+			}
+		}
+		if !withOther {
+			if !slices.Equal(progress, []string{"accepted"}) || !slices.Equal(seqs, []uint64{1, 3, 4, 5}) {
+				t.Errorf("only gates: progress %v, seqs %v; want [accepted], [1 3 4 5]", progress, seqs)
+			}
+			continue
+		}
+		if !slices.Equal(progress, []string{"declined", "accepted"}) || !slices.Equal(seqs, []uint64{1, 2, 3, 4, 5}) {
+			t.Errorf("with another observer: progress %v, seqs %v; want both, [1 2 3 4 5]", progress, seqs)
+		}
+		if n := len(other.of("1")); n != 5 {
+			t.Errorf("the other observer saw %d events, want 5", n)
+		}
+	}
+}

@@ -170,8 +170,7 @@ func (s *Session) Close() {
 // to JSON into Event.Data. Session-level events are numbered per session.
 // Types must not be those of the call lifecycle.
 func (s *Session) Emit(typ events.Type, data any) error {
-	switch typ {
-	case events.TypeStart, events.TypeProgress, events.TypeDelta, events.TypeSuspend, events.TypeResult, "":
+	if reservedType(typ) {
 		return fmt.Errorf("toolkit: %q is not a session-level event type", typ)
 	}
 	obs := s.tk.observers.Load()
@@ -186,12 +185,7 @@ func (s *Session) Emit(typ events.Type, data any) error {
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock() // numbering and delivery in the same order
 	ev.Seq = s.seq.Add(1)
-	for _, o := range obs.inline {
-		s.tk.deliverInline(o.obs, ev)
-	}
-	for _, mb := range obs.boxes {
-		mb.push(item{ev: ev})
-	}
+	obs.dispatch(s.tk, ev, nil)
 	return nil
 }
 

@@ -148,9 +148,12 @@ func (tk *Toolkit) Tools() []*Tool {
 // LLM request. Use [Session.Definitions] for what one session may see (the
 // two differ once a Visibility is installed).
 func (tk *Toolkit) Definitions() []Definition {
-	order := tk.reg.Load().order
-	defs := make([]Definition, len(order))
-	for i, t := range order {
+	return definitions(tk.reg.Load().order)
+}
+
+func definitions(tools []*Tool) []Definition {
+	defs := make([]Definition, len(tools))
+	for i, t := range tools {
 		defs[i] = t.Definition()
 	}
 	return defs

@@ -35,6 +35,14 @@ type SessionCloser interface {
 // SetVisibility installs v (nil: every tool visible). Runs that already
 // started keep the visibility they started with.
 func (tk *Toolkit) SetVisibility(v Visibility) {
+	tk.visMu.Lock()
+	defer tk.visMu.Unlock()
+	tk.storeVisibility(v)
+}
+
+// storeVisibility installs v; tk.visMu must be held, so that AddVisibility's
+// read and write are not split by another writer.
+func (tk *Toolkit) storeVisibility(v Visibility) {
 	if v == nil {
 		tk.vis.Store(nil)
 		return
@@ -53,7 +61,7 @@ func (tk *Toolkit) AddVisibility(v Visibility) {
 	defer tk.visMu.Unlock()
 	cur := tk.visibility()
 	if cur == nil {
-		tk.SetVisibility(v)
+		tk.storeVisibility(v)
 		return
 	}
 	var c chain
@@ -62,7 +70,7 @@ func (tk *Toolkit) AddVisibility(v Visibility) {
 	} else {
 		c = append(c, cur)
 	}
-	tk.SetVisibility(append(c, v))
+	tk.storeVisibility(append(c, v))
 }
 
 // chain applies visibilities in order.
@@ -109,11 +117,7 @@ func (s *Session) Definitions(ctx context.Context) ([]Definition, error) {
 	if err != nil {
 		return nil, err
 	}
-	defs := make([]Definition, len(tools))
-	for i, t := range tools {
-		defs[i] = t.Definition()
-	}
-	return defs, nil
+	return definitions(tools), nil
 }
 
 // Tools returns the tools this session may call now.

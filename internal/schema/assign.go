@@ -522,87 +522,6 @@ func (st *asgState) result() error {
 // assign stores tree value x into v, which is addressable and settable.
 func (p *asgPlan) assign(v reflect.Value, x any, st *asgState) {
 	switch p.op {
-	case opString:
-		switch x := x.(type) {
-		case string:
-			v.SetString(x)
-		case nil:
-		case bool, json.Number, []any, map[string]any:
-			st.mismatch(x, p.typ)
-		default:
-			st.fallback(v, x)
-		}
-	case opInt:
-		switch x := x.(type) {
-		case json.Number:
-			n, err := strconv.ParseInt(string(x), 10, 64)
-			if err != nil || v.OverflowInt(n) {
-				st.typeError("number "+string(x), p.typ)
-				return
-			}
-			v.SetInt(n)
-		case nil:
-		case bool, string, []any, map[string]any:
-			st.mismatch(x, p.typ)
-		default:
-			st.fallback(v, x)
-		}
-	case opUint:
-		switch x := x.(type) {
-		case json.Number:
-			n, err := strconv.ParseUint(string(x), 10, 64)
-			if err != nil || v.OverflowUint(n) {
-				st.typeError("number "+string(x), p.typ)
-				return
-			}
-			v.SetUint(n)
-		case nil:
-		case bool, string, []any, map[string]any:
-			st.mismatch(x, p.typ)
-		default:
-			st.fallback(v, x)
-		}
-	case opFloat:
-		switch x := x.(type) {
-		case json.Number:
-			f, err := strconv.ParseFloat(string(x), p.typ.Bits())
-			if err != nil || v.OverflowFloat(f) {
-				st.typeError("number "+string(x), p.typ)
-				return
-			}
-			v.SetFloat(f)
-		case nil:
-		case bool, string, []any, map[string]any:
-			st.mismatch(x, p.typ)
-		default:
-			st.fallback(v, x)
-		}
-	case opBool:
-		switch x := x.(type) {
-		case bool:
-			v.SetBool(x)
-		case nil:
-		case json.Number, string, []any, map[string]any:
-			st.mismatch(x, p.typ)
-		default:
-			st.fallback(v, x)
-		}
-	case opNumber:
-		switch x := x.(type) {
-		case json.Number:
-			v.SetString(string(x))
-		case string:
-			if !isJSONNumber(x) {
-				st.fail(fmt.Errorf("json: invalid number literal, trying to unmarshal %q into Number", strconv.Quote(x)))
-				return
-			}
-			v.SetString(x)
-		case nil:
-		case bool, []any, map[string]any:
-			st.mismatch(x, p.typ)
-		default:
-			st.fallback(v, x)
-		}
 	case opPointer:
 		if x == nil {
 			v.SetZero()
@@ -612,65 +531,7 @@ func (p *asgPlan) assign(v reflect.Value, x any, st *asgState) {
 			v.Set(reflect.New(p.elem.typ))
 		}
 		p.elem.assign(v.Elem(), x, st)
-	case opStruct:
-		switch x := x.(type) {
-		case map[string]any:
-			p.assignStruct(v, x, st)
-		case nil:
-		case bool, json.Number, string, []any:
-			st.mismatch(x, p.typ)
-		default:
-			st.fallback(v, x)
-		}
-	case opSlice:
-		switch x := x.(type) {
-		case []any:
-			p.assignSlice(v, x, st)
-		case nil:
-			v.SetZero()
-		case string:
-			if !p.bytes {
-				st.mismatch(x, p.typ)
-				return
-			}
-			b, err := base64.StdEncoding.DecodeString(x)
-			if err != nil {
-				st.fail(err)
-				return
-			}
-			v.SetBytes(b)
-		case bool, json.Number, map[string]any:
-			st.mismatch(x, p.typ)
-		default:
-			st.fallback(v, x)
-		}
-	case opArray:
-		switch x := x.(type) {
-		case []any:
-			n := v.Len()
-			for i := 0; i < n && i < len(x); i++ {
-				p.elem.assign(v.Index(i), x[i], st)
-			}
-			for i := len(x); i < n; i++ {
-				v.Index(i).SetZero()
-			}
-		case nil:
-		case bool, json.Number, string, map[string]any:
-			st.mismatch(x, p.typ)
-		default:
-			st.fallback(v, x)
-		}
-	case opMap:
-		switch x := x.(type) {
-		case map[string]any:
-			p.assignMap(v, x, st)
-		case nil:
-			v.SetZero()
-		case bool, json.Number, string, []any:
-			st.mismatch(x, p.typ)
-		default:
-			st.fallback(v, x)
-		}
+		return
 	case opAny:
 		if heldPointer(v) {
 			st.fallback(v, x)
@@ -687,26 +548,24 @@ func (p *asgPlan) assign(v reflect.Value, x any, st *asgState) {
 				v.Set(reflect.ValueOf(val))
 			}
 		}
+		return
 	case opInterface:
 		if heldPointer(v) {
 			st.fallback(v, x)
 			return
 		}
-		switch x := x.(type) {
-		case nil:
+		if x == nil {
 			v.SetZero()
-		case json.Number:
+			return
+		}
+		if n, ok := x.(json.Number); ok {
 			// encoding/json converts the number before it finds out.
-			if _, err := strconv.ParseFloat(string(x), 64); err != nil {
-				st.typeError("number "+string(x), float64Type)
+			if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+				st.typeError("number "+string(n), float64Type)
 				return
 			}
-			st.mismatch(x, p.typ)
-		case bool, string, []any, map[string]any:
-			st.mismatch(x, p.typ)
-		default:
-			st.fallback(v, x)
 		}
+		// Only null fits; what else is a tree value is a type error below.
 	case opRaw:
 		data, err := encodeTree(x)
 		if err != nil {
@@ -718,9 +577,107 @@ func (p *asgPlan) assign(v reflect.Value, x any, st *asgState) {
 			data = append(old[:0], data...)
 		}
 		v.SetBytes(data)
-	default:
+		return
+	case opFallback:
 		st.fallback(v, x)
+		return
 	}
+	// The value kinds: each takes one JSON type (json.Number also a string,
+	// a byte slice also a base64 string); any other is a type error.
+	switch y := x.(type) {
+	case nil:
+		// null leaves a value alone but clears a slice or a map.
+		if p.op == opSlice || p.op == opMap {
+			v.SetZero()
+		}
+		return
+	case bool:
+		if p.op == opBool {
+			v.SetBool(y)
+			return
+		}
+	case json.Number:
+		// Range checked as encoding/json does.
+		switch p.op {
+		case opNumber:
+			v.SetString(string(y))
+			return
+		case opInt:
+			n, err := strconv.ParseInt(string(y), 10, 64)
+			if err != nil || v.OverflowInt(n) {
+				st.typeError("number "+string(y), p.typ)
+				return
+			}
+			v.SetInt(n)
+			return
+		case opUint:
+			n, err := strconv.ParseUint(string(y), 10, 64)
+			if err != nil || v.OverflowUint(n) {
+				st.typeError("number "+string(y), p.typ)
+				return
+			}
+			v.SetUint(n)
+			return
+		case opFloat:
+			f, err := strconv.ParseFloat(string(y), p.typ.Bits())
+			if err != nil || v.OverflowFloat(f) {
+				st.typeError("number "+string(y), p.typ)
+				return
+			}
+			v.SetFloat(f)
+			return
+		}
+	case string:
+		switch {
+		case p.op == opString:
+			v.SetString(y)
+			return
+		case p.op == opNumber:
+			if !isJSONNumber(y) {
+				st.fail(fmt.Errorf("json: invalid number literal, trying to unmarshal %q into Number", strconv.Quote(y)))
+				return
+			}
+			v.SetString(y)
+			return
+		case p.op == opSlice && p.bytes:
+			b, err := base64.StdEncoding.DecodeString(y)
+			if err != nil {
+				st.fail(err)
+				return
+			}
+			v.SetBytes(b)
+			return
+		}
+	case []any:
+		switch p.op {
+		case opSlice:
+			p.assignSlice(v, y, st)
+			return
+		case opArray:
+			n := v.Len()
+			for i := 0; i < n && i < len(y); i++ {
+				p.elem.assign(v.Index(i), y[i], st)
+			}
+			for i := len(y); i < n; i++ {
+				v.Index(i).SetZero()
+			}
+			return
+		}
+	case map[string]any:
+		switch p.op {
+		case opStruct:
+			p.assignStruct(v, y, st)
+			return
+		case opMap:
+			p.assignMap(v, y, st)
+			return
+		}
+	default:
+		// Not a decoded tree value (a caller's own Go value).
+		st.fallback(v, x)
+		return
+	}
+	st.mismatch(x, p.typ)
 }
 
 // heldPointer reports whether interface value v holds a non-nil pointer,
