@@ -27,7 +27,11 @@ package events
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Version is the version of the event envelope. It changes only when a change
@@ -36,6 +40,49 @@ const Version = 1
 
 // Type names the kind of an event.
 type Type string
+
+// MaxSessionIDLen is the longest session id, in bytes.
+const MaxSessionIDLen = 256
+
+// CheckSessionID reports whether id can be a session id: 1 to
+// MaxSessionIDLen bytes of valid UTF-8 without control characters. Any
+// other id is carried by the token rule ([EncodeToken]); this rule is the
+// one the toolkit applies to its sessions and the SSE bridge to requests.
+func CheckSessionID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("empty")
+	case len(id) > MaxSessionIDLen:
+		return fmt.Errorf("%d bytes long, at most %d allowed", len(id), MaxSessionIDLen)
+	case !utf8.ValidString(id):
+		return errors.New("not valid UTF-8")
+	}
+	for i, r := range id {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("control character %U at byte %d", r, i)
+		}
+	}
+	return nil
+}
+
+// MaxTypeLen is the longest event type name.
+const MaxTypeLen = 64
+
+// CheckType reports whether t can name an event type: 1 to MaxTypeLen
+// ASCII letters, digits, '_' or '-'. Such a name is one plain subject token
+// and one line of a Server-Sent Event, so it needs no escaping anywhere.
+func CheckType(t Type) error {
+	if t == "" || len(t) > MaxTypeLen {
+		return fmt.Errorf("events: event type %q: 1 to %d characters", t, MaxTypeLen)
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("events: event type %q: only letters, digits, '_' and '-'", t)
+		}
+	}
+	return nil
+}
 
 // The call lifecycle event types.
 const (

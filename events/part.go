@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -29,6 +30,18 @@ type Part struct {
 	// MediaType describes Data, for example "image/png".
 	MediaType string `json:"media_type,omitempty"`
 }
+
+// Equal reports whether p and q are the same part, byte for byte (JSON is
+// compared as written, not by value).
+func (p Part) Equal(q Part) bool {
+	return p.Type == q.Type && p.Text == q.Text && p.MediaType == q.MediaType &&
+		string(p.JSON) == string(q.JSON) && string(p.Data) == string(q.Data)
+}
+
+// EqualContent reports whether two contents are the same parts in the same
+// order. Compare contents after [Concat] when adjacent text parts may be
+// split differently.
+func EqualContent(a, b []Part) bool { return slices.EqualFunc(a, b, Part.Equal) }
 
 // Text returns a text part.
 func Text(s string) Part { return Part{Type: PartText, Text: s} }

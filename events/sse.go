@@ -2,15 +2,12 @@ package events
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -68,7 +65,7 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions)
 		return
 	}
 	session := opts.Session(r)
-	if err := checkSessionID(session); err != nil {
+	if err := CheckSessionID(session); err != nil {
 		http.Error(w, "bad session id: "+err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -95,8 +92,14 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions)
 	defer cancel()
 	frames := make(chan sseFrame, 256)
 	stop, err := b.replayRaw(ctx, b.subjects.Session(session), from, func(seq uint64, subject string, data []byte) {
+		// Another publisher may use any token; a type that is not a valid
+		// name (a newline in it) would break the stream's framing.
 		_, _, typ, err := b.subjects.Parse(subject)
+		if err == nil {
+			err = CheckType(typ)
+		}
 		if err != nil {
+			b.log.Warn().Err(err).Str("subject", subject).Msg("toolstream: not streaming a message that is not an event")
 			return
 		}
 		select {
@@ -211,23 +214,4 @@ func (b *Bus) replayRaw(ctx context.Context, subject string, from uint64, fn fun
 			<-cc.Closed()
 		})
 	}, nil
-}
-
-// checkSessionID applies the toolkit's rule for session ids (this package
-// cannot import the toolkit).
-func checkSessionID(id string) error {
-	switch {
-	case id == "":
-		return errors.New("empty")
-	case len(id) > 256:
-		return fmt.Errorf("%d bytes long, at most 256 allowed", len(id))
-	case !utf8.ValidString(id):
-		return errors.New("not valid UTF-8")
-	}
-	for _, r := range id {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("control character %U", r)
-		}
-	}
-	return nil
 }

@@ -191,3 +191,36 @@ func TestSSEKeepAlive(t *testing.T) {
 	}
 	t.Fatal("no keep-alive comment")
 }
+
+// TestSSESkipsBadTypes: a message on a session's subject whose type token
+// does not decode to a valid type name (here one with a newline, which
+// would split the SSE frame) is not streamed; the events around it are.
+func TestSSESkipsBadTypes(t *testing.T) {
+	bus := openBus(t, events.WithDurable(events.Durable{Memory: true}))
+	srv := httptest.NewServer(bus.SSEHandler(events.SSEOptions{}))
+	defer srv.Close()
+	js := bus.JetStream()
+	ctx := context.Background()
+	for _, typ := range []string{"before", "evil\ndata: injected", "after"} {
+		subj := bus.Subjects().SessionEvent("s", typ)
+		body := `{"v":1,"type":` + strconv.Quote(typ) + `,"session":"s","seq":1,"time":"2026-11-29T12:00:00Z","data":{}}`
+		if _, err := js.Publish(ctx, subj, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp := sseGet(t, srv.URL, "s", "")
+	defer resp.Body.Close()
+	got := readSSE(t, resp, 2)
+	if len(got) != 2 || got[0].event != "before" || got[1].event != "after" {
+		t.Fatalf("streamed %+v", got)
+	}
+}
+
+func TestCheckType(t *testing.T) {
+	for typ, ok := range map[string]bool{"approval": true, "turn_2": true, "a-b": true, strings.Repeat("x", 64): true,
+		"": false, strings.Repeat("x", 65): false, "a.b": false, "a b": false, "a\nb": false, "é": false, ">": false} {
+		if err := events.CheckType(events.Type(typ)); (err == nil) != ok {
+			t.Errorf("CheckType(%q) = %v", typ, err)
+		}
+	}
+}

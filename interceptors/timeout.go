@@ -2,7 +2,6 @@ package interceptors
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -88,7 +87,7 @@ func (cfg *timeoutConfig) intercept(ctx context.Context, inv *toolkit.Invocation
 	select {
 	case out := <-done:
 		*inv = cp
-		return timeoutCause(ctx, tctx, out)
+		return out
 	case <-tctx.Done():
 	}
 	grace := time.NewTimer(cfg.grace)
@@ -96,31 +95,13 @@ func (cfg *timeoutConfig) intercept(ctx context.Context, inv *toolkit.Invocation
 	select {
 	case out := <-done:
 		*inv = cp
-		return timeoutCause(ctx, tctx, out)
+		return out
 	case <-grace.C:
 	}
 	if ctx.Err() != nil {
 		return inv.ContextFailure(ctx)
 	}
 	return toolkit.Failure(toolkit.StateTimeout, &timeoutError{tool: inv.Call.Name, after: d})
-}
-
-// timeoutCause makes sure a timeout caused by our deadline matches
-// context.DeadlineExceeded even when the handler returned an error of its
-// own (a closed socket, say) rather than ctx.Err().
-func timeoutCause(ctx, tctx context.Context, out toolkit.Outcome) toolkit.Outcome {
-	if out.State == toolkit.StateTimeout && out.Err != nil && ctx.Err() == nil &&
-		errors.Is(tctx.Err(), context.DeadlineExceeded) && !errors.Is(out.Err, context.DeadlineExceeded) {
-		out.Err = &timeoutWrapped{out.Err}
-	}
-	return out
-}
-
-type timeoutWrapped struct{ err error }
-
-func (e *timeoutWrapped) Error() string { return e.err.Error() }
-func (e *timeoutWrapped) Unwrap() []error {
-	return []error{e.err, toolkit.ErrTimeout, context.DeadlineExceeded}
 }
 
 // timeoutError is the cause of a call that ran past a deadline of an

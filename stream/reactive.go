@@ -296,16 +296,9 @@ func accumulate(result *events.Event, deltas []*events.Event) CallResult {
 	cr := CallResult{Session: result.Session, Call: result.Call, Tool: result.Tool, Content: content, Result: result.Result}
 	if result.Result == nil {
 		cr.Mismatch = "result event without a result body"
-	} else if !partsEqual(content, result.Result.Content) {
+	} else if !events.EqualContent(content, result.Result.Content) {
 		cr.Mismatch = fmt.Sprintf("deltas add up to %q, the result says %q",
 			events.ContentText(content), events.ContentText(result.Result.Content))
 	}
 	return cr
-}
-
-func partsEqual(a, b []events.Part) bool {
-	return slices.EqualFunc(a, b, func(x, y events.Part) bool {
-		return x.Type == y.Type && x.Text == y.Text && string(x.JSON) == string(y.JSON) &&
-			string(x.Data) == string(y.Data) && x.MediaType == y.MediaType
-	})
 }

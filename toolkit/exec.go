@@ -1,7 +1,6 @@
 package toolkit
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -337,9 +336,13 @@ func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) 
 	// timeout too, unless the run itself is being stopped.
 	innerDeadline := !ownDeadline && errors.Is(ctx.Err(), context.DeadlineExceeded) && c.run.err() == nil
 	if ownDeadline || innerDeadline {
+		// The cause matches context.DeadlineExceeded even when the handler
+		// returned an error of its own (a closed socket, say).
 		cause := handlerErr
 		if cause == nil {
 			cause = context.DeadlineExceeded
+		} else if !errors.Is(cause, context.DeadlineExceeded) {
+			cause = errors.Join(context.DeadlineExceeded, cause)
 		}
 		after := c.timeout
 		if innerDeadline {
@@ -467,7 +470,7 @@ func (c *call) finishOutcome(out Outcome) bool {
 		c.mu.Unlock()
 		return false
 	}
-	if cur := c.content.parts(); !sameSlice(out.Content, cur) && !equalParts(out.Content, cur) {
+	if cur := c.content.parts(); !sameSlice(out.Content, cur) && !events.EqualContent(out.Content, cur) {
 		c.resetContent()
 		for _, p := range out.Content {
 			c.addDelta(p)
@@ -479,13 +482,6 @@ func (c *call) finishOutcome(out Outcome) bool {
 	}
 	c.completeLocked(state, out.Err)
 	return true
-}
-
-func equalParts(a, b []Part) bool {
-	return slices.EqualFunc(a, b, func(x, y Part) bool {
-		return x.Type == y.Type && x.Text == y.Text && x.MediaType == y.MediaType &&
-			bytes.Equal(x.JSON, y.JSON) && bytes.Equal(x.Data, y.Data)
-	})
 }
 
 // completeLocked emits the result and hands it to the run. c.mu must be

@@ -135,10 +135,10 @@ func FuzzDeltas(f *testing.F) {
 		id := "c" + strings.Repeat("x", n%7) + string(rune('a'+n%26))
 		r := sess.Run(context.Background(), []toolkit.Call{{ID: id, Name: name}})[0]
 		got := deltas(rec.of(id))
-		if !slices.EqualFunc(got, r.Content, partsEqual) {
+		if !events.EqualContent(got, r.Content) {
 			t.Fatalf("deltas %+v != result %+v", got, r.Content)
 		}
-		if !slices.EqualFunc(events.Concat(r.Content...), r.Content, partsEqual) {
+		if !events.EqualContent(events.Concat(r.Content...), r.Content) {
 			t.Fatalf("result content is not in canonical form: %+v", r.Content)
 		}
 		rec.mu.Lock()

@@ -155,13 +155,13 @@ func (inv *Invocation) FilterDeltas(f func(Part) Part) {
 	inv.c.mu.Unlock()
 }
 
-// Emit sends a call-level event of the given type (not one of the lifecycle
-// types) with data as its body (marshalled to JSON in Event.Data), for
-// example an approval request. It goes to every observer and, on NATS, to
+// Emit sends a call-level event of the given type (a valid name, see
+// [events.CheckType], and not a lifecycle type) with data as its body
+// (marshalled to JSON in Event.Data), for example an approval request. It goes to every observer and, on NATS, to
 // <prefix>.<session>.<call>.<type>.
 func (inv *Invocation) Emit(typ events.Type, data any) error {
-	if reservedType(typ) {
-		return fmt.Errorf("toolkit: %q is not a free event type", typ)
+	if err := checkFreeType(typ); err != nil {
+		return err
 	}
 	body, err := json.Marshal(data)
 	if err != nil {

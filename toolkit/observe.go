@@ -242,14 +242,18 @@ func observerPanicked(log *zerolog.Logger, stats *counters, obs Observer, ev *ev
 		Msg("toolstream: observer panicked; event skipped for it")
 }
 
-// reservedType reports whether typ is empty or a call lifecycle type, which
-// only the engine emits.
-func reservedType(typ events.Type) bool {
+// checkFreeType refuses the types code may not emit: the call lifecycle
+// types, which only the engine emits, and names that are not valid event
+// types ([events.CheckType]).
+func checkFreeType(typ events.Type) error {
 	switch typ {
-	case events.TypeStart, events.TypeProgress, events.TypeDelta, events.TypeSuspend, events.TypeResult, "":
-		return true
+	case events.TypeStart, events.TypeProgress, events.TypeDelta, events.TypeSuspend, events.TypeResult:
+		return fmt.Errorf("toolkit: %q is a call lifecycle type, which only the engine emits", typ)
 	}
-	return false
+	if err := events.CheckType(typ); err != nil {
+		return fmt.Errorf("toolkit: %w", err)
+	}
+	return nil
 }
 
 // Stats are counters of the toolkit's event delivery.

@@ -241,6 +241,11 @@ func TestSessionEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for _, bad := range []events.Type{"", "a.b", "two words", "line\nbreak"} {
+		if err := s.Emit(bad, nil); err == nil {
+			t.Errorf("session event type %q accepted", bad)
+		}
+	}
 	if err := s.Emit(events.TypeResult, nil); err == nil {
 		t.Fatal("a lifecycle type was accepted as a session event")
 	}

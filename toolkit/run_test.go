@@ -228,7 +228,7 @@ func TestDeltasEqualResult(t *testing.T) {
 	for _, r := range rs {
 		evs := rec.of(r.Call.ID)
 		got := deltas(evs)
-		if !slices.EqualFunc(got, r.Content, partsEqual) {
+		if !events.EqualContent(got, r.Content) {
 			t.Errorf("%s: deltas %+v != result %+v", r.Call.ID, got, r.Content)
 		}
 		if r.Text() != want[r.Call.ID] {
@@ -238,7 +238,7 @@ func TestDeltasEqualResult(t *testing.T) {
 			t.Errorf("%s: progress leaked into the result: %q", r.Call.ID, r.Text())
 		}
 		last := evs[len(evs)-1]
-		if last.Type != events.TypeResult || !slices.EqualFunc(last.Result.Content, r.Content, partsEqual) {
+		if last.Type != events.TypeResult || !events.EqualContent(last.Result.Content, r.Content) {
 			t.Errorf("%s: last event %s does not carry the result", r.Call.ID, last.Type)
 		}
 	}
@@ -260,11 +260,6 @@ func TestDeltasEqualResult(t *testing.T) {
 	if rs[1].State != toolkit.StateError || rs[1].Err == nil || rs[1].Err.Error() != "disk full" {
 		t.Fatalf("failer: %s %v", rs[1].State, rs[1].Err)
 	}
-}
-
-func partsEqual(a, b events.Part) bool {
-	return a.Type == b.Type && a.Text == b.Text && string(a.JSON) == string(b.JSON) &&
-		string(a.Data) == string(b.Data) && a.MediaType == b.MediaType
 }
 
 func TestPanicsBecomeErrorResults(t *testing.T) {
@@ -384,6 +379,25 @@ func TestTimeoutWhileRunning(t *testing.T) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
 	if want := "half done\nError: tool \"slow\" timed out after 20ms: stopped after 3 files: context deadline exceeded"; r.Text() != want {
+		t.Fatalf("text %q, want %q", r.Text(), want)
+	}
+}
+
+// TestTimeoutWithHandlersOwnError: a handler that answers its deadline
+// with an error of its own (not wrapping ctx.Err()) still gives a timeout
+// whose cause matches context.DeadlineExceeded, and keeps its error.
+func TestTimeoutWithHandlersOwnError(t *testing.T) {
+	errClosed := errors.New("use of closed connection")
+	tk := newKit(t)
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "net", Timeout: 20 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+		<-ctx.Done()
+		return "", errClosed
+	}))
+	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "net", ``)})[0]
+	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) || !errors.Is(r.Err, errClosed) {
+		t.Fatalf("%s %v", r.State, r.Err)
+	}
+	if want := `Error: tool "net" timed out after 20ms: use of closed connection`; r.Text() != want {
 		t.Fatalf("text %q, want %q", r.Text(), want)
 	}
 }

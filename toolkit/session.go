@@ -8,14 +8,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/toolstream/toolstream/events"
 )
 
 // MaxSessionIDLen is the longest session id accepted, in bytes.
-const MaxSessionIDLen = 256
+const MaxSessionIDLen = events.MaxSessionIDLen
 
 // Session is one conversation: it scopes the calls of its runs and holds
 // per-session state (suspended calls today; active groups and loaded skills
@@ -75,20 +73,11 @@ func (tk *Toolkit) Sessions() []string {
 	return ids
 }
 
-// ValidateSessionID reports whether id is acceptable as a session id.
+// ValidateSessionID reports whether id is acceptable as a session id (the
+// rule is [events.CheckSessionID]); errors match ErrInvalidSession.
 func ValidateSessionID(id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("%w: empty", ErrInvalidSession)
-	case len(id) > MaxSessionIDLen:
-		return fmt.Errorf("%w: %d bytes long, at most %d allowed", ErrInvalidSession, len(id), MaxSessionIDLen)
-	case !utf8.ValidString(id):
-		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidSession)
-	}
-	for i, r := range id {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: control character %U at byte %d", ErrInvalidSession, r, i)
-		}
+	if err := events.CheckSessionID(id); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidSession, err)
 	}
 	return nil
 }
@@ -168,10 +157,11 @@ func (s *Session) Close() {
 // Emit sends a session-level event (what UIs show beside calls, such as the
 // tool groups now active) to every observer: type typ, body data marshalled
 // to JSON into Event.Data. Session-level events are numbered per session.
-// Types must not be those of the call lifecycle.
+// Types must be valid names ([events.CheckType]) other than those of the
+// call lifecycle.
 func (s *Session) Emit(typ events.Type, data any) error {
-	if reservedType(typ) {
-		return fmt.Errorf("toolkit: %q is not a session-level event type", typ)
+	if err := checkFreeType(typ); err != nil {
+		return err
 	}
 	obs := s.tk.observers.Load()
 	if obs.empty() {
