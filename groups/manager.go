@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/toolstream/toolstream/internal/memo"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -30,8 +31,7 @@ type catalog struct {
 	byName map[string]Group    // by group name
 	member map[string][]string // tool name -> its groups, in group order
 
-	metaMu sync.Mutex
-	metas  map[string]*toolkit.Tool // reset_tools as sessions see it, by active groups ('0' or '1' per group of order)
+	metas memo.Cache[*toolkit.Tool] // reset_tools as sessions see it, by active groups ('0' or '1' per group of order)
 }
 
 func newCatalog(order []Group) *catalog {

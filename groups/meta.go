@@ -14,10 +14,6 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// maxMetas bounds the reset_tools variants a catalog keeps (one per set of
-// active groups that sessions have): past it, the cache starts over.
-const maxMetas = 256
-
 // metaFor returns reset_tools as one session sees it. It depends only on the
 // catalog and the active groups, so sessions with the same groups share one
 // tool, built once (building means compiling its schema).
@@ -31,26 +27,7 @@ func (m *Manager) metaFor(c *catalog, on map[string]bool) (*toolkit.Tool, error)
 			key = append(key, '0')
 		}
 	}
-	c.metaMu.Lock()
-	t := c.metas[string(key)]
-	c.metaMu.Unlock()
-	if t != nil {
-		return t, nil
-	}
-	t, err := m.buildMeta(c, on) // unlocked: sessions with other groups need not wait
-	if err != nil {
-		return nil, err
-	}
-	c.metaMu.Lock()
-	defer c.metaMu.Unlock()
-	if len(c.metas) >= maxMetas {
-		clear(c.metas)
-	}
-	if c.metas == nil {
-		c.metas = map[string]*toolkit.Tool{}
-	}
-	c.metas[string(key)] = t
-	return t, nil
+	return c.metas.Get(key, func() (*toolkit.Tool, error) { return m.buildMeta(c, on) })
 }
 
 // buildMeta builds reset_tools as one session sees it: one boolean property

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
+	"github.com/toolstream/toolstream/internal/memo"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -51,13 +52,8 @@ type Loader struct {
 	binds  map[string][]string        // skill -> groups bound by code
 	loaded map[string]map[string]bool // session -> skills loaded
 
-	toolsMu sync.Mutex
-	tools   map[string]*toolkit.Tool // the tool as sessions see it, by its skillId enum joined with NUL
+	tools memo.Cache[*toolkit.Tool] // the tool as sessions see it, by its skillId enum joined with NUL
 }
-
-// maxTools bounds the variants of the tool the loader keeps (one per list of
-// skills that sessions may load): past it, the cache starts over.
-const maxTools = 256
 
 // Option configures Install.
 type Option func(*Loader)
@@ -187,27 +183,11 @@ func (l *Loader) SessionClosed(session string) {
 // one tool, built once (building means compiling its schema).
 func (l *Loader) toolFor(vis []*Skill) (*toolkit.Tool, error) {
 	ids := skillNames(vis)
-	key := strings.Join(ids, "\x00")
-	l.toolsMu.Lock()
-	t := l.tools[key]
-	l.toolsMu.Unlock()
-	if t != nil {
-		return t, nil
+	var key []byte
+	for _, id := range ids {
+		key = append(append(key, id...), 0)
 	}
-	t, err := l.buildTool(ids) // unlocked: sessions with other skills need not wait
-	if err != nil {
-		return nil, err
-	}
-	l.toolsMu.Lock()
-	defer l.toolsMu.Unlock()
-	if len(l.tools) >= maxTools {
-		clear(l.tools)
-	}
-	if l.tools == nil {
-		l.tools = map[string]*toolkit.Tool{}
-	}
-	l.tools[key] = t
-	return t, nil
+	return l.tools.Get(key, func() (*toolkit.Tool, error) { return l.buildTool(ids) })
 }
 
 // buildTool builds the tool with ids as the skillId enum.
