@@ -234,14 +234,15 @@ func TestSchemaMarksActiveGroups(t *testing.T) {
 	}
 }
 
-// TestResetToolsErrors: unknown keys and non-booleans are refused with the
-// valid names, and the state does not change.
+// TestResetToolsErrors: unknown keys and non-booleans are refused by the
+// schema of the session's reset_tools, with the valid names, and the state
+// does not change.
 func TestResetToolsErrors(t *testing.T) {
 	f := newFixture(t)
 	for _, tc := range []struct{ args, want string }{
-		{`{"files": true, "fils": true}`, `unknown tool group(s) "fils". Valid groups: files, web, search.`},
-		{`{"files": "yes"}`, `"files" must be true or false, got "yes". Valid groups: files, web, search.`},
-		{`{"web": 1, "nope": false}`, `unknown tool group(s) "nope". "web" must be true or false, got 1.`},
+		{`{"files": true, "fils": true}`, `fils: is not an allowed property; allowed: files, search, web`},
+		{`{"files": "yes"}`, `files: must be a boolean, got string "yes"`},
+		{`{"web": 1, "nope": false}`, "web: must be a boolean, got number 1\n- nope: is not an allowed property; allowed: files, search, web"},
 		{`[true]`, `must be a JSON object`},
 	} {
 		r := f.run(t, "s", call("e", "reset_tools", tc.args))[0]

@@ -74,7 +74,7 @@ func Install(tk *toolkit.Toolkit, opts ...Option) (*Manager, error) {
 	if err := tk.Add(meta); err != nil {
 		return nil, fmt.Errorf("groups: registering %s: %w", MetaTool, err)
 	}
-	m.meta = meta
+	m.meta = meta // shown and run only as a session's variant (metaFor)
 	tk.AddVisibility(m)
 	return m, nil
 }
@@ -333,7 +333,7 @@ func (m *Manager) Tools(ctx context.Context, s *toolkit.Session, registered []*t
 	on := active(c, state)
 	out := make([]*toolkit.Tool, 0, len(registered))
 	for _, t := range registered {
-		if t == m.meta {
+		if t.Name() == MetaTool {
 			continue
 		}
 		if visible(c, on, t.Name()) {
@@ -358,33 +358,36 @@ func visible(c *catalog, on map[string]bool, tool string) bool {
 	return slices.ContainsFunc(gs, func(g string) bool { return on[g] })
 }
 
-// Allow implements toolkit.Visibility: a tool of only inactive groups is
-// refused with a message that says which group to activate.
-func (m *Manager) Allow(ctx context.Context, s *toolkit.Session, t *toolkit.Tool) error {
+// Resolve implements toolkit.Visibility: reset_tools runs as the session's
+// variant (its schema lists the groups, so the engine refuses unknown
+// names), and a tool of only inactive groups is refused with a message that
+// says which group to activate.
+func (m *Manager) Resolve(ctx context.Context, s *toolkit.Session, t *toolkit.Tool) (*toolkit.Tool, error) {
 	c := m.defs.Load()
-	if t == m.meta {
-		if len(c.order) == 0 {
-			return fmt.Errorf("there are no tool groups to switch")
-		}
-		return nil
-	}
-	gs := c.member[t.Name()]
-	if len(gs) == 0 {
-		return nil
+	name := t.Name()
+	gs := c.member[name]
+	if name != MetaTool && len(gs) == 0 {
+		return t, nil // basic
 	}
 	state, err := m.store.Load(ctx, s.ID())
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if name == MetaTool {
+		if len(c.order) == 0 {
+			return nil, fmt.Errorf("there are no tool groups to switch")
+		}
+		return m.metaFor(c, active(c, state))
 	}
 	if slices.ContainsFunc(gs, func(g string) bool { return c.isOn(state, g) }) {
-		return nil
+		return t, nil
 	}
 	if len(gs) == 1 {
-		return fmt.Errorf("tool %q is in the tool group %q, which is not active. Activate it first by calling %s with %q set to true (and every group you still need set to true).",
-			t.Name(), gs[0], MetaTool, gs[0])
+		return nil, fmt.Errorf("tool %q is in the tool group %q, which is not active. Activate it first by calling %s with %q set to true (and every group you still need set to true).",
+			name, gs[0], MetaTool, gs[0])
 	}
-	return fmt.Errorf("tool %q is in the tool groups %s, none of which is active. Activate one of them first by calling %s (and keep every group you still need set to true).",
-		t.Name(), quoteList(gs), MetaTool)
+	return nil, fmt.Errorf("tool %q is in the tool groups %s, none of which is active. Activate one of them first by calling %s (and keep every group you still need set to true).",
+		name, quoteList(gs), MetaTool)
 }
 
 func quoteList(ss []string) string {

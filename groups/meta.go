@@ -1,7 +1,6 @@
 package groups
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,46 +59,26 @@ func (m *Manager) buildMeta(c *catalog, on map[string]bool) (*toolkit.Tool, erro
 	if err != nil {
 		return nil, err
 	}
-	return toolkit.NewRawTool(toolkit.Spec{Name: MetaTool, Description: desc.String()}, schema, m.resetTools)
+	return m.meta.Variant(desc.String(), schema)
 }
 
-// resetTools is the meta tool's handler. It checks the arguments itself so
-// that the model hears the valid group names.
+// resetTools is the meta tool's handler. Its arguments were checked against
+// the session's variant of the tool: only group names, each true or false.
 func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
 	info, ok := toolkit.CallInfoFrom(ctx)
 	if !ok {
 		return nil, errors.New("reset_tools must run inside a toolkit call")
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(args, &raw); err != nil {
+	var set map[string]bool
+	if err := json.Unmarshal(args, &set); err != nil {
 		return nil, fmt.Errorf("the arguments must be an object of group names to true or false: %v", err)
 	}
 	c := m.defs.Load()
-	var unknown, notBool, want []string
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		if _, ok := c.byName[k]; !ok {
-			unknown = append(unknown, k)
-			continue
-		}
-		switch v := string(bytes.TrimSpace(raw[k])); v {
-		case "true":
+	var want []string
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		if set[k] {
 			want = append(want, k)
-		case "false":
-		default:
-			notBool = append(notBool, fmt.Sprintf("%q must be true or false, got %s", k, v))
 		}
-	}
-	if len(unknown) > 0 || len(notBool) > 0 {
-		var msg strings.Builder
-		msg.WriteString("nothing changed: ")
-		if len(unknown) > 0 {
-			fmt.Fprintf(&msg, "unknown tool group(s) %s. ", quoteList(unknown))
-		}
-		for _, e := range notBool {
-			msg.WriteString(e + ". ")
-		}
-		fmt.Fprintf(&msg, "Valid groups: %s.", strings.Join(names(c.order), ", "))
-		return nil, errors.New(msg.String())
 	}
 
 	ch, err := m.change(ctx, info.Session, "model", info.CallID, switchGroups(want, true, true))

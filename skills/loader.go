@@ -1,7 +1,6 @@
 package skills
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -146,7 +145,7 @@ func skillNames(ss []*Skill) []string {
 // Tools implements toolkit.Visibility: the loader appears with the skills
 // the session may load as its enum, or not at all when there are none.
 func (l *Loader) Tools(ctx context.Context, s *toolkit.Session, tools []*toolkit.Tool) ([]*toolkit.Tool, error) {
-	i := slices.IndexFunc(tools, func(t *toolkit.Tool) bool { return t == l.tool })
+	i := slices.IndexFunc(tools, func(t *toolkit.Tool) bool { return t.Name() == LoadTool })
 	if i < 0 {
 		return tools, nil
 	}
@@ -163,12 +162,18 @@ func (l *Loader) Tools(ctx context.Context, s *toolkit.Session, tools []*toolkit
 	return out, nil
 }
 
-// Allow implements toolkit.Visibility.
-func (l *Loader) Allow(ctx context.Context, s *toolkit.Session, t *toolkit.Tool) error {
-	if t == l.tool && len(l.Skills(s.ID())) == 0 {
-		return errors.New("there are no skills to load in this session")
+// Resolve implements toolkit.Visibility: the loader runs as the session's
+// variant, whose skillId enum lists the skills the session may load, so the
+// engine refuses any other.
+func (l *Loader) Resolve(ctx context.Context, s *toolkit.Session, t *toolkit.Tool) (*toolkit.Tool, error) {
+	if t.Name() != LoadTool {
+		return t, nil
 	}
-	return nil
+	vis := l.Skills(s.ID())
+	if len(vis) == 0 {
+		return nil, errors.New("there are no skills to load in this session")
+	}
+	return l.toolFor(vis)
 }
 
 // SessionClosed implements toolkit.SessionCloser.
@@ -206,22 +211,18 @@ func (l *Loader) buildTool(ids []string) (*toolkit.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toolkit.NewRawTool(toolkit.Spec{
-		Name: LoadTool,
-		Description: "Load a skill: its instructions (path \"SKILL.md\") or one of its files. " +
-			"Skills are not tools: read a skill's instructions, then follow them with your tools. " +
-			"Loading a skill may make more tools available; the result says which.",
-		ReadOnly: true,
-	}, schema, l.load)
+	return l.tool.Variant("Load a skill: its instructions (path \"SKILL.md\") or one of its files. "+
+		"Skills are not tools: read a skill's instructions, then follow them with your tools. "+
+		"Loading a skill may make more tools available; the result says which.", schema)
 }
 
 type loadArgs struct {
-	SkillID *string `json:"skillId"`
-	Path    *string `json:"path"`
+	SkillID string `json:"skillId"`
+	Path    string `json:"path"`
 }
 
-// load is the tool's handler. It checks its arguments itself, to answer
-// with the skills and files the model can choose from.
+// load is the tool's handler. Its arguments were checked against the
+// session's variant of the tool: a skill the session may load, and a path.
 func (l *Loader) load(ctx context.Context, raw json.RawMessage) ([]toolkit.Part, error) {
 	info, ok := toolkit.CallInfoFrom(ctx)
 	if !ok {
@@ -229,23 +230,19 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) ([]toolkit.Part,
 	}
 	vis := l.Skills(info.Session)
 	var args loadArgs
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&args); err != nil {
+	if err := json.Unmarshal(raw, &args); err != nil {
 		return nil, fmt.Errorf("the arguments must be {\"skillId\": string, \"path\": string}: %v", err)
 	}
-	if args.SkillID == nil || *args.SkillID == "" {
-		return nil, fmt.Errorf("skillId is required. Skills you can load: %s", strings.Join(skillNames(vis), ", "))
-	}
-	i := slices.IndexFunc(vis, func(s *Skill) bool { return s.Name == *args.SkillID })
+	// The skill may have gone since the call was checked (a reload).
+	i := slices.IndexFunc(vis, func(s *Skill) bool { return s.Name == args.SkillID })
 	if i < 0 {
-		return nil, fmt.Errorf("unknown skill %q. Skills you can load: %s", *args.SkillID, strings.Join(skillNames(vis), ", "))
+		return nil, fmt.Errorf("unknown skill %q. Skills you can load: %s", args.SkillID, strings.Join(skillNames(vis), ", "))
 	}
 	skill := vis[i]
-	if args.Path == nil || *args.Path == "" {
+	if args.Path == "" {
 		return nil, fmt.Errorf(`path is required: "SKILL.md" for the instructions of %q, or the path of one of its files`, skill.Name)
 	}
-	path := *args.Path
+	path := args.Path
 
 	var text string
 	if path == "SKILL.md" {

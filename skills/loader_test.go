@@ -191,8 +191,8 @@ func TestSkillToolInTheSameBatch(t *testing.T) {
 func TestLoadErrors(t *testing.T) {
 	f := newLoaderFixture(t)
 	for _, tc := range []struct{ skill, path, want string }{
-		{"nope", "SKILL.md", `unknown skill "nope". Skills you can load: analysis, secret, writing`},
-		{"", "SKILL.md", "skillId is required. Skills you can load: analysis, secret, writing"},
+		{"nope", "SKILL.md", `skillId: must be one of "analysis", "secret", "writing"; got "nope"`},
+		{"", "SKILL.md", `skillId: must be one of "analysis", "secret", "writing"; got ""`},
 		{"analysis", "", `path is required: "SKILL.md" for the instructions of "analysis"`},
 		{"analysis", "missing.md", "no file \"missing.md\" in skill \"analysis\". Its files:\n1. SKILL.md\n2. big.txt\n3. img/chart.png\n4. references/howto.md"},
 		{"analysis", "../outside.txt", "cannot load"},
@@ -212,10 +212,10 @@ func TestLoadErrors(t *testing.T) {
 	if len(f.ld.Loaded("s")) != 0 || len(f.rec.ofType(groups.EventType)) != 0 {
 		t.Fatal("a failed load activated something")
 	}
-	// Unknown arguments are refused too.
+	// Unknown arguments are refused too, by the schema the session was shown.
 	s, _ := f.tk.Session("s")
 	r := s.Run(context.Background(), []toolkit.Call{{ID: "x", Name: skills.LoadTool, Args: []byte(`{"skillId":"analysis","path":"SKILL.md","extra":1}`)}})[0]
-	if r.State != toolkit.StateError || !strings.Contains(r.Text(), `unknown field "extra"`) {
+	if r.State != toolkit.StateError || !strings.Contains(r.Text(), `extra: is not an allowed property; allowed: path, skillId`) {
 		t.Fatalf("%q", r.Text())
 	}
 }

@@ -56,16 +56,19 @@ func (e *Emitter) Init(sink Sink, listening bool) {
 	e.sink, e.listening = sink, listening
 }
 
-type ctxKey struct{}
+// ContextKey is the key under which a context carries a call's emitter.
+// NewContext and From use it; an engine whose call contexts are types of
+// its own answers it from their Value method and saves a context per call.
+type ContextKey struct{}
 
 // NewContext returns a context that carries the emitter.
 func NewContext(ctx context.Context, e *Emitter) context.Context {
-	return context.WithValue(ctx, ctxKey{}, e)
+	return context.WithValue(ctx, ContextKey{}, e)
 }
 
 // From returns the emitter of the tool call running with ctx, or nil.
 func From(ctx context.Context) *Emitter {
-	e, _ := ctx.Value(ctxKey{}).(*Emitter)
+	e, _ := ctx.Value(ContextKey{}).(*Emitter)
 	return e
 }
 

@@ -2,6 +2,7 @@ package toolkit
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -150,4 +151,17 @@ func jsonKind(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// invoke runs the tool's handler on prepared arguments: a typed tool gets
+// the decoded tree, a raw one the canonical bytes.
+func (t *Tool) invoke(ctx context.Context, p prepared) ([]Part, error) {
+	if t.typed != nil {
+		return t.typed(ctx, p.tree)
+	}
+	raw, err := p.bytes()
+	if err != nil {
+		return nil, err
+	}
+	return t.handler(ctx, raw)
 }

@@ -19,9 +19,13 @@ import (
 // interceptor inside it again), and change or replace the outcome.
 //
 // Interceptors run in the order they were added: the first added is the
-// outermost. They run only for calls that reached a tool (not for unknown
-// tools, malformed calls or calls a Visibility refused), and inside the
-// call's deadline.
+// outermost. They run only for calls that reached a tool with valid
+// arguments (not for unknown tools, malformed calls, calls a Visibility
+// refused or arguments the tool's schema refused), and inside the call's
+// deadline. Every interceptor sees in Invocation.Call.Args exactly the
+// arguments the handler will receive: unwrapped if the model encoded them
+// twice, with presets applied, optional nulls dropped, defaults filled in
+// and validated.
 type Interceptor struct {
 	// Name identifies the interceptor: adding another with the same name
 	// replaces it in place.
@@ -74,8 +78,10 @@ func (o Outcome) Text() string { return events.ContentText(o.Content) }
 type Invocation struct {
 	// Session is the call's session.
 	Session string
-	// Call is the call; an interceptor may replace Call.Args (they are
-	// checked again against the tool's schema before the tool runs).
+	// Call is the call, its Args prepared as the handler will receive them.
+	// An interceptor may replace Call.Args: new arguments are prepared and
+	// checked against the tool's schema again before the tool runs, and a
+	// call whose new arguments are invalid fails without running.
 	Call Call
 	// Tool is the tool called.
 	Tool *Tool
@@ -90,7 +96,7 @@ type Invocation struct {
 func (inv *Invocation) Attempts() int {
 	inv.c.mu.Lock()
 	defer inv.c.mu.Unlock()
-	return inv.c.attempt
+	return inv.c.out.attempt
 }
 
 // MetaValue returns metadata set on the call so far, by the tool or by an
@@ -98,7 +104,7 @@ func (inv *Invocation) Attempts() int {
 func (inv *Invocation) MetaValue(key string) (any, bool) {
 	inv.c.mu.Lock()
 	defer inv.c.mu.Unlock()
-	v, ok := inv.c.meta[key]
+	v, ok := inv.c.out.meta[key]
 	return v, ok
 }
 
@@ -131,7 +137,7 @@ func (inv *Invocation) AbortRun(cause error) { inv.c.run.interrupt(cause) }
 // the call, across attempts: a retry re-runs the inner interceptors with
 // the same Invocation, so an interceptor that must act once per call (add
 // a delta filter, count the call) keeps its mark here.
-func (inv *Invocation) CallValues() *sync.Map { return &inv.c.values }
+func (inv *Invocation) CallValues() *sync.Map { return inv.c.callValues() }
 
 // Logger returns the toolkit's logger (silent unless WithLogger set one).
 func (inv *Invocation) Logger() *zerolog.Logger { return &inv.c.run.tk.log }
@@ -151,7 +157,7 @@ func (inv *Invocation) Meta(key string, value any) { inv.c.setMeta(0, key, value
 // added.
 func (inv *Invocation) FilterDeltas(f func(Part) Part) {
 	inv.c.mu.Lock()
-	inv.c.filters = append(inv.c.filters, f)
+	inv.c.out.filters = append(inv.c.out.filters, f)
 	inv.c.mu.Unlock()
 }
 
@@ -170,7 +176,7 @@ func (inv *Invocation) Emit(typ events.Type, data any) error {
 	c := inv.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.finished || !c.observed() {
+	if c.out.finished || !c.observed() {
 		return nil
 	}
 	ev, _ := newEvent[struct{}](c, typ)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -291,6 +292,26 @@ func (f *flush) init(needed bool) {
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func (f *flush) add() { f.n.Add(1) }
+
+// wait waits for the result events to be taken, at most the flush timeout.
+func (f *flush) wait(r *Run) {
+	select {
+	case <-f.done:
+		return
+	default:
+	}
+	d := r.tk.opts.flushTimeout
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-f.done:
+	case <-t.C:
+		r.tk.log.Warn().Str("run", r.ID()).Dur("waited", d).Msg("toolstream: observers did not take all result events in time")
+	}
+}
 
 func (f *flush) release() {
 	if f.n.Add(-1) == 0 && f.done != closedChan {

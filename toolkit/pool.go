@@ -20,18 +20,30 @@ type pool struct {
 	all   sync.WaitGroup
 }
 
-// task is either driving a run (call == nil) or executing one call.
+// task is one piece of work for the pool.
 type task struct {
+	kind taskKind
 	run  *Run
 	call *call
 }
 
+type taskKind uint8
+
+const (
+	runCall     taskKind = iota // execute call
+	driveRun                    // drive run from its first stage (Session.Start)
+	takeOverRun                 // drive run on from a driver stuck in a handler
+)
+
 func (t task) do() {
-	if t.call != nil {
+	switch t.kind {
+	case runCall:
 		t.call.exec()
-		return
+	case driveRun:
+		t.run.drive()
+	case takeOverRun:
+		t.run.takeOver()
 	}
-	t.run.drive()
 }
 
 func newPool() *pool {

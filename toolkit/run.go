@@ -19,31 +19,48 @@ import (
 // concurrency-safe tools run in parallel (at most the toolkit's max parallel
 // at once); every other call runs alone, after the calls before it and
 // before the calls after it. Each call's deadline counts from the moment its
-// group of calls may begin, so time spent waiting for a slot counts.
+// stage of the batch may begin, so time spent waiting for a slot counts.
 type Run struct {
-	tk   *Toolkit
-	sess *Session
-	seq  uint64
-
-	parent  context.Context // the caller's context
-	causeMu sync.Mutex
-	cause   error // why the run was interrupted by Cancel or Close
+	tk     *Toolkit
+	sess   *Session
+	seq    uint64
+	parent context.Context // the caller's context
+	obs    *observerSet    // observers of this run's calls
+	vis    Visibility      // the toolkit's visibility when the run started
 
 	calls     []call
-	one       [1]call      // storage for the common single-call batch
-	obs       *observerSet // observers of this run's calls
-	vis       Visibility   // the toolkit's visibility when the run started
-	completed chan int     // call index as each finishes; ^index for a suspension
-	notices   atomic.Int64 // suspension notices sent
-	done      chan struct{}
-	flush     flush
-	sem       chan struct{}
-	segment   sync.WaitGroup
-	counted   bool // tracked by the toolkit
-	next      int  // first call of the next group; owned by the driver
-	group     atomic.Pointer[group]
-	unwatch   func() bool // stops watching the caller's context
-	values    sync.Map    // interceptors' per-run state
+	results   []Result // by call index, each set once when its call is final
+	oneCall   [1]call  // storage for the common single-call batch
+	oneResult [1]Result
+
+	causeMu sync.Mutex
+	cause   error // why the run was interrupted by Cancel, Close or an interceptor
+
+	// Driving: see stage.go.
+	next    int                   // first call of the next stage; owned by the driver
+	current atomic.Pointer[stage] // the stage running now, for Cancel
+	first   stage                 // storage for the first stage
+	slots   chan struct{}         // parallelism slots, made for the first stage that needs them
+	unwatch func() bool           // stops watching the caller's context
+	counted bool                  // tracked by the toolkit (for Close)
+
+	// Completion: every final result and suspension notice, in the order
+	// they happened, for Results and Wait.
+	mu      sync.Mutex
+	changed sync.Cond // broadcast when the log grows and when the run ends
+	log     []notice
+	logBuf  [2]notice
+	ended   bool          // every call final and observers flushed
+	done    chan struct{} // made on demand by Done
+	flush   flush
+	values  sync.Map // interceptors' per-run state
+}
+
+// notice is one entry of a run's completion log: a call's final result, or
+// a notice that it was suspended.
+type notice struct {
+	index     int
+	suspended bool
 }
 
 // Start begins running a batch of calls on the toolkit's goroutines and
@@ -56,14 +73,14 @@ type Run struct {
 // [Run.Results] never wait for such a handler.
 func (s *Session) Start(ctx context.Context, calls []Call) *Run {
 	r := s.newRun(ctx, calls)
-	s.tk.pool.submit(task{run: r})
+	s.tk.pool.submit(task{kind: driveRun, run: r})
 	return r
 }
 
 // Run runs a batch of calls and returns their results in call order, like
 // Start followed by Wait, but it drives the batch on the calling goroutine,
-// which also executes the last call of each group of calls itself: for a
-// single call there is no hand-off between goroutines at all.
+// which also executes the last call of each stage itself: for a single call
+// there is no hand-off between goroutines at all.
 //
 // The results are final at the same moments as with Start. The difference
 // is for a handler that ignores its context's cancellation: if the calling
@@ -80,22 +97,15 @@ func (s *Session) Run(ctx context.Context, calls []Call) []Result {
 // newRun prepares a run: ids checked, tools looked up, nothing started.
 func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 	tk := s.tk
-	r := &Run{
-		tk:        tk,
-		sess:      s,
-		seq:       tk.runSeq.Add(1),
-		obs:       tk.observers.Load(),
-		vis:       tk.visibility(),
-		completed: make(chan int, 2*len(calls)), // a suspension and a result per call at most
-		done:      make(chan struct{}),
-	}
+	r := &Run{tk: tk, sess: s, seq: tk.runSeq.Add(1), parent: ctx, obs: tk.observers.Load(), vis: tk.visibility()}
+	r.changed.L = &r.mu
+	r.log = r.logBuf[:0]
 	if len(calls) == 1 {
-		r.calls = r.one[:]
+		r.calls, r.results = r.oneCall[:], r.oneResult[:]
 	} else {
-		r.calls = make([]call, len(calls))
+		r.calls, r.results = make([]call, len(calls)), make([]Result, len(calls))
 	}
 	r.flush.init(len(r.obs.boxes) > 0)
-	r.parent = ctx
 	if ctx.Done() != nil {
 		// Handlers ignoring a cancellation of the caller's context must be
 		// watched; a context that cannot be cancelled needs no watcher.
@@ -169,12 +179,12 @@ func (r *Run) Cancel() { r.interrupt(nil) }
 // period.
 func (r *Run) interrupt(cause error) {
 	r.setCause(cause)
-	if g := r.group.Load(); g != nil {
+	if st := r.current.Load(); st != nil {
 		err := r.parent.Err()
 		if err == nil {
 			err = context.Canceled
 		}
-		g.interrupt(err, r.err())
+		st.interrupt(err, r.err())
 	}
 }
 
@@ -210,22 +220,36 @@ func (r *Run) Err() error { return r.err() }
 
 // Done is closed when every call has its final result and observers have
 // taken the result events (or the flush timeout passed).
-func (r *Run) Done() <-chan struct{} { return r.done }
+func (r *Run) Done() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done == nil {
+		if r.ended {
+			return closedChan
+		}
+		r.done = make(chan struct{})
+	}
+	return r.done
+}
 
 // Results yields results as calls finish (completion order). A call of an
-// external tool appears twice: first with StateSuspended when it starts
-// waiting for [Session.Submit], then with its final result. The sequence ends
-// when the run is done. It is meant for one consumer; results it has not
-// taken stay available through [Run.Wait].
+// external tool, or one an interceptor suspends, appears first with
+// StateSuspended when it starts waiting, then with its final result. The
+// sequence ends when the run is done. Each range over Results sees every
+// result from the first.
 func (r *Run) Results() iter.Seq[Result] {
 	return func(yield func(Result) bool) {
-		for i := range r.completed {
+		for i := 0; ; i++ {
+			n, ok := r.waitNotice(i)
+			if !ok {
+				return
+			}
 			var res Result
-			if i >= 0 {
-				res = r.calls[i].result
-			} else {
-				c := &r.calls[^i]
+			if n.suspended {
+				c := &r.calls[n.index]
 				res = Result{Call: c.call, State: StateSuspended, Started: c.startedAt()}
+			} else {
+				res = r.results[n.index]
 			}
 			if !yield(res) {
 				return
@@ -234,43 +258,50 @@ func (r *Run) Results() iter.Seq[Result] {
 	}
 }
 
-// Wait blocks until the run is done and returns the final results in call
-// order.
-func (r *Run) Wait() []Result {
-	<-r.done
-	out := make([]Result, len(r.calls))
-	for i := range r.calls {
-		out[i] = r.calls[i].result
+// waitNotice returns notice i of the completion log, waiting for it; false
+// once the run is done without it.
+func (r *Run) waitNotice(i int) (notice, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i >= len(r.log) && !r.ended {
+		r.changed.Wait()
 	}
-	return out
+	if i < len(r.log) {
+		return r.log[i], true
+	}
+	return notice{}, false
 }
 
-// drive runs the batch group by group. The goroutine that drives a run
-// executes the last call of each group itself. If that call's handler
-// outlives its deadline, the watcher that reports it hands the run to a new
-// driver, and this goroutine stops driving once its handler returns.
-func (r *Run) drive() {
-	if g := r.group.Load(); g != nil {
-		// Taking over from a driver stuck in a runaway handler.
-		r.endGroup(g)
+// Wait blocks until the run is done and returns the final results in call
+// order. The slice is the run's own: every call returns the same one.
+func (r *Run) Wait() []Result {
+	r.mu.Lock()
+	for !r.ended {
+		r.changed.Wait()
 	}
-	n := len(r.calls)
-	for r.next < n {
-		i, j := r.next, r.next+1
-		if r.calls[i].parallel() {
-			for j < n && r.calls[j].parallel() {
-				j++
-			}
-		}
-		r.next = j
-		g, last := r.startGroup(r.calls[i:j])
-		if last != nil && !last.exec() {
-			return // abandoned: another driver has taken over
-		}
-		r.endGroup(g)
-	}
-	r.end()
+	r.mu.Unlock()
+	return r.results
 }
+
+// record logs a final result or a suspension notice.
+func (r *Run) record(n notice) {
+	r.mu.Lock()
+	r.log = append(r.log, n)
+	r.changed.Broadcast()
+	r.mu.Unlock()
+}
+
+// complete makes a call's result final; called once per call.
+func (r *Run) complete(c *call, res Result) {
+	r.results[c.index] = res
+	r.record(notice{index: c.index})
+	c.releaseSlot()
+	c.stage.pending.Done()
+}
+
+// notifySuspended logs that a call is waiting for something outside the
+// process.
+func (r *Run) notifySuspended(c *call) { r.record(notice{index: c.index, suspended: true}) }
 
 // end reports the run done once observers have its result events.
 func (r *Run) end() {
@@ -284,50 +315,28 @@ func (r *Run) end() {
 		cancel()
 	}
 	r.flush.release()
-	select {
-	case <-r.flush.done:
-	default:
-		if d := r.tk.opts.flushTimeout; d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-r.flush.done:
-			case <-t.C:
-				r.tk.log.Warn().Str("run", r.ID()).Dur("waited", d).Msg("toolstream: observers did not take all result events in time")
-			}
-			t.Stop()
-		}
+	r.flush.wait(r)
+	r.mu.Lock()
+	r.ended = true
+	if r.done != nil {
+		close(r.done)
 	}
-	close(r.completed)
+	r.changed.Broadcast()
+	r.mu.Unlock()
 	if r.unwatch != nil {
 		r.unwatch()
 	}
-	close(r.done)
 	if r.counted {
 		r.tk.untrack(r)
 	}
 }
 
-func (r *Run) interruptedBeforeStart(c *call) (State, error) {
+// notStarted is the cause of a call the run's interruption kept from
+// starting.
+func (r *Run) notStarted(c *call) error {
 	cause := r.err()
-	return StateInterrupted, &callError{kind: ErrInterrupted, cause: cause,
+	return &callError{kind: ErrInterrupted, cause: cause,
 		msg: fmt.Sprintf("tool %q was not run: the run was cancelled before the call started (%v)", c.call.Name, cause)}
-}
-
-// notifySuspended yields a suspension notice in Results. Notices are
-// informational: past one per call on average they are dropped, so that the
-// channel always has room for every final result.
-func (r *Run) notifySuspended(c *call) {
-	if r.notices.Add(1) <= int64(len(r.calls)) {
-		r.completed <- ^c.index
-	}
-}
-
-// complete records a final result; called once per call.
-func (r *Run) complete(c *call, res Result) {
-	c.result = res
-	r.completed <- c.index
-	c.releaseSlot()
-	r.segment.Done()
 }
 
 func newCallID() string { return "call_" + randomHex(8) }

@@ -11,19 +11,26 @@ import (
 // group).
 var ErrUnavailable = errors.New("tool not available in this session")
 
-// Visibility decides which tools a session sees and may call. Package groups
-// implements it; without one, every registered tool is visible to every
-// session. Implementations must be safe for concurrent use.
+// Visibility decides which tools a session sees and what a call to each
+// runs. Packages groups and skills implement it; without one, every
+// registered tool is visible to every session and runs as registered.
+// Implementations must be safe for concurrent use.
+//
+// A session may be shown a variant of a registered tool ([Tool.Variant]): the
+// same name and handler with a description and input schema made for the
+// session, such as reset_tools listing the session's groups. Resolve must
+// then return that same variant, so that the engine checks the arguments
+// against the schema the model saw.
 type Visibility interface {
 	// Tools returns the tools the session sees, in the order to show them:
-	// some of registered (given in registration order), possibly with
-	// tools of the implementation's own, such as a meta tool whose schema
-	// depends on the session.
+	// some of registered (given in registration order) or variants of them.
 	Tools(ctx context.Context, s *Session, registered []*Tool) ([]*Tool, error)
-	// Allow is asked when a call starts (not when the batch is queued, so
-	// that a call in a batch sees what the calls before it changed). A
-	// non-nil error refuses the call: its message is what the model reads.
-	Allow(ctx context.Context, s *Session, t *Tool) error
+	// Resolve returns the tool a call to the registered tool t runs as in
+	// session s: t itself, a variant of t, or an error that refuses the
+	// call (its message is what the model reads). It is asked when the call
+	// starts, not when the batch is queued, so that a call sees what the
+	// calls before it in the batch changed.
+	Resolve(ctx context.Context, s *Session, t *Tool) (*Tool, error)
 }
 
 // SessionCloser is implemented by a Visibility that keeps per-session state
@@ -86,13 +93,14 @@ func (c chain) Tools(ctx context.Context, s *Session, tools []*Tool) ([]*Tool, e
 	return tools, nil
 }
 
-func (c chain) Allow(ctx context.Context, s *Session, t *Tool) error {
+func (c chain) Resolve(ctx context.Context, s *Session, t *Tool) (*Tool, error) {
 	for _, v := range c {
-		if err := v.Allow(ctx, s, t); err != nil {
-			return err
+		var err error
+		if t, err = v.Resolve(ctx, s, t); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return t, nil
 }
 
 func (c chain) SessionClosed(session string) {

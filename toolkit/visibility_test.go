@@ -2,12 +2,14 @@ package toolkit_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -21,11 +23,11 @@ func (h *hider) Tools(_ context.Context, _ *toolkit.Session, tools []*toolkit.To
 	return slices.DeleteFunc(slices.Clone(tools), func(t *toolkit.Tool) bool { return t.Spec().Name == h.name }), nil
 }
 
-func (h *hider) Allow(_ context.Context, _ *toolkit.Session, t *toolkit.Tool) error {
+func (h *hider) Resolve(_ context.Context, _ *toolkit.Session, t *toolkit.Tool) (*toolkit.Tool, error) {
 	if t.Spec().Name == h.name {
-		return fmt.Errorf("%s is hidden", h.name)
+		return nil, fmt.Errorf("%s is hidden", h.name)
 	}
-	return nil
+	return t, nil
 }
 
 func (h *hider) SessionClosed(id string) { h.closed = append(h.closed, id) }
@@ -89,5 +91,109 @@ func TestVisibilityChain(t *testing.T) {
 	defs, _ = session(t, tk, "s2").Definitions(context.Background())
 	if got := toolNames(defs); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Errorf("without a visibility the session sees %v", got)
+	}
+}
+
+// picker is a Visibility that shows each session a variant of the tool
+// "pick" whose schema allows only the session's own choices.
+type picker struct {
+	base     *toolkit.Tool
+	variants map[string]*toolkit.Tool // by session
+}
+
+func (p *picker) Tools(_ context.Context, s *toolkit.Session, tools []*toolkit.Tool) ([]*toolkit.Tool, error) {
+	out := slices.Clone(tools)
+	for i, t := range out {
+		if t.Name() == "pick" {
+			out[i] = p.variants[s.ID()]
+		}
+	}
+	return out, nil
+}
+
+func (p *picker) Resolve(_ context.Context, s *toolkit.Session, t *toolkit.Tool) (*toolkit.Tool, error) {
+	if t.Name() == "pick" {
+		return p.variants[s.ID()], nil
+	}
+	return t, nil
+}
+
+// TestVisibilityResolvesVariants: a session is shown a variant of a tool
+// (Tool.Variant) and its calls are checked against the variant's schema,
+// not the registered one's: the handler only ever gets what the model was
+// shown it may send, and the refusal names the allowed values.
+func TestVisibilityResolvesVariants(t *testing.T) {
+	tk := newKit(t)
+	var got []string
+	base, err := toolkit.NewRawTool(toolkit.Spec{Name: "pick", Description: "Pick one."}, []byte(`{"type":"object"}`),
+		func(_ context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+			got = append(got, string(args))
+			return []toolkit.Part{events.Text("picked")}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, tk, base)
+	variant := func(choices string) *toolkit.Tool {
+		v, err := base.Variant("Pick one of "+choices+".", []byte(`{"type":"object","properties":{"choice":{"enum":[`+choices+`]}},"required":["choice"],"additionalProperties":false}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	tk.SetVisibility(&picker{base: base, variants: map[string]*toolkit.Tool{"s1": variant(`"red","blue"`), "s2": variant(`"green"`)}})
+
+	defs, err := session(t, tk, "s1").Definitions(context.Background())
+	if err != nil || len(defs) != 1 || !strings.Contains(string(defs[0].Parameters), `"blue"`) || defs[0].Description != `Pick one of "red","blue".` {
+		t.Fatalf("s1 sees %+v, %v", defs, err)
+	}
+	rs := session(t, tk, "s1").Run(context.Background(), []toolkit.Call{
+		call("1", "pick", `{"choice":"blue"}`), call("2", "pick", `{"choice":"green"}`), call("3", "pick", `{"choice":"blue","x":1}`)})
+	if rs[0].State != toolkit.StateSuccess {
+		t.Errorf("allowed choice: %s %q", rs[0].State, rs[0].Text())
+	}
+	for _, r := range rs[1:] {
+		if !errors.Is(r.Err, toolkit.ErrInvalidArguments) {
+			t.Errorf("call %s: %s %q, want refused by the variant's schema", r.Call.ID, r.State, r.Text())
+		}
+	}
+	if !strings.Contains(rs[1].Text(), "red") || !strings.Contains(rs[1].Text(), "blue") {
+		t.Errorf("the refusal does not name the allowed choices: %q", rs[1].Text())
+	}
+	if r := session(t, tk, "s2").Run(context.Background(), []toolkit.Call{call("4", "pick", `{"choice":"green"}`)})[0]; r.State != toolkit.StateSuccess {
+		t.Errorf("s2's own choice: %s %q", r.State, r.Text())
+	}
+	if !slices.Equal(got, []string{`{"choice":"blue"}`, `{"choice":"green"}`}) {
+		t.Errorf("the handler got %q", got)
+	}
+
+	typed := mustTool(t, toolkit.Spec{Name: "typed"}, func(ctx context.Context, _ none) (string, error) { return "", nil })
+	if _, err := typed.Variant("x", []byte(`{"type":"object"}`)); err == nil {
+		t.Error("a typed tool made a variant")
+	}
+}
+
+// renamer resolves every call to a tool of another name.
+type renamer struct{ other *toolkit.Tool }
+
+func (r renamer) Tools(_ context.Context, _ *toolkit.Session, tools []*toolkit.Tool) ([]*toolkit.Tool, error) {
+	return tools, nil
+}
+func (r renamer) Resolve(context.Context, *toolkit.Session, *toolkit.Tool) (*toolkit.Tool, error) {
+	return r.other, nil
+}
+
+// TestResolveKeepsTheName: a visibility cannot make a call run another tool
+// than the one the model named.
+func TestResolveKeepsTheName(t *testing.T) {
+	tk := newKit(t)
+	ran := ""
+	a := mustTool(t, toolkit.Spec{Name: "a"}, func(ctx context.Context, _ none) (string, error) { ran = "a"; return "", nil })
+	b := mustTool(t, toolkit.Spec{Name: "b"}, func(ctx context.Context, _ none) (string, error) { ran = "b"; return "", nil })
+	mustAdd(t, tk, a)
+	tk.SetVisibility(renamer{other: b})
+	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "a", `{}`)})[0]
+	if r.State != toolkit.StateError || ran != "" {
+		t.Errorf("state %s, ran %q: want refused, nothing run", r.State, ran)
 	}
 }

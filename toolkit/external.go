@@ -1,0 +1,78 @@
+package toolkit
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/toolstream/toolstream/events"
+)
+
+// extResult is what Session.Submit (or Session.Close) hands a waiting
+// external call.
+type extResult struct {
+	state State
+	parts []Part
+	err   error
+}
+
+// waitExternal parks a call of an external tool until Session.Submit, its
+// deadline or the run's end.
+func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
+	// Registration, the suspend event and the notice happen under c.mu, and
+	// Submit needs the registration: so the notice always comes first.
+	c.mu.Lock()
+	if c.ext == nil {
+		c.ext = make(chan extResult, 1)
+	}
+	if err := c.run.sess.suspend(c); err != nil {
+		c.mu.Unlock()
+		return c.outcome(attempt, StateError, nil, &callError{kind: ErrInvalidCall, cause: err,
+			msg: fmt.Sprintf("call %q of tool %q cannot be suspended: %v", c.call.ID, c.call.Name, err)})
+	}
+	c.announceSuspension("external")
+	c.mu.Unlock()
+	c.releaseSlot() // waiting outside uses no local capacity
+	select {
+	case r := <-c.ext:
+		return c.outcome(attempt, r.state, r.parts, r.err)
+	case <-ctx.Done():
+		c.run.sess.unsuspend(c)
+		select {
+		case r := <-c.ext: // submitted just in time
+			return c.outcome(attempt, r.state, r.parts, r.err)
+		default:
+		}
+		state, err := c.ctxFailure(ctx, nil)
+		return c.outcome(attempt, state, nil, err)
+	}
+}
+
+// announceSuspension emits the suspend event and the run's notice. c.mu must
+// be held.
+func (c *call) announceSuspension(reason string) {
+	if c.observed() {
+		ev, body := newEvent[events.Suspend](c, events.TypeSuspend)
+		body.Reason = reason
+		ev.Suspend = body
+		c.dispatch(ev, nil)
+	}
+	c.run.notifySuspended(c)
+}
+
+// suspend implements Invocation.Suspend.
+func (c *call) suspend(reason string) (context.Context, func() context.Context) {
+	st := c.stage
+	wait := st.callScope(c, 0) // no deadline: only the run's end stops a wait
+	c.mu.Lock()
+	c.cur = wait
+	c.announceSuspension(reason)
+	c.mu.Unlock()
+	c.releaseSlot()
+	return wait, func() context.Context {
+		s := st.callScope(c, c.timeout)
+		c.mu.Lock()
+		c.cur = s
+		c.mu.Unlock()
+		return s
+	}
+}

@@ -1,0 +1,242 @@
+package toolkit
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/stream"
+)
+
+// output is what a call has put out so far: its content (the concatenation
+// of its deltas), its events' numbering, and which attempt may still write.
+// It lives in the call, under c.mu; the call's methods in this file are the
+// stream.Sink its emitter writes to.
+type output struct {
+	seq      uint64 // events numbered so far
+	dropped  uint64 // progress events not built since the last one that was
+	attempt  int    // how many times the tool started; only the latest writes
+	filters  []func(Part) Part
+	content  content
+	meta     map[string]any
+	finished bool
+}
+
+var _ stream.Sink = (*call)(nil)
+
+// newAttempt starts an attempt of the tool and returns its number. What an
+// earlier attempt streamed is void: a reset delta says so.
+func (c *call) newAttempt() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.out.attempt++
+	if c.out.content.len() > 0 && !c.out.finished {
+		c.resetContent()
+	}
+	return c.out.attempt
+}
+
+// addLast appends what the handler returned and, for a failure, the line
+// that tells the model about it, as the last deltas. c.mu must be held.
+func (c *call) addLast(state State, parts []Part, err error) {
+	for _, p := range parts {
+		c.addDelta(p)
+	}
+	if err != nil && state.IsError() {
+		c.addDelta(events.Text("Error: " + err.Error()))
+	}
+}
+
+// outcome is the end of attempt n: what the handler returned (and the line
+// that tells the model about a failure) become the last deltas, and the
+// content so far is the outcome's. An attempt that is no longer the latest
+// adds nothing.
+func (c *call) outcome(attempt int, state State, parts []Part, err error) Outcome {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.out.finished || attempt != c.out.attempt {
+		return Outcome{State: state, Err: err}
+	}
+	c.addLast(state, parts, err)
+	content := c.out.content.parts()
+	if c.inv != nil {
+		// Interceptors get their own copy: one that edits it in place must
+		// not edit the call's record of what was streamed.
+		content = slices.Clone(content)
+	}
+	return Outcome{State: state, Content: content, Err: err}
+}
+
+// observed reports whether the run has observers.
+func (c *call) observed() bool { return !c.run.obs.empty() }
+
+// eventBox puts an event and its body in one allocation.
+type eventBox[B any] struct {
+	ev   events.Event
+	body B
+}
+
+// newEvent returns the next event of the call. c.mu must be held.
+func newEvent[B any](c *call, typ events.Type) (*events.Event, *B) {
+	b := &eventBox[B]{}
+	c.out.seq++
+	b.ev = events.Event{
+		Version: events.Version, Type: typ, Session: c.run.sess.id,
+		Call: c.call.ID, Tool: c.call.Name, Seq: c.out.seq, Time: time.Now(),
+	}
+	return &b.ev, &b.body
+}
+
+// dispatch hands an event to every observer. c.mu must be held so that each
+// observer sees the call's events in sequence order.
+func (c *call) dispatch(ev *events.Event, f *flush) {
+	c.run.obs.dispatch(c.run.tk, ev, f)
+}
+
+// addDelta passes a delta through the call's filters, appends it to the
+// content and emits a delta event. c.mu must be held.
+func (c *call) addDelta(p Part) {
+	for _, f := range c.out.filters {
+		p = f(p)
+	}
+	if p.IsEmpty() {
+		return
+	}
+	c.out.content.add(p)
+	if c.observed() {
+		ev, body := newEvent[Part](c, events.TypeDelta)
+		*body = p
+		ev.Delta = body
+		c.dispatch(ev, nil)
+	}
+}
+
+// resetContent voids the content so far and tells observers with a reset
+// delta. c.mu must be held.
+func (c *call) resetContent() {
+	c.out.content = content{}
+	if c.observed() {
+		ev, body := newEvent[Part](c, events.TypeDelta)
+		*body = events.Text("")
+		ev.Delta, ev.Reset = body, true
+		c.dispatch(ev, nil)
+	}
+}
+
+// progressBody keeps the fraction in the event's allocation.
+type progressBody struct {
+	events.Progress
+	fraction float64
+}
+
+// Progress implements stream.Sink for the call's first attempt.
+func (c *call) Progress(message string, fraction float64, data json.RawMessage) {
+	c.progress(1, message, fraction, data)
+}
+
+func (c *call) progress(attempt int, message string, fraction float64, data json.RawMessage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.out.finished || !c.observed() || attempt != c.out.attempt {
+		return
+	}
+	if !c.run.obs.acceptsProgress() {
+		c.out.dropped++ // told with the next progress event that is built
+		return
+	}
+	ev, body := newEvent[progressBody](c, events.TypeProgress)
+	body.Message, body.Data, body.Dropped = message, data, c.out.dropped
+	c.out.dropped = 0
+	if fraction >= 0 {
+		body.fraction = fraction
+		body.Fraction = &body.fraction
+	}
+	ev.Progress = &body.Progress
+	c.dispatch(ev, nil)
+}
+
+// Delta implements stream.Sink for the call's first attempt.
+func (c *call) Delta(p Part) error { return c.delta(1, p) }
+
+func (c *call) delta(attempt int, p Part) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.out.finished || attempt != c.out.attempt {
+		return stream.ErrClosed
+	}
+	c.addDelta(p)
+	return nil
+}
+
+// SetMeta implements stream.Sink for the call's first attempt.
+func (c *call) SetMeta(key string, value any) { c.setMeta(1, key, value) }
+
+// setMeta records metadata from attempt n, or from an interceptor (0).
+func (c *call) setMeta(attempt int, key string, value any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.out.finished || attempt != c.out.attempt && attempt != 0 {
+		return
+	}
+	if c.out.meta == nil {
+		c.out.meta = make(map[string]any)
+	}
+	c.out.meta[key] = value
+}
+
+// attemptSink is the stream.Sink of the second and later attempts.
+type attemptSink struct {
+	c *call
+	n int
+}
+
+func (s *attemptSink) Progress(message string, fraction float64, data json.RawMessage) {
+	s.c.progress(s.n, message, fraction, data)
+}
+func (s *attemptSink) Delta(p Part) error            { return s.c.delta(s.n, p) }
+func (s *attemptSink) SetMeta(key string, value any) { s.c.setMeta(s.n, key, value) }
+
+// content accumulates deltas by the rule of events.AppendPart, without
+// quadratic copying for long text streams.
+type content struct {
+	list    []Part
+	tail    strings.Builder
+	hasTail bool
+}
+
+func (ct *content) len() int {
+	if ct.hasTail {
+		return len(ct.list) + 1
+	}
+	return len(ct.list)
+}
+
+func (ct *content) add(p Part) {
+	if p.Type == events.PartText {
+		ct.tail.WriteString(p.Text)
+		ct.hasTail = true
+		return
+	}
+	ct.flushTail()
+	ct.list = append(ct.list, p)
+}
+
+func (ct *content) flushTail() {
+	if ct.hasTail {
+		ct.list = append(ct.list, events.Text(ct.tail.String()))
+		ct.tail.Reset()
+		ct.hasTail = false
+	}
+}
+
+// parts returns the content, never nil: "content" is always an array on
+// the wire.
+func (ct *content) parts() []Part {
+	ct.flushTail()
+	if ct.list == nil {
+		return []Part{}
+	}
+	return ct.list
+}
