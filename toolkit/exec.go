@@ -35,18 +35,26 @@ type call struct {
 	holdsSlot atomic.Bool
 	inline    bool // executed by the run's driver
 
-	args     prepared        // the arguments the handler receives
-	argsJSON json.RawMessage // the same as interceptors see them (set with interceptors only)
-	em       stream.Emitter
-	inv      *Invocation // set when interceptors wrap the call
-	ext      chan extResult
+	args prepared // the arguments the handler receives
+	em   stream.Emitter
+	ic   *chained // set when interceptors wrap the call
+	ext  chan extResult
 
 	mu      sync.Mutex
 	cur     *scope // the scope the call runs on now; it changes on resume
 	started time.Time
 	running bool
 	out     output
-	values  *sync.Map // Invocation.CallValues, made on first use
+}
+
+// chained is what only a call wrapped by interceptors needs, in one
+// allocation: the invocation they share, the arguments as they were handed
+// to them, their delta filters and scratch values.
+type chained struct {
+	inv      Invocation
+	argsJSON json.RawMessage
+	filters  []func(Part) Part // under c.mu
+	values   sync.Map
 }
 
 // parallel reports whether the call may overlap its neighbours. Calls that
@@ -121,13 +129,14 @@ func (c *call) exec() bool {
 	if len(chain.list) == 0 {
 		return c.finishOutcome(c.core(c, nil)) // no interceptors: no chain to build
 	}
-	if c.argsJSON, err = args.bytes(); err != nil {
+	argsJSON, err := args.bytes()
+	if err != nil {
 		c.finish(StateError, nil, err)
 		return true
 	}
-	c.inv = &Invocation{Session: c.run.sess.id, Call: c.call, Tool: c.exe, c: c}
-	c.inv.Call.Args = c.argsJSON
-	return c.finishOutcome(c.run.tk.chainFor(c.tool)(c, c.inv))
+	c.ic = &chained{inv: Invocation{Session: c.run.sess.id, Call: c.call, Tool: c.exe, c: c}, argsJSON: argsJSON}
+	c.ic.inv.Call.Args = argsJSON
+	return c.finishOutcome(c.run.tk.chainFor(c.tool)(c, &c.ic.inv))
 }
 
 // begin starts the call: the start event goes out. It reports false when
@@ -172,13 +181,13 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 		state, err := c.ctxFailure(ctx, nil)
 		return c.outcome(n, state, nil, err)
 	}
-	if inv != nil && !sameSlice(inv.Call.Args, c.argsJSON) {
+	if inv != nil && !sameSlice(inv.Call.Args, c.ic.argsJSON) {
 		// An interceptor changed the arguments: they are checked again.
 		args, err := c.exe.prepare(inv.Call.Args)
 		if err != nil {
 			return c.outcome(n, StateError, nil, err)
 		}
-		c.args, c.argsJSON = args, inv.Call.Args
+		c.args, c.ic.argsJSON = args, inv.Call.Args
 	}
 	if c.external() {
 		return c.waitExternal(ctx, n)
@@ -341,14 +350,4 @@ func (c *call) logResult(res *Result) {
 	}
 	e.Str("session", c.run.sess.id).Str("run", c.run.ID()).Str("call", c.call.ID).Str("tool", c.call.Name).
 		Str("state", string(res.State)).Dur("duration", res.Duration).Err(res.Err).Msg("toolstream: call finished")
-}
-
-// callValues returns the call's scratch map for interceptors.
-func (c *call) callValues() *sync.Map {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.values == nil {
-		c.values = new(sync.Map)
-	}
-	return c.values
 }

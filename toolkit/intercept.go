@@ -137,7 +137,7 @@ func (inv *Invocation) AbortRun(cause error) { inv.c.run.interrupt(cause) }
 // the call, across attempts: a retry re-runs the inner interceptors with
 // the same Invocation, so an interceptor that must act once per call (add
 // a delta filter, count the call) keeps its mark here.
-func (inv *Invocation) CallValues() *sync.Map { return inv.c.callValues() }
+func (inv *Invocation) CallValues() *sync.Map { return &inv.c.ic.values }
 
 // Logger returns the toolkit's logger (silent unless WithLogger set one).
 func (inv *Invocation) Logger() *zerolog.Logger { return &inv.c.run.tk.log }
@@ -157,7 +157,7 @@ func (inv *Invocation) Meta(key string, value any) { inv.c.setMeta(0, key, value
 // added.
 func (inv *Invocation) FilterDeltas(f func(Part) Part) {
 	inv.c.mu.Lock()
-	inv.c.out.filters = append(inv.c.out.filters, f)
+	inv.c.ic.filters = append(inv.c.ic.filters, f)
 	inv.c.mu.Unlock()
 }
 

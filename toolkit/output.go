@@ -18,7 +18,6 @@ type output struct {
 	seq      uint64 // events numbered so far
 	dropped  uint64 // progress events not built since the last one that was
 	attempt  int    // how many times the tool started; only the latest writes
-	filters  []func(Part) Part
 	content  content
 	meta     map[string]any
 	finished bool
@@ -61,7 +60,7 @@ func (c *call) outcome(attempt int, state State, parts []Part, err error) Outcom
 	}
 	c.addLast(state, parts, err)
 	content := c.out.content.parts()
-	if c.inv != nil {
+	if c.ic != nil {
 		// Interceptors get their own copy: one that edits it in place must
 		// not edit the call's record of what was streamed.
 		content = slices.Clone(content)
@@ -98,8 +97,10 @@ func (c *call) dispatch(ev *events.Event, f *flush) {
 // addDelta passes a delta through the call's filters, appends it to the
 // content and emits a delta event. c.mu must be held.
 func (c *call) addDelta(p Part) {
-	for _, f := range c.out.filters {
-		p = f(p)
+	if c.ic != nil {
+		for _, f := range c.ic.filters {
+			p = f(p)
+		}
 	}
 	if p.IsEmpty() {
 		return
