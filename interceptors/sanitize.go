@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/maphash"
 	"mime"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
@@ -208,7 +210,7 @@ func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
 			v, loaded := inv.CallValues().LoadOrStore(sanitizeFilterKey{cfg}, &sanitizeCount{})
 			count := v.(*sanitizeCount)
 			if !loaded {
-				inv.FilterDeltas(func(p toolkit.Part) toolkit.Part { return cfg.redactPart(p, count) })
+				inv.FilterDeltas(func(p toolkit.Part) toolkit.Part { return count.filter(cfg, p) })
 			}
 			count.redactions.Store(0)
 			count.uninspected.Store(0)
@@ -228,12 +230,85 @@ func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
 
 type sanitizeFilterKey struct{ cfg *sanitizeConfig }
 
-// sanitizeCount is what one call's redactions replaced. The delta filter
-// runs under the call's lock, where it cannot set metadata: it counts here
-// and the interceptor reports.
+// sanitizeCount is one call's redaction state. The delta filter runs under
+// the call's lock, where it cannot set metadata: it counts here and the
+// interceptor reports.
+//
+// It also remembers a fingerprint of each large part the filter let
+// through, so that the pass over the whole result skips a part that is
+// exactly one filtered delta (the usual case: a tool that returns its
+// result) instead of redacting it a second time. A part made of several
+// deltas, or handed over by an inner interceptor, has no fingerprint and is
+// redacted again. A fingerprint is 24 bytes per 32 KiB of result at most.
 type sanitizeCount struct {
 	redactions  atomic.Int64
 	uninspected atomic.Int64
+
+	mu       sync.Mutex
+	filtered map[sanitizePrint]struct{}
+}
+
+// sanitizePrint identifies a part by type, size and a 64-bit hash with a
+// per-process random seed: two different parts share one with probability
+// 2^-64, and nobody outside can aim for it.
+type sanitizePrint struct {
+	typ  events.PartType
+	size int
+	hash uint64
+}
+
+// sanitizePrintMin is the smallest part worth a fingerprint: smaller ones
+// cost less to redact again than to remember.
+const sanitizePrintMin = 32 << 10
+
+var sanitizeSeed = maphash.MakeSeed()
+
+func sanitizePrintOf(p toolkit.Part) (sanitizePrint, bool) {
+	var b []byte
+	switch p.Type {
+	case events.PartText:
+		if len(p.Text) < sanitizePrintMin {
+			return sanitizePrint{}, false
+		}
+		return sanitizePrint{p.Type, len(p.Text), maphash.String(sanitizeSeed, p.Text)}, true
+	case events.PartJSON:
+		b = p.JSON
+	default:
+		b = p.Data
+	}
+	if len(b) < sanitizePrintMin {
+		return sanitizePrint{}, false
+	}
+	return sanitizePrint{p.Type, len(b), maphash.Bytes(sanitizeSeed, b)}, true
+}
+
+// filter is the delta filter: it redacts a part and remembers it.
+func (c *sanitizeCount) filter(cfg *sanitizeConfig, p toolkit.Part) toolkit.Part {
+	p = cfg.redactPart(p, c)
+	if fp, ok := sanitizePrintOf(p); ok {
+		c.mu.Lock()
+		if c.filtered == nil {
+			c.filtered = map[sanitizePrint]struct{}{}
+		}
+		c.filtered[fp] = struct{}{}
+		c.mu.Unlock()
+	}
+	return p
+}
+
+// wasFiltered reports whether p is exactly a part the filter let through.
+func (c *sanitizeCount) wasFiltered(p toolkit.Part) bool {
+	if c == nil {
+		return false
+	}
+	fp, ok := sanitizePrintOf(p)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, seen := c.filtered[fp]
+	return seen
 }
 
 // apply cleans the whole result. It returns out unchanged (the same
@@ -246,6 +321,12 @@ func (cfg *sanitizeConfig) apply(out toolkit.Outcome, count *sanitizeCount) tool
 	if len(cfg.redactors) > 0 {
 		var redacted []toolkit.Part
 		for i, p := range content {
+			if count.wasFiltered(p) {
+				if redacted != nil {
+					redacted = append(redacted, p)
+				}
+				continue
+			}
 			q, ch := cfg.redactPartChanged(p, count)
 			if redacted == nil && ch {
 				redacted = append(make([]toolkit.Part, 0, len(content)), content[:i]...)

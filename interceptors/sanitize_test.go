@@ -384,3 +384,36 @@ func TestSanitizeHugeJSONString(t *testing.T) {
 	}
 	sanNoKey(t, rec, res, key)
 }
+
+// The pass over the whole result skips only parts that are exactly one
+// filtered delta: a large result an inner interceptor hands over, and a
+// large text whose key is split across two large deltas, are redacted.
+func TestSanitizeWholeResultPassAfterSkips(t *testing.T) {
+	key := "xoxb-" + strings.Repeat("9", 20)
+	pad := strings.Repeat("lorem ipsum dolor ", 4000) // 72 KB
+	inner := toolkit.Interceptor{Name: "inner", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		out := next(ctx, inv)
+		if inv.Call.ID == "replaced" {
+			return toolkit.Success(events.Text(pad + key))
+		}
+		return out
+	}}
+	tk, rec := evKit(t, interceptors.Sanitize(interceptors.RedactAPIKeys(), interceptors.SanitizeMaxBytes(0)), inner)
+	text := pad + key + " " + pad
+	res := evRun(t, tk, "s",
+		evCall("replaced", "echo", evIn{Text: "short"}),
+		evCall("split", "echo", evIn{Text: text, Parts: 2}), // the key straddles the two deltas
+		evCall("whole", "echo", evIn{Text: text}),
+	)
+	if got := res[0].Text(); got != pad+"[redacted API key]" {
+		t.Errorf("replaced: ...%q", got[len(got)-40:])
+	}
+	for _, r := range res[1:] {
+		if got := r.Text(); got != pad+"[redacted API key] "+pad {
+			t.Errorf("%s: not redacted", r.Call.ID)
+		}
+		evCheckDeltas(t, rec, r)
+	}
+	sanNoKey(t, rec, res[0], key)
+	sanNoKey(t, rec, res[2], key)
+}
