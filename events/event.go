@@ -18,10 +18,10 @@
 // the tool groups active in a session; their body is in Data and their type
 // names it. They are numbered per session.
 //
-// The package also carries the events to NATS: [Open] connects a [Bus] (an
-// embedded server by default), whose [Publisher] a toolkit attaches as an
-// inline observer; [Subjects] names the subjects, [AppendJSON] and [Decode]
-// are the wire codec, [Bus.Replay] and [Bus.SSEHandler] serve subscribers.
+// The package is the protocol only, with no dependency outside the standard
+// library: the envelope, the content rule ([AppendPart], [ApplyDelta]), the
+// subject rule ([Subjects], [EncodeToken]) and the wire codec ([AppendJSON],
+// [Decode]). Package events/natsbus carries the events over NATS.
 // docs/events.md describes the protocol for clients in other languages.
 package events
 

@@ -176,7 +176,7 @@ func (s Subjects) Event(ev *Event) string {
 // Call returns the subject of an event of type typ of one call. An empty call
 // id gives the session-level subject, as for [Subjects.Event].
 func (s Subjects) Call(session, call, typ string) string {
-	prefix, tokens := s.callBase(session, call)
+	prefix, tokens := s.CallBase(session, call)
 	return prefix + tokens + EncodeToken(typ)
 }
 
@@ -185,10 +185,10 @@ func (s Subjects) SessionEvent(session, typ string) string {
 	return s.Call(session, "", typ)
 }
 
-// callBase returns what the subjects of one call's events start with: the
+// CallBase returns what the subjects of one call's events start with: the
 // prefix and a dot, and "<session>.<call>." (the call token [SessionToken]
 // when call is empty), which the publisher also uses for message ids.
-func (s Subjects) callBase(session, call string) (prefix, tokens string) {
+func (s Subjects) CallBase(session, call string) (prefix, tokens string) {
 	callTok := SessionToken
 	if call != "" {
 		callTok = EncodeToken(call)

@@ -10,14 +10,13 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
+	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
 
 // fixture: tools read_file and list_dir (group files), web_get (group web),
 // grep (groups files and search), now (basic).

@@ -51,7 +51,7 @@ func newCatalog(order []Group) *catalog {
 type Option func(*Manager)
 
 // WithStore sets where per-session state lives (default: in memory). Use a
-// KVStore to share it between processes.
+// natskv.Store (package groups/natskv) to share it between processes.
 func WithStore(s Store) Option { return func(m *Manager) { m.store = s } }
 
 // Install adds tool groups to a toolkit: it registers the reset_tools meta

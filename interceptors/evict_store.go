@@ -75,7 +75,7 @@ func (d *evictDir) Put(ctx context.Context, name string, data []byte) (string, e
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	if !evictValidName(name) {
+	if !ValidResultName(name) {
 		return "", fmt.Errorf("invalid result name %q", name)
 	}
 	if d.maxBytes > 0 && int64(len(data)) > d.maxBytes {
@@ -172,7 +172,7 @@ func (d *evictDir) prune(keep string) {
 			}
 			continue
 		}
-		if !evictValidName(name) {
+		if !ValidResultName(name) {
 			continue
 		}
 		total += info.Size()
@@ -196,9 +196,10 @@ func (d *evictDir) prune(keep string) {
 	}
 }
 
-// evictValidName reports whether name is a plain file name that cannot
-// point anywhere but into the folder.
-func evictValidName(name string) bool {
+// ValidResultName reports whether name is a name a [Backend] accepts: 1 to
+// 200 letters, digits, '_', '-' and '.', not starting with '.'. Such a name is a
+// plain file name that cannot point anywhere but into a folder.
+func ValidResultName(name string) bool {
 	if name == "" || len(name) > 200 || name[0] == '.' {
 		return false
 	}

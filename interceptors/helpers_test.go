@@ -7,14 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leak.VerifyTestMain(m)
 }
 
 // icKit returns a toolkit with the given interceptors, closed at the end

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -19,7 +20,7 @@ import (
 // read-only tool, a writing tool and the permissions interceptor.
 type permFixture struct {
 	tk    *toolkit.Toolkit
-	bus   *events.Bus
+	bus   *natsbus.Bus
 	perms *interceptors.Permissions
 	mu    sync.Mutex
 	wrote []string
@@ -30,7 +31,7 @@ type permFixture struct {
 func newPermFixture(t *testing.T, opts ...interceptors.PermissionOption) *permFixture {
 	t.Helper()
 	ctx := context.Background()
-	bus, err := events.Open(ctx)
+	bus, err := natsbus.Open(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
@@ -375,7 +376,7 @@ func (s *flakyStore) Update(ctx context.Context, session string, fn func(map[str
 // that succeeds is the first, and its "skills" event reaches NATS.
 func TestFailedLoadIsNotALoad(t *testing.T) {
 	ctx := context.Background()
-	bus, err := events.Open(ctx)
+	bus, err := natsbus.Open(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

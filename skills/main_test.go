@@ -3,7 +3,7 @@ package skills_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/toolstream/toolstream/internal/leak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leak.VerifyTestMain(m) }

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"go.uber.org/goleak"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -180,7 +180,7 @@ func TestProgressWithoutListeners(t *testing.T) {
 // TestNoGoroutineLeaks runs every kind of call, closes the toolkit and checks
 // that nothing is left running.
 func TestNoGoroutineLeaks(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leak.Check(t)()
 	rec := &recorder{}
 	tk := toolkit.New(toolkit.WithObserver(rec), toolkit.WithCancelGrace(5*time.Millisecond))
 	ext, err := toolkit.NewExternalTool(toolkit.Spec{Name: "ext", Timeout: 10 * time.Millisecond}, []byte(`{"type":"object"}`))

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/events"
-
+	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/skills"
@@ -158,7 +158,7 @@ func (d *approvalDesk) decide(session, call string, dec decision) error {
 // answerQuestions is the stand-in for the user behind the external tool
 // ask_user: like any other service, it watches the events on NATS and
 // submits an answer when such a call suspends.
-func answerQuestions(bus *events.Bus, tk *toolkit.Toolkit) (stop func(), err error) {
+func answerQuestions(bus *natsbus.Bus, tk *toolkit.Toolkit) (stop func(), err error) {
 	sub, err := bus.Subscribe(bus.Subjects().AllOfType(events.TypeSuspend), func(ev *events.Event) {
 		// On a shared server other processes' sessions pass by too: answer
 		// only this toolkit's own.

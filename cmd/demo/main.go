@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -55,7 +56,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.dir, "dir", ".", "folder the demo's tools work on")
 	fs.StringVar(&c.session, "session", "demo", "session id of the conversation")
 	fs.StringVar(&c.task, "task", defaultTask, "what the user asks the agent (a real model reads it; the scripted one follows its script)")
-	fs.StringVar(&c.natsURL, "nats", os.Getenv(events.EnvURL), "NATS server URL; empty: an embedded server (default $"+events.EnvURL+")")
+	fs.StringVar(&c.natsURL, "nats", os.Getenv(natsbus.EnvURL), "NATS server URL; empty: an embedded server (default $"+natsbus.EnvURL+")")
 	fs.StringVar(&c.natsListen, "nats-listen", "127.0.0.1:4222", "embedded server: address for outside NATS clients such as the nats CLI (empty: none; taken: any free port)")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7070", "address of the live web page (empty: no page; taken: any free port)")
 	fs.BoolVar(&c.durable, "durable", true, "keep events in a JetStream stream (the web page replays the history from it)")
@@ -226,26 +227,26 @@ func chooseModel(cfg *config) (Model, string) {
 // openBus opens the NATS side: the given server, or an embedded one that
 // outside clients reach on the listen address (any free port if that one
 // is taken).
-func openBus(ctx context.Context, cfg *config, log zerolog.Logger) (*events.Bus, error) {
-	opts := []events.Option{events.WithLogger(log)}
+func openBus(ctx context.Context, cfg *config, log zerolog.Logger) (*natsbus.Bus, error) {
+	opts := []natsbus.Option{natsbus.WithLogger(log)}
 	if cfg.natsURL != "" {
-		opts = append(opts, events.WithURL(cfg.natsURL))
+		opts = append(opts, natsbus.WithURL(cfg.natsURL))
 	}
 	if cfg.durable {
-		opts = append(opts, events.WithDurable(events.Durable{}))
+		opts = append(opts, natsbus.WithDurable(natsbus.Durable{}))
 	}
 	if cfg.natsURL != "" || cfg.natsListen == "" {
-		return events.Open(ctx, opts...)
+		return natsbus.Open(ctx, opts...)
 	}
-	bus, err := events.Open(ctx, append(opts, events.WithListen(cfg.natsListen))...)
+	bus, err := natsbus.Open(ctx, append(opts, natsbus.WithListen(cfg.natsListen))...)
 	if err != nil && strings.Contains(err.Error(), "address already in use") {
-		bus, err = events.Open(ctx, append(opts, events.WithListen("127.0.0.1:0"))...)
+		bus, err = natsbus.Open(ctx, append(opts, natsbus.WithListen("127.0.0.1:0"))...)
 	}
 	return bus, err
 }
 
 // printWatch tells how to watch the events with the nats CLI.
-func printWatch(v *termView, bus *events.Bus, session string) {
+func printWatch(v *termView, bus *natsbus.Bus, session string) {
 	url := bus.ClientURL()
 	if url == "" {
 		return

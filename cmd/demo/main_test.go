@@ -14,11 +14,11 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/toolstream/toolstream/internal/leak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leak.VerifyTestMain(m)
 }
 
 // TestDemoRuns runs the scripted tour in process, flat out, and checks what

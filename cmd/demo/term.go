@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -230,7 +231,7 @@ func (v *termView) results(rs []toolkit.Result, took time.Duration) {
 }
 
 // summary prints the table of every call and the totals.
-func (v *termView) summary(sum runSummary, st events.PublisherStats) {
+func (v *termView) summary(sum runSummary, st natsbus.PublisherStats) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.clearBlock()

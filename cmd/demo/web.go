@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -24,7 +24,7 @@ var webFiles embed.FS
 // events through the SSE bridge (replayed from the durable stream, so a
 // reload shows the whole history), and the answers to approval requests.
 type webApp struct {
-	bus     *events.Bus
+	bus     *natsbus.Bus
 	tk      *toolkit.Toolkit
 	desk    *approvalDesk
 	session string
@@ -42,7 +42,7 @@ func (a *webApp) handler() http.Handler {
 		http.ServeFileFS(w, r, static, "index.html")
 	})
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	mux.Handle("GET /events", a.bus.SSEHandler(events.SSEOptions{}))
+	mux.Handle("GET /events", a.bus.SSEHandler(natsbus.SSEOptions{}))
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("GET /api/info", a.info)
 	mux.HandleFunc("POST /api/approve", a.approve)

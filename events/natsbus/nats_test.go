@@ -1,4 +1,4 @@
-package events_test
+package natsbus_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -57,7 +58,7 @@ func TestModelVisibleSubscriber(t *testing.T) {
 	bus := openBus(t)
 	tk := kit(t, bus)
 	col := newCollector()
-	for _, typ := range stream.ModelVisibleTypes {
+	for _, typ := range []events.Type{events.TypeDelta, events.TypeResult} {
 		sub, err := bus.Subscribe(bus.Subjects().AllOfType(typ), col.add)
 		if err != nil {
 			t.Fatal(err)
@@ -174,7 +175,7 @@ func TestSlowSubscriberDoesNotSlowTools(t *testing.T) {
 // many were dropped, and no delta or result is lost.
 func TestPublisherDropsProgressUnderPressure(t *testing.T) {
 	const calls, lines = 8, 2000
-	bus := openBus(t, events.WithPublisherQueue(1))
+	bus := openBus(t, natsbus.WithPublisherQueue(1))
 	tk := kit(t, bus)
 	// Each call bursts progress and deltas, then, once every call is done
 	// bursting, takes its turn to emit one more progress event after the
@@ -238,7 +239,7 @@ func TestPublisherDropsProgressUnderPressure(t *testing.T) {
 // TestDurableResume: a JetStream subscriber that stops mid-run and resumes
 // from its last sequence ends up with every event exactly once.
 func TestDurableResume(t *testing.T) {
-	bus := openBus(t, events.WithDurable(events.Durable{Memory: true}))
+	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	tk := kit(t, bus)
 	sess, _ := tk.Session("d")
 	run := sess.Start(context.Background(), callsFor(6, 50))
@@ -321,7 +322,7 @@ func TestDurableResume(t *testing.T) {
 // TestReplayStopIsFinal: once stop returns, the callback is not running
 // and is never called again, even while events keep arriving.
 func TestReplayStopIsFinal(t *testing.T) {
-	bus := openBus(t, events.WithDurable(events.Durable{Memory: true}))
+	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	tk := kit(t, bus)
 	sess, _ := tk.Session("stop")
 	run := sess.Start(context.Background(), callsFor(4, 400))
@@ -360,7 +361,7 @@ func TestReplayStopIsFinal(t *testing.T) {
 // TestReplayNeedsDurable: a clear error, not a hang.
 func TestReplayNeedsDurable(t *testing.T) {
 	bus := openBus(t)
-	if _, err := bus.Replay(context.Background(), bus.Subjects().All(), 0, func(uint64, *events.Event) {}); !errors.Is(err, events.ErrNotDurable) {
+	if _, err := bus.Replay(context.Background(), bus.Subjects().All(), 0, func(uint64, *events.Event) {}); !errors.Is(err, natsbus.ErrNotDurable) {
 		t.Fatalf("Replay on a non-durable bus: %v", err)
 	}
 }
@@ -396,7 +397,7 @@ func TestSessionEventOnNATS(t *testing.T) {
 // TestDurableReusedCallIDs: two runs that reuse call ids (a rerun scripted
 // conversation) are both stored: message ids only deduplicate republishing.
 func TestDurableReusedCallIDs(t *testing.T) {
-	bus := openBus(t, events.WithDurable(events.Durable{Memory: true}))
+	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	tk := kit(t, bus)
 	sess, _ := tk.Session("again")
 	for range 2 {

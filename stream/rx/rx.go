@@ -1,4 +1,12 @@
-package stream
+// Package rx gives toolstream's events as rxgo observables: from the tools
+// of a toolkit in the same process ([Hub]), or from NATS, live ([Live]) or
+// replayed from the durable stream ([Replay]); with views that keep what the
+// model sees ([ModelVisible]) or what people see ([ProgressOnly]), and one
+// that rebuilds each call's result from its deltas ([Accumulate]).
+//
+// It is apart from package stream so that tools and the engine do not link
+// rxgo.
+package rx
 
 import (
 	"cmp"
@@ -11,6 +19,7 @@ import (
 	"github.com/reactivex/rxgo/v2"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
 )
 
 // Filter selects events. Empty fields match everything.
@@ -181,7 +190,7 @@ func (h *Hub) Close() {
 
 // Live returns the events matching f as they are published on the bus (core
 // NATS: from now on), until ctx ends.
-func Live(ctx context.Context, bus *events.Bus, f Filter) (rxgo.Observable, error) {
+func Live(ctx context.Context, bus *natsbus.Bus, f Filter) (rxgo.Observable, error) {
 	return feed(ctx, f, func(send func(*events.Event)) (func(), error) {
 		sub, err := bus.Subscribe(f.Subject(bus.Subjects()), send)
 		if err != nil {
@@ -196,7 +205,7 @@ func Live(ctx context.Context, bus *events.Bus, f Filter) (rxgo.Observable, erro
 // come, until ctx ends. Each event's Stream field holds its stream sequence:
 // a subscriber that stops resumes with from = last Stream + 1 and misses
 // nothing. It needs a durable bus.
-func Replay(ctx context.Context, bus *events.Bus, f Filter, from uint64) (rxgo.Observable, error) {
+func Replay(ctx context.Context, bus *natsbus.Bus, f Filter, from uint64) (rxgo.Observable, error) {
 	return feed(ctx, f, func(send func(*events.Event)) (func(), error) {
 		return bus.Replay(ctx, f.Subject(bus.Subjects()), from, func(seq uint64, ev *events.Event) {
 			ev.Stream = seq

@@ -1,4 +1,4 @@
-package stream_test
+package rx_test
 
 import (
 	"context"
@@ -9,15 +9,17 @@ import (
 	"time"
 
 	"github.com/reactivex/rxgo/v2"
-	"go.uber.org/goleak"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/stream/rx"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leak.VerifyTestMain(m)
 }
 
 func newKit(t *testing.T, opts ...toolkit.Option) *toolkit.Toolkit {
@@ -72,16 +74,16 @@ func collect(t *testing.T, o rxgo.Observable, n int) []any {
 // observables, the model-visible and progress views, and the accumulator
 // that rebuilds each result from its deltas.
 func TestHubViewsAndAccumulator(t *testing.T) {
-	hub := stream.NewHub()
+	hub := rx.NewHub()
 	defer hub.Close()
 	tk := newKit(t, toolkit.WithObserver(hub))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	visible := stream.ModelVisible(hub.Observable(ctx, stream.Filter{Session: "s"}))
-	progress := stream.ProgressOnly(hub.Observable(ctx, stream.Filter{Session: "s", Call: "c1"}))
-	results := stream.Accumulate(hub.Observable(ctx, stream.Filter{Session: "s"}))
-	other := hub.Observable(ctx, stream.Filter{Session: "other"})
+	visible := rx.ModelVisible(hub.Observable(ctx, rx.Filter{Session: "s"}))
+	progress := rx.ProgressOnly(hub.Observable(ctx, rx.Filter{Session: "s", Call: "c1"}))
+	results := rx.Accumulate(hub.Observable(ctx, rx.Filter{Session: "s"}))
+	other := hub.Observable(ctx, rx.Filter{Session: "other"})
 
 	sess, _ := tk.Session("s")
 	sess.Run(context.Background(), lineCalls(3, 10))
@@ -101,7 +103,7 @@ func TestHubViewsAndAccumulator(t *testing.T) {
 		}
 	}
 	for _, v := range collect(t, results, 3) {
-		cr := v.(stream.CallResult)
+		cr := v.(rx.CallResult)
 		if cr.Mismatch != "" {
 			t.Fatalf("%s: %s", cr.Call, cr.Mismatch)
 		}
@@ -145,8 +147,8 @@ func TestAccumulatorFindsMismatch(t *testing.T) {
 		in       []any
 		mismatch bool
 	}{{good, false}, {bad, true}, {retried, false}} {
-		got := collect(t, stream.Accumulate(rxgo.Just(tc.in...)()), 1)
-		cr := got[0].(stream.CallResult)
+		got := collect(t, rx.Accumulate(rxgo.Just(tc.in...)()), 1)
+		cr := got[0].(rx.CallResult)
 		if (cr.Mismatch != "") != tc.mismatch {
 			t.Fatalf("mismatch %q, want one: %v", cr.Mismatch, tc.mismatch)
 		}
@@ -159,10 +161,10 @@ func TestAccumulatorFindsMismatch(t *testing.T) {
 func TestHubObservablesEnd(t *testing.T) {
 	for _, how := range []string{"context", "close"} {
 		t.Run(how, func(t *testing.T) {
-			hub := stream.NewHub()
+			hub := rx.NewHub()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			o := hub.Observable(ctx, stream.Filter{}) // nobody reads until the end
+			o := hub.Observable(ctx, rx.Filter{}) // nobody reads until the end
 			observing := make(chan any, 1)
 			go func() {
 				defer func() { observing <- recover() }()
@@ -196,9 +198,9 @@ func TestHubObservablesEnd(t *testing.T) {
 			hub.Close()
 		})
 	}
-	hub := stream.NewHub()
+	hub := rx.NewHub()
 	hub.Close()
-	for range hub.Observable(context.Background(), stream.Filter{}).Observe() {
+	for range hub.Observable(context.Background(), rx.Filter{}).Observe() {
 		t.Fatal("an item from a closed hub")
 	}
 }
@@ -206,15 +208,15 @@ func TestHubObservablesEnd(t *testing.T) {
 func TestFilterMatch(t *testing.T) {
 	ev := &events.Event{Type: events.TypeDelta, Session: "s", Call: "c", Tool: "grep"}
 	for _, tc := range []struct {
-		f    stream.Filter
+		f    rx.Filter
 		want bool
 	}{
-		{stream.Filter{}, true},
-		{stream.Filter{Session: "s", Call: "c", Tool: "grep", Types: stream.ModelVisibleTypes}, true},
-		{stream.Filter{Session: "t"}, false},
-		{stream.Filter{Call: "d"}, false},
-		{stream.Filter{Tool: "ls"}, false},
-		{stream.Filter{Types: []events.Type{events.TypeProgress, events.TypeResult}}, false},
+		{rx.Filter{}, true},
+		{rx.Filter{Session: "s", Call: "c", Tool: "grep", Types: rx.ModelVisibleTypes}, true},
+		{rx.Filter{Session: "t"}, false},
+		{rx.Filter{Call: "d"}, false},
+		{rx.Filter{Tool: "ls"}, false},
+		{rx.Filter{Types: []events.Type{events.TypeProgress, events.TypeResult}}, false},
 	} {
 		if got := tc.f.Match(ev); got != tc.want {
 			t.Errorf("%+v: %v, want %v", tc.f, got, tc.want)
@@ -227,23 +229,23 @@ func TestFilterMatch(t *testing.T) {
 func TestLiveAndReplayFromNATS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	bus, err := events.Open(ctx, events.WithDurable(events.Durable{Memory: true}))
+	bus, err := natsbus.Open(ctx, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bus.Close(context.Background())
 	tk := newKit(t, toolkit.WithInlineObserver(bus.Publisher()))
 
-	live, err := stream.Live(ctx, bus, stream.Filter{Session: "n", Types: stream.ModelVisibleTypes})
+	live, err := rx.Live(ctx, bus, rx.Filter{Session: "n", Types: rx.ModelVisibleTypes})
 	if err != nil {
 		t.Fatal(err)
 	}
-	liveResults := stream.Accumulate(live)
+	liveResults := rx.Accumulate(live)
 	bus.Conn().Flush()
 	sess, _ := tk.Session("n")
 	sess.Run(context.Background(), lineCalls(2, 5))
 	for _, v := range collect(t, liveResults, 2) {
-		if cr := v.(stream.CallResult); cr.Mismatch != "" || len(cr.Content) == 0 {
+		if cr := v.(rx.CallResult); cr.Mismatch != "" || len(cr.Content) == 0 {
 			t.Fatalf("live %s: %q %q", cr.Call, cr.Mismatch, events.ContentText(cr.Content))
 		}
 	}
@@ -261,9 +263,9 @@ func TestLiveAndReplayFromNATS(t *testing.T) {
 	}
 }
 
-func mustReplay(t *testing.T, ctx context.Context, bus *events.Bus, from uint64) rxgo.Observable {
+func mustReplay(t *testing.T, ctx context.Context, bus *natsbus.Bus, from uint64) rxgo.Observable {
 	t.Helper()
-	o, err := stream.Replay(ctx, bus, stream.Filter{Session: "n"}, from)
+	o, err := rx.Replay(ctx, bus, rx.Filter{Session: "n"}, from)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,15 +275,15 @@ func mustReplay(t *testing.T, ctx context.Context, bus *events.Bus, from uint64)
 func TestFilterSubjects(t *testing.T) {
 	s := events.Subjects{}
 	for _, tc := range []struct {
-		f    stream.Filter
+		f    rx.Filter
 		want string
 	}{
-		{stream.Filter{}, "toolstream.>"},
-		{stream.Filter{Types: []events.Type{events.TypeResult}}, "toolstream.*.*.result"},
-		{stream.Filter{Session: "a"}, "toolstream.a.>"},
-		{stream.Filter{Session: "a", Call: "b"}, "toolstream.a.b.*"},
-		{stream.Filter{Session: "a", Call: "b", Types: []events.Type{events.TypeDelta}}, "toolstream.a.b.delta"},
-		{stream.Filter{Session: "a.b"}, "toolstream.~YS5i.>"},
+		{rx.Filter{}, "toolstream.>"},
+		{rx.Filter{Types: []events.Type{events.TypeResult}}, "toolstream.*.*.result"},
+		{rx.Filter{Session: "a"}, "toolstream.a.>"},
+		{rx.Filter{Session: "a", Call: "b"}, "toolstream.a.b.*"},
+		{rx.Filter{Session: "a", Call: "b", Types: []events.Type{events.TypeDelta}}, "toolstream.a.b.delta"},
+		{rx.Filter{Session: "a.b"}, "toolstream.~YS5i.>"},
 	} {
 		if got := tc.f.Subject(s); got != tc.want {
 			t.Errorf("%+v: %s, want %s", tc.f, got, tc.want)

@@ -1,4 +1,4 @@
-package events_test
+package natsbus_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -33,7 +34,7 @@ func sampleEvent() []byte {
 }
 
 // emitKit is a toolkit whose "emit" tool reports n progress events.
-func emitKit(b *testing.B, bus *events.Bus) *toolkit.Toolkit {
+func emitKit(b *testing.B, bus *natsbus.Bus) *toolkit.Toolkit {
 	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithMaxParallel(64), toolkit.WithFlushTimeout(time.Minute))
 	b.Cleanup(func() { tk.Close(context.Background()) })
 	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "emit", ConcurrencySafe: true}, func(ctx context.Context, in struct {
@@ -65,7 +66,7 @@ type counter struct {
 	mu   sync.Mutex
 }
 
-func newCounter(b *testing.B, bus *events.Bus, subject string) *counter {
+func newCounter(b *testing.B, bus *natsbus.Bus, subject string) *counter {
 	nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
 	if err != nil {
 		b.Fatal(err)
@@ -234,7 +235,7 @@ func BenchmarkEmitLatency(b *testing.B) {
 // against publishing without ids, which the de-duplication of durable mode
 // cannot match (its cost shows in raw-msgid vs raw).
 func BenchmarkDurableThroughput(b *testing.B) {
-	bus := openBus(b, events.WithDurable(events.Durable{}), events.WithPublisherQueue(1<<20))
+	bus := openBus(b, natsbus.WithDurable(natsbus.Durable{}), natsbus.WithPublisherQueue(1<<20))
 	tk := emitKit(b, bus)
 	sess, _ := tk.Session("durable")
 	const tools, perTool = 64, 100

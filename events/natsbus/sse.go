@@ -1,4 +1,4 @@
-package events
+package natsbus
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolstream/toolstream/events"
 )
 
 // SSEOptions configures the Server-Sent Events bridge.
@@ -65,7 +67,7 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions)
 		return
 	}
 	session := opts.Session(r)
-	if err := CheckSessionID(session); err != nil {
+	if err := events.CheckSessionID(session); err != nil {
 		http.Error(w, "bad session id: "+err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -96,7 +98,7 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions)
 		// name (a newline in it) would break the stream's framing.
 		_, _, typ, err := b.subjects.Parse(subject)
 		if err == nil {
-			err = CheckType(typ)
+			err = events.CheckType(typ)
 		}
 		if err != nil {
 			b.log.Warn().Err(err).Str("subject", subject).Msg("toolstream: not streaming a message that is not an event")

@@ -1,4 +1,4 @@
-package events_test
+package natsbus_test
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
 )
 
 type sseEvent struct {
@@ -74,9 +75,9 @@ func sseGet(t *testing.T, base, session, lastID string) *http.Response {
 // connection mid-run and reconnects with Last-Event-ID: it ends with every
 // event exactly once and none of another session's.
 func TestSSEResume(t *testing.T) {
-	bus := openBus(t, events.WithDurable(events.Durable{Memory: true}))
+	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	tk := kit(t, bus)
-	srv := httptest.NewServer(bus.SSEHandler(events.SSEOptions{}))
+	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
 	defer srv.Close()
 
 	mine, _ := tk.Session("sse a.>")
@@ -126,11 +127,11 @@ func TestSSEResume(t *testing.T) {
 }
 
 func TestSSEErrors(t *testing.T) {
-	durable := openBus(t, events.WithDurable(events.Durable{Memory: true}))
+	durable := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	plain := openBus(t)
-	d := httptest.NewServer(durable.SSEHandler(events.SSEOptions{}))
+	d := httptest.NewServer(durable.SSEHandler(natsbus.SSEOptions{}))
 	defer d.Close()
-	p := httptest.NewServer(plain.SSEHandler(events.SSEOptions{}))
+	p := httptest.NewServer(plain.SSEHandler(natsbus.SSEOptions{}))
 	defer p.Close()
 
 	for _, tc := range []struct {
@@ -173,8 +174,8 @@ func TestSSEErrors(t *testing.T) {
 // TestSSEKeepAlive: an idle stream gets comment lines, which EventSource
 // ignores.
 func TestSSEKeepAlive(t *testing.T) {
-	bus := openBus(t, events.WithDurable(events.Durable{Memory: true}))
-	srv := httptest.NewServer(bus.SSEHandler(events.SSEOptions{KeepAlive: 20 * time.Millisecond}))
+	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{KeepAlive: 20 * time.Millisecond}))
 	defer srv.Close()
 	resp := sseGet(t, srv.URL, "idle", "")
 	defer resp.Body.Close()
@@ -196,8 +197,8 @@ func TestSSEKeepAlive(t *testing.T) {
 // does not decode to a valid type name (here one with a newline, which
 // would split the SSE frame) is not streamed; the events around it are.
 func TestSSESkipsBadTypes(t *testing.T) {
-	bus := openBus(t, events.WithDurable(events.Durable{Memory: true}))
-	srv := httptest.NewServer(bus.SSEHandler(events.SSEOptions{}))
+	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
 	defer srv.Close()
 	js := bus.JetStream()
 	ctx := context.Background()

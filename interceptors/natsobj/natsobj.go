@@ -1,4 +1,8 @@
-package interceptors
+// Package natsobj stores results too large for a conversation in a NATS
+// JetStream object store bucket: a backend for interceptors.Evict
+// (interceptors.EvictBackend). It lives apart so that programs that evict to
+// a folder do not link NATS.
+package natsobj
 
 import (
 	"cmp"
@@ -11,29 +15,31 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolstream/toolstream/interceptors"
 )
 
-// ObjectStoreOption configures [ObjectStoreBackend].
-type ObjectStoreOption func(*evictObjectConfig)
+// Option configures [New].
+type Option func(*config)
 
-type evictObjectConfig struct {
+type config struct {
 	maxBytes int64
 	ttl      time.Duration
 }
 
-// ObjectStoreMaxBytes sets the size limit of a bucket the backend creates
-// (default 256 MiB; 0 or less: no limit).
-func ObjectStoreMaxBytes(n int64) ObjectStoreOption {
-	return func(c *evictObjectConfig) { c.maxBytes = n }
+// MaxBytes sets the size limit of a bucket the backend creates (default
+// interceptors.DefaultEvictMaxBytes; 0 or less: no limit).
+func MaxBytes(n int64) Option {
+	return func(c *config) { c.maxBytes = n }
 }
 
-// ObjectStoreTTL sets how long a bucket the backend creates keeps each
-// object (default: until space is needed).
-func ObjectStoreTTL(d time.Duration) ObjectStoreOption {
-	return func(c *evictObjectConfig) { c.ttl = max(d, 0) }
+// TTL sets how long a bucket the backend creates keeps each object (default:
+// until space is needed).
+func TTL(d time.Duration) Option {
+	return func(c *config) { c.ttl = max(d, 0) }
 }
 
-// ObjectStoreBackend returns a [Backend] that keeps results in a JetStream
+// New returns an interceptors.Backend that keeps results in a JetStream
 // object store bucket, creating the bucket with the options' size limit and
 // TTL if it does not exist (an existing bucket is used as it is). Locations
 // read "nats-object://<bucket>/<name>".
@@ -41,8 +47,8 @@ func ObjectStoreTTL(d time.Duration) ObjectStoreOption {
 // JetStream refuses writes to a full bucket rather than dropping old data,
 // so before each write the backend removes the oldest objects until the new
 // one fits under the bucket's size limit. Give it a bucket of its own.
-func ObjectStoreBackend(ctx context.Context, js jetstream.JetStream, bucket string, opts ...ObjectStoreOption) (Backend, error) {
-	cfg := evictObjectConfig{maxBytes: DefaultEvictMaxBytes}
+func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Option) (interceptors.Backend, error) {
+	cfg := config{maxBytes: interceptors.DefaultEvictMaxBytes}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -61,23 +67,23 @@ func ObjectStoreBackend(ctx context.Context, js jetstream.JetStream, bucket stri
 	if err != nil {
 		return nil, fmt.Errorf("object store %q: %w", bucket, err)
 	}
-	return &evictObjects{js: js, os: store, bucket: bucket}, nil
+	return &objects{js: js, os: store, bucket: bucket}, nil
 }
 
-type evictObjects struct {
+type objects struct {
 	js     jetstream.JetStream
 	os     jetstream.ObjectStore
 	bucket string
 	mu     sync.Mutex // one write and clean-up at a time, so each sees the others' objects
 }
 
-func (b *evictObjects) Put(ctx context.Context, name string, data []byte) (string, error) {
-	if !evictValidName(name) {
+func (b *objects) Put(ctx context.Context, name string, data []byte) (string, error) {
+	if !interceptors.ValidResultName(name) {
 		return "", fmt.Errorf("invalid result name %q", name)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.makeRoom(ctx, name, evictObjectSize(len(data))); err != nil {
+	if err := b.makeRoom(ctx, name, objectSize(len(data))); err != nil {
 		return "", err
 	}
 	if _, err := b.os.PutBytes(ctx, name, data); err != nil {
@@ -86,15 +92,15 @@ func (b *evictObjects) Put(ctx context.Context, name string, data []byte) (strin
 	return "nats-object://" + b.bucket + "/" + name, nil
 }
 
-// evictObjectSize estimates what an object of n bytes takes in the stream:
+// objectSize estimates what an object of n bytes takes in the stream:
 // its chunks of 128 KiB with their subjects and headers, and its metadata.
-func evictObjectSize(n int) int64 {
+func objectSize(n int) int64 {
 	return int64(n) + 512 + 128*int64(n/(128<<10)+1)
 }
 
 // makeRoom removes the oldest objects (never name) until need more bytes
 // fit under the bucket's limit.
-func (b *evictObjects) makeRoom(ctx context.Context, name string, need int64) error {
+func (b *objects) makeRoom(ctx context.Context, name string, need int64) error {
 	st, err := b.os.Status(ctx)
 	if err != nil {
 		return fmt.Errorf("object store %q: %w", b.bucket, err)
@@ -142,7 +148,7 @@ func (b *evictObjects) makeRoom(ctx context.Context, name string, need int64) er
 		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(meta)); err != nil {
 			return fmt.Errorf("object store %q: making room: %w", b.bucket, err)
 		}
-		used -= evictObjectSize(int(info.Size))
+		used -= objectSize(int(info.Size))
 	}
 	return nil
 }

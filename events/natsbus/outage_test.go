@@ -1,4 +1,4 @@
-package events_test
+package natsbus_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -72,7 +73,7 @@ func (n *natsServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.
 // process; afterwards the stream holds every event of the run exactly once.
 func TestNATSStoppedMidRun(t *testing.T) {
 	ns := startNATS(t)
-	bus := openBus(t, events.WithURL(ns.url()), events.WithDurable(events.Durable{}))
+	bus := openBus(t, natsbus.WithURL(ns.url()), natsbus.WithDurable(natsbus.Durable{}))
 	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithFlushTimeout(200*time.Millisecond))
 	defer tk.Close(context.Background())
 	steps := 40

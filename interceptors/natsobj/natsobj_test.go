@@ -1,56 +1,70 @@
-package interceptors_test
+package natsobj_test
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/interceptors/natsobj"
+	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// evJetStream starts an embedded NATS server for the test.
-func evJetStream(t *testing.T) jetstream.JetStream {
+func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
+
+// lines is a tool that streams n numbered lines of 58 bytes.
+func lines(t *testing.T) *toolkit.Tool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	bus, err := events.Open(ctx)
-	if err != nil {
-		t.Fatal(err)
+	return toolkit.MustTool(toolkit.Spec{Name: "big", Description: "Numbered lines."},
+		func(ctx context.Context, in struct {
+			Lines int `json:"lines"`
+		}) (string, error) {
+			em := stream.From(ctx)
+			for i := 1; i <= in.Lines; i++ {
+				fmt.Fprintf(em, "line %d: %s\n", i, strings.Repeat("x", 50))
+			}
+			return "done", nil
+		})
+}
+
+func fullText(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "line %d: %s\n", i, strings.Repeat("x", 50))
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		bus.Close(ctx)
-	})
-	js, err := jetstream.New(bus.Conn())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
+	return b.String() + "done"
 }
 
 func TestEvictToObjectStore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	js := evJetStream(t)
-	b, err := interceptors.ObjectStoreBackend(ctx, js, "tool_results", interceptors.ObjectStoreTTL(time.Hour))
+	js := natstest.JetStream(t)
+	b, err := natsobj.New(ctx, js, "tool_results", natsobj.TTL(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A second backend binds to the bucket that now exists.
-	if _, err := interceptors.ObjectStoreBackend(ctx, js, "tool_results"); err != nil {
+	if _, err := natsobj.New(ctx, js, "tool_results"); err != nil {
 		t.Fatal(err)
 	}
 
-	tk, rec := evKit(t, interceptors.Evict(interceptors.EvictBackend(b), interceptors.EvictLimit(1000)))
-	res := evRun(t, tk, "s", evCall("c1", "big", evIn{Lines: 5000}))[0] // over 128 KiB: several chunks
-	evCheckDeltas(t, rec, res)
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
+	if err := tk.Use(interceptors.Evict(interceptors.EvictBackend(b), interceptors.EvictLimit(1000))); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Add(t, tk, lines(t))
+	res := testutil.Run(t, tk, "s", testutil.Call("c1", "big", `{"lines":5000}`))[0] // over 128 KiB: several chunks
+	testutil.CheckDeltasAddUp(t, rec, res)
 	loc, _ := res.Meta[interceptors.EvictMetaLocation].(string)
 	name, ok := strings.CutPrefix(loc, "nats-object://tool_results/")
 	if !ok || !strings.Contains(res.Text(), loc) {
@@ -64,7 +78,7 @@ func TestEvictToObjectStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := evFullText(5000, ""); string(data) != want {
+	if want := fullText(5000); string(data) != want {
 		t.Fatalf("read back %d bytes, stored %d", len(data), len(want))
 	}
 	st, err := store.Status(ctx)
@@ -76,8 +90,8 @@ func TestEvictToObjectStore(t *testing.T) {
 func TestObjectStoreRetention(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	js := evJetStream(t)
-	b, err := interceptors.ObjectStoreBackend(ctx, js, "small", interceptors.ObjectStoreMaxBytes(100<<10))
+	js := natstest.JetStream(t)
+	b, err := natsobj.New(ctx, js, "small", natsobj.MaxBytes(100<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,5 +129,3 @@ func TestObjectStoreRetention(t *testing.T) {
 		t.Error("a name with a path was accepted")
 	}
 }
-
-var _ toolkit.Observer = (*icRecorder)(nil)

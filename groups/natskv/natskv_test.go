@@ -1,4 +1,4 @@
-package groups_test
+package natskv_test
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/groups"
+	"github.com/toolstream/toolstream/groups/natskv"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -23,7 +25,7 @@ type process struct {
 	m  *groups.Manager
 }
 
-func newProcess(t *testing.T, bus *events.Bus, pub bool) *process {
+func newProcess(t *testing.T, bus *natsbus.Bus, pub bool) *process {
 	t.Helper()
 	nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
 	if err != nil {
@@ -34,7 +36,7 @@ func newProcess(t *testing.T, bus *events.Bus, pub bool) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := groups.NewKVStore(context.Background(), js, "")
+	store, err := natskv.New(context.Background(), js, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func newProcess(t *testing.T, bus *events.Bus, pub bool) *process {
 // what one process's model switches on, the other's session shows.
 func TestKVStoreSharedByTwoProcesses(t *testing.T) {
 	ctx := context.Background()
-	bus, err := events.Open(ctx)
+	bus, err := natsbus.Open(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +129,7 @@ func TestKVStoreSharedByTwoProcesses(t *testing.T) {
 // on NATS, like the other events.
 func TestGroupEventsOnNATS(t *testing.T) {
 	ctx := context.Background()
-	bus, err := events.Open(ctx)
+	bus, err := natsbus.Open(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

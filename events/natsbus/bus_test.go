@@ -1,4 +1,4 @@
-package events_test
+package natsbus_test
 
 import (
 	"context"
@@ -10,23 +10,23 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leak.VerifyTestMain(m)
 }
 
 // openBus opens a bus closed at the end of the test.
-func openBus(t testing.TB, opts ...events.Option) *events.Bus {
+func openBus(t testing.TB, opts ...natsbus.Option) *natsbus.Bus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := events.Open(ctx, opts...)
+	b, err := natsbus.Open(ctx, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func openBus(t testing.TB, opts ...events.Option) *events.Bus {
 }
 
 // kit returns a toolkit publishing to bus, with demo-like tools.
-func kit(t testing.TB, bus *events.Bus, opts ...toolkit.Option) *toolkit.Toolkit {
+func kit(t testing.TB, bus *natsbus.Bus, opts ...toolkit.Option) *toolkit.Toolkit {
 	t.Helper()
 	tk := toolkit.New(append([]toolkit.Option{toolkit.WithInlineObserver(bus.Publisher())}, opts...)...)
 	t.Cleanup(func() {
@@ -105,7 +105,7 @@ func newCollector() *collector { return &collector{seen: make(chan struct{}, 1)}
 
 // subscribe collects the events on subject, from a subscription that is
 // live on the server when it returns and ends with the test.
-func subscribe(t testing.TB, bus *events.Bus, subject string) *collector {
+func subscribe(t testing.TB, bus *natsbus.Bus, subject string) *collector {
 	t.Helper()
 	col := newCollector()
 	sub, err := bus.Subscribe(subject, col.add)

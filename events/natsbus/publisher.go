@@ -1,4 +1,4 @@
-package events
+package natsbus
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/toolstream/toolstream/events"
 )
 
 // Publisher sends a toolkit's events to NATS. Attach it as an inline
@@ -32,8 +34,8 @@ type Publisher struct {
 	limit int
 
 	mu       sync.Mutex
-	queue    []*Event
-	spare    []*Event
+	queue    []*events.Event
+	spare    []*events.Event
 	progress atomic.Int64 // progress events queued; changed under mu, read by AcceptProgress without it
 	enqueued uint64
 	closed   bool
@@ -66,23 +68,23 @@ type wire struct {
 	nonce   string // tells apart two calls that reuse a call id
 
 	// Built once per call: publishing should not build strings per event.
-	subjectBase string          // "<prefix>.<session>.<call>."
-	subjects    map[Type]string // full subjects by type
-	idBase      string          // "<session>.<call>.<nonce>."
+	subjectBase string                 // "<prefix>.<session>.<call>."
+	subjects    map[events.Type]string // full subjects by type
+	idBase      string                 // "<session>.<call>.<nonce>."
 }
 
-func (p *Publisher) newWire(ev *Event) *wire {
-	w := &wire{nonce: nuid.Next(), subjects: make(map[Type]string, 5)}
-	prefix, tokens := p.bus.subjects.callBase(ev.Session, ev.Call)
+func (p *Publisher) newWire(ev *events.Event) *wire {
+	w := &wire{nonce: nuid.Next(), subjects: make(map[events.Type]string, 5)}
+	prefix, tokens := p.bus.subjects.CallBase(ev.Session, ev.Call)
 	w.subjectBase = prefix + tokens
 	w.idBase = tokens + w.nonce + "."
 	return w
 }
 
-func (w *wire) subject(t Type) string {
+func (w *wire) subject(t events.Type) string {
 	s, ok := w.subjects[t]
 	if !ok {
-		s = w.subjectBase + EncodeToken(string(t))
+		s = w.subjectBase + events.EncodeToken(string(t))
 		w.subjects[t] = s
 	}
 	return s
@@ -112,14 +114,14 @@ func newPublisher(b *Bus, limit int) *Publisher {
 }
 
 // Observe queues an event for NATS. It never blocks.
-func (p *Publisher) Observe(ev *Event) {
+func (p *Publisher) Observe(ev *events.Event) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		p.failed.Add(1)
 		return
 	}
-	if ev.Type == TypeProgress {
+	if ev.Type == events.TypeProgress {
 		n := p.progress.Load()
 		if n >= int64(p.limit) {
 			p.mu.Unlock()
@@ -237,7 +239,7 @@ func (p *Publisher) notify() {
 }
 
 // publish numbers, encodes and sends one event.
-func (p *Publisher) publish(in *Event) {
+func (p *Publisher) publish(in *events.Event) {
 	key := callKey{in.Session, in.Call}
 	w := p.calls[key]
 	if w == nil {
@@ -253,17 +255,17 @@ func (p *Publisher) publish(in *Event) {
 	ev := *in
 	w.seq++
 	ev.Seq = w.seq
-	if ev.Type == TypeProgress && w.dropped > 0 && ev.Progress != nil {
+	if ev.Type == events.TypeProgress && w.dropped > 0 && ev.Progress != nil {
 		pr := *ev.Progress
 		pr.Dropped += w.dropped
 		ev.Progress = &pr
 		w.dropped = 0
 	}
-	if ev.Type == TypeResult {
+	if ev.Type == events.TypeResult {
 		delete(p.calls, key)
 	}
 
-	p.buf = AppendJSON(p.buf[:0], &ev)
+	p.buf = events.AppendJSON(p.buf[:0], &ev)
 	subject := w.subject(ev.Type)
 	if p.bus.js == nil {
 		if err := p.bus.nc.Publish(subject, p.buf); err != nil {

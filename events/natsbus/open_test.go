@@ -1,4 +1,4 @@
-package events_test
+package natsbus_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -18,8 +19,8 @@ import (
 // instead of embedding one; events arrive there.
 func TestOpenWithURLFromEnv(t *testing.T) {
 	ns := startNATS(t)
-	t.Setenv(events.EnvURL, ns.url())
-	bus := openBus(t, events.WithNATSOptions(nats.Name("env test")))
+	t.Setenv(natsbus.EnvURL, ns.url())
+	bus := openBus(t, natsbus.WithNATSOptions(nats.Name("env test")))
 	if bus.Server() != nil {
 		t.Fatal("an embedded server was started although a URL was set")
 	}
@@ -35,7 +36,7 @@ func TestOpenWithURLFromEnv(t *testing.T) {
 // clientGets connects another client to url, subscribes it to subject, runs
 // one call in session through bus and returns the first message the client
 // gets.
-func clientGets(t *testing.T, bus *events.Bus, url, subject, session string) *nats.Msg {
+func clientGets(t *testing.T, bus *natsbus.Bus, url, subject, session string) *nats.Msg {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -64,13 +65,13 @@ func clientGets(t *testing.T, bus *events.Bus, url, subject, session string) *na
 
 func TestOpenErrors(t *testing.T) {
 	ctx := context.Background()
-	if _, err := events.Open(ctx, events.WithPrefix("bad prefix")); err == nil {
+	if _, err := natsbus.Open(ctx, natsbus.WithPrefix("bad prefix")); err == nil {
 		t.Error("a prefix with a space was accepted")
 	}
-	if _, err := events.Open(ctx, events.WithListen("nonsense")); err == nil || !strings.Contains(err.Error(), "listen address") {
+	if _, err := natsbus.Open(ctx, natsbus.WithListen("nonsense")); err == nil || !strings.Contains(err.Error(), "listen address") {
 		t.Errorf("bad listen address: %v", err)
 	}
-	_, err := events.Open(ctx, events.WithURL("nats://user:secret@127.0.0.1:1"), events.WithNATSOptions(nats.RetryOnFailedConnect(false)))
+	_, err := natsbus.Open(ctx, natsbus.WithURL("nats://user:secret@127.0.0.1:1"), natsbus.WithNATSOptions(nats.RetryOnFailedConnect(false)))
 	if err == nil || strings.Contains(err.Error(), "secret") {
 		t.Errorf("connecting to nothing: %v (a password must never show)", err)
 	}
@@ -80,11 +81,11 @@ func TestOpenErrors(t *testing.T) {
 // store is a directory of its own, gone after Close.
 func TestEmbeddedStoreIsPrivateAndRemoved(t *testing.T) {
 	ctx := context.Background()
-	a, err := events.Open(ctx, events.WithDurable(events.Durable{}))
+	a, err := natsbus.Open(ctx, natsbus.WithDurable(natsbus.Durable{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := events.Open(ctx, events.WithDurable(events.Durable{}))
+	b, err := natsbus.Open(ctx, natsbus.WithDurable(natsbus.Durable{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestEmbeddedStoreIsPrivateAndRemoved(t *testing.T) {
 	if da == db {
 		t.Fatalf("two buses share the store %s", da)
 	}
-	for _, bus := range []*events.Bus{a, b} {
+	for _, bus := range []*natsbus.Bus{a, b} {
 		if err := bus.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +108,7 @@ func TestEmbeddedStoreIsPrivateAndRemoved(t *testing.T) {
 // TestWebSocketListener: a client connecting over WebSocket (as nats.js in
 // a browser would) receives the events.
 func TestWebSocketListener(t *testing.T) {
-	bus := openBus(t, events.WithWebSocket("127.0.0.1:0"))
+	bus := openBus(t, natsbus.WithWebSocket("127.0.0.1:0"))
 	url := bus.WebSocketURL()
 	if !strings.HasPrefix(url, "ws://127.0.0.1:") {
 		t.Fatalf("websocket URL %q", url)
@@ -123,7 +124,7 @@ func TestWebSocketListener(t *testing.T) {
 // logs what it could not deliver.
 func TestUndeliveredIsCounted(t *testing.T) {
 	ns := startNATS(t)
-	bus := openBus(t, events.WithURL(ns.url()), events.WithNATSOptions(nats.ReconnectBufSize(4096)))
+	bus := openBus(t, natsbus.WithURL(ns.url()), natsbus.WithNATSOptions(nats.ReconnectBufSize(4096)))
 	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithFlushTimeout(100*time.Millisecond))
 	defer tk.Close(context.Background())
 	kitTools(t, tk)

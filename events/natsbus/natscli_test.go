@@ -1,4 +1,4 @@
-package events_test
+package natsbus_test
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
 )
 
 // natsCLIVersion is the nats CLI the test drives: a real client in another
@@ -49,7 +50,7 @@ func natsCLI(t *testing.T) string {
 // them: one JSON envelope per message, decodable and complete.
 func TestNATSCLIReceivesEvents(t *testing.T) {
 	cli := natsCLI(t)
-	bus := openBus(t, events.WithListen("127.0.0.1:0"))
+	bus := openBus(t, natsbus.WithListen("127.0.0.1:0"))
 	if bus.ClientURL() == "" {
 		t.Fatal("no client URL for the TCP listener")
 	}

@@ -1,4 +1,4 @@
-package events
+package natsbus
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/toolstream/toolstream/events"
 )
 
 // ErrNotDurable is returned by operations that need the JetStream stream
@@ -16,9 +18,9 @@ var ErrNotDurable = errors.New("events: the bus is not durable (open it with Wit
 // Subjects().Session(id), or Subjects().AllOfType(TypeResult)) to fn, one at
 // a time in arrival order. Messages that are not valid events are skipped
 // and logged. Unsubscribe the returned subscription to stop.
-func (b *Bus) Subscribe(subject string, fn func(ev *Event)) (*nats.Subscription, error) {
+func (b *Bus) Subscribe(subject string, fn func(ev *events.Event)) (*nats.Subscription, error) {
 	sub, err := b.nc.Subscribe(subject, func(m *nats.Msg) {
-		ev, err := Decode(m.Data)
+		ev, err := events.Decode(m.Data)
 		if err != nil {
 			b.log.Warn().Err(err).Str("subject", m.Subject).Msg("toolstream: skipping a message that is not an event")
 			return
@@ -38,9 +40,9 @@ func (b *Bus) Subscribe(subject string, fn func(ev *Event)) (*nats.Subscription,
 // misses nothing. It needs a durable bus. Call stop to end the replay: when
 // it returns, fn is not running and will not be called again. fn runs on one
 // goroutine at a time and must not call stop itself.
-func (b *Bus) Replay(ctx context.Context, subject string, from uint64, fn func(seq uint64, ev *Event)) (stop func(), err error) {
+func (b *Bus) Replay(ctx context.Context, subject string, from uint64, fn func(seq uint64, ev *events.Event)) (stop func(), err error) {
 	return b.replayRaw(ctx, subject, from, func(seq uint64, subj string, data []byte) {
-		ev, err := Decode(data)
+		ev, err := events.Decode(data)
 		if err != nil {
 			b.log.Warn().Err(err).Str("subject", subj).Msg("toolstream: skipping a message that is not an event")
 			return

@@ -1,4 +1,4 @@
-package events
+package natsbus
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolstream/toolstream/events"
 )
 
 // TestRetryIsStoredOnce: a durable publish whose acknowledgement was lost is
@@ -20,8 +22,8 @@ func TestRetryIsStoredOnce(t *testing.T) {
 	}
 	defer bus.Close(ctx)
 	p := bus.Publisher()
-	ev := &Event{Version: Version, Type: TypeResult, Session: "s", Call: "c", Seq: 1, Time: time.Now(),
-		Result: &Result{State: StateSuccess, Content: []Part{Text("ok")}}}
+	ev := &events.Event{Version: events.Version, Type: events.TypeResult, Session: "s", Call: "c", Seq: 1, Time: time.Now(),
+		Result: &events.Result{State: events.StateSuccess, Content: []events.Part{events.Text("ok")}}}
 	p.Observe(ev)
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -31,7 +33,7 @@ func TestRetryIsStoredOnce(t *testing.T) {
 	// The same message, as the error handler would hand it back after a lost ack.
 	w := p.newWire(ev)
 	m := nats.NewMsg(w.subject(ev.Type))
-	m.Data = AppendJSON(nil, &Event{Version: Version, Type: TypeResult, Session: "s", Call: "c", Seq: 1, Time: ev.Time, Result: ev.Result})
+	m.Data = events.AppendJSON(nil, &events.Event{Version: events.Version, Type: events.TypeResult, Session: "s", Call: "c", Seq: 1, Time: ev.Time, Result: ev.Result})
 	stream, err := bus.js.Stream(ctx, bus.Stream())
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package events
+package natsbus
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
+
+	"github.com/toolstream/toolstream/events"
 )
 
 // EnvURL names the environment variable that, when set and no URL is given
@@ -33,7 +35,7 @@ type Bus struct {
 	srv      *server.Server      // nil when connected to a URL
 	storeDir string              // removed on Close when we made it
 	ownDir   bool
-	subjects Subjects
+	subjects events.Subjects
 	durable  *Durable
 	log      zerolog.Logger
 	pub      *Publisher
@@ -147,7 +149,7 @@ func Open(ctx context.Context, opts ...Option) (*Bus, error) {
 	if o.url == "" {
 		o.url = os.Getenv(EnvURL)
 	}
-	subjects, err := NewSubjects(o.prefix)
+	subjects, err := events.NewSubjects(o.prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +327,7 @@ func (b *Bus) Stream() string {
 }
 
 // Subjects returns the subject scheme of the bus.
-func (b *Bus) Subjects() Subjects { return b.subjects }
+func (b *Bus) Subjects() events.Subjects { return b.subjects }
 
 // Server returns the embedded server, or nil when connected to a URL.
 func (b *Bus) Server() *server.Server { return b.srv }

@@ -1,4 +1,7 @@
-package groups
+// Package natskv keeps the tool-group state of sessions in a NATS JetStream
+// key-value bucket, for agents that run in several processes. It implements
+// groups.Store; install it with groups.WithStore.
+package natskv
 
 import (
 	"context"
@@ -8,22 +11,23 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolstream/toolstream/groups"
 )
 
-// DefaultBucket is the key-value bucket KVStore uses by default.
+// DefaultBucket is the key-value bucket New uses when given none.
 const DefaultBucket = "toolstream_groups"
 
-// KVStore keeps session state in a NATS JetStream key-value bucket, for
-// agents that run in several processes: every process sees the same state,
-// and concurrent updates use the bucket's revisions (optimistic concurrency)
-// so that none is lost.
-type KVStore struct {
+// Store keeps session state in a NATS JetStream key-value bucket: every
+// process sees the same state, and concurrent updates use the bucket's
+// revisions (optimistic concurrency) so that none is lost.
+type Store struct {
 	kv jetstream.KeyValue
 }
 
-// NewKVStore opens (creating if needed) a key-value bucket for group state.
-// An empty bucket name means DefaultBucket.
-func NewKVStore(ctx context.Context, js jetstream.JetStream, bucket string) (*KVStore, error) {
+// New opens (creating if needed) a key-value bucket for group state. An
+// empty bucket name means DefaultBucket.
+func New(ctx context.Context, js jetstream.JetStream, bucket string) (*Store, error) {
 	if bucket == "" {
 		bucket = DefaultBucket
 	}
@@ -33,9 +37,9 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, bucket string) (*KV
 		History:     1,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("groups: key-value bucket %s: %w", bucket, err)
+		return nil, fmt.Errorf("natskv: key-value bucket %s: %w", bucket, err)
 	}
-	return &KVStore{kv: kv}, nil
+	return &Store{kv: kv}, nil
 }
 
 // key turns a session id into a valid key: keys allow few characters, so
@@ -45,14 +49,16 @@ func key(session string) string {
 	return "s_" + base64.RawURLEncoding.EncodeToString([]byte(session))
 }
 
-// Load implements Store.
-func (s *KVStore) Load(ctx context.Context, session string) (map[string]bool, error) {
+var _ groups.Store = (*Store)(nil)
+
+// Load implements groups.Store.
+func (s *Store) Load(ctx context.Context, session string) (map[string]bool, error) {
 	e, err := s.kv.Get(ctx, key(session))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("groups: loading session %q: %w", session, err)
+		return nil, fmt.Errorf("natskv: loading session %q: %w", session, err)
 	}
 	return decodeState(e.Value())
 }
@@ -61,8 +67,8 @@ func (s *KVStore) Load(ctx context.Context, session string) (map[string]bool, er
 // else is wrong.
 const maxConflicts = 1000
 
-// Update implements Store with compare-and-set on the key's revision.
-func (s *KVStore) Update(ctx context.Context, session string, fn func(map[string]bool) (map[string]bool, error)) (map[string]bool, error) {
+// Update implements groups.Store with compare-and-set on the key's revision.
+func (s *Store) Update(ctx context.Context, session string, fn func(map[string]bool) (map[string]bool, error)) (map[string]bool, error) {
 	k := key(session)
 	for range maxConflicts {
 		var cur map[string]bool
@@ -71,7 +77,7 @@ func (s *KVStore) Update(ctx context.Context, session string, fn func(map[string
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		case err != nil:
-			return nil, fmt.Errorf("groups: loading session %q: %w", session, err)
+			return nil, fmt.Errorf("natskv: loading session %q: %w", session, err)
 		default:
 			if cur, err = decodeState(e.Value()); err != nil {
 				return nil, err
@@ -98,17 +104,17 @@ func (s *KVStore) Update(ctx context.Context, session string, fn func(map[string
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("groups: storing session %q: %w", session, err)
+			return nil, fmt.Errorf("natskv: storing session %q: %w", session, err)
 		}
 		return next, nil
 	}
-	return nil, fmt.Errorf("groups: session %q: %d conflicting updates in a row", session, maxConflicts)
+	return nil, fmt.Errorf("natskv: session %q: %d conflicting updates in a row", session, maxConflicts)
 }
 
 func decodeState(data []byte) (map[string]bool, error) {
 	var m map[string]bool
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("groups: stored state is not valid: %w", err)
+		return nil, fmt.Errorf("natskv: stored state is not valid: %w", err)
 	}
 	return m, nil
 }

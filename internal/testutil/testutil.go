@@ -1,0 +1,180 @@
+// Package testutil holds the helpers the project's tests share: a toolkit
+// closed at the end of the test, a recorder of events, and checks of the
+// rules every call must keep (deltas add up to the result).
+package testutil
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// Kit returns a toolkit closed at the end of the test.
+func Kit(t testing.TB, opts ...toolkit.Option) *toolkit.Toolkit {
+	t.Helper()
+	tk := toolkit.New(opts...)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := tk.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return tk
+}
+
+// Session returns the session id of tk, failing the test on error.
+func Session(t testing.TB, tk *toolkit.Toolkit, id string) *toolkit.Session {
+	t.Helper()
+	s, err := tk.Session(id)
+	if err != nil {
+		t.Fatalf("Session(%q): %v", id, err)
+	}
+	return s
+}
+
+// Add registers tools, failing the test on error.
+func Add(t testing.TB, tk *toolkit.Toolkit, tools ...*toolkit.Tool) {
+	t.Helper()
+	if err := tk.Register(tools); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Call makes a call with arguments given as a JSON string.
+func Call(id, name, args string) toolkit.Call {
+	return toolkit.Call{ID: id, Name: name, Args: json.RawMessage(args)}
+}
+
+// Run runs calls in session id of tk and returns their results in call
+// order.
+func Run(t testing.TB, tk *toolkit.Toolkit, id string, calls ...toolkit.Call) []toolkit.Result {
+	t.Helper()
+	return Session(t, tk, id).Run(context.Background(), calls)
+}
+
+// ResultByID returns the result of the call with the given id.
+func ResultByID(rs []toolkit.Result, id string) (toolkit.Result, bool) {
+	for _, r := range rs {
+		if r.Call.ID == id {
+			return r, true
+		}
+	}
+	return toolkit.Result{}, false
+}
+
+// WaitFor fails the test if ch is not closed within a generous bound: the
+// bound only turns a hang into a failure, it never decides an outcome.
+func WaitFor(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// Recorder is an observer that keeps every event.
+type Recorder struct {
+	mu     sync.Mutex
+	events []*events.Event
+}
+
+// Observe implements toolkit.Observer.
+func (r *Recorder) Observe(ev *events.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	r.mu.Unlock()
+}
+
+// All returns the events so far, in arrival order.
+func (r *Recorder) All() []*events.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*events.Event(nil), r.events...)
+}
+
+// Of returns the events of one call, in arrival order.
+func (r *Recorder) Of(callID string) []*events.Event {
+	var out []*events.Event
+	for _, ev := range r.All() {
+		if ev.Call == callID {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// Content rebuilds one call's content from its delta events, as a consumer
+// of the events would.
+func (r *Recorder) Content(callID string) []events.Part {
+	return Deltas(r.Of(callID))
+}
+
+// Final returns the content of one call's result event.
+func (r *Recorder) Final(t testing.TB, callID string) []events.Part {
+	t.Helper()
+	for _, ev := range r.Of(callID) {
+		if ev.Type == events.TypeResult {
+			return ev.Result.Content
+		}
+	}
+	t.Fatalf("no result event for call %q", callID)
+	return nil
+}
+
+// DeltaTexts returns the text of each delta event of a call.
+func (r *Recorder) DeltaTexts(callID string) []string {
+	var out []string
+	for _, ev := range r.Of(callID) {
+		if ev.Type == events.TypeDelta {
+			out = append(out, ev.Delta.String())
+		}
+	}
+	return out
+}
+
+// Types returns the types of evs.
+func Types(evs []*events.Event) []events.Type {
+	out := make([]events.Type, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Type
+	}
+	return out
+}
+
+// Deltas adds up the delta events among evs.
+func Deltas(evs []*events.Event) []events.Part {
+	var out []events.Part
+	for _, ev := range evs {
+		if ev.Type == events.TypeDelta {
+			out = events.ApplyDelta(out, ev)
+		}
+	}
+	return out
+}
+
+// CheckDeltasAddUp fails the test unless the delta events rec saw of res's
+// call add up to res's content, and to the content of its result event.
+func CheckDeltasAddUp(t testing.TB, rec *Recorder, res toolkit.Result) {
+	t.Helper()
+	got := events.ContentText(rec.Content(res.Call.ID))
+	if want := res.Text(); got != want {
+		t.Fatalf("call %s: deltas add up to %q, the result is %q", res.Call.ID, head(got), head(want))
+	}
+	if final := events.ContentText(rec.Final(t, res.Call.ID)); got != final {
+		t.Fatalf("call %s: deltas add up to %q, the result event has %q", res.Call.ID, head(got), head(final))
+	}
+}
+
+func head(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
