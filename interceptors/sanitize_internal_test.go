@@ -165,3 +165,22 @@ func FuzzRedactJSON(f *testing.F) {
 		}
 	})
 }
+
+// A text that is one long run of an address's or a phone number's bytes,
+// holding a match every few bytes, is measured once: the finders look at
+// each byte a bounded number of times (they once measured the run again for
+// every match in it, which made such a text quadratic).
+func TestRedactFindersMeasureRunsOnce(t *testing.T) {
+	cfg := sanitizeAll()
+	for _, unit := range []string{"12 34 56 78 90 ", "+1 415 555 0132 ", "a@b.cc@", "x.y@e.co-", "1234567"} {
+		s := strings.Repeat(unit, (1<<20)/len(unit))
+		for i := range cfg.redactors[:3] {
+			r := &cfg.redactors[i]
+			_, n, measured := r.replaceMeasured(s)
+			t.Logf("%s on %q...: %d matches, %d bytes measured for %d", r.name, unit, n, measured, len(s))
+			if measured > 2*len(s) {
+				t.Errorf("%s on %q repeated: measured %d bytes for a text of %d", r.name, unit, measured, len(s))
+			}
+		}
+	}
+}

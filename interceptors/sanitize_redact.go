@@ -29,8 +29,8 @@ type sanitizeRedactor struct {
 
 	// find, for the built-in redactions, returns the first match in s at
 	// or after from (absolute indices, as re would give them searching all
-	// of s), or nil.
-	find func(s string, from int) []int
+	// of s), or nil. w is the finder's memory across the finds of one pass.
+	find func(s string, from int, w *sanitizeWindow) []int
 	// lookback, for a custom pattern that looks at the text before a match
 	// (\b, ^, \B), is the pattern with one rune of context in front, so
 	// that a search can start in the middle of the text (see findCustom).
@@ -64,10 +64,18 @@ func looksBack(re *syntax.Regexp) bool {
 	return false
 }
 
+// sanitizeWindow is the run of bytes a finder is searching, [lo, hi),
+// kept across the finds of one pass over a text so that a run holding many
+// matches is measured once, not once per match (which would be quadratic).
+type sanitizeWindow struct {
+	lo, hi   int
+	measured int // bytes the finder looked at to find runs, for tests
+}
+
 // next returns the first match in s at or after from, or nil.
-func (r *sanitizeRedactor) next(s string, from int) []int {
+func (r *sanitizeRedactor) next(s string, from int, w *sanitizeWindow) []int {
 	if r.find != nil {
-		return r.find(s, from)
+		return r.find(s, from, w)
 	}
 	return r.findCustom(s, from)
 }
@@ -102,13 +110,21 @@ func shift(m []int, off int) []int {
 // replace returns s with the accepted matches replaced, and how many.
 // When nothing matches it returns s itself and allocates nothing.
 func (r *sanitizeRedactor) replace(s string) (string, int) {
+	out, n, _ := r.replaceMeasured(s)
+	return out, n
+}
+
+// replaceMeasured is replace, also returning how many bytes the finder
+// looked at to find runs: tests hold it to a small multiple of len(s).
+func (r *sanitizeRedactor) replaceMeasured(s string) (string, int, int) {
 	var (
 		b       strings.Builder
 		scratch []byte
 		last, n int
+		w       sanitizeWindow
 	)
 	for pos := 0; pos <= len(s); {
-		m := r.next(s, pos)
+		m := r.next(s, pos, &w)
 		if m == nil {
 			break
 		}
@@ -131,10 +147,10 @@ func (r *sanitizeRedactor) replace(s string) (string, int) {
 		n++
 	}
 	if n == 0 {
-		return s, 0
+		return s, 0, w.measured
 	}
 	b.WriteString(s[last:])
-	return b.String(), n
+	return b.String(), n, w.measured
 }
 
 // asciiWord reports whether c is a word character for \b (ASCII letters,
@@ -180,7 +196,7 @@ var (
 
 // findKey finds the next API key: a word that starts like one, then the
 // anchored pattern.
-func findKey(s string, from int) []int {
+func findKey(s string, from int, _ *sanitizeWindow) []int {
 	for c := from; c < len(s); c++ {
 		if !sanitizeKeyFirst[s[c]] || c > 0 && asciiWord(s[c-1]) || !keyStart(s[c:]) {
 			continue
@@ -222,24 +238,28 @@ var (
 // sanitizeEmailBytes, so an address lies inside the run of such bytes
 // around an "@": the regexp searches that run alone (and the rune after
 // it, for the final \b), which gives what a search of the whole text would.
-func findEmail(s string, from int) []int {
+func findEmail(s string, from int, w *sanitizeWindow) []int {
 	for from < len(s) {
-		at := strings.IndexByte(s[from:], '@')
-		if at < 0 {
-			return nil
+		if from >= w.hi { // past the run: find the next one
+			at := strings.IndexByte(s[from:], '@')
+			if at < 0 {
+				return nil
+			}
+			at += from
+			lo, hi := at, at+1
+			for lo > from && sanitizeEmailBytes[s[lo-1]] {
+				lo--
+			}
+			for hi < len(s) && sanitizeEmailBytes[s[hi]] {
+				hi++
+			}
+			w.lo, w.hi, from = lo, hi, lo
+			w.measured += hi - lo
 		}
-		at += from
-		lo, hi := at, at+1
-		for lo > from && sanitizeEmailBytes[s[lo-1]] {
-			lo--
-		}
-		for hi < len(s) && sanitizeEmailBytes[s[hi]] {
-			hi++
-		}
-		if m := searchRun(sanitizeEmailRE, s, lo, hi); m != nil {
+		if m := searchRun(sanitizeEmailRE, s, from, w.hi); m != nil {
 			return m
 		}
-		from = hi
+		from = w.hi
 	}
 	return nil
 }
@@ -264,28 +284,37 @@ var (
 // sanitizePhoneBytes, and sanitizePhone accepts only candidates with 7
 // digits or more: so the regexp searches only the runs of such bytes that
 // hold 7 digits.
-func findPhone(s string, from int) []int {
-	for c := from; c < len(s); c++ {
-		if s[c] < '0' || s[c] > '9' {
-			continue
-		}
-		lo, hi := c, c
-		for lo > from && sanitizePhoneBytes[s[lo-1]] {
-			lo--
-		}
-		digits := 0
-		for hi < len(s) && sanitizePhoneBytes[s[hi]] {
-			if s[hi] >= '0' && s[hi] <= '9' {
-				digits++
+func findPhone(s string, from int, w *sanitizeWindow) []int {
+	for from < len(s) {
+		if from >= w.hi { // past the run: find the next one with 7 digits
+			c := from
+			for c < len(s) && (s[c] < '0' || s[c] > '9') {
+				c++
 			}
-			hi++
-		}
-		if digits >= 7 {
-			if m := searchRun(sanitizePhoneRE, s, lo, hi); m != nil {
-				return m
+			if c == len(s) {
+				return nil
 			}
+			lo, hi, digits := c, c, 0
+			for lo > from && sanitizePhoneBytes[s[lo-1]] {
+				lo--
+			}
+			for hi < len(s) && sanitizePhoneBytes[s[hi]] {
+				if s[hi] >= '0' && s[hi] <= '9' {
+					digits++
+				}
+				hi++
+			}
+			w.measured += hi - lo
+			if digits < 7 {
+				from = hi
+				continue
+			}
+			w.lo, w.hi, from = lo, hi, lo
 		}
-		c = hi
+		if m := searchRun(sanitizePhoneRE, s, from, w.hi); m != nil {
+			return m
+		}
+		from = w.hi
 	}
 	return nil
 }
