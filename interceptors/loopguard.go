@@ -3,9 +3,11 @@ package interceptors
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -37,6 +39,11 @@ type loopConfig struct {
 	now    func() time.Time
 }
 
+// LoopGuardRemembered is how many distinct calls (tool and arguments)
+// [LoopGuard] remembers per session. When a new one comes and the session
+// is full, the one called least recently is forgotten.
+const LoopGuardRemembered = 1024
+
 // LoopGuard returns an interceptor (named "loopguard") that stops a model
 // repeating itself: the n-th call of the same tool with the same arguments
 // within window in a session, and every further one, does not run. It gets
@@ -48,6 +55,12 @@ type loopConfig struct {
 // repeating stays refused until it pauses for a window. n below 2 means 2;
 // window <= 0 means the whole session. Another attempt of the same call
 // (a retry) is not a repetition.
+//
+// The arguments themselves are not kept: a call is remembered as a 128-bit
+// hash of its tool and canonical arguments, with the time of its last n
+// calls. A session's state is at most [LoopGuardRemembered] such entries
+// (about 100 bytes plus 8 bytes per n each, whatever the size of the
+// arguments) and goes with the session when it is closed.
 func LoopGuard(n int, window time.Duration, opts ...LoopOption) toolkit.Interceptor {
 	cfg := &loopConfig{n: max(n, 2), window: window, now: time.Now}
 	for _, o := range opts {
@@ -58,14 +71,26 @@ func LoopGuard(n int, window time.Duration, opts ...LoopOption) toolkit.Intercep
 
 type loopStateKey struct{ cfg *loopConfig }
 
-// loopState is one session's recent calls, by tool and canonical
-// arguments.
+// loopKey identifies a call by the first 128 bits of the SHA-256 of its
+// tool name and canonical arguments. Two different calls share a key with
+// probability about 2^-128 per pair: for the 1024 calls a session
+// remembers, about 10^-33, far below any hardware error rate.
+type loopKey [16]byte
+
+// loopState is one session's recent calls.
 type loopState struct {
 	mu    sync.Mutex
-	calls map[string][]loopEntry
+	calls map[loopKey]*loopEntry
 }
 
-type loopEntry struct{ at time.Time }
+// loopEntry is one remembered call: the times of its latest calls (at most
+// n, oldest first, in Unix nanoseconds) and how many times it was called
+// since it was last quiet for a whole window.
+type loopEntry struct {
+	times []int64
+	count int
+	last  int64
+}
 
 // loopSeenKey marks, in the call's values, a call this LoopGuard let
 // through: a retry passing through again is not a repeat.
@@ -76,61 +101,111 @@ func (cfg *loopConfig) intercept(ctx context.Context, inv *toolkit.Invocation, n
 		return next(ctx, inv)
 	}
 	st := loadOrNew(inv.SessionValues(), loopStateKey{cfg}, func() *loopState {
-		return &loopState{calls: map[string][]loopEntry{}}
+		return &loopState{calls: map[loopKey]*loopEntry{}}
 	})
-	key := inv.Call.Name + "\x00" + loopCanonical(inv.Call.Args)
-	now := cfg.now()
+	key := loopHash(inv.Call.Name, inv.Call.Args)
+	now := cfg.now().UnixNano()
 
 	st.mu.Lock()
-	st.prune(now, cfg.window)
-	entries := append(st.calls[key], loopEntry{at: now})
-	st.calls[key] = entries
+	inWindow, count := st.record(key, now, cfg.n, cfg.window)
 	st.mu.Unlock()
 
-	if count := len(entries); count >= cfg.n {
+	if inWindow >= cfg.n {
 		return toolkit.Failure(toolkit.StateError, &loopError{tool: inv.Call.Name, count: count, window: cfg.window})
 	}
 	inv.CallValues().Store(loopSeenKey{cfg}, true)
 	return next(ctx, inv)
 }
 
-// prune drops calls older than the window, so the state stays as small as
-// the window is short.
-func (st *loopState) prune(now time.Time, window time.Duration) {
+// record notes a call of key at now and returns how many of its latest n
+// calls fall within the window (all of them without a window) and how many
+// times it was called since it was last quiet for a window. st.mu must be
+// held.
+func (st *loopState) record(key loopKey, now int64, n int, window time.Duration) (inWindow, count int) {
+	st.prune(now, window)
+	e := st.calls[key]
+	if e == nil {
+		if len(st.calls) >= LoopGuardRemembered {
+			st.forgetOldest()
+		}
+		e = &loopEntry{times: make([]int64, 0, min(n, 4))}
+		st.calls[key] = e
+	}
+	if len(e.times) == n {
+		e.times = append(e.times[:0], e.times[1:]...)
+	}
+	e.times = append(e.times, now)
+	e.count++
+	e.last = now
+	return len(e.times), e.count
+}
+
+// prune drops the calls older than the window, and the entries left with
+// none, so that the state stays as small as the window is short.
+func (st *loopState) prune(now int64, window time.Duration) {
 	if window <= 0 {
 		return
 	}
-	cutoff := now.Add(-window)
-	for k, es := range st.calls {
+	cutoff := now - int64(window)
+	for k, e := range st.calls {
 		i := 0
-		for i < len(es) && !es[i].at.After(cutoff) {
+		for i < len(e.times) && e.times[i] <= cutoff {
 			i++
 		}
 		switch {
-		case i == len(es):
-			delete(st.calls, k)
+		case i == len(e.times):
+			delete(st.calls, k) // quiet for a window: its count starts over
 		case i > 0:
-			st.calls[k] = append(es[:0:0], es[i:]...)
+			e.times = append(e.times[:0], e.times[i:]...)
 		}
 	}
 }
 
-// loopCanonical returns the arguments as compact JSON with sorted keys, or
-// as they are when they are not JSON. No arguments is the empty object.
-func loopCanonical(args json.RawMessage) string {
+// forgetOldest drops the entry called least recently.
+func (st *loopState) forgetOldest() {
+	var (
+		oldest loopKey
+		at     int64
+		found  bool
+	)
+	for k, e := range st.calls {
+		if !found || e.last < at {
+			oldest, at, found = k, e.last, true
+		}
+	}
+	delete(st.calls, oldest)
+}
+
+// loopHash hashes the tool name and the arguments as compact JSON with
+// sorted keys (as they are when they are not JSON; no arguments is the
+// empty object). The canonical form is written into the hash, not kept.
+func loopHash(tool string, args json.RawMessage) loopKey {
+	h := sha256.New()
+	h.Write([]byte(tool))
+	h.Write([]byte{0})
+	loopCanonical(h, args)
+	var k loopKey
+	copy(k[:], h.Sum(nil))
+	return k
+}
+
+func loopCanonical(w io.Writer, args json.RawMessage) {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-		return "{}"
+		io.WriteString(w, "{}")
+		return
 	}
 	v, err := decodeJSON(trimmed)
 	if err != nil {
-		return string(args)
+		w.Write(args)
+		return
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return string(args)
+		w.Write(args)
+		return
 	}
-	return string(b)
+	w.Write(b)
 }
 
 type loopError struct {
@@ -142,7 +217,7 @@ type loopError struct {
 func (e *loopError) Error() string {
 	within := "in this conversation"
 	if e.window > 0 {
-		within = fmt.Sprintf("within %v", e.window)
+		within = fmt.Sprintf("without a pause of %v", e.window)
 	}
 	return fmt.Sprintf("repeated call: you have called %q with the same arguments %d times %s; it was not run again. "+
 		"Repeating it will not give a different result: change your approach (other arguments or another tool) or answer with what you have",

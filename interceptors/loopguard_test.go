@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -132,5 +133,82 @@ func TestLoopGuardRetryIsNotARepeat(t *testing.T) {
 	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "flaky", `{}`))
 	if r.State != toolkit.StateSuccess || ran.get() != 3 {
 		t.Fatalf("got %s after %d runs: attempts of one call are not repeats", r.State, ran.get())
+	}
+}
+
+// loopHeap returns the live heap after a full collection.
+func loopHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// LoopGuard keeps fixed-size hashes, not the arguments: twenty distinct
+// calls of 256 KiB each leave the session's state small, and a repeat of a
+// large call is still caught.
+func TestLoopGuardKeepsHashesNotArguments(t *testing.T) {
+	const calls, size = 20, 256 << 10
+	tk, _, ran := loopFixture(t, 2, 0)
+	s := icSession(t, tk, "s")
+	big := func(i int) string {
+		return fmt.Sprintf(`{"q":%q,"i":%d}`, strings.Repeat("x", size), i)
+	}
+	loopRun(t, s, "search", `{"warm":"up"}`)
+	before := loopHeap()
+	for i := range calls {
+		if r := loopRun(t, s, "search", big(i)); r.State != toolkit.StateSuccess {
+			t.Fatalf("call %d: %s %v", i, r.State, r.Err)
+		}
+	}
+	after := loopHeap()
+	retained := int64(after) - int64(before)
+	t.Logf("retained %d bytes after %d distinct calls of %d bytes", retained, calls, size)
+	if retained > size {
+		t.Fatalf("the session kept %d bytes for %d distinct calls of %d bytes: arguments are retained", retained, calls, size)
+	}
+	if r := loopRun(t, s, "search", big(7)); r.State != toolkit.StateError || !errors.Is(r.Err, interceptors.ErrLoop) {
+		t.Fatalf("a repeated large call: %s %v, want refused", r.State, r.Err)
+	}
+	if ran.get() != calls+1 {
+		t.Fatalf("ran %d times, want %d", ran.get(), calls+1)
+	}
+	runtime.KeepAlive(s)
+}
+
+// The state per session is bounded: past LoopGuardRemembered distinct
+// calls, the least recently called is forgotten (so repeating it runs), and
+// the most recent are still caught.
+func TestLoopGuardRemembersABoundedNumberOfCalls(t *testing.T) {
+	tk, clk, _ := loopFixture(t, 2, 0)
+	s := icSession(t, tk, "s")
+	calls := make([]toolkit.Call, 0, interceptors.LoopGuardRemembered+1)
+	for i := range interceptors.LoopGuardRemembered + 1 {
+		calls = append(calls, icCall(fmt.Sprint("b", i), "search", fmt.Sprintf(`{"i":%d}`, i)))
+	}
+	for _, c := range calls { // one at a time, so that each has its own time
+		clk.advance(time.Millisecond)
+		if r := icRun(t, s, c); r.State != toolkit.StateSuccess {
+			t.Fatalf("%s: %s", c.ID, r.State)
+		}
+	}
+	if r := loopRun(t, s, "search", `{"i":0}`); r.State != toolkit.StateSuccess {
+		t.Fatalf("the oldest call should have been forgotten: %s %v", r.State, r.Err)
+	}
+	if r := loopRun(t, s, "search", fmt.Sprintf(`{"i":%d}`, interceptors.LoopGuardRemembered)); r.State != toolkit.StateError {
+		t.Fatalf("the latest call should be remembered: %s", r.State)
+	}
+}
+
+// The state goes with the session: a new session under the same id starts
+// with nothing remembered.
+func TestLoopGuardStateEndsWithTheSession(t *testing.T) {
+	tk, _, _ := loopFixture(t, 2, 0)
+	s := icSession(t, tk, "s")
+	loopRun(t, s, "search", `{"q":"go"}`)
+	s.Close()
+	if r := loopRun(t, icSession(t, tk, "s"), "search", `{"q":"go"}`); r.State != toolkit.StateSuccess {
+		t.Fatalf("after Close: %s %v", r.State, r.Err)
 	}
 }

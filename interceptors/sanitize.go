@@ -3,11 +3,15 @@ package interceptors
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
+	"hash/maphash"
+	"mime"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
@@ -31,15 +35,6 @@ type sanitizeConfig struct {
 	redactors   []sanitizeRedactor
 }
 
-// sanitizeRedactor replaces what re matches with repl (expanded as by
-// regexp.Expand), for the matches accept agrees to (all if nil).
-type sanitizeRedactor struct {
-	name   string
-	re     *regexp.Regexp
-	repl   string
-	accept func(s string, start, end int) bool
-}
-
 // SanitizePlaceholder sets the text that replaces an empty result (default
 // "[the tool returned no output]").
 func SanitizePlaceholder(text string) SanitizeOption {
@@ -51,11 +46,18 @@ func SanitizePlaceholder(text string) SanitizeOption {
 func SanitizeMaxBytes(n int) SanitizeOption { return func(c *sanitizeConfig) { c.maxBytes = n } }
 
 // Redact adds a redaction: every match of re in text (and in the strings of
-// JSON parts) is replaced with replacement, in which $1 or ${name} stand for
-// the match's groups as in [regexp.Regexp.Expand]. A redaction with the name
-// of an earlier one replaces it. The replacement should not itself match.
+// JSON parts, and in binary parts of a textual media type) is replaced with
+// replacement, in which $1 or ${name} stand for the match's groups as in
+// [regexp.Regexp.Expand]. A redaction with the name of an earlier one
+// replaces it. The replacement should not itself match; matches of the
+// empty string are ignored.
+//
+// Redaction is linear in the size of the result, at the speed of Go's
+// regexp engine for such a pattern: fast when the pattern starts with a
+// literal ("tok_[0-9a-f]{32}"), a few MB/s otherwise. The built-in
+// redactions have finders of their own and run far faster.
 func Redact(name string, re *regexp.Regexp, replacement string) SanitizeOption {
-	return sanitizeAdd(sanitizeRedactor{name: name, re: re, repl: replacement})
+	return sanitizeAdd(newCustomRedactor(name, re, replacement))
 }
 
 func sanitizeAdd(r sanitizeRedactor) SanitizeOption {
@@ -70,12 +72,10 @@ func sanitizeAdd(r sanitizeRedactor) SanitizeOption {
 	}
 }
 
-var sanitizeEmailRE = regexp.MustCompile(`[A-Za-z0-9_%+-]+(?:['.][A-Za-z0-9_%+-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,}\b`)
-
 // RedactEmails replaces e-mail addresses with "[redacted email]"
 // (redaction "email").
 func RedactEmails() SanitizeOption {
-	return sanitizeAdd(sanitizeRedactor{name: "email", re: sanitizeEmailRE, repl: "[redacted email]"})
+	return sanitizeAdd(sanitizeRedactor{name: "email", re: sanitizeEmailRE, repl: "[redacted email]", find: findEmail})
 }
 
 // A candidate: an optional +country code, an optional (area code), then
@@ -133,19 +133,8 @@ func sanitizeWordByte(c byte) bool {
 // 555-0132", "415.555.0132"); plain runs of digits, decimals, dates and IP
 // addresses are left alone.
 func RedactPhoneNumbers() SanitizeOption {
-	return sanitizeAdd(sanitizeRedactor{name: "phone", re: sanitizePhoneRE, repl: "[redacted phone number]", accept: sanitizePhone})
+	return sanitizeAdd(sanitizeRedactor{name: "phone", re: sanitizePhoneRE, repl: "[redacted phone number]", accept: sanitizePhone, find: findPhone})
 }
-
-var sanitizeKeyRE = regexp.MustCompile(strings.Join([]string{
-	`\bsk-[A-Za-z0-9_-]{20,}`,                    // OpenAI, Anthropic (sk-ant-...), sk-proj-...
-	`\b[sr]k_(?:live|test)_[A-Za-z0-9]{16,}`,     // Stripe
-	`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`,              // AWS access key ids
-	`\bgh[pousr]_[A-Za-z0-9]{30,}`,               // GitHub tokens
-	`\bgithub_pat_[A-Za-z0-9_]{30,}`,             // GitHub fine-grained tokens
-	`\bxox[abposr]-[A-Za-z0-9-]{10,}`,            // Slack
-	`\bAIza[0-9A-Za-z_-]{35}`,                    // Google API keys
-	`(?i:\b(bearer\s+))[A-Za-z0-9._~+/-]{20,}=*`, // Authorization: Bearer <token>
-}, "|"))
 
 // RedactAPIKeys replaces API keys and tokens with "[redacted API key]"
 // (redaction "api_key"): OpenAI and Anthropic keys (sk-...), Stripe keys,
@@ -153,8 +142,19 @@ var sanitizeKeyRE = regexp.MustCompile(strings.Join([]string{
 // Slack tokens (xoxb-..., xoxp-...), Google API keys (AIza...) and any long
 // token after "Bearer " (the word "Bearer" is kept).
 func RedactAPIKeys() SanitizeOption {
-	return sanitizeAdd(sanitizeRedactor{name: "api_key", re: sanitizeKeyRE, repl: "${1}[redacted API key]"})
+	return sanitizeAdd(sanitizeRedactor{name: "api_key", re: sanitizeKeyRE, repl: "${1}[redacted API key]", find: findKey})
 }
+
+// Meta keys [Sanitize] sets on a result when it redacted something.
+const (
+	// SanitizeMetaRedactions counts the matches replaced while the call
+	// ran (int64): in its deltas, including attempts retried inside
+	// Sanitize, and in the whole result.
+	SanitizeMetaRedactions = "sanitize.redactions"
+	// SanitizeMetaUninspected counts the parts replaced whole because they
+	// could not be inspected (int64): a JSON part that is not valid JSON.
+	SanitizeMetaUninspected = "sanitize.uninspected"
+)
 
 // Sanitize returns an interceptor, named "sanitize", that cleans results
 // before the model reads them:
@@ -166,13 +166,26 @@ func RedactAPIKeys() SanitizeOption {
 //     UTF-8 boundary and ends with "[truncated: N more bytes]" (the
 //     "Error: ..." line of a failure is kept after it);
 //   - redactions ([Redact], [RedactEmails], [RedactPhoneNumbers],
-//     [RedactAPIKeys]) apply to text and to the strings of JSON parts, in
-//     the order they were added, first to each delta as it streams, so that
-//     observers and UIs do not see the secrets either, and then to the
-//     whole result. Binary parts are left alone.
+//     [RedactAPIKeys]) apply, in the order they were added, first to each
+//     delta as it streams, so that observers and UIs do not see the secrets
+//     either, and then to the whole result.
+//
+// Redaction fails closed. It reads text parts; the strings (keys and
+// values, escapes decoded) of JSON parts, at any depth, keeping the rest
+// of the JSON byte for byte; and binary parts of a textual media type
+// (text/*, JSON, XML, YAML, JavaScript, form data), the JSON ones as JSON.
+// A part it cannot inspect (a JSON part, or a binary part of a JSON media
+// type, that is not valid JSON) is replaced whole by a marker, never passed
+// on. Binary parts of other media types (images, audio, archives) are left
+// alone: they are not text. The result's metadata counts what was replaced
+// ([SanitizeMetaRedactions], [SanitizeMetaUninspected]), and a part
+// replaced whole is logged as a warning. Redaction takes time linear in
+// the size of the result and allocates about one copy of a part per
+// redaction that changes it, nothing for a part it leaves as it is.
 //
 // Deltas are redacted one at a time: a secret split across two deltas can
-// reach observers unredacted. The pass over the whole result still catches
+// reach observers unredacted, because a delta filter cannot hold text back
+// until the next one arrives. The pass over the whole result still catches
 // it, so the model never sees it (the result's deltas then start over,
 // redacted). Redaction runs before truncation, so a secret is never cut
 // into a piece that no longer matches.
@@ -190,22 +203,117 @@ func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
 	return toolkit.Interceptor{
 		Name: SanitizeName,
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
-			if len(cfg.redactors) > 0 {
-				// Once per call: a retry outside runs this again.
-				if _, loaded := inv.CallValues().LoadOrStore(sanitizeFilterKey{cfg}, true); !loaded {
-					inv.FilterDeltas(cfg.redactPart)
-				}
+			if len(cfg.redactors) == 0 {
+				return cfg.apply(next(ctx, inv), nil)
 			}
-			return cfg.apply(next(ctx, inv))
+			// Once per call: a retry outside runs this again.
+			v, loaded := inv.CallValues().LoadOrStore(sanitizeFilterKey{cfg}, &sanitizeCount{})
+			count := v.(*sanitizeCount)
+			if !loaded {
+				inv.FilterDeltas(func(p toolkit.Part) toolkit.Part { return count.filter(cfg, p) })
+			}
+			count.redactions.Store(0)
+			count.uninspected.Store(0)
+			out := cfg.apply(next(ctx, inv), count)
+			if n := count.redactions.Load(); n > 0 {
+				inv.Meta(SanitizeMetaRedactions, n)
+			}
+			if n := count.uninspected.Load(); n > 0 {
+				inv.Meta(SanitizeMetaUninspected, n)
+				inv.Logger().Warn().Str("tool", inv.Call.Name).Str("call", inv.Call.ID).Int64("parts", n).
+					Msg("toolstream: sanitize replaced parts it could not inspect (invalid JSON)")
+			}
+			return out
 		},
 	}
 }
 
 type sanitizeFilterKey struct{ cfg *sanitizeConfig }
 
+// sanitizeCount is one call's redaction state. The delta filter runs under
+// the call's lock, where it cannot set metadata: it counts here and the
+// interceptor reports.
+//
+// It also remembers a fingerprint of each large part the filter let
+// through, so that the pass over the whole result skips a part that is
+// exactly one filtered delta (the usual case: a tool that returns its
+// result) instead of redacting it a second time. A part made of several
+// deltas, or handed over by an inner interceptor, has no fingerprint and is
+// redacted again. A fingerprint is 24 bytes per 32 KiB of result at most.
+type sanitizeCount struct {
+	redactions  atomic.Int64
+	uninspected atomic.Int64
+
+	mu       sync.Mutex
+	filtered map[sanitizePrint]struct{}
+}
+
+// sanitizePrint identifies a part by type, size and a 64-bit hash with a
+// per-process random seed: two different parts share one with probability
+// 2^-64, and nobody outside can aim for it.
+type sanitizePrint struct {
+	typ  events.PartType
+	size int
+	hash uint64
+}
+
+// sanitizePrintMin is the smallest part worth a fingerprint: smaller ones
+// cost less to redact again than to remember.
+const sanitizePrintMin = 32 << 10
+
+var sanitizeSeed = maphash.MakeSeed()
+
+func sanitizePrintOf(p toolkit.Part) (sanitizePrint, bool) {
+	var b []byte
+	switch p.Type {
+	case events.PartText:
+		if len(p.Text) < sanitizePrintMin {
+			return sanitizePrint{}, false
+		}
+		return sanitizePrint{p.Type, len(p.Text), maphash.String(sanitizeSeed, p.Text)}, true
+	case events.PartJSON:
+		b = p.JSON
+	default:
+		b = p.Data
+	}
+	if len(b) < sanitizePrintMin {
+		return sanitizePrint{}, false
+	}
+	return sanitizePrint{p.Type, len(b), maphash.Bytes(sanitizeSeed, b)}, true
+}
+
+// filter is the delta filter: it redacts a part and remembers it.
+func (c *sanitizeCount) filter(cfg *sanitizeConfig, p toolkit.Part) toolkit.Part {
+	p = cfg.redactPart(p, c)
+	if fp, ok := sanitizePrintOf(p); ok {
+		c.mu.Lock()
+		if c.filtered == nil {
+			c.filtered = map[sanitizePrint]struct{}{}
+		}
+		c.filtered[fp] = struct{}{}
+		c.mu.Unlock()
+	}
+	return p
+}
+
+// wasFiltered reports whether p is exactly a part the filter let through.
+func (c *sanitizeCount) wasFiltered(p toolkit.Part) bool {
+	if c == nil {
+		return false
+	}
+	fp, ok := sanitizePrintOf(p)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, seen := c.filtered[fp]
+	return seen
+}
+
 // apply cleans the whole result. It returns out unchanged (the same
 // content slice) when there is nothing to do, so that no reset goes out.
-func (cfg *sanitizeConfig) apply(out toolkit.Outcome) toolkit.Outcome {
+func (cfg *sanitizeConfig) apply(out toolkit.Outcome, count *sanitizeCount) toolkit.Outcome {
 	if out.State == toolkit.StateSuspended {
 		return out
 	}
@@ -213,8 +321,14 @@ func (cfg *sanitizeConfig) apply(out toolkit.Outcome) toolkit.Outcome {
 	if len(cfg.redactors) > 0 {
 		var redacted []toolkit.Part
 		for i, p := range content {
-			q := cfg.redactPart(p)
-			if redacted == nil && !sanitizeSamePart(p, q) {
+			if count.wasFiltered(p) {
+				if redacted != nil {
+					redacted = append(redacted, p)
+				}
+				continue
+			}
+			q, ch := cfg.redactPartChanged(p, count)
+			if redacted == nil && ch {
 				redacted = append(make([]toolkit.Part, 0, len(content)), content[:i]...)
 			}
 			if redacted != nil {
@@ -241,100 +355,110 @@ func (cfg *sanitizeConfig) apply(out toolkit.Outcome) toolkit.Outcome {
 	return out
 }
 
-func sanitizeSamePart(a, b toolkit.Part) bool {
-	return a.Type == b.Type && a.Text == b.Text && bytes.Equal(a.JSON, b.JSON)
-}
-
 // redactPart is the delta filter: it redacts one part.
-func (cfg *sanitizeConfig) redactPart(p toolkit.Part) toolkit.Part {
-	switch p.Type {
-	case events.PartText:
-		p.Text = cfg.redact(p.Text)
-	case events.PartJSON:
-		if j, ok := cfg.redactJSON(p.JSON); ok {
-			p.JSON = j
-		}
-	}
+func (cfg *sanitizeConfig) redactPart(p toolkit.Part, count *sanitizeCount) toolkit.Part {
+	p, _ = cfg.redactPartChanged(p, count)
 	return p
 }
 
-func (cfg *sanitizeConfig) redact(s string) string {
-	for _, r := range cfg.redactors {
-		s = r.replace(s)
-	}
-	return s
-}
-
-func (r *sanitizeRedactor) replace(s string) string {
-	ms := r.re.FindAllStringSubmatchIndex(s, -1)
-	if ms == nil {
-		return s
-	}
-	var out []byte
-	last := 0
-	for _, m := range ms {
-		if r.accept != nil && !r.accept(s, m[0], m[1]) {
-			continue
+// redactPartChanged redacts one part and reports whether it changed.
+func (cfg *sanitizeConfig) redactPartChanged(p toolkit.Part, count *sanitizeCount) (toolkit.Part, bool) {
+	n := 0
+	switch p.Type {
+	case events.PartText:
+		p.Text, n = cfg.redact(p.Text)
+	case events.PartJSON:
+		j, m, ok := cfg.redactJSON(p.JSON)
+		if !ok {
+			count.uninspect()
+			return sanitizeUninspected(p, len(p.JSON)), true
 		}
-		out = append(out, s[last:m[0]]...)
-		out = r.re.ExpandString(out, r.repl, s, m)
-		last = m[1]
+		if m > 0 {
+			p.JSON, n = j, m
+		}
+	case events.PartBinary:
+		switch sanitizeTextual(p.MediaType) {
+		case textualJSON:
+			j, m, ok := cfg.redactJSON(p.Data)
+			if !ok {
+				count.uninspect()
+				return sanitizeUninspected(p, len(p.Data)), true
+			}
+			if m > 0 {
+				p.Data, n = j, m
+			}
+		case textualText:
+			// A read-only view of the bytes; a changed text is a new string.
+			t, m := cfg.redact(unsafe.String(unsafe.SliceData(p.Data), len(p.Data)))
+			if m > 0 {
+				p.Data, n = []byte(t), m
+			}
+		}
 	}
-	if out == nil {
-		return s
+	if n == 0 {
+		return p, false
 	}
-	return string(append(out, s[last:]...))
+	if count != nil {
+		count.redactions.Add(int64(n))
+	}
+	return p, true
 }
 
-// redactJSON redacts the strings (keys and values) of a JSON value. It
-// reports false when nothing changed, leaving the original bytes (and their
-// formatting) alone.
-func (cfg *sanitizeConfig) redactJSON(raw json.RawMessage) (json.RawMessage, bool) {
-	if bytes.IndexByte(raw, '\\') < 0 && cfg.redact(string(raw)) == string(raw) {
-		return nil, false // no match anywhere, escapes aside
+func (c *sanitizeCount) uninspect() {
+	if c != nil {
+		c.uninspected.Add(1)
 	}
-	v, err := decodeJSON(raw)
+}
+
+// sanitizeUninspected is the marker that replaces a part that could not be
+// inspected: a JSON string for a JSON part (it stays JSON), text otherwise.
+func sanitizeUninspected(p toolkit.Part, size int) toolkit.Part {
+	msg := fmt.Sprintf("[redacted: a part of %d bytes that is not valid JSON, so it could not be checked for secrets]", size)
+	if p.Type == events.PartJSON {
+		return toolkit.Part{Type: events.PartJSON, JSON: appendJSONString(nil, msg)}
+	}
+	return events.Text(msg)
+}
+
+// redact applies every redaction to s, in order, and counts the matches
+// replaced. It returns s itself when nothing matched.
+func (cfg *sanitizeConfig) redact(s string) (string, int) {
+	total := 0
+	for i := range cfg.redactors {
+		var n int
+		s, n = cfg.redactors[i].replace(s)
+		total += n
+	}
+	return s, total
+}
+
+// Kinds of binary media types, for redaction.
+const (
+	textualNo = iota
+	textualText
+	textualJSON
+)
+
+// sanitizeTextual says whether a binary part's media type is text that
+// redaction reads, and whether it is JSON.
+func sanitizeTextual(mediaType string) int {
+	mt, _, err := mime.ParseMediaType(mediaType)
 	if err != nil {
-		return nil, false
+		mt = strings.ToLower(strings.TrimSpace(mediaType))
 	}
-	v, changed := cfg.redactValue(v)
-	if !changed {
-		return nil, false
+	typ, sub, _ := strings.Cut(mt, "/")
+	switch {
+	case sub == "json" || strings.HasSuffix(sub, "+json"):
+		return textualJSON
+	case typ == "text",
+		sub == "xml" || strings.HasSuffix(sub, "+xml"),
+		sub == "yaml" || sub == "x-yaml" || strings.HasSuffix(sub, "+yaml"),
+		sub == "javascript" || sub == "ecmascript" || sub == "x-javascript",
+		sub == "x-ndjson" || sub == "jsonl" || sub == "x-jsonlines",
+		sub == "x-www-form-urlencoded", sub == "csv", sub == "toml", sub == "sql", sub == "graphql":
+		return textualText
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, false
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), true
-}
-
-func (cfg *sanitizeConfig) redactValue(v any) (any, bool) {
-	switch x := v.(type) {
-	case string:
-		r := cfg.redact(x)
-		return r, r != x
-	case []any:
-		changed := false
-		for i, e := range x {
-			var c bool
-			x[i], c = cfg.redactValue(e)
-			changed = changed || c
-		}
-		return x, changed
-	case map[string]any:
-		changed := false
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			e, c := cfg.redactValue(e)
-			rk := cfg.redact(k)
-			out[rk] = e
-			changed = changed || c || rk != k
-		}
-		return out, changed
-	}
-	return v, false
+	return textualNo
 }
 
 // sanitizeEmpty reports whether content tells the model nothing: no parts,

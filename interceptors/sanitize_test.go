@@ -1,7 +1,9 @@
 package interceptors_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -206,7 +208,9 @@ func TestSanitizeRedactsJSON(t *testing.T) {
 	}))
 	res := evRun(t, tk, "s", toolkit.Call{ID: "u", Name: "user", Args: []byte(`{}`)})[0]
 	evCheckDeltas(t, rec, res)
-	want := `{"streamed":"[redacted email]"}{"age":42,"email":"[redacted email]","name":"Al <admin>","tags":["x","cc: [redacted email]"]}`
+	// Only the changed strings are written again: key order and the
+	// escapes of the rest (\u003c from encoding/json) stay as they were.
+	want := `{"streamed":"[redacted email]"}{"name":"Al \u003cadmin\u003e","email":"[redacted email]","tags":["x","cc: [redacted email]"],"age":42}`
 	if res.Text() != want {
 		t.Fatalf("got  %s\nwant %s", res.Text(), want)
 	}
@@ -253,4 +257,163 @@ func TestSanitizeUnderRetry(t *testing.T) {
 		}
 	}
 	evCheckDeltas(t, rec, res)
+}
+
+// sanPartsKit returns a toolkit with Sanitize(opts) and a tool "parts" that
+// returns the parts given, streamed one delta each.
+func sanPartsKit(t *testing.T, parts []events.Part, opts ...interceptors.SanitizeOption) (*toolkit.Toolkit, *icRecorder) {
+	t.Helper()
+	tk, rec := evKit(t, interceptors.Sanitize(opts...))
+	tool, err := toolkit.NewRawTool(toolkit.Spec{Name: "parts"}, json.RawMessage(`{"type":"object"}`),
+		func(ctx context.Context, _ json.RawMessage) ([]toolkit.Part, error) {
+			em := stream.From(ctx)
+			for _, p := range parts[:len(parts)-1] {
+				if err := em.Part(p); err != nil {
+					return nil, err
+				}
+			}
+			return parts[len(parts)-1:], nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	icAdd(t, tk, tool)
+	return tk, rec
+}
+
+// sanNoKey fails if the key appears in the result or in any delta.
+func sanNoKey(t *testing.T, rec *icRecorder, res toolkit.Result, key string) {
+	t.Helper()
+	check := func(where string, p events.Part) {
+		if strings.Contains(p.Text, key) || strings.Contains(string(p.JSON), key) || strings.Contains(string(p.Data), key) {
+			t.Errorf("%s holds the key: %.200q", where, p.String())
+		}
+	}
+	for i, p := range res.Content {
+		check(fmt.Sprintf("result part %d", i), p)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, ev := range rec.evs {
+		if ev.Call == res.Call.ID && ev.Delta != nil {
+			check(fmt.Sprintf("delta %d", ev.Seq), *ev.Delta)
+		}
+	}
+}
+
+// A JSON part redaction cannot inspect (malformed, or, before, nested past
+// encoding/json's limit) never passes: malformed JSON is replaced whole by
+// a marker and counted, deep JSON is read and redacted.
+func TestSanitizeRedactionFailsClosed(t *testing.T) {
+	key := "sk-" + strings.Repeat("Q7w", 10)
+	deep := strings.Repeat("[", 20000) + `{"token":"` + key + `"}` + strings.Repeat("]", 20000)
+	parts := []events.Part{
+		{Type: events.PartJSON, JSON: json.RawMessage(`{"token": "` + key + `",}`)}, // trailing comma
+		{Type: events.PartJSON, JSON: json.RawMessage(`{token: ` + key + `}`)},      // not JSON at all
+		{Type: events.PartJSON, JSON: json.RawMessage(deep)},
+		{Type: events.PartJSON, JSON: json.RawMessage(`{"escaped":"\u0073k-` + strings.Repeat("Q7w", 10) + `"}`)},
+		{Type: events.PartJSON, JSON: json.RawMessage(`{"ok":1}`)},
+	}
+	tk, rec := sanPartsKit(t, parts, interceptors.RedactAPIKeys(), interceptors.SanitizeMaxBytes(0))
+	res := evRun(t, tk, "s", toolkit.Call{ID: "c", Name: "parts", Args: []byte(`{}`)})[0]
+	evCheckDeltas(t, rec, res)
+	sanNoKey(t, rec, res, key)
+	sanNoKey(t, rec, res, "Q7wQ7wQ7w")
+	if len(res.Content) != len(parts) {
+		t.Fatalf("%d parts, want %d: %v", len(res.Content), len(parts), res.Content)
+	}
+	for i, p := range res.Content {
+		if p.Type != events.PartJSON {
+			t.Errorf("part %d is %s, want json", i, p.Type)
+		}
+	}
+	for _, i := range []int{0, 1} {
+		if !strings.Contains(string(res.Content[i].JSON), "not valid JSON") {
+			t.Errorf("part %d: %s, want the marker", i, res.Content[i].JSON)
+		}
+	}
+	if got := string(res.Content[2].JSON); !strings.HasPrefix(got, "[[[") || !strings.Contains(got, `{"token":"[redacted API key]"}`) {
+		t.Errorf("deep part: %.100s...", got)
+	}
+	if got := string(res.Content[3].JSON); got != `{"escaped":"[redacted API key]"}` {
+		t.Errorf("escaped key: %s", got)
+	}
+	if got := string(res.Content[4].JSON); got != `{"ok":1}` {
+		t.Errorf("clean part changed: %s", got)
+	}
+	if res.Meta[interceptors.SanitizeMetaUninspected] != int64(2) || res.Meta[interceptors.SanitizeMetaRedactions] != int64(2) {
+		t.Errorf("meta %v, want 2 uninspected and 2 redactions", res.Meta)
+	}
+}
+
+// Binary parts of a textual media type are text to redaction (JSON ones as
+// JSON, failing closed); images are left alone.
+func TestSanitizeRedactsTextualBinary(t *testing.T) {
+	key := "ghp_" + strings.Repeat("a1B2", 9)
+	png := append([]byte("\x89PNG\r\n\x1a\n"), key...)
+	parts := []events.Part{
+		events.Binary("text/plain; charset=utf-8", []byte("log: token "+key+"\n")),
+		events.Binary("application/vnd.api+json", []byte(`{"t":"`+key+`"}`)),
+		events.Binary("application/json", []byte(`{"t":"`+key+`"`)), // cut short
+		events.Binary("image/png", png),
+	}
+	tk, rec := sanPartsKit(t, parts, interceptors.RedactAPIKeys(), interceptors.SanitizeMaxBytes(0))
+	res := evRun(t, tk, "s", toolkit.Call{ID: "c", Name: "parts", Args: []byte(`{}`)})[0]
+	evCheckDeltas(t, rec, res)
+	c := res.Content
+	if len(c) != 4 || string(c[0].Data) != "log: token [redacted API key]\n" || c[0].MediaType != "text/plain; charset=utf-8" ||
+		string(c[1].Data) != `{"t":"[redacted API key]"}` || c[2].Type != events.PartText || !strings.Contains(c[2].Text, "not valid JSON") ||
+		!bytes.Equal(c[3].Data, png) {
+		t.Fatalf("got %v", c)
+	}
+	if res.Meta[interceptors.SanitizeMetaUninspected] != int64(1) || res.Meta[interceptors.SanitizeMetaRedactions] != int64(2) {
+		t.Errorf("meta %v", res.Meta)
+	}
+}
+
+// A key at the end of a 8 MiB JSON string is found.
+func TestSanitizeHugeJSONString(t *testing.T) {
+	key := "AKIA" + strings.Repeat("Z", 16)
+	big := strings.Repeat("lorem ipsum ", 700_000)
+	raw, _ := json.Marshal(map[string]string{"log": big + key})
+	tk, rec := sanPartsKit(t, []events.Part{{Type: events.PartJSON, JSON: raw}}, interceptors.RedactAPIKeys(), interceptors.SanitizeMaxBytes(0))
+	res := evRun(t, tk, "s", toolkit.Call{ID: "c", Name: "parts", Args: []byte(`{}`)})[0]
+	want, _ := json.Marshal(map[string]string{"log": big + "[redacted API key]"})
+	if !bytes.Equal(res.Content[0].JSON, want) {
+		t.Fatalf("got %d bytes ending %q", len(res.Content[0].JSON), res.Content[0].JSON[len(res.Content[0].JSON)-40:])
+	}
+	sanNoKey(t, rec, res, key)
+}
+
+// The pass over the whole result skips only parts that are exactly one
+// filtered delta: a large result an inner interceptor hands over, and a
+// large text whose key is split across two large deltas, are redacted.
+func TestSanitizeWholeResultPassAfterSkips(t *testing.T) {
+	key := "xoxb-" + strings.Repeat("9", 20)
+	pad := strings.Repeat("lorem ipsum dolor ", 4000) // 72 KB
+	inner := toolkit.Interceptor{Name: "inner", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		out := next(ctx, inv)
+		if inv.Call.ID == "replaced" {
+			return toolkit.Success(events.Text(pad + key))
+		}
+		return out
+	}}
+	tk, rec := evKit(t, interceptors.Sanitize(interceptors.RedactAPIKeys(), interceptors.SanitizeMaxBytes(0)), inner)
+	text := pad + key + " " + pad
+	res := evRun(t, tk, "s",
+		evCall("replaced", "echo", evIn{Text: "short"}),
+		evCall("split", "echo", evIn{Text: text, Parts: 2}), // the key straddles the two deltas
+		evCall("whole", "echo", evIn{Text: text}),
+	)
+	if got := res[0].Text(); got != pad+"[redacted API key]" {
+		t.Errorf("replaced: ...%q", got[len(got)-40:])
+	}
+	for _, r := range res[1:] {
+		if got := r.Text(); got != pad+"[redacted API key] "+pad {
+			t.Errorf("%s: not redacted", r.Call.ID)
+		}
+		evCheckDeltas(t, rec, r)
+	}
+	sanNoKey(t, rec, res[0], key)
+	sanNoKey(t, rec, res[2], key)
 }

@@ -14,8 +14,10 @@ import (
 	"sync/atomic"
 )
 
-// Repository is a source of skills: any fs.FS (an embed.FS, os.DirFS,
-// fstest.MapFS, ...) under a name.
+// Repository is a source of skills under a name. For a folder on disk use
+// [Dir]: its reads are confined by the operating system. Any other fs.FS
+// (an embed.FS, fstest.MapFS, ...) works too, with the limits that
+// [NewLibrary] describes.
 type Repository struct {
 	// Name identifies the repository in a [Library]; it must be unique and
 	// non-empty there.
@@ -24,16 +26,19 @@ type Repository struct {
 	FS fs.FS
 }
 
-// Dir returns a repository over a folder on disk. The folder is opened with
-// os.OpenRoot, so no symbolic link can lead outside it even before
-// [Library.ReadResource] applies its own, stricter, per-skill rule. The
-// folder stays open for the life of the process.
+// Dir returns a repository over a folder on disk, the safe form for skills
+// on disk. The folder is opened with os.OpenRoot and stays open for the
+// life of the process. Every read of a skill's file opens that skill's own
+// folder as an os.Root and the file inside it, so the operating system
+// refuses any way out of the skill folder: "..", a symbolic link that
+// leaves it, or a file or folder swapped for such a link while reads run.
+// Symbolic links that stay inside the skill folder are followed.
 func Dir(name, path string) (Repository, error) {
 	root, err := os.OpenRoot(path)
 	if err != nil {
 		return Repository{}, fmt.Errorf("skills: opening repository %q: %w", name, err)
 	}
-	return Repository{Name: name, FS: root.FS()}, nil
+	return Repository{Name: name, FS: &diskFS{root.FS().(rootFS), root}}, nil
 }
 
 // Problem is a skill that could not be loaded: which file, and why.
@@ -62,7 +67,7 @@ func (p Problem) Unwrap() error { return p.Err }
 // for concurrent use, including Reload while others read.
 type Library struct {
 	repos  []Repository
-	byRepo map[string]fs.FS
+	byRepo map[string]*source
 
 	reloading sync.Mutex // one scan at a time, so the last Reload's result stays
 	state     atomic.Pointer[libraryState]
@@ -80,13 +85,26 @@ type libraryState struct {
 // lexical order, compared folder by folder (the order of fs.WalkDir), and
 // the walk does not look for more skills inside a skill's folder.
 //
+// For skills on disk, give repositories made by [Dir]: the operating
+// system then keeps every read inside the skill's folder, whatever happens
+// to the tree meanwhile. A Repository whose FS is an os.DirFS is read the
+// same way (its folder is opened with os.OpenRoot on each read). Any other
+// fs.FS is checked by this package alone: it resolves each path element
+// and symbolic link itself and refuses any step out of the skill folder,
+// but the check runs before the open, so if such a file system can change
+// while it is read (a folder on disk behind a custom fs.FS, a network file
+// system), a file or folder swapped for a symbolic link at the wrong moment
+// can make a read return a file from outside the skill folder. Use such
+// file systems only for trees that do not change (embed.FS, fstest.MapFS,
+// archives) or that nobody hostile can write to.
+//
 // A skill whose SKILL.md is broken is left out and reported by
 // [Library.Problems]; the others still load. When two skills of one
 // repository share a name the first one wins and the second is a Problem.
 // An error is returned only when a repository cannot be walked at all, or
 // when the repositories are misconfigured (nil FS, empty or repeated name).
 func NewLibrary(repos ...Repository) (*Library, error) {
-	l := &Library{repos: slices.Clone(repos), byRepo: make(map[string]fs.FS, len(repos))}
+	l := &Library{repos: slices.Clone(repos), byRepo: make(map[string]*source, len(repos))}
 	for i, r := range repos {
 		switch {
 		case r.Name == "":
@@ -97,7 +115,7 @@ func NewLibrary(repos ...Repository) (*Library, error) {
 		if _, dup := l.byRepo[r.Name]; dup {
 			return nil, fmt.Errorf("skills: two repositories are named %q", r.Name)
 		}
-		l.byRepo[r.Name] = r.FS
+		l.byRepo[r.Name] = newSource(r.FS)
 	}
 	if err := l.Reload(); err != nil {
 		return nil, err
@@ -113,7 +131,7 @@ func (l *Library) Reload() error {
 	defer l.reloading.Unlock()
 	st := &libraryState{byName: map[string]*Skill{}}
 	for _, r := range l.repos {
-		found, problems, err := scanRepository(r)
+		found, problems, err := scanRepository(r, l.byRepo[r.Name])
 		if err != nil {
 			return fmt.Errorf("skills: repository %q: %w", r.Name, err)
 		}
@@ -155,24 +173,30 @@ func (l *Library) Problems() []Problem {
 	return slices.Clone(l.state.Load().problems)
 }
 
-// skillFS returns the file system of the repository s came from.
-func (l *Library) skillFS(s *Skill) (fs.FS, error) {
+// skillFS returns the file system to read the folder of s through, the
+// folder's path in it, and a function to call when done (see
+// source.openSkill).
+func (l *Library) skillFS(s *Skill) (fs.FS, string, func(), error) {
 	if s == nil {
-		return nil, errors.New("skills: nil skill")
+		return nil, "", nil, errors.New("skills: nil skill")
 	}
-	fsys, ok := l.byRepo[s.Repository]
+	src, ok := l.byRepo[s.Repository]
 	if !ok {
-		return nil, fmt.Errorf("skills: skill %q comes from repository %q, which is not in this library", s.Name, s.Repository)
+		return nil, "", nil, fmt.Errorf("skills: skill %q comes from repository %q, which is not in this library", s.Name, s.Repository)
 	}
 	if !fs.ValidPath(s.Dir) {
-		return nil, fmt.Errorf("skills: skill %q has an invalid folder %q", s.Name, s.Dir)
+		return nil, "", nil, fmt.Errorf("skills: skill %q has an invalid folder %q", s.Name, s.Dir)
 	}
-	return fsys, nil
+	fsys, dir, done, err := src.openSkill(s.Dir)
+	if err != nil {
+		return nil, "", nil, openError(skillFileName, s.Name, err)
+	}
+	return fsys, dir, done, nil
 }
 
 // scanRepository finds the skills of r in walk order. Only a failure to read
 // the repository's root is an error; anything else is a Problem.
-func scanRepository(r Repository) ([]*Skill, []Problem, error) {
+func scanRepository(r Repository, src *source) ([]*Skill, []Problem, error) {
 	var (
 		found    []*Skill
 		problems []Problem
@@ -189,7 +213,7 @@ func scanRepository(r Repository) ([]*Skill, []Problem, error) {
 		}
 		for _, e := range entries {
 			if e.Name() == skillFileName && !e.IsDir() {
-				s, err := loadSkill(r, dir)
+				s, err := loadSkill(r.Name, src, dir)
 				if err != nil {
 					problems = append(problems, Problem{r.Name, path.Join(dir, skillFileName), err})
 				} else {
@@ -214,14 +238,20 @@ func scanRepository(r Repository) ([]*Skill, []Problem, error) {
 	return found, problems, nil
 }
 
-// loadSkill reads and parses dir/SKILL.md. It goes through resolveInSkill so
-// that a SKILL.md link is held to the same rules as any resource.
-func loadSkill(r Repository, dir string) (*Skill, error) {
-	full, err := resolveInSkill(r.FS, dir, skillFileName, path.Base(dir))
+// loadSkill reads and parses dir/SKILL.md. It goes through resolveInSkill,
+// and the skill's folder as a Root on disk, so that a SKILL.md link is held
+// to the same rules as any resource.
+func loadSkill(repo string, src *source, dir string) (*Skill, error) {
+	fsys, base, done, err := src.openSkill(dir)
 	if err != nil {
 		return nil, err
 	}
-	f, err := r.FS.Open(full)
+	defer done()
+	full, err := resolveInSkill(fsys, base, skillFileName, path.Base(dir))
+	if err != nil {
+		return nil, err
+	}
+	f, err := fsys.Open(full)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +267,7 @@ func loadSkill(r Repository, dir string) (*Skill, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Repository, s.Dir = r.Name, dir
+	s.Repository, s.Dir = repo, dir
 	return s, nil
 }
 

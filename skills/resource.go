@@ -84,21 +84,27 @@ type Resource struct {
 // or whose target leaves the skill folder at any step (even to come back, and
 // even into another skill of the same repository), is refused with
 // [ErrBadPath]. Links inside the skill folder work as the file they point to.
+// For a repository on disk ([Dir], or an os.DirFS) the file is then opened
+// through the skill folder as an os.Root, so that a change to the tree
+// after the check (a file swapped for a link) cannot lead a read outside
+// the folder either; other file systems rely on the check alone (see
+// [NewLibrary]).
 //
 // A missing file gives [ErrNotFound]. A text file over limit bytes is cut to
 // at most limit bytes at a UTF-8 boundary and marked Truncated; a binary file
 // over the limit gives [ErrTooLarge]. limit <= 0 means
 // [DefaultResourceLimit].
 func (l *Library) ReadResource(s *Skill, p string, limit int64) (Resource, error) {
-	fsys, err := l.skillFS(s)
-	if err != nil {
-		return Resource{}, err
-	}
 	clean, err := checkResourcePath(p)
 	if err != nil {
 		return Resource{}, err
 	}
-	full, err := resolveInSkill(fsys, s.Dir, clean, s.Name)
+	fsys, dir, done, err := l.skillFS(s)
+	if err != nil {
+		return Resource{}, err
+	}
+	defer done()
+	full, err := resolveInSkill(fsys, dir, clean, s.Name)
 	if err != nil {
 		return Resource{}, err
 	}
@@ -169,15 +175,16 @@ func (l *Library) ReadResource(s *Skill, p string, limit int64) (Resource, error
 // ReadResource would refuse (backslashes, control characters) are left out
 // too. The listing stops at [MaxResources] entries.
 func (l *Library) Resources(s *Skill) ([]string, error) {
-	fsys, err := l.skillFS(s)
+	fsys, dir, done, err := l.skillFS(s)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	out := []string{skillFileName}
 	errFull := errors.New("full")
 	var walk func(rel string) error
 	walk = func(rel string) error {
-		entries, err := fs.ReadDir(fsys, path.Join(s.Dir, rel))
+		entries, err := fs.ReadDir(fsys, path.Join(dir, rel))
 		if err != nil {
 			if rel == "." {
 				return fmt.Errorf("skills: listing skill %q: %w", s.Name, err)
@@ -200,7 +207,7 @@ func (l *Library) Resources(s *Skill) ([]string, error) {
 				continue
 			case t.IsRegular():
 			case t&fs.ModeSymlink != 0:
-				if _, err := resolveInSkill(fsys, s.Dir, r, s.Name); err != nil {
+				if _, err := resolveInSkill(fsys, dir, r, s.Name); err != nil {
 					continue
 				}
 			default:

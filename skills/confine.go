@@ -1,0 +1,133 @@
+package skills
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"reflect"
+	"strings"
+)
+
+// source is a repository as the library reads it.
+//
+// A repository on disk (made by [Dir], or an os.DirFS) is read through
+// os.Root: every read opens the skill's own folder as a Root and opens the
+// file inside it, so the operating system refuses any path, symbolic link
+// or concurrent change that would lead outside the skill folder. Other
+// file systems get only the package's own element-by-element check, which
+// runs before the open (see [NewLibrary]).
+type source struct {
+	fsys fs.FS
+	root *os.Root // the repository's folder, held open ([Dir])
+	dir  string   // the repository's folder, opened for each read (os.DirFS)
+}
+
+// dirFSType is the type of os.DirFS's file systems. The package recognises
+// it so that a repository built on os.DirFS is confined like one from Dir;
+// os.DirFS keeps its folder as a string, which is all that is needed.
+var dirFSType = reflect.TypeOf(os.DirFS("."))
+
+func newSource(fsys fs.FS) *source {
+	src := &source{fsys: fsys}
+	if d, ok := fsys.(*diskFS); ok {
+		src.root = d.root
+	} else if v := reflect.ValueOf(fsys); v.Type() == dirFSType && v.Kind() == reflect.String {
+		src.dir = v.String()
+	}
+	return src
+}
+
+// rootFS is what os.Root.FS returns.
+type rootFS interface {
+	fs.ReadDirFS
+	fs.ReadFileFS
+	fs.ReadLinkFS
+	fs.StatFS
+}
+
+// diskFS is the file system of a repository made by Dir: the Root's, with
+// the Root itself at hand for confined reads.
+type diskFS struct {
+	rootFS
+	root *os.Root
+}
+
+// confined reports whether reads are confined by the operating system.
+func (src *source) confined() bool { return src.root != nil || src.dir != "" }
+
+// openSkill returns the file system to read the skill folder dir through,
+// the folder's path in it, and a function to call when done. For a
+// repository on disk the file system is the skill folder itself, opened as
+// an os.Root: whatever happens to the tree meanwhile, nothing outside the
+// folder can be opened through it.
+func (src *source) openSkill(dir string) (fs.FS, string, func(), error) {
+	if !src.confined() {
+		return src.fsys, dir, func() {}, nil
+	}
+	repo := src.root
+	if repo == nil {
+		r, err := os.OpenRoot(src.dir)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		defer r.Close()
+		repo = r
+	}
+	sr, err := openFolder(repo, dir)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return sr.FS(), ".", func() { sr.Close() }, nil
+}
+
+// openFolder opens the folder dir (a valid fs path) of root as a Root of
+// its own, one element at a time. Each element must be a real folder, not
+// a symbolic link: Root.OpenRoot follows links that stay inside root, so a
+// folder swapped for a link to another skill would otherwise be entered.
+// After each open, the element is looked at again without following links
+// and must be the very folder that was opened; as each step is relative to
+// the folder opened before it, no change elsewhere in the tree matters.
+func openFolder(root *os.Root, dir string) (*os.Root, error) {
+	cur, err := root.OpenRoot(".")
+	if err != nil {
+		return nil, err
+	}
+	if dir == "." {
+		return cur, nil
+	}
+	for _, e := range strings.Split(dir, "/") {
+		next, err := cur.OpenRoot(e)
+		if err != nil {
+			cur.Close()
+			return nil, err
+		}
+		err = sameFolder(cur, next, e)
+		cur.Close()
+		if err != nil {
+			next.Close()
+			return nil, fmt.Errorf("%w: the skill folder %q: %v", ErrBadPath, dir, err)
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// sameFolder checks that name in parent is, now, a folder and not a link,
+// and the folder that opened holds.
+func sameFolder(parent, opened *os.Root, name string) error {
+	li, err := parent.Lstat(name)
+	if err != nil {
+		return err
+	}
+	if !li.IsDir() {
+		return fmt.Errorf("%q is not a folder (a symbolic link?)", name)
+	}
+	oi, err := opened.Stat(".")
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(li, oi) {
+		return fmt.Errorf("%q changed while it was opened", name)
+	}
+	return nil
+}
