@@ -40,6 +40,7 @@ type Bus struct {
 	durable  *Durable
 	log      zerolog.Logger
 	pub      *Publisher
+	hub      *sseHub // nil unless durable
 	wsOn     bool
 
 	closeOnce sync.Once
@@ -411,11 +412,13 @@ func (b *Bus) setUpStream(ctx context.Context, d Durable) error {
 		MaxAge:      d.MaxAge,
 		MaxBytes:    d.MaxBytes,
 		Duplicates:  d.Duplicates,
+		AllowDirect: true, // the SSE bridge reads with direct gets
 	}
 	if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 		return fmt.Errorf("events: creating stream %s over %s: %w", d.Stream, cfg.Subjects[0], err)
 	}
 	b.js, b.durable = js, &d
+	b.hub = newHub(b)
 	return nil
 }
 
@@ -472,6 +475,9 @@ func (b *Bus) Publisher() *Publisher { return b.pub }
 func (b *Bus) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
 		var errs []error
+		if b.hub != nil {
+			b.hub.close()
+		}
 		if b.pub != nil {
 			errs = append(errs, b.pub.close(ctx))
 		}
