@@ -84,14 +84,21 @@ func parseLastEventID(s string) (uint64, error) {
 	return n, nil
 }
 
-// sseWriter writes the response, sending the headers with the first write so
-// that a failure before it can still be an HTTP error.
+// sseWriter writes the response, sending the headers with the first flush
+// so that a failure before it can still be an HTTP error.
 type sseWriter struct {
 	w       http.ResponseWriter
 	f       http.Flusher
-	retry   time.Duration
 	started bool
 	buf     []byte
+}
+
+func newSSEWriter(w http.ResponseWriter, f http.Flusher, retry time.Duration) *sseWriter {
+	s := &sseWriter{w: w, f: f}
+	s.buf = append(s.buf, "retry: "...)
+	s.buf = strconv.AppendInt(s.buf, retry.Milliseconds(), 10)
+	s.buf = append(s.buf, "\n\n"...)
+	return s
 }
 
 func (s *sseWriter) start() {
@@ -105,9 +112,6 @@ func (s *sseWriter) start() {
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	s.w.WriteHeader(http.StatusOK)
-	s.buf = append(s.buf, "retry: "...)
-	s.buf = strconv.AppendInt(s.buf, s.retry.Milliseconds(), 10)
-	s.buf = append(s.buf, "\n\n"...)
 }
 
 // flush writes what is buffered.
@@ -175,7 +179,7 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 	}
 	defer b.hub.leave(v)
 
-	sw := &sseWriter{w: w, f: flusher, retry: opts.Retry}
+	sw := newSSEWriter(w, flusher, opts.Retry)
 	// catchUp writes the stored events after next-1 and returns the next
 	// sequence the client needs: everything the viewer is sent from then on
 	// comes live, and a live frame below it is one the client has.
@@ -242,6 +246,7 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 			if lost {
 				// This client fell behind the live events: read them
 				// back from the stream instead.
+				b.hub.catchUps.Add(1)
 				if next, err = catchUp(next); err != nil {
 					if !errors.Is(err, context.Canceled) {
 						b.log.Warn().Err(err).Str("session", session).Msg("toolstream: SSE stream ended")

@@ -25,6 +25,9 @@ type sseEvent struct {
 // body ends.
 func readSSE(t *testing.T, resp *http.Response, n int) []sseEvent {
 	t.Helper()
+	// A stream that stalls ends the read: the test fails instead of hanging.
+	stall := time.AfterFunc(20*time.Second, func() { resp.Body.Close() })
+	defer stall.Stop()
 	var out []sseEvent
 	var cur sseEvent
 	sc := bufio.NewScanner(resp.Body)

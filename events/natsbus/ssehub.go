@@ -105,6 +105,9 @@ type sseHub struct {
 	prefix string        // "<prefix>."
 	gets   chan struct{} // direct gets in flight
 	last   atomic.Uint64 // highest stream sequence the consumer delivered
+	// catchUps counts viewers that fell behind and read back from the
+	// stream.
+	catchUps atomic.Int64
 
 	run    sync.Mutex // serializes starting and stopping; guards cons, cc, closed
 	cons   jetstream.Consumer
