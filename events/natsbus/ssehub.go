@@ -319,7 +319,11 @@ var errNoDirectGet = errors.New("the stream does not answer direct gets (allow_d
 func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte) error) (last uint64, err error) {
 	b := h.b
 	inbox := b.nc.NewInbox()
-	sub, err := b.nc.SubscribeSync(inbox)
+	// Room for a whole batch and its end marker: one batch is asked for at a
+	// time and read to its end, so the channel never overflows (a
+	// synchronous subscription would allocate room for 65,536 messages).
+	replies := make(chan *nats.Msg, getBatch+2)
+	sub, err := b.nc.ChanSubscribe(inbox, replies)
 	if err != nil {
 		return 0, fmt.Errorf("events: reading %s: %w", subject, err)
 	}
@@ -341,7 +345,7 @@ func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn
 	for {
 		req, _ := json.Marshal(request{Seq: from, Next: subject, Batch: getBatch, MaxBytes: getBytes})
 		got = got[:0]
-		more, err := h.getBatch(ctx, sub, &nats.Msg{Subject: api, Reply: inbox, Data: req}, func(m *nats.Msg) {
+		more, err := h.getBatch(ctx, replies, &nats.Msg{Subject: api, Reply: inbox, Data: req}, func(m *nats.Msg) {
 			seq, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
 			got = append(got, stored{seq, m.Header.Get(jetstream.SubjectHeader), m.Data})
 		})
@@ -364,7 +368,7 @@ func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn
 
 // getBatch sends one direct get and collects its answer. more reports that
 // the server stopped at the batch's limits with more to come.
-func (h *sseHub) getBatch(ctx context.Context, sub *nats.Subscription, req *nats.Msg, fn func(*nats.Msg)) (more bool, err error) {
+func (h *sseHub) getBatch(ctx context.Context, replies <-chan *nats.Msg, req *nats.Msg, fn func(*nats.Msg)) (more bool, err error) {
 	select {
 	case h.gets <- struct{}{}:
 	case <-ctx.Done():
@@ -377,9 +381,11 @@ func (h *sseHub) getBatch(ctx context.Context, sub *nats.Subscription, req *nats
 		return false, err
 	}
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return false, err
+		var m *nats.Msg
+		select {
+		case m = <-replies:
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
 		}
 		switch status := m.Header.Get("Status"); status {
 		case "":
