@@ -180,20 +180,28 @@ func (h *sseHub) leave(v *viewer) {
 	}
 }
 
-// start creates the shared consumer: new events under the prefix, from now
-// on. Called holding run.
+// start creates the shared consumer: the events under the prefix stored
+// after the stream's current end. Called holding run.
 func (h *sseHub) start(ctx context.Context) error {
 	b := h.b
+	stream, err := b.js.Stream(ctx, b.durable.Stream)
+	if err != nil {
+		return fmt.Errorf("events: following %s: %w", b.subjects.All(), err)
+	}
+	end := stream.CachedInfo().State.LastSeq
+	// A start sequence rather than "new events only": should the consumer
+	// be recreated before it delivered anything (a reconnect), it starts at
+	// the same place instead of at the end of then, which would skip what
+	// came between.
 	cons, err := b.js.OrderedConsumer(ctx, b.durable.Stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.subjects.All()},
-		DeliverPolicy:  jetstream.DeliverNewPolicy,
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    end + 1,
 	})
 	if err != nil {
 		return fmt.Errorf("events: following %s: %w", b.subjects.All(), err)
 	}
-	if info := cons.CachedInfo(); info != nil {
-		h.noteSeq(info.Delivered.Stream)
-	}
+	h.noteSeq(end)
 	cc, err := cons.Consume(h.dispatch)
 	if err != nil {
 		deleteConsumer(b, cons)
