@@ -210,11 +210,13 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 			// Nothing stored after the id: it may be at or past the end
 			// (a made-up id, or one from a stream since recreated).
 			// Resume at the end, so that new events are not taken for
-			// ones the client has.
-			var end uint64
-			if end, err = b.hub.lastSeq(ctx); err == nil {
-				next = min(seen, end) + 1
+			// ones the client has. An id the shared consumer has passed
+			// is not past the end: no need to ask the server.
+			end := b.hub.last.Load()
+			if seen > end {
+				end, err = b.hub.lastSeq(ctx)
 			}
+			next = min(seen, end) + 1
 		}
 	}
 	if err != nil {

@@ -179,9 +179,24 @@ func TestSSEViewerLimit(t *testing.T) {
 // there is resumes at the end: nothing stored is sent again and the next
 // event arrives. Garbage is refused.
 func TestSSELastEventIDAtOrPastEnd(t *testing.T) {
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	for _, memory := range []bool{true, false} {
+		t.Run(fmt.Sprint("memory=", memory), func(t *testing.T) { testLastEventIDAtOrPastEnd(t, memory) })
+	}
+}
+
+func testLastEventIDAtOrPastEnd(t *testing.T, memory bool) {
+	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: memory}))
 	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
 	defer srv.Close()
+	// An empty stream (one recreated since the client's last visit): the
+	// first event is the next one.
+	resp := sseGet(t, srv.URL, "end", "5")
+	first := publishRaw(t, bus, "end", 1)
+	got := readSSE(t, resp, 1)
+	resp.Body.Close()
+	if len(got) != 1 || got[0].id != first[0] {
+		t.Fatalf("Last-Event-ID 5 on an empty stream: got %+v, want %d", got, first[0])
+	}
 	stored := publishRaw(t, bus, "end", 5)
 	end := stored[len(stored)-1]
 	for _, last := range []func(end uint64) uint64{
