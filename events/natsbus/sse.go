@@ -120,6 +120,9 @@ func (s *sseWriter) flush() error {
 	if len(s.buf) > 0 {
 		_, err := s.w.Write(s.buf)
 		s.buf = s.buf[:0]
+		if cap(s.buf) > 8<<10 {
+			s.buf = nil // a catch-up's buffer is not kept for the viewer's life
+		}
 		if err != nil {
 			return err
 		}
@@ -184,7 +187,7 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 	// sequence the client needs: everything the viewer is sent from then on
 	// comes live, and a live frame below it is one the client has.
 	catchUp := func(next uint64) (uint64, error) {
-		last, err := b.hub.readStored(ctx, subject, next, func(seq uint64, subj string, data []byte) error {
+		end, err := b.hub.readStored(ctx, subject, next, func(seq uint64, subj string, data []byte) error {
 			sw.buf, _ = b.frame(sw.buf, seq, subj, data)
 			if len(sw.buf) < 32<<10 {
 				return nil
@@ -194,8 +197,8 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 		if err != nil {
 			return next, err
 		}
-		if last > 0 {
-			return last + 1, nil
+		if end > 0 {
+			return end + 1, nil
 		}
 		return next, nil
 	}

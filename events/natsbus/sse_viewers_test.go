@@ -336,3 +336,64 @@ func TestSSESharedConsumerGoesWhenIdle(t *testing.T) {
 		}
 	}
 }
+
+// TestSSELongHistory: a history longer than one direct get (by count and by
+// bytes) arrives whole, in order, with other sessions' events between.
+func TestSSELongHistory(t *testing.T) {
+	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	defer srv.Close()
+	var want []uint64
+	for range 3 {
+		want = append(want, publishRaw(t, bus, "long", 200)...)          // more than a batch's count
+		want = append(want, publishSized(t, bus, "long", 100, 2<<10)...) // more than a batch's bytes
+		publishRaw(t, bus, "other", 50)
+	}
+	for _, from := range []int{0, 250} {
+		last := ""
+		if from > 0 {
+			last = strconv.FormatUint(want[from-1], 10)
+		}
+		resp := sseGet(t, srv.URL, "long", last)
+		got := readSSE(t, resp, len(want)-from)
+		resp.Body.Close()
+		if len(got) != len(want)-from {
+			t.Fatalf("from %d: %d events, want %d", from, len(got), len(want)-from)
+		}
+		for i, f := range got {
+			if f.id != want[from+i] {
+				t.Fatalf("from %d: frame %d has id %d, want %d", from, i, f.id, want[from+i])
+			}
+		}
+	}
+}
+
+// TestSSEWithoutDirectGets: a stream someone changed so that it no longer
+// answers direct gets gives viewers a 503 that says so, not a hang.
+func TestSSEWithoutDirectGets(t *testing.T) {
+	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	defer srv.Close()
+	publishRaw(t, bus, "nd", 1)
+	ctx := context.Background()
+	s, err := bus.JetStream().Stream(ctx, bus.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.AllowDirect = false
+	if _, err := bus.JetStream().UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	resp := sseGet(t, srv.URL, "nd", "")
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "direct gets") {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("took %v", took)
+	}
+	t.Logf("%s", body)
+}

@@ -37,12 +37,13 @@ var (
 
 const (
 	// getBatch and getBytes bound one direct get: what a catching-up viewer
-	// holds in memory at a time.
+	// holds in memory at a time (the server stops after the message that
+	// reaches getBytes).
 	getBatch = 256
-	getBytes = 256 << 10
-	// getConcurrency bounds the direct gets in flight for the whole bus, so
-	// that thousands of viewers connecting at once hold a bounded amount of
-	// replayed data.
+	getBytes = 64 << 10
+	// getConcurrency bounds the direct gets in flight for the whole bus:
+	// thousands of viewers connecting at once queue here rather than on the
+	// server.
 	getConcurrency = 32
 	// getTimeout bounds the wait for the server's answers to one direct get.
 	getTimeout = 10 * time.Second
@@ -114,10 +115,11 @@ type sseHub struct {
 	cc     jetstream.ConsumeContext
 	closed bool
 
-	mu      sync.Mutex // guards viewers, n, idle; never held across a NATS call
+	mu      sync.Mutex // guards viewers, n, idle, ended; never held across a NATS call
 	viewers map[string]map[*viewer]struct{}
 	n       int
 	idle    *time.Timer
+	ended   bool // closed: no idle timer any more
 }
 
 func newHub(b *Bus) *sseHub {
@@ -171,7 +173,7 @@ func (h *sseHub) leave(v *viewer) {
 		delete(h.viewers, v.tok)
 	}
 	h.n--
-	if h.n == 0 {
+	if h.n == 0 && !h.ended {
 		if h.idle == nil {
 			h.idle = time.AfterFunc(hubLinger, h.stopIfIdle)
 		} else {
@@ -240,6 +242,7 @@ func (h *sseHub) close() {
 	defer h.run.Unlock()
 	h.closed = true
 	h.mu.Lock()
+	h.ended = true
 	if h.idle != nil {
 		h.idle.Stop()
 	}
