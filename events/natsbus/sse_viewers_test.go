@@ -89,7 +89,7 @@ func TestSSEReconnectStorm(t *testing.T) {
 	}
 	base, _ := settleGoroutines(0, 500*time.Millisecond)
 
-	const storm = 1500
+	const storm = 2000
 	for i := range storm {
 		resp := sseGet(t, srv.URL, "storm", "")
 		if resp.StatusCode != http.StatusOK {
