@@ -1,6 +1,7 @@
 package natsbus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,7 @@ type Bus struct {
 	durable  *Durable
 	log      zerolog.Logger
 	pub      *Publisher
+	hub      *sseHub // nil unless durable
 	wsOn     bool
 
 	closeOnce sync.Once
@@ -159,7 +161,7 @@ func Open(ctx context.Context, opts ...Option) (*Bus, error) {
 			return nil, err
 		}
 	}
-	if err := b.connect(&o); err != nil {
+	if err := b.connect(ctx, &o); err != nil {
 		b.shutdownServer()
 		return nil, err
 	}
@@ -194,35 +196,100 @@ func (b *Bus) startServer(o *busOptions) error {
 		NoSigs:             true,
 		DontListen:         o.listen == "",
 	}
+	fail := func(err error) error {
+		b.removeDir()
+		return err
+	}
 	if o.listen != "" {
-		host, port, err := splitHostPort(o.listen)
+		host, port, err := listenAddr("listen", "NATS clients", o.listen)
 		if err != nil {
-			return fmt.Errorf("events: listen address %q: %w", o.listen, err)
+			return fail(err)
 		}
 		sopts.Host, sopts.Port = host, port
 	}
 	if o.websocket != "" {
-		host, port, err := splitHostPort(o.websocket)
+		host, port, err := listenAddr("websocket", "WebSocket clients", o.websocket)
 		if err != nil {
-			return fmt.Errorf("events: websocket address %q: %w", o.websocket, err)
+			return fail(err)
 		}
 		sopts.Websocket.Host, sopts.Websocket.Port, sopts.Websocket.NoTLS = host, port, true
 		b.wsOn = true
 	}
 	srv, err := server.NewServer(sopts)
 	if err != nil {
-		b.removeDir()
-		return fmt.Errorf("events: embedded server: %w", err)
+		return fail(fmt.Errorf("events: embedded server: %w", err))
 	}
-	srv.Start()
+	// The server reports what stops it (a port taken after our check, a
+	// store it cannot write) only to its logger, then waits: catch it.
+	fatal := &fatalLog{log: b.log}
+	srv.SetLogger(fatal, false, false)
+	srv.Start() // listens before it returns
+	if err := fatal.err(); err != nil {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return fail(fmt.Errorf("events: embedded server: %w", err))
+	}
 	if !srv.ReadyForConnections(10 * time.Second) {
 		srv.Shutdown()
-		b.removeDir()
-		return errors.New("events: embedded server did not start within 10s")
+		srv.WaitForShutdown()
+		return fail(errors.New("events: embedded server did not start within 10s"))
 	}
 	b.srv = srv
 	return nil
 }
+
+// listenAddr parses an address the embedded server is to listen on and, for
+// a fixed port, checks that it can be had: a port already taken (another
+// demo, another NATS server) fails here at once with the system's error
+// ("address already in use") instead of a server that never gets ready.
+func listenAddr(what, clients, addr string) (string, int, error) {
+	host, port, err := splitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("events: %s address %q: %w", what, addr, err)
+	}
+	if port != server.RANDOM_PORT {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			return "", 0, fmt.Errorf("events: embedded server cannot listen for %s on %s: %w", clients, addr, err)
+		}
+		l.Close()
+	}
+	return host, port, nil
+}
+
+// fatalLog is the embedded server's logger: it keeps the first fatal error
+// (the server does not stop on one by itself) and passes errors on to the
+// bus's logger.
+type fatalLog struct {
+	log   zerolog.Logger
+	mu    sync.Mutex
+	first error
+}
+
+func (f *fatalLog) Fatalf(format string, v ...any) {
+	err := fmt.Errorf(format, v...)
+	f.log.Error().Err(err).Msg("toolstream: embedded NATS server")
+	f.mu.Lock()
+	if f.first == nil {
+		f.first = err
+	}
+	f.mu.Unlock()
+}
+
+func (f *fatalLog) Errorf(format string, v ...any) {
+	f.log.Error().Msgf("toolstream: embedded NATS server: "+format, v...)
+}
+
+func (f *fatalLog) err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.first
+}
+
+func (*fatalLog) Noticef(string, ...any) {}
+func (*fatalLog) Warnf(string, ...any)   {}
+func (*fatalLog) Debugf(string, ...any)  {}
+func (*fatalLog) Tracef(string, ...any)  {}
 
 // splitHostPort parses "host:port"; port 0 asks for a free one.
 func splitHostPort(addr string) (string, int, error) {
@@ -243,13 +310,27 @@ func splitHostPort(addr string) (string, int, error) {
 	return host, port, nil
 }
 
-func (b *Bus) connect(o *busOptions) error {
+// connectTimeout bounds the first connection to a NATS URL when the
+// caller's context has no earlier deadline (nats.go's own default).
+const connectTimeout = 2 * time.Second
+
+func (b *Bus) connect(ctx context.Context, o *busOptions) error {
 	log := b.log
+	timeout := connectTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	if err := ctx.Err(); err != nil || timeout <= 0 {
+		return fmt.Errorf("events: cannot connect to NATS at %s: %w", redact(o.url), cmp.Or(err, context.DeadlineExceeded))
+	}
 	base := []nats.Option{
 		nats.Name("toolstream"),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
-		nats.RetryOnFailedConnect(true),
+		// The first connection must succeed (a wrong URL is an error the
+		// caller sees at once); after that, outages are ridden out.
+		nats.RetryOnFailedConnect(false),
+		nats.Timeout(timeout),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			log.Warn().Err(err).Msg("toolstream: disconnected from NATS; events are buffered until it is back")
 		}),
@@ -271,10 +352,38 @@ func (b *Bus) connect(o *busOptions) error {
 	}
 	nc, err := nats.Connect(url, append(base, o.natsOpts...)...)
 	if err != nil {
-		return fmt.Errorf("events: connecting to NATS %s: %w", redact(url), err)
+		return fmt.Errorf("events: cannot connect to NATS at %s: %w", redact(url), connectCause(ctx, url, timeout, err))
 	}
 	b.nc = nc
 	return nil
+}
+
+// connectCause explains a failed first connection. nats.go reports a refused
+// connection as "no servers available": dialling the servers once more
+// recovers the system's reason ("connection refused") for the message.
+func connectCause(ctx context.Context, urls string, timeout time.Duration, err error) error {
+	if !errors.Is(err, nats.ErrNoServers) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	for _, u := range strings.Split(urls, ",") {
+		pu, perr := url.Parse(strings.TrimSpace(u))
+		if perr != nil || pu.Host == "" {
+			continue
+		}
+		host := pu.Host
+		if pu.Port() == "" {
+			host = net.JoinHostPort(pu.Hostname(), strconv.Itoa(nats.DefaultPort))
+		}
+		c, derr := d.DialContext(ctx, "tcp", host)
+		if derr != nil {
+			return fmt.Errorf("%w (%w)", err, derr)
+		}
+		c.Close()
+	}
+	return err
 }
 
 func (b *Bus) setUpStream(ctx context.Context, d Durable) error {
@@ -303,11 +412,13 @@ func (b *Bus) setUpStream(ctx context.Context, d Durable) error {
 		MaxAge:      d.MaxAge,
 		MaxBytes:    d.MaxBytes,
 		Duplicates:  d.Duplicates,
+		AllowDirect: true, // the SSE bridge reads with direct gets
 	}
 	if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 		return fmt.Errorf("events: creating stream %s over %s: %w", d.Stream, cfg.Subjects[0], err)
 	}
 	b.js, b.durable = js, &d
+	b.hub = newHub(b)
 	return nil
 }
 
@@ -364,6 +475,9 @@ func (b *Bus) Publisher() *Publisher { return b.pub }
 func (b *Bus) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
 		var errs []error
+		if b.hub != nil {
+			b.hub.close()
+		}
 		if b.pub != nil {
 			errs = append(errs, b.pub.close(ctx))
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/events"
 )
@@ -38,7 +40,8 @@ func (b *Bus) Subscribe(subject string, fn func(ev *events.Event)) (*nats.Subscr
 // stream order and each once, to fn with its stream sequence. A subscriber
 // that remembers the last sequence it handled resumes with from = last+1 and
 // misses nothing. It needs a durable bus. Call stop to end the replay: when
-// it returns, fn is not running and will not be called again. fn runs on one
+// it returns, fn is not running and will not be called again, and the
+// JetStream consumer the replay used is deleted. fn runs on one
 // goroutine at a time and must not call stop itself.
 func (b *Bus) Replay(ctx context.Context, subject string, from uint64, fn func(seq uint64, ev *events.Event)) (stop func(), err error) {
 	return b.replayRaw(ctx, subject, from, func(seq uint64, subj string, data []byte) {
@@ -49,4 +52,56 @@ func (b *Bus) Replay(ctx context.Context, subject string, from uint64, fn func(s
 		}
 		fn(seq, ev)
 	})
+}
+
+// replayRaw is Replay without decoding.
+func (b *Bus) replayRaw(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte)) (stop func(), err error) {
+	if b.js == nil {
+		return nil, ErrNotDurable
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if from > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	cons, err := b.js.OrderedConsumer(ctx, b.durable.Stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("events: replaying %s from %d: %w", subject, from, err)
+	}
+	// nats.go may still be inside (or about to enter) the callback when its
+	// consumer reports closed. fn runs holding mu, so stop, taking mu to set
+	// stopped, waits for a callback in flight and turns later ones away: fn
+	// never runs after stop returns (nor on two goroutines at once).
+	var (
+		mu      sync.Mutex
+		stopped bool
+	)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return
+		}
+		fn(md.Sequence.Stream, m.Subject(), m.Data())
+	})
+	if err != nil {
+		deleteConsumer(b, cons)
+		return nil, fmt.Errorf("events: replaying %s: %w", subject, err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cc.Stop()
+			mu.Lock()
+			stopped = true
+			mu.Unlock()
+			<-cc.Closed()
+			// A stopped ordered consumer stays on the server until it has
+			// been idle for 5 minutes: delete it now.
+			deleteConsumer(b, cons)
+		})
+	}, nil
 }

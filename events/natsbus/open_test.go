@@ -3,8 +3,11 @@ package natsbus_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,4 +146,125 @@ func TestUndeliveredIsCounted(t *testing.T) {
 	if s := bus.Publisher().Stats(); s.Undelivered == 0 {
 		t.Fatalf("nothing counted as undelivered: %+v", s)
 	}
+}
+
+// TestOpenPortTaken: an embedded server asked to listen on a port that is
+// taken fails at once, naming the address and the system's reason, for
+// NATS clients and for WebSocket alike.
+func TestOpenPortTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	addr := l.Addr().String()
+	for name, opt := range map[string]natsbus.Option{"listen": natsbus.WithListen(addr), "websocket": natsbus.WithWebSocket(addr)} {
+		start := time.Now()
+		bus, err := natsbus.Open(context.Background(), opt, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+		took := time.Since(start)
+		if err == nil {
+			bus.Close(context.Background())
+			t.Fatalf("%s: opened on a taken port", name)
+		}
+		if !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "address already in use") || !errors.Is(err, syscall.EADDRINUSE) {
+			t.Errorf("%s: %v", name, err)
+		}
+		if took > 500*time.Millisecond {
+			t.Errorf("%s: took %v to fail", name, took)
+		}
+		t.Logf("%s, after %v: %v", name, took, err)
+	}
+}
+
+// TestOpenServerFailsAtOnce: what stops the embedded server after it was
+// created (here a JetStream store it cannot make) is reported at once, not
+// after a wait for a server that never gets ready.
+func TestOpenServerFailsAtOnce(t *testing.T) {
+	file := t.TempDir() + "/not-a-dir"
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	bus, err := natsbus.Open(context.Background(), natsbus.WithStoreDir(file+"/store"))
+	took := time.Since(start)
+	if err == nil {
+		bus.Close(context.Background())
+		t.Fatal("opened with a store under a file")
+	}
+	if !strings.Contains(err.Error(), "JetStream") || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("error: %v", err)
+	}
+	if took > 2*time.Second {
+		t.Errorf("took %v to fail", took)
+	}
+	t.Logf("after %v: %v", took, err)
+}
+
+// TestOpenUnreachableURL: a URL where nothing listens fails fast with the
+// reason and without the password; a server that accepts but never answers
+// fails within the caller's deadline. Durable or not, Open never returns a
+// bus that is not connected.
+func TestOpenUnreachableURL(t *testing.T) {
+	port := freePort(t)
+	for _, durable := range []bool{false, true} {
+		opts := []natsbus.Option{natsbus.WithURL(fmt.Sprintf("nats://user:secret@127.0.0.1:%d", port))}
+		if durable {
+			opts = append(opts, natsbus.WithDurable(natsbus.Durable{}))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		start := time.Now()
+		bus, err := natsbus.Open(ctx, opts...)
+		took := time.Since(start)
+		cancel()
+		if err == nil {
+			bus.Close(context.Background())
+			t.Fatalf("durable %v: connected to nothing", durable)
+		}
+		want := fmt.Sprintf("cannot connect to NATS at nats://user:xxxxx@127.0.0.1:%d", port)
+		if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "secret") {
+			t.Errorf("durable %v: %v", durable, err)
+		}
+		if took > 500*time.Millisecond {
+			t.Errorf("durable %v: took %v to fail", durable, took)
+		}
+		t.Logf("durable %v, after %v: %v", durable, took, err)
+	}
+
+	// A listener that never speaks NATS.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan struct{})
+	defer func() { silent.Close(); <-accepted }()
+	go func() {
+		defer close(accepted)
+		var held []net.Conn
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	bus, err := natsbus.Open(ctx, natsbus.WithURL("nats://"+silent.Addr().String()), natsbus.WithDurable(natsbus.Durable{}))
+	took := time.Since(start)
+	if err == nil {
+		bus.Close(context.Background())
+		t.Fatal("connected to a server that never answers")
+	}
+	if !strings.Contains(err.Error(), "cannot connect to NATS at nats://"+silent.Addr().String()) {
+		t.Errorf("silent server: %v", err)
+	}
+	if took > time.Second {
+		t.Errorf("silent server: took %v with a 300ms deadline", took)
+	}
+	t.Logf("refused: see above; silent server after %v: %v", took, err)
 }

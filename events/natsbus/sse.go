@@ -2,17 +2,21 @@ package natsbus
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/events"
 )
+
+// DefaultMaxViewers is how many clients one SSE handler streams to at once
+// unless SSEOptions.MaxViewers says otherwise.
+const DefaultMaxViewers = 10000
 
 // SSEOptions configures the Server-Sent Events bridge.
 type SSEOptions struct {
@@ -24,13 +28,26 @@ type SSEOptions struct {
 	KeepAlive time.Duration
 	// Retry is the reconnection delay suggested to browsers; default 1s.
 	Retry time.Duration
+	// MaxViewers is how many clients the handler streams to at once
+	// (default DefaultMaxViewers; negative: no limit). A client above it
+	// gets 503 Service Unavailable with Retry-After.
+	MaxViewers int
+	// RetryAfter is the Retry-After a client above MaxViewers gets; default
+	// 5s.
+	RetryAfter time.Duration
 }
 
 // SSEHandler returns an http.Handler that streams one session's events as
 // Server-Sent Events: "id" is the event's JetStream sequence, "event" its
 // type and "data" its JSON. A browser EventSource that reconnects sends the
 // last id it saw (Last-Event-ID) and the stream resumes right after it, so
-// nothing is lost or repeated. The bus must be durable.
+// nothing is lost or repeated; an id at or past the end of the stream
+// resumes at the end. The bus must be durable.
+//
+// A viewer costs no JetStream consumer: the stored events are read with
+// direct gets and the live ones come from one consumer the bus shares
+// between all viewers, so nothing is left on the server when a client goes.
+// At most MaxViewers clients are served at once.
 //
 // The session id is untrusted input: it is checked like a toolkit session id
 // and encoded into the subject, so one session's stream can never carry
@@ -45,18 +62,76 @@ func (b *Bus) SSEHandler(opts SSEOptions) http.Handler {
 	if opts.Retry <= 0 {
 		opts.Retry = time.Second
 	}
+	if opts.MaxViewers == 0 {
+		opts.MaxViewers = DefaultMaxViewers
+	}
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = 5 * time.Second
+	}
+	var active atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b.serveSSE(w, r, &opts)
+		b.serveSSE(w, r, &opts, &active)
 	})
 }
 
-type sseFrame struct {
-	seq  uint64
-	typ  string
-	data []byte
+// parseLastEventID reads the id a reconnecting client sends: a stream
+// sequence, in decimal.
+func parseLastEventID(s string) (uint64, error) {
+	n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad Last-Event-ID %q: want a stream sequence number", s)
+	}
+	return n, nil
 }
 
-func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions) {
+// sseWriter writes the response, sending the headers with the first flush
+// so that a failure before it can still be an HTTP error.
+type sseWriter struct {
+	w       http.ResponseWriter
+	f       http.Flusher
+	started bool
+	buf     []byte
+}
+
+func newSSEWriter(w http.ResponseWriter, f http.Flusher, retry time.Duration) *sseWriter {
+	s := &sseWriter{w: w, f: f}
+	s.buf = append(s.buf, "retry: "...)
+	s.buf = strconv.AppendInt(s.buf, retry.Milliseconds(), 10)
+	s.buf = append(s.buf, "\n\n"...)
+	return s
+}
+
+func (s *sseWriter) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	s.w.WriteHeader(http.StatusOK)
+}
+
+// flush writes what is buffered.
+func (s *sseWriter) flush() error {
+	s.start()
+	if len(s.buf) > 0 {
+		_, err := s.w.Write(s.buf)
+		s.buf = s.buf[:0]
+		if cap(s.buf) > 8<<10 {
+			s.buf = nil // a catch-up's buffer is not kept for the viewer's life
+		}
+		if err != nil {
+			return err
+		}
+	}
+	s.f.Flush()
+	return nil
+}
+
+func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions, active *atomic.Int64) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
 		http.Error(w, "use GET", http.StatusMethodNotAllowed)
@@ -71,149 +146,130 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions)
 		http.Error(w, "bad session id: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	from := uint64(0)
 	last := r.Header.Get("Last-Event-ID")
 	if last == "" {
 		last = r.URL.Query().Get("lastEventId") // for EventSource polyfills
 	}
+	var seen uint64 // the client has every event up to this sequence
 	if last != "" {
-		n, err := strconv.ParseUint(strings.TrimSpace(last), 10, 64)
+		n, err := parseLastEventID(last)
 		if err != nil {
-			http.Error(w, fmt.Sprintf("bad Last-Event-ID %q: want a stream sequence number", last), http.StatusBadRequest)
+			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		from = n + 1
+		seen = n
 	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming is not supported by this server", http.StatusInternalServerError)
 		return
 	}
+	if n := active.Add(1); opts.MaxViewers > 0 && n > int64(opts.MaxViewers) {
+		active.Add(-1)
+		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(opts.RetryAfter.Seconds())), 10))
+		http.Error(w, fmt.Sprintf("too many viewers: this server streams to at most %d at once; retry later", opts.MaxViewers), http.StatusServiceUnavailable)
+		return
+	}
+	defer active.Add(-1)
 
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	frames := make(chan sseFrame, 256)
-	stop, err := b.replayRaw(ctx, b.subjects.Session(session), from, func(seq uint64, subject string, data []byte) {
-		// Another publisher may use any token; a type that is not a valid
-		// name (a newline in it) would break the stream's framing.
-		_, _, typ, err := b.subjects.Parse(subject)
-		if err == nil {
-			err = events.CheckType(typ)
-		}
-		if err != nil {
-			b.log.Warn().Err(err).Str("subject", subject).Msg("toolstream: not streaming a message that is not an event")
-			return
-		}
-		select {
-		case frames <- sseFrame{seq: seq, typ: string(typ), data: data}:
-		case <-ctx.Done():
-		}
-	})
+	ctx := r.Context()
+	tok := events.EncodeToken(session)
+	subject := b.subjects.Session(session)
+	v, err := b.hub.join(ctx, tok)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	// Cancel first: a callback waiting to hand over a frame gives up, and
-	// stop can wait for it.
-	defer func() { cancel(); stop() }()
+	defer b.hub.leave(v)
 
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, "retry: %d\n\n", opts.Retry.Milliseconds())
-	flusher.Flush()
+	sw := newSSEWriter(w, flusher, opts.Retry)
+	// catchUp writes the stored events after next-1 and returns the next
+	// sequence the client needs: everything the viewer is sent from then on
+	// comes live, and a live frame below it is one the client has.
+	catchUp := func(next uint64) (uint64, error) {
+		end, err := b.hub.readStored(ctx, subject, next, func(seq uint64, subj string, data []byte) error {
+			sw.buf, _ = b.frame(sw.buf, seq, subj, data)
+			if len(sw.buf) < 32<<10 {
+				return nil
+			}
+			return sw.flush()
+		})
+		if err != nil {
+			return next, err
+		}
+		if end > 0 {
+			return end + 1, nil
+		}
+		return next, nil
+	}
+	var next uint64
+	if last == "" {
+		next, err = catchUp(1)
+	} else {
+		if seen < math.MaxUint64 {
+			next, err = catchUp(seen + 1)
+		}
+		if err == nil && (seen == math.MaxUint64 || next == seen+1) {
+			// Nothing stored after the id: it may be at or past the end
+			// (a made-up id, or one from a stream since recreated).
+			// Resume at the end, so that new events are not taken for
+			// ones the client has. An id the shared consumer has passed
+			// is not past the end: no need to ask the server.
+			end := b.hub.last.Load()
+			if seen > end {
+				end, err = b.hub.lastSeq(ctx)
+			}
+			next = min(seen, end) + 1
+		}
+	}
+	if err != nil {
+		if !sw.started {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		} else {
+			b.log.Warn().Err(err).Str("session", session).Msg("toolstream: SSE stream ended")
+		}
+		return
+	}
+	if sw.flush() != nil {
+		return
+	}
 
 	ping := time.NewTicker(opts.KeepAlive)
 	defer ping.Stop()
-	var buf []byte
+	var spare []sseFrame
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ping.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+			sw.buf = append(sw.buf, ": keep-alive\n\n"...)
+		case <-v.wake:
+			q, lost, done := v.take(spare)
+			if done {
 				return
 			}
-			flusher.Flush()
-		case f := <-frames:
-			buf = appendFrame(buf[:0], f)
-			// Send what else is ready in the same write.
-			for more := true; more; {
-				select {
-				case f = <-frames:
-					buf = appendFrame(buf, f)
-				default:
-					more = false
+			if lost {
+				// This client fell behind the live events: read them
+				// back from the stream instead.
+				b.hub.catchUps.Add(1)
+				if next, err = catchUp(next); err != nil {
+					if !errors.Is(err, context.Canceled) {
+						b.log.Warn().Err(err).Str("session", session).Msg("toolstream: SSE stream ended")
+					}
+					return
 				}
 			}
-			if _, err := w.Write(buf); err != nil {
-				return
+			for _, f := range q {
+				if f.seq >= next {
+					sw.buf = append(sw.buf, f.b...)
+					next = f.seq + 1
+				}
 			}
-			flusher.Flush()
+			clear(q) // let frames go
+			spare = q
 		}
-	}
-}
-
-// appendFrame writes one SSE event. The JSON has no raw newlines (they are
-// escaped in strings), so one data line carries it.
-func appendFrame(dst []byte, f sseFrame) []byte {
-	dst = append(dst, "id: "...)
-	dst = strconv.AppendUint(dst, f.seq, 10)
-	dst = append(dst, "\nevent: "...)
-	dst = append(dst, f.typ...)
-	dst = append(dst, "\ndata: "...)
-	dst = append(dst, f.data...)
-	return append(dst, "\n\n"...)
-}
-
-// replayRaw is Replay without decoding: the SSE bridge forwards the JSON as
-// it was published.
-func (b *Bus) replayRaw(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte)) (stop func(), err error) {
-	if b.js == nil {
-		return nil, ErrNotDurable
-	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy}
-	if from > 1 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
-	}
-	cons, err := b.js.OrderedConsumer(ctx, b.durable.Stream, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("events: replaying %s from %d: %w", subject, from, err)
-	}
-	// nats.go may still be inside (or about to enter) the callback when its
-	// consumer reports closed. fn runs holding mu, so stop, taking mu to set
-	// stopped, waits for a callback in flight and turns later ones away: fn
-	// never runs after stop returns (nor on two goroutines at once).
-	var (
-		mu      sync.Mutex
-		stopped bool
-	)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
+		if sw.flush() != nil {
 			return
 		}
-		md, err := m.Metadata()
-		if err != nil {
-			return
-		}
-		fn(md.Sequence.Stream, m.Subject(), m.Data())
-	})
-	if err != nil {
-		return nil, fmt.Errorf("events: replaying %s: %w", subject, err)
 	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			cc.Stop()
-			mu.Lock()
-			stopped = true
-			mu.Unlock()
-			<-cc.Closed()
-		})
-	}, nil
 }

@@ -23,8 +23,11 @@ type sseEvent struct {
 
 // readSSE reads frames from an SSE response until n frames arrived or the
 // body ends.
-func readSSE(t *testing.T, resp *http.Response, n int) []sseEvent {
+func readSSE(t testing.TB, resp *http.Response, n int) []sseEvent {
 	t.Helper()
+	// A stream that stalls ends the read: the test fails instead of hanging.
+	stall := time.AfterFunc(20*time.Second, func() { resp.Body.Close() })
+	defer stall.Stop()
 	var out []sseEvent
 	var cur sseEvent
 	sc := bufio.NewScanner(resp.Body)
@@ -55,7 +58,7 @@ func readSSE(t *testing.T, resp *http.Response, n int) []sseEvent {
 	return out
 }
 
-func sseGet(t *testing.T, base, session, lastID string) *http.Response {
+func sseGet(t testing.TB, base, session, lastID string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, base+"?session="+url.QueryEscape(session), nil)
 	if err != nil {

@@ -1,0 +1,295 @@
+package natsbus_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// envClients carries the client side's orders: "<url> <viewers> <events>".
+const envClients = "TOOLSTREAM_SSE_CLIENTS"
+
+// BenchmarkSSEViewers is the SSE bridge's load test: thousands of viewers
+// (TOOLSTREAM_SSE_VIEWERS, default 2000) of one session at once, each
+// receiving the session's history and then its live events, held by one
+// server. The clients run in a process of their own, so that what is
+// measured here is the server alone. It reports the server's memory and
+// goroutines per viewer, how long it took until every viewer had every live
+// event, and how long after the viewers left the goroutines were back to
+// where they were (it fails above 2 s). Run it with
+//
+//	go test -run '^$' -bench BenchmarkSSEViewers -benchtime 1x ./events/natsbus/
+func BenchmarkSSEViewers(b *testing.B) {
+	viewers := 2000
+	if s := os.Getenv("TOOLSTREAM_SSE_VIEWERS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("TOOLSTREAM_SSE_VIEWERS=%q", s)
+		}
+		viewers = n
+	}
+	l := newLoad(b)
+	for i := 0; i < b.N; i++ {
+		f := l.run(fmt.Sprint("load-", i), viewers)
+		b.ReportMetric(float64(viewers), "viewers")
+		b.ReportMetric(float64(f.heap)/float64(viewers), "heap-B/viewer")
+		b.ReportMetric(float64(f.stack)/float64(viewers), "stack-B/viewer")
+		b.ReportMetric(float64(f.goroutines)/float64(viewers), "goroutines/viewer")
+		b.ReportMetric(float64(f.connect.Milliseconds()), "ms-connect-all")
+		b.ReportMetric(float64(f.deliver.Milliseconds()), "ms-live-to-all")
+		b.ReportMetric(float64(f.release.Milliseconds()), "ms-goroutines-back")
+	}
+}
+
+// TestSSEManyViewers is the load test at a size the test suite affords:
+// 100 viewers at once, each with every event, and nothing left after them.
+func TestSSEManyViewers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process with 100 clients")
+	}
+	const n = 100
+	f := newLoad(t).run("many", n)
+	t.Logf("%d viewers: %d B heap and %d B stacks each, %.1f goroutines each; all connected in %v, live events to all in %v, goroutines back in %v",
+		n, f.heap/n, f.stack/n, float64(f.goroutines)/n, f.connect, f.deliver, f.release)
+}
+
+type load struct {
+	tb  testing.TB
+	bus *natsbus.Bus
+	srv *httptest.Server
+	tk  *toolkit.Toolkit
+}
+
+type loadFigures struct {
+	heap, stack, goroutines   int64
+	connect, deliver, release time.Duration
+}
+
+func newLoad(tb testing.TB) *load {
+	l := &load{tb: tb, bus: openBus(tb, natsbus.WithDurable(natsbus.Durable{Memory: true}))}
+	l.srv = httptest.NewServer(l.bus.SSEHandler(natsbus.SSEOptions{}))
+	tb.Cleanup(l.srv.Close)
+	l.tk = kit(tb, l.bus)
+	// Warm up what stays between viewers (the consumer they share, the
+	// toolkit's workers), so that the baseline has it.
+	warm, _ := l.tk.Session("warm-up")
+	warm.Run(context.Background(), callsFor(2, 1))
+	resp := sseGet(tb, l.srv.URL, "warm-up", "")
+	readSSE(tb, resp, 1)
+	resp.Body.Close()
+	settleGoroutines(0, 200*time.Millisecond)
+	return l
+}
+
+// run has viewers follow session from a process of their own: its history
+// (13 events) and then 26 live ones.
+func (l *load) run(session string, viewers int) loadFigures {
+	tb := l.tb
+	var f loadFigures
+	sess, _ := l.tk.Session(session)
+	sess.Run(context.Background(), callsFor(1, 5))
+	want := 13 + 2*(1+5+6+1)
+
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	baseG := runtime.NumGoroutine()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSSEClientProcess$", "-test.bench=^$", "-test.count=1")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s?session=%s %d %d", envClients, l.srv.URL, url.QueryEscape(session), viewers, want))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	expect := func(what string) {
+		tb.Helper()
+		for lines.Scan() {
+			if lines.Text() == what {
+				return
+			}
+			if strings.HasPrefix(lines.Text(), "error") {
+				stdin.Close()
+				cmd.Wait()
+				tb.Fatalf("clients: %s", lines.Text())
+			}
+		}
+		stdin.Close()
+		cmd.Wait()
+		tb.Fatalf("clients ended before %q", what)
+	}
+	expect("connected") // every viewer has its history
+	f.connect = time.Since(start)
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	f.heap = int64(after.HeapInuse) - int64(before.HeapInuse)
+	f.stack = int64(after.StackInuse) - int64(before.StackInuse)
+	f.goroutines = int64(runtime.NumGoroutine() - baseG)
+
+	start = time.Now()
+	sess.Run(context.Background(), callsFor(2, 5)) // live: 26 events
+	expect("received")
+	f.deliver = time.Since(start)
+
+	stdin.Close() // the viewers go
+	expect("closed")
+	start = time.Now()
+	left, _ := settleGoroutines(baseG, 5*time.Second)
+	f.release = time.Since(start)
+	if err := cmd.Wait(); err != nil {
+		tb.Fatalf("clients: %v", err)
+	}
+	if left > baseG || f.release > 2*time.Second {
+		buf := make([]byte, 1<<20)
+		tb.Errorf("%d goroutines %v after %d viewers left, %d before they came:\n%s", left, f.release, viewers, baseG, buf[:runtime.Stack(buf, true)])
+	}
+	if n := consumers(tb, l.bus); n > 1 {
+		tb.Errorf("%d consumers on the stream", n)
+	}
+	return f
+}
+
+// TestSSEClientProcess is the client side of BenchmarkSSEViewers, run in a
+// process of its own; as a test it does nothing. It opens the viewers,
+// prints "connected" once each has its first event, "received" once each
+// has every event (in order, each once, of its session), and closes them
+// when its input ends ("closed").
+func TestSSEClientProcess(t *testing.T) {
+	spec := os.Getenv(envClients)
+	if spec == "" {
+		t.Skip("the client side of BenchmarkSSEViewers")
+	}
+	var target string
+	var viewers, want int
+	if _, err := fmt.Sscanf(spec, "%s %d %d", &target, &viewers, &want); err != nil {
+		t.Fatalf("%s=%q: %v", envClients, spec, err)
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := u.Query().Get("session")
+	var (
+		mu        sync.Mutex
+		conns     []net.Conn
+		failed    = make(chan string, 1)
+		connected sync.WaitGroup
+		received  sync.WaitGroup
+		dials     = make(chan struct{}, 64) // connects in flight
+	)
+	fail := func(format string, v ...any) {
+		select {
+		case failed <- fmt.Sprintf("error "+format, v...):
+		default:
+		}
+	}
+	connected.Add(viewers)
+	received.Add(viewers)
+	for i := range viewers {
+		go func() {
+			dials <- struct{}{}
+			c, err := net.Dial("tcp", u.Host)
+			if err == nil {
+				fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", u.RequestURI(), u.Host)
+			}
+			<-dials
+			if err != nil {
+				fail("viewer %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			r := bufio.NewReader(c)
+			resp, err := http.ReadResponse(r, nil)
+			if err != nil {
+				fail("viewer %d: %v", i, err)
+				return
+			}
+			if resp.StatusCode != http.StatusOK {
+				msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+				fail("viewer %d: %s: %s", i, resp.Status, msg)
+				return
+			}
+			body := bufio.NewScanner(resp.Body)
+			var last uint64
+			got := 0
+			for body.Scan() {
+				line := body.Text()
+				switch {
+				case strings.HasPrefix(line, "id: "):
+					id, err := strconv.ParseUint(line[4:], 10, 64)
+					if err != nil || id <= last {
+						fail("viewer %d: id %q after %d", i, line, last)
+						return
+					}
+					last = id
+				case strings.HasPrefix(line, "data: "):
+					if !strings.Contains(line, `"session":"`+session+`"`) {
+						fail("viewer %d: %s", i, line)
+						return
+					}
+					got++
+					if got == 1 {
+						connected.Done()
+					}
+					if got == want {
+						received.Done()
+					}
+					if got > want {
+						fail("viewer %d: %d events, want %d", i, got, want)
+					}
+				}
+			}
+		}()
+	}
+	wait := func(wg *sync.WaitGroup, what string) bool {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+			fmt.Println(what)
+			return true
+		case msg := <-failed:
+			fmt.Println(msg)
+		case <-time.After(2 * time.Minute):
+			fmt.Println("error timed out before", what)
+		}
+		return false
+	}
+	if wait(&connected, "connected") {
+		wait(&received, "received")
+	}
+	bufio.NewReader(os.Stdin).ReadString(0) // until the benchmark closes it
+	mu.Lock()
+	for _, c := range conns {
+		c.Close()
+	}
+	mu.Unlock()
+	fmt.Println("closed")
+}

@@ -1,0 +1,455 @@
+package natsbus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolstream/toolstream/events"
+)
+
+// How the SSE bridge holds thousands of viewers: a viewer costs the server
+// no JetStream consumer. It reads what is stored with batched direct gets
+// (no state on the server, nothing left behind when it goes), and follows
+// live events through one ordered consumer per bus, shared by all viewers
+// and fanned out here by session. A consumer per viewer costs the server a
+// consumer with its goroutines, lingers after the client is gone, and runs
+// into JetStream's limit of consumers per stream (1,000 by default).
+
+var (
+	// hubLinger is how long the shared consumer outlives its last viewer, so
+	// that reloads and reconnect storms do not create and delete it each time.
+	hubLinger = 30 * time.Second
+	// viewerQueue is how many live frames may wait for one viewer. A viewer
+	// further behind (a slow client) drops them and catches up from the
+	// stream instead: the hub never waits for a viewer.
+	viewerQueue = 512
+)
+
+const (
+	// getBatch and getBytes bound one direct get: what a catching-up viewer
+	// holds in memory at a time (the server stops after the message that
+	// reaches getBytes).
+	getBatch = 256
+	getBytes = 64 << 10
+	// getConcurrency bounds the direct gets in flight for the whole bus:
+	// thousands of viewers connecting at once queue here rather than on the
+	// server.
+	getConcurrency = 32
+	// getTimeout bounds the wait for the server's answers to one direct get.
+	getTimeout = 10 * time.Second
+	// numPendingHeader is in every message of a batched direct get: how many
+	// more match after it.
+	numPendingHeader = "Nats-Num-Pending"
+)
+
+// sseFrame is one event ready for the wire, shared by every viewer of its
+// session.
+type sseFrame struct {
+	seq uint64
+	b   []byte
+}
+
+// viewer is one SSE client of the hub.
+type viewer struct {
+	tok  string
+	wake chan struct{} // capacity 1: something changed
+
+	mu   sync.Mutex
+	q    []sseFrame
+	lost bool // frames were dropped: catch up from the stream
+	done bool // the bus is closing
+}
+
+func (v *viewer) push(f sseFrame) {
+	v.mu.Lock()
+	switch {
+	case v.lost:
+	case len(v.q) >= viewerQueue:
+		v.lost, v.q = true, nil
+	default:
+		v.q = append(v.q, f)
+	}
+	v.mu.Unlock()
+	v.signal()
+}
+
+func (v *viewer) signal() {
+	select {
+	case v.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take hands over the queued frames, swapping in spare (emptied) so that the
+// two slices are reused.
+func (v *viewer) take(spare []sseFrame) (q []sseFrame, lost, done bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	q, v.q = v.q, spare[:0]
+	lost, v.lost = v.lost, false
+	return q, lost, v.done
+}
+
+// sseHub fans the bus's live events out to SSE viewers by session.
+type sseHub struct {
+	b      *Bus
+	prefix string        // "<prefix>."
+	gets   chan struct{} // direct gets in flight
+	last   atomic.Uint64 // highest stream sequence the consumer delivered
+	// catchUps counts viewers that fell behind and read back from the
+	// stream.
+	catchUps atomic.Int64
+
+	run    sync.Mutex // serializes starting and stopping; guards cons, cc, closed
+	cons   jetstream.Consumer
+	cc     jetstream.ConsumeContext
+	closed bool
+
+	mu      sync.Mutex // guards viewers, n, idle, ended; never held across a NATS call
+	viewers map[string]map[*viewer]struct{}
+	n       int
+	idle    *time.Timer
+	ended   bool // closed: no idle timer any more
+}
+
+func newHub(b *Bus) *sseHub {
+	return &sseHub{
+		b:       b,
+		prefix:  strings.TrimSuffix(b.subjects.All(), ">"),
+		gets:    make(chan struct{}, getConcurrency),
+		viewers: map[string]map[*viewer]struct{}{},
+	}
+}
+
+// join adds a viewer of the session whose subject token is tok, starting the
+// shared consumer first if it is not running: from then on every event of
+// the session stored later reaches the viewer.
+func (h *sseHub) join(ctx context.Context, tok string) (*viewer, error) {
+	h.run.Lock()
+	defer h.run.Unlock()
+	if h.closed {
+		return nil, errors.New("events: the bus is closed")
+	}
+	if h.cc == nil {
+		if err := h.start(ctx); err != nil {
+			return nil, err
+		}
+	}
+	v := &viewer{tok: tok, wake: make(chan struct{}, 1)}
+	h.mu.Lock()
+	set := h.viewers[tok]
+	if set == nil {
+		set = map[*viewer]struct{}{}
+		h.viewers[tok] = set
+	}
+	set[v] = struct{}{}
+	h.n++
+	if h.idle != nil {
+		h.idle.Stop()
+	}
+	h.mu.Unlock()
+	return v, nil
+}
+
+func (h *sseHub) leave(v *viewer) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	set := h.viewers[v.tok]
+	if _, ok := set[v]; !ok {
+		return
+	}
+	delete(set, v)
+	if len(set) == 0 {
+		delete(h.viewers, v.tok)
+	}
+	h.n--
+	if h.n == 0 && !h.ended {
+		if h.idle == nil {
+			h.idle = time.AfterFunc(hubLinger, h.stopIfIdle)
+		} else {
+			h.idle.Reset(hubLinger)
+		}
+	}
+}
+
+// start creates the shared consumer: the events under the prefix stored
+// after the stream's current end. Called holding run.
+func (h *sseHub) start(ctx context.Context) error {
+	b := h.b
+	stream, err := b.js.Stream(ctx, b.durable.Stream)
+	if err != nil {
+		return fmt.Errorf("events: following %s: %w", b.subjects.All(), err)
+	}
+	end := stream.CachedInfo().State.LastSeq
+	// A start sequence rather than "new events only": should the consumer
+	// be recreated before it delivered anything (a reconnect), it starts at
+	// the same place instead of at the end of then, which would skip what
+	// came between.
+	cons, err := b.js.OrderedConsumer(ctx, b.durable.Stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{b.subjects.All()},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    end + 1,
+	})
+	if err != nil {
+		return fmt.Errorf("events: following %s: %w", b.subjects.All(), err)
+	}
+	h.noteSeq(end)
+	cc, err := cons.Consume(h.dispatch)
+	if err != nil {
+		deleteConsumer(b, cons)
+		return fmt.Errorf("events: following %s: %w", b.subjects.All(), err)
+	}
+	h.cons, h.cc = cons, cc
+	return nil
+}
+
+// stop ends the shared consumer and deletes it on the server. Called
+// holding run.
+func (h *sseHub) stop() {
+	if h.cc == nil {
+		return
+	}
+	h.cc.Stop()
+	<-h.cc.Closed()
+	deleteConsumer(h.b, h.cons)
+	h.cons, h.cc = nil, nil
+}
+
+func (h *sseHub) stopIfIdle() {
+	h.run.Lock()
+	defer h.run.Unlock()
+	h.mu.Lock()
+	idle := h.n == 0
+	h.mu.Unlock()
+	if idle {
+		h.stop()
+	}
+}
+
+// close ends every viewer's stream and the shared consumer.
+func (h *sseHub) close() {
+	h.run.Lock()
+	defer h.run.Unlock()
+	h.closed = true
+	h.mu.Lock()
+	h.ended = true
+	if h.idle != nil {
+		h.idle.Stop()
+	}
+	for _, set := range h.viewers {
+		for v := range set {
+			v.mu.Lock()
+			v.done = true
+			v.mu.Unlock()
+			v.signal()
+		}
+	}
+	h.mu.Unlock()
+	h.stop()
+}
+
+func (h *sseHub) noteSeq(seq uint64) {
+	for {
+		cur := h.last.Load()
+		if seq <= cur || h.last.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
+}
+
+// dispatch hands one live event to the viewers of its session. It runs on
+// the consumer's goroutine, one event at a time in stream order, and never
+// waits for a viewer.
+func (h *sseHub) dispatch(m jetstream.Msg) {
+	md, err := m.Metadata()
+	if err != nil {
+		return
+	}
+	seq := md.Sequence.Stream
+	h.noteSeq(seq)
+	subject := m.Subject()
+	tok, _, _ := strings.Cut(strings.TrimPrefix(subject, h.prefix), ".")
+	h.mu.Lock()
+	watched := len(h.viewers[tok]) > 0
+	h.mu.Unlock()
+	if !watched {
+		return
+	}
+	b, ok := h.b.frame(nil, seq, subject, m.Data())
+	if !ok {
+		return
+	}
+	f := sseFrame{seq: seq, b: b}
+	h.mu.Lock()
+	for v := range h.viewers[tok] {
+		v.push(f)
+	}
+	h.mu.Unlock()
+}
+
+// frame appends one SSE event to dst, or reports false for a message that
+// must not be streamed: another publisher may use any token, and a type that
+// is not a valid name (a newline in it) would break the stream's framing.
+func (b *Bus) frame(dst []byte, seq uint64, subject string, data []byte) ([]byte, bool) {
+	_, _, typ, err := b.subjects.Parse(subject)
+	if err == nil {
+		err = events.CheckType(typ)
+	}
+	if err != nil {
+		b.log.Warn().Err(err).Str("subject", subject).Msg("toolstream: not streaming a message that is not an event")
+		return dst, false
+	}
+	// The JSON has no raw newlines (they are escaped in strings), so one
+	// data line carries it.
+	dst = append(dst, "id: "...)
+	dst = strconv.AppendUint(dst, seq, 10)
+	dst = append(dst, "\nevent: "...)
+	dst = append(dst, typ...)
+	dst = append(dst, "\ndata: "...)
+	dst = append(dst, data...)
+	return append(dst, "\n\n"...), true
+}
+
+// errNoDirectGet reports a stream that does not answer direct gets.
+var errNoDirectGet = errors.New("the stream does not answer direct gets (allow_direct is off, or the stream is gone)")
+
+// readStored passes the events stored on subject from stream sequence from
+// on to fn, in stream order, one batched direct get at a time, and returns
+// the sequence of the last one (0 if there was none). fn may write to a
+// client between batches: no server resource is held meanwhile.
+func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte) error) (last uint64, err error) {
+	b := h.b
+	inbox := b.nc.NewInbox()
+	// Room for a whole batch and its end marker: one batch is asked for at a
+	// time and read to its end, so the channel never overflows (a
+	// synchronous subscription would allocate room for 65,536 messages).
+	replies := make(chan *nats.Msg, getBatch+2)
+	sub, err := b.nc.ChanSubscribe(inbox, replies)
+	if err != nil {
+		return 0, fmt.Errorf("events: reading %s: %w", subject, err)
+	}
+	defer sub.Unsubscribe()
+	api := jetstream.DefaultAPIPrefix + "DIRECT.GET." + b.durable.Stream
+	type request struct {
+		Seq      uint64 `json:"seq"`
+		Next     string `json:"next_by_subj"`
+		Batch    int    `json:"batch"`
+		MaxBytes int    `json:"max_bytes"`
+	}
+	type stored struct {
+		seq     uint64
+		subject string
+		data    []byte
+	}
+	var got []stored
+	from = max(from, 1)
+	for {
+		req, _ := json.Marshal(request{Seq: from, Next: subject, Batch: getBatch, MaxBytes: getBytes})
+		got = got[:0]
+		more, err := h.getBatch(ctx, replies, &nats.Msg{Subject: api, Reply: inbox, Data: req}, func(m *nats.Msg) {
+			seq, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+			got = append(got, stored{seq, m.Header.Get(jetstream.SubjectHeader), m.Data})
+		})
+		if err != nil {
+			return last, fmt.Errorf("events: reading %s from %d: %w", subject, from, err)
+		}
+		for _, s := range got {
+			if err := fn(s.seq, s.subject, s.data); err != nil {
+				return last, err
+			}
+			last = s.seq
+		}
+		if !more || len(got) == 0 {
+			break
+		}
+		from = last + 1
+	}
+	return last, nil
+}
+
+// getBatch sends one direct get and collects its answer. more reports that
+// the server stopped at the batch's limits with more to come.
+func (h *sseHub) getBatch(ctx context.Context, replies <-chan *nats.Msg, req *nats.Msg, fn func(*nats.Msg)) (more bool, err error) {
+	select {
+	case h.gets <- struct{}{}:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	defer func() { <-h.gets }()
+	ctx, cancel := context.WithTimeout(ctx, getTimeout)
+	defer cancel()
+	if err := h.b.nc.PublishMsg(req); err != nil {
+		return false, err
+	}
+	for {
+		var m *nats.Msg
+		select {
+		case m = <-replies:
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+		case "404": // nothing (more) matches
+			return false, nil
+		case "204": // end of batch
+			return m.Header.Get(numPendingHeader) != "0", nil
+		case "503":
+			return false, errNoDirectGet
+		default:
+			return false, fmt.Errorf("direct get: %s %s", status, m.Header.Get("Description"))
+		}
+		if m.Header.Get(numPendingHeader) == "" {
+			return false, errors.New("the NATS server does not support batched direct gets (it needs NATS 2.11 or newer)")
+		}
+		fn(m)
+	}
+}
+
+// lastSeq returns a lower bound of the stream's last sequence that is at
+// least its value when the caller's viewer joined: the last stored message,
+// or what the shared consumer has seen.
+func (h *sseHub) lastSeq(ctx context.Context) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, getTimeout)
+	defer cancel()
+	m, err := h.b.nc.RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"DIRECT.GET."+h.b.durable.Stream, []byte(`{"last_by_subj":">"}`))
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			err = errNoDirectGet
+		}
+		return 0, fmt.Errorf("events: the end of stream %s: %w", h.b.durable.Stream, err)
+	}
+	seq := h.last.Load()
+	if m.Header.Get("Status") == "" {
+		if s, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64); err == nil {
+			seq = max(seq, s)
+		}
+	}
+	return seq, nil
+}
+
+// deleteConsumer deletes a stopped ordered consumer on the server, instead of
+// leaving it there until its inactivity threshold (5 minutes) counting
+// against the stream's consumer limit. Best effort: when the connection is
+// down, the threshold does it.
+func deleteConsumer(b *Bus, cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil || !b.nc.IsConnected() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := b.js.DeleteConsumer(ctx, b.durable.Stream, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		b.log.Warn().Err(err).Str("consumer", info.Name).Msg("toolstream: could not delete a consumer; the server drops it after 5 minutes idle")
+	}
+}
