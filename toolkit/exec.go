@@ -219,7 +219,8 @@ func (s *attemptSink) SetMeta(key string, value any) { s.c.setMeta(s.n, key, val
 // prepareArgs checks arguments, reusing the last result when an attempt
 // runs with the same ones.
 func (c *call) prepareArgs(args json.RawMessage) (prepared, error) {
-	if c.argsIn != nil && sameSlice(args, c.argsIn) {
+	// A typed input is owned by one handler run: a retry gets a new one.
+	if c.argsIn != nil && sameSlice(args, c.argsIn) && c.tool.typed == nil {
 		return c.argsPrep, nil
 	}
 	p, err := c.tool.prepare(args)
@@ -290,14 +291,7 @@ func (c *call) invoke(ctx context.Context, args prepared) (parts []Part, err err
 			parts, err = nil, &PanicError{Tool: c.call.Name, Value: v, Stack: stack}
 		}
 	}()
-	if c.tool.typed != nil {
-		return c.tool.typed(ctx, args.tree)
-	}
-	raw, err := args.bytes()
-	if err != nil {
-		return nil, err
-	}
-	return c.tool.handler(ctx, raw)
+	return c.tool.invoke(ctx, args)
 }
 
 // abandon reports a running call whose context ended and whose handler did

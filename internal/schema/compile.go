@@ -74,7 +74,7 @@ type node struct {
 
 	isObject                 bool // any object keyword present
 	props                    []prop
-	propIndex                map[string]int // nil when props is short
+	byName                   map[string]int // nil when props is short
 	reqOnly                  []string       // required names without a properties entry
 	additional               *node          // nil: extra properties are allowed
 	allowed                  string         // property names for the "not allowed" message
@@ -85,6 +85,11 @@ type node struct {
 	not                 *node
 	anyOfTypes          typeMask // union of branch types when every branch has a type
 	anyOfTyped          bool
+
+	// whole: a keyword about a whole array or object, which the one pass
+	// checks on the value's tree (enum, const, uniqueItems, min and
+	// maxProperties, required names without a property, the logic keywords).
+	whole bool
 
 	// Prepare.
 	hasDefault  bool
@@ -97,6 +102,10 @@ type prop struct {
 	name     string
 	n        *node
 	required bool
+	// member is `{"name":default}` in canonical form when Prepare adds the
+	// default for a missing property; memberB is the same as bytes.
+	member  string
+	memberB []byte
 }
 
 // smallProps is the property count up to which a linear scan beats a map.
@@ -149,6 +158,9 @@ func compile(s *jsonschema.Schema) (*node, error) {
 		return nil, err
 	}
 	n.finishPrepare()
+	if err := n.finishDefaults(nil); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -252,9 +264,9 @@ func compileNode(s *jsonschema.Schema) (*node, error) {
 		n.props = append(n.props, prop{name: name, n: sub(s.Properties[name]), required: required[name]})
 	}
 	if len(n.props) > smallProps {
-		n.propIndex = make(map[string]int, len(n.props))
+		n.byName = make(map[string]int, len(n.props))
 		for i, p := range n.props {
-			n.propIndex[p.name] = i
+			n.byName[p.name] = i
 		}
 	}
 	seen := map[string]bool{}
@@ -314,6 +326,8 @@ func compileNode(s *jsonschema.Schema) (*node, error) {
 	if n.not != nil && n.not.trivial {
 		n.never = true
 	}
+	n.whole = n.hasEnum || n.hasConst || n.unique || n.hasMinProps || n.hasMaxProps || len(n.reqOnly) > 0 ||
+		s.AllOf != nil || s.AnyOf != nil || s.OneOf != nil || n.not != nil
 	n.trivial = !n.never && !n.hasType && !n.hasEnum && !n.hasConst && n.numFlags == 0 &&
 		!n.hasMinLen && !n.hasMaxLen && n.pattern == nil && !n.isArray && !n.isObject &&
 		s.AllOf == nil && s.AnyOf == nil && s.OneOf == nil && n.not == nil
@@ -360,6 +374,58 @@ func (n *node) finishPrepare() {
 			n.prepares = true
 		}
 	}
+}
+
+// finishDefaults checks, wherever Prepare adds defaults, that the value it
+// adds is valid (else every call that leaves the property out would fail),
+// and keeps it as text for the one pass. at is the path of n's values.
+func (n *node) finishDefaults(at *path) error {
+	for i := range n.props {
+		p := &n.props[i]
+		here := &path{parent: at, key: p.name}
+		if !p.required && p.n.hasDefault && (p.n.defaultVal != nil || p.n.acceptsNull) {
+			d := deepCopy(p.n.defaultVal)
+			p.n.prepare(d)
+			if c := (&collector{}); !p.n.check(d, here, c) {
+				return fmt.Errorf("invalid default: %s", joinProblems(c.result()))
+			}
+			var err error
+			if p.member, err = memberText(p.name, d); err != nil {
+				return fmt.Errorf("default of %s: %w", here, err)
+			}
+			p.memberB = []byte(p.member)
+		}
+		if err := p.n.finishDefaults(here); err != nil {
+			return err
+		}
+	}
+	for i, c := range append(slices.Clip(n.prefix), n.items, n.additional) {
+		if i >= len(n.prefix) {
+			i = -1 // any item or property
+		}
+		if c != nil {
+			if err := c.finishDefaults(&path{parent: at, index: i, isIndex: true}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// propIndex returns the index of property k, or -1.
+func (n *node) propIndex(k []byte) int {
+	if n.byName != nil {
+		if i, ok := n.byName[string(k)]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range n.props {
+		if n.props[i].name == string(k) {
+			return i
+		}
+	}
+	return -1
 }
 
 // walkChildren calls f on every direct child node.

@@ -23,6 +23,11 @@ import (
 // objects tool calls carry.
 func Decode(data []byte) (any, error) {
 	d := decoder{data: data}
+	return d.decode()
+}
+
+func (d *decoder) decode() (any, error) {
+	data := d.data
 	d.skipSpace()
 	if d.pos == len(data) {
 		return nil, errors.New("invalid JSON: empty input")
@@ -42,10 +47,12 @@ func Decode(data []byte) (any, error) {
 const maxDepth = 10000
 
 type decoder struct {
-	data  []byte
-	pos   int
-	depth int
-	buf   []byte // scratch for strings with escapes
+	data   []byte
+	pos    int
+	depth  int
+	buf    []byte // scratch for strings with escapes
+	floats bool   // numbers as float64, as json.Unmarshal into an interface
+	dup    bool   // an object had a key twice
 }
 
 func (d *decoder) errorf(format string, args ...any) error {
@@ -153,6 +160,9 @@ func (d *decoder) object() (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if _, ok := m[key]; ok {
+			d.dup = true
+		}
 		m[key] = v
 		d.skipSpace()
 		if d.pos >= len(d.data) {
@@ -212,10 +222,25 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 func (d *decoder) number() (any, error) {
 	start := d.pos
+	if err := d.scanNumber(); err != nil {
+		return nil, err
+	}
+	if d.floats {
+		f, err := strconv.ParseFloat(string(d.data[start:d.pos]), 64)
+		if err != nil {
+			return nil, fmt.Errorf("number %s out of range", d.data[start:d.pos])
+		}
+		return f, nil
+	}
+	return json.Number(d.data[start:d.pos]), nil
+}
+
+// scanNumber moves past a number.
+func (d *decoder) scanNumber() error {
 	if d.data[d.pos] == '-' {
 		d.pos++
 		if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
-			return nil, d.badChar("in numeric literal")
+			return d.badChar("in numeric literal")
 		}
 	}
 	if d.data[d.pos] == '0' {
@@ -228,7 +253,7 @@ func (d *decoder) number() (any, error) {
 	if d.pos < len(d.data) && d.data[d.pos] == '.' {
 		d.pos++
 		if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
-			return nil, d.badChar("after decimal point in numeric literal")
+			return d.badChar("after decimal point in numeric literal")
 		}
 		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
 			d.pos++
@@ -240,59 +265,67 @@ func (d *decoder) number() (any, error) {
 			d.pos++
 		}
 		if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
-			return nil, d.badChar("in exponent of numeric literal")
+			return d.badChar("in exponent of numeric literal")
 		}
 		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
 			d.pos++
 		}
 	}
-	return json.Number(d.data[start:d.pos]), nil
+	return nil
 }
 
 // str parses a string starting at the opening quote.
 func (d *decoder) str() (string, error) {
+	b, _, err := d.strBytes()
+	return string(b), err
+}
+
+// strBytes parses a string starting at the opening quote and returns its
+// text: a slice of the input when it has no escapes and is valid UTF-8
+// (esc false), else the decoded text in d.buf, valid until the next string.
+func (d *decoder) strBytes() (text []byte, esc bool, err error) {
 	d.pos++ // '"'
 	start := d.pos
-	// Fast path: plain ASCII or valid UTF-8 without escapes.
 	for d.pos < len(d.data) {
 		c := d.data[d.pos]
 		switch {
 		case c == '"':
-			s := string(d.data[start:d.pos])
 			d.pos++
-			return s, nil
+			return d.data[start : d.pos-1], false, nil
 		case c == '\\' || c < ' ':
-			return d.slowStr(start)
+			b, err := d.slowStr(start)
+			return b, true, err
 		case c < utf8.RuneSelf:
 			d.pos++
 		default:
 			r, size := utf8.DecodeRune(d.data[d.pos:])
 			if r == utf8.RuneError && size == 1 {
-				return d.slowStr(start)
+				b, err := d.slowStr(start)
+				return b, true, err
 			}
 			d.pos += size
 		}
 	}
-	return "", d.errorf("")
+	return nil, false, d.errorf("")
 }
 
 // slowStr decodes a string with escapes or invalid UTF-8, as encoding/json
 // does: invalid bytes and unpaired surrogates become U+FFFD.
-func (d *decoder) slowStr(start int) (string, error) {
+func (d *decoder) slowStr(start int) ([]byte, error) {
 	b := append(d.buf[:0], d.data[start:d.pos]...)
+	defer func() { d.buf = b }()
 	for d.pos < len(d.data) {
 		c := d.data[d.pos]
 		switch {
 		case c == '"':
 			d.pos++
-			d.buf = b
-			return string(b), nil
+			return b, nil
 		case c < ' ':
-			return "", d.badChar("in string literal")
+			return nil, d.badChar("in string literal")
 		case c == '\\':
 			d.pos++
 			if d.pos >= len(d.data) {
-				return "", d.errorf("")
+				return nil, d.errorf("")
 			}
 			switch e := d.data[d.pos]; e {
 			case '"', '\\', '/':
@@ -311,7 +344,7 @@ func (d *decoder) slowStr(start int) (string, error) {
 				d.pos++
 				r, err := d.hex4()
 				if err != nil {
-					return "", err
+					return nil, err
 				}
 				if utf16.IsSurrogate(r) {
 					// Take the next \uXXXX only if it completes a pair.
@@ -327,7 +360,7 @@ func (d *decoder) slowStr(start int) (string, error) {
 				b = utf8.AppendRune(b, r)
 				continue
 			default:
-				return "", d.badChar("in string escape code")
+				return nil, d.badChar("in string escape code")
 			}
 			d.pos++
 		case c < utf8.RuneSelf:
@@ -339,7 +372,7 @@ func (d *decoder) slowStr(start int) (string, error) {
 			b = utf8.AppendRune(b, r) // RuneError for invalid bytes
 		}
 	}
-	return "", d.errorf("")
+	return nil, d.errorf("")
 }
 
 // hex4 reads the four hex digits of a \u escape.

@@ -14,7 +14,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -120,6 +121,13 @@ func (v *Validator) Fast() bool { return v.root != nil }
 // sees numbers decoded without UseNumber). Other Go values are round-tripped
 // through encoding/json first.
 func (v *Validator) Validate(instance any) []Problem {
+	if badNumbers(instance, nil, nil) {
+		// Refused alike by both paths, and before anything else: a number
+		// encoding/json cannot decode never reaches jsonschema-go.
+		c := &collector{}
+		badNumbers(instance, nil, c)
+		return c.result()
+	}
 	if v.root == nil {
 		return v.validateReference(instance)
 	}
@@ -135,8 +143,48 @@ func (v *Validator) Validate(instance any) []Problem {
 	return c.result()
 }
 
+// badNumbers reports, into c or (c nil) as its result, the json.Numbers
+// that are not numbers or are too large for a float64.
+func badNumbers(instance any, at *path, c *collector) bool {
+	bad := false
+	switch x := instance.(type) {
+	case json.Number:
+		if _, ok := numberOf(x); !ok {
+			bad = true
+			if c != nil {
+				c.add(at, badNumber(x))
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if badNumbers(e, &path{parent: at, index: i, isIndex: true}, c) {
+				if bad = true; c == nil {
+					break
+				}
+			}
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if badNumbers(x[k], &path{parent: at, key: k}, c) {
+				if bad = true; c == nil {
+					break
+				}
+			}
+		}
+	}
+	return bad
+}
+
+// badNumber says what is wrong with a json.Number numberOf refuses.
+func badNumber(x json.Number) string {
+	if isJSONNumber(string(x)) {
+		return "must fit in a 64-bit float, got " + preview(x)
+	}
+	return "is not a valid JSON number: " + preview(string(x))
+}
+
 // validateReference runs jsonschema-go, which reads json.Number as a string,
-// so numbers are converted first.
+// so numbers are converted first (badNumbers has made sure they convert).
 func (v *Validator) validateReference(instance any) []Problem {
 	inst, _ := numbersToFloat(instance)
 	err := v.resolved.Validate(inst)
@@ -152,10 +200,7 @@ func (v *Validator) validateReference(instance any) []Problem {
 func numbersToFloat(instance any) (any, bool) {
 	switch x := instance.(type) {
 	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			return instance, false // not a number; the reference sees a string
-		}
+		f, _ := numberOf(x)
 		return f, true
 	case []any:
 		var out []any

@@ -52,7 +52,7 @@ func (n *node) check(v any, at *path, c *collector) bool {
 		var ok bool
 		if f, ok = numberOf(x); !ok {
 			if c != nil {
-				c.add(at, "is not a valid JSON number: "+preview(string(x)))
+				c.add(at, badNumber(x))
 			}
 			return false
 		}
@@ -455,8 +455,8 @@ func (n *node) checkObject(obj map[string]any, at *path, c *collector) bool {
 
 // isProp reports whether name is listed in properties.
 func (n *node) isProp(name string) bool {
-	if n.propIndex != nil {
-		_, ok := n.propIndex[name]
+	if n.byName != nil {
+		_, ok := n.byName[name]
 		return ok
 	}
 	for i := range n.props {
