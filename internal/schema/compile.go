@@ -95,7 +95,6 @@ type node struct {
 	hasDefault  bool
 	defaultVal  any // decoded with UseNumber
 	acceptsNull bool
-	prepares    bool // Prepare has something to do at or below this node
 }
 
 type prop struct {
@@ -357,47 +356,37 @@ func propertyOrder(s *jsonschema.Schema) []string {
 	return order
 }
 
-// finishPrepare computes what Prepare needs, bottom up.
+// finishPrepare computes, bottom up, which nodes accept null.
 func (n *node) finishPrepare() {
 	walkChildren(n, (*node).finishPrepare)
 	n.acceptsNull = n.check(nil, nil, nil)
-	for _, p := range n.props {
-		if !p.required && (p.n.hasDefault || !p.n.acceptsNull) || p.n.prepares {
-			n.prepares = true
-		}
-	}
-	for _, c := range n.prefix {
-		n.prepares = n.prepares || c.prepares
-	}
-	for _, c := range []*node{n.items, n.additional} {
-		if c != nil && c.prepares {
-			n.prepares = true
-		}
-	}
 }
 
 // finishDefaults checks, wherever Prepare adds defaults, that the value it
 // adds is valid (else every call that leaves the property out would fail),
-// and keeps it as text for the one pass. at is the path of n's values.
+// and keeps it, prepared, as text for the one pass. at is the path of n's
+// values. Children go first: a default gets the defaults inside it.
 func (n *node) finishDefaults(at *path) error {
 	for i := range n.props {
 		p := &n.props[i]
 		here := &path{parent: at, key: p.name}
-		if !p.required && p.n.hasDefault && (p.n.defaultVal != nil || p.n.acceptsNull) {
-			d := deepCopy(p.n.defaultVal)
-			p.n.prepare(d)
-			if c := (&collector{}); !p.n.check(d, here, c) {
-				return fmt.Errorf("invalid default: %s", joinProblems(c.result()))
-			}
-			var err error
-			if p.member, err = memberText(p.name, d); err != nil {
-				return fmt.Errorf("default of %s: %w", here, err)
-			}
-			p.memberB = []byte(p.member)
-		}
 		if err := p.n.finishDefaults(here); err != nil {
 			return err
 		}
+		if p.required || !p.n.hasDefault || p.n.defaultVal == nil && !p.n.acceptsNull {
+			continue
+		}
+		text, _ := encodeTree(p.n.defaultVal)
+		text, ok := p.n.prepareText(text)
+		if !ok {
+			c := &collector{}
+			d, _ := Decode(text)
+			p.n.check(d, here, c)
+			return fmt.Errorf("invalid default: %s", joinProblems(c.result()))
+		}
+		name, _ := encodeTree(p.name)
+		p.memberB = slices.Concat([]byte("{"), name, []byte(":"), text, []byte("}"))
+		p.member = string(p.memberB)
 	}
 	for i, c := range append(slices.Clip(n.prefix), n.items, n.additional) {
 		if i >= len(n.prefix) {
@@ -410,6 +399,52 @@ func (n *node) finishDefaults(at *path) error {
 		}
 	}
 	return nil
+}
+
+// prepRoot is the node the one pass walks for a schema the compiled path
+// does not cover: the top-level properties that are not required, to prune
+// their nulls (only when their own "type" excludes null) and add their
+// defaults. The reference validator checks the rest, and each default that
+// can be added, in the context of the root for its $refs.
+func prepRoot(s *jsonschema.Schema) (*node, error) {
+	n := &node{}
+	for _, name := range propertyOrder(s) {
+		ps := s.Properties[name]
+		if slices.Contains(s.Required, name) {
+			continue
+		}
+		pn := &node{trivial: true, acceptsNull: ps.Type == "null" || ps.Type == "" && (ps.Types == nil || slices.Contains(ps.Types, "null"))}
+		if ps.Default != nil {
+			d, err := decodeValue(ps.Default)
+			if err != nil {
+				return nil, fmt.Errorf("default: %w", err)
+			}
+			pn.hasDefault, pn.defaultVal = true, d
+		}
+		n.props = append(n.props, prop{name: name, n: pn})
+	}
+	if err := n.finishDefaults(nil); err != nil {
+		return nil, err
+	}
+	for _, p := range n.props {
+		probe := &jsonschema.Schema{Schema: s.Schema, ID: s.ID, Defs: s.Defs, Definitions: s.Definitions,
+			Properties: map[string]*jsonschema.Schema{p.name: s.Properties[p.name]}}
+		if p.member == "" {
+			continue
+		}
+		rs, err := probe.Resolve(nil)
+		if err != nil {
+			continue // a $ref elsewhere than $defs: the default goes unchecked
+		}
+		var d any
+		if err := json.Unmarshal(p.memberB, &d); err != nil {
+			return nil, fmt.Errorf("invalid default: %s: %v", p.name, err)
+		}
+		if err := rs.Validate(d); err != nil {
+			return nil, fmt.Errorf("invalid default: %s: %s", p.name, strings.TrimPrefix(err.Error(), "validating root: "))
+		}
+	}
+	return n, nil
 }
 
 // propIndex returns the index of property k, or -1.

@@ -30,9 +30,8 @@ var assignFuzzSeeds = []string{
 
 // FuzzFillMatchesUnmarshal checks the one pass's filling against
 // json.Unmarshal of the canonical text: both fail, or both succeed with
-// equal values. The pass itself refuses only what Args.Prepare sends to the
-// slow path without a schema: bad syntax, numbers out of float64 range and
-// nesting deeper than maxPassDepth.
+// equal values. Without a schema, the pass refuses only bad syntax and
+// numbers out of float64 range (which Args.Prepare reports as problems).
 func FuzzFillMatchesUnmarshal(f *testing.F) {
 	for _, s := range assignFuzzSeeds {
 		f.Add([]byte(s))
@@ -43,7 +42,7 @@ func FuzzFillMatchesUnmarshal(f *testing.F) {
 		for _, typ := range types {
 			got, canon, native, err := fill(typ, data)
 			if err == errRefused {
-				if decodeErr == nil && !badNumbers(tree, nil, nil) && depth(tree) <= maxPassDepth {
+				if decodeErr == nil && !badNumbers(tree, nil, nil) {
 					t.Fatalf("%v: the pass refuses %s", typ, data)
 				}
 				continue
@@ -66,24 +65,6 @@ func FuzzFillMatchesUnmarshal(f *testing.F) {
 			}
 		}
 	})
-}
-
-// depth is the nesting of a decoded value: 0 for a scalar.
-func depth(v any) int {
-	d := 0
-	switch x := v.(type) {
-	case []any:
-		for _, e := range x {
-			d = max(d, depth(e))
-		}
-	case map[string]any:
-		for _, e := range x {
-			d = max(d, depth(e))
-		}
-	default:
-		return 0
-	}
-	return d + 1
 }
 
 // caseFolded reports whether data has a string equal to a field name of the

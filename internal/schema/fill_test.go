@@ -147,8 +147,8 @@ type asgAll struct {
 	AsgDeeper
 }
 
-// errRefused: the one pass refuses the arguments; Args.Prepare would take
-// the slow path and report why.
+// errRefused: the one pass refuses the arguments (bad JSON, numbers out of
+// float64 range); Args.Prepare reports why.
 var errRefused = errors.New("refused by the pass")
 
 // fill runs the one pass without a schema over input into a new value of
@@ -158,7 +158,7 @@ var errRefused = errors.New("refused by the pass")
 func fill(typ reflect.Type, input []byte) (v any, canon []byte, native bool, err error) {
 	p := reflect.New(typ)
 	s := pass{decoder: decoder{data: input}}
-	if s.skipSpace(); !s.value(nil, newPlan(typ), p.Elem()) {
+	if s.skipSpace(); !s.value(nil, newPlan(typ), p.Elem()) || s.invalid {
 		return nil, nil, false, errRefused
 	}
 	if s.skipSpace(); s.pos != len(input) {
@@ -267,7 +267,7 @@ func TestFill(t *testing.T) {
 		{name: "embedded", typ: allType, input: `{"e":"emb","over":1,"deep":2,"pe":"p","pei":3,"H":4,"y":5,"Y":6,"z":7,"X":8,"W":9,"Inner":{"e":"in","deep":1}}`},
 		{name: "embedded pointer allocated for null", typ: allType, input: `{"pe":null}`},
 		{name: "unexported embedded pointer", typ: allType, input: `{"HP":1}`, err: "cannot set embedded pointer to unexported struct"},
-		{name: "deeper than the pass goes", typ: reflect.TypeFor[any](), input: strings.Repeat("[", 65) + strings.Repeat("]", 65), err: "refused by the pass"},
+		{name: "deep", typ: reflect.TypeFor[any](), input: strings.Repeat(`{"a":[`, 500) + strings.Repeat("]}", 500)},
 		{name: "keys and strings with escapes", typ: reflect.TypeFor[map[string]string](), input: `{"a\u00e9":"x\ny","b":"\ud83d\ude00"}`},
 		{name: "ignored fields", typ: allType, input: `{"Skip":1,"-":2,"unexp":3,"Untagged":4,"untagged":5}`, folded: true},
 		{name: "nested", typ: reflect.TypeFor[Outer](), input: `{"in":{"path":"a","exts":["x"]},"items":[{"path":"b","deep":true},{"limit":2}],"by_key":{"k":{"path":"c"},"l":{}}}`},
@@ -319,7 +319,7 @@ func TestFill(t *testing.T) {
 				t.Fatalf("error = %v, want it to contain %q", err, tc.err)
 			}
 			if err == errRefused {
-				return // Args.Prepare takes the slow path
+				return // Args.Prepare reports a problem
 			}
 			if _, wantErr := unmarshalRef(tc.typ, canon); wantErr == nil {
 				t.Fatalf("json.Unmarshal succeeds, fill fails with %v", err)

@@ -57,6 +57,7 @@ type Validator struct {
 	resolved *jsonschema.Resolved
 	schema   *jsonschema.Schema
 	root     *node // nil on the fallback path
+	prep     *node // what the one pass walks: root, or prepRoot's node
 }
 
 // Compile checks the schema (via (*jsonschema.Schema).Resolve) and builds a
@@ -97,7 +98,12 @@ func Compile(s *jsonschema.Schema) (*Validator, error) {
 			if err != nil {
 				return nil, fmt.Errorf("schema: %w", err)
 			}
-			v.root = root
+			v.root, v.prep = root, root
+		}
+	}
+	if v.prep == nil {
+		if v.prep, err = prepRoot(s); err != nil {
+			return nil, fmt.Errorf("schema: %w", err)
 		}
 	}
 	return v, nil

@@ -20,6 +20,19 @@ const (
 	kObject
 )
 
+// val is an instance value taken apart: its kind, its string or number
+// (1 or 0 for a boolean), its array or object, and the value itself for
+// messages. The one pass checks scalars without the value: it asks for no
+// messages.
+type val struct {
+	k   kind
+	s   string
+	f   float64
+	arr []any
+	obj map[string]any
+	v   any
+}
+
 // check validates v against n. With a nil collector it stops at the first
 // problem and only answers valid or not (used for anyOf/oneOf/not and for the
 // fast happy path); otherwise it records every problem in c.
@@ -28,44 +41,34 @@ func (n *node) check(v any, at *path, c *collector) bool {
 	if n.trivial {
 		return true
 	}
-	if n.never {
-		if c != nil {
-			c.add(at, "is not allowed")
-		}
-		return false
-	}
-	var (
-		k   kind
-		f   float64
-		s   string
-		arr []any
-		obj map[string]any
-	)
-	switch x := v.(type) {
+	x := val{v: v}
+	switch y := v.(type) {
 	case nil:
-		k = kNull
+		x.k = kNull
 	case bool:
-		k = kBool
+		x.k = kBool
+		if y {
+			x.f = 1
+		}
 	case string:
-		k, s = kString, x
+		x.k, x.s = kString, y
 	case json.Number:
 		var ok bool
-		if f, ok = numberOf(x); !ok {
+		if x.f, ok = numberOf(y); !ok {
 			if c != nil {
-				c.add(at, badNumber(x))
+				c.add(at, badNumber(y))
 			}
 			return false
 		}
-		k = kNumber
-	case float64:
-		k, f = kNumber, x
+		x.k = kNumber
 	case map[string]any:
-		k, obj = kObject, x
+		x.k, x.obj = kObject, y
 	case []any:
-		k, arr = kArray, x
+		x.k, x.arr = kArray, y
 	default:
-		if nf, ok := numberOf(v); ok {
-			k, f = kNumber, nf
+		var ok bool
+		if x.f, ok = numberOf(v); ok {
+			x.k = kNumber
 			break
 		}
 		nv, err := normalise(v)
@@ -77,25 +80,37 @@ func (n *node) check(v any, at *path, c *collector) bool {
 		}
 		return n.check(nv, at, c)
 	}
+	return n.checkVal(&x, at, c)
+}
 
-	if n.hasType && !typeAllows(n.types, k, f) {
-		// A value of the wrong type is not looked into any further.
+func (n *node) checkVal(x *val, at *path, c *collector) bool {
+	if n.trivial {
+		return true
+	}
+	if n.never {
 		if c != nil {
-			c.add(at, "must be "+typePhrase(n.types)+", got "+describe(v))
+			c.add(at, "is not allowed")
 		}
 		return false
 	}
-	if n.hasEnum && !n.inEnum(v) {
+	if n.hasType && !typeAllows(n.types, x.k, x.f) {
+		// A value of the wrong type is not looked into any further.
+		if c != nil {
+			c.add(at, "must be "+typePhrase(n.types)+", got "+describe(x.v))
+		}
+		return false
+	}
+	if n.hasEnum && !slices.ContainsFunc(n.enum, x.equal) {
 		if c != nil {
 			if len(n.enum) == 0 {
 				c.add(at, "is not allowed (the schema's enum is empty)")
 			} else {
-				c.add(at, "must be one of "+n.enumText+"; got "+preview(v))
+				c.add(at, "must be one of "+n.enumText+"; got "+preview(x.v))
 			}
 		}
 		return false
 	}
-	if n.hasConst && !jsonEqual(n.constVal, v) {
+	if n.hasConst && !x.equal(n.constVal) {
 		if c != nil {
 			c.add(at, "must be exactly "+n.constTxt)
 		}
@@ -103,65 +118,39 @@ func (n *node) check(v any, at *path, c *collector) bool {
 	}
 
 	ok := true
-	switch k {
+	switch x.k {
 	case kNumber:
-		if n.numFlags != 0 && !n.checkNumber(f, v, at, c) {
-			if c == nil {
-				return false
-			}
-			ok = false
-		}
+		ok = n.numFlags == 0 || n.checkNumber(x.f, x.v, at, c)
 	case kString:
-		if !n.checkString(s, at, c) {
-			if c == nil {
-				return false
-			}
-			ok = false
-		}
+		ok = n.checkString(x.s, at, c)
 	case kArray:
-		if n.isArray && !n.checkArray(arr, at, c) {
-			if c == nil {
-				return false
-			}
-			ok = false
-		}
+		ok = !n.isArray || n.checkArray(x.arr, at, c)
 	case kObject:
-		if n.isObject && !n.checkObject(obj, at, c) {
-			if c == nil {
-				return false
-			}
-			ok = false
-		}
+		ok = !n.isObject || n.checkObject(x.obj, at, c)
+	}
+	if !ok && c == nil {
+		return false
 	}
 
 	for _, b := range n.allOf {
-		if !b.check(v, at, c) {
+		if !b.checkVal(x, at, c) {
 			if c == nil {
 				return false
 			}
 			ok = false
 		}
 	}
-	if n.anyOf != nil {
-		matched := false
-		for _, b := range n.anyOf {
-			if b.check(v, at, nil) {
-				matched = true
-				break
-			}
+	if n.anyOf != nil && !slices.ContainsFunc(n.anyOf, func(b *node) bool { return b.checkVal(x, at, nil) }) {
+		if c == nil {
+			return false
 		}
-		if !matched {
-			if c == nil {
-				return false
-			}
-			ok = false
-			n.explainAnyOf(v, k, f, at, c)
-		}
+		ok = false
+		n.explainAnyOf(x, at, c)
 	}
 	if n.oneOf != nil {
 		matched := 0
 		for _, b := range n.oneOf {
-			if b.check(v, at, nil) {
+			if b.checkVal(x, at, nil) {
 				matched++
 				if matched > 1 && c == nil {
 					return false
@@ -176,7 +165,7 @@ func (n *node) check(v any, at *path, c *collector) bool {
 			c.add(at, fmt.Sprintf("must match exactly one of the allowed schemas, matched %d", matched))
 		}
 	}
-	if n.not != nil && n.not.check(v, at, nil) {
+	if n.not != nil && n.not.checkVal(x, at, nil) {
 		if c == nil {
 			return false
 		}
@@ -186,21 +175,37 @@ func (n *node) check(v any, at *path, c *collector) bool {
 	return ok
 }
 
+// equal is JSON equality between the value and a normalised enum or const
+// value, without the value for scalars.
+func (x *val) equal(e any) bool {
+	switch e := e.(type) {
+	case nil:
+		return x.k == kNull
+	case bool:
+		return x.k == kBool && e == (x.f == 1)
+	case string:
+		return x.k == kString && e == x.s
+	case float64:
+		return x.k == kNumber && e == x.f
+	}
+	return x.k >= kArray && jsonEqual(e, x.v)
+}
+
 // explainAnyOf reports a failed anyOf. When no branch accepts the value's
 // type, a type message is clearer; otherwise the first branch that accepts
 // the type shows what it wanted, if it has only a few complaints.
-func (n *node) explainAnyOf(v any, k kind, f float64, at *path, c *collector) {
-	if n.anyOfTyped && !typeAllows(n.anyOfTypes, k, f) {
-		c.add(at, "must be "+typePhrase(n.anyOfTypes)+", got "+describe(v))
+func (n *node) explainAnyOf(x *val, at *path, c *collector) {
+	if n.anyOfTyped && !typeAllows(n.anyOfTypes, x.k, x.f) {
+		c.add(at, "must be "+typePhrase(n.anyOfTypes)+", got "+describe(x.v))
 		return
 	}
 	c.add(at, "must match at least one of the allowed schemas")
 	for _, b := range n.anyOf {
-		if b.hasType && !typeAllows(b.types, k, f) {
+		if b.hasType && !typeAllows(b.types, x.k, x.f) {
 			continue
 		}
 		var sub collector
-		b.check(v, at, &sub)
+		b.checkVal(x, at, &sub)
 		if len(sub.list) <= 3 {
 			c.list = append(c.list, sub.list...)
 		}
@@ -229,15 +234,6 @@ func typeAllows(m typeMask, k kind, f float64) bool {
 func isInteger(f float64) bool {
 	_, frac := math.Modf(f)
 	return frac == 0
-}
-
-func (n *node) inEnum(v any) bool {
-	for _, e := range n.enum {
-		if jsonEqual(e, v) {
-			return true
-		}
-	}
-	return false
 }
 
 func (n *node) checkNumber(f float64, v any, at *path, c *collector) bool {

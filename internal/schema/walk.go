@@ -7,20 +7,21 @@ import (
 	"math"
 	"reflect"
 	"strconv"
-	"unicode/utf8"
 )
 
 // pass is one run of the one pass over a JSON text: it parses, checks the
 // values against compiled nodes, fills a Go value and records the edits
-// that turn the text into the canonical arguments, all at once, without
-// building a tree. It only answers whether the arguments are acceptable;
-// for any problem the caller takes the slow path, which finds and words
-// every problem.
+// that make the canonical text (presets in, optional nulls out, defaults
+// in, integers written as integers), at once and without a tree. It goes
+// on after a value fails its schema, so the canonical text is always the
+// prepared arguments; the problems are then worded from that text's tree.
 type pass struct {
 	decoder
-	text    string   // data as a string, made when a string is first kept
+	text    string   // data as a string, made when a string is first needed
 	edits   []edit   // in text order
 	presets []preset // replace the root object's properties of the same name
+	invalid bool     // a value does not match its schema
+	dup     bool     // a property came twice
 	failed  bool     // the Go value cannot be filled here: encoding/json must
 }
 
@@ -30,10 +31,6 @@ type edit struct {
 	text       string
 	comma      bool
 }
-
-// maxPassDepth is the nesting the one pass takes on; deeper arguments go to
-// the slow path, so the pass needs little stack on a fresh goroutine.
-const maxPassDepth = 64
 
 // addEdit records e in text order; edits come almost always in order.
 func (s *pass) addEdit(e edit) {
@@ -71,7 +68,7 @@ func applyEdits(data []byte, edits []edit, start, end int) []byte {
 }
 
 // keep returns string text b, found at offset off of data unless esc, as a
-// string the Go value may keep: a piece of one copy of the input, or a copy
+// string a Go value may keep: a piece of one copy of the input, or a copy
 // of the decoded text.
 func (s *pass) keep(b []byte, esc bool, off int) string {
 	if esc {
@@ -83,8 +80,18 @@ func (s *pass) keep(b []byte, esc bool, off int) string {
 	return s.text[off : off+len(b)]
 }
 
+// prepareText runs the pass over text with n and returns the canonical
+// text, and whether it matches n.
+func (n *node) prepareText(text []byte) ([]byte, bool) {
+	s := pass{decoder: decoder{data: text}}
+	if s.skipSpace(); !s.value(n, nil, reflect.Value{}) {
+		return nil, false
+	}
+	return applyEdits(text, s.edits, 0, len(text)), !s.invalid
+}
+
 // value takes one value at s.pos: n checks it (nil: anything goes) and it
-// fills v following p (nil: nothing to fill).
+// fills v following p (nil: nothing to fill). It is false for bad JSON.
 func (s *pass) value(n *node, p *plan, v reflect.Value) bool {
 	if s.pos >= len(s.data) {
 		return false
@@ -116,34 +123,32 @@ func (s *pass) value(n *node, p *plan, v reflect.Value) bool {
 	if c != '{' && c != '[' {
 		return s.scalar(n, p, v)
 	}
-	if n != nil && (n.never || n.hasType && !typeAllows(n.types, kindOfOpen(c), 0)) {
-		return false
+	// A value of the wrong type is still prepared (the problems are worded
+	// from the prepared text).
+	before, k := s.invalid, kObject
+	if c == '[' {
+		k = kArray
 	}
+	s.invalid = n != nil && (n.never || n.hasType && !typeAllows(n.types, k, 0))
 	start, mark := s.pos, len(s.edits)
 	s.pos++
-	if s.depth++; s.depth > maxPassDepth {
+	if s.depth++; s.depth > maxDepth {
 		return false
 	}
-	var ok bool
+	ok := false
 	if c == '{' {
 		ok = s.object(n, p, v)
 	} else {
 		ok = s.array(n, p, v)
 	}
 	s.depth--
-	if ok && n != nil && n.whole {
+	if ok && !s.invalid && n != nil && n.whole {
 		// Keywords about the whole value look at its canonical tree.
 		tree, err := Decode(s.splice(start, s.pos, mark))
-		ok = err == nil && n.check(tree, nil, nil)
+		s.invalid = err != nil || !n.check(tree, nil, nil)
 	}
+	s.invalid = s.invalid || before
 	return ok
-}
-
-func kindOfOpen(c byte) kind {
-	if c == '{' {
-		return kObject
-	}
-	return kArray
 }
 
 // capture fills v from the canonical text of its value, for the types
@@ -162,8 +167,7 @@ func (s *pass) capture(p *plan, v reflect.Value, text []byte) {
 	case opQuoted:
 		// Through a wrapper struct with the same tag option.
 		w := reflect.New(p.typ)
-		wrapped := append(append([]byte(`{"v":`), text...), '}')
-		if json.Unmarshal(wrapped, w.Interface()) != nil {
+		if json.Unmarshal(append(append([]byte(`{"v":`), text...), '}'), w.Interface()) != nil {
 			s.failed = true
 		}
 		v.Set(w.Elem().Field(0))
@@ -177,47 +181,52 @@ func (s *pass) capture(p *plan, v reflect.Value, text []byte) {
 // scalar takes a string, number, boolean or null.
 func (s *pass) scalar(n *node, p *plan, v reflect.Value) bool {
 	var (
-		k     kind
+		x     val
 		start = s.pos
-		b     []byte // string text
+		b     []byte // string text, in the input unless esc
 		esc   bool
-		f     float64 // number; 1 or 0 for booleans
-		canon string  // an integral number written with a fraction or an exponent, as an integer
+		canon string // an integral number written with a fraction or an exponent, as an integer
 		err   error
 	)
 	switch c := s.data[s.pos]; {
 	case c == '"':
-		k = kString
+		x.k = kString
 		b, esc, err = s.strBytes()
 	case c == 't':
-		k, f, err = kBool, 1, s.literal("true")
+		x.k, x.f, err = kBool, 1, s.literal("true")
 	case c == 'f':
-		k, err = kBool, s.literal("false")
+		x.k, err = kBool, s.literal("false")
 	case c == 'n':
-		k, err = kNull, s.literal("null")
+		x.k, err = kNull, s.literal("null")
 	case c == '-' || isDigit(c):
-		k = kNumber
+		x.k = kNumber
 		if err = s.scanNumber(); err != nil {
 			break
 		}
 		tok := s.data[start:s.pos]
-		if f, err = strconv.ParseFloat(string(tok), 64); err != nil {
-			break // out of float64 range
-		}
-		if bytes.ContainsAny(tok, ".eE") && f == math.Trunc(f) && math.Abs(f) < 1<<63 {
-			canon = strconv.FormatInt(int64(f), 10)
+		var rangeErr error
+		if x.f, rangeErr = strconv.ParseFloat(string(tok), 64); rangeErr != nil {
+			s.invalid = true // too large for a float64: refused, see badNumbers
+		} else if bytes.ContainsAny(tok, ".eE") && x.f == math.Trunc(x.f) && math.Abs(x.f) < 1<<63 {
+			canon = strconv.FormatInt(int64(x.f), 10)
 			s.addEdit(edit{start: start, end: s.pos, text: canon})
 		}
 	default:
 		return false
 	}
-	if err != nil || n != nil && !n.scalarOK(k, b, f) {
+	if err != nil {
 		return false
+	}
+	if x.k == kString && (n != nil || p != nil && p.op == opString) {
+		x.s = s.keep(b, esc, start+1)
+	}
+	if n != nil && !n.checkVal(&x, nil, nil) {
+		s.invalid = true
 	}
 	if p == nil {
 		return true
 	}
-	switch k {
+	switch x.k {
 	case kNull:
 		if p.op == opSlice || p.op == opMap || p.op == opInterface {
 			v.SetZero()
@@ -225,12 +234,15 @@ func (s *pass) scalar(n *node, p *plan, v reflect.Value) bool {
 		return true
 	case kBool:
 		if p.op == opBool {
-			v.SetBool(f == 1)
+			v.SetBool(x.f == 1)
 			return true
 		}
 	case kString:
 		switch {
-		case p.op == opString, p.op == opNumber && isJSONNumber(string(b)):
+		case p.op == opString:
+			v.SetString(x.s)
+			return true
+		case p.op == opNumber && isJSONNumber(string(b)):
 			v.SetString(s.keep(b, esc, start+1))
 			return true
 		case p.op == opSlice && p.bytes:
@@ -248,24 +260,21 @@ func (s *pass) scalar(n *node, p *plan, v reflect.Value) bool {
 		var err error
 		switch p.op {
 		case opInt:
-			var x int64
-			x, err = strconv.ParseInt(string(num), 10, 64)
-			if err == nil && !v.OverflowInt(x) {
-				v.SetInt(x)
+			var i int64
+			if i, err = strconv.ParseInt(string(num), 10, 64); err == nil && !v.OverflowInt(i) {
+				v.SetInt(i)
 				return true
 			}
 		case opUint:
-			var x uint64
-			x, err = strconv.ParseUint(string(num), 10, 64)
-			if err == nil && !v.OverflowUint(x) {
-				v.SetUint(x)
+			var u uint64
+			if u, err = strconv.ParseUint(string(num), 10, 64); err == nil && !v.OverflowUint(u) {
+				v.SetUint(u)
 				return true
 			}
 		case opFloat:
-			var x float64
-			x, err = strconv.ParseFloat(string(num), p.typ.Bits())
-			if err == nil && !v.OverflowFloat(x) {
-				v.SetFloat(x)
+			var f float64
+			if f, err = strconv.ParseFloat(string(num), p.typ.Bits()); err == nil && !v.OverflowFloat(f) {
+				v.SetFloat(f)
 				return true
 			}
 		case opNumber:
@@ -280,88 +289,25 @@ func (s *pass) scalar(n *node, p *plan, v reflect.Value) bool {
 	return true
 }
 
-// scalarOK is check without a value, for a scalar given by its kind, its
-// text (strings) and its value (numbers; 1 or 0 for booleans).
-func (n *node) scalarOK(k kind, b []byte, f float64) bool {
-	if n.trivial {
-		return true
-	}
-	if n.never || n.hasType && !typeAllows(n.types, k, f) {
-		return false
-	}
-	if n.hasEnum {
-		found := false
-		for _, e := range n.enum {
-			if found = scalarEqual(e, k, b, f); found {
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	if n.hasConst && !scalarEqual(n.constVal, k, b, f) {
-		return false
-	}
-	switch k {
-	case kNumber:
-		if n.numFlags != 0 && !n.checkNumber(f, nil, nil, nil) {
-			return false
-		}
-	case kString:
-		if n.hasMinLen || n.hasMaxLen {
-			l := utf8.RuneCount(b)
-			if n.hasMinLen && l < n.minLength || n.hasMaxLen && l > n.maxLength {
-				return false
-			}
-		}
-		if n.pattern != nil && !n.pattern.Match(b) {
-			return false
-		}
-	}
-	for _, c := range n.allOf {
-		if !c.scalarOK(k, b, f) {
-			return false
-		}
-	}
-	if n.anyOf != nil {
-		found := false
-		for _, c := range n.anyOf {
-			if found = c.scalarOK(k, b, f); found {
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	if n.oneOf != nil {
-		matched := 0
-		for _, c := range n.oneOf {
-			if c.scalarOK(k, b, f) {
-				matched++
-			}
-		}
-		if matched != 1 {
-			return false
-		}
-	}
-	return n.not == nil || !n.not.scalarOK(k, b, f)
+// bits is a set of property indexes.
+type bits struct {
+	low  uint64
+	more []bool // beyond 64
 }
 
-// scalarEqual compares an enum or const value (normalised) with a scalar.
-func scalarEqual(e any, k kind, b []byte, f float64) bool {
-	switch e := e.(type) {
-	case nil:
-		return k == kNull
-	case bool:
-		return k == kBool && e == (f == 1)
-	case string:
-		return k == kString && e == string(b)
-	case float64:
-		return k == kNumber && e == f
+func (b *bits) has(i int) bool { return i < 64 && b.low&(1<<i) != 0 || i >= 64 && b.more[i] }
+
+// set sets or clears i and reports whether it was set.
+func (b *bits) set(i int, on bool) bool {
+	was := b.has(i)
+	if i >= 64 {
+		b.more[i] = on
+	} else if on {
+		b.low |= 1 << i
+	} else {
+		b.low &^= 1 << i
 	}
-	return false
+	return was
 }
 
 // object takes an object after its '{'. It prunes the nulls and adds the
@@ -380,32 +326,19 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) bool {
 	}
 	var (
 		root      = s.depth == 1 && s.presets != nil
-		seen      uint64 // properties present, the first 64
-		seenMore  []bool // the others
-		kept      int    // members left in the canonical text
-		lastComma int    // the comma after the last member kept
+		seen      bits // properties present
+		kept      int  // members left in the canonical text
+		lastComma int  // the comma after the last member kept
 		key, elem reflect.Value
 	)
+	if n != nil && len(n.props) > 64 {
+		seen.more = make([]bool, len(n.props))
+	}
 	s.skipSpace()
 	if s.pos < len(s.data) && s.data[s.pos] == '}' {
 		s.pos++
-		return s.close(n, p, v, s.pos-1, seen, seenMore, kept)
-	}
-	if n != nil && len(n.props) > 64 {
-		seenMore = make([]bool, len(n.props))
-	}
-	mark := func(i int, on bool) (was bool) {
-		if i < 64 {
-			was = seen&(1<<i) != 0
-			if on {
-				seen |= 1 << i
-			} else {
-				seen &^= 1 << i
-			}
-			return was
-		}
-		was, seenMore[i] = seenMore[i], on
-		return was
+		s.close(n, p, v, s.pos-1, &seen, kept)
+		return true
 	}
 	for {
 		keyStart := s.pos
@@ -419,8 +352,7 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) bool {
 		if kesc {
 			k = bytes.Clone(k)
 		}
-		s.skipSpace()
-		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+		if s.skipSpace(); s.pos >= len(s.data) || s.data[s.pos] != ':' {
 			return false
 		}
 		s.pos++
@@ -429,9 +361,7 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) bool {
 		var child *node
 		if n != nil {
 			if pi = n.propIndex(k); pi >= 0 {
-				if mark(pi, true) {
-					return false // a key twice: the slow path keeps the last one
-				}
+				s.dup = seen.set(pi, true) || s.dup // the caller starts over from the tree
 				child = n.props[pi].n
 			} else {
 				child = n.additional
@@ -441,17 +371,17 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) bool {
 		switch {
 		case root && s.presetFor(k) != nil:
 			drop = true
-			m := len(s.edits)
+			m, invalid := len(s.edits), s.invalid
 			if !s.value(nil, nil, reflect.Value{}) {
 				return false
 			}
-			s.edits = s.edits[:m]
+			s.edits, s.invalid = s.edits[:m], invalid
 		case pi >= 0 && !n.props[pi].required && !child.acceptsNull && s.pos < len(s.data) && s.data[s.pos] == 'n':
 			if s.literal("null") != nil {
 				return false
 			}
 			drop = true
-			mark(pi, false) // pruned: a default may take its place
+			seen.set(pi, false) // pruned: a default may take its place
 		default:
 			var fp *plan
 			var fv reflect.Value
@@ -477,8 +407,7 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) bool {
 			}
 		}
 		end := s.pos
-		s.skipSpace()
-		if s.pos >= len(s.data) {
+		if s.skipSpace(); s.pos >= len(s.data) {
 			return false
 		}
 		switch s.data[s.pos] {
@@ -501,7 +430,8 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) bool {
 			} else {
 				kept++
 			}
-			return s.close(n, p, v, s.pos-1, seen, seenMore, kept)
+			s.close(n, p, v, s.pos-1, &seen, kept)
+			return true
 		default:
 			return false
 		}
@@ -510,11 +440,10 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) bool {
 
 // close ends an object whose '}' is at end: required properties must be
 // there, defaults and presets go in.
-func (s *pass) close(n *node, p *plan, v reflect.Value, end int, seen uint64, seenMore []bool, kept int) bool {
+func (s *pass) close(n *node, p *plan, v reflect.Value, end int, seen *bits, kept int) {
 	if n == nil {
-		return true
+		return
 	}
-	root := s.depth == 1 && s.presets != nil
 	add := func(member string, data []byte) {
 		s.addEdit(edit{start: end, end: end, text: member[1 : len(member)-1], comma: kept > 0})
 		kept++
@@ -525,26 +454,22 @@ func (s *pass) close(n *node, p *plan, v reflect.Value, end int, seen uint64, se
 			}
 		}
 	}
+	root := s.depth == 1 && s.presets != nil
 	for i := range n.props {
 		pr := &n.props[i]
-		if i < 64 && seen&(1<<i) != 0 || i >= 64 && seenMore[i] || root && s.presetFor([]byte(pr.name)) != nil {
-			continue
-		}
-		if pr.required {
-			return false
-		}
-		if pr.member != "" {
+		switch {
+		case seen.has(i) || root && s.presetFor([]byte(pr.name)) != nil:
+		case pr.required:
+			s.invalid = true
+		case pr.member != "":
 			add(pr.member, pr.memberB)
 		}
 	}
-	if root {
-		for _, pr := range s.presets {
-			if pr.member != "" {
-				add(pr.member, pr.memberB)
-			}
+	for i := 0; root && i < len(s.presets); i++ {
+		if pr := &s.presets[i]; pr.member != "" {
+			add(pr.member, pr.memberB)
 		}
 	}
-	return true
 }
 
 func (s *pass) presetFor(k []byte) *preset {
@@ -558,30 +483,18 @@ func (s *pass) presetFor(k []byte) *preset {
 
 // array takes an array after its '['.
 func (s *pass) array(n *node, p *plan, v reflect.Value) bool {
-	if p != nil {
-		switch p.op {
-		case opSlice:
-			count, ok := s.count()
-			if !ok {
-				return false
-			}
-			if count == 0 {
-				v.Set(p.empty)
-			} else {
-				v.Grow(count)
-				v.SetLen(count)
-			}
-		case opArray:
-		default:
-			s.failed, p = true, nil
-		}
+	if p != nil && p.op != opSlice && p.op != opArray {
+		s.failed, p = true, nil
+	}
+	if p != nil && p.op == opSlice {
+		v.Set(p.empty)
 	}
 	i := 0
 	s.skipSpace()
 	if s.pos < len(s.data) && s.data[s.pos] == ']' {
 		s.pos++
 	} else {
-		for {
+		for ; ; i++ {
 			var child *node
 			if n != nil {
 				child = n.items
@@ -591,19 +504,24 @@ func (s *pass) array(n *node, p *plan, v reflect.Value) bool {
 			}
 			var ep *plan
 			var ev reflect.Value
+			if p != nil && p.op == opSlice {
+				if i == v.Cap() {
+					v.Grow(max(4, i)) // one allocation for short arrays
+				}
+				v.SetLen(i + 1)
+			}
 			if p != nil && i < v.Len() {
 				ep, ev = p.elem, v.Index(i)
 			}
 			if !s.value(child, ep, ev) {
 				return false
 			}
-			i++
-			s.skipSpace()
-			if s.pos >= len(s.data) {
+			if s.skipSpace(); s.pos >= len(s.data) {
 				return false
 			}
 			if s.data[s.pos] == ']' {
 				s.pos++
+				i++
 				break
 			}
 			if s.data[s.pos] != ',' {
@@ -613,31 +531,8 @@ func (s *pass) array(n *node, p *plan, v reflect.Value) bool {
 			s.skipSpace()
 		}
 	}
-	return n == nil || !(n.hasMinItems && i < n.minItems || n.hasMaxItems && i > n.maxItems)
-}
-
-// count returns the number of items of the array at s.pos (after its '['),
-// without moving.
-func (s *pass) count() (int, bool) {
-	pos, m, i := s.pos, len(s.edits), 0
-	defer func() { s.pos, s.edits = pos, s.edits[:m] }()
-	s.skipSpace()
-	if s.pos < len(s.data) && s.data[s.pos] == ']' {
-		return 0, true
+	if n != nil && (n.hasMinItems && i < n.minItems || n.hasMaxItems && i > n.maxItems) {
+		s.invalid = true
 	}
-	for {
-		if !s.value(nil, nil, reflect.Value{}) {
-			return 0, false
-		}
-		i++
-		s.skipSpace()
-		if s.pos >= len(s.data) || s.data[s.pos] != ',' && s.data[s.pos] != ']' {
-			return 0, false
-		}
-		if s.data[s.pos] == ']' {
-			return i, true
-		}
-		s.pos++
-		s.skipSpace()
-	}
+	return true
 }
