@@ -21,7 +21,7 @@ type Args struct {
 
 // preset is a property value set by code, in canonical form.
 type preset struct {
-	name   string
+	name    string
 	member  string // `{"name":value}`; "" when the preset removes the property
 	memberB []byte
 }
@@ -34,12 +34,7 @@ type Prepared struct {
 
 // Bytes returns the canonical arguments: the model's own bytes when nothing
 // changed them (not a copy), else a new text with the changes.
-func (p Prepared) Bytes() []byte {
-	if len(p.edits) == 0 {
-		return p.text
-	}
-	return applyEdits(p.text, p.edits, 0, len(p.text))
-}
+func (p Prepared) Bytes() []byte { return applyEdits(p.text, p.edits, 0, len(p.text)) }
 
 // DecodeError reports valid arguments that the Go type cannot hold, in
 // encoding/json's words (a number too large for its field, say).
@@ -104,9 +99,7 @@ func (a *Args) Prepare(raw []byte, dst any) (Prepared, []Problem, error) {
 		v = reflect.ValueOf(dst).Elem()
 	}
 	s := pass{decoder: decoder{data: raw}, presets: a.presets}
-	s.skipSpace()
-	ok := s.pos < len(raw) && raw[s.pos] == '{' && s.value(a.v.prep, a.plan, v)
-	if s.skipSpace(); !ok || s.pos != len(raw) {
+	if s.skipSpace(); s.pos == len(raw) || raw[s.pos] != '{' || s.top(a.v.prep, a.plan, v) != nil {
 		if v.IsValid() {
 			v.SetZero()
 		}

@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -125,26 +124,12 @@ func supported(s *jsonschema.Schema) bool {
 		s.Else != nil || s.ContentSchema != nil {
 		return false
 	}
-	for _, c := range s.PrefixItems {
-		if !supported(c) {
-			return false
-		}
-	}
-	for _, c := range s.Properties {
-		if !supported(c) {
-			return false
-		}
-	}
-	for _, list := range [][]*jsonschema.Schema{s.AllOf, s.AnyOf, s.OneOf} {
+	for _, list := range [][]*jsonschema.Schema{s.PrefixItems, s.AllOf, s.AnyOf, s.OneOf,
+		slices.Collect(maps.Values(s.Properties)), {s.Items, s.AdditionalProperties, s.Not}} {
 		for _, c := range list {
-			if !supported(c) {
+			if c != nil && !supported(c) { // nil schemas: Resolve refused them
 				return false
 			}
-		}
-	}
-	for _, c := range []*jsonschema.Schema{s.Items, s.AdditionalProperties, s.Not} {
-		if c != nil && !supported(c) {
-			return false
 		}
 	}
 	return true
@@ -156,7 +141,6 @@ func compile(s *jsonschema.Schema) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.finishPrepare()
 	if err := n.finishDefaults(nil); err != nil {
 		return nil, err
 	}
@@ -314,7 +298,7 @@ func compileNode(s *jsonschema.Schema) (*node, error) {
 	}
 
 	if s.Default != nil {
-		d, err := decodeValue(s.Default)
+		d, err := Decode(s.Default)
 		if err != nil {
 			return nil, fmt.Errorf("default: %w", err)
 		}
@@ -330,6 +314,7 @@ func compileNode(s *jsonschema.Schema) (*node, error) {
 	n.trivial = !n.never && !n.hasType && !n.hasEnum && !n.hasConst && n.numFlags == 0 &&
 		!n.hasMinLen && !n.hasMaxLen && n.pattern == nil && !n.isArray && !n.isObject &&
 		s.AllOf == nil && s.AnyOf == nil && s.OneOf == nil && n.not == nil
+	n.acceptsNull = n.check(nil, nil, nil)
 	return n, nil
 }
 
@@ -354,12 +339,6 @@ func propertyOrder(s *jsonschema.Schema) []string {
 		}
 	}
 	return order
-}
-
-// finishPrepare computes, bottom up, which nodes accept null.
-func (n *node) finishPrepare() {
-	walkChildren(n, (*node).finishPrepare)
-	n.acceptsNull = n.check(nil, nil, nil)
 }
 
 // finishDefaults checks, wherever Prepare adds defaults, that the value it
@@ -415,7 +394,7 @@ func prepRoot(s *jsonschema.Schema) (*node, error) {
 		}
 		pn := &node{trivial: true, acceptsNull: ps.Type == "null" || ps.Type == "" && (ps.Types == nil || slices.Contains(ps.Types, "null"))}
 		if ps.Default != nil {
-			d, err := decodeValue(ps.Default)
+			d, err := Decode(ps.Default)
 			if err != nil {
 				return nil, fmt.Errorf("default: %w", err)
 			}
@@ -463,23 +442,6 @@ func (n *node) propIndex(k []byte) int {
 	return -1
 }
 
-// walkChildren calls f on every direct child node.
-func walkChildren(n *node, f func(*node)) {
-	for _, p := range n.props {
-		f(p.n)
-	}
-	for _, list := range [][]*node{n.prefix, n.allOf, n.anyOf, n.oneOf} {
-		for _, c := range list {
-			f(c)
-		}
-	}
-	for _, c := range []*node{n.items, n.additional, n.not} {
-		if c != nil {
-			f(c)
-		}
-	}
-}
-
 // normalise converts a Go value that represents JSON (as found in a schema's
 // enum or const, or passed to Validate) into the canonical form: nil, bool,
 // float64, string, []any, map[string]any. Other types go through encoding/json.
@@ -520,20 +482,9 @@ func normalise(v any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := decodeValue(data)
+	d, err := Decode(data)
 	if err != nil {
 		return nil, err
 	}
 	return normalise(d)
-}
-
-// decodeValue decodes one JSON value with UseNumber.
-func decodeValue(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
 }

@@ -1,9 +1,8 @@
 package schema
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"unicode"
 	"unicode/utf16"
@@ -22,37 +21,19 @@ import (
 // done in one pass without reflection, several times faster for the small
 // objects tool calls carry.
 func Decode(data []byte) (any, error) {
-	d := decoder{data: data}
-	return d.decode()
-}
-
-func (d *decoder) decode() (any, error) {
-	data := d.data
-	d.skipSpace()
-	if d.pos == len(data) {
-		return nil, errors.New("invalid JSON: empty input")
-	}
-	v, err := d.value()
-	if err != nil {
-		return nil, err
-	}
-	d.skipSpace()
-	if d.pos < len(data) {
-		return nil, d.errorf("unexpected data after the top-level value")
-	}
-	return v, nil
+	var v any
+	s := pass{decoder: decoder{data: data}}
+	return v, s.top(nil, treePlan, reflect.ValueOf(&v).Elem())
 }
 
 // maxDepth is encoding/json's nesting limit.
 const maxDepth = 10000
 
 type decoder struct {
-	data   []byte
-	pos    int
-	depth  int
-	buf    []byte // scratch for strings with escapes
-	floats bool   // numbers as float64, as json.Unmarshal into an interface
-	dup    bool   // an object had a key twice
+	data  []byte
+	pos   int
+	depth int
+	buf   []byte // scratch for strings with escapes
 }
 
 func (d *decoder) errorf(format string, args ...any) error {
@@ -96,30 +77,6 @@ func (d *decoder) skipSpace() {
 	}
 }
 
-func (d *decoder) value() (any, error) {
-	if d.pos >= len(d.data) {
-		return nil, d.errorf("")
-	}
-	switch c := d.data[d.pos]; {
-	case c == '{':
-		return d.object()
-	case c == '[':
-		return d.array()
-	case c == '"':
-		return d.str()
-	case c == 't':
-		return true, d.literal("true")
-	case c == 'f':
-		return false, d.literal("false")
-	case c == 'n':
-		return nil, d.literal("null")
-	case c == '-' || '0' <= c && c <= '9':
-		return d.number()
-	default:
-		return nil, d.badChar("looking for beginning of value")
-	}
-}
-
 func (d *decoder) literal(word string) error {
 	for i := 0; i < len(word); i++ {
 		if d.pos >= len(d.data) || d.data[d.pos] != word[i] {
@@ -130,110 +87,7 @@ func (d *decoder) literal(word string) error {
 	return nil
 }
 
-func (d *decoder) object() (any, error) {
-	d.pos++ // '{'
-	if d.depth++; d.depth > maxDepth {
-		return nil, d.errorf("exceeded max depth")
-	}
-	m := map[string]any{}
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == '}' {
-		d.pos++
-		d.depth--
-		return m, nil
-	}
-	for {
-		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return nil, d.badChar("looking for beginning of object key string")
-		}
-		key, err := d.str()
-		if err != nil {
-			return nil, err
-		}
-		d.skipSpace()
-		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-			return nil, d.badChar("after object key")
-		}
-		d.pos++
-		d.skipSpace()
-		v, err := d.value()
-		if err != nil {
-			return nil, err
-		}
-		if _, ok := m[key]; ok {
-			d.dup = true
-		}
-		m[key] = v
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, d.errorf("")
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-			d.skipSpace()
-		case '}':
-			d.pos++
-			d.depth--
-			return m, nil
-		default:
-			return nil, d.badChar("after object key:value pair")
-		}
-	}
-}
-
-func (d *decoder) array() (any, error) {
-	d.pos++ // '['
-	if d.depth++; d.depth > maxDepth {
-		return nil, d.errorf("exceeded max depth")
-	}
-	a := []any{}
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == ']' {
-		d.pos++
-		d.depth--
-		return a, nil
-	}
-	for {
-		v, err := d.value()
-		if err != nil {
-			return nil, err
-		}
-		a = append(a, v)
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, d.errorf("")
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-			d.skipSpace()
-		case ']':
-			d.pos++
-			d.depth--
-			return a, nil
-		default:
-			return nil, d.badChar("after array element")
-		}
-	}
-}
-
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-
-func (d *decoder) number() (any, error) {
-	start := d.pos
-	if err := d.scanNumber(); err != nil {
-		return nil, err
-	}
-	if d.floats {
-		f, err := strconv.ParseFloat(string(d.data[start:d.pos]), 64)
-		if err != nil {
-			return nil, fmt.Errorf("number %s out of range", d.data[start:d.pos])
-		}
-		return f, nil
-	}
-	return json.Number(d.data[start:d.pos]), nil
-}
 
 // scanNumber moves past a number.
 func (d *decoder) scanNumber() error {
@@ -272,12 +126,6 @@ func (d *decoder) scanNumber() error {
 		}
 	}
 	return nil
-}
-
-// str parses a string starting at the opening quote.
-func (d *decoder) str() (string, error) {
-	b, _, err := d.strBytes()
-	return string(b), err
 }
 
 // strBytes parses a string starting at the opening quote and returns its

@@ -20,7 +20,8 @@ import (
 type plan struct {
 	op     op
 	typ    reflect.Type
-	elem   *plan         // pointer, slice, array and map elements
+	elem   *plan         // pointer, slice, array and map elements; interfaces: maps
+	list   *plan         // interfaces: slices
 	bytes  bool          // slice of a uint8 kind: strings are base64
 	empty  reflect.Value // slice: the empty non-nil slice stored for []
 	fields []field       // struct, in field order
@@ -44,6 +45,7 @@ const (
 	opMap
 	opStruct
 	opAny       // interface{}: a tree, as json.Unmarshal makes it
+	opTree      // a tree as Decode makes it: numbers are json.Number
 	opInterface // interface with methods: only null fits
 	opRaw       // json.RawMessage: a copy of the text
 	opQuoted    // a `,string` field, through a one-field wrapper struct (typ)
@@ -76,6 +78,20 @@ var (
 	jsonNumberType      = reflect.TypeFor[json.Number]()
 	rawMessageType      = reflect.TypeFor[json.RawMessage]()
 )
+
+var (
+	treePlan = anyPlans(opTree)
+	anyPlan  = anyPlans(opAny)
+)
+
+// anyPlans makes the plan of interface values of kind o, with its plans for
+// the maps and slices it holds.
+func anyPlans(o op) *plan {
+	p := &plan{op: o, typ: reflect.TypeFor[any]()}
+	p.elem = &plan{op: opMap, typ: reflect.TypeFor[map[string]any](), elem: p}
+	p.list = &plan{op: opSlice, typ: reflect.TypeFor[[]any](), elem: p, empty: reflect.ValueOf([]any{})}
+	return p
+}
 
 func unmarshals(t reflect.Type) bool {
 	return t.Implements(jsonUnmarshalerType) || t.Implements(textUnmarshalerType)
@@ -148,7 +164,7 @@ func compilePlan(t reflect.Type, methods bool, memo map[planKey]*plan) *plan {
 	case reflect.Interface:
 		p.op = opInterface
 		if t.NumMethod() == 0 {
-			p.op = opAny
+			p.op, p.elem, p.list = opAny, anyPlan.elem, anyPlan.list
 		}
 	default: // complex, chan, func, unsafe.Pointer: let encoding/json say no
 		p.op = opFallback

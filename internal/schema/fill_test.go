@@ -158,10 +158,7 @@ var errRefused = errors.New("refused by the pass")
 func fill(typ reflect.Type, input []byte) (v any, canon []byte, native bool, err error) {
 	p := reflect.New(typ)
 	s := pass{decoder: decoder{data: input}}
-	if s.skipSpace(); !s.value(nil, newPlan(typ), p.Elem()) || s.invalid {
-		return nil, nil, false, errRefused
-	}
-	if s.skipSpace(); s.pos != len(input) {
+	if s.top(nil, newPlan(typ), p.Elem()) != nil || s.invalid {
 		return nil, nil, false, errRefused
 	}
 	canon = applyEdits(input, s.edits, 0, len(input))
@@ -375,4 +372,3 @@ func TestJSONFields(t *testing.T) {
 		}
 	}
 }
-

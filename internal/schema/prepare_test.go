@@ -39,7 +39,7 @@ const prepareSchema = `{
 func prepared(t testing.TB, v *Validator, args string) (string, bool) {
 	t.Helper()
 	s := pass{decoder: decoder{data: []byte(args)}}
-	if s.skipSpace(); !s.value(v.prep, nil, reflect.Value{}) {
+	if s.top(v.prep, nil, reflect.Value{}) != nil {
 		t.Fatalf("the pass refuses %s", args)
 	}
 	return string(applyEdits(s.data, s.edits, 0, len(s.data))), !s.invalid

@@ -65,7 +65,7 @@ func refPrepareNode(n *node, val any) bool {
 		}
 		if n.additional != nil {
 			for name, e := range x {
-				if !n.isProp(name) && refPrepareNode(n.additional, e) {
+				if n.propIndex([]byte(name)) < 0 && refPrepareNode(n.additional, e) {
 					changed = true
 				}
 			}
@@ -98,7 +98,7 @@ func refPrepareTop(s *jsonschema.Schema, obj map[string]any) bool {
 			changed = true
 		}
 		if !present && ps.Default != nil {
-			d, err := decodeValue(ps.Default)
+			d, err := Decode(ps.Default)
 			if err == nil && (d != nil || !refExcludesNull(ps)) {
 				obj[name] = d
 				changed = true

@@ -189,62 +189,22 @@ func badNumber(x json.Number) string {
 	return "is not a valid JSON number: " + preview(string(x))
 }
 
-// validateReference runs jsonschema-go, which reads json.Number as a string,
-// so numbers are converted first (badNumbers has made sure they convert).
+// validateReference runs jsonschema-go on the instance as json.Unmarshal
+// would give it (json.Number would be a string to it; badNumbers has made
+// sure that every number converts).
 func (v *Validator) validateReference(instance any) []Problem {
-	inst, _ := numbersToFloat(instance)
-	err := v.resolved.Validate(inst)
+	data, err := json.Marshal(instance)
+	var inst any
+	if err == nil {
+		err = json.Unmarshal(data, &inst)
+	}
+	if err == nil {
+		err = v.resolved.Validate(inst)
+	}
 	if err == nil {
 		return nil
 	}
-	msg := strings.TrimPrefix(err.Error(), "validating root: ")
-	return []Problem{{Message: msg}}
-}
-
-// numbersToFloat returns instance with every json.Number replaced by its
-// float64 value, copying only the containers that change.
-func numbersToFloat(instance any) (any, bool) {
-	switch x := instance.(type) {
-	case json.Number:
-		f, _ := numberOf(x)
-		return f, true
-	case []any:
-		var out []any
-		for i, e := range x {
-			ne, changed := numbersToFloat(e)
-			if changed && out == nil {
-				out = make([]any, len(x))
-				copy(out, x)
-			}
-			if out != nil {
-				out[i] = ne
-			}
-		}
-		if out == nil {
-			return x, false
-		}
-		return out, true
-	case map[string]any:
-		var out map[string]any
-		for k, e := range x {
-			ne, changed := numbersToFloat(e)
-			if changed && out == nil {
-				out = make(map[string]any, len(x))
-				for k2, e2 := range x {
-					out[k2] = e2
-				}
-			}
-			if out != nil {
-				out[k] = ne
-			}
-		}
-		if out == nil {
-			return x, false
-		}
-		return out, true
-	default:
-		return instance, false
-	}
+	return []Problem{{Message: strings.TrimPrefix(err.Error(), "validating root: ")}}
 }
 
 // checkTypeNames rejects type names JSON Schema does not define. jsonschema-go

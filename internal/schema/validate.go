@@ -231,50 +231,35 @@ func typeAllows(m typeMask, k kind, f float64) bool {
 	}
 }
 
-func isInteger(f float64) bool {
+func isInteger(f float64) bool { return fraction(f) == 0 }
+
+func fraction(f float64) float64 {
 	_, frac := math.Modf(f)
-	return frac == 0
+	return frac
 }
 
 func (n *node) checkNumber(f float64, v any, at *path, c *collector) bool {
 	ok := true
-	if n.numFlags&hasMultipleOf != 0 {
+	for _, b := range [...]struct {
+		flag  uint8
+		out   bool
+		want  string
+		bound float64
+	}{
 		// Same arithmetic as jsonschema-go, including its float rounding.
-		if _, frac := math.Modf(f / n.multipleOf); frac != 0 {
+		{hasMultipleOf, fraction(f/n.multipleOf) != 0, "a multiple of ", n.multipleOf},
+		{hasMinimum, f < n.minimum, ">= ", n.minimum},
+		{hasMaximum, f > n.maximum, "<= ", n.maximum},
+		{hasExclMin, f <= n.exclMin, "> ", n.exclMin},
+		{hasExclMax, f >= n.exclMax, "< ", n.exclMax},
+	} {
+		if n.numFlags&b.flag != 0 && b.out {
 			if c == nil {
 				return false
 			}
 			ok = false
-			c.add(at, "must be a multiple of "+formatNum(n.multipleOf)+", got "+preview(v))
+			c.add(at, "must be "+b.want+formatNum(b.bound)+", got "+preview(v))
 		}
-	}
-	if n.numFlags&hasMinimum != 0 && f < n.minimum {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, "must be >= "+formatNum(n.minimum)+", got "+preview(v))
-	}
-	if n.numFlags&hasMaximum != 0 && f > n.maximum {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, "must be <= "+formatNum(n.maximum)+", got "+preview(v))
-	}
-	if n.numFlags&hasExclMin != 0 && f <= n.exclMin {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, "must be > "+formatNum(n.exclMin)+", got "+preview(v))
-	}
-	if n.numFlags&hasExclMax != 0 && f >= n.exclMax {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, "must be < "+formatNum(n.exclMax)+", got "+preview(v))
 	}
 	return ok
 }
@@ -418,7 +403,7 @@ func (n *node) checkObject(obj map[string]any, at *path, c *collector) bool {
 	}
 	if c == nil {
 		for name, val := range obj {
-			if !n.isProp(name) && !n.additional.check(val, nil, nil) {
+			if n.propIndex([]byte(name)) < 0 && !n.additional.check(val, nil, nil) {
 				return false
 			}
 		}
@@ -426,7 +411,7 @@ func (n *node) checkObject(obj map[string]any, at *path, c *collector) bool {
 	}
 	extras := make([]string, 0, len(obj)-found)
 	for name := range obj {
-		if !n.isProp(name) {
+		if n.propIndex([]byte(name)) < 0 {
 			extras = append(extras, name)
 		}
 	}
@@ -447,20 +432,6 @@ func (n *node) checkObject(obj map[string]any, at *path, c *collector) bool {
 		}
 	}
 	return ok
-}
-
-// isProp reports whether name is listed in properties.
-func (n *node) isProp(name string) bool {
-	if n.byName != nil {
-		_, ok := n.byName[name]
-		return ok
-	}
-	for i := range n.props {
-		if n.props[i].name == name {
-			return true
-		}
-	}
-	return false
 }
 
 func plural(n int, word string) string {

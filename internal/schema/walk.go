@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"math"
 	"reflect"
 	"strconv"
@@ -42,15 +43,11 @@ func (s *pass) addEdit(e edit) {
 	s.edits[i] = e
 }
 
-// splice returns data[start:end] with the edits recorded from mark on.
-func (s *pass) splice(start, end, mark int) []byte {
-	if len(s.edits) == mark {
-		return s.data[start:end]
-	}
-	return applyEdits(s.data, s.edits[mark:], start, end)
-}
-
+// applyEdits returns data[start:end] with the edits, which lie in it.
 func applyEdits(data []byte, edits []edit, start, end int) []byte {
+	if len(edits) == 0 {
+		return data[start:end]
+	}
 	n := end - start
 	for _, e := range edits {
 		n += len(e.text) + 1
@@ -84,17 +81,31 @@ func (s *pass) keep(b []byte, esc bool, off int) string {
 // text, and whether it matches n.
 func (n *node) prepareText(text []byte) ([]byte, bool) {
 	s := pass{decoder: decoder{data: text}}
-	if s.skipSpace(); !s.value(n, nil, reflect.Value{}) {
+	if s.top(n, nil, reflect.Value{}) != nil {
 		return nil, false
 	}
 	return applyEdits(text, s.edits, 0, len(text)), !s.invalid
 }
 
+// top takes the whole text as one value.
+func (s *pass) top(n *node, p *plan, v reflect.Value) error {
+	if s.skipSpace(); s.pos == len(s.data) {
+		return errors.New("invalid JSON: empty input")
+	}
+	if err := s.value(n, p, v); err != nil {
+		return err
+	}
+	if s.skipSpace(); s.pos < len(s.data) {
+		return s.errorf("unexpected data after the top-level value")
+	}
+	return nil
+}
+
 // value takes one value at s.pos: n checks it (nil: anything goes) and it
-// fills v following p (nil: nothing to fill). It is false for bad JSON.
-func (s *pass) value(n *node, p *plan, v reflect.Value) bool {
+// fills v following p (nil: nothing to fill). Errors are about the syntax.
+func (s *pass) value(n *node, p *plan, v reflect.Value) error {
 	if s.pos >= len(s.data) {
-		return false
+		return s.errorf("")
 	}
 	if n != nil && n.trivial {
 		n = nil
@@ -111,13 +122,25 @@ func (s *pass) value(n *node, p *plan, v reflect.Value) bool {
 				v.Set(reflect.New(p.elem.typ))
 			}
 			return s.value(n, p.elem, v.Elem())
-		case opRaw, opAny, opFallback, opQuoted:
+		case opRaw, opFallback, opQuoted:
 			start, mark := s.pos, len(s.edits)
-			if !s.value(n, nil, reflect.Value{}) {
-				return false
+			if err := s.value(n, nil, reflect.Value{}); err != nil {
+				return err
 			}
-			s.capture(p, v, s.splice(start, s.pos, mark))
-			return true
+			s.capture(p, v, applyEdits(s.data, s.edits[mark:], start, s.pos))
+			return nil
+		case opAny, opTree:
+			if c == '{' || c == '[' {
+				// A map or a slice of its own, then the interface.
+				cp := p.elem
+				if c == '[' {
+					cp = p.list
+				}
+				t := reflect.New(cp.typ).Elem()
+				err := s.value(n, cp, t)
+				v.Set(t)
+				return err
+			}
 		}
 	}
 	if c != '{' && c != '[' {
@@ -133,22 +156,22 @@ func (s *pass) value(n *node, p *plan, v reflect.Value) bool {
 	start, mark := s.pos, len(s.edits)
 	s.pos++
 	if s.depth++; s.depth > maxDepth {
-		return false
+		return s.errorf("exceeded max depth")
 	}
-	ok := false
+	var err error
 	if c == '{' {
-		ok = s.object(n, p, v)
+		err = s.object(n, p, v)
 	} else {
-		ok = s.array(n, p, v)
+		err = s.array(n, p, v)
 	}
 	s.depth--
-	if ok && !s.invalid && n != nil && n.whole {
+	if err == nil && !s.invalid && n != nil && n.whole {
 		// Keywords about the whole value look at its canonical tree.
-		tree, err := Decode(s.splice(start, s.pos, mark))
+		tree, err := Decode(applyEdits(s.data, s.edits[mark:], start, s.pos))
 		s.invalid = err != nil || !n.check(tree, nil, nil)
 	}
 	s.invalid = s.invalid || before
-	return ok
+	return err
 }
 
 // capture fills v from the canonical text of its value, for the types
@@ -157,13 +180,6 @@ func (s *pass) capture(p *plan, v reflect.Value, text []byte) {
 	switch p.op {
 	case opRaw:
 		v.SetBytes(append([]byte(nil), text...))
-	case opAny:
-		d := decoder{data: text, floats: true}
-		if t, err := d.decode(); err != nil {
-			s.failed = true
-		} else if t != nil {
-			v.Set(reflect.ValueOf(t))
-		}
 	case opQuoted:
 		// Through a wrapper struct with the same tag option.
 		w := reflect.New(p.typ)
@@ -179,13 +195,14 @@ func (s *pass) capture(p *plan, v reflect.Value, text []byte) {
 }
 
 // scalar takes a string, number, boolean or null.
-func (s *pass) scalar(n *node, p *plan, v reflect.Value) bool {
+func (s *pass) scalar(n *node, p *plan, v reflect.Value) error {
 	var (
 		x     val
 		start = s.pos
 		b     []byte // string text, in the input unless esc
 		esc   bool
 		canon string // an integral number written with a fraction or an exponent, as an integer
+		huge  bool   // a number too large for a float64
 		err   error
 	)
 	switch c := s.data[s.pos]; {
@@ -204,53 +221,61 @@ func (s *pass) scalar(n *node, p *plan, v reflect.Value) bool {
 			break
 		}
 		tok := s.data[start:s.pos]
-		var rangeErr error
-		if x.f, rangeErr = strconv.ParseFloat(string(tok), 64); rangeErr != nil {
+		if x.f, err = strconv.ParseFloat(string(tok), 64); err != nil {
+			err, huge = nil, true
 			s.invalid = true // too large for a float64: refused, see badNumbers
 		} else if bytes.ContainsAny(tok, ".eE") && x.f == math.Trunc(x.f) && math.Abs(x.f) < 1<<63 {
 			canon = strconv.FormatInt(int64(x.f), 10)
 			s.addEdit(edit{start: start, end: s.pos, text: canon})
 		}
 	default:
-		return false
+		return s.badChar("looking for beginning of value")
 	}
 	if err != nil {
-		return false
+		return err
 	}
-	if x.k == kString && (n != nil || p != nil && p.op == opString) {
+	tree := p != nil && (p.op == opAny || p.op == opTree)
+	if x.k == kString && (n != nil || p != nil && (p.op == opString || tree)) {
 		x.s = s.keep(b, esc, start+1)
 	}
 	if n != nil && !n.checkVal(&x, nil, nil) {
 		s.invalid = true
 	}
 	if p == nil {
-		return true
+		return nil
 	}
 	switch x.k {
 	case kNull:
-		if p.op == opSlice || p.op == opMap || p.op == opInterface {
+		if p.op == opSlice || p.op == opMap || p.op == opInterface || tree {
 			v.SetZero()
 		}
-		return true
+		return nil
 	case kBool:
-		if p.op == opBool {
+		switch {
+		case p.op == opBool:
 			v.SetBool(x.f == 1)
-			return true
+			return nil
+		case tree:
+			v.Set(reflect.ValueOf(x.f == 1))
+			return nil
 		}
 	case kString:
 		switch {
 		case p.op == opString:
 			v.SetString(x.s)
-			return true
+			return nil
+		case tree:
+			v.Set(reflect.ValueOf(x.s))
+			return nil
 		case p.op == opNumber && isJSONNumber(string(b)):
 			v.SetString(s.keep(b, esc, start+1))
-			return true
+			return nil
 		case p.op == opSlice && p.bytes:
 			out := make([]byte, base64.StdEncoding.DecodedLen(len(b)))
 			m, err := base64.StdEncoding.Decode(out, b)
 			v.SetBytes(out[:m])
 			s.failed = s.failed || err != nil
-			return true
+			return nil
 		}
 	case kNumber:
 		num := s.data[start:s.pos]
@@ -263,30 +288,38 @@ func (s *pass) scalar(n *node, p *plan, v reflect.Value) bool {
 			var i int64
 			if i, err = strconv.ParseInt(string(num), 10, 64); err == nil && !v.OverflowInt(i) {
 				v.SetInt(i)
-				return true
+				return nil
 			}
 		case opUint:
 			var u uint64
 			if u, err = strconv.ParseUint(string(num), 10, 64); err == nil && !v.OverflowUint(u) {
 				v.SetUint(u)
-				return true
+				return nil
 			}
 		case opFloat:
 			var f float64
 			if f, err = strconv.ParseFloat(string(num), p.typ.Bits()); err == nil && !v.OverflowFloat(f) {
 				v.SetFloat(f)
-				return true
+				return nil
+			}
+		case opAny:
+			if !huge {
+				v.Set(reflect.ValueOf(x.f))
+				return nil
 			}
 		case opNumber:
 			if canon == "" {
 				canon = s.keep(num, false, start)
 			}
 			v.SetString(canon)
-			return true
+			return nil
+		case opTree: // Decode: the number as written
+			v.Set(reflect.ValueOf(json.Number(s.keep(s.data[start:s.pos], false, start))))
+			return nil
 		}
 	}
 	s.failed = true // the JSON type does not fit the Go type
-	return true
+	return nil
 }
 
 // bits is a set of property indexes.
@@ -312,7 +345,7 @@ func (b *bits) set(i int, on bool) bool {
 
 // object takes an object after its '{'. It prunes the nulls and adds the
 // defaults Prepare would, and at the root applies the presets.
-func (s *pass) object(n *node, p *plan, v reflect.Value) bool {
+func (s *pass) object(n *node, p *plan, v reflect.Value) error {
 	if p != nil {
 		switch p.op {
 		case opStruct:
@@ -334,26 +367,25 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) bool {
 	if n != nil && len(n.props) > 64 {
 		seen.more = make([]bool, len(n.props))
 	}
-	s.skipSpace()
-	if s.pos < len(s.data) && s.data[s.pos] == '}' {
+	if s.skipSpace(); s.pos < len(s.data) && s.data[s.pos] == '}' {
 		s.pos++
 		s.close(n, p, v, s.pos-1, &seen, kept)
-		return true
+		return nil
 	}
 	for {
 		keyStart := s.pos
 		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
-			return false
+			return s.badChar("looking for beginning of object key string")
 		}
 		k, kesc, err := s.strBytes()
 		if err != nil {
-			return false
+			return err
 		}
 		if kesc {
 			k = bytes.Clone(k)
 		}
 		if s.skipSpace(); s.pos >= len(s.data) || s.data[s.pos] != ':' {
-			return false
+			return s.badChar("after object key")
 		}
 		s.pos++
 		s.skipSpace()
@@ -372,13 +404,13 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) bool {
 		case root && s.presetFor(k) != nil:
 			drop = true
 			m, invalid := len(s.edits), s.invalid
-			if !s.value(nil, nil, reflect.Value{}) {
-				return false
+			if err := s.value(nil, nil, reflect.Value{}); err != nil {
+				return err
 			}
 			s.edits, s.invalid = s.edits[:m], invalid
 		case pi >= 0 && !n.props[pi].required && !child.acceptsNull && s.pos < len(s.data) && s.data[s.pos] == 'n':
-			if s.literal("null") != nil {
-				return false
+			if err := s.literal("null"); err != nil {
+				return err
 			}
 			drop = true
 			seen.set(pi, false) // pruned: a default may take its place
@@ -399,19 +431,17 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) bool {
 				key.SetString(s.keep(k, kesc, keyStart+1))
 				fp, fv = p.elem, elem
 			}
-			if !s.value(child, fp, fv) {
-				return false
+			if err := s.value(child, fp, fv); err != nil {
+				return err
 			}
 			if p != nil && p.op == opMap {
 				v.SetMapIndex(key, elem)
 			}
 		}
 		end := s.pos
-		if s.skipSpace(); s.pos >= len(s.data) {
-			return false
-		}
-		switch s.data[s.pos] {
-		case ',':
+		s.skipSpace()
+		switch {
+		case s.pos < len(s.data) && s.data[s.pos] == ',':
 			comma := s.pos
 			s.pos++
 			s.skipSpace()
@@ -420,7 +450,7 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) bool {
 			} else {
 				kept, lastComma = kept+1, comma
 			}
-		case '}':
+		case s.pos < len(s.data) && s.data[s.pos] == '}':
 			s.pos++
 			if drop {
 				s.addEdit(edit{start: keyStart, end: end})
@@ -431,9 +461,9 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) bool {
 				kept++
 			}
 			s.close(n, p, v, s.pos-1, &seen, kept)
-			return true
+			return nil
 		default:
-			return false
+			return s.badChar("after object key:value pair")
 		}
 	}
 }
@@ -449,7 +479,7 @@ func (s *pass) close(n *node, p *plan, v reflect.Value, end int, seen *bits, kep
 		kept++
 		if p != nil {
 			sub := pass{decoder: decoder{data: data}, text: member}
-			if !sub.value(nil, p, v) || sub.failed {
+			if sub.value(nil, p, v) != nil || sub.failed {
 				s.failed = true
 			}
 		}
@@ -482,7 +512,7 @@ func (s *pass) presetFor(k []byte) *preset {
 }
 
 // array takes an array after its '['.
-func (s *pass) array(n *node, p *plan, v reflect.Value) bool {
+func (s *pass) array(n *node, p *plan, v reflect.Value) error {
 	if p != nil && p.op != opSlice && p.op != opArray {
 		s.failed, p = true, nil
 	}
@@ -490,8 +520,7 @@ func (s *pass) array(n *node, p *plan, v reflect.Value) bool {
 		v.Set(p.empty)
 	}
 	i := 0
-	s.skipSpace()
-	if s.pos < len(s.data) && s.data[s.pos] == ']' {
+	if s.skipSpace(); s.pos < len(s.data) && s.data[s.pos] == ']' {
 		s.pos++
 	} else {
 		for ; ; i++ {
@@ -502,30 +531,27 @@ func (s *pass) array(n *node, p *plan, v reflect.Value) bool {
 					child = n.prefix[i]
 				}
 			}
-			var ep *plan
-			var ev reflect.Value
 			if p != nil && p.op == opSlice {
 				if i == v.Cap() {
 					v.Grow(max(4, i)) // one allocation for short arrays
 				}
 				v.SetLen(i + 1)
 			}
+			var ep *plan
+			var ev reflect.Value
 			if p != nil && i < v.Len() {
 				ep, ev = p.elem, v.Index(i)
 			}
-			if !s.value(child, ep, ev) {
-				return false
+			if err := s.value(child, ep, ev); err != nil {
+				return err
 			}
-			if s.skipSpace(); s.pos >= len(s.data) {
-				return false
-			}
-			if s.data[s.pos] == ']' {
+			if s.skipSpace(); s.pos < len(s.data) && s.data[s.pos] == ']' {
 				s.pos++
 				i++
 				break
 			}
-			if s.data[s.pos] != ',' {
-				return false
+			if s.pos >= len(s.data) || s.data[s.pos] != ',' {
+				return s.badChar("after array element")
 			}
 			s.pos++
 			s.skipSpace()
@@ -534,5 +560,5 @@ func (s *pass) array(n *node, p *plan, v reflect.Value) bool {
 	if n != nil && (n.hasMinItems && i < n.minItems || n.hasMaxItems && i > n.maxItems) {
 		s.invalid = true
 	}
-	return true
+	return nil
 }
