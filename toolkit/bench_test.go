@@ -209,3 +209,21 @@ func BenchmarkInterceptorChain(b *testing.B) {
 	b.ReportMetric(testing.AllocsPerRun(200, func() { wrapped.Run(ctx, calls) })-
 		testing.AllocsPerRun(200, func() { plain.Run(ctx, calls) }), "extra-allocs/call")
 }
+
+// BenchmarkValidateFreshGoroutine is argument preparation on a goroutine of
+// its own each time, as a handler may run: it pays for whatever stack the
+// argument path needs beyond a new goroutine's.
+func BenchmarkValidateFreshGoroutine(b *testing.B) {
+	_, scan := benchKit(b)
+	done := make(chan error)
+	b.ReportAllocs()
+	for b.Loop() {
+		go func() {
+			_, err := scan.PrepareArgs(benchArgs)
+			done <- err
+		}()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,8 +1,9 @@
 package schema
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -16,14 +17,7 @@ type Args struct {
 	v       *Validator
 	typ     reflect.Type
 	plan    *plan
-	presets []preset // by name
-}
-
-// preset is a property value set by code, in canonical form.
-type preset struct {
-	name    string
-	member  string // `{"name":value}`; "" when the preset removes the property
-	memberB []byte
+	presets []prop // values set by code, by name; member "" removes the property
 }
 
 // Prepared are arguments ready for a handler.
@@ -61,15 +55,12 @@ func (v *Validator) Args(t reflect.Type, presets map[string]json.RawMessage) (*A
 	}
 	for _, name := range slices.Sorted(maps.Keys(presets)) {
 		member, err := encodeTree(map[string]json.RawMessage{name: presets[name]})
-		if err != nil {
-			return nil, fmt.Errorf("schema: preset %q: %w", name, err)
-		}
 		text, _ := v.prep.prepareText(member)
-		tree, err := Decode(text)
-		if err != nil {
+		tree, err2 := Decode(text)
+		if err = cmp.Or(err, err2); err != nil {
 			return nil, fmt.Errorf("schema: preset %q: %w", name, err)
 		}
-		pr := preset{name: name}
+		pr := prop{name: name}
 		if d, ok := tree.(map[string]any)[name]; ok {
 			b, _ := encodeTree(map[string]any{name: d})
 			pr.member, pr.memberB = string(b), b
@@ -91,23 +82,37 @@ func (v *Validator) Args(t reflect.Type, presets map[string]json.RawMessage) (*A
 // when a key comes twice, the last one counts. The error is the JSON
 // syntax error, or a *DecodeError.
 func (a *Args) Prepare(raw []byte, dst any) (Prepared, []Problem, error) {
-	if len(bytes.TrimLeft(raw, " \t\r\n")) == 0 {
-		raw = emptyObject // models send "" for tools without parameters
+	s := pass{decoder: decoder{data: raw}, presets: a.presets}
+	if s.skipSpace(); s.pos == len(raw) {
+		s.data, s.pos = emptyObject, 0 // models send "" for tools without parameters
 	}
 	var v reflect.Value
 	if a.plan != nil {
 		v = reflect.ValueOf(dst).Elem()
 	}
-	s := pass{decoder: decoder{data: raw}, presets: a.presets}
-	if s.skipSpace(); s.pos == len(raw) || raw[s.pos] != '{' || s.top(a.v.prep, a.plan, v) != nil {
+	err := errNotObject
+	if s.data[s.pos] == '{' {
+		err = s.top(a.v.prep, a.plan, v)
+	}
+	if err != nil || s.dup || s.invalid || s.failed || a.v.root == nil {
+		return a.finish(&s, dst, v, err)
+	}
+	return Prepared{text: s.data, edits: s.edits}, nil, nil
+}
+
+var errNotObject = errors.New("not an object")
+
+// finish is Prepare for all but valid arguments that the pass filled.
+func (a *Args) finish(s *pass, dst any, v reflect.Value, err error) (Prepared, []Problem, error) {
+	if err != nil {
 		if v.IsValid() {
 			v.SetZero()
 		}
-		return a.notObject(raw, dst)
+		return a.notObject(s.data, dst)
 	}
 	if s.dup {
 		// Start over from the tree, where the last value of a key won.
-		tree, _ := Decode(raw)
+		tree, _ := Decode(s.data)
 		text, err := encodeTree(tree)
 		if err != nil {
 			return Prepared{}, nil, err
@@ -117,7 +122,7 @@ func (a *Args) Prepare(raw []byte, dst any) (Prepared, []Problem, error) {
 		}
 		return a.Prepare(text, dst)
 	}
-	p := Prepared{text: raw, edits: s.edits}
+	p := Prepared{text: s.data, edits: s.edits}
 	if s.invalid || a.v.root == nil {
 		tree, err := Decode(p.Bytes())
 		if err != nil {

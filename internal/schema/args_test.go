@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -283,9 +284,10 @@ func TestPrepareAllocs(t *testing.T) {
 	}
 }
 
+// mustArgs binds the schema of typ (benchArgs' for nil) to typ.
 func mustArgs(t testing.TB, typ reflect.Type) *Args {
 	t.Helper()
-	s, err := ForType(typ)
+	s, err := ForType(cmp.Or(typ, reflect.TypeFor[benchArgs]()))
 	if err != nil {
 		t.Fatal(err)
 	}

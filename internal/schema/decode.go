@@ -36,20 +36,26 @@ type decoder struct {
 	buf   []byte // scratch for strings with escapes
 }
 
-func (d *decoder) errorf(format string, args ...any) error {
+// errorf, badChar and literal are not inlined: what their errors need on
+// the stack would otherwise grow the frames of the parsing functions.
+//
+//go:noinline
+func (d *decoder) errorf(msg string) error {
 	if d.pos >= len(d.data) {
 		return fmt.Errorf("invalid JSON at byte offset %d: unexpected end of input", len(d.data))
 	}
-	return fmt.Errorf("invalid JSON at byte offset %d: %s", d.pos, fmt.Sprintf(format, args...))
+	return fmt.Errorf("invalid JSON at byte offset %d: %s", d.pos, msg)
 }
 
 // badChar reports the byte at d.pos as invalid in the given context, in
 // encoding/json's wording.
+//
+//go:noinline
 func (d *decoder) badChar(context string) error {
 	if d.pos >= len(d.data) {
 		return d.errorf("")
 	}
-	return d.errorf("invalid character %s %s", quoteChar(d.data[d.pos]), context)
+	return d.errorf("invalid character " + quoteChar(d.data[d.pos]) + " " + context)
 }
 
 func quoteChar(c byte) string {
@@ -77,10 +83,11 @@ func (d *decoder) skipSpace() {
 	}
 }
 
+//go:noinline
 func (d *decoder) literal(word string) error {
 	for i := 0; i < len(word); i++ {
 		if d.pos >= len(d.data) || d.data[d.pos] != word[i] {
-			return d.badChar(fmt.Sprintf("in literal %s (expecting %s)", word, quoteChar(word[i])))
+			return d.badChar("in literal " + word + " (expecting " + quoteChar(word[i]) + ")")
 		}
 		d.pos++
 	}

@@ -25,7 +25,6 @@ type plan struct {
 	bytes  bool          // slice of a uint8 kind: strings are base64
 	empty  reflect.Value // slice: the empty non-nil slice stored for []
 	fields []field       // struct, in field order
-	exact  map[string]int
 	folded map[string]int
 }
 
@@ -175,7 +174,6 @@ func compilePlan(t reflect.Type, methods bool, memo map[planKey]*plan) *plan {
 func compileStruct(p *plan, sub func(reflect.Type, bool) *plan) {
 	infos := jsonFields(p.typ)
 	p.fields = make([]field, len(infos))
-	p.exact = make(map[string]int, len(infos))
 	p.folded = make(map[string]int, len(infos))
 	for i, info := range infos {
 		f := &p.fields[i]
@@ -209,7 +207,6 @@ func compileStruct(p *plan, sub func(reflect.Type, bool) *plan) {
 		default:
 			f.plan = sub(ft, ft.Name() != "")
 		}
-		p.exact[f.name] = i
 		k := string(appendFolded(nil, f.name))
 		if _, dup := p.folded[k]; !dup { // the first field wins, as in encoding/json
 			p.folded[k] = i
@@ -219,12 +216,6 @@ func compileStruct(p *plan, sub func(reflect.Type, bool) *plan) {
 
 // find returns the index of the field named exactly k, or -1.
 func (p *plan) find(k []byte) int {
-	if len(p.fields) > 16 {
-		if i, ok := p.exact[string(k)]; ok {
-			return i
-		}
-		return -1
-	}
 	for i := range p.fields {
 		// Most names differ in length or first byte; skip the memequal call.
 		if n := p.fields[i].name; len(n) == len(k) && (len(k) == 0 || n[0] == k[0]) && n == string(k) {

@@ -18,12 +18,12 @@ import (
 // prepared arguments; the problems are then worded from that text's tree.
 type pass struct {
 	decoder
-	text    string   // data as a string, made when a string is first needed
-	edits   []edit   // in text order
-	presets []preset // replace the root object's properties of the same name
-	invalid bool     // a value does not match its schema
-	dup     bool     // a property came twice
-	failed  bool     // the Go value cannot be filled here: encoding/json must
+	text    string // data as a string, made when a string is first needed
+	edits   []edit // in text order
+	presets []prop // replace the root object's properties of the same name
+	invalid bool   // a value does not match its schema
+	dup     bool   // a property came twice
+	failed  bool   // the Go value cannot be filled here: encoding/json must
 }
 
 // edit replaces data[start:end] with text, after a comma if comma is set.
@@ -33,7 +33,10 @@ type edit struct {
 	comma      bool
 }
 
-// addEdit records e in text order; edits come almost always in order.
+// addEdit records e in text order; edits come almost always in order. It
+// is rare enough to stay out of its callers' frames.
+//
+//go:noinline
 func (s *pass) addEdit(e edit) {
 	i := len(s.edits)
 	s.edits = append(s.edits, e)
@@ -111,37 +114,17 @@ func (s *pass) value(n *node, p *plan, v reflect.Value) error {
 		n = nil
 	}
 	c := s.data[s.pos]
-	if p != nil {
-		switch p.op {
-		case opPointer:
-			if c == 'n' {
-				v.SetZero()
-				return s.scalar(n, nil, reflect.Value{})
-			}
-			if v.IsNil() {
-				v.Set(reflect.New(p.elem.typ))
-			}
-			return s.value(n, p.elem, v.Elem())
-		case opRaw, opFallback, opQuoted:
-			start, mark := s.pos, len(s.edits)
-			if err := s.value(n, nil, reflect.Value{}); err != nil {
-				return err
-			}
-			s.capture(p, v, applyEdits(s.data, s.edits[mark:], start, s.pos))
-			return nil
-		case opAny, opTree:
-			if c == '{' || c == '[' {
-				// A map or a slice of its own, then the interface.
-				cp := p.elem
-				if c == '[' {
-					cp = p.list
-				}
-				t := reflect.New(cp.typ).Elem()
-				err := s.value(n, cp, t)
-				v.Set(t)
-				return err
-			}
+	for ; p != nil && p.op == opPointer; p, v = p.elem, v.Elem() {
+		if c == 'n' {
+			v.SetZero()
+			return s.scalar(n, nil, reflect.Value{})
 		}
+		if v.IsNil() {
+			v.Set(reflect.New(p.elem.typ))
+		}
+	}
+	if p != nil && (p.op == opRaw || p.op == opFallback || p.op == opQuoted || (p.op == opAny || p.op == opTree) && (c == '{' || c == '[')) {
+		return s.special(n, p, v, c)
 	}
 	if c != '{' && c != '[' {
 		return s.scalar(n, p, v)
@@ -166,12 +149,38 @@ func (s *pass) value(n *node, p *plan, v reflect.Value) error {
 	}
 	s.depth--
 	if err == nil && !s.invalid && n != nil && n.whole {
-		// Keywords about the whole value look at its canonical tree.
-		tree, err := Decode(applyEdits(s.data, s.edits[mark:], start, s.pos))
-		s.invalid = err != nil || !n.check(tree, nil, nil)
+		s.invalid = !s.whole(n, start, mark)
 	}
 	s.invalid = s.invalid || before
 	return err
+}
+
+// whole checks the keywords about a whole value on its canonical tree.
+func (s *pass) whole(n *node, start, mark int) bool {
+	tree, err := Decode(applyEdits(s.data, s.edits[mark:], start, s.pos))
+	return err == nil && n.check(tree, nil, nil)
+}
+
+// special takes the values filled from their canonical text, and the maps
+// and slices of interfaces.
+func (s *pass) special(n *node, p *plan, v reflect.Value, c byte) error {
+	if p.op == opAny || p.op == opTree {
+		// A map or a slice of its own, then the interface.
+		cp := p.elem
+		if c == '[' {
+			cp = p.list
+		}
+		t := reflect.New(cp.typ).Elem()
+		err := s.value(n, cp, t)
+		v.Set(t)
+		return err
+	}
+	start, mark := s.pos, len(s.edits)
+	if err := s.value(n, nil, reflect.Value{}); err != nil {
+		return err
+	}
+	s.capture(p, v, applyEdits(s.data, s.edits[mark:], start, s.pos))
+	return nil
 }
 
 // capture fills v from the canonical text of its value, for the types
@@ -202,7 +211,6 @@ func (s *pass) scalar(n *node, p *plan, v reflect.Value) error {
 		b     []byte // string text, in the input unless esc
 		esc   bool
 		canon string // an integral number written with a fraction or an exponent, as an integer
-		huge  bool   // a number too large for a float64
 		err   error
 	)
 	switch c := s.data[s.pos]; {
@@ -222,8 +230,7 @@ func (s *pass) scalar(n *node, p *plan, v reflect.Value) error {
 		}
 		tok := s.data[start:s.pos]
 		if x.f, err = strconv.ParseFloat(string(tok), 64); err != nil {
-			err, huge = nil, true
-			s.invalid = true // too large for a float64: refused, see badNumbers
+			err, s.invalid = nil, true // too large for a float64 (±Inf): see badNumbers
 		} else if bytes.ContainsAny(tok, ".eE") && x.f == math.Trunc(x.f) && math.Abs(x.f) < 1<<63 {
 			canon = strconv.FormatInt(int64(x.f), 10)
 			s.addEdit(edit{start: start, end: s.pos, text: canon})
@@ -241,41 +248,47 @@ func (s *pass) scalar(n *node, p *plan, v reflect.Value) error {
 	if n != nil && !n.checkVal(&x, nil, nil) {
 		s.invalid = true
 	}
-	if p == nil {
-		return nil
+	if p != nil {
+		s.fill(p, v, &x, b, esc, start, canon)
 	}
+	return nil
+}
+
+// fill stores a scalar into v, a frame of its own off the parsing path.
+func (s *pass) fill(p *plan, v reflect.Value, x *val, b []byte, esc bool, start int, canon string) {
+	tree := p.op == opAny || p.op == opTree
 	switch x.k {
 	case kNull:
 		if p.op == opSlice || p.op == opMap || p.op == opInterface || tree {
 			v.SetZero()
 		}
-		return nil
+		return
 	case kBool:
 		switch {
 		case p.op == opBool:
 			v.SetBool(x.f == 1)
-			return nil
+			return
 		case tree:
 			v.Set(reflect.ValueOf(x.f == 1))
-			return nil
+			return
 		}
 	case kString:
 		switch {
 		case p.op == opString:
 			v.SetString(x.s)
-			return nil
+			return
 		case tree:
 			v.Set(reflect.ValueOf(x.s))
-			return nil
+			return
 		case p.op == opNumber && isJSONNumber(string(b)):
 			v.SetString(s.keep(b, esc, start+1))
-			return nil
+			return
 		case p.op == opSlice && p.bytes:
 			out := make([]byte, base64.StdEncoding.DecodedLen(len(b)))
 			m, err := base64.StdEncoding.Decode(out, b)
 			v.SetBytes(out[:m])
 			s.failed = s.failed || err != nil
-			return nil
+			return
 		}
 	case kNumber:
 		num := s.data[start:s.pos]
@@ -288,59 +301,37 @@ func (s *pass) scalar(n *node, p *plan, v reflect.Value) error {
 			var i int64
 			if i, err = strconv.ParseInt(string(num), 10, 64); err == nil && !v.OverflowInt(i) {
 				v.SetInt(i)
-				return nil
+				return
 			}
 		case opUint:
 			var u uint64
 			if u, err = strconv.ParseUint(string(num), 10, 64); err == nil && !v.OverflowUint(u) {
 				v.SetUint(u)
-				return nil
+				return
 			}
 		case opFloat:
 			var f float64
 			if f, err = strconv.ParseFloat(string(num), p.typ.Bits()); err == nil && !v.OverflowFloat(f) {
 				v.SetFloat(f)
-				return nil
+				return
 			}
 		case opAny:
-			if !huge {
+			if !math.IsInf(x.f, 0) {
 				v.Set(reflect.ValueOf(x.f))
-				return nil
+				return
 			}
 		case opNumber:
 			if canon == "" {
 				canon = s.keep(num, false, start)
 			}
 			v.SetString(canon)
-			return nil
+			return
 		case opTree: // Decode: the number as written
 			v.Set(reflect.ValueOf(json.Number(s.keep(s.data[start:s.pos], false, start))))
-			return nil
+			return
 		}
 	}
 	s.failed = true // the JSON type does not fit the Go type
-	return nil
-}
-
-// bits is a set of property indexes.
-type bits struct {
-	low  uint64
-	more []bool // beyond 64
-}
-
-func (b *bits) has(i int) bool { return i < 64 && b.low&(1<<i) != 0 || i >= 64 && b.more[i] }
-
-// set sets or clears i and reports whether it was set.
-func (b *bits) set(i int, on bool) bool {
-	was := b.has(i)
-	if i >= 64 {
-		b.more[i] = on
-	} else if on {
-		b.low |= 1 << i
-	} else {
-		b.low &^= 1 << i
-	}
-	return was
 }
 
 // object takes an object after its '{'. It prunes the nulls and adds the
@@ -359,17 +350,18 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) error {
 	}
 	var (
 		root      = s.depth == 1 && s.presets != nil
-		seen      bits // properties present
-		kept      int  // members left in the canonical text
-		lastComma int  // the comma after the last member kept
+		low       [1]uint64
+		seen      = low[:] // properties present, a bit each
+		kept      int      // members left in the canonical text
+		lastComma int      // the comma after the last member kept
 		key, elem reflect.Value
 	)
 	if n != nil && len(n.props) > 64 {
-		seen.more = make([]bool, len(n.props))
+		seen = make([]uint64, (len(n.props)+63)/64)
 	}
 	if s.skipSpace(); s.pos < len(s.data) && s.data[s.pos] == '}' {
 		s.pos++
-		s.close(n, p, v, s.pos-1, &seen, kept)
+		s.close(n, p, v, s.pos-1, seen, kept)
 		return nil
 	}
 	for {
@@ -389,11 +381,13 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) error {
 		}
 		s.pos++
 		s.skipSpace()
-		pi := -1
+		pi, word, bit := -1, &low[0], uint64(0)
 		var child *node
 		if n != nil {
 			if pi = n.propIndex(k); pi >= 0 {
-				s.dup = seen.set(pi, true) || s.dup // the caller starts over from the tree
+				word, bit = &seen[pi/64], 1<<(pi%64)
+				s.dup = s.dup || *word&bit != 0 // the caller starts over from the tree
+				*word |= bit
 				child = n.props[pi].n
 			} else {
 				child = n.additional
@@ -413,7 +407,7 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) error {
 				return err
 			}
 			drop = true
-			seen.set(pi, false) // pruned: a default may take its place
+			*word &^= bit // pruned: a default may take its place
 		default:
 			var fp *plan
 			var fv reflect.Value
@@ -460,7 +454,7 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) error {
 			} else {
 				kept++
 			}
-			s.close(n, p, v, s.pos-1, &seen, kept)
+			s.close(n, p, v, s.pos-1, seen, kept)
 			return nil
 		default:
 			return s.badChar("after object key:value pair")
@@ -470,39 +464,43 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) error {
 
 // close ends an object whose '}' is at end: required properties must be
 // there, defaults and presets go in.
-func (s *pass) close(n *node, p *plan, v reflect.Value, end int, seen *bits, kept int) {
+func (s *pass) close(n *node, p *plan, v reflect.Value, end int, seen []uint64, kept int) {
 	if n == nil {
 		return
-	}
-	add := func(member string, data []byte) {
-		s.addEdit(edit{start: end, end: end, text: member[1 : len(member)-1], comma: kept > 0})
-		kept++
-		if p != nil {
-			sub := pass{decoder: decoder{data: data}, text: member}
-			if sub.value(nil, p, v) != nil || sub.failed {
-				s.failed = true
-			}
-		}
 	}
 	root := s.depth == 1 && s.presets != nil
 	for i := range n.props {
 		pr := &n.props[i]
 		switch {
-		case seen.has(i) || root && s.presetFor([]byte(pr.name)) != nil:
+		case seen[i/64]&(1<<(i%64)) != 0 || root && s.presetFor([]byte(pr.name)) != nil:
 		case pr.required:
 			s.invalid = true
 		case pr.member != "":
-			add(pr.member, pr.memberB)
+			kept = s.insert(pr.member, pr.memberB, p, v, end, kept)
 		}
 	}
 	for i := 0; root && i < len(s.presets); i++ {
 		if pr := &s.presets[i]; pr.member != "" {
-			add(pr.member, pr.memberB)
+			kept = s.insert(pr.member, pr.memberB, p, v, end, kept)
 		}
 	}
 }
 
-func (s *pass) presetFor(k []byte) *preset {
+// insert adds member (`{"name":value}`, data as bytes) before the '}' at
+// end, and fills it in.
+func (s *pass) insert(member string, data []byte, p *plan, v reflect.Value, end, kept int) int {
+	s.addEdit(edit{start: end, end: end, text: member[1 : len(member)-1], comma: kept > 0})
+	if p != nil {
+		// Take the member's text in place of the input, then come back.
+		d, text := s.decoder, s.text
+		s.decoder, s.text = decoder{data: data, depth: d.depth}, member
+		s.failed = s.value(nil, p, v) != nil || s.failed
+		s.decoder, s.text = d, text
+	}
+	return kept + 1
+}
+
+func (s *pass) presetFor(k []byte) *prop {
 	for i := range s.presets {
 		if s.presets[i].name == string(k) {
 			return &s.presets[i]
