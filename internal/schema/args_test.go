@@ -282,6 +282,16 @@ func TestPrepareAllocs(t *testing.T) {
 	}); n > 3 {
 		t.Errorf("small input: %v allocations, want at most 3", n)
 	}
+	// With a default added: the struct, the copy of the input, the edit.
+	d := mustArgs(t, reflect.TypeFor[contractOpts]())
+	data = []byte(`{"depth":5}`)
+	if n := testing.AllocsPerRun(100, func() {
+		if p, probs, err := d.Prepare(data, new(contractOpts)); probs != nil || err != nil || len(p.edits) != 1 {
+			t.Fatal(probs, err)
+		}
+	}); n > 2 {
+		t.Errorf("input with a default: %v allocations, want at most 2", n)
+	}
 }
 
 // mustArgs binds the schema of typ (benchArgs' for nil) to typ.

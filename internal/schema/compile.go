@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -442,49 +443,18 @@ func (n *node) propIndex(k []byte) int {
 	return -1
 }
 
-// normalise converts a Go value that represents JSON (as found in a schema's
-// enum or const, or passed to Validate) into the canonical form: nil, bool,
-// float64, string, []any, map[string]any. Other types go through encoding/json.
+// normalise converts a Go value that represents JSON (a schema's enum or
+// const, or a value passed to Validate) into the form json.Unmarshal gives:
+// nil, bool, float64, string, []any, map[string]any.
 func normalise(v any) (any, error) {
-	switch x := v.(type) {
-	case nil, bool, float64, string:
-		return v, nil
-	case json.Number:
-		f, ok := numberOf(x)
-		if !ok {
-			return nil, fmt.Errorf("invalid number %q", string(x))
-		}
-		return f, nil
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			var err error
-			if out[i], err = normalise(e); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			ne, err := normalise(e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = ne
-		}
-		return out, nil
-	}
-	if f, ok := numberOf(v); ok {
-		return f, nil
-	}
 	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
+	var out any
+	s := pass{decoder: decoder{data: data}}
+	if err == nil {
+		err = s.top(nil, anyPlan, reflect.ValueOf(&out).Elem())
 	}
-	d, err := Decode(data)
-	if err != nil {
-		return nil, err
+	if err == nil && (s.invalid || s.failed) {
+		err = fmt.Errorf("invalid number in %s", data)
 	}
-	return normalise(d)
+	return out, err
 }

@@ -229,7 +229,9 @@ func (s *pass) scalar(n *node, p *plan, v reflect.Value) error {
 			break
 		}
 		tok := s.data[start:s.pos]
-		if x.f, err = strconv.ParseFloat(string(tok), 64); err != nil {
+		if i, ok := smallInt(tok); ok {
+			x.f = float64(i)
+		} else if x.f, err = strconv.ParseFloat(string(tok), 64); err != nil {
 			err, s.invalid = nil, true // too large for a float64 (±Inf): see badNumbers
 		} else if bytes.ContainsAny(tok, ".eE") && x.f == math.Trunc(x.f) && math.Abs(x.f) < 1<<63 {
 			canon = strconv.FormatInt(int64(x.f), 10)
@@ -252,6 +254,27 @@ func (s *pass) scalar(n *node, p *plan, v reflect.Value) error {
 		s.fill(p, v, &x, b, esc, start, canon)
 	}
 	return nil
+}
+
+// smallInt reads an integer of at most 15 digits, exact as a float64,
+// without strconv.ParseFloat: its frames would grow a fresh goroutine's
+// stack a second time.
+func smallInt(tok []byte) (int64, bool) {
+	neg := tok[0] == '-'
+	if neg {
+		tok = tok[1:]
+	}
+	var n int64
+	for _, c := range tok {
+		if !isDigit(c) || len(tok) > 15 {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, !neg || n != 0 // -0 is a float's
 }
 
 // fill stores a scalar into v, a frame of its own off the parsing path.
