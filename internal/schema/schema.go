@@ -150,7 +150,8 @@ func (v *Validator) Validate(instance any) []Problem {
 }
 
 // badNumbers reports, into c or (c nil) as its result, the json.Numbers
-// that are not numbers or are too large for a float64.
+// that are not numbers or are too large for a float64. Without c it
+// allocates nothing.
 func badNumbers(instance any, at *path, c *collector) bool {
 	bad := false
 	switch x := instance.(type) {
@@ -163,19 +164,23 @@ func badNumbers(instance any, at *path, c *collector) bool {
 		}
 	case []any:
 		for i, e := range x {
-			if badNumbers(e, &path{parent: at, index: i, isIndex: true}, c) {
-				if bad = true; c == nil {
-					break
-				}
+			if c == nil && badNumbers(e, nil, nil) {
+				return true
+			} else if c != nil {
+				bad = badNumbers(e, &path{parent: at, index: i, isIndex: true}, c) || bad
 			}
 		}
 	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			if badNumbers(x[k], &path{parent: at, key: k}, c) {
-				if bad = true; c == nil {
-					break
+		if c == nil {
+			for _, e := range x {
+				if badNumbers(e, nil, nil) {
+					return true
 				}
 			}
+			break
+		}
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			bad = badNumbers(x[k], &path{parent: at, key: k}, c) || bad
 		}
 	}
 	return bad
