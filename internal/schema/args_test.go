@@ -35,6 +35,9 @@ func TestBothPathsSeeNumbers(t *testing.T) {
 		{`{"properties":{"s":{"type":"number"}}}`, `{"s":1e-400}`},
 		{`{"properties":{"s":{"type":"integer"}}}`, `{"s":1e308}`},
 		{`{"properties":{"s":{"type":"string"}}}`, `{"s":"1e400"}`},
+		{`{"properties":{"s":{"type":"string"}},"additionalProperties":false}`, `{"s":1e400}`}, // closed: check meets every number
+		{`{"items":{"type":"integer"}}`, `[1,1e400]`},
+		{`{"properties":{"s":{"type":"string"}},"additionalProperties":false}`, `{"t":1e400}`},
 	}
 	for _, tc := range validateCases {
 		cases = append(cases, struct{ schema, instance string }{tc.schema, tc.instance})

@@ -90,6 +90,9 @@ type node struct {
 	// checks on the value's tree (enum, const, uniqueItems, min and
 	// maxProperties, required names without a property, the logic keywords).
 	whole bool
+	// closed: a non-trivial node looks at every value this node lets
+	// through, so check meets every number in it (see Validate).
+	closed bool
 
 	// Prepare.
 	hasDefault  bool
@@ -316,8 +319,17 @@ func compileNode(s *jsonschema.Schema) (*node, error) {
 		!n.hasMinLen && !n.hasMaxLen && n.pattern == nil && !n.isArray && !n.isObject &&
 		s.AllOf == nil && s.AnyOf == nil && s.OneOf == nil && n.not == nil
 	n.acceptsNull = n.check(nil, nil, nil)
+	kids := append(slices.Clip(n.prefix), n.items, n.additional)
+	for _, p := range n.props {
+		kids = append(kids, p.n)
+	}
+	objOK := n.hasType && n.types&tObject == 0 || n.additional != nil && !slices.ContainsFunc(kids[len(n.prefix)+1:], open)
+	arrOK := n.hasType && n.types&tArray == 0 || n.items != nil && !slices.ContainsFunc(kids[:len(n.prefix)+1], open)
+	n.closed = n.never || !n.trivial && objOK && arrOK
 	return n, nil
 }
+
+func open(n *node) bool { return n == nil || !n.closed }
 
 // propertyOrder is the order the properties are shown to a model:
 // PropertyOrder first, then the rest alphabetically (as Schema.MarshalJSON).

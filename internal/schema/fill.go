@@ -216,8 +216,7 @@ func compileStruct(p *plan, sub func(reflect.Type, bool) *plan) {
 
 // find returns the index of the field named exactly k, or -1.
 func (p *plan) find(k []byte) int {
-	for i := range p.fields {
-		// Most names differ in length or first byte; skip the memequal call.
+	for i := range p.fields { // most names differ in length or first byte
 		if n := p.fields[i].name; len(n) == len(k) && (len(k) == 0 || n[0] == k[0]) && n == string(k) {
 			return i
 		}

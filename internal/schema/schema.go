@@ -127,9 +127,10 @@ func (v *Validator) Fast() bool { return v.root != nil }
 // sees numbers decoded without UseNumber). Other Go values are round-tripped
 // through encoding/json first.
 func (v *Validator) Validate(instance any) []Problem {
-	if badNumbers(instance, nil, nil) {
+	if (v.root == nil || !v.root.closed) && badNumbers(instance, nil, nil) {
 		// Refused alike by both paths, and before anything else: a number
-		// encoding/json cannot decode never reaches jsonschema-go.
+		// encoding/json cannot decode never reaches jsonschema-go. (In a
+		// closed tree, check meets them all.)
 		c := &collector{}
 		badNumbers(instance, nil, c)
 		return c.result()
@@ -156,11 +157,13 @@ func badNumbers(instance any, at *path, c *collector) bool {
 	bad := false
 	switch x := instance.(type) {
 	case json.Number:
-		if _, ok := numberOf(x); !ok {
-			bad = true
-			if c != nil {
-				c.add(at, badNumber(x))
-			}
+		// Only numbers with an exponent or 309 digits can be too large.
+		if bad = len(x) > 308 || strings.ContainsAny(string(x), "eE") || !isJSONNumber(string(x)); bad {
+			_, ok := numberOf(x)
+			bad = !ok
+		}
+		if bad && c != nil {
+			c.add(at, badNumber(x))
 		}
 	case []any:
 		for i, e := range x {

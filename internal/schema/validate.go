@@ -265,23 +265,10 @@ func (n *node) checkNumber(f float64, v any, at *path, c *collector) bool {
 }
 
 func (n *node) checkString(s string, at *path, c *collector) bool {
-	ok := true
-	if n.hasMinLen || n.hasMaxLen {
-		l := utf8.RuneCountInString(s)
-		if n.hasMinLen && l < n.minLength {
-			if c == nil {
-				return false
-			}
-			ok = false
-			c.add(at, fmt.Sprintf("must be at least %s long, got %d", plural(n.minLength, "character"), l))
-		}
-		if n.hasMaxLen && l > n.maxLength {
-			if c == nil {
-				return false
-			}
-			ok = false
-			c.add(at, fmt.Sprintf("must be at most %s long, got %d", plural(n.maxLength, "character"), l))
-		}
+	ok := !(n.hasMinLen || n.hasMaxLen) || bounds(utf8.RuneCountInString(s), n.hasMinLen, n.minLength,
+		n.hasMaxLen, n.maxLength, "be", " long", "character", "characters", at, c)
+	if !ok && c == nil {
+		return false
 	}
 	if n.pattern != nil && !n.pattern.MatchString(s) {
 		if c == nil {
@@ -294,20 +281,9 @@ func (n *node) checkString(s string, at *path, c *collector) bool {
 }
 
 func (n *node) checkArray(arr []any, at *path, c *collector) bool {
-	ok := true
-	if n.hasMinItems && len(arr) < n.minItems {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, fmt.Sprintf("must have at least %s, got %d", plural(n.minItems, "item"), len(arr)))
-	}
-	if n.hasMaxItems && len(arr) > n.maxItems {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, fmt.Sprintf("must have at most %s, got %d", plural(n.maxItems, "item"), len(arr)))
+	ok := bounds(len(arr), n.hasMinItems, n.minItems, n.hasMaxItems, n.maxItems, "have", "", "item", "items", at, c)
+	if !ok && c == nil {
+		return false
 	}
 	if n.unique {
 		if i, j, dup := firstDuplicate(arr); dup {
@@ -345,20 +321,9 @@ func (n *node) checkArray(arr []any, at *path, c *collector) bool {
 }
 
 func (n *node) checkObject(obj map[string]any, at *path, c *collector) bool {
-	ok := true
-	if n.hasMinProps && len(obj) < n.minProps {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, fmt.Sprintf("must have at least %s, got %d", propsPlural(n.minProps), len(obj)))
-	}
-	if n.hasMaxProps && len(obj) > n.maxProps {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, fmt.Sprintf("must have at most %s, got %d", propsPlural(n.maxProps), len(obj)))
+	ok := bounds(len(obj), n.hasMinProps, n.minProps, n.hasMaxProps, n.maxProps, "have", "", "property", "properties", at, c)
+	if !ok && c == nil {
+		return false
 	}
 	found := 0
 	var child path // outside the loops: see checkArray
@@ -434,16 +399,26 @@ func (n *node) checkObject(obj map[string]any, at *path, c *collector) bool {
 	return ok
 }
 
-func plural(n int, word string) string {
-	if n == 1 || n == -1 {
-		return fmt.Sprintf("%d %s", n, word)
+// bounds checks a count l against its bounds: "must have at least 1 item,
+// got 0".
+func bounds(l int, hasMin bool, lo int, hasMax bool, hi int, verb, tail, one, many string, at *path, c *collector) bool {
+	ok := true
+	for _, b := range [...]struct {
+		out   bool
+		word  string
+		bound int
+	}{{hasMin && l < lo, " at least ", lo}, {hasMax && l > hi, " at most ", hi}} {
+		if b.out {
+			if c == nil {
+				return false
+			}
+			ok = false
+			unit := many
+			if b.bound == 1 || b.bound == -1 {
+				unit = one
+			}
+			c.add(at, fmt.Sprintf("must %s%s%d %s%s, got %d", verb, b.word, b.bound, unit, tail, l))
+		}
 	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
-
-func propsPlural(n int) string {
-	if n == 1 {
-		return "1 property"
-	}
-	return fmt.Sprintf("%d properties", n)
+	return ok
 }
