@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -162,7 +163,8 @@ func TestRawTool(t *testing.T) {
 	if rs[1].State != toolkit.StateSuccess || got.Load() != `{"n":3,"tag":"none"}` {
 		t.Fatalf("%s, handler got %v", rs[1].State, got.Load())
 	}
-	// Big integers survive the round trip when arguments are rewritten.
+	// Big integers survive when arguments are rewritten; the rewrite keeps
+	// the model's text and order and adds the defaults after it.
 	tool2, _ := toolkit.NewRawTool(toolkit.Spec{Name: "big"}, []byte(`{"type":"object","properties":{"id":{"type":"integer"},"d":{"type":"string","default":"x"}}}`),
 		func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
 			got.Store(string(args))
@@ -170,7 +172,7 @@ func TestRawTool(t *testing.T) {
 		})
 	mustAdd(t, tk, tool2)
 	s.Run(context.Background(), []toolkit.Call{call("3", "big", `{"id":9007199254740993}`)})
-	if got.Load() != `{"d":"x","id":9007199254740993}` {
+	if got.Load() != `{"id":9007199254740993,"d":"x"}` {
 		t.Fatalf("handler got %v", got.Load())
 	}
 }
@@ -202,5 +204,92 @@ func TestTypedDecodeFailure(t *testing.T) {
 	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "small", `{"n":300}`)})[0]
 	if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrInvalidArguments) {
 		t.Fatalf("%s %v", r.State, r.Err)
+	}
+}
+
+// FuzzPreparedArgs: for every input the argument pass accepts, the
+// canonical bytes (which interceptors see, and which PrepareArgs returns)
+// decode with encoding/json to exactly the input the handler gets, presets
+// and defaults included.
+func FuzzPreparedArgs(f *testing.F) {
+	for _, s := range []string{
+		`{"path":"/tmp","limit":5,"mode":"fast","exts":["go"]}`,
+		`{"path":"/","limit":null,"mode":null,"deep":null}`,
+		`{"path":"/etc","limit":2.0,"pattern":null,"deep":true,"exts":[]}`,
+		`"{\"path\":\"/tmp\",\"limit\":1e1}"`, ``, `{}`, `{"limit":3,"limit":4}`, `{"path":"x","Path":"y"}`,
+	} {
+		f.Add(s)
+	}
+	typed := func(spec toolkit.Spec) *toolkit.Tool {
+		return mustTool(f, spec, func(ctx context.Context, in scanIn) (string, error) { return "", nil })
+	}
+	tools := []*toolkit.Tool{typed(toolkit.Spec{Name: "scan"}), typed(toolkit.Spec{Name: "preset", Presets: map[string]any{"path": "/workspace", "deep": false}})}
+	f.Fuzz(func(t *testing.T, raw string) {
+		for _, tool := range tools {
+			canonical, in, err := toolkit.PreparedForTest(tool, json.RawMessage(raw))
+			viaAPI, errAPI := tool.PrepareArgs(json.RawMessage(raw))
+			if (err == nil) != (errAPI == nil) || string(canonical) != string(viaAPI) {
+				t.Fatalf("%s: PrepareArgs gives %s, %v; the engine's pass %s, %v", raw, viaAPI, errAPI, canonical, err)
+			}
+			if err != nil {
+				var ae *toolkit.ArgumentError
+				if !errors.As(err, &ae) {
+					t.Fatalf("%s: error %T %v", raw, err, err)
+				}
+				continue
+			}
+			var want scanIn
+			if err := json.Unmarshal(canonical, &want); err != nil {
+				t.Fatalf("%s: canonical %s does not decode: %v", raw, canonical, err)
+			}
+			if got := *in.(*scanIn); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: canonical %s\n handler gets %+v\n decodes to   %+v", raw, canonical, got, want)
+			}
+		}
+	})
+}
+
+// TestInvokeDispatch: typed tools get the value the pass filled, raw tools
+// the canonical bytes.
+func TestInvokeDispatch(t *testing.T) {
+	var got scanIn
+	typed := mustTool(t, toolkit.Spec{Name: "typed", Presets: map[string]any{"limit": 7}}, func(ctx context.Context, in scanIn) (string, error) {
+		got = in
+		return "ok", nil
+	})
+	if parts, err := toolkit.InvokeForTest(context.Background(), typed, json.RawMessage(`{"path":"/a","limit":1}`)); err != nil || len(parts) != 1 {
+		t.Fatal(parts, err)
+	}
+	if want := (scanIn{Path: "/a", Pattern: "*", Limit: 7}); !reflect.DeepEqual(got, want) {
+		t.Errorf("handler got %+v, want %+v", got, want)
+	}
+	var raw string
+	rawTool, err := toolkit.NewRawTool(toolkit.Spec{Name: "raw"}, []byte(`{"type":"object","properties":{"a":{"type":"integer","default":1}}}`),
+		func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+			raw = string(args)
+			return nil, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := toolkit.InvokeForTest(context.Background(), rawTool, json.RawMessage(`{ }`)); err != nil || raw != `{ "a":1}` {
+		t.Errorf("raw handler got %q, %v", raw, err)
+	}
+}
+
+// TestRawToolInvalidDefault: a default that breaks the schema is refused at
+// registration, not on every call that leaves the property out (issue 10
+// item 10).
+func TestRawToolInvalidDefault(t *testing.T) {
+	h := func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) { return nil, nil }
+	for schemaJSON, want := range map[string]string{
+		`{"type":"object","properties":{"n":{"type":"integer","maximum":10,"default":50}}}`:                           "invalid default: n: must be <= 10, got 50",
+		`{"type":"object","properties":{"o":{"type":"object","properties":{"k":{"enum":["a"],"default":"b"}}}}}`:      `invalid default: o.k: must be one of "a"; got "b"`,
+		`{"type":"object","$defs":{"n":{"type":"integer"}},"properties":{"r":{"$ref":"#/$defs/n","default":"many"}}}`: "invalid default: r",
+	} {
+		_, err := toolkit.NewRawTool(toolkit.Spec{Name: "r"}, []byte(schemaJSON), h)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `tool "r"`) {
+			t.Errorf("%s: %v, want an error containing %q", schemaJSON, err, want)
+		}
 	}
 }

@@ -209,3 +209,44 @@ func BenchmarkInterceptorChain(b *testing.B) {
 	b.ReportMetric(testing.AllocsPerRun(200, func() { wrapped.Run(ctx, calls) })-
 		testing.AllocsPerRun(200, func() { plain.Run(ctx, calls) }), "extra-allocs/call")
 }
+
+// BenchmarkValidateFreshGoroutine is argument preparation on a goroutine of
+// its own each time, as a handler may run: it pays for whatever stack the
+// argument path needs beyond a new goroutine's.
+func BenchmarkValidateFreshGoroutine(b *testing.B) {
+	_, scan := benchKit(b)
+	done := make(chan error)
+	b.ReportAllocs()
+	for b.Loop() {
+		go func() {
+			_, err := scan.PrepareArgs(benchArgs)
+			done <- err
+		}()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRunArgs is BenchmarkRun with real arguments: batches of calls to
+// a typed tool with a 5-field input, so the argument path's share of a
+// batch shows.
+func BenchmarkRunArgs(b *testing.B) {
+	for _, n := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("scan-%d", n), func(b *testing.B) {
+			s, _ := benchKit(b, toolkit.WithMaxParallel(64), toolkit.WithDefaultTimeout(0), toolkit.WithFlushTimeout(0))
+			calls := make([]toolkit.Call, n)
+			for i := range calls {
+				calls[i] = toolkit.Call{ID: fmt.Sprintf("c%d", i), Name: "scan", Args: benchArgs}
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if rs := s.Run(ctx, calls); rs[n-1].State != toolkit.StateSuccess {
+					b.Fatal(rs[n-1].Err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/call")
+		})
+	}
+}

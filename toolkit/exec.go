@@ -35,7 +35,7 @@ type call struct {
 	holdsSlot atomic.Bool
 	inline    bool // executed by the run's driver
 
-	args prepared // the arguments the handler receives
+	args prepared // the arguments the handler receives (c.mu once interceptors run)
 	em   stream.Emitter
 	ic   *chained // set when interceptors wrap the call
 	ext  chan extResult
@@ -129,11 +129,7 @@ func (c *call) exec() bool {
 	if len(chain.list) == 0 {
 		return c.finishOutcome(c.core(c, nil)) // no interceptors: no chain to build
 	}
-	argsJSON, err := args.bytes()
-	if err != nil {
-		c.finish(StateError, nil, err)
-		return true
-	}
+	argsJSON := args.bytes()
 	c.ic = &chained{inv: Invocation{Session: c.run.sess.id, Call: c.call, Tool: c.exe, c: c}, argsJSON: argsJSON}
 	c.ic.inv.Call.Args = argsJSON
 	return c.finishOutcome(c.run.tk.chainFor(c.tool)(c, &c.ic.inv))
@@ -181,13 +177,9 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 		state, err := c.ctxFailure(ctx, nil)
 		return c.outcome(n, state, nil, err)
 	}
-	if inv != nil && !sameSlice(inv.Call.Args, c.ic.argsJSON) {
-		// An interceptor changed the arguments: they are checked again.
-		args, err := c.exe.prepare(inv.Call.Args)
-		if err != nil {
-			return c.outcome(n, StateError, nil, err)
-		}
-		c.args, c.ic.argsJSON = args, inv.Call.Args
+	args, err := c.argsFor(n, inv)
+	if err != nil {
+		return c.outcome(n, StateError, nil, err)
 	}
 	if c.external() {
 		return c.waitExternal(ctx, n)
@@ -198,7 +190,7 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 	} else if stream.From(ctx) != &c.em { // an interceptor's context not derived from the call's
 		hctx = stream.NewContext(ctx, &c.em)
 	}
-	parts, err := c.invoke(hctx)
+	parts, err := c.invoke(hctx, args)
 	switch {
 	case err == nil:
 		return c.outcome(n, StateSuccess, parts, nil)
@@ -212,8 +204,35 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 	}
 }
 
+// argsFor returns the arguments of attempt n. Arguments an interceptor
+// changed are prepared and checked again (and kept for the attempts after
+// it); so are those of a retried typed tool, whose input belongs to one run
+// of its handler.
+func (c *call) argsFor(n int, inv *Invocation) (prepared, error) {
+	if inv == nil {
+		return c.args, nil
+	}
+	c.mu.Lock()
+	args, prev := c.args, c.ic.argsJSON
+	c.mu.Unlock()
+	changed := !sameSlice(inv.Call.Args, prev)
+	if !changed && (n == 1 || c.exe.typed == nil) {
+		return args, nil
+	}
+	args, err := c.exe.prepare(inv.Call.Args)
+	if err != nil {
+		return prepared{}, err
+	}
+	if changed {
+		c.mu.Lock()
+		c.args, c.ic.argsJSON = args, inv.Call.Args
+		c.mu.Unlock()
+	}
+	return args, nil
+}
+
 // invoke calls the handler, turning a panic into a *PanicError.
-func (c *call) invoke(ctx context.Context) (parts []Part, err error) {
+func (c *call) invoke(ctx context.Context, args prepared) (parts []Part, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
@@ -222,7 +241,7 @@ func (c *call) invoke(ctx context.Context) (parts []Part, err error) {
 			parts, err = nil, &PanicError{Tool: c.call.Name, Value: v, Stack: stack}
 		}
 	}()
-	return c.exe.invoke(ctx, c.args)
+	return c.exe.invoke(ctx, args)
 }
 
 // sameSlice reports whether a is b (the same array and length, not merely

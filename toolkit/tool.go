@@ -62,18 +62,19 @@ type RawHandler func(ctx context.Context, args json.RawMessage) ([]Part, error)
 // Tool is a registered or registrable tool: a spec, an input schema and a
 // handler. Tools are immutable and can be shared between toolkits.
 type Tool struct {
-	spec      Spec
-	schema    *jsonschema.Schema // full input schema, presets included
-	params    json.RawMessage    // what the model sees: presets removed
-	validator *schema.Validator
-	presets   map[string]json.RawMessage
-	handler   RawHandler  // raw tools
-	typed     treeHandler // typed tools: fed the validated tree directly
+	spec    Spec
+	schema  *jsonschema.Schema // full input schema, presets included
+	params  json.RawMessage    // what the model sees: presets removed
+	args    *schema.Args       // prepares arguments in one pass
+	handler RawHandler         // raw tools
+	typed   typedHandler       // typed tools: run on the input the pass filled
+	newIn   func() any         // typed tools: a new *In for the pass to fill
+	presets bool               // the tool has presets
 }
 
-// treeHandler runs a typed tool on validated, decoded arguments: the tree
-// goes straight into the input struct, without a second JSON parse.
-type treeHandler func(ctx context.Context, args map[string]any) ([]Part, error)
+// typedHandler runs a typed tool on its input, a *In filled by the
+// argument pass.
+type typedHandler func(ctx context.Context, in any) ([]Part, error)
 
 // Spec returns the tool's spec.
 func (t *Tool) Spec() Spec { return t.spec }
@@ -116,26 +117,18 @@ func NewTool[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, e
 		return nil, fmt.Errorf("toolkit: tool %q: %w", spec.Name, err)
 	}
 	convert := outputConverter[Out]()
-	inType := reflect.TypeFor[In]()
-	assigner := schema.NewAssigner(inType)
-	h := func(ctx context.Context, args map[string]any) ([]Part, error) {
-		var in In
-		if err := assigner.Assign(&in, args); err != nil {
-			// The schema accepted what Go cannot hold (for example a number
-			// too large for the field's type).
-			return nil, &ArgumentError{Tool: spec.Name, Err: fmt.Errorf("decoding into %v: %w", inType, err)}
-		}
-		out, err := fn(ctx, in)
+	t, err := newTool(spec, s, nil, reflect.TypeFor[In]())
+	if err != nil {
+		return nil, err
+	}
+	t.newIn = func() any { return new(In) }
+	t.typed = func(ctx context.Context, in any) ([]Part, error) {
+		out, err := fn(ctx, *in.(*In))
 		if err != nil {
 			return nil, err
 		}
 		return convert(out)
 	}
-	t, err := newTool(spec, s, nil)
-	if err != nil {
-		return nil, err
-	}
-	t.typed = h
 	return t, nil
 }
 
@@ -160,7 +153,7 @@ func NewRawTool(spec Spec, inputSchema json.RawMessage, h RawHandler) (*Tool, er
 	if err := json.Unmarshal(inputSchema, &s); err != nil {
 		return nil, fmt.Errorf("toolkit: tool %q: input schema: %w", spec.Name, err)
 	}
-	return newTool(spec, &s, h)
+	return newTool(spec, &s, h, nil)
 }
 
 // NewExternalTool makes a tool that runs outside the process (in a browser, on
@@ -171,7 +164,9 @@ func NewExternalTool(spec Spec, inputSchema json.RawMessage) (*Tool, error) {
 	return NewRawTool(spec, inputSchema, nil)
 }
 
-func newTool(spec Spec, s *jsonschema.Schema, h RawHandler) (*Tool, error) {
+// newTool checks the schema and the presets and compiles the argument pass,
+// which fills a value of type in (nil for raw tools).
+func newTool(spec Spec, s *jsonschema.Schema, h RawHandler, in reflect.Type) (*Tool, error) {
 	if err := ValidateName(spec.Name); err != nil {
 		return nil, err
 	}
@@ -182,11 +177,16 @@ func newTool(spec Spec, s *jsonschema.Schema, h RawHandler) (*Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("toolkit: tool %q: input schema: %w", spec.Name, err)
 	}
-	t := &Tool{spec: spec, schema: s, validator: v, handler: h}
-	if err := t.setPresets(spec.Presets); err != nil {
+	t := &Tool{spec: spec, schema: s, handler: h}
+	presets, err := t.setPresets(spec.Presets)
+	if err != nil {
 		return nil, err
 	}
-	t.spec.Presets = nil // kept in canonical form in t.presets
+	if t.args, err = v.Args(in, presets); err != nil {
+		return nil, fmt.Errorf("toolkit: tool %q: %w", spec.Name, err)
+	}
+	t.presets = len(presets) > 0
+	t.spec.Presets = nil // kept in canonical form by the argument pass
 	return t, nil
 }
 
@@ -200,44 +200,45 @@ func schemaTypeName(s *jsonschema.Schema) string {
 	return "(none)"
 }
 
-// setPresets checks each preset against its property schema and builds the
-// model-visible schema without them.
-func (t *Tool) setPresets(presets map[string]any) error {
+// setPresets checks each preset against its property schema, builds the
+// model-visible schema without them and returns them as JSON.
+func (t *Tool) setPresets(presets map[string]any) (map[string]json.RawMessage, error) {
 	name := t.spec.Name
 	visible := t.schema
+	var out map[string]json.RawMessage
 	if len(presets) > 0 {
 		// Deep copy through JSON so the full schema stays untouched.
 		full, err := json.Marshal(t.schema)
 		if err != nil {
-			return fmt.Errorf("toolkit: tool %q: %w", name, err)
+			return nil, fmt.Errorf("toolkit: tool %q: %w", name, err)
 		}
 		visible = new(jsonschema.Schema)
 		if err := json.Unmarshal(full, visible); err != nil {
-			return fmt.Errorf("toolkit: tool %q: %w", name, err)
+			return nil, fmt.Errorf("toolkit: tool %q: %w", name, err)
 		}
 		visible.PropertyOrder = slices.Clone(t.schema.PropertyOrder)
-		t.presets = make(map[string]json.RawMessage, len(presets))
+		out = make(map[string]json.RawMessage, len(presets))
 		for k, val := range presets {
 			prop, ok := t.schema.Properties[k]
 			if !ok {
-				return fmt.Errorf("toolkit: tool %q: preset %q is not a property of its input schema", name, k)
+				return nil, fmt.Errorf("toolkit: tool %q: preset %q is not a property of its input schema", name, k)
 			}
 			raw, err := json.Marshal(val)
 			if err != nil {
-				return fmt.Errorf("toolkit: tool %q: preset %q: %w", name, k, err)
+				return nil, fmt.Errorf("toolkit: tool %q: preset %q: %w", name, k, err)
 			}
 			pv, err := schema.Compile(prop)
 			if err != nil {
-				return fmt.Errorf("toolkit: tool %q: preset %q: %w", name, k, err)
+				return nil, fmt.Errorf("toolkit: tool %q: preset %q: %w", name, k, err)
 			}
 			decoded, err := schema.Decode(raw)
 			if err != nil {
-				return fmt.Errorf("toolkit: tool %q: preset %q: %w", name, k, err)
+				return nil, fmt.Errorf("toolkit: tool %q: preset %q: %w", name, k, err)
 			}
 			if probs := pv.Validate(decoded); len(probs) > 0 {
-				return fmt.Errorf("toolkit: tool %q: preset %q: %s", name, k, probs[0].Message)
+				return nil, fmt.Errorf("toolkit: tool %q: preset %q: %s", name, k, probs[0].Message)
 			}
-			t.presets[k] = raw
+			out[k] = raw
 			delete(visible.Properties, k)
 			visible.Required = slices.DeleteFunc(visible.Required, func(r string) bool { return r == k })
 			visible.PropertyOrder = slices.DeleteFunc(visible.PropertyOrder, func(r string) bool { return r == k })
@@ -245,10 +246,10 @@ func (t *Tool) setPresets(presets map[string]any) error {
 	}
 	params, err := json.Marshal(visible)
 	if err != nil {
-		return fmt.Errorf("toolkit: tool %q: %w", name, err)
+		return nil, fmt.Errorf("toolkit: tool %q: %w", name, err)
 	}
 	t.params = params
-	return nil
+	return out, nil
 }
 
 // ValidateName reports whether name is a valid tool name:

@@ -18,7 +18,7 @@ func (t *Tool) Variant(description string, inputSchema json.RawMessage) (*Tool, 
 	if t.typed != nil {
 		return nil, fmt.Errorf("toolkit: tool %q: a typed tool has no variants (its schema comes from its Go type)", t.spec.Name)
 	}
-	if len(t.presets) > 0 {
+	if t.presets {
 		return nil, fmt.Errorf("toolkit: tool %q: a tool with presets has no variants", t.spec.Name)
 	}
 	spec := t.spec

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -121,6 +122,57 @@ func BenchmarkValidate(b *testing.B) {
 		for b.Loop() {
 			if len(bs.v.Validate(bad)) != 4 {
 				b.Fatal("want 4 problems")
+			}
+		}
+	})
+}
+
+// BenchmarkPrepare is the argument path as the engine runs it: one pass
+// over the bytes that validates, prepares and, for typed tools, fills the
+// input struct; json.Unmarshal (no validation) for scale.
+func BenchmarkPrepare(b *testing.B) {
+	raw := mustArgs(b, nil)
+	typed := mustArgs(b, reflect.TypeFor[benchArgs]())
+	b.Run("raw", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, probs, err := raw.Prepare(benchJSON, nil); probs != nil || err != nil {
+				b.Fatal(probs, err)
+			}
+		}
+	})
+	b.Run("typed", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, probs, err := typed.Prepare(benchJSON, new(benchArgs)); probs != nil || err != nil {
+				b.Fatal(probs, err)
+			}
+		}
+	})
+	b.Run("unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := json.Unmarshal(benchJSON, new(benchArgs)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	empty := mustArgs(b, reflect.TypeFor[struct{}]())
+	in, data := new(struct{}), []byte(`{}`)
+	b.Run("empty", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, probs, err := empty.Prepare(data, in); probs != nil || err != nil {
+				b.Fatal(probs, err)
+			}
+		}
+	})
+	bad := []byte(`{"query":3,"limit":0,"exts":["go","rs"],"extra":true}`)
+	b.Run("invalid", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, probs, _ := typed.Prepare(bad, new(benchArgs)); len(probs) != 4 {
+				b.Fatal(probs)
 			}
 		}
 	})

@@ -1,10 +1,10 @@
 package schema
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -74,7 +74,7 @@ type node struct {
 
 	isObject                 bool // any object keyword present
 	props                    []prop
-	propIndex                map[string]int // nil when props is short
+	byName                   map[string]int // nil when props is short
 	reqOnly                  []string       // required names without a properties entry
 	additional               *node          // nil: extra properties are allowed
 	allowed                  string         // property names for the "not allowed" message
@@ -86,17 +86,28 @@ type node struct {
 	anyOfTypes          typeMask // union of branch types when every branch has a type
 	anyOfTyped          bool
 
+	// whole: a keyword about a whole array or object, which the one pass
+	// checks on the value's tree (enum, const, uniqueItems, min and
+	// maxProperties, required names without a property, the logic keywords).
+	whole bool
+	// closed: a non-trivial node looks at every value this node lets
+	// through, so check meets every number in it (see Validate).
+	closed bool
+
 	// Prepare.
 	hasDefault  bool
 	defaultVal  any // decoded with UseNumber
 	acceptsNull bool
-	prepares    bool // Prepare has something to do at or below this node
 }
 
 type prop struct {
 	name     string
 	n        *node
 	required bool
+	// member is `{"name":default}` in canonical form when Prepare adds the
+	// default for a missing property; memberB is the same as bytes.
+	member  string
+	memberB []byte
 }
 
 // smallProps is the property count up to which a linear scan beats a map.
@@ -117,26 +128,12 @@ func supported(s *jsonschema.Schema) bool {
 		s.Else != nil || s.ContentSchema != nil {
 		return false
 	}
-	for _, c := range s.PrefixItems {
-		if !supported(c) {
-			return false
-		}
-	}
-	for _, c := range s.Properties {
-		if !supported(c) {
-			return false
-		}
-	}
-	for _, list := range [][]*jsonschema.Schema{s.AllOf, s.AnyOf, s.OneOf} {
+	for _, list := range [][]*jsonschema.Schema{s.PrefixItems, s.AllOf, s.AnyOf, s.OneOf,
+		slices.Collect(maps.Values(s.Properties)), {s.Items, s.AdditionalProperties, s.Not}} {
 		for _, c := range list {
-			if !supported(c) {
+			if c != nil && !supported(c) { // nil schemas: Resolve refused them
 				return false
 			}
-		}
-	}
-	for _, c := range []*jsonschema.Schema{s.Items, s.AdditionalProperties, s.Not} {
-		if c != nil && !supported(c) {
-			return false
 		}
 	}
 	return true
@@ -148,7 +145,9 @@ func compile(s *jsonschema.Schema) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.finishPrepare()
+	if err := n.finishDefaults(nil); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -252,9 +251,9 @@ func compileNode(s *jsonschema.Schema) (*node, error) {
 		n.props = append(n.props, prop{name: name, n: sub(s.Properties[name]), required: required[name]})
 	}
 	if len(n.props) > smallProps {
-		n.propIndex = make(map[string]int, len(n.props))
+		n.byName = make(map[string]int, len(n.props))
 		for i, p := range n.props {
-			n.propIndex[p.name] = i
+			n.byName[p.name] = i
 		}
 	}
 	seen := map[string]bool{}
@@ -303,7 +302,7 @@ func compileNode(s *jsonschema.Schema) (*node, error) {
 	}
 
 	if s.Default != nil {
-		d, err := decodeValue(s.Default)
+		d, err := Decode(s.Default)
 		if err != nil {
 			return nil, fmt.Errorf("default: %w", err)
 		}
@@ -314,11 +313,23 @@ func compileNode(s *jsonschema.Schema) (*node, error) {
 	if n.not != nil && n.not.trivial {
 		n.never = true
 	}
+	n.whole = n.hasEnum || n.hasConst || n.unique || n.hasMinProps || n.hasMaxProps || len(n.reqOnly) > 0 ||
+		s.AllOf != nil || s.AnyOf != nil || s.OneOf != nil || n.not != nil
 	n.trivial = !n.never && !n.hasType && !n.hasEnum && !n.hasConst && n.numFlags == 0 &&
 		!n.hasMinLen && !n.hasMaxLen && n.pattern == nil && !n.isArray && !n.isObject &&
 		s.AllOf == nil && s.AnyOf == nil && s.OneOf == nil && n.not == nil
+	n.acceptsNull = n.check(nil, nil, nil)
+	kids := append(slices.Clip(n.prefix), n.items, n.additional)
+	for _, p := range n.props {
+		kids = append(kids, p.n)
+	}
+	objOK := n.hasType && n.types&tObject == 0 || n.additional != nil && !slices.ContainsFunc(kids[len(n.prefix)+1:], open)
+	arrOK := n.hasType && n.types&tArray == 0 || n.items != nil && !slices.ContainsFunc(kids[:len(n.prefix)+1], open)
+	n.closed = n.never || !n.trivial && objOK && arrOK
 	return n, nil
 }
+
+func open(n *node) bool { return n == nil || !n.closed }
 
 // propertyOrder is the order the properties are shown to a model:
 // PropertyOrder first, then the rest alphabetically (as Schema.MarshalJSON).
@@ -343,96 +354,119 @@ func propertyOrder(s *jsonschema.Schema) []string {
 	return order
 }
 
-// finishPrepare computes what Prepare needs, bottom up.
-func (n *node) finishPrepare() {
-	walkChildren(n, (*node).finishPrepare)
-	n.acceptsNull = n.check(nil, nil, nil)
-	for _, p := range n.props {
-		if !p.required && (p.n.hasDefault || !p.n.acceptsNull) || p.n.prepares {
-			n.prepares = true
+// finishDefaults checks, wherever Prepare adds defaults, that the value it
+// adds is valid (else every call that leaves the property out would fail),
+// and keeps it, prepared, as text for the one pass. at is the path of n's
+// values. Children go first: a default gets the defaults inside it.
+func (n *node) finishDefaults(at *path) error {
+	for i := range n.props {
+		p := &n.props[i]
+		here := &path{parent: at, key: p.name}
+		if err := p.n.finishDefaults(here); err != nil {
+			return err
 		}
-	}
-	for _, c := range n.prefix {
-		n.prepares = n.prepares || c.prepares
-	}
-	for _, c := range []*node{n.items, n.additional} {
-		if c != nil && c.prepares {
-			n.prepares = true
+		if p.required || !p.n.hasDefault || p.n.defaultVal == nil && !p.n.acceptsNull {
+			continue
 		}
-	}
-}
-
-// walkChildren calls f on every direct child node.
-func walkChildren(n *node, f func(*node)) {
-	for _, p := range n.props {
-		f(p.n)
-	}
-	for _, list := range [][]*node{n.prefix, n.allOf, n.anyOf, n.oneOf} {
-		for _, c := range list {
-			f(c)
-		}
-	}
-	for _, c := range []*node{n.items, n.additional, n.not} {
-		if c != nil {
-			f(c)
-		}
-	}
-}
-
-// normalise converts a Go value that represents JSON (as found in a schema's
-// enum or const, or passed to Validate) into the canonical form: nil, bool,
-// float64, string, []any, map[string]any. Other types go through encoding/json.
-func normalise(v any) (any, error) {
-	switch x := v.(type) {
-	case nil, bool, float64, string:
-		return v, nil
-	case json.Number:
-		f, ok := numberOf(x)
+		text, _ := encodeTree(p.n.defaultVal)
+		text, ok := p.n.prepareText(text)
 		if !ok {
-			return nil, fmt.Errorf("invalid number %q", string(x))
+			c := &collector{}
+			d, _ := Decode(text)
+			p.n.check(d, here, c)
+			return fmt.Errorf("invalid default: %s", joinProblems(c.result()))
 		}
-		return f, nil
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			var err error
-			if out[i], err = normalise(e); err != nil {
-				return nil, err
+		name, _ := encodeTree(p.name)
+		p.memberB = slices.Concat([]byte("{"), name, []byte(":"), text, []byte("}"))
+		p.member = string(p.memberB)
+	}
+	for i, c := range append(slices.Clip(n.prefix), n.items, n.additional) {
+		if i >= len(n.prefix) {
+			i = -1 // any item or property
+		}
+		if c != nil {
+			if err := c.finishDefaults(&path{parent: at, index: i, isIndex: true}); err != nil {
+				return err
 			}
 		}
-		return out, nil
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			ne, err := normalise(e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = ne
-		}
-		return out, nil
 	}
-	if f, ok := numberOf(v); ok {
-		return f, nil
-	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	d, err := decodeValue(data)
-	if err != nil {
-		return nil, err
-	}
-	return normalise(d)
+	return nil
 }
 
-// decodeValue decodes one JSON value with UseNumber.
-func decodeValue(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+// prepRoot is the node the one pass walks for a schema the compiled path
+// does not cover: the top-level properties that are not required, to prune
+// their nulls (only when their own "type" excludes null) and add their
+// defaults. The reference validator checks the rest, and each default that
+// can be added, in the context of the root for its $refs.
+func prepRoot(s *jsonschema.Schema) (*node, error) {
+	n := &node{}
+	for _, name := range propertyOrder(s) {
+		ps := s.Properties[name]
+		if slices.Contains(s.Required, name) {
+			continue
+		}
+		pn := &node{trivial: true, acceptsNull: ps.Type == "null" || ps.Type == "" && (ps.Types == nil || slices.Contains(ps.Types, "null"))}
+		if ps.Default != nil {
+			d, err := Decode(ps.Default)
+			if err != nil {
+				return nil, fmt.Errorf("default: %w", err)
+			}
+			pn.hasDefault, pn.defaultVal = true, d
+		}
+		n.props = append(n.props, prop{name: name, n: pn})
+	}
+	if err := n.finishDefaults(nil); err != nil {
 		return nil, err
 	}
-	return v, nil
+	for _, p := range n.props {
+		probe := &jsonschema.Schema{Schema: s.Schema, ID: s.ID, Defs: s.Defs, Definitions: s.Definitions,
+			Properties: map[string]*jsonschema.Schema{p.name: s.Properties[p.name]}}
+		if p.member == "" {
+			continue
+		}
+		rs, err := probe.Resolve(nil)
+		if err != nil {
+			continue // a $ref elsewhere than $defs: the default goes unchecked
+		}
+		var d any
+		if err := json.Unmarshal(p.memberB, &d); err != nil {
+			return nil, fmt.Errorf("invalid default: %s: %v", p.name, err)
+		}
+		if err := rs.Validate(d); err != nil {
+			return nil, fmt.Errorf("invalid default: %s: %s", p.name, strings.TrimPrefix(err.Error(), "validating root: "))
+		}
+	}
+	return n, nil
+}
+
+// propIndex returns the index of property k, or -1.
+func (n *node) propIndex(k []byte) int {
+	if n.byName != nil {
+		if i, ok := n.byName[string(k)]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range n.props {
+		if n.props[i].name == string(k) {
+			return i
+		}
+	}
+	return -1
+}
+
+// normalise converts a Go value that represents JSON (a schema's enum or
+// const, or a value passed to Validate) into the form json.Unmarshal gives:
+// nil, bool, float64, string, []any, map[string]any.
+func normalise(v any) (any, error) {
+	data, err := json.Marshal(v)
+	var out any
+	s := pass{decoder: decoder{data: data}}
+	if err == nil {
+		err = s.top(nil, anyPlan, reflect.ValueOf(&out).Elem())
+	}
+	if err == nil && (s.invalid || s.failed) {
+		err = fmt.Errorf("invalid number in %s", data)
+	}
+	return out, err
 }

@@ -1,9 +1,8 @@
 package schema
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"unicode"
 	"unicode/utf16"
@@ -22,20 +21,9 @@ import (
 // done in one pass without reflection, several times faster for the small
 // objects tool calls carry.
 func Decode(data []byte) (any, error) {
-	d := decoder{data: data}
-	d.skipSpace()
-	if d.pos == len(data) {
-		return nil, errors.New("invalid JSON: empty input")
-	}
-	v, err := d.value()
-	if err != nil {
-		return nil, err
-	}
-	d.skipSpace()
-	if d.pos < len(data) {
-		return nil, d.errorf("unexpected data after the top-level value")
-	}
-	return v, nil
+	var v any
+	s := pass{decoder: decoder{data: data}}
+	return v, s.top(nil, treePlan, reflect.ValueOf(&v).Elem())
 }
 
 // maxDepth is encoding/json's nesting limit.
@@ -48,20 +36,26 @@ type decoder struct {
 	buf   []byte // scratch for strings with escapes
 }
 
-func (d *decoder) errorf(format string, args ...any) error {
+// errorf, badChar and literal are not inlined: what their errors need on
+// the stack would otherwise grow the frames of the parsing functions.
+//
+//go:noinline
+func (d *decoder) errorf(msg string) error {
 	if d.pos >= len(d.data) {
 		return fmt.Errorf("invalid JSON at byte offset %d: unexpected end of input", len(d.data))
 	}
-	return fmt.Errorf("invalid JSON at byte offset %d: %s", d.pos, fmt.Sprintf(format, args...))
+	return fmt.Errorf("invalid JSON at byte offset %d: %s", d.pos, msg)
 }
 
 // badChar reports the byte at d.pos as invalid in the given context, in
 // encoding/json's wording.
+//
+//go:noinline
 func (d *decoder) badChar(context string) error {
 	if d.pos >= len(d.data) {
 		return d.errorf("")
 	}
-	return d.errorf("invalid character %s %s", quoteChar(d.data[d.pos]), context)
+	return d.errorf("invalid character " + quoteChar(d.data[d.pos]) + " " + context)
 }
 
 func quoteChar(c byte) string {
@@ -89,133 +83,25 @@ func (d *decoder) skipSpace() {
 	}
 }
 
-func (d *decoder) value() (any, error) {
-	if d.pos >= len(d.data) {
-		return nil, d.errorf("")
-	}
-	switch c := d.data[d.pos]; {
-	case c == '{':
-		return d.object()
-	case c == '[':
-		return d.array()
-	case c == '"':
-		return d.str()
-	case c == 't':
-		return true, d.literal("true")
-	case c == 'f':
-		return false, d.literal("false")
-	case c == 'n':
-		return nil, d.literal("null")
-	case c == '-' || '0' <= c && c <= '9':
-		return d.number()
-	default:
-		return nil, d.badChar("looking for beginning of value")
-	}
-}
-
+//go:noinline
 func (d *decoder) literal(word string) error {
 	for i := 0; i < len(word); i++ {
 		if d.pos >= len(d.data) || d.data[d.pos] != word[i] {
-			return d.badChar(fmt.Sprintf("in literal %s (expecting %s)", word, quoteChar(word[i])))
+			return d.badChar("in literal " + word + " (expecting " + quoteChar(word[i]) + ")")
 		}
 		d.pos++
 	}
 	return nil
 }
 
-func (d *decoder) object() (any, error) {
-	d.pos++ // '{'
-	if d.depth++; d.depth > maxDepth {
-		return nil, d.errorf("exceeded max depth")
-	}
-	m := map[string]any{}
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == '}' {
-		d.pos++
-		d.depth--
-		return m, nil
-	}
-	for {
-		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return nil, d.badChar("looking for beginning of object key string")
-		}
-		key, err := d.str()
-		if err != nil {
-			return nil, err
-		}
-		d.skipSpace()
-		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-			return nil, d.badChar("after object key")
-		}
-		d.pos++
-		d.skipSpace()
-		v, err := d.value()
-		if err != nil {
-			return nil, err
-		}
-		m[key] = v
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, d.errorf("")
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-			d.skipSpace()
-		case '}':
-			d.pos++
-			d.depth--
-			return m, nil
-		default:
-			return nil, d.badChar("after object key:value pair")
-		}
-	}
-}
-
-func (d *decoder) array() (any, error) {
-	d.pos++ // '['
-	if d.depth++; d.depth > maxDepth {
-		return nil, d.errorf("exceeded max depth")
-	}
-	a := []any{}
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == ']' {
-		d.pos++
-		d.depth--
-		return a, nil
-	}
-	for {
-		v, err := d.value()
-		if err != nil {
-			return nil, err
-		}
-		a = append(a, v)
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return nil, d.errorf("")
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-			d.skipSpace()
-		case ']':
-			d.pos++
-			d.depth--
-			return a, nil
-		default:
-			return nil, d.badChar("after array element")
-		}
-	}
-}
-
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-func (d *decoder) number() (any, error) {
-	start := d.pos
+// scanNumber moves past a number.
+func (d *decoder) scanNumber() error {
 	if d.data[d.pos] == '-' {
 		d.pos++
 		if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
-			return nil, d.badChar("in numeric literal")
+			return d.badChar("in numeric literal")
 		}
 	}
 	if d.data[d.pos] == '0' {
@@ -228,7 +114,7 @@ func (d *decoder) number() (any, error) {
 	if d.pos < len(d.data) && d.data[d.pos] == '.' {
 		d.pos++
 		if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
-			return nil, d.badChar("after decimal point in numeric literal")
+			return d.badChar("after decimal point in numeric literal")
 		}
 		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
 			d.pos++
@@ -240,59 +126,61 @@ func (d *decoder) number() (any, error) {
 			d.pos++
 		}
 		if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
-			return nil, d.badChar("in exponent of numeric literal")
+			return d.badChar("in exponent of numeric literal")
 		}
 		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
 			d.pos++
 		}
 	}
-	return json.Number(d.data[start:d.pos]), nil
+	return nil
 }
 
-// str parses a string starting at the opening quote.
-func (d *decoder) str() (string, error) {
+// strBytes parses a string starting at the opening quote and returns its
+// text: a slice of the input when it has no escapes and is valid UTF-8
+// (esc false), else the decoded text in d.buf, valid until the next string.
+func (d *decoder) strBytes() (text []byte, esc bool, err error) {
 	d.pos++ // '"'
 	start := d.pos
-	// Fast path: plain ASCII or valid UTF-8 without escapes.
 	for d.pos < len(d.data) {
 		c := d.data[d.pos]
 		switch {
 		case c == '"':
-			s := string(d.data[start:d.pos])
 			d.pos++
-			return s, nil
+			return d.data[start : d.pos-1], false, nil
 		case c == '\\' || c < ' ':
-			return d.slowStr(start)
+			b, err := d.slowStr(start)
+			return b, true, err
 		case c < utf8.RuneSelf:
 			d.pos++
 		default:
 			r, size := utf8.DecodeRune(d.data[d.pos:])
 			if r == utf8.RuneError && size == 1 {
-				return d.slowStr(start)
+				b, err := d.slowStr(start)
+				return b, true, err
 			}
 			d.pos += size
 		}
 	}
-	return "", d.errorf("")
+	return nil, false, d.errorf("")
 }
 
 // slowStr decodes a string with escapes or invalid UTF-8, as encoding/json
 // does: invalid bytes and unpaired surrogates become U+FFFD.
-func (d *decoder) slowStr(start int) (string, error) {
+func (d *decoder) slowStr(start int) ([]byte, error) {
 	b := append(d.buf[:0], d.data[start:d.pos]...)
+	defer func() { d.buf = b }()
 	for d.pos < len(d.data) {
 		c := d.data[d.pos]
 		switch {
 		case c == '"':
 			d.pos++
-			d.buf = b
-			return string(b), nil
+			return b, nil
 		case c < ' ':
-			return "", d.badChar("in string literal")
+			return nil, d.badChar("in string literal")
 		case c == '\\':
 			d.pos++
 			if d.pos >= len(d.data) {
-				return "", d.errorf("")
+				return nil, d.errorf("")
 			}
 			switch e := d.data[d.pos]; e {
 			case '"', '\\', '/':
@@ -311,7 +199,7 @@ func (d *decoder) slowStr(start int) (string, error) {
 				d.pos++
 				r, err := d.hex4()
 				if err != nil {
-					return "", err
+					return nil, err
 				}
 				if utf16.IsSurrogate(r) {
 					// Take the next \uXXXX only if it completes a pair.
@@ -327,7 +215,7 @@ func (d *decoder) slowStr(start int) (string, error) {
 				b = utf8.AppendRune(b, r)
 				continue
 			default:
-				return "", d.badChar("in string escape code")
+				return nil, d.badChar("in string escape code")
 			}
 			d.pos++
 		case c < utf8.RuneSelf:
@@ -339,7 +227,7 @@ func (d *decoder) slowStr(start int) (string, error) {
 			b = utf8.AppendRune(b, r) // RuneError for invalid bytes
 		}
 	}
-	return "", d.errorf("")
+	return nil, d.errorf("")
 }
 
 // hex4 reads the four hex digits of a \u escape.

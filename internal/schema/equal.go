@@ -2,7 +2,6 @@ package schema
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 	"strconv"
 )
@@ -18,13 +17,9 @@ func numberOf(v any) (float64, bool) {
 		if !isJSONNumber(string(x)) {
 			return 0, false
 		}
+		// Out of float64 range is no number either: encoding/json refuses it.
 		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			// Out of float64 range: keep the ±Inf that ParseFloat returns.
-			var ne *strconv.NumError
-			return f, errors.As(err, &ne) && ne.Err == strconv.ErrRange
-		}
-		return f, true
+		return f, err == nil
 	case float32:
 		return float64(x), true
 	case int:

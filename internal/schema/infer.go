@@ -403,7 +403,7 @@ func applyFieldTag(ps *jsonschema.Schema, tag string) (*bool, error) {
 		if err != nil {
 			return nil, err
 		}
-		d, _ := decodeValue(defaultJS)
+		d, _ := Decode(defaultJS)
 		if probs := pv.Validate(d); len(probs) > 0 {
 			return nil, fmt.Errorf("default %s does not match the field's schema: %s", string(defaultJS), joinProblems(probs))
 		}

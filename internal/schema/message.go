@@ -37,6 +37,8 @@ func (p *path) write(b *strings.Builder) {
 		p.parent.write(b)
 	}
 	switch {
+	case p.isIndex && p.index < 0:
+		b.WriteString("[*]") // any item
 	case p.isIndex:
 		b.WriteByte('[')
 		b.WriteString(strconv.Itoa(p.index))

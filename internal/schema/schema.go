@@ -14,7 +14,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -56,6 +57,7 @@ type Validator struct {
 	resolved *jsonschema.Resolved
 	schema   *jsonschema.Schema
 	root     *node // nil on the fallback path
+	prep     *node // what the one pass walks: root, or prepRoot's node
 }
 
 // Compile checks the schema (via (*jsonschema.Schema).Resolve) and builds a
@@ -96,7 +98,12 @@ func Compile(s *jsonschema.Schema) (*Validator, error) {
 			if err != nil {
 				return nil, fmt.Errorf("schema: %w", err)
 			}
-			v.root = root
+			v.root, v.prep = root, root
+		}
+	}
+	if v.prep == nil {
+		if v.prep, err = prepRoot(s); err != nil {
+			return nil, fmt.Errorf("schema: %w", err)
 		}
 	}
 	return v, nil
@@ -120,6 +127,14 @@ func (v *Validator) Fast() bool { return v.root != nil }
 // sees numbers decoded without UseNumber). Other Go values are round-tripped
 // through encoding/json first.
 func (v *Validator) Validate(instance any) []Problem {
+	if (v.root == nil || !v.root.closed) && badNumbers(instance, nil, nil) {
+		// Refused alike by both paths, and before anything else: a number
+		// encoding/json cannot decode never reaches jsonschema-go. (In a
+		// closed tree, check meets them all.)
+		c := &collector{}
+		badNumbers(instance, nil, c)
+		return c.result()
+	}
 	if v.root == nil {
 		return v.validateReference(instance)
 	}
@@ -135,65 +150,69 @@ func (v *Validator) Validate(instance any) []Problem {
 	return c.result()
 }
 
-// validateReference runs jsonschema-go, which reads json.Number as a string,
-// so numbers are converted first.
+// badNumbers reports, into c or (c nil) as its result, the json.Numbers
+// that are not numbers or are too large for a float64. Without c it
+// allocates nothing.
+func badNumbers(instance any, at *path, c *collector) bool {
+	bad := false
+	switch x := instance.(type) {
+	case json.Number:
+		// Only numbers with an exponent or 309 digits can be too large.
+		if bad = len(x) > 308 || strings.ContainsAny(string(x), "eE") || !isJSONNumber(string(x)); bad {
+			_, ok := numberOf(x)
+			bad = !ok
+		}
+		if bad && c != nil {
+			c.add(at, badNumber(x))
+		}
+	case []any:
+		for i, e := range x {
+			if c == nil && badNumbers(e, nil, nil) {
+				return true
+			} else if c != nil {
+				bad = badNumbers(e, &path{parent: at, index: i, isIndex: true}, c) || bad
+			}
+		}
+	case map[string]any:
+		if c == nil {
+			for _, e := range x {
+				if badNumbers(e, nil, nil) {
+					return true
+				}
+			}
+			break
+		}
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			bad = badNumbers(x[k], &path{parent: at, key: k}, c) || bad
+		}
+	}
+	return bad
+}
+
+// badNumber says what is wrong with a json.Number numberOf refuses.
+func badNumber(x json.Number) string {
+	if isJSONNumber(string(x)) {
+		return "must fit in a 64-bit float, got " + preview(x)
+	}
+	return "is not a valid JSON number: " + preview(string(x))
+}
+
+// validateReference runs jsonschema-go on the instance as json.Unmarshal
+// would give it (json.Number would be a string to it; badNumbers has made
+// sure that every number converts).
 func (v *Validator) validateReference(instance any) []Problem {
-	inst, _ := numbersToFloat(instance)
-	err := v.resolved.Validate(inst)
+	data, err := json.Marshal(instance)
+	var inst any
+	if err == nil {
+		err = json.Unmarshal(data, &inst)
+	}
+	if err == nil {
+		err = v.resolved.Validate(inst)
+	}
 	if err == nil {
 		return nil
 	}
-	msg := strings.TrimPrefix(err.Error(), "validating root: ")
-	return []Problem{{Message: msg}}
-}
-
-// numbersToFloat returns instance with every json.Number replaced by its
-// float64 value, copying only the containers that change.
-func numbersToFloat(instance any) (any, bool) {
-	switch x := instance.(type) {
-	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			return instance, false // not a number; the reference sees a string
-		}
-		return f, true
-	case []any:
-		var out []any
-		for i, e := range x {
-			ne, changed := numbersToFloat(e)
-			if changed && out == nil {
-				out = make([]any, len(x))
-				copy(out, x)
-			}
-			if out != nil {
-				out[i] = ne
-			}
-		}
-		if out == nil {
-			return x, false
-		}
-		return out, true
-	case map[string]any:
-		var out map[string]any
-		for k, e := range x {
-			ne, changed := numbersToFloat(e)
-			if changed && out == nil {
-				out = make(map[string]any, len(x))
-				for k2, e2 := range x {
-					out[k2] = e2
-				}
-			}
-			if out != nil {
-				out[k] = ne
-			}
-		}
-		if out == nil {
-			return x, false
-		}
-		return out, true
-	default:
-		return instance, false
-	}
+	return []Problem{{Message: strings.TrimPrefix(err.Error(), "validating root: ")}}
 }
 
 // checkTypeNames rejects type names JSON Schema does not define. jsonschema-go

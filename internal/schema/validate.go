@@ -20,6 +20,19 @@ const (
 	kObject
 )
 
+// val is an instance value taken apart: its kind, its string or number
+// (1 or 0 for a boolean), its array or object, and the value itself for
+// messages. The one pass checks scalars without the value: it asks for no
+// messages.
+type val struct {
+	k   kind
+	s   string
+	f   float64
+	arr []any
+	obj map[string]any
+	v   any
+}
+
 // check validates v against n. With a nil collector it stops at the first
 // problem and only answers valid or not (used for anyOf/oneOf/not and for the
 // fast happy path); otherwise it records every problem in c.
@@ -28,44 +41,34 @@ func (n *node) check(v any, at *path, c *collector) bool {
 	if n.trivial {
 		return true
 	}
-	if n.never {
-		if c != nil {
-			c.add(at, "is not allowed")
-		}
-		return false
-	}
-	var (
-		k   kind
-		f   float64
-		s   string
-		arr []any
-		obj map[string]any
-	)
-	switch x := v.(type) {
+	x := val{v: v}
+	switch y := v.(type) {
 	case nil:
-		k = kNull
+		x.k = kNull
 	case bool:
-		k = kBool
+		x.k = kBool
+		if y {
+			x.f = 1
+		}
 	case string:
-		k, s = kString, x
+		x.k, x.s = kString, y
 	case json.Number:
 		var ok bool
-		if f, ok = numberOf(x); !ok {
+		if x.f, ok = numberOf(y); !ok {
 			if c != nil {
-				c.add(at, "is not a valid JSON number: "+preview(string(x)))
+				c.add(at, badNumber(y))
 			}
 			return false
 		}
-		k = kNumber
-	case float64:
-		k, f = kNumber, x
+		x.k = kNumber
 	case map[string]any:
-		k, obj = kObject, x
+		x.k, x.obj = kObject, y
 	case []any:
-		k, arr = kArray, x
+		x.k, x.arr = kArray, y
 	default:
-		if nf, ok := numberOf(v); ok {
-			k, f = kNumber, nf
+		var ok bool
+		if x.f, ok = numberOf(v); ok {
+			x.k = kNumber
 			break
 		}
 		nv, err := normalise(v)
@@ -77,25 +80,37 @@ func (n *node) check(v any, at *path, c *collector) bool {
 		}
 		return n.check(nv, at, c)
 	}
+	return n.checkVal(&x, at, c)
+}
 
-	if n.hasType && !typeAllows(n.types, k, f) {
-		// A value of the wrong type is not looked into any further.
+func (n *node) checkVal(x *val, at *path, c *collector) bool {
+	if n.trivial {
+		return true
+	}
+	if n.never {
 		if c != nil {
-			c.add(at, "must be "+typePhrase(n.types)+", got "+describe(v))
+			c.add(at, "is not allowed")
 		}
 		return false
 	}
-	if n.hasEnum && !n.inEnum(v) {
+	if n.hasType && !typeAllows(n.types, x.k, x.f) {
+		// A value of the wrong type is not looked into any further.
+		if c != nil {
+			c.add(at, "must be "+typePhrase(n.types)+", got "+describe(x.v))
+		}
+		return false
+	}
+	if n.hasEnum && !slices.ContainsFunc(n.enum, x.equal) {
 		if c != nil {
 			if len(n.enum) == 0 {
 				c.add(at, "is not allowed (the schema's enum is empty)")
 			} else {
-				c.add(at, "must be one of "+n.enumText+"; got "+preview(v))
+				c.add(at, "must be one of "+n.enumText+"; got "+preview(x.v))
 			}
 		}
 		return false
 	}
-	if n.hasConst && !jsonEqual(n.constVal, v) {
+	if n.hasConst && !x.equal(n.constVal) {
 		if c != nil {
 			c.add(at, "must be exactly "+n.constTxt)
 		}
@@ -103,65 +118,39 @@ func (n *node) check(v any, at *path, c *collector) bool {
 	}
 
 	ok := true
-	switch k {
+	switch x.k {
 	case kNumber:
-		if n.numFlags != 0 && !n.checkNumber(f, v, at, c) {
-			if c == nil {
-				return false
-			}
-			ok = false
-		}
+		ok = n.numFlags == 0 || n.checkNumber(x.f, x.v, at, c)
 	case kString:
-		if !n.checkString(s, at, c) {
-			if c == nil {
-				return false
-			}
-			ok = false
-		}
+		ok = n.checkString(x.s, at, c)
 	case kArray:
-		if n.isArray && !n.checkArray(arr, at, c) {
-			if c == nil {
-				return false
-			}
-			ok = false
-		}
+		ok = !n.isArray || n.checkArray(x.arr, at, c)
 	case kObject:
-		if n.isObject && !n.checkObject(obj, at, c) {
-			if c == nil {
-				return false
-			}
-			ok = false
-		}
+		ok = !n.isObject || n.checkObject(x.obj, at, c)
+	}
+	if !ok && c == nil {
+		return false
 	}
 
 	for _, b := range n.allOf {
-		if !b.check(v, at, c) {
+		if !b.checkVal(x, at, c) {
 			if c == nil {
 				return false
 			}
 			ok = false
 		}
 	}
-	if n.anyOf != nil {
-		matched := false
-		for _, b := range n.anyOf {
-			if b.check(v, at, nil) {
-				matched = true
-				break
-			}
+	if n.anyOf != nil && !slices.ContainsFunc(n.anyOf, func(b *node) bool { return b.checkVal(x, at, nil) }) {
+		if c == nil {
+			return false
 		}
-		if !matched {
-			if c == nil {
-				return false
-			}
-			ok = false
-			n.explainAnyOf(v, k, f, at, c)
-		}
+		ok = false
+		n.explainAnyOf(x, at, c)
 	}
 	if n.oneOf != nil {
 		matched := 0
 		for _, b := range n.oneOf {
-			if b.check(v, at, nil) {
+			if b.checkVal(x, at, nil) {
 				matched++
 				if matched > 1 && c == nil {
 					return false
@@ -176,7 +165,7 @@ func (n *node) check(v any, at *path, c *collector) bool {
 			c.add(at, fmt.Sprintf("must match exactly one of the allowed schemas, matched %d", matched))
 		}
 	}
-	if n.not != nil && n.not.check(v, at, nil) {
+	if n.not != nil && n.not.checkVal(x, at, nil) {
 		if c == nil {
 			return false
 		}
@@ -186,21 +175,37 @@ func (n *node) check(v any, at *path, c *collector) bool {
 	return ok
 }
 
+// equal is JSON equality between the value and a normalised enum or const
+// value, without the value for scalars.
+func (x *val) equal(e any) bool {
+	switch e := e.(type) {
+	case nil:
+		return x.k == kNull
+	case bool:
+		return x.k == kBool && e == (x.f == 1)
+	case string:
+		return x.k == kString && e == x.s
+	case float64:
+		return x.k == kNumber && e == x.f
+	}
+	return x.k >= kArray && jsonEqual(e, x.v)
+}
+
 // explainAnyOf reports a failed anyOf. When no branch accepts the value's
 // type, a type message is clearer; otherwise the first branch that accepts
 // the type shows what it wanted, if it has only a few complaints.
-func (n *node) explainAnyOf(v any, k kind, f float64, at *path, c *collector) {
-	if n.anyOfTyped && !typeAllows(n.anyOfTypes, k, f) {
-		c.add(at, "must be "+typePhrase(n.anyOfTypes)+", got "+describe(v))
+func (n *node) explainAnyOf(x *val, at *path, c *collector) {
+	if n.anyOfTyped && !typeAllows(n.anyOfTypes, x.k, x.f) {
+		c.add(at, "must be "+typePhrase(n.anyOfTypes)+", got "+describe(x.v))
 		return
 	}
 	c.add(at, "must match at least one of the allowed schemas")
 	for _, b := range n.anyOf {
-		if b.hasType && !typeAllows(b.types, k, f) {
+		if b.hasType && !typeAllows(b.types, x.k, x.f) {
 			continue
 		}
 		var sub collector
-		b.check(v, at, &sub)
+		b.checkVal(x, at, &sub)
 		if len(sub.list) <= 3 {
 			c.list = append(c.list, sub.list...)
 		}
@@ -226,81 +231,44 @@ func typeAllows(m typeMask, k kind, f float64) bool {
 	}
 }
 
-func isInteger(f float64) bool {
-	_, frac := math.Modf(f)
-	return frac == 0
-}
+func isInteger(f float64) bool { return fraction(f) == 0 }
 
-func (n *node) inEnum(v any) bool {
-	for _, e := range n.enum {
-		if jsonEqual(e, v) {
-			return true
-		}
-	}
-	return false
+func fraction(f float64) float64 {
+	_, frac := math.Modf(f)
+	return frac
 }
 
 func (n *node) checkNumber(f float64, v any, at *path, c *collector) bool {
 	ok := true
-	if n.numFlags&hasMultipleOf != 0 {
+	for _, b := range [...]struct {
+		flag  uint8
+		out   bool
+		want  string
+		bound float64
+	}{
 		// Same arithmetic as jsonschema-go, including its float rounding.
-		if _, frac := math.Modf(f / n.multipleOf); frac != 0 {
+		{hasMultipleOf, fraction(f/n.multipleOf) != 0, "a multiple of ", n.multipleOf},
+		{hasMinimum, f < n.minimum, ">= ", n.minimum},
+		{hasMaximum, f > n.maximum, "<= ", n.maximum},
+		{hasExclMin, f <= n.exclMin, "> ", n.exclMin},
+		{hasExclMax, f >= n.exclMax, "< ", n.exclMax},
+	} {
+		if n.numFlags&b.flag != 0 && b.out {
 			if c == nil {
 				return false
 			}
 			ok = false
-			c.add(at, "must be a multiple of "+formatNum(n.multipleOf)+", got "+preview(v))
+			c.add(at, "must be "+b.want+formatNum(b.bound)+", got "+preview(v))
 		}
-	}
-	if n.numFlags&hasMinimum != 0 && f < n.minimum {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, "must be >= "+formatNum(n.minimum)+", got "+preview(v))
-	}
-	if n.numFlags&hasMaximum != 0 && f > n.maximum {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, "must be <= "+formatNum(n.maximum)+", got "+preview(v))
-	}
-	if n.numFlags&hasExclMin != 0 && f <= n.exclMin {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, "must be > "+formatNum(n.exclMin)+", got "+preview(v))
-	}
-	if n.numFlags&hasExclMax != 0 && f >= n.exclMax {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, "must be < "+formatNum(n.exclMax)+", got "+preview(v))
 	}
 	return ok
 }
 
 func (n *node) checkString(s string, at *path, c *collector) bool {
-	ok := true
-	if n.hasMinLen || n.hasMaxLen {
-		l := utf8.RuneCountInString(s)
-		if n.hasMinLen && l < n.minLength {
-			if c == nil {
-				return false
-			}
-			ok = false
-			c.add(at, fmt.Sprintf("must be at least %s long, got %d", plural(n.minLength, "character"), l))
-		}
-		if n.hasMaxLen && l > n.maxLength {
-			if c == nil {
-				return false
-			}
-			ok = false
-			c.add(at, fmt.Sprintf("must be at most %s long, got %d", plural(n.maxLength, "character"), l))
-		}
+	ok := !(n.hasMinLen || n.hasMaxLen) || bounds(utf8.RuneCountInString(s), n.hasMinLen, n.minLength,
+		n.hasMaxLen, n.maxLength, "be", " long", "character", "characters", at, c)
+	if !ok && c == nil {
+		return false
 	}
 	if n.pattern != nil && !n.pattern.MatchString(s) {
 		if c == nil {
@@ -313,20 +281,9 @@ func (n *node) checkString(s string, at *path, c *collector) bool {
 }
 
 func (n *node) checkArray(arr []any, at *path, c *collector) bool {
-	ok := true
-	if n.hasMinItems && len(arr) < n.minItems {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, fmt.Sprintf("must have at least %s, got %d", plural(n.minItems, "item"), len(arr)))
-	}
-	if n.hasMaxItems && len(arr) > n.maxItems {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, fmt.Sprintf("must have at most %s, got %d", plural(n.maxItems, "item"), len(arr)))
+	ok := bounds(len(arr), n.hasMinItems, n.minItems, n.hasMaxItems, n.maxItems, "have", "", "item", "items", at, c)
+	if !ok && c == nil {
+		return false
 	}
 	if n.unique {
 		if i, j, dup := firstDuplicate(arr); dup {
@@ -364,20 +321,9 @@ func (n *node) checkArray(arr []any, at *path, c *collector) bool {
 }
 
 func (n *node) checkObject(obj map[string]any, at *path, c *collector) bool {
-	ok := true
-	if n.hasMinProps && len(obj) < n.minProps {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, fmt.Sprintf("must have at least %s, got %d", propsPlural(n.minProps), len(obj)))
-	}
-	if n.hasMaxProps && len(obj) > n.maxProps {
-		if c == nil {
-			return false
-		}
-		ok = false
-		c.add(at, fmt.Sprintf("must have at most %s, got %d", propsPlural(n.maxProps), len(obj)))
+	ok := bounds(len(obj), n.hasMinProps, n.minProps, n.hasMaxProps, n.maxProps, "have", "", "property", "properties", at, c)
+	if !ok && c == nil {
+		return false
 	}
 	found := 0
 	var child path // outside the loops: see checkArray
@@ -422,7 +368,7 @@ func (n *node) checkObject(obj map[string]any, at *path, c *collector) bool {
 	}
 	if c == nil {
 		for name, val := range obj {
-			if !n.isProp(name) && !n.additional.check(val, nil, nil) {
+			if n.propIndex([]byte(name)) < 0 && !n.additional.check(val, nil, nil) {
 				return false
 			}
 		}
@@ -430,7 +376,7 @@ func (n *node) checkObject(obj map[string]any, at *path, c *collector) bool {
 	}
 	extras := make([]string, 0, len(obj)-found)
 	for name := range obj {
-		if !n.isProp(name) {
+		if n.propIndex([]byte(name)) < 0 {
 			extras = append(extras, name)
 		}
 	}
@@ -453,30 +399,26 @@ func (n *node) checkObject(obj map[string]any, at *path, c *collector) bool {
 	return ok
 }
 
-// isProp reports whether name is listed in properties.
-func (n *node) isProp(name string) bool {
-	if n.propIndex != nil {
-		_, ok := n.propIndex[name]
-		return ok
-	}
-	for i := range n.props {
-		if n.props[i].name == name {
-			return true
+// bounds checks a count l against its bounds: "must have at least 1 item,
+// got 0".
+func bounds(l int, hasMin bool, lo int, hasMax bool, hi int, verb, tail, one, many string, at *path, c *collector) bool {
+	ok := true
+	for _, b := range [...]struct {
+		out   bool
+		word  string
+		bound int
+	}{{hasMin && l < lo, " at least ", lo}, {hasMax && l > hi, " at most ", hi}} {
+		if b.out {
+			if c == nil {
+				return false
+			}
+			ok = false
+			unit := many
+			if b.bound == 1 || b.bound == -1 {
+				unit = one
+			}
+			c.add(at, fmt.Sprintf("must %s%s%d %s%s, got %d", verb, b.word, b.bound, unit, tail, l))
 		}
 	}
-	return false
-}
-
-func plural(n int, word string) string {
-	if n == 1 || n == -1 {
-		return fmt.Sprintf("%d %s", n, word)
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
-
-func propsPlural(n int) string {
-	if n == 1 {
-		return "1 property"
-	}
-	return fmt.Sprintf("%d properties", n)
+	return ok
 }

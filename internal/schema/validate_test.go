@@ -423,9 +423,8 @@ func TestValidateConcurrent(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 200 {
-				args := map[string]any{"a": "x", "z": 1}
-				v.Prepare(args)
-				if got := len(v.Validate(args)); got != 2 {
+				_, probs := prepare(t, v, `{"a":"x","z":1}`)
+				if got := len(probs); got != 2 {
 					t.Errorf("got %d problems, want 2", got)
 					return
 				}

@@ -6,6 +6,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
+// The tree Prepare the one pass replaced, kept as the reference its
+// preparation is checked against (FuzzPrepareMatchesTree).
+
 // Prepare normalises arguments in place before validation and reports
 // whether it changed anything. Models often send null for "not set" and omit
 // values that have defaults, so Prepare:
@@ -19,20 +22,17 @@ import (
 //
 // On the fallback path only the top level is prepared, and a null is pruned
 // only when the property's own "type" excludes null.
-func (v *Validator) Prepare(obj map[string]any) bool {
+func refPrepare(v *Validator, obj map[string]any) bool {
 	if obj == nil {
 		return false
 	}
 	if v.root == nil {
-		return prepareTop(v.schema, obj)
+		return refPrepareTop(v.schema, obj)
 	}
-	return v.root.prepare(obj)
+	return refPrepareNode(v.root, obj)
 }
 
-func (n *node) prepare(val any) bool {
-	if !n.prepares {
-		return false
-	}
+func refPrepareNode(n *node, val any) bool {
 	changed := false
 	switch x := val.(type) {
 	case map[string]any:
@@ -40,7 +40,7 @@ func (n *node) prepare(val any) bool {
 			p := &n.props[i]
 			cur, present := x[p.name]
 			if p.required {
-				if present && p.n.prepare(cur) {
+				if present && refPrepareNode(p.n, cur) {
 					changed = true
 				}
 				continue
@@ -53,19 +53,19 @@ func (n *node) prepare(val any) bool {
 			if !present {
 				if p.n.hasDefault && (p.n.defaultVal != nil || p.n.acceptsNull) {
 					d := deepCopy(p.n.defaultVal)
-					p.n.prepare(d)
+					refPrepareNode(p.n, d)
 					x[p.name] = d
 					changed = true
 				}
 				continue
 			}
-			if p.n.prepare(cur) {
+			if refPrepareNode(p.n, cur) {
 				changed = true
 			}
 		}
-		if n.additional != nil && n.additional.prepares {
+		if n.additional != nil {
 			for name, e := range x {
-				if !n.isProp(name) && n.additional.prepare(e) {
+				if n.propIndex([]byte(name)) < 0 && refPrepareNode(n.additional, e) {
 					changed = true
 				}
 			}
@@ -76,7 +76,7 @@ func (n *node) prepare(val any) bool {
 			if i < len(n.prefix) {
 				sn = n.prefix[i]
 			}
-			if sn != nil && sn.prepare(e) {
+			if sn != nil && refPrepareNode(sn, e) {
 				changed = true
 			}
 		}
@@ -85,21 +85,21 @@ func (n *node) prepare(val any) bool {
 }
 
 // prepareTop is Prepare for schemas the compiled path does not handle.
-func prepareTop(s *jsonschema.Schema, obj map[string]any) bool {
+func refPrepareTop(s *jsonschema.Schema, obj map[string]any) bool {
 	changed := false
 	for name, ps := range s.Properties {
 		if ps == nil || slices.Contains(s.Required, name) {
 			continue
 		}
 		cur, present := obj[name]
-		if present && cur == nil && excludesNull(ps) {
+		if present && cur == nil && refExcludesNull(ps) {
 			delete(obj, name)
 			present = false
 			changed = true
 		}
 		if !present && ps.Default != nil {
-			d, err := decodeValue(ps.Default)
-			if err == nil && (d != nil || !excludesNull(ps)) {
+			d, err := Decode(ps.Default)
+			if err == nil && (d != nil || !refExcludesNull(ps)) {
 				obj[name] = d
 				changed = true
 			}
@@ -110,7 +110,7 @@ func prepareTop(s *jsonschema.Schema, obj map[string]any) bool {
 
 // excludesNull reports whether the schema's own type keyword rejects null;
 // type is a conjunct, so nothing else in the schema can bring null back.
-func excludesNull(s *jsonschema.Schema) bool {
+func refExcludesNull(s *jsonschema.Schema) bool {
 	if s.Type != "" {
 		return s.Type != "null"
 	}

@@ -1,0 +1,26 @@
+package toolkit
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// PreparedForTest runs the argument pass as the engine does before a call
+// and returns the canonical bytes and, for typed tools, the input the
+// handler would get.
+func PreparedForTest(t *Tool, raw json.RawMessage) (json.RawMessage, any, error) {
+	p, err := t.prepare(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p.bytes(), p.in, nil
+}
+
+// InvokeForTest runs the tool's handler on prepared arguments.
+func InvokeForTest(ctx context.Context, t *Tool, raw json.RawMessage) ([]Part, error) {
+	p, err := t.prepare(raw)
+	if err != nil {
+		return nil, err
+	}
+	return t.invoke(ctx, p)
+}
