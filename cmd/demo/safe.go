@@ -257,30 +257,57 @@ func padRight(s string, n int) string {
 	return s
 }
 
-// wrapWords breaks a line of text into lines of at most cols columns at
-// spaces, the lines after the first starting with indent; a word longer
-// than a line is cut. cols <= 0 returns the text as one line.
+// wrapWords breaks a line of text into lines of at most cols columns, at
+// spaces where it can and inside a word longer than a line, so that
+// nothing is lost; the lines after the first start with indent. Tabs
+// become spaces. cols <= 0 returns the text as one line.
 func wrapWords(text string, cols int, indent string) []string {
+	if strings.Contains(text, "\t") {
+		text = expandTabs(text)
+	}
 	if cols <= 0 || displayWidth(text) <= cols {
 		return []string{text}
 	}
-	iw := displayWidth(indent)
-	if iw >= cols/2 {
-		indent, iw = "", 0
+	if displayWidth(indent) >= cols/2 {
+		indent = ""
 	}
+	iw := displayWidth(indent)
 	var lines []string
-	line, lw, started := "", 0, false
-	for _, word := range strings.Split(text, " ") {
+	var line strings.Builder
+	lw := 0
+	newLine := func() {
+		lines = append(lines, line.String())
+		line.Reset()
+		line.WriteString(indent)
+		lw = iw
+	}
+	for i, word := range strings.Split(text, " ") {
 		ww := displayWidth(word)
-		switch {
-		case !started:
-			line, lw, started = word, ww, true
-		case lw+1+ww <= cols:
-			line, lw = line+" "+word, lw+1+ww
-		default:
-			lines = append(lines, fitWidth(line, cols))
-			line, lw = indent+word, iw+ww
+		if i > 0 {
+			switch {
+			case lw+1+ww <= cols: // on this line
+				line.WriteByte(' ')
+				lw++
+			case ww <= cols-iw: // on the next
+				newLine()
+			case lw+1 < cols: // longer than a line: begins here
+				line.WriteByte(' ')
+				lw++
+			default:
+				newLine()
+			}
+		}
+		for _, r := range word {
+			rw := runeWidth(r)
+			if rw > cols { // a wide character on a one-column line
+				r, rw = '…', 1
+			}
+			if lw+rw > cols && lw > iw {
+				newLine()
+			}
+			line.WriteRune(r)
+			lw += rw
 		}
 	}
-	return append(lines, fitWidth(line, cols))
+	return append(lines, line.String())
 }

@@ -175,13 +175,17 @@ func (v *termView) line(format string, args ...any) {
 }
 
 // put writes s, made by the program from escaped parts, above the live
-// block, each line cut to the terminal's width (the lock is held).
+// block (the lock is held). On a terminal, a line wider than the terminal
+// is wrapped at spaces, its continuation indented under it: nothing is cut.
 func (v *termView) put(s string) {
 	v.clearBlock()
 	if lim := v.limit(); lim > 0 {
 		lines := strings.Split(s, "\n")
 		for i, l := range lines {
-			lines[i] = fitWidth(l, lim)
+			if strings.Contains(l, "\t") || displayWidth(l) > lim {
+				lead := len(l) - len(strings.TrimLeft(l, " "))
+				lines[i] = strings.Join(wrapWords(l, lim, strings.Repeat(" ", lead+4)), "\n")
+			}
 		}
 		s = strings.Join(lines, "\n")
 	}
@@ -195,7 +199,7 @@ func (v *termView) put(s string) {
 func (v *termView) prose(text, indent string) string {
 	var b strings.Builder
 	for _, para := range strings.Split(text, "\n") {
-		for _, l := range wrapWords(expandTabs(para), v.limit(), indent) {
+		for _, l := range wrapWords(para, v.limit(), indent) {
 			b.WriteString(l)
 			b.WriteByte('\n')
 		}

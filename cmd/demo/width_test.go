@@ -204,16 +204,48 @@ func TestFitWidth(t *testing.T) {
 }
 
 func TestWrapWords(t *testing.T) {
-	got := wrapWords("offered: count_lines, watch_folder, ask_user, hash_files", 24, "  ")
-	want := []string{"offered: count_lines,", "  watch_folder,", "  ask_user, hash_files"}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("got %q, want %q", got, want)
-	}
-	for _, l := range wrapWords(strings.Repeat("x", 50)+" y", 20, "  ") {
-		if displayWidth(l) > 20 {
-			t.Errorf("line of %d columns: %q", displayWidth(l), l)
+	for _, tc := range []struct {
+		in   string
+		cols int
+		want []string
+	}{
+		{"offered: count_lines, watch_folder, ask_user, hash_files", 24, []string{"offered: count_lines,", "  watch_folder,", "  ask_user, hash_files"}},
+		{"saved to /tmp/toolstream-results/file_inventory-0123.txt ok", 20, []string{"saved to /tmp/toolst", "  ream-results/file_", "  inventory-0123.txt", "  ok"}},
+		{"short", 20, []string{"short"}},
+		{"日本語の文章です", 9, []string{"日本語の", "  文章で", "  す"}},
+		{"a\tb", 20, []string{"a       b"}},
+	} {
+		if got := wrapWords(tc.in, tc.cols, "  "); strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("wrapWords(%q, %d) = %q, want %q", tc.in, tc.cols, got, tc.want)
 		}
 	}
+}
+
+// FuzzWrapWords: wrapped lines are never wider than asked, and they hold
+// every character of the text (only spaces become line breaks).
+func FuzzWrapWords(f *testing.F) {
+	for _, s := range []string{"", "a b c", "offered: count_lines, watch_folder", strings.Repeat("x", 90), "日本語 の 文章", "a\tb  c"} {
+		f.Add(s, 10)
+	}
+	f.Fuzz(func(t *testing.T, s string, cols int) {
+		s = safeLine(s)
+		cols = cols%120 + 1
+		if cols < 1 {
+			cols += 120
+		}
+		lines := wrapWords(s, cols, "  ")
+		for _, l := range lines {
+			if w := displayWidth(l); w > cols {
+				t.Fatalf("wrapWords(%q, %d): line %q is %d columns", s, cols, l, w)
+			}
+		}
+		if cols > 1 {
+			squeeze := func(x string) string { return strings.NewReplacer(" ", "", "\t", "").Replace(x) }
+			if got := squeeze(strings.Join(lines, "")); got != squeeze(expandTabs(s)) {
+				t.Fatalf("wrapWords(%q, %d) lost text: %q", s, cols, lines)
+			}
+		}
+	})
 }
 
 // FuzzFitWidth: whatever the text, a fit line is never wider than asked,
