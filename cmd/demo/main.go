@@ -84,7 +84,8 @@ func signalName(s os.Signal) string {
 }
 
 // signalStatus is the exit status shells give a program a signal ended:
-// 128 plus the signal's number (130 for SIGINT, 143 for SIGTERM).
+// 128 plus the signal's number (130 for SIGINT, 143 for SIGTERM). The demo
+// uses it only when a second signal makes it quit without cleaning up.
 func signalStatus(s os.Signal) int {
 	if n, ok := s.(syscall.Signal); ok {
 		return 128 + int(n)
@@ -93,9 +94,11 @@ func signalStatus(s os.Signal) int {
 }
 
 // exitCode reports how run ended, on stderr, and returns the exit status:
-// 0 when it ran to the end (or quit on -help, or by Ctrl-C while the page
-// stayed up after the run), 2 for bad flags (like the flag package), 130 or
-// 143 when a signal cut the run short, 1 for any other failure.
+// 0 when it ran to the end, quit on -help or was stopped by a signal (a
+// normal way to end it: the line on stderr says what was stopped), 2 for
+// bad flags (like the flag package), 1 for any other failure. Not 130 for
+// Ctrl-C: under `go run ./cmd/demo`, the README's command, that would read
+// "exit status 130" and make go run itself fail.
 func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 	var stop *signalStop
 	errors.As(context.Cause(ctx), &stop)
@@ -109,10 +112,10 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 		return 2
 	case stop != nil && errors.As(err, &cut):
 		fmt.Fprintf(stderr, "demo: stopped by %s in turn %d (%s); the page and NATS are closed\n", signalName(stop.sig), cut.turn, cut.where)
-		return signalStatus(stop.sig)
+		return 0
 	case stop != nil:
 		fmt.Fprintf(stderr, "demo: stopped by %s before the run began; nothing is left running\n", signalName(stop.sig))
-		return signalStatus(stop.sig)
+		return 0
 	}
 	fmt.Fprintf(stderr, "demo: %s\n", safeText(err.Error()))
 	return 1
@@ -189,10 +192,10 @@ retried, a large result stored away, an approval, an external tool and a
 cancelled call. Every event goes to NATS; a web page and this terminal show
 them live.
 
-Ctrl-C (or SIGTERM) stops the demo cleanly: the running calls are
-interrupted and the page and NATS closed. The exit status is then 130 (143
-for SIGTERM) when the run was cut short, as shells expect, and 0 after a
-finished run; bad flags exit with 2, other failures with 1.
+Ctrl-C (or SIGTERM) stops the demo cleanly, at any time: the running calls
+are interrupted, the page and NATS closed, and the exit status is 0 (a
+second Ctrl-C quits at once, with 130). Bad flags exit with 2, other
+failures with 1.
 
 Flags:
 `)

@@ -78,8 +78,9 @@ func natsDirs(t *testing.T, dir string) []string {
 
 // TestDemoStopsOnSignal: Ctrl-C (SIGINT) or SIGTERM in the middle of a run
 // is a normal end. The demo says in one line what it stopped, exits with
-// the status shells expect of an interrupted program (130, 143), and
-// leaves no folder of its embedded NATS server in the temporary folder.
+// status 0 (not 130: `go run`, the README's command, would report that as
+// its own failure), and leaves no folder of its embedded NATS server in
+// the temporary folder.
 func TestDemoStopsOnSignal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the demo binary")
@@ -89,12 +90,11 @@ func TestDemoStopsOnSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		sig    syscall.Signal
-		status int
-		name   string
+		sig  syscall.Signal
+		name string
 	}{
-		{syscall.SIGINT, 130, "Ctrl-C (SIGINT)"},
-		{syscall.SIGTERM, 143, "SIGTERM"},
+		{syscall.SIGINT, "Ctrl-C (SIGINT)"},
+		{syscall.SIGTERM, "SIGTERM"},
 	} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
 			tmp := t.TempDir()
@@ -134,9 +134,8 @@ func TestDemoStopsOnSignal(t *testing.T) {
 				_ = cmd.Process.Kill()
 				t.Fatalf("the demo did not stop within 30s of %s:\n%s", tc.sig, out)
 			}
-			var exit *exec.ExitError
-			if !errors.As(werr, &exit) || exit.ExitCode() != tc.status {
-				t.Errorf("exit: %v, want status %d", werr, tc.status)
+			if werr != nil {
+				t.Errorf("exit: %v, want status 0", werr)
 			}
 			errs := strings.TrimRight(stderr.String(), "\n")
 			if strings.Contains(errs, "\n") || !strings.HasPrefix(errs, "demo: stopped by "+tc.name+" in turn 3 (") {
