@@ -450,11 +450,28 @@ func openBus(ctx context.Context, cfg *config, log zerolog.Logger) (*natsbus.Bus
 	if cfg.natsListen == "" {
 		return natsbus.Open(ctx, opts...)
 	}
-	bus, err := natsbus.Open(ctx, append(opts, natsbus.WithListen(cfg.natsListen))...)
-	if err != nil && strings.Contains(err.Error(), "address already in use") {
-		bus, err = natsbus.Open(ctx, append(opts, natsbus.WithListen("127.0.0.1:0"))...)
+	listen := cfg.natsListen
+	host, _, _ := net.SplitHostPort(listen)
+	anyPort := net.JoinHostPort(host, "0")
+	// The embedded server tells a taken port only by not starting (after
+	// 10 s): find out first, the way the web page does.
+	if l, err := net.Listen("tcp", listen); err != nil {
+		if addrInUse(err) {
+			listen = anyPort
+		}
+	} else {
+		l.Close()
+	}
+	bus, err := natsbus.Open(ctx, append(opts, natsbus.WithListen(listen))...)
+	if err != nil && addrInUse(err) && listen != anyPort {
+		bus, err = natsbus.Open(ctx, append(opts, natsbus.WithListen(anyPort))...)
 	}
 	return bus, err
+}
+
+// addrInUse reports whether err says that an address is taken.
+func addrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
 }
 
 // printWatch tells how to watch the events with the nats CLI.

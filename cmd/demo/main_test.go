@@ -8,11 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolstream/toolstream/internal/leak"
 )
@@ -226,5 +228,35 @@ func TestDemoModelWithoutKey(t *testing.T) {
 	m, why := chooseModel(cfg)
 	if m.Name() != "scripted" || !strings.Contains(why, "no API key") {
 		t.Fatalf("got %s%s", m.Name(), why)
+	}
+}
+
+// TestDemoTakenPorts: when the addresses for the NATS clients and the page
+// are taken, the demo says where it listens instead, and runs at once (the
+// embedded server used to wait 10 s and fail).
+func TestDemoTakenPorts(t *testing.T) {
+	var taken []string
+	for range 2 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		taken = append(taken, l.Addr().String())
+	}
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	args := []string{"-dir", "../..", "-nats-listen", taken[0], "-listen", taken[1], "-speed", "0", "-once", "-session", "taken", "-max-turns", "1"}
+	if err := run(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("demo failed: %v\n%s", err, errOut.String())
+	}
+	s := out.String()
+	nats := regexp.MustCompile(`NATS: nats://(127\.0\.0\.1:\d+) `).FindStringSubmatch(s)
+	page := regexp.MustCompile(`live page: http://(127\.0\.0\.1:\d+)/`).FindStringSubmatch(s)
+	if nats == nil || page == nil || nats[1] == taken[0] || page[1] == taken[1] {
+		t.Errorf("NATS at %v, page at %v; taken: %v\n%s", nats, page, taken, s)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("took %v", d)
 	}
 }
