@@ -103,9 +103,11 @@ func dangerous(r rune) bool {
 func safeArgs(args []any) []any {
 	out := make([]any, len(args))
 	for i, a := range args {
+		if v := reflect.ValueOf(a); !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil() {
+			out[i] = a // fmt prints <nil>; calling a method could panic
+			continue
+		}
 		switch x := a.(type) {
-		case nil:
-			out[i] = a
 		case error:
 			out[i] = safeLine(x.Error())
 		case fmt.Stringer:

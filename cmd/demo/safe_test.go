@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/toolkit"
 )
 
 func TestSafeLine(t *testing.T) {
@@ -96,6 +100,10 @@ func TestSafeArgs(t *testing.T) {
 	got := fmt.Sprintf("%s %s %s %s %v %d", safeArgs([]any{"\x1b[2J", name("\x07"), []byte("\x1b"), errors.New("e\x1b"), time.Duration(1), 42})...)
 	if want := `\x1b[2J \x07 \x1b e\x1b 1ns 42`; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+	var nilErr *os.PathError
+	if got := fmt.Sprintf("%v", safeArgs([]any{nilErr})...); got != "<nil>" {
+		t.Errorf("a nil pointer: %q", got)
 	}
 }
 
@@ -209,5 +217,58 @@ func TestDemoEscapesOutsideText(t *testing.T) {
 	}
 	if !strings.Contains(errs, `evil\x1b]0;pwned`) { // the log, -v
 		t.Errorf("the log does not name the unknown tool:\n%s", errs)
+	}
+}
+
+// TestTermViewEscapes: every way text reaches the terminal view (events,
+// turns, results, the answer, the summary, printf, a question) carries a
+// hostile text, live and plain, wrapped or not: the only sequences that
+// reach the terminal are the view's own cursor moves.
+func TestTermViewEscapes(t *testing.T) {
+	evil := "x\x1b]0;pwned\x07\x1b[2J\u009b1A\u202e\xff\r\ny"
+	for _, tc := range []struct {
+		name string
+		live bool
+		cols int
+	}{{"plain", false, 0}, {"live", true, 0}, {"live-80", true, 80}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf syncBuffer
+			var size func() (int, int, bool)
+			if tc.cols > 0 {
+				size = func() (int, int, bool) { return tc.cols, 24, true }
+			}
+			v := newTermViewSized(&buf, tc.live, size)
+			call := toolkit.Call{ID: "c" + evil, Name: "t" + evil, Args: []byte(evil)}
+			v.user(evil)
+			v.turn(1, Turn{Note: evil, Text: evil, Calls: []toolkit.Call{call}}, []toolkit.Definition{{Name: evil}})
+			v.Observe(&events.Event{Type: events.TypeStart, Call: call.ID, Tool: call.Name})
+			f := 0.5
+			v.Observe(&events.Event{Type: events.TypeProgress, Call: call.ID, Tool: call.Name, Progress: &events.Progress{Message: evil, Fraction: &f}})
+			v.Observe(&events.Event{Type: events.TypeProgress, Call: call.ID, Tool: call.Name, Progress: &events.Progress{Message: evil}})
+			v.redraw()
+			v.Observe(&events.Event{Type: events.TypeSuspend, Call: call.ID, Tool: call.Name, Suspend: &events.Suspend{Reason: evil}})
+			v.redraw()
+			v.Observe(&events.Event{Type: "groups", Data: []byte(`"` + evil + `"`)})
+			v.printf("  rejected %-8s by %s: %s\n", call.ID, "the web page", evil)
+			v.ask("  Approve %s? ", evil)
+			v.answered()
+			v.Observe(&events.Event{Type: events.TypeResult, Call: call.ID, Tool: call.Name, Result: &events.Result{State: events.State(evil)}})
+			r := toolkit.Result{Call: call, State: toolkit.State(evil), Content: []toolkit.Part{events.Text(evil + "\n" + evil)}}
+			v.results([]toolkit.Result{r}, time.Second)
+			v.answer(2, Turn{Text: evil})
+			v.summary(runSummary{Turns: 2, Results: []toolkit.Result{r}}, natsbus.PublisherStats{})
+			v.stop()
+			scr := newScreen(200)
+			if tc.cols > 0 {
+				scr = newScreen(tc.cols)
+			}
+			scr.write(buf.String())
+			if len(scr.bad) > 0 {
+				t.Errorf("reached the terminal: %q", scr.bad)
+			}
+			if n := strings.Count(buf.String(), `\x1b]0;pwned\x07`); n < 10 {
+				t.Errorf("the hostile text shows escaped %d times only:\n%s", n, buf.String())
+			}
+		})
 	}
 }

@@ -178,6 +178,7 @@ func (v *termView) line(format string, args ...any) {
 // block (the lock is held). On a terminal, a line wider than the terminal
 // is wrapped at spaces, its continuation indented under it: nothing is cut.
 func (v *termView) put(s string) {
+	s = safeText(s) // the parts are escaped already; this keeps it so whatever a caller passes
 	v.clearBlock()
 	if lim := v.limit(); lim > 0 {
 		lines := strings.Split(s, "\n")
@@ -272,6 +273,7 @@ func (v *termView) drawBlock() {
 }
 
 func (v *termView) drawLine(l string) {
+	l = safeLine(l)
 	_, _ = io.WriteString(v.w, l+"\n")
 	v.drawn = append(v.drawn, displayWidth(l))
 }
