@@ -71,18 +71,22 @@ func (a *agent) run(ctx context.Context, task string) (runSummary, error) {
 		system += "\n\n" + frag
 	}
 	conv := []Message{{Role: RoleSystem, Text: system}, {Role: RoleUser, Text: task}}
-	a.view.printf("\nuser: %s\n", task)
+	a.view.user(task)
 	for n := 1; ; n++ {
 		if n > a.maxTurns {
-			sum.Answer = fmt.Sprintf("(stopped after %d turns)", a.maxTurns)
+			sum.Answer = fmt.Sprintf("(stopped after %d turns: -max-turns)", a.maxTurns)
+			a.view.printf("\n=== Stopped after %d turns (-max-turns %d): the model has not answered ===\n", a.maxTurns, a.maxTurns)
 			break
 		}
 		defs, err := a.sess.Definitions(ctx)
 		if err != nil {
-			return sum, err
+			return sum, a.interrupted(ctx, n, "before asking the model", err)
 		}
 		turn, err := a.model.Next(ctx, conv, defs)
 		if err != nil {
+			if ctx.Err() != nil {
+				return sum, &stopError{turn: n, where: "while waiting for the model", err: err}
+			}
 			return sum, fmt.Errorf("turn %d: %s: %w", n, a.model.Name(), err)
 		}
 		sum.Turns = n
@@ -90,6 +94,7 @@ func (a *agent) run(ctx context.Context, task string) (runSummary, error) {
 		a.emitTurn(n, turn)
 		if len(turn.Calls) == 0 {
 			sum.Answer = turn.Text
+			a.view.answer(n, turn)
 			break
 		}
 		results, err := a.runTurn(ctx, n, defs, turn)
@@ -104,8 +109,25 @@ func (a *agent) run(ctx context.Context, task string) (runSummary, error) {
 	sum.Took = time.Since(start)
 	calls := len(sum.Results)
 	_ = a.sess.Emit(doneEvent, doneInfo{Text: sum.Answer, Calls: calls, Turns: sum.Turns})
-	a.view.printf("\nmodel: %s\n", sum.Answer)
 	return sum, nil
+}
+
+// stopError says where the loop was when its context ended (Ctrl-C).
+type stopError struct {
+	turn  int
+	where string // "while waiting for the model", "while 6 calls ran: ..."
+	err   error
+}
+
+func (e *stopError) Error() string { return fmt.Sprintf("turn %d: %s: %v", e.turn, e.where, e.err) }
+func (e *stopError) Unwrap() error { return e.err }
+
+// interrupted returns err, as a stopError when the run's context ended.
+func (a *agent) interrupted(ctx context.Context, turn int, where string, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	return &stopError{turn: turn, where: where, err: err}
 }
 
 func (a *agent) emitTurn(n int, t Turn) {
@@ -135,13 +157,21 @@ func (a *agent) runTurn(ctx context.Context, n int, defs []toolkit.Definition, t
 	for res := range run.Results() { // as each call finishes or suspends
 		if !res.Final() {
 			if err := a.desk.suspended(ctx, a.sess.ID(), res.Call); err != nil {
-				return nil, err
+				cancel()
+				run.Wait()
+				return nil, a.interrupted(ctx, n, "while waiting for an approval", err)
 			}
 		}
 	}
 	results := run.Wait() // all of them, in call order
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		stopped := 0
+		for _, r := range results {
+			if r.State == toolkit.StateInterrupted {
+				stopped++
+			}
+		}
+		return nil, &stopError{turn: n, where: fmt.Sprintf("%d of its %d calls interrupted", stopped, len(results)), err: ctx.Err()}
 	}
 	a.view.results(results, time.Since(start))
 	return results, nil

@@ -5,9 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolstream/toolstream/events"
@@ -70,11 +71,45 @@ type approvalDesk struct {
 	mode  string
 	pause time.Duration // how long the scripted agent leaves to the page
 	view  *termView
-	in    *bufio.Reader
+	in    *bufio.Reader // the terminal, for -approve terminal
+
+	mu      sync.Mutex
+	reading chan readResult // the line being read from in, if any
 }
 
-func newApprovalDesk(perms *interceptors.Permissions, cfg *config, view *termView) *approvalDesk {
-	return &approvalDesk{perms: perms, mode: cfg.approve, pause: cfg.scaled(2 * time.Second), view: view, in: bufio.NewReader(os.Stdin)}
+type readResult struct {
+	line string
+	err  error
+}
+
+func newApprovalDesk(perms *interceptors.Permissions, cfg *config, view *termView, in io.Reader) *approvalDesk {
+	return &approvalDesk{perms: perms, mode: cfg.approve, pause: cfg.scaled(2 * time.Second), view: view, in: bufio.NewReader(in)}
+}
+
+// readLine reads an answer from the terminal until ctx ends (Ctrl-C). A
+// read that ctx cut short goes on in the background: its line answers the
+// next question, and no two reads ever run at once.
+func (d *approvalDesk) readLine(ctx context.Context) (string, error) {
+	d.mu.Lock()
+	ch := d.reading
+	if ch == nil {
+		ch = make(chan readResult, 1)
+		d.reading = ch
+		go func() {
+			line, err := d.in.ReadString('\n')
+			ch <- readResult{line, err}
+		}()
+	}
+	d.mu.Unlock()
+	select {
+	case r := <-ch:
+		d.mu.Lock()
+		d.reading = nil
+		d.mu.Unlock()
+		return r.line, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 // suspended is told about a call that suspended: when it waits for an
@@ -95,7 +130,7 @@ func (d *approvalDesk) suspended(ctx context.Context, session string, c toolkit.
 	case "page":
 		d.view.printf("  waiting for an answer on the web page\n")
 	case "terminal":
-		return d.askTerminal(session, *req)
+		return d.askTerminal(ctx, session, *req)
 	default:
 		if d.pause > 0 {
 			d.view.printf("  the scripted agent approves in %v unless the web page answers first\n", d.pause.Round(time.Millisecond))
@@ -113,9 +148,13 @@ func (d *approvalDesk) suspended(ctx context.Context, session string, c toolkit.
 	return nil
 }
 
-func (d *approvalDesk) askTerminal(session string, req interceptors.ApprovalRequest) error {
-	d.view.printf("  Approve? [y = yes, a = always for this tool, anything else = reject with that reason] ")
-	line, err := d.in.ReadString('\n')
+func (d *approvalDesk) askTerminal(ctx context.Context, session string, req interceptors.ApprovalRequest) error {
+	d.view.ask("  Approve? y = yes, a = always for this tool, other text = reject with that reason: ")
+	line, err := d.readLine(ctx)
+	d.view.answered()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if err != nil && line == "" {
 		return fmt.Errorf("reading the answer: %w", err)
 	}
@@ -148,6 +187,7 @@ func (d *approvalDesk) decide(session, call string, dec decision) error {
 		return err
 	}
 	if dec.approve {
+		d.view.resumed(call, "approved, running")
 		d.view.printf("  approved %-8s by %s\n", call, dec.who)
 	} else {
 		d.view.printf("  rejected %-8s by %s: %s\n", call, dec.who, dec.reason)

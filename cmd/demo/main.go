@@ -10,12 +10,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 	"golang.org/x/term"
 
@@ -25,15 +30,95 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	ctx, stop := withSignals(context.Background())
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(ctx, err, os.Stderr))
+}
+
+// A signal (Ctrl-C, or SIGTERM from a supervisor) is a normal way to stop
+// the demo: the first one cancels the run, which then stops its calls and
+// closes the page and NATS (removing the embedded server's files); a second
+// one quits at once.
+
+// signalStop is the cause of the context a signal cancelled.
+type signalStop struct{ sig os.Signal }
+
+func (s *signalStop) Error() string { return "stopped by " + signalName(s.sig) }
+
+// withSignals returns a context that the first SIGINT or SIGTERM cancels
+// with a *signalStop cause; stop releases the signals.
+func withSignals(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(&signalStop{s})
+		case <-done:
 			return
 		}
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(os.Stderr, "\ndemo: %s again: quitting without cleaning up\n", signalName(s))
+			os.Exit(signalStatus(s))
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
 	}
+}
+
+func signalName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "Ctrl-C (SIGINT)"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// signalStatus is the exit status shells give a program a signal ended:
+// 128 plus the signal's number (130 for SIGINT, 143 for SIGTERM). The demo
+// uses it only when a second signal makes it quit without cleaning up.
+func signalStatus(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 1
+}
+
+// exitCode reports how run ended, on stderr, and returns the exit status:
+// 0 when it ran to the end, quit on -help or was stopped by a signal (a
+// normal way to end it: the line on stderr says what was stopped), 2 for
+// bad flags (like the flag package), 1 for any other failure. Not 130 for
+// Ctrl-C: under `go run ./cmd/demo`, the README's command, that would read
+// "exit status 130" and make go run itself fail.
+func exitCode(ctx context.Context, err error, stderr io.Writer) int {
+	var stop *signalStop
+	errors.As(context.Cause(ctx), &stop)
+	var usage *usageError
+	var cut *stopError
+	switch {
+	case err == nil || errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "demo: %s\n", safeLine(err.Error()))
+		return 2
+	case stop != nil && errors.As(err, &cut):
+		fmt.Fprintf(stderr, "demo: stopped by %s in turn %d (%s); the page and NATS are closed\n", signalName(stop.sig), cut.turn, cut.where)
+		return 0
+	case stop != nil:
+		fmt.Fprintf(stderr, "demo: stopped by %s before the run began; nothing is left running\n", signalName(stop.sig))
+		return 0
+	}
+	fmt.Fprintf(stderr, "demo: %s\n", safeText(err.Error()))
+	return 1
 }
 
 // config is everything the flags set.
@@ -48,29 +133,58 @@ type config struct {
 	maxTurns                    int
 }
 
-func parseFlags(args []string, stdout, stderr io.Writer) (*config, error) {
+// usageError is a flag the demo cannot work with: reported in one line
+// before anything starts, exit status 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() + " (see -help)" }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+func parseFlags(args []string, stdin io.Reader, stdout io.Writer) (*config, error) {
 	c := &config{}
 	interactive := isTerminal(stdout)
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are returned as one line; -help prints to stdout
 	fs.StringVar(&c.dir, "dir", ".", "folder the demo's tools work on")
 	fs.StringVar(&c.session, "session", "demo", "session id of the conversation")
 	fs.StringVar(&c.task, "task", defaultTask, "what the user asks the agent (a real model reads it; the scripted one follows its script)")
-	fs.StringVar(&c.natsURL, "nats", os.Getenv(natsbus.EnvURL), "NATS server URL; empty: an embedded server (default $"+natsbus.EnvURL+")")
-	fs.StringVar(&c.natsListen, "nats-listen", "127.0.0.1:4222", "embedded server: address for outside NATS clients such as the nats CLI (empty: none; taken: any free port)")
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:7070", "address of the live web page (empty: no page; taken: any free port)")
-	fs.BoolVar(&c.durable, "durable", true, "keep events in a JetStream stream (the web page replays the history from it)")
-	fs.BoolVar(&c.once, "once", !interactive, "exit after the run instead of keeping the page up until Ctrl-C (default: true when stdout is not a terminal)")
-	fs.Float64Var(&c.speed, "speed", 1, "pace of the scripted run: 1 is easy to watch, 4 is faster, 0 runs flat out")
-	fs.StringVar(&c.approve, "approve", "auto", "who answers approval requests: auto (the scripted agent, after a pause in which the page can answer first), page (only the web page), terminal (you, here)")
+	fs.StringVar(&c.natsURL, "nats", os.Getenv(natsbus.EnvURL), "NATS server URL, such as nats://127.0.0.1:4222; empty: an embedded server (default $"+natsbus.EnvURL+")")
+	fs.StringVar(&c.natsListen, "nats-listen", "127.0.0.1:4222", "embedded server: host:port for outside NATS clients such as the nats CLI (empty: none; taken: any free port)")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:7070", "host:port of the live web page (empty: no page; taken: any free port)")
+	fs.BoolVar(&c.durable, "durable", true, "keep events in a JetStream stream (the web page replays the history from it; -durable=false needs -listen '')")
+	fs.BoolVar(&c.once, "once", !interactive, "exit after the run instead of keeping the page up until Ctrl-C (on by default when stdout is not a terminal)")
+	fs.Float64Var(&c.speed, "speed", 1, "pace of the scripted run: 1 is easy to watch, 4 is faster, 0 runs flat out (0, or 0.01 and more)")
+	fs.StringVar(&c.approve, "approve", "auto", "who answers approval requests: auto (the scripted agent, after a pause in which the page can answer first), page (only the web page), terminal (you, here; needs a terminal on stdin)")
 	fs.BoolVar(&c.plain, "plain", false, "print plain lines even on a terminal (no live progress bars)")
 	fs.BoolVar(&c.verbose, "v", false, "log every call (zerolog, to stderr)")
 	fs.StringVar(&c.model, "model", "", "drive the loop with this model through an OpenAI-compatible API (default $OPENAI_MODEL); without an API key the scripted model runs")
-	fs.StringVar(&c.baseURL, "base-url", "", "OpenAI-compatible API base URL (default $OPENAI_BASE_URL, else OpenAI's)")
+	fs.StringVar(&c.baseURL, "base-url", "", "OpenAI-compatible API base URL, such as http://localhost:11434/v1 (default $OPENAI_BASE_URL, else OpenAI's)")
 	fs.StringVar(&c.apiKey, "api-key", "", "API key (default $OPENAI_API_KEY)")
-	fs.IntVar(&c.maxTurns, "max-turns", 12, "stop a real model's loop after this many turns")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: go run ./cmd/demo [flags]
+	fs.IntVar(&c.maxTurns, "max-turns", 12, "stop the loop after this many model turns (the scripted model takes 6)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(fs, stdout)
+			return nil, err
+		}
+		return nil, &usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q (flags start with -)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := c.check(set, stdin); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func printUsage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprint(w, `Usage: go run ./cmd/demo [flags]
 
 An agent loop calls tools that do real work on a folder: parallel and serial
 calls, tool groups switched by reset_tools, a skill loaded, a flaky tool
@@ -78,34 +192,115 @@ retried, a large result stored away, an approval, an external tool and a
 cancelled call. Every event goes to NATS; a web page and this terminal show
 them live.
 
+Ctrl-C (or SIGTERM) stops the demo cleanly, at any time: the running calls
+are interrupted, the page and NATS closed, and the exit status is 0 (a
+second Ctrl-C quits at once, with 130). Bad flags exit with 2, other
+failures with 1.
+
 Flags:
 `)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (flags start with -; see -help)", fs.Arg(0))
-	}
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// check refuses flag values the demo cannot work with, each in one line.
+func (c *config) check(set map[string]bool, stdin io.Reader) error {
 	switch c.approve {
-	case "auto", "page", "terminal":
+	case "auto", "page":
+	case "terminal":
+		if !isTerminalReader(stdin) {
+			return usagef("-approve terminal asks you on the terminal, but stdin is not one: use -approve auto or -approve page")
+		}
 	default:
-		return nil, fmt.Errorf("-approve %q: want auto, page or terminal", c.approve)
+		return usagef("-approve %q: want auto, page or terminal", c.approve)
 	}
 	if c.approve == "page" && c.listen == "" {
-		return nil, errors.New("-approve page needs the web page: set -listen")
+		return usagef("-approve page needs the web page: set -listen")
 	}
-	if c.speed < 0 {
-		return nil, fmt.Errorf("-speed %v: must be 0 or more", c.speed)
+	if c.speed != 0 && !(c.speed >= 0.01 && c.speed <= 1e6) { // NaN fails both
+		return usagef("-speed %v: must be 0 (flat out) or from 0.01 up", c.speed)
+	}
+	if c.maxTurns < 1 {
+		return usagef("-max-turns %d: must be 1 or more", c.maxTurns)
 	}
 	if c.listen != "" && !c.durable {
-		return nil, errors.New("the web page replays events from the durable stream: use -durable, or -listen '' for no page")
+		return usagef("the web page replays events from the durable stream: use -durable, or -listen '' for no page")
 	}
 	if err := toolkit.ValidateSessionID(c.session); err != nil {
-		return nil, fmt.Errorf("-session: %w", err)
+		return usagef("-session: %w", err)
 	}
-	return c, nil
+	if strings.TrimSpace(c.task) == "" {
+		return usagef("-task is empty: say what the agent should do")
+	}
+	if st, err := os.Stat(c.dir); err != nil || !st.IsDir() {
+		return usagef("-dir %s: not a folder", safeLine(c.dir))
+	}
+	if c.listen != "" {
+		if err := checkListen(c.listen); err != nil {
+			return usagef("-listen %q: %v", c.listen, err)
+		}
+	}
+	if c.natsURL != "" {
+		if err := checkNATSURL(c.natsURL); err != nil {
+			return usagef("-nats %q: %v", c.natsURL, err)
+		}
+		if set["nats-listen"] && c.natsListen != "" {
+			return usagef("-nats-listen is for the embedded server, and -nats names another one: drop one of them")
+		}
+	} else if c.natsListen != "" {
+		if err := checkListen(c.natsListen); err != nil {
+			return usagef("-nats-listen %q: %v", c.natsListen, err)
+		}
+	}
+	if c.baseURL != "" {
+		if u, err := url.Parse(c.baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("-base-url %q: want an http:// or https:// URL, such as http://localhost:11434/v1", c.baseURL)
+		}
+	}
+	return nil
+}
+
+// checkListen checks a host:port to listen on (port 0: any free one).
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want host:port, such as 127.0.0.1:7070")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port %q: want a number from 0 to 65535", port)
+	}
+	return nil
+}
+
+// checkNATSURL checks a NATS server URL, or a comma-separated list of them
+// (a cluster), the way the NATS client reads them: the scheme may be left
+// out (nats://), the port too (4222).
+func checkNATSURL(list string) error {
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if !strings.Contains(s, "://") {
+			s = "nats://" + s
+		}
+		u, err := url.Parse(s)
+		if err != nil {
+			return errors.New("not a URL")
+		}
+		switch u.Scheme {
+		case "nats", "tls", "ws", "wss":
+		default:
+			return fmt.Errorf("scheme %q: want nats://, tls://, ws:// or wss://", u.Scheme)
+		}
+		if u.Hostname() == "" {
+			return errors.New("no host")
+		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return fmt.Errorf("port %q: want a number from 1 to 65535", p)
+			}
+		}
+	}
+	return nil
 }
 
 const defaultTask = "Give me an overview of this folder: languages and line counts, file hashes, TODOs, sizes and a full inventory. Save a short note with the summary, check with me before anything else, then watch the folder for changes."
@@ -118,8 +313,13 @@ func (c *config) scaled(base time.Duration) time.Duration {
 	return time.Duration(float64(base) / c.speed)
 }
 
+// run runs the demo with the process's stdin (for -approve terminal).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseFlags(args, stdout, stderr)
+	return runWith(ctx, args, os.Stdin, stdout, stderr)
+}
+
+func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stdin, stdout)
 	if err != nil {
 		return err
 	}
@@ -127,12 +327,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		return fmt.Errorf("-dir %s: not a folder", cfg.dir)
-	}
 	logger := zerolog.Nop()
 	if cfg.verbose {
-		logger = zerolog.New(zerolog.ConsoleWriter{Out: stderr}).With().Timestamp().Logger()
+		// The log quotes tool names, arguments and errors: escaped like the
+		// terminal view, and so without colours.
+		logger = zerolog.New(zerolog.ConsoleWriter{Out: safeWriter{stderr}, NoColor: true}).With().Timestamp().Logger()
 	}
 
 	bus, err := openBus(ctx, cfg, logger)
@@ -169,7 +368,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if c, ok := model.(io.Closer); ok {
 		defer c.Close()
 	}
-	desk := newApprovalDesk(perms, cfg, view)
+	desk := newApprovalDesk(perms, cfg, view, stdin)
 
 	var page string
 	if cfg.listen != "" {
@@ -184,7 +383,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	view.printf("toolstream demo: %d tools in %d groups, %d skills, working on %s\n", len(tk.Tools()), len(gm.Groups()), len(ld.Skills(sess.ID())), root)
 	view.printf("model: %s%s\n", model.Name(), why)
 	if page != "" {
-		view.printf("live page: %s/?session=%s\n", page, sess.ID())
+		view.printf("live page: %s\n", pageURL(page, sess.ID()))
 	}
 	printWatch(view, bus, sess.ID())
 
@@ -200,10 +399,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	view.summary(sum, bus.Publisher().Stats())
 
 	if !cfg.once && page != "" && ctx.Err() == nil {
-		view.printf("\nThe page stays up at %s/?session=%s — press Ctrl-C to quit.\n", page, sess.ID())
+		view.printf("\nThe page stays up at %s — press Ctrl-C to quit.\n", pageURL(page, sess.ID()))
 		<-ctx.Done()
 	}
 	return nil
+}
+
+// pageURL is the address of the page showing session.
+func pageURL(base, session string) string {
+	return base + "/?session=" + url.QueryEscape(session)
 }
 
 // chooseModel picks the real model when one is configured with a key, and
@@ -235,14 +439,39 @@ func openBus(ctx context.Context, cfg *config, log zerolog.Logger) (*natsbus.Bus
 	if cfg.durable {
 		opts = append(opts, natsbus.WithDurable(natsbus.Durable{}))
 	}
-	if cfg.natsURL != "" || cfg.natsListen == "" {
+	if cfg.natsURL != "" {
+		// A server that does not answer is an error now, not a wait for it.
+		bus, err := natsbus.Open(ctx, append(opts, natsbus.WithNATSOptions(nats.RetryOnFailedConnect(false)))...)
+		if err != nil && ctx.Err() == nil {
+			return nil, fmt.Errorf("%w (is a NATS server running there? without -nats the demo runs its own)", err)
+		}
+		return bus, err
+	}
+	if cfg.natsListen == "" {
 		return natsbus.Open(ctx, opts...)
 	}
-	bus, err := natsbus.Open(ctx, append(opts, natsbus.WithListen(cfg.natsListen))...)
-	if err != nil && strings.Contains(err.Error(), "address already in use") {
-		bus, err = natsbus.Open(ctx, append(opts, natsbus.WithListen("127.0.0.1:0"))...)
+	listen := cfg.natsListen
+	host, _, _ := net.SplitHostPort(listen)
+	anyPort := net.JoinHostPort(host, "0")
+	// The embedded server tells a taken port only by not starting (after
+	// 10 s): find out first, the way the web page does.
+	if l, err := net.Listen("tcp", listen); err != nil {
+		if addrInUse(err) {
+			listen = anyPort
+		}
+	} else {
+		l.Close()
+	}
+	bus, err := natsbus.Open(ctx, append(opts, natsbus.WithListen(listen))...)
+	if err != nil && addrInUse(err) && listen != anyPort {
+		bus, err = natsbus.Open(ctx, append(opts, natsbus.WithListen(anyPort))...)
 	}
 	return bus, err
+}
+
+// addrInUse reports whether err says that an address is taken.
+func addrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
 }
 
 // printWatch tells how to watch the events with the nats CLI.
@@ -264,6 +493,12 @@ func closeWithin(d time.Duration, f func(context.Context) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	_ = f(ctx)
+}
+
+// isTerminalReader reports whether r is a terminal (for reading answers).
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // isTerminal reports whether w is an interactive terminal (not merely a

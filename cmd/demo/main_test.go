@@ -8,11 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolstream/toolstream/internal/leak"
 )
@@ -107,15 +109,34 @@ func TestDemoRejectsBadFlags(t *testing.T) {
 		{[]string{"-nope"}, "flag provided but not defined"},
 		{[]string{"-approve", "maybe"}, "want auto, page or terminal"},
 		{[]string{"-approve", "page", "-listen", ""}, "needs the web page"},
-		{[]string{"-speed", "-1"}, "must be 0 or more"},
+		{[]string{"-speed", "-1"}, "must be 0 (flat out) or from 0.01 up"},
 		{[]string{"-durable=false"}, "durable"},
 		{[]string{"stray"}, `unexpected argument "stray"`},
 		{[]string{"-dir", "/no/such/folder"}, "not a folder"},
 	} {
 		var out, errOut bytes.Buffer
 		err := run(context.Background(), tc.args, &out, &errOut)
-		if err == nil || !strings.Contains(err.Error()+errOut.String(), tc.want) {
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error about %q", tc.args, err, tc.want)
+		}
+		if code := exitCode(context.Background(), err, &errOut); code != 2 {
+			t.Errorf("%v: exit status %d, want 2", tc.args, code)
+		}
+	}
+}
+
+// TestDemoAcceptsFlags: sensible values pass the checks.
+func TestDemoAcceptsFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-speed", "0"}, {"-speed", "0.5"}, {"-speed", "4"}, {"-max-turns", "1"},
+		{"-listen", ":0"}, {"-listen", "[::1]:7070"}, {"-listen", "localhost:7070"}, {"-nats-listen", ""}, {"-listen", "", "-durable=false"},
+		{"-nats", "nats://127.0.0.1:4222"}, {"-nats", "localhost"}, {"-nats", "nats://a:4222, nats://b:4222"}, {"-nats", "tls://user:pw@host:4443"},
+		{"-nats", "nats://127.0.0.1:4222", "-nats-listen", ""},
+		{"-base-url", "http://localhost:11434/v1"}, {"-base-url", "https://api.example.com/v1"},
+		{"-approve", "page"}, {"-session", "my session"},
+	} {
+		if _, err := parseFlags(args, nil, io.Discard); err != nil {
+			t.Errorf("%q: %v", args, err)
 		}
 	}
 }
@@ -126,9 +147,12 @@ func TestDemoHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-help: %v", err)
 	}
-	for _, want := range []string{"-nats ", "-durable", "-session", "-listen", "-speed", "-once", "-approve", "-model", "-base-url", "-api-key", "-dir"} {
-		if !strings.Contains(errOut.String(), want) {
-			t.Errorf("help lacks %s:\n%s", want, errOut.String())
+	if code := exitCode(context.Background(), err, &errOut); code != 0 || errOut.Len() > 0 {
+		t.Errorf("-help: exit status %d, stderr %q", code, errOut.String())
+	}
+	for _, want := range []string{"-nats ", "-durable", "-session", "-listen", "-speed", "-once", "-approve", "-model", "-base-url", "-api-key", "-dir", "-max-turns", "exit status"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %s:\n%s", want, out.String())
 		}
 	}
 }
@@ -197,12 +221,42 @@ func TestDemoWithOpenAICompatibleServer(t *testing.T) {
 // scripted one and says why.
 func TestDemoModelWithoutKey(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
-	cfg, err := parseFlags([]string{"-model", "gpt-x"}, io.Discard, io.Discard)
+	cfg, err := parseFlags([]string{"-model", "gpt-x"}, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m, why := chooseModel(cfg)
 	if m.Name() != "scripted" || !strings.Contains(why, "no API key") {
 		t.Fatalf("got %s%s", m.Name(), why)
+	}
+}
+
+// TestDemoTakenPorts: when the addresses for the NATS clients and the page
+// are taken, the demo says where it listens instead, and runs at once (the
+// embedded server used to wait 10 s and fail).
+func TestDemoTakenPorts(t *testing.T) {
+	var taken []string
+	for range 2 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		taken = append(taken, l.Addr().String())
+	}
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	args := []string{"-dir", "../..", "-nats-listen", taken[0], "-listen", taken[1], "-speed", "0", "-once", "-session", "taken", "-max-turns", "1"}
+	if err := run(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("demo failed: %v\n%s", err, errOut.String())
+	}
+	s := out.String()
+	nats := regexp.MustCompile(`NATS: nats://(127\.0\.0\.1:\d+) `).FindStringSubmatch(s)
+	page := regexp.MustCompile(`live page: http://(127\.0\.0\.1:\d+)/`).FindStringSubmatch(s)
+	if nats == nil || page == nil || nats[1] == taken[0] || page[1] == taken[1] {
+		t.Errorf("NATS at %v, page at %v; taken: %v\n%s", nats, page, taken, s)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("took %v", d)
 	}
 }

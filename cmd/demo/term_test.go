@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -77,7 +76,7 @@ func TestNotATerminal(t *testing.T) {
 	if isTerminal(f) {
 		t.Fatal("/dev/null taken for a terminal")
 	}
-	cfg, err := parseFlags(nil, f, io.Discard)
+	cfg, err := parseFlags(nil, nil, f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -170,7 +170,7 @@ type webServer struct {
 // serves the app until Shutdown.
 func serveWeb(addr string, app *webApp) (*webServer, error) {
 	l, err := net.Listen("tcp", addr)
-	if err != nil && strings.Contains(err.Error(), "address already in use") {
+	if err != nil && addrInUse(err) {
 		host, _, _ := net.SplitHostPort(addr)
 		l, err = net.Listen("tcp", net.JoinHostPort(host, "0"))
 	}
