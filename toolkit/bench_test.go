@@ -40,7 +40,7 @@ func benchKit(b *testing.B, opts ...toolkit.Option) (*toolkit.Session, *toolkit.
 func BenchmarkRun(b *testing.B) {
 	for _, n := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("noop-%d", n), func(b *testing.B) {
-			s, _ := benchKit(b, toolkit.WithMaxParallel(64), toolkit.WithDefaultTimeout(0), toolkit.WithFlushTimeout(0))
+			s, _ := benchKit(b) // the defaults: 2-minute timeout, 10 calls in parallel
 			calls := make([]toolkit.Call, n)
 			for i := range calls {
 				calls[i] = toolkit.Call{ID: fmt.Sprintf("c%d", i), Name: "noop", Args: json.RawMessage(`{}`)}
@@ -234,7 +234,7 @@ func BenchmarkValidateFreshGoroutine(b *testing.B) {
 func BenchmarkRunArgs(b *testing.B) {
 	for _, n := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("scan-%d", n), func(b *testing.B) {
-			s, _ := benchKit(b, toolkit.WithMaxParallel(64), toolkit.WithDefaultTimeout(0), toolkit.WithFlushTimeout(0))
+			s, _ := benchKit(b) // the defaults: 2-minute timeout, 10 calls in parallel
 			calls := make([]toolkit.Call, n)
 			for i := range calls {
 				calls[i] = toolkit.Call{ID: fmt.Sprintf("c%d", i), Name: "scan", Args: benchArgs}

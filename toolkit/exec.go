@@ -21,19 +21,20 @@ import (
 // without an allocation), and the stream.Sink its emitter writes to
 // (output.go).
 type call struct {
-	context.Context // the scope the call runs on; c.cur under c.mu
+	*scope // the stage's scope, the call's context; c.cur under c.mu is where it runs now
 
 	run    *Run
 	stage  *stage
-	index  int
-	call   Call
 	tool   *Tool // the registered tool; nil for an unknown one
 	exe    *Tool // the tool that runs: tool, or the variant the visibility resolved
 	preErr error // why the call fails before running, if it does
+	call   Call
+	index  int
 
 	timeout   time.Duration
 	holdsSlot atomic.Bool
 	inline    bool // executed by the run's driver
+	running   bool // c.mu
 
 	args prepared // the arguments the handler receives (c.mu once interceptors run)
 	em   stream.Emitter
@@ -43,7 +44,6 @@ type call struct {
 	mu      sync.Mutex
 	cur     *scope // the scope the call runs on now; it changes on resume
 	started time.Time
-	running bool
 	out     output
 }
 

@@ -96,7 +96,7 @@ type Invocation struct {
 func (inv *Invocation) Attempts() int {
 	inv.c.mu.Lock()
 	defer inv.c.mu.Unlock()
-	return inv.c.out.attempt
+	return int(inv.c.out.attempt)
 }
 
 // MetaValue returns metadata set on the call so far, by the tool or by an

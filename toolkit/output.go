@@ -3,7 +3,6 @@ package toolkit
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/toolstream/toolstream/events"
@@ -16,11 +15,11 @@ import (
 // stream.Sink its emitter writes to.
 type output struct {
 	seq      uint64 // events numbered so far
-	dropped  uint64 // progress events not built since the last one that was
-	attempt  int    // how many times the tool started; only the latest writes
+	dropped  uint32 // progress events not built since the last one that was
+	attempt  int32  // how many times the tool started; only the latest writes
+	finished bool
 	content  content
 	meta     map[string]any
-	finished bool
 }
 
 var _ stream.Sink = (*call)(nil)
@@ -34,7 +33,7 @@ func (c *call) newAttempt() int {
 	if c.out.content.len() > 0 && !c.out.finished {
 		c.resetContent()
 	}
-	return c.out.attempt
+	return int(c.out.attempt)
 }
 
 // addLast appends what the handler returned and, for a failure, the line
@@ -55,7 +54,7 @@ func (c *call) addLast(state State, parts []Part, err error) {
 func (c *call) outcome(attempt int, state State, parts []Part, err error) Outcome {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.out.finished || attempt != c.out.attempt {
+	if c.out.finished || int32(attempt) != c.out.attempt {
 		return Outcome{State: state, Err: err}
 	}
 	c.addLast(state, parts, err)
@@ -140,7 +139,7 @@ func (c *call) Progress(message string, fraction float64, data json.RawMessage) 
 func (c *call) progress(attempt int, message string, fraction float64, data json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.out.finished || !c.observed() || attempt != c.out.attempt {
+	if c.out.finished || !c.observed() || int32(attempt) != c.out.attempt {
 		return
 	}
 	if !c.run.obs.acceptsProgress() {
@@ -148,7 +147,7 @@ func (c *call) progress(attempt int, message string, fraction float64, data json
 		return
 	}
 	ev, body := newEvent[progressBody](c, events.TypeProgress)
-	body.Message, body.Data, body.Dropped = message, data, c.out.dropped
+	body.Message, body.Data, body.Dropped = message, data, uint64(c.out.dropped)
 	c.out.dropped = 0
 	if fraction >= 0 {
 		body.fraction = fraction
@@ -164,7 +163,7 @@ func (c *call) Delta(p Part) error { return c.delta(1, p) }
 func (c *call) delta(attempt int, p Part) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.out.finished || attempt != c.out.attempt {
+	if c.out.finished || int32(attempt) != c.out.attempt {
 		return stream.ErrClosed
 	}
 	c.addDelta(p)
@@ -178,7 +177,7 @@ func (c *call) SetMeta(key string, value any) { c.setMeta(1, key, value) }
 func (c *call) setMeta(attempt int, key string, value any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.out.finished || attempt != c.out.attempt && attempt != 0 {
+	if c.out.finished || int32(attempt) != c.out.attempt && attempt != 0 {
 		return
 	}
 	if c.out.meta == nil {
@@ -202,34 +201,44 @@ func (s *attemptSink) SetMeta(key string, value any) { s.c.setMeta(s.n, key, val
 // content accumulates deltas by the rule of events.AppendPart, without
 // quadratic copying for long text streams.
 type content struct {
-	list    []Part
-	tail    strings.Builder
-	hasTail bool
+	list []Part
+	tail string // text not yet in list: the last text delta, or
+	more []byte // the text deltas since it, when there are several
 }
 
 func (ct *content) len() int {
-	if ct.hasTail {
+	if ct.tail != "" || len(ct.more) > 0 {
 		return len(ct.list) + 1
 	}
 	return len(ct.list)
 }
 
 func (ct *content) add(p Part) {
-	if p.Type == events.PartText {
-		ct.tail.WriteString(p.Text)
-		ct.hasTail = true
+	if p.Type != events.PartText {
+		ct.flushTail()
+		ct.list = append(ct.list, p)
 		return
 	}
-	ct.flushTail()
-	ct.list = append(ct.list, p)
+	switch {
+	case ct.tail == "" && len(ct.more) == 0:
+		ct.tail = p.Text // one text delta is kept as is: no copy
+	case len(ct.more) == 0:
+		ct.more = append(append(make([]byte, 0, 2*(len(ct.tail)+len(p.Text))), ct.tail...), p.Text...)
+		ct.tail = ""
+	default:
+		ct.more = append(ct.more, p.Text...)
+	}
 }
 
 func (ct *content) flushTail() {
-	if ct.hasTail {
-		ct.list = append(ct.list, events.Text(ct.tail.String()))
-		ct.tail.Reset()
-		ct.hasTail = false
+	text := ct.tail
+	if len(ct.more) > 0 {
+		text = string(ct.more)
 	}
+	if text != "" {
+		ct.list = append(ct.list, events.Text(text))
+	}
+	ct.tail, ct.more = "", nil
 }
 
 // parts returns the content, never nil: "content" is always an array on

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash/maphash"
 	"iter"
 	"math/rand/v2"
 	"strconv"
@@ -99,11 +100,10 @@ func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 	tk := s.tk
 	r := &Run{tk: tk, sess: s, seq: tk.runSeq.Add(1), parent: ctx, obs: tk.observers.Load(), vis: tk.visibility()}
 	r.changed.L = &r.mu
-	r.log = r.logBuf[:0]
 	if len(calls) == 1 {
-		r.calls, r.results = r.oneCall[:], r.oneResult[:]
+		r.calls, r.results, r.log = r.oneCall[:], r.oneResult[:], r.logBuf[:0]
 	} else {
-		r.calls, r.results = make([]call, len(calls)), make([]Result, len(calls))
+		r.calls, r.results, r.log = make([]call, len(calls)), make([]Result, len(calls)), make([]notice, 0, len(calls))
 	}
 	r.flush.init(len(r.obs.boxes) > 0)
 	if ctx.Done() != nil {
@@ -117,10 +117,7 @@ func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 	}
 	s.mu.Unlock()
 
-	var seen map[string]struct{}
-	if len(calls) > 32 {
-		seen = make(map[string]struct{}, len(calls))
-	}
+	var ids idSet
 	reg := tk.reg.Load()
 	for i, in := range calls {
 		c := &r.calls[i]
@@ -130,7 +127,7 @@ func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 		}
 		if err := validateCallID(c.call.ID); err != nil {
 			c.preErr = err
-		} else if r.duplicateID(i, seen) {
+		} else if ids.add(r.calls, i) {
 			c.preErr = &callError{kind: ErrInvalidCall, msg: fmt.Sprintf("duplicate call id %q in this batch; every call needs its own id", c.call.ID)}
 		}
 		if t, ok := reg.byName[in.Name]; ok {
@@ -147,21 +144,46 @@ func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 	return r
 }
 
-// duplicateID reports whether call i reuses the id of an earlier call.
-// Batches are usually small, and then a scan beats a map.
-func (r *Run) duplicateID(i int, seen map[string]struct{}) bool {
-	id := r.calls[i].call.ID
-	if seen != nil {
-		_, dup := seen[id]
-		seen[id] = struct{}{}
+// idSet finds calls that reuse an id in their batch. Batches are usually
+// small: up to 16 calls a scan is cheapest, up to 256 an open-addressing
+// table on the stack, beyond that a map.
+type idSet struct {
+	slots [512]uint16 // call index + 1, by hash of its id; 0 is empty
+	big   map[string]struct{}
+}
+
+var idSeed = maphash.MakeSeed()
+
+// add reports whether call i reuses the id of an earlier call of calls.
+func (s *idSet) add(calls []call, i int) bool {
+	id := calls[i].call.ID
+	switch n := len(calls); {
+	case n <= 16:
+		for j := range i {
+			if calls[j].call.ID == id {
+				return true
+			}
+		}
+		return false
+	case n <= 256:
+		for h := maphash.String(idSeed, id); ; h++ {
+			k := &s.slots[h%uint64(len(s.slots))]
+			if *k == 0 {
+				*k = uint16(i + 1)
+				return false
+			}
+			if calls[*k-1].call.ID == id {
+				return true
+			}
+		}
+	default:
+		if s.big == nil {
+			s.big = make(map[string]struct{}, n)
+		}
+		_, dup := s.big[id]
+		s.big[id] = struct{}{}
 		return dup
 	}
-	for j := range i {
-		if r.calls[j].call.ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 // ID returns the run's id: "run-", a random prefix chosen when the toolkit

@@ -652,3 +652,29 @@ func TestLargeBatch(t *testing.T) {
 		t.Fatalf("%d handlers ran", ran.Load())
 	}
 }
+
+// TestDuplicateIDsInBatchesOfEverySize: a reused id is caught whatever the
+// batch's size (small batches are scanned, larger ones hashed), and only the
+// later calls that reuse it fail.
+func TestDuplicateIDsInBatchesOfEverySize(t *testing.T) {
+	tk := newKit(t, toolkit.WithMaxParallel(64))
+	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "n", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
+	s := session(t, tk, "s")
+	for _, n := range []int{2, 16, 17, 100, 256, 257, 600} {
+		calls := make([]toolkit.Call, n)
+		for i := range calls {
+			calls[i] = call(fmt.Sprintf("id-%d", i), "n", `{}`)
+		}
+		dups := map[int]bool{n - 1: true}
+		calls[n-1].ID = calls[0].ID
+		if n > 3 {
+			calls[n/2].ID = calls[1].ID
+			dups[n/2] = true
+		}
+		for i, r := range s.Run(context.Background(), calls) {
+			if dup := errors.Is(r.Err, toolkit.ErrInvalidCall); dup != dups[i] {
+				t.Fatalf("batch of %d, call %d (%s): refused as duplicate %v, want %v", n, i, r.Call.ID, dup, dups[i])
+			}
+		}
+	}
+}

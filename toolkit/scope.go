@@ -87,7 +87,7 @@ func (c *call) Value(key any) any {
 	case stream.ContextKey{}:
 		return &c.em
 	}
-	return c.Context.Value(key)
+	return c.scope.Value(key)
 }
 
 // scopeKey finds the scope under contexts derived from it.

@@ -81,7 +81,7 @@ func (r *Run) beginStage() *stage {
 		c.stage = st
 		c.setTimeout()
 		s := st.scopeFor(c.timeout)
-		c.Context, c.cur = s, s
+		c.scope, c.cur = s, s
 	}
 	st.arm() // once every call has its scope: the watcher reads them
 	// Published only now, complete: Cancel and Close read it. A cancellation
