@@ -85,6 +85,7 @@ func (k *clock) fire() {
 	for _, d := range due {
 		if d.p == phaseDeadline {
 			d.s.cancel(context.DeadlineExceeded, errCallDeadline)
+			d.s.stage.expire(d.s) // calls still waiting for a runner time out now
 		} else {
 			d.s.stage.abandon(d.s)
 		}

@@ -29,12 +29,13 @@ type call struct {
 	exe    *Tool // the tool that runs: tool, or the variant the visibility resolved
 	preErr error // why the call fails before running, if it does
 	call   Call
-	index  int
 
-	timeout   time.Duration
-	holdsSlot atomic.Bool
-	inline    bool // executed by the run's driver
-	running   bool // c.mu
+	timeout time.Duration
+	index   int32       // in the batch
+	claimed atomic.Bool // a runner took the call, or it was finished waiting
+	counts  atomic.Bool // it counts against the parallelism cap (stage.go)
+	inline  bool        // executed by the run's driver
+	running bool        // c.mu
 
 	args prepared // the arguments the handler receives (c.mu once interceptors run)
 	em   stream.Emitter
@@ -79,12 +80,6 @@ func (c *call) setTimeout() {
 		case c.tool.spec.External:
 			c.timeout = 0
 		}
-	}
-}
-
-func (c *call) releaseSlot() {
-	if c.holdsSlot.CompareAndSwap(true, false) {
-		<-c.run.slots
 	}
 }
 
@@ -154,7 +149,7 @@ func (c *call) begin() bool {
 	c.running = true
 	if c.observed() {
 		ev, body := newEvent[events.Start](c, events.TypeStart)
-		body.Args, body.Index = c.call.Args, c.index
+		body.Args, body.Index = c.call.Args, int(c.index)
 		ev.Start = body
 		c.dispatch(ev, nil)
 	}

@@ -31,7 +31,7 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	}
 	c.announceSuspension("external")
 	c.mu.Unlock()
-	c.releaseSlot() // waiting outside uses no local capacity
+	c.makeWay() // waiting outside uses no local capacity
 	select {
 	case r := <-c.ext:
 		return c.outcome(attempt, r.state, r.parts, r.err)
@@ -67,7 +67,7 @@ func (c *call) suspend(reason string) (context.Context, func() context.Context) 
 	c.cur = wait
 	c.announceSuspension(reason)
 	c.mu.Unlock()
-	c.releaseSlot()
+	c.makeWay()
 	return wait, func() context.Context {
 		s := st.callScope(c, c.timeout)
 		c.mu.Lock()

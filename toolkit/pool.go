@@ -22,23 +22,23 @@ type pool struct {
 
 // task is one piece of work for the pool.
 type task struct {
-	kind taskKind
-	run  *Run
-	call *call
+	kind  taskKind
+	run   *Run
+	stage *stage
 }
 
 type taskKind uint8
 
 const (
-	runCall     taskKind = iota // execute call
+	runStage    taskKind = iota // take calls of stage and execute them
 	driveRun                    // drive run from its first stage (Session.Start)
 	takeOverRun                 // drive run on from a driver stuck in a handler
 )
 
 func (t task) do() {
 	switch t.kind {
-	case runCall:
-		t.call.exec()
+	case runStage:
+		t.stage.runCalls(false)
 	case driveRun:
 		t.run.drive()
 	case takeOverRun:

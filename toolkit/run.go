@@ -41,7 +41,6 @@ type Run struct {
 	next    int                   // first call of the next stage; owned by the driver
 	current atomic.Pointer[stage] // the stage running now, for Cancel
 	first   stage                 // storage for the first stage
-	slots   chan struct{}         // parallelism slots, made for the first stage that needs them
 	unwatch func() bool           // stops watching the caller's context
 	counted bool                  // tracked by the toolkit (for Close)
 
@@ -60,7 +59,7 @@ type Run struct {
 // notice is one entry of a run's completion log: a call's final result, or
 // a notice that it was suspended.
 type notice struct {
-	index     int
+	index     int32
 	suspended bool
 }
 
@@ -121,7 +120,7 @@ func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 	reg := tk.reg.Load()
 	for i, in := range calls {
 		c := &r.calls[i]
-		c.run, c.index, c.call = r, i, in
+		c.run, c.index, c.call = r, int32(i), in
 		if c.call.ID == "" {
 			c.call.ID = newCallID()
 		}
@@ -317,7 +316,6 @@ func (r *Run) record(n notice) {
 func (r *Run) complete(c *call, res Result) {
 	r.results[c.index] = res
 	r.record(notice{index: c.index})
-	c.releaseSlot()
 	c.stage.pending.Done()
 }
 

@@ -5,26 +5,32 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // A run executes in stages. A stage is a stretch of the batch that may
 // overlap: a maximal run of contiguous calls to concurrency-safe tools (with
 // calls that fail before running, which touch nothing), or one other call
-// alone. Stages run one after another; inside a stage at most the toolkit's
-// max parallel calls run at once, started in call order.
+// alone. Stages run one after another.
 //
-// The goroutine that drives a run (the caller of Session.Run, or a pool
-// worker for Session.Start) executes the last call of each stage itself and
-// hands the others to the pool: a one-call batch involves no other
-// goroutine. If a handler it runs outlives its deadline and grace period,
+// Inside a stage, runners take the calls in call order and execute them one
+// after another: at most the toolkit's max parallel runners, so at most that
+// many calls run at once. The goroutine that drives the run (the caller of
+// Session.Run, or a pool worker for Session.Start) is one of them; the others
+// are pool workers. A one-call batch involves no other goroutine, and a
+// runner that finishes a call goes on with the next one without a hand-off.
+//
+// A call that stops counting against the cap (it waits outside the process,
+// or its handler was abandoned) makes way for a new runner. If the driver
+// itself is stuck in a handler that outlived its deadline and grace period,
 // the stage's watcher reports the call and hands driving to a pool worker
 // (takeOver); the stuck goroutine stops driving when its handler returns.
 type stage struct {
 	run     *Run
 	calls   []call
 	start   time.Time
-	inline  *call          // the call the driver executes itself
+	next    atomic.Int32   // the next call a runner takes
 	pending sync.WaitGroup // calls of the stage without a final result
 
 	mu       sync.Mutex // scopes grow when a suspended call resumes
@@ -38,7 +44,7 @@ type stage struct {
 func (r *Run) drive() {
 	for r.next < len(r.calls) {
 		st := r.beginStage()
-		if c := st.inline; c != nil && !c.exec() {
+		if !st.runCalls(true) {
 			return // abandoned in a handler: a pool worker drives on (takeOver)
 		}
 		r.endStage(st)
@@ -47,15 +53,19 @@ func (r *Run) drive() {
 }
 
 // takeOver drives a run whose driver is stuck in a handler that outlived its
-// deadline and grace period: it waits for the rest of the stage, then goes
-// on with the next.
+// deadline and grace period: it runs the stage's calls still waiting, waits
+// for the rest of the stage, then goes on with the next.
 func (r *Run) takeOver() {
-	r.endStage(r.current.Load())
+	st := r.current.Load()
+	if !st.runCalls(true) {
+		return
+	}
+	r.endStage(st)
 	r.drive()
 }
 
 // beginStage cuts the next stage off the batch, gives each call its scope
-// and starts every call but the one the driver runs itself (st.inline).
+// and starts the stage's other runners.
 func (r *Run) beginStage() *stage {
 	n := len(r.calls)
 	i, j := r.next, r.next+1
@@ -71,10 +81,6 @@ func (r *Run) beginStage() *stage {
 	}
 	st.run, st.calls, st.start = r, r.calls[i:j], time.Now()
 	st.scopes = st.scopeBuf[:0]
-	parallel := len(st.calls) > 1 // a stage of one needs no slot
-	if parallel && r.slots == nil {
-		r.slots = make(chan struct{}, r.tk.opts.maxParallel)
-	}
 	st.pending.Add(len(st.calls))
 	for k := range st.calls {
 		c := &st.calls[k]
@@ -85,25 +91,76 @@ func (r *Run) beginStage() *stage {
 	}
 	st.arm() // once every call has its scope: the watcher reads them
 	// Published only now, complete: Cancel and Close read it. A cancellation
-	// that comes before is seen by the r.err() check below.
+	// that comes before is seen by the runners before each call.
 	r.current.Store(st)
-	for k := range st.calls {
-		c := &st.calls[k]
-		if r.err() != nil {
-			c.finish(StateInterrupted, nil, r.notStarted(c))
-			continue
-		}
-		if parallel && !r.acquire(c) {
-			continue
-		}
-		if k == len(st.calls)-1 {
-			c.inline = true
-			st.inline = c
-			break
-		}
-		r.tk.pool.submit(task{kind: runCall, call: c})
+	for range min(len(st.calls), r.tk.opts.maxParallel) - 1 {
+		r.tk.pool.submit(task{kind: runStage, stage: st})
 	}
 	return st
+}
+
+// runCalls takes the stage's calls in order and executes them until none is
+// left to take. driver says whether the goroutine drives the run. It
+// reports false only when a call it executed was abandoned: the goroutine
+// came back late and must leave the run alone.
+func (st *stage) runCalls(driver bool) bool {
+	for {
+		k := int(st.next.Add(1)) - 1
+		if k >= len(st.calls) {
+			return true
+		}
+		c := &st.calls[k]
+		if !c.claimed.CompareAndSwap(false, true) {
+			continue // already finished in the queue: deadline, cancellation
+		}
+		if err := st.run.err(); err != nil {
+			c.finish(StateInterrupted, nil, st.run.notStarted(c))
+			continue
+		}
+		c.inline = driver
+		c.counts.Store(true)
+		if !c.exec() {
+			return false
+		}
+	}
+}
+
+// makeWay is called when c stops counting against the parallelism cap (it
+// waits outside the process, or was abandoned): another runner takes the
+// calls still waiting, if any.
+func (c *call) makeWay() {
+	if !c.counts.CompareAndSwap(true, false) {
+		return
+	}
+	if st := c.stage; int(st.next.Load()) < len(st.calls) {
+		st.run.tk.pool.submit(task{kind: runStage, stage: st})
+	}
+}
+
+// expire finishes the calls of scope s that no runner has taken when its
+// deadline passes: they time out in the queue, reported at once.
+func (st *stage) expire(s *scope) {
+	st.finishWaiting(s, func(c *call) (State, error) {
+		why := "before it could start"
+		if len(st.calls) > st.run.tk.opts.maxParallel {
+			why = fmt.Sprintf("waiting for a free slot (at most %d calls run in parallel)", st.run.tk.opts.maxParallel)
+		}
+		return StateTimeout, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
+			msg: fmt.Sprintf("tool %q timed out after %v %s", c.call.Name, c.timeout, why)}
+	})
+}
+
+// finishWaiting finishes the calls no runner has taken (on scope s, or all
+// when s is nil) with the state and error why gives.
+func (st *stage) finishWaiting(s *scope, why func(c *call) (State, error)) {
+	for k := int(st.next.Load()); k < len(st.calls); k++ {
+		c := &st.calls[k]
+		if s != nil && c.scope != s || !c.claimed.CompareAndSwap(false, true) {
+			continue
+		}
+		state, err := why(c)
+		c.finish(state, nil, err)
+	}
 }
 
 // endStage waits until every call of the stage has its result.
@@ -188,6 +245,7 @@ func (st *stage) interrupt(err, cause error) {
 		s.cancel(err, cause)
 		st.run.tk.clock.schedule(s, grace, phaseGrace)
 	}
+	st.finishWaiting(nil, func(c *call) (State, error) { return StateInterrupted, st.run.notStarted(c) })
 }
 
 // abandon reports the calls still running on scope s once their grace period
@@ -202,37 +260,14 @@ func (st *stage) abandon(s *scope) {
 	}
 	for i := range st.calls {
 		c := &st.calls[i]
-		if c.currentScope() == s && !c.external() && c.abandon() && c.inline {
+		if c.currentScope() != s || c.external() || !c.abandon() {
+			continue
+		}
+		if c.inline {
+			c.counts.Store(false) // the new driver runs the calls still waiting
 			st.run.tk.pool.submit(task{kind: takeOverRun, run: st.run})
+		} else {
+			c.makeWay()
 		}
 	}
-}
-
-// acquire waits for a parallelism slot; on failure the call is finished.
-func (r *Run) acquire(c *call) bool {
-	if c.Err() == nil {
-		select {
-		case r.slots <- struct{}{}:
-			c.holdsSlot.Store(true)
-			return true
-		default:
-		}
-	}
-	select {
-	case r.slots <- struct{}{}:
-		if c.Err() == nil {
-			c.holdsSlot.Store(true)
-			return true
-		}
-		<-r.slots
-	case <-c.Done():
-	}
-	if !c.currentScope().timedOut() {
-		c.finish(StateInterrupted, nil, r.notStarted(c))
-		return false
-	}
-	c.finish(StateTimeout, nil, &callError{kind: ErrTimeout,
-		msg: fmt.Sprintf("tool %q timed out after %v waiting for a free slot (at most %d calls run in parallel)",
-			c.call.Name, c.timeout, r.tk.opts.maxParallel)})
-	return false
 }
