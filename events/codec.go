@@ -19,12 +19,14 @@ var ErrInvalidEvent = errors.New("events: invalid event")
 // version is newer than [Version]: the consumer needs an update.
 var ErrNewerVersion = errors.New("events: unsupported newer event version")
 
-// AppendJSON appends the event's JSON to dst. It is a hand-written encoder
-// (no reflection) for the hot path of publishing; its output decodes (with
-// encoding/json or [Decode]) to the same event as json.Marshal's output does.
+// AppendJSON appends the event's JSON to dst: the wire form of
+// docs/events.md. It is a hand-written encoder (no reflection but for
+// Result.Meta) for the hot path of publishing.
 //
 // For every event json.Marshal accepts, the output is byte for byte what
-// json.Marshal produces: strings are escaped the same way, and '<', '>' and
+// json.Marshal produces (Part and Result marshal through this encoder, so
+// that a text part always has "text" and a result's content is an array or,
+// when omitted, absent): strings are escaped the same way, and '<', '>' and
 // '&' are escaped too although JSON does not need it, because json.Marshal
 // also escapes them inside json.RawMessage fields and matching it there
 // keeps decoded events equal. Where json.Marshal would fail, AppendJSON
@@ -63,6 +65,9 @@ func AppendJSON(dst []byte, ev *Event) []byte {
 		}
 		dst = append(dst, `"index":`...)
 		dst = strconv.AppendInt(dst, int64(b.Index), 10)
+		if b.ArgsOmitted {
+			dst = append(dst, `,"args_omitted":true`...)
+		}
 		dst = append(dst, '}')
 	}
 	if b := ev.Progress; b != nil {
@@ -90,6 +95,15 @@ func AppendJSON(dst []byte, ev *Event) []byte {
 		dst = append(dst, `,"delta":`...)
 		dst = appendPart(dst, ev.Delta)
 	}
+	if c := ev.Chunk; c != nil {
+		dst = append(dst, `,"chunk":{"index":`...)
+		dst = strconv.AppendInt(dst, int64(c.Index), 10)
+		dst = append(dst, `,"count":`...)
+		dst = strconv.AppendInt(dst, int64(c.Count), 10)
+		dst = append(dst, `,"data":`...)
+		dst = appendString(dst, c.Data)
+		dst = append(dst, '}')
+	}
 	if ev.Reset {
 		dst = append(dst, `,"reset":true`...)
 	}
@@ -98,37 +112,9 @@ func AppendJSON(dst []byte, ev *Event) []byte {
 		dst = appendString(dst, ev.Suspend.Reason)
 		dst = append(dst, '}')
 	}
-	if r := ev.Result; r != nil {
-		dst = append(dst, `,"result":{"state":`...)
-		dst = appendString(dst, string(r.State))
-		dst = append(dst, `,"content":`...)
-		if r.Content == nil {
-			dst = append(dst, "null"...) // not omitempty: encoding/json writes null
-		} else {
-			dst = append(dst, '[')
-			for i := range r.Content {
-				if i > 0 {
-					dst = append(dst, ',')
-				}
-				dst = appendPart(dst, &r.Content[i])
-			}
-			dst = append(dst, ']')
-		}
-		if r.Error != "" {
-			dst = append(dst, `,"error":`...)
-			dst = appendString(dst, r.Error)
-		}
-		dst = append(dst, `,"duration_ms":`...)
-		dst = appendFloat(dst, r.DurationMS)
-		if len(r.Meta) > 0 {
-			// Arbitrary values: reflection is unavoidable, and encoding/json
-			// sorts the keys as json.Marshal of the whole event would.
-			if m, err := json.Marshal(r.Meta); err == nil {
-				dst = append(dst, `,"meta":`...)
-				dst = append(dst, m...)
-			}
-		}
-		dst = append(dst, '}')
+	if ev.Result != nil {
+		dst = append(dst, `,"result":`...)
+		dst = appendResult(dst, ev.Result)
 	}
 	if len(ev.Data) > 0 {
 		dst = append(dst, `,"data":`...)
@@ -148,10 +134,65 @@ func appendKey(dst []byte, open int, key string) []byte {
 	return append(dst, '"', ':')
 }
 
+// appendResult writes a result body. Content is always an array unless it
+// was omitted, then it is left out.
+func appendResult(dst []byte, r *Result) []byte {
+	dst = append(dst, `{"state":`...)
+	dst = appendString(dst, string(r.State))
+	if r.ContentOmitted {
+		dst = append(dst, `,"content_omitted":true,"content_size":`...)
+		dst = strconv.AppendInt(dst, r.ContentSize, 10)
+		dst = append(dst, `,"content_parts":`...)
+		dst = strconv.AppendInt(dst, int64(r.ContentParts), 10)
+	} else {
+		dst = append(dst, `,"content":`...)
+		dst = appendContent(dst, r.Content)
+	}
+	if r.Error != "" {
+		dst = append(dst, `,"error":`...)
+		dst = appendString(dst, r.Error)
+	}
+	dst = append(dst, `,"duration_ms":`...)
+	dst = appendFloat(dst, r.DurationMS)
+	if len(r.Meta) > 0 {
+		// Arbitrary values: reflection is unavoidable, and encoding/json
+		// sorts the keys.
+		if m, err := json.Marshal(r.Meta); err == nil {
+			dst = append(dst, `,"meta":`...)
+			dst = append(dst, m...)
+		}
+	}
+	if r.MetaOmitted {
+		dst = append(dst, `,"meta_omitted":true`...)
+	}
+	return append(dst, '}')
+}
+
+// appendContent writes content as a JSON array (nil too).
+func appendContent(dst []byte, content []Part) []byte {
+	dst = append(dst, '[')
+	for i := range content {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendPart(dst, &content[i])
+	}
+	return append(dst, ']')
+}
+
+// MarshalJSON writes the part as it goes on the wire: a text part always
+// has "text", even when empty (a reset delta's part).
+func (p Part) MarshalJSON() ([]byte, error) { return appendPart(nil, &p), nil }
+
+// MarshalJSON writes the result as it goes on the wire: "content" is
+// always an array, or absent when ContentOmitted is set. A Meta that
+// cannot be marshalled is left out.
+func (r Result) MarshalJSON() ([]byte, error) { return appendResult(nil, &r), nil }
+
 func appendPart(dst []byte, p *Part) []byte {
 	dst = append(dst, `{"type":`...)
 	dst = appendString(dst, string(p.Type))
-	if p.Text != "" {
+	if p.Text != "" || p.Type == PartText { // a text part always has its text, even empty
 		dst = append(dst, `,"text":`...)
 		dst = appendString(dst, p.Text)
 	}
@@ -333,7 +374,8 @@ func needsRewrite(raw []byte) bool {
 // ([Version]; a higher one gives an error wrapping [ErrNewerVersion]), a
 // non-empty type, a session, and for the call lifecycle types a call id and
 // exactly the body the type calls for (start->Start, progress->Progress,
-// delta->Delta, suspend->Suspend, result->Result). Events of other types
+// delta->Delta or Chunk, suspend->Suspend, result->Result), with chunk
+// indexes in range and no contradiction (content and content_omitted). Events of other types
 // (session-level and future types) are accepted as long as the envelope is
 // valid and carries none of the lifecycle bodies. Unknown fields are ignored
 // for forward compatibility. Other errors wrap [ErrInvalidEvent].
@@ -376,7 +418,7 @@ func checkDecoded(ev *Event) error {
 	}{
 		{TypeStart, ev.Start != nil},
 		{TypeProgress, ev.Progress != nil},
-		{TypeDelta, ev.Delta != nil},
+		{TypeDelta, ev.Delta != nil || ev.Chunk != nil},
 		{TypeSuspend, ev.Suspend != nil},
 		{TypeResult, ev.Result != nil},
 	}
@@ -391,6 +433,27 @@ func checkDecoded(ev *Event) error {
 	}
 	if ev.Reset && ev.Type != TypeDelta {
 		return fmt.Errorf("%q event with reset (only deltas reset)", ev.Type)
+	}
+	if c := ev.Chunk; c != nil {
+		switch {
+		case ev.Delta != nil:
+			return errors.New(`delta event with both "delta" and "chunk"`)
+		case c.Count < 1 || c.Index < 0 || c.Index >= c.Count:
+			return fmt.Errorf("chunk %d of %d", c.Index, c.Count)
+		case ev.Reset && c.Index != 0:
+			return fmt.Errorf("reset on chunk %d (only the first chunk resets)", c.Index)
+		}
+	}
+	if s := ev.Start; s != nil && s.ArgsOmitted && len(s.Args) > 0 {
+		return errors.New("start with both args and args_omitted")
+	}
+	if r := ev.Result; r != nil {
+		switch {
+		case r.ContentOmitted && r.Content != nil:
+			return errors.New("result with both content and content_omitted")
+		case r.ContentSize < 0 || r.ContentParts < 0:
+			return fmt.Errorf("result with content_size %d and content_parts %d", r.ContentSize, r.ContentParts)
+		}
 	}
 	for _, b := range bodies {
 		switch {
@@ -424,6 +487,14 @@ func normalizeDecoded(ev *Event) {
 	if r := ev.Result; r != nil {
 		for i := range r.Content {
 			normalizePart(&r.Content[i])
+		}
+		if !r.ContentOmitted {
+			// Written as an array; the size fields only describe omitted
+			// content.
+			if r.Content == nil {
+				r.Content = []Part{}
+			}
+			r.ContentSize, r.ContentParts = 0, 0
 		}
 		if len(r.Meta) == 0 {
 			r.Meta = nil
