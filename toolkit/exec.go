@@ -51,6 +51,7 @@ type call struct {
 	cur      *scope // the scope the call runs on now; it changes on resume
 	filters  []func(Part) Part
 	seq      uint64
+	dropped  uint64 // progress declined by every observer since the last one built
 	started  time.Time
 	running  bool
 	content  content
@@ -599,11 +600,12 @@ func (c *call) progress(attempt int, message string, fraction float64, data json
 		return
 	}
 	if !c.run.obs.acceptsProgress() {
-		c.seq++ // the gap tells observers downstream that progress was dropped
+		c.dropped++ // said on the next progress event built (Progress.Dropped)
 		return
 	}
 	ev, body := newEvent[progressBody](c, events.TypeProgress)
 	body.Message, body.Data = message, data
+	body.Dropped, c.dropped = c.dropped, 0
 	if fraction >= 0 {
 		body.fraction = fraction
 		body.Fraction = &body.fraction

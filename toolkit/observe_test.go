@@ -275,8 +275,9 @@ type gate struct {
 func (g *gate) AcceptProgress() bool { return g.open.Load() }
 
 // TestProgressGate: when every observer is a ProgressGate and all decline,
-// the progress event is not built, but its sequence number is used up; an
-// observer that is not a gate gets every progress event.
+// the progress event is not built; sequence numbers stay gap-free and the
+// next progress event built says how many were dropped (Progress.Dropped).
+// An observer that is not a gate gets every progress event.
 func TestProgressGate(t *testing.T) {
 	for _, withOther := range []bool{false, true} {
 		g, other := &gate{}, &recorder{}
@@ -293,18 +294,22 @@ func TestProgressGate(t *testing.T) {
 		}))
 		session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "p", ``)})
 		var progress []string
-		var seqs []uint64
+		var seqs, dropped []uint64
 		for _, ev := range g.of("1") {
 			seqs = append(seqs, ev.Seq)
 			if ev.Type == events.TypeProgress {
 				progress = append(progress, ev.Progress.Message)
+				dropped = append(dropped, ev.Progress.Dropped)
 			}
 		}
 		if !withOther {
-			if !slices.Equal(progress, []string{"accepted"}) || !slices.Equal(seqs, []uint64{1, 3, 4, 5}) {
-				t.Errorf("only gates: progress %v, seqs %v; want [accepted], [1 3 4 5]", progress, seqs)
+			if !slices.Equal(progress, []string{"accepted"}) || !slices.Equal(seqs, []uint64{1, 2, 3, 4}) || !slices.Equal(dropped, []uint64{1}) {
+				t.Errorf("only gates: progress %v, seqs %v, dropped %v; want [accepted], [1 2 3 4], [1]", progress, seqs, dropped)
 			}
 			continue
+		}
+		if !slices.Equal(dropped, []uint64{0, 0}) {
+			t.Errorf("with another observer: dropped %v, want none", dropped)
 		}
 		if !slices.Equal(progress, []string{"declined", "accepted"}) || !slices.Equal(seqs, []uint64{1, 2, 3, 4, 5}) {
 			t.Errorf("with another observer: progress %v, seqs %v; want both, [1 2 3 4 5]", progress, seqs)
