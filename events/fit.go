@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -227,9 +228,12 @@ func cutString(s string, avail int) int {
 // Reassembler rebuilds a call's content from its delta events, given in
 // sequence order: parts add up by the rule of [AppendPart], a reset starts
 // the content over, and a run of chunks ([Chunk]) becomes the part it was
-// cut from. The zero value is ready to use.
+// cut from. Long runs of text deltas cost linear time. The zero value is
+// ready to use.
 type Reassembler struct {
-	content []Part
+	parts   []Part          // the content but for a trailing text part
+	tail    strings.Builder // the trailing text part, when hasTail
+	hasTail bool
 	chunks  []byte // the data of the current run of chunks
 	next    int    // the index expected next in the run
 	count   int    // the run's number of chunks; 0 outside a run
@@ -245,7 +249,8 @@ func (r *Reassembler) Add(ev *Event) error {
 	}
 	var err error
 	if ev.Reset {
-		r.content = nil
+		r.parts, r.hasTail = nil, false
+		r.tail = strings.Builder{}
 		r.dropRun()
 	}
 	c := ev.Chunk
@@ -255,7 +260,7 @@ func (r *Reassembler) Add(ev *Event) error {
 			r.dropRun()
 		}
 		if ev.Delta != nil {
-			r.content = AppendPart(r.content, *ev.Delta)
+			r.add(*ev.Delta)
 		}
 		return err
 	}
@@ -279,10 +284,28 @@ func (r *Reassembler) Add(ev *Event) error {
 		err = errors.Join(err, fmt.Errorf("events: seq %d: %d chunks do not make a part: %v", ev.Seq, r.count, e))
 	} else {
 		normalizePart(&p)
-		r.content = AppendPart(r.content, p)
+		r.add(p)
 	}
 	r.dropRun()
 	return err
+}
+
+// add appends a part by the rule of AppendPart, keeping trailing text in a
+// builder.
+func (r *Reassembler) add(p Part) {
+	if p.IsEmpty() {
+		return
+	}
+	if p.Type == PartText {
+		r.tail.WriteString(p.Text)
+		r.hasTail = true
+		return
+	}
+	if r.hasTail {
+		r.parts = append(r.parts, Text(r.tail.String()))
+		r.tail, r.hasTail = strings.Builder{}, false
+	}
+	r.parts = append(r.parts, p)
 }
 
 func (r *Reassembler) dropRun() {
@@ -290,8 +313,13 @@ func (r *Reassembler) dropRun() {
 }
 
 // Content returns the content so far (without a part whose chunks are
-// still coming). It is shared with the reassembler until the next Add.
-func (r *Reassembler) Content() []Part { return r.content }
+// still coming). The caller may keep it: later Adds do not change it.
+func (r *Reassembler) Content() []Part {
+	if !r.hasTail {
+		return r.parts[:len(r.parts):len(r.parts)]
+	}
+	return append(r.parts[:len(r.parts):len(r.parts)], Text(r.tail.String()))
+}
 
 // Pending reports whether a part's chunks are still coming.
 func (r *Reassembler) Pending() bool { return r.count > 0 }
