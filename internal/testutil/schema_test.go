@@ -128,17 +128,17 @@ func TestSchemaRejects(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"reset delta without text":      head + `"type":"delta","delta":{"type":"text"},"reset":true}`,
-		"delta and chunk":               head + `"type":"delta","delta":{"type":"text","text":"x"},"chunk":{"index":0,"count":1,"data":""}}`,
-		"reset on a later chunk":        head + `"type":"delta","chunk":{"index":1,"count":2,"data":""},"reset":true}`,
-		"content and content_omitted":   head + `"type":"result","result":{"state":"success","content":[],"content_omitted":true,"content_size":1,"content_parts":1,"duration_ms":1}}`,
-		"no content":                    head + `"type":"result","result":{"state":"success","duration_ms":1}}`,
-		"body of another type":          head + `"type":"start","start":{"index":0},"progress":{}}`,
-		"time with a trailing zero":     strings.Replace(head, "05.5Z", "05.50Z", 1) + `"type":"start","start":{"index":0}}`,
-		"no seq":                        `{"v":1,"type":"groups","session":"s","time":"2026-01-02T03:04:05Z","data":{}}`,
-		"version 2":                     strings.Replace(head, `"v":1`, `"v":2`, 1) + `"type":"start","start":{"index":0}}`,
-		"unknown part type":             head + `"type":"delta","delta":{"type":"image","text":"x"}}`,
-		"lifecycle event without call":  `{"v":1,"type":"start","session":"s","seq":1,"time":"2026-01-02T03:04:05Z","start":{"index":0}}`,
+		"reset delta without text":       head + `"type":"delta","delta":{"type":"text"},"reset":true}`,
+		"delta and chunk":                head + `"type":"delta","delta":{"type":"text","text":"x"},"chunk":{"index":0,"count":1,"data":""}}`,
+		"reset on a later chunk":         head + `"type":"delta","chunk":{"index":1,"count":2,"data":""},"reset":true}`,
+		"content and content_omitted":    head + `"type":"result","result":{"state":"success","content":[],"content_omitted":true,"content_size":1,"content_parts":1,"duration_ms":1}}`,
+		"no content":                     head + `"type":"result","result":{"state":"success","duration_ms":1}}`,
+		"body of another type":           head + `"type":"start","start":{"index":0},"progress":{}}`,
+		"time with a trailing zero":      strings.Replace(head, "05.5Z", "05.50Z", 1) + `"type":"start","start":{"index":0}}`,
+		"no seq":                         `{"v":1,"type":"groups","session":"s","time":"2026-01-02T03:04:05Z","data":{}}`,
+		"version 2":                      strings.Replace(head, `"v":1`, `"v":2`, 1) + `"type":"start","start":{"index":0}}`,
+		"unknown part type":              head + `"type":"delta","delta":{"type":"image","text":"x"}}`,
+		"lifecycle event without call":   `{"v":1,"type":"start","session":"s","seq":1,"time":"2026-01-02T03:04:05Z","start":{"index":0}}`,
 		"binary data that is not base64": head + `"type":"delta","delta":{"type":"binary","data":"!!"}}`,
 	}
 	for name, b := range bad {
@@ -178,5 +178,3 @@ func TestDocExamplesValidate(t *testing.T) {
 		t.Fatalf("only %d complete events in docs/events.md", n)
 	}
 }
-
-
