@@ -134,13 +134,18 @@ type PublisherStats struct {
 }
 
 func newPublisher(b *Bus, limit int) *Publisher {
-	p := &Publisher{
+	p := makePublisher(b, limit)
+	go p.run()
+	return p
+}
+
+// makePublisher returns a publisher that does not publish until p.run runs.
+func makePublisher(b *Bus, limit int) *Publisher {
+	return &Publisher{
 		bus: b, limit: limit,
 		wake: make(chan struct{}, 1), done: make(chan struct{}), waiters: make(chan struct{}),
 		calls: make(map[callKey]*wire), nonce: nuid.Next(),
 	}
-	go p.run()
-	return p
 }
 
 // Observe queues an event for NATS. It never blocks.
