@@ -48,12 +48,12 @@ func bigRows(n int) json.RawMessage {
 
 // largeTools registers tools whose results do not fit a default NATS
 // message (1 MiB): one returns 10 MiB of text at once, one 3 MiB of JSON,
-// one 2 MiB of binary data, and one streams 3 MiB in small deltas after a
-// reset.
+// one 1.5 MiB of binary data, and one streams 1.5 MiB in small deltas after
+// a reset.
 func largeTools(t *testing.T, tk *toolkit.Toolkit) {
 	text := bigText(10 << 20)
 	rows := bigRows(3 << 20)
-	bin := bytes.Repeat([]byte{0, 1, 2, 0xfe, 0xff}, 2<<20/5)
+	bin := bytes.Repeat([]byte{0, 1, 2, 0xfe, 0xff}, 3<<19/5)
 	small := bigText(1 << 10)
 	testutil.Add(t, tk,
 		toolkit.MustTool(toolkit.Spec{Name: "big_text", ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (string, error) {
@@ -68,7 +68,7 @@ func largeTools(t *testing.T, tk *toolkit.Toolkit) {
 		}),
 		toolkit.MustTool(toolkit.Spec{Name: "many_small", ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (string, error) {
 			em := stream.From(ctx)
-			for range 3 << 10 {
+			for range 3 << 9 {
 				em.Text(small)
 			}
 			return "end", nil
@@ -149,22 +149,22 @@ func (c *rawCollector) wait(what string) []*events.Event {
 // arrival order, start first, one result last, and the deltas (pieces,
 // chunks, resets) rebuilding exactly the content Run returned, which the
 // result event left out when it was too large.
-func checkRebuilt(t *testing.T, what string, evs []*events.Event, rs []toolkit.Result) {
+func checkRebuilt(t *testing.T, what string, evs []*events.Event, rs []toolkit.Result, wire [][]events.Part) {
 	t.Helper()
 	byCall := map[string][]*events.Event{}
 	for _, ev := range evs {
 		byCall[ev.Call] = append(byCall[ev.Call], ev)
 	}
-	for _, r := range rs {
+	for i, r := range rs {
 		list := byCall[r.Call.ID]
 		if len(list) < 3 {
 			t.Fatalf("%s %s: %d events", what, r.Call.ID, len(list))
 		}
 		var re events.Reassembler
 		results := 0
-		for i, ev := range list {
-			if ev.Seq != uint64(i+1) {
-				t.Fatalf("%s %s: event %d (%s) has seq %d", what, r.Call.ID, i, ev.Type, ev.Seq)
+		for j, ev := range list {
+			if ev.Seq != uint64(j+1) {
+				t.Fatalf("%s %s: event %d (%s) has seq %d", what, r.Call.ID, j, ev.Type, ev.Seq)
 			}
 			if err := re.Add(ev); err != nil {
 				t.Fatalf("%s %s: %v", what, r.Call.ID, err)
@@ -178,7 +178,7 @@ func checkRebuilt(t *testing.T, what string, evs []*events.Event, rs []toolkit.R
 			t.Fatalf("%s %s: first %s, last %s, %d results", what, r.Call.ID, first.Type, last.Type, results)
 		}
 		got := re.Content()
-		if !events.EqualContent(got, onTheWire(t, r.Content)) {
+		if !events.EqualContent(got, wire[i]) {
 			t.Fatalf("%s %s: the deltas rebuild %d parts (%d bytes), Run returned %d parts (%d bytes)",
 				what, r.Call.ID, len(got), events.ContentSize(got), len(r.Content), events.ContentSize(r.Content))
 		}
@@ -207,8 +207,8 @@ func onTheWire(t *testing.T, content []events.Part) []events.Part {
 	return out
 }
 
-// TestLargeResultsArrive: results of 10 MiB of text, 3 MiB of JSON, 2 MiB
-// of binary data and 3 MiB streamed in small deltas (after a reset) reach,
+// TestLargeResultsArrive: results of 10 MiB of text, 3 MiB of JSON, 1.5
+// MiB of binary data and 1.5 MiB streamed in small deltas (after a reset) reach,
 // on a default embedded server (1 MiB max payload), a core NATS subscriber
 // (with and without durable mode) and a durable replay, losslessly: every
 // message fits, validates, and the deltas rebuild each result exactly.
@@ -242,7 +242,11 @@ func TestLargeResultsArrive(t *testing.T) {
 					t.Fatalf("%s: %s %v", r.Call.ID, r.State, r.Err)
 				}
 			}
-			checkRebuilt(t, "live", live.wait("live"), rs)
+			wire := make([][]events.Part, len(rs))
+			for i, r := range rs {
+				wire[i] = onTheWire(t, r.Content)
+			}
+			checkRebuilt(t, "live", live.wait("live"), rs, wire)
 
 			if durable {
 				replayed := newRawCollector(t, maxPayload, len(largeCalls))
@@ -259,7 +263,7 @@ func TestLargeResultsArrive(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer cc.Stop()
-				checkRebuilt(t, "replay", replayed.wait("replay"), rs)
+				checkRebuilt(t, "replay", replayed.wait("replay"), rs, wire)
 			}
 			st := bus.Publisher().Stats()
 			if st.Undelivered != 0 || st.Cut != 0 || st.Retried != 0 || st.Split < uint64(len(largeCalls)) {
