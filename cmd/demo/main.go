@@ -46,6 +46,7 @@ type config struct {
 	approve                     string
 	model, baseURL, apiKey      string
 	maxTurns                    int
+	largeMiB                    int
 }
 
 func parseFlags(args []string, stdout, stderr io.Writer) (*config, error) {
@@ -69,6 +70,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.baseURL, "base-url", "", "OpenAI-compatible API base URL (default $OPENAI_BASE_URL, else OpenAI's)")
 	fs.StringVar(&c.apiKey, "api-key", "", "API key (default $OPENAI_API_KEY)")
 	fs.IntVar(&c.maxTurns, "max-turns", 12, "stop a real model's loop after this many turns")
+	fs.IntVar(&c.largeMiB, "large-result", 0, "add export_table, a tool whose result (this many MiB of text, and JSON) is larger than one NATS message, and a scripted turn that calls it (0: none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: go run ./cmd/demo [flags]
 
@@ -95,6 +97,9 @@ Flags:
 	}
 	if c.approve == "page" && c.listen == "" {
 		return nil, errors.New("-approve page needs the web page: set -listen")
+	}
+	if c.largeMiB < 0 || c.largeMiB > 256 {
+		return nil, fmt.Errorf("-large-result %d: from 0 to 256 (MiB)", c.largeMiB)
 	}
 	if c.speed < 0 {
 		return nil, fmt.Errorf("-speed %v: must be 0 or more", c.speed)
@@ -150,6 +155,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	gm, ld, err := registerTools(tk, env)
 	if err != nil {
 		return err
+	}
+	if cfg.largeMiB > 0 {
+		if err := tk.Add(largeTool(cfg.largeMiB)); err != nil {
+			return err
+		}
 	}
 	perms, err := useInterceptors(tk)
 	if err != nil {
@@ -218,6 +228,9 @@ func chooseModel(cfg *config) (Model, string) {
 		why = err.Error()
 	}
 	s := newScriptedModel(cfg.scaled(500 * time.Millisecond))
+	if cfg.largeMiB > 0 {
+		s.extra = append(s.extra, largeTurn())
+	}
 	if cfg.model != "" || os.Getenv("OPENAI_MODEL") != "" {
 		return s, " (not the real model: " + why + ")"
 	}
