@@ -1,18 +1,22 @@
 // Package events defines the lifecycle events of tool calls: the envelope every
 // observer receives in process and, later, what goes over NATS.
 //
-// A call produces, in this order and with a per-call sequence number starting
-// at 1:
+// A call produces, with a per-call sequence number starting at 1 and no
+// gaps:
 //
-//	start          the call left the queue and is about to run
-//	progress*      for people: status text, fraction, structured data
-//	delta*         for the model: pieces of the result
-//	suspend?       the call waits for something outside the process
-//	result         exactly once: the state and the complete model-visible content
+//	start                  the call left the queue and is about to run
+//	suspend, approval      only for a call that waits (an external tool, a person)
+//	(progress | delta)*    interleaved: progress for people, deltas for the model
+//	result                 exactly once, last: the state and the model-visible content
 //
 // The content of the result is exactly the concatenation of the call's deltas
 // (see [AppendPart]); progress is never part of it. A call that was interrupted
-// or timed out before it got a slot has no start event.
+// or timed out before it got a slot has no start event. Dropped progress is
+// said in the next progress event ([Progress].Dropped), never by a gap.
+//
+// An event too large for one message goes out in pieces ([Fit]): a long text
+// as several deltas, another part as chunks ([Chunk]), a result without its
+// content (Result.ContentOmitted); a [Reassembler] rebuilds the content.
 //
 // Session-level events (Call empty) report what UIs show beside calls, such as
 // the tool groups active in a session; their body is in Data and their type
