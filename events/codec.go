@@ -266,6 +266,31 @@ var jsonPlain = func() (t [utf8.RuneSelf]bool) {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonEscapes is how each ASCII byte is written inside a JSON string when
+// it is not written as it is ("" then): encoding/json's escapes.
+var jsonEscapes = func() (t [utf8.RuneSelf]string) {
+	for c := range utf8.RuneSelf {
+		switch {
+		case jsonPlain[c]:
+		case c == '"' || c == '\\':
+			t[c] = `\` + string(rune(c))
+		case c == '\b':
+			t[c] = `\b`
+		case c == '\f':
+			t[c] = `\f`
+		case c == '\n':
+			t[c] = `\n`
+		case c == '\r':
+			t[c] = `\r`
+		case c == '\t':
+			t[c] = `\t`
+		default:
+			t[c] = `\u00` + string(hexDigits[c>>4]) + string(hexDigits[c&0xf])
+		}
+	}
+	return t
+}()
+
 // appendString writes s as a JSON string with encoding/json's escapes;
 // invalid UTF-8 becomes U+FFFD. Runs of bytes that need no escape (most of
 // any text) are found 8 bytes at a time and copied at once.
@@ -288,33 +313,31 @@ func appendString(dst []byte, s string) []byte {
 				i += 8
 				continue
 			}
+			if x&msb == 0 {
+				// All ASCII: escape the flagged bytes here. Bits above the
+				// lowest may be false alarms (a borrow), so each byte is
+				// checked again; none is missed.
+				for ; m != 0; m &= m - 1 {
+					j := i + bits.TrailingZeros64(m)>>3
+					if e := jsonEscapes[s[j]]; e != "" {
+						dst = append(dst, s[start:j]...)
+						dst = append(dst, e...)
+						start = j + 1
+					}
+				}
+				i += 8
+				continue
+			}
 			i += bits.TrailingZeros64(m) >> 3
 		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if jsonPlain[c] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			if e := jsonEscapes[c]; e != "" {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, e...)
+				start = i + 1
 			}
 			i++
-			start = i
 			continue
 		}
 		if j := plainRunes(s, i); j > i {
