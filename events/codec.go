@@ -2,13 +2,16 @@ package events
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // ErrInvalidEvent is wrapped by the errors of [Decode] for data that is not
@@ -19,12 +22,14 @@ var ErrInvalidEvent = errors.New("events: invalid event")
 // version is newer than [Version]: the consumer needs an update.
 var ErrNewerVersion = errors.New("events: unsupported newer event version")
 
-// AppendJSON appends the event's JSON to dst. It is a hand-written encoder
-// (no reflection) for the hot path of publishing; its output decodes (with
-// encoding/json or [Decode]) to the same event as json.Marshal's output does.
+// AppendJSON appends the event's JSON to dst: the wire form of
+// docs/events.md. It is a hand-written encoder (no reflection but for
+// Result.Meta) for the hot path of publishing.
 //
 // For every event json.Marshal accepts, the output is byte for byte what
-// json.Marshal produces: strings are escaped the same way, and '<', '>' and
+// json.Marshal produces (Part and Result marshal through this encoder, so
+// that a text part always has "text" and a result's content is an array or,
+// when omitted, absent): strings are escaped the same way, and '<', '>' and
 // '&' are escaped too although JSON does not need it, because json.Marshal
 // also escapes them inside json.RawMessage fields and matching it there
 // keeps decoded events equal. Where json.Marshal would fail, AppendJSON
@@ -63,6 +68,9 @@ func AppendJSON(dst []byte, ev *Event) []byte {
 		}
 		dst = append(dst, `"index":`...)
 		dst = strconv.AppendInt(dst, int64(b.Index), 10)
+		if b.ArgsOmitted {
+			dst = append(dst, `,"args_omitted":true`...)
+		}
 		dst = append(dst, '}')
 	}
 	if b := ev.Progress; b != nil {
@@ -90,6 +98,15 @@ func AppendJSON(dst []byte, ev *Event) []byte {
 		dst = append(dst, `,"delta":`...)
 		dst = appendPart(dst, ev.Delta)
 	}
+	if c := ev.Chunk; c != nil {
+		dst = append(dst, `,"chunk":{"index":`...)
+		dst = strconv.AppendInt(dst, int64(c.Index), 10)
+		dst = append(dst, `,"count":`...)
+		dst = strconv.AppendInt(dst, int64(c.Count), 10)
+		dst = append(dst, `,"data":`...)
+		dst = appendString(dst, c.Data)
+		dst = append(dst, '}')
+	}
 	if ev.Reset {
 		dst = append(dst, `,"reset":true`...)
 	}
@@ -98,37 +115,9 @@ func AppendJSON(dst []byte, ev *Event) []byte {
 		dst = appendString(dst, ev.Suspend.Reason)
 		dst = append(dst, '}')
 	}
-	if r := ev.Result; r != nil {
-		dst = append(dst, `,"result":{"state":`...)
-		dst = appendString(dst, string(r.State))
-		dst = append(dst, `,"content":`...)
-		if r.Content == nil {
-			dst = append(dst, "null"...) // not omitempty: encoding/json writes null
-		} else {
-			dst = append(dst, '[')
-			for i := range r.Content {
-				if i > 0 {
-					dst = append(dst, ',')
-				}
-				dst = appendPart(dst, &r.Content[i])
-			}
-			dst = append(dst, ']')
-		}
-		if r.Error != "" {
-			dst = append(dst, `,"error":`...)
-			dst = appendString(dst, r.Error)
-		}
-		dst = append(dst, `,"duration_ms":`...)
-		dst = appendFloat(dst, r.DurationMS)
-		if len(r.Meta) > 0 {
-			// Arbitrary values: reflection is unavoidable, and encoding/json
-			// sorts the keys as json.Marshal of the whole event would.
-			if m, err := json.Marshal(r.Meta); err == nil {
-				dst = append(dst, `,"meta":`...)
-				dst = append(dst, m...)
-			}
-		}
-		dst = append(dst, '}')
+	if ev.Result != nil {
+		dst = append(dst, `,"result":`...)
+		dst = appendResult(dst, ev.Result)
 	}
 	if len(ev.Data) > 0 {
 		dst = append(dst, `,"data":`...)
@@ -148,10 +137,65 @@ func appendKey(dst []byte, open int, key string) []byte {
 	return append(dst, '"', ':')
 }
 
+// appendResult writes a result body. Content is always an array unless it
+// was omitted, then it is left out.
+func appendResult(dst []byte, r *Result) []byte {
+	dst = append(dst, `{"state":`...)
+	dst = appendString(dst, string(r.State))
+	if r.ContentOmitted {
+		dst = append(dst, `,"content_omitted":true,"content_size":`...)
+		dst = strconv.AppendInt(dst, r.ContentSize, 10)
+		dst = append(dst, `,"content_parts":`...)
+		dst = strconv.AppendInt(dst, int64(r.ContentParts), 10)
+	} else {
+		dst = append(dst, `,"content":`...)
+		dst = appendContent(dst, r.Content)
+	}
+	if r.Error != "" {
+		dst = append(dst, `,"error":`...)
+		dst = appendString(dst, r.Error)
+	}
+	dst = append(dst, `,"duration_ms":`...)
+	dst = appendFloat(dst, r.DurationMS)
+	if len(r.Meta) > 0 {
+		// Arbitrary values: reflection is unavoidable, and encoding/json
+		// sorts the keys.
+		if m, err := json.Marshal(r.Meta); err == nil {
+			dst = append(dst, `,"meta":`...)
+			dst = append(dst, m...)
+		}
+	}
+	if r.MetaOmitted {
+		dst = append(dst, `,"meta_omitted":true`...)
+	}
+	return append(dst, '}')
+}
+
+// appendContent writes content as a JSON array (nil too).
+func appendContent(dst []byte, content []Part) []byte {
+	dst = append(dst, '[')
+	for i := range content {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendPart(dst, &content[i])
+	}
+	return append(dst, ']')
+}
+
+// MarshalJSON writes the part as it goes on the wire: a text part always
+// has "text", even when empty (a reset delta's part).
+func (p Part) MarshalJSON() ([]byte, error) { return appendPart(nil, &p), nil }
+
+// MarshalJSON writes the result as it goes on the wire: "content" is
+// always an array, or absent when ContentOmitted is set. A Meta that
+// cannot be marshalled is left out.
+func (r Result) MarshalJSON() ([]byte, error) { return appendResult(nil, &r), nil }
+
 func appendPart(dst []byte, p *Part) []byte {
 	dst = append(dst, `{"type":`...)
 	dst = appendString(dst, string(p.Type))
-	if p.Text != "" {
+	if p.Text != "" || p.Type == PartText { // a text part always has its text, even empty
 		dst = append(dst, `,"text":`...)
 		dst = appendString(dst, p.Text)
 	}
@@ -222,58 +266,137 @@ var jsonPlain = func() (t [utf8.RuneSelf]bool) {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonEscapes is how each ASCII byte is written inside a JSON string when
+// it is not written as it is ("" then): encoding/json's escapes.
+var jsonEscapes = func() (t [utf8.RuneSelf]string) {
+	for c := range utf8.RuneSelf {
+		switch {
+		case jsonPlain[c]:
+		case c == '"' || c == '\\':
+			t[c] = `\` + string(rune(c))
+		case c == '\b':
+			t[c] = `\b`
+		case c == '\f':
+			t[c] = `\f`
+		case c == '\n':
+			t[c] = `\n`
+		case c == '\r':
+			t[c] = `\r`
+		case c == '\t':
+			t[c] = `\t`
+		default:
+			t[c] = `\u00` + string(hexDigits[c>>4]) + string(hexDigits[c&0xf])
+		}
+	}
+	return t
+}()
+
 // appendString writes s as a JSON string with encoding/json's escapes;
-// invalid UTF-8 becomes U+FFFD.
+// invalid UTF-8 becomes U+FFFD. Runs of bytes that need no escape (most of
+// any text) are found 8 bytes at a time and copied at once.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	// A read-only view of s as bytes, for loads of 8 bytes at once.
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
 	start := 0 // s[start:i] is pending, needing no escape
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if jsonPlain[c] {
-				i++
+	i := 0
+	for i < len(s) {
+		if i+8 <= len(b) {
+			// Skip to the first byte of the next 8 that needs a look.
+			// (specialBytes, by hand: the compiler does not inline it.)
+			x := binary.LittleEndian.Uint64(b[i:])
+			m := x&msb | (x-0x20*lsb)&^x&msb |
+				((x&^(0x04*lsb))^(0x22*lsb)-lsb)&^((x&^(0x04*lsb))^(0x22*lsb))&msb |
+				((x&^(0x02*lsb))^(0x3c*lsb)-lsb)&^((x&^(0x02*lsb))^(0x3c*lsb))&msb |
+				(x^(0x5c*lsb)-lsb)&^(x^(0x5c*lsb))&msb
+			if m == 0 {
+				i += 8
 				continue
 			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			if x&msb == 0 {
+				// All ASCII: escape the flagged bytes here. Bits above the
+				// lowest may be false alarms (a borrow), so each byte is
+				// checked again; none is missed.
+				for ; m != 0; m &= m - 1 {
+					j := i + bits.TrailingZeros64(m)>>3
+					if e := jsonEscapes[s[j]]; e != "" {
+						dst = append(dst, s[start:j]...)
+						dst = append(dst, e...)
+						start = j + 1
+					}
+				}
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+		}
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if e := jsonEscapes[c]; e != "" {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, e...)
+				start = i + 1
 			}
 			i++
-			start = i
+			continue
+		}
+		if j := plainRunes(s, i); j > i {
+			i = j
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			// Valid JSON, but line terminators in JavaScript; encoding/json
-			// escapes them unconditionally.
-			dst = append(dst, s[start:i]...)
+		dst = append(dst, s[start:i]...)
+		if r == utf8.RuneError {
+			dst = append(dst, `\ufffd`...) // invalid UTF-8
+		} else {
+			// U+2028 or U+2029: valid JSON, but line terminators in
+			// JavaScript; encoding/json escapes them unconditionally.
 			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
 		}
 		i += size
 		start = i
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// plainRunes returns where the run of non-ASCII characters at s[i:] that a
+// JSON string takes as they are ends: at invalid UTF-8, U+2028, U+2029 or
+// ASCII.
+func plainRunes(s string, i int) int {
+	for i < len(s) && s[i] >= utf8.RuneSelf {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			return i
+		}
+		i += size
+	}
+	return i
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// zeroBytes has the high bit set in the lowest zero byte of x (and maybe in
+// higher bytes, which the borrow reaches): exact for the lowest one.
+func zeroBytes(x uint64) uint64 { return (x - lsb) &^ x & msb }
+
+// specialBytes has the high bit set in the lowest byte of x that a JSON
+// string does not take as it is (a control byte, '"', '\\', '<', '>', '&', or
+// non-ASCII, which the rune decoder looks at), and 0 when there is none.
+// Only the lowest set bit is exact: the byte after it is where the caller
+// goes next.
+func specialBytes(x uint64) uint64 {
+	high := x & msb
+	control := (x - 0x20*lsb) &^ x & msb // under 0x20
+	// '"' 0x22 and '&' 0x26 differ only in bit 2; '<' 0x3c and '>' 0x3e only
+	// in bit 1; '\\' is 0x5c.
+	quoteAmp := zeroBytes((x &^ (0x04 * lsb)) ^ (0x22 * lsb))
+	angle := zeroBytes((x &^ (0x02 * lsb)) ^ (0x3c * lsb))
+	backslash := zeroBytes(x ^ (0x5c * lsb))
+	return high | control | quoteAmp | angle | backslash
 }
 
 // appendRaw writes a json.RawMessage as json.Marshal does: compacted, with
@@ -333,7 +456,8 @@ func needsRewrite(raw []byte) bool {
 // ([Version]; a higher one gives an error wrapping [ErrNewerVersion]), a
 // non-empty type, a session, and for the call lifecycle types a call id and
 // exactly the body the type calls for (start->Start, progress->Progress,
-// delta->Delta, suspend->Suspend, result->Result). Events of other types
+// delta->Delta or Chunk, suspend->Suspend, result->Result), with chunk
+// indexes in range and no contradiction (content and content_omitted). Events of other types
 // (session-level and future types) are accepted as long as the envelope is
 // valid and carries none of the lifecycle bodies. Unknown fields are ignored
 // for forward compatibility. Other errors wrap [ErrInvalidEvent].
@@ -376,7 +500,7 @@ func checkDecoded(ev *Event) error {
 	}{
 		{TypeStart, ev.Start != nil},
 		{TypeProgress, ev.Progress != nil},
-		{TypeDelta, ev.Delta != nil},
+		{TypeDelta, ev.Delta != nil || ev.Chunk != nil},
 		{TypeSuspend, ev.Suspend != nil},
 		{TypeResult, ev.Result != nil},
 	}
@@ -391,6 +515,27 @@ func checkDecoded(ev *Event) error {
 	}
 	if ev.Reset && ev.Type != TypeDelta {
 		return fmt.Errorf("%q event with reset (only deltas reset)", ev.Type)
+	}
+	if c := ev.Chunk; c != nil {
+		switch {
+		case ev.Delta != nil:
+			return errors.New(`delta event with both "delta" and "chunk"`)
+		case c.Count < 1 || c.Index < 0 || c.Index >= c.Count:
+			return fmt.Errorf("chunk %d of %d", c.Index, c.Count)
+		case ev.Reset && c.Index != 0:
+			return fmt.Errorf("reset on chunk %d (only the first chunk resets)", c.Index)
+		}
+	}
+	if s := ev.Start; s != nil && s.ArgsOmitted && len(s.Args) > 0 {
+		return errors.New("start with both args and args_omitted")
+	}
+	if r := ev.Result; r != nil {
+		switch {
+		case r.ContentOmitted && r.Content != nil:
+			return errors.New("result with both content and content_omitted")
+		case r.ContentSize < 0 || r.ContentParts < 0:
+			return fmt.Errorf("result with content_size %d and content_parts %d", r.ContentSize, r.ContentParts)
+		}
 	}
 	for _, b := range bodies {
 		switch {
@@ -424,6 +569,14 @@ func normalizeDecoded(ev *Event) {
 	if r := ev.Result; r != nil {
 		for i := range r.Content {
 			normalizePart(&r.Content[i])
+		}
+		if !r.ContentOmitted {
+			// Written as an array; the size fields only describe omitted
+			// content.
+			if r.Content == nil {
+				r.Content = []Part{}
+			}
+			r.ContentSize, r.ContentParts = 0, 0
 		}
 		if len(r.Meta) == 0 {
 			r.Meta = nil

@@ -1,18 +1,22 @@
 // Package events defines the lifecycle events of tool calls: the envelope every
 // observer receives in process and, later, what goes over NATS.
 //
-// A call produces, in this order and with a per-call sequence number starting
-// at 1:
+// A call produces, with a per-call sequence number starting at 1 and no
+// gaps:
 //
-//	start          the call left the queue and is about to run
-//	progress*      for people: status text, fraction, structured data
-//	delta*         for the model: pieces of the result
-//	suspend?       the call waits for something outside the process
-//	result         exactly once: the state and the complete model-visible content
+//	start                  the call left the queue and is about to run
+//	suspend, approval      only for a call that waits (an external tool, a person)
+//	(progress | delta)*    interleaved: progress for people, deltas for the model
+//	result                 exactly once, last: the state and the model-visible content
 //
 // The content of the result is exactly the concatenation of the call's deltas
 // (see [AppendPart]); progress is never part of it. A call that was interrupted
-// or timed out before it got a slot has no start event.
+// or timed out before it got a slot has no start event. Dropped progress is
+// said in the next progress event ([Progress].Dropped), never by a gap.
+//
+// An event too large for one message goes out in pieces ([Fit]): a long text
+// as several deltas, another part as chunks ([Chunk]), a result without its
+// content (Result.ContentOmitted); a [Reassembler] rebuilds the content.
 //
 // Session-level events (Call empty) report what UIs show beside calls, such as
 // the tool groups active in a session; their body is in Data and their type
@@ -108,9 +112,13 @@ type Event struct {
 	Start    *Start    `json:"start,omitempty"`
 	Progress *Progress `json:"progress,omitempty"`
 	Delta    *Part     `json:"delta,omitempty"`
+	// Chunk, on a delta event in place of Delta, is one piece of a part too
+	// large for one message (see [Chunk]). Only publishers make chunks; a
+	// [Reassembler] puts the part back together.
+	Chunk *Chunk `json:"chunk,omitempty"`
 	// Reset, on a delta event, voids the content before it: the call's
 	// content starts over with this delta (an interceptor retried the tool or
-	// replaced its result).
+	// replaced its result). On chunks, only the first one carries it.
 	Reset   bool     `json:"reset,omitempty"`
 	Suspend *Suspend `json:"suspend,omitempty"`
 	Result  *Result  `json:"result,omitempty"`
@@ -131,6 +139,9 @@ type Start struct {
 	Args json.RawMessage `json:"args,omitempty"`
 	// Index is the call's position in its batch.
 	Index int `json:"index"`
+	// ArgsOmitted says that the arguments were too large for one message
+	// and were left out (Args is empty).
+	ArgsOmitted bool `json:"args_omitted,omitempty"`
 }
 
 // Progress is the body of a progress event: information for people watching,
@@ -142,8 +153,23 @@ type Progress struct {
 	// Data is optional structured detail (for example counters).
 	Data json.RawMessage `json:"data,omitempty"`
 	// Dropped counts this call's progress events that were dropped under
-	// pressure since the previous delivered one.
+	// pressure since the previous one this observer got: by the toolkit
+	// (no observer would take them) and by the observer itself (a publisher
+	// whose queue was full). It is the only sign of a drop: sequence
+	// numbers have no gaps.
 	Dropped uint64 `json:"dropped,omitempty"`
+}
+
+// Chunk is one piece of a content part too large for one message. A part
+// cut into Count chunks goes out as Count delta events in a row (consecutive
+// sequence numbers), with Index 0 to Count-1; the Data of all of them,
+// concatenated in index order, is the JSON text of the part object (what
+// Event.Delta would hold). Text parts are never chunked: a long text goes
+// out as several ordinary text deltas, which add up by the usual rule.
+type Chunk struct {
+	Index int    `json:"index"`
+	Count int    `json:"count"`
+	Data  string `json:"data"`
 }
 
 // Suspend is the body of a suspend event: the call waits for a result from
@@ -156,7 +182,18 @@ type Suspend struct {
 type Result struct {
 	State State `json:"state"`
 	// Content is the model-visible result: the concatenation of the deltas.
+	// It is empty when ContentOmitted is set.
 	Content []Part `json:"content"`
+	// ContentOmitted says that the content was too large for the message
+	// and was left out: it is exactly what the call's deltas add up to.
+	// ContentSize and ContentParts describe what was left out.
+	ContentOmitted bool `json:"content_omitted,omitempty"`
+	// ContentSize is, when the content was omitted, its size in bytes:
+	// UTF-8 bytes of text, bytes of the JSON text of JSON parts, decoded
+	// bytes of binary parts.
+	ContentSize int64 `json:"content_size,omitempty"`
+	// ContentParts is, when the content was omitted, its number of parts.
+	ContentParts int `json:"content_parts,omitempty"`
 	// Error is a short description of the failure for states other than
 	// success.
 	Error string `json:"error,omitempty"`
@@ -164,6 +201,9 @@ type Result struct {
 	DurationMS float64 `json:"duration_ms"`
 	// Meta is data for code and UIs that the model does not see.
 	Meta map[string]any `json:"meta,omitempty"`
+	// MetaOmitted says that Meta was too large for the message and was
+	// left out (with content omitted already).
+	MetaOmitted bool `json:"meta_omitted,omitempty"`
 	// Err is the Go error behind a failure, for errors.Is and errors.As in
 	// process. It is not serialized.
 	Err error `json:"-"`

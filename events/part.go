@@ -106,7 +106,10 @@ func AppendPart(content []Part, p Part) []Part {
 
 // ApplyDelta adds one delta event to accumulated content: a reset delta
 // starts the content over. It is how a consumer rebuilds a result from a
-// call's delta events, in sequence order.
+// call's delta events, in sequence order, in process. Events read from NATS
+// may carry chunks of a large part instead of a part ([Chunk]): rebuild
+// those with a [Reassembler], which ApplyDelta leaves the chunk to (it adds
+// nothing for one).
 func ApplyDelta(content []Part, ev *Event) []Part {
 	if ev.Reset {
 		content = nil

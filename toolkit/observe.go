@@ -119,7 +119,8 @@ type observerSet struct {
 // ProgressGate is an inline observer that can decline progress events
 // before they are built, such as a publisher whose queue is full. When every
 // observer of a run is a gate and all decline, the engine skips building the
-// event; its sequence number is still used up, so the gap shows the drop.
+// event and counts it in Progress.Dropped of the next progress event it
+// builds for the call (sequence numbers have no gaps).
 type ProgressGate interface {
 	Observer
 	AcceptProgress() bool

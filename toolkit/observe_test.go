@@ -308,6 +308,9 @@ func TestProgressGate(t *testing.T) {
 			}
 			continue
 		}
+		if !slices.Equal(dropped, []uint64{0, 0}) {
+			t.Errorf("with another observer: dropped %v, want none", dropped)
+		}
 		if !slices.Equal(progress, []string{"declined", "accepted"}) || !slices.Equal(seqs, []uint64{1, 2, 3, 4, 5}) {
 			t.Errorf("with another observer: progress %v, seqs %v; want both, [1 2 3 4 5]", progress, seqs)
 		}

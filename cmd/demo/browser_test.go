@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +18,8 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/toolstream/toolstream/toolkit"
 )
 
 // TestBrowser drives the demo's live page in headless Chromium while the
@@ -29,65 +34,8 @@ func TestBrowser(t *testing.T) {
 
 	// The browser first: the scripted run starts with the demo, and the page
 	// must watch it live, however long Chromium takes to start.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.WindowSize(1360, 900),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	ctx, cancelBrowser, checkPageErrors := newBrowser(t, chrome)
 	defer cancelBrowser()
-
-	// Any exception or console error of the page fails the test.
-	var mu sync.Mutex
-	var pageErrors []string
-	if err := chromedp.Listen(ctx, func(ev any) {
-		var msg string
-		switch ev := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			msg = "exception: " + exceptionText(ev.ExceptionDetails)
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type != runtime.ConsoleAPICalledTypeError {
-				return
-			}
-			var parts []string
-			for _, a := range ev.Args {
-				if a.Description != "" {
-					parts = append(parts, a.Description)
-				} else {
-					parts = append(parts, string(a.Value))
-				}
-			}
-			msg = "console.error: " + strings.Join(parts, " ")
-		default:
-			return
-		}
-		mu.Lock()
-		pageErrors = append(pageErrors, msg)
-		mu.Unlock()
-	}); err != nil {
-		t.Fatalf("starting %s: %v", chrome, err)
-	}
-	if err := pageDo(ctx, 60*time.Second, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("starting %s: %v", chrome, err)
-	}
-	checkPageErrors := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, e := range pageErrors {
-			t.Errorf("the page threw: %s", e)
-		}
-		pageErrors = nil
-	}
 	defer checkPageErrors()
 
 	// The demo, in process, on a free port.
@@ -257,8 +205,73 @@ func TestBrowser(t *testing.T) {
 	// Close the browser before the demo, so that the page's event stream
 	// ends first.
 	cancelBrowser()
-	cancelAlloc()
 	stopAndWait()
+}
+
+// newBrowser starts headless Chromium. Any exception or console error of
+// the page is kept, and checkErrors fails the test with them.
+func newBrowser(t *testing.T, chrome string) (ctx context.Context, cancel func(), checkErrors func()) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.WindowSize(1360, 900),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	cancel = func() { cancelBrowser(); cancelAlloc() }
+
+	var mu sync.Mutex
+	var pageErrors []string
+	if err := chromedp.Listen(ctx, func(ev any) {
+		var msg string
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			msg = "exception: " + exceptionText(ev.ExceptionDetails)
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type != runtime.ConsoleAPICalledTypeError {
+				return
+			}
+			var parts []string
+			for _, a := range ev.Args {
+				if a.Description != "" {
+					parts = append(parts, a.Description)
+				} else {
+					parts = append(parts, string(a.Value))
+				}
+			}
+			msg = "console.error: " + strings.Join(parts, " ")
+		default:
+			return
+		}
+		mu.Lock()
+		pageErrors = append(pageErrors, msg)
+		mu.Unlock()
+	}); err != nil {
+		cancel()
+		t.Fatalf("starting %s: %v", chrome, err)
+	}
+	if err := pageDo(ctx, 60*time.Second, chromedp.Navigate("about:blank")); err != nil {
+		cancel()
+		t.Fatalf("starting %s: %v", chrome, err)
+	}
+	checkErrors = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range pageErrors {
+			t.Errorf("the page threw: %s", e)
+		}
+		pageErrors = nil
+	}
+	return ctx, cancel, checkErrors
 }
 
 // pageSnap is what the test reads from the page.
@@ -490,4 +503,185 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// TestBrowserLargeResult: a result of many MiB (larger than one NATS
+// message: text cut into several deltas, a JSON part in chunks, a result
+// that omits its content) is rebuilt by the page from its deltas, live and
+// after a reload: the page keeps it whole, shows only its start, and never
+// freezes while it comes in.
+func TestBrowserLargeResult(t *testing.T) {
+	chrome := findChromium(t)
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	const mib = 8
+	// What export_table returns, computed here the same way.
+	want := expectedLarge(t, mib)
+
+	ctx, cancelBrowser, checkPageErrors := newBrowser(t, chrome)
+	defer cancelBrowser()
+	defer checkPageErrors()
+
+	addr := freeAddr(t)
+	base := "http://" + addr
+	demoCtx, stopDemo := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- run(demoCtx, []string{
+			"--listen", addr, "--nats-listen", "", "--dir", "../..", "--speed", "4",
+			"--session", "large", "--once=false", "--large-result", fmt.Sprint(mib),
+		}, &stdout, &stderr)
+	}()
+	defer func() {
+		cancelBrowser()
+		stopDemo()
+		select {
+		case err := <-runErr:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("the demo failed: %v\nstderr:\n%s", err, stderr.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("the demo did not return within 30s of its context's end")
+		}
+	}()
+	failed := func() string {
+		select {
+		case err := <-runErr:
+			runErr <- err
+			return fmt.Sprintf("the demo returned early: %v\nstderr:\n%s", err, stderr.String())
+		default:
+			return ""
+		}
+	}
+	waitForPage(t, base+"/api/info", failed)
+
+	for _, phase := range []string{"live", "after a reload"} {
+		if phase == "live" {
+			if err := pageDo(ctx, 60*time.Second, chromedp.Navigate(base+"/?session=large")); err != nil {
+				t.Fatalf("opening the page: %v", err)
+			}
+		} else if err := pageDo(ctx, 60*time.Second, chromedp.Reload()); err != nil {
+			t.Fatalf("reloading: %v", err)
+		}
+		// Long tasks (over 50 ms) of the page's main thread, from now on.
+		if err := pageDo(ctx, 10*time.Second, chromedp.Evaluate[chromedp.Void](`window.__longest = 0;
+			new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__longest = Math.max(window.__longest, e.duration); })
+				.observe({ type: 'longtask', buffered: true });`)); err != nil {
+			t.Fatalf("watching long tasks: %v", err)
+		}
+		deadline := time.Now().Add(120 * time.Second)
+		var got largeSnap
+		for {
+			s, err := pageRun(ctx, 20*time.Second, chromedp.Evaluate[largeSnap](largeJS, chromedp.EvalAwaitPromise))
+			if err != nil {
+				t.Fatalf("%s: reading the page: %v", phase, err)
+			}
+			if s.State == "success" {
+				got = s
+				break
+			}
+			if msg := failed(); msg != "" {
+				t.Fatal(msg)
+			}
+			if time.Now().After(deadline) {
+				page, _ := pageRun(ctx, 20*time.Second, chromedp.Evaluate[pageSnap](snapJS))
+				checkPageErrors()
+				t.Fatalf("%s: export_table is %q after 120s; the page:\n%s", phase, s.State, page)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("%s: %d characters shown, note %q; kept %d parts, text %d bytes (sha256 %.12s), %d rows; longest task %.0f ms",
+			phase, got.Shown, got.Note, got.Parts, got.TextBytes, got.TextSHA, got.Rows, got.Longest)
+		if !got.Omitted || got.Parts != 2 || got.TextBytes != len(want.text) || got.TextSHA != want.textSHA ||
+			got.Rows != want.rows || got.LastRow != want.lastRow {
+			t.Errorf("%s: the page rebuilt %+v; want 2 parts, %d bytes of text (sha256 %.12s), %d rows ending %s",
+				phase, got, len(want.text), want.textSHA, want.rows, want.lastRow)
+		}
+		if got.Shown == 0 || got.Shown > 100000 || !strings.HasPrefix(want.text, got.Head) {
+			t.Errorf("%s: %d characters shown, starting %q", phase, got.Shown, got.Head)
+		}
+		if !strings.Contains(got.Note, "Showing the first") || !strings.Contains(got.Note, "MiB rebuilt from the deltas") {
+			t.Errorf("%s: the note under the result says %q", phase, got.Note)
+		}
+		if got.Longest > 2000 {
+			t.Errorf("%s: the page froze for %.0f ms", phase, got.Longest)
+		}
+	}
+}
+
+type largeSnap struct {
+	State     string  `json:"state"`
+	Shown     int     `json:"shown"`
+	Head      string  `json:"head"`
+	Note      string  `json:"note"`
+	Omitted   bool    `json:"omitted"`
+	Parts     int     `json:"parts"`
+	TextBytes int     `json:"textBytes"`
+	TextSHA   string  `json:"textSHA"`
+	Rows      int     `json:"rows"`
+	LastRow   string  `json:"lastRow"`
+	Longest   float64 `json:"longest"`
+}
+
+// largeJS reads the card of export_table and what the page keeps of its
+// result (window.toolstream is the page's debugging handle).
+const largeJS = `(async () => {
+	const card = document.querySelector('.call[data-call="call_big"]');
+	const S = window.toolstream.page.S;
+	const c = S && S.calls.get('call_big');
+	const out = { state: card ? card.dataset.state : '', longest: window.__longest || 0 };
+	if (!card || !c || !c.result) return out;
+	const pre = card.querySelector('.result');
+	out.shown = pre.textContent.length;
+	out.head = pre.textContent.slice(0, 200);
+	const note = card.querySelector('.clip-note');
+	out.note = note && !note.hidden ? note.textContent : '';
+	out.omitted = c.result.content_omitted === true;
+	const parts = c.content || [];
+	out.parts = parts.length;
+	const text = parts[0] && parts[0].type === 'text' ? parts[0].text : '';
+	const bytes = new TextEncoder().encode(text);
+	out.textBytes = bytes.length;
+	const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+	out.textSHA = [...digest].map((b) => b.toString(16).padStart(2, '0')).join('');
+	const rows = parts[1] && parts[1].type === 'json' && parts[1].json ? parts[1].json.rows : null;
+	out.rows = Array.isArray(rows) ? rows.length : -1;
+	out.lastRow = Array.isArray(rows) && rows.length ? JSON.stringify(rows[rows.length - 1]) : '';
+	return out;
+})()`
+
+type largeWant struct {
+	text, textSHA, lastRow string
+	rows                   int
+}
+
+// expectedLarge runs export_table in a toolkit of its own.
+func expectedLarge(t *testing.T, mib int) largeWant {
+	t.Helper()
+	tk := toolkit.New()
+	defer tk.Close(context.Background())
+	if err := tk.Add(largeTool(mib)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := tk.Session("expected")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Run(context.Background(), []toolkit.Call{{ID: "x", Name: largeToolName}})[0]
+	if r.State != toolkit.StateSuccess || len(r.Content) != 2 {
+		t.Fatalf("export_table: %s, %d parts", r.State, len(r.Content))
+	}
+	var v struct {
+		Rows []json.RawMessage `json:"rows"`
+	}
+	if err := json.Unmarshal(r.Content[1].JSON, &v); err != nil || len(v.Rows) == 0 {
+		t.Fatalf("export_table's JSON: %v", err)
+	}
+	sum := sha256.Sum256([]byte(r.Content[0].Text))
+	// The last row as JSON.stringify writes it: Go's order of fields, without
+	// the escapes of <, > and &.
+	last := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(v.Rows[len(v.Rows)-1]))
+	return largeWant{text: r.Content[0].Text, textSHA: hex.EncodeToString(sum[:]), rows: len(v.Rows), lastRow: last}
 }

@@ -32,10 +32,17 @@ func useInterceptors(tk *toolkit.Toolkit) (*interceptors.Permissions, error) {
 		),
 		interceptors.WithApprovalTimeout(5*time.Minute),
 	)
+	// export_table (-large-result) makes a generated table larger than one
+	// NATS message: kept whole (not evicted) and not scanned for secrets.
+	notLarge := func(t *toolkit.Tool) bool { return t.Name() != largeToolName }
+	evict := interceptors.Evict(interceptors.EvictLimit(8 << 10))
+	evict.Match = notLarge
+	sanitize := interceptors.Sanitize(interceptors.RedactEmails(), interceptors.RedactAPIKeys(), interceptors.SanitizeMaxBytes(0))
+	sanitize.Match = notLarge
 	err := tk.Use(
 		perms.Interceptor(),
-		interceptors.Evict(interceptors.EvictLimit(8<<10)),
-		interceptors.Sanitize(interceptors.RedactEmails(), interceptors.RedactAPIKeys(), interceptors.SanitizeMaxBytes(0)),
+		evict,
+		sanitize,
 		interceptors.Retry(interceptors.RetryBackoff(50*time.Millisecond, time.Second)),
 	)
 	return perms, err

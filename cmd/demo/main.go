@@ -131,6 +131,7 @@ type config struct {
 	approve                     string
 	model, baseURL, apiKey      string
 	maxTurns                    int
+	largeMiB                    int
 }
 
 // usageError is a flag the demo cannot work with: reported in one line
@@ -165,6 +166,7 @@ func parseFlags(args []string, stdin io.Reader, stdout io.Writer) (*config, erro
 	fs.StringVar(&c.baseURL, "base-url", "", "OpenAI-compatible API base URL, such as http://localhost:11434/v1 (default $OPENAI_BASE_URL, else OpenAI's)")
 	fs.StringVar(&c.apiKey, "api-key", "", "API key (default $OPENAI_API_KEY)")
 	fs.IntVar(&c.maxTurns, "max-turns", 12, "stop the loop after this many model turns (the scripted model takes 6)")
+	fs.IntVar(&c.largeMiB, "large-result", 0, "add export_table, a tool whose result (this many MiB of text, and JSON) is larger than one NATS message, and a scripted turn that calls it (0: none)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printUsage(fs, stdout)
@@ -223,6 +225,9 @@ func (c *config) check(set map[string]bool, stdin io.Reader) error {
 	}
 	if c.maxTurns < 1 {
 		return usagef("-max-turns %d: must be 1 or more", c.maxTurns)
+	}
+	if c.largeMiB < 0 || c.largeMiB > 256 {
+		return usagef("-large-result %d: from 0 to 256 (MiB)", c.largeMiB)
 	}
 	if c.listen != "" && !c.durable {
 		return usagef("the web page replays events from the durable stream: use -durable, or -listen '' for no page")
@@ -350,6 +355,11 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
+	if cfg.largeMiB > 0 {
+		if err := tk.Add(largeTool(cfg.largeMiB)); err != nil {
+			return err
+		}
+	}
 	perms, err := useInterceptors(tk)
 	if err != nil {
 		return err
@@ -422,6 +432,9 @@ func chooseModel(cfg *config) (Model, string) {
 		why = err.Error()
 	}
 	s := newScriptedModel(cfg.scaled(500 * time.Millisecond))
+	if cfg.largeMiB > 0 {
+		s.extra = append(s.extra, largeTurn())
+	}
 	if cfg.model != "" || os.Getenv("OPENAI_MODEL") != "" {
 		return s, " (not the real model: " + why + ")"
 	}

@@ -19,6 +19,7 @@ import (
 // account.
 type scriptedModel struct {
 	think time.Duration // a model's latency, so that turns can be watched
+	extra []scriptTurn  // turns after the script's (-large-result)
 }
 
 func newScriptedModel(think time.Duration) *scriptedModel { return &scriptedModel{think: think} }
@@ -43,7 +44,7 @@ func (m *scriptedModel) Next(ctx context.Context, conv []Message, tools []toolki
 			done++
 		}
 	}
-	script := scriptedTurns()
+	script := append(scriptedTurns(), m.extra...)
 	if done < len(script) {
 		t := script[done]
 		// A real model can only call what it is offered: say so when the

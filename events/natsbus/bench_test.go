@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -314,4 +315,205 @@ func percentile(ds []time.Duration, p int) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+// vsRawSizes are the events of BenchmarkEventsVsRaw: a typical progress
+// event (157 bytes), and two of 8 KiB: tool output (paths and counts, a
+// newline every ~45 bytes) and source code (quotes, tabs, '&', '<' and
+// newlines: about one byte in twenty escaped, the worst case of the two).
+func vsRawSizes() []struct{ name, msg string } {
+	var listing strings.Builder
+	for i := 0; listing.Len() < 9<<10; i++ {
+		fmt.Fprintf(&listing, "src/pkg%d/file_%d.go: %d lines, %d bytes\n", i%7, i, i*13%900, i*977%40000)
+	}
+	line := "\tif err := json.Unmarshal(data, &v); err != nil || n < 0 { return fmt.Errorf(\"decoding %s: %w\", name, err) }\n"
+	code := strings.Repeat(line, 9<<10/len(line)+1)
+	return []struct{ name, msg string }{
+		{"157B", "scanned src/a.go"},
+		{"8KiB", fit8K(listing.String())},
+		{"8KiB-code", fit8K(code)},
+	}
+}
+
+// fit8K cuts text so that its progress event is 8 KiB once encoded.
+func fit8K(text string) string {
+	n := len(text)
+	for n > 0 && len(vsRawPayload(text[:n])) > 8<<10 {
+		n -= 8
+	}
+	return text[:n]
+}
+
+// vsRawPayload is a progress event carrying msg, as toolstream encodes it.
+func vsRawPayload(msg string) []byte {
+	return events.AppendJSON(nil, &events.Event{Version: events.Version, Type: events.TypeProgress, Session: "b",
+		Call: "c0", Tool: "emit", Seq: 123, Time: time.Now(), Progress: &events.Progress{Message: msg}})
+}
+
+// fanIn counts the messages that all the subscribers of one side got.
+type fanIn struct {
+	n      atomic.Int64
+	target atomic.Int64
+	done   chan struct{}
+}
+
+func (f *fanIn) arm(total int64) {
+	f.n.Store(0)
+	f.target.Store(total)
+}
+
+func (f *fanIn) add() {
+	if f.n.Add(1) == f.target.Load() {
+		f.done <- struct{}{}
+	}
+}
+
+func (f *fanIn) wait(b *testing.B, what string) {
+	select {
+	case <-f.done:
+	case <-time.After(time.Minute):
+		b.Fatalf("%s: subscribers got %d of %d messages", what, f.n.Load(), f.target.Load())
+	}
+}
+
+// BenchmarkEventsVsRaw compares toolstream with raw nats.go publishing the
+// same payload bytes (a progress event as toolstream encodes it) on subjects
+// of the same shape, to the same subscribers (1, 8 or 64 connections to the
+// same embedded server), in interleaved rounds:
+//
+//   - throughput: 8 tools emit 1,000 progress events (157 B) or 240 (8 KiB)
+//     in all, against one raw publisher sending as many messages; the time
+//     runs until every subscriber has every message;
+//   - latency: a tool emits one event and waits until every subscriber has
+//     it, 100 times, against raw publish-to-every-subscriber.
+//
+// It reports events/s of each side and their ratio (target >= 0.8), the p50
+// and p99 latency of each and the p50 ratio (target <= 1.3).
+func BenchmarkEventsVsRaw(b *testing.B) {
+	for _, size := range vsRawSizes() {
+		for _, subs := range []int{1, 8, 64} {
+			b.Run(fmt.Sprintf("%s/subs=%d", size.name, subs), func(b *testing.B) { benchVsRaw(b, size.msg, subs) })
+		}
+	}
+}
+
+func benchVsRaw(b *testing.B, msg string, subs int) {
+	bus := openBus(b)
+	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithFlushTimeout(time.Minute))
+	b.Cleanup(func() { tk.Close(context.Background()) })
+	ours, raw := &fanIn{done: make(chan struct{}, 1)}, &fanIn{done: make(chan struct{}, 1)}
+	for range subs {
+		nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(nc.Close)
+		for subj, f := range map[string]*fanIn{"toolstream.b.>": ours, "raw.b.>": raw} {
+			sub, err := nc.Subscribe(subj, func(*nats.Msg) { f.add() })
+			if err != nil {
+				b.Fatal(err)
+			}
+			sub.SetPendingLimits(-1, -1)
+		}
+		nc.Flush()
+	}
+	pub, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pub.Close)
+	// The raw side sends exactly the bytes of one of our progress events.
+	payload := vsRawPayload(msg)
+
+	total := 1000
+	if len(msg) > 1<<10 {
+		total = 240
+	}
+	const tools, pings = 8, 100
+	var arrived = make(chan struct{}, 1)
+	var lat []time.Duration
+	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "emit", ConcurrencySafe: true}, func(ctx context.Context, in struct {
+		N int `json:"n"`
+	}) (struct{}, error) {
+		em := stream.From(ctx)
+		for range in.N {
+			em.Progress(msg, -1)
+		}
+		return struct{}{}, nil
+	}))
+	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "ping"}, func(ctx context.Context, _ struct{}) (struct{}, error) {
+		em := stream.From(ctx)
+		for range pings {
+			ours.arm(int64(subs))
+			t0 := time.Now()
+			em.Progress(msg, -1)
+			ours.wait(b, "ping")
+			lat = append(lat, time.Since(t0))
+		}
+		arrived <- struct{}{}
+		return struct{}{}, nil
+	}))
+	sess, _ := tk.Session("b")
+	calls := make([]toolkit.Call, tools)
+	for i := range calls {
+		calls[i] = toolkit.Call{ID: fmt.Sprintf("c%d", i), Name: "emit", Args: []byte(fmt.Sprintf(`{"n":%d}`, total/tools))}
+	}
+	pingCall := []toolkit.Call{{ID: "cp", Name: "ping"}}
+
+	var oursRate, rawRate []float64
+	var oursLat, rawLat []time.Duration
+	for b.Loop() {
+		// Throughput, toolstream: progress plus each call's start and result.
+		n := int64(total + 2*tools)
+		ours.arm(n * int64(subs))
+		before := bus.Publisher().Stats().Published
+		start := time.Now()
+		sess.Run(context.Background(), calls)
+		if got := int64(bus.Publisher().Stats().Published - before); got != n {
+			b.Fatalf("published %d events, want %d (%+v)", got, n, bus.Publisher().Stats())
+		}
+		ours.wait(b, "toolstream")
+		oursRate = append(oursRate, float64(n)/time.Since(start).Seconds())
+
+		// Throughput, raw.
+		raw.arm(n * int64(subs))
+		start = time.Now()
+		for range n {
+			if err := pub.Publish("raw.b.c0.progress", payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+		raw.wait(b, "raw")
+		rawRate = append(rawRate, float64(n)/time.Since(start).Seconds())
+
+		// Latency, toolstream: start and result events are not timed (the
+		// subscribers count them outside the armed pings).
+		lat = lat[:0]
+		ours.arm(1 << 62)
+		sess.Run(context.Background(), pingCall)
+		<-arrived
+		oursLat = append(oursLat, lat...)
+		time.Sleep(time.Millisecond) // the result event passes
+		// Latency, raw.
+		for range pings {
+			raw.arm(int64(subs))
+			t0 := time.Now()
+			if err := pub.Publish("raw.b.c0.progress", payload); err != nil {
+				b.Fatal(err)
+			}
+			raw.wait(b, "raw ping")
+			rawLat = append(rawLat, time.Since(t0))
+		}
+	}
+	o, r := median(oursRate), median(rawRate)
+	b.ReportMetric(o, "events/s")
+	b.ReportMetric(r, "raw-msgs/s")
+	b.ReportMetric(o/r, "thr-ratio")
+	op50, rp50 := percentile(oursLat, 50), percentile(rawLat, 50)
+	b.ReportMetric(float64(op50)/1e3, "p50-µs")
+	b.ReportMetric(float64(rp50)/1e3, "raw-p50-µs")
+	b.ReportMetric(float64(op50)/float64(rp50), "p50-ratio")
+	b.ReportMetric(float64(percentile(oursLat, 99))/1e3, "p99-µs")
+	b.ReportMetric(float64(percentile(rawLat, 99))/1e3, "raw-p99-µs")
+	b.ReportMetric(float64(len(payload)), "bytes/msg")
 }

@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -94,21 +97,34 @@ func callsFor(n int, lines int) []toolkit.Call {
 	return calls
 }
 
-// collector gathers events delivered by a subscription.
+// collector gathers events delivered by a subscription. Every event it
+// gets is checked against docs/events.schema.json.
 type collector struct {
+	t    testing.TB
 	mu   sync.Mutex
 	evs  []*events.Event
 	seen chan struct{}
+	raw  bool // events come from subscribe, which validates the messages themselves
 }
 
-func newCollector() *collector { return &collector{seen: make(chan struct{}, 1)} }
+func newCollector(t testing.TB) *collector { return &collector{t: t, seen: make(chan struct{}, 1)} }
 
 // subscribe collects the events on subject, from a subscription that is
-// live on the server when it returns and ends with the test.
+// live on the server when it returns and ends with the test. Each message is
+// validated against the schema as it came.
 func subscribe(t testing.TB, bus *natsbus.Bus, subject string) *collector {
 	t.Helper()
-	col := newCollector()
-	sub, err := bus.Subscribe(subject, col.add)
+	col := newCollector(t)
+	col.raw = true
+	sub, err := bus.Conn().Subscribe(subject, func(m *nats.Msg) {
+		testutil.CheckEvent(t, m.Data)
+		ev, err := events.Decode(m.Data)
+		if err != nil {
+			t.Errorf("not an event on %s: %v", m.Subject, err)
+			return
+		}
+		col.add(ev)
+	})
 	if err != nil {
 		t.Fatalf("subscribe %q: %v", subject, err)
 	}
@@ -121,6 +137,9 @@ func subscribe(t testing.TB, bus *natsbus.Bus, subject string) *collector {
 }
 
 func (c *collector) add(ev *events.Event) {
+	if !c.raw {
+		testutil.CheckEvent(c.t, events.AppendJSON(nil, ev))
+	}
 	c.mu.Lock()
 	c.evs = append(c.evs, ev)
 	c.mu.Unlock()

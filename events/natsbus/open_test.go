@@ -132,6 +132,13 @@ func TestUndeliveredIsCounted(t *testing.T) {
 	defer tk.Close(context.Background())
 	kitTools(t, tk)
 	ns.stop() // and it never comes back
+	// Until the client notices, publishes go to the socket's buffer and are
+	// lost unseen (core NATS); the case here is a client that knows.
+	for deadline := time.Now().Add(10 * time.Second); bus.Conn().Status() == nats.CONNECTED; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the client did not notice the server was gone within 10s")
+		}
+	}
 	sess, _ := tk.Session("gone")
 	start := time.Now()
 	rs := sess.Run(context.Background(), callsFor(4, 50))

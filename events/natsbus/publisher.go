@@ -2,6 +2,7 @@ package natsbus
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,15 +21,26 @@ import (
 //
 // The queue is bounded for progress only: when more progress events than
 // the queue size wait, newer ones are dropped, and the next progress event
-// of that call published says how many (Progress.Dropped). Start, delta,
-// suspend, result and session-level events are never dropped while NATS is
-// reachable. Sequence numbers on the wire are the publisher's own, gap-free
-// per call from 1.
+// of that call published says how many (Progress.Dropped, added to the
+// drops the toolkit reports there). Start, delta, suspend, result and
+// session-level events are never dropped while NATS is reachable.
+// Sequence numbers on the wire are gap-free per call from 1: the
+// publisher numbers a call's events itself (an event sent in pieces takes
+// one number per piece). Session-level events keep the toolkit's
+// per-session numbers, so the publisher keeps no state per session.
+//
+// Every message fits the server's max payload (the connection's
+// MaxPayload, less room for headers): an event too large for one goes out
+// as docs/events.md says under "Large content" ([events.Fit]). What cannot
+// be carried at all (a session-level event whose data alone is too large)
+// is counted in Stats.Undelivered and logged.
 //
 // When NATS is unreachable, the connection buffers publishes until it is back
 // (nats.go's reconnect buffer); what cannot be buffered is counted and logged
-// (Stats.Undelivered). In durable mode a publish that fails is retried with
-// the same Nats-Msg-Id, so the stream stores it once.
+// (Stats.Undelivered). In durable mode a publish that fails for a passing
+// reason (no connection, no answer) is retried with the same Nats-Msg-Id,
+// so the stream stores it once; one the server refuses (a message over a
+// stream's size limit) is counted and logged once, never retried.
 type Publisher struct {
 	bus   *Bus
 	limit int
@@ -50,9 +62,17 @@ type Publisher struct {
 	failed    atomic.Uint64
 	retried   atomic.Uint64
 
+	cut   atomic.Uint64
+	split atomic.Uint64
+
+	// drops counts, per call, progress events Observe dropped since the
+	// batch being published was taken; under mu.
+	drops map[callKey]uint64
+
 	// Owned by the publishing goroutine.
 	calls map[callKey]*wire
 	buf   []byte
+	nonce string // tells apart session-level events of two publishers
 
 	retryMu sync.Mutex
 	retries []*nats.Msg
@@ -60,11 +80,11 @@ type Publisher struct {
 
 type callKey struct{ session, call string }
 
-// wire is the publisher's per-call numbering.
+// wire is the publisher's per-call numbering. It lives from a call's
+// first event to its result.
 type wire struct {
 	seq     uint64 // last sequence published
-	lastIn  uint64 // last toolkit sequence seen, to count drops
-	dropped uint64 // progress dropped since the last published progress
+	dropped uint64 // progress dropped here since the last published progress
 	nonce   string // tells apart two calls that reuse a call id
 
 	// Built once per call: publishing should not build strings per event.
@@ -97,20 +117,35 @@ type PublisherStats struct {
 	// DroppedProgress counts progress events dropped because the queue was
 	// full (NATS slower than the tools).
 	DroppedProgress uint64
-	// Undelivered counts events NATS refused and that were given up on.
+	// Undelivered counts events given up on: NATS refused them for good
+	// (the reconnect buffer full while disconnected, a durable publish the
+	// server rejected) or they could not be made to fit a message.
 	Undelivered uint64
 	// Retried counts durable publishes retried after a failure.
 	Retried uint64
+	// Split counts events too large for one message that went out whole
+	// all the same: as several deltas, as chunks, or as a result whose
+	// content is its deltas (see docs/events.md, "Large content").
+	Split uint64
+	// Cut counts events too large for one message that went out with
+	// something left out: a start's arguments, a result's meta, the end of
+	// a result's error text. Each is also logged.
+	Cut uint64
 }
 
 func newPublisher(b *Bus, limit int) *Publisher {
-	p := &Publisher{
-		bus: b, limit: limit,
-		wake: make(chan struct{}, 1), done: make(chan struct{}), waiters: make(chan struct{}),
-		calls: make(map[callKey]*wire),
-	}
+	p := makePublisher(b, limit)
 	go p.run()
 	return p
+}
+
+// makePublisher returns a publisher that does not publish until p.run runs.
+func makePublisher(b *Bus, limit int) *Publisher {
+	return &Publisher{
+		bus: b, limit: limit,
+		wake: make(chan struct{}, 1), done: make(chan struct{}), waiters: make(chan struct{}),
+		calls: make(map[callKey]*wire), nonce: nuid.Next(),
+	}
 }
 
 // Observe queues an event for NATS. It never blocks.
@@ -124,6 +159,10 @@ func (p *Publisher) Observe(ev *events.Event) {
 	if ev.Type == events.TypeProgress {
 		n := p.progress.Load()
 		if n >= int64(p.limit) {
+			if p.drops == nil {
+				p.drops = make(map[callKey]uint64)
+			}
+			p.drops[callKey{ev.Session, ev.Call}]++
 			p.mu.Unlock()
 			p.dropped.Add(1)
 			return
@@ -179,6 +218,8 @@ func (p *Publisher) Stats() PublisherStats {
 		DroppedProgress: p.dropped.Load(),
 		Undelivered:     p.failed.Load(),
 		Retried:         p.retried.Load(),
+		Split:           p.split.Load(),
+		Cut:             p.cut.Load(),
 	}
 }
 
@@ -206,9 +247,22 @@ func (p *Publisher) run() {
 			p.queue, p.spare = p.spare, nil
 			p.progress.Store(0)
 			closed := p.closed
+			// Drops so far happened after every progress event of this
+			// batch (the queue was full of them): they are told on the
+			// next progress event of the call after it.
+			drops := p.drops
+			p.drops = nil
 			p.mu.Unlock()
 			for _, ev := range batch {
 				p.publish(ev)
+			}
+			for key, n := range drops {
+				if w := p.calls[key]; w != nil {
+					w.dropped += n
+				}
+			}
+			if cap(p.buf) > 2*maxPayload {
+				p.buf = nil // a large event passed: do not keep its buffer
 			}
 			if n := len(batch); n > 0 {
 				clear(batch)
@@ -238,35 +292,119 @@ func (p *Publisher) notify() {
 	p.waitMu.Unlock()
 }
 
-// publish numbers, encodes and sends one event.
+// maxPayload is the max payload assumed while the connection has not
+// learnt the server's (nats-server's default).
+const maxPayload = 1 << 20
+
+// headerRoom is kept free in each message beside the Nats-Msg-Id header.
+const headerRoom = 64
+
+// publish numbers, encodes and sends one event, in pieces if it does not
+// fit in one message.
 func (p *Publisher) publish(in *events.Event) {
+	if in.Call == "" {
+		p.publishSessionEvent(in)
+		return
+	}
 	key := callKey{in.Session, in.Call}
 	w := p.calls[key]
 	if w == nil {
 		w = p.newWire(in)
 		p.calls[key] = w
 	}
-	if in.Seq > w.lastIn+1 {
-		w.dropped += in.Seq - w.lastIn - 1 // only progress is ever dropped
-	}
-	if in.Seq > w.lastIn {
-		w.lastIn = in.Seq
+	if in.Type == events.TypeResult {
+		defer delete(p.calls, key)
 	}
 	ev := *in
-	w.seq++
-	ev.Seq = w.seq
-	if ev.Type == events.TypeProgress && w.dropped > 0 && ev.Progress != nil {
+	if ev.Type == events.TypeProgress && ev.Progress != nil && w.dropped > 0 {
 		pr := *ev.Progress
 		pr.Dropped += w.dropped
 		ev.Progress = &pr
 		w.dropped = 0
 	}
-	if ev.Type == events.TypeResult {
-		delete(p.calls, key)
-	}
-
-	p.buf = events.AppendJSON(p.buf[:0], &ev)
 	subject := w.subject(ev.Type)
+	idRoom := 0
+	if p.bus.js != nil {
+		idRoom = len(jetstream.MsgIDHeader) + len(w.idBase) + 20 + headerRoom
+	}
+	limit := p.limit0() - idRoom
+	ev.Seq = w.seq + 1
+	p.buf = events.AppendJSON(p.buf[:0], &ev)
+	if len(p.buf) <= limit {
+		w.seq++
+		p.send(subject, w.idBase, ev.Seq)
+		return
+	}
+	pieces, lossy, err := events.Fit(&ev, limit)
+	if err != nil {
+		if ev.Type == events.TypeProgress {
+			// Progress is for people: dropped, and told on the next one.
+			w.dropped += 1 + ev.Progress.Dropped
+			p.dropped.Add(1)
+			return
+		}
+		p.giveUp(subject, err)
+		return
+	}
+	p.noteFit(subject, &ev, lossy)
+	for i := range pieces {
+		w.seq++
+		pieces[i].Seq = w.seq
+		p.buf = events.AppendJSON(p.buf[:0], &pieces[i])
+		p.send(subject, w.idBase, w.seq)
+	}
+}
+
+// publishSessionEvent sends a session-level event. It keeps the toolkit's
+// per-session sequence number, so that no state is kept per session; its
+// message id adds the publisher's nonce and the event's time, so that a
+// session closed and opened again (numbering from 1 again) is not taken
+// for a duplicate.
+func (p *Publisher) publishSessionEvent(ev *events.Event) {
+	prefix, tokens := p.bus.subjects.CallBase(ev.Session, "")
+	subject := prefix + tokens + events.EncodeToken(string(ev.Type))
+	var idBase string
+	limit := p.limit0()
+	if p.bus.js != nil {
+		idBase = tokens + p.nonce + "." + strconv.FormatInt(ev.Time.UnixNano(), 36) + "."
+		limit -= len(jetstream.MsgIDHeader) + len(idBase) + 20 + headerRoom
+	}
+	p.buf = events.AppendJSON(p.buf[:0], ev)
+	if len(p.buf) > limit {
+		// Only data events reach here, and data cannot be cut.
+		_, _, err := events.Fit(ev, limit)
+		if err == nil {
+			err = events.ErrTooLarge
+		}
+		p.giveUp(subject, err)
+		return
+	}
+	p.send(subject, idBase, ev.Seq)
+}
+
+// limit0 is the largest message the server takes.
+func (p *Publisher) limit0() int {
+	if n := p.bus.nc.MaxPayload(); n > 0 {
+		return int(n)
+	}
+	return maxPayload
+}
+
+// noteFit counts and, when something was left out, logs an event that did
+// not fit in one message.
+func (p *Publisher) noteFit(subject string, ev *events.Event, lossy bool) {
+	if !lossy {
+		p.split.Add(1)
+		return
+	}
+	p.cut.Add(1)
+	p.bus.log.Warn().Str("subject", subject).Str("type", string(ev.Type)).
+		Msg("toolstream: event too large for one NATS message; sent with part of it left out (see docs/events.md, Large content)")
+}
+
+// send publishes p.buf on subject; in durable mode with the message id
+// idBase+seq.
+func (p *Publisher) send(subject, idBase string, seq uint64) {
 	if p.bus.js == nil {
 		if err := p.bus.nc.Publish(subject, p.buf); err != nil {
 			p.giveUp(subject, err)
@@ -280,12 +418,26 @@ func (p *Publisher) publish(in *events.Event) {
 	// The id is derived from session, call and sequence; the nonce drawn when
 	// the publisher first saw the call keeps two calls that reuse an id (a
 	// rerun conversation, a new process) from passing for duplicates.
-	m.Header.Set(jetstream.MsgIDHeader, w.idBase+strconv.FormatUint(ev.Seq, 10))
+	m.Header.Set(jetstream.MsgIDHeader, idBase+strconv.FormatUint(seq, 10))
 	if _, err := p.bus.js.PublishMsgAsync(m); err != nil {
 		p.retry(m, err)
 		return
 	}
 	p.published.Add(1)
+}
+
+// permanent reports whether a failed publish would fail again however often
+// it is retried: the client or the server refused the message itself.
+func permanent(err error) bool {
+	if errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) ||
+		errors.Is(err, nats.ErrHeadersNotSupported) || errors.Is(err, nats.ErrBadHeaderMsg) {
+		return true
+	}
+	var api *jetstream.APIError
+	if errors.As(err, &api) {
+		return api.Code >= 400 && api.Code < 500 // a bad request; 5xx may pass
+	}
+	return false
 }
 
 const maxRetries = 1 << 16
@@ -296,8 +448,13 @@ func (p *Publisher) retrying() bool {
 	return len(p.retries) > 0
 }
 
-// retry keeps a failed durable publish for another attempt.
+// retry keeps a failed durable publish for another attempt, unless it can
+// never succeed.
 func (p *Publisher) retry(m *nats.Msg, err error) {
+	if permanent(err) {
+		p.giveUp(m.Subject, err)
+		return
+	}
 	p.retryMu.Lock()
 	defer p.retryMu.Unlock()
 	if len(p.retries) >= maxRetries {

@@ -1,14 +1,22 @@
 // Package testutil holds the helpers the project's tests share: a toolkit
 // closed at the end of the test, a recorder of events, and checks of the
-// rules every call must keep (deltas add up to the result).
+// rules every call must keep (deltas add up to the result, every event on
+// the wire validates against docs/events.schema.json).
 package testutil
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
@@ -148,15 +156,13 @@ func Types(evs []*events.Event) []events.Type {
 	return out
 }
 
-// Deltas adds up the delta events among evs.
+// Deltas adds up the delta events among evs (chunks too).
 func Deltas(evs []*events.Event) []events.Part {
-	var out []events.Part
+	var r events.Reassembler
 	for _, ev := range evs {
-		if ev.Type == events.TypeDelta {
-			out = events.ApplyDelta(out, ev)
-		}
+		_ = r.Add(ev) // a broken run of chunks shows as content that differs
 	}
-	return out
+	return r.Content()
 }
 
 // CheckDeltasAddUp fails the test unless the delta events rec saw of res's
@@ -177,4 +183,48 @@ func head(s string) string {
 		return s[:200] + "..."
 	}
 	return s
+}
+
+var eventSchema = sync.OnceValues(func() (*jsonschema.Resolved, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return nil, errors.New("testutil: cannot locate docs/events.schema.json")
+	}
+	path := filepath.Join(filepath.Dir(file), "..", "..", "docs", "events.schema.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("testutil: the event schema: %w", err)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("testutil: %s: %w", path, err)
+	}
+	return s.Resolve(nil)
+})
+
+// ValidateEvent checks one encoded event (a NATS message's data) against
+// docs/events.schema.json, the published schema of the wire.
+func ValidateEvent(data []byte) error {
+	rs, err := eventSchema()
+	if err != nil {
+		return err
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	if err := rs.Validate(v); err != nil {
+		return fmt.Errorf("%w\n%s", err, head(string(data)))
+	}
+	return nil
+}
+
+// CheckEvent fails the test (without stopping it: collectors call it from
+// subscription callbacks) unless data is a valid event by
+// docs/events.schema.json.
+func CheckEvent(t testing.TB, data []byte) {
+	t.Helper()
+	if err := ValidateEvent(data); err != nil {
+		t.Errorf("an event does not validate against docs/events.schema.json: %v", err)
+	}
 }

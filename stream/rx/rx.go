@@ -11,6 +11,7 @@ package rx
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -254,20 +255,25 @@ func feed(ctx context.Context, f Filter, subscribe func(send func(*events.Event)
 // checked against its result event.
 type CallResult struct {
 	Session, Call, Tool string
-	// Content is the concatenation of the call's deltas, in sequence order.
+	// Content is the concatenation of the call's deltas, in sequence order
+	// (with the parts of chunked deltas put back together). When the result
+	// event left its content out (too large for one NATS message), this is
+	// the content.
 	Content []events.Part
 	// Result is the call's result event body.
 	Result *events.Result
-	// Mismatch is empty when Content equals Result.Content; otherwise it
-	// says how they differ.
+	// Mismatch is empty when Content equals Result.Content (or, when the
+	// result omits its content, has its size and number of parts);
+	// otherwise it says how they differ, or how the deltas were broken.
 	Mismatch string
 }
 
 // Accumulate rebuilds each call's model-visible result from its delta
 // events and emits a CallResult when the call's result event arrives.
 // Deltas are put in sequence order first, so events that crossed on the way
-// still add up; a reset delta starts the content over; events other than
-// deltas and results are ignored.
+// still add up; a reset delta starts the content over; the chunks of a part
+// too large for one message are put back together ([events.Reassembler]);
+// events other than deltas and results are ignored.
 func Accumulate(o rxgo.Observable) rxgo.Observable {
 	ch := make(chan rxgo.Item)
 	go func() {
@@ -298,16 +304,41 @@ func Accumulate(o rxgo.Observable) rxgo.Observable {
 
 func accumulate(result *events.Event, deltas []*events.Event) CallResult {
 	slices.SortStableFunc(deltas, func(a, b *events.Event) int { return cmp.Compare(a.Seq, b.Seq) })
-	var content []events.Part
+	var re events.Reassembler
+	var broken []error
 	for _, d := range deltas {
-		content = events.ApplyDelta(content, d)
+		if err := re.Add(d); err != nil {
+			broken = append(broken, err)
+		}
 	}
+	if re.Pending() {
+		broken = append(broken, errors.New("the chunks of a part stop before its last one"))
+	}
+	content := re.Content()
 	cr := CallResult{Session: result.Session, Call: result.Call, Tool: result.Tool, Content: content, Result: result.Result}
-	if result.Result == nil {
+	r := result.Result
+	switch {
+	case r == nil:
 		cr.Mismatch = "result event without a result body"
-	} else if !events.EqualContent(content, result.Result.Content) {
+	case len(broken) > 0:
+		cr.Mismatch = "broken deltas: " + errors.Join(broken...).Error()
+	case r.ContentOmitted:
+		if size := events.ContentSize(content); size != r.ContentSize || len(content) != r.ContentParts {
+			cr.Mismatch = fmt.Sprintf("deltas add up to %d parts of %d bytes, the result says %d parts of %d bytes",
+				len(content), size, r.ContentParts, r.ContentSize)
+		}
+	case !events.EqualContent(content, r.Content):
 		cr.Mismatch = fmt.Sprintf("deltas add up to %q, the result says %q",
-			events.ContentText(content), events.ContentText(result.Result.Content))
+			clip(events.ContentText(content)), clip(events.ContentText(r.Content)))
 	}
 	return cr
+}
+
+// clip shortens s for a message.
+func clip(s string) string {
+	const n = 300
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("... (%d bytes)", len(s))
 }

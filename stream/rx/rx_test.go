@@ -13,6 +13,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/stream/rx"
 	"github.com/toolstream/toolstream/toolkit"
@@ -52,7 +53,7 @@ func collect(t *testing.T, o rxgo.Observable, n int) []any {
 	t.Helper()
 	var out []any
 	ch := o.Observe()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(120 * time.Second) // large results under -race on a busy machine take long
 	for len(out) < n {
 		select {
 		case item, ok := <-ch:
@@ -61,6 +62,9 @@ func collect(t *testing.T, o rxgo.Observable, n int) []any {
 			}
 			if item.E != nil {
 				t.Fatal(item.E)
+			}
+			if ev, ok := item.V.(*events.Event); ok {
+				testutil.CheckEvent(t, events.AppendJSON(nil, ev))
 			}
 			out = append(out, item.V)
 		case <-deadline:
@@ -289,4 +293,76 @@ func TestFilterSubjects(t *testing.T) {
 			t.Errorf("%+v: %s, want %s", tc.f, got, tc.want)
 		}
 	}
+}
+
+// TestAccumulateLargeResults: results too large for one NATS message (10
+// MiB of text, 3 MiB of JSON) come as several deltas, chunks and a result
+// that leaves its content out; Accumulate rebuilds them, live and
+// replayed, and finds them whole.
+func TestAccumulateLargeResults(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	bus, err := natsbus.Open(ctx, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close(context.Background())
+	tk := newKit(t, toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithFlushTimeout(30*time.Second))
+	var text strings.Builder
+	for i := 0; text.Len() < 10<<20; i++ {
+		fmt.Fprintf(&text, "row %d <\"x\"> 日本 😀\n", i)
+	}
+	var rows strings.Builder
+	rows.WriteString(`[`)
+	for i := 0; rows.Len() < 3<<20; i++ {
+		if i > 0 {
+			rows.WriteString(",")
+		}
+		fmt.Fprintf(&rows, `{"id":%d,"name":"<n>&\"%d\""}`, i, i)
+	}
+	rows.WriteString(`]`)
+	testutil.Add(t, tk,
+		toolkit.MustTool(toolkit.Spec{Name: "big_text", ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (string, error) {
+			return text.String(), nil
+		}),
+		toolkit.MustTool(toolkit.Spec{Name: "big_json", ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (json.RawMessage, error) {
+			return json.RawMessage(rows.String()), nil
+		}),
+	)
+	live, err := rx.Live(ctx, bus, rx.Filter{Session: "big", Types: rx.ModelVisibleTypes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveResults := rx.Accumulate(live)
+	bus.Conn().Flush()
+	rs := testutil.Session(t, tk, "big").Run(context.Background(), []toolkit.Call{{ID: "t", Name: "big_text"}, {ID: "j", Name: "big_json"}})
+	want := map[string]events.Part{}
+	for _, r := range rs {
+		if r.State != toolkit.StateSuccess || len(r.Content) != 1 {
+			t.Fatalf("%s: %s, %d parts", r.Call.ID, r.State, len(r.Content))
+		}
+		b, _ := json.Marshal(r.Content[0]) // as the part reads after the wire
+		var p events.Part
+		if err := json.Unmarshal(b, &p); err != nil {
+			t.Fatal(err)
+		}
+		want[r.Call.ID] = p
+	}
+	check := func(what string, items []any) {
+		for _, v := range items {
+			cr := v.(rx.CallResult)
+			if cr.Mismatch != "" {
+				t.Fatalf("%s %s: %s", what, cr.Call, cr.Mismatch)
+			}
+			if !cr.Result.ContentOmitted || len(cr.Content) != 1 || !cr.Content[0].Equal(want[cr.Call]) {
+				t.Fatalf("%s %s: omitted %v, %d parts rebuilt", what, cr.Call, cr.Result.ContentOmitted, len(cr.Content))
+			}
+		}
+	}
+	check("live", collect(t, liveResults, 2))
+	replay, err := rx.Replay(ctx, bus, rx.Filter{Session: "big"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("replay", collect(t, rx.Accumulate(replay), 2))
 }

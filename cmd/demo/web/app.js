@@ -12,6 +12,10 @@
   const CALL_TYPES = ['start', 'progress', 'delta', 'suspend', 'result'];
   const EVENT_TYPES = [...CALL_TYPES, 'approval', 'groups', 'skills', 'turn', 'done'];
   const INFO_EVERY_MS = 5000;
+  // A result shows at most this many characters: a result of many MiB is
+  // kept whole in memory (rebuilt from its deltas), but drawing it all would
+  // freeze the page.
+  const SHOW_MAX = 100000;
 
   // ---------------------------------------------------------------- helpers
 
@@ -88,8 +92,12 @@
     switch (part.type) {
       case 'text':
         return str(part.text);
-      case 'json':
-        return sep + prettyJSON(part.json === undefined ? null : part.json) + '\n';
+      case 'json': {
+        const v = part.json === undefined ? null : part.json;
+        const flat = compactJSON(v);
+        // Pretty-printing a large value costs more than showing it is worth.
+        return sep + (flat.length > SHOW_MAX ? flat : prettyJSON(v)) + '\n';
+      }
       case 'binary':
         return sep + `[binary ${str(part.media_type) || 'application/octet-stream'}, ${b64Len(part.data)} bytes]\n`;
       default:
@@ -97,10 +105,58 @@
     }
   }
 
-  function partsText(parts) {
+  // shownText renders parts as text, cut after SHOW_MAX characters; total is
+  // the length of the whole rendering (as far as it is cheap to know).
+  function shownText(parts) {
     let s = '';
-    for (const p of parts) s += partText(p, s);
-    return s;
+    let total = 0;
+    for (const p of parts) {
+      if (s.length >= SHOW_MAX) {
+        total += partLength(p);
+        continue;
+      }
+      const t = partText(p, s);
+      total += t.length;
+      s += t.length > SHOW_MAX - s.length ? t.slice(0, SHOW_MAX - s.length) : t;
+    }
+    return { text: s, total };
+  }
+
+  function partLength(p) {
+    if (!isObj(p)) return 0;
+    if (p.type === 'text') return str(p.text).length;
+    if (p.type === 'json') return compactJSON(p.json === undefined ? null : p.json).length + 1;
+    return 40;
+  }
+
+  // addPart adds a part to content by the protocol's rule: empty parts add
+  // nothing, adjacent text parts join (kept as pieces, joined once).
+  function addPart(content, part) {
+    if (!isObj(part)) return;
+    if (part.type === 'text') {
+      if (str(part.text) === '') return;
+      const last = content[content.length - 1];
+      if (last && last.type === 'text') last.pieces.push(part.text);
+      else content.push({ type: 'text', pieces: [part.text] });
+      return;
+    }
+    if (part.type === 'json' && part.json === undefined) return;
+    if (part.type === 'binary' && !str(part.data)) return;
+    content.push(part);
+  }
+
+  function joinText(content) {
+    return content.map((p) => (p.pieces ? { type: 'text', text: p.pieces.join('') } : p));
+  }
+
+  // partOfChunks parses the JSON text that a part's chunks make up.
+  function partOfChunks(data) {
+    try {
+      const p = JSON.parse(data.join(''));
+      return isObj(p) ? p : null;
+    } catch {
+      return null;
+    }
   }
 
   function fmtDuration(ms) {
@@ -199,7 +255,8 @@
         activeSeq: 0, suspendSeq: 0, suspendReason: '',
         progress: null, progressSeq: -1, hadProgress: false, dropped: 0,
         deltas: [], deltaSeqs: new Set(), resets: 0, shown: '', pending: '', rebuild: false,
-        result: null, approval: null, approvalSeq: -1,
+        run: null, streamed: 0, clipped: false,
+        result: null, content: null, view: null, approval: null, approvalSeq: -1,
         startTime: '', ui: null,
       };
       S.calls.set(id, c);
@@ -245,7 +302,7 @@
       }
       case 'delta':
         c.activeSeq = Math.max(c.activeSeq, seq);
-        addDelta(c, seq, env.reset === true, env.delta);
+        addDelta(c, seq, env.reset === true, env.delta, isObj(env.chunk) ? env.chunk : null);
         break;
       case 'suspend':
         c.suspendSeq = Math.max(c.suspendSeq, seq || c.activeSeq + 1);
@@ -254,8 +311,14 @@
       case 'result':
         if (isObj(env.result)) {
           c.result = env.result;
-          c.deltas = []; // the result holds the content now
+          // The result holds the content now; one too large for a message
+          // left it out: then the content is what the deltas add up to.
+          c.content = env.result.content_omitted === true ? contentOfDeltas(c)
+            : Array.isArray(env.result.content) ? env.result.content : [];
+          c.view = null;
+          c.deltas = [];
           c.deltaSeqs.clear();
+          c.run = null;
         }
         break;
       default:
@@ -263,23 +326,39 @@
   }
 
   // addDelta keeps the deltas in seq order (a publish retried after a
-  // reconnect may arrive late) and redraws only what it must.
-  function addDelta(c, seq, reset, part) {
+  // reconnect may arrive late) and redraws only what it must. A part too
+  // large for one message comes as chunks: their data, joined, is the part's
+  // JSON text.
+  function addDelta(c, seq, reset, part, chunk) {
     if (c.result) return; // the result's content is authoritative
     if (seq) {
       if (c.deltaSeqs.has(seq)) return;
       c.deltaSeqs.add(seq);
     }
     if (reset) c.resets++;
-    const d = { seq, reset, part };
+    const d = { seq, reset, part: chunk ? null : part, chunk };
     const last = c.deltas[c.deltas.length - 1];
     if (!last || !seq || !last.seq || seq > last.seq) {
       c.deltas.push(d);
       if (reset) {
         c.rebuild = true;
-      } else if (!c.rebuild) {
-        c.pending += partText(part, c.shown + c.pending);
+        c.run = null;
       }
+      if (chunk) {
+        if (chunk.index === 0) c.run = { count: chunk.count, next: 0, data: [] };
+        if (!c.run || chunk.index !== c.run.next || chunk.count !== c.run.count) {
+          c.run = null;
+          c.rebuild = true; // a chunk out of place: rebuild from what came
+          return;
+        }
+        c.run.data.push(str(chunk.data));
+        c.run.next++;
+        if (c.run.next < c.run.count) return;
+        d.part = partOfChunks(c.run.data); // kept on the last chunk
+        c.run = null;
+        if (!d.part) return;
+      }
+      if (!c.rebuild) streamPart(c, d.part);
     } else {
       let i = c.deltas.findIndex((x) => x.seq && x.seq > seq);
       if (i < 0) i = c.deltas.length;
@@ -288,10 +367,45 @@
     }
   }
 
-  function deltasText(c) {
+  // streamPart queues a part's text for drawing, up to SHOW_MAX characters.
+  function streamPart(c, part) {
+    const t = partText(part, c.pending ? c.pending.slice(-1) : c.shown.slice(-1)); // only the last character matters
+    c.streamed += t.length;
+    const room = SHOW_MAX - c.shown.length - c.pending.length;
+    if (room <= 0) {
+      c.clipped = c.clipped || t.length > 0;
+      return;
+    }
+    if (t.length > room) c.clipped = true;
+    c.pending += t.length > room ? t.slice(0, room) : t;
+  }
+
+  // contentOfDeltas adds up the deltas after the last reset, chunks put
+  // back together.
+  function contentOfDeltas(c) {
     let from = 0;
     c.deltas.forEach((d, i) => { if (d.reset) from = i; });
-    return partsText(c.deltas.slice(from).map((d) => d.part));
+    const content = [];
+    let run = null;
+    for (const d of c.deltas.slice(from)) {
+      if (!d.chunk) {
+        run = null;
+        addPart(content, d.part);
+        continue;
+      }
+      if (d.chunk.index === 0) run = { count: d.chunk.count, next: 0, data: [] };
+      if (!run || d.chunk.index !== run.next || d.chunk.count !== run.count) {
+        run = null;
+        continue;
+      }
+      run.data.push(str(d.chunk.data));
+      run.next++;
+      if (run.next === run.count) {
+        addPart(content, d.part || partOfChunks(run.data));
+        run = null;
+      }
+    }
+    return joinText(content);
   }
 
   function onApproval(S, env) {
@@ -475,10 +589,11 @@
     ui.waiting = h('div', { class: 'waiting-note', hidden: true });
     ui.approval = null;
     ui.result = h('pre', { class: 'result', tabindex: '0' });
+    ui.clip = h('p', { class: 'clip-note', hidden: true });
     ui.meta = h('div', { class: 'meta', hidden: true });
     ui.card = h('article', { class: 'call', 'data-call': c.id, 'data-state': 'queued' },
       h('header', { class: 'call-head' }, ui.tool, ui.id, h('span', { class: 'spacer' }), ui.resets, ui.duration, ui.state),
-      ui.args, ui.progress, ui.waiting, ui.result, ui.meta);
+      ui.args, ui.progress, ui.waiting, ui.result, ui.clip, ui.meta);
     c.ui = ui;
     return ui;
   }
@@ -592,15 +707,19 @@
     const follow = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
     let changed = false;
     let toTop = false;
+    let total = c.streamed;
     if (c.result) {
-      const s = partsText(Array.isArray(c.result.content) ? c.result.content : []);
-      if (s !== c.shown) {
+      if (!c.view) c.view = shownText(c.content || []); // once: a large JSON part costs to render
+      const r = c.view;
+      total = r.total;
+      c.clipped = r.total > r.text.length;
+      if (r.text !== c.shown) {
         // A result that replaces what streamed (or that came all at once,
         // as in a replay) is read from its start; one that streamed stays
         // where the reader followed it.
         toTop = true;
-        pre.textContent = s;
-        c.shown = s;
+        pre.textContent = r.text;
+        c.shown = r.text;
         changed = true;
       }
       c.pending = '';
@@ -608,10 +727,12 @@
     } else if (c.rebuild) {
       c.rebuild = false;
       c.pending = '';
-      const s = deltasText(c);
-      if (s !== c.shown) {
-        pre.textContent = s;
-        c.shown = s;
+      const r = shownText(contentOfDeltas(c));
+      total = c.streamed = r.total;
+      c.clipped = r.total > r.text.length;
+      if (r.text !== c.shown) {
+        pre.textContent = r.text;
+        c.shown = r.text;
         changed = true;
       }
     } else if (c.pending) {
@@ -623,6 +744,18 @@
     pre.classList.toggle('error-text', !!c.result && c.result.state !== 'success');
     if (changed && toTop) pre.scrollTop = 0;
     else if (changed && follow) pre.scrollTop = pre.scrollHeight;
+    ui.clip.hidden = !c.clipped;
+    if (c.clipped) {
+      const size = c.result && c.result.content_omitted === true ? num(c.result.content_size) : undefined;
+      setText(ui.clip, `Showing the first ${c.shown.length.toLocaleString()} of ${total.toLocaleString()} characters` +
+        (size !== undefined ? ` (${fmtBytes(size)} rebuilt from the deltas)` : '') + '; the page keeps the whole result.');
+    }
+  }
+
+  function fmtBytes(n) {
+    if (n < 1024) return `${n} bytes`;
+    if (n < 1048576) return `${(n / 1024).toFixed(1)} KiB`;
+    return `${(n / 1048576).toFixed(1)} MiB`;
   }
 
   function drawMeta(c, ui) {
