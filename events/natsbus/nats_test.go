@@ -182,7 +182,7 @@ func TestSlowSubscriberDoesNotSlowTools(t *testing.T) {
 // dropped, the wire sequence stays gap-free, the next progress says how
 // many were dropped, and no delta or result is lost.
 func TestPublisherDropsProgressUnderPressure(t *testing.T) {
-	const calls, lines = 8, 2000
+	const calls, lines = 8, 500
 	bus := openBus(t, natsbus.WithPublisherQueue(1))
 	tk := kit(t, bus)
 	// Each call bursts progress and deltas, then, once every call is done
@@ -228,7 +228,7 @@ func TestPublisherDropsProgressUnderPressure(t *testing.T) {
 	checkCalls(t, evs)
 	stats := bus.Publisher().Stats()
 	if stats.DroppedProgress == 0 {
-		t.Skip("the publisher kept up with 16000 progress events; nothing to check on this machine")
+		t.Skip("the publisher kept up with 4000 progress events; nothing to check on this machine")
 	}
 	var reported uint64
 	for _, ev := range evs {
