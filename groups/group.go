@@ -58,7 +58,7 @@ type Group struct {
 }
 
 func (g Group) check() error {
-	if err := toolkit.ValidateName(g.Name); err != nil {
+	if err := toolkit.CheckToolName(g.Name); err != nil {
 		return fmt.Errorf("%w %q: name: %v", ErrInvalidGroup, g.Name, err)
 	}
 	if g.Name == MetaTool {

@@ -70,7 +70,7 @@ func (cfg *auditConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 	e = e.Str("tool", inv.Call.Name).
 		Str("session", inv.Session).
 		Str("call", inv.Call.ID).
-		Str("run", inv.RunID()).
+		Str("run", inv.BatchID()).
 		Str("state", string(state)).
 		Float64("duration_ms", float64(elapsed)/float64(time.Millisecond)).
 		Int("attempts", inv.Attempts())

@@ -26,8 +26,8 @@ func Message(f func(toolkit.Outcome) string) ErrorOption {
 }
 
 // Fatal makes the failures whose cause f accepts fatal for the whole run:
-// the run is aborted with that cause (see [toolkit.Invocation.AbortRun]),
-// so the batch's other calls are interrupted and Run.Err reports it.
+// the run is aborted with that cause (see [toolkit.Invocation.AbortBatch]),
+// so the batch's other calls are interrupted and Batch.Err reports it.
 // Interrupted calls are never made fatal (they are the aftermath).
 func Fatal(f func(error) bool) ErrorOption {
 	return func(c *errpolConfig) { c.fatal = f }
@@ -52,7 +52,7 @@ func (cfg *errpolConfig) intercept(ctx context.Context, inv *toolkit.Invocation,
 		return out
 	}
 	if cfg.fatal != nil && out.Err != nil && out.State != toolkit.StateInterrupted && cfg.fatal(out.Err) {
-		inv.AbortRun(out.Err)
+		inv.AbortBatch(out.Err)
 	}
 	if cfg.message != nil {
 		if msg := cfg.message(out); msg != "" && msg != out.Text() {

@@ -85,7 +85,7 @@ func TestErrorPolicyFatalInterruptsTheBatch(t *testing.T) {
 		t.Fatalf("later call: %s, ran %d times; want interrupted without running", rs[2].State, laterRan.get())
 	}
 	if !errors.Is(run.Err(), errAuth) {
-		t.Fatalf("Run.Err() = %v, want the fatal cause", run.Err())
+		t.Fatalf("Batch.Err() = %v, want the fatal cause", run.Err())
 	}
 	if !strings.Contains(rs[2].Text(), errAuth.Error()) {
 		t.Fatalf("the interrupted call should say why: %q", rs[2].Text())

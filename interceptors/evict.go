@@ -130,7 +130,7 @@ func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out 
 	text := events.ContentText(out.Content)
 	// Run ids are unique across processes and restarts; models reuse call
 	// ids (call_0, ...), so the call id alone would overwrite results.
-	name := EvictFileName(inv.Call.Name, inv.Session, inv.RunID(), inv.Call.ID)
+	name := EvictFileName(inv.Call.Name, inv.Session, inv.BatchID(), inv.Call.ID)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), evictStoreTimeout)
 	loc, err := cfg.backend.Put(sctx, name, []byte(text))
 	cancel()

@@ -72,14 +72,14 @@ type limitConfig struct {
 // its runs. A negative n removes the limit; 0 allows no call.
 func PerSession(n int) LimitOption { return limitSet(true, "", n) }
 
-// PerRun limits the calls of all tools together in one run (one batch).
-func PerRun(n int) LimitOption { return limitSet(false, "", n) }
+// PerBatch limits the calls of all tools together in one run (one batch).
+func PerBatch(n int) LimitOption { return limitSet(false, "", n) }
 
 // PerToolPerSession limits one tool's calls in a session.
 func PerToolPerSession(tool string, n int) LimitOption { return limitSet(true, tool, n) }
 
-// PerToolPerRun limits one tool's calls in one run.
-func PerToolPerRun(tool string, n int) LimitOption { return limitSet(false, tool, n) }
+// PerToolPerBatch limits one tool's calls in one run.
+func PerToolPerBatch(tool string, n int) LimitOption { return limitSet(false, tool, n) }
 
 func limitSet(session bool, tool string, n int) LimitOption {
 	return func(c *limitConfig) { c.set[limitRuleKey{session, tool}] = n }
@@ -152,7 +152,7 @@ func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 		if r.tool != "" && r.tool != inv.Call.Name {
 			continue
 		}
-		vals := inv.RunValues()
+		vals := inv.BatchValues()
 		if r.session {
 			vals = inv.SessionValues()
 		}

@@ -47,8 +47,8 @@ func limitTools(t *testing.T, tk *toolkit.Toolkit, names ...string) map[string]*
 	return ran
 }
 
-func TestCallLimitsPerRunResets(t *testing.T) {
-	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerToolPerRun("search", 2)))
+func TestCallLimitsPerBatchResets(t *testing.T) {
+	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerToolPerBatch("search", 2)))
 	ran := limitTools(t, tk, "search", "other")
 	s := icSession(t, tk, "s")
 	for range 2 {
@@ -86,7 +86,7 @@ func TestCallLimitsPerSession(t *testing.T) {
 }
 
 func TestCallLimitsOverall(t *testing.T) {
-	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerRun(2), interceptors.PerSession(3)))
+	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(2), interceptors.PerSession(3)))
 	limitTools(t, tk, "a", "b")
 	s := icSession(t, tk, "s")
 	if got := fmt.Sprint(limitStates(t, s, "a", "b", "a")); got != "[ok ok limit]" {
@@ -104,7 +104,7 @@ func TestCallLimitsRefusedCallsDoNotCount(t *testing.T) {
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			return toolkit.Failure(toolkit.StateDenied, errors.New("not allowed"))
 		}}
-	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerRun(2), interceptors.PerToolPerRun("a", 1)), deny)
+	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(2), interceptors.PerToolPerBatch("a", 1)), deny)
 	ran := limitTools(t, tk, "a", "b", "c", "denied")
 	s := icSession(t, tk, "s")
 	// The second "a" is refused by its own limit and does not use up the
@@ -120,7 +120,7 @@ func TestCallLimitsRefusedCallsDoNotCount(t *testing.T) {
 
 func TestCallLimitsParallelBatchNeverOvershoots(t *testing.T) {
 	const limit, calls = 3, 12
-	tk := icKit(t, []toolkit.Option{toolkit.WithMaxParallel(calls)}, interceptors.CallLimits(interceptors.PerRun(limit)))
+	tk := icKit(t, []toolkit.Option{toolkit.WithMaxParallel(calls)}, interceptors.CallLimits(interceptors.PerBatch(limit)))
 	var running, peak, total atomic.Int64
 	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "search", ConcurrencySafe: true}, func(ctx context.Context) (string, error) {
 		n := running.Add(1)
@@ -159,7 +159,7 @@ func TestCallLimitsParallelBatchNeverOvershoots(t *testing.T) {
 func TestCallLimitsRetriedCallCountsOnce(t *testing.T) {
 	sl := &retrySleeps{}
 	// Limits inside Retry see every attempt; the call still counts once.
-	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep)), interceptors.CallLimits(interceptors.PerRun(1)))
+	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep)), interceptors.CallLimits(interceptors.PerBatch(1)))
 	var ran icCounter
 	icAdd(t, tk, flakyTool(t, "flaky", 2, &ran))
 	s := icSession(t, tk, "s")
@@ -170,7 +170,7 @@ func TestCallLimitsRetriedCallCountsOnce(t *testing.T) {
 }
 
 func TestCallLimitsZeroAndNegative(t *testing.T) {
-	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerToolPerRun("off", 0), interceptors.PerToolPerRun("free", 1), interceptors.PerToolPerRun("free", -1)))
+	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerToolPerBatch("off", 0), interceptors.PerToolPerBatch("free", 1), interceptors.PerToolPerBatch("free", -1)))
 	ran := limitTools(t, tk, "off", "free")
 	got := fmt.Sprint(limitStates(t, icSession(t, tk, "s"), "off", "free", "free"))
 	if got != "[limit ok ok]" || ran["off"].get() != 0 {

@@ -91,7 +91,7 @@ func (f *permFixture) nextAsk(t *testing.T) interceptors.ApprovalRequest {
 	}
 }
 
-func (f *permFixture) start(session string, calls ...toolkit.Call) *toolkit.Run {
+func (f *permFixture) start(session string, calls ...toolkit.Call) *toolkit.Batch {
 	s, _ := f.tk.Session(session)
 	return s.Start(context.Background(), calls)
 }

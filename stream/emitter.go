@@ -21,9 +21,9 @@ import (
 	"github.com/toolstream/toolstream/events"
 )
 
-// ErrClosed is returned when writing a delta after the call has finished
+// ErrCallFinished is returned when writing a delta after the call has finished
 // (for example from a goroutine the handler left running after a timeout).
-var ErrClosed = errors.New("stream: call already finished")
+var ErrCallFinished = errors.New("stream: call already finished")
 
 // Sink receives what a tool emits. The toolkit implements it for each call;
 // tools never see it.

@@ -80,8 +80,8 @@ func TestEmitter(t *testing.T) {
 	if s.meta["k"] != 1 {
 		t.Error("meta")
 	}
-	s.err = stream.ErrClosed
-	if _, err := em.Write([]byte("z")); !errors.Is(err, stream.ErrClosed) {
+	s.err = stream.ErrCallFinished
+	if _, err := em.Write([]byte("z")); !errors.Is(err, stream.ErrCallFinished) {
 		t.Errorf("Write after close: %v", err)
 	}
 }

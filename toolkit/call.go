@@ -53,7 +53,7 @@ func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
 	if !ok {
 		return CallInfo{}, false
 	}
-	return CallInfo{Session: c.run.sess.id, CallID: c.call.ID, Tool: c.call.Name}, true
+	return CallInfo{Session: c.batch.sess.id, CallID: c.call.ID, Tool: c.call.Name}, true
 }
 
 // SessionID returns the session of the call running with ctx, or "".
@@ -80,7 +80,7 @@ type valueKey[T any] struct{}
 
 // WithValue returns a context carrying v, keyed by its type T. It is how
 // callers hand tools values of their own (a database handle, a tenant) that
-// the model must neither see nor set. The context passed to a run reaches
+// the model must neither see nor set. The context passed to a batch reaches
 // every handler.
 func WithValue[T any](ctx context.Context, v T) context.Context {
 	return context.WithValue(ctx, valueKey[T]{}, v)

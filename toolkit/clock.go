@@ -92,7 +92,7 @@ func (k *clock) fire() {
 	}
 }
 
-// stop stops the timer for good (the toolkit is closed and no run is left).
+// stop stops the timer for good (the toolkit is closed and no batch is left).
 func (k *clock) stop() {
 	k.mu.Lock()
 	k.stopped = true

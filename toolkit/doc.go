@@ -7,12 +7,12 @@
 // the process. A [Toolkit] holds the registered tools and serves many
 // [Session]s at once.
 //
-// A batch of calls from one model turn is a [Run]:
+// A batch of calls from one model turn is a [Batch]:
 //
 //	sess, _ := tk.Session("conversation-42")
-//	run := sess.Start(ctx, calls)
-//	for res := range run.Results() { ... }   // as each call finishes
-//	results := run.Wait()                    // all of them, in call order
+//	batch := sess.Start(ctx, calls)
+//	for res := range batch.Results() { ... } // as each call finishes
+//	results := batch.Wait()                  // all of them, in call order
 //
 // Contiguous calls of concurrency-safe tools run in parallel under a cap;
 // other calls run one at a time, in order. Every call ends with exactly one

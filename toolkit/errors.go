@@ -31,7 +31,7 @@ var (
 	ErrInvalidArguments = errors.New("invalid arguments")
 	// ErrTimeout: the call ran past its deadline.
 	ErrTimeout = errors.New("tool call timed out")
-	// ErrInterrupted: the run's context was cancelled.
+	// ErrInterrupted: the batch's context was cancelled.
 	ErrInterrupted = errors.New("tool call interrupted")
 	// ErrPanic: the handler panicked.
 	ErrPanic = errors.New("tool panicked")

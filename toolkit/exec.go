@@ -14,7 +14,7 @@ import (
 	"github.com/toolstream/toolstream/stream"
 )
 
-// call is the engine's state for one call of a run: who it is, where it
+// call is the engine's state for one call of a batch: who it is, where it
 // runs, how far it got. Its life is in this file. Two more roles live
 // elsewhere: the call is the context its handler runs with (the embedded
 // Context is its scope, see scope.go; Value answers the call's own keys
@@ -23,7 +23,7 @@ import (
 type call struct {
 	*scope // the stage's scope, the call's context; c.cur under c.mu is where it runs now
 
-	run    *Run
+	batch  *Batch
 	stage  *stage
 	tool   *Tool // the registered tool; nil for an unknown one
 	exe    *Tool // the tool that runs: tool, or the variant the visibility resolved
@@ -70,7 +70,7 @@ func (c *call) external() bool { return c.tool != nil && c.tool.spec.External }
 // default (which external tools do not get: people and browsers take their
 // time).
 func (c *call) setTimeout() {
-	c.timeout = c.run.tk.opts.timeout
+	c.timeout = c.batch.tk.opts.timeout
 	if c.tool != nil {
 		switch t := c.tool.spec.Timeout; {
 		case t > 0:
@@ -87,7 +87,7 @@ func (c *call) setTimeout() {
 // visibility's say, the arguments, the interceptors around the tool. It
 // reports false only when the call was abandoned (reported while its
 // handler still ran): the caller is then a goroutine that came back late
-// and must not touch the run again.
+// and must not touch the batch again.
 func (c *call) exec() bool {
 	if !c.begin() {
 		return true
@@ -97,8 +97,8 @@ func (c *call) exec() bool {
 		return true
 	}
 	c.exe = c.tool
-	if v := c.run.vis; v != nil {
-		t, err := v.Resolve(c, c.run.sess, c.tool)
+	if v := c.batch.vis; v != nil {
+		t, err := v.Resolve(c, c.batch.sess, c.tool)
 		if err != nil {
 			c.finish(StateError, nil, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()})
 			return true
@@ -120,18 +120,18 @@ func (c *call) exec() bool {
 	}
 	c.args = args
 	c.em.Init(c, c.observed())
-	chain := c.run.tk.ics.Load()
+	chain := c.batch.tk.ics.Load()
 	if len(chain.list) == 0 {
 		return c.finishOutcome(c.core(c, nil)) // no interceptors: no chain to build
 	}
 	argsJSON := args.bytes()
-	c.ic = &chained{inv: Invocation{Session: c.run.sess.id, Call: c.call, Tool: c.exe, c: c}, argsJSON: argsJSON}
+	c.ic = &chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: c.exe, c: c}, argsJSON: argsJSON}
 	c.ic.inv.Call.Args = argsJSON
-	return c.finishOutcome(c.run.tk.chainFor(c.tool)(c, &c.ic.inv))
+	return c.finishOutcome(c.batch.tk.chainFor(c.tool)(c, &c.ic.inv))
 }
 
 // begin starts the call: the start event goes out. It reports false when
-// the deadline passed or the run was cancelled between the slot and here:
+// the deadline passed or the batch was cancelled between the slot and here:
 // the call is then finished without starting.
 func (c *call) begin() bool {
 	c.mu.Lock()
@@ -141,7 +141,7 @@ func (c *call) begin() bool {
 			c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
 				msg: fmt.Sprintf("tool %q timed out after %v before it could start", c.call.Name, c.timeout)})
 		} else {
-			c.finish(StateInterrupted, nil, c.run.notStarted(c))
+			c.finish(StateInterrupted, nil, c.batch.notStarted(c))
 		}
 		return false
 	}
@@ -231,7 +231,7 @@ func (c *call) invoke(ctx context.Context, args prepared) (parts []Part, err err
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
-			c.run.tk.log.Error().Str("tool", c.call.Name).Str("call", c.call.ID).
+			c.batch.tk.log.Error().Str("tool", c.call.Name).Str("call", c.call.ID).
 				Interface("panic", v).Bytes("stack", stack).Msg("toolstream: tool panicked")
 			parts, err = nil, &PanicError{Tool: c.call.Name, Value: v, Stack: stack}
 		}
@@ -249,10 +249,10 @@ func sameSlice[T any](a, b []T) bool {
 // than everything registered.
 func (c *call) refinePreErr() error {
 	ue, ok := c.preErr.(*UnknownToolError)
-	if !ok || c.run.vis == nil {
+	if !ok || c.batch.vis == nil {
 		return c.preErr
 	}
-	tools, err := c.run.sess.Tools(c)
+	tools, err := c.batch.sess.Tools(c)
 	if err != nil {
 		return c.preErr
 	}
@@ -327,7 +327,7 @@ func (c *call) finishOutcome(out Outcome) bool {
 	return true
 }
 
-// complete emits the result event and hands the result to the run. c.mu
+// complete emits the result event and hands the result to the batch. c.mu
 // must be held; it is released.
 func (c *call) complete(state State, err error) {
 	c.out.finished = true
@@ -345,16 +345,16 @@ func (c *call) complete(state State, err error) {
 			body.Error = err.Error()
 		}
 		ev.Result = body
-		c.dispatch(ev, &c.run.flush)
+		c.dispatch(ev, &c.batch.flush)
 	}
 	c.running = false
 	c.mu.Unlock()
 	c.logResult(&res)
-	c.run.complete(c, res)
+	c.batch.complete(c, res)
 }
 
 func (c *call) logResult(res *Result) {
-	log := &c.run.tk.log
+	log := &c.batch.tk.log
 	e := log.Debug()
 	if res.IsError() {
 		e = log.Info()
@@ -362,6 +362,6 @@ func (c *call) logResult(res *Result) {
 	if !e.Enabled() {
 		return
 	}
-	e.Str("session", c.run.sess.id).Str("run", c.run.ID()).Str("call", c.call.ID).Str("tool", c.call.Name).
+	e.Str("session", c.batch.sess.id).Str("run", c.batch.ID()).Str("call", c.call.ID).Str("tool", c.call.Name).
 		Str("state", string(res.State)).Dur("duration", res.Duration).Err(res.Err).Msg("toolstream: call finished")
 }

@@ -16,7 +16,7 @@ type extResult struct {
 }
 
 // waitExternal parks a call of an external tool until Session.Submit, its
-// deadline or the run's end.
+// deadline or the batch's end.
 func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	// Registration, the suspend event and the notice happen under c.mu, and
 	// Submit needs the registration: so the notice always comes first.
@@ -24,7 +24,7 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	if c.ext == nil {
 		c.ext = make(chan extResult, 1)
 	}
-	if err := c.run.sess.suspend(c); err != nil {
+	if err := c.batch.sess.suspend(c); err != nil {
 		c.mu.Unlock()
 		return c.outcome(attempt, StateError, nil, &callError{kind: ErrInvalidCall, cause: err,
 			msg: fmt.Sprintf("call %q of tool %q cannot be suspended: %v", c.call.ID, c.call.Name, err)})
@@ -36,7 +36,7 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	case r := <-c.ext:
 		return c.outcome(attempt, r.state, r.parts, r.err)
 	case <-ctx.Done():
-		c.run.sess.unsuspend(c)
+		c.batch.sess.unsuspend(c)
 		select {
 		case r := <-c.ext: // submitted just in time
 			return c.outcome(attempt, r.state, r.parts, r.err)
@@ -47,7 +47,7 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	}
 }
 
-// announceSuspension emits the suspend event and the run's notice. c.mu must
+// announceSuspension emits the suspend event and the batch's notice. c.mu must
 // be held.
 func (c *call) announceSuspension(reason string) {
 	if c.observed() {
@@ -56,7 +56,7 @@ func (c *call) announceSuspension(reason string) {
 		ev.Suspend = body
 		c.dispatch(ev, nil)
 	}
-	c.run.notifySuspended(c)
+	c.batch.notifySuspended(c)
 }
 
 // suspend implements Invocation.Suspend.

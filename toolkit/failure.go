@@ -8,11 +8,11 @@ import (
 )
 
 // errCallDeadline is the cancellation cause of a call's own deadline, which
-// tells a timeout apart from the caller cancelling the run.
+// tells a timeout apart from the caller cancelling the batch.
 var errCallDeadline = errors.New("call deadline exceeded")
 
 // ctxFailure classifies a call whose context ctx ended: its own deadline
-// (timeout) or the run's cancellation (interrupted). handlerErr is what the
+// (timeout) or the batch's cancellation (interrupted). handlerErr is what the
 // handler returned, if it did.
 func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) {
 	name := c.call.Name
@@ -23,8 +23,8 @@ func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) 
 	s, _ := ctx.Value(scopeKey{}).(*scope)
 	ownDeadline := s != nil && s.timedOut()
 	// A deadline of an interceptor's own (a per-attempt timeout) is a
-	// timeout too, unless the run itself is being stopped.
-	innerDeadline := !ownDeadline && errors.Is(ctx.Err(), context.DeadlineExceeded) && c.run.err() == nil
+	// timeout too, unless the batch itself is being stopped.
+	innerDeadline := !ownDeadline && errors.Is(ctx.Err(), context.DeadlineExceeded) && c.batch.err() == nil
 	if ownDeadline || innerDeadline {
 		// The cause matches context.DeadlineExceeded even when the handler
 		// returned an error of its own (a closed socket, say).
@@ -41,7 +41,7 @@ func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) 
 		return StateTimeout, &callError{kind: ErrTimeout, cause: cause,
 			msg: fmt.Sprintf("tool %q timed out after %v%s", name, after, suffix)}
 	}
-	why := c.run.err()
+	why := c.batch.err()
 	if why == nil {
 		why = context.Cause(c) // the caller's context, seen through ours
 	}

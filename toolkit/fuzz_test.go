@@ -29,9 +29,9 @@ func FuzzToolName(f *testing.F) {
 	}
 	sess, _ := tk.Session("fuzz")
 	f.Fuzz(func(t *testing.T, name string) {
-		err := toolkit.ValidateName(name)
+		err := toolkit.CheckToolName(name)
 		if (err == nil) != namePattern.MatchString(name) {
-			t.Fatalf("ValidateName(%q) = %v, pattern says %v", name, err, namePattern.MatchString(name))
+			t.Fatalf("CheckToolName(%q) = %v, pattern says %v", name, err, namePattern.MatchString(name))
 		}
 		if err != nil && !errors.Is(err, toolkit.ErrInvalidName) {
 			t.Fatalf("error %v is not ErrInvalidName", err)

@@ -111,27 +111,27 @@ func (inv *Invocation) MetaValue(key string) (any, bool) {
 // ContextFailure is the outcome for a call whose ctx ended while an
 // interceptor waited (a backoff sleep, a rate limiter, an approval): a
 // timeout when the call's deadline or one an interceptor set has passed,
-// otherwise an interruption with the cause the run was stopped with (see
-// Run.Err), worded as the engine words its own.
+// otherwise an interruption with the cause the batch was stopped with (see
+// Batch.Err), worded as the engine words its own.
 func (inv *Invocation) ContextFailure(ctx context.Context) Outcome {
 	state, err := inv.c.ctxFailure(ctx, nil)
 	return Failure(state, err)
 }
 
-// RunValues is scratch space for interceptors' state that lives as long as
-// the run (per-run counters, say). Keys should be unexported types.
-func (inv *Invocation) RunValues() *sync.Map { return &inv.c.run.values }
+// BatchValues is scratch space for interceptors' state that lives as long as
+// the batch (per-batch counters, say). Keys should be unexported types.
+func (inv *Invocation) BatchValues() *sync.Map { return &inv.c.batch.values }
 
 // SessionValues is scratch space for interceptors' state that lives as long
 // as the session (per-session counters, rules a person approved). It is
 // dropped by Session.Close.
-func (inv *Invocation) SessionValues() *sync.Map { return inv.c.run.sess.valueMap() }
+func (inv *Invocation) SessionValues() *sync.Map { return inv.c.batch.sess.valueMap() }
 
-// AbortRun stops the whole run because of this call (an error policy made
+// AbortBatch stops the whole batch because of this call (an error policy made
 // its failure fatal): calls not started yet are reported as interrupted with
 // cause, running ones have their context cancelled. The call itself ends
 // with the outcome its interceptors return.
-func (inv *Invocation) AbortRun(cause error) { inv.c.run.interrupt(cause) }
+func (inv *Invocation) AbortBatch(cause error) { inv.c.batch.interrupt(cause) }
 
 // CallValues is scratch space for interceptors' state that lives as long as
 // the call, across attempts: a retry re-runs the inner interceptors with
@@ -140,10 +140,10 @@ func (inv *Invocation) AbortRun(cause error) { inv.c.run.interrupt(cause) }
 func (inv *Invocation) CallValues() *sync.Map { return &inv.c.ic.values }
 
 // Logger returns the toolkit's logger (silent unless WithLogger set one).
-func (inv *Invocation) Logger() *zerolog.Logger { return &inv.c.run.tk.log }
+func (inv *Invocation) Logger() *zerolog.Logger { return &inv.c.batch.tk.log }
 
-// RunID returns the id of the run the call belongs to.
-func (inv *Invocation) RunID() string { return inv.c.run.ID() }
+// BatchID returns the id of the batch the call belongs to.
+func (inv *Invocation) BatchID() string { return inv.c.batch.ID() }
 
 // Spec returns the called tool's spec.
 func (inv *Invocation) Spec() Spec { return inv.Tool.Spec() }
@@ -187,8 +187,8 @@ func (inv *Invocation) Emit(typ events.Type, data any) error {
 
 // Suspend tells the engine that the call now waits for something outside
 // the process, such as a person's approval: a suspend event goes out with
-// the reason, Run.Results yields a suspended notice, and the call gives up
-// its parallelism slot. Wait with the returned context: the run's
+// the reason, Batch.Results yields a suspended notice, and the call gives up
+// its parallelism slot. Wait with the returned context: the batch's
 // cancellation ends it, the call's deadline does not. When the wait is
 // over, call resume and continue with the context it returns: the call's
 // deadline starts over from then, with its full timeout.

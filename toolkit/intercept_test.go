@@ -450,15 +450,15 @@ func TestCallValuesSurviveRetries(t *testing.T) {
 	}
 }
 
-// TestRunIDsUnique: run ids differ between toolkits (and so between
+// TestBatchIDsUnique: batch ids differ between toolkits (and so between
 // processes), not only within one.
-func TestRunIDsUnique(t *testing.T) {
+func TestBatchIDsUnique(t *testing.T) {
 	ids := map[string]bool{}
 	for range 2 {
 		tk := newKit(t)
 		mustAdd(t, tk, echoTool(t))
 		tk.Use(toolkit.Interceptor{Name: "id", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
-			ids[inv.RunID()] = true
+			ids[inv.BatchID()] = true
 			return next(ctx, inv)
 		}})
 		session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("c", "echo", `{}`)})
@@ -498,7 +498,7 @@ func TestAbandonedAttemptCannotWrite(t *testing.T) {
 		}
 		out := next(ctx, inv)
 		close(release)
-		if err := <-stuckDone; !errors.Is(err, stream.ErrClosed) {
+		if err := <-stuckDone; !errors.Is(err, stream.ErrCallFinished) {
 			t.Errorf("the abandoned attempt could still write: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond) // let its return value arrive

@@ -25,8 +25,8 @@ import (
 //     only itself. When more than the observer queue's worth of progress
 //     events wait for it, newer progress events are dropped for it (counted
 //     in [Toolkit.Stats]); start, delta, suspend and result events are never
-//     dropped. A run reports its results only once every asynchronous
-//     observer has taken the run's result events, or after the flush timeout
+//     dropped. A batch reports its results only once every asynchronous
+//     observer has taken the batch's result events, or after the flush timeout
 //     ([WithFlushTimeout]), whichever comes first.
 //   - Inline ([WithInlineObserver], [Toolkit.ObserveInline]), for observers
 //     that only hand the event on (to a buffer, a channel with room, a
@@ -96,7 +96,7 @@ func (cb Callbacks) Observe(ev *events.Event) {
 }
 
 // Observe attaches an asynchronous observer while the toolkit runs and
-// returns a function that detaches it. Runs that start after Observe
+// returns a function that detaches it. Batches that start after Observe
 // returns are seen from their first event.
 func (tk *Toolkit) Observe(obs Observer) (remove func()) {
 	return tk.attach(obs, false)
@@ -118,7 +118,7 @@ type observerSet struct {
 
 // ProgressGate is an inline observer that can decline progress events
 // before they are built, such as a publisher whose queue is full. When every
-// observer of a run is a gate and all decline, the engine skips building the
+// observer of a batch is a gate and all decline, the engine skips building the
 // event and counts it in Progress.Dropped of the next progress event it
 // builds for the call (sequence numbers have no gaps).
 type ProgressGate interface {
@@ -173,7 +173,7 @@ func (s *observerSet) dispatch(tk *Toolkit, ev *events.Event, f *flush) {
 }
 
 // Flusher is an inline observer that hands events on asynchronously (the
-// NATS publisher queues them for its own goroutine). Before a run reports
+// NATS publisher queues them for its own goroutine). Before a batch reports
 // its results, the toolkit calls Flush, bounded by the flush timeout, so
 // that results returned means events handed on.
 type Flusher interface {
@@ -272,7 +272,7 @@ func (tk *Toolkit) Stats() Stats {
 }
 
 // flush counts result events not yet taken by observers; done closes when
-// the count reaches zero. The run holds one count until it has pushed all
+// the count reaches zero. The batch holds one count until it has pushed all
 // of its results.
 type flush struct {
 	n    atomic.Int64
@@ -295,13 +295,13 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 func (f *flush) add() { f.n.Add(1) }
 
 // wait waits for the result events to be taken, at most the flush timeout.
-func (f *flush) wait(r *Run) {
+func (f *flush) wait(b *Batch) {
 	select {
 	case <-f.done:
 		return
 	default:
 	}
-	d := r.tk.opts.flushTimeout
+	d := b.tk.opts.flushTimeout
 	if d <= 0 {
 		return
 	}
@@ -310,7 +310,7 @@ func (f *flush) wait(r *Run) {
 	select {
 	case <-f.done:
 	case <-t.C:
-		r.tk.log.Warn().Str("run", r.ID()).Dur("waited", d).Msg("toolstream: observers did not take all result events in time")
+		b.tk.log.Warn().Str("run", b.ID()).Dur("waited", d).Msg("toolstream: observers did not take all result events in time")
 	}
 }
 

@@ -8,11 +8,11 @@ import (
 
 // Defaults of a new toolkit.
 const (
-	// DefaultMaxParallel caps concurrency-safe calls running at once per run.
+	// DefaultMaxParallel caps concurrency-safe calls running at once per batch.
 	DefaultMaxParallel = 10
 	// DefaultTimeout bounds each call that sets no timeout of its own.
 	DefaultTimeout = 2 * time.Minute
-	// DefaultFlushTimeout bounds how long a finished run waits for observers
+	// DefaultFlushTimeout bounds how long a finished batch waits for observers
 	// to take its result events.
 	DefaultFlushTimeout = 2 * time.Second
 	// DefaultCancelGrace is how long a cancelled or timed-out handler has to
@@ -75,7 +75,7 @@ func WithInlineObserver(obs Observer) Option {
 	}
 }
 
-// WithMaxParallel caps how many concurrency-safe calls of one run execute at
+// WithMaxParallel caps how many concurrency-safe calls of one batch execute at
 // once. Values below 1 mean 1.
 func WithMaxParallel(n int) Option { return func(o *options) { o.maxParallel = max(n, 1) } }
 
@@ -83,7 +83,7 @@ func WithMaxParallel(n int) Option { return func(o *options) { o.maxParallel = m
 // a negative value means no default timeout.
 func WithDefaultTimeout(d time.Duration) Option { return func(o *options) { o.timeout = max(d, 0) } }
 
-// WithFlushTimeout bounds how long a run that has finished waits for its
+// WithFlushTimeout bounds how long a batch that has finished waits for its
 // observers to receive its result events before it reports completion.
 func WithFlushTimeout(d time.Duration) Option { return func(o *options) { o.flushTimeout = max(d, 0) } }
 

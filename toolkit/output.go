@@ -67,8 +67,8 @@ func (c *call) outcome(attempt int, state State, parts []Part, err error) Outcom
 	return Outcome{State: state, Content: content, Err: err}
 }
 
-// observed reports whether the run has observers.
-func (c *call) observed() bool { return !c.run.obs.empty() }
+// observed reports whether the batch has observers.
+func (c *call) observed() bool { return !c.batch.obs.empty() }
 
 // eventBox puts an event and its body in one allocation.
 type eventBox[B any] struct {
@@ -81,7 +81,7 @@ func newEvent[B any](c *call, typ events.Type) (*events.Event, *B) {
 	b := &eventBox[B]{}
 	c.out.seq++
 	b.ev = events.Event{
-		Version: events.Version, Type: typ, Session: c.run.sess.id,
+		Version: events.Version, Type: typ, Session: c.batch.sess.id,
 		Call: c.call.ID, Tool: c.call.Name, Seq: c.out.seq, Time: time.Now(),
 	}
 	return &b.ev, &b.body
@@ -90,7 +90,7 @@ func newEvent[B any](c *call, typ events.Type) (*events.Event, *B) {
 // dispatch hands an event to every observer. c.mu must be held so that each
 // observer sees the call's events in sequence order.
 func (c *call) dispatch(ev *events.Event, f *flush) {
-	c.run.obs.dispatch(c.run.tk, ev, f)
+	c.batch.obs.dispatch(c.batch.tk, ev, f)
 }
 
 // addDelta passes a delta through the call's filters, appends it to the
@@ -142,7 +142,7 @@ func (c *call) progress(attempt int, message string, fraction float64, data json
 	if c.out.finished || !c.observed() || int32(attempt) != c.out.attempt {
 		return
 	}
-	if !c.run.obs.acceptsProgress() {
+	if !c.batch.obs.acceptsProgress() {
 		c.out.dropped++ // told with the next progress event that is built
 		return
 	}
@@ -164,7 +164,7 @@ func (c *call) delta(attempt int, p Part) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.out.finished || int32(attempt) != c.out.attempt {
-		return stream.ErrClosed
+		return stream.ErrCallFinished
 	}
 	c.addDelta(p)
 	return nil

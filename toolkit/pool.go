@@ -23,26 +23,26 @@ type pool struct {
 // task is one piece of work for the pool.
 type task struct {
 	kind  taskKind
-	run   *Run
+	batch *Batch
 	stage *stage
 }
 
 type taskKind uint8
 
 const (
-	runStage    taskKind = iota // take calls of stage and execute them
-	driveRun                    // drive run from its first stage (Session.Start)
-	takeOverRun                 // drive run on from a driver stuck in a handler
+	runStage      taskKind = iota // take calls of stage and execute them
+	driveBatch                    // drive batch from its first stage (Session.Start)
+	takeOverBatch                 // drive batch on from a driver stuck in a handler
 )
 
 func (t task) do() {
 	switch t.kind {
 	case runStage:
 		t.stage.runCalls(false)
-	case driveRun:
-		t.run.drive()
-	case takeOverRun:
-		t.run.takeOver()
+	case driveBatch:
+		t.batch.drive()
+	case takeOverBatch:
+		t.batch.takeOver()
 	}
 }
 

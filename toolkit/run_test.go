@@ -424,7 +424,7 @@ func TestHandlerIgnoringCancellation(t *testing.T) {
 		t.Fatalf("call after the stuck one: %s %q", rs[1].State, rs[1].Text())
 	}
 	close(release)
-	if err := <-lateWrite; !errors.Is(err, stream.ErrClosed) {
+	if err := <-lateWrite; !errors.Is(err, stream.ErrCallFinished) {
 		t.Fatalf("late write: %v", err)
 	}
 }

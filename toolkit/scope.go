@@ -45,7 +45,7 @@ type afterFunc struct{ f func() }
 // init sets up a scope of stage st whose deadline is timeout after start
 // (none for 0).
 func (s *scope) init(st *stage, timeout time.Duration, start time.Time) {
-	s.parent, s.stage, s.timeout, s.index = st.run.parent, st, timeout, -1
+	s.parent, s.stage, s.timeout, s.index = st.batch.parent, st, timeout, -1
 	if timeout > 0 {
 		s.deadline = start.Add(timeout)
 	}

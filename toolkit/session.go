@@ -15,10 +15,10 @@ import (
 // MaxSessionIDLen is the longest session id accepted, in bytes.
 const MaxSessionIDLen = events.MaxSessionIDLen
 
-// Session is one conversation: it scopes the calls of its runs and holds
+// Session is one conversation: it scopes the calls of its batches and holds
 // per-session state (suspended calls today; active groups and loaded skills
 // with the packages that add them). Its methods are safe for concurrent use,
-// and runs of one session may overlap.
+// and batches of one session may overlap.
 type Session struct {
 	tk  *Toolkit
 	id  string
@@ -45,8 +45,8 @@ func (s *Session) valueMap() *sync.Map {
 // Ids come from outside and are checked: they must be 1 to 256 bytes of
 // UTF-8 without control characters (ErrInvalidSession otherwise).
 func (tk *Toolkit) Session(id string) (*Session, error) {
-	if err := ValidateSessionID(id); err != nil {
-		return nil, err
+	if err := events.CheckSessionID(id); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSession, err)
 	}
 	if tk.closed.Load() {
 		return nil, ErrClosed
@@ -73,15 +73,6 @@ func (tk *Toolkit) Sessions() []string {
 	return ids
 }
 
-// ValidateSessionID reports whether id is acceptable as a session id (the
-// rule is [events.CheckSessionID]); errors match ErrInvalidSession.
-func ValidateSessionID(id string) error {
-	if err := events.CheckSessionID(id); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidSession, err)
-	}
-	return nil
-}
-
 // ID returns the session id.
 func (s *Session) ID() string { return s.id }
 
@@ -90,7 +81,7 @@ func (s *Session) Toolkit() *Toolkit { return s.tk }
 
 // Submit completes a suspended call of this session (an external tool's)
 // with content the tool produced outside, or with an error. Observers see the
-// content as the call's deltas and then its result, and the run the call
+// content as the call's deltas and then its result, and the batch the call
 // belongs to goes on. It returns ErrUnknownCall when no call with that id is
 // suspended in the session.
 func (s *Session) Submit(callID string, content []Part, err error) error {
@@ -132,7 +123,7 @@ func (s *Session) Suspended() []Call {
 }
 
 // Close removes the session from the toolkit. Its suspended calls are
-// reported as interrupted; later runs in it fail with ErrClosed as the cause.
+// reported as interrupted; later batches in it fail with ErrClosed as the cause.
 func (s *Session) Close() {
 	s.tk.sessMu.Lock()
 	if s.tk.sessions[s.id] == s {

@@ -9,14 +9,14 @@ import (
 	"time"
 )
 
-// A run executes in stages. A stage is a stretch of the batch that may
+// A batch executes in stages. A stage is a stretch of the batch that may
 // overlap: a maximal run of contiguous calls to concurrency-safe tools (with
 // calls that fail before running, which touch nothing), or one other call
 // alone. Stages run one after another.
 //
 // Inside a stage, runners take the calls in call order and execute them one
 // after another: at most the toolkit's max parallel runners, so at most that
-// many calls run at once. The goroutine that drives the run (the caller of
+// many calls run at once. The goroutine that drives the batch (the caller of
 // Session.Run, or a pool worker for Session.Start) is one of them; the others
 // are pool workers. A one-call batch involves no other goroutine, and a
 // runner that finishes a call goes on with the next one without a hand-off.
@@ -27,7 +27,7 @@ import (
 // the stage's watcher reports the call and hands driving to a pool worker
 // (takeOver); the stuck goroutine stops driving when its handler returns.
 type stage struct {
-	run     *Run
+	batch   *Batch
 	calls   []call
 	start   time.Time
 	next    atomic.Int32   // the next call a runner takes
@@ -41,45 +41,45 @@ type stage struct {
 }
 
 // drive runs the stages in order on the calling goroutine.
-func (r *Run) drive() {
-	for r.next < len(r.calls) {
-		st := r.beginStage()
+func (b *Batch) drive() {
+	for b.next < len(b.calls) {
+		st := b.beginStage()
 		if !st.runCalls(true) {
 			return // abandoned in a handler: a pool worker drives on (takeOver)
 		}
-		r.endStage(st)
+		b.endStage(st)
 	}
-	r.end()
+	b.end()
 }
 
-// takeOver drives a run whose driver is stuck in a handler that outlived its
+// takeOver drives a batch whose driver is stuck in a handler that outlived its
 // deadline and grace period: it runs the stage's calls still waiting, waits
 // for the rest of the stage, then goes on with the next.
-func (r *Run) takeOver() {
-	st := r.current.Load()
+func (b *Batch) takeOver() {
+	st := b.current.Load()
 	if !st.runCalls(true) {
 		return
 	}
-	r.endStage(st)
-	r.drive()
+	b.endStage(st)
+	b.drive()
 }
 
 // beginStage cuts the next stage off the batch, gives each call its scope
 // and starts the stage's other runners.
-func (r *Run) beginStage() *stage {
-	n := len(r.calls)
-	i, j := r.next, r.next+1
-	if r.calls[i].parallel() {
-		for j < n && r.calls[j].parallel() {
+func (b *Batch) beginStage() *stage {
+	n := len(b.calls)
+	i, j := b.next, b.next+1
+	if b.calls[i].parallel() {
+		for j < n && b.calls[j].parallel() {
 			j++
 		}
 	}
-	r.next = j
-	st := &r.first
+	b.next = j
+	st := &b.first
 	if i > 0 {
 		st = new(stage)
 	}
-	st.run, st.calls, st.start = r, r.calls[i:j], time.Now()
+	st.batch, st.calls, st.start = b, b.calls[i:j], time.Now()
 	st.scopes = st.scopeBuf[:0]
 	st.pending.Add(len(st.calls))
 	for k := range st.calls {
@@ -92,17 +92,17 @@ func (r *Run) beginStage() *stage {
 	st.arm() // once every call has its scope: the watcher reads them
 	// Published only now, complete: Cancel and Close read it. A cancellation
 	// that comes before is seen by the runners before each call.
-	r.current.Store(st)
-	for range min(len(st.calls), r.tk.opts.maxParallel) - 1 {
-		r.tk.pool.submit(task{kind: runStage, stage: st})
+	b.current.Store(st)
+	for range min(len(st.calls), b.tk.opts.maxParallel) - 1 {
+		b.tk.pool.submit(task{kind: runStage, stage: st})
 	}
 	return st
 }
 
 // runCalls takes the stage's calls in order and executes them until none is
-// left to take. driver says whether the goroutine drives the run. It
+// left to take. driver says whether the goroutine drives the batch. It
 // reports false only when a call it executed was abandoned: the goroutine
-// came back late and must leave the run alone.
+// came back late and must leave the batch alone.
 func (st *stage) runCalls(driver bool) bool {
 	for {
 		k := int(st.next.Add(1)) - 1
@@ -113,8 +113,8 @@ func (st *stage) runCalls(driver bool) bool {
 		if !c.claimed.CompareAndSwap(false, true) {
 			continue // already finished in the queue: deadline, cancellation
 		}
-		if err := st.run.err(); err != nil {
-			c.finish(StateInterrupted, nil, st.run.notStarted(c))
+		if err := st.batch.err(); err != nil {
+			c.finish(StateInterrupted, nil, st.batch.notStarted(c))
 			continue
 		}
 		c.inline = driver
@@ -133,7 +133,7 @@ func (c *call) makeWay() {
 		return
 	}
 	if st := c.stage; int(st.next.Load()) < len(st.calls) {
-		st.run.tk.pool.submit(task{kind: runStage, stage: st})
+		st.batch.tk.pool.submit(task{kind: runStage, stage: st})
 	}
 }
 
@@ -142,8 +142,8 @@ func (c *call) makeWay() {
 func (st *stage) expire(s *scope) {
 	st.finishWaiting(s, func(c *call) (State, error) {
 		why := "before it could start"
-		if len(st.calls) > st.run.tk.opts.maxParallel {
-			why = fmt.Sprintf("waiting for a free slot (at most %d calls run in parallel)", st.run.tk.opts.maxParallel)
+		if len(st.calls) > st.batch.tk.opts.maxParallel {
+			why = fmt.Sprintf("waiting for a free slot (at most %d calls run in parallel)", st.batch.tk.opts.maxParallel)
 		}
 		return StateTimeout, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
 			msg: fmt.Sprintf("tool %q timed out after %v %s", c.call.Name, c.timeout, why)}
@@ -164,10 +164,10 @@ func (st *stage) finishWaiting(s *scope, why func(c *call) (State, error)) {
 }
 
 // endStage waits until every call of the stage has its result.
-func (r *Run) endStage(st *stage) {
+func (b *Batch) endStage(st *stage) {
 	st.pending.Wait()
 	st.disarm()
-	r.current.Store(nil)
+	b.current.Store(nil)
 }
 
 // scopeFor returns the scope of calls with the given timeout, creating it on
@@ -188,7 +188,7 @@ func (st *stage) scopeFor(timeout time.Duration) *scope {
 }
 
 // callScope gives one call a scope of its own, from now: a suspended call's
-// wait (timeout 0) and its new deadline when it resumes. The run's
+// wait (timeout 0) and its new deadline when it resumes. The batch's
 // interruption and the stage's end reach it like the others.
 func (st *stage) callScope(c *call, timeout time.Duration) *scope {
 	s := new(scope)
@@ -204,10 +204,10 @@ func (st *stage) callScope(c *call, timeout time.Duration) *scope {
 		s.cancel(context.Canceled, nil)
 		return s
 	}
-	if err := st.run.err(); err != nil {
+	if err := st.batch.err(); err != nil {
 		s.cancel(context.Canceled, err)
 	} else if !s.deadline.IsZero() {
-		st.run.tk.clock.schedule(s, s.deadline, phaseDeadline)
+		st.batch.tk.clock.schedule(s, s.deadline, phaseDeadline)
 	}
 	return s
 }
@@ -216,7 +216,7 @@ func (st *stage) callScope(c *call, timeout time.Duration) *scope {
 func (st *stage) arm() {
 	for _, s := range st.scopes {
 		if !s.deadline.IsZero() {
-			st.run.tk.clock.schedule(s, s.deadline, phaseDeadline)
+			st.batch.tk.clock.schedule(s, s.deadline, phaseDeadline)
 		}
 	}
 }
@@ -229,23 +229,23 @@ func (st *stage) disarm() {
 	scopes := st.scopes
 	st.mu.Unlock()
 	for _, s := range scopes {
-		st.run.tk.clock.remove(s)
+		st.batch.tk.clock.remove(s)
 		s.cancel(context.Canceled, nil)
 	}
 }
 
-// interrupt ends every scope of the stage (the run was cancelled) and gives
+// interrupt ends every scope of the stage (the batch was cancelled) and gives
 // the running handlers their grace period.
 func (st *stage) interrupt(err, cause error) {
-	grace := time.Now().Add(st.run.tk.opts.cancelGrace)
+	grace := time.Now().Add(st.batch.tk.opts.cancelGrace)
 	st.mu.Lock()
 	scopes := slices.Clone(st.scopes)
 	st.mu.Unlock()
 	for _, s := range scopes {
 		s.cancel(err, cause)
-		st.run.tk.clock.schedule(s, grace, phaseGrace)
+		st.batch.tk.clock.schedule(s, grace, phaseGrace)
 	}
-	st.finishWaiting(nil, func(c *call) (State, error) { return StateInterrupted, st.run.notStarted(c) })
+	st.finishWaiting(nil, func(c *call) (State, error) { return StateInterrupted, st.batch.notStarted(c) })
 }
 
 // abandon reports the calls still running on scope s once their grace period
@@ -265,7 +265,7 @@ func (st *stage) abandon(s *scope) {
 		}
 		if c.inline {
 			c.counts.Store(false) // the new driver runs the calls still waiting
-			st.run.tk.pool.submit(task{kind: takeOverRun, run: st.run})
+			st.batch.tk.pool.submit(task{kind: takeOverBatch, batch: st.batch})
 		} else {
 			c.makeWay()
 		}

@@ -167,7 +167,7 @@ func NewExternalTool(spec Spec, inputSchema json.RawMessage) (*Tool, error) {
 // newTool checks the schema and the presets and compiles the argument pass,
 // which fills a value of type in (nil for raw tools).
 func newTool(spec Spec, s *jsonschema.Schema, h RawHandler, in reflect.Type) (*Tool, error) {
-	if err := ValidateName(spec.Name); err != nil {
+	if err := CheckToolName(spec.Name); err != nil {
 		return nil, err
 	}
 	if s.Type != "object" {
@@ -252,9 +252,9 @@ func (t *Tool) setPresets(presets map[string]any) (map[string]json.RawMessage, e
 	return out, nil
 }
 
-// ValidateName reports whether name is a valid tool name:
+// CheckToolName reports whether name is a valid tool name:
 // ^[a-zA-Z0-9_-]{1,64}$.
-func ValidateName(name string) error {
+func CheckToolName(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty name", ErrInvalidName)
 	}

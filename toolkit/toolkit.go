@@ -30,13 +30,13 @@ type Toolkit struct {
 	sessMu   sync.Mutex
 	sessions map[string]*Session
 
-	runMu     sync.Mutex
-	active    map[*Run]struct{} // runs in progress, interrupted by Close
-	closeDone chan struct{}     // closed when Close has finished
-	runs      sync.WaitGroup
+	batchMu   sync.Mutex
+	active    map[*Batch]struct{} // batches in progress, interrupted by Close
+	closeDone chan struct{}       // closed when Close has finished
+	batches   sync.WaitGroup
 	pool      *pool
 	clock     *clock
-	runSeq    atomic.Uint64
+	batchSeq  atomic.Uint64
 	nonce     string // random: makes run ids unique across toolkits
 	closed    atomic.Bool
 	stats     counters
@@ -54,7 +54,7 @@ func New(opts ...Option) *Toolkit {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	tk := &Toolkit{opts: o, log: o.logger, sessions: make(map[string]*Session), active: make(map[*Run]struct{}), pool: newPool(), nonce: randomHex(4)}
+	tk := &Toolkit{opts: o, log: o.logger, sessions: make(map[string]*Session), active: make(map[*Batch]struct{}), pool: newPool(), nonce: randomHex(4)}
 	tk.clock = newClock(o.cancelGrace)
 	tk.reg.Store(&registry{byName: map[string]*Tool{}})
 	tk.observers.Store(&observerSet{})
@@ -159,43 +159,43 @@ func definitions(tools []*Tool) []Definition {
 	return defs
 }
 
-// track registers a starting run; it reports false once the toolkit is
+// track registers a starting batch; it reports false once the toolkit is
 // closed.
-func (tk *Toolkit) track(r *Run) bool {
-	tk.runMu.Lock()
-	defer tk.runMu.Unlock()
+func (tk *Toolkit) track(b *Batch) bool {
+	tk.batchMu.Lock()
+	defer tk.batchMu.Unlock()
 	if tk.closed.Load() {
 		return false
 	}
-	tk.active[r] = struct{}{}
-	tk.runs.Add(1)
+	tk.active[b] = struct{}{}
+	tk.batches.Add(1)
 	return true
 }
 
-func (tk *Toolkit) untrack(r *Run) {
-	tk.runMu.Lock()
-	delete(tk.active, r)
-	tk.runMu.Unlock()
-	tk.runs.Done()
+func (tk *Toolkit) untrack(b *Batch) {
+	tk.batchMu.Lock()
+	delete(tk.active, b)
+	tk.batchMu.Unlock()
+	tk.batches.Done()
 }
 
-// Close interrupts every run, waits for them to report their results and for
+// Close interrupts every batch, waits for them to report their results and for
 // observers to take their events, and releases the toolkit's goroutines,
 // including handlers that were abandoned after their deadline and are still
 // running. It returns ctx.Err() if ctx ends first; calling Close again waits
-// again. Runs started after Close report every call as interrupted.
+// again. Batches started after Close report every call as interrupted.
 func (tk *Toolkit) Close(ctx context.Context) error {
-	tk.runMu.Lock()
+	tk.batchMu.Lock()
 	first := tk.closed.CompareAndSwap(false, true)
 	if first {
 		tk.closeDone = make(chan struct{})
 	}
 	done := tk.closeDone
-	active := make([]*Run, 0, len(tk.active))
+	active := make([]*Batch, 0, len(tk.active))
 	for r := range tk.active {
 		active = append(active, r)
 	}
-	tk.runMu.Unlock()
+	tk.batchMu.Unlock()
 	if first {
 		for _, r := range active {
 			r.interrupt(ErrClosed)
@@ -211,7 +211,7 @@ func (tk *Toolkit) Close(ctx context.Context) error {
 }
 
 func (tk *Toolkit) shutdown(done chan struct{}) {
-	tk.runs.Wait()
+	tk.batches.Wait()
 	tk.obsMu.Lock()
 	boxes := tk.observers.Load().boxes
 	tk.observers.Store(&observerSet{})

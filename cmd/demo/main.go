@@ -232,7 +232,7 @@ func (c *config) check(set map[string]bool, stdin io.Reader) error {
 	if c.listen != "" && !c.durable {
 		return usagef("the web page replays events from the durable stream: use -durable, or -listen '' for no page")
 	}
-	if err := toolkit.ValidateSessionID(c.session); err != nil {
+	if err := events.CheckSessionID(c.session); err != nil {
 		return usagef("-session: %w", err)
 	}
 	if strings.TrimSpace(c.task) == "" {

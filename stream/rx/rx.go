@@ -251,9 +251,9 @@ func feed(ctx context.Context, f Filter, subscribe func(send func(*events.Event)
 	return rxgo.FromChannel(ch, rxgo.WithContext(ctx)), nil
 }
 
-// CallResult is a call's model-visible result rebuilt from its deltas, and
+// Rebuilt is a call's model-visible result rebuilt from its deltas, and
 // checked against its result event.
-type CallResult struct {
+type Rebuilt struct {
 	Session, Call, Tool string
 	// Content is the concatenation of the call's deltas, in sequence order
 	// (with the parts of chunked deltas put back together). When the result
@@ -269,7 +269,7 @@ type CallResult struct {
 }
 
 // Accumulate rebuilds each call's model-visible result from its delta
-// events and emits a CallResult when the call's result event arrives.
+// events and emits a Rebuilt when the call's result event arrives.
 // Deltas are put in sequence order first, so events that crossed on the way
 // still add up; a reset delta starts the content over; the chunks of a part
 // too large for one message are put back together ([events.Reassembler]);
@@ -302,7 +302,7 @@ func Accumulate(o rxgo.Observable) rxgo.Observable {
 	return rxgo.FromChannel(ch)
 }
 
-func accumulate(result *events.Event, deltas []*events.Event) CallResult {
+func accumulate(result *events.Event, deltas []*events.Event) Rebuilt {
 	slices.SortStableFunc(deltas, func(a, b *events.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	var re events.Reassembler
 	var broken []error
@@ -315,7 +315,7 @@ func accumulate(result *events.Event, deltas []*events.Event) CallResult {
 		broken = append(broken, errors.New("the chunks of a part stop before its last one"))
 	}
 	content := re.Content()
-	cr := CallResult{Session: result.Session, Call: result.Call, Tool: result.Tool, Content: content, Result: result.Result}
+	cr := Rebuilt{Session: result.Session, Call: result.Call, Tool: result.Tool, Content: content, Result: result.Result}
 	r := result.Result
 	switch {
 	case r == nil:

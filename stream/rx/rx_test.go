@@ -107,7 +107,7 @@ func TestHubViewsAndAccumulator(t *testing.T) {
 		}
 	}
 	for _, v := range collect(t, results, 3) {
-		cr := v.(rx.CallResult)
+		cr := v.(rx.Rebuilt)
 		if cr.Mismatch != "" {
 			t.Fatalf("%s: %s", cr.Call, cr.Mismatch)
 		}
@@ -152,7 +152,7 @@ func TestAccumulatorFindsMismatch(t *testing.T) {
 		mismatch bool
 	}{{good, false}, {bad, true}, {retried, false}} {
 		got := collect(t, rx.Accumulate(rxgo.Just(tc.in...)()), 1)
-		cr := got[0].(rx.CallResult)
+		cr := got[0].(rx.Rebuilt)
 		if (cr.Mismatch != "") != tc.mismatch {
 			t.Fatalf("mismatch %q, want one: %v", cr.Mismatch, tc.mismatch)
 		}
@@ -249,7 +249,7 @@ func TestLiveAndReplayFromNATS(t *testing.T) {
 	sess, _ := tk.Session("n")
 	sess.Run(context.Background(), lineCalls(2, 5))
 	for _, v := range collect(t, liveResults, 2) {
-		if cr := v.(rx.CallResult); cr.Mismatch != "" || len(cr.Content) == 0 {
+		if cr := v.(rx.Rebuilt); cr.Mismatch != "" || len(cr.Content) == 0 {
 			t.Fatalf("live %s: %q %q", cr.Call, cr.Mismatch, events.ContentText(cr.Content))
 		}
 	}
@@ -350,7 +350,7 @@ func TestAccumulateLargeResults(t *testing.T) {
 	}
 	check := func(what string, items []any) {
 		for _, v := range items {
-			cr := v.(rx.CallResult)
+			cr := v.(rx.Rebuilt)
 			if cr.Mismatch != "" {
 				t.Fatalf("%s %s: %s", what, cr.Call, cr.Mismatch)
 			}

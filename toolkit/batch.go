@@ -16,12 +16,12 @@ import (
 	"unicode/utf8"
 )
 
-// Run is one batch of calls in progress. Contiguous calls of
+// Batch is one batch of calls in progress. Contiguous calls of
 // concurrency-safe tools run in parallel (at most the toolkit's max parallel
 // at once); every other call runs alone, after the calls before it and
 // before the calls after it. Each call's deadline counts from the moment its
 // stage of the batch may begin, so time spent waiting for a slot counts.
-type Run struct {
+type Batch struct {
 	tk     *Toolkit
 	sess   *Session
 	seq    uint64
@@ -56,7 +56,7 @@ type Run struct {
 	values  sync.Map // interceptors' per-run state
 }
 
-// notice is one entry of a run's completion log: a call's final result, or
+// notice is one entry of a batch's completion log: a call's final result, or
 // a notice that it was suspended.
 type notice struct {
 	index     int32
@@ -69,12 +69,12 @@ type notice struct {
 // ctx reach every handler.
 //
 // Results are final no later than each call's deadline plus the cancel grace
-// period, even if a handler ignores its context; [Run.Wait] and
-// [Run.Results] never wait for such a handler.
-func (s *Session) Start(ctx context.Context, calls []Call) *Run {
-	r := s.newRun(ctx, calls)
-	s.tk.pool.submit(task{kind: driveRun, run: r})
-	return r
+// period, even if a handler ignores its context; [Batch.Wait] and
+// [Batch.Results] never wait for such a handler.
+func (s *Session) Start(ctx context.Context, calls []Call) *Batch {
+	b := s.newBatch(ctx, calls)
+	s.tk.pool.submit(task{kind: driveBatch, batch: b})
+	return b
 }
 
 // Run runs a batch of calls and returns their results in call order, like
@@ -84,49 +84,49 @@ func (s *Session) Start(ctx context.Context, calls []Call) *Run {
 //
 // The results are final at the same moments as with Start. The difference
 // is for a handler that ignores its context's cancellation: if the calling
-// goroutine is running it when its deadline and grace period pass, the run
+// goroutine is running it when its deadline and grace period pass, the batch
 // goes on without it on another goroutine, but Run itself can only return
 // once that handler does. Use Start and Wait when tools may not honour
 // cancellation.
 func (s *Session) Run(ctx context.Context, calls []Call) []Result {
-	r := s.newRun(ctx, calls)
-	r.drive()
-	return r.Wait()
+	b := s.newBatch(ctx, calls)
+	b.drive()
+	return b.Wait()
 }
 
-// newRun prepares a run: ids checked, tools looked up, nothing started.
-func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
+// newBatch prepares a batch: ids checked, tools looked up, nothing started.
+func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 	tk := s.tk
-	r := &Run{tk: tk, sess: s, seq: tk.runSeq.Add(1), parent: ctx, obs: tk.observers.Load(), vis: tk.visibility()}
-	r.changed.L = &r.mu
+	b := &Batch{tk: tk, sess: s, seq: tk.batchSeq.Add(1), parent: ctx, obs: tk.observers.Load(), vis: tk.visibility()}
+	b.changed.L = &b.mu
 	if len(calls) == 1 {
-		r.calls, r.results, r.log = r.oneCall[:], r.oneResult[:], r.logBuf[:0]
+		b.calls, b.results, b.log = b.oneCall[:], b.oneResult[:], b.logBuf[:0]
 	} else {
-		r.calls, r.results, r.log = make([]call, len(calls)), make([]Result, len(calls)), make([]notice, 0, len(calls))
+		b.calls, b.results, b.log = make([]call, len(calls)), make([]Result, len(calls)), make([]notice, 0, len(calls))
 	}
-	r.flush.init(len(r.obs.boxes) > 0)
+	b.flush.init(len(b.obs.boxes) > 0)
 	if ctx.Done() != nil {
 		// Handlers ignoring a cancellation of the caller's context must be
 		// watched; a context that cannot be cancelled needs no watcher.
-		r.unwatch = context.AfterFunc(ctx, func() { r.interrupt(context.Cause(ctx)) })
+		b.unwatch = context.AfterFunc(ctx, func() { b.interrupt(context.Cause(ctx)) })
 	}
 	s.mu.Lock()
 	if s.closed {
-		r.setCause(fmt.Errorf("%w: session %q", ErrClosed, s.id))
+		b.setCause(fmt.Errorf("%w: session %q", ErrClosed, s.id))
 	}
 	s.mu.Unlock()
 
 	var ids idSet
 	reg := tk.reg.Load()
 	for i, in := range calls {
-		c := &r.calls[i]
-		c.run, c.index, c.call = r, int32(i), in
+		c := &b.calls[i]
+		c.batch, c.index, c.call = b, int32(i), in
 		if c.call.ID == "" {
 			c.call.ID = newCallID()
 		}
 		if err := validateCallID(c.call.ID); err != nil {
 			c.preErr = err
-		} else if ids.add(r.calls, i) {
+		} else if ids.add(b.calls, i) {
 			c.preErr = &callError{kind: ErrInvalidCall, msg: fmt.Sprintf("duplicate call id %q in this batch; every call needs its own id", c.call.ID)}
 		}
 		if t, ok := reg.byName[in.Name]; ok {
@@ -136,11 +136,11 @@ func (s *Session) newRun(ctx context.Context, calls []Call) *Run {
 		}
 	}
 
-	r.counted = tk.track(r)
-	if !r.counted {
-		r.setCause(ErrClosed)
+	b.counted = tk.track(b)
+	if !b.counted {
+		b.setCause(ErrClosed)
 	}
-	return r
+	return b
 }
 
 // idSet finds calls that reuse an id in their batch. Batches are usually
@@ -185,92 +185,92 @@ func (s *idSet) add(calls []call, i int) bool {
 	}
 }
 
-// ID returns the run's id: "run-", a random prefix chosen when the toolkit
-// was created, and the run's number, so ids do not repeat across toolkits
+// ID returns the batch's id: "batch-", a random prefix chosen when the toolkit
+// was created, and the batch's number, so ids do not repeat across toolkits
 // or restarts.
-func (r *Run) ID() string { return "run-" + r.tk.nonce + "-" + strconv.FormatUint(r.seq, 10) }
+func (b *Batch) ID() string { return "batch-" + b.tk.nonce + "-" + strconv.FormatUint(b.seq, 10) }
 
-// Session returns the session the run belongs to.
-func (r *Run) Session() *Session { return r.sess }
+// Session returns the session the batch belongs to.
+func (b *Batch) Session() *Session { return b.sess }
 
-// Cancel interrupts the run, like cancelling its context.
-func (r *Run) Cancel() { r.interrupt(nil) }
+// Cancel interrupts the batch, like cancelling its context.
+func (b *Batch) Cancel() { b.interrupt(nil) }
 
-// interrupt cancels the run with a cause; running handlers get their grace
+// interrupt cancels the batch with a cause; running handlers get their grace
 // period.
-func (r *Run) interrupt(cause error) {
-	r.setCause(cause)
-	if st := r.current.Load(); st != nil {
-		err := r.parent.Err()
+func (b *Batch) interrupt(cause error) {
+	b.setCause(cause)
+	if st := b.current.Load(); st != nil {
+		err := b.parent.Err()
 		if err == nil {
 			err = context.Canceled
 		}
-		st.interrupt(err, r.err())
+		st.interrupt(err, b.err())
 	}
 }
 
-// setCause records why the run was interrupted; the first cause stays.
-func (r *Run) setCause(cause error) {
+// setCause records why the batch was interrupted; the first cause stays.
+func (b *Batch) setCause(cause error) {
 	if cause == nil {
 		cause = context.Canceled
 	}
-	r.causeMu.Lock()
-	if r.cause == nil {
-		r.cause = cause
+	b.causeMu.Lock()
+	if b.cause == nil {
+		b.cause = cause
 	}
-	r.causeMu.Unlock()
+	b.causeMu.Unlock()
 }
 
-// err returns why the run was interrupted, or nil.
-func (r *Run) err() error {
-	r.causeMu.Lock()
-	cause := r.cause
-	r.causeMu.Unlock()
+// err returns why the batch was interrupted, or nil.
+func (b *Batch) err() error {
+	b.causeMu.Lock()
+	cause := b.cause
+	b.causeMu.Unlock()
 	if cause != nil {
 		return cause
 	}
-	if r.parent.Err() != nil {
-		return context.Cause(r.parent)
+	if b.parent.Err() != nil {
+		return context.Cause(b.parent)
 	}
 	return nil
 }
 
-// Err returns why the run was interrupted (Cancel, Toolkit.Close, the
+// Err returns why the batch was interrupted (Cancel, Toolkit.Close, the
 // caller's context, or an interceptor that aborted it), or nil.
-func (r *Run) Err() error { return r.err() }
+func (b *Batch) Err() error { return b.err() }
 
 // Done is closed when every call has its final result and observers have
 // taken the result events (or the flush timeout passed).
-func (r *Run) Done() <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.done == nil {
-		if r.ended {
+func (b *Batch) Done() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done == nil {
+		if b.ended {
 			return closedChan
 		}
-		r.done = make(chan struct{})
+		b.done = make(chan struct{})
 	}
-	return r.done
+	return b.done
 }
 
 // Results yields results as calls finish (completion order). A call of an
 // external tool, or one an interceptor suspends, appears first with
 // StateSuspended when it starts waiting, then with its final result. The
-// sequence ends when the run is done. Each range over Results sees every
+// sequence ends when the batch is done. Each range over Results sees every
 // result from the first.
-func (r *Run) Results() iter.Seq[Result] {
+func (b *Batch) Results() iter.Seq[Result] {
 	return func(yield func(Result) bool) {
 		for i := 0; ; i++ {
-			n, ok := r.waitNotice(i)
+			n, ok := b.waitNotice(i)
 			if !ok {
 				return
 			}
 			var res Result
 			if n.suspended {
-				c := &r.calls[n.index]
+				c := &b.calls[n.index]
 				res = Result{Call: c.call, State: StateSuspended, Started: c.startedAt()}
 			} else {
-				res = r.results[n.index]
+				res = b.results[n.index]
 			}
 			if !yield(res) {
 				return
@@ -280,81 +280,81 @@ func (r *Run) Results() iter.Seq[Result] {
 }
 
 // waitNotice returns notice i of the completion log, waiting for it; false
-// once the run is done without it.
-func (r *Run) waitNotice(i int) (notice, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i >= len(r.log) && !r.ended {
-		r.changed.Wait()
+// once the batch is done without it.
+func (b *Batch) waitNotice(i int) (notice, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i >= len(b.log) && !b.ended {
+		b.changed.Wait()
 	}
-	if i < len(r.log) {
-		return r.log[i], true
+	if i < len(b.log) {
+		return b.log[i], true
 	}
 	return notice{}, false
 }
 
-// Wait blocks until the run is done and returns the final results in call
-// order. The slice is the run's own: every call returns the same one.
-func (r *Run) Wait() []Result {
-	r.mu.Lock()
-	for !r.ended {
-		r.changed.Wait()
+// Wait blocks until the batch is done and returns the final results in call
+// order. The slice is the batch's own: every call returns the same one.
+func (b *Batch) Wait() []Result {
+	b.mu.Lock()
+	for !b.ended {
+		b.changed.Wait()
 	}
-	r.mu.Unlock()
-	return r.results
+	b.mu.Unlock()
+	return b.results
 }
 
 // record logs a final result or a suspension notice.
-func (r *Run) record(n notice) {
-	r.mu.Lock()
-	r.log = append(r.log, n)
-	r.changed.Broadcast()
-	r.mu.Unlock()
+func (b *Batch) record(n notice) {
+	b.mu.Lock()
+	b.log = append(b.log, n)
+	b.changed.Broadcast()
+	b.mu.Unlock()
 }
 
 // complete makes a call's result final; called once per call.
-func (r *Run) complete(c *call, res Result) {
-	r.results[c.index] = res
-	r.record(notice{index: c.index})
+func (b *Batch) complete(c *call, res Result) {
+	b.results[c.index] = res
+	b.record(notice{index: c.index})
 	c.stage.pending.Done()
 }
 
 // notifySuspended logs that a call is waiting for something outside the
 // process.
-func (r *Run) notifySuspended(c *call) { r.record(notice{index: c.index, suspended: true}) }
+func (b *Batch) notifySuspended(c *call) { b.record(notice{index: c.index, suspended: true}) }
 
-// end reports the run done once observers have its result events.
-func (r *Run) end() {
-	if fl := r.obs.flushers; len(fl) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), max(r.tk.opts.flushTimeout, time.Millisecond))
+// end reports the batch done once observers have its result events.
+func (b *Batch) end() {
+	if fl := b.obs.flushers; len(fl) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), max(b.tk.opts.flushTimeout, time.Millisecond))
 		for _, f := range fl {
 			if err := f.Flush(ctx); err != nil {
-				r.tk.log.Warn().Str("run", r.ID()).Err(err).Msgf("toolstream: %T did not hand the run's events on in time", f)
+				b.tk.log.Warn().Str("run", b.ID()).Err(err).Msgf("toolstream: %T did not hand the run's events on in time", f)
 			}
 		}
 		cancel()
 	}
-	r.flush.release()
-	r.flush.wait(r)
-	r.mu.Lock()
-	r.ended = true
-	if r.done != nil {
-		close(r.done)
+	b.flush.release()
+	b.flush.wait(b)
+	b.mu.Lock()
+	b.ended = true
+	if b.done != nil {
+		close(b.done)
 	}
-	r.changed.Broadcast()
-	r.mu.Unlock()
-	if r.unwatch != nil {
-		r.unwatch()
+	b.changed.Broadcast()
+	b.mu.Unlock()
+	if b.unwatch != nil {
+		b.unwatch()
 	}
-	if r.counted {
-		r.tk.untrack(r)
+	if b.counted {
+		b.tk.untrack(b)
 	}
 }
 
-// notStarted is the cause of a call the run's interruption kept from
+// notStarted is the cause of a call the batch's interruption kept from
 // starting.
-func (r *Run) notStarted(c *call) error {
-	cause := r.err()
+func (b *Batch) notStarted(c *call) error {
+	cause := b.err()
 	return &callError{kind: ErrInterrupted, cause: cause,
 		msg: fmt.Sprintf("tool %q was not run: the run was cancelled before the call started (%v)", c.call.Name, cause)}
 }
