@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -24,26 +24,14 @@ type fixture struct {
 	tk   *toolkit.Toolkit
 	m    *groups.Manager
 	ran  sync.Map // tool name -> *atomic.Int32
-	recv *recorder
+	recv *testutil.Recorder
 }
 
-type recorder struct {
-	mu  sync.Mutex
-	evs []*events.Event
-}
-
-func (r *recorder) Observe(ev *events.Event) {
-	r.mu.Lock()
-	r.evs = append(r.evs, ev)
-	r.mu.Unlock()
-}
-
-func (r *recorder) sessionEvents(session string) []groups.Change {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// sessionEvents returns the group changes rec saw in a session.
+func sessionEvents(rec *testutil.Recorder, session string) []groups.Change {
 	var out []groups.Change
-	for _, ev := range r.evs {
-		if ev.Session == session && ev.Type == groups.EventType {
+	for _, ev := range rec.OfType(groups.EventType) {
+		if ev.Session == session {
 			var ch groups.Change
 			if err := json.Unmarshal(ev.Data, &ch); err != nil {
 				panic(err)
@@ -56,7 +44,7 @@ func (r *recorder) sessionEvents(session string) []groups.Change {
 
 func newFixture(t testing.TB, opts ...groups.Option) *fixture {
 	t.Helper()
-	f := &fixture{recv: &recorder{}}
+	f := &fixture{recv: &testutil.Recorder{}}
 	f.tk = toolkit.New(toolkit.WithInlineObserver(f.recv))
 	t.Cleanup(func() { f.tk.Close(context.Background()) })
 	for _, name := range []string{"read_file", "list_dir", "web_get", "grep", "now"} {
@@ -253,7 +241,7 @@ func TestResetToolsErrors(t *testing.T) {
 			t.Fatalf("%s changed the state to %v", tc.args, active)
 		}
 	}
-	if len(f.recv.sessionEvents("s")) != 0 {
+	if len(sessionEvents(f.recv, "s")) != 0 {
 		t.Fatal("a refused reset_tools emitted a groups event")
 	}
 }
@@ -321,7 +309,7 @@ func TestCodeAndModelAgree(t *testing.T) {
 	if ch, _ := f.m.Deactivate(ctx, "s", "search"); ch.Changed() {
 		t.Fatalf("no-op change %+v", ch)
 	}
-	evs := f.recv.sessionEvents("s")
+	evs := sessionEvents(f.recv, "s")
 	want := []groups.Change{
 		{Active: []string{"files", "web"}, Activated: []string{"files"}, By: "code"},
 		{Active: []string{"search"}, Activated: []string{"search"}, Deactivated: []string{"files", "web"}, By: "model", Call: "m"},

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -71,7 +72,7 @@ func shapesKit(t *testing.T, ics ...toolkit.Interceptor) (*toolkit.Toolkit, *arg
 	if err != nil {
 		t.Fatal(err)
 	}
-	icAdd(t, tk, tool)
+	testutil.Add(t, tk, tool)
 	return tk, seen
 }
 
@@ -81,9 +82,9 @@ var wantArgs = readIn{Path: "/etc/passwd", Mode: "read", Limit: 100, Owner: "ops
 // arguments interceptors see are exactly those the handler receives.
 func TestInterceptorsSeeWhatTheHandlerGets(t *testing.T) {
 	tk, seen := shapesKit(t)
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 	for _, shape := range argShapes {
-		r := icRun(t, s, icCall(shape.name, "read_file", shape.args))
+		r := icRun(t, s, testutil.Call(shape.name, "read_file", shape.args))
 		if r.State != toolkit.StateSuccess {
 			t.Fatalf("%s: %s %q", shape.name, r.State, r.Text())
 		}
@@ -108,9 +109,9 @@ func TestPermissionsCannotBeBypassed(t *testing.T) {
 		interceptors.Rule{Tool: "read_file", When: interceptors.ArgMatches("owner", regexp.MustCompile(`^root$`)), Decision: interceptors.Allow},
 	))
 	tk, seen := shapesKit(t, perm.Interceptor())
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 	for _, shape := range argShapes {
-		r := icRun(t, s, icCall(shape.name, "read_file", shape.args))
+		r := icRun(t, s, testutil.Call(shape.name, "read_file", shape.args))
 		if r.State != toolkit.StateDenied {
 			t.Errorf("%s: %s %q, want denied", shape.name, r.State, r.Text())
 		}
@@ -119,7 +120,7 @@ func TestPermissionsCannotBeBypassed(t *testing.T) {
 		}
 	}
 	// Invalid arguments never reach a permission decision.
-	r := icRun(t, s, icCall("bad", "read_file", `"{\"path\":\"/etc/passwd\",\"limit\":\"many\"}"`))
+	r := icRun(t, s, testutil.Call("bad", "read_file", `"{\"path\":\"/etc/passwd\",\"limit\":\"many\"}"`))
 	if r.State != toolkit.StateError || !strings.Contains(r.Text(), "limit: must be an integer") {
 		t.Errorf("invalid arguments: %s %q", r.State, r.Text())
 	}
@@ -133,7 +134,7 @@ func TestPermissionsCannotBeBypassed(t *testing.T) {
 func TestPermissionEditedArgumentsAreChecked(t *testing.T) {
 	perm := interceptors.NewPermissions(interceptors.WithMode(interceptors.AskAll))
 	tk, seen := shapesKit(t, perm.Interceptor())
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 	for _, tc := range []struct {
 		edit  string
 		state toolkit.State
@@ -142,7 +143,7 @@ func TestPermissionEditedArgumentsAreChecked(t *testing.T) {
 		{`"{\"path\":\"/tmp/x\",\"limit\":5}"`, toolkit.StateSuccess, readIn{Path: "/tmp/x", Mode: "read", Limit: 5, Owner: "ops"}},
 		{`{"path":"/tmp/x","limit":"five"}`, toolkit.StateError, readIn{}},
 	} {
-		run := s.Start(context.Background(), []toolkit.Call{icCall("e", "read_file", argShapes[0].args)})
+		run := s.Start(context.Background(), []toolkit.Call{testutil.Call("e", "read_file", argShapes[0].args)})
 		deadline := time.Now().Add(10 * time.Second)
 		for len(perm.Pending("s")) == 0 && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
@@ -165,10 +166,10 @@ func TestPermissionEditedArgumentsAreChecked(t *testing.T) {
 // is the same call to the loop guard.
 func TestLoopGuardSeesOneCallInEveryShape(t *testing.T) {
 	tk, _ := shapesKit(t, interceptors.LoopGuard(3, 0))
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 	var states []toolkit.State
 	for _, shape := range argShapes[:4] {
-		states = append(states, icRun(t, s, icCall(shape.name, "read_file", shape.args)).State)
+		states = append(states, icRun(t, s, testutil.Call(shape.name, "read_file", shape.args)).State)
 	}
 	if states[0] != toolkit.StateSuccess || states[1] != toolkit.StateSuccess || states[2] != toolkit.StateError || states[3] != toolkit.StateError {
 		t.Errorf("states %v: the third shape of one call should be refused as a loop", states)
@@ -190,8 +191,8 @@ func TestAuditAndEmulatorSeePreparedArguments(t *testing.T) {
 	tk, _ := shapesKit(t,
 		interceptors.Audit(zerolog.New(&syncWriter{w: &logged}), interceptors.AuditArgs()),
 		interceptors.Emulate(model, interceptors.EmulateTools("read_file")))
-	s := icSession(t, tk, "s")
-	r := icRun(t, s, icCall("1", "read_file", argShapes[len(argShapes)-1].args))
+	s := testutil.Session(t, tk, "s")
+	r := icRun(t, s, testutil.Call("1", "read_file", argShapes[len(argShapes)-1].args))
 	if r.Text() != "emulated" {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}

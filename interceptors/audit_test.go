@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -50,7 +51,7 @@ func auditFixture(t *testing.T, opts ...interceptors.AuditOption) (*toolkit.Tool
 	sl := &retrySleeps{}
 	tk := icKit(t, nil, interceptors.Audit(zerolog.New(buf), opts...), interceptors.Retry(interceptors.RetrySleep(sl.sleep)))
 	var ran icCounter
-	icAdd(t, tk,
+	testutil.Add(t, tk,
 		flakyTool(t, "flaky", 3, &ran),
 		toolkit.MustTool(toolkit.Spec{Name: "echo", ConcurrencySafe: true}, func(ctx context.Context, in struct {
 			Text string `json:"text"`
@@ -64,10 +65,10 @@ func auditFixture(t *testing.T, opts ...interceptors.AuditOption) (*toolkit.Tool
 
 func TestAuditOneLinePerCall(t *testing.T) {
 	tk, buf := auditFixture(t)
-	s := icSession(t, tk, "sess-1")
+	s := testutil.Session(t, tk, "sess-1")
 	run := s.Start(context.Background(), []toolkit.Call{
-		icCall("c1", "echo", `{"text":"secret"}`), icCall("c2", "echo", `{"text":"x"}`),
-		icCall("c3", "flaky", `{}`), icCall("c4", "broken", `{}`),
+		testutil.Call("c1", "echo", `{"text":"secret"}`), testutil.Call("c2", "echo", `{"text":"x"}`),
+		testutil.Call("c3", "flaky", `{}`), testutil.Call("c4", "broken", `{}`),
 	})
 	run.Wait()
 	lines := buf.lines(t)
@@ -103,7 +104,7 @@ func TestAuditOneLinePerCall(t *testing.T) {
 
 func TestAuditArgsAndResults(t *testing.T) {
 	tk, buf := auditFixture(t, interceptors.AuditArgs(), interceptors.AuditResults())
-	icRun(t, icSession(t, tk, "s"), icCall("c1", "echo", "{\n  \"text\": \"hi\"\n}"))
+	icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "echo", "{\n  \"text\": \"hi\"\n}"))
 	lines := buf.lines(t)
 	if len(lines) != 1 {
 		t.Fatalf("%d lines, want 1", len(lines))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -37,7 +38,7 @@ var _ interceptors.Model = (*emuModel)(nil)
 func emuFixture(t *testing.T, ics ...toolkit.Interceptor) (*toolkit.Toolkit, *icCounter, *icCounter) {
 	tk := icKit(t, nil, ics...)
 	var weather, clock icCounter
-	icAdd(t, tk,
+	testutil.Add(t, tk,
 		toolkit.MustTool(toolkit.Spec{Name: "weather", Description: "Current weather for a city."},
 			func(ctx context.Context, in struct {
 				City string `json:"city"`
@@ -61,13 +62,13 @@ func TestEmulateAnswersWithoutTheTool(t *testing.T) {
 		return next(ctx, inv)
 	}}
 	tk, weather, clock := emuFixture(t, interceptors.Emulate(m), innerIC)
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 
-	r := icRun(t, s, icCall("c1", "weather", `{"city":"Paris"}`))
+	r := icRun(t, s, testutil.Call("c1", "weather", `{"city":"Paris"}`))
 	if r.State != toolkit.StateSuccess || r.Text() != m.reply || r.Meta[interceptors.MetaEmulated] != true {
 		t.Fatalf("got %s %q meta %v", r.State, r.Text(), r.Meta)
 	}
-	icRun(t, s, icCall("c2", "clock", `{}`))
+	icRun(t, s, testutil.Call("c2", "clock", `{}`))
 	if weather.get() != 0 || clock.get() != 0 || inner.get() != 0 {
 		t.Fatalf("real tools ran %d+%d times, inner interceptor %d; want none", weather.get(), clock.get(), inner.get())
 	}
@@ -82,11 +83,11 @@ func TestEmulateAnswersWithoutTheTool(t *testing.T) {
 func TestEmulateChosenTools(t *testing.T) {
 	m := &emuModel{reply: "sunny"}
 	tk, weather, clock := emuFixture(t, interceptors.Emulate(m, interceptors.EmulateTools("weather")))
-	s := icSession(t, tk, "s")
-	if r := icRun(t, s, icCall("c1", "weather", `{"city":"Oslo"}`)); r.Text() != "sunny" {
+	s := testutil.Session(t, tk, "s")
+	if r := icRun(t, s, testutil.Call("c1", "weather", `{"city":"Oslo"}`)); r.Text() != "sunny" {
 		t.Fatalf("weather: %q", r.Text())
 	}
-	if r := icRun(t, s, icCall("c2", "clock", `{}`)); r.Text() != "real time" || r.Meta[interceptors.MetaEmulated] != nil {
+	if r := icRun(t, s, testutil.Call("c2", "clock", `{}`)); r.Text() != "real time" || r.Meta[interceptors.MetaEmulated] != nil {
 		t.Fatalf("clock: %q %v", r.Text(), r.Meta)
 	}
 	if weather.get() != 0 || clock.get() != 1 || len(m.seen()) != 1 {
@@ -98,14 +99,14 @@ func TestEmulateModelFailure(t *testing.T) {
 	errModel := errors.New("model overloaded")
 	t.Run("falls back to the tool", func(t *testing.T) {
 		tk, weather, _ := emuFixture(t, interceptors.Emulate(&emuModel{err: errModel}))
-		r := icRun(t, icSession(t, tk, "s"), icCall("c1", "weather", `{"city":"Rome"}`))
+		r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "weather", `{"city":"Rome"}`))
 		if r.Text() != "real weather" || weather.get() != 1 || r.Meta[interceptors.MetaEmulated] != nil {
 			t.Fatalf("got %q, tool ran %d times, meta %v", r.Text(), weather.get(), r.Meta)
 		}
 	})
 	t.Run("no fallback", func(t *testing.T) {
 		tk, weather, _ := emuFixture(t, interceptors.Emulate(&emuModel{err: errModel}, interceptors.EmulateNoFallback()))
-		r := icRun(t, icSession(t, tk, "s"), icCall("c1", "weather", `{"city":"Rome"}`))
+		r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "weather", `{"city":"Rome"}`))
 		if r.State != toolkit.StateError || !errors.Is(r.Err, errModel) || weather.get() != 0 {
 			t.Fatalf("got %s %v, tool ran %d times", r.State, r.Err, weather.get())
 		}
@@ -120,7 +121,7 @@ func TestEmulatePrompt(t *testing.T) {
 	tk, _, _ := emuFixture(t, interceptors.Emulate(m, interceptors.EmulatePrompt(func(inv *toolkit.Invocation) string {
 		return "pretend to be " + inv.Call.Name + " for session " + inv.Session
 	})))
-	icRun(t, icSession(t, tk, "s1"), icCall("c1", "clock", `{}`))
+	icRun(t, testutil.Session(t, tk, "s1"), testutil.Call("c1", "clock", `{}`))
 	if got := m.seen(); len(got) != 1 || got[0] != "pretend to be clock for session s1" {
 		t.Fatalf("prompts %q", got)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -19,32 +20,32 @@ func TestErrorPolicyMessage(t *testing.T) {
 		}
 		return "" // everything else as the engine put it
 	})))
-	icAdd(t, tk,
+	testutil.Add(t, tk,
 		icTool(t, toolkit.Spec{Name: "query"}, func(ctx context.Context) (string, error) { return "", errDBDown }),
 		icTool(t, toolkit.Spec{Name: "other"}, func(ctx context.Context) (string, error) { return "", errors.New("disk full") }),
 		icTool(t, toolkit.Spec{Name: "fine"}, func(ctx context.Context) (string, error) { return "rows: 3", nil }),
 	)
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 
-	r := icRun(t, s, icCall("c1", "query", `{}`))
+	r := icRun(t, s, testutil.Call("c1", "query", `{}`))
 	if r.Text() != "Error: the database is unavailable; try again later or answer without it" {
 		t.Fatalf("model reads %q", r.Text())
 	}
 	if r.State != toolkit.StateError || !errors.Is(r.Err, errDBDown) {
 		t.Fatalf("state %s, cause %v: the policy changes only the message", r.State, r.Err)
 	}
-	if r := icRun(t, s, icCall("c2", "other", `{}`)); r.Text() != "Error: disk full" {
+	if r := icRun(t, s, testutil.Call("c2", "other", `{}`)); r.Text() != "Error: disk full" {
 		t.Fatalf("unchanged failure reads %q", r.Text())
 	}
-	if r := icRun(t, s, icCall("c3", "fine", `{}`)); r.Text() != "rows: 3" || r.State != toolkit.StateSuccess {
+	if r := icRun(t, s, testutil.Call("c3", "fine", `{}`)); r.Text() != "rows: 3" || r.State != toolkit.StateSuccess {
 		t.Fatalf("success became %s %q", r.State, r.Text())
 	}
 }
 
 func TestErrorPolicyDefaultKeepsMessage(t *testing.T) {
 	tk := icKit(t, nil, interceptors.ErrorPolicy())
-	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "query"}, func(ctx context.Context) (string, error) { return "", errDBDown }))
-	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "query", `{}`))
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "query"}, func(ctx context.Context) (string, error) { return "", errDBDown }))
+	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "query", `{}`))
 	if r.Text() != "Error: "+errDBDown.Error() {
 		t.Fatalf("model reads %q", r.Text())
 	}
@@ -55,7 +56,7 @@ func TestErrorPolicyFatalInterruptsTheBatch(t *testing.T) {
 	tk := icKit(t, nil, interceptors.ErrorPolicy(interceptors.Fatal(func(err error) bool { return errors.Is(err, errAuth) })))
 	started := make(chan struct{})
 	var laterRan icCounter
-	icAdd(t, tk,
+	testutil.Add(t, tk,
 		icTool(t, toolkit.Spec{Name: "auth", ConcurrencySafe: true}, func(ctx context.Context) (string, error) {
 			<-started // fail while the other call runs
 			return "", errAuth
@@ -70,10 +71,10 @@ func TestErrorPolicyFatalInterruptsTheBatch(t *testing.T) {
 			return "ran", nil
 		}),
 	)
-	run := icSession(t, tk, "s").Start(context.Background(), []toolkit.Call{
-		icCall("a", "auth", `{}`), icCall("b", "long", `{}`), icCall("c", "later", `{}`),
+	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{
+		testutil.Call("a", "auth", `{}`), testutil.Call("b", "long", `{}`), testutil.Call("c", "later", `{}`),
 	})
-	icWait(t, run.Done(), "the run")
+	testutil.WaitFor(t, run.Done(), "the run")
 	rs := run.Wait()
 	if rs[0].State != toolkit.StateError || !errors.Is(rs[0].Err, errAuth) {
 		t.Fatalf("fatal call: %s %v", rs[0].State, rs[0].Err)
@@ -94,11 +95,11 @@ func TestErrorPolicyFatalInterruptsTheBatch(t *testing.T) {
 
 func TestErrorPolicyNonFatalErrorsLetTheRunGoOn(t *testing.T) {
 	tk := icKit(t, nil, interceptors.ErrorPolicy(interceptors.Fatal(func(err error) bool { return false })))
-	icAdd(t, tk,
+	testutil.Add(t, tk,
 		icTool(t, toolkit.Spec{Name: "bad"}, func(ctx context.Context) (string, error) { return "", errDBDown }),
 		icTool(t, toolkit.Spec{Name: "good"}, func(ctx context.Context) (string, error) { return "ok", nil }),
 	)
-	run := icSession(t, tk, "s").Start(context.Background(), []toolkit.Call{icCall("a", "bad", `{}`), icCall("b", "good", `{}`)})
+	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("a", "bad", `{}`), testutil.Call("b", "good", `{}`)})
 	rs := run.Wait()
 	if rs[1].State != toolkit.StateSuccess || run.Err() != nil {
 		t.Fatalf("second call %s, run error %v", rs[1].State, run.Err())
@@ -111,17 +112,17 @@ func TestErrorPolicyFatalNeverForInterruptedCalls(t *testing.T) {
 	var asked icCounter
 	tk := icKit(t, nil, interceptors.ErrorPolicy(interceptors.Fatal(func(error) bool { asked.inc(); return true })))
 	started := make(chan struct{})
-	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "long"}, func(ctx context.Context) (string, error) {
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "long"}, func(ctx context.Context) (string, error) {
 		close(started)
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	run := icSession(t, tk, "s").Start(ctx, []toolkit.Call{icCall("a", "long", `{}`)})
-	icWait(t, started, "the call to start")
+	run := testutil.Session(t, tk, "s").Start(ctx, []toolkit.Call{testutil.Call("a", "long", `{}`)})
+	testutil.WaitFor(t, started, "the call to start")
 	cancel()
-	icWait(t, run.Done(), "the run")
+	testutil.WaitFor(t, run.Done(), "the run")
 	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || asked.get() != 0 {
 		t.Fatalf("got %s; Fatal asked %d times, want never", r.State, asked.get())
 	}

@@ -14,15 +14,16 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
 // evCheckDeltas fails unless the call's deltas add up to its result, both
 // the result event's and the one returned.
-func evCheckDeltas(t *testing.T, rec *icRecorder, res toolkit.Result) {
+func evCheckDeltas(t *testing.T, rec *testutil.Recorder, res toolkit.Result) {
 	t.Helper()
-	got, final := rec.content(res.Call.ID), rec.final(t, res.Call.ID)
+	got, final := rec.Content(res.Call.ID), rec.Final(t, res.Call.ID)
 	if a, b := events.ContentText(got), events.ContentText(final); a != b {
 		t.Fatalf("deltas add up to %d bytes %q..., the result event has %d bytes %q...", len(a), evHead(a), len(b), evHead(b))
 	}
@@ -42,9 +43,9 @@ type evIn struct {
 
 // evKit returns a toolkit with the interceptors and two tools: "big"
 // streams numbered lines and fails if asked; "echo" streams its text.
-func evKit(t *testing.T, ics ...toolkit.Interceptor) (*toolkit.Toolkit, *icRecorder) {
+func evKit(t *testing.T, ics ...toolkit.Interceptor) (*toolkit.Toolkit, *testutil.Recorder) {
 	t.Helper()
-	rec := &icRecorder{}
+	rec := &testutil.Recorder{}
 	tk := icKit(t, []toolkit.Option{toolkit.WithInlineObserver(rec)}, ics...)
 	big := toolkit.MustTool(toolkit.Spec{Name: "big", Description: "Numbered lines."},
 		func(ctx context.Context, in evIn) (string, error) {
@@ -71,7 +72,7 @@ func evKit(t *testing.T, ics ...toolkit.Interceptor) (*toolkit.Toolkit, *icRecor
 			}
 			return "", nil
 		})
-	icAdd(t, tk, big, echo)
+	testutil.Add(t, tk, big, echo)
 	return tk, rec
 }
 

@@ -34,26 +34,6 @@ func icKit(t testing.TB, opts []toolkit.Option, ics ...toolkit.Interceptor) *too
 	return tk
 }
 
-func icAdd(t testing.TB, tk *toolkit.Toolkit, tools ...*toolkit.Tool) {
-	t.Helper()
-	if err := tk.Register(tools); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func icSession(t testing.TB, tk *toolkit.Toolkit, id string) *toolkit.Session {
-	t.Helper()
-	s, err := tk.Session(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func icCall(id, name, args string) toolkit.Call {
-	return toolkit.Call{ID: id, Name: name, Args: json.RawMessage(args)}
-}
-
 // icRun runs one call in a session and returns its result.
 func icRun(t testing.TB, s *toolkit.Session, c toolkit.Call) toolkit.Result {
 	t.Helper()
@@ -94,67 +74,4 @@ func icTool(t testing.TB, spec toolkit.Spec, fn func(ctx context.Context) (strin
 		t.Fatal(err)
 	}
 	return tool
-}
-
-// icRecorder keeps every event, to rebuild what observers saw.
-type icRecorder struct {
-	mu  sync.Mutex
-	evs []*events.Event
-}
-
-func (r *icRecorder) Observe(ev *events.Event) {
-	r.mu.Lock()
-	r.evs = append(r.evs, ev)
-	r.mu.Unlock()
-}
-
-// content rebuilds one call's result from its delta events.
-func (r *icRecorder) content(callID string) []events.Part {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []events.Part
-	for _, ev := range r.evs {
-		if ev.Call == callID && ev.Type == events.TypeDelta {
-			out = events.ApplyDelta(out, ev)
-		}
-	}
-	return out
-}
-
-// final returns the content of one call's result event.
-func (r *icRecorder) final(t testing.TB, callID string) []events.Part {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, ev := range r.evs {
-		if ev.Call == callID && ev.Type == events.TypeResult {
-			return ev.Result.Content
-		}
-	}
-	t.Fatalf("no result event for call %q", callID)
-	return nil
-}
-
-// deltas returns the text of each delta event of a call.
-func (r *icRecorder) deltas(callID string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, ev := range r.evs {
-		if ev.Call == callID && ev.Type == events.TypeDelta {
-			out = append(out, ev.Delta.String())
-		}
-	}
-	return out
-}
-
-// icWait fails the test if ch does not close soon: the bound only turns a
-// hang into a failure.
-func icWait(t testing.TB, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -18,7 +19,7 @@ func limitStates(t *testing.T, s *toolkit.Session, names ...string) []string {
 	t.Helper()
 	calls := make([]toolkit.Call, len(names))
 	for i, n := range names {
-		calls[i] = icCall(fmt.Sprintf("c%d", i), n, `{}`)
+		calls[i] = testutil.Call(fmt.Sprintf("c%d", i), n, `{}`)
 	}
 	var out []string
 	for _, r := range s.Run(context.Background(), calls) {
@@ -39,7 +40,7 @@ func limitTools(t *testing.T, tk *toolkit.Toolkit, names ...string) map[string]*
 	for _, n := range names {
 		c := &icCounter{}
 		ran[n] = c
-		icAdd(t, tk, icTool(t, toolkit.Spec{Name: n}, func(ctx context.Context) (string, error) {
+		testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: n}, func(ctx context.Context) (string, error) {
 			c.inc()
 			return "ok", nil
 		}))
@@ -50,7 +51,7 @@ func limitTools(t *testing.T, tk *toolkit.Toolkit, names ...string) map[string]*
 func TestCallLimitsPerBatchResets(t *testing.T) {
 	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerToolPerBatch("search", 2)))
 	ran := limitTools(t, tk, "search", "other")
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 	for range 2 {
 		if got := fmt.Sprint(limitStates(t, s, "search", "search", "search", "other", "other", "other")); got != "[ok ok limit ok ok ok]" {
 			t.Fatalf("per run: %s", got)
@@ -64,7 +65,7 @@ func TestCallLimitsPerBatchResets(t *testing.T) {
 func TestCallLimitsPerSession(t *testing.T) {
 	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerToolPerSession("search", 3)))
 	limitTools(t, tk, "search")
-	a, b := icSession(t, tk, "a"), icSession(t, tk, "b")
+	a, b := testutil.Session(t, tk, "a"), testutil.Session(t, tk, "b")
 	if got := fmt.Sprint(limitStates(t, a, "search", "search")); got != "[ok ok]" {
 		t.Fatalf("first run: %s", got)
 	}
@@ -74,7 +75,7 @@ func TestCallLimitsPerSession(t *testing.T) {
 	if got := fmt.Sprint(limitStates(t, b, "search", "search", "search")); got != "[ok ok ok]" {
 		t.Fatalf("another session: %s", got)
 	}
-	r := icRun(t, a, icCall("x", "search", `{}`))
+	r := icRun(t, a, testutil.Call("x", "search", `{}`))
 	want := `Error: call limit reached: "search" may run 3 times per session and already has; stop calling it and answer with what you have`
 	if r.Text() != want {
 		t.Fatalf("model reads %q,\nwant %q", r.Text(), want)
@@ -88,11 +89,11 @@ func TestCallLimitsPerSession(t *testing.T) {
 func TestCallLimitsOverall(t *testing.T) {
 	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(2), interceptors.PerSession(3)))
 	limitTools(t, tk, "a", "b")
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 	if got := fmt.Sprint(limitStates(t, s, "a", "b", "a")); got != "[ok ok limit]" {
 		t.Fatalf("per run: %s", got)
 	}
-	r := s.Run(context.Background(), []toolkit.Call{icCall("1", "a", `{}`), icCall("2", "b", `{}`)})
+	r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`), testutil.Call("2", "b", `{}`)})
 	want := "Error: call limit reached: tools may run 3 times per session in total and already have; stop calling tools and answer with what you have"
 	if r[0].State != toolkit.StateSuccess || r[1].Text() != want {
 		t.Fatalf("second run: %s, %q", r[0].State, r[1].Text())
@@ -106,7 +107,7 @@ func TestCallLimitsRefusedCallsDoNotCount(t *testing.T) {
 		}}
 	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(2), interceptors.PerToolPerBatch("a", 1)), deny)
 	ran := limitTools(t, tk, "a", "b", "c", "denied")
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 	// The second "a" is refused by its own limit and does not use up the
 	// overall one; the denied calls never ran and do not count either.
 	got := fmt.Sprint(limitStates(t, s, "a", "a", "denied", "denied", "b", "c"))
@@ -122,7 +123,7 @@ func TestCallLimitsParallelBatchNeverOvershoots(t *testing.T) {
 	const limit, calls = 3, 12
 	tk := icKit(t, []toolkit.Option{toolkit.WithMaxParallel(calls)}, interceptors.CallLimits(interceptors.PerBatch(limit)))
 	var running, peak, total atomic.Int64
-	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "search", ConcurrencySafe: true}, func(ctx context.Context) (string, error) {
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "search", ConcurrencySafe: true}, func(ctx context.Context) (string, error) {
 		n := running.Add(1)
 		defer running.Add(-1)
 		total.Add(1)
@@ -142,7 +143,7 @@ func TestCallLimitsParallelBatchNeverOvershoots(t *testing.T) {
 	for range 5 {
 		total.Store(0)
 		ok := 0
-		for _, st := range limitStates(t, icSession(t, tk, "s"), names...) {
+		for _, st := range limitStates(t, testutil.Session(t, tk, "s"), names...) {
 			if st == "ok" {
 				ok++
 			}
@@ -161,9 +162,9 @@ func TestCallLimitsRetriedCallCountsOnce(t *testing.T) {
 	// Limits inside Retry see every attempt; the call still counts once.
 	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep)), interceptors.CallLimits(interceptors.PerBatch(1)))
 	var ran icCounter
-	icAdd(t, tk, flakyTool(t, "flaky", 2, &ran))
-	s := icSession(t, tk, "s")
-	r := s.Run(context.Background(), []toolkit.Call{icCall("1", "flaky", `{}`), icCall("2", "flaky", `{}`)})
+	testutil.Add(t, tk, flakyTool(t, "flaky", 2, &ran))
+	s := testutil.Session(t, tk, "s")
+	r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "flaky", `{}`), testutil.Call("2", "flaky", `{}`)})
 	if r[0].State != toolkit.StateSuccess || !errors.Is(r[1].Err, interceptors.ErrLimit) || ran.get() != 2 {
 		t.Fatalf("got %s %v / %s %v, ran %d", r[0].State, r[0].Err, r[1].State, r[1].Err, ran.get())
 	}
@@ -172,11 +173,11 @@ func TestCallLimitsRetriedCallCountsOnce(t *testing.T) {
 func TestCallLimitsZeroAndNegative(t *testing.T) {
 	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerToolPerBatch("off", 0), interceptors.PerToolPerBatch("free", 1), interceptors.PerToolPerBatch("free", -1)))
 	ran := limitTools(t, tk, "off", "free")
-	got := fmt.Sprint(limitStates(t, icSession(t, tk, "s"), "off", "free", "free"))
+	got := fmt.Sprint(limitStates(t, testutil.Session(t, tk, "s"), "off", "free", "free"))
 	if got != "[limit ok ok]" || ran["off"].get() != 0 {
 		t.Fatalf("got %s", got)
 	}
-	r := icRun(t, icSession(t, tk, "s"), icCall("x", "off", `{}`))
+	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("x", "off", `{}`))
 	if want := `Error: call limit reached: "off" may not run in this run; stop calling it and answer with what you have`; r.Text() != want {
 		t.Fatalf("model reads %q", r.Text())
 	}

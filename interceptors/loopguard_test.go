@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -45,7 +46,7 @@ func loopFixture(t *testing.T, n int, window time.Duration, ics ...toolkit.Inter
 		if err != nil {
 			t.Fatal(err)
 		}
-		icAdd(t, tk, tool)
+		testutil.Add(t, tk, tool)
 	}
 	return tk, clk, ran
 }
@@ -55,12 +56,12 @@ var loopSeq int
 func loopRun(t *testing.T, s *toolkit.Session, tool, args string) toolkit.Result {
 	t.Helper()
 	loopSeq++
-	return icRun(t, s, icCall(fmt.Sprintf("call-%d", loopSeq), tool, args))
+	return icRun(t, s, testutil.Call(fmt.Sprintf("call-%d", loopSeq), tool, args))
 }
 
 func TestLoopGuardRefusesTheNthRepeat(t *testing.T) {
 	tk, clk, ran := loopFixture(t, 3, time.Minute)
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 	for i := range 2 {
 		if r := loopRun(t, s, "search", `{"q":"go","n":1}`); r.State != toolkit.StateSuccess {
 			t.Fatalf("call %d: %s", i+1, r.State)
@@ -89,14 +90,14 @@ func TestLoopGuardRefusesTheNthRepeat(t *testing.T) {
 			t.Fatalf("%s %s: %s", c[0], c[1], r.State)
 		}
 	}
-	if r := loopRun(t, icSession(t, tk, "other"), "search", `{"q":"go","n":1}`); r.State != toolkit.StateSuccess {
+	if r := loopRun(t, testutil.Session(t, tk, "other"), "search", `{"q":"go","n":1}`); r.State != toolkit.StateSuccess {
 		t.Fatalf("another session: %s", r.State)
 	}
 }
 
 func TestLoopGuardWindow(t *testing.T) {
 	tk, clk, _ := loopFixture(t, 2, time.Minute)
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 	loopRun(t, s, "search", `{"q":"go"}`)
 	clk.advance(59 * time.Second)
 	if r := loopRun(t, s, "search", `{"q":"go"}`); r.State != toolkit.StateError {
@@ -115,7 +116,7 @@ func TestLoopGuardWindow(t *testing.T) {
 
 func TestLoopGuardNoWindowAndEmptyArgs(t *testing.T) {
 	tk, clk, _ := loopFixture(t, 2, 0)
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 	loopRun(t, s, "fetch", ``)
 	clk.advance(24 * time.Hour)
 	if r := loopRun(t, s, "fetch", `{}`); r.State != toolkit.StateError || !strings.Contains(r.Text(), "in this conversation") {
@@ -129,8 +130,8 @@ func TestLoopGuardRetryIsNotARepeat(t *testing.T) {
 	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep)),
 		interceptors.LoopGuard(2, time.Minute, interceptors.LoopGuardClock(clk.now)))
 	var ran icCounter
-	icAdd(t, tk, flakyTool(t, "flaky", 3, &ran))
-	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "flaky", `{}`))
+	testutil.Add(t, tk, flakyTool(t, "flaky", 3, &ran))
+	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "flaky", `{}`))
 	if r.State != toolkit.StateSuccess || ran.get() != 3 {
 		t.Fatalf("got %s after %d runs: attempts of one call are not repeats", r.State, ran.get())
 	}
@@ -151,7 +152,7 @@ func loopHeap() uint64 {
 func TestLoopGuardKeepsHashesNotArguments(t *testing.T) {
 	const calls, size = 20, 256 << 10
 	tk, _, ran := loopFixture(t, 2, 0)
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 	big := func(i int) string {
 		return fmt.Sprintf(`{"q":%q,"i":%d}`, strings.Repeat("x", size), i)
 	}
@@ -182,10 +183,10 @@ func TestLoopGuardKeepsHashesNotArguments(t *testing.T) {
 // the most recent are still caught.
 func TestLoopGuardRemembersABoundedNumberOfCalls(t *testing.T) {
 	tk, clk, _ := loopFixture(t, 2, 0)
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 	calls := make([]toolkit.Call, 0, interceptors.LoopGuardRemembered+1)
 	for i := range interceptors.LoopGuardRemembered + 1 {
-		calls = append(calls, icCall(fmt.Sprint("b", i), "search", fmt.Sprintf(`{"i":%d}`, i)))
+		calls = append(calls, testutil.Call(fmt.Sprint("b", i), "search", fmt.Sprintf(`{"i":%d}`, i)))
 	}
 	for _, c := range calls { // one at a time, so that each has its own time
 		clk.advance(time.Millisecond)
@@ -205,10 +206,10 @@ func TestLoopGuardRemembersABoundedNumberOfCalls(t *testing.T) {
 // with nothing remembered.
 func TestLoopGuardStateEndsWithTheSession(t *testing.T) {
 	tk, _, _ := loopFixture(t, 2, 0)
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 	loopRun(t, s, "search", `{"q":"go"}`)
 	s.Close()
-	if r := loopRun(t, icSession(t, tk, "s"), "search", `{"q":"go"}`); r.State != toolkit.StateSuccess {
+	if r := loopRun(t, testutil.Session(t, tk, "s"), "search", `{"q":"go"}`); r.State != toolkit.StateSuccess {
 		t.Fatalf("after Close: %s %v", r.State, r.Err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -27,13 +28,13 @@ func rateTool(t *testing.T, name string, ran *icCounter, spec ...toolkit.Spec) *
 func TestRateLimitNoWait(t *testing.T) {
 	tk := icKit(t, nil, interceptors.RateLimit(map[string]rate.Limit{"search": rate.Every(time.Hour)}, 1, interceptors.RateLimitNoWait()))
 	var ran, other icCounter
-	icAdd(t, tk, rateTool(t, "search", &ran), rateTool(t, "other", &other))
-	s := icSession(t, tk, "s")
-	if r := icRun(t, s, icCall("c1", "search", `{}`)); r.State != toolkit.StateSuccess {
+	testutil.Add(t, tk, rateTool(t, "search", &ran), rateTool(t, "other", &other))
+	s := testutil.Session(t, tk, "s")
+	if r := icRun(t, s, testutil.Call("c1", "search", `{}`)); r.State != toolkit.StateSuccess {
 		t.Fatalf("first call: %s %v", r.State, r.Err)
 	}
 	start := time.Now()
-	r := icRun(t, s, icCall("c2", "search", `{}`))
+	r := icRun(t, s, testutil.Call("c2", "search", `{}`))
 	if r.State != toolkit.StateError || !errors.Is(r.Err, interceptors.ErrRateLimited) {
 		t.Fatalf("second call: %s %v, want a rate-limit error", r.State, r.Err)
 	}
@@ -44,12 +45,12 @@ func TestRateLimitNoWait(t *testing.T) {
 		t.Fatalf("tool ran %d times, want 1", ran.get())
 	}
 	// The bucket is the tool's, across sessions.
-	if r := icRun(t, icSession(t, tk, "other"), icCall("c3", "search", `{}`)); !errors.Is(r.Err, interceptors.ErrRateLimited) || ran.get() != 1 {
+	if r := icRun(t, testutil.Session(t, tk, "other"), testutil.Call("c3", "search", `{}`)); !errors.Is(r.Err, interceptors.ErrRateLimited) || ran.get() != 1 {
 		t.Fatalf("another session: %s %v, ran %d; want refused by the same bucket", r.State, r.Err, ran.get())
 	}
 	// Tools without an entry are not limited.
 	for i := range 3 {
-		if r := icRun(t, s, icCall("o"+string(rune('0'+i)), "other", `{}`)); r.State != toolkit.StateSuccess {
+		if r := icRun(t, s, testutil.Call("o"+string(rune('0'+i)), "other", `{}`)); r.State != toolkit.StateSuccess {
 			t.Fatalf("unlimited tool: %s", r.State)
 		}
 	}
@@ -59,11 +60,11 @@ func TestRateLimitWaitsWithinTheDeadline(t *testing.T) {
 	t.Run("turn after the deadline", func(t *testing.T) {
 		var ran icCounter
 		tk := icKit(t, nil, interceptors.RateLimit(map[string]rate.Limit{"search": rate.Every(time.Hour)}, 1))
-		icAdd(t, tk, rateTool(t, "search", &ran)) // default deadline: 2 minutes
-		s := icSession(t, tk, "s")
-		icRun(t, s, icCall("c1", "search", `{}`))
+		testutil.Add(t, tk, rateTool(t, "search", &ran)) // default deadline: 2 minutes
+		s := testutil.Session(t, tk, "s")
+		icRun(t, s, testutil.Call("c1", "search", `{}`))
 		start := time.Now()
-		r := icRun(t, s, icCall("c2", "search", `{}`))
+		r := icRun(t, s, testutil.Call("c2", "search", `{}`))
 		if r.State != toolkit.StateTimeout || !errors.Is(r.Err, interceptors.ErrRateLimited) || !errors.Is(r.Err, toolkit.ErrTimeout) {
 			t.Fatalf("got %s %v, want a timeout caused by the rate limit", r.State, r.Err)
 		}
@@ -78,9 +79,9 @@ func TestRateLimitWaitsWithinTheDeadline(t *testing.T) {
 		lim := map[string]rate.Limit{"search": rate.Every(20 * time.Millisecond)}
 		var ran icCounter
 		tk := icKit(t, nil, interceptors.RateLimit(lim, 1))
-		icAdd(t, tk, rateTool(t, "search", &ran))
-		calls := []toolkit.Call{icCall("a", "search", `{}`), icCall("b", "search", `{}`), icCall("c", "search", `{}`)}
-		for _, r := range icSession(t, tk, "s").Run(context.Background(), calls) {
+		testutil.Add(t, tk, rateTool(t, "search", &ran))
+		calls := []toolkit.Call{testutil.Call("a", "search", `{}`), testutil.Call("b", "search", `{}`), testutil.Call("c", "search", `{}`)}
+		for _, r := range testutil.Session(t, tk, "s").Run(context.Background(), calls) {
 			if r.State != toolkit.StateSuccess {
 				t.Fatalf("%s: %s %v", r.Call.ID, r.State, r.Err)
 			}
@@ -88,9 +89,9 @@ func TestRateLimitWaitsWithinTheDeadline(t *testing.T) {
 		// A batch that does not wait: one token, one call.
 		lim = map[string]rate.Limit{"search": rate.Every(time.Hour)}
 		tk2 := icKit(t, nil, interceptors.RateLimit(lim, 1, interceptors.RateLimitNoWait()))
-		icAdd(t, tk2, rateTool(t, "search", &ran))
+		testutil.Add(t, tk2, rateTool(t, "search", &ran))
 		ok, limited := 0, 0
-		for _, r := range icSession(t, tk2, "s").Run(context.Background(), calls) {
+		for _, r := range testutil.Session(t, tk2, "s").Run(context.Background(), calls) {
 			switch {
 			case r.State == toolkit.StateSuccess:
 				ok++
@@ -107,18 +108,18 @@ func TestRateLimitWaitsWithinTheDeadline(t *testing.T) {
 func TestRateLimitWaitEndsOnCancellation(t *testing.T) {
 	tk := icKit(t, nil, interceptors.RateLimit(map[string]rate.Limit{"search": rate.Every(time.Hour)}, 1))
 	var ran icCounter
-	icAdd(t, tk, rateTool(t, "search", &ran, toolkit.Spec{Name: "search", Timeout: -1}))
-	s := icSession(t, tk, "s")
-	icRun(t, s, icCall("c1", "search", `{}`))
+	testutil.Add(t, tk, rateTool(t, "search", &ran, toolkit.Spec{Name: "search", Timeout: -1}))
+	s := testutil.Session(t, tk, "s")
+	icRun(t, s, testutil.Call("c1", "search", `{}`))
 	ctx, cancel := context.WithCancel(context.Background())
-	run := s.Start(ctx, []toolkit.Call{icCall("c2", "search", `{}`)})
+	run := s.Start(ctx, []toolkit.Call{testutil.Call("c2", "search", `{}`)})
 	select {
 	case <-run.Done():
 		t.Fatal("the second call did not wait for its turn")
 	case <-time.After(30 * time.Millisecond):
 	}
 	cancel()
-	icWait(t, run.Done(), "the waiting call to end")
+	testutil.WaitFor(t, run.Done(), "the waiting call to end")
 	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || ran.get() != 1 {
 		t.Fatalf("got %s, ran %d; want interrupted without running", r.State, ran.get())
 	}
@@ -130,10 +131,10 @@ func TestRateLimitAll(t *testing.T) {
 		"free":                    rate.Inf,
 	}, 1, interceptors.RateLimitNoWait()))
 	var a, b, free icCounter
-	icAdd(t, tk, rateTool(t, "a", &a), rateTool(t, "b", &b), rateTool(t, "free", &free))
-	s := icSession(t, tk, "s")
+	testutil.Add(t, tk, rateTool(t, "a", &a), rateTool(t, "b", &b), rateTool(t, "free", &free))
+	s := testutil.Session(t, tk, "s")
 	for i, name := range []string{"a", "b", "a", "b", "free", "free"} {
-		icRun(t, s, icCall(string(rune('0'+i)), name, `{}`))
+		icRun(t, s, testutil.Call(string(rune('0'+i)), name, `{}`))
 	}
 	if a.get() != 1 || b.get() != 1 || free.get() != 2 {
 		t.Fatalf("a ran %d, b %d, free %d; want 1, 1 (a limiter each) and 2", a.get(), b.get(), free.get())

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -60,13 +61,13 @@ func retryFlaky(t *testing.T, okAt int, tkOpts []toolkit.Option, opts ...interce
 	sl := &retrySleeps{}
 	tk := icKit(t, tkOpts, interceptors.Retry(append(opts, interceptors.RetrySleep(sl.sleep))...))
 	var n icCounter
-	icAdd(t, tk, flakyTool(t, "flaky", okAt, &n))
-	r = icRun(t, icSession(t, tk, "s"), icCall("c1", "flaky", `{}`))
+	testutil.Add(t, tk, flakyTool(t, "flaky", okAt, &n))
+	r = icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "flaky", `{}`))
 	return r, n.get(), sl.all()
 }
 
 func TestRetrySucceedsOnThirdAttempt(t *testing.T) {
-	rec := &icRecorder{}
+	rec := &testutil.Recorder{}
 	r, ran, waits := retryFlaky(t, 3, []toolkit.Option{toolkit.WithInlineObserver(rec)})
 	if r.State != toolkit.StateSuccess || r.Text() != "attempt 3 streamed; ok" {
 		t.Fatalf("got %s %q, want success with the third attempt only", r.State, r.Text())
@@ -79,7 +80,7 @@ func TestRetrySucceedsOnThirdAttempt(t *testing.T) {
 	}
 	// What observers rebuilt from the deltas is the result: failed attempts
 	// left no trace.
-	if got := fmt.Sprint(rec.content("c1")); got != fmt.Sprint(r.Content) {
+	if got := fmt.Sprint(rec.Content("c1")); got != fmt.Sprint(r.Content) {
 		t.Fatalf("deltas add up to %s, result is %s", got, fmt.Sprint(r.Content))
 	}
 }
@@ -123,7 +124,7 @@ func TestRetryNotRetried(t *testing.T) {
 		}}
 	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep)), deny)
 	var typedRan, permRan, panicRan, deniedRan icCounter
-	icAdd(t, tk,
+	testutil.Add(t, tk,
 		toolkit.MustTool(toolkit.Spec{Name: "typed"}, func(ctx context.Context, in struct {
 			N int `json:"n"`
 		}) (string, error) {
@@ -143,22 +144,22 @@ func TestRetryNotRetried(t *testing.T) {
 			return "ok", nil
 		}),
 	)
-	s := icSession(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 
-	r := icRun(t, s, icCall("c1", "typed", `{"n":"three"}`))
+	r := icRun(t, s, testutil.Call("c1", "typed", `{"n":"three"}`))
 	// Invalid arguments never reach the interceptors: nothing to retry.
 	if !errors.Is(r.Err, toolkit.ErrInvalidArguments) || typedRan.get() != 0 || r.Meta[interceptors.MetaAttempts] != nil {
 		t.Fatalf("invalid arguments: %v, ran %d, attempts %v", r.Err, typedRan.get(), r.Meta[interceptors.MetaAttempts])
 	}
-	r = icRun(t, s, icCall("c2", "permanent", `{}`))
+	r = icRun(t, s, testutil.Call("c2", "permanent", `{}`))
 	if r.Text() != "Error: no such file" || permRan.get() != 1 {
 		t.Fatalf("non-transient error: %q, ran %d", r.Text(), permRan.get())
 	}
-	r = icRun(t, s, icCall("c3", "panics", `{}`))
+	r = icRun(t, s, testutil.Call("c3", "panics", `{}`))
 	if !errors.Is(r.Err, toolkit.ErrPanic) || panicRan.get() != 1 {
 		t.Fatalf("panic: %v, ran %d", r.Err, panicRan.get())
 	}
-	r = icRun(t, s, icCall("c4", "denied", `{}`))
+	r = icRun(t, s, testutil.Call("c4", "denied", `{}`))
 	if r.State != toolkit.StateDenied || deniedRan.get() != 0 {
 		t.Fatalf("denied: %s, ran %d", r.State, deniedRan.get())
 	}
@@ -209,7 +210,7 @@ func TestRetryCancelledDuringSleep(t *testing.T) {
 	tk := icKit(t, nil, interceptors.Retry(interceptors.RetryBackoff(time.Hour, time.Hour), interceptors.RetryJitter(false)))
 	var ran icCounter
 	first := make(chan struct{})
-	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "flaky", Timeout: -1}, func(ctx context.Context) (string, error) {
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "flaky", Timeout: -1}, func(ctx context.Context) (string, error) {
 		if ran.inc() == 1 {
 			close(first)
 		}
@@ -217,10 +218,10 @@ func TestRetryCancelledDuringSleep(t *testing.T) {
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	run := icSession(t, tk, "s").Start(ctx, []toolkit.Call{icCall("c1", "flaky", `{}`)})
-	icWait(t, first, "the first attempt")
+	run := testutil.Session(t, tk, "s").Start(ctx, []toolkit.Call{testutil.Call("c1", "flaky", `{}`)})
+	testutil.WaitFor(t, first, "the first attempt")
 	cancel()
-	icWait(t, run.Done(), "the run to end after cancellation")
+	testutil.WaitFor(t, run.Done(), "the run to end after cancellation")
 	r := run.Wait()[0]
 	if ran.get() != 1 {
 		t.Fatalf("ran %d times after cancellation, want 1", ran.get())
@@ -234,12 +235,12 @@ func TestRetryStopsWhenTheCallDeadlinePassed(t *testing.T) {
 	sl := &retrySleeps{}
 	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep)))
 	var ran icCounter
-	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "slow", Timeout: 30 * time.Millisecond}, func(ctx context.Context) (string, error) {
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "slow", Timeout: 30 * time.Millisecond}, func(ctx context.Context) (string, error) {
 		ran.inc()
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
-	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "slow", `{}`))
+	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "slow", `{}`))
 	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) {
 		t.Fatalf("got %s %v, want a timeout", r.State, r.Err)
 	}
@@ -264,12 +265,12 @@ func TestRetryGivesUpKeepsTheState(t *testing.T) {
 	tk := icKit(t, nil, interceptors.Retry(interceptors.RetryMaxAttempts(2), interceptors.RetrySleep(sl.sleep)),
 		interceptors.Timeout(10*time.Millisecond))
 	var ran icCounter
-	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "stuck"}, func(ctx context.Context) (string, error) {
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "stuck"}, func(ctx context.Context) (string, error) {
 		ran.inc()
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
-	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "stuck", `{}`))
+	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "stuck", `{}`))
 	var re *interceptors.RetryError
 	if r.State != toolkit.StateTimeout || !errors.As(r.Err, &re) || re.Attempts != 2 || !errors.Is(r.Err, toolkit.ErrTimeout) {
 		t.Fatalf("got %s %v, want a timeout with a RetryError of 2 attempts", r.State, r.Err)
@@ -303,8 +304,8 @@ func TestRetryRerunsInnerInterceptors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	icAdd(t, tk, tool)
-	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "flaky", `{}`))
+	testutil.Add(t, tk, tool)
+	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "flaky", `{}`))
 	if r.State != toolkit.StateSuccess || inner.get() != 3 {
 		t.Fatalf("got %s, inner interceptor ran %d times; want success and 3", r.State, inner.get())
 	}
@@ -321,7 +322,7 @@ func TestRetryWithPerAttemptTimeout(t *testing.T) {
 	var ran icCounter
 	var mu sync.Mutex
 	var deadlines []time.Time
-	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "stuck"}, func(ctx context.Context) (string, error) {
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "stuck"}, func(ctx context.Context) (string, error) {
 		d, _ := ctx.Deadline()
 		mu.Lock()
 		deadlines = append(deadlines, d)
@@ -333,7 +334,7 @@ func TestRetryWithPerAttemptTimeout(t *testing.T) {
 		return "ok", nil
 	}))
 	start := time.Now()
-	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "stuck", `{}`))
+	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "stuck", `{}`))
 	if r.State != toolkit.StateSuccess || r.Text() != "ok" || ran.get() != 3 {
 		t.Fatalf("got %s %q after %d attempts, want ok on the third", r.State, r.Text(), ran.get())
 	}
@@ -353,10 +354,10 @@ func TestRetryTools(t *testing.T) {
 	sl := &retrySleeps{}
 	tk := icKit(t, nil, interceptors.Retry(interceptors.RetryTools("a"), interceptors.RetrySleep(sl.sleep)))
 	var ranA, ranB icCounter
-	icAdd(t, tk, flakyTool(t, "a", 0, &ranA), flakyTool(t, "b", 0, &ranB))
-	s := icSession(t, tk, "s")
-	icRun(t, s, icCall("c1", "a", `{}`))
-	icRun(t, s, icCall("c2", "b", `{}`))
+	testutil.Add(t, tk, flakyTool(t, "a", 0, &ranA), flakyTool(t, "b", 0, &ranB))
+	s := testutil.Session(t, tk, "s")
+	icRun(t, s, testutil.Call("c1", "a", `{}`))
+	icRun(t, s, testutil.Call("c2", "b", `{}`))
 	if ranA.get() != 3 || ranB.get() != 1 {
 		t.Fatalf("a ran %d, b ran %d; want 3 and 1", ranA.get(), ranB.get())
 	}
@@ -367,13 +368,13 @@ func TestRetryIf(t *testing.T) {
 	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep),
 		interceptors.RetryIf(func(o toolkit.Outcome) bool { return strings.Contains(o.Text(), "busy") })))
 	var ran icCounter
-	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "t"}, func(ctx context.Context) (string, error) {
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "t"}, func(ctx context.Context) (string, error) {
 		if ran.inc() == 1 {
 			return "", errors.New("server busy") // not transient, but RetryIf says so
 		}
 		return "ok", nil
 	}))
-	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "t", `{}`))
+	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "t", `{}`))
 	if r.Text() != "ok" || ran.get() != 2 {
 		t.Fatalf("got %q after %d runs", r.Text(), ran.get())
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -75,9 +76,9 @@ func BenchmarkSanitizeRedact(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				icAdd(b, tk, tool)
-				s := icSession(b, tk, "s")
-				call := icCall("c", "big", `{}`)
+				testutil.Add(b, tk, tool)
+				s := testutil.Session(b, tk, "s")
+				call := testutil.Call("c", "big", `{}`)
 				check := func(r toolkit.Result) {
 					if r.State != toolkit.StateSuccess {
 						b.Fatalf("%s: %v", r.State, r.Err)

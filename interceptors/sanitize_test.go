@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -171,7 +172,7 @@ func TestSanitizeRedactsDeltasAndResult(t *testing.T) {
 	if res[0].Text() != want {
 		t.Fatalf("got %q", res[0].Text())
 	}
-	deltas := rec.deltas("whole")
+	deltas := rec.DeltaTexts("whole")
 	if len(deltas) != 3 {
 		t.Fatalf("deltas %q", deltas)
 	}
@@ -188,7 +189,7 @@ func TestSanitizeRedactsDeltasAndResult(t *testing.T) {
 		t.Fatalf("got %q", res[1].Text())
 	}
 	evCheckDeltas(t, rec, res[1])
-	rebuilt := rec.content("split")
+	rebuilt := rec.Content("split")
 	if strings.Contains(events.ContentText(rebuilt), "A1b2") {
 		t.Fatal("the rebuilt content holds the key")
 	}
@@ -227,9 +228,7 @@ func TestSanitizeLeavesCleanResultsAlone(t *testing.T) {
 	if res.Text() != evFullText(3, "") {
 		t.Fatalf("got %q", res.Text())
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	for _, ev := range rec.evs {
+	for _, ev := range rec.All() {
 		if ev.Reset {
 			t.Fatal("a clean result was replaced (reset delta)")
 		}
@@ -251,7 +250,7 @@ func TestSanitizeUnderRetry(t *testing.T) {
 	if res.Text() != "[redacted API key]" {
 		t.Fatalf("got %q", res.Text())
 	}
-	for _, d := range rec.deltas("c") {
+	for _, d := range rec.DeltaTexts("c") {
 		if strings.Contains(d, "zzz") {
 			t.Fatalf("a delta leaked the key: %q", d)
 		}
@@ -261,7 +260,7 @@ func TestSanitizeUnderRetry(t *testing.T) {
 
 // sanPartsKit returns a toolkit with Sanitize(opts) and a tool "parts" that
 // returns the parts given, streamed one delta each.
-func sanPartsKit(t *testing.T, parts []events.Part, opts ...interceptors.SanitizeOption) (*toolkit.Toolkit, *icRecorder) {
+func sanPartsKit(t *testing.T, parts []events.Part, opts ...interceptors.SanitizeOption) (*toolkit.Toolkit, *testutil.Recorder) {
 	t.Helper()
 	tk, rec := evKit(t, interceptors.Sanitize(opts...))
 	tool, err := toolkit.NewRawTool(toolkit.Spec{Name: "parts"}, json.RawMessage(`{"type":"object"}`),
@@ -277,12 +276,12 @@ func sanPartsKit(t *testing.T, parts []events.Part, opts ...interceptors.Sanitiz
 	if err != nil {
 		t.Fatal(err)
 	}
-	icAdd(t, tk, tool)
+	testutil.Add(t, tk, tool)
 	return tk, rec
 }
 
 // sanNoKey fails if the key appears in the result or in any delta.
-func sanNoKey(t *testing.T, rec *icRecorder, res toolkit.Result, key string) {
+func sanNoKey(t *testing.T, rec *testutil.Recorder, res toolkit.Result, key string) {
 	t.Helper()
 	check := func(where string, p events.Part) {
 		if strings.Contains(p.Text, key) || strings.Contains(string(p.JSON), key) || strings.Contains(string(p.Data), key) {
@@ -292,9 +291,7 @@ func sanNoKey(t *testing.T, rec *icRecorder, res toolkit.Result, key string) {
 	for i, p := range res.Content {
 		check(fmt.Sprintf("result part %d", i), p)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	for _, ev := range rec.evs {
+	for _, ev := range rec.All() {
 		if ev.Call == res.Call.ID && ev.Delta != nil {
 			check(fmt.Sprintf("delta %d", ev.Seq), *ev.Delta)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -24,21 +25,21 @@ func timeoutCheck(t *testing.T, r toolkit.Result) {
 
 func TestTimeoutCooperativeHandler(t *testing.T) {
 	tk := icKit(t, nil, interceptors.Timeout(30*time.Millisecond))
-	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "slow"}, func(ctx context.Context) (string, error) {
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "slow"}, func(ctx context.Context) (string, error) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
-	timeoutCheck(t, icRun(t, icSession(t, tk, "s"), icCall("c1", "slow", `{}`)))
+	timeoutCheck(t, icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "slow", `{}`)))
 }
 
 func TestTimeoutHandlerReturningItsOwnError(t *testing.T) {
 	errClosed := errors.New("use of closed connection")
 	tk := icKit(t, nil, interceptors.Timeout(30*time.Millisecond))
-	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "net"}, func(ctx context.Context) (string, error) {
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "net"}, func(ctx context.Context) (string, error) {
 		<-ctx.Done()
 		return "", errClosed
 	}))
-	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "net", `{}`))
+	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "net", `{}`))
 	timeoutCheck(t, r)
 	if !errors.Is(r.Err, errClosed) {
 		t.Fatalf("the handler's error is lost: %v", r.Err)
@@ -48,7 +49,7 @@ func TestTimeoutHandlerReturningItsOwnError(t *testing.T) {
 func TestTimeoutHandlerIgnoringCancellation(t *testing.T) {
 	tk := icKit(t, nil, interceptors.Timeout(30*time.Millisecond, interceptors.TimeoutGrace(20*time.Millisecond)))
 	release, exited := make(chan struct{}), make(chan struct{})
-	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "stubborn"}, func(ctx context.Context) (string, error) {
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "stubborn"}, func(ctx context.Context) (string, error) {
 		defer close(exited)
 		stream.From(ctx).Text("partial ")
 		<-release // ignores ctx
@@ -59,7 +60,7 @@ func TestTimeoutHandlerIgnoringCancellation(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	run := icSession(t, tk, "s").Start(ctx, []toolkit.Call{icCall("c1", "stubborn", `{}`)})
+	run := testutil.Session(t, tk, "s").Start(ctx, []toolkit.Call{testutil.Call("c1", "stubborn", `{}`)})
 	select {
 	case <-run.Done():
 	case <-time.After(5 * time.Second):
@@ -85,35 +86,35 @@ func TestTimeoutPerTool(t *testing.T) {
 	}
 	t.Run("only listed tools", func(t *testing.T) {
 		tk := icKit(t, nil, interceptors.Timeout(0, interceptors.TimeoutFor("limited", 20*time.Millisecond)))
-		icAdd(t, tk, icTool(t, toolkit.Spec{Name: "limited"}, slow), icTool(t, toolkit.Spec{Name: "free"}, slow))
-		s := icSession(t, tk, "s")
-		timeoutCheck(t, icRun(t, s, icCall("c1", "limited", `{}`)))
-		if r := icRun(t, s, icCall("c2", "free", `{}`)); r.State != toolkit.StateSuccess {
+		testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "limited"}, slow), icTool(t, toolkit.Spec{Name: "free"}, slow))
+		s := testutil.Session(t, tk, "s")
+		timeoutCheck(t, icRun(t, s, testutil.Call("c1", "limited", `{}`)))
+		if r := icRun(t, s, testutil.Call("c2", "free", `{}`)); r.State != toolkit.StateSuccess {
 			t.Fatalf("free tool: %s %v", r.State, r.Err)
 		}
 	})
 	t.Run("exemption and override", func(t *testing.T) {
 		tk := icKit(t, nil, interceptors.Timeout(20*time.Millisecond,
 			interceptors.TimeoutFor("exempt", 0), interceptors.TimeoutFor("longer", 10*time.Second)))
-		icAdd(t, tk, icTool(t, toolkit.Spec{Name: "exempt"}, slow), icTool(t, toolkit.Spec{Name: "longer"}, slow),
+		testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "exempt"}, slow), icTool(t, toolkit.Spec{Name: "longer"}, slow),
 			icTool(t, toolkit.Spec{Name: "plain"}, slow))
-		s := icSession(t, tk, "s")
+		s := testutil.Session(t, tk, "s")
 		for _, name := range []string{"exempt", "longer"} {
-			if r := icRun(t, s, icCall("c-"+name, name, `{}`)); r.State != toolkit.StateSuccess {
+			if r := icRun(t, s, testutil.Call("c-"+name, name, `{}`)); r.State != toolkit.StateSuccess {
 				t.Fatalf("%s: %s %v", name, r.State, r.Err)
 			}
 		}
-		timeoutCheck(t, icRun(t, s, icCall("c-plain", "plain", `{}`)))
+		timeoutCheck(t, icRun(t, s, testutil.Call("c-plain", "plain", `{}`)))
 	})
 }
 
 func TestTimeoutFastCallUntouched(t *testing.T) {
 	tk := icKit(t, nil, interceptors.Timeout(time.Second))
-	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "fast"}, func(ctx context.Context) (string, error) {
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "fast"}, func(ctx context.Context) (string, error) {
 		stream.From(ctx).Text("a ")
 		return "b", nil
 	}))
-	r := icRun(t, icSession(t, tk, "s"), icCall("c1", "fast", `{}`))
+	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "fast", `{}`))
 	if r.State != toolkit.StateSuccess || r.Text() != "a b" {
 		t.Fatalf("got %s %q", r.State, r.Text())
 	}
@@ -122,7 +123,7 @@ func TestTimeoutFastCallUntouched(t *testing.T) {
 func TestTimeoutRunCancelledWhileHandlerIgnoresIt(t *testing.T) {
 	tk := icKit(t, []toolkit.Option{toolkit.WithCancelGrace(time.Hour)}, interceptors.Timeout(time.Hour, interceptors.TimeoutGrace(20*time.Millisecond)))
 	started, release, exited := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	icAdd(t, tk, icTool(t, toolkit.Spec{Name: "stubborn"}, func(ctx context.Context) (string, error) {
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "stubborn"}, func(ctx context.Context) (string, error) {
 		defer close(exited)
 		close(started)
 		<-release
@@ -130,10 +131,10 @@ func TestTimeoutRunCancelledWhileHandlerIgnoresIt(t *testing.T) {
 	}))
 	t.Cleanup(func() { close(release); <-exited })
 	ctx, cancel := context.WithCancel(context.Background())
-	run := icSession(t, tk, "s").Start(ctx, []toolkit.Call{icCall("c1", "stubborn", `{}`)})
-	icWait(t, started, "the handler")
+	run := testutil.Session(t, tk, "s").Start(ctx, []toolkit.Call{testutil.Call("c1", "stubborn", `{}`)})
+	testutil.WaitFor(t, started, "the handler")
 	cancel()
-	icWait(t, run.Done(), "the run after cancellation")
+	testutil.WaitFor(t, run.Done(), "the run after cancellation")
 	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) {
 		t.Fatalf("got %s %v, want interrupted", r.State, r.Err)
 	}

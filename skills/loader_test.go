@@ -6,7 +6,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
@@ -15,32 +14,10 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/groups"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
 )
-
-type recorder struct {
-	mu  sync.Mutex
-	evs []*events.Event
-}
-
-func (r *recorder) Observe(ev *events.Event) {
-	r.mu.Lock()
-	r.evs = append(r.evs, ev)
-	r.mu.Unlock()
-}
-
-func (r *recorder) ofType(typ events.Type) []*events.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []*events.Event
-	for _, ev := range r.evs {
-		if ev.Type == typ {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
 
 type loaderFixture struct {
 	tk  *toolkit.Toolkit
@@ -48,7 +25,7 @@ type loaderFixture struct {
 	ld  *skills.Loader
 	lib *skills.Library
 	fs  fstest.MapFS
-	rec *recorder
+	rec *testutil.Recorder
 }
 
 func skillFile(name, desc, extra, body string) *fstest.MapFile {
@@ -64,7 +41,7 @@ func newLoaderFixture(t *testing.T, opts ...skills.Option) *loaderFixture {
 // the recorder) and options for the groups manager.
 func newLoaderFixtureWith(t *testing.T, tkOpts []toolkit.Option, gOpts []groups.Option, opts ...skills.Option) *loaderFixture {
 	t.Helper()
-	f := &loaderFixture{rec: &recorder{}}
+	f := &loaderFixture{rec: &testutil.Recorder{}}
 	f.fs = fstest.MapFS{
 		"analysis/SKILL.md":            skillFile("analysis", "Analyse data.", "tool-groups: [stats]\n", "Use mean, then plot."),
 		"analysis/references/howto.md": {Data: []byte("# How to\nstep one\n")},
@@ -154,17 +131,17 @@ func TestLoadActivatesBoundGroups(t *testing.T) {
 	if got := f.ld.Loaded("s"); !slices.Equal(got, []string{"analysis"}) {
 		t.Fatalf("loaded %v", got)
 	}
-	sk := f.rec.ofType(skills.EventType)
+	sk := f.rec.OfType(skills.EventType)
 	if len(sk) != 1 || string(sk[0].Data) != `{"loaded":["analysis"],"skill":"analysis","path":"SKILL.md","call":"load-analysis","groups":["stats","charts"]}` {
 		t.Fatalf("skills events %v", sk)
 	}
-	gr := f.rec.ofType(groups.EventType)
+	gr := f.rec.OfType(groups.EventType)
 	if len(gr) != 1 || !strings.Contains(string(gr[0].Data), `"by":"skill","call":"load-analysis"`) {
 		t.Fatalf("groups events %v", gr)
 	}
 	// Loading again: no new skills event, nothing newly switched on.
 	r = f.load(t, "s", "analysis", "SKILL.md")
-	if strings.Contains(r.Text(), "switched on") || len(f.rec.ofType(skills.EventType)) != 1 {
+	if strings.Contains(r.Text(), "switched on") || len(f.rec.OfType(skills.EventType)) != 1 {
 		t.Fatalf("second load: %q", r.Text())
 	}
 	// Another session is untouched.
@@ -209,7 +186,7 @@ func TestLoadErrors(t *testing.T) {
 			t.Fatalf("a file outside the skill was read: %q", r.Text())
 		}
 	}
-	if len(f.ld.Loaded("s")) != 0 || len(f.rec.ofType(groups.EventType)) != 0 {
+	if len(f.ld.Loaded("s")) != 0 || len(f.rec.OfType(groups.EventType)) != 0 {
 		t.Fatal("a failed load activated something")
 	}
 	// Unknown arguments are refused too, by the schema the session was shown.
@@ -353,8 +330,8 @@ func TestLoaderSessions(t *testing.T) {
 		t.Fatalf("after Close: loaded %v", got)
 	}
 	f.load(t, "s", "writing", "SKILL.md")
-	if got := f.ld.Loaded("s"); !slices.Equal(got, []string{"writing"}) || len(f.rec.ofType(skills.EventType)) != 2 {
-		t.Fatalf("after Close and a new load: loaded %v, %d skills events", got, len(f.rec.ofType(skills.EventType)))
+	if got := f.ld.Loaded("s"); !slices.Equal(got, []string{"writing"}) || len(f.rec.OfType(skills.EventType)) != 2 {
+		t.Fatalf("after Close and a new load: loaded %v, %d skills events", got, len(f.rec.OfType(skills.EventType)))
 	}
 }
 

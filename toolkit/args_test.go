@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -23,16 +24,16 @@ type scanIn struct {
 
 // scanKit registers a scan tool that records what its handler received.
 func scanKit(t *testing.T, spec toolkit.Spec) (*toolkit.Session, *atomic.Pointer[scanIn], *atomic.Int32) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	var got atomic.Pointer[scanIn]
 	var calls atomic.Int32
 	spec.Name = "scan"
-	mustAdd(t, tk, mustTool(t, spec, func(ctx context.Context, in scanIn) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, spec, func(ctx context.Context, in scanIn) (string, error) {
 		calls.Add(1)
 		got.Store(&in)
 		return "scanned " + in.Path, nil
 	}))
-	return session(t, tk, "s"), &got, &calls
+	return testutil.Session(t, tk, "s"), &got, &calls
 }
 
 func TestArgumentValidation(t *testing.T) {
@@ -59,7 +60,7 @@ func TestArgumentValidation(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _, calls := scanKit(t, toolkit.Spec{})
-			r := s.Run(context.Background(), []toolkit.Call{call("1", "scan", tc.args)})[0]
+			r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "scan", tc.args)})[0]
 			if tc.want == nil {
 				if r.State != toolkit.StateSuccess {
 					t.Fatalf("%s: %s", r.State, r.Text())
@@ -87,7 +88,7 @@ func TestArgumentValidation(t *testing.T) {
 
 func TestDefaultsReachHandler(t *testing.T) {
 	s, got, _ := scanKit(t, toolkit.Spec{})
-	r := s.Run(context.Background(), []toolkit.Call{call("1", "scan", `{"path":"/src","limit":null}`)})[0]
+	r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "scan", `{"path":"/src","limit":null}`)})[0]
 	if r.State != toolkit.StateSuccess {
 		t.Fatal(r.Text())
 	}
@@ -117,7 +118,7 @@ func TestPresets(t *testing.T) {
 		t.Fatalf("preset visible to the model: %s", def.Parameters)
 	}
 	// The model tries to override the presets; code wins.
-	r := s.Run(context.Background(), []toolkit.Call{call("1", "scan", `{"path":"/etc","limit":999,"mode":"fast"}`)})[0]
+	r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "scan", `{"path":"/etc","limit":999,"mode":"fast"}`)})[0]
 	if r.State != toolkit.StateSuccess {
 		t.Fatal(r.Text())
 	}
@@ -125,7 +126,7 @@ func TestPresets(t *testing.T) {
 		t.Fatalf("handler got %+v", *in)
 	}
 	// Presets satisfy required properties the model no longer sees.
-	if r := s.Run(context.Background(), []toolkit.Call{call("2", "scan", `{}`)})[0]; r.State != toolkit.StateSuccess {
+	if r := s.Run(context.Background(), []toolkit.Call{testutil.Call("2", "scan", `{}`)})[0]; r.State != toolkit.StateSuccess {
 		t.Fatal(r.Text())
 	}
 }
@@ -141,7 +142,7 @@ func TestPresetErrors(t *testing.T) {
 }
 
 func TestRawTool(t *testing.T) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	var got atomic.Value
 	tool, err := toolkit.NewRawTool(toolkit.Spec{Name: "raw"}, []byte(`{
 		"type":"object",
@@ -154,9 +155,9 @@ func TestRawTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustAdd(t, tk, tool)
-	s := session(t, tk, "s")
-	rs := s.Run(context.Background(), []toolkit.Call{call("1", "raw", `{"n": 12345678901234567}`), call("2", "raw", `{"n":3}`)})
+	testutil.Add(t, tk, tool)
+	s := testutil.Session(t, tk, "s")
+	rs := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "raw", `{"n": 12345678901234567}`), testutil.Call("2", "raw", `{"n":3}`)})
 	if !strings.Contains(rs[0].Text(), "n: must be <= 10") {
 		t.Fatalf("%q", rs[0].Text())
 	}
@@ -170,8 +171,8 @@ func TestRawTool(t *testing.T) {
 			got.Store(string(args))
 			return nil, nil
 		})
-	mustAdd(t, tk, tool2)
-	s.Run(context.Background(), []toolkit.Call{call("3", "big", `{"id":9007199254740993}`)})
+	testutil.Add(t, tk, tool2)
+	s.Run(context.Background(), []toolkit.Call{testutil.Call("3", "big", `{"id":9007199254740993}`)})
 	if got.Load() != `{"id":9007199254740993,"d":"x"}` {
 		t.Fatalf("handler got %v", got.Load())
 	}
@@ -199,9 +200,9 @@ func TestTypedDecodeFailure(t *testing.T) {
 	type in struct {
 		N uint8 `json:"n"`
 	}
-	tk := newKit(t)
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "small"}, func(ctx context.Context, in in) (string, error) { return "", nil }))
-	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "small", `{"n":300}`)})[0]
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "small"}, func(ctx context.Context, in in) (string, error) { return "", nil }))
+	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "small", `{"n":300}`)})[0]
 	if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrInvalidArguments) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
@@ -221,7 +222,7 @@ func FuzzPreparedArgs(f *testing.F) {
 		f.Add(s)
 	}
 	typed := func(spec toolkit.Spec) *toolkit.Tool {
-		return mustTool(f, spec, func(ctx context.Context, in scanIn) (string, error) { return "", nil })
+		return testutil.Tool(f, spec, func(ctx context.Context, in scanIn) (string, error) { return "", nil })
 	}
 	tools := []*toolkit.Tool{typed(toolkit.Spec{Name: "scan"}), typed(toolkit.Spec{Name: "preset", Presets: map[string]any{"path": "/workspace", "deep": false}})}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -253,7 +254,7 @@ func FuzzPreparedArgs(f *testing.F) {
 // the canonical bytes.
 func TestInvokeDispatch(t *testing.T) {
 	var got scanIn
-	typed := mustTool(t, toolkit.Spec{Name: "typed", Presets: map[string]any{"limit": 7}}, func(ctx context.Context, in scanIn) (string, error) {
+	typed := testutil.Tool(t, toolkit.Spec{Name: "typed", Presets: map[string]any{"limit": 7}}, func(ctx context.Context, in scanIn) (string, error) {
 		got = in
 		return "ok", nil
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -24,15 +25,15 @@ type benchIn struct {
 var benchArgs = json.RawMessage(`{"path":"/tmp","pattern":"*.go","limit":10,"exts":["go","md"]}`)
 
 func benchKit(b *testing.B, opts ...toolkit.Option) (*toolkit.Session, *toolkit.Tool) {
-	tk := newKit(b, opts...)
-	noop := mustTool(b, toolkit.Spec{Name: "noop", ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (string, error) {
+	tk := testutil.Kit(b, opts...)
+	noop := testutil.Tool(b, toolkit.Spec{Name: "noop", ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (string, error) {
 		return "", nil
 	})
-	scan := mustTool(b, toolkit.Spec{Name: "scan", ConcurrencySafe: true}, func(ctx context.Context, in benchIn) (string, error) {
+	scan := testutil.Tool(b, toolkit.Spec{Name: "scan", ConcurrencySafe: true}, func(ctx context.Context, in benchIn) (string, error) {
 		return "ok", nil
 	})
-	mustAdd(b, tk, noop, scan)
-	return session(b, tk, "bench"), scan
+	testutil.Add(b, tk, noop, scan)
+	return testutil.Session(b, tk, "bench"), scan
 }
 
 // BenchmarkRun measures whole batches of no-op tools, start to ordered
@@ -160,15 +161,15 @@ func median(xs []float64) float64 {
 // BenchmarkProgressNoListener is the cost of a progress report nobody
 // observes, as a tool pays it.
 func BenchmarkProgressNoListener(b *testing.B) {
-	tk := newKit(b)
+	tk := testutil.Kit(b)
 	ctx := make(chan context.Context, 1)
 	release := make(chan struct{})
-	mustAdd(b, tk, mustTool(b, toolkit.Spec{Name: "grab"}, func(c context.Context, _ struct{}) (string, error) {
+	testutil.Add(b, tk, testutil.Tool(b, toolkit.Spec{Name: "grab"}, func(c context.Context, _ struct{}) (string, error) {
 		ctx <- c
 		<-release
 		return "", nil
 	}))
-	run := session(b, tk, "s").Start(context.Background(), []toolkit.Call{{ID: "1", Name: "grab"}})
+	run := testutil.Session(b, tk, "s").Start(context.Background(), []toolkit.Call{{ID: "1", Name: "grab"}})
 	callCtx := <-ctx
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -24,13 +25,13 @@ func externalTool(t *testing.T, spec toolkit.Spec) *toolkit.Tool {
 // TestExternalToolResume: the call is suspended, the run waits for it while
 // the other calls finish, and a submitted result completes the run.
 func TestExternalToolResume(t *testing.T) {
-	rec := &recorder{}
-	tk := newKit(t, toolkit.WithObserver(rec))
-	mustAdd(t, tk, externalTool(t, toolkit.Spec{Name: "ask_user", ConcurrencySafe: true}),
-		mustTool(t, toolkit.Spec{Name: "local", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) { return "local done", nil }))
-	s := session(t, tk, "s")
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithObserver(rec))
+	testutil.Add(t, tk, externalTool(t, toolkit.Spec{Name: "ask_user", ConcurrencySafe: true}),
+		testutil.Tool(t, toolkit.Spec{Name: "local", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) { return "local done", nil }))
+	s := testutil.Session(t, tk, "s")
 	run := s.Start(context.Background(), []toolkit.Call{
-		call("ext", "ask_user", `{"question":"colour?"}`), call("loc", "local", ``),
+		testutil.Call("ext", "ask_user", `{"question":"colour?"}`), testutil.Call("loc", "local", ``),
 	})
 	var seen []string
 	for r := range run.Results() {
@@ -63,7 +64,7 @@ func TestExternalToolResume(t *testing.T) {
 	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "blue" {
 		t.Fatalf("external result %s %q", rs[0].State, rs[0].Text())
 	}
-	if got := types(rec.of("ext")); !slices.Equal(got, []events.Type{"start", "suspend", "delta", "result"}) {
+	if got := testutil.Types(rec.Of("ext")); !slices.Equal(got, []events.Type{"start", "suspend", "delta", "result"}) {
 		t.Fatalf("external events %v", got)
 	}
 	if len(s.Suspended()) != 0 {
@@ -72,10 +73,10 @@ func TestExternalToolResume(t *testing.T) {
 }
 
 func TestExternalToolSubmitError(t *testing.T) {
-	tk := newKit(t)
-	mustAdd(t, tk, externalTool(t, toolkit.Spec{Name: "ask_user"}))
-	s := session(t, tk, "s")
-	run := s.Start(context.Background(), []toolkit.Call{call("e", "ask_user", `{"question":"?"}`)})
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, externalTool(t, toolkit.Spec{Name: "ask_user"}))
+	s := testutil.Session(t, tk, "s")
+	run := s.Start(context.Background(), []toolkit.Call{testutil.Call("e", "ask_user", `{"question":"?"}`)})
 	for r := range run.Results() {
 		if r.State == toolkit.StateSuspended {
 			if err := s.Submit("e", nil, errors.New("user closed the dialog")); err != nil {
@@ -92,15 +93,15 @@ func TestExternalToolSubmitError(t *testing.T) {
 // TestSerialExternalBlocksLaterCalls: an unsafe external call holds back the
 // calls after it until it is submitted.
 func TestSerialExternalBlocksLaterCalls(t *testing.T) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	ran := make(chan struct{})
-	mustAdd(t, tk, externalTool(t, toolkit.Spec{Name: "ask"}),
-		mustTool(t, toolkit.Spec{Name: "after"}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, externalTool(t, toolkit.Spec{Name: "ask"}),
+		testutil.Tool(t, toolkit.Spec{Name: "after"}, func(ctx context.Context, _ none) (string, error) {
 			close(ran)
 			return "", nil
 		}))
-	s := session(t, tk, "s")
-	run := s.Start(context.Background(), []toolkit.Call{call("e", "ask", `{"question":"?"}`), call("a", "after", ``)})
+	s := testutil.Session(t, tk, "s")
+	run := s.Start(context.Background(), []toolkit.Call{testutil.Call("e", "ask", `{"question":"?"}`), testutil.Call("a", "after", ``)})
 	for r := range run.Results() {
 		if r.State == toolkit.StateSuspended {
 			select {
@@ -113,14 +114,14 @@ func TestSerialExternalBlocksLaterCalls(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, ran, "later call")
+	testutil.WaitFor(t, ran, "later call")
 }
 
 func TestExternalToolTimeoutAndValidation(t *testing.T) {
-	tk := newKit(t)
-	mustAdd(t, tk, externalTool(t, toolkit.Spec{Name: "ask", ConcurrencySafe: true, Timeout: 20 * time.Millisecond}))
-	s := session(t, tk, "s")
-	rs := s.Run(context.Background(), []toolkit.Call{call("t", "ask", `{"question":"?"}`), call("v", "ask", `{}`)})
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, externalTool(t, toolkit.Spec{Name: "ask", ConcurrencySafe: true, Timeout: 20 * time.Millisecond}))
+	s := testutil.Session(t, tk, "s")
+	rs := s.Run(context.Background(), []toolkit.Call{testutil.Call("t", "ask", `{"question":"?"}`), testutil.Call("v", "ask", `{}`)})
 	if rs[0].State != toolkit.StateTimeout || !errors.Is(rs[0].Err, toolkit.ErrTimeout) {
 		t.Fatalf("timeout: %s %v", rs[0].State, rs[0].Err)
 	}
@@ -136,10 +137,10 @@ func TestExternalToolTimeoutAndValidation(t *testing.T) {
 }
 
 func TestSessionCloseInterruptsSuspended(t *testing.T) {
-	tk := newKit(t)
-	mustAdd(t, tk, externalTool(t, toolkit.Spec{Name: "ask"}))
-	s := session(t, tk, "s")
-	run := s.Start(context.Background(), []toolkit.Call{call("e", "ask", `{"question":"?"}`)})
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, externalTool(t, toolkit.Spec{Name: "ask"}))
+	s := testutil.Session(t, tk, "s")
+	run := s.Start(context.Background(), []toolkit.Call{testutil.Call("e", "ask", `{"question":"?"}`)})
 	for r := range run.Results() {
 		if r.State == toolkit.StateSuspended {
 			s.Close()

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -112,7 +113,7 @@ func FuzzDeltas(f *testing.F) {
 	f.Add("a|b||c", true, "tail")
 	f.Add("", false, "")
 	f.Add("x|{json}|y", true, "")
-	rec := &recorder{}
+	rec := &testutil.Recorder{}
 	tk := toolkit.New(toolkit.WithObserver(rec))
 	defer tk.Close(context.Background())
 	sess, _ := tk.Session("fuzz")
@@ -134,15 +135,13 @@ func FuzzDeltas(f *testing.F) {
 		}), toolkit.Replace())
 		id := "c" + strings.Repeat("x", n%7) + string(rune('a'+n%26))
 		r := sess.Run(context.Background(), []toolkit.Call{{ID: id, Name: name}})[0]
-		got := deltas(rec.of(id))
+		got := testutil.Deltas(rec.Of(id))
 		if !events.EqualContent(got, r.Content) {
 			t.Fatalf("deltas %+v != result %+v", got, r.Content)
 		}
 		if !events.EqualContent(events.Concat(r.Content...), r.Content) {
 			t.Fatalf("result content is not in canonical form: %+v", r.Content)
 		}
-		rec.mu.Lock()
-		rec.events = nil
-		rec.mu.Unlock()
+		rec.Reset()
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -43,7 +44,7 @@ func tracing(name string, tr *trace) toolkit.Interceptor {
 }
 
 func echoTool(t *testing.T) *toolkit.Tool {
-	return mustTool(t, toolkit.Spec{Name: "echo", ConcurrencySafe: true}, func(ctx context.Context, in struct {
+	return testutil.Tool(t, toolkit.Spec{Name: "echo", ConcurrencySafe: true}, func(ctx context.Context, in struct {
 		S string `json:"s,omitempty"`
 	}) (string, error) {
 		return "echo:" + in.S, nil
@@ -52,10 +53,10 @@ func echoTool(t *testing.T) *toolkit.Tool {
 
 // sayKit is a toolkit with a recording observer and one tool, "say", that
 // streams one text delta and returns another.
-func sayKit(t *testing.T, streamed, returned string) (*toolkit.Toolkit, *recorder) {
-	rec := &recorder{}
-	tk := newKit(t, toolkit.WithObserver(rec))
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "say"}, func(ctx context.Context, _ none) (string, error) {
+func sayKit(t *testing.T, streamed, returned string) (*toolkit.Toolkit, *testutil.Recorder) {
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithObserver(rec))
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "say"}, func(ctx context.Context, _ none) (string, error) {
 		stream.From(ctx).Text(streamed)
 		return returned, nil
 	}))
@@ -64,12 +65,12 @@ func sayKit(t *testing.T, streamed, returned string) (*toolkit.Toolkit, *recorde
 
 func TestChainOrder(t *testing.T) {
 	tr := &trace{}
-	tk := newKit(t)
-	mustAdd(t, tk, echoTool(t))
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, echoTool(t))
 	if err := tk.Use(tracing("outer", tr), tracing("middle", tr), tracing("inner", tr)); err != nil {
 		t.Fatal(err)
 	}
-	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "echo", `{"s":"x"}`)})[0]
+	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "echo", `{"s":"x"}`)})[0]
 	if r.Text() != "echo:x" {
 		t.Fatalf("%q", r.Text())
 	}
@@ -83,10 +84,10 @@ func TestChainOrder(t *testing.T) {
 // the content over, so the deltas still add up to the final result.
 func TestRetryReentersTheWholeInnerChain(t *testing.T) {
 	tr := &trace{}
-	rec := &recorder{}
-	tk := newKit(t, toolkit.WithObserver(rec))
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithObserver(rec))
 	attempts := 0
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "flaky"}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "flaky"}, func(ctx context.Context, _ none) (string, error) {
 		attempts++
 		stream.From(ctx).Text(fmt.Sprintf("attempt %d streamed\n", attempts))
 		if attempts < 3 {
@@ -105,15 +106,15 @@ func TestRetryReentersTheWholeInnerChain(t *testing.T) {
 		return out
 	}}
 	tk.Use(retry, tracing("inner", tr))
-	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("c", "flaky", ``)})[0]
+	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("c", "flaky", ``)})[0]
 	if r.State != toolkit.StateSuccess || r.Text() != "attempt 3 streamed\nok" {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	if r.Meta["attempts"] != 3 || len(tr.get()) != 6 {
 		t.Fatalf("attempts %v, inner ran %d times", r.Meta["attempts"], len(tr.get())/2)
 	}
-	checkDeltasAddUp(t, rec, r)
-	evs := rec.of("c")
+	testutil.CheckDeltasAddUp(t, rec, r)
+	evs := rec.Of("c")
 	resets := 0
 	for _, ev := range evs {
 		if ev.Reset {
@@ -133,19 +134,19 @@ func TestReplacedContent(t *testing.T) {
 		out := next(ctx, inv)
 		return toolkit.Success(events.Text(fmt.Sprintf("%d bytes, shortened", len(out.Text()))))
 	}})
-	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("c", "say", ``)})[0]
+	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("c", "say", ``)})[0]
 	if r.Text() != "104 bytes, shortened" {
 		t.Fatalf("%q", r.Text())
 	}
-	checkDeltasAddUp(t, rec, r)
+	testutil.CheckDeltasAddUp(t, rec, r)
 }
 
 // TestSwitchWhileRunning: switching an interceptor off affects calls that
 // start afterwards; a call already running keeps its chain.
 func TestSwitchWhileRunning(t *testing.T) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	started, release := make(chan struct{}), make(chan struct{})
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "wait", ConcurrencySafe: true}, func(ctx context.Context, in struct {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "wait", ConcurrencySafe: true}, func(ctx context.Context, in struct {
 		Block bool `json:"block,omitempty"`
 	}) (string, error) {
 		if in.Block {
@@ -158,13 +159,13 @@ func TestSwitchWhileRunning(t *testing.T) {
 		out := next(ctx, inv)
 		return toolkit.Success(events.Text(out.Text() + "+tagged"))
 	}})
-	s := session(t, tk, "s")
-	first := s.Start(context.Background(), []toolkit.Call{call("1", "wait", `{"block":true}`)})
-	waitFor(t, started, "first call")
+	s := testutil.Session(t, tk, "s")
+	first := s.Start(context.Background(), []toolkit.Call{testutil.Call("1", "wait", `{"block":true}`)})
+	testutil.WaitFor(t, started, "first call")
 	if err := tk.EnableInterceptor("tag", false); err != nil {
 		t.Fatal(err)
 	}
-	second := s.Run(context.Background(), []toolkit.Call{call("2", "wait", `{}`)})[0]
+	second := s.Run(context.Background(), []toolkit.Call{testutil.Call("2", "wait", `{}`)})[0]
 	close(release)
 	if r := first.Wait()[0]; r.Text() != "ran+tagged" {
 		t.Fatalf("running call lost its chain: %q", r.Text())
@@ -173,7 +174,7 @@ func TestSwitchWhileRunning(t *testing.T) {
 		t.Fatalf("switched-off interceptor ran: %q", second.Text())
 	}
 	tk.EnableInterceptor("tag", true)
-	if r := s.Run(context.Background(), []toolkit.Call{call("3", "wait", `{}`)})[0]; r.Text() != "ran+tagged" {
+	if r := s.Run(context.Background(), []toolkit.Call{testutil.Call("3", "wait", `{}`)})[0]; r.Text() != "ran+tagged" {
 		t.Fatalf("switched back on: %q", r.Text())
 	}
 	if err := tk.EnableInterceptor("nope", true); err == nil {
@@ -183,17 +184,17 @@ func TestSwitchWhileRunning(t *testing.T) {
 
 func TestScopeAndNames(t *testing.T) {
 	tr := &trace{}
-	tk := newKit(t)
-	mustAdd(t, tk, echoTool(t), mustTool(t, toolkit.Spec{Name: "other", ReadOnly: true}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, echoTool(t), testutil.Tool(t, toolkit.Spec{Name: "other", ReadOnly: true}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
 	byName := tracing("byname", tr)
 	byName.Tools = []string{"echo"}
 	byMatch := tracing("bymatch", tr)
 	byMatch.Match = func(t *toolkit.Tool) bool { return t.Spec().ReadOnly }
 	tk.Use(byName, byMatch)
-	s := session(t, tk, "s")
-	s.Run(context.Background(), []toolkit.Call{call("1", "echo", `{}`)})
-	s.Run(context.Background(), []toolkit.Call{call("2", "other", `{}`)})
-	s.Run(context.Background(), []toolkit.Call{call("3", "nope", `{}`)}) // unknown: no interceptor runs
+	s := testutil.Session(t, tk, "s")
+	s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "echo", `{}`)})
+	s.Run(context.Background(), []toolkit.Call{testutil.Call("2", "other", `{}`)})
+	s.Run(context.Background(), []toolkit.Call{testutil.Call("3", "nope", `{}`)}) // unknown: no interceptor runs
 	if got, want := tr.get(), []string{"byname>", "<byname", "bymatch>", "<bymatch"}; !slices.Equal(got, want) {
 		t.Fatalf("%v, want %v", got, want)
 	}
@@ -207,7 +208,7 @@ func TestScopeAndNames(t *testing.T) {
 	if !slices.Equal(names, []string{"byname", "bymatch"}) || !on[0] {
 		t.Fatalf("%v %v", names, on)
 	}
-	s.Run(context.Background(), []toolkit.Call{call("4", "other", `{}`)})
+	s.Run(context.Background(), []toolkit.Call{testutil.Call("4", "other", `{}`)})
 	if len(tr2.get()) != 2 {
 		t.Fatalf("replacement (now for every tool) did not run: %v", tr2.get())
 	}
@@ -223,8 +224,8 @@ func TestScopeAndNames(t *testing.T) {
 // are visible; changed arguments are checked again.
 func TestInterceptorSeesAndChangesTheCall(t *testing.T) {
 	type tenant string
-	tk := newKit(t)
-	mustAdd(t, tk, echoTool(t))
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, echoTool(t))
 	tk.Use(toolkit.Interceptor{Name: "rewrite", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		ten, _ := toolkit.Value[tenant](ctx)
 		if inv.Session != "s" || inv.Call.ID == "" || inv.Spec().Name != "echo" || ten != "acme" {
@@ -238,7 +239,7 @@ func TestInterceptorSeesAndChangesTheCall(t *testing.T) {
 		return next(ctx, inv)
 	}})
 	ctx := toolkit.WithValue(context.Background(), tenant("acme"))
-	rs := session(t, tk, "s").Run(ctx, []toolkit.Call{call("1", "echo", `{"s":"orig"}`), call("2", "echo", `{"s":"bad"}`)})
+	rs := testutil.Session(t, tk, "s").Run(ctx, []toolkit.Call{testutil.Call("1", "echo", `{"s":"orig"}`), testutil.Call("2", "echo", `{"s":"bad"}`)})
 	if rs[0].Text() != "echo:rewritten" {
 		t.Fatalf("%q", rs[0].Text())
 	}
@@ -264,17 +265,17 @@ func TestDeltaFilterAndEvents(t *testing.T) {
 		}
 		return next(ctx, inv)
 	}})
-	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("c", "say", ``)})[0]
+	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("c", "say", ``)})[0]
 	if r.Text() != "token=*** and ***" {
 		t.Fatalf("%q", r.Text())
 	}
-	checkDeltasAddUp(t, rec, r)
-	for _, ev := range rec.of("c") {
+	testutil.CheckDeltasAddUp(t, rec, r)
+	for _, ev := range rec.Of("c") {
 		if ev.Type == events.TypeDelta && strings.Contains(ev.Delta.Text, "SECRET") {
 			t.Fatalf("a streamed delta leaked: %q", ev.Delta.Text)
 		}
 	}
-	if got := types(rec.of("c")); len(got) < 2 || got[1] != "audit" {
+	if got := testutil.Types(rec.Of("c")); len(got) < 2 || got[1] != "audit" {
 		t.Fatalf("events %v", got)
 	}
 }
@@ -283,19 +284,19 @@ func TestDeltaFilterAndEvents(t *testing.T) {
 // shows as suspended, gives up its slot, and its deadline starts over when
 // it resumes.
 func TestSuspendResume(t *testing.T) {
-	rec := &recorder{}
-	tk := newKit(t, toolkit.WithObserver(rec), toolkit.WithMaxParallel(1))
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithObserver(rec), toolkit.WithMaxParallel(1))
 	decide := make(chan struct{})
 	var during error
-	mustAdd(t, tk,
-		mustTool(t, toolkit.Spec{Name: "guarded", ConcurrencySafe: true, Timeout: 80 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk,
+		testutil.Tool(t, toolkit.Spec{Name: "guarded", ConcurrencySafe: true, Timeout: 80 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
 			dl, _ := ctx.Deadline()
 			if time.Until(dl) < 40*time.Millisecond {
 				return "", errors.New("the deadline did not start over")
 			}
 			return "approved work", nil
 		}),
-		mustTool(t, toolkit.Spec{Name: "free", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+		testutil.Tool(t, toolkit.Spec{Name: "free", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
 			return "free ran", nil
 		}),
 	)
@@ -310,8 +311,8 @@ func TestSuspendResume(t *testing.T) {
 		return next(resume(), inv)
 	}}
 	tk.Use(g)
-	s := session(t, tk, "s")
-	run := s.Start(context.Background(), []toolkit.Call{call("g", "guarded", ``), call("f", "free", ``)})
+	s := testutil.Session(t, tk, "s")
+	run := s.Start(context.Background(), []toolkit.Call{testutil.Call("g", "guarded", ``), testutil.Call("f", "free", ``)})
 	var seen []string
 	for r := range run.Results() {
 		seen = append(seen, r.Call.ID+":"+string(r.State))
@@ -326,15 +327,15 @@ func TestSuspendResume(t *testing.T) {
 	if r := run.Wait()[0]; r.Text() != "approved work" {
 		t.Fatalf("%q", r.Text())
 	}
-	if got := types(rec.of("g")); !slices.Equal(got, []events.Type{"start", "suspend", "delta", "result"}) {
+	if got := testutil.Types(rec.Of("g")); !slices.Equal(got, []events.Type{"start", "suspend", "delta", "result"}) {
 		t.Fatalf("events %v", got)
 	}
 }
 
 // TestSuspendedCallInterrupted: cancelling the run ends the wait.
 func TestSuspendedCallInterrupted(t *testing.T) {
-	tk := newKit(t)
-	mustAdd(t, tk, echoTool(t))
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, echoTool(t))
 	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		wait, _ := inv.Suspend("approval")
 		<-wait.Done()
@@ -342,7 +343,7 @@ func TestSuspendedCallInterrupted(t *testing.T) {
 	}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	run := session(t, tk, "s").Start(ctx, []toolkit.Call{call("1", "echo", `{}`)})
+	run := testutil.Session(t, tk, "s").Start(ctx, []toolkit.Call{testutil.Call("1", "echo", `{}`)})
 	for r := range run.Results() {
 		if r.State == toolkit.StateSuspended {
 			cancel()
@@ -381,21 +382,21 @@ func ExampleInterceptor() {
 // tool under the same name must rebuild its chain (Match sees the new spec).
 func TestChainFollowsReplacedTool(t *testing.T) {
 	tr := &trace{}
-	tk := newKit(t)
-	mustAdd(t, tk, echoTool(t))
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, echoTool(t))
 	ro := tracing("readonly", tr)
 	ro.Match = func(t *toolkit.Tool) bool { return t.Spec().ReadOnly }
 	tk.Use(ro)
-	s := session(t, tk, "s")
-	s.Run(context.Background(), []toolkit.Call{call("1", "echo", `{}`)})
+	s := testutil.Session(t, tk, "s")
+	s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "echo", `{}`)})
 	if len(tr.get()) != 0 {
 		t.Fatalf("ran for a tool that is not read-only: %v", tr.get())
 	}
-	again := mustTool(t, toolkit.Spec{Name: "echo", ReadOnly: true}, func(ctx context.Context, _ none) (string, error) { return "v2", nil })
+	again := testutil.Tool(t, toolkit.Spec{Name: "echo", ReadOnly: true}, func(ctx context.Context, _ none) (string, error) { return "v2", nil })
 	if err := tk.Register([]*toolkit.Tool{again}, toolkit.Replace()); err != nil {
 		t.Fatal(err)
 	}
-	if r := s.Run(context.Background(), []toolkit.Call{call("2", "echo", `{}`)})[0]; r.Text() != "v2" {
+	if r := s.Run(context.Background(), []toolkit.Call{testutil.Call("2", "echo", `{}`)})[0]; r.Text() != "v2" {
 		t.Fatalf("%q", r.Text())
 	}
 	if got := tr.get(); !slices.Equal(got, []string{"readonly>", "<readonly"}) {
@@ -413,18 +414,18 @@ func TestInPlaceEditIsAReplacement(t *testing.T) {
 		out.Content[0].Text = strings.Replace(out.Content[0].Text, "secret", "public", 1)
 		return out
 	}})
-	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("c", "say", ``)})[0]
+	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("c", "say", ``)})[0]
 	if r.Text() != "public words" {
 		t.Fatalf("%q", r.Text())
 	}
-	checkDeltasAddUp(t, rec, r)
+	testutil.CheckDeltasAddUp(t, rec, r)
 }
 
 // TestCallValuesSurviveRetries: CallValues is the same map for every
 // attempt of one call and a fresh one for the next call.
 func TestCallValuesSurviveRetries(t *testing.T) {
-	tk := newKit(t)
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "fail"}, func(ctx context.Context, _ none) (string, error) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "fail"}, func(ctx context.Context, _ none) (string, error) {
 		return "", errors.New("no")
 	}))
 	type marks struct{}
@@ -442,9 +443,9 @@ func TestCallValuesSurviveRetries(t *testing.T) {
 		return out
 	}}
 	tk.Use(retry, inner)
-	s := session(t, tk, "s")
-	s.Run(context.Background(), []toolkit.Call{call("a", "fail", ``)})
-	s.Run(context.Background(), []toolkit.Call{call("b", "fail", ``)})
+	s := testutil.Session(t, tk, "s")
+	s.Run(context.Background(), []toolkit.Call{testutil.Call("a", "fail", ``)})
+	s.Run(context.Background(), []toolkit.Call{testutil.Call("b", "fail", ``)})
 	if !slices.Equal(perCall, []int{2, 2}) {
 		t.Fatalf("inner ran %v times per call, want [2 2]", perCall)
 	}
@@ -455,13 +456,13 @@ func TestCallValuesSurviveRetries(t *testing.T) {
 func TestBatchIDsUnique(t *testing.T) {
 	ids := map[string]bool{}
 	for range 2 {
-		tk := newKit(t)
-		mustAdd(t, tk, echoTool(t))
+		tk := testutil.Kit(t)
+		testutil.Add(t, tk, echoTool(t))
 		tk.Use(toolkit.Interceptor{Name: "id", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			ids[inv.BatchID()] = true
 			return next(ctx, inv)
 		}})
-		session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("c", "echo", `{}`)})
+		testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("c", "echo", `{}`)})
 	}
 	if len(ids) != 2 {
 		t.Fatalf("run ids %v", ids)
@@ -472,12 +473,12 @@ func TestBatchIDsUnique(t *testing.T) {
 // attempt and runs the tool again; whatever the stuck attempt writes or
 // returns later must not reach the result or the deltas.
 func TestAbandonedAttemptCannotWrite(t *testing.T) {
-	rec := &recorder{}
-	tk := newKit(t, toolkit.WithObserver(rec))
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithObserver(rec))
 	release, stuckDone := make(chan struct{}), make(chan error, 1)
 	var n int
 	var mu sync.Mutex
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "slow"}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "slow"}, func(ctx context.Context, _ none) (string, error) {
 		mu.Lock()
 		n++
 		first := n == 1
@@ -504,9 +505,9 @@ func TestAbandonedAttemptCannotWrite(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // let its return value arrive
 		return out
 	}})
-	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("c", "slow", ``)})[0]
+	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("c", "slow", ``)})[0]
 	if r.Text() != "fresh ok" || r.State != toolkit.StateSuccess {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
-	checkDeltasAddUp(t, rec, r)
+	testutil.CheckDeltasAddUp(t, rec, r)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -21,21 +22,21 @@ import (
 // TestPanickingObserver: an observer that panics on every event breaks
 // neither the tool nor the other observers.
 func TestPanickingObserver(t *testing.T) {
-	rec := &recorder{}
-	tk := newKit(t,
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t,
 		toolkit.WithObserver(toolkit.ObserverFunc(func(*events.Event) { panic("observer bug") })),
 		toolkit.WithObserver(toolkit.Callbacks{OnProgress: func(toolkit.CallInfo, events.Progress) { panic("callback bug") }}),
 		toolkit.WithObserver(rec),
 	)
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "p"}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "p"}, func(ctx context.Context, _ none) (string, error) {
 		stream.From(ctx).Progress("working", 0.5)
 		return "fine", nil
 	}))
-	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "p", ``)})[0]
+	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "p", ``)})[0]
 	if r.State != toolkit.StateSuccess || r.Text() != "fine" {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
-	if got := types(rec.of("1")); !slices.Equal(got, []events.Type{"start", "progress", "delta", "result"}) {
+	if got := testutil.Types(rec.Of("1")); !slices.Equal(got, []events.Type{"start", "progress", "delta", "result"}) {
 		t.Fatalf("healthy observer saw %v", got)
 	}
 	// 4 events for the first observer, 1 progress for the callbacks.
@@ -47,38 +48,38 @@ func TestPanickingObserver(t *testing.T) {
 // TestInlineObservers: inline observers see every event in order before the
 // emitting call returns, survive their own panics, and can be removed.
 func TestInlineObservers(t *testing.T) {
-	rec := &recorder{}
+	rec := &testutil.Recorder{}
 	var seenBeforeReturn atomic.Bool
-	tk := newKit(t, toolkit.WithInlineObserver(rec),
+	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec),
 		toolkit.WithInlineObserver(toolkit.ObserverFunc(func(*events.Event) { panic("inline bug") })))
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "p"}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "p"}, func(ctx context.Context, _ none) (string, error) {
 		stream.From(ctx).Progress("half", 0.5)
 		// Inline delivery happened before Progress returned.
-		for _, ev := range rec.all() {
+		for _, ev := range rec.All() {
 			if ev.Type == events.TypeProgress {
 				seenBeforeReturn.Store(true)
 			}
 		}
 		return "ok", nil
 	}))
-	s := session(t, tk, "s")
-	r := s.Run(context.Background(), []toolkit.Call{call("1", "p", ``)})[0]
+	s := testutil.Session(t, tk, "s")
+	r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "p", ``)})[0]
 	if r.State != toolkit.StateSuccess || !seenBeforeReturn.Load() {
 		t.Fatalf("%s, seen before return: %v", r.State, seenBeforeReturn.Load())
 	}
-	if got := types(rec.of("1")); !slices.Equal(got, []events.Type{"start", "progress", "delta", "result"}) {
+	if got := testutil.Types(rec.Of("1")); !slices.Equal(got, []events.Type{"start", "progress", "delta", "result"}) {
 		t.Fatalf("events %v", got)
 	}
 	if p := tk.Stats().ObserverPanics; p != 4 {
 		t.Fatalf("panics %d, want 4", p)
 	}
-	rec2 := &recorder{}
+	rec2 := &testutil.Recorder{}
 	remove := tk.ObserveInline(rec2)
-	s.Run(context.Background(), []toolkit.Call{call("2", "p", ``)})
+	s.Run(context.Background(), []toolkit.Call{testutil.Call("2", "p", ``)})
 	remove()
-	s.Run(context.Background(), []toolkit.Call{call("3", "p", ``)})
-	if len(rec2.of("2")) != 4 || len(rec2.of("3")) != 0 || len(rec.of("3")) != 4 {
-		t.Fatalf("after removal: %d %d %d", len(rec2.of("2")), len(rec2.of("3")), len(rec.of("3")))
+	s.Run(context.Background(), []toolkit.Call{testutil.Call("3", "p", ``)})
+	if len(rec2.Of("2")) != 4 || len(rec2.Of("3")) != 0 || len(rec.Of("3")) != 4 {
+		t.Fatalf("after removal: %d %d %d", len(rec2.Of("2")), len(rec2.Of("3")), len(rec.Of("3")))
 	}
 }
 
@@ -92,10 +93,10 @@ func TestSlowObserverDoesNotStallTools(t *testing.T) {
 		<-unblock
 		seen.Add(1)
 	})
-	tk := newKit(t, toolkit.WithObserver(slow), toolkit.WithObserverQueue(16), toolkit.WithFlushTimeout(20*time.Millisecond))
+	tk := testutil.Kit(t, toolkit.WithObserver(slow), toolkit.WithObserverQueue(16), toolkit.WithFlushTimeout(20*time.Millisecond))
 	handlerDone := make(chan struct{})
 	const n = 10000
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "chatty"}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "chatty"}, func(ctx context.Context, _ none) (string, error) {
 		em := stream.From(ctx)
 		for i := range n {
 			em.Step("item", i, n)
@@ -103,9 +104,9 @@ func TestSlowObserverDoesNotStallTools(t *testing.T) {
 		close(handlerDone)
 		return "done", nil
 	}))
-	run := session(t, tk, "s").Start(context.Background(), []toolkit.Call{call("1", "chatty", ``)})
-	waitFor(t, handlerDone, "handler to finish while the observer is blocked")
-	waitFor(t, run.Done(), "run to finish while the observer is blocked")
+	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "chatty", ``)})
+	testutil.WaitFor(t, handlerDone, "handler to finish while the observer is blocked")
+	testutil.WaitFor(t, run.Done(), "run to finish while the observer is blocked")
 	if r := run.Wait()[0]; r.State != toolkit.StateSuccess {
 		t.Fatalf("%s", r.State)
 	}
@@ -128,37 +129,37 @@ func TestSlowObserverDoesNotStallTools(t *testing.T) {
 // TestFlushWaitsForObservers: when Wait returns, observers have the results.
 func TestFlushWaitsForObservers(t *testing.T) {
 	var results atomic.Int32
-	tk := newKit(t, toolkit.WithObserver(toolkit.Callbacks{OnResult: func(toolkit.CallInfo, events.Result) {
+	tk := testutil.Kit(t, toolkit.WithObserver(toolkit.Callbacks{OnResult: func(toolkit.CallInfo, events.Result) {
 		time.Sleep(5 * time.Millisecond) // a slow but finite observer
 		results.Add(1)
 	}}))
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "x", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
-	session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "x", ``), call("2", "x", ``), call("3", "x", ``)})
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "x", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
+	testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "x", ``), testutil.Call("2", "x", ``), testutil.Call("3", "x", ``)})
 	if got := results.Load(); got != 3 {
 		t.Fatalf("observer had %d of 3 results when Wait returned", got)
 	}
 }
 
 func TestObserveAndRemove(t *testing.T) {
-	tk := newKit(t)
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "x"}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
-	s := session(t, tk, "s")
-	rec := &recorder{}
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "x"}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
+	s := testutil.Session(t, tk, "s")
+	rec := &testutil.Recorder{}
 	remove := tk.Observe(rec)
-	s.Run(context.Background(), []toolkit.Call{call("1", "x", ``)})
+	s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "x", ``)})
 	remove()
 	remove() // idempotent
-	s.Run(context.Background(), []toolkit.Call{call("2", "x", ``)})
-	if len(rec.of("1")) != 2 || len(rec.of("2")) != 0 {
-		t.Fatalf("events: %d for the observed run, %d after removal", len(rec.of("1")), len(rec.of("2")))
+	s.Run(context.Background(), []toolkit.Call{testutil.Call("2", "x", ``)})
+	if len(rec.Of("1")) != 2 || len(rec.Of("2")) != 0 {
+		t.Fatalf("events: %d for the observed run, %d after removal", len(rec.Of("1")), len(rec.Of("2")))
 	}
 }
 
 // TestProgressWithoutListeners: emitting without observers is a no-op that
 // does not fail.
 func TestProgressWithoutListeners(t *testing.T) {
-	tk := newKit(t)
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "x"}, func(ctx context.Context, _ none) (string, error) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "x"}, func(ctx context.Context, _ none) (string, error) {
 		em := stream.From(ctx)
 		if em.Listening() {
 			return "", errors.New("Listening() with no observers")
@@ -166,7 +167,7 @@ func TestProgressWithoutListeners(t *testing.T) {
 		em.Progress("nobody hears this", 0.1)
 		return "ok", em.Text("")
 	}))
-	if r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "x", ``)})[0]; r.Text() != "ok" {
+	if r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "x", ``)})[0]; r.Text() != "ok" {
 		t.Fatalf("%q %v", r.Text(), r.Err)
 	}
 	// Outside a call the emitter is nil and harmless.
@@ -181,33 +182,33 @@ func TestProgressWithoutListeners(t *testing.T) {
 // that nothing is left running.
 func TestNoGoroutineLeaks(t *testing.T) {
 	defer leak.Check(t)()
-	rec := &recorder{}
+	rec := &testutil.Recorder{}
 	tk := toolkit.New(toolkit.WithObserver(rec), toolkit.WithCancelGrace(5*time.Millisecond))
 	ext, err := toolkit.NewExternalTool(toolkit.Spec{Name: "ext", Timeout: 10 * time.Millisecond}, []byte(`{"type":"object"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustAdd(t, tk,
-		mustTool(t, toolkit.Spec{Name: "ok", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk,
+		testutil.Tool(t, toolkit.Spec{Name: "ok", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
 			stream.From(ctx).Progress("p", 0.5)
 			return "x", nil
 		}),
-		mustTool(t, toolkit.Spec{Name: "boom", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) { panic("x") }),
-		mustTool(t, toolkit.Spec{Name: "slow", Timeout: 5 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+		testutil.Tool(t, toolkit.Spec{Name: "boom", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) { panic("x") }),
+		testutil.Tool(t, toolkit.Spec{Name: "slow", Timeout: 5 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
 			<-ctx.Done()
 			return "", ctx.Err()
 		}),
 		ext,
 	)
-	s := session(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 	for range 5 {
 		s.Run(context.Background(), []toolkit.Call{
-			call("1", "ok", ``), call("2", "boom", ``), call("3", "nope", ``), call("4", "ok", `{"bad":1}`),
-			call("5", "slow", ``), call("6", "ext", ``),
+			testutil.Call("1", "ok", ``), testutil.Call("2", "boom", ``), testutil.Call("3", "nope", ``), testutil.Call("4", "ok", `{"bad":1}`),
+			testutil.Call("5", "slow", ``), testutil.Call("6", "ext", ``),
 		})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	run := s.Start(ctx, []toolkit.Call{call("7", "slow", ``), call("8", "ok", ``)})
+	run := s.Start(ctx, []toolkit.Call{testutil.Call("7", "slow", ``), testutil.Call("8", "ok", ``)})
 	cancel()
 	run.Wait()
 	if err := tk.Close(context.Background()); err != nil {
@@ -219,9 +220,9 @@ func TestNoGoroutineLeaks(t *testing.T) {
 // the call's identity.
 func TestLogging(t *testing.T) {
 	var buf bytes.Buffer
-	tk := newKit(t, toolkit.WithLogger(zerolog.New(&buf)))
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "boom"}, func(ctx context.Context, _ none) (string, error) { panic("kaput") }))
-	session(t, tk, "log-session").Run(context.Background(), []toolkit.Call{call("c-1", "boom", ``)})
+	tk := testutil.Kit(t, toolkit.WithLogger(zerolog.New(&buf)))
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "boom"}, func(ctx context.Context, _ none) (string, error) { panic("kaput") }))
+	testutil.Session(t, tk, "log-session").Run(context.Background(), []toolkit.Call{testutil.Call("c-1", "boom", ``)})
 	out := buf.String()
 	for _, want := range []string{`"tool":"boom"`, `"call":"c-1"`, `"panic":"kaput"`, `"session":"log-session"`, `"state":"error"`} {
 		if !strings.Contains(out, want) {
@@ -233,9 +234,9 @@ func TestLogging(t *testing.T) {
 // TestSessionEvents: session-level events reach inline and asynchronous
 // observers, numbered per session; lifecycle types are refused.
 func TestSessionEvents(t *testing.T) {
-	inline, async := &recorder{}, &recorder{}
-	tk := newKit(t, toolkit.WithInlineObserver(inline), toolkit.WithObserver(async))
-	s := session(t, tk, "s")
+	inline, async := &testutil.Recorder{}, &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithInlineObserver(inline), toolkit.WithObserver(async))
+	s := testutil.Session(t, tk, "s")
 	for i := range 3 {
 		if err := s.Emit("groups", map[string]any{"active": []string{"files"}, "n": i}); err != nil {
 			t.Fatal(err)
@@ -252,7 +253,7 @@ func TestSessionEvents(t *testing.T) {
 	if err := s.Emit("x", make(chan int)); err == nil {
 		t.Fatal("an unmarshalable body was accepted")
 	}
-	got := inline.of("")
+	got := inline.Of("")
 	if len(got) != 3 || got[2].Seq != 3 || got[0].Type != "groups" || string(got[1].Data) != `{"active":["files"],"n":1}` {
 		t.Fatalf("inline observer got %+v", got)
 	}
@@ -261,14 +262,14 @@ func TestSessionEvents(t *testing.T) {
 	if err := tk.Close(ctx); err != nil { // delivers what the async observer has queued
 		t.Fatal(err)
 	}
-	if len(async.of("")) != 3 {
-		t.Fatalf("async observer got %d session events", len(async.of("")))
+	if len(async.Of("")) != 3 {
+		t.Fatalf("async observer got %d session events", len(async.Of("")))
 	}
 }
 
 // gate is an inline observer that declines progress until opened.
 type gate struct {
-	recorder
+	testutil.Recorder
 	open atomic.Bool
 }
 
@@ -280,22 +281,22 @@ func (g *gate) AcceptProgress() bool { return g.open.Load() }
 // observer that is not a gate gets every progress event.
 func TestProgressGate(t *testing.T) {
 	for _, withOther := range []bool{false, true} {
-		g, other := &gate{}, &recorder{}
+		g, other := &gate{}, &testutil.Recorder{}
 		opts := []toolkit.Option{toolkit.WithInlineObserver(g)}
 		if withOther {
 			opts = append(opts, toolkit.WithInlineObserver(other))
 		}
-		tk := newKit(t, opts...)
-		mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "p"}, func(ctx context.Context, _ none) (string, error) {
+		tk := testutil.Kit(t, opts...)
+		testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "p"}, func(ctx context.Context, _ none) (string, error) {
 			stream.From(ctx).Progress("declined", 0.5)
 			g.open.Store(true)
 			stream.From(ctx).Progress("accepted", 1)
 			return "ok", nil
 		}))
-		session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "p", ``)})
+		testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "p", ``)})
 		var progress []string
 		var seqs, dropped []uint64
-		for _, ev := range g.of("1") {
+		for _, ev := range g.Of("1") {
 			seqs = append(seqs, ev.Seq)
 			if ev.Type == events.TypeProgress {
 				progress = append(progress, ev.Progress.Message)
@@ -314,7 +315,7 @@ func TestProgressGate(t *testing.T) {
 		if !slices.Equal(progress, []string{"declined", "accepted"}) || !slices.Equal(seqs, []uint64{1, 2, 3, 4, 5}) {
 			t.Errorf("with another observer: progress %v, seqs %v; want both, [1 2 3 4 5]", progress, seqs)
 		}
-		if n := len(other.of("1")); n != 5 {
+		if n := len(other.Of("1")); n != 5 {
 			t.Errorf("the other observer saw %d events, want 5", n)
 		}
 	}

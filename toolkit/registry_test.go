@@ -7,15 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
 func TestRegistry(t *testing.T) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	mk := func(name, out string) *toolkit.Tool {
-		return mustTool(t, toolkit.Spec{Name: name, Description: "says " + out}, func(ctx context.Context, _ none) (string, error) { return out, nil })
+		return testutil.Tool(t, toolkit.Spec{Name: name, Description: "says " + out}, func(ctx context.Context, _ none) (string, error) { return out, nil })
 	}
-	mustAdd(t, tk, mk("b", "b1"), mk("a", "a1"))
+	testutil.Add(t, tk, mk("b", "b1"), mk("a", "a1"))
 	if err := tk.Add(mk("b", "b2")); !errors.Is(err, toolkit.ErrDuplicate) {
 		t.Fatalf("duplicate: %v", err)
 	}
@@ -38,14 +39,14 @@ func TestRegistry(t *testing.T) {
 	if got := names(); got != "b,a" {
 		t.Fatalf("order %s (a replaced tool keeps its place)", got)
 	}
-	s := session(t, tk, "s")
-	if r := s.Run(context.Background(), []toolkit.Call{call("1", "b", ``)})[0]; r.Text() != "b2" {
+	s := testutil.Session(t, tk, "s")
+	if r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "b", ``)})[0]; r.Text() != "b2" {
 		t.Fatalf("replaced tool answered %q", r.Text())
 	}
 	if n := tk.Remove("b", "zzz"); n != 1 || names() != "a" {
 		t.Fatalf("Remove: %d, left %s", n, names())
 	}
-	if r := s.Run(context.Background(), []toolkit.Call{call("2", "b", ``)})[0]; !errors.Is(r.Err, toolkit.ErrUnknownTool) {
+	if r := s.Run(context.Background(), []toolkit.Call{testutil.Call("2", "b", ``)})[0]; !errors.Is(r.Err, toolkit.ErrUnknownTool) {
 		t.Fatalf("removed tool: %v", r.Err)
 	}
 }
@@ -65,8 +66,8 @@ func TestToolNames(t *testing.T) {
 }
 
 func TestDefinitions(t *testing.T) {
-	tk := newKit(t)
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "scan", Description: "Scan a folder."}, func(ctx context.Context, in scanIn) (string, error) { return "", nil }))
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "scan", Description: "Scan a folder."}, func(ctx context.Context, in scanIn) (string, error) { return "", nil }))
 	defs := tk.Definitions()
 	if len(defs) != 1 {
 		t.Fatalf("%d definitions", len(defs))

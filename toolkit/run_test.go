@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -22,12 +23,12 @@ type none struct{}
 // waits until all three have started, which only happens if they run at the
 // same time.
 func TestParallelGroupRunsConcurrently(t *testing.T) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	var wg sync.WaitGroup
 	wg.Add(3)
 	allIn := make(chan struct{})
 	go func() { wg.Wait(); close(allIn) }()
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "meet", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "meet", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
 		wg.Done()
 		select {
 		case <-allIn:
@@ -36,8 +37,8 @@ func TestParallelGroupRunsConcurrently(t *testing.T) {
 			return "", errors.New("the other calls never started alongside this one")
 		}
 	}))
-	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{
-		call("a", "meet", `{}`), call("b", "meet", `{}`), call("c", "meet", `{}`),
+	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{
+		testutil.Call("a", "meet", `{}`), testutil.Call("b", "meet", `{}`), testutil.Call("c", "meet", `{}`),
 	})
 	for _, r := range rs {
 		if r.State != toolkit.StateSuccess || r.Text() != "met" {
@@ -49,12 +50,12 @@ func TestParallelGroupRunsConcurrently(t *testing.T) {
 // TestSerialCallsRunAlone checks the partition: safe calls overlap with each
 // other but never with an unsafe call, and unsafe calls keep their order.
 func TestSerialCallsRunAlone(t *testing.T) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	var active atomic.Int32
 	var mu sync.Mutex
 	var log []string
 	record := func(s string) { mu.Lock(); log = append(log, s); mu.Unlock() }
-	safe := mustTool(t, toolkit.Spec{Name: "safe", ConcurrencySafe: true}, func(ctx context.Context, in struct {
+	safe := testutil.Tool(t, toolkit.Spec{Name: "safe", ConcurrencySafe: true}, func(ctx context.Context, in struct {
 		N string `json:"n"`
 	}) (string, error) {
 		active.Add(1)
@@ -62,7 +63,7 @@ func TestSerialCallsRunAlone(t *testing.T) {
 		record("safe" + in.N)
 		return "", nil
 	})
-	unsafe := mustTool(t, toolkit.Spec{Name: "unsafe"}, func(ctx context.Context, in struct {
+	unsafe := testutil.Tool(t, toolkit.Spec{Name: "unsafe"}, func(ctx context.Context, in struct {
 		N string `json:"n"`
 	}) (string, error) {
 		if n := active.Add(1); n != 1 {
@@ -72,11 +73,11 @@ func TestSerialCallsRunAlone(t *testing.T) {
 		record("unsafe" + in.N)
 		return "", nil
 	})
-	mustAdd(t, tk, safe, unsafe)
-	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{
-		call("1", "safe", `{"n":"1"}`), call("2", "safe", `{"n":"2"}`),
-		call("3", "unsafe", `{"n":"3"}`), call("4", "unsafe", `{"n":"4"}`),
-		call("5", "safe", `{"n":"5"}`), call("6", "safe", `{"n":"6"}`),
+	testutil.Add(t, tk, safe, unsafe)
+	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{
+		testutil.Call("1", "safe", `{"n":"1"}`), testutil.Call("2", "safe", `{"n":"2"}`),
+		testutil.Call("3", "unsafe", `{"n":"3"}`), testutil.Call("4", "unsafe", `{"n":"4"}`),
+		testutil.Call("5", "safe", `{"n":"5"}`), testutil.Call("6", "safe", `{"n":"6"}`),
 	})
 	for _, r := range rs {
 		if r.State != toolkit.StateSuccess {
@@ -94,12 +95,12 @@ func TestSerialCallsRunAlone(t *testing.T) {
 }
 
 func TestParallelismCap(t *testing.T) {
-	tk := newKit(t, toolkit.WithMaxParallel(2))
+	tk := testutil.Kit(t, toolkit.WithMaxParallel(2))
 	var active, peak atomic.Int32
 	release := make(chan struct{})
 	twoIn := make(chan struct{})
 	var once sync.Once
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "w", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "w", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
 		n := active.Add(1)
 		defer active.Add(-1)
 		for {
@@ -114,10 +115,10 @@ func TestParallelismCap(t *testing.T) {
 		<-release
 		return "", nil
 	}))
-	run := session(t, tk, "s").Start(context.Background(), []toolkit.Call{
-		call("1", "w", ``), call("2", "w", ``), call("3", "w", ``), call("4", "w", ``), call("5", "w", ``),
+	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{
+		testutil.Call("1", "w", ``), testutil.Call("2", "w", ``), testutil.Call("3", "w", ``), testutil.Call("4", "w", ``), testutil.Call("5", "w", ``),
 	})
-	waitFor(t, twoIn, "two calls running")
+	testutil.WaitFor(t, twoIn, "two calls running")
 	close(release)
 	for _, r := range run.Wait() {
 		if r.State != toolkit.StateSuccess {
@@ -132,16 +133,16 @@ func TestParallelismCap(t *testing.T) {
 // TestCompletionAndCallOrder releases calls in reverse order: Results yields
 // them as they finish, Wait in call order.
 func TestCompletionAndCallOrder(t *testing.T) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	gates := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{}), "c": make(chan struct{})}
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "gate", ConcurrencySafe: true}, func(ctx context.Context, in struct {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "gate", ConcurrencySafe: true}, func(ctx context.Context, in struct {
 		G string `json:"g"`
 	}) (string, error) {
 		<-gates[in.G]
 		return "done " + in.G, nil
 	}))
-	run := session(t, tk, "s").Start(context.Background(), []toolkit.Call{
-		call("a", "gate", `{"g":"a"}`), call("b", "gate", `{"g":"b"}`), call("c", "gate", `{"g":"c"}`),
+	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{
+		testutil.Call("a", "gate", `{"g":"a"}`), testutil.Call("b", "gate", `{"g":"b"}`), testutil.Call("c", "gate", `{"g":"c"}`),
 	})
 	var completion []string
 	next := map[string]string{"c": "b", "b": "a"}
@@ -168,14 +169,14 @@ func TestCompletionAndCallOrder(t *testing.T) {
 // another call of the batch is still running.
 func TestResultCallbackBeforeAggregate(t *testing.T) {
 	fastDone := make(chan struct{})
-	tk := newKit(t, toolkit.WithObserver(toolkit.Callbacks{OnResult: func(c toolkit.CallInfo, r events.Result) {
+	tk := testutil.Kit(t, toolkit.WithObserver(toolkit.Callbacks{OnResult: func(c toolkit.CallInfo, r events.Result) {
 		if c.CallID == "fast" {
 			close(fastDone)
 		}
 	}}))
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "fast", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "fast", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
 		return "quick", nil
-	}), mustTool(t, toolkit.Spec{Name: "slow", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+	}), testutil.Tool(t, toolkit.Spec{Name: "slow", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
 		select {
 		case <-fastDone: // only reachable if the callback came first
 			return "after", nil
@@ -183,7 +184,7 @@ func TestResultCallbackBeforeAggregate(t *testing.T) {
 			return "", ctx.Err()
 		}
 	}))
-	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("slow", "slow", ``), call("fast", "fast", ``)})
+	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("slow", "slow", ``), testutil.Call("fast", "fast", ``)})
 	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "after" {
 		t.Fatalf("slow call: %s %q %v", rs[0].State, rs[0].Text(), rs[0].Err)
 	}
@@ -192,10 +193,10 @@ func TestResultCallbackBeforeAggregate(t *testing.T) {
 // TestDeltasEqualResult covers the central invariant for tools that stream
 // and return, mix text and JSON, report progress, and fail mid-stream.
 func TestDeltasEqualResult(t *testing.T) {
-	rec := &recorder{}
-	tk := newKit(t, toolkit.WithObserver(rec))
-	mustAdd(t, tk,
-		mustTool(t, toolkit.Spec{Name: "streamer", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithObserver(rec))
+	testutil.Add(t, tk,
+		testutil.Tool(t, toolkit.Spec{Name: "streamer", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
 			em := stream.From(ctx)
 			em.Progress("PROGRESS-ONLY starting", 0)
 			em.Text("line 1\n")
@@ -207,18 +208,18 @@ func TestDeltasEqualResult(t *testing.T) {
 			em.Report("PROGRESS-ONLY data", 1, map[string]int{"files": 9})
 			return "tail", nil
 		}),
-		mustTool(t, toolkit.Spec{Name: "failer", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+		testutil.Tool(t, toolkit.Spec{Name: "failer", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
 			stream.From(ctx).Text("partial output\n")
 			stream.From(ctx).Progress("PROGRESS-ONLY", -1)
 			return "ignored", errors.New("disk full")
 		}),
-		mustTool(t, toolkit.Spec{Name: "silent", ConcurrencySafe: true}, func(ctx context.Context, _ none) (struct{}, error) {
+		testutil.Tool(t, toolkit.Spec{Name: "silent", ConcurrencySafe: true}, func(ctx context.Context, _ none) (struct{}, error) {
 			stream.From(ctx).Text("only streamed")
 			return struct{}{}, nil
 		}),
 	)
-	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{
-		call("s1", "streamer", ``), call("f1", "failer", ``), call("q1", "silent", ``),
+	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{
+		testutil.Call("s1", "streamer", ``), testutil.Call("f1", "failer", ``), testutil.Call("q1", "silent", ``),
 	})
 	want := map[string]string{
 		"s1": "line 1\nline 2\n{\"count\":2}tail",
@@ -226,8 +227,8 @@ func TestDeltasEqualResult(t *testing.T) {
 		"q1": "only streamed",
 	}
 	for _, r := range rs {
-		evs := rec.of(r.Call.ID)
-		got := deltas(evs)
+		evs := rec.Of(r.Call.ID)
+		got := testutil.Deltas(evs)
 		if !events.EqualContent(got, r.Content) {
 			t.Errorf("%s: deltas %+v != result %+v", r.Call.ID, got, r.Content)
 		}
@@ -244,7 +245,7 @@ func TestDeltasEqualResult(t *testing.T) {
 	}
 	// Per-call sequence numbers are gap-free from 1, start first, result last.
 	for _, id := range []string{"s1", "f1", "q1"} {
-		evs := rec.of(id)
+		evs := rec.Of(id)
 		for i, ev := range evs {
 			if ev.Seq != uint64(i+1) {
 				t.Fatalf("%s: event %d has seq %d", id, i, ev.Seq)
@@ -254,7 +255,7 @@ func TestDeltasEqualResult(t *testing.T) {
 			t.Fatalf("%s: first event %s", id, evs[0].Type)
 		}
 	}
-	if got := types(rec.of("s1")); !slices.Equal(got, []events.Type{"start", "progress", "delta", "progress", "delta", "delta", "progress", "delta", "result"}) {
+	if got := testutil.Types(rec.Of("s1")); !slices.Equal(got, []events.Type{"start", "progress", "delta", "progress", "delta", "delta", "progress", "delta", "result"}) {
 		t.Fatalf("streamer events %v", got)
 	}
 	if rs[1].State != toolkit.StateError || rs[1].Err == nil || rs[1].Err.Error() != "disk full" {
@@ -263,15 +264,15 @@ func TestDeltasEqualResult(t *testing.T) {
 }
 
 func TestPanicsBecomeErrorResults(t *testing.T) {
-	tk := newKit(t)
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "boom", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "boom", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
 		var m map[string]int
 		m["x"] = 1 // nil map write
 		return "", nil
-	}), mustTool(t, toolkit.Spec{Name: "ok", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+	}), testutil.Tool(t, toolkit.Spec{Name: "ok", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
 		return "fine", nil
 	}))
-	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "boom", ``), call("2", "ok", ``)})
+	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "boom", ``), testutil.Call("2", "ok", ``)})
 	var pe *toolkit.PanicError
 	if rs[0].State != toolkit.StateError || !errors.As(rs[0].Err, &pe) || !errors.Is(rs[0].Err, toolkit.ErrPanic) {
 		t.Fatalf("panic result: %s %v", rs[0].State, rs[0].Err)
@@ -285,11 +286,11 @@ func TestPanicsBecomeErrorResults(t *testing.T) {
 }
 
 func TestUnknownToolSuggestsClosest(t *testing.T) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	for _, name := range []string{"search_text", "count_lines", "hash_files"} {
-		mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: name}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
+		testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: name}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
 	}
-	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "serch_text", ``), call("2", "count", ``), call("3", "zzz", ``)})
+	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "serch_text", ``), testutil.Call("2", "count", ``), testutil.Call("3", "zzz", ``)})
 	var ue *toolkit.UnknownToolError
 	if !errors.As(rs[0].Err, &ue) || !errors.Is(rs[0].Err, toolkit.ErrUnknownTool) {
 		t.Fatalf("got %v", rs[0].Err)
@@ -309,13 +310,13 @@ func TestUnknownToolSuggestsClosest(t *testing.T) {
 }
 
 func TestCallIDs(t *testing.T) {
-	tk := newKit(t)
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "echo", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "echo", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
 		info, _ := toolkit.CallInfoFrom(ctx)
 		return info.CallID, nil
 	}))
-	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{
-		call("", "echo", ``), call("x", "echo", ``), call("x", "echo", ``), call("bad\nid", "echo", ``),
+	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{
+		testutil.Call("", "echo", ``), testutil.Call("x", "echo", ``), testutil.Call("x", "echo", ``), testutil.Call("bad\nid", "echo", ``),
 	})
 	if !strings.HasPrefix(rs[0].Call.ID, "call_") || rs[0].Text() != rs[0].Call.ID {
 		t.Fatalf("generated id %q, handler saw %q", rs[0].Call.ID, rs[0].Text())
@@ -334,20 +335,20 @@ func TestCallIDs(t *testing.T) {
 // TestTimeoutCountsSlotWait: with one slot taken by a call that never ends on
 // its own, the next call times out in the queue and never starts.
 func TestTimeoutCountsSlotWait(t *testing.T) {
-	rec := &recorder{}
-	tk := newKit(t, toolkit.WithMaxParallel(1), toolkit.WithObserver(rec))
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithMaxParallel(1), toolkit.WithObserver(rec))
 	release := make(chan struct{})
-	mustAdd(t, tk,
-		mustTool(t, toolkit.Spec{Name: "hog", ConcurrencySafe: true, Timeout: time.Minute}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk,
+		testutil.Tool(t, toolkit.Spec{Name: "hog", ConcurrencySafe: true, Timeout: time.Minute}, func(ctx context.Context, _ none) (string, error) {
 			<-release
 			return "hogged", nil
 		}),
-		mustTool(t, toolkit.Spec{Name: "quick", ConcurrencySafe: true, Timeout: 50 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+		testutil.Tool(t, toolkit.Spec{Name: "quick", ConcurrencySafe: true, Timeout: 50 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
 			t.Error("quick ran although its deadline passed while it waited for a slot")
 			return "", nil
 		}),
 	)
-	run := session(t, tk, "s").Start(context.Background(), []toolkit.Call{call("h", "hog", ``), call("q", "quick", ``)})
+	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("h", "hog", ``), testutil.Call("q", "quick", ``)})
 	for r := range run.Results() {
 		if r.Call.ID == "q" {
 			if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !strings.Contains(r.Text(), "waiting for a free slot") {
@@ -359,7 +360,7 @@ func TestTimeoutCountsSlotWait(t *testing.T) {
 			close(release)
 		}
 	}
-	if got := types(rec.of("q")); !slices.Equal(got, []events.Type{"delta", "result"}) {
+	if got := testutil.Types(rec.Of("q")); !slices.Equal(got, []events.Type{"delta", "result"}) {
 		t.Fatalf("queued call events %v (a call that never started has no start event)", got)
 	}
 	if rs := run.Wait(); rs[0].State != toolkit.StateSuccess {
@@ -368,13 +369,13 @@ func TestTimeoutCountsSlotWait(t *testing.T) {
 }
 
 func TestTimeoutWhileRunning(t *testing.T) {
-	tk := newKit(t)
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "slow", Timeout: 20 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "slow", Timeout: 20 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
 		stream.From(ctx).Text("half done\n")
 		<-ctx.Done()
 		return "", fmt.Errorf("stopped after 3 files: %w", ctx.Err())
 	}))
-	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "slow", ``)})[0]
+	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "slow", ``)})[0]
 	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
@@ -388,12 +389,12 @@ func TestTimeoutWhileRunning(t *testing.T) {
 // whose cause matches context.DeadlineExceeded, and keeps its error.
 func TestTimeoutWithHandlersOwnError(t *testing.T) {
 	errClosed := errors.New("use of closed connection")
-	tk := newKit(t)
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "net", Timeout: 20 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "net", Timeout: 20 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
 		<-ctx.Done()
 		return "", errClosed
 	}))
-	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "net", ``)})[0]
+	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "net", ``)})[0]
 	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) || !errors.Is(r.Err, errClosed) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
@@ -405,17 +406,17 @@ func TestTimeoutWithHandlersOwnError(t *testing.T) {
 // TestHandlerIgnoringCancellation: the call is reported after the grace
 // period without waiting for the handler, whose late writes are refused.
 func TestHandlerIgnoringCancellation(t *testing.T) {
-	tk := newKit(t, toolkit.WithCancelGrace(10*time.Millisecond))
+	tk := testutil.Kit(t, toolkit.WithCancelGrace(10*time.Millisecond))
 	release := make(chan struct{})
 	lateWrite := make(chan error, 1)
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "stubborn", Timeout: 10 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "stubborn", Timeout: 10 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
 		<-release // ignores ctx
 		lateWrite <- stream.From(ctx).Text("too late")
 		return "too late", nil
-	}), mustTool(t, toolkit.Spec{Name: "next"}, func(ctx context.Context, _ none) (string, error) { return "next ran", nil }))
+	}), testutil.Tool(t, toolkit.Spec{Name: "next"}, func(ctx context.Context, _ none) (string, error) { return "next ran", nil }))
 	// Start: the run finishes without the stuck handler, and the call after
 	// it still runs (a new driver takes over from the stuck one).
-	run := session(t, tk, "s").Start(context.Background(), []toolkit.Call{call("1", "stubborn", ``), call("2", "next", ``)})
+	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "stubborn", ``), testutil.Call("2", "next", ``)})
 	rs := run.Wait()
 	if rs[0].State != toolkit.StateTimeout || rs[0].Text() != `Error: tool "stubborn" timed out after 10ms` {
 		t.Fatalf("%s %q", rs[0].State, rs[0].Text())
@@ -436,44 +437,44 @@ func TestHandlerIgnoringCancellation(t *testing.T) {
 func TestRunWithStuckHandler(t *testing.T) {
 	final := make(chan struct{})
 	nextRan := make(chan struct{})
-	tk := newKit(t, toolkit.WithCancelGrace(5*time.Millisecond), toolkit.WithObserver(toolkit.Callbacks{
+	tk := testutil.Kit(t, toolkit.WithCancelGrace(5*time.Millisecond), toolkit.WithObserver(toolkit.Callbacks{
 		OnResult: func(c toolkit.CallInfo, r events.Result) {
 			if c.CallID == "1" && r.State == toolkit.StateTimeout {
 				close(final)
 			}
 		},
 	}))
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "stubborn", Timeout: 5 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "stubborn", Timeout: 5 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
 		<-nextRan // ignores ctx; returns only once the next call ran
 		return "late", nil
-	}), mustTool(t, toolkit.Spec{Name: "next"}, func(ctx context.Context, _ none) (string, error) {
+	}), testutil.Tool(t, toolkit.Spec{Name: "next"}, func(ctx context.Context, _ none) (string, error) {
 		close(nextRan)
 		return "next ran", nil
 	}))
 	// The calls are serial: "next" can only run if the run went on without
 	// the stuck handler, on another goroutine.
-	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "stubborn", ``), call("2", "next", ``)})
-	waitFor(t, final, "the timeout result")
+	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "stubborn", ``), testutil.Call("2", "next", ``)})
+	testutil.WaitFor(t, final, "the timeout result")
 	if rs[0].State != toolkit.StateTimeout || rs[1].Text() != "next ran" {
 		t.Fatalf("%s / %s %q", rs[0].State, rs[1].State, rs[1].Text())
 	}
 }
 
 func TestCancellation(t *testing.T) {
-	rec := &recorder{}
-	tk := newKit(t, toolkit.WithObserver(rec))
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithObserver(rec))
 	started := make(chan struct{})
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "wait"}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "wait"}, func(ctx context.Context, _ none) (string, error) {
 		close(started)
 		<-ctx.Done()
 		return "", ctx.Err()
-	}), mustTool(t, toolkit.Spec{Name: "never"}, func(ctx context.Context, _ none) (string, error) {
+	}), testutil.Tool(t, toolkit.Spec{Name: "never"}, func(ctx context.Context, _ none) (string, error) {
 		t.Error("a call after the cancelled one ran")
 		return "", nil
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
-	run := session(t, tk, "s").Start(ctx, []toolkit.Call{call("w", "wait", ``), call("n", "never", ``)})
-	waitFor(t, started, "first call")
+	run := testutil.Session(t, tk, "s").Start(ctx, []toolkit.Call{testutil.Call("w", "wait", ``), testutil.Call("n", "never", ``)})
+	testutil.WaitFor(t, started, "first call")
 	cancel()
 	rs := run.Wait()
 	for _, r := range rs {
@@ -488,7 +489,7 @@ func TestCancellation(t *testing.T) {
 	if !strings.Contains(rs[1].Text(), "was not run") || !rs[1].Started.IsZero() {
 		t.Errorf("unstarted call: %q", rs[1].Text())
 	}
-	if got := types(rec.of("n")); !slices.Equal(got, []events.Type{"delta", "result"}) {
+	if got := testutil.Types(rec.Of("n")); !slices.Equal(got, []events.Type{"delta", "result"}) {
 		t.Errorf("unstarted call events %v", got)
 	}
 }
@@ -497,8 +498,8 @@ func TestCancellation(t *testing.T) {
 // schema.
 func TestContextValues(t *testing.T) {
 	type tenant struct{ Name string }
-	tk := newKit(t)
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "whoami"}, func(ctx context.Context, _ none) (string, error) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "whoami"}, func(ctx context.Context, _ none) (string, error) {
 		ten, ok := toolkit.Value[tenant](ctx)
 		if !ok {
 			return "", errors.New("no tenant")
@@ -506,7 +507,7 @@ func TestContextValues(t *testing.T) {
 		return toolkit.SessionID(ctx) + "/" + toolkit.User(ctx) + "/" + ten.Name, nil
 	}))
 	ctx := toolkit.WithValue(toolkit.WithUser(context.Background(), "ada"), tenant{"acme"})
-	r := session(t, tk, "conv-7").Run(ctx, []toolkit.Call{call("1", "whoami", ``)})[0]
+	r := testutil.Session(t, tk, "conv-7").Run(ctx, []toolkit.Call{testutil.Call("1", "whoami", ``)})[0]
 	if r.Text() != "conv-7/ada/acme" {
 		t.Fatalf("got %q (%v)", r.Text(), r.Err)
 	}
@@ -519,18 +520,18 @@ func TestOutputKinds(t *testing.T) {
 	type point struct {
 		X int `json:"x"`
 	}
-	tk := newKit(t)
-	mustAdd(t, tk,
-		mustTool(t, toolkit.Spec{Name: "js"}, func(ctx context.Context, _ none) (point, error) { return point{3}, nil }),
-		mustTool(t, toolkit.Spec{Name: "parts"}, func(ctx context.Context, _ none) ([]toolkit.Part, error) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk,
+		testutil.Tool(t, toolkit.Spec{Name: "js"}, func(ctx context.Context, _ none) (point, error) { return point{3}, nil }),
+		testutil.Tool(t, toolkit.Spec{Name: "parts"}, func(ctx context.Context, _ none) ([]toolkit.Part, error) {
 			return []toolkit.Part{events.Text("see "), events.Binary("image/png", []byte{1, 2})}, nil
 		}),
-		mustTool(t, toolkit.Spec{Name: "bin"}, func(ctx context.Context, _ none) ([]byte, error) { return []byte("raw"), nil }),
-		mustTool(t, toolkit.Spec{Name: "dyn"}, func(ctx context.Context, _ none) (any, error) { return "plain", nil }),
-		mustTool(t, toolkit.Spec{Name: "nilptr"}, func(ctx context.Context, _ none) (*point, error) { return nil, nil }),
+		testutil.Tool(t, toolkit.Spec{Name: "bin"}, func(ctx context.Context, _ none) ([]byte, error) { return []byte("raw"), nil }),
+		testutil.Tool(t, toolkit.Spec{Name: "dyn"}, func(ctx context.Context, _ none) (any, error) { return "plain", nil }),
+		testutil.Tool(t, toolkit.Spec{Name: "nilptr"}, func(ctx context.Context, _ none) (*point, error) { return nil, nil }),
 	)
-	rs := session(t, tk, "s").Run(context.Background(), []toolkit.Call{
-		call("1", "js", ``), call("2", "parts", ``), call("3", "bin", ``), call("4", "dyn", ``), call("5", "nilptr", ``),
+	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{
+		testutil.Call("1", "js", ``), testutil.Call("2", "parts", ``), testutil.Call("3", "bin", ``), testutil.Call("4", "dyn", ``), testutil.Call("5", "nilptr", ``),
 	})
 	if c := rs[0].Content; len(c) != 1 || c[0].Type != events.PartJSON || string(c[0].JSON) != `{"x":3}` {
 		t.Errorf("json: %+v", c)
@@ -550,26 +551,26 @@ func TestOutputKinds(t *testing.T) {
 }
 
 func TestMetaReachesResultNotModel(t *testing.T) {
-	rec := &recorder{}
-	tk := newKit(t, toolkit.WithObserver(rec))
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "m"}, func(ctx context.Context, _ none) (string, error) {
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithObserver(rec))
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "m"}, func(ctx context.Context, _ none) (string, error) {
 		stream.From(ctx).SetMeta("files", 12)
 		return "ok", nil
 	}))
-	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "m", ``)})[0]
+	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "m", ``)})[0]
 	if r.Meta["files"] != 12 || r.Text() != "ok" {
 		t.Fatalf("meta %v text %q", r.Meta, r.Text())
 	}
-	evs := rec.of("1")
+	evs := rec.Of("1")
 	if evs[len(evs)-1].Result.Meta["files"] != 12 {
 		t.Fatal("meta missing from the result event")
 	}
 }
 
 func TestEmptyBatch(t *testing.T) {
-	tk := newKit(t)
-	run := session(t, tk, "s").Start(context.Background(), nil)
-	waitFor(t, run.Done(), "empty run")
+	tk := testutil.Kit(t)
+	run := testutil.Session(t, tk, "s").Start(context.Background(), nil)
+	testutil.WaitFor(t, run.Done(), "empty run")
 	if rs := run.Wait(); len(rs) != 0 {
 		t.Fatalf("%d results", len(rs))
 	}
@@ -578,21 +579,21 @@ func TestEmptyBatch(t *testing.T) {
 func TestCloseInterruptsRuns(t *testing.T) {
 	tk := toolkit.New()
 	started := make(chan struct{})
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "wait"}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "wait"}, func(ctx context.Context, _ none) (string, error) {
 		close(started)
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
-	s := session(t, tk, "s")
-	run := s.Start(context.Background(), []toolkit.Call{call("1", "wait", ``)})
-	waitFor(t, started, "call start")
+	s := testutil.Session(t, tk, "s")
+	run := s.Start(context.Background(), []toolkit.Call{testutil.Call("1", "wait", ``)})
+	testutil.WaitFor(t, started, "call start")
 	if err := tk.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted {
 		t.Fatalf("%s", r.State)
 	}
-	after := s.Run(context.Background(), []toolkit.Call{call("2", "wait", ``)})
+	after := s.Run(context.Background(), []toolkit.Call{testutil.Call("2", "wait", ``)})
 	if after[0].State != toolkit.StateInterrupted {
 		t.Fatalf("run after Close: %s", after[0].State)
 	}
@@ -602,7 +603,7 @@ func TestCloseInterruptsRuns(t *testing.T) {
 }
 
 func TestSessionIDs(t *testing.T) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	for _, bad := range []string{"", strings.Repeat("x", 257), "a\x00b", "tab\there", string([]byte{0xff, 0xfe})} {
 		if _, err := tk.Session(bad); !errors.Is(err, toolkit.ErrInvalidSession) {
 			t.Errorf("Session(%q): %v", bad, err)
@@ -623,9 +624,9 @@ func TestSessionIDs(t *testing.T) {
 // TestLargeBatch: a batch far above the parallelism cap keeps call order,
 // catches a duplicate id among many, and runs every other call once.
 func TestLargeBatch(t *testing.T) {
-	tk := newKit(t, toolkit.WithMaxParallel(4))
+	tk := testutil.Kit(t, toolkit.WithMaxParallel(4))
 	var ran atomic.Int32
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "n", ConcurrencySafe: true}, func(ctx context.Context, in struct {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "n", ConcurrencySafe: true}, func(ctx context.Context, in struct {
 		I int `json:"i"`
 	}) (int, error) {
 		ran.Add(1)
@@ -633,10 +634,10 @@ func TestLargeBatch(t *testing.T) {
 	}))
 	calls := make([]toolkit.Call, 500)
 	for i := range calls {
-		calls[i] = call(fmt.Sprintf("c%d", i), "n", fmt.Sprintf(`{"i":%d}`, i))
+		calls[i] = testutil.Call(fmt.Sprintf("c%d", i), "n", fmt.Sprintf(`{"i":%d}`, i))
 	}
 	calls[400].ID = "c7"
-	rs := session(t, tk, "s").Run(context.Background(), calls)
+	rs := testutil.Session(t, tk, "s").Run(context.Background(), calls)
 	for i, r := range rs {
 		if i == 400 {
 			if !errors.Is(r.Err, toolkit.ErrInvalidCall) {
@@ -657,13 +658,13 @@ func TestLargeBatch(t *testing.T) {
 // batch's size (small batches are scanned, larger ones hashed), and only the
 // later calls that reuse it fail.
 func TestDuplicateIDsInBatchesOfEverySize(t *testing.T) {
-	tk := newKit(t, toolkit.WithMaxParallel(64))
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "n", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
-	s := session(t, tk, "s")
+	tk := testutil.Kit(t, toolkit.WithMaxParallel(64))
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "n", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) { return "", nil }))
+	s := testutil.Session(t, tk, "s")
 	for _, n := range []int{2, 16, 17, 100, 256, 257, 600} {
 		calls := make([]toolkit.Call, n)
 		for i := range calls {
-			calls[i] = call(fmt.Sprintf("id-%d", i), "n", `{}`)
+			calls[i] = testutil.Call(fmt.Sprintf("id-%d", i), "n", `{}`)
 		}
 		dups := map[int]bool{n - 1: true}
 		calls[n-1].ID = calls[0].ID

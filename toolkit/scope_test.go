@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -13,7 +14,7 @@ import (
 // reports its deadline, ends with context.DeadlineExceeded, and cancels the
 // contexts the handler derives from it.
 func TestHandlerContextBehavesLikeWithDeadline(t *testing.T) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	type seen struct {
 		deadline   time.Time
 		hasDL      bool
@@ -22,7 +23,7 @@ func TestHandlerContextBehavesLikeWithDeadline(t *testing.T) {
 		afterFunc  bool
 	}
 	got := make(chan seen, 1)
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "wait", Timeout: 30 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "wait", Timeout: 30 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
 		var s seen
 		s.deadline, s.hasDL = ctx.Deadline()
 		child, cancel := context.WithCancel(ctx)
@@ -41,7 +42,7 @@ func TestHandlerContextBehavesLikeWithDeadline(t *testing.T) {
 		return "", ctx.Err()
 	}))
 	before := time.Now()
-	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "wait", ``)})[0]
+	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "wait", ``)})[0]
 	s := <-got
 	if !s.hasDL || s.deadline.Before(before.Add(30*time.Millisecond)) || s.deadline.After(time.Now()) {
 		t.Errorf("deadline %v (ok %v), run started %v", s.deadline, s.hasDL, before)
@@ -57,8 +58,8 @@ func TestHandlerContextBehavesLikeWithDeadline(t *testing.T) {
 // TestParentDeadlineWins: a caller's deadline earlier than the tool's shows
 // through, and its expiry interrupts the call rather than timing it out.
 func TestParentDeadlineWins(t *testing.T) {
-	tk := newKit(t)
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "wait", Timeout: time.Hour}, func(ctx context.Context, _ none) (string, error) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "wait", Timeout: time.Hour}, func(ctx context.Context, _ none) (string, error) {
 		dl, ok := ctx.Deadline()
 		if !ok || time.Until(dl) > time.Minute {
 			return "", errors.New("the caller's deadline is not visible")
@@ -68,7 +69,7 @@ func TestParentDeadlineWins(t *testing.T) {
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	r := session(t, tk, "s").Run(ctx, []toolkit.Call{call("1", "wait", ``)})[0]
+	r := testutil.Session(t, tk, "s").Run(ctx, []toolkit.Call{testutil.Call("1", "wait", ``)})[0]
 	if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.DeadlineExceeded) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
@@ -77,18 +78,18 @@ func TestParentDeadlineWins(t *testing.T) {
 // TestCancelledParentAbandonsStuckHandler: when the caller cancels and a
 // handler ignores it, Wait returns after the grace period anyway.
 func TestCancelledParentAbandonsStuckHandler(t *testing.T) {
-	tk := newKit(t, toolkit.WithCancelGrace(10*time.Millisecond))
+	tk := testutil.Kit(t, toolkit.WithCancelGrace(10*time.Millisecond))
 	started, release := make(chan struct{}), make(chan struct{})
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "stuck"}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "stuck"}, func(ctx context.Context, _ none) (string, error) {
 		close(started)
 		<-release
 		return "late", nil
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
-	run := session(t, tk, "s").Start(ctx, []toolkit.Call{call("1", "stuck", ``)})
-	waitFor(t, started, "handler start")
+	run := testutil.Session(t, tk, "s").Start(ctx, []toolkit.Call{testutil.Call("1", "stuck", ``)})
+	testutil.WaitFor(t, started, "handler start")
 	cancel()
-	waitFor(t, run.Done(), "the run to end without the stuck handler")
+	testutil.WaitFor(t, run.Done(), "the run to end without the stuck handler")
 	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
@@ -96,15 +97,15 @@ func TestCancelledParentAbandonsStuckHandler(t *testing.T) {
 }
 
 func TestRunCancel(t *testing.T) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	started := make(chan struct{})
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "wait"}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "wait"}, func(ctx context.Context, _ none) (string, error) {
 		close(started)
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
-	run := session(t, tk, "s").Start(context.Background(), []toolkit.Call{call("1", "wait", ``), call("2", "wait", ``)})
-	waitFor(t, started, "first call")
+	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "wait", ``), testutil.Call("2", "wait", ``)})
+	testutil.WaitFor(t, started, "first call")
 	run.Cancel()
 	rs := run.Wait()
 	for _, r := range rs {
@@ -122,11 +123,11 @@ func TestRunCancel(t *testing.T) {
 func TestCloseWaitsForAbandonedHandlers(t *testing.T) {
 	tk := toolkit.New(toolkit.WithCancelGrace(time.Millisecond))
 	release := make(chan struct{})
-	mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: "stuck", Timeout: time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "stuck", Timeout: time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
 		<-release
 		return "", nil
 	}))
-	run := session(t, tk, "s").Start(context.Background(), []toolkit.Call{call("1", "stuck", ``)})
+	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "stuck", ``)})
 	if r := run.Wait()[0]; r.State != toolkit.StateTimeout {
 		t.Fatalf("%s", r.State)
 	}

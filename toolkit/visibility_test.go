@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -46,16 +47,16 @@ func toolNames(defs []toolkit.Definition) []string {
 // interceptor runs for it), an unknown tool's error lists what the session
 // sees, and Session.Close reaches each of them.
 func TestVisibilityChain(t *testing.T) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	for _, name := range []string{"a", "b", "c"} {
-		mustAdd(t, tk, mustTool(t, toolkit.Spec{Name: name}, func(ctx context.Context, _ none) (string, error) { return name, nil }))
+		testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: name}, func(ctx context.Context, _ none) (string, error) { return name, nil }))
 	}
 	tr := &trace{}
 	tk.Use(tracing("ic", tr))
 	ha, hb := &hider{name: "a"}, &hider{name: "b"}
 	tk.AddVisibility(ha)
 	tk.AddVisibility(hb)
-	s := session(t, tk, "s")
+	s := testutil.Session(t, tk, "s")
 
 	defs, err := s.Definitions(context.Background())
 	if err != nil || !slices.Equal(toolNames(defs), []string{"c"}) {
@@ -65,7 +66,7 @@ func TestVisibilityChain(t *testing.T) {
 		t.Fatalf("toolkit definitions %v, want every registered tool", got)
 	}
 
-	rs := s.Run(context.Background(), []toolkit.Call{call("1", "a", ``), call("2", "b", ``), call("3", "c", ``), call("4", "cc", ``)})
+	rs := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "a", ``), testutil.Call("2", "b", ``), testutil.Call("3", "c", ``), testutil.Call("4", "cc", ``)})
 	for i, name := range []string{"a", "b"} {
 		if r := rs[i]; !errors.Is(r.Err, toolkit.ErrUnavailable) || !strings.Contains(r.Text(), name+" is hidden") {
 			t.Errorf("call of %s: %s %q (%v), want refused", name, r.State, r.Text(), r.Err)
@@ -88,7 +89,7 @@ func TestVisibilityChain(t *testing.T) {
 	}
 
 	tk.SetVisibility(nil)
-	defs, _ = session(t, tk, "s2").Definitions(context.Background())
+	defs, _ = testutil.Session(t, tk, "s2").Definitions(context.Background())
 	if got := toolNames(defs); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Errorf("without a visibility the session sees %v", got)
 	}
@@ -123,7 +124,7 @@ func (p *picker) Resolve(_ context.Context, s *toolkit.Session, t *toolkit.Tool)
 // not the registered one's: the handler only ever gets what the model was
 // shown it may send, and the refusal names the allowed values.
 func TestVisibilityResolvesVariants(t *testing.T) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	var got []string
 	base, err := toolkit.NewRawTool(toolkit.Spec{Name: "pick", Description: "Pick one."}, []byte(`{"type":"object"}`),
 		func(_ context.Context, args json.RawMessage) ([]toolkit.Part, error) {
@@ -133,7 +134,7 @@ func TestVisibilityResolvesVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustAdd(t, tk, base)
+	testutil.Add(t, tk, base)
 	variant := func(choices string) *toolkit.Tool {
 		v, err := base.Variant("Pick one of "+choices+".", []byte(`{"type":"object","properties":{"choice":{"enum":[`+choices+`]}},"required":["choice"],"additionalProperties":false}`))
 		if err != nil {
@@ -143,12 +144,12 @@ func TestVisibilityResolvesVariants(t *testing.T) {
 	}
 	tk.SetVisibility(&picker{base: base, variants: map[string]*toolkit.Tool{"s1": variant(`"red","blue"`), "s2": variant(`"green"`)}})
 
-	defs, err := session(t, tk, "s1").Definitions(context.Background())
+	defs, err := testutil.Session(t, tk, "s1").Definitions(context.Background())
 	if err != nil || len(defs) != 1 || !strings.Contains(string(defs[0].Parameters), `"blue"`) || defs[0].Description != `Pick one of "red","blue".` {
 		t.Fatalf("s1 sees %+v, %v", defs, err)
 	}
-	rs := session(t, tk, "s1").Run(context.Background(), []toolkit.Call{
-		call("1", "pick", `{"choice":"blue"}`), call("2", "pick", `{"choice":"green"}`), call("3", "pick", `{"choice":"blue","x":1}`)})
+	rs := testutil.Session(t, tk, "s1").Run(context.Background(), []toolkit.Call{
+		testutil.Call("1", "pick", `{"choice":"blue"}`), testutil.Call("2", "pick", `{"choice":"green"}`), testutil.Call("3", "pick", `{"choice":"blue","x":1}`)})
 	if rs[0].State != toolkit.StateSuccess {
 		t.Errorf("allowed choice: %s %q", rs[0].State, rs[0].Text())
 	}
@@ -160,14 +161,14 @@ func TestVisibilityResolvesVariants(t *testing.T) {
 	if !strings.Contains(rs[1].Text(), "red") || !strings.Contains(rs[1].Text(), "blue") {
 		t.Errorf("the refusal does not name the allowed choices: %q", rs[1].Text())
 	}
-	if r := session(t, tk, "s2").Run(context.Background(), []toolkit.Call{call("4", "pick", `{"choice":"green"}`)})[0]; r.State != toolkit.StateSuccess {
+	if r := testutil.Session(t, tk, "s2").Run(context.Background(), []toolkit.Call{testutil.Call("4", "pick", `{"choice":"green"}`)})[0]; r.State != toolkit.StateSuccess {
 		t.Errorf("s2's own choice: %s %q", r.State, r.Text())
 	}
 	if !slices.Equal(got, []string{`{"choice":"blue"}`, `{"choice":"green"}`}) {
 		t.Errorf("the handler got %q", got)
 	}
 
-	typed := mustTool(t, toolkit.Spec{Name: "typed"}, func(ctx context.Context, _ none) (string, error) { return "", nil })
+	typed := testutil.Tool(t, toolkit.Spec{Name: "typed"}, func(ctx context.Context, _ none) (string, error) { return "", nil })
 	if _, err := typed.Variant("x", []byte(`{"type":"object"}`)); err == nil {
 		t.Error("a typed tool made a variant")
 	}
@@ -186,13 +187,13 @@ func (r renamer) Resolve(context.Context, *toolkit.Session, *toolkit.Tool) (*too
 // TestResolveKeepsTheName: a visibility cannot make a call run another tool
 // than the one the model named.
 func TestResolveKeepsTheName(t *testing.T) {
-	tk := newKit(t)
+	tk := testutil.Kit(t)
 	ran := ""
-	a := mustTool(t, toolkit.Spec{Name: "a"}, func(ctx context.Context, _ none) (string, error) { ran = "a"; return "", nil })
-	b := mustTool(t, toolkit.Spec{Name: "b"}, func(ctx context.Context, _ none) (string, error) { ran = "b"; return "", nil })
-	mustAdd(t, tk, a)
+	a := testutil.Tool(t, toolkit.Spec{Name: "a"}, func(ctx context.Context, _ none) (string, error) { ran = "a"; return "", nil })
+	b := testutil.Tool(t, toolkit.Spec{Name: "b"}, func(ctx context.Context, _ none) (string, error) { ran = "b"; return "", nil })
+	testutil.Add(t, tk, a)
 	tk.SetVisibility(renamer{other: b})
-	r := session(t, tk, "s").Run(context.Background(), []toolkit.Call{call("1", "a", `{}`)})[0]
+	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`)})[0]
 	if r.State != toolkit.StateError || ran != "" {
 		t.Errorf("state %s, ran %q: want refused, nothing run", r.State, ran)
 	}

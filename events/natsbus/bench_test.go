@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -113,7 +114,7 @@ func (c *counter) wait(b *testing.B) {
 // subscriber, against a raw publish loop of same-size messages. Reports
 // delivered events per second of each and their ratio (target >= 0.7).
 func BenchmarkProgressThroughput(b *testing.B) {
-	bus := openBus(b)
+	bus := natstest.Bus(b)
 	tk := emitKit(b, bus)
 	sess, _ := tk.Session("bench")
 	const tools, perTool = 64, 500
@@ -176,7 +177,7 @@ func BenchmarkProgressThroughput(b *testing.B) {
 // subscriber receiving it, against raw publish-to-subscriber of same-size
 // messages. Reports p50 and p99 of each and the p50 ratio (target <= 1.5).
 func BenchmarkEmitLatency(b *testing.B) {
-	bus := openBus(b)
+	bus := natstest.Bus(b)
 	sess, _ := emitKit(b, bus).Session("lat")
 	arrived := make(chan struct{}, 1)
 	subConn, err := nats.Connect("", nats.InProcessServer(bus.Server()))
@@ -236,7 +237,7 @@ func BenchmarkEmitLatency(b *testing.B) {
 // against publishing without ids, which the de-duplication of durable mode
 // cannot match (its cost shows in raw-msgid vs raw).
 func BenchmarkDurableThroughput(b *testing.B) {
-	bus := openBus(b, natsbus.WithDurable(natsbus.Durable{}), natsbus.WithPublisherQueue(1<<20))
+	bus := natstest.Bus(b, natsbus.WithDurable(natsbus.Durable{}), natsbus.WithPublisherQueue(1<<20))
 	tk := emitKit(b, bus)
 	sess, _ := tk.Session("durable")
 	const tools, perTool = 64, 100
@@ -398,7 +399,7 @@ func BenchmarkEventsVsRaw(b *testing.B) {
 }
 
 func benchVsRaw(b *testing.B, msg string, subs int) {
-	bus := openBus(b)
+	bus := natstest.Bus(b)
 	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithFlushTimeout(time.Minute))
 	b.Cleanup(func() { tk.Close(context.Background()) })
 	ours, raw := &fanIn{done: make(chan struct{}, 1)}, &fanIn{done: make(chan struct{}, 1)}

@@ -24,25 +24,6 @@ func TestMain(m *testing.M) {
 	leak.VerifyTestMain(m)
 }
 
-// openBus opens a bus closed at the end of the test.
-func openBus(t testing.TB, opts ...natsbus.Option) *natsbus.Bus {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := natsbus.Open(ctx, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := b.Close(ctx); err != nil {
-			t.Errorf("bus Close: %v", err)
-		}
-	})
-	return b
-}
-
 // kit returns a toolkit publishing to bus, with demo-like tools.
 func kit(t testing.TB, bus *natsbus.Bus, opts ...toolkit.Option) *toolkit.Toolkit {
 	t.Helper()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
 )
 
 // TestReplayStopDeletesConsumer: when stop returns, the replay's consumer
@@ -13,7 +14,7 @@ import (
 // ordered consumer waits idle, counting against the stream's limit of
 // consumers (1,000 by default).
 func TestReplayStopDeletesConsumer(t *testing.T) {
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	publishRaw(t, bus, "r", 2)
 	for range 3 {
 		got := make(chan uint64, 2)

@@ -18,6 +18,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -219,7 +220,7 @@ func TestLargeResultsArrive(t *testing.T) {
 			if durable {
 				opts = append(opts, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 			}
-			bus := openBus(t, opts...)
+			bus := natstest.Bus(t, opts...)
 			maxPayload := int(bus.Conn().MaxPayload())
 			if maxPayload != 1<<20 {
 				t.Fatalf("max payload %d, want the default 1 MiB", maxPayload)
@@ -279,7 +280,7 @@ func TestLargeResultsArrive(t *testing.T) {
 // never retried; the events after it are stored.
 func TestRefusedPublishIsCountedOnce(t *testing.T) {
 	var log syncBuf
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}), natsbus.WithLogger(zerolog.New(&log)))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}), natsbus.WithLogger(zerolog.New(&log)))
 	ctx := context.Background()
 	stream, err := bus.JetStream().Stream(ctx, bus.Stream())
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -29,7 +30,7 @@ func TestPublisherMemoryPerSession(t *testing.T) {
 	if testing.Short() {
 		t.Skip("50,000 sessions")
 	}
-	bus := openBus(t)
+	bus := natstest.Bus(t)
 	tk := testutil.Kit(t, toolkit.WithInlineObserver(bus.Publisher()))
 	testutil.Add(t, tk, toolkit.MustTool(toolkit.Spec{Name: "work"}, func(ctx context.Context, _ struct{}) (string, error) {
 		stream.From(ctx).Progress("working", 0.5)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -21,7 +22,7 @@ import (
 // per-call order with gap-free sequences, the deltas add up to each result,
 // and when Run returns, the run's events have been handed to NATS.
 func TestRunEventsOnNATS(t *testing.T) {
-	bus := openBus(t)
+	bus := natstest.Bus(t)
 	tk := kit(t, bus)
 	col := subscribe(t, bus, bus.Subjects().Session("conv-1"))
 	sess, _ := tk.Session("conv-1")
@@ -55,7 +56,7 @@ func TestRunEventsOnNATS(t *testing.T) {
 // TestModelVisibleSubscriber: subscribers to *.*.delta and *.*.result see
 // what models see and never a progress event.
 func TestModelVisibleSubscriber(t *testing.T) {
-	bus := openBus(t)
+	bus := natstest.Bus(t)
 	tk := kit(t, bus)
 	col := newCollector(t)
 	for _, typ := range []events.Type{events.TypeDelta, events.TypeResult} {
@@ -90,7 +91,7 @@ func TestModelVisibleSubscriber(t *testing.T) {
 // TestSessionIsolation: hostile session ids are encoded; a subscriber to one
 // session's subjects never receives another session's events.
 func TestSessionIsolation(t *testing.T) {
-	bus := openBus(t)
+	bus := natstest.Bus(t)
 	tk := kit(t, bus)
 	ids := []string{"a", "a.>", "*", "a b", "日本", "a.b", ">"}
 	cols := map[string]*collector{}
@@ -123,7 +124,7 @@ func TestSessionIsolation(t *testing.T) {
 // TestSubscribeSkipsNonEvents: messages on event subjects that are not valid
 // events never reach the callback; the events after them do.
 func TestSubscribeSkipsNonEvents(t *testing.T) {
-	bus := openBus(t)
+	bus := natstest.Bus(t)
 	col := newCollector(t) // what Bus.Subscribe lets through
 	sub, err := bus.Subscribe(bus.Subjects().Session("junk"), col.add)
 	if err != nil {
@@ -154,7 +155,7 @@ func TestSubscribeSkipsNonEvents(t *testing.T) {
 // TestSlowSubscriberDoesNotSlowTools: a subscriber stuck in its handler
 // delays nobody: the run finishes while it is blocked.
 func TestSlowSubscriberDoesNotSlowTools(t *testing.T) {
-	bus := openBus(t)
+	bus := natstest.Bus(t)
 	tk := kit(t, bus)
 	block := make(chan struct{})
 	sub, err := bus.Subscribe(bus.Subjects().All(), func(*events.Event) { <-block })
@@ -183,7 +184,7 @@ func TestSlowSubscriberDoesNotSlowTools(t *testing.T) {
 // many were dropped, and no delta or result is lost.
 func TestPublisherDropsProgressUnderPressure(t *testing.T) {
 	const calls, lines = 8, 500
-	bus := openBus(t, natsbus.WithPublisherQueue(1))
+	bus := natstest.Bus(t, natsbus.WithPublisherQueue(1))
 	tk := kit(t, bus)
 	// Each call bursts progress and deltas, then, once every call is done
 	// bursting, takes its turn to emit one more progress event after the
@@ -247,7 +248,7 @@ func TestPublisherDropsProgressUnderPressure(t *testing.T) {
 // TestDurableResume: a JetStream subscriber that stops mid-run and resumes
 // from its last sequence ends up with every event exactly once.
 func TestDurableResume(t *testing.T) {
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	tk := kit(t, bus)
 	sess, _ := tk.Session("d")
 	run := sess.Start(context.Background(), callsFor(6, 50))
@@ -330,7 +331,7 @@ func TestDurableResume(t *testing.T) {
 // TestReplayStopIsFinal: once stop returns, the callback is not running
 // and is never called again, even while events keep arriving.
 func TestReplayStopIsFinal(t *testing.T) {
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	tk := kit(t, bus)
 	sess, _ := tk.Session("stop")
 	run := sess.Start(context.Background(), callsFor(4, 400))
@@ -368,7 +369,7 @@ func TestReplayStopIsFinal(t *testing.T) {
 
 // TestReplayNeedsDurable: a clear error, not a hang.
 func TestReplayNeedsDurable(t *testing.T) {
-	bus := openBus(t)
+	bus := natstest.Bus(t)
 	if _, err := bus.Replay(context.Background(), bus.Subjects().All(), 0, func(uint64, *events.Event) {}); !errors.Is(err, natsbus.ErrNotDurable) {
 		t.Fatalf("Replay on a non-durable bus: %v", err)
 	}
@@ -376,7 +377,7 @@ func TestReplayNeedsDurable(t *testing.T) {
 
 // TestSessionEventOnNATS: session-level events go to <prefix>.<session>._.<type>.
 func TestSessionEventOnNATS(t *testing.T) {
-	bus := openBus(t)
+	bus := natstest.Bus(t)
 	tk := kit(t, bus)
 	col := newCollector(t)
 	sub, err := bus.Conn().Subscribe("toolstream.g._.groups", func(m *nats.Msg) {
@@ -405,7 +406,7 @@ func TestSessionEventOnNATS(t *testing.T) {
 // TestDurableReusedCallIDs: two runs that reuse call ids (a rerun scripted
 // conversation) are both stored: message ids only deduplicate republishing.
 func TestDurableReusedCallIDs(t *testing.T) {
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	tk := kit(t, bus)
 	sess, _ := tk.Session("again")
 	for range 2 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
 )
 
 // natsCLIVersion is the nats CLI the test drives: a real client in another
@@ -50,7 +51,7 @@ func natsCLI(t *testing.T) string {
 // them: one JSON envelope per message, decodable and complete.
 func TestNATSCLIReceivesEvents(t *testing.T) {
 	cli := natsCLI(t)
-	bus := openBus(t, natsbus.WithListen("127.0.0.1:0"))
+	bus := natstest.Bus(t, natsbus.WithListen("127.0.0.1:0"))
 	if bus.ClientURL() == "" {
 		t.Fatal("no client URL for the TCP listener")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -23,7 +24,7 @@ import (
 func TestOpenWithURLFromEnv(t *testing.T) {
 	ns := startNATS(t)
 	t.Setenv(natsbus.EnvURL, ns.url())
-	bus := openBus(t, natsbus.WithNATSOptions(nats.Name("env test")))
+	bus := natstest.Bus(t, natsbus.WithNATSOptions(nats.Name("env test")))
 	if bus.Server() != nil {
 		t.Fatal("an embedded server was started although a URL was set")
 	}
@@ -111,7 +112,7 @@ func TestEmbeddedStoreIsPrivateAndRemoved(t *testing.T) {
 // TestWebSocketListener: a client connecting over WebSocket (as nats.js in
 // a browser would) receives the events.
 func TestWebSocketListener(t *testing.T) {
-	bus := openBus(t, natsbus.WithWebSocket("127.0.0.1:0"))
+	bus := natstest.Bus(t, natsbus.WithWebSocket("127.0.0.1:0"))
 	url := bus.WebSocketURL()
 	if !strings.HasPrefix(url, "ws://127.0.0.1:") {
 		t.Fatalf("websocket URL %q", url)
@@ -127,7 +128,7 @@ func TestWebSocketListener(t *testing.T) {
 // logs what it could not deliver.
 func TestUndeliveredIsCounted(t *testing.T) {
 	ns := startNATS(t)
-	bus := openBus(t, natsbus.WithURL(ns.url()), natsbus.WithNATSOptions(nats.ReconnectBufSize(4096)))
+	bus := natstest.Bus(t, natsbus.WithURL(ns.url()), natsbus.WithNATSOptions(nats.ReconnectBufSize(4096)))
 	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithFlushTimeout(100*time.Millisecond))
 	defer tk.Close(context.Background())
 	kitTools(t, tk)

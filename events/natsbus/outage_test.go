@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -73,7 +74,7 @@ func (n *natsServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.
 // process; afterwards the stream holds every event of the run exactly once.
 func TestNATSStoppedMidRun(t *testing.T) {
 	ns := startNATS(t)
-	bus := openBus(t, natsbus.WithURL(ns.url()), natsbus.WithDurable(natsbus.Durable{}))
+	bus := natstest.Bus(t, natsbus.WithURL(ns.url()), natsbus.WithDurable(natsbus.Durable{}))
 	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithFlushTimeout(200*time.Millisecond))
 	defer tk.Close(context.Background())
 	steps := 40

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -82,7 +83,7 @@ type loadFigures struct {
 }
 
 func newLoad(tb testing.TB) *load {
-	l := &load{tb: tb, bus: openBus(tb, natsbus.WithDurable(natsbus.Durable{Memory: true}))}
+	l := &load{tb: tb, bus: natstest.Bus(tb, natsbus.WithDurable(natsbus.Durable{Memory: true}))}
 	l.srv = httptest.NewServer(l.bus.SSEHandler(natsbus.SSEOptions{}))
 	tb.Cleanup(l.srv.Close)
 	l.tk = kit(tb, l.bus)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
 )
 
 type sseEvent struct {
@@ -78,7 +79,7 @@ func sseGet(t testing.TB, base, session, lastID string) *http.Response {
 // connection mid-run and reconnects with Last-Event-ID: it ends with every
 // event exactly once and none of another session's.
 func TestSSEResume(t *testing.T) {
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	tk := kit(t, bus)
 	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
 	defer srv.Close()
@@ -130,8 +131,8 @@ func TestSSEResume(t *testing.T) {
 }
 
 func TestSSEErrors(t *testing.T) {
-	durable := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	plain := openBus(t)
+	durable := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	plain := natstest.Bus(t)
 	d := httptest.NewServer(durable.SSEHandler(natsbus.SSEOptions{}))
 	defer d.Close()
 	p := httptest.NewServer(plain.SSEHandler(natsbus.SSEOptions{}))
@@ -177,7 +178,7 @@ func TestSSEErrors(t *testing.T) {
 // TestSSEKeepAlive: an idle stream gets comment lines, which EventSource
 // ignores.
 func TestSSEKeepAlive(t *testing.T) {
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{KeepAlive: 20 * time.Millisecond}))
 	defer srv.Close()
 	resp := sseGet(t, srv.URL, "idle", "")
@@ -200,7 +201,7 @@ func TestSSEKeepAlive(t *testing.T) {
 // does not decode to a valid type name (here one with a newline, which
 // would split the SSE frame) is not streamed; the events around it are.
 func TestSSESkipsBadTypes(t *testing.T) {
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
 	defer srv.Close()
 	js := bus.JetStream()

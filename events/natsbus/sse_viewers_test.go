@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
 )
 
 // publishRaw stores n events of session straight into the stream (as
@@ -75,7 +76,7 @@ func settleGoroutines(base int, d time.Duration) (int, time.Duration) {
 // where they were within two seconds, and the next viewer is served at once
 // and gets new events.
 func TestSSEReconnectStorm(t *testing.T) {
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
 	defer srv.Close()
 	publishRaw(t, bus, "storm", 3)
@@ -131,7 +132,7 @@ func TestSSEReconnectStorm(t *testing.T) {
 // TestSSEViewerLimit: above MaxViewers a client gets 503 with Retry-After
 // and a message saying why; when a viewer leaves, the next one is served.
 func TestSSEViewerLimit(t *testing.T) {
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{MaxViewers: 3, RetryAfter: 2 * time.Second}))
 	defer srv.Close()
 	var open []*http.Response
@@ -185,7 +186,7 @@ func TestSSELastEventIDAtOrPastEnd(t *testing.T) {
 }
 
 func testLastEventIDAtOrPastEnd(t *testing.T, memory bool) {
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: memory}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: memory}))
 	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
 	defer srv.Close()
 	// An empty stream (one recreated since the client's last visit): the
@@ -244,7 +245,7 @@ func testLastEventIDAtOrPastEnd(t *testing.T, memory bool) {
 // TestSSEIDInTheMiddle: an id in the middle of a session's history resumes
 // right after it, also when other sessions' events lie between.
 func TestSSEIDInTheMiddle(t *testing.T) {
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
 	defer srv.Close()
 	var mine []uint64
@@ -267,7 +268,7 @@ func TestSSEIDInTheMiddle(t *testing.T) {
 // back from the stream: it gets every event once, in order.
 func TestSSESlowViewerCatchesUp(t *testing.T) {
 	natsbus.SetViewerQueue(t, 1)
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	// A small socket buffer, so that a client that does not read soon
 	// blocks the handler's writes.
 	srv := httptest.NewUnstartedServer(bus.SSEHandler(natsbus.SSEOptions{}))
@@ -308,7 +309,7 @@ func TestSSESlowViewerCatchesUp(t *testing.T) {
 // with the next viewer.
 func TestSSESharedConsumerGoesWhenIdle(t *testing.T) {
 	natsbus.SetHubLinger(t, 50*time.Millisecond)
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
 	defer srv.Close()
 	for round := range 2 {
@@ -340,7 +341,7 @@ func TestSSESharedConsumerGoesWhenIdle(t *testing.T) {
 // TestSSELongHistory: a history longer than one direct get (by count and by
 // bytes) arrives whole, in order, with other sessions' events between.
 func TestSSELongHistory(t *testing.T) {
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
 	defer srv.Close()
 	var want []uint64
@@ -371,7 +372,7 @@ func TestSSELongHistory(t *testing.T) {
 // TestSSEWithoutDirectGets: a stream someone changed so that it no longer
 // answers direct gets gives viewers a 503 that says so, not a hang.
 func TestSSEWithoutDirectGets(t *testing.T) {
-	bus := openBus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
 	defer srv.Close()
 	publishRaw(t, bus, "nd", 1)

@@ -66,14 +66,25 @@ func Run(t testing.TB, tk *toolkit.Toolkit, id string, calls ...toolkit.Call) []
 	return Session(t, tk, id).Run(context.Background(), calls)
 }
 
-// ResultByID returns the result of the call with the given id.
-func ResultByID(rs []toolkit.Result, id string) (toolkit.Result, bool) {
+// ResultByID returns the result of the call with the given id, or the zero
+// Result.
+func ResultByID(rs []toolkit.Result, id string) toolkit.Result {
 	for _, r := range rs {
 		if r.Call.ID == id {
-			return r, true
+			return r
 		}
 	}
-	return toolkit.Result{}, false
+	return toolkit.Result{}
+}
+
+// Tool makes a typed tool, failing the test on error.
+func Tool[In, Out any](t testing.TB, spec toolkit.Spec, fn func(context.Context, In) (Out, error)) *toolkit.Tool {
+	t.Helper()
+	tool, err := toolkit.NewTool(spec, fn)
+	if err != nil {
+		t.Fatalf("NewTool(%s): %v", spec.Name, err)
+	}
+	return tool
 }
 
 // WaitFor fails the test if ch is not closed within a generous bound: the
@@ -107,11 +118,29 @@ func (r *Recorder) All() []*events.Event {
 	return append([]*events.Event(nil), r.events...)
 }
 
+// Reset forgets the events so far.
+func (r *Recorder) Reset() {
+	r.mu.Lock()
+	r.events = nil
+	r.mu.Unlock()
+}
+
 // Of returns the events of one call, in arrival order.
 func (r *Recorder) Of(callID string) []*events.Event {
 	var out []*events.Event
 	for _, ev := range r.All() {
 		if ev.Call == callID {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// OfType returns the events of one type, in arrival order.
+func (r *Recorder) OfType(typ events.Type) []*events.Event {
+	var out []*events.Event
+	for _, ev := range r.All() {
+		if ev.Type == typ {
 			out = append(out, ev)
 		}
 	}
