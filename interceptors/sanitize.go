@@ -183,10 +183,14 @@ const (
 // the size of the result and allocates about one copy of a part per
 // redaction that changes it, nothing for a part it leaves as it is.
 //
-// Deltas are redacted one at a time: a secret split across two deltas can
-// reach observers unredacted, because a delta filter cannot hold text back
-// until the next one arrives. The pass over the whole result still catches
-// it, so the model never sees it (the result's deltas then start over,
+// Streamed text is redacted a line at a time: the end of a text delta after
+// its last newline is held back until the next delta completes the line
+// (or the attempt ends), so a secret cut across deltas never reaches
+// observers in pieces; the redactions look for secrets that do not span
+// lines (a line longer than 64 KiB goes out at its last space before its
+// final 512 bytes). Other parts are redacted one delta at a time. The pass
+// over the whole result catches what a pattern of your own finds across
+// lines, so the model never sees it (the result's deltas then start over,
 // redacted). Redaction runs before truncation, so a secret is never cut
 // into a piece that no longer matches.
 //
@@ -210,7 +214,7 @@ func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
 			v, loaded := inv.CallValues().LoadOrStore(sanitizeFilterKey{cfg}, &sanitizeCount{})
 			count := v.(*sanitizeCount)
 			if !loaded {
-				inv.FilterDeltas(func(p toolkit.Part) toolkit.Part { return count.filter(cfg, p) })
+				inv.FilterStream(&sanitizeStream{cfg: cfg, count: count})
 			}
 			count.redactions.Store(0)
 			count.uninspected.Store(0)
@@ -282,18 +286,101 @@ func sanitizePrintOf(p toolkit.Part) (sanitizePrint, bool) {
 	return sanitizePrint{p.Type, len(b), maphash.Bytes(sanitizeSeed, b)}, true
 }
 
-// filter is the delta filter: it redacts a part and remembers it.
+// filter redacts a part that is not text and remembers it.
 func (c *sanitizeCount) filter(cfg *sanitizeConfig, p toolkit.Part) toolkit.Part {
 	p = cfg.redactPart(p, c)
 	if fp, ok := sanitizePrintOf(p); ok {
-		c.mu.Lock()
-		if c.filtered == nil {
-			c.filtered = map[sanitizePrint]struct{}{}
-		}
-		c.filtered[fp] = struct{}{}
-		c.mu.Unlock()
+		c.remember(fp)
 	}
 	return p
+}
+
+func (c *sanitizeCount) remember(fp sanitizePrint) {
+	c.mu.Lock()
+	if c.filtered == nil {
+		c.filtered = map[sanitizePrint]struct{}{}
+	}
+	c.filtered[fp] = struct{}{}
+	c.mu.Unlock()
+}
+
+// Streamed text is held back to the end of its line, at most
+// sanitizeHoldMax bytes; a longer line goes out at its last space before
+// its final sanitizeHoldTail bytes (or there, if it has none).
+const (
+	sanitizeHoldMax  = 64 << 10
+	sanitizeHoldTail = 512
+)
+
+// sanitizeStream is Sanitize's stream filter. Text goes out in whole lines,
+// redacted; the end of the text after its last newline waits for the rest
+// of its line. It remembers the fingerprint of each run of text it let
+// through (the text part it makes in the result), so that the pass over the
+// whole result does not redact that part again.
+type sanitizeStream struct {
+	cfg   *sanitizeConfig
+	count *sanitizeCount
+	held  string
+
+	run    maphash.Hash // of the text let through since the last other part
+	runLen int
+}
+
+func (f *sanitizeStream) Filter(p toolkit.Part) []toolkit.Part {
+	if p.Type != events.PartText {
+		out := f.Flush() // the held text comes first
+		return append(out, f.count.filter(f.cfg, p))
+	}
+	text := f.held + p.Text
+	cut := strings.LastIndexByte(text, '\n') + 1
+	if len(text)-cut > sanitizeHoldMax {
+		cut = len(text) - sanitizeHoldTail
+		if i := strings.LastIndexAny(text[:cut], " \t"); i >= 0 {
+			cut = i + 1
+		}
+	}
+	f.held = text[cut:]
+	if cut == 0 {
+		return nil
+	}
+	return []toolkit.Part{f.let(text[:cut])}
+}
+
+// Flush lets the held text go, redacted, and ends the run of text.
+func (f *sanitizeStream) Flush() []toolkit.Part {
+	var out []toolkit.Part
+	if f.held != "" {
+		out = append(out, f.let(f.held))
+		f.held = ""
+	}
+	f.endRun()
+	return out
+}
+
+func (f *sanitizeStream) Reset() {
+	f.held = ""
+	f.run.Reset()
+	f.runLen = 0
+}
+
+// let redacts text that goes out.
+func (f *sanitizeStream) let(text string) toolkit.Part {
+	p := f.cfg.redactPart(events.Text(text), f.count)
+	if f.runLen == 0 {
+		f.run.SetSeed(sanitizeSeed)
+	}
+	f.run.WriteString(p.Text)
+	f.runLen += len(p.Text)
+	return p
+}
+
+// endRun remembers the run of text let through as one part of the result.
+func (f *sanitizeStream) endRun() {
+	if f.runLen >= sanitizePrintMin {
+		f.count.remember(sanitizePrint{events.PartText, f.runLen, f.run.Sum64()})
+	}
+	f.run.Reset()
+	f.runLen = 0
 }
 
 // wasFiltered reports whether p is exactly a part the filter let through.

@@ -183,15 +183,45 @@ func TestSanitizeRedactsDeltasAndResult(t *testing.T) {
 	}
 	evCheckDeltas(t, rec, res[0])
 
-	// Split: the streamed pieces escape, the result does not; the deltas
-	// start over with the redacted result.
+	// Split: the key is cut across deltas, and no delta shows a piece of
+	// it (the end of a line waits for the rest of it).
 	if res[1].Text() != "key [redacted API key] done" {
 		t.Fatalf("got %q", res[1].Text())
 	}
 	evCheckDeltas(t, rec, res[1])
-	rebuilt := rec.Content("split")
-	if strings.Contains(events.ContentText(rebuilt), "A1b2") {
-		t.Fatal("the rebuilt content holds the key")
+	for _, ev := range rec.Of("split") {
+		if ev.Type == events.TypeDelta && strings.Contains(ev.Delta.String(), "A1b2") {
+			t.Fatalf("a delta shows a piece of the key: %q", ev.Delta.String())
+		}
+	}
+}
+
+// TestSanitizeNeverStreamsAPieceOfASecret: however a stream cuts a text
+// into deltas, no delta an observer sees holds a piece of a secret, the
+// deltas add up to the redacted result, and whole lines go out as they
+// come.
+func TestSanitizeNeverStreamsAPieceOfASecret(t *testing.T) {
+	key := "sk-" + strings.Repeat("Zq9x", 8)
+	text := "first line\nkey " + key + " mail bob@example.org phone +1 555 123 4567\nlast " + key
+	tk, rec := evKit(t, interceptors.Sanitize(interceptors.RedactAPIKeys(), interceptors.RedactEmails(), interceptors.RedactPhoneNumbers()))
+	for parts := 2; parts <= len(text); parts += 7 {
+		id := fmt.Sprintf("p%d", parts)
+		res := evRun(t, tk, "s", evCall(id, "echo", evIn{Text: text, Parts: parts}))[0]
+		evCheckDeltas(t, rec, res)
+		if strings.Contains(res.Text(), "Zq9x") || strings.Contains(res.Text(), "bob@") {
+			t.Fatalf("%d parts: the result holds a secret: %q", parts, res.Text())
+		}
+		deltas := rec.DeltaTexts(id)
+		for _, d := range deltas {
+			for _, piece := range []string{"Zq9", "q9x", "9xZ", "xZq", "bob", "example.org", "555", "4567"} {
+				if strings.Contains(d, piece) {
+					t.Fatalf("%d parts: a delta shows %q: %q", parts, piece, d)
+				}
+			}
+		}
+		if len(deltas) == 0 || deltas[0] != "first line\n" {
+			t.Fatalf("%d parts: the first line did not go out on its own: %q", parts, deltas)
+		}
 	}
 }
 

@@ -54,7 +54,7 @@ type call struct {
 type chained struct {
 	inv      Invocation
 	argsJSON json.RawMessage
-	filters  []func(Part) Part // under c.mu
+	filters  []StreamFilter // under c.mu
 	values   sync.Map
 }
 
@@ -299,6 +299,7 @@ func (c *call) finish(state State, parts []Part, err error) bool {
 		return false
 	}
 	c.addLast(state, parts, err)
+	c.flushFilters()
 	c.complete(state, err)
 	return true
 }
@@ -318,6 +319,7 @@ func (c *call) finishOutcome(out Outcome) bool {
 		for _, p := range out.Content {
 			c.addDelta(p)
 		}
+		c.flushFilters()
 	}
 	state := out.State
 	if state == "" {

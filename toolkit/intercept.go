@@ -52,7 +52,7 @@ type Outcome struct {
 	// JSON and binary parts are shared: do not write to them). An
 	// interceptor that returns different content replaces it: the engine
 	// emits a reset delta and the new content, which goes through the
-	// call's delta filters (FilterDeltas) like every delta, so the deltas
+	// call's delta filters (FilterDeltas, FilterStream) like every delta, so the deltas
 	// still add up to the result.
 	Content []Part
 	// Err is the cause of a failure, for errors.Is and errors.As.
@@ -154,12 +154,42 @@ func (inv *Invocation) Meta(key string, value any) { inv.c.setMeta(0, key, value
 
 // FilterDeltas makes every delta the call emits from now on go through f
 // first (a redactor, for example). Filters apply in the order they were
-// added.
-func (inv *Invocation) FilterDeltas(f func(Part) Part) {
+// added, FilterStream's among them.
+func (inv *Invocation) FilterDeltas(f func(Part) Part) { inv.FilterStream(partFilter(f)) }
+
+// StreamFilter sees a call's deltas before anyone else and may hold text
+// back until it knows what it is: a redactor that must not let half of a
+// secret out before it has seen the other half. The engine calls its
+// methods one at a time, under the call's lock: they must be quick and
+// must not call back into the call.
+type StreamFilter interface {
+	// Filter returns what goes out in place of p: nothing yet, p as it is
+	// or changed, and what it held back before p.
+	Filter(p Part) []Part
+	// Flush returns everything held back. It is called when an attempt's
+	// content is complete: what the handler returned has gone through
+	// Filter, and the result is about to be taken.
+	Flush() []Part
+	// Reset drops what is held back: the content started over (a retry, or
+	// an interceptor replaced the result).
+	Reset()
+}
+
+// FilterStream makes every delta the call emits from now on go through f
+// first; see [StreamFilter]. Filters apply in the order they were added,
+// FilterDeltas' among them.
+func (inv *Invocation) FilterStream(f StreamFilter) {
 	inv.c.mu.Lock()
 	inv.c.ic.filters = append(inv.c.ic.filters, f)
 	inv.c.mu.Unlock()
 }
+
+// partFilter is a filter that holds nothing back.
+type partFilter func(Part) Part
+
+func (f partFilter) Filter(p Part) []Part { return []Part{f(p)} }
+func (f partFilter) Flush() []Part        { return nil }
+func (f partFilter) Reset()               {}
 
 // Emit sends a call-level event of the given type (a valid name, see
 // [events.CheckType], and not a lifecycle type) with data as its body

@@ -511,3 +511,82 @@ func TestAbandonedAttemptCannotWrite(t *testing.T) {
 	}
 	testutil.CheckDeltasAddUp(t, rec, r)
 }
+
+// holdSecret is a StreamFilter that replaces SECRET with [x] even when the
+// word comes split across deltas: it holds back any tail of the text that
+// could be the start of the word.
+type holdSecret struct{ held string }
+
+func (h *holdSecret) Filter(p toolkit.Part) []toolkit.Part {
+	if p.Type != events.PartText {
+		return []toolkit.Part{p}
+	}
+	text := strings.ReplaceAll(h.held+p.Text, "SECRET", "[x]")
+	h.held = ""
+	for n := min(len(text), len("SECRET")-1); n > 0; n-- {
+		if strings.HasPrefix("SECRET", text[len(text)-n:]) {
+			text, h.held = text[:len(text)-n], text[len(text)-n:]
+			break
+		}
+	}
+	return []toolkit.Part{events.Text(text)}
+}
+
+func (h *holdSecret) Flush() []toolkit.Part {
+	held := h.held
+	h.held = ""
+	return []toolkit.Part{events.Text(held)}
+}
+
+func (h *holdSecret) Reset() { h.held = "" }
+
+// TestStreamFilterHoldsTextBack: a stream filter sees a secret cut across
+// deltas whole, so no observer ever sees a piece of it; what it holds at
+// the end of an attempt goes out; a retry drops what it held; and the
+// deltas still add up to the result.
+func TestStreamFilterHoldsTextBack(t *testing.T) {
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
+	attempts := 0
+	tk.Use(toolkit.Interceptor{Name: "redact", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		inv.FilterStream(&holdSecret{})
+		out := next(ctx, inv)
+		if inv.Call.Name == "retried" && out.State != toolkit.StateSuccess {
+			out = next(ctx, inv) // a retry: the first attempt's held text must not leak into it
+		}
+		return out
+	}})
+	testutil.Add(t, tk,
+		testutil.Tool(t, toolkit.Spec{Name: "leaky"}, func(ctx context.Context, _ none) (string, error) {
+			em := stream.From(ctx)
+			for _, piece := range []string{"key: SEC", "RET, other: S", "ECR", "ET and SE", "CURE, end: SEC"} {
+				em.Text(piece)
+			}
+			return "", nil // the held "SEC" goes out when the attempt ends
+		}),
+		testutil.Tool(t, toolkit.Spec{Name: "retried"}, func(ctx context.Context, _ none) (string, error) {
+			attempts++
+			stream.From(ctx).Text("first SECR")
+			if attempts == 1 {
+				return "", errors.New("flaky")
+			}
+			return "ET done", nil
+		}))
+	rs := testutil.Run(t, tk, "s", testutil.Call("1", "leaky", `{}`), testutil.Call("2", "retried", `{}`))
+	if got, want := rs[0].Text(), "key: [x], other: [x] and SECURE, end: SEC"; got != want {
+		t.Errorf("leaky: %q, want %q", got, want)
+	}
+	if got, want := rs[1].Text(), "first [x] done"; got != want {
+		t.Errorf("retried: %q, want %q", got, want)
+	}
+	for _, r := range rs {
+		testutil.CheckDeltasAddUp(t, rec, r)
+	}
+	for _, d := range rec.DeltaTexts("1") {
+		for _, piece := range []string{"SECR", "CRET", "RET,", "ECR"} {
+			if strings.Contains(d, piece) {
+				t.Errorf("a delta shows a piece of the secret: %q", d)
+			}
+		}
+	}
+}

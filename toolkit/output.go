@@ -58,6 +58,7 @@ func (c *call) outcome(attempt int, state State, parts []Part, err error) Outcom
 		return Outcome{State: state, Err: err}
 	}
 	c.addLast(state, parts, err)
+	c.flushFilters()
 	content := c.out.content.parts()
 	if c.ic != nil {
 		// Interceptors get their own copy: one that edits it in place must
@@ -93,14 +94,47 @@ func (c *call) dispatch(ev *events.Event, f *flush) {
 	c.batch.obs.dispatch(c.batch.tk, ev, f)
 }
 
-// addDelta passes a delta through the call's filters, appends it to the
-// content and emits a delta event. c.mu must be held.
+// addDelta passes a delta through the call's filters, appends what comes
+// out to the content and emits it as delta events. c.mu must be held.
 func (c *call) addDelta(p Part) {
-	if c.ic != nil {
-		for _, f := range c.ic.filters {
-			p = f(p)
+	if c.ic == nil || len(c.ic.filters) == 0 {
+		c.putDelta(p)
+		return
+	}
+	c.filterFrom(0, []Part{p})
+}
+
+// filterFrom passes parts through the filters from the i-th on and puts
+// out what comes out of the last. c.mu must be held.
+func (c *call) filterFrom(i int, parts []Part) {
+	for _, f := range c.ic.filters[i:] {
+		var next []Part
+		for _, p := range parts {
+			next = append(next, f.Filter(p)...)
+		}
+		parts = next
+	}
+	for _, p := range parts {
+		c.putDelta(p)
+	}
+}
+
+// flushFilters puts out what the filters hold back, each filter's through
+// the ones after it. c.mu must be held.
+func (c *call) flushFilters() {
+	if c.ic == nil {
+		return
+	}
+	for i, f := range c.ic.filters {
+		if held := f.Flush(); len(held) > 0 {
+			c.filterFrom(i+1, held)
 		}
 	}
+}
+
+// putDelta appends a delta that went through the filters to the content
+// and emits it. c.mu must be held.
+func (c *call) putDelta(p Part) {
 	if p.IsEmpty() {
 		return
 	}
@@ -117,6 +151,11 @@ func (c *call) addDelta(p Part) {
 // delta. c.mu must be held.
 func (c *call) resetContent() {
 	c.out.content = content{}
+	if c.ic != nil {
+		for _, f := range c.ic.filters {
+			f.Reset()
+		}
+	}
 	if c.observed() {
 		ev, body := newEvent[Part](c, events.TypeDelta)
 		*body = events.Text("")
