@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -291,87 +292,106 @@ var jsonEscapes = func() (t [utf8.RuneSelf]string) {
 	return t
 }()
 
+// escWord is each ASCII byte's escape (jsonEscapes) as a little-endian
+// word, so that appendString stores it with one write; escLen has its length.
+var escWord = func() (t [utf8.RuneSelf]uint64) {
+	for c, e := range jsonEscapes {
+		var w [8]byte
+		copy(w[:], e)
+		t[c] = binary.LittleEndian.Uint64(w[:])
+	}
+	return t
+}()
+
+// wordRoom is the room appendString keeps free past the input still to
+// write: it stores whole words (8 bytes) before knowing how many count, and
+// an escape (at most 6 bytes) as one word.
+const wordRoom = 16
+
 // appendString writes s as a JSON string with encoding/json's escapes;
-// invalid UTF-8 becomes U+FFFD. Runs of bytes that need no escape (most of
-// any text) are found 8 bytes at a time and copied at once.
+// invalid UTF-8 becomes U+FFFD. It reads and writes 8 bytes at a time: each
+// word of s is stored in dst as it is, and kept whole unless it holds a byte
+// to look at (a few bit operations tell), so that a run of plain text costs
+// no call and no copy of its own.
 func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	// A read-only view of s as bytes, for loads of 8 bytes at once.
+	n := len(dst)
+	out := growRoom(dst, len(s)+wordRoom)
+	out[n] = '"'
+	n++
+	// A read-only view of s as bytes.
 	b := unsafe.Slice(unsafe.StringData(s), len(s))
-	start := 0 // s[start:i] is pending, needing no escape
 	i := 0
-	for i < len(s) {
+	for {
+		// Escapes take more room than what they stand for.
+		if len(out)-n < len(b)-i+wordRoom {
+			out = growRoom(out[:n], len(b)-i+wordRoom)
+		}
+		// Words without a byte to look at. n-i does not change in this
+		// loop, and the room just checked makes n+8 <= len(out) whenever
+		// i+8 <= len(b): the unchecked loads and stores stay in s and out.
 		if i+8 <= len(b) {
-			// Skip to the first byte of the next 8 that needs a look.
-			// (specialBytes, by hand: the compiler does not inline it.)
-			x := binary.LittleEndian.Uint64(b[i:])
-			m := x&msb | (x-0x20*lsb)&^x&msb |
-				((x&^(0x04*lsb))^(0x22*lsb)-lsb)&^((x&^(0x04*lsb))^(0x22*lsb))&msb |
-				((x&^(0x02*lsb))^(0x3c*lsb)-lsb)&^((x&^(0x02*lsb))^(0x3c*lsb))&msb |
-				(x^(0x5c*lsb)-lsb)&^(x^(0x5c*lsb))&msb
-			if m == 0 {
-				i += 8
-				continue
-			}
-			if x&msb == 0 {
-				// All ASCII: escape the flagged bytes here. Bits above the
-				// lowest may be false alarms (a borrow), so each byte is
-				// checked again; none is missed.
-				for ; m != 0; m &= m - 1 {
-					j := i + bits.TrailingZeros64(m)>>3
-					if e := jsonEscapes[s[j]]; e != "" {
-						dst = append(dst, s[start:j]...)
-						dst = append(dst, e...)
-						start = j + 1
-					}
+			src := unsafe.Pointer(unsafe.StringData(s))
+			to := unsafe.Pointer(unsafe.SliceData(out))
+			for i+8 <= len(b) {
+				x := binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(src, i))[:])
+				binary.LittleEndian.PutUint64((*[8]byte)(unsafe.Add(to, n))[:], x)
+				if m := specialBytes(x); m != 0 {
+					k := bits.TrailingZeros64(m) >> 3 // exact for the lowest
+					i += k
+					n += k
+					break
 				}
 				i += 8
+				n += 8
+			}
+		}
+		if i >= len(b) {
+			break
+		}
+		if c := b[i]; c < utf8.RuneSelf {
+			i++
+			if escLen[c] == 1 {
+				out[n] = c
+				n++
 				continue
 			}
-			i += bits.TrailingZeros64(m) >> 3
+			binary.LittleEndian.PutUint64(out[n:], escWord[c])
+			n += int(escLen[c])
+			continue
 		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if e := jsonEscapes[c]; e != "" {
-				dst = append(dst, s[start:i]...)
-				dst = append(dst, e...)
-				start = i + 1
+		// Non-ASCII: a run of characters written as they are (as many
+		// bytes out as in), up to invalid UTF-8, U+2028 or U+2029.
+		j := i
+		r, size := rune(0), 0
+		for j < len(b) && b[j] >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[j:])
+			if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+				break
 			}
-			i++
-			continue
+			j += size
+			size = 0
 		}
-		if j := plainRunes(s, i); j > i {
-			i = j
-			continue
+		n += copy(out[n:], b[i:j])
+		i = j
+		if size > 0 {
+			// Invalid UTF-8 becomes U+FFFD. U+2028 and U+2029 are valid
+			// JSON, but line terminators in JavaScript; encoding/json
+			// escapes them unconditionally.
+			out[n], out[n+1], out[n+2] = '\\', 'u', hexDigits[r>>12]
+			out[n+3], out[n+4], out[n+5] = hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf]
+			n += 6
+			i += size
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		dst = append(dst, s[start:i]...)
-		if r == utf8.RuneError {
-			dst = append(dst, `\ufffd`...) // invalid UTF-8
-		} else {
-			// U+2028 or U+2029: valid JSON, but line terminators in
-			// JavaScript; encoding/json escapes them unconditionally.
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		}
-		i += size
-		start = i
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	out[n] = '"'
+	return out[:n+1]
 }
 
-// plainRunes returns where the run of non-ASCII characters at s[i:] that a
-// JSON string takes as they are ends: at invalid UTF-8, U+2028, U+2029 or
-// ASCII.
-func plainRunes(s string, i int) int {
-	for i < len(s) && s[i] >= utf8.RuneSelf {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-			return i
-		}
-		i += size
-	}
-	return i
+// growRoom returns b with room for at least n more bytes, as a slice up to
+// its capacity.
+func growRoom(b []byte, n int) []byte {
+	b = slices.Grow(b, n)
+	return b[:cap(b)]
 }
 
 const (
@@ -379,24 +399,21 @@ const (
 	msb = 0x8080808080808080
 )
 
-// zeroBytes has the high bit set in the lowest zero byte of x (and maybe in
-// higher bytes, which the borrow reaches): exact for the lowest one.
-func zeroBytes(x uint64) uint64 { return (x - lsb) &^ x & msb }
-
 // specialBytes has the high bit set in the lowest byte of x that a JSON
 // string does not take as it is (a control byte, '"', '\\', '<', '>', '&', or
 // non-ASCII, which the rune decoder looks at), and 0 when there is none.
-// Only the lowest set bit is exact: the byte after it is where the caller
-// goes next.
+// Only the lowest set bit is exact: a subtraction borrows into the byte
+// above only from a byte that is flagged itself.
 func specialBytes(x uint64) uint64 {
-	high := x & msb
-	control := (x - 0x20*lsb) &^ x & msb // under 0x20
-	// '"' 0x22 and '&' 0x26 differ only in bit 2; '<' 0x3c and '>' 0x3e only
-	// in bit 1; '\\' is 0x5c.
-	quoteAmp := zeroBytes((x &^ (0x04 * lsb)) ^ (0x22 * lsb))
-	angle := zeroBytes((x &^ (0x02 * lsb)) ^ (0x3c * lsb))
-	backslash := zeroBytes(x ^ (0x5c * lsb))
-	return high | control | quoteAmp | angle | backslash
+	// A byte b < 0x80 becomes >= 0x80 in b-0x20 when it is under 0x20, and
+	// in b^c - 1 when it equals c (0 - 1 borrows); a byte >= 0x80 is
+	// flagged by its own high bit. '"' 0x22 and '&' 0x26 differ only in bit
+	// 2, '<' 0x3c and '>' 0x3e only in bit 1: one test each pair.
+	control := x - 0x20*lsb
+	quoteAmp := (x &^ (0x04 * lsb)) ^ (0x22 * lsb) - lsb
+	angle := (x &^ (0x02 * lsb)) ^ (0x3c * lsb) - lsb
+	backslash := x ^ (0x5c * lsb) - lsb
+	return (x | control | quoteAmp | angle | backslash) & msb
 }
 
 // appendRaw writes a json.RawMessage as json.Marshal does: compacted, with
