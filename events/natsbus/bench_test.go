@@ -386,7 +386,8 @@ func (f *fanIn) wait(b *testing.B, what string) {
 //     in all, against one raw publisher sending as many messages; the time
 //     runs until every subscriber has every message;
 //   - latency: a tool emits one event and waits until every subscriber has
-//     it, 100 times, against raw publish-to-every-subscriber.
+//     it, then publishes one raw message and waits the same way, 100 times
+//     (alternating, so that both sides meet the same load).
 //
 // It reports events/s of each side and their ratio (target >= 0.8), the p50
 // and p99 latency of each and the p50 ratio (target <= 1.3).
@@ -403,13 +404,17 @@ func benchVsRaw(b *testing.B, msg string, subs int) {
 	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithFlushTimeout(time.Minute))
 	b.Cleanup(func() { tk.Close(context.Background()) })
 	ours, raw := &fanIn{done: make(chan struct{}, 1)}, &fanIn{done: make(chan struct{}, 1)}
+	// The latency pings of ours go to a session of their own, where only
+	// the progress events are counted: the ping call's start and result
+	// events must not complete a ping.
+	pings := &fanIn{done: make(chan struct{}, 1)}
 	for range subs {
 		nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(nc.Close)
-		for subj, f := range map[string]*fanIn{"toolstream.b.>": ours, "raw.b.>": raw} {
+		for subj, f := range map[string]*fanIn{"toolstream.b.>": ours, "toolstream.p.*.progress": pings, "raw.b.>": raw} {
 			sub, err := nc.Subscribe(subj, func(*nats.Msg) { f.add() })
 			if err != nil {
 				b.Fatal(err)
@@ -430,9 +435,8 @@ func benchVsRaw(b *testing.B, msg string, subs int) {
 	if len(msg) > 1<<10 {
 		total = 240
 	}
-	const tools, pings = 8, 100
-	var arrived = make(chan struct{}, 1)
-	var lat []time.Duration
+	const tools, rounds = 8, 100
+	var lat, rawLat []time.Duration
 	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "emit", ConcurrencySafe: true}, func(ctx context.Context, in struct {
 		N int `json:"n"`
 	}) (struct{}, error) {
@@ -444,14 +448,22 @@ func benchVsRaw(b *testing.B, msg string, subs int) {
 	}))
 	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "ping"}, func(ctx context.Context, _ struct{}) (struct{}, error) {
 		em := stream.From(ctx)
-		for range pings {
-			ours.arm(int64(subs))
+		for range rounds {
+			// One of ours, then one raw, from the same goroutine: both
+			// sides see the same moment of the machine.
+			pings.arm(int64(subs))
 			t0 := time.Now()
 			em.Progress(msg, -1)
-			ours.wait(b, "ping")
+			pings.wait(b, "ping")
 			lat = append(lat, time.Since(t0))
+			raw.arm(int64(subs))
+			t0 = time.Now()
+			if err := pub.Publish("raw.b.c0.progress", payload); err != nil {
+				return struct{}{}, err
+			}
+			raw.wait(b, "raw ping")
+			rawLat = append(rawLat, time.Since(t0))
 		}
-		arrived <- struct{}{}
 		return struct{}{}, nil
 	}))
 	sess, _ := tk.Session("b")
@@ -459,10 +471,10 @@ func benchVsRaw(b *testing.B, msg string, subs int) {
 	for i := range calls {
 		calls[i] = toolkit.Call{ID: fmt.Sprintf("c%d", i), Name: "emit", Args: []byte(fmt.Sprintf(`{"n":%d}`, total/tools))}
 	}
-	pingCall := []toolkit.Call{{ID: "cp", Name: "ping"}}
+	pingSess, _ := tk.Session("p")
+	pingCall := []toolkit.Call{{ID: "c0", Name: "ping"}}
 
 	var oursRate, rawRate []float64
-	var oursLat, rawLat []time.Duration
 	for b.Loop() {
 		// Throughput, toolstream: progress plus each call's start and result.
 		n := int64(total + 2*tools)
@@ -487,34 +499,18 @@ func benchVsRaw(b *testing.B, msg string, subs int) {
 		raw.wait(b, "raw")
 		rawRate = append(rawRate, float64(n)/time.Since(start).Seconds())
 
-		// Latency, toolstream: start and result events are not timed (the
-		// subscribers count them outside the armed pings).
-		lat = lat[:0]
-		ours.arm(1 << 62)
-		sess.Run(context.Background(), pingCall)
-		<-arrived
-		oursLat = append(oursLat, lat...)
-		time.Sleep(time.Millisecond) // the result event passes
-		// Latency, raw.
-		for range pings {
-			raw.arm(int64(subs))
-			t0 := time.Now()
-			if err := pub.Publish("raw.b.c0.progress", payload); err != nil {
-				b.Fatal(err)
-			}
-			raw.wait(b, "raw ping")
-			rawLat = append(rawLat, time.Since(t0))
-		}
+		// Latency, alternating.
+		pingSess.Run(context.Background(), pingCall)
 	}
 	o, r := median(oursRate), median(rawRate)
 	b.ReportMetric(o, "events/s")
 	b.ReportMetric(r, "raw-msgs/s")
 	b.ReportMetric(o/r, "thr-ratio")
-	op50, rp50 := percentile(oursLat, 50), percentile(rawLat, 50)
+	op50, rp50 := percentile(lat, 50), percentile(rawLat, 50)
 	b.ReportMetric(float64(op50)/1e3, "p50-µs")
 	b.ReportMetric(float64(rp50)/1e3, "raw-p50-µs")
 	b.ReportMetric(float64(op50)/float64(rp50), "p50-ratio")
-	b.ReportMetric(float64(percentile(oursLat, 99))/1e3, "p99-µs")
+	b.ReportMetric(float64(percentile(lat, 99))/1e3, "p99-µs")
 	b.ReportMetric(float64(percentile(rawLat, 99))/1e3, "raw-p99-µs")
 	b.ReportMetric(float64(len(payload)), "bytes/msg")
 }

@@ -3,6 +3,7 @@ package natsbus
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -56,7 +57,8 @@ type Publisher struct {
 
 	handled   atomic.Uint64 // events taken out of the queue and handed to NATS (or given up)
 	waitMu    sync.Mutex
-	waiters   chan struct{} // closed and replaced when handled moves
+	waiters   chan struct{} // closed and replaced when handled moves, if someone waits
+	flushing  atomic.Int32  // Flush calls waiting
 	published atomic.Uint64
 	dropped   atomic.Uint64
 	failed    atomic.Uint64
@@ -70,9 +72,10 @@ type Publisher struct {
 	drops map[callKey]uint64
 
 	// Owned by the publishing goroutine.
-	calls map[callKey]*wire
-	buf   []byte
-	nonce string // tells apart session-level events of two publishers
+	calls   map[callKey]*wire
+	buf     []byte
+	payload int    // the server's max payload, read once a batch
+	nonce   string // tells apart session-level events of two publishers
 
 	retryMu sync.Mutex
 	retries []*nats.Msg
@@ -89,12 +92,12 @@ type wire struct {
 
 	// Built once per call: publishing should not build strings per event.
 	subjectBase string                 // "<prefix>.<session>.<call>."
-	subjects    map[events.Type]string // full subjects by type
+	subjects    [len(callTypes)]string // full subjects of callTypes, built when first used
 	idBase      string                 // "<session>.<call>.<nonce>."
 }
 
 func (p *Publisher) newWire(ev *events.Event) *wire {
-	w := &wire{nonce: nuid.Next(), subjects: make(map[events.Type]string, 5)}
+	w := &wire{nonce: nuid.Next()}
 	prefix, tokens := p.bus.subjects.CallBase(ev.Session, ev.Call)
 	w.subjectBase = prefix + tokens
 	w.idBase = tokens + w.nonce + "."
@@ -102,13 +105,18 @@ func (p *Publisher) newWire(ev *events.Event) *wire {
 }
 
 func (w *wire) subject(t events.Type) string {
-	s, ok := w.subjects[t]
-	if !ok {
-		s = w.subjectBase + events.EncodeToken(string(t))
-		w.subjects[t] = s
+	i := slices.Index(callTypes[:], t)
+	if i < 0 {
+		return w.subjectBase + events.EncodeToken(string(t)) // not a lifecycle type
 	}
-	return s
+	if w.subjects[i] == "" {
+		w.subjects[i] = w.subjectBase + events.EncodeToken(string(t))
+	}
+	return w.subjects[i]
 }
+
+// callTypes are the types of a call's events.
+var callTypes = [...]events.Type{events.TypeStart, events.TypeProgress, events.TypeDelta, events.TypeSuspend, events.TypeResult}
 
 // PublisherStats are the publisher's counters.
 type PublisherStats struct {
@@ -196,6 +204,14 @@ func (p *Publisher) Flush(ctx context.Context) error {
 	p.mu.Lock()
 	target := p.enqueued
 	p.mu.Unlock()
+	if p.handled.Load() >= target {
+		return nil
+	}
+	// Counted before handled is read again: the publishing goroutine adds
+	// to handled before it looks at flushing, so one of the two sees the
+	// other.
+	p.flushing.Add(1)
+	defer p.flushing.Add(-1)
 	for {
 		p.waitMu.Lock()
 		ch := p.waiters
@@ -253,6 +269,7 @@ func (p *Publisher) run() {
 			drops := p.drops
 			p.drops = nil
 			p.mu.Unlock()
+			p.payload = p.limit0()
 			for _, ev := range batch {
 				p.publish(ev)
 			}
@@ -286,6 +303,9 @@ func (p *Publisher) run() {
 }
 
 func (p *Publisher) notify() {
+	if p.flushing.Load() == 0 {
+		return
+	}
 	p.waitMu.Lock()
 	close(p.waiters)
 	p.waiters = make(chan struct{})
@@ -327,7 +347,7 @@ func (p *Publisher) publish(in *events.Event) {
 	if p.bus.js != nil {
 		idRoom = len(jetstream.MsgIDHeader) + len(w.idBase) + 20 + headerRoom
 	}
-	limit := p.limit0() - idRoom
+	limit := p.payload - idRoom
 	ev.Seq = w.seq + 1
 	p.buf = events.AppendJSON(p.buf[:0], &ev)
 	if len(p.buf) <= limit {
@@ -364,7 +384,7 @@ func (p *Publisher) publishSessionEvent(ev *events.Event) {
 	prefix, tokens := p.bus.subjects.CallBase(ev.Session, "")
 	subject := prefix + tokens + events.EncodeToken(string(ev.Type))
 	var idBase string
-	limit := p.limit0()
+	limit := p.payload
 	if p.bus.js != nil {
 		idBase = tokens + p.nonce + "." + strconv.FormatInt(ev.Time.UnixNano(), 36) + "."
 		limit -= len(jetstream.MsgIDHeader) + len(idBase) + 20 + headerRoom
@@ -382,7 +402,8 @@ func (p *Publisher) publishSessionEvent(ev *events.Event) {
 	p.send(subject, idBase, ev.Seq)
 }
 
-// limit0 is the largest message the server takes.
+// limit0 is the largest message the server takes. It takes the
+// connection's lock, which nats.go holds while it writes: once a batch.
 func (p *Publisher) limit0() int {
 	if n := p.bus.nc.MaxPayload(); n > 0 {
 		return int(n)
