@@ -17,6 +17,7 @@ type Args struct {
 	v       *Validator
 	typ     reflect.Type
 	plan    *plan
+	bound   *bound // plan bound to the node the pass walks
 	presets []prop // values set by code, by name; member "" removes the property
 }
 
@@ -52,6 +53,7 @@ func (v *Validator) Args(t reflect.Type, presets map[string]json.RawMessage) (*A
 	a := &Args{v: v, typ: t}
 	if t != nil {
 		a.plan = newPlan(t)
+		a.bound = bind(v.prep, a.plan)
 	}
 	for _, name := range slices.Sorted(maps.Keys(presets)) {
 		member, err := encodeTree(map[string]json.RawMessage{name: presets[name]})
@@ -82,7 +84,7 @@ func (v *Validator) Args(t reflect.Type, presets map[string]json.RawMessage) (*A
 // when a key comes twice, the last one counts. The error is the JSON
 // syntax error, or a *DecodeError.
 func (a *Args) Prepare(raw []byte, dst any) (Prepared, []Problem, error) {
-	s := pass{decoder: decoder{data: raw}, presets: a.presets}
+	s := pass{decoder: decoder{data: raw}, presets: a.presets, bound: a.bound}
 	if s.skipSpace(); s.pos == len(raw) {
 		s.data, s.pos = emptyObject, 0 // models send "" for tools without parameters
 	}

@@ -447,8 +447,8 @@ func (n *node) propIndex(k []byte) int {
 		}
 		return -1
 	}
-	for i := range n.props {
-		if n.props[i].name == string(k) {
+	for i := range n.props { // most names differ in length or first byte
+		if nm := n.props[i].name; len(nm) == len(k) && (len(k) == 0 || nm[0] == k[0]) && nm == string(k) {
 			return i
 		}
 	}

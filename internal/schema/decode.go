@@ -72,6 +72,15 @@ func quoteChar(c byte) string {
 	return "'" + q[1:len(q)-1] + "'"
 }
 
+// plain marks the bytes a string holds as they are: ASCII but '"', '\\'
+// and control characters.
+var plain = func() (t [256]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 func (d *decoder) skipSpace() {
 	for d.pos < len(d.data) {
 		switch d.data[d.pos] {
@@ -139,29 +148,29 @@ func (d *decoder) scanNumber() error {
 // text: a slice of the input when it has no escapes and is valid UTF-8
 // (esc false), else the decoded text in d.buf, valid until the next string.
 func (d *decoder) strBytes() (text []byte, esc bool, err error) {
-	d.pos++ // '"'
-	start := d.pos
-	for d.pos < len(d.data) {
-		c := d.data[d.pos]
-		switch {
-		case c == '"':
+	data := d.data
+	start := d.pos + 1 // after '"'
+	for i := start; ; {
+		for i < len(data) && plain[data[i]] {
+			i++
+		}
+		switch d.pos = i; {
+		case i == len(data):
+			return nil, false, d.errorf("")
+		case data[i] == '"':
 			d.pos++
-			return d.data[start : d.pos-1], false, nil
-		case c == '\\' || c < ' ':
+			return data[start:i], false, nil
+		case data[i] == '\\' || data[i] < ' ':
 			b, err := d.slowStr(start)
 			return b, true, err
-		case c < utf8.RuneSelf:
-			d.pos++
-		default:
-			r, size := utf8.DecodeRune(d.data[d.pos:])
-			if r == utf8.RuneError && size == 1 {
-				b, err := d.slowStr(start)
-				return b, true, err
-			}
-			d.pos += size
 		}
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 {
+			b, err := d.slowStr(start)
+			return b, true, err
+		}
+		i += size
 	}
-	return nil, false, d.errorf("")
 }
 
 // slowStr decodes a string with escapes or invalid UTF-8, as encoding/json

@@ -214,6 +214,40 @@ func compileStruct(p *plan, sub func(reflect.Type, bool) *plan) {
 	}
 }
 
+// bound is a node bound to a plan at Args time, so that the pass fills the
+// common kinds (pass.fast) without finding out again, for every value,
+// which field a key names and how its value is stored.
+type bound struct {
+	n      *node // nil: anything goes
+	p      *plan
+	elem   *bound   // pointers; slices whose items share one node
+	props  []*bound // structs: by property of n, nil where no field matches exactly
+	fields []int    // structs: the field of each bound property
+}
+
+// bind binds n (nil: anything goes) to p. The recursion follows n, whose
+// tree is finite, and at most one pointer at a time.
+func bind(n *node, p *plan) *bound {
+	if n != nil && n.trivial {
+		n = nil
+	}
+	b := &bound{n: n, p: p}
+	switch {
+	case p.op == opPointer && p.elem.op != opPointer:
+		b.elem = bind(n, p.elem)
+	case p.op == opSlice && n != nil && len(n.prefix) == 0:
+		b.elem = bind(n.items, p.elem)
+	case p.op == opStruct && n != nil:
+		b.props, b.fields = make([]*bound, len(n.props)), make([]int, len(n.props))
+		for i, pr := range n.props {
+			if j := p.find([]byte(pr.name)); j >= 0 && p.fields[j].embed == nil && !p.fields[j].roPtr {
+				b.props[i], b.fields[i] = bind(pr.n, p.fields[j].plan), p.fields[j].index
+			}
+		}
+	}
+	return b
+}
+
 // find returns the index of the field named exactly k, or -1.
 func (p *plan) find(k []byte) int {
 	for i := range p.fields { // most names differ in length or first byte

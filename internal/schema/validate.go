@@ -100,7 +100,7 @@ func (n *node) checkVal(x *val, at *path, c *collector) bool {
 		}
 		return false
 	}
-	if n.hasEnum && !slices.ContainsFunc(n.enum, x.equal) {
+	if n.hasEnum && !x.in(n.enum) {
 		if c != nil {
 			if len(n.enum) == 0 {
 				c.add(at, "is not allowed (the schema's enum is empty)")
@@ -175,6 +175,16 @@ func (n *node) checkVal(x *val, at *path, c *collector) bool {
 	return ok
 }
 
+// in reports whether the value equals one of list.
+func (x *val) in(list []any) bool {
+	for _, e := range list {
+		if x.equal(e) {
+			return true
+		}
+	}
+	return false
+}
+
 // equal is JSON equality between the value and a normalised enum or const
 // value, without the value for scalars.
 func (x *val) equal(e any) bool {
@@ -239,6 +249,9 @@ func fraction(f float64) float64 {
 }
 
 func (n *node) checkNumber(f float64, v any, at *path, c *collector) bool {
+	if n.numFlags&^(hasMinimum|hasMaximum) == 0 && (n.numFlags&hasMinimum == 0 || f >= n.minimum) && (n.numFlags&hasMaximum == 0 || f <= n.maximum) {
+		return true // the usual bounds, met
+	}
 	ok := true
 	for _, b := range [...]struct {
 		flag  uint8

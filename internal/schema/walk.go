@@ -21,6 +21,7 @@ type pass struct {
 	text    string // data as a string, made when a string is first needed
 	edits   []edit // in text order
 	presets []prop // replace the root object's properties of the same name
+	bound   *bound // the top value's, if any
 	invalid bool   // a value does not match its schema
 	dup     bool   // a property came twice
 	failed  bool   // the Go value cannot be filled here: encoding/json must
@@ -95,7 +96,13 @@ func (s *pass) top(n *node, p *plan, v reflect.Value) error {
 	if s.skipSpace(); s.pos == len(s.data) {
 		return errors.New("invalid JSON: empty input")
 	}
-	if err := s.value(n, p, v); err != nil {
+	var err error
+	if s.bound != nil {
+		err = s.fast(s.bound, v)
+	} else {
+		err = s.value(n, p, v)
+	}
+	if err != nil {
 		return err
 	}
 	if s.skipSpace(); s.pos < len(s.data) {
@@ -129,8 +136,74 @@ func (s *pass) value(n *node, p *plan, v reflect.Value) error {
 	if c != '{' && c != '[' {
 		return s.scalar(n, p, v)
 	}
+	return s.composite(n, p, v, nil)
+}
+
+// fast takes the value at s.pos as value does with b's node and plan,
+// doing the common cases itself.
+func (s *pass) fast(b *bound, v reflect.Value) error {
+	if s.pos >= len(s.data) {
+		return s.errorf("")
+	}
+	x, op, start := val{}, b.p.op, s.pos
+	switch c := s.data[s.pos]; {
+	case c == '"' && op == opString:
+		t, esc, err := s.strBytes()
+		if err != nil {
+			return err
+		}
+		x.k, x.s = kString, s.keep(t, esc, start+1)
+		v.SetString(x.s)
+	case (c == '-' || isDigit(c)) && (op == opInt || op == opUint || op == opFloat):
+		if err := s.scanNumber(); err != nil {
+			return err
+		}
+		i, ok := smallInt(s.data[start:s.pos])
+		if !ok {
+			s.pos = start
+			return s.value(b.n, b.p, v)
+		}
+		x.k, x.f = kNumber, float64(i)
+		switch {
+		case op == opFloat:
+			v.SetFloat(x.f)
+		case op == opInt && !v.OverflowInt(i):
+			v.SetInt(i)
+		case op == opUint && i >= 0 && !v.OverflowUint(uint64(i)):
+			v.SetUint(uint64(i))
+		default:
+			s.failed = true
+		}
+	case c == 't' && op == opBool, c == 'f' && op == opBool:
+		word := "true"
+		if x.k, x.f = kBool, 1; c == 'f' {
+			word, x.f = "false", 0
+		}
+		if err := s.literal(word); err != nil {
+			return err
+		}
+		v.SetBool(x.f == 1)
+	case c != 'n' && op == opPointer && b.elem != nil:
+		if v.IsNil() {
+			v.Set(reflect.New(b.p.elem.typ))
+		}
+		return s.fast(b.elem, v.Elem())
+	case c == '{' && b.props != nil, c == '[' && op == opSlice && b.elem != nil:
+		return s.composite(b.n, b.p, v, b)
+	default:
+		return s.value(b.n, b.p, v)
+	}
+	if b.n != nil && !b.n.checkVal(&x, nil, nil) {
+		s.invalid = true
+	}
+	return nil
+}
+
+// composite takes an object or an array; b, when set, binds n and p.
+func (s *pass) composite(n *node, p *plan, v reflect.Value, b *bound) error {
 	// A value of the wrong type is still prepared (the problems are worded
 	// from the prepared text).
+	c := s.data[s.pos]
 	before, k := s.invalid, kObject
 	if c == '[' {
 		k = kArray
@@ -143,9 +216,9 @@ func (s *pass) value(n *node, p *plan, v reflect.Value) error {
 	}
 	var err error
 	if c == '{' {
-		err = s.object(n, p, v)
+		err = s.object(n, p, v, b)
 	} else {
-		err = s.array(n, p, v)
+		err = s.array(n, p, v, b)
 	}
 	s.depth--
 	if err == nil && !s.invalid && n != nil && n.whole {
@@ -359,7 +432,7 @@ func (s *pass) fill(p *plan, v reflect.Value, x *val, b []byte, esc bool, start 
 
 // object takes an object after its '{'. It prunes the nulls and adds the
 // defaults Prepare would, and at the root applies the presets.
-func (s *pass) object(n *node, p *plan, v reflect.Value) error {
+func (s *pass) object(n *node, p *plan, v reflect.Value, b *bound) error {
 	if p != nil {
 		switch p.op {
 		case opStruct:
@@ -431,6 +504,10 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) error {
 			}
 			drop = true
 			*word &^= bit // pruned: a default may take its place
+		case b != nil && pi >= 0 && b.props[pi] != nil:
+			if err := s.fast(b.props[pi], v.Field(b.fields[pi])); err != nil {
+				return err
+			}
 		default:
 			var fp *plan
 			var fv reflect.Value
@@ -533,14 +610,11 @@ func (s *pass) presetFor(k []byte) *prop {
 }
 
 // array takes an array after its '['.
-func (s *pass) array(n *node, p *plan, v reflect.Value) error {
+func (s *pass) array(n *node, p *plan, v reflect.Value, b *bound) error {
 	if p != nil && p.op != opSlice && p.op != opArray {
 		s.failed, p = true, nil
 	}
-	if p != nil && p.op == opSlice {
-		v.Set(p.empty)
-	}
-	i := 0
+	slice, i := p != nil && p.op == opSlice, 0
 	if s.skipSpace(); s.pos < len(s.data) && s.data[s.pos] == ']' {
 		s.pos++
 	} else {
@@ -552,7 +626,7 @@ func (s *pass) array(n *node, p *plan, v reflect.Value) error {
 					child = n.prefix[i]
 				}
 			}
-			if p != nil && p.op == opSlice {
+			if slice && i >= v.Len() { // as encoding/json: into the slice's own items first
 				if i == v.Cap() {
 					v.Grow(max(4, i)) // one allocation for short arrays
 				}
@@ -563,7 +637,13 @@ func (s *pass) array(n *node, p *plan, v reflect.Value) error {
 			if p != nil && i < v.Len() {
 				ep, ev = p.elem, v.Index(i)
 			}
-			if err := s.value(child, ep, ev); err != nil {
+			var err error
+			if b != nil {
+				err = s.fast(b.elem, ev)
+			} else {
+				err = s.value(child, ep, ev)
+			}
+			if err != nil {
 				return err
 			}
 			if s.skipSpace(); s.pos < len(s.data) && s.data[s.pos] == ']' {
@@ -580,6 +660,16 @@ func (s *pass) array(n *node, p *plan, v reflect.Value) error {
 	}
 	if n != nil && (n.hasMinItems && i < n.minItems || n.hasMaxItems && i > n.maxItems) {
 		s.invalid = true
+	}
+	switch {
+	case slice && i == 0:
+		v.Set(p.empty)
+	case slice && i < v.Len():
+		v.SetLen(i)
+	case p != nil:
+		for ; i < v.Len(); i++ {
+			v.Index(i).SetZero() // the rest of an array
+		}
 	}
 	return nil
 }
