@@ -85,6 +85,8 @@ type node struct {
 	not                 *node
 	anyOfTypes          typeMask // union of branch types when every branch has a type
 	anyOfTyped          bool
+	logic               bool // any of the four
+	typeOnly            bool // no keyword but type
 
 	// whole: a keyword about a whole array or object, which the one pass
 	// checks on the value's tree (enum, const, uniqueItems, min and
@@ -102,6 +104,7 @@ type node struct {
 
 type prop struct {
 	name     string
+	hash     uint32 // of name: see propIndex
 	n        *node
 	required bool
 	// member is `{"name":default}` in canonical form when Prepare adds the
@@ -248,7 +251,7 @@ func compileNode(s *jsonschema.Schema) (*node, error) {
 		required[r] = true
 	}
 	for _, name := range propertyOrder(s) {
-		n.props = append(n.props, prop{name: name, n: sub(s.Properties[name]), required: required[name]})
+		n.props = append(n.props, prop{name: name, hash: nameHash(name), n: sub(s.Properties[name]), required: required[name]})
 	}
 	if len(n.props) > smallProps {
 		n.byName = make(map[string]int, len(n.props))
@@ -310,6 +313,7 @@ func compileNode(s *jsonschema.Schema) (*node, error) {
 		n.defaultVal = d
 	}
 
+	n.logic = n.allOf != nil || n.anyOf != nil || n.oneOf != nil || n.not != nil
 	if n.not != nil && n.not.trivial {
 		n.never = true
 	}
@@ -318,6 +322,8 @@ func compileNode(s *jsonschema.Schema) (*node, error) {
 	n.trivial = !n.never && !n.hasType && !n.hasEnum && !n.hasConst && n.numFlags == 0 &&
 		!n.hasMinLen && !n.hasMaxLen && n.pattern == nil && !n.isArray && !n.isObject &&
 		s.AllOf == nil && s.AnyOf == nil && s.OneOf == nil && n.not == nil
+	n.typeOnly = n.hasType && !n.never && !n.hasEnum && !n.hasConst && n.numFlags == 0 && !n.hasMinLen && !n.hasMaxLen &&
+		n.pattern == nil && !n.isArray && !n.isObject && !n.logic
 	n.acceptsNull = n.check(nil, nil, nil)
 	kids := append(slices.Clip(n.prefix), n.items, n.additional)
 	for _, p := range n.props {
@@ -413,7 +419,7 @@ func prepRoot(s *jsonschema.Schema) (*node, error) {
 			}
 			pn.hasDefault, pn.defaultVal = true, d
 		}
-		n.props = append(n.props, prop{name: name, n: pn})
+		n.props = append(n.props, prop{name: name, hash: nameHash(name), n: pn})
 	}
 	if err := n.finishDefaults(nil); err != nil {
 		return nil, err
@@ -447,12 +453,21 @@ func (n *node) propIndex(k []byte) int {
 		}
 		return -1
 	}
-	for i := range n.props { // most names differ in length or first byte
-		if nm := n.props[i].name; len(nm) == len(k) && (len(k) == 0 || nm[0] == k[0]) && nm == string(k) {
+	for i, h := 0, nameHash(k); i < len(n.props); i++ {
+		if n.props[i].hash == h && n.props[i].name == string(k) {
 			return i
 		}
 	}
 	return -1
+}
+
+// nameHash tells most property names apart: their length and first and
+// last bytes.
+func nameHash[T string | []byte](k T) uint32 {
+	if len(k) == 0 {
+		return 0
+	}
+	return uint32(len(k))<<16 | uint32(k[0])<<8 | uint32(k[len(k)-1])
 }
 
 // normalise converts a Go value that represents JSON (a schema's enum or

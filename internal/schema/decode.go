@@ -81,14 +81,12 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
+// spaces are the bytes JSON skips between tokens, a bit each.
+const spaces = 1<<' ' | 1<<'\t' | 1<<'\n' | 1<<'\r'
+
 func (d *decoder) skipSpace() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
-		}
+	for d.pos < len(d.data) && d.data[d.pos] <= ' ' && spaces>>d.data[d.pos]&1 != 0 {
+		d.pos++
 	}
 }
 
@@ -147,7 +145,22 @@ func (d *decoder) scanNumber() error {
 // strBytes parses a string starting at the opening quote and returns its
 // text: a slice of the input when it has no escapes and is valid UTF-8
 // (esc false), else the decoded text in d.buf, valid until the next string.
+// Plain ASCII strings take the inlined loop.
 func (d *decoder) strBytes() (text []byte, esc bool, err error) {
+	data, start := d.data, d.pos+1
+	i := start
+	for i < len(data) && plain[data[i]] {
+		i++
+	}
+	if i < len(data) && data[i] == '"' {
+		d.pos = i + 1
+		return data[start:i], false, nil
+	}
+	return d.str()
+}
+
+// str is strBytes for strings with escapes, non-ASCII text or no end.
+func (d *decoder) str() (text []byte, esc bool, err error) {
 	data := d.data
 	start := d.pos + 1 // after '"'
 	for i := start; ; {

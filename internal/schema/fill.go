@@ -31,23 +31,23 @@ type plan struct {
 type op uint8
 
 const (
-	opFallback op = iota // json.Unmarshal of the value's text
-	opString
+	opString op = iota
 	opNumber // json.Number
 	opBool
 	opInt
 	opUint
-	opFloat
+	opFloat // the plain scalars end here
 	opPointer
 	opSlice
 	opArray
 	opMap
 	opStruct
+	opInterface // interface with methods: only null fits
 	opAny       // interface{}: a tree, as json.Unmarshal makes it
 	opTree      // a tree as Decode makes it: numbers are json.Number
-	opInterface // interface with methods: only null fits
 	opRaw       // json.RawMessage: a copy of the text
 	opQuoted    // a `,string` field, through a one-field wrapper struct (typ)
+	opFallback  // json.Unmarshal of the value's text
 )
 
 // field is a struct field as encoding/json resolves it.

@@ -130,7 +130,7 @@ func (s *pass) value(n *node, p *plan, v reflect.Value) error {
 			v.Set(reflect.New(p.elem.typ))
 		}
 	}
-	if p != nil && (p.op == opRaw || p.op == opFallback || p.op == opQuoted || (p.op == opAny || p.op == opTree) && (c == '{' || c == '[')) {
+	if p != nil && (p.op >= opRaw || p.op >= opAny && (c == '{' || c == '[')) {
 		return s.special(n, p, v, c)
 	}
 	if c != '{' && c != '[' {
@@ -139,64 +139,23 @@ func (s *pass) value(n *node, p *plan, v reflect.Value) error {
 	return s.composite(n, p, v, nil)
 }
 
-// fast takes the value at s.pos as value does with b's node and plan,
-// doing the common cases itself.
+// fast takes the value at s.pos as value does with b's node and plan, with
+// the fields and items b has found.
 func (s *pass) fast(b *bound, v reflect.Value) error {
-	if s.pos >= len(s.data) {
-		return s.errorf("")
+	if s.pos < len(s.data) {
+		switch c := s.data[s.pos]; {
+		case c != 'n' && b.p.op == opPointer && b.elem != nil:
+			if v.IsNil() {
+				v.Set(reflect.New(b.p.elem.typ))
+			}
+			return s.fast(b.elem, v.Elem())
+		case c == '{' && b.props != nil, c == '[' && b.p.op == opSlice && b.elem != nil:
+			return s.composite(b.n, b.p, v, b)
+		case c != '{' && c != '[' && b.p.op <= opFloat:
+			return s.scalar(b.n, b.p, v)
+		}
 	}
-	x, op, start := val{}, b.p.op, s.pos
-	switch c := s.data[s.pos]; {
-	case c == '"' && op == opString:
-		t, esc, err := s.strBytes()
-		if err != nil {
-			return err
-		}
-		x.k, x.s = kString, s.keep(t, esc, start+1)
-		v.SetString(x.s)
-	case (c == '-' || isDigit(c)) && (op == opInt || op == opUint || op == opFloat):
-		if err := s.scanNumber(); err != nil {
-			return err
-		}
-		i, ok := smallInt(s.data[start:s.pos])
-		if !ok {
-			s.pos = start
-			return s.value(b.n, b.p, v)
-		}
-		x.k, x.f = kNumber, float64(i)
-		switch {
-		case op == opFloat:
-			v.SetFloat(x.f)
-		case op == opInt && !v.OverflowInt(i):
-			v.SetInt(i)
-		case op == opUint && i >= 0 && !v.OverflowUint(uint64(i)):
-			v.SetUint(uint64(i))
-		default:
-			s.failed = true
-		}
-	case c == 't' && op == opBool, c == 'f' && op == opBool:
-		word := "true"
-		if x.k, x.f = kBool, 1; c == 'f' {
-			word, x.f = "false", 0
-		}
-		if err := s.literal(word); err != nil {
-			return err
-		}
-		v.SetBool(x.f == 1)
-	case c != 'n' && op == opPointer && b.elem != nil:
-		if v.IsNil() {
-			v.Set(reflect.New(b.p.elem.typ))
-		}
-		return s.fast(b.elem, v.Elem())
-	case c == '{' && b.props != nil, c == '[' && op == opSlice && b.elem != nil:
-		return s.composite(b.n, b.p, v, b)
-	default:
-		return s.value(b.n, b.p, v)
-	}
-	if b.n != nil && !b.n.checkVal(&x, nil, nil) {
-		s.invalid = true
-	}
-	return nil
+	return s.value(b.n, b.p, v)
 }
 
 // composite takes an object or an array; b, when set, binds n and p.
@@ -323,7 +282,9 @@ func (s *pass) scalar(n *node, p *plan, v reflect.Value) error {
 	if n != nil && !n.checkVal(&x, nil, nil) {
 		s.invalid = true
 	}
-	if p != nil {
+	if p != nil && p.op == opString && x.k == kString {
+		v.SetString(x.s)
+	} else if p != nil {
 		s.fill(p, v, &x, b, esc, start, canon)
 	}
 	return nil
@@ -394,8 +355,11 @@ func (s *pass) fill(p *plan, v reflect.Value, x *val, b []byte, esc bool, start 
 		var err error
 		switch p.op {
 		case opInt:
-			var i int64
-			if i, err = strconv.ParseInt(string(num), 10, 64); err == nil && !v.OverflowInt(i) {
+			i, small := smallInt(num)
+			if !small {
+				i, err = strconv.ParseInt(string(num), 10, 64)
+			}
+			if err == nil && !v.OverflowInt(i) {
 				v.SetInt(i)
 				return
 			}
@@ -481,7 +445,7 @@ func (s *pass) object(n *node, p *plan, v reflect.Value, b *bound) error {
 		var child *node
 		if n != nil {
 			if pi = n.propIndex(k); pi >= 0 {
-				word, bit = &seen[pi/64], 1<<(pi%64)
+				word, bit = &seen[uint(pi)/64], 1<<(uint(pi)%64)
 				s.dup = s.dup || *word&bit != 0 // the caller starts over from the tree
 				*word |= bit
 				child = n.props[pi].n
@@ -572,7 +536,7 @@ func (s *pass) close(n *node, p *plan, v reflect.Value, end int, seen []uint64, 
 	for i := range n.props {
 		pr := &n.props[i]
 		switch {
-		case seen[i/64]&(1<<(i%64)) != 0 || root && s.presetFor([]byte(pr.name)) != nil:
+		case seen[uint(i)/64]&(1<<(uint(i)%64)) != 0 || root && s.presetFor([]byte(pr.name)) != nil:
 		case pr.required:
 			s.invalid = true
 		case pr.member != "":
