@@ -32,7 +32,7 @@ type op uint8
 
 const (
 	opString op = iota
-	opNumber // json.Number
+	opNumber    // json.Number
 	opBool
 	opInt
 	opUint
