@@ -104,7 +104,6 @@ type node struct {
 
 type prop struct {
 	name     string
-	hash     uint32 // of name: see propIndex
 	n        *node
 	required bool
 	// member is `{"name":default}` in canonical form when Prepare adds the
@@ -251,7 +250,7 @@ func compileNode(s *jsonschema.Schema) (*node, error) {
 		required[r] = true
 	}
 	for _, name := range propertyOrder(s) {
-		n.props = append(n.props, prop{name: name, hash: nameHash(name), n: sub(s.Properties[name]), required: required[name]})
+		n.props = append(n.props, prop{name: name, n: sub(s.Properties[name]), required: required[name]})
 	}
 	if len(n.props) > smallProps {
 		n.byName = make(map[string]int, len(n.props))
@@ -419,7 +418,7 @@ func prepRoot(s *jsonschema.Schema) (*node, error) {
 			}
 			pn.hasDefault, pn.defaultVal = true, d
 		}
-		n.props = append(n.props, prop{name: name, hash: nameHash(name), n: pn})
+		n.props = append(n.props, prop{name: name, n: pn})
 	}
 	if err := n.finishDefaults(nil); err != nil {
 		return nil, err
@@ -453,21 +452,12 @@ func (n *node) propIndex(k []byte) int {
 		}
 		return -1
 	}
-	for i, h := 0, nameHash(k); i < len(n.props); i++ {
-		if n.props[i].hash == h && n.props[i].name == string(k) {
+	for i := range n.props { // most names differ in length or first byte
+		if nm := n.props[i].name; len(nm) == len(k) && (len(k) == 0 || nm[0] == k[0]) && nm == string(k) {
 			return i
 		}
 	}
 	return -1
-}
-
-// nameHash tells most property names apart: their length and first and
-// last bytes.
-func nameHash[T string | []byte](k T) uint32 {
-	if len(k) == 0 {
-		return 0
-	}
-	return uint32(len(k))<<16 | uint32(k[0])<<8 | uint32(k[len(k)-1])
 }
 
 // normalise converts a Go value that represents JSON (a schema's enum or

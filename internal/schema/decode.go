@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -81,11 +82,9 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
-// spaces are the bytes JSON skips between tokens, a bit each.
-const spaces = 1<<' ' | 1<<'\t' | 1<<'\n' | 1<<'\r'
-
+// skipSpace moves past the bytes JSON skips between tokens (a bit each).
 func (d *decoder) skipSpace() {
-	for d.pos < len(d.data) && d.data[d.pos] <= ' ' && spaces>>d.data[d.pos]&1 != 0 {
+	for d.pos < len(d.data) && d.data[d.pos] <= ' ' && (1<<' '|1<<'\t'|1<<'\n'|1<<'\r')>>d.data[d.pos]&1 != 0 {
 		d.pos++
 	}
 }
@@ -145,22 +144,7 @@ func (d *decoder) scanNumber() error {
 // strBytes parses a string starting at the opening quote and returns its
 // text: a slice of the input when it has no escapes and is valid UTF-8
 // (esc false), else the decoded text in d.buf, valid until the next string.
-// Plain ASCII strings take the inlined loop.
 func (d *decoder) strBytes() (text []byte, esc bool, err error) {
-	data, start := d.data, d.pos+1
-	i := start
-	for i < len(data) && plain[data[i]] {
-		i++
-	}
-	if i < len(data) && data[i] == '"' {
-		d.pos = i + 1
-		return data[start:i], false, nil
-	}
-	return d.str()
-}
-
-// str is strBytes for strings with escapes, non-ASCII text or no end.
-func (d *decoder) str() (text []byte, esc bool, err error) {
 	data := d.data
 	start := d.pos + 1 // after '"'
 	for i := start; ; {
@@ -204,20 +188,10 @@ func (d *decoder) slowStr(start int) ([]byte, error) {
 			if d.pos >= len(d.data) {
 				return nil, d.errorf("")
 			}
-			switch e := d.data[d.pos]; e {
-			case '"', '\\', '/':
-				b = append(b, e)
-			case 'b':
-				b = append(b, '\b')
-			case 'f':
-				b = append(b, '\f')
-			case 'n':
-				b = append(b, '\n')
-			case 'r':
-				b = append(b, '\r')
-			case 't':
-				b = append(b, '\t')
-			case 'u':
+			switch j := strings.IndexByte(`"\/bfnrtu`, d.data[d.pos]); {
+			case j >= 0 && j < 8:
+				b = append(b, "\"\\/\b\f\n\r\t"[j])
+			case j == 8: // \uXXXX
 				d.pos++
 				r, err := d.hex4()
 				if err != nil {
@@ -286,13 +260,6 @@ func (d *decoder) peekHex4() (rune, bool) {
 }
 
 func hexVal(c byte) (rune, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return rune(c - '0'), true
-	case 'a' <= c && c <= 'f':
-		return rune(c - 'a' + 10), true
-	case 'A' <= c && c <= 'F':
-		return rune(c - 'A' + 10), true
-	}
-	return 0, false
+	i := strings.IndexByte("0123456789abcdef0123456789ABCDEF", c)
+	return rune(i % 16), i >= 0
 }

@@ -218,11 +218,11 @@ func compileStruct(p *plan, sub func(reflect.Type, bool) *plan) {
 // common kinds (pass.fast) without finding out again, for every value,
 // which field a key names and how its value is stored.
 type bound struct {
-	n      *node // nil: anything goes
-	p      *plan
-	elem   *bound   // pointers; slices whose items share one node
-	props  []*bound // structs: by property of n, nil where no field matches exactly
-	fields []int    // structs: the field of each bound property
+	n     *node // nil: anything goes
+	p     *plan
+	elem  *bound   // pointers; slices whose items share one node
+	props []*bound // structs: by property of n, nil where no field matches exactly
+	field int      // of the struct that holds the value
 }
 
 // bind binds n (nil: anything goes) to p. The recursion follows n, whose
@@ -238,10 +238,11 @@ func bind(n *node, p *plan) *bound {
 	case p.op == opSlice && n != nil && len(n.prefix) == 0:
 		b.elem = bind(n.items, p.elem)
 	case p.op == opStruct && n != nil:
-		b.props, b.fields = make([]*bound, len(n.props)), make([]int, len(n.props))
+		b.props = make([]*bound, len(n.props))
 		for i, pr := range n.props {
 			if j := p.find([]byte(pr.name)); j >= 0 && p.fields[j].embed == nil && !p.fields[j].roPtr {
-				b.props[i], b.fields[i] = bind(pr.n, p.fields[j].plan), p.fields[j].index
+				b.props[i] = bind(pr.n, p.fields[j].plan)
+				b.props[i].field = p.fields[j].index
 			}
 		}
 	}
@@ -359,7 +360,7 @@ func jsonFields(t reflect.Type) []jsonField {
 				if f.name == "" {
 					f.name = sf.Name
 				}
-				f.quoted = hasOption(opts, "string") && quotable(ft.Kind())
+				f.quoted = slices.Contains(strings.Split(opts, ","), "string") && quotable(ft.Kind())
 				found = append(found, f)
 				if seen[e.typ] > 1 {
 					// The same struct embedded twice at this depth: a
@@ -403,26 +404,10 @@ func jsonFields(t reflect.Type) []jsonField {
 	return out
 }
 
-func hasOption(opts, want string) bool {
-	for opts != "" {
-		var o string
-		o, opts, _ = strings.Cut(opts, ",")
-		if o == want {
-			return true
-		}
-	}
-	return false
-}
-
-// quotable reports whether `,string` applies to a field of kind k.
+// quotable reports whether `,string` applies to a field of kind k: the
+// booleans, numbers (not complex) and strings.
 func quotable(k reflect.Kind) bool {
-	switch k {
-	case reflect.Bool, reflect.String, reflect.Float32, reflect.Float64,
-		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return true
-	}
-	return false
+	return reflect.Bool <= k && k <= reflect.Float64 || k == reflect.String
 }
 
 // validTagName is encoding/json's rule for tag names: letters, digits and

@@ -100,7 +100,7 @@ func (n *node) checkVal(x *val, at *path, c *collector) bool {
 		}
 		return false
 	}
-	if n.hasEnum && !x.in(n.enum) {
+	if n.hasEnum && !slices.ContainsFunc(n.enum, x.equal) {
 		if c != nil {
 			if len(n.enum) == 0 {
 				c.add(at, "is not allowed (the schema's enum is empty)")
@@ -173,16 +173,6 @@ func (n *node) checkVal(x *val, at *path, c *collector) bool {
 		c.add(at, "must not match the excluded schema")
 	}
 	return ok
-}
-
-// in reports whether the value equals one of list.
-func (x *val) in(list []any) bool {
-	for _, e := range list {
-		if x.equal(e) {
-			return true
-		}
-	}
-	return false
 }
 
 // equal is JSON equality between the value and a normalised enum or const

@@ -96,13 +96,7 @@ func (s *pass) top(n *node, p *plan, v reflect.Value) error {
 	if s.skipSpace(); s.pos == len(s.data) {
 		return errors.New("invalid JSON: empty input")
 	}
-	var err error
-	if s.bound != nil {
-		err = s.fast(s.bound, v)
-	} else {
-		err = s.value(n, p, v)
-	}
-	if err != nil {
+	if err := s.next(s.bound, n, p, v); err != nil {
 		return err
 	}
 	if s.skipSpace(); s.pos < len(s.data) {
@@ -156,6 +150,14 @@ func (s *pass) fast(b *bound, v reflect.Value) error {
 		}
 	}
 	return s.value(b.n, b.p, v)
+}
+
+// next takes a value with b (nil: as value does with n and p).
+func (s *pass) next(b *bound, n *node, p *plan, v reflect.Value) error {
+	if b != nil {
+		return s.fast(b, v)
+	}
+	return s.value(n, p, v)
 }
 
 // composite takes an object or an array; b, when set, binds n and p.
@@ -329,11 +331,8 @@ func (s *pass) fill(p *plan, v reflect.Value, x *val, b []byte, esc bool, start 
 			v.Set(reflect.ValueOf(x.f == 1))
 			return
 		}
-	case kString:
+	case kString: // into a string: see scalar
 		switch {
-		case p.op == opString:
-			v.SetString(x.s)
-			return
 		case tree:
 			v.Set(reflect.ValueOf(x.s))
 			return
@@ -469,7 +468,7 @@ func (s *pass) object(n *node, p *plan, v reflect.Value, b *bound) error {
 			drop = true
 			*word &^= bit // pruned: a default may take its place
 		case b != nil && pi >= 0 && b.props[pi] != nil:
-			if err := s.fast(b.props[pi], v.Field(b.fields[pi])); err != nil {
+			if err := s.fast(b.props[pi], v.Field(b.props[pi].field)); err != nil {
 				return err
 			}
 		default:
@@ -578,7 +577,10 @@ func (s *pass) array(n *node, p *plan, v reflect.Value, b *bound) error {
 	if p != nil && p.op != opSlice && p.op != opArray {
 		s.failed, p = true, nil
 	}
-	slice, i := p != nil && p.op == opSlice, 0
+	slice, i, eb := p != nil && p.op == opSlice, 0, (*bound)(nil) // eb: the items', when bound
+	if b != nil {
+		eb = b.elem
+	}
 	if s.skipSpace(); s.pos < len(s.data) && s.data[s.pos] == ']' {
 		s.pos++
 	} else {
@@ -601,13 +603,7 @@ func (s *pass) array(n *node, p *plan, v reflect.Value, b *bound) error {
 			if p != nil && i < v.Len() {
 				ep, ev = p.elem, v.Index(i)
 			}
-			var err error
-			if b != nil {
-				err = s.fast(b.elem, ev)
-			} else {
-				err = s.value(child, ep, ev)
-			}
-			if err != nil {
+			if err := s.next(eb, child, ep, ev); err != nil {
 				return err
 			}
 			if s.skipSpace(); s.pos < len(s.data) && s.data[s.pos] == ']' {
