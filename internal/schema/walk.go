@@ -461,7 +461,7 @@ func (s *pass) object(n *node, p *plan, v reflect.Value, b *bound) error {
 				return err
 			}
 			s.edits, s.invalid = s.edits[:m], invalid
-		case pi >= 0 && !n.props[pi].required && !child.acceptsNull && s.pos < len(s.data) && s.data[s.pos] == 'n':
+		case s.pos < len(s.data) && s.data[s.pos] == 'n' && pi >= 0 && !n.props[pi].required && !child.acceptsNull:
 			if err := s.literal("null"); err != nil {
 				return err
 			}
