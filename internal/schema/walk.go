@@ -277,8 +277,7 @@ func (s *pass) scalar(n *node, p *plan, v reflect.Value) error {
 	if err != nil {
 		return err
 	}
-	tree := p != nil && (p.op == opAny || p.op == opTree)
-	if x.k == kString && (n != nil || p != nil && (p.op == opString || tree)) {
+	if x.k == kString && (n != nil || p != nil && (p.op == opString || p.op == opAny || p.op == opTree)) {
 		x.s = s.keep(b, esc, start+1)
 	}
 	if n != nil && !n.checkVal(&x, nil, nil) {
