@@ -84,7 +84,7 @@ var plain = func() (t [256]bool) {
 
 // skipSpace moves past the bytes JSON skips between tokens (a bit each).
 func (d *decoder) skipSpace() {
-	for d.pos < len(d.data) && d.data[d.pos] <= ' ' && (1<<' '|1<<'\t'|1<<'\n'|1<<'\r')>>d.data[d.pos]&1 != 0 {
+	for d.pos < len(d.data) && d.data[d.pos] <= ' ' && uint64(1<<' '|1<<'\t'|1<<'\n'|1<<'\r')>>d.data[d.pos]&1 != 0 {
 		d.pos++
 	}
 }
