@@ -34,8 +34,7 @@ type Batch struct {
 	oneCall   [1]call  // storage for the common single-call batch
 	oneResult [1]Result
 
-	causeMu sync.Mutex
-	cause   error // why the run was interrupted by Cancel, Close or an interceptor
+	cause atomic.Pointer[error] // why the batch was interrupted by Cancel, Close or an interceptor; the first stays
 
 	// Driving: see stage.go.
 	next    int                   // first call of the next stage; owned by the driver
@@ -230,20 +229,13 @@ func (b *Batch) setCause(cause error) {
 	if cause == nil {
 		cause = context.Canceled
 	}
-	b.causeMu.Lock()
-	if b.cause == nil {
-		b.cause = cause
-	}
-	b.causeMu.Unlock()
+	b.cause.CompareAndSwap(nil, &cause)
 }
 
 // err returns why the batch was interrupted, or nil.
 func (b *Batch) err() error {
-	b.causeMu.Lock()
-	cause := b.cause
-	b.causeMu.Unlock()
-	if cause != nil {
-		return cause
+	if cause := b.cause.Load(); cause != nil {
+		return *cause
 	}
 	if b.parent.Err() != nil {
 		return context.Cause(b.parent)
