@@ -61,9 +61,10 @@ func (t *Tool) prepare(raw json.RawMessage) (prepared, error) {
 
 // invoke runs the handler on prepared arguments: typed tools get the input
 // the pass filled, raw tools the canonical bytes.
-func (t *Tool) invoke(ctx context.Context, p prepared) ([]Part, error) {
+func (t *Tool) invoke(ctx context.Context, p prepared) (Part, []Part, error) {
 	if t.typed != nil {
 		return t.typed(ctx, p.in)
 	}
-	return t.handler(ctx, p.bytes())
+	parts, err := t.handler(ctx, p.bytes())
+	return Part{}, parts, err
 }

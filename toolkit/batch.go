@@ -34,8 +34,7 @@ type Batch struct {
 	oneCall   [1]call  // storage for the common single-call batch
 	oneResult [1]Result
 
-	causeMu sync.Mutex
-	cause   error // why the run was interrupted by Cancel, Close or an interceptor
+	cause atomic.Pointer[error] // why the batch was interrupted by Cancel, Close or an interceptor; the first stays
 
 	// Driving: see stage.go.
 	next    int                   // first call of the next stage; owned by the driver
@@ -43,6 +42,8 @@ type Batch struct {
 	first   stage                 // storage for the first stage
 	unwatch func() bool           // stops watching the caller's context
 	counted bool                  // tracked by the toolkit (for Close)
+
+	prevActive, nextActive *Batch // the toolkit's list of batches in progress
 
 	// Completion: every final result and suspension notice, in the order
 	// they happened, for Results and Wait.
@@ -53,7 +54,7 @@ type Batch struct {
 	ended   bool          // every call final and observers flushed
 	done    chan struct{} // made on demand by Done
 	flush   flush
-	values  sync.Map // interceptors' per-run state
+	values  *sync.Map // interceptors' per-batch state, made on first use
 }
 
 // notice is one entry of a batch's completion log: a call's final result, or
@@ -116,7 +117,10 @@ func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 	}
 	s.mu.Unlock()
 
-	var ids idSet
+	var ids *idSet
+	if len(calls) > idScan {
+		ids = new(idSet)
+	}
 	reg := tk.reg.Load()
 	for i, in := range calls {
 		c := &b.calls[i]
@@ -126,7 +130,7 @@ func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 		}
 		if err := validateCallID(c.call.ID); err != nil {
 			c.preErr = err
-		} else if ids.add(b.calls, i) {
+		} else if duplicateID(ids, b.calls, i) {
 			c.preErr = &callError{kind: ErrInvalidCall, msg: fmt.Sprintf("duplicate call id %q in this batch; every call needs its own id", c.call.ID)}
 		}
 		if t, ok := reg.byName[in.Name]; ok {
@@ -143,9 +147,27 @@ func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 	return b
 }
 
-// idSet finds calls that reuse an id in their batch. Batches are usually
-// small: up to 16 calls a scan is cheapest, up to 256 an open-addressing
-// table on the stack, beyond that a map.
+// idScan is the largest batch whose ids are checked by a scan.
+const idScan = 16
+
+// duplicateID reports whether call i reuses the id of an earlier call.
+// Batches are usually small: up to idScan calls a scan is cheapest, above
+// that the ids go into a set.
+func duplicateID(set *idSet, calls []call, i int) bool {
+	if set == nil {
+		id := calls[i].call.ID
+		for j := range i {
+			if calls[j].call.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	return set.add(calls, i)
+}
+
+// idSet finds calls that reuse an id in batches above idScan calls: up to
+// 256 an open-addressing table, beyond that a map.
 type idSet struct {
 	slots [512]uint16 // call index + 1, by hash of its id; 0 is empty
 	big   map[string]struct{}
@@ -157,13 +179,6 @@ var idSeed = maphash.MakeSeed()
 func (s *idSet) add(calls []call, i int) bool {
 	id := calls[i].call.ID
 	switch n := len(calls); {
-	case n <= 16:
-		for j := range i {
-			if calls[j].call.ID == id {
-				return true
-			}
-		}
-		return false
 	case n <= 256:
 		for h := maphash.String(idSeed, id); ; h++ {
 			k := &s.slots[h%uint64(len(s.slots))]
@@ -214,20 +229,13 @@ func (b *Batch) setCause(cause error) {
 	if cause == nil {
 		cause = context.Canceled
 	}
-	b.causeMu.Lock()
-	if b.cause == nil {
-		b.cause = cause
-	}
-	b.causeMu.Unlock()
+	b.cause.CompareAndSwap(nil, &cause)
 }
 
 // err returns why the batch was interrupted, or nil.
 func (b *Batch) err() error {
-	b.causeMu.Lock()
-	cause := b.cause
-	b.causeMu.Unlock()
-	if cause != nil {
-		return cause
+	if cause := b.cause.Load(); cause != nil {
+		return *cause
 	}
 	if b.parent.Err() != nil {
 		return context.Cause(b.parent)
@@ -302,6 +310,16 @@ func (b *Batch) Wait() []Result {
 	}
 	b.mu.Unlock()
 	return b.results
+}
+
+// valueMap returns the batch's scratch map for interceptors.
+func (b *Batch) valueMap() *sync.Map {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.values == nil {
+		b.values = new(sync.Map)
+	}
+	return b.values
 }
 
 // record logs a final result or a suspension notice.

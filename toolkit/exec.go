@@ -136,6 +136,7 @@ func (c *call) exec() bool {
 func (c *call) begin() bool {
 	c.mu.Lock()
 	if c.Err() != nil {
+		c.started = time.Time{} // it never started
 		c.mu.Unlock()
 		if c.currentScope().timedOut() {
 			c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
@@ -145,7 +146,9 @@ func (c *call) begin() bool {
 		}
 		return false
 	}
-	c.started = time.Now()
+	if c.started.IsZero() {
+		c.started = time.Now()
+	}
 	c.running = true
 	if c.observed() {
 		ev, body := newEvent[events.Start](c, events.TypeStart)
@@ -170,11 +173,11 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 	n := c.newAttempt()
 	if ctx.Err() != nil {
 		state, err := c.ctxFailure(ctx, nil)
-		return c.outcome(n, state, nil, err)
+		return c.outcome(n, state, Part{}, nil, err)
 	}
 	args, err := c.argsFor(n, inv)
 	if err != nil {
-		return c.outcome(n, StateError, nil, err)
+		return c.outcome(n, StateError, Part{}, nil, err)
 	}
 	if c.external() {
 		return c.waitExternal(ctx, n)
@@ -185,17 +188,17 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 	} else if stream.From(ctx) != &c.em { // an interceptor's context not derived from the call's
 		hctx = stream.NewContext(ctx, &c.em)
 	}
-	parts, err := c.invoke(hctx, args)
+	one, parts, err := c.invoke(hctx, args)
 	switch {
 	case err == nil:
-		return c.outcome(n, StateSuccess, parts, nil)
+		return c.outcome(n, StateSuccess, one, parts, nil)
 	case errors.Is(err, ErrPanic):
-		return c.outcome(n, StateError, nil, err)
+		return c.outcome(n, StateError, Part{}, nil, err)
 	case ctx.Err() != nil:
 		state, cerr := c.ctxFailure(ctx, err)
-		return c.outcome(n, state, parts, cerr)
+		return c.outcome(n, state, one, parts, cerr)
 	default:
-		return c.outcome(n, StateError, parts, err)
+		return c.outcome(n, StateError, one, parts, err)
 	}
 }
 
@@ -227,13 +230,13 @@ func (c *call) argsFor(n int, inv *Invocation) (prepared, error) {
 }
 
 // invoke calls the handler, turning a panic into a *PanicError.
-func (c *call) invoke(ctx context.Context, args prepared) (parts []Part, err error) {
+func (c *call) invoke(ctx context.Context, args prepared) (one Part, parts []Part, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
 			c.batch.tk.log.Error().Str("tool", c.call.Name).Str("call", c.call.ID).
 				Interface("panic", v).Bytes("stack", stack).Msg("toolstream: tool panicked")
-			parts, err = nil, &PanicError{Tool: c.call.Name, Value: v, Stack: stack}
+			one, parts, err = Part{}, nil, &PanicError{Tool: c.call.Name, Value: v, Stack: stack}
 		}
 	}()
 	return c.exe.invoke(ctx, args)
@@ -298,7 +301,7 @@ func (c *call) finish(state State, parts []Part, err error) bool {
 		c.mu.Unlock()
 		return false
 	}
-	c.addLast(state, parts, err)
+	c.addLast(state, Part{}, parts, err)
 	c.flushFilters()
 	c.complete(state, err)
 	return true

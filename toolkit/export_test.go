@@ -22,5 +22,9 @@ func InvokeForTest(ctx context.Context, t *Tool, raw json.RawMessage) ([]Part, e
 	if err != nil {
 		return nil, err
 	}
-	return t.invoke(ctx, p)
+	one, parts, err := t.invoke(ctx, p)
+	if !one.IsEmpty() {
+		parts = append([]Part{one}, parts...)
+	}
+	return parts, err
 }

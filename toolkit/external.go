@@ -26,7 +26,7 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	}
 	if err := c.batch.sess.suspend(c); err != nil {
 		c.mu.Unlock()
-		return c.outcome(attempt, StateError, nil, &callError{kind: ErrInvalidCall, cause: err,
+		return c.outcome(attempt, StateError, Part{}, nil, &callError{kind: ErrInvalidCall, cause: err,
 			msg: fmt.Sprintf("call %q of tool %q cannot be suspended: %v", c.call.ID, c.call.Name, err)})
 	}
 	c.announceSuspension("external")
@@ -34,16 +34,16 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	c.makeWay() // waiting outside uses no local capacity
 	select {
 	case r := <-c.ext:
-		return c.outcome(attempt, r.state, r.parts, r.err)
+		return c.outcome(attempt, r.state, Part{}, r.parts, r.err)
 	case <-ctx.Done():
 		c.batch.sess.unsuspend(c)
 		select {
 		case r := <-c.ext: // submitted just in time
-			return c.outcome(attempt, r.state, r.parts, r.err)
+			return c.outcome(attempt, r.state, Part{}, r.parts, r.err)
 		default:
 		}
 		state, err := c.ctxFailure(ctx, nil)
-		return c.outcome(attempt, state, nil, err)
+		return c.outcome(attempt, state, Part{}, nil, err)
 	}
 }
 

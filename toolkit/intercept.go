@@ -120,7 +120,7 @@ func (inv *Invocation) ContextFailure(ctx context.Context) Outcome {
 
 // BatchValues is scratch space for interceptors' state that lives as long as
 // the batch (per-batch counters, say). Keys should be unexported types.
-func (inv *Invocation) BatchValues() *sync.Map { return &inv.c.batch.values }
+func (inv *Invocation) BatchValues() *sync.Map { return inv.c.batch.valueMap() }
 
 // SessionValues is scratch space for interceptors' state that lives as long
 // as the session (per-session counters, rules a person approved). It is

@@ -36,9 +36,13 @@ func (c *call) newAttempt() int {
 	return int(c.out.attempt)
 }
 
-// addLast appends what the handler returned and, for a failure, the line
-// that tells the model about it, as the last deltas. c.mu must be held.
-func (c *call) addLast(state State, parts []Part, err error) {
+// addLast appends what the handler returned (one part, or several) and,
+// for a failure, the line that tells the model about it, as the last
+// deltas. c.mu must be held.
+func (c *call) addLast(state State, one Part, parts []Part, err error) {
+	if !one.IsEmpty() {
+		c.addDelta(one)
+	}
 	for _, p := range parts {
 		c.addDelta(p)
 	}
@@ -51,13 +55,13 @@ func (c *call) addLast(state State, parts []Part, err error) {
 // that tells the model about a failure) become the last deltas, and the
 // content so far is the outcome's. An attempt that is no longer the latest
 // adds nothing.
-func (c *call) outcome(attempt int, state State, parts []Part, err error) Outcome {
+func (c *call) outcome(attempt int, state State, one Part, parts []Part, err error) Outcome {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.out.finished || int32(attempt) != c.out.attempt {
 		return Outcome{State: state, Err: err}
 	}
-	c.addLast(state, parts, err)
+	c.addLast(state, one, parts, err)
 	c.flushFilters()
 	content := c.out.content.parts()
 	if c.ic != nil {

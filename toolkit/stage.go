@@ -104,7 +104,7 @@ func (b *Batch) beginStage() *stage {
 // reports false only when a call it executed was abandoned: the goroutine
 // came back late and must leave the batch alone.
 func (st *stage) runCalls(driver bool) bool {
-	for {
+	for first := driver; ; first = false {
 		k := int(st.next.Add(1)) - 1
 		if k >= len(st.calls) {
 			return true
@@ -118,6 +118,9 @@ func (st *stage) runCalls(driver bool) bool {
 			continue
 		}
 		c.inline = driver
+		if first && k == 0 {
+			c.started = st.start // the stage began a moment ago: no need to ask the clock again
+		}
 		c.counts.Store(true)
 		if !c.exec() {
 			return false

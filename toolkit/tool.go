@@ -73,8 +73,9 @@ type Tool struct {
 }
 
 // typedHandler runs a typed tool on its input, a *In filled by the
-// argument pass.
-type typedHandler func(ctx context.Context, in any) ([]Part, error)
+// argument pass. Its output is one part (most outputs are, and then no
+// slice is made) or several.
+type typedHandler func(ctx context.Context, in any) (one Part, more []Part, err error)
 
 // Spec returns the tool's spec.
 func (t *Tool) Spec() Spec { return t.spec }
@@ -122,10 +123,10 @@ func NewTool[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, e
 		return nil, err
 	}
 	t.newIn = func() any { return new(In) }
-	t.typed = func(ctx context.Context, in any) ([]Part, error) {
+	t.typed = func(ctx context.Context, in any) (Part, []Part, error) {
 		out, err := fn(ctx, *in.(*In))
 		if err != nil {
-			return nil, err
+			return Part{}, nil, err
 		}
 		return convert(out)
 	}
@@ -279,33 +280,29 @@ func truncate(s string, n int) string {
 }
 
 // outputConverter picks, once per tool, how a typed handler's output becomes
-// content parts.
-func outputConverter[Out any]() func(Out) ([]Part, error) {
+// content: one part, or several.
+func outputConverter[Out any]() func(Out) (Part, []Part, error) {
 	switch reflect.TypeFor[Out]() {
 	case reflect.TypeFor[string]():
-		return func(o Out) ([]Part, error) {
-			s := any(o).(string)
-			if s == "" {
-				return nil, nil
-			}
-			return []Part{events.Text(s)}, nil
-		}
+		return func(o Out) (Part, []Part, error) { return events.Text(any(o).(string)), nil, nil }
 	case reflect.TypeFor[[]Part]():
-		return func(o Out) ([]Part, error) { return any(o).([]Part), nil }
+		return func(o Out) (Part, []Part, error) { return Part{}, any(o).([]Part), nil }
 	case reflect.TypeFor[Part]():
-		return func(o Out) ([]Part, error) { return []Part{any(o).(Part)}, nil }
+		return func(o Out) (Part, []Part, error) { return any(o).(Part), nil, nil }
 	case reflect.TypeFor[[]byte]():
-		return func(o Out) ([]Part, error) {
-			b := any(o).([]byte)
-			if len(b) == 0 {
-				return nil, nil
+		return func(o Out) (Part, []Part, error) {
+			if b := any(o).([]byte); len(b) > 0 {
+				return events.Binary("", b), nil, nil
 			}
-			return []Part{events.Binary("", b)}, nil
+			return Part{}, nil, nil
 		}
 	case reflect.TypeFor[struct{}]():
-		return func(Out) ([]Part, error) { return nil, nil }
+		return func(Out) (Part, []Part, error) { return Part{}, nil, nil }
 	}
-	return func(o Out) ([]Part, error) { return convertAny(o) }
+	return func(o Out) (Part, []Part, error) {
+		parts, err := convertAny(o)
+		return Part{}, parts, err
+	}
 }
 
 // convertAny converts a dynamically typed output.

@@ -31,8 +31,8 @@ type Toolkit struct {
 	sessions map[string]*Session
 
 	batchMu   sync.Mutex
-	active    map[*Batch]struct{} // batches in progress, interrupted by Close
-	closeDone chan struct{}       // closed when Close has finished
+	active    *Batch        // batches in progress (a list through Batch.nextActive), interrupted by Close
+	closeDone chan struct{} // closed when Close has finished
 	batches   sync.WaitGroup
 	pool      *pool
 	clock     *clock
@@ -54,7 +54,7 @@ func New(opts ...Option) *Toolkit {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	tk := &Toolkit{opts: o, log: o.logger, sessions: make(map[string]*Session), active: make(map[*Batch]struct{}), pool: newPool(), nonce: randomHex(4)}
+	tk := &Toolkit{opts: o, log: o.logger, sessions: make(map[string]*Session), pool: newPool(), nonce: randomHex(4)}
 	tk.clock = newClock(o.cancelGrace)
 	tk.reg.Store(&registry{byName: map[string]*Tool{}})
 	tk.observers.Store(&observerSet{})
@@ -167,14 +167,26 @@ func (tk *Toolkit) track(b *Batch) bool {
 	if tk.closed.Load() {
 		return false
 	}
-	tk.active[b] = struct{}{}
+	b.prevActive, b.nextActive = nil, tk.active
+	if tk.active != nil {
+		tk.active.prevActive = b
+	}
+	tk.active = b
 	tk.batches.Add(1)
 	return true
 }
 
 func (tk *Toolkit) untrack(b *Batch) {
 	tk.batchMu.Lock()
-	delete(tk.active, b)
+	if b.prevActive != nil {
+		b.prevActive.nextActive = b.nextActive
+	} else {
+		tk.active = b.nextActive
+	}
+	if b.nextActive != nil {
+		b.nextActive.prevActive = b.prevActive
+	}
+	b.prevActive, b.nextActive = nil, nil
 	tk.batchMu.Unlock()
 	tk.batches.Done()
 }
@@ -191,9 +203,9 @@ func (tk *Toolkit) Close(ctx context.Context) error {
 		tk.closeDone = make(chan struct{})
 	}
 	done := tk.closeDone
-	active := make([]*Batch, 0, len(tk.active))
-	for r := range tk.active {
-		active = append(active, r)
+	var active []*Batch
+	for b := tk.active; b != nil; b = b.nextActive {
+		active = append(active, b)
 	}
 	tk.batchMu.Unlock()
 	if first {

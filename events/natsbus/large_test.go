@@ -47,13 +47,23 @@ func bigRows(n int) json.RawMessage {
 	return b.Bytes()
 }
 
+// Sizes of the large results: 10 MiB of text and 3 MiB of JSON, and 3 and
+// 1.5 MiB under the race detector (still larger than a message; .ci/run
+// runs these tests at full size without the detector too).
+var largeText, largeJSON = func() (int, int) {
+	if testutil.Race {
+		return 3 << 20, 3 << 19
+	}
+	return 10 << 20, 3 << 20
+}()
+
 // largeTools registers tools whose results do not fit a default NATS
-// message (1 MiB): one returns 10 MiB of text at once, one 3 MiB of JSON,
+// message (1 MiB): one returns largeText bytes of text at once, largeJSON of JSON,
 // one 1.5 MiB of binary data, and one streams 1.5 MiB in small deltas after
 // a reset.
 func largeTools(t *testing.T, tk *toolkit.Toolkit) {
-	text := bigText(10 << 20)
-	rows := bigRows(3 << 20)
+	text := bigText(largeText)
+	rows := bigRows(largeJSON)
 	bin := bytes.Repeat([]byte{0, 1, 2, 0xfe, 0xff}, 3<<19/5)
 	small := bigText(1 << 10)
 	testutil.Add(t, tk,

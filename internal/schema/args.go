@@ -16,7 +16,7 @@ import (
 type Args struct {
 	v       *Validator
 	typ     reflect.Type
-	plan    *plan
+	bound   *bound // the plan of typ bound to the node the pass walks; nil: no type
 	presets []prop // values set by code, by name; member "" removes the property
 }
 
@@ -51,7 +51,7 @@ var emptyObject = []byte("{}")
 func (v *Validator) Args(t reflect.Type, presets map[string]json.RawMessage) (*Args, error) {
 	a := &Args{v: v, typ: t}
 	if t != nil {
-		a.plan = newPlan(t)
+		a.bound = bind(v.prep, newPlan(t))
 	}
 	for _, name := range slices.Sorted(maps.Keys(presets)) {
 		member, err := encodeTree(map[string]json.RawMessage{name: presets[name]})
@@ -82,17 +82,17 @@ func (v *Validator) Args(t reflect.Type, presets map[string]json.RawMessage) (*A
 // when a key comes twice, the last one counts. The error is the JSON
 // syntax error, or a *DecodeError.
 func (a *Args) Prepare(raw []byte, dst any) (Prepared, []Problem, error) {
-	s := pass{decoder: decoder{data: raw}, presets: a.presets}
+	s := pass{decoder: decoder{data: raw}, presets: a.presets, bound: a.bound}
 	if s.skipSpace(); s.pos == len(raw) {
 		s.data, s.pos = emptyObject, 0 // models send "" for tools without parameters
 	}
 	var v reflect.Value
-	if a.plan != nil {
+	if a.bound != nil {
 		v = reflect.ValueOf(dst).Elem()
 	}
 	err := errNotObject
 	if s.data[s.pos] == '{' {
-		err = s.top(a.v.prep, a.plan, v)
+		err = s.top(a.v.prep, nil, v)
 	}
 	if err != nil || s.dup || s.invalid || s.failed || a.v.root == nil {
 		return a.finish(&s, dst, v, err)
@@ -104,10 +104,10 @@ var errNotObject = errors.New("not an object")
 
 // finish is Prepare for all but valid arguments that the pass filled.
 func (a *Args) finish(s *pass, dst any, v reflect.Value, err error) (Prepared, []Problem, error) {
+	if (err != nil || s.dup) && v.IsValid() {
+		v.SetZero() // the arguments go through the pass again
+	}
 	if err != nil {
-		if v.IsValid() {
-			v.SetZero()
-		}
 		return a.notObject(s.data, dst)
 	}
 	if s.dup {
@@ -116,9 +116,6 @@ func (a *Args) finish(s *pass, dst any, v reflect.Value, err error) (Prepared, [
 		text, err := encodeTree(tree)
 		if err != nil {
 			return Prepared{}, nil, err
-		}
-		if v.IsValid() {
-			v.SetZero()
 		}
 		return a.Prepare(text, dst)
 	}

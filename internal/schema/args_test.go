@@ -204,6 +204,11 @@ type contractIn struct {
 	Counts  [2]uint8          `json:"counts,omitempty"`
 	ByName  map[string]string `json:"by_name,omitempty" tool:"default={\"a\":\"b\"}"`
 	Numbers []json.Number     `json:"numbers,omitempty"`
+	List    []contractOpts    `json:"list,omitempty"`
+	Small   uint8             `json:"small,omitempty" tool:"maximum=200"`
+	Score   *float64          `json:"score,omitempty"`
+	Flags   []*bool           `json:"flags,omitempty"`
+	Grid    [][]int16         `json:"grid,omitempty"`
 }
 
 type contractOpts struct {
@@ -223,6 +228,8 @@ func FuzzArgsContract(f *testing.F) {
 		`{"path":"a","counts":[1,2,3],"by_name":null,"numbers":[1.5e2,2]}`,
 		`{"path":"\u00e9\n","exts":[],"opts":null,"deep":null,"path":"b"}`,
 		`"{\"path\":\"x\",\"limit\":3}"`, ``, `{}`, `{"path":"a","limit":300000000000000000000}`,
+		`{"path":"a","list":[{"mode":"slow","items":["a","b","c","d","e"]},{}],"small":200,"score":-0.5,"flags":[true,null,false],"grid":[[1,-2],[],[70000]]}`,
+		`{"path":"a","list":[{"depth":1},{"depth":2}],"list":[{"mode":"fast"}],"small":-1,"grid":null}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -85,6 +85,8 @@ type node struct {
 	not                 *node
 	anyOfTypes          typeMask // union of branch types when every branch has a type
 	anyOfTyped          bool
+	logic               bool // any of the four
+	typeOnly            bool // no keyword but type
 
 	// whole: a keyword about a whole array or object, which the one pass
 	// checks on the value's tree (enum, const, uniqueItems, min and
@@ -310,6 +312,7 @@ func compileNode(s *jsonschema.Schema) (*node, error) {
 		n.defaultVal = d
 	}
 
+	n.logic = n.allOf != nil || n.anyOf != nil || n.oneOf != nil || n.not != nil
 	if n.not != nil && n.not.trivial {
 		n.never = true
 	}
@@ -318,6 +321,8 @@ func compileNode(s *jsonschema.Schema) (*node, error) {
 	n.trivial = !n.never && !n.hasType && !n.hasEnum && !n.hasConst && n.numFlags == 0 &&
 		!n.hasMinLen && !n.hasMaxLen && n.pattern == nil && !n.isArray && !n.isObject &&
 		s.AllOf == nil && s.AnyOf == nil && s.OneOf == nil && n.not == nil
+	n.typeOnly = n.hasType && !n.never && !n.hasEnum && !n.hasConst && n.numFlags == 0 && !n.hasMinLen && !n.hasMaxLen &&
+		n.pattern == nil && !n.isArray && !n.isObject && !n.logic
 	n.acceptsNull = n.check(nil, nil, nil)
 	kids := append(slices.Clip(n.prefix), n.items, n.additional)
 	for _, p := range n.props {
@@ -447,8 +452,8 @@ func (n *node) propIndex(k []byte) int {
 		}
 		return -1
 	}
-	for i := range n.props {
-		if n.props[i].name == string(k) {
+	for i := range n.props { // most names differ in length or first byte
+		if nm := n.props[i].name; len(nm) == len(k) && (len(k) == 0 || nm[0] == k[0]) && nm == string(k) {
 			return i
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -72,14 +73,19 @@ func quoteChar(c byte) string {
 	return "'" + q[1:len(q)-1] + "'"
 }
 
+// plain marks the bytes a string holds as they are: ASCII but '"', '\\'
+// and control characters.
+var plain = func() (t [256]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// skipSpace moves past the bytes JSON skips between tokens (a bit each).
 func (d *decoder) skipSpace() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
-		}
+	for d.pos < len(d.data) && d.data[d.pos] <= ' ' && uint64(1<<' '|1<<'\t'|1<<'\n'|1<<'\r')>>d.data[d.pos]&1 != 0 {
+		d.pos++
 	}
 }
 
@@ -139,29 +145,29 @@ func (d *decoder) scanNumber() error {
 // text: a slice of the input when it has no escapes and is valid UTF-8
 // (esc false), else the decoded text in d.buf, valid until the next string.
 func (d *decoder) strBytes() (text []byte, esc bool, err error) {
-	d.pos++ // '"'
-	start := d.pos
-	for d.pos < len(d.data) {
-		c := d.data[d.pos]
-		switch {
-		case c == '"':
+	data := d.data
+	start := d.pos + 1 // after '"'
+	for i := start; ; {
+		for i < len(data) && plain[data[i]] {
+			i++
+		}
+		switch d.pos = i; {
+		case i == len(data):
+			return nil, false, d.errorf("")
+		case data[i] == '"':
 			d.pos++
-			return d.data[start : d.pos-1], false, nil
-		case c == '\\' || c < ' ':
+			return data[start:i], false, nil
+		case data[i] == '\\' || data[i] < ' ':
 			b, err := d.slowStr(start)
 			return b, true, err
-		case c < utf8.RuneSelf:
-			d.pos++
-		default:
-			r, size := utf8.DecodeRune(d.data[d.pos:])
-			if r == utf8.RuneError && size == 1 {
-				b, err := d.slowStr(start)
-				return b, true, err
-			}
-			d.pos += size
 		}
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 {
+			b, err := d.slowStr(start)
+			return b, true, err
+		}
+		i += size
 	}
-	return nil, false, d.errorf("")
 }
 
 // slowStr decodes a string with escapes or invalid UTF-8, as encoding/json
@@ -182,20 +188,10 @@ func (d *decoder) slowStr(start int) ([]byte, error) {
 			if d.pos >= len(d.data) {
 				return nil, d.errorf("")
 			}
-			switch e := d.data[d.pos]; e {
-			case '"', '\\', '/':
-				b = append(b, e)
-			case 'b':
-				b = append(b, '\b')
-			case 'f':
-				b = append(b, '\f')
-			case 'n':
-				b = append(b, '\n')
-			case 'r':
-				b = append(b, '\r')
-			case 't':
-				b = append(b, '\t')
-			case 'u':
+			switch j := strings.IndexByte(`"\/bfnrtu`, d.data[d.pos]); {
+			case j >= 0 && j < 8:
+				b = append(b, "\"\\/\b\f\n\r\t"[j])
+			case j == 8: // \uXXXX
 				d.pos++
 				r, err := d.hex4()
 				if err != nil {
@@ -264,13 +260,6 @@ func (d *decoder) peekHex4() (rune, bool) {
 }
 
 func hexVal(c byte) (rune, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return rune(c - '0'), true
-	case 'a' <= c && c <= 'f':
-		return rune(c - 'a' + 10), true
-	case 'A' <= c && c <= 'F':
-		return rune(c - 'A' + 10), true
-	}
-	return 0, false
+	i := strings.IndexByte("0123456789abcdef0123456789ABCDEF", c)
+	return rune(i % 16), i >= 0
 }

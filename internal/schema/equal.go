@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strconv"
 )
 
@@ -22,28 +23,10 @@ func numberOf(v any) (float64, bool) {
 		return f, err == nil
 	case float32:
 		return float64(x), true
-	case int:
-		return float64(x), true
-	case int8:
-		return float64(x), true
-	case int16:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case uint:
-		return float64(x), true
-	case uint8:
-		return float64(x), true
-	case uint16:
-		return float64(x), true
-	case uint32:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case uintptr:
-		return float64(x), true
+	case int, int8, int16, int32, int64: // exactly these types: others go through encoding/json
+		return float64(reflect.ValueOf(x).Int()), true
+	case uint, uint8, uint16, uint32, uint64, uintptr:
+		return float64(reflect.ValueOf(x).Uint()), true
 	}
 	return 0, false
 }

@@ -31,23 +31,23 @@ type plan struct {
 type op uint8
 
 const (
-	opFallback op = iota // json.Unmarshal of the value's text
-	opString
-	opNumber // json.Number
+	opString op = iota
+	opNumber    // json.Number
 	opBool
 	opInt
 	opUint
-	opFloat
+	opFloat // the plain scalars end here
 	opPointer
 	opSlice
 	opArray
 	opMap
 	opStruct
+	opInterface // interface with methods: only null fits
 	opAny       // interface{}: a tree, as json.Unmarshal makes it
 	opTree      // a tree as Decode makes it: numbers are json.Number
-	opInterface // interface with methods: only null fits
 	opRaw       // json.RawMessage: a copy of the text
 	opQuoted    // a `,string` field, through a one-field wrapper struct (typ)
+	opFallback  // json.Unmarshal of the value's text
 )
 
 // field is a struct field as encoding/json resolves it.
@@ -214,6 +214,41 @@ func compileStruct(p *plan, sub func(reflect.Type, bool) *plan) {
 	}
 }
 
+// bound is a node bound to a plan at Args time, so that the pass fills the
+// common kinds (pass.fast) without finding out again, for every value,
+// which field a key names and how its value is stored.
+type bound struct {
+	n     *node // nil: anything goes
+	p     *plan
+	elem  *bound   // pointers; slices whose items share one node
+	props []*bound // structs: by property of n, nil where no field matches exactly
+	field int      // of the struct that holds the value
+}
+
+// bind binds n (nil: anything goes) to p. The recursion follows n, whose
+// tree is finite, and at most one pointer at a time.
+func bind(n *node, p *plan) *bound {
+	if n != nil && n.trivial {
+		n = nil
+	}
+	b := &bound{n: n, p: p}
+	switch {
+	case p.op == opPointer && p.elem.op != opPointer:
+		b.elem = bind(n, p.elem)
+	case p.op == opSlice && n != nil && len(n.prefix) == 0:
+		b.elem = bind(n.items, p.elem)
+	case p.op == opStruct && n != nil:
+		b.props = make([]*bound, len(n.props))
+		for i, pr := range n.props {
+			if j := p.find([]byte(pr.name)); j >= 0 && p.fields[j].embed == nil && !p.fields[j].roPtr {
+				b.props[i] = bind(pr.n, p.fields[j].plan)
+				b.props[i].field = p.fields[j].index
+			}
+		}
+	}
+	return b
+}
+
 // find returns the index of the field named exactly k, or -1.
 func (p *plan) find(k []byte) int {
 	for i := range p.fields { // most names differ in length or first byte
@@ -325,7 +360,7 @@ func jsonFields(t reflect.Type) []jsonField {
 				if f.name == "" {
 					f.name = sf.Name
 				}
-				f.quoted = hasOption(opts, "string") && quotable(ft.Kind())
+				f.quoted = slices.Contains(strings.Split(opts, ","), "string") && quotable(ft.Kind())
 				found = append(found, f)
 				if seen[e.typ] > 1 {
 					// The same struct embedded twice at this depth: a
@@ -369,26 +404,10 @@ func jsonFields(t reflect.Type) []jsonField {
 	return out
 }
 
-func hasOption(opts, want string) bool {
-	for opts != "" {
-		var o string
-		o, opts, _ = strings.Cut(opts, ",")
-		if o == want {
-			return true
-		}
-	}
-	return false
-}
-
-// quotable reports whether `,string` applies to a field of kind k.
+// quotable reports whether `,string` applies to a field of kind k: the
+// booleans, numbers (not complex) and strings.
 func quotable(k reflect.Kind) bool {
-	switch k {
-	case reflect.Bool, reflect.String, reflect.Float32, reflect.Float64,
-		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return true
-	}
-	return false
+	return reflect.Bool <= k && k <= reflect.Float64 || k == reflect.String
 }
 
 // validTagName is encoding/json's rule for tag names: letters, digits and

@@ -26,6 +26,7 @@ var assignFuzzSeeds = []string{
 	`{"s":null,"i":null,"sl":null,"map":null,"any":null,"p":null,"inner":null,"arr":null}`,
 	`[{"s":"in an array"},null,{"i":"wrong"}]`,
 	`{"inner":{"a":1},"INNER":{"b":"merge"},"s":1,"s":"dup"}`,
+	`{"structs":[{"a":1},{"a":2}],"structs":[{"b":"x"}],"arr":[1,2],"arr":[3],"sl":["a"],"sl":[]}`, // into the items that are there, as encoding/json
 }
 
 // FuzzFillMatchesUnmarshal checks the one pass's filling against

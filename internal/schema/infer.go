@@ -231,6 +231,11 @@ func nullable(s *jsonschema.Schema) bool {
 	return s.Type == "null" || slices.Contains(s.Types, "null")
 }
 
+// takesValue says which tag keys take a value (pattern= always has one).
+var takesValue = map[string]bool{"required": false, "optional": false, "uniqueItems": false, "minItems": true, "maxItems": true,
+	"minLength": true, "maxLength": true, "minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
+	"format": true, "enum": true, "default": true}
+
 // applyFieldTag applies one field's tool tag to its property schema ps and
 // returns the forced required state, if any.
 func applyFieldTag(ps *jsonschema.Schema, tag string) (*bool, error) {
@@ -260,27 +265,23 @@ func applyFieldTag(ps *jsonschema.Schema, tag string) (*bool, error) {
 		return nil
 	}
 	for _, it := range items {
-		switch it.key {
-		case "required", "optional":
-			if err := need(it, false); err != nil {
+		if want, known := takesValue[it.key]; known {
+			if err := need(it, want); err != nil {
 				return nil, err
 			}
+		}
+		switch it.key {
+		case "required", "optional":
 			if forced != nil {
 				return nil, errors.New("required and optional exclude each other")
 			}
 			forced = new(it.key == "required")
 		case "uniqueItems":
-			if err := need(it, false); err != nil {
-				return nil, err
-			}
 			if cat != "array" {
 				return nil, fmt.Errorf("uniqueItems needs an array field, not %s", catName(cat))
 			}
 			ps.UniqueItems = true
 		case "minItems", "maxItems":
-			if err := need(it, true); err != nil {
-				return nil, err
-			}
 			if cat != "array" {
 				return nil, fmt.Errorf("%s needs an array field, not %s", it.key, catName(cat))
 			}
@@ -294,9 +295,6 @@ func applyFieldTag(ps *jsonschema.Schema, tag string) (*bool, error) {
 				ps.MaxItems = &n
 			}
 		case "minLength", "maxLength":
-			if err := need(it, true); err != nil {
-				return nil, err
-			}
 			if tcat != "string" && tcat != "" {
 				return nil, fmt.Errorf("%s needs a string field, not %s", it.key, catName(tcat))
 			}
@@ -310,9 +308,6 @@ func applyFieldTag(ps *jsonschema.Schema, tag string) (*bool, error) {
 				target.MaxLength = &n
 			}
 		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
-			if err := need(it, true); err != nil {
-				return nil, err
-			}
 			if tcat != "integer" && tcat != "number" && tcat != "" {
 				return nil, fmt.Errorf("%s needs a number field, not %s", it.key, catName(tcat))
 			}
@@ -342,18 +337,12 @@ func applyFieldTag(ps *jsonschema.Schema, tag string) (*bool, error) {
 			}
 			target.Pattern = it.val
 		case "format":
-			if err := need(it, true); err != nil {
-				return nil, err
-			}
 			if tcat == "string" {
 				target.Format = it.val
 			} else {
 				ps.Format = it.val
 			}
 		case "enum":
-			if err := need(it, true); err != nil {
-				return nil, err
-			}
 			if it.val == "" {
 				return nil, errors.New(`enum needs values: enum=a|b ("enum=|a" allows "")`)
 			}
@@ -366,9 +355,6 @@ func applyFieldTag(ps *jsonschema.Schema, tag string) (*bool, error) {
 			}
 			hasEnum = true
 		case "default":
-			if err := need(it, true); err != nil {
-				return nil, err
-			}
 			v, err := parseTagValue(it.val, cat)
 			if err != nil {
 				return nil, fmt.Errorf("default %q: %v", it.val, err)

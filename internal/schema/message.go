@@ -248,23 +248,14 @@ func writeQuoted(b *strings.Builder, s string, maxRunes int) {
 			break
 		}
 		n++
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
+		switch i := strings.IndexRune("\"\\\n\r\t", r); {
+		case i >= 0:
+			b.WriteByte('\\')
+			b.WriteByte(`"\nrt`[i])
+		case r < 0x20:
+			fmt.Fprintf(b, `\u%04x`, r)
 		default:
-			if r < 0x20 {
-				fmt.Fprintf(b, `\u%04x`, r)
-			} else {
-				b.WriteRune(r)
-			}
+			b.WriteRune(r)
 		}
 	}
 	b.WriteByte('"')

@@ -84,7 +84,7 @@ func (n *node) check(v any, at *path, c *collector) bool {
 }
 
 func (n *node) checkVal(x *val, at *path, c *collector) bool {
-	if n.trivial {
+	if n.trivial || n.typeOnly && typeAllows(n.types, x.k, x.f) {
 		return true
 	}
 	if n.never {
@@ -128,8 +128,8 @@ func (n *node) checkVal(x *val, at *path, c *collector) bool {
 	case kObject:
 		ok = !n.isObject || n.checkObject(x.obj, at, c)
 	}
-	if !ok && c == nil {
-		return false
+	if !ok && c == nil || !n.logic {
+		return ok
 	}
 
 	for _, b := range n.allOf {
@@ -213,22 +213,13 @@ func (n *node) explainAnyOf(x *val, at *path, c *collector) {
 	}
 }
 
+// kindTypes is the type name of each kind (numbers: "number").
+var kindTypes = [...]typeMask{kNull: tNull, kBool: tBoolean, kNumber: tNumber, kString: tString, kArray: tArray, kObject: tObject}
+
+// typeAllows reports whether types m allow a value of kind k (f: its
+// number). jsonschema-go: a number with a zero fractional part is an integer.
 func typeAllows(m typeMask, k kind, f float64) bool {
-	switch k {
-	case kNull:
-		return m&tNull != 0
-	case kBool:
-		return m&tBoolean != 0
-	case kNumber:
-		// jsonschema-go: a number with a zero fractional part is an integer.
-		return m&tNumber != 0 || m&tInteger != 0 && isInteger(f)
-	case kString:
-		return m&tString != 0
-	case kArray:
-		return m&tArray != 0
-	default:
-		return m&tObject != 0
-	}
+	return m&kindTypes[k] != 0 || k == kNumber && m&tInteger != 0 && isInteger(f)
 }
 
 func isInteger(f float64) bool { return fraction(f) == 0 }
@@ -239,6 +230,9 @@ func fraction(f float64) float64 {
 }
 
 func (n *node) checkNumber(f float64, v any, at *path, c *collector) bool {
+	if n.numFlags&^(hasMinimum|hasMaximum) == 0 && (n.numFlags&hasMinimum == 0 || f >= n.minimum) && (n.numFlags&hasMaximum == 0 || f <= n.maximum) {
+		return true // the usual bounds, met
+	}
 	ok := true
 	for _, b := range [...]struct {
 		flag  uint8

@@ -21,6 +21,7 @@ type pass struct {
 	text    string // data as a string, made when a string is first needed
 	edits   []edit // in text order
 	presets []prop // replace the root object's properties of the same name
+	bound   *bound // the top value's, if any
 	invalid bool   // a value does not match its schema
 	dup     bool   // a property came twice
 	failed  bool   // the Go value cannot be filled here: encoding/json must
@@ -95,7 +96,7 @@ func (s *pass) top(n *node, p *plan, v reflect.Value) error {
 	if s.skipSpace(); s.pos == len(s.data) {
 		return errors.New("invalid JSON: empty input")
 	}
-	if err := s.value(n, p, v); err != nil {
+	if err := s.next(s.bound, n, p, v); err != nil {
 		return err
 	}
 	if s.skipSpace(); s.pos < len(s.data) {
@@ -123,14 +124,47 @@ func (s *pass) value(n *node, p *plan, v reflect.Value) error {
 			v.Set(reflect.New(p.elem.typ))
 		}
 	}
-	if p != nil && (p.op == opRaw || p.op == opFallback || p.op == opQuoted || (p.op == opAny || p.op == opTree) && (c == '{' || c == '[')) {
+	if p != nil && (p.op >= opRaw || p.op >= opAny && (c == '{' || c == '[')) {
 		return s.special(n, p, v, c)
 	}
 	if c != '{' && c != '[' {
 		return s.scalar(n, p, v)
 	}
+	return s.composite(n, p, v, nil)
+}
+
+// fast takes the value at s.pos as value does with b's node and plan, with
+// the fields and items b has found.
+func (s *pass) fast(b *bound, v reflect.Value) error {
+	if s.pos < len(s.data) {
+		switch c := s.data[s.pos]; {
+		case c != 'n' && b.p.op == opPointer && b.elem != nil:
+			if v.IsNil() {
+				v.Set(reflect.New(b.p.elem.typ))
+			}
+			return s.fast(b.elem, v.Elem())
+		case c == '{' && b.props != nil, c == '[' && b.p.op == opSlice && b.elem != nil:
+			return s.composite(b.n, b.p, v, b)
+		case c != '{' && c != '[' && b.p.op <= opFloat:
+			return s.scalar(b.n, b.p, v)
+		}
+	}
+	return s.value(b.n, b.p, v)
+}
+
+// next takes a value with b (nil: as value does with n and p).
+func (s *pass) next(b *bound, n *node, p *plan, v reflect.Value) error {
+	if b != nil {
+		return s.fast(b, v)
+	}
+	return s.value(n, p, v)
+}
+
+// composite takes an object or an array; b, when set, binds n and p.
+func (s *pass) composite(n *node, p *plan, v reflect.Value, b *bound) error {
 	// A value of the wrong type is still prepared (the problems are worded
 	// from the prepared text).
+	c := s.data[s.pos]
 	before, k := s.invalid, kObject
 	if c == '[' {
 		k = kArray
@@ -143,9 +177,9 @@ func (s *pass) value(n *node, p *plan, v reflect.Value) error {
 	}
 	var err error
 	if c == '{' {
-		err = s.object(n, p, v)
+		err = s.object(n, p, v, b)
 	} else {
-		err = s.array(n, p, v)
+		err = s.array(n, p, v, b)
 	}
 	s.depth--
 	if err == nil && !s.invalid && n != nil && n.whole {
@@ -243,14 +277,15 @@ func (s *pass) scalar(n *node, p *plan, v reflect.Value) error {
 	if err != nil {
 		return err
 	}
-	tree := p != nil && (p.op == opAny || p.op == opTree)
-	if x.k == kString && (n != nil || p != nil && (p.op == opString || tree)) {
+	if x.k == kString && (n != nil || p != nil && (p.op == opString || p.op == opAny || p.op == opTree)) {
 		x.s = s.keep(b, esc, start+1)
 	}
 	if n != nil && !n.checkVal(&x, nil, nil) {
 		s.invalid = true
 	}
-	if p != nil {
+	if p != nil && p.op == opString && x.k == kString {
+		v.SetString(x.s)
+	} else if p != nil {
 		s.fill(p, v, &x, b, esc, start, canon)
 	}
 	return nil
@@ -295,11 +330,8 @@ func (s *pass) fill(p *plan, v reflect.Value, x *val, b []byte, esc bool, start 
 			v.Set(reflect.ValueOf(x.f == 1))
 			return
 		}
-	case kString:
+	case kString: // into a string: see scalar
 		switch {
-		case p.op == opString:
-			v.SetString(x.s)
-			return
 		case tree:
 			v.Set(reflect.ValueOf(x.s))
 			return
@@ -321,8 +353,11 @@ func (s *pass) fill(p *plan, v reflect.Value, x *val, b []byte, esc bool, start 
 		var err error
 		switch p.op {
 		case opInt:
-			var i int64
-			if i, err = strconv.ParseInt(string(num), 10, 64); err == nil && !v.OverflowInt(i) {
+			i, small := smallInt(num)
+			if !small {
+				i, err = strconv.ParseInt(string(num), 10, 64)
+			}
+			if err == nil && !v.OverflowInt(i) {
 				v.SetInt(i)
 				return
 			}
@@ -359,7 +394,7 @@ func (s *pass) fill(p *plan, v reflect.Value, x *val, b []byte, esc bool, start 
 
 // object takes an object after its '{'. It prunes the nulls and adds the
 // defaults Prepare would, and at the root applies the presets.
-func (s *pass) object(n *node, p *plan, v reflect.Value) error {
+func (s *pass) object(n *node, p *plan, v reflect.Value, b *bound) error {
 	if p != nil {
 		switch p.op {
 		case opStruct:
@@ -408,7 +443,7 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) error {
 		var child *node
 		if n != nil {
 			if pi = n.propIndex(k); pi >= 0 {
-				word, bit = &seen[pi/64], 1<<(pi%64)
+				word, bit = &seen[uint(pi)/64], 1<<(uint(pi)%64)
 				s.dup = s.dup || *word&bit != 0 // the caller starts over from the tree
 				*word |= bit
 				child = n.props[pi].n
@@ -425,12 +460,16 @@ func (s *pass) object(n *node, p *plan, v reflect.Value) error {
 				return err
 			}
 			s.edits, s.invalid = s.edits[:m], invalid
-		case pi >= 0 && !n.props[pi].required && !child.acceptsNull && s.pos < len(s.data) && s.data[s.pos] == 'n':
+		case s.pos < len(s.data) && s.data[s.pos] == 'n' && pi >= 0 && !n.props[pi].required && !child.acceptsNull:
 			if err := s.literal("null"); err != nil {
 				return err
 			}
 			drop = true
 			*word &^= bit // pruned: a default may take its place
+		case b != nil && pi >= 0 && b.props[pi] != nil:
+			if err := s.fast(b.props[pi], v.Field(b.props[pi].field)); err != nil {
+				return err
+			}
 		default:
 			var fp *plan
 			var fv reflect.Value
@@ -495,7 +534,7 @@ func (s *pass) close(n *node, p *plan, v reflect.Value, end int, seen []uint64, 
 	for i := range n.props {
 		pr := &n.props[i]
 		switch {
-		case seen[i/64]&(1<<(i%64)) != 0 || root && s.presetFor([]byte(pr.name)) != nil:
+		case seen[uint(i)/64]&(1<<(uint(i)%64)) != 0 || root && s.presetFor([]byte(pr.name)) != nil:
 		case pr.required:
 			s.invalid = true
 		case pr.member != "":
@@ -533,14 +572,14 @@ func (s *pass) presetFor(k []byte) *prop {
 }
 
 // array takes an array after its '['.
-func (s *pass) array(n *node, p *plan, v reflect.Value) error {
+func (s *pass) array(n *node, p *plan, v reflect.Value, b *bound) error {
 	if p != nil && p.op != opSlice && p.op != opArray {
 		s.failed, p = true, nil
 	}
-	if p != nil && p.op == opSlice {
-		v.Set(p.empty)
+	slice, i, eb := p != nil && p.op == opSlice, 0, (*bound)(nil) // eb: the items', when bound
+	if b != nil {
+		eb = b.elem
 	}
-	i := 0
 	if s.skipSpace(); s.pos < len(s.data) && s.data[s.pos] == ']' {
 		s.pos++
 	} else {
@@ -552,7 +591,7 @@ func (s *pass) array(n *node, p *plan, v reflect.Value) error {
 					child = n.prefix[i]
 				}
 			}
-			if p != nil && p.op == opSlice {
+			if slice && i >= v.Len() { // as encoding/json: into the slice's own items first
 				if i == v.Cap() {
 					v.Grow(max(4, i)) // one allocation for short arrays
 				}
@@ -563,7 +602,7 @@ func (s *pass) array(n *node, p *plan, v reflect.Value) error {
 			if p != nil && i < v.Len() {
 				ep, ev = p.elem, v.Index(i)
 			}
-			if err := s.value(child, ep, ev); err != nil {
+			if err := s.next(eb, child, ep, ev); err != nil {
 				return err
 			}
 			if s.skipSpace(); s.pos < len(s.data) && s.data[s.pos] == ']' {
@@ -580,6 +619,16 @@ func (s *pass) array(n *node, p *plan, v reflect.Value) error {
 	}
 	if n != nil && (n.hasMinItems && i < n.minItems || n.hasMaxItems && i > n.maxItems) {
 		s.invalid = true
+	}
+	switch {
+	case slice && i == 0:
+		v.Set(p.empty)
+	case slice && i < v.Len():
+		v.SetLen(i)
+	case p != nil:
+		for ; i < v.Len(); i++ {
+			v.Index(i).SetZero() // the rest of an array
+		}
 	}
 	return nil
 }

@@ -98,17 +98,36 @@ func WaitFor(t testing.TB, ch <-chan struct{}, what string) {
 	}
 }
 
-// Recorder is an observer that keeps every event.
+// Recorder is an observer that keeps every event. It also encodes each
+// event as it would go on the wire and checks it against
+// docs/events.schema.json: Final, CheckDeltasAddUp and Check fail the test
+// if one did not validate.
 type Recorder struct {
-	mu     sync.Mutex
-	events []*events.Event
+	mu      sync.Mutex
+	events  []*events.Event
+	invalid []error
 }
 
 // Observe implements toolkit.Observer.
 func (r *Recorder) Observe(ev *events.Event) {
+	err := ValidateEvent(events.AppendJSON(nil, ev))
 	r.mu.Lock()
 	r.events = append(r.events, ev)
+	if err != nil && len(r.invalid) < 10 {
+		r.invalid = append(r.invalid, fmt.Errorf("%s event %d of call %q: %w", ev.Type, ev.Seq, ev.Call, err))
+	}
 	r.mu.Unlock()
+}
+
+// Check fails the test if an event the recorder saw does not validate
+// against docs/events.schema.json.
+func (r *Recorder) Check(t testing.TB) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, err := range r.invalid {
+		t.Errorf("an event does not validate against docs/events.schema.json: %v", err)
+	}
 }
 
 // All returns the events so far, in arrival order.
@@ -156,6 +175,7 @@ func (r *Recorder) Content(callID string) []events.Part {
 // Final returns the content of one call's result event.
 func (r *Recorder) Final(t testing.TB, callID string) []events.Part {
 	t.Helper()
+	r.Check(t)
 	for _, ev := range r.Of(callID) {
 		if ev.Type == events.TypeResult {
 			return ev.Result.Content
@@ -198,6 +218,7 @@ func Deltas(evs []*events.Event) []events.Part {
 // call add up to res's content, and to the content of its result event.
 func CheckDeltasAddUp(t testing.TB, rec *Recorder, res toolkit.Result) {
 	t.Helper()
+	rec.Check(t)
 	got := events.ContentText(rec.Content(res.Call.ID))
 	if want := res.Text(); got != want {
 		t.Fatalf("call %s: deltas add up to %q, the result is %q", res.Call.ID, head(got), head(want))

@@ -296,7 +296,7 @@ func TestFilterSubjects(t *testing.T) {
 }
 
 // TestAccumulateLargeResults: results too large for one NATS message (10
-// MiB of text, 3 MiB of JSON) come as several deltas, chunks and a result
+// MiB of text, 3 MiB of JSON; 3 and 1.5 MiB under the race detector) come as several deltas, chunks and a result
 // that leaves its content out; Accumulate rebuilds them, live and
 // replayed, and finds them whole.
 func TestAccumulateLargeResults(t *testing.T) {
@@ -308,13 +308,17 @@ func TestAccumulateLargeResults(t *testing.T) {
 	}
 	defer bus.Close(context.Background())
 	tk := newKit(t, toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithFlushTimeout(30*time.Second))
+	textSize, jsonSize := 10<<20, 3<<20
+	if testutil.Race { // ten times slower: still larger than one message
+		textSize, jsonSize = 3<<20, 3<<19
+	}
 	var text strings.Builder
-	for i := 0; text.Len() < 10<<20; i++ {
+	for i := 0; text.Len() < textSize; i++ {
 		fmt.Fprintf(&text, "row %d <\"x\"> 日本 😀\n", i)
 	}
 	var rows strings.Builder
 	rows.WriteString(`[`)
-	for i := 0; rows.Len() < 3<<20; i++ {
+	for i := 0; rows.Len() < jsonSize; i++ {
 		if i > 0 {
 			rows.WriteString(",")
 		}
