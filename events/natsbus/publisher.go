@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,29 +91,48 @@ type wire struct {
 	dropped uint64 // progress dropped here since the last published progress
 	nonce   string // tells apart two calls that reuse a call id
 
-	// Built once per call: publishing should not build strings per event.
-	subjectBase string                 // "<prefix>.<session>.<call>."
-	subjects    [len(callTypes)]string // full subjects of callTypes, built when first used
+	// Built once per call, in one string: publishing should not build
+	// strings per event.
 	idBase      string                 // "<session>.<call>.<nonce>."
+	subjectBase string                 // "<prefix>.<session>.<call>."
+	subjects    [len(callTypes)]string // the subjects of callTypes
 }
 
 func (p *Publisher) newWire(ev *events.Event) *wire {
 	w := &wire{nonce: nuid.Next()}
 	prefix, tokens := p.bus.subjects.CallBase(ev.Session, ev.Call)
-	w.subjectBase = prefix + tokens
-	w.idBase = tokens + w.nonce + "."
+	size := len(tokens) + len(w.nonce) + 1
+	for _, t := range callTypes {
+		size += len(prefix) + len(tokens) + len(t) // lifecycle types are tokens as they are
+	}
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(tokens)
+	b.WriteString(w.nonce)
+	b.WriteByte('.')
+	var ends [len(callTypes)]int
+	for i, t := range callTypes {
+		b.WriteString(prefix)
+		b.WriteString(tokens)
+		b.WriteString(string(t))
+		ends[i] = b.Len()
+	}
+	all := b.String()
+	w.idBase = all[:len(tokens)+len(w.nonce)+1]
+	start := len(w.idBase)
+	for i, end := range ends {
+		w.subjects[i] = all[start:end]
+		start = end
+	}
+	w.subjectBase = w.subjects[0][:len(prefix)+len(tokens)]
 	return w
 }
 
 func (w *wire) subject(t events.Type) string {
-	i := slices.Index(callTypes[:], t)
-	if i < 0 {
-		return w.subjectBase + events.EncodeToken(string(t)) // not a lifecycle type
+	if i := slices.Index(callTypes[:], t); i >= 0 {
+		return w.subjects[i]
 	}
-	if w.subjects[i] == "" {
-		w.subjects[i] = w.subjectBase + events.EncodeToken(string(t))
-	}
-	return w.subjects[i]
+	return w.subjectBase + events.EncodeToken(string(t)) // not a lifecycle type
 }
 
 // callTypes are the types of a call's events.
