@@ -3,6 +3,8 @@
 // itself through the reset_tools meta tool.
 //
 // Tools registered in no group form the basic group and are always visible.
+// The name "basic" (BasicGroup) is reserved for them: no group may be defined
+// with it, switched off, or listed in reset_tools.
 // A tool may belong to several groups; it is visible when it is basic or in
 // at least one active group. A session starts with the groups' defaults
 // (Group.Active); changes by code (Manager.SetActive, Activate, Deactivate)
@@ -26,6 +28,11 @@ import (
 // MetaTool is the name of the meta tool the model switches groups with.
 const MetaTool = "reset_tools"
 
+// BasicGroup is the reserved name of the tools registered in no group. It is
+// always active: a group with this name cannot be defined, it cannot be
+// switched off, and reset_tools does not list it.
+const BasicGroup = "basic"
+
 // EventType is the type of the session-level event a change of active groups
 // emits. Its Data is a Change.
 const EventType = "groups"
@@ -38,6 +45,9 @@ var (
 	ErrDuplicateGroup = errors.New("groups: group already exists")
 	// ErrInvalidGroup: a group definition is not usable.
 	ErrInvalidGroup = errors.New("groups: invalid group")
+	// ErrReservedGroup: the basic group was defined, removed or switched
+	// off (see BasicGroup). It wraps ErrInvalidGroup.
+	ErrReservedGroup = fmt.Errorf("%w: %q is reserved", ErrInvalidGroup, BasicGroup)
 )
 
 // Group is a named set of tools the model switches on and off.
@@ -61,7 +71,11 @@ func (g Group) check() error {
 	if err := toolkit.CheckToolName(g.Name); err != nil {
 		return fmt.Errorf("%w %q: name: %v", ErrInvalidGroup, g.Name, err)
 	}
-	if g.Name == MetaTool {
+	if g.Name == BasicGroup {
+		return fmt.Errorf("%w: the basic group is the tools registered in no group, always active; "+
+			"to make tools always visible, leave them out of every group, or give your group another name", ErrReservedGroup)
+	}
+	if g.Name == MetaTool || g.Name == SearchTool {
 		return fmt.Errorf("%w %q: the name is reserved", ErrInvalidGroup, g.Name)
 	}
 	if g.Description == "" {

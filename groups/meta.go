@@ -41,8 +41,8 @@ func (m *Manager) buildMeta(c *catalog, on map[string]bool) (*toolkit.Tool, erro
 	var desc strings.Builder
 	desc.WriteString("Choose which tool groups are active. Set a group to true to use its tools, false to put them away. " +
 		"The values you pass are the complete new state: every group not set to true becomes inactive, so keep the groups you still need set to true. " +
-		"The result lists the tools that became available and the instructions of the groups you activate: read and follow them. " +
-		"Call it again to see the instructions again.\nGroups:")
+		"The result lists the tools that became available and the description and instructions of each group you activate: read and follow them. " +
+		"Call it again with the same groups to see those of the active groups again.\nGroups:")
 	for _, g := range c.order {
 		state := "inactive"
 		if on[g.Name] {
@@ -89,8 +89,9 @@ func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) ([]toolk
 }
 
 // report is what the model reads after reset_tools: the active groups, the
-// tools that came and went, and the instructions of the groups it
-// activated, in a tagged layout.
+// tools that came and went, and the description and instructions of each
+// group it newly activated (of every active group when nothing changed), in
+// a tagged layout.
 func (m *Manager) report(c *catalog, ch Change) string {
 	var b strings.Builder
 	if len(ch.Active) == 0 {
@@ -108,16 +109,26 @@ func (m *Manager) report(c *catalog, ch Change) string {
 	if len(removed) > 0 {
 		fmt.Fprintf(&b, "\nNo longer available: %s.", strings.Join(removed, ", "))
 	}
-	var instr []Group
-	for _, n := range ch.Active {
-		if g := c.byName[n]; g.Instructions != "" {
-			instr = append(instr, g)
-		}
+	// The groups this call switched on, or, when it changed nothing (the
+	// model checking again), the active ones: what each is for and how to
+	// use it.
+	show := ch.Activated
+	if !ch.Changed() {
+		show = ch.Active
 	}
-	if len(instr) > 0 {
-		b.WriteString("\n<tool-instructions>\nHow to use the tools of the active groups:")
-		for _, g := range instr {
-			fmt.Fprintf(&b, "\n<group name=%q>\n%s\n</group>", g.Name, strings.TrimSpace(g.Instructions))
+	if len(show) > 0 {
+		if ch.Changed() {
+			b.WriteString("\n<tool-instructions>\nThe groups you activated, and how to use their tools:")
+		} else {
+			b.WriteString("\n<tool-instructions>\nThe active groups, and how to use their tools:")
+		}
+		for _, n := range show {
+			g := c.byName[n]
+			fmt.Fprintf(&b, "\n<group name=%q>\n<description>%s</description>", g.Name, strings.TrimSpace(g.Description))
+			if in := strings.TrimSpace(g.Instructions); in != "" {
+				fmt.Fprintf(&b, "\n<instructions>\n%s\n</instructions>", in)
+			}
+			b.WriteString("\n</group>")
 		}
 		b.WriteString("\n</tool-instructions>")
 	}
