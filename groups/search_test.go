@@ -186,3 +186,36 @@ func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestToolSearchKeepsTheListingSmall: with tool_search, reset_tools names
+// the inactive groups without their descriptions (tool_search finds what
+// they hold) and describes the active ones, so the session's listing is a
+// small fraction of the 1,000 tools'.
+func TestToolSearchKeepsTheListingSmall(t *testing.T) {
+	all, _ := bigToolkit(t, false, false)
+	tk, m := bigToolkit(t, true, true)
+	if _, err := m.Activate(context.Background(), "listing", "billing"); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := tk.Session("listing")
+	defs, _ := s.Definitions(context.Background())
+	meta := defs[len(defs)-1]
+	if meta.Name != groups.MetaTool || !strings.Contains(meta.Description, "There are 100 groups; find the ones you need with tool_search") ||
+		!strings.Contains(meta.Description, "- billing: Invoices, payments and refunds for customers.") ||
+		strings.Contains(meta.Description, "Tax returns") || strings.Contains(string(meta.Parameters), "Tax returns") {
+		t.Fatalf("reset_tools: %s\n%s", meta.Description, meta.Parameters)
+	}
+	var sch struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	json.Unmarshal(meta.Parameters, &sch)
+	if len(sch.Properties) != 100 || string(sch.Properties["tax"]) != `{"type":"boolean"}` {
+		t.Fatalf("properties: %d, tax %s", len(sch.Properties), sch.Properties["tax"])
+	}
+	if _, err := m.Deactivate(context.Background(), "listing", "billing"); err != nil {
+		t.Fatal(err)
+	}
+	if a, g := listingBytes(t, all), listingBytes(t, tk); g*20 > a {
+		t.Fatalf("listing with tool_search %d bytes, all tools %d: not 20 times smaller", g, a)
+	}
+}
