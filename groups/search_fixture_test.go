@@ -2,10 +2,12 @@ package groups_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -129,6 +131,9 @@ var verbs = [10][2]string{
 	{"share", "Share a %s with a colleague."},
 }
 
+// idSchema is the input of every tool of the fixture.
+var idSchema = json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"the id of the item"}},"additionalProperties":false}`)
+
 // bigToolkit registers 1,000 tools in 100 groups of 10, plus three basic
 // tools. With search, tool_search is installed beside reset_tools; with
 // grouped false, no groups are installed at all (every tool is shown).
@@ -137,12 +142,14 @@ func bigToolkit(tb testing.TB, search, grouped bool) (*toolkit.Toolkit, *groups.
 	tk := toolkit.New()
 	tb.Cleanup(func() { tk.Close(context.Background()) })
 	add := func(name, desc string) {
-		if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: name, Description: desc, ConcurrencySafe: true},
-			func(ctx context.Context, in struct {
-				ID string `json:"id,omitempty" jsonschema:"the id of the item"`
-			}) (string, error) {
-				return name + " ran", nil
-			})); err != nil {
+		t, err := toolkit.NewRawTool(toolkit.Spec{Name: name, Description: desc, ConcurrencySafe: true}, idSchema,
+			func(context.Context, json.RawMessage) ([]toolkit.Part, error) {
+				return []toolkit.Part{events.Text(name + " ran")}, nil
+			})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := tk.Add(t); err != nil {
 			tb.Fatal(err)
 		}
 	}
