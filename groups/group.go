@@ -12,6 +12,10 @@
 // neither overwrites the other, and each change emits a session-level
 // "groups" event.
 //
+// For toolkits too large to show at once, WithToolSearch adds the
+// tool_search meta tool: the model searches the names and descriptions of
+// inactive groups and their tools and gets the groups to switch on, ranked.
+//
 // A reset_tools call is not concurrency-safe: in a batch, the calls after it
 // start only once it has finished, and see the groups it set; the calls
 // before it see the groups as they were.

@@ -21,6 +21,8 @@ type stamp struct {
 
 func stampOf(info fs.FileInfo) stamp { return stamp{info.Size(), info.ModTime()} }
 
+func (a stamp) same(b stamp) bool { return a.size == b.size && a.mod.Equal(b.mod) }
+
 // Refresh returns the library's current version of s, a skill it handed
 // out. When the skill's SKILL.md has the size and modification time it had
 // when it was read (one stat), that is s itself. When it changed, the
@@ -33,9 +35,19 @@ func stampOf(info fs.FileInfo) stamp { return stamp{info.Size(), info.ModTime()}
 // os.Root for [Dir]); reading a changed skill goes through the same
 // confinement as every read.
 func (l *Library) Refresh(s *Skill) (*Skill, error) {
+	if s == nil {
+		return nil, errors.New("skills: nil skill")
+	}
+	if _, ok := l.byRepo[s.Repository]; !ok {
+		return nil, fmt.Errorf("skills: skill %q comes from repository %q, which is not in this library", s.Name, s.Repository)
+	}
 	cur, err := l.statSkill(s)
-	if err == nil && cur.size == s.stamp.size && cur.mod.Equal(s.stamp.mod) {
+	if err == nil && cur.same(s.stamp) {
 		return s, nil
+	}
+	// Another load may have read the change already.
+	if now, ok := l.Skill(s.Name); ok && err == nil && now != s && now.Repository == s.Repository && now.Dir == s.Dir && cur.same(now.stamp) {
+		return now, nil
 	}
 	if rerr := l.Reload(); rerr != nil {
 		return nil, fmt.Errorf("skills: skill %q changed on disk and the library could not be read again: %w", s.Name, rerr)

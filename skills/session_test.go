@@ -274,3 +274,44 @@ func BenchmarkRefreshUnchanged(b *testing.B) {
 		}
 	}
 }
+
+// TestRefreshConcurrentAndForeign: loads racing after an edit all get the
+// new content; a skill of another library is refused, not looked up by
+// name.
+func TestRefreshConcurrentAndForeign(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"guide/SKILL.md": skillText("guide", "A guide.", "old")})
+	lib := dirLibrary(t, "disk", root)
+	tk := toolkit.New()
+	t.Cleanup(func() { tk.Close(context.Background()) })
+	if _, err := skills.Install(tk, lib); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, root, map[string]string{"guide/SKILL.md": skillText("guide", "A guide.", "the new content")})
+	s, _ := tk.Session("s")
+	calls := make([]toolkit.Call, 16)
+	for i := range calls {
+		calls[i] = toolkit.Call{ID: "l" + string(rune('a'+i)), Name: skills.LoadTool, Args: json.RawMessage(`{"skillId":"guide","path":"SKILL.md"}`)}
+	}
+	// Loads in one batch run one after another (the loader is serial); run
+	// batches from several goroutines at once.
+	done := make(chan []toolkit.Result, 4)
+	for range 4 {
+		go func() { done <- s.Run(context.Background(), calls) }()
+	}
+	for range 4 {
+		for _, r := range <-done {
+			if !strings.Contains(r.Text(), "the new content") {
+				t.Fatalf("%s %q", r.State, r.Text())
+			}
+		}
+	}
+	other, err := skills.NewLibrary(skills.Repository{Name: "other", FS: fstest.MapFS{"guide/SKILL.md": {Data: []byte(skillText("guide", "x", "x"))}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, _ := other.Skill("guide")
+	if _, err := lib.Refresh(foreign); err == nil || !strings.Contains(err.Error(), `repository "other", which is not in this library`) {
+		t.Fatalf("foreign skill: %v", err)
+	}
+}
