@@ -44,9 +44,12 @@ func Example() {
 	// Now available: read_file.
 	// No longer available: web_get.
 	// <tool-instructions>
-	// How to use the tools of the active groups:
+	// The groups you activated, and how to use their tools:
 	// <group name="files">
+	// <description>Read local files.</description>
+	// <instructions>
 	// Paths are relative to the project.
+	// </instructions>
 	// </group>
 	// </tool-instructions>
 	// read_file now reset_tools

@@ -3,12 +3,18 @@
 // itself through the reset_tools meta tool.
 //
 // Tools registered in no group form the basic group and are always visible.
+// The name "basic" (BasicGroup) is reserved for them: no group may be defined
+// with it, switched off, or listed in reset_tools.
 // A tool may belong to several groups; it is visible when it is basic or in
 // at least one active group. A session starts with the groups' defaults
 // (Group.Active); changes by code (Manager.SetActive, Activate, Deactivate)
 // and by the model (reset_tools) go through one store, atomically, so that
 // neither overwrites the other, and each change emits a session-level
 // "groups" event.
+//
+// For toolkits too large to show at once, WithToolSearch adds the
+// tool_search meta tool: the model searches the names and descriptions of
+// inactive groups and their tools and gets the groups to switch on, ranked.
 //
 // A reset_tools call is not concurrency-safe: in a batch, the calls after it
 // start only once it has finished, and see the groups it set; the calls
@@ -26,6 +32,11 @@ import (
 // MetaTool is the name of the meta tool the model switches groups with.
 const MetaTool = "reset_tools"
 
+// BasicGroup is the reserved name of the tools registered in no group. It is
+// always active: a group with this name cannot be defined, it cannot be
+// switched off, and reset_tools does not list it.
+const BasicGroup = "basic"
+
 // EventType is the type of the session-level event a change of active groups
 // emits. Its Data is a Change.
 const EventType = "groups"
@@ -38,6 +49,9 @@ var (
 	ErrDuplicateGroup = errors.New("groups: group already exists")
 	// ErrInvalidGroup: a group definition is not usable.
 	ErrInvalidGroup = errors.New("groups: invalid group")
+	// ErrReservedGroup: the basic group was defined, removed or switched
+	// off (see BasicGroup). It wraps ErrInvalidGroup.
+	ErrReservedGroup = fmt.Errorf("%w: %q is reserved", ErrInvalidGroup, BasicGroup)
 )
 
 // Group is a named set of tools the model switches on and off.
@@ -61,7 +75,11 @@ func (g Group) check() error {
 	if err := toolkit.CheckToolName(g.Name); err != nil {
 		return fmt.Errorf("%w %q: name: %v", ErrInvalidGroup, g.Name, err)
 	}
-	if g.Name == MetaTool {
+	if g.Name == BasicGroup {
+		return fmt.Errorf("%w: the basic group is the tools registered in no group, always active; "+
+			"to make tools always visible, leave them out of every group, or give your group another name", ErrReservedGroup)
+	}
+	if g.Name == MetaTool || g.Name == SearchTool {
 		return fmt.Errorf("%w %q: the name is reserved", ErrInvalidGroup, g.Name)
 	}
 	if g.Description == "" {

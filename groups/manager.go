@@ -20,6 +20,9 @@ type Manager struct {
 	store Store
 	meta  *toolkit.Tool // the registered reset_tools
 
+	searchOn bool          // WithToolSearch
+	search   *toolkit.Tool // tool_search, when searchOn
+
 	mu   sync.Mutex              // serialises changes to the definitions
 	defs atomic.Pointer[catalog] // read without locking
 }
@@ -31,7 +34,8 @@ type catalog struct {
 	byName map[string]Group    // by group name
 	member map[string][]string // tool name -> its groups, in group order
 
-	metas memo.Cache[*toolkit.Tool] // reset_tools as sessions see it, by active groups ('0' or '1' per group of order)
+	metas        memo.Cache[*toolkit.Tool] // reset_tools as sessions see it, by active groups ('0' or '1' per group of order)
+	searchFields                           // tool_search's index (search.go)
 }
 
 func newCatalog(order []Group) *catalog {
@@ -75,6 +79,11 @@ func Install(tk *toolkit.Toolkit, opts ...Option) (*Manager, error) {
 		return nil, fmt.Errorf("groups: registering %s: %w", MetaTool, err)
 	}
 	m.meta = meta // shown and run only as a session's variant (metaFor)
+	if m.searchOn {
+		if err := m.installSearch(); err != nil {
+			return nil, err
+		}
+	}
 	tk.AddVisibility(m)
 	return m, nil
 }
@@ -125,6 +134,9 @@ func (m *Manager) Remove(names ...string) error {
 	defer m.mu.Unlock()
 	cur := m.defs.Load()
 	for _, n := range names {
+		if n == BasicGroup {
+			return fmt.Errorf("%w: the basic group cannot be removed: its tools are those in no group", ErrReservedGroup)
+		}
 		if _, ok := cur.byName[n]; !ok {
 			return cur.unknown(n)
 		}
@@ -149,8 +161,8 @@ func (m *Manager) checkGroup(g Group) error {
 		return err
 	}
 	for _, t := range g.Tools {
-		if t == MetaTool {
-			return fmt.Errorf("%w %q: %s cannot be in a group", ErrInvalidGroup, g.Name, MetaTool)
+		if t == MetaTool || t == SearchTool {
+			return fmt.Errorf("%w %q: %s cannot be in a group", ErrInvalidGroup, g.Name, t)
 		}
 		if _, ok := m.tk.Tool(t); !ok {
 			return fmt.Errorf("%w %q: tool %q is not registered", ErrInvalidGroup, g.Name, t)
@@ -253,7 +265,8 @@ func (m *Manager) Deactivate(ctx context.Context, session string, groups ...stri
 // switchGroups returns the update that sets the named groups to on. With
 // replace, every other group is set to off (the complete new state, as in
 // reset_tools); without, the others keep their stored state. An unknown
-// name fails the update.
+// name fails the update. The basic group is always on: switching it on
+// changes nothing, switching it off fails.
 func switchGroups(names []string, on, replace bool) func(*catalog, map[string]bool) (map[string]bool, error) {
 	return func(c *catalog, state map[string]bool) (map[string]bool, error) {
 		next := make(map[string]bool, len(c.order))
@@ -265,6 +278,13 @@ func switchGroups(names []string, on, replace bool) func(*catalog, map[string]bo
 			maps.Copy(next, state)
 		}
 		for _, n := range names {
+			if n == BasicGroup {
+				if !on {
+					return nil, fmt.Errorf("%w: the basic group is always active and cannot be switched off; "+
+						"to hide a tool, put it in a group", ErrReservedGroup)
+				}
+				continue
+			}
 			if _, ok := c.byName[n]; !ok {
 				return nil, c.unknown(n)
 			}
@@ -333,7 +353,7 @@ func (m *Manager) Tools(ctx context.Context, s *toolkit.Session, registered []*t
 	on := active(c, state)
 	out := make([]*toolkit.Tool, 0, len(registered))
 	for _, t := range registered {
-		if t.Name() == MetaTool {
+		if t.Name() == MetaTool || t.Name() == SearchTool && m.search != nil {
 			continue
 		}
 		if visible(c, on, t.Name()) {
@@ -344,6 +364,9 @@ func (m *Manager) Tools(ctx context.Context, s *toolkit.Session, registered []*t
 		meta, err := m.metaFor(c, on)
 		if err != nil {
 			return nil, err
+		}
+		if m.search != nil {
+			out = append(out, m.search)
 		}
 		out = append(out, meta)
 	}
@@ -366,6 +389,12 @@ func (m *Manager) Resolve(ctx context.Context, s *toolkit.Session, t *toolkit.To
 	c := m.defs.Load()
 	name := t.Name()
 	gs := c.member[name]
+	if name == SearchTool && m.search != nil {
+		if len(c.order) == 0 {
+			return nil, fmt.Errorf("there are no tool groups to search")
+		}
+		return t, nil
+	}
 	if name != MetaTool && len(gs) == 0 {
 		return t, nil // basic
 	}

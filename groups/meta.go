@@ -32,24 +32,44 @@ func (m *Manager) metaFor(c *catalog, on map[string]bool) (*toolkit.Tool, error)
 // buildMeta builds reset_tools as one session sees it: one boolean property
 // per group, each described with the group's description and whether it is
 // active right now, so the model does not switch on what is already on.
+// With tool_search, inactive groups are listed by name only (tool_search
+// finds what they hold), so that the listing stays small with many groups.
 func (m *Manager) buildMeta(c *catalog, on map[string]bool) (*toolkit.Tool, error) {
 	type prop struct {
 		Type        string `json:"type"`
-		Description string `json:"description"`
+		Description string `json:"description,omitempty"`
 	}
 	props := make(map[string]prop, len(c.order))
 	var desc strings.Builder
 	desc.WriteString("Choose which tool groups are active. Set a group to true to use its tools, false to put them away. " +
 		"The values you pass are the complete new state: every group not set to true becomes inactive, so keep the groups you still need set to true. " +
-		"The result lists the tools that became available and the instructions of the groups you activate: read and follow them. " +
-		"Call it again to see the instructions again.\nGroups:")
-	for _, g := range c.order {
-		state := "inactive"
-		if on[g.Name] {
-			state = "ACTIVE now"
+		"The result lists the tools that became available and the description and instructions of each group you activate: read and follow them. " +
+		"Call it again with the same groups to see those of the active groups again.")
+	if m.search != nil {
+		fmt.Fprintf(&desc, "\nThere are %d groups; find the ones you need with %s, which searches their tools.\nActive groups:", len(c.order), SearchTool)
+		n := 0
+		for _, g := range c.order {
+			if on[g.Name] {
+				props[g.Name] = prop{Type: "boolean", Description: fmt.Sprintf("%s (ACTIVE now)", g.Description)}
+				fmt.Fprintf(&desc, "\n- %s: %s", g.Name, g.Description)
+				n++
+			} else {
+				props[g.Name] = prop{Type: "boolean"}
+			}
 		}
-		props[g.Name] = prop{Type: "boolean", Description: fmt.Sprintf("%s (%s)", g.Description, state)}
-		fmt.Fprintf(&desc, "\n- %s (%s): %s", g.Name, state, g.Description)
+		if n == 0 {
+			desc.WriteString(" none.")
+		}
+	} else {
+		desc.WriteString("\nGroups:")
+		for _, g := range c.order {
+			state := "inactive"
+			if on[g.Name] {
+				state = "ACTIVE now"
+			}
+			props[g.Name] = prop{Type: "boolean", Description: fmt.Sprintf("%s (%s)", g.Description, state)}
+			fmt.Fprintf(&desc, "\n- %s (%s): %s", g.Name, state, g.Description)
+		}
 	}
 	schema, err := json.Marshal(map[string]any{
 		"type":                 "object",
@@ -89,8 +109,9 @@ func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) ([]toolk
 }
 
 // report is what the model reads after reset_tools: the active groups, the
-// tools that came and went, and the instructions of the groups it
-// activated, in a tagged layout.
+// tools that came and went, and the description and instructions of each
+// group it newly activated (of every active group when nothing changed), in
+// a tagged layout.
 func (m *Manager) report(c *catalog, ch Change) string {
 	var b strings.Builder
 	if len(ch.Active) == 0 {
@@ -108,16 +129,26 @@ func (m *Manager) report(c *catalog, ch Change) string {
 	if len(removed) > 0 {
 		fmt.Fprintf(&b, "\nNo longer available: %s.", strings.Join(removed, ", "))
 	}
-	var instr []Group
-	for _, n := range ch.Active {
-		if g := c.byName[n]; g.Instructions != "" {
-			instr = append(instr, g)
-		}
+	// The groups this call switched on, or, when it changed nothing (the
+	// model checking again), the active ones: what each is for and how to
+	// use it.
+	show := ch.Activated
+	if !ch.Changed() {
+		show = ch.Active
 	}
-	if len(instr) > 0 {
-		b.WriteString("\n<tool-instructions>\nHow to use the tools of the active groups:")
-		for _, g := range instr {
-			fmt.Fprintf(&b, "\n<group name=%q>\n%s\n</group>", g.Name, strings.TrimSpace(g.Instructions))
+	if len(show) > 0 {
+		if ch.Changed() {
+			b.WriteString("\n<tool-instructions>\nThe groups you activated, and how to use their tools:")
+		} else {
+			b.WriteString("\n<tool-instructions>\nThe active groups, and how to use their tools:")
+		}
+		for _, n := range show {
+			g := c.byName[n]
+			fmt.Fprintf(&b, "\n<group name=%q>\n<description>%s</description>", g.Name, strings.TrimSpace(g.Description))
+			if in := strings.TrimSpace(g.Instructions); in != "" {
+				fmt.Fprintf(&b, "\n<instructions>\n%s\n</instructions>", in)
+			}
+			b.WriteString("\n</group>")
 		}
 		b.WriteString("\n</tool-instructions>")
 	}

@@ -256,7 +256,11 @@ func loadSkill(repo string, src *source, dir string) (*Skill, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if info, err := f.Stat(); err == nil && info.Size() > MaxSkillFileBytes {
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if info.Size() > MaxSkillFileBytes {
 		return nil, fmt.Errorf("SKILL.md is %d bytes, more than the limit of %d", info.Size(), MaxSkillFileBytes)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxSkillFileBytes+1))
@@ -267,7 +271,7 @@ func loadSkill(repo string, src *source, dir string) (*Skill, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Repository, s.Dir = repo, dir
+	s.Repository, s.Dir, s.stamp = repo, dir, stampOf(info)
 	return s, nil
 }
 

@@ -47,9 +47,10 @@ type Loader struct {
 	limit  int64
 	tool   *toolkit.Tool
 
-	mu     sync.Mutex
-	binds  map[string][]string        // skill -> groups bound by code
-	loaded map[string]map[string]bool // session -> skills loaded
+	mu       sync.Mutex
+	binds    map[string][]string        // skill -> groups bound by code
+	loaded   map[string]map[string]bool // session -> skills loaded
+	sessLibs map[string]sessionLibrary  // session -> its own library (SetSessionLibrary)
 
 	tools memo.Cache[*toolkit.Tool] // the tool as sessions see it, by its skillId enum joined with NUL
 }
@@ -74,9 +75,11 @@ func WithResourceLimit(n int64) Option { return func(l *Loader) { l.limit = n } 
 
 // Install registers load_skill_through_path in the toolkit and makes each
 // session see it with the skills it may load. Install groups first when
-// skills bind tool groups.
+// skills bind tool groups. lib is the library every session shares; it may
+// be nil when each session gets its own (SetSessionLibrary).
 func Install(tk *toolkit.Toolkit, lib *Library, opts ...Option) (*Loader, error) {
-	l := &Loader{tk: tk, lib: lib, limit: DefaultResourceLimit, binds: map[string][]string{}, loaded: map[string]map[string]bool{}}
+	l := &Loader{tk: tk, lib: lib, limit: DefaultResourceLimit, binds: map[string][]string{}, loaded: map[string]map[string]bool{},
+		sessLibs: map[string]sessionLibrary{}}
 	for _, o := range opts {
 		o(l)
 	}
@@ -127,17 +130,26 @@ func (l *Loader) Loaded(session string) []string {
 
 // Skills returns the skills a session may load, sorted by name.
 func (l *Loader) Skills(session string) []*Skill {
-	all := l.lib.Skills()
-	if l.filter == nil {
-		return all
+	es := l.entries(session)
+	out := make([]*Skill, len(es))
+	for i, e := range es {
+		out[i] = e.s
 	}
-	return slices.DeleteFunc(all, func(s *Skill) bool { return !l.filter(session, s) })
+	return out
 }
 
 func skillNames(ss []*Skill) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
 		out[i] = s.Name
+	}
+	return out
+}
+
+func entryNames(es []entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.s.Name
 	}
 	return out
 }
@@ -150,11 +162,11 @@ func (l *Loader) Tools(ctx context.Context, s *toolkit.Session, tools []*toolkit
 		return tools, nil
 	}
 	out := slices.Clone(tools)
-	vis := l.Skills(s.ID())
+	vis := l.entries(s.ID())
 	if len(vis) == 0 {
 		return slices.Delete(out, i, i+1), nil
 	}
-	t, err := l.toolFor(vis)
+	t, err := l.toolFor(entryNames(vis))
 	if err != nil {
 		return nil, err
 	}
@@ -169,25 +181,25 @@ func (l *Loader) Resolve(ctx context.Context, s *toolkit.Session, t *toolkit.Too
 	if t.Name() != LoadTool {
 		return t, nil
 	}
-	vis := l.Skills(s.ID())
+	vis := l.entries(s.ID())
 	if len(vis) == 0 {
 		return nil, errors.New("there are no skills to load in this session")
 	}
-	return l.toolFor(vis)
+	return l.toolFor(entryNames(vis))
 }
 
 // SessionClosed implements toolkit.SessionCloser.
 func (l *Loader) SessionClosed(session string) {
 	l.mu.Lock()
 	delete(l.loaded, session)
+	delete(l.sessLibs, session)
 	l.mu.Unlock()
 }
 
-// toolFor returns the tool as a session that may load vis sees it. It
-// depends only on the skills' names, so sessions with the same skills share
-// one tool, built once (building means compiling its schema).
-func (l *Loader) toolFor(vis []*Skill) (*toolkit.Tool, error) {
-	ids := skillNames(vis)
+// toolFor returns the tool as a session that may load the skills ids sees
+// it. It depends only on the skills' names, so sessions with the same skills
+// share one tool, built once (building means compiling its schema).
+func (l *Loader) toolFor(ids []string) (*toolkit.Tool, error) {
 	var key []byte
 	for _, id := range ids {
 		key = append(append(key, id...), 0)
@@ -228,17 +240,25 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) ([]toolkit.Part,
 	if !ok {
 		return nil, errors.New("load_skill_through_path must run inside a toolkit call")
 	}
-	vis := l.Skills(info.Session)
+	vis := l.entries(info.Session)
 	var args loadArgs
 	if err := json.Unmarshal(raw, &args); err != nil {
 		return nil, fmt.Errorf("the arguments must be {\"skillId\": string, \"path\": string}: %v", err)
 	}
-	// The skill may have gone since the call was checked (a reload).
-	i := slices.IndexFunc(vis, func(s *Skill) bool { return s.Name == args.SkillID })
+	// The skill may have gone since the call was checked (a reload). Only
+	// the session's own repositories are searched.
+	i := slices.IndexFunc(vis, func(e entry) bool { return e.s.Name == args.SkillID })
 	if i < 0 {
-		return nil, fmt.Errorf("unknown skill %q. Skills you can load: %s", args.SkillID, strings.Join(skillNames(vis), ", "))
+		return nil, fmt.Errorf("unknown skill %q. Skills you can load: %s", args.SkillID, strings.Join(entryNames(vis), ", "))
 	}
-	skill := vis[i]
+	lib := vis[i].lib
+	// One stat: a SKILL.md edited on disk is read again, a removed one is
+	// an error.
+	skill, err := lib.Refresh(vis[i].s)
+	if err != nil {
+		rest := entryNames(slices.Delete(vis, i, i+1))
+		return nil, fmt.Errorf("cannot load skill %q: %w. Skills you can load: %s", args.SkillID, err, strings.Join(rest, ", "))
+	}
 	if args.Path == "" {
 		return nil, fmt.Errorf(`path is required: "SKILL.md" for the instructions of %q, or the path of one of its files`, skill.Name)
 	}
@@ -248,9 +268,9 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) ([]toolkit.Part,
 	if path == "SKILL.md" {
 		text = instructions(skill)
 	} else {
-		res, err := l.lib.ReadResource(skill, path, l.limit)
+		res, err := lib.ReadResource(skill, path, l.limit)
 		if err != nil {
-			return nil, l.resourceError(skill, path, err)
+			return nil, resourceError(lib, skill, path, err)
 		}
 		text = describeResource(skill, res, l.limit)
 	}
@@ -283,10 +303,10 @@ func describeResource(s *Skill, r Resource, limit int64) string {
 
 // resourceError turns a failed read into a message the model can act on:
 // for a miss, the files it can ask for, SKILL.md first.
-func (l *Loader) resourceError(s *Skill, path string, err error) error {
+func resourceError(lib *Library, s *Skill, path string, err error) error {
 	switch {
 	case errors.Is(err, ErrNotFound):
-		list, lerr := l.lib.Resources(s)
+		list, lerr := lib.Resources(s)
 		if lerr != nil {
 			return fmt.Errorf("no file %q in skill %q", path, s.Name)
 		}

@@ -51,6 +51,8 @@ type Skill struct {
 	// Dir is the skill's folder inside the repository's file system, a slash
 	// path ("." for the repository root).
 	Dir string
+
+	stamp stamp // SKILL.md's size and modification time when read (Library.Refresh)
 }
 
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$`)

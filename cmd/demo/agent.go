@@ -61,7 +61,7 @@ type agent struct {
 
 const systemPrompt = `You are a careful assistant with tools that work on a local folder.
 Use the tools to answer; prefer parallel calls for independent reads.
-Tool groups start switched off: reset_tools switches them on.`
+Tool groups start switched off: tool_search finds the group you need, reset_tools switches it on.`
 
 func (a *agent) run(ctx context.Context, task string) (runSummary, error) {
 	var sum runSummary

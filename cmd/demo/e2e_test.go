@@ -188,7 +188,7 @@ func TestDemoBinaryEndToEnd(t *testing.T) {
 	}
 	col.waitFor(t, "done event", func(ev *events.Event) bool { return ev.Type == doneEvent })
 	out := stdout.String()
-	for _, want := range []string{"=== Summary: 6 turns, 12 calls", "states: 1 interrupted, 2 error, 9 success", "approved call_6   by the web page"} {
+	for _, want := range []string{"=== Summary: 6 turns, 13 calls", "states: 1 interrupted, 10 success, 2 error", "approved call_6   by the web page"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}

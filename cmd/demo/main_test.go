@@ -35,13 +35,14 @@ func TestDemoRuns(t *testing.T) {
 	s := out.String()
 	for _, want := range []string{
 		"model: scripted (deterministic; -model and an API key drive a real one)",
-		"=== Turn 1: reset_tools",
-		"offered: count_lines, watch_folder, ask_user, load_skill_through_path, reset_tools",
+		"=== Turn 1: tool_search finds the group that saves notes",
+		"offered: count_lines, watch_folder, ask_user, load_skill_through_path, tool_search, reset_tools",
+		"[call_q] tool_search -> success", "1. notes: Save notes for the user.",
 		`"activated":["notes"],"by":"model"`,
-		"offered: count_lines, watch_folder, ask_user, write_note, load_skill_through_path, reset_tools",
+		"offered: count_lines, watch_folder, ask_user, write_note, load_skill_through_path, tool_search, reset_tools",
 		`Skill "file-analysis" loaded.`,
 		`"activated":["files"],"by":"skill"`,
-		"offered: count_lines, watch_folder, ask_user, hash_files, search_text, write_note, folder_stats, file_inventory, load_skill_through_path, reset_tools",
+		"offered: count_lines, watch_folder, ask_user, hash_files, search_text, write_note, folder_stats, file_inventory, load_skill_through_path, tool_search, reset_tools",
 		// errors the model can act on
 		`did you mean "count_lines"?`,
 		"- query: is required", `- max_matches: must be an integer, got string "many"`,
@@ -55,11 +56,11 @@ func TestDemoRuns(t *testing.T) {
 		"(the user presses stop after 1.5s)", "[call_10] watch_folder -> interrupted",
 		// the end
 		"model: Done. Mostly Go", "I stopped watching when you asked.",
-		"=== Summary: 6 turns, 12 calls", "states: 1 interrupted, 2 error, 9 success",
+		"=== Summary: 6 turns, 13 calls", "states: 1 interrupted, 10 success, 2 error",
 		"0 progress dropped, 0 undelivered",
 	} {
 		if !strings.Contains(s, want) {
-			t.Errorf("output lacks %q", want)
+			t.Errorf("output lacks %q\n%s", want, s)
 		}
 	}
 	if _, after, _ := strings.Cut(s, "[call_6] write_note"); strings.Contains(after, "ops@example.com") {

@@ -96,9 +96,12 @@ func call(id, name string, args any) toolkit.Call {
 func scriptedTurns() []scriptTurn {
 	return []scriptTurn{
 		{Turn: Turn{
-			Note:  "reset_tools: the model switches on the notes group",
-			Text:  "I will need to save a note later, so I switch on the notes tools.",
-			Calls: []toolkit.Call{call("call_0", groups.MetaTool, map[string]any{"notes": true})},
+			Note: "tool_search finds the group that saves notes; reset_tools switches it on",
+			Text: "I will need to save a note later: I look for the tools and switch them on.",
+			Calls: []toolkit.Call{
+				call("call_q", groups.SearchTool, map[string]any{"query": "save a note for the user", "limit": 1}),
+				call("call_0", groups.MetaTool, map[string]any{"notes": true}),
+			},
 		}},
 		{Turn: Turn{
 			Note:  "load_skill_through_path: the file-analysis skill, which switches on the files group",

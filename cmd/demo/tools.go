@@ -394,7 +394,7 @@ func registerTools(tk *toolkit.Toolkit, e *toolEnv) (*groups.Manager, *skills.Lo
 	}); err != nil {
 		return nil, nil, err
 	}
-	gm, err := groups.Install(tk)
+	gm, err := groups.Install(tk, groups.WithToolSearch()) // tool_search beside reset_tools
 	if err != nil {
 		return nil, nil, err
 	}

@@ -99,7 +99,7 @@ func TestRejectOnPage(t *testing.T) {
 		t.Fatalf("demo failed: %v\n%s", err, errOut.String())
 	}
 	s := out.String()
-	for _, want := range []string{"rejected call_6   by the web page: not in this folder", "[call_6] write_note -> denied", "not in this folder", "states: 1 denied, 1 interrupted, 2 error, 8 success"} {
+	for _, want := range []string{"rejected call_6   by the web page: not in this folder", "[call_6] write_note -> denied", "not in this folder", "states: 1 denied, 1 interrupted, 2 error, 9 success"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q", want)
 		}
