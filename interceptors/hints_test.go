@@ -16,7 +16,7 @@ func TestPermissionModesReadHints(t *testing.T) {
 	specs := []toolkit.Spec{
 		{Name: "read", ReadOnly: true},
 		{Name: "append", Destructive: new(false)},
-		{Name: "delete"},                           // nothing declared: destructive, as in MCP
+		{Name: "delete"},                            // nothing declared: destructive, as in MCP
 		{Name: "overwrite", Destructive: new(true)}, // declared
 	}
 	cases := []struct {

@@ -14,8 +14,8 @@ import (
 
 func TestAnnotationsDefaultAsMCP(t *testing.T) {
 	cases := []struct {
-		name                              string
-		spec                              toolkit.Spec
+		name                               string
+		spec                               toolkit.Spec
 		destructive, idempotent, openWorld bool
 	}{
 		{"nothing declared", toolkit.Spec{}, true, false, true},
