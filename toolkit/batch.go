@@ -99,7 +99,7 @@ func (s *Session) Run(ctx context.Context, calls []Call) []Result {
 // newBatch prepares a batch: ids checked, tools looked up, nothing started.
 func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 	tk := s.tk
-	b := &Batch{tk: tk, sess: s, seq: tk.batchSeq.Add(1), parent: ctx, obs: tk.observers.Load(), vis: tk.visibility()}
+	b := &Batch{tk: tk, sess: s, seq: tk.batchSeq.Add(1), parent: ctx, obs: tk.observerSet(), vis: tk.visibility()}
 	b.changed.L = &b.mu
 	if len(calls) == 1 {
 		b.calls, b.results, b.log = b.oneCall[:], b.oneResult[:], b.logBuf[:0]

@@ -100,6 +100,8 @@ type Tool struct {
 
 	annotations *Annotations  // nil when the spec declares none
 	output      *outputSchema // nil without an output schema
+	in          reflect.Type  // typed tools: In, for a copy with other presets
+	presetVals  map[string]json.RawMessage
 }
 
 // typedHandler runs a typed tool on its input, a *In filled by the
@@ -253,6 +255,7 @@ func newTool(spec Spec, s *jsonschema.Schema, h RawHandler, in reflect.Type) (*T
 		return nil, fmt.Errorf("toolkit: tool %q: %w", spec.Name, err)
 	}
 	t.presets = len(presets) > 0
+	t.in, t.presetVals = in, presets
 	t.spec.Presets = nil // kept in canonical form by the argument pass
 	return t, nil
 }
