@@ -35,8 +35,8 @@ func modeReason(tool string, s toolkit.Spec) string {
 	switch {
 	case s.ReadOnly:
 		return fmt.Sprintf("no rule covers tool %q", tool)
-	case s.IsDestructive():
-		return fmt.Sprintf("tool %q may change or delete things (it is neither read-only nor declared non-destructive) and no rule covers it", tool)
+	case s.Destructive != nil && *s.Destructive:
+		return fmt.Sprintf("tool %q may delete or overwrite things (it is declared destructive) and no rule covers it", tool)
 	}
 	return fmt.Sprintf("tool %q may change things (it is not read-only) and no rule covers it", tool)
 }
