@@ -120,18 +120,35 @@ type uuidLike [4]byte
 func (u uuidLike) MarshalText() ([]byte, error) { return []byte("u-1234"), nil }
 
 type withSelfMarshaling struct {
-	ID   uuidLike `json:"id"`
-	Blob []byte   `json:"blob"`
+	ID    uuidLike         `json:"id"`
+	Blob  []byte           `json:"blob"`
+	Index map[string]int   `json:"index"` // nil: null
+	List  []string         `json:"list"`  // nil: null
+	Ptr   *weather         `json:"ptr"`   // nil: null
+	Deep  []map[string]int `json:"deep"`
 }
 
-func TestOutputSchemaSelfMarshalingFields(t *testing.T) {
+// TestOutputSchemaGoValues: every value encoding/json writes for a typed
+// tool's output type conforms to its inferred output schema (zero values,
+// nil maps and slices, types that marshal themselves, a nil map at the
+// root), so no tool that worked before output schemas fails now.
+func TestOutputSchemaGoValues(t *testing.T) {
 	tk := testutil.Kit(t)
-	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "get"}, func(context.Context, struct{}) (withSelfMarshaling, error) {
-		return withSelfMarshaling{Blob: []byte("abc")}, nil
-	}))
-	r := testutil.Run(t, tk, "s", testutil.Call("c1", "get", `{}`))[0]
-	if r.State != toolkit.StateSuccess {
-		t.Fatalf("%s %q", r.State, r.Text())
+	testutil.Add(t, tk,
+		testutil.Tool(t, toolkit.Spec{Name: "zero"}, func(context.Context, struct{}) (withSelfMarshaling, error) {
+			return withSelfMarshaling{}, nil
+		}),
+		testutil.Tool(t, toolkit.Spec{Name: "full"}, func(context.Context, struct{}) (withSelfMarshaling, error) {
+			return withSelfMarshaling{Blob: []byte("abc"), Index: map[string]int{"a": 1}, List: []string{"x"},
+				Ptr: &weather{City: "Oslo"}, Deep: []map[string]int{nil, {"b": 2}}}, nil
+		}),
+		testutil.Tool(t, toolkit.Spec{Name: "nilmap"}, func(context.Context, struct{}) (map[string]int, error) { return nil, nil }),
+		testutil.Tool(t, toolkit.Spec{Name: "nilptr"}, func(context.Context, struct{}) (*weather, error) { return nil, nil }))
+	for _, name := range []string{"zero", "full", "nilmap", "nilptr"} {
+		r := testutil.Run(t, tk, "s", testutil.Call(name, name, `{}`))[0]
+		if r.State != toolkit.StateSuccess {
+			t.Errorf("%s: %s %q", name, r.State, r.Text())
+		}
 	}
 }
 

@@ -198,8 +198,11 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 			// A typed tool that returned nothing (a nil pointer or map)
 			// has no structured result; a raw tool that declared a
 			// schema must give one.
-			required := c.exe.typed == nil || len(parts) > 0 || !one.IsEmpty()
-			if err := o.check(c.call.Name, out.Content, required); err != nil {
+			typed := c.exe.typed != nil
+			if typed && len(parts) == 0 && one.IsEmpty() {
+				return out
+			}
+			if err := o.check(c.call.Name, out.Content, typed); err != nil {
 				return Failure(StateError, err)
 			}
 		}

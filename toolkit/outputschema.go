@@ -104,8 +104,9 @@ func typedOutputSchema[Out any](name string) (*outputSchema, error) {
 
 // check validates a successful call's structured result: the last JSON
 // part of its content (a typed tool's is the value it returned, which comes
-// last). A result without one fails when required.
-func (o *outputSchema) check(tool string, content []Part, required bool) error {
+// last). A raw tool's result must have one; a typed tool's null (a nil map)
+// is no structured result.
+func (o *outputSchema) check(tool string, content []Part, typed bool) error {
 	var found *Part
 	for i := len(content) - 1; i >= 0; i-- {
 		if content[i].Type == events.PartJSON {
@@ -113,10 +114,10 @@ func (o *outputSchema) check(tool string, content []Part, required bool) error {
 			break
 		}
 	}
+	if typed && (found == nil || string(found.JSON) == "null") {
+		return nil
+	}
 	if found == nil {
-		if !required {
-			return nil
-		}
 		return &OutputError{Tool: tool, Problems: []Problem{{Message: "no structured result: the result has no JSON value"}}}
 	}
 	v, err := schema.Decode(found.JSON)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -29,7 +31,7 @@ func ForOutput(t reflect.Type) (s *jsonschema.Schema, ok bool, err error) {
 		base = base.Elem()
 	}
 	switch {
-	case marshalsItself(base):
+	case knownMarshalers[base] || marshalsItself(base):
 		return nil, false, nil
 	case base.Kind() == reflect.Struct && base.NumField() > 0:
 	case base.Kind() == reflect.Map && base.Key().Kind() == reflect.String:
@@ -45,10 +47,93 @@ func ForOutput(t reflect.Type) (s *jsonschema.Schema, ok bool, err error) {
 	if err := applyTags(base, s); err != nil {
 		return nil, false, err
 	}
+	for _, p := range s.Properties {
+		nullMaps(p)
+	}
+	nullMaps(s.Items)
+	if s.AdditionalProperties != nil {
+		nullMaps(s.AdditionalProperties)
+	}
+	quotedFields(base, s)
 	if _, err := Compile(s); err != nil {
 		return nil, false, fmt.Errorf("schema: %s: %w", t, err)
 	}
 	return s, true, nil
+}
+
+// nullMaps lets every map under s be null, as encoding/json writes a nil
+// map (jsonschema-go makes slices and pointers nullable, not maps). A map's
+// schema is an object with additionalProperties and no properties; a
+// struct's has properties, or additionalProperties false.
+func nullMaps(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if s.Type == "object" && s.Properties == nil && s.AdditionalProperties != nil && s.AdditionalProperties.Not == nil {
+		s.Types, s.Type = []string{"null", "object"}, ""
+	}
+	for _, p := range s.Properties {
+		nullMaps(p)
+	}
+	nullMaps(s.Items)
+	if a := s.AdditionalProperties; a != nil && a.Not == nil {
+		nullMaps(a)
+	}
+}
+
+// quotedFields describes the fields tagged `json:",string"` (a number or
+// bool written inside a JSON string) as strings, walking the Go type and
+// its schema in step.
+func quotedFields(t reflect.Type, s *jsonschema.Schema) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if s == nil || knownMarshalers[t] || marshalsItself(t) {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		quotedFields(t.Elem(), s.Items)
+	case reflect.Map:
+		quotedFields(t.Elem(), s.AdditionalProperties)
+	case reflect.Struct:
+		for _, f := range reflect.VisibleFields(t) {
+			name, ok := jsonName(f)
+			if f.Anonymous || !ok || s.Properties[name] == nil {
+				continue
+			}
+			ps := s.Properties[name]
+			if quoted(f) {
+				q := &jsonschema.Schema{Type: "string", Description: ps.Description}
+				if f.Type.Kind() == reflect.Pointer {
+					q.Type, q.Types = "", []string{"null", "string"}
+				}
+				s.Properties[name] = q
+				continue
+			}
+			quotedFields(f.Type, ps)
+		}
+	}
+}
+
+// quoted reports whether encoding/json writes the field inside a string:
+// the ",string" option on a bool, number or string field.
+func quoted(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if !slices.Contains(strings.Split(opts, ","), "string") {
+		return false
+	}
+	t := f.Type
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.String:
+		return true
+	}
+	return false
 }
 
 var (
@@ -69,6 +154,9 @@ func marshalsItself(t reflect.Type) bool {
 // collectMarshalers maps every type under t that marshals itself to the
 // schema of what it may marshal to.
 func collectMarshalers(t reflect.Type, seen map[reflect.Type]bool, out map[reflect.Type]*jsonschema.Schema) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem() // jsonschema-go looks the pointed-to type up
+	}
 	if seen[t] {
 		return
 	}
@@ -76,7 +164,10 @@ func collectMarshalers(t reflect.Type, seen map[reflect.Type]bool, out map[refle
 	if marshalsItself(t) {
 		pt := reflect.PointerTo(t)
 		if t.Implements(jsonMarshaler) || pt.Implements(jsonMarshaler) {
-			out[t] = &jsonschema.Schema{}
+			// Any JSON value, spelled out: jsonschema-go adds "null" to
+			// the types of a pointer's schema, which would leave {} only
+			// null.
+			out[t] = &jsonschema.Schema{Types: []string{"null", "boolean", "object", "array", "number", "string"}}
 		} else {
 			out[t] = &jsonschema.Schema{Type: "string"}
 		}
@@ -88,7 +179,7 @@ func collectMarshalers(t reflect.Type, seen map[reflect.Type]bool, out map[refle
 		return
 	}
 	switch t.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Array:
+	case reflect.Slice, reflect.Array:
 		collectMarshalers(t.Elem(), seen, out)
 	case reflect.Map:
 		collectMarshalers(t.Elem(), seen, out)
