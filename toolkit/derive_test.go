@@ -3,6 +3,7 @@ package toolkit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -230,4 +231,24 @@ func TestDeriveClose(t *testing.T) {
 	if _, err := late.Session("x"); !errors.Is(err, toolkit.ErrClosed) {
 		t.Fatalf("derived from a closed toolkit: %v", err)
 	}
+}
+
+// A researcher sub-agent shares the parent's tools without registering
+// them again, with its own default timeout and its own preset.
+func ExampleToolkit_Derive() {
+	parent := toolkit.New()
+	defer parent.Close(context.Background())
+	parent.Add(toolkit.MustTool(toolkit.Spec{Name: "note"}, func(_ context.Context, in noteIn) (string, error) {
+		return "saved " + in.Folder + "/" + in.Text, nil
+	}))
+
+	researcher := parent.Derive(toolkit.WithDefaultTimeout(30 * time.Second))
+	defer researcher.Close(context.Background())
+	researcher.SetPresets("note", map[string]any{"folder": "research"})
+
+	sess, _ := researcher.Session("conv-1")
+	ctx := toolkit.WithAgent(context.Background(), "researcher")
+	r := sess.Run(ctx, []toolkit.Call{{ID: "c1", Name: "note", Args: []byte(`{"folder":"home","text":"x"}`)}})[0]
+	fmt.Println(r.Text())
+	// Output: saved research/x
 }
