@@ -46,6 +46,10 @@ func AppendJSON(dst []byte, ev *Event) []byte {
 	dst = appendString(dst, string(ev.Type))
 	dst = append(dst, `,"session":`...)
 	dst = appendString(dst, ev.Session)
+	if ev.Agent != "" {
+		dst = append(dst, `,"agent":`...)
+		dst = appendString(dst, ev.Agent)
+	}
 	if ev.Call != "" {
 		dst = append(dst, `,"call":`...)
 		dst = appendString(dst, ev.Call)

@@ -79,7 +79,7 @@ func testEvents() []*Event {
 	zero := 0.0
 	var evs []*Event
 	base := func(typ Type) *Event {
-		return &Event{Version: Version, Type: typ, Session: "conv-42", Call: "call_abc123", Tool: "count_lines", Seq: 17, Time: ts}
+		return &Event{Version: Version, Type: typ, Session: "conv-42", Agent: "researcher", Call: "call_abc123", Tool: "count_lines", Seq: 17, Time: ts}
 	}
 	// Envelopes with empty bodies.
 	evs = append(evs,
@@ -130,7 +130,7 @@ func testEvents() []*Event {
 	// Every field once with every nasty string, raw value, time and float.
 	for _, s := range nastyStrings() {
 		evs = append(evs,
-			&Event{Version: Version, Type: Type(s), Session: s, Call: s, Tool: s, Time: ts, Start: &Start{}},
+			&Event{Version: Version, Type: Type(s), Session: s, Agent: s, Call: s, Tool: s, Time: ts, Start: &Start{}},
 			&Event{Version: Version, Type: TypeProgress, Session: "s", Call: "c", Progress: &Progress{Message: s}},
 			&Event{Version: Version, Type: TypeDelta, Session: "s", Call: "c", Delta: &Part{Type: PartType(s), Text: s, MediaType: s, Data: []byte(s)}},
 			&Event{Version: Version, Type: TypeSuspend, Session: "s", Call: "c", Suspend: &Suspend{Reason: s}},
@@ -203,7 +203,7 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 // event types without teaching AppendJSON about it.
 func TestAppendJSONKnowsAllFields(t *testing.T) {
 	known := map[reflect.Type]string{
-		reflect.TypeFor[Event]():    "v type session call,omitempty tool,omitempty seq,omitempty time start,omitempty progress,omitempty delta,omitempty chunk,omitempty reset,omitempty suspend,omitempty result,omitempty data,omitempty",
+		reflect.TypeFor[Event]():    "v type session agent,omitempty call,omitempty tool,omitempty seq,omitempty time start,omitempty progress,omitempty delta,omitempty chunk,omitempty reset,omitempty suspend,omitempty result,omitempty data,omitempty",
 		reflect.TypeFor[Start]():    "args,omitempty index args_omitted,omitempty",
 		reflect.TypeFor[Chunk]():    "index count data",
 		reflect.TypeFor[Progress](): "message,omitempty fraction,omitempty data,omitempty dropped,omitempty",

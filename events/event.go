@@ -101,13 +101,16 @@ const (
 // named by Type, is set. Events are shared between observers: treat them as
 // read-only.
 type Event struct {
-	Version int       `json:"v"`
-	Type    Type      `json:"type"`
-	Session string    `json:"session"`
-	Call    string    `json:"call,omitempty"`
-	Tool    string    `json:"tool,omitempty"`
-	Seq     uint64    `json:"seq,omitempty"` // per call, 1, 2, 3, ...
-	Time    time.Time `json:"time"`
+	Version int    `json:"v"`
+	Type    Type   `json:"type"`
+	Session string `json:"session"`
+	// Agent is the agent of a multi-agent system that made the call, when
+	// the caller said (toolkit.WithAgent); "" otherwise.
+	Agent string    `json:"agent,omitempty"`
+	Call  string    `json:"call,omitempty"`
+	Tool  string    `json:"tool,omitempty"`
+	Seq   uint64    `json:"seq,omitempty"` // per call, 1, 2, 3, ...
+	Time  time.Time `json:"time"`
 
 	Start    *Start    `json:"start,omitempty"`
 	Progress *Progress `json:"progress,omitempty"`

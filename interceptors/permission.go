@@ -147,7 +147,8 @@ func WithRules(rules ...Rule) PermissionOption {
 	return func(p *Permissions) { p.rules = append(p.rules, rules...) }
 }
 
-// WithMode sets the decision for calls no rule matches (default ReadOnly).
+// WithMode sets the decision for calls no rule matches (default ReadOnly;
+// see also StrictReadOnly and AskDestructive).
 func WithMode(m Mode) PermissionOption { return func(p *Permissions) { p.mode = m } }
 
 // WithApprovalTimeout bounds how long an asked call waits for a decision
@@ -211,10 +212,7 @@ func (p *Permissions) decide(inv *toolkit.Invocation) (Decision, string) {
 	if d == Allow {
 		return d, "" // no one reads the reason of an allowed call
 	}
-	if !spec.ReadOnly {
-		return d, fmt.Sprintf("tool %q may change things (it is not read-only) and no rule covers it", inv.Call.Name)
-	}
-	return d, fmt.Sprintf("no rule covers tool %q", inv.Call.Name)
+	return d, modeReason(inv.Call.Name, spec)
 }
 
 func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {

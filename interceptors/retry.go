@@ -116,7 +116,13 @@ func (e *RetryError) Unwrap() error { return e.Err }
 //
 // By default it retries timeouts and transient errors (see [IsTransient]),
 // and never invalid arguments, unknown or unavailable tools, panics, denied
-// or interrupted calls. It stops as soon as the call's context ends, never
+// or interrupted calls. A tool that declares itself not idempotent
+// (toolkit.Spec.Idempotent set to false, and not read-only) may have done
+// its work in an attempt that timed out or lost its connection, so for it
+// only errors the tool marked itself with [Transient] are retried: the
+// tool vouches that the attempt had no effect. Tools that declare nothing
+// about idempotence are retried as before: installing Retry for them is
+// the declaration. [RetryIf] replaces all of this. It stops as soon as the call's context ends, never
 // waits after the last attempt, and gives up early when the call's deadline
 // would pass during the wait. Interceptors added after Retry run again on
 // every attempt: add a [Timeout] after it for a deadline per attempt.
@@ -145,7 +151,7 @@ func (cfg *retryConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 	for n := 1; ; n++ {
 		out := next(ctx, inv)
 		inv.Meta(MetaAttempts, n)
-		if !out.State.IsError() || ctx.Err() != nil || !cfg.retryable(out) {
+		if !out.State.IsError() || ctx.Err() != nil || !cfg.retryable(inv, out) {
 			return out
 		}
 		if n >= cfg.attempts {
@@ -162,11 +168,25 @@ func (cfg *retryConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 	}
 }
 
-func (cfg *retryConfig) retryable(out toolkit.Outcome) bool {
+func (cfg *retryConfig) retryable(inv *toolkit.Invocation, out toolkit.Outcome) bool {
 	if cfg.retryIf != nil {
 		return cfg.retryIf(out)
 	}
+	if !retrySafe(inv.Spec()) {
+		// A timeout or a failed request may have done the work: only the
+		// tool itself can vouch that an attempt had no effect.
+		return retryDefault(out) && out.State == toolkit.StateError && retryMarked(out.Err)
+	}
 	return retryDefault(out)
+}
+
+// retryMarked reports whether err, or an error it wraps, was marked with
+// [Transient].
+func retryMarked(err error) bool {
+	return retryWalk(err, func(e error) bool {
+		_, ok := e.(*retryTransient)
+		return ok
+	})
 }
 
 // delay returns the wait after the n-th attempt (n >= 1).

@@ -28,6 +28,7 @@ type Batch struct {
 	parent context.Context // the caller's context
 	obs    *observerSet    // observers of this run's calls
 	vis    Visibility      // the toolkit's visibility when the run started
+	agent  string          // the agent making the calls (WithAgent), in every event
 
 	calls     []call
 	results   []Result // by call index, each set once when its call is final
@@ -98,7 +99,7 @@ func (s *Session) Run(ctx context.Context, calls []Call) []Result {
 // newBatch prepares a batch: ids checked, tools looked up, nothing started.
 func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 	tk := s.tk
-	b := &Batch{tk: tk, sess: s, seq: tk.batchSeq.Add(1), parent: ctx, obs: tk.observers.Load(), vis: tk.visibility()}
+	b := &Batch{tk: tk, sess: s, seq: tk.batchSeq.Add(1), parent: ctx, obs: tk.observerSet(), vis: tk.visibility()}
 	b.changed.L = &b.mu
 	if len(calls) == 1 {
 		b.calls, b.results, b.log = b.oneCall[:], b.oneResult[:], b.logBuf[:0]
@@ -117,6 +118,8 @@ func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 	}
 	s.mu.Unlock()
 
+	agent, agentErr := batchAgent(ctx)
+	b.agent = agent
 	var ids *idSet
 	if len(calls) > idScan {
 		ids = new(idSet)
@@ -130,6 +133,8 @@ func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 		}
 		if err := validateCallID(c.call.ID); err != nil {
 			c.preErr = err
+		} else if agentErr != nil {
+			c.preErr = agentErr
 		} else if duplicateID(ids, b.calls, i) {
 			c.preErr = &callError{kind: ErrInvalidCall, msg: fmt.Sprintf("duplicate call id %q in this batch; every call needs its own id", c.call.ID)}
 		}

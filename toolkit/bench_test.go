@@ -259,3 +259,33 @@ func BenchmarkRunArgs(b *testing.B) {
 		})
 	}
 }
+
+type benchOut struct {
+	Path  string   `json:"path"`
+	Files int      `json:"files" tool:"minimum=0"`
+	Exts  []string `json:"exts,omitempty"`
+}
+
+// BenchmarkOutputSchema is one call of a typed tool whose struct output is
+// checked against its inferred output schema, beside the same value
+// returned as an any (no output schema, not checked).
+func BenchmarkOutputSchema(b *testing.B) {
+	out := benchOut{Path: "/tmp", Files: 12, Exts: []string{"go", "md"}}
+	tk := testutil.Kit(b)
+	testutil.Add(b, tk,
+		testutil.Tool(b, toolkit.Spec{Name: "checked"}, func(context.Context, struct{}) (benchOut, error) { return out, nil }),
+		testutil.Tool(b, toolkit.Spec{Name: "unchecked"}, func(context.Context, struct{}) (any, error) { return out, nil }))
+	s := testutil.Session(b, tk, "bench")
+	for _, name := range []string{"checked", "unchecked"} {
+		b.Run(name, func(b *testing.B) {
+			calls := []toolkit.Call{{ID: "c", Name: name, Args: json.RawMessage(`{}`)}}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := s.Run(ctx, calls)[0]; r.State != toolkit.StateSuccess {
+					b.Fatal(r.Err)
+				}
+			}
+		})
+	}
+}

@@ -53,7 +53,7 @@ func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
 	if !ok {
 		return CallInfo{}, false
 	}
-	return CallInfo{Session: c.batch.sess.id, CallID: c.call.ID, Tool: c.call.Name}, true
+	return CallInfo{Session: c.batch.sess.id, CallID: c.call.ID, Tool: c.call.Name, Agent: c.batch.agent}, true
 }
 
 // SessionID returns the session of the call running with ctx, or "".

@@ -191,7 +191,22 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 	one, parts, err := c.invoke(hctx, args)
 	switch {
 	case err == nil:
-		return c.outcome(n, StateSuccess, one, parts, nil)
+		out := c.outcome(n, StateSuccess, one, parts, nil)
+		if o := c.exe.output; o != nil && out.Content != nil {
+			// Checked inside the interceptors: they see, and may reshape,
+			// a result that conforms or the failure that says it did not.
+			// A typed tool that returned nothing (a nil pointer or map)
+			// has no structured result; a raw tool that declared a
+			// schema must give one.
+			typed := c.exe.typed != nil
+			if typed && len(parts) == 0 && one.IsEmpty() {
+				return out
+			}
+			if err := o.check(c.call.Name, out.Content, typed); err != nil {
+				return Failure(StateError, err)
+			}
+		}
+		return out
 	case errors.Is(err, ErrPanic):
 		return c.outcome(n, StateError, Part{}, nil, err)
 	case ctx.Err() != nil:

@@ -53,10 +53,12 @@ type CallInfo struct {
 	Session string
 	CallID  string
 	Tool    string
+	// Agent is the agent that made the call ([WithAgent]), or "".
+	Agent string
 }
 
 func infoOf(ev *events.Event) CallInfo {
-	return CallInfo{Session: ev.Session, CallID: ev.Call, Tool: ev.Tool}
+	return CallInfo{Session: ev.Session, CallID: ev.Call, Tool: ev.Tool, Agent: ev.Agent}
 }
 
 // Callbacks is an [Observer] made of optional functions, one per event type.

@@ -86,7 +86,7 @@ func newEvent[B any](c *call, typ events.Type) (*events.Event, *B) {
 	b := &eventBox[B]{}
 	c.out.seq++
 	b.ev = events.Event{
-		Version: events.Version, Type: typ, Session: c.batch.sess.id,
+		Version: events.Version, Type: typ, Session: c.batch.sess.id, Agent: c.batch.agent,
 		Call: c.call.ID, Tool: c.call.Name, Seq: c.out.seq, Time: time.Now(),
 	}
 	return &b.ev, &b.body

@@ -154,7 +154,7 @@ func (s *Session) Emit(typ events.Type, data any) error {
 	if err := checkFreeType(typ); err != nil {
 		return err
 	}
-	obs := s.tk.observers.Load()
+	obs := s.tk.observerSet()
 	if obs.empty() {
 		return nil
 	}

@@ -52,6 +52,33 @@ type Spec struct {
 	// Presets are arguments set by code. They are removed from the schema the
 	// model sees and override whatever the model sends for them.
 	Presets map[string]any
+
+	// Annotations, as MCP names them: what the tool is like, for clients,
+	// people and code (permission modes, retries); see [Spec.IsDestructive]
+	// and [Definition.Annotations]. They are hints, not guarantees. The
+	// three hints are *bool because "not given" must differ from false:
+	// not given means MCP's default, which the Is... methods apply
+	// (destructive true, idempotent false, open-world true). Set one with
+	// new(false). Write them only before the tool is built: the tool keeps
+	// its own copies, and Tool.Spec shares them with its callers.
+
+	// Title is a human-readable name for UIs (MCP's title).
+	Title string
+	// Destructive says whether a tool that is not read-only may delete or
+	// overwrite data (true) or only adds to it (false).
+	Destructive *bool
+	// Idempotent says whether calling a tool that is not read-only again
+	// with the same arguments has no further effect.
+	Idempotent *bool
+	// OpenWorld says whether the tool reaches outside entities (the web,
+	// other people's systems) rather than a closed domain.
+	OpenWorld *bool
+	// OutputSchema is the JSON Schema (an object schema) of a raw tool's
+	// structured result: the last JSON part of a successful call's result,
+	// which must be there and conform, or the call fails with the problems
+	// (see [OutputError]). Typed tools get it from their output type (see
+	// [NewTool]); setting it for one is an error.
+	OutputSchema json.RawMessage
 }
 
 // RawHandler runs a tool on validated JSON arguments. It returns the last
@@ -70,6 +97,11 @@ type Tool struct {
 	typed   typedHandler       // typed tools: run on the input the pass filled
 	newIn   func() any         // typed tools: a new *In for the pass to fill
 	presets bool               // the tool has presets
+
+	annotations *Annotations  // nil when the spec declares none
+	output      *outputSchema // nil without an output schema
+	in          reflect.Type  // typed tools: In, for a copy with other presets
+	presetVals  map[string]json.RawMessage
 }
 
 // typedHandler runs a typed tool on its input, a *In filled by the
@@ -88,16 +120,25 @@ func (t *Tool) InputSchema() json.RawMessage { return t.params }
 
 // Definition returns the tool as an LLM request expects it.
 func (t *Tool) Definition() Definition {
-	return Definition{Name: t.spec.Name, Description: t.spec.Description, Parameters: t.params}
+	return Definition{Name: t.spec.Name, Description: t.spec.Description, Parameters: t.params,
+		Annotations: t.annotations, OutputSchema: t.output.raw()}
 }
 
 // Definition is a tool as sent to a model: a name, a description and the
 // JSON Schema of its parameters. It marshals to the common function shape
-// {"name", "description", "parameters"}.
+// {"name", "description", "parameters"}, plus MCP's "annotations" and
+// "outputSchema" when the tool has them.
 type Definition struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters"`
+	// Annotations are the tool's hints with MCP's defaults applied; nil
+	// when its spec declares none (no title, not read-only, no hint), so
+	// that such a tool's definition is what it always was.
+	Annotations *Annotations `json:"annotations,omitempty"`
+	// OutputSchema is the JSON Schema of the tool's structured result, if
+	// it has one (see [Tool.OutputSchema]).
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
 // NewTool makes a tool from a typed function. The input schema is inferred
@@ -109,6 +150,15 @@ type Definition struct {
 // Out may be a string (text), []byte (binary), a [Part] or []Part, or any
 // value encoding/json can marshal (a JSON part). When the function returns an
 // error its Out is ignored and the error becomes the model-visible message.
+//
+// When Out is a struct, a pointer to one or a map with string keys, the tool
+// publishes its JSON Schema as its output schema ([Tool.OutputSchema],
+// MCP's outputSchema), inferred like the input's (tool tags constrain it
+// too), and each value it returns is checked against it before the model
+// sees it: one that does not conform fails the call with an [OutputError].
+// A nil pointer or map returns no structured result and is not checked.
+// Other outputs (text, bytes, parts, slices, values that marshal
+// themselves) have no output schema.
 func NewTool[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("toolkit: tool %q: nil function", spec.Name)
@@ -117,11 +167,19 @@ func NewTool[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, e
 	if err != nil {
 		return nil, fmt.Errorf("toolkit: tool %q: %w", spec.Name, err)
 	}
+	if len(spec.OutputSchema) > 0 {
+		return nil, fmt.Errorf("toolkit: tool %q: a typed tool's output schema comes from its output type; leave Spec.OutputSchema empty", spec.Name)
+	}
+	out, err := typedOutputSchema[Out](spec.Name)
+	if err != nil {
+		return nil, err
+	}
 	convert := outputConverter[Out]()
 	t, err := newTool(spec, s, nil, reflect.TypeFor[In]())
 	if err != nil {
 		return nil, err
 	}
+	t.output = out
 	t.newIn = func() any { return new(In) }
 	t.typed = func(ctx context.Context, in any) (Part, []Part, error) {
 		out, err := fn(ctx, *in.(*In))
@@ -178,7 +236,17 @@ func newTool(spec Spec, s *jsonschema.Schema, h RawHandler, in reflect.Type) (*T
 	if err != nil {
 		return nil, fmt.Errorf("toolkit: tool %q: input schema: %w", spec.Name, err)
 	}
+	spec.ownHints()
 	t := &Tool{spec: spec, schema: s, handler: h}
+	if a, ok := spec.Annotations(); ok {
+		t.annotations = &a
+	}
+	if in == nil {
+		if t.output, err = rawOutputSchema(&t.spec); err != nil {
+			return nil, err
+		}
+	}
+	t.spec.OutputSchema = slices.Clone(spec.OutputSchema)
 	presets, err := t.setPresets(spec.Presets)
 	if err != nil {
 		return nil, err
@@ -187,6 +255,7 @@ func newTool(spec Spec, s *jsonschema.Schema, h RawHandler, in reflect.Type) (*T
 		return nil, fmt.Errorf("toolkit: tool %q: %w", spec.Name, err)
 	}
 	t.presets = len(presets) > 0
+	t.in, t.presetVals = in, presets
 	t.spec.Presets = nil // kept in canonical form by the argument pass
 	return t, nil
 }

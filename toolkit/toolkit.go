@@ -40,6 +40,8 @@ type Toolkit struct {
 	nonce     string // random: makes run ids unique across toolkits
 	closed    atomic.Bool
 	stats     counters
+
+	family derived // Derive: the parent, the toolkits derived from this one
 }
 
 // registry is an immutable snapshot of the registered tools.
@@ -54,6 +56,10 @@ func New(opts ...Option) *Toolkit {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	return newToolkit(o)
+}
+
+func newToolkit(o options) *Toolkit {
 	tk := &Toolkit{opts: o, log: o.logger, sessions: make(map[string]*Session), pool: newPool(), nonce: randomHex(4)}
 	tk.clock = newClock(o.cancelGrace)
 	tk.reg.Store(&registry{byName: map[string]*Tool{}})
@@ -196,7 +202,22 @@ func (tk *Toolkit) untrack(b *Batch) {
 // including handlers that were abandoned after their deadline and are still
 // running. It returns ctx.Err() if ctx ends first; calling Close again waits
 // again. Batches started after Close report every call as interrupted.
+//
+// Closing a toolkit closes the toolkits derived from it ([Toolkit.Derive])
+// first, and never the toolkit it was derived from.
 func (tk *Toolkit) Close(ctx context.Context) error {
+	done := tk.startClose()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// startClose interrupts the batches of the toolkit and of the toolkits
+// derived from it, and returns a channel closed when the shutdown is over.
+func (tk *Toolkit) startClose() <-chan struct{} {
 	tk.batchMu.Lock()
 	first := tk.closed.CompareAndSwap(false, true)
 	if first {
@@ -209,20 +230,25 @@ func (tk *Toolkit) Close(ctx context.Context) error {
 	}
 	tk.batchMu.Unlock()
 	if first {
+		var kids []<-chan struct{}
+		for _, kid := range tk.takeKids() {
+			kids = append(kids, kid.startClose())
+		}
 		for _, r := range active {
 			r.interrupt(ErrClosed)
 		}
-		go tk.shutdown(done)
+		go tk.shutdown(done, kids)
 	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return done
 }
 
-func (tk *Toolkit) shutdown(done chan struct{}) {
+func (tk *Toolkit) shutdown(done chan struct{}, kids []<-chan struct{}) {
+	for _, k := range kids {
+		<-k // their events go through this toolkit's observers
+	}
+	if p := tk.family.parent; p != nil {
+		p.forget(tk)
+	}
 	tk.batches.Wait()
 	tk.obsMu.Lock()
 	boxes := tk.observers.Load().boxes
