@@ -52,6 +52,13 @@ type Spec struct {
 	// Presets are arguments set by code. They are removed from the schema the
 	// model sees and override whatever the model sends for them.
 	Presets map[string]any
+
+	// The tool's own permission check.
+
+	// CheckPermission, if set, is consulted by the permission interceptor
+	// before its rules, with the arguments the handler would receive; see
+	// [PermissionCheck]. Nothing else calls it.
+	CheckPermission PermissionCheck
 }
 
 // RawHandler runs a tool on validated JSON arguments. It returns the last
