@@ -54,6 +54,12 @@ type Rule struct {
 	// Allow. A firm Ask asks every time, and its requests offer no
 	// suggestions. The dangerous-file presets are firm.
 	Firm bool
+
+	// explain, if set, words the reason for the arguments it matched.
+	explain func(args map[string]any) string
+	// cannot, if set, is true for raw arguments When cannot match: they
+	// need not be decoded for it.
+	cannot func(raw json.RawMessage) bool
 }
 
 // ArgMatches returns a When function that is true when the string argument
@@ -67,11 +73,27 @@ func ArgMatches(field string, re *regexp.Regexp) func(map[string]any) bool {
 
 // matches reports whether the rule covers a call of tool; args decodes the
 // call's arguments, only for rules with a When.
-func (r Rule) matches(tool string, args func() map[string]any) bool {
+// reason is what the rule says about a call it matched.
+func (r *Rule) reason(args func() map[string]any) string {
+	if r.explain != nil {
+		if s := r.explain(args()); s != "" {
+			return s
+		}
+	}
+	return r.Reason
+}
+
+func (r *Rule) matches(tool string, raw json.RawMessage, args func() map[string]any) bool {
 	if r.Tool != "" && r.Tool != "*" && r.Tool != tool {
 		return false
 	}
-	return r.When == nil || r.When(args())
+	if r.When == nil {
+		return true
+	}
+	if r.cannot != nil && r.cannot(raw) {
+		return false
+	}
+	return r.When(args())
 }
 
 // Mode is the decision for calls no rule matches.
@@ -226,15 +248,15 @@ func (p *Permissions) decide(ctx context.Context, inv *toolkit.Invocation) permD
 	var first *Rule
 	for i := range p.rules {
 		r := &p.rules[i]
-		if r.Firm && r.matches(inv.Call.Name, argsOf) {
-			return permDecision{decision: r.Decision, reason: r.Reason, firm: true}
+		if r.Firm && r.matches(inv.Call.Name, inv.Call.Args, argsOf) {
+			return permDecision{decision: r.Decision, reason: r.reason(argsOf), firm: true}
 		}
-		if first == nil && !r.Firm && r.matches(inv.Call.Name, argsOf) {
+		if first == nil && !r.Firm && r.matches(inv.Call.Name, inv.Call.Args, argsOf) {
 			first = r
 		}
 	}
 	if first != nil && first.Decision == Deny {
-		return permDecision{decision: Deny, reason: first.Reason}
+		return permDecision{decision: Deny, reason: first.reason(argsOf)}
 	}
 	switch own.Decision {
 	case Allow:
@@ -253,7 +275,7 @@ func (p *Permissions) decide(ctx context.Context, inv *toolkit.Invocation) permD
 		return permDecision{decision: Allow, reason: "allowed for this session: " + grantLabel(g)}
 	}
 	if first != nil {
-		return permDecision{decision: first.Decision, reason: first.Reason}
+		return permDecision{decision: first.Decision, reason: first.reason(argsOf)}
 	}
 	d := p.mode(spec)
 	if d == Allow {

@@ -37,3 +37,24 @@ func FuzzGrantUnder(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDangerCannot: the raw-text shortcut of the dangerous-file rule never
+// passes over arguments the rule matches once decoded (escapes, case,
+// non-ASCII letters that lower-case to ASCII ones).
+func FuzzDangerCannot(f *testing.F) {
+	for _, s := range []string{`{"path":".env"}`, `{"path":"\u002eenv"}`, `{"path":".\u0065nv"}`, `{"path":"server.\u212aey"}`,
+		`{"path":"server.` + "\u212a" + `ey"}`, `{"path":"A/.GIT/x"}`, `{"command":"cat ~/.ssh/id_rsa"}`, `{"path":"notes/a.md"}`,
+		`{"x":["\\.bashrc"]}`, `{"p":"c:\\users\\me\\.aws\\config"}`} {
+		f.Add(s)
+	}
+	rule := DangerousFiles()[0]
+	f.Fuzz(func(t *testing.T, raw string) {
+		var m map[string]any
+		if json.Unmarshal([]byte(raw), &m) != nil {
+			return
+		}
+		if dangerCannot(json.RawMessage(raw)) && rule.When(m) {
+			t.Fatalf("%s: skipped, but the rule matches it", raw)
+		}
+	})
+}

@@ -12,23 +12,18 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// dangerous reports whether any of the DangerousFiles rules matches args,
-// and the reason of the first that does.
-func dangerous(t *testing.T, args string) (string, bool) {
+// dangerous reports whether the DangerousFiles rule matches args.
+func dangerous(t *testing.T, args string) bool {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal([]byte(args), &m); err != nil {
 		t.Fatalf("%s: %v", args, err)
 	}
-	for _, r := range interceptors.DangerousFiles() {
-		if !r.Firm || r.Decision != interceptors.Ask || r.Tool != "" {
-			t.Fatalf("rule %+v: want a firm ask for every tool", r)
-		}
-		if r.When(m) {
-			return r.Reason, true
-		}
+	rules := interceptors.DangerousFiles()
+	if len(rules) != 1 || !rules[0].Firm || rules[0].Decision != interceptors.Ask || rules[0].Tool != "" {
+		t.Fatalf("rules %+v: want one firm ask for every tool", rules)
 	}
-	return "", false
+	return rules[0].When(m)
 }
 
 // TestDangerousFilesHostileSpellings: every spelling that opens a
@@ -86,14 +81,18 @@ func TestDangerousFilesHostileSpellings(t *testing.T) {
 		`{"command":"ls -la notes"}`:                              "",
 		`{"limit":5,"path":"profile.txt"}`:                        "",
 	} {
-		reason, got := dangerous(t, args)
-		if got != (want != "") {
-			t.Errorf("%s: dangerous %v (%q), want %v", args, got, reason, want != "")
-			continue
+		if got := dangerous(t, args); got != (want != "") {
+			t.Errorf("%s: dangerous %v, want %v", args, got, want != "")
 		}
-		words := map[string]string{"secrets": "secrets", "key": "private key", "cloud": "cloud credentials", "git": "git's own files", "shell": "shell startup", "editor": "editor"}
-		if want != "" && !strings.Contains(reason, words[want]) {
-			t.Errorf("%s: reason %q, want one about %s", args, reason, want)
+		// A single path: DangerousPath says which kind.
+		var m map[string]any
+		json.Unmarshal([]byte(args), &m)
+		if p, ok := m["path"].(string); ok && len(m) == 1 {
+			reason, bad := interceptors.DangerousPath(p)
+			words := map[string]string{"secrets": "secrets", "key": "private key", "cloud": "cloud credentials", "git": "git's own files", "shell": "shell startup", "editor": "editor"}
+			if bad != (want != "") || want != "" && !strings.Contains(reason, words[want]) {
+				t.Errorf("DangerousPath(%q): %v %q, want %s", p, bad, reason, want)
+			}
 		}
 	}
 	if r, ok := interceptors.DangerousPath(`C:\Users\ME\.Ssh\id_ed25519`); !ok || r == "" {
@@ -136,6 +135,12 @@ func TestDangerousFilesAskEveryTime(t *testing.T) {
 	// The "always" grant holds for ordinary reads, never for .env.
 	if asked, _ := f.outcome(t, "s", permCall("r2", "read_file", `{"path":".env"}`), nil); !asked {
 		t.Error("a grant silenced a dangerous-file rule")
+	}
+	// Spelled with JSON escapes, or with a Kelvin sign that lower-cases to k.
+	for _, args := range []string{`{"path":"\u002eenv"}`, `{"path":"tls/server.\u212aey"}`, `{"path":"tls/server.` + "\u212a" + `ey"}`, `{"path":"A\\.GiT\\config"}`} {
+		if asked, _ := f.outcome(t, "s", permCall("esc", "read_file", args), nil); !asked {
+			t.Errorf("%s: read without a request", args)
+		}
 	}
 	// An earlier allow rule for write does not skip them either.
 	if asked, _ := f.outcome(t, "s", permCall("w", "write", `{"path":"/home/u/.bashrc"}`), nil); !asked {
