@@ -809,8 +809,10 @@
     const approve = h('button', { class: 'approve', type: 'button', text: 'Approve' });
     const reject = h('button', { class: 'reject', type: 'button', text: 'Reject' });
     // Suggested rules: one click approves and adds the rule to the session.
-    const suggestions = (Array.isArray(a.suggestions) ? a.suggestions : [])
-      .filter((x) => isObj(x) && str(x.id) && str(x.label))
+    const offered = (Array.isArray(a.suggestions) ? a.suggestions : []).filter((x) => isObj(x) && str(x.id) && str(x.label));
+    // A suggestion for the whole tool does what the checkbox does: one of them is enough.
+    const wholeTool = offered.some((x) => isObj(x.grant) && str(x.grant.tool) === tool && !str(x.grant.under) && x.grant.args === undefined);
+    const suggestions = offered
       .map((x) => h('button', { class: 'suggestion', type: 'button', 'data-suggestion': str(x.id), title: 'Approve, and add this rule for the rest of the session', text: str(x.label) }));
     const form = { ta, initial, reason, always, err, sent, approve, reject, suggestions };
     c.ui.approvalForm = form;
@@ -861,7 +863,7 @@
       h('label', { class: 'approval-label' }, 'Arguments (edit before approving if you like)', ta),
       h('div', { class: 'approval-row' },
         approve,
-        h('label', { class: 'approval-check' }, always, ` always allow ${tool} in this session`)),
+        wholeTool ? null : h('label', { class: 'approval-check' }, always, ` always allow ${tool} in this session`)),
       suggestions.length ? h('div', { class: 'approval-suggestions', role: 'group', 'aria-label': 'approve with a rule' },
         h('span', { class: 'approval-suggestions-title', text: 'Or approve and allow:' }), ...suggestions) : null,
       h('div', { class: 'approval-row' }, reason, reject),
