@@ -71,8 +71,6 @@ func ArgMatches(field string, re *regexp.Regexp) func(map[string]any) bool {
 	}
 }
 
-// matches reports whether the rule covers a call of tool; args decodes the
-// call's arguments, only for rules with a When.
 // reason is what the rule says about a call it matched.
 func (r *Rule) reason(args func() map[string]any) string {
 	if r.explain != nil {
@@ -83,6 +81,9 @@ func (r *Rule) reason(args func() map[string]any) string {
 	return r.Reason
 }
 
+// matches reports whether the rule covers a call of tool with the raw
+// arguments; args decodes them, only for rules with a When that raw does
+// not rule out.
 func (r *Rule) matches(tool string, raw json.RawMessage, args func() map[string]any) bool {
 	if r.Tool != "" && r.Tool != "*" && r.Tool != tool {
 		return false
