@@ -51,6 +51,7 @@ type evictConfig struct {
 	backend     Backend
 	successOnly bool
 	hint        string
+	excluded    map[string]bool // tools whose results are never evicted
 }
 
 // EvictLimit sets the size, in bytes of text, above which a result is
@@ -86,6 +87,30 @@ func EvictSuccessOnly() EvictOption { return func(c *evictConfig) { c.successOnl
 // result, for example naming the tool that reads it.
 func EvictHint(hint string) EvictOption { return func(c *evictConfig) { c.hint = hint } }
 
+// filesystemTools are the file-system tools the seeds leave alone
+// (Spring AI Alibaba's excludeFilesystemTools, after deepagents).
+var filesystemTools = []string{"ls", "read_file", "write_file", "edit_file", "glob", "grep"}
+
+// EvictExclude leaves the named tools' results alone, whatever their size
+// (exact names).
+func EvictExclude(tools ...string) EvictOption {
+	return func(c *evictConfig) {
+		if c.excluded == nil {
+			c.excluded = map[string]bool{}
+		}
+		for _, t := range tools {
+			c.excluded[t] = true
+		}
+	}
+}
+
+// EvictExcludeFilesystemTools leaves the results of the usual file-system
+// tools alone, as the seeds do: ls, read_file, write_file, edit_file, glob
+// and grep (exact names). They page through files themselves, and
+// read_file is how the model reads an evicted result back: storing its
+// output would send the model in a circle.
+func EvictExcludeFilesystemTools() EvictOption { return EvictExclude(filesystemTools...) }
+
 // Evict returns an interceptor, named "evict", that keeps large results out
 // of the conversation. A result whose text is larger than the limit is
 // stored in full through a [Backend] (by default files in [DefaultEvictDir])
@@ -97,8 +122,9 @@ func EvictHint(hint string) EvictOption { return func(c *evictConfig) { c.hint =
 // If storing fails, the result is truncated to the limit instead, with a
 // note saying why: the model is never pointed at a file that does not exist.
 //
-// Set the returned interceptor's Tools or Match to leave some tools alone,
-// such as the one that reads stored results back.
+// EvictExclude and EvictExcludeFilesystemTools leave some tools alone, such
+// as the one that reads stored results back (or set the returned
+// interceptor's Tools or Match).
 func Evict(opts ...EvictOption) toolkit.Interceptor {
 	cfg := &evictConfig{
 		limit: DefaultEvictLimit, lines: DefaultEvictPreviewLines, lineBytes: DefaultEvictLineBytes,
@@ -114,6 +140,9 @@ func Evict(opts ...EvictOption) toolkit.Interceptor {
 	return toolkit.Interceptor{
 		Name: EvictName,
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+			if cfg.excluded[inv.Tool.Name()] {
+				return next(ctx, inv)
+			}
 			return cfg.evict(ctx, inv, next(ctx, inv))
 		},
 	}

@@ -40,6 +40,44 @@ func ExamplePermissions() {
 	// success saved final
 }
 
+// A person approves a write with the suggested rule "paths under
+// ./notes": the next write inside notes runs without asking.
+func ExampleWithSuggestion() {
+	tk := toolkit.New()
+	defer tk.Close(context.Background())
+	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "write_file"}, func(ctx context.Context, in struct {
+		Path string `json:"path"`
+	}) (string, error) {
+		return "wrote " + in.Path, nil
+	}))
+	perms := interceptors.NewPermissions()
+	tk.Use(perms.Interceptor())
+
+	sess, _ := tk.Session("s")
+	run := sess.Start(context.Background(), []toolkit.Call{{ID: "c1", Name: "write_file", Args: json.RawMessage(`{"path":"./notes/a.md"}`)}})
+	for res := range run.Results() {
+		if !res.Final() {
+			req := perms.Pending("s")[0]
+			for _, s := range req.Suggestions {
+				fmt.Println("offered:", s.Label)
+				if s.Grant.Under != "" {
+					perms.Approve("s", req.CallID, interceptors.WithSuggestion(s.ID))
+				}
+			}
+			continue
+		}
+		fmt.Println(res.State, res.Text())
+	}
+	res := sess.Run(context.Background(), []toolkit.Call{{ID: "c2", Name: "write_file", Args: json.RawMessage(`{"path":"notes/b.md"}`)}})
+	fmt.Println(res[0].State, res[0].Text())
+	// Output:
+	// offered: Allow write_file again with exactly these arguments
+	// offered: Allow write_file on paths under ./notes in this session
+	// offered: Always allow write_file in this session
+	// success wrote ./notes/a.md
+	// success wrote notes/b.md
+}
+
 // memBackend keeps evicted results in memory (a real one would write to
 // a database or a bucket).
 type memBackend struct {

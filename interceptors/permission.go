@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,14 +15,15 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// Decision is what a permission rule says about a call.
-type Decision string
+// Decision is what a permission rule says about a call. It is the type a
+// tool's own check (toolkit.Spec.CheckPermission) returns too.
+type Decision = toolkit.PermissionDecision
 
 // Decisions.
 const (
-	Allow Decision = "allow"
-	Ask   Decision = "ask"
-	Deny  Decision = "deny"
+	Allow Decision = toolkit.PermissionAllow
+	Ask   Decision = toolkit.PermissionAsk
+	Deny  Decision = toolkit.PermissionDeny
 )
 
 // Errors of refused calls, for errors.Is.
@@ -46,6 +48,18 @@ type Rule struct {
 	Decision Decision
 	// Reason is told to the model on deny and shown to the person on ask.
 	Reason string
+	// Firm rules are consulted before the others, wherever they are in the
+	// list, and nothing overrides them: not a grant a person added to the
+	// session (AlwaysAllow, an accepted suggestion), not the tool's own
+	// Allow. A firm Ask asks every time, and its requests offer no
+	// suggestions. The dangerous-file presets are firm.
+	Firm bool
+
+	// explain, if set, words the reason for the arguments it matched.
+	explain func(args map[string]any) string
+	// cannot, if set, is true for raw arguments When cannot match: they
+	// need not be decoded for it.
+	cannot func(raw json.RawMessage) bool
 }
 
 // ArgMatches returns a When function that is true when the string argument
@@ -57,13 +71,30 @@ func ArgMatches(field string, re *regexp.Regexp) func(map[string]any) bool {
 	}
 }
 
-// matches reports whether the rule covers a call of tool; args decodes the
-// call's arguments, only for rules with a When.
-func (r Rule) matches(tool string, args func() map[string]any) bool {
+// reason is what the rule says about a call it matched.
+func (r *Rule) reason(args func() map[string]any) string {
+	if r.explain != nil {
+		if s := r.explain(args()); s != "" {
+			return s
+		}
+	}
+	return r.Reason
+}
+
+// matches reports whether the rule covers a call of tool with the raw
+// arguments; args decodes them, only for rules with a When that raw does
+// not rule out.
+func (r *Rule) matches(tool string, raw json.RawMessage, args func() map[string]any) bool {
 	if r.Tool != "" && r.Tool != "*" && r.Tool != tool {
 		return false
 	}
-	return r.When == nil || r.When(args())
+	if r.When == nil {
+		return true
+	}
+	if r.cannot != nil && r.cannot(raw) {
+		return false
+	}
+	return r.When(args())
 }
 
 // Mode is the decision for calls no rule matches.
@@ -102,6 +133,9 @@ type ApprovalRequest struct {
 	Tool    string          `json:"tool"`
 	Args    json.RawMessage `json:"args,omitempty"`
 	Reason  string          `json:"reason,omitempty"`
+	// Suggestions are rules the person can accept with the approval, for
+	// the rest of the session (Approve with WithSuggestion).
+	Suggestions []Suggestion `json:"suggestions,omitempty"`
 	// Status is "pending", "approved", "rejected" or "expired".
 	Status string `json:"status"`
 	// Note is the rejection reason, or says the arguments were edited or a
@@ -111,15 +145,26 @@ type ApprovalRequest struct {
 	Expires time.Time `json:"expires,omitzero"`
 }
 
-// Permissions decides, per call, whether a tool may run: by rules, then by a
-// mode for calls no rule matches. Deny gives the model a "denied" result it
-// can act on; ask suspends the call and sends an approval event until code
-// calls Approve or Reject (or the wait times out). Approvals can add a rule
-// for the rest of the session ("always allow this tool").
+// Permissions decides, per call, whether a tool may run. In order:
+//
+//  1. the tool's own check (toolkit.Spec.CheckPermission): its Deny is final;
+//  2. firm rules, first match decides (the dangerous-file presets);
+//  3. the other rules' first match, if it is a Deny;
+//  4. the tool's own Allow;
+//  5. grants a person added to the session (AlwaysAllow, an accepted
+//     suggestion): allow;
+//  6. the tool's own Ask;
+//  7. the other rules' first match (Allow or Ask);
+//  8. the mode, for calls nothing above decided.
+//
+// Deny gives the model a "denied" result it can act on; ask suspends the
+// call and sends an approval event, with suggested rules, until code calls
+// Approve or Reject (or the wait times out).
 type Permissions struct {
-	rules []Rule
-	mode  Mode
-	wait  time.Duration
+	rules   []Rule
+	mode    Mode
+	wait    time.Duration
+	suggest Suggester
 
 	mu      sync.Mutex
 	pending map[permKey]*permPending
@@ -133,10 +178,12 @@ type permPending struct {
 }
 
 type permVerdict struct {
-	approve bool
-	args    json.RawMessage // edited arguments, or nil
-	always  bool
-	reason  string
+	approve     bool
+	args        json.RawMessage // edited arguments, or nil
+	always      bool
+	suggestions []string // ids of accepted suggestions
+	grants      []Grant  // what they add, filled in by settle
+	reason      string
 }
 
 // PermissionOption configures NewPermissions.
@@ -161,7 +208,7 @@ func WithApprovalTimeout(d time.Duration) PermissionOption {
 // NewPermissions returns a permission checker; add it to a toolkit with
 // tk.Use(p.Interceptor()), usually outermost.
 func NewPermissions(opts ...PermissionOption) *Permissions {
-	p := &Permissions{mode: ReadOnly, wait: 5 * time.Minute, pending: map[permKey]*permPending{}}
+	p := &Permissions{mode: ReadOnly, wait: 5 * time.Minute, suggest: DefaultSuggestions, pending: map[permKey]*permPending{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -173,22 +220,20 @@ func (p *Permissions) Interceptor() toolkit.Interceptor {
 	return toolkit.Interceptor{Name: PermissionsName, Intercept: p.intercept}
 }
 
-// permRules are rules approvals added, kept with the session.
-type permRulesKey struct{}
-
-type permRules struct {
-	mu    sync.Mutex
-	tools []string // always allowed
+// permDecision is what decide says about a call.
+type permDecision struct {
+	decision Decision
+	reason   string
+	firm     bool // a firm rule asks: no suggestions
 }
 
-func (p *Permissions) decide(inv *toolkit.Invocation) (Decision, string) {
-	if v, ok := inv.SessionValues().Load(permRulesKey{}); ok {
-		sr := v.(*permRules)
-		sr.mu.Lock()
-		allowed := slices.Contains(sr.tools, inv.Call.Name)
-		sr.mu.Unlock()
-		if allowed {
-			return Allow, "allowed for this session"
+func (p *Permissions) decide(ctx context.Context, inv *toolkit.Invocation) permDecision {
+	spec := inv.Spec()
+	var own toolkit.Permission
+	if spec.CheckPermission != nil {
+		own = spec.CheckPermission(ctx, inv.Call.Args)
+		if own.Decision == Deny {
+			return permDecision{decision: Deny, reason: own.Reason}
 		}
 	}
 	// The arguments are decoded once, and only if a rule for the tool
@@ -202,40 +247,79 @@ func (p *Permissions) decide(inv *toolkit.Invocation) (Decision, string) {
 		}
 		return args
 	}
-	for _, r := range p.rules {
-		if r.matches(inv.Call.Name, argsOf) {
-			return r.Decision, r.Reason
+	var first *Rule
+	for i := range p.rules {
+		r := &p.rules[i]
+		if r.Firm && r.matches(inv.Call.Name, inv.Call.Args, argsOf) {
+			return permDecision{decision: r.Decision, reason: r.reason(argsOf), firm: true}
+		}
+		if first == nil && !r.Firm && r.matches(inv.Call.Name, inv.Call.Args, argsOf) {
+			first = r
 		}
 	}
-	spec := inv.Spec()
+	if first != nil && first.Decision == Deny {
+		return permDecision{decision: Deny, reason: first.reason(argsOf)}
+	}
+	switch own.Decision {
+	case Allow:
+		return permDecision{decision: Allow}
+	case Ask:
+		if g, ok := p.granted(inv); ok {
+			return permDecision{decision: Allow, reason: "allowed for this session: " + grantLabel(g)}
+		}
+		reason := own.Reason
+		if reason == "" {
+			reason = fmt.Sprintf("tool %q asks for approval of this call", inv.Call.Name)
+		}
+		return permDecision{decision: Ask, reason: reason}
+	}
+	if g, ok := p.granted(inv); ok {
+		return permDecision{decision: Allow, reason: "allowed for this session: " + grantLabel(g)}
+	}
+	if first != nil {
+		return permDecision{decision: first.Decision, reason: first.reason(argsOf)}
+	}
 	d := p.mode(spec)
 	if d == Allow {
-		return d, "" // no one reads the reason of an allowed call
+		return permDecision{decision: d} // no one reads the reason of an allowed call
 	}
-	return d, modeReason(inv.Call.Name, spec)
+	return permDecision{decision: d, reason: modeReason(inv.Call.Name, spec)}
+}
+
+// granted returns the session's grant that covers the call, if any.
+func (p *Permissions) granted(inv *toolkit.Invocation) (Grant, bool) {
+	v, ok := inv.SessionValues().Load(sessionGrantsKey{})
+	if !ok {
+		return Grant{}, false
+	}
+	return v.(*sessionGrants).covering(inv.Call.Name, inv.Call.Args)
 }
 
 func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
-	decision, reason := p.decide(inv)
-	switch decision {
+	d := p.decide(ctx, inv)
+	switch d.decision {
 	case Allow:
 		return next(ctx, inv)
 	case Deny:
 		msg := fmt.Sprintf("permission denied: tool %q may not run here", inv.Call.Name)
-		if reason != "" {
-			msg += ": " + reason
+		if d.reason != "" {
+			msg += ": " + d.reason
 		}
 		return toolkit.Failure(toolkit.StateDenied, permWrap(ErrDenied, msg+". Do not call it again with these arguments; tell the user or find another way"))
 	}
-	return p.ask(ctx, inv, next, reason)
+	var suggestions []Suggestion
+	if !d.firm && p.suggest != nil {
+		suggestions = p.suggest(inv.Spec(), inv.Call.Args)
+	}
+	return p.ask(ctx, inv, next, d.reason, suggestions)
 }
 
 // ask suspends the call until a decision, the wait timeout or the run's end.
-func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, reason string) toolkit.Outcome {
+func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, reason string, suggestions []Suggestion) toolkit.Outcome {
 	key := permKey{inv.Session, inv.Call.ID}
 	pd := &permPending{ch: make(chan permVerdict, 1), req: ApprovalRequest{
 		Session: inv.Session, CallID: inv.Call.ID, Tool: inv.Call.Name, Args: inv.Call.Args,
-		Reason: reason, Status: "pending", Expires: time.Now().Add(p.wait),
+		Reason: reason, Suggestions: suggestions, Status: "pending", Expires: time.Now().Add(p.wait),
 	}}
 	p.mu.Lock()
 	p.pending[key] = pd
@@ -274,13 +358,14 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 		note = "arguments edited"
 	}
 	if v.always {
-		rules := loadOrNew(inv.SessionValues(), permRulesKey{}, func() *permRules { return &permRules{} })
-		rules.mu.Lock()
-		if !slices.Contains(rules.tools, inv.Call.Name) {
-			rules.tools = append(rules.tools, inv.Call.Name)
+		v.grants = append(v.grants, Grant{Tool: inv.Call.Name})
+	}
+	if len(v.grants) > 0 {
+		grants := loadOrNew(inv.SessionValues(), sessionGrantsKey{}, func() *sessionGrants { return &sessionGrants{} })
+		for _, g := range v.grants {
+			grants.add(g)
+			note = permJoin(note, fmt.Sprintf("allowed for the rest of the session: %s", grantLabel(g)))
 		}
-		rules.mu.Unlock()
-		note = permJoin(note, fmt.Sprintf("%q allowed for the rest of the session", inv.Call.Name))
 	}
 	p.announce(inv, pd.req, "approved", note)
 	inv.Meta("approved", true)
@@ -309,8 +394,16 @@ func WithArgs(args json.RawMessage) ApproveOption { return func(v *permVerdict) 
 // AlwaysAllow also allows the tool for the rest of the session.
 func AlwaysAllow() ApproveOption { return func(v *permVerdict) { v.always = true } }
 
+// WithSuggestion also accepts one of the request's suggestions (by its
+// id): its rule holds for the rest of the session. Repeat it to accept
+// several.
+func WithSuggestion(id string) ApproveOption {
+	return func(v *permVerdict) { v.suggestions = append(v.suggestions, id) }
+}
+
 // Approve lets a waiting call run. It returns ErrNotPending when no call with
-// that id waits in that session.
+// that id waits in that session, and ErrUnknownSuggestion (the call still
+// waits) for a suggestion id the request did not offer.
 func (p *Permissions) Approve(session, callID string, opts ...ApproveOption) error {
 	v := permVerdict{approve: true}
 	for _, o := range opts {
@@ -327,15 +420,33 @@ func (p *Permissions) Reject(session, callID, reason string) error {
 func (p *Permissions) settle(session, callID string, v permVerdict) error {
 	p.mu.Lock()
 	pd, ok := p.pending[permKey{session, callID}]
-	if ok {
-		delete(p.pending, permKey{session, callID})
-	}
-	p.mu.Unlock()
 	if !ok {
+		p.mu.Unlock()
 		return fmt.Errorf("%w: %q in session %q", ErrNotPending, callID, session)
 	}
+	for _, id := range v.suggestions {
+		i := slices.IndexFunc(pd.req.Suggestions, func(s Suggestion) bool { return s.ID == id })
+		if i < 0 {
+			p.mu.Unlock()
+			return unknownSuggestion(id, callID, session, pd.req.Suggestions)
+		}
+		v.grants = append(v.grants, pd.req.Suggestions[i].Grant)
+	}
+	delete(p.pending, permKey{session, callID})
+	p.mu.Unlock()
 	pd.ch <- v
 	return nil
+}
+
+func unknownSuggestion(id, callID, session string, offered []Suggestion) error {
+	if len(offered) == 0 {
+		return fmt.Errorf("%w %q: the request for %q in session %q offers no suggestions; the call still waits", ErrUnknownSuggestion, id, callID, session)
+	}
+	ids := make([]string, len(offered))
+	for i, s := range offered {
+		ids[i] = fmt.Sprintf("%s (%s)", s.ID, s.Label)
+	}
+	return fmt.Errorf("%w %q: the request for %q in session %q offers %s; the call still waits", ErrUnknownSuggestion, id, callID, session, strings.Join(ids, ", "))
 }
 
 // Pending returns the approval requests waiting in a session ("" for all

@@ -79,6 +79,13 @@ type Spec struct {
 	// (see [OutputError]). Typed tools get it from their output type (see
 	// [NewTool]); setting it for one is an error.
 	OutputSchema json.RawMessage
+
+	// The tool's own permission check.
+
+	// CheckPermission, if set, is consulted by the permission interceptor
+	// before its rules, with the arguments the handler would receive; see
+	// [PermissionCheck]. Nothing else calls it.
+	CheckPermission PermissionCheck
 }
 
 // RawHandler runs a tool on validated JSON arguments. It returns the last

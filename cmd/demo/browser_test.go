@@ -99,23 +99,41 @@ func TestBrowser(t *testing.T) {
 
 	w := &watcher{t: t, ctx: ctx, failed: demoFailed, width: map[string]float64{}, streaming: map[string]bool{}}
 
-	// (c) The approval box of write_note: approve it.
+	// (c) The approval box of write_note shows the suggested rules as
+	// buttons: approve with "always allow write_note in this session".
 	snap := w.until("an approval box for write_note", 60*time.Second, func(s pageSnap) bool {
 		return s.approvable("write_note") != ""
 	})
 	note := snap.approvable("write_note")
 	t.Logf("%v: approval box for %s; progress seen: %v, streaming seen: %v", time.Since(start).Round(time.Millisecond), note, w.progress != "", w.streamed != "")
-	approve := chromedp.CSS(fmt.Sprintf(".call[data-call=%q] .approval button.approve", note))
-	if err := pageDo(ctx, 30*time.Second, chromedp.Click(approve)); err != nil {
-		t.Fatalf("clicking Approve: %v", err)
+	card, _ := snap.card(note)
+	const wantLabel = "Always allow write_note in this session"
+	suggestion := ""
+	var labels []string
+	for _, s := range card.Suggestions {
+		id, label, _ := strings.Cut(s, "|")
+		labels = append(labels, label)
+		if label == wantLabel {
+			suggestion = id
+		}
 	}
-	w.until(note+" succeeding after the approval", 60*time.Second, func(s pageSnap) bool {
+	if suggestion == "" || !slices.Contains(labels, "Allow write_note again with exactly these arguments") {
+		t.Fatalf("the approval box offers %q, want %q and the exact call", labels, wantLabel)
+	}
+	accept := chromedp.CSS(fmt.Sprintf(".call[data-call=%q] .approval button.suggestion[data-suggestion=%q]", note, suggestion))
+	if err := pageDo(ctx, 30*time.Second, chromedp.Click(accept)); err != nil {
+		t.Fatalf("clicking the suggestion: %v", err)
+	}
+	done := w.until(note+" succeeding after the approval", 60*time.Second, func(s pageSnap) bool {
 		c, ok := s.card(note)
 		if ok && c.State != "running" && c.State != "waiting" && c.State != "success" {
 			t.Fatalf("%s ended %s after the approval; result: %s", note, c.State, c.Text)
 		}
-		return ok && c.State == "success"
+		return ok && c.State == "success" && c.Approval != ""
 	})
+	if c, _ := done.card(note); c.Approval != "Approved: allowed for the rest of the session: write_note" {
+		t.Errorf("the decided approval says %q", c.Approval)
+	}
 
 	// (d) Reload in the middle of the run.
 	before := w.sample()
@@ -293,6 +311,10 @@ type cardSnap struct {
 	Text    string  `json:"text"`  // the start of the result
 	TextLen int     `json:"textLen"`
 	Approve bool    `json:"approve"` // an Approve button is there
+	// Suggestions are the suggested rules' buttons, "id|label".
+	Suggestions []string `json:"suggestions"`
+	// Approval is what a decided approval box says.
+	Approval string `json:"approval"`
 }
 
 const snapJS = `(() => {
@@ -312,6 +334,8 @@ const snapJS = `(() => {
 				text: t.slice(0, 200),
 				textLen: t.length,
 				approve: !!c.querySelector('.approval button.approve'),
+				suggestions: [...c.querySelectorAll('.approval button.suggestion')].map((b) => b.dataset.suggestion + '|' + b.textContent),
+				approval: (c.querySelector('.approval.decided .approval-title') || {}).textContent || '',
 			};
 		}),
 		groups: [...document.querySelectorAll('#groups li')].map((e) => e.textContent.trim()),

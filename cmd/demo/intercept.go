@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +21,8 @@ import (
 )
 
 // useInterceptors wraps every call, outermost first: permissions (read-only
-// tools and the meta tools run, anything else waits for a person), eviction
+// tools and the meta tools run, anything else waits for a person, and so
+// does any call that names a dangerous file such as .env or ~/.ssh), eviction
 // of results over 8 KiB, redaction of e-mail addresses and API keys, and
 // retries of transient failures.
 func useInterceptors(tk *toolkit.Toolkit) (*interceptors.Permissions, error) {
@@ -30,6 +32,7 @@ func useInterceptors(tk *toolkit.Toolkit) (*interceptors.Permissions, error) {
 			interceptors.Rule{Tool: groups.MetaTool, Decision: interceptors.Allow},
 			interceptors.Rule{Tool: skills.LoadTool, Decision: interceptors.Allow},
 		),
+		interceptors.WithRules(interceptors.DangerousFiles()...),
 		interceptors.WithApprovalTimeout(5*time.Minute),
 	)
 	// export_table (-large-result) makes a generated table larger than one
@@ -54,7 +57,9 @@ type decision struct {
 	args    json.RawMessage // edited arguments, or nil
 	reason  string          // why it was rejected
 	always  bool            // allow the tool for the rest of the session
-	who     string
+	// suggestion is the id of a suggested rule accepted with the approval.
+	suggestion string
+	who        string
 }
 
 // scriptedDecision approves, the way a person might after a look: it
@@ -156,7 +161,10 @@ func (d *approvalDesk) suspended(ctx context.Context, session string, c toolkit.
 }
 
 func (d *approvalDesk) askTerminal(ctx context.Context, session string, req interceptors.ApprovalRequest) error {
-	d.view.ask("  Approve? y = yes, a = always for this tool, other text = reject with that reason: ")
+	for i, s := range req.Suggestions {
+		d.view.printf("  %d = approve and %s\n", i+1, lowerFirst(s.Label))
+	}
+	d.view.ask("  Approve? y = yes, a = always for this tool, a number = yes with that rule, other text = reject with that reason: ")
 	line, err := d.readLine(ctx)
 	d.view.answered()
 	if ctx.Err() != nil {
@@ -171,8 +179,18 @@ func (d *approvalDesk) askTerminal(ctx context.Context, session string, req inte
 	case "a", "always":
 		return d.decide(session, req.CallID, decision{approve: true, always: true, who: "you"})
 	default:
+		if n, err := strconv.Atoi(line); err == nil && n >= 1 && n <= len(req.Suggestions) {
+			return d.decide(session, req.CallID, decision{approve: true, suggestion: req.Suggestions[n-1].ID, who: "you"})
+		}
 		return d.decide(session, req.CallID, decision{reason: line, who: "you"})
 	}
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
 }
 
 // decide hands a decision to the permissions interceptor.
@@ -185,6 +203,9 @@ func (d *approvalDesk) decide(session, call string, dec decision) error {
 		}
 		if dec.always {
 			opts = append(opts, interceptors.AlwaysAllow())
+		}
+		if dec.suggestion != "" {
+			opts = append(opts, interceptors.WithSuggestion(dec.suggestion))
 		}
 		err = d.perms.Approve(session, call, opts...)
 	} else {

@@ -68,3 +68,54 @@ func TestTerminalApprovals(t *testing.T) {
 		t.Errorf("asked %d times, want 3:\n%s", strings.Count(out.String(), "Approve?"), out.String())
 	}
 }
+
+// TestTerminalSuggestions: the terminal lists the suggested rules by
+// number; answering a number approves with that rule, which then lets the
+// same call run without a question, and only that call.
+func TestTerminalSuggestions(t *testing.T) {
+	tk := toolkit.New()
+	defer closeWithin(5*time.Second, tk.Close)
+	if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "write_note"}, func(_ context.Context, in struct {
+		Title string `json:"title"`
+	}) (string, error) {
+		return "written", nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	perms, err := useInterceptors(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	desk := &approvalDesk{perms: perms, mode: "terminal", view: newTermView(&out, false),
+		in: bufio.NewReader(strings.NewReader("1\nno\n"))}
+	sess, _ := tk.Session("t")
+	turn := func(id, args string) toolkit.Result {
+		run := sess.Start(context.Background(), []toolkit.Call{{ID: id, Name: "write_note", Args: []byte(args)}})
+		for r := range run.Results() {
+			if !r.Final() {
+				if err := desk.suspended(context.Background(), "t", r.Call); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return run.Wait()[0]
+	}
+	if r := turn("c1", `{"title":"x"}`); r.State != toolkit.StateSuccess {
+		t.Fatalf("c1: %s %q", r.State, r.Text())
+	}
+	if r := turn("c2", `{"title":"x"}`); r.State != toolkit.StateSuccess {
+		t.Fatalf("c2 (same call): %s %q", r.State, r.Text())
+	}
+	if r := turn("c3", `{"title":"y"}`); r.State != toolkit.StateDenied {
+		t.Fatalf("c3 (another call): %s %q", r.State, r.Text())
+	}
+	for _, want := range []string{"1 = approve and allow write_note again with exactly these arguments", "2 = approve and always allow write_note in this session"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), "Approve?"); n != 2 {
+		t.Errorf("asked %d times, want 2:\n%s", n, out.String())
+	}
+}

@@ -98,6 +98,8 @@ type approveBody struct {
 	Args    json.RawMessage `json:"args,omitempty"`
 	Reason  string          `json:"reason,omitempty"`
 	Always  bool            `json:"always,omitempty"`
+	// Suggestion is the id of a suggested rule to accept with the approval.
+	Suggestion string `json:"suggestion,omitempty"`
 }
 
 func (a *webApp) approve(w http.ResponseWriter, r *http.Request) {
@@ -131,14 +133,21 @@ func (a *webApp) approve(w http.ResponseWriter, r *http.Request) {
 	} else {
 		body.Args = nil
 	}
-	d := decision{approve: body.Approve, args: body.Args, reason: body.Reason, always: body.Always, who: "the web page"}
+	if body.Suggestion != "" && !body.Approve {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "a suggestion is accepted with an approval, not a rejection"})
+		return
+	}
+	d := decision{approve: body.Approve, args: body.Args, reason: body.Reason, always: body.Always, suggestion: body.Suggestion, who: "the web page"}
 	if !d.approve && d.reason == "" {
 		d.reason = "rejected on the web page"
 	}
 	if err := a.desk.decide(body.Session, body.Call, d); err != nil {
 		status := http.StatusInternalServerError
-		if errors.Is(err, interceptors.ErrNotPending) {
+		switch {
+		case errors.Is(err, interceptors.ErrNotPending):
 			status = http.StatusConflict
+		case errors.Is(err, interceptors.ErrUnknownSuggestion):
+			status = http.StatusBadRequest
 		}
 		writeJSON(w, status, map[string]string{"error": err.Error()})
 		return

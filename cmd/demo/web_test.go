@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/toolkit"
 )
 
 // FuzzApprove: whatever a browser (or anything else on the machine) posts
@@ -105,4 +106,86 @@ func TestRejectOnPage(t *testing.T) {
 		}
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// TestApproveSuggestionOnPage: the page's approve endpoint accepts a
+// suggested rule by id: an id the request did not offer is a 400 that
+// names the offered ones (the call still waits); an offered one approves
+// the call and its rule lets the next matching call run without asking.
+func TestApproveSuggestionOnPage(t *testing.T) {
+	tk := toolkit.New()
+	defer closeWithin(5*time.Second, tk.Close)
+	if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "write_note"}, func(_ context.Context, in struct {
+		Title string `json:"title"`
+	}) (string, error) {
+		return "saved " + in.Title, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	perms, err := useInterceptors(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := &webApp{desk: &approvalDesk{perms: perms, view: newTermView(io.Discard, false)}}
+	post := func(body string) (int, string) {
+		req := httptest.NewRequest(http.MethodPost, "/api/approve", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		app.approve(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	sess, _ := tk.Session("p")
+	run := sess.Start(context.Background(), []toolkit.Call{{ID: "c1", Name: "write_note", Args: []byte(`{"title":"a"}`)}})
+	var req interceptors.ApprovalRequest
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if p := perms.Pending("p"); len(p) == 1 {
+			req = p[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no approval request")
+		}
+	}
+	tool := ""
+	for _, s := range req.Suggestions {
+		if s.Label == "Always allow write_note in this session" {
+			tool = s.ID
+		}
+	}
+	if tool == "" {
+		t.Fatalf("suggestions %+v", req.Suggestions)
+	}
+	if code, body := post(`{"session":"p","call":"c1","approve":true,"suggestion":"tool-nope"}`); code != http.StatusBadRequest ||
+		!strings.Contains(body, "unknown suggestion") || !strings.Contains(body, tool) {
+		t.Fatalf("unknown id: %d %s", code, body)
+	}
+	if code, body := post(`{"session":"p","call":"c1","approve":false,"suggestion":"` + tool + `"}`); code != http.StatusBadRequest {
+		t.Fatalf("rejection with a suggestion: %d %s", code, body)
+	}
+	if code, body := post(`{"session":"p","call":"c1","approve":true,"suggestion":"` + tool + `"}`); code != http.StatusOK {
+		t.Fatalf("accepting %s: %d %s", tool, code, body)
+	}
+	if r := run.Wait()[0]; r.State != toolkit.StateSuccess {
+		t.Fatalf("c1: %s %q", r.State, r.Text())
+	}
+	// The rule holds: nothing answers now, so a request would hang the run
+	// until the test's deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if r := sess.Run(ctx, []toolkit.Call{{ID: "c2", Name: "write_note", Args: []byte(`{"title":"b"}`)}})[0]; r.State != toolkit.StateSuccess {
+		t.Fatalf("c2 after the rule: %s %q", r.State, r.Text())
+	}
+	// The dangerous-file presets still ask, rule or not.
+	run = sess.Start(context.Background(), []toolkit.Call{{ID: "c3", Name: "write_note", Args: []byte(`{"title":".bashrc"}`)}})
+	for deadline := time.Now().Add(10 * time.Second); len(perms.Pending("p")) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a title of .bashrc did not ask")
+		}
+	}
+	if code, body := post(`{"session":"p","call":"c3","approve":false,"reason":"no"}`); code != http.StatusOK {
+		t.Fatalf("reject: %d %s", code, body)
+	}
+	if r := run.Wait()[0]; r.State != toolkit.StateDenied {
+		t.Fatalf("c3: %s", r.State)
+	}
 }

@@ -808,26 +808,46 @@
     const sent = h('p', { class: 'approval-sent' });
     const approve = h('button', { class: 'approve', type: 'button', text: 'Approve' });
     const reject = h('button', { class: 'reject', type: 'button', text: 'Reject' });
-    const form = { ta, initial, reason, always, err, sent, approve, reject };
+    // Suggested rules: one click approves and adds the rule to the session.
+    const offered = (Array.isArray(a.suggestions) ? a.suggestions : []).filter((x) => isObj(x) && str(x.id) && str(x.label));
+    // A suggestion for the whole tool does what the checkbox does: one of them is enough.
+    const wholeTool = offered.some((x) => isObj(x.grant) && str(x.grant.tool) === tool && !str(x.grant.under) && x.grant.args === undefined);
+    const suggestions = offered
+      .map((x) => h('button', { class: 'suggestion', type: 'button', 'data-suggestion': str(x.id), title: 'Approve, and add this rule for the rest of the session', text: str(x.label) }));
+    const form = { ta, initial, reason, always, err, sent, approve, reject, suggestions };
     c.ui.approvalForm = form;
 
+    // editedArgs is the edited arguments, undefined when unchanged, or null
+    // (with the error shown) when they are not a JSON object.
+    const editedArgs = () => {
+      if (ta.value.trim() === initial.trim()) return undefined;
+      let args;
+      try {
+        args = JSON.parse(ta.value);
+      } catch (e) {
+        err.textContent = `The arguments are not valid JSON: ${e && e.message ? e.message : e}`;
+        return null;
+      }
+      if (!isObj(args)) {
+        err.textContent = 'The arguments must be a JSON object.';
+        return null;
+      }
+      return args;
+    };
     approve.addEventListener('click', () => {
       err.textContent = '';
-      let args;
-      if (ta.value.trim() !== initial.trim()) {
-        try {
-          args = JSON.parse(ta.value);
-        } catch (e) {
-          err.textContent = `The arguments are not valid JSON: ${e && e.message ? e.message : e}`;
-          return;
-        }
-        if (!isObj(args)) {
-          err.textContent = 'The arguments must be a JSON object.';
-          return;
-        }
-      }
+      const args = editedArgs();
+      if (args === null) return;
       decide(S, c, a, form, { approve: true, args, always: always.checked });
     });
+    for (const b of suggestions) {
+      b.addEventListener('click', () => {
+        err.textContent = '';
+        const args = editedArgs();
+        if (args === null) return;
+        decide(S, c, a, form, { approve: true, args, always: always.checked, suggestion: b.dataset.suggestion });
+      });
+    }
     reject.addEventListener('click', () => {
       err.textContent = '';
       decide(S, c, a, form, { approve: false, reason: reason.value.trim() });
@@ -843,16 +863,19 @@
       h('label', { class: 'approval-label' }, 'Arguments (edit before approving if you like)', ta),
       h('div', { class: 'approval-row' },
         approve,
-        h('label', { class: 'approval-check' }, always, ` always allow ${tool} in this session`)),
+        wholeTool ? null : h('label', { class: 'approval-check' }, always, ` always allow ${tool} in this session`)),
+      suggestions.length ? h('div', { class: 'approval-suggestions', role: 'group', 'aria-label': 'approve with a rule' },
+        h('span', { class: 'approval-suggestions-title', text: 'Or approve and allow:' }), ...suggestions) : null,
       h('div', { class: 'approval-row' }, reason, reject),
       err, sent);
   }
 
   async function decide(S, c, a, form, d) {
-    form.approve.disabled = true;
-    form.reject.disabled = true;
+    const buttons = [form.approve, form.reject, ...form.suggestions];
+    for (const b of buttons) b.disabled = true;
     form.sent.textContent = 'Sending…';
     const body = { session: str(a.session) || S.session, call: c.id, approve: d.approve, always: !!d.always };
+    if (d.approve && d.suggestion) body.suggestion = d.suggestion;
     if (d.approve && d.args !== undefined) body.args = d.args;
     if (!d.approve) body.reason = d.reason || '';
     try {
@@ -872,8 +895,7 @@
     } catch (e) {
       form.sent.textContent = '';
       form.err.textContent = e && e.message ? e.message : String(e);
-      form.approve.disabled = false;
-      form.reject.disabled = false;
+      for (const b of buttons) b.disabled = false;
     }
   }
 

@@ -1,0 +1,60 @@
+package interceptors
+
+import (
+	"encoding/json"
+	"path"
+	"strings"
+	"testing"
+)
+
+// FuzzGrantUnder: whatever path a call carries, a grant for paths under
+// "notes" covers it only if the path, read either way (a backslash as a
+// separator or as a character), is inside notes; and never with a NUL.
+func FuzzGrantUnder(f *testing.F) {
+	for _, s := range []string{"notes/a", "./notes/../etc", "./notes-evil", `notes\..\x`, "notes/./../../x", "/notes/a",
+		"notes", "notes/..", "notes/a/../../notes/b", "notes/\x00/../../x", "notes/a\x00", "Notes/a"} {
+		f.Add(s)
+	}
+	g := &sessionGrants{}
+	g.add(Grant{Tool: "write", Under: "notes"})
+	f.Fuzz(func(t *testing.T, p string) {
+		args, err := json.Marshal(map[string]string{"path": p})
+		if err != nil {
+			return
+		}
+		_, ok := g.covering("write", args)
+		if !ok {
+			return
+		}
+		for _, reading := range []string{p, strings.ReplaceAll(p, `\`, "/")} {
+			c := path.Clean(reading)
+			if c != "notes" && !strings.HasPrefix(c, "notes/") {
+				t.Fatalf("%q is covered by a grant under notes, but reads as %q", p, c)
+			}
+		}
+		if strings.ContainsRune(p, 0) {
+			t.Fatalf("%q (with a NUL) is covered", p)
+		}
+	})
+}
+
+// FuzzDangerCannot: the raw-text shortcut of the dangerous-file rule never
+// passes over arguments the rule matches once decoded (escapes, case,
+// non-ASCII letters that lower-case to ASCII ones).
+func FuzzDangerCannot(f *testing.F) {
+	for _, s := range []string{`{"path":".env"}`, `{"path":"\u002eenv"}`, `{"path":".\u0065nv"}`, `{"path":"server.\u212aey"}`,
+		`{"path":"server.` + "\u212a" + `ey"}`, `{"path":"A/.GIT/x"}`, `{"command":"cat ~/.ssh/id_rsa"}`, `{"path":"notes/a.md"}`,
+		`{"x":["\\.bashrc"]}`, `{"p":"c:\\users\\me\\.aws\\config"}`} {
+		f.Add(s)
+	}
+	rule := DangerousFiles()[0]
+	f.Fuzz(func(t *testing.T, raw string) {
+		var m map[string]any
+		if json.Unmarshal([]byte(raw), &m) != nil {
+			return
+		}
+		if dangerCannot(json.RawMessage(raw)) && rule.When(m) {
+			t.Fatalf("%s: skipped, but the rule matches it", raw)
+		}
+	})
+}
