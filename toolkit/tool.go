@@ -52,6 +52,14 @@ type Spec struct {
 	// Presets are arguments set by code. They are removed from the schema the
 	// model sees and override whatever the model sends for them.
 	Presets map[string]any
+
+	// Call path (issue 12, the end of a loop).
+
+	// ReturnDirect sends the tool's result straight to the user: a batch
+	// whose calls all succeeded on return-direct tools ends the agent loop
+	// ([Batch.Stop] reports [StopReturnDirect]) instead of going back to
+	// the model. A failed call goes back to the model, which can fix it.
+	ReturnDirect bool
 }
 
 // RawHandler runs a tool on validated JSON arguments. It returns the last
