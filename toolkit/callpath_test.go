@@ -153,7 +153,6 @@ func TestUnknownToolEmulated(t *testing.T) {
 	rec.Check(t)
 }
 
-
 // TestInterceptorCannotSwapAKnownTool: only unknown calls can be pointed at
 // another tool; swapping the tool of a known call fails the call, loudly.
 func TestInterceptorCannotSwapAKnownTool(t *testing.T) {
