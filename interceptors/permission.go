@@ -109,6 +109,8 @@ type ApprovalRequest struct {
 	Note string `json:"note,omitempty"`
 	// Expires is when a pending request stops waiting.
 	Expires time.Time `json:"expires,omitzero"`
+	// Calls, on a batch's request (CallID the batch id), are the calls asked about (batchapproval.go).
+	Calls []ApprovalRequest `json:"calls,omitempty"`
 }
 
 // Permissions decides, per call, whether a tool may run: by rules, then by a
@@ -228,6 +230,10 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 			msg += ": " + reason
 		}
 		return toolkit.Failure(toolkit.StateDenied, permWrap(ErrDenied, msg+". Do not call it again with these arguments; tell the user or find another way"))
+	}
+	if inv.Approved() { // a person approved it with its whole batch (batchapproval.go)
+		inv.Meta("approved", true)
+		return next(ctx, inv)
 	}
 	return p.ask(ctx, inv, next, reason)
 }

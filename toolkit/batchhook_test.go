@@ -242,6 +242,12 @@ func TestBatchEndEvent(t *testing.T) {
 		t.Fatalf("batch_end: %+v", body)
 	}
 	rec.Check(t)
+	// The published schema holds batch_end data to its shape.
+	bad := *last
+	bad.Data = json.RawMessage(`{"batch":"b","calls":[{"call":"c","tool":"t","state":"suspended"}],"duration_ms":1}`)
+	if err := testutil.ValidateEvent(events.AppendJSON(nil, &bad)); err == nil {
+		t.Fatal("the schema accepts a batch_end with a call still suspended")
+	}
 	// Off by default.
 	rec2 := &testutil.Recorder{}
 	tk2 := testutil.Kit(t, toolkit.WithInlineObserver(rec2))
