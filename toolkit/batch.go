@@ -55,11 +55,10 @@ type Batch struct {
 	done    chan struct{} // made on demand by Done
 	flush   flush
 	values  *sync.Map // interceptors' per-batch state, made on first use
-	stop    Stop      // why the agent loop must stop after the batch (stop.go)
+	stop    *Stop     // why the agent loop must stop after the batch (stop.go)
 
 	hooks    *batchHooks                 // the batch hooks when it started, nil without any (batchhook.go)
 	hookStop atomic.Pointer[func(error)] // ends the context of a running Before hook
-	begun    time.Time                   // when the batch was made, for batch_end events
 }
 
 // notice is one entry of a batch's completion log: a call's final result, or
@@ -104,9 +103,6 @@ func (s *Session) Run(ctx context.Context, calls []Call) []Result {
 func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 	tk := s.tk
 	b := &Batch{tk: tk, sess: s, seq: tk.batchSeq.Add(1), parent: ctx, obs: tk.observers.Load(), vis: tk.visibility(), hooks: tk.hooks.Load()}
-	if tk.opts.batchEnd {
-		b.begun = time.Now()
-	}
 	b.changed.L = &b.mu
 	if len(calls) == 1 {
 		b.calls, b.results, b.log = b.oneCall[:], b.oneResult[:], b.logBuf[:0]
@@ -143,9 +139,7 @@ func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 		}
 		if t, ok := reg.byName[in.Name]; ok {
 			c.tool = t
-		} else {
-			c.unknown = true // a resolver or an interceptor may know it (unknown.go)
-		}
+		} // else unknown: a resolver or an interceptor may know it (unknown.go)
 	}
 
 	b.counted = tk.track(b)

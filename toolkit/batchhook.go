@@ -151,8 +151,7 @@ func (p *BatchPlan) Rewrite(i int, name string, args json.RawMessage) {
 	}
 	if name != "" && name != c.call.Name {
 		c.call.Name = name
-		t, ok := p.b.tk.reg.Load().byName[name]
-		c.tool, c.unknown = t, !ok
+		c.tool = p.b.tk.reg.Load().byName[name] // nil: unknown
 	}
 }
 
@@ -168,15 +167,26 @@ func (p *BatchPlan) Approve(i int) {
 
 // Decide gives call i its outcome without running it: no interceptor and
 // no handler sees it, and its events are a start, the outcome's content as
-// deltas and the result. Use [Failure] for a refusal the model reads.
+// deltas and the result. Use [Failure] for a refusal the model reads. A
+// malformed call (a bad or duplicate id) keeps its own failure.
 func (p *BatchPlan) Decide(i int, out Outcome) {
 	if c := p.at(i); c != nil {
+		if _, malformed := c.preErr.(*callError); malformed {
+			return
+		}
 		if out.State == "" {
 			out.State = StateSuccess
 		}
-		c.decided = &out
+		c.preErr = &decided{out: out}
 	}
 }
+
+// decided is the outcome a batch hook gave a call, kept as its preErr: like
+// a call that fails before running, it touches nothing and runs in any
+// stage.
+type decided struct{ out Outcome }
+
+func (d *decided) Error() string { return "decided by a batch hook: " + d.out.Text() }
 
 // Deny refuses call i without running it: state denied, err the message
 // the model reads.
@@ -185,7 +195,11 @@ func (p *BatchPlan) Deny(i int, err error) { p.Decide(i, Failure(StateDenied, er
 // Decided reports whether call i already has an outcome (Decide, Deny).
 func (p *BatchPlan) Decided(i int) bool {
 	c := p.at(i)
-	return c != nil && c.decided != nil
+	if c == nil {
+		return false
+	}
+	_, ok := c.preErr.(*decided)
+	return ok
 }
 
 // Suspend tells whoever reads [Batch.Results] that the batch now waits for
@@ -199,7 +213,7 @@ func (p *BatchPlan) Suspend() {
 	}
 	p.suspended = true
 	for i := range p.b.calls {
-		if c := &p.b.calls[i]; c.decided == nil && c.preErr == nil {
+		if c := &p.b.calls[i]; c.preErr == nil {
 			p.b.notifySuspended(c)
 		}
 	}
@@ -284,8 +298,14 @@ func (b *Batch) emitBatchEnd() {
 	if s, ok := b.Stop(); ok {
 		body.Stop = &events.BatchStop{Reason: string(s.Reason), Detail: s.Detail, Call: s.Call}
 	}
-	if !b.begun.IsZero() {
-		body.DurationMS = float64(time.Since(b.begun)) / float64(time.Millisecond)
+	var first time.Time // the batch's time is from its first call's start
+	for _, r := range b.results {
+		if !r.Started.IsZero() && (first.IsZero() || r.Started.Before(first)) {
+			first = r.Started
+		}
+	}
+	if !first.IsZero() {
+		body.DurationMS = float64(time.Since(first)) / float64(time.Millisecond)
 	}
 	ev := &events.Event{Version: events.Version, Type: events.TypeBatchEnd, Session: b.sess.id, Time: time.Now(),
 		Data: events.AppendBatchEnd(nil, &body)}

@@ -23,24 +23,21 @@ import (
 type call struct {
 	*scope // the stage's scope, the call's context; c.cur under c.mu is where it runs now
 
-	batch   *Batch
-	stage   *stage
-	tool    *Tool // the registered tool; nil for an unknown one
-	exe     *Tool // the tool that runs: tool, or the variant the visibility resolved
-	preErr  error // why the call fails before running, if it does
-	decided *Outcome
-	call    Call
+	batch  *Batch
+	stage  *stage
+	tool   *Tool // the registered or resolved tool; nil for an unknown one
+	exe    *Tool // the tool that runs: tool, or the variant the visibility resolved
+	preErr error // why the call fails before running, if it does (*decided: a batch hook decided it)
+	call   Call
 
-	timeout time.Duration
-	index   int32       // in the batch
-	claimed atomic.Bool // a runner took the call, or it was finished waiting
-	counts  atomic.Bool // it counts against the parallelism cap (stage.go)
-	inline  bool        // executed by the run's driver
-	running bool        // c.mu
-	// unknown: no tool is registered under the call's name (and no resolver
-	// supplied one); approved: a batch hook approved the call; direct: it
-	// succeeded on a return-direct tool (set once, when final).
-	unknown, approved, direct bool
+	timeout  time.Duration
+	index    int32       // in the batch
+	claimed  atomic.Bool // a runner took the call, or it was finished waiting
+	counts   atomic.Bool // it counts against the parallelism cap (stage.go)
+	inline   bool        // executed by the run's driver
+	running  bool        // c.mu
+	approved bool        // a batch hook approved the call
+	direct   bool        // it succeeded on a return-direct tool (c.mu, set when final)
 
 	args prepared // the arguments the handler receives (c.mu once interceptors run)
 	em   stream.Emitter
@@ -66,12 +63,12 @@ type chained struct {
 // parallel reports whether the call may overlap its neighbours. Calls that
 // fail before running never touch anything, so they do not end a stage.
 func (c *call) parallel() bool {
-	if c.preErr != nil || c.decided != nil {
+	if c.preErr != nil {
 		return true
 	}
 	if c.tool == nil {
 		// A resolver may supply any tool at call time: the call runs alone.
-		return !c.unknown || c.batch.tk.opts.resolver == nil
+		return c.batch.tk.opts.resolver == nil
 	}
 	return c.tool.spec.ConcurrencySafe
 }
@@ -105,14 +102,14 @@ func (c *call) exec() bool {
 		return true
 	}
 	if c.preErr != nil {
+		if d, ok := c.preErr.(*decided); ok { // a batch hook gave the call its outcome
+			c.em.Init(c, c.observed())
+			return c.finishOutcome(d.out)
+		}
 		c.finish(StateError, nil, c.preErr)
 		return true
 	}
-	if c.decided != nil { // a batch hook gave the call its outcome
-		c.em.Init(c, c.observed())
-		return c.finishOutcome(*c.decided)
-	}
-	if c.unknown {
+	if c.tool == nil {
 		return c.execUnknown()
 	}
 	c.exe = c.tool

@@ -88,7 +88,7 @@ func (b *Batch) beginStage() *stage {
 	for k := range st.calls {
 		c := &st.calls[k]
 		c.stage = st
-		if c.unknown && c.preErr == nil && c.decided == nil {
+		if c.tool == nil && c.preErr == nil {
 			if r := b.tk.opts.resolver; r != nil && b.err() == nil {
 				c.resolve(b.parent, r) // alone in its stage: see call.parallel
 			}

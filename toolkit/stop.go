@@ -36,7 +36,10 @@ type Stop struct {
 func (b *Batch) Stop() (Stop, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.stop, b.stop.Reason != ""
+	if b.stop == nil {
+		return Stop{}, false
+	}
+	return *b.stop, true
 }
 
 // setStop records a request to stop the loop after the batch; the first
@@ -46,8 +49,8 @@ func (b *Batch) setStop(s Stop) {
 		return
 	}
 	b.mu.Lock()
-	if b.stop.Reason == "" {
-		b.stop = s
+	if b.stop == nil {
+		b.stop = &s
 	}
 	b.mu.Unlock()
 }

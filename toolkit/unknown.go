@@ -48,7 +48,7 @@ func (c *call) resolve(ctx context.Context, r ToolResolver) {
 		c.preErr = &callError{kind: ErrUnavailable, cause: err,
 			msg: fmt.Sprintf("tool %q could not be resolved: %v", truncate(c.call.Name, 80), err)}
 	case t != nil:
-		c.tool, c.unknown = t, false
+		c.tool = t
 	}
 }
 
