@@ -57,8 +57,8 @@ type Batch struct {
 	values  *sync.Map // interceptors' per-batch state, made on first use
 	stop    *Stop     // why the agent loop must stop after the batch (stop.go)
 
-	hooks    *batchHooks                 // the batch hooks when it started, nil without any (batchhook.go)
-	hookStop atomic.Pointer[func(error)] // ends the context of a running Before hook
+	hooks    *batchHooks                             // the batch hooks when it started, nil without any (batchhook.go)
+	hookStop atomic.Pointer[context.CancelCauseFunc] // ends the context of a running Before hook
 }
 
 // notice is one entry of a batch's completion log: a call's final result, or

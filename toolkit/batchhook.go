@@ -247,17 +247,15 @@ func (b *Batch) before() {
 		return // every call is reported interrupted without running
 	}
 	ctx, cancel := context.WithCancelCause(b.parent)
-	stop := func(err error) { cancel(err) }
-	b.hookStop.Store(&stop)
+	b.hookStop.Store(&cancel)
 	if err := b.err(); err != nil { // interrupted before hookStop was there
 		cancel(err)
 	}
 	p := &BatchPlan{b: b}
-	for _, h := range b.hooks.list {
-		if h.Before == nil || ctx.Err() != nil {
-			continue
+	for i := range b.hooks.list {
+		if h := &b.hooks.list[i]; h.Before != nil && ctx.Err() == nil {
+			b.runHook(h, ctx, p)
 		}
-		b.callHook(h.Name, "Before", func() { h.Before(ctx, p) })
 	}
 	b.hookStop.Store(nil)
 	cancel(nil)
@@ -265,23 +263,35 @@ func (b *Batch) before() {
 
 // after runs the After hooks once every call is final.
 func (b *Batch) after() {
-	ctx := context.WithoutCancel(b.parent)
-	for _, h := range b.hooks.list {
-		if h.After != nil {
-			b.callHook(h.Name, "After", func() { h.After(ctx, b, b.results) })
+	ctx := b.parent
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx) // its values, not its end
+	}
+	for i := range b.hooks.list {
+		if h := &b.hooks.list[i]; h.After != nil {
+			b.runHook(h, ctx, nil)
 		}
 	}
 }
 
-// callHook runs a hook, logging a panic instead of losing the batch.
-func (b *Batch) callHook(name, which string, f func()) {
+// runHook runs a hook's Before (with a plan) or After, logging a panic
+// instead of losing the batch.
+func (b *Batch) runHook(h *BatchHook, ctx context.Context, p *BatchPlan) {
 	defer func() {
 		if v := recover(); v != nil {
-			b.tk.log.Error().Str("run", b.ID()).Str("hook", name).Interface("panic", v).Bytes("stack", debug.Stack()).
+			which := "After"
+			if p != nil {
+				which = "Before"
+			}
+			b.tk.log.Error().Str("run", b.ID()).Str("hook", h.Name).Interface("panic", v).Bytes("stack", debug.Stack()).
 				Msgf("toolstream: batch hook %s panicked", which)
 		}
 	}()
-	f()
+	if p != nil {
+		h.Before(ctx, p)
+	} else {
+		h.After(ctx, b, b.results)
+	}
 }
 
 // emitBatchEnd sends the batch_end event; observers must take it before the

@@ -257,3 +257,20 @@ func TestBatchEndEvent(t *testing.T) {
 		t.Fatalf("%d batch_end events without WithBatchEndEvents", n)
 	}
 }
+
+// TestBatchHookPanics: a hook that panics loses nothing: the batch runs and
+// ends as without it.
+func TestBatchHookPanics(t *testing.T) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, sayTool(t, "a", toolkit.Spec{}))
+	_ = tk.UseBatchHook(toolkit.BatchHook{Name: "bad",
+		Before: func(context.Context, *toolkit.BatchPlan) { panic("before") },
+		After:  func(context.Context, *toolkit.Batch, []toolkit.Result) { panic("after") }})
+	rs := testutil.Run(t, tk, "s", testutil.Call("1", "a", `{"say":"hi"}`))
+	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "a: hi" {
+		t.Fatalf("%s %q", rs[0].State, rs[0].Text())
+	}
+	if err := tk.UseBatchHook(toolkit.BatchHook{Name: "empty"}); err == nil {
+		t.Fatal("a hook with nothing to run was accepted")
+	}
+}
