@@ -113,3 +113,30 @@ func TestFitBatchEnd(t *testing.T) {
 		t.Fatalf("no room at all: %v", err)
 	}
 }
+
+// FuzzDecodeBatchEnd: any data either is refused with ErrInvalidEvent or
+// decodes to a body that writes and reads back the same.
+func FuzzDecodeBatchEnd(f *testing.F) {
+	f.Add(`{"batch":"b","calls":[{"call":"c","tool":"t","state":"success"}],"duration_ms":1}`)
+	f.Add(`{"batch":"b","calls":null,"calls_omitted":2,"errors_omitted":true,"stop":{"reason":"return_direct"},"duration_ms":0}`)
+	f.Add(`{"batch":"b","calls":[{"call":"c","tool":"t","state":"error","error":"x\u2028<"}],"stop":{"reason":"call_limit","detail":"d","call":"c"},"duration_ms":1e-7}`)
+	f.Add(`{"batch":""}`)
+	f.Add(`null`)
+	f.Fuzz(func(t *testing.T, data string) {
+		b, err := events.DecodeBatchEnd(&events.Event{Type: events.TypeBatchEnd, Data: json.RawMessage(data)})
+		if err != nil {
+			if !errors.Is(err, events.ErrInvalidEvent) {
+				t.Fatalf("error without ErrInvalidEvent: %v", err)
+			}
+			return
+		}
+		out := events.AppendBatchEnd(nil, b)
+		b2, err := events.DecodeBatchEnd(&events.Event{Type: events.TypeBatchEnd, Data: out})
+		if err != nil {
+			t.Fatalf("%s: written as %s, refused: %v", data, out, err)
+		}
+		if again := events.AppendBatchEnd(nil, b2); string(again) != string(out) {
+			t.Fatalf("round trip differs:\n%s\n%s", out, again)
+		}
+	})
+}
