@@ -35,7 +35,8 @@ const BatchApprovalName = "batch-approval"
 //
 // Calls the rules deny or allow are left to the interceptor, which must be
 // installed too (tk.Use(p.Interceptor())): it still denies what the rules
-// deny. Use it with tk.UseBatchHook(p.BatchHook()).
+// deny, and asks per call about a tool a ToolResolver supplies only when
+// the call's turn comes. Use it with tk.UseBatchHook(p.BatchHook()).
 func (p *Permissions) BatchHook() toolkit.BatchHook {
 	return toolkit.BatchHook{Name: BatchApprovalName, Before: p.beforeBatch}
 }
