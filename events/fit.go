@@ -55,6 +55,8 @@ func Fit(ev *Event, max int) (out []Event, lossy bool, err error) {
 		out, lossy, err = fitResult(probe, max)
 	case ev.Type == TypeStart && ev.Start != nil:
 		out, lossy, err = fitStart(probe, max)
+	case ev.Type == TypeBatchEnd && ev.Call == "":
+		out, lossy, err = fitBatchEnd(probe, max)
 	default:
 		err = fmt.Errorf("%w: a %q event of %d bytes, at most %d allowed", ErrTooLarge, ev.Type, len(AppendJSON(nil, ev)), max)
 	}

@@ -30,6 +30,7 @@ type emulateConfig struct {
 	tools      []string
 	prompt     func(inv *toolkit.Invocation) string
 	noFallback bool
+	unknown    bool
 }
 
 // EmulateTools emulates only these tools (it sets the interceptor's
@@ -52,6 +53,12 @@ func EmulatePrompt(f func(inv *toolkit.Invocation) string) EmulateOption {
 // instead of running the real tool.
 func EmulateNoFallback() EmulateOption { return func(c *emulateConfig) { c.noFallback = true } }
 
+// EmulateUnknown also emulates calls of tools nobody registered (Spring AI
+// Alibaba's emulator does): a dry run of a tool that is not written yet.
+// With EmulateTools, only the names listed. The prompt gets the name and
+// the arguments only; a model failure gives the unknown-tool answer.
+func EmulateUnknown() EmulateOption { return func(c *emulateConfig) { c.unknown = true } }
+
 // Emulate returns an interceptor (named "emulator") that answers calls
 // with what model makes up instead of running the tool, for tests and
 // dry runs. The interceptors added after it and the tool itself do not
@@ -66,7 +73,7 @@ func Emulate(model Model, opts ...EmulateOption) toolkit.Interceptor {
 	for _, o := range opts {
 		o(cfg)
 	}
-	return toolkit.Interceptor{Name: EmulateName, Tools: cfg.tools, Intercept: cfg.intercept}
+	return toolkit.Interceptor{Name: EmulateName, Tools: cfg.tools, Intercept: cfg.intercept, Unknown: cfg.unknown}
 }
 
 // EmulatePromptFor is the default prompt of [Emulate]:

@@ -126,3 +126,31 @@ func TestEmulatePrompt(t *testing.T) {
 		t.Fatalf("prompts %q", got)
 	}
 }
+
+// TestEmulateUnknown: with EmulateUnknown, a tool nobody registered is
+// emulated too; without it, such a call gets the unknown-tool answer and
+// the model is not asked.
+func TestEmulateUnknown(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		m := &emuModel{reply: "a forecast"}
+		opts := []interceptors.EmulateOption{}
+		if on {
+			opts = append(opts, interceptors.EmulateUnknown())
+		}
+		tk, _, _ := emuFixture(t, interceptors.Emulate(m, opts...))
+		s := testutil.Session(t, tk, "s")
+		r := icRun(t, s, testutil.Call("c1", "forecast", `{"days":3}`))
+		if !on {
+			if !errors.Is(r.Err, toolkit.ErrUnknownTool) || len(m.seen()) != 0 {
+				t.Fatalf("without EmulateUnknown: %s %q, model asked %d times", r.State, r.Text(), len(m.seen()))
+			}
+			continue
+		}
+		if r.State != toolkit.StateSuccess || r.Text() != "a forecast" || r.Meta[interceptors.MetaEmulated] != true {
+			t.Fatalf("emulated unknown tool: %s %q %v", r.State, r.Text(), r.Meta)
+		}
+		if p := m.seen(); len(p) != 1 || !strings.Contains(p[0], "Tool: forecast\n") || !strings.Contains(p[0], `Arguments: {"days":3}`) {
+			t.Fatalf("prompt %q", p)
+		}
+	}
+}

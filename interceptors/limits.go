@@ -46,6 +46,15 @@ func (e *LimitError) Error() string {
 		who, e.Limit, times, e.Scope, total, has, it)
 }
 
+// summary says, for the user, which limit ended the run.
+func (e *LimitError) summary() string {
+	who := "tool calls"
+	if e.Tool != "" {
+		who = fmt.Sprintf("calls of %q", e.Tool)
+	}
+	return fmt.Sprintf("the run was stopped: %s are limited to %d per %s", who, e.Limit, e.Scope)
+}
+
 // Is makes errors.Is(err, ErrLimit) true.
 func (e *LimitError) Is(target error) bool { return target == ErrLimit }
 
@@ -64,9 +73,18 @@ type limitRule struct {
 }
 
 type limitConfig struct {
-	set   map[limitRuleKey]int
-	rules []*limitRule // per-tool rules first: their message is the more precise
+	set    map[limitRuleKey]int
+	rules  []*limitRule // per-tool rules first: their message is the more precise
+	endRun bool         // a call over a limit also ends the agent loop
 }
+
+// EndRun makes a call over a limit also end the run (Spring AI Alibaba's
+// ToolCallLimitHook with END, Spring AI's THROW): the call is refused as
+// usual, the batch's other calls run, and [toolkit.Batch.Stop] then reports
+// [toolkit.StopCallLimit] with a message for the user, so the agent loop
+// stops instead of asking the model again. Without it the model is told to
+// stop calling the tool and the loop goes on.
+func EndRun() LimitOption { return func(c *limitConfig) { c.endRun = true } }
 
 // PerSession limits the calls of all tools together in a session, across
 // its runs. A negative n removes the limit; 0 allows no call.
@@ -163,7 +181,11 @@ func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 			if r.session {
 				scope = "session"
 			}
-			return toolkit.Failure(toolkit.StateError, &LimitError{Tool: r.tool, Scope: scope, Limit: int(r.n)})
+			le := &LimitError{Tool: r.tool, Scope: scope, Limit: int(r.n)}
+			if cfg.endRun {
+				inv.StopLoop(toolkit.StopCallLimit, le.summary())
+			}
+			return toolkit.Failure(toolkit.StateError, le)
 		}
 		held = append(held, c)
 	}

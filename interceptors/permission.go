@@ -143,6 +143,8 @@ type ApprovalRequest struct {
 	Note string `json:"note,omitempty"`
 	// Expires is when a pending request stops waiting.
 	Expires time.Time `json:"expires,omitzero"`
+	// Calls, on a batch's request (CallID the batch id), are the calls asked about (batchapproval.go).
+	Calls []ApprovalRequest `json:"calls,omitempty"`
 }
 
 // Permissions decides, per call, whether a tool may run. In order:
@@ -228,10 +230,15 @@ type permDecision struct {
 }
 
 func (p *Permissions) decide(ctx context.Context, inv *toolkit.Invocation) permDecision {
-	spec := inv.Spec()
+	return p.decideFor(ctx, inv.SessionValues(), inv.Call.Name, inv.Call.Args, inv.Spec())
+}
+
+// decideFor is decide from the parts of a call, for the interceptor and for
+// the batch hook (batchapproval.go) alike: one order of checks for both.
+func (p *Permissions) decideFor(ctx context.Context, session *sync.Map, tool string, rawArgs json.RawMessage, spec toolkit.Spec) permDecision {
 	var own toolkit.Permission
 	if spec.CheckPermission != nil {
-		own = spec.CheckPermission(ctx, inv.Call.Args)
+		own = spec.CheckPermission(ctx, rawArgs)
 		if own.Decision == Deny {
 			return permDecision{decision: Deny, reason: own.Reason}
 		}
@@ -242,7 +249,7 @@ func (p *Permissions) decide(ctx context.Context, inv *toolkit.Invocation) permD
 	decoded := false
 	argsOf := func() map[string]any {
 		if !decoded {
-			_ = json.Unmarshal(inv.Call.Args, &args) // unparsable arguments match no When
+			_ = json.Unmarshal(rawArgs, &args) // unparsable arguments match no When
 			decoded = true
 		}
 		return args
@@ -250,10 +257,10 @@ func (p *Permissions) decide(ctx context.Context, inv *toolkit.Invocation) permD
 	var first *Rule
 	for i := range p.rules {
 		r := &p.rules[i]
-		if r.Firm && r.matches(inv.Call.Name, inv.Call.Args, argsOf) {
+		if r.Firm && r.matches(tool, rawArgs, argsOf) {
 			return permDecision{decision: r.Decision, reason: r.reason(argsOf), firm: true}
 		}
-		if first == nil && !r.Firm && r.matches(inv.Call.Name, inv.Call.Args, argsOf) {
+		if first == nil && !r.Firm && r.matches(tool, rawArgs, argsOf) {
 			first = r
 		}
 	}
@@ -264,16 +271,16 @@ func (p *Permissions) decide(ctx context.Context, inv *toolkit.Invocation) permD
 	case Allow:
 		return permDecision{decision: Allow}
 	case Ask:
-		if g, ok := p.granted(inv); ok {
+		if g, ok := granted(session, tool, rawArgs); ok {
 			return permDecision{decision: Allow, reason: "allowed for this session: " + grantLabel(g)}
 		}
 		reason := own.Reason
 		if reason == "" {
-			reason = fmt.Sprintf("tool %q asks for approval of this call", inv.Call.Name)
+			reason = fmt.Sprintf("tool %q asks for approval of this call", tool)
 		}
 		return permDecision{decision: Ask, reason: reason}
 	}
-	if g, ok := p.granted(inv); ok {
+	if g, ok := granted(session, tool, rawArgs); ok {
 		return permDecision{decision: Allow, reason: "allowed for this session: " + grantLabel(g)}
 	}
 	if first != nil {
@@ -283,16 +290,16 @@ func (p *Permissions) decide(ctx context.Context, inv *toolkit.Invocation) permD
 	if d == Allow {
 		return permDecision{decision: d} // no one reads the reason of an allowed call
 	}
-	return permDecision{decision: d, reason: modeReason(inv.Call.Name, spec)}
+	return permDecision{decision: d, reason: modeReason(tool, spec)}
 }
 
 // granted returns the session's grant that covers the call, if any.
-func (p *Permissions) granted(inv *toolkit.Invocation) (Grant, bool) {
-	v, ok := inv.SessionValues().Load(sessionGrantsKey{})
+func granted(session *sync.Map, tool string, rawArgs json.RawMessage) (Grant, bool) {
+	v, ok := session.Load(sessionGrantsKey{})
 	if !ok {
 		return Grant{}, false
 	}
-	return v.(*sessionGrants).covering(inv.Call.Name, inv.Call.Args)
+	return v.(*sessionGrants).covering(tool, rawArgs)
 }
 
 func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
@@ -306,6 +313,12 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 			msg += ": " + d.reason
 		}
 		return toolkit.Failure(toolkit.StateDenied, permWrap(ErrDenied, msg+". Do not call it again with these arguments; tell the user or find another way"))
+	}
+	if inv.Approved() {
+		// A person approved it with its whole batch (batchapproval.go), which
+		// asked with these same rules: what they deny stays denied above.
+		inv.Meta("approved", true)
+		return next(ctx, inv)
 	}
 	var suggestions []Suggestion
 	if !d.firm && p.suggest != nil {

@@ -17,6 +17,9 @@ import (
 // (a JSON string holding the object) are unwrapped. Errors are
 // *ArgumentError.
 func (t *Tool) PrepareArgs(raw json.RawMessage) (json.RawMessage, error) {
+	if t.args == nil { // the placeholder of an unknown call
+		return nil, &UnknownToolError{Name: t.spec.Name}
+	}
 	p, err := t.prepare(raw)
 	if err != nil {
 		return nil, err

@@ -56,6 +56,10 @@ type Batch struct {
 	done    chan struct{} // made on demand by Done
 	flush   flush
 	values  *sync.Map // interceptors' per-batch state, made on first use
+	stop    *Stop     // why the agent loop must stop after the batch (stop.go)
+
+	hooks    *batchHooks                             // the batch hooks when it started, nil without any (batchhook.go)
+	hookStop atomic.Pointer[context.CancelCauseFunc] // ends the context of a running Before hook
 }
 
 // notice is one entry of a batch's completion log: a call's final result, or
@@ -99,7 +103,7 @@ func (s *Session) Run(ctx context.Context, calls []Call) []Result {
 // newBatch prepares a batch: ids checked, tools looked up, nothing started.
 func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 	tk := s.tk
-	b := &Batch{tk: tk, sess: s, seq: tk.batchSeq.Add(1), parent: ctx, obs: tk.observerSet(), vis: tk.visibility()}
+	b := &Batch{tk: tk, sess: s, seq: tk.batchSeq.Add(1), parent: ctx, obs: tk.observerSet(), vis: tk.visibility(), hooks: tk.hooks.Load()}
 	b.changed.L = &b.mu
 	if len(calls) == 1 {
 		b.calls, b.results, b.log = b.oneCall[:], b.oneResult[:], b.logBuf[:0]
@@ -140,9 +144,7 @@ func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 		}
 		if t, ok := reg.byName[in.Name]; ok {
 			c.tool = t
-		} else if c.preErr == nil {
-			c.preErr = unknownTool(in.Name, reg.order)
-		}
+		} // else unknown: a resolver or an interceptor may know it (unknown.go)
 	}
 
 	b.counted = tk.track(b)
@@ -220,6 +222,9 @@ func (b *Batch) Cancel() { b.interrupt(nil) }
 // period.
 func (b *Batch) interrupt(cause error) {
 	b.setCause(cause)
+	if stop := b.hookStop.Load(); stop != nil {
+		(*stop)(b.err()) // a Before hook is running
+	}
 	if st := b.current.Load(); st != nil {
 		err := b.parent.Err()
 		if err == nil {
@@ -274,14 +279,14 @@ func (b *Batch) Done() <-chan struct{} {
 func (b *Batch) Results() iter.Seq[Result] {
 	return func(yield func(Result) bool) {
 		for i := 0; ; i++ {
-			n, ok := b.waitNotice(i)
+			n, call, ok := b.waitNotice(i)
 			if !ok {
 				return
 			}
 			var res Result
 			if n.suspended {
 				c := &b.calls[n.index]
-				res = Result{Call: c.call, State: StateSuspended, Started: c.startedAt()}
+				res = Result{Call: call, State: StateSuspended, Started: c.startedAt()}
 			} else {
 				res = b.results[n.index]
 			}
@@ -294,16 +299,21 @@ func (b *Batch) Results() iter.Seq[Result] {
 
 // waitNotice returns notice i of the completion log, waiting for it; false
 // once the batch is done without it.
-func (b *Batch) waitNotice(i int) (notice, bool) {
+func (b *Batch) waitNotice(i int) (notice, Call, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i >= len(b.log) && !b.ended {
 		b.changed.Wait()
 	}
 	if i < len(b.log) {
-		return b.log[i], true
+		n := b.log[i]
+		var c Call
+		if n.suspended { // read under b.mu: a batch hook may still rewrite it
+			c = b.calls[n.index].call
+		}
+		return n, c, true
 	}
-	return notice{}, false
+	return notice{}, Call{}, false
 }
 
 // Wait blocks until the batch is done and returns the final results in call
@@ -348,6 +358,13 @@ func (b *Batch) notifySuspended(c *call) { b.record(notice{index: c.index, suspe
 
 // end reports the batch done once observers have its result events.
 func (b *Batch) end() {
+	b.decideStop()
+	if b.hooks != nil {
+		b.after()
+	}
+	if b.tk.opts.batchEnd && !b.obs.empty() {
+		b.emitBatchEnd()
+	}
 	if fl := b.obs.flushers; len(fl) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), max(b.tk.opts.flushTimeout, time.Millisecond))
 		for _, f := range fl {

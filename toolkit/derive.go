@@ -38,6 +38,8 @@ type mergedObservers struct{ up, own, set *observerSet }
 //     whatever state they close over (a Permissions' pending approvals, an
 //     eviction store) is shared; state they keep per session or per batch
 //     is not, since sessions are the toolkit's own.
+//   - Batch hooks: the parent's as they are now; UseBatchHook afterwards
+//     changes that side only.
 //   - Visibility: the parent's as it is now, so by default a sub-agent sees
 //     what the parent's session of the same id sees, and a group it
 //     switches (reset_tools) is switched for both. Closing one of its
@@ -78,6 +80,7 @@ func (tk *Toolkit) Derive(opts ...Option) *Toolkit {
 	}
 	tk.icMu.Unlock()
 	kid.ics.Store(&interceptors{list: list})
+	kid.hooks.Store(tk.hooks.Load()) // an immutable snapshot: sharing it is copying it
 
 	tk.batchMu.Lock() // ordered with Close: a kid is either closed by it or born closed
 	closed := tk.closed.Load()

@@ -20,6 +20,13 @@
 // errors, panics, timeouts and cancellation all become error results that tell
 // the model what went wrong, and one bad call never affects the others.
 //
+// After a batch, [Batch.Stop] says whether the agent loop must end there
+// instead of asking the model again: every call succeeded on a tool with
+// Spec.ReturnDirect (its results are the answer for the user), or a call
+// limit or an interceptor said so. [BatchHook]s see whole batches before and
+// after they run; a [ToolResolver] and interceptors with Interceptor.Unknown
+// handle calls of tools nobody registered.
+//
 // Arguments are validated against the tool's schema before the handler runs;
 // problems are reported to the model one per line as "path: message". Optional
 // properties sent as null are dropped first, and schema defaults are filled in.

@@ -25,17 +25,19 @@ type call struct {
 
 	batch  *Batch
 	stage  *stage
-	tool   *Tool // the registered tool; nil for an unknown one
+	tool   *Tool // the registered or resolved tool; nil for an unknown one
 	exe    *Tool // the tool that runs: tool, or the variant the visibility resolved
-	preErr error // why the call fails before running, if it does
+	preErr error // why the call fails before running, if it does (*decided: a batch hook decided it)
 	call   Call
 
-	timeout time.Duration
-	index   int32       // in the batch
-	claimed atomic.Bool // a runner took the call, or it was finished waiting
-	counts  atomic.Bool // it counts against the parallelism cap (stage.go)
-	inline  bool        // executed by the run's driver
-	running bool        // c.mu
+	timeout  time.Duration
+	index    int32       // in the batch
+	claimed  atomic.Bool // a runner took the call, or it was finished waiting
+	counts   atomic.Bool // it counts against the parallelism cap (stage.go)
+	inline   bool        // executed by the run's driver
+	running  bool        // c.mu
+	approved bool        // a batch hook approved the call
+	direct   bool        // it succeeded on a return-direct tool (c.mu, set when final)
 
 	args prepared // the arguments the handler receives (c.mu once interceptors run)
 	em   stream.Emitter
@@ -61,7 +63,14 @@ type chained struct {
 // parallel reports whether the call may overlap its neighbours. Calls that
 // fail before running never touch anything, so they do not end a stage.
 func (c *call) parallel() bool {
-	return c.tool == nil || c.preErr != nil || c.tool.spec.ConcurrencySafe
+	if c.preErr != nil {
+		return true
+	}
+	if c.tool == nil {
+		// A resolver may supply any tool at call time: the call runs alone.
+		return c.batch.tk.opts.resolver == nil
+	}
+	return c.tool.spec.ConcurrencySafe
 }
 
 func (c *call) external() bool { return c.tool != nil && c.tool.spec.External }
@@ -93,8 +102,15 @@ func (c *call) exec() bool {
 		return true
 	}
 	if c.preErr != nil {
-		c.finish(StateError, nil, c.refinePreErr())
+		if d, ok := c.preErr.(*decided); ok { // a batch hook gave the call its outcome
+			c.em.Init(c, c.observed())
+			return c.finishOutcome(d.out)
+		}
+		c.finish(StateError, nil, c.preErr)
 		return true
+	}
+	if c.tool == nil {
+		return c.execUnknown()
 	}
 	c.exe = c.tool
 	if v := c.batch.vis; v != nil {
@@ -175,11 +191,11 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 		state, err := c.ctxFailure(ctx, nil)
 		return c.outcome(n, state, Part{}, nil, err)
 	}
-	args, err := c.argsFor(n, inv)
+	exe, args, err := c.argsFor(n, inv)
 	if err != nil {
 		return c.outcome(n, StateError, Part{}, nil, err)
 	}
-	if c.external() {
+	if exe.spec.External {
 		return c.waitExternal(ctx, n)
 	}
 	hctx := ctx // the first attempt's emitter is the call's own (call.Value)
@@ -188,7 +204,7 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 	} else if stream.From(ctx) != &c.em { // an interceptor's context not derived from the call's
 		hctx = stream.NewContext(ctx, &c.em)
 	}
-	one, parts, err := c.invoke(hctx, args)
+	one, parts, err := c.invoke(hctx, exe, args)
 	switch {
 	case err == nil:
 		out := c.outcome(n, StateSuccess, one, parts, nil)
@@ -217,35 +233,38 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 	}
 }
 
-// argsFor returns the arguments of attempt n. Arguments an interceptor
-// changed are prepared and checked again (and kept for the attempts after
-// it); so are those of a retried typed tool, whose input belongs to one run
-// of its handler.
-func (c *call) argsFor(n int, inv *Invocation) (prepared, error) {
+// argsFor returns the tool attempt n runs and its arguments. Arguments an
+// interceptor changed are prepared and checked again (and kept for the
+// attempts after it); so are those of a retried typed tool, whose input
+// belongs to one run of its handler.
+func (c *call) argsFor(n int, inv *Invocation) (*Tool, prepared, error) {
 	if inv == nil {
-		return c.args, nil
+		return c.exe, c.args, nil
 	}
 	c.mu.Lock()
-	args, prev := c.args, c.ic.argsJSON
+	exe, args, prev := c.exe, c.args, c.ic.argsJSON
 	c.mu.Unlock()
-	changed := !sameSlice(inv.Call.Args, prev)
-	if !changed && (n == 1 || c.exe.typed == nil) {
-		return args, nil
+	if inv.Tool != exe {
+		return exe, prepared{}, fmt.Errorf("toolkit: an interceptor changed the tool of a call to %q; only a call to an unknown tool can be pointed at another (see Interceptor.Unknown)", c.call.Name)
 	}
-	args, err := c.exe.prepare(inv.Call.Args)
+	changed := !sameSlice(inv.Call.Args, prev)
+	if !changed && (n == 1 || exe.typed == nil) {
+		return exe, args, nil
+	}
+	args, err := exe.prepare(inv.Call.Args)
 	if err != nil {
-		return prepared{}, err
+		return exe, prepared{}, err
 	}
 	if changed {
 		c.mu.Lock()
 		c.args, c.ic.argsJSON = args, inv.Call.Args
 		c.mu.Unlock()
 	}
-	return args, nil
+	return exe, args, nil
 }
 
 // invoke calls the handler, turning a panic into a *PanicError.
-func (c *call) invoke(ctx context.Context, args prepared) (one Part, parts []Part, err error) {
+func (c *call) invoke(ctx context.Context, exe *Tool, args prepared) (one Part, parts []Part, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
@@ -254,27 +273,13 @@ func (c *call) invoke(ctx context.Context, args prepared) (one Part, parts []Par
 			one, parts, err = Part{}, nil, &PanicError{Tool: c.call.Name, Value: v, Stack: stack}
 		}
 	}()
-	return c.exe.invoke(ctx, args)
+	return exe.invoke(ctx, args)
 }
 
 // sameSlice reports whether a is b (the same array and length, not merely
 // equal contents).
 func sameSlice[T any](a, b []T) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
-// refinePreErr lists, for an unknown tool, what this session can call rather
-// than everything registered.
-func (c *call) refinePreErr() error {
-	ue, ok := c.preErr.(*UnknownToolError)
-	if !ok || c.batch.vis == nil {
-		return c.preErr
-	}
-	tools, err := c.batch.sess.Tools(c)
-	if err != nil {
-		return c.preErr
-	}
-	return unknownTool(ue.Name, tools)
 }
 
 // abandon reports a running call whose context ended and whose handler did
@@ -343,6 +348,7 @@ func (c *call) finishOutcome(out Outcome) bool {
 	if state == "" {
 		state = StateSuccess
 	}
+	c.direct = state == StateSuccess && c.exe != nil && c.exe.spec.ReturnDirect
 	c.complete(state, out.Err)
 	return true
 }

@@ -20,9 +20,9 @@ import (
 //
 // Interceptors run in the order they were added: the first added is the
 // outermost. They run only for calls that reached a tool with valid
-// arguments (not for unknown tools, malformed calls, calls a Visibility
-// refused or arguments the tool's schema refused), and inside the call's
-// deadline. Every interceptor sees in Invocation.Call.Args exactly the
+// arguments (not for malformed calls, calls a Visibility refused or
+// arguments the tool's schema refused; unknown tools only for interceptors
+// that ask to see them, see Unknown), and inside the call's deadline. Every interceptor sees in Invocation.Call.Args exactly the
 // arguments the handler will receive: unwrapped if the model encoded them
 // twice, with presets applied, optional nulls dropped, defaults filled in
 // and validated.
@@ -37,6 +37,19 @@ type Interceptor struct {
 	Match func(t *Tool) bool
 	// Intercept does the work.
 	Intercept func(ctx context.Context, inv *Invocation, next Handler) Outcome
+
+	// Unknown makes the interceptor also wrap calls to tools that are not
+	// registered (and that no ToolResolver supplied): Invocation.Unknown
+	// reports them, Invocation.Tool is a placeholder with only the name,
+	// Call.Args are the model's own, and next gives the unknown-tool
+	// answer. Such an interceptor may answer the call itself (emulate a
+	// missing tool) or set Invocation.Tool to a tool and call next (alias a
+	// renamed one): the arguments are then prepared and validated against
+	// that tool, and the call goes on through the other interceptors that
+	// apply to it. For unknown calls, the interceptors with Unknown run
+	// first, in their order. Tools and Match filter unknown calls too (by
+	// the called name, and on the placeholder).
+	Unknown bool
 }
 
 // Handler runs an invocation: the next interceptor, or the tool itself at
@@ -83,7 +96,9 @@ type Invocation struct {
 	// checked against the tool's schema again before the tool runs, and a
 	// call whose new arguments are invalid fails without running.
 	Call Call
-	// Tool is the tool called.
+	// Tool is the tool called: for a call to an unknown tool, a
+	// placeholder (see Unknown) that an interceptor may replace with the
+	// tool to run in its place. Only then may it be changed.
 	Tool *Tool
 
 	c *call
@@ -325,15 +340,23 @@ func (tk *Toolkit) chainFor(t *Tool) Handler {
 			return b.h
 		}
 	}
+	h := buildChain(snap.list, t, false)
+	snap.chains.Store(t.spec.Name, &builtChain{tool: t, gen: gen, h: h})
+	return h
+}
+
+// buildChain wraps the tool's core in the interceptors of list that are on
+// and apply to t, skipping those that wrap unknown calls when the call
+// already went through them (an unknown call pointed at t).
+func buildChain(list []*registered, t *Tool, skipUnknown bool) Handler {
 	h := Handler(runCore)
-	for i := len(snap.list) - 1; i >= 0; i-- {
-		r := snap.list[i]
-		if !r.on.Load() || !r.applies(t) {
+	for i := len(list) - 1; i >= 0; i-- {
+		r := list[i]
+		if !r.on.Load() || skipUnknown && r.Unknown || !r.applies(t) {
 			continue
 		}
 		ic, next := r.Intercept, h
 		h = func(ctx context.Context, inv *Invocation) Outcome { return ic(ctx, inv, next) }
 	}
-	snap.chains.Store(t.spec.Name, &builtChain{tool: t, gen: gen, h: h})
 	return h
 }

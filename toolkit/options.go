@@ -31,6 +31,8 @@ type options struct {
 	flushTimeout  time.Duration
 	cancelGrace   time.Duration
 	observerQueue int
+	resolver      ToolResolver // tools for unknown names (unknown.go)
+	batchEnd      bool         // batch_end events (batchhook.go)
 }
 
 func defaultOptions() options {

@@ -163,11 +163,17 @@ func (s *Session) Emit(typ events.Type, data any) error {
 		return fmt.Errorf("toolkit: session event %q: %w", typ, err)
 	}
 	ev := &events.Event{Version: events.Version, Type: typ, Session: s.id, Time: time.Now(), Data: body}
+	s.dispatch(obs, ev, nil)
+	return nil
+}
+
+// dispatch numbers a session-level event and hands it to the observers; f,
+// if set, counts it until each asynchronous observer has it.
+func (s *Session) dispatch(obs *observerSet, ev *events.Event, f *flush) {
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock() // numbering and delivery in the same order
 	ev.Seq = s.seq.Add(1)
-	obs.dispatch(s.tk, ev, nil)
-	return nil
+	obs.dispatch(s.tk, ev, f)
 }
 
 // suspend parks a call until Submit. It fails when the id is taken.

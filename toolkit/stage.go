@@ -42,6 +42,9 @@ type stage struct {
 
 // drive runs the stages in order on the calling goroutine.
 func (b *Batch) drive() {
+	if b.next == 0 && b.hooks != nil {
+		b.before() // once: takeOver drives on from a later stage
+	}
 	for b.next < len(b.calls) {
 		st := b.beginStage()
 		if !st.runCalls(true) {
@@ -85,6 +88,11 @@ func (b *Batch) beginStage() *stage {
 	for k := range st.calls {
 		c := &st.calls[k]
 		c.stage = st
+		if c.tool == nil && c.preErr == nil {
+			if r := b.tk.opts.resolver; r != nil && b.err() == nil {
+				c.resolve(b.parent, r) // alone in its stage: see call.parallel
+			}
+		}
 		c.setTimeout()
 		s := st.scopeFor(c.timeout)
 		c.scope, c.cur = s, s

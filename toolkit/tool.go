@@ -86,6 +86,14 @@ type Spec struct {
 	// before its rules, with the arguments the handler would receive; see
 	// [PermissionCheck]. Nothing else calls it.
 	CheckPermission PermissionCheck
+
+	// The end of an agent loop.
+
+	// ReturnDirect sends the tool's result straight to the user: a batch
+	// whose calls all succeeded on return-direct tools ends the agent loop
+	// ([Batch.Stop] reports [StopReturnDirect]) instead of going back to
+	// the model. A failed call goes back to the model, which can fix it.
+	ReturnDirect bool
 }
 
 // RawHandler runs a tool on validated JSON arguments. It returns the last

@@ -25,7 +25,8 @@ type Toolkit struct {
 	visMu     sync.Mutex
 	icMu      sync.Mutex
 	ics       atomic.Pointer[interceptors]
-	icGen     atomic.Uint64 // bumped when an interceptor is switched on or off
+	icGen     atomic.Uint64              // bumped when an interceptor is switched on or off
+	hooks     atomic.Pointer[batchHooks] // nil without batch hooks (batchhook.go)
 
 	sessMu   sync.Mutex
 	sessions map[string]*Session

@@ -67,8 +67,10 @@ func (a *agent) run(ctx context.Context, task string) (runSummary, error) {
 	var sum runSummary
 	start := time.Now()
 	system := systemPrompt
-	if frag := strings.TrimSpace(a.loader.Prompt(a.sess.ID())); frag != "" {
-		system += "\n\n" + frag
+	if a.loader != nil {
+		if frag := strings.TrimSpace(a.loader.Prompt(a.sess.ID())); frag != "" {
+			system += "\n\n" + frag
+		}
 	}
 	conv := []Message{{Role: RoleSystem, Text: system}, {Role: RoleUser, Text: task}}
 	a.view.user(task)
@@ -97,13 +99,18 @@ func (a *agent) run(ctx context.Context, task string) (runSummary, error) {
 			a.view.answer(n, turn)
 			break
 		}
-		results, err := a.runTurn(ctx, n, defs, turn)
+		results, stop, err := a.runTurn(ctx, n, defs, turn)
 		if err != nil {
 			return sum, err
 		}
 		sum.Results = append(sum.Results, results...)
 		for _, r := range results {
 			conv = append(conv, Message{Role: RoleTool, CallID: r.Call.ID, Text: r.Text()})
+		}
+		if stop.Reason != "" { // the batch ends the loop (loopstop.go)
+			sum.Answer = loopAnswer(stop, results)
+			a.view.printf("\n=== The loop stops after turn %d (%s): %s ===\n", n, stop.Reason, safeText(sum.Answer))
+			break
 		}
 	}
 	sum.Took = time.Since(start)
@@ -141,7 +148,7 @@ func (a *agent) emitTurn(n int, t Turn) {
 // runTurn runs one turn's calls: approvals and external answers are
 // handled as the calls suspend, and a turn the watching person stops is
 // cancelled after its StopAfter.
-func (a *agent) runTurn(ctx context.Context, n int, defs []toolkit.Definition, t Turn) ([]toolkit.Result, error) {
+func (a *agent) runTurn(ctx context.Context, n int, defs []toolkit.Definition, t Turn) ([]toolkit.Result, toolkit.Stop, error) {
 	a.view.turn(n, t, defs)
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -159,7 +166,7 @@ func (a *agent) runTurn(ctx context.Context, n int, defs []toolkit.Definition, t
 			if err := a.desk.suspended(ctx, a.sess.ID(), res.Call); err != nil {
 				cancel()
 				run.Wait()
-				return nil, a.interrupted(ctx, n, "while waiting for an approval", err)
+				return nil, toolkit.Stop{}, a.interrupted(ctx, n, "while waiting for an approval", err)
 			}
 		}
 	}
@@ -171,8 +178,9 @@ func (a *agent) runTurn(ctx context.Context, n int, defs []toolkit.Definition, t
 				stopped++
 			}
 		}
-		return nil, &stopError{turn: n, where: fmt.Sprintf("%d of its %d calls interrupted", stopped, len(results)), err: ctx.Err()}
+		return nil, toolkit.Stop{}, &stopError{turn: n, where: fmt.Sprintf("%d of its %d calls interrupted", stopped, len(results)), err: ctx.Err()}
 	}
 	a.view.results(results, time.Since(start))
-	return results, nil
+	stop, _ := run.Stop() // a return-direct batch, a call limit that ends the run
+	return results, stop, nil
 }

@@ -87,6 +87,7 @@ type approvalDesk struct {
 
 	mu      sync.Mutex
 	reading chan readResult // the line being read from in, if any
+	batches map[string]bool // batch approvals shown (batchapproval.go)
 }
 
 type readResult struct {
@@ -135,7 +136,7 @@ func (d *approvalDesk) suspended(ctx context.Context, session string, c toolkit.
 		}
 	}
 	if req == nil {
-		return nil
+		return d.suspendedInBatch(ctx, session, c)
 	}
 	d.view.printf("  approval %-8s %s %s asks: %s\n", c.ID, req.Tool, req.Args, req.Reason)
 	switch d.mode {

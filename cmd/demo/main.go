@@ -129,6 +129,7 @@ type config struct {
 	plain                       bool
 	speed                       float64
 	approve                     string
+	approveBatches              bool
 	model, baseURL, apiKey      string
 	maxTurns                    int
 	largeMiB                    int
@@ -160,6 +161,7 @@ func parseFlags(args []string, stdin io.Reader, stdout io.Writer) (*config, erro
 	fs.BoolVar(&c.once, "once", !interactive, "exit after the run instead of keeping the page up until Ctrl-C (on by default when stdout is not a terminal)")
 	fs.Float64Var(&c.speed, "speed", 1, "pace of the scripted run: 1 is easy to watch, 4 is faster, 0 runs flat out (0, or 0.01 and more)")
 	fs.StringVar(&c.approve, "approve", "auto", "who answers approval requests: auto (the scripted agent, after a pause in which the page can answer first), page (only the web page), terminal (you, here; needs a terminal on stdin)")
+	fs.BoolVar(&c.approveBatches, "approve-batches", false, "ask once per batch: a batch with calls that need approval waits, before any of its calls runs, for one decision on the whole batch")
 	fs.BoolVar(&c.plain, "plain", false, "print plain lines even on a terminal (no live progress bars)")
 	fs.BoolVar(&c.verbose, "v", false, "log every call (zerolog, to stderr)")
 	fs.StringVar(&c.model, "model", "", "drive the loop with this model through an OpenAI-compatible API (default $OPENAI_MODEL); without an API key the scripted model runs")
@@ -363,6 +365,11 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	perms, err := useInterceptors(tk)
 	if err != nil {
 		return err
+	}
+	if cfg.approveBatches {
+		if err := tk.UseBatchHook(perms.BatchHook()); err != nil {
+			return err
+		}
 	}
 	sess, err := tk.Session(cfg.session)
 	if err != nil {

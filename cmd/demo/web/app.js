@@ -427,6 +427,7 @@
       c.activeSeq = Math.max(c.activeSeq, c.suspendSeq, seq || 0);
     }
     if (c.tool === '' && str(d.tool)) c.tool = str(d.tool);
+    if (Array.isArray(d.calls)) c.batch = true; // a whole batch's request: its card has no call events
     if (!c.hasArgs && d.args !== undefined) setArgs(c, d.args);
   }
 
@@ -485,6 +486,7 @@
 
   function callState(c) {
     if (c.result) return str(c.result.state) || 'error';
+    if (c.batch && c.approval && c.approval.status !== 'pending') return c.approval.status === 'approved' ? 'success' : 'denied';
     if (c.approval && c.approval.status === 'pending') return 'waiting';
     if (c.suspendSeq > c.activeSeq) return 'waiting';
     if (c.activeSeq > 0 || c.suspendSeq > 0 || c.deltas.length) return 'running';

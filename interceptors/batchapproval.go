@@ -1,0 +1,178 @@
+package interceptors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// BatchApprovalName is the name of the batch hook [Permissions.BatchHook]
+// returns.
+const BatchApprovalName = "batch-approval"
+
+// BatchHook returns a batch hook (named "batch-approval") that asks a
+// person once for a whole batch instead of once per call (Solon AI's HITL
+// batch suspension): before any call of a batch runs, the permission rules
+// and mode are applied to each call, and if some would ask, the batch waits
+// for one decision on all of them. The request is an ordinary approval:
+// the same "approval" event type and [ApprovalRequest] (session-level, its
+// CallID the batch's id, Calls the calls asked about, Args an object of
+// their arguments by call id), listed by Pending, answered with Approve or
+// Reject given the batch id, within the approval timeout.
+//
+//   - Approved: the calls run without being asked again
+//     ([toolkit.Invocation.Approved]); AlwaysAllow allows their tools for the
+//     rest of the session; WithArgs takes an object of new arguments by call
+//     id (the request's Args, edited).
+//   - Rejected, or no decision in time: the calls asked about are denied
+//     with the person's reason; the batch's other calls run.
+//
+// Calls the rules deny or allow are left to the interceptor, which must be
+// installed too (tk.Use(p.Interceptor())): it still denies what the rules
+// deny, and asks per call about a tool a ToolResolver supplies only when
+// the call's turn comes. Use it with tk.UseBatchHook(p.BatchHook()).
+func (p *Permissions) BatchHook() toolkit.BatchHook {
+	return toolkit.BatchHook{Name: BatchApprovalName, Before: p.beforeBatch}
+}
+
+func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) {
+	session := plan.Session().ID()
+	var asked []int
+	var reqs []ApprovalRequest
+	var tools []string
+	for i := range plan.Len() {
+		t := plan.Tool(i)
+		if t == nil || plan.Decided(i) {
+			continue // unknown tools and decided calls have nothing to approve
+		}
+		c := plan.Call(i)
+		d := p.decideFor(ctx, plan.SessionValues(), c.Name, c.Args, t.Spec())
+		if d.decision != Ask {
+			continue
+		}
+		reason := d.reason
+		asked = append(asked, i)
+		reqs = append(reqs, ApprovalRequest{Session: session, CallID: c.ID, Tool: c.Name, Args: c.Args, Reason: reason, Status: "pending"})
+		if !slices.Contains(tools, c.Name) {
+			tools = append(tools, c.Name)
+		}
+	}
+	if len(asked) == 0 {
+		return
+	}
+	batchID := plan.Batch().ID()
+	args := make(map[string]json.RawMessage, len(reqs))
+	for _, r := range reqs {
+		args[r.CallID] = r.Args
+		if len(r.Args) == 0 {
+			args[r.CallID] = json.RawMessage(`{}`)
+		}
+	}
+	argsJSON, _ := json.Marshal(args) // raw messages the model sent: valid JSON
+	key := permKey{session, batchID}
+	pd := &permPending{ch: make(chan permVerdict, 1), req: ApprovalRequest{
+		Session: session, CallID: batchID, Tool: strings.Join(tools, ", "), Args: argsJSON,
+		Reason: batchReason(reqs, plan.Len()), Status: "pending", Expires: time.Now().Add(p.wait), Calls: reqs,
+	}}
+	p.mu.Lock()
+	p.pending[key] = pd
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.pending, key)
+		p.mu.Unlock()
+	}()
+
+	plan.Suspend()
+	_ = plan.Emit(ApprovalEvent, pd.req)
+	timer := time.NewTimer(p.wait)
+	defer timer.Stop()
+	deny := func(err func(tool string) error) {
+		for _, i := range asked {
+			plan.Deny(i, err(plan.Call(i).Name))
+		}
+	}
+	announce := func(status, note string) {
+		req := pd.req
+		req.Status, req.Note, req.Expires = status, note, time.Time{}
+		_ = plan.Emit(ApprovalEvent, req)
+	}
+	var v permVerdict
+	select {
+	case v = <-pd.ch:
+	case <-timer.C:
+		announce("expired", fmt.Sprintf("no decision within %v", p.wait))
+		deny(func(tool string) error {
+			return fmt.Errorf("%w: nobody approved this batch of calls (with this call of %q) within %v, so it did not run. Ask the user before trying again",
+				ErrNoDecision, tool, p.wait)
+		})
+		return
+	case <-ctx.Done():
+		return // the batch was cancelled: its calls are interrupted
+	}
+	if !v.approve {
+		announce("rejected", v.reason)
+		deny(func(tool string) error {
+			msg := fmt.Sprintf("the user rejected this batch of calls, with this call of %q", tool)
+			if v.reason != "" {
+				msg += ": " + v.reason
+			}
+			return permWrap(ErrRejected, msg+". Do not retry it as it was; follow the user's reason")
+		})
+		return
+	}
+	var notes []string
+	if v.args != nil {
+		notes = append(notes, applyBatchEdits(plan, asked, v.args)...)
+	}
+	if v.always {
+		grants := loadOrNew(plan.SessionValues(), sessionGrantsKey{}, func() *sessionGrants { return &sessionGrants{} })
+		for _, t := range tools {
+			grants.add(Grant{Tool: t})
+		}
+		notes = append(notes, fmt.Sprintf("allowed for the rest of the session: %s", strings.Join(tools, ", ")))
+	}
+	for _, i := range asked {
+		plan.Approve(i)
+	}
+	announce("approved", strings.Join(notes, "; "))
+}
+
+// batchReason says why a batch waits, for the person.
+func batchReason(reqs []ApprovalRequest, n int) string {
+	calls := "call"
+	if len(reqs) > 1 {
+		calls = "calls"
+	}
+	parts := make([]string, len(reqs))
+	for i, r := range reqs {
+		parts[i] = fmt.Sprintf("%s (%s): %s", r.Tool, r.CallID, r.Reason)
+	}
+	return fmt.Sprintf("%d %s of a batch of %d need approval, asked once for the batch: %s", len(reqs), calls, n, strings.Join(parts, "; "))
+}
+
+// applyBatchEdits applies edited arguments, an object of call id to new
+// arguments (the request's Args, edited), to the calls asked about; it
+// returns notes on what it did and what it could not use.
+func applyBatchEdits(plan *toolkit.BatchPlan, asked []int, raw json.RawMessage) []string {
+	var edits map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &edits); err != nil {
+		return []string{fmt.Sprintf("edited arguments not applied: not an object of arguments by call id: %v", err)}
+	}
+	var notes []string
+	for _, i := range asked {
+		c := plan.Call(i)
+		a, ok := edits[c.ID]
+		if !ok || string(a) == string(c.Args) {
+			continue
+		}
+		plan.Rewrite(i, "", a) // checked against the tool's schema when the call starts
+		notes = append(notes, fmt.Sprintf("arguments of %s edited", c.ID))
+	}
+	return notes
+}

@@ -1,0 +1,41 @@
+package toolkit_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// BenchmarkRunBatchHook is BenchmarkRun/noop-1 with a batch hook installed
+// (Before and After that do nothing) and without one, side by side: what a
+// batch hook costs when there is one (nothing is paid without one:
+// BenchmarkRun).
+func BenchmarkRunBatchHook(b *testing.B) {
+	for _, hooked := range []bool{false, true} {
+		name := "none"
+		if hooked {
+			name = "before-after"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, _ := benchKit(b)
+			if hooked {
+				err := s.Toolkit().UseBatchHook(toolkit.BatchHook{Name: "nop",
+					Before: func(context.Context, *toolkit.BatchPlan) {},
+					After:  func(context.Context, *toolkit.Batch, []toolkit.Result) {}})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			calls := []toolkit.Call{{ID: "c0", Name: "noop", Args: json.RawMessage(`{}`)}}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if rs := s.Run(ctx, calls); rs[0].State != toolkit.StateSuccess {
+					b.Fatal(rs[0].Err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,129 @@
+package toolkit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// A ToolResolver supplies a tool for a call whose name nobody registered,
+// when the call's turn comes (Spring AI's ToolCallbackResolver, eino's
+// UnknownToolsHandler): a tool loaded on demand, a renamed tool under its
+// old name, a remote tool discovered late. It returns nil and no error to
+// leave the call unknown (interceptors with Unknown set may still handle
+// it, else the model gets the unknown-tool answer), or an error the model
+// reads. The tool it returns is not registered: it runs for this call only,
+// its arguments prepared and validated against its own schema like any
+// call's, through the interceptors that apply to it and the session's
+// Visibility. Its name may differ from the call's.
+//
+// The resolver is asked on the goroutine that drives the batch, with the
+// batch's context, just before the call's stage begins (so it sees what the
+// calls before it did). A call to an unknown name therefore runs alone in
+// its stage when a resolver is installed.
+type ToolResolver func(ctx context.Context, s *Session, call Call) (*Tool, error)
+
+// WithToolResolver installs a resolver for calls to tools nobody
+// registered; see [ToolResolver].
+func WithToolResolver(r ToolResolver) Option { return func(o *options) { o.resolver = r } }
+
+// Unknown reports whether the call names a tool that is neither registered
+// nor supplied by a resolver: Tool is then a placeholder that has only the
+// called name (Spec().Name) and that no handler runs. Only interceptors
+// with Unknown set see such calls.
+func (inv *Invocation) Unknown() bool { return inv.Tool == nil || inv.Tool.args == nil }
+
+// resolve asks the toolkit's resolver for the tool of an unknown call.
+func (c *call) resolve(ctx context.Context, r ToolResolver) {
+	t, err := func() (t *Tool, err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				err = fmt.Errorf("the tool resolver panicked: %v", v)
+			}
+		}()
+		return r(ctx, c.batch.sess, c.call)
+	}()
+	switch {
+	case err != nil:
+		c.preErr = &callError{kind: ErrUnavailable, cause: err,
+			msg: fmt.Sprintf("tool %q could not be resolved: %v", truncate(c.call.Name, 80), err)}
+	case t != nil:
+		c.tool = t
+	}
+}
+
+// placeholderSchema is the input schema a placeholder shows.
+var placeholderSchema = json.RawMessage(`{"type":"object"}`)
+
+// placeholder is the Invocation.Tool of an unknown call: a name and
+// nothing to run (no argument pass: Unknown tells it by that).
+func placeholder(name string) *Tool {
+	return &Tool{spec: Spec{Name: name}, params: placeholderSchema}
+}
+
+// unknownErr is the friendly answer to an unknown call: the closest names
+// among the tools this session can call, and the list of them.
+func (c *call) unknownErr() error {
+	if c.batch.vis != nil {
+		if tools, err := c.batch.sess.Tools(c); err == nil {
+			return unknownTool(c.call.Name, tools)
+		}
+	}
+	return unknownTool(c.call.Name, c.batch.tk.reg.Load().order)
+}
+
+// execUnknown runs a call to an unknown tool through the interceptors that
+// asked to see such calls; without any, it gets the unknown-tool answer at
+// once, as it always did.
+func (c *call) execUnknown() bool {
+	snap := c.batch.tk.ics.Load()
+	ph := placeholder(c.call.Name)
+	h, wrapped := Handler(unknownCore), false
+	for i := len(snap.list) - 1; i >= 0; i-- {
+		r := snap.list[i]
+		if !r.Unknown || !r.on.Load() || !r.applies(ph) {
+			continue
+		}
+		ic, next := r.Intercept, h
+		h, wrapped = func(ctx context.Context, inv *Invocation) Outcome { return ic(ctx, inv, next) }, true
+	}
+	if !wrapped {
+		c.finish(StateError, nil, c.unknownErr())
+		return true
+	}
+	c.exe = ph
+	c.em.Init(c, c.observed())
+	c.ic = &chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: ph, c: c}, argsJSON: c.call.Args}
+	return c.finishOutcome(h(c, &c.ic.inv))
+}
+
+// unknownCore is the centre of an unknown call's chain: the unknown-tool
+// answer, unless an interceptor pointed the call at a tool. Then the call
+// runs as that tool: the session's Visibility decides, the arguments are
+// prepared and validated against its schema, and the interceptors that
+// apply to it (but for those the call went through already) wrap it.
+func unknownCore(ctx context.Context, inv *Invocation) Outcome {
+	c := inv.c
+	t := inv.Tool
+	if inv.Unknown() {
+		return Failure(StateError, c.unknownErr())
+	}
+	if v := c.batch.vis; v != nil {
+		rt, err := v.Resolve(ctx, c.batch.sess, t)
+		if err != nil {
+			return Failure(StateError, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()})
+		}
+		if rt != nil {
+			t = rt
+		}
+	}
+	args, err := t.prepare(inv.Call.Args)
+	if err != nil {
+		return Failure(StateError, err)
+	}
+	inv.Tool, inv.Call.Args = t, args.bytes()
+	c.mu.Lock()
+	c.exe, c.args, c.ic.argsJSON = t, args, inv.Call.Args
+	c.mu.Unlock()
+	return buildChain(c.batch.tk.ics.Load().list, t, true)(ctx, inv)
+}
