@@ -27,7 +27,7 @@ func TestDemoBatchApproval(t *testing.T) {
 		"(the whole batch; asks about call_6: write_note) asks: 1 call of a batch of 6 need approval",
 		"by the scripted agent, for the whole batch (title edited to demo-summary)",
 		"demo-summary.md:\n",
-		"=== Summary: 6 turns, 12 calls", "states: 1 interrupted, 2 error, 9 success",
+		"=== Summary: 6 turns, 13 calls", "states: 1 interrupted, 10 success, 2 error",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q", want)
