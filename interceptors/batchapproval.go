@@ -29,6 +29,8 @@ const BatchApprovalName = "batch-approval"
 //     ([toolkit.Invocation.Approved]); AlwaysAllow allows their tools for the
 //     rest of the session; WithArgs takes an object of new arguments by call
 //     id (the request's Args, edited).
+//   - Approved with ExceptCall(id, reason): that call is denied with the
+//     reason, the others run (a decision per call, as Solon AI takes them).
 //   - Rejected, or no decision in time: the calls asked about are denied
 //     with the person's reason; the batch's other calls run.
 //
@@ -131,14 +133,34 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 		notes = append(notes, applyBatchEdits(plan, asked, v.args)...)
 	}
 	if v.always {
+		// The tools of the calls approved, not of the calls excepted.
+		var allowed []string
+		for _, i := range asked {
+			if c := plan.Call(i); !hasKey(v.except, c.ID) && !slices.Contains(allowed, c.Name) {
+				allowed = append(allowed, c.Name)
+			}
+		}
 		grants := loadOrNew(plan.SessionValues(), sessionGrantsKey{}, func() *sessionGrants { return &sessionGrants{} })
-		for _, t := range tools {
+		for _, t := range allowed {
 			grants.add(Grant{Tool: t})
 		}
-		notes = append(notes, fmt.Sprintf("allowed for the rest of the session: %s", strings.Join(tools, ", ")))
+		if len(allowed) > 0 {
+			notes = append(notes, fmt.Sprintf("allowed for the rest of the session: %s", strings.Join(allowed, ", ")))
+		}
 	}
 	for _, i := range asked {
-		plan.Approve(i)
+		c := plan.Call(i)
+		reason, rejected := v.except[c.ID]
+		if !rejected {
+			plan.Approve(i)
+			continue
+		}
+		msg := fmt.Sprintf("the user approved this batch of calls but not this call of %q", c.Name)
+		if reason != "" {
+			msg += ": " + reason
+		}
+		plan.Deny(i, permWrap(ErrRejected, msg+". Do not retry it as it was; follow the user's reason"))
+		notes = append(notes, fmt.Sprintf("%s rejected", c.ID))
 	}
 	announce("approved", strings.Join(notes, "; "))
 }
@@ -175,4 +197,9 @@ func applyBatchEdits(plan *toolkit.BatchPlan, asked []int, raw json.RawMessage) 
 		notes = append(notes, fmt.Sprintf("arguments of %s edited", c.ID))
 	}
 	return notes
+}
+
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
 }

@@ -229,3 +229,78 @@ func TestBatchApprovalSameOrderAsCalls(t *testing.T) {
 		t.Fatalf("after always: %s %s", rs[0].State, rs[1].State)
 	}
 }
+
+// TestAskRuleBeatsToolAllow: an ask rule the application wrote comes before
+// the tool's own allow (AgentScope's order): the call asks, with the rule's
+// reason; a grant the person adds settles it for the next calls.
+func TestAskRuleBeatsToolAllow(t *testing.T) {
+	f := newPermFixture(t, interceptors.WithMode(interceptors.AllowAll), interceptors.WithRules(
+		interceptors.Rule{Tool: "lenient", Decision: interceptors.Ask, Reason: "the operator wants to see these"},
+	))
+	lenient := toolkit.MustTool(toolkit.Spec{Name: "lenient", CheckPermission: func(context.Context, json.RawMessage) toolkit.Permission {
+		return toolkit.Permission{Decision: toolkit.PermissionAllow}
+	}}, func(context.Context, struct{}) (string, error) { return "ran", nil })
+	if err := f.tk.Add(lenient); err != nil {
+		t.Fatal(err)
+	}
+	run := f.start("s", permCall("l1", "lenient", `{}`))
+	req := f.nextAsk(t)
+	if req.CallID != "l1" || req.Reason != "the operator wants to see these" {
+		t.Fatalf("request %+v", req)
+	}
+	if err := f.perms.Approve("s", "l1", interceptors.AlwaysAllow()); err != nil {
+		t.Fatal(err)
+	}
+	if rs := run.Wait(); rs[0].State != toolkit.StateSuccess {
+		t.Fatalf("approved: %s %q", rs[0].State, rs[0].Text())
+	}
+	if rs := f.start("s", permCall("l2", "lenient", `{}`)).Wait(); rs[0].State != toolkit.StateSuccess {
+		t.Fatalf("after the grant: %s %q", rs[0].State, rs[0].Text())
+	}
+	select {
+	case extra := <-f.asks:
+		t.Fatalf("asked again after the grant: %+v", extra)
+	default:
+	}
+}
+
+// TestBatchApprovalPerCall: approving a batch with ExceptCall denies that
+// call with the person's reason and runs the others (Solon's decision per
+// call id); an id the request does not ask about is refused and decides
+// nothing; a call's own request takes no ExceptCall.
+func TestBatchApprovalPerCall(t *testing.T) {
+	f := newPermFixture(t)
+	_ = f.tk.UseBatchHook(f.perms.BatchHook())
+	run := f.start("s", permCall("w1", "write", `{"path":"a"}`), permCall("w2", "write", `{"path":"b"}`))
+	req := f.nextAsk(t)
+	if err := f.perms.Approve("s", req.CallID, interceptors.ExceptCall("w9", "no")); !errors.Is(err, interceptors.ErrNotPending) || !strings.Contains(err.Error(), `"w9" is not a call this request asks about`) {
+		t.Fatalf("unknown call id: %v", err)
+	}
+	if p := f.perms.Pending("s"); len(p) != 1 {
+		t.Fatalf("a refused decision settled the request: pending %+v", p)
+	}
+	if err := f.perms.Approve("s", req.CallID, interceptors.ExceptCall("w2", "not b")); err != nil {
+		t.Fatal(err)
+	}
+	rs := run.Wait()
+	if rs[0].State != toolkit.StateSuccess || rs[1].State != toolkit.StateDenied || !errors.Is(rs[1].Err, interceptors.ErrRejected) ||
+		!strings.Contains(rs[1].Text(), `approved this batch of calls but not this call of "write": not b`) {
+		t.Fatalf("results: %s; %s %q", rs[0].State, rs[1].State, rs[1].Text())
+	}
+	if w := f.writes(); !slices.Equal(w, []string{"a"}) {
+		t.Fatalf("writes %v", w)
+	}
+	waitStatus(t, f, "approved", "w2 rejected")
+
+	// Without the batch hook, a call's own request.
+	g := newPermFixture(t)
+	run = g.start("s", permCall("w1", "write", `{"path":"a"}`))
+	req = g.nextAsk(t)
+	if err := g.perms.Approve("s", req.CallID, interceptors.ExceptCall("w1", "no")); !errors.Is(err, interceptors.ErrNotPending) {
+		t.Fatalf("ExceptCall on a call's own request: %v", err)
+	}
+	if err := g.perms.Reject("s", req.CallID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	run.Wait()
+}

@@ -186,6 +186,7 @@ type permVerdict struct {
 	suggestions []string // ids of accepted suggestions
 	grants      []Grant  // what they add, filled in by settle
 	reason      string
+	except      map[string]string // batch approvals: calls rejected, by id, with the reason
 }
 
 // PermissionOption configures NewPermissions.
@@ -266,6 +267,15 @@ func (p *Permissions) decideFor(ctx context.Context, session *sync.Map, tool str
 	}
 	if first != nil && first.Decision == Deny {
 		return permDecision{decision: Deny, reason: first.reason(argsOf)}
+	}
+	if first != nil && first.Decision == Ask {
+		// The application's ask comes before the tool's own allow, as
+		// AgentScope orders them: the code that installs a tool decides
+		// where a person must look, not the tool. A grant settles it.
+		if g, ok := granted(session, tool, rawArgs); ok {
+			return permDecision{decision: Allow, reason: "allowed for this session: " + grantLabel(g)}
+		}
+		return permDecision{decision: Ask, reason: first.reason(argsOf)}
 	}
 	switch own.Decision {
 	case Allow:
@@ -425,6 +435,20 @@ func (p *Permissions) Approve(session, callID string, opts ...ApproveOption) err
 	return p.settle(session, callID, v)
 }
 
+// ExceptCall, approving a batch's request (see [Permissions.BatchHook]),
+// rejects one of its calls with reason (what the model reads) and approves
+// the others: Solon AI's decision per call id. Approve fails with
+// ErrNotPending, deciding nothing, when callID is not a call the request
+// asks about (a call's own request asks about no other call).
+func ExceptCall(callID, reason string) ApproveOption {
+	return func(v *permVerdict) {
+		if v.except == nil {
+			v.except = map[string]string{}
+		}
+		v.except[callID] = reason
+	}
+}
+
 // Reject refuses a waiting call; reason is what the model reads.
 func (p *Permissions) Reject(session, callID, reason string) error {
 	return p.settle(session, callID, permVerdict{reason: reason})
@@ -436,6 +460,13 @@ func (p *Permissions) settle(session, callID string, v permVerdict) error {
 	if !ok {
 		p.mu.Unlock()
 		return fmt.Errorf("%w: %q in session %q", ErrNotPending, callID, session)
+	}
+	for id := range v.except {
+		if !slices.ContainsFunc(pd.req.Calls, func(r ApprovalRequest) bool { return r.CallID == id }) {
+			p.mu.Unlock()
+			return fmt.Errorf("%w: %q is not a call this request asks about (%q in session %q); ExceptCall names a call of a batch's request",
+				ErrNotPending, id, callID, session)
+		}
 	}
 	for _, id := range v.suggestions {
 		i := slices.IndexFunc(pd.req.Suggestions, func(s Suggestion) bool { return s.ID == id })

@@ -180,7 +180,12 @@ func TestApprovedReachesInterceptors(t *testing.T) {
 // one is an ordinary tool.
 func TestReturnDirect(t *testing.T) {
 	tk := testutil.Kit(t)
-	testutil.Add(t, tk, sayTool(t, "answer", toolkit.Spec{ReturnDirect: true}), sayTool(t, "chart", toolkit.Spec{ReturnDirect: true}), sayTool(t, "plain", toolkit.Spec{}))
+	testutil.Add(t, tk, sayTool(t, "answer", toolkit.Spec{ReturnDirect: true}), sayTool(t, "chart", toolkit.Spec{ReturnDirect: true}), sayTool(t, "plain", toolkit.Spec{}),
+		testutil.Tool(t, toolkit.Spec{Name: "blank", ReturnDirect: true}, func(_ context.Context, in struct {
+			Say string `json:"say"`
+		}) (string, error) {
+			return in.Say, nil
+		}))
 	sess := testutil.Session(t, tk, "s")
 	cases := []struct {
 		calls []toolkit.Call
@@ -192,6 +197,11 @@ func TestReturnDirect(t *testing.T) {
 		{[]toolkit.Call{testutil.Call("1", "answer", `{"say":"fail"}`)}, false},
 		{[]toolkit.Call{testutil.Call("1", "answer", `{"say":7}`)}, false},
 		{[]toolkit.Call{testutil.Call("1", "plain", `{}`)}, false},
+		// An empty or blank answer goes back to the model (Solon's rule).
+		{[]toolkit.Call{testutil.Call("1", "blank", `{"say":""}`)}, false},
+		{[]toolkit.Call{testutil.Call("1", "blank", `{"say":" \n "}`)}, false},
+		{[]toolkit.Call{testutil.Call("1", "answer", `{"say":"42"}`), testutil.Call("2", "blank", `{"say":""}`)}, false},
+		{[]toolkit.Call{testutil.Call("1", "blank", `{"say":"done"}`)}, true},
 	}
 	for i, tc := range cases {
 		b := sess.Start(context.Background(), tc.calls)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -348,9 +349,21 @@ func (c *call) finishOutcome(out Outcome) bool {
 	if state == "" {
 		state = StateSuccess
 	}
-	c.direct = state == StateSuccess && c.exe != nil && c.exe.spec.ReturnDirect
+	c.direct = state == StateSuccess && c.exe != nil && c.exe.spec.ReturnDirect && answers(c.out.content.parts())
 	c.complete(state, out.Err)
 	return true
+}
+
+// answers reports whether content can be a final answer for the user: it
+// holds something besides blank text. An empty return-direct result goes
+// back to the model, which can do better than show the user nothing.
+func answers(content []Part) bool {
+	for _, p := range content {
+		if p.Type != events.PartText || strings.TrimSpace(p.Text) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // complete emits the result event and hands the result to the batch. c.mu

@@ -6,8 +6,9 @@ type StopReason string
 // Reasons to stop the agent loop after a batch.
 const (
 	// StopReturnDirect: every call of the batch succeeded on a tool with
-	// Spec.ReturnDirect; its results go straight to the user as the final
-	// answer, not back to the model.
+	// Spec.ReturnDirect, each with something to show (not only blank
+	// text); its results go straight to the user as the final answer, not
+	// back to the model.
 	StopReturnDirect StopReason = "return_direct"
 	// StopCallLimit: a call limit that ends the run was reached
 	// (interceptors.CallLimits with EndRun); Detail says which.
