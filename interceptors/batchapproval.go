@@ -81,14 +81,7 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 		Session: session, CallID: batchID, Tool: strings.Join(tools, ", "), Args: argsJSON,
 		Reason: batchReason(reqs, plan.Len()), Status: "pending", Expires: time.Now().Add(p.wait), Calls: reqs,
 	}}
-	p.mu.Lock()
-	p.pending[key] = pd
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		delete(p.pending, key)
-		p.mu.Unlock()
-	}()
+	defer p.hold(key, pd)()
 
 	plan.Suspend()
 	_ = plan.Emit(ApprovalEvent, pd.req)

@@ -344,14 +344,7 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 		Session: inv.Session, CallID: inv.Call.ID, Tool: inv.Call.Name, Args: inv.Call.Args,
 		Reason: reason, Suggestions: suggestions, Status: "pending", Expires: time.Now().Add(p.wait),
 	}}
-	p.mu.Lock()
-	p.pending[key] = pd
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		delete(p.pending, key)
-		p.mu.Unlock()
-	}()
+	defer p.hold(key, pd)()
 
 	wait, resume := inv.Suspend("approval")
 	_ = inv.Emit(ApprovalEvent, pd.req)
@@ -393,6 +386,18 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 	p.announce(inv, pd.req, "approved", note)
 	inv.Meta("approved", true)
 	return next(resume(), inv)
+}
+
+// hold lists a request as pending until the returned function is called.
+func (p *Permissions) hold(key permKey, pd *permPending) (release func()) {
+	p.mu.Lock()
+	p.pending[key] = pd
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		delete(p.pending, key)
+		p.mu.Unlock()
+	}
 }
 
 func permJoin(a, b string) string {

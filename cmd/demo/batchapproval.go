@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"time"
 
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
@@ -54,26 +53,7 @@ func (d *approvalDesk) suspendedInBatch(ctx context.Context, session string, c t
 		ids[i] = bc.CallID
 	}
 	d.view.printf("  approval %s (the whole batch; asks about %s: %s) asks: %s\n", req.CallID, strings.Join(ids, ", "), req.Tool, req.Reason)
-	switch d.mode {
-	case "page":
-		d.view.printf("  waiting for an answer on the web page\n")
-	case "terminal":
-		return d.askTerminal(ctx, session, *req)
-	default:
-		if d.pause > 0 {
-			d.view.printf("  the scripted agent approves the batch in %v unless the web page answers first\n", d.pause.Round(time.Millisecond))
-		}
-		go func() {
-			t := time.NewTimer(d.pause)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				_ = d.decide(session, req.CallID, scriptedBatchDecision(*req))
-			case <-ctx.Done():
-			}
-		}()
-	}
-	return nil
+	return d.answer(ctx, session, *req, " the batch", scriptedBatchDecision(*req))
 }
 
 // scriptedBatchDecision approves a batch as scriptedDecision approves a

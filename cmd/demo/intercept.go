@@ -139,21 +139,28 @@ func (d *approvalDesk) suspended(ctx context.Context, session string, c toolkit.
 		return d.suspendedInBatch(ctx, session, c)
 	}
 	d.view.printf("  approval %-8s %s %s asks: %s\n", c.ID, req.Tool, req.Args, req.Reason)
+	return d.answer(ctx, session, *req, "", scriptedDecision(*req))
+}
+
+// answer gets a decision on a request, from whoever the desk's mode says:
+// the web page, the terminal, or the scripted agent after its pause (what
+// names what it approves in its line, " the batch" for a batch).
+func (d *approvalDesk) answer(ctx context.Context, session string, req interceptors.ApprovalRequest, what string, scripted decision) error {
 	switch d.mode {
 	case "page":
 		d.view.printf("  waiting for an answer on the web page\n")
 	case "terminal":
-		return d.askTerminal(ctx, session, *req)
+		return d.askTerminal(ctx, session, req)
 	default:
 		if d.pause > 0 {
-			d.view.printf("  the scripted agent approves in %v unless the web page answers first\n", d.pause.Round(time.Millisecond))
+			d.view.printf("  the scripted agent approves%s in %v unless the web page answers first\n", what, d.pause.Round(time.Millisecond))
 		}
 		go func() {
 			t := time.NewTimer(d.pause)
 			defer t.Stop()
 			select {
 			case <-t.C:
-				_ = d.decide(session, c.ID, scriptedDecision(*req))
+				_ = d.decide(session, req.CallID, scripted)
 			case <-ctx.Done():
 			}
 		}()
