@@ -1,0 +1,357 @@
+package mcpbridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// DefaultSessionPrefix starts the toolstream session id of every MCP session
+// a Server serves, so that observers (the live page, NATS subscribers) can
+// tell MCP-driven calls apart.
+const DefaultSessionPrefix = "mcp-"
+
+// Server serves a toolkit's tools to MCP clients: tools/list lists the
+// toolkit's registered tools, and tools/call runs one call through the
+// toolkit (validation, interceptors, visibility, events), in a toolstream
+// session of its own per MCP session. docs/mcp.md ("Server") maps the two
+// protocols onto each other.
+//
+// One Server may serve any number of connections at once (stdio, several
+// HTTP clients); its methods are safe for concurrent use.
+type Server struct {
+	tk     *toolkit.Toolkit
+	srv    *mcp.Server
+	opts   serverOptions
+	callID atomic.Uint64
+	idBase string // random, so call ids do not repeat across Servers
+
+	removeObserver func()
+	inflight       sync.Map // callKey -> *mcpCall: calls that relay progress or approvals
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*toolkit.Session
+	tools    map[string]bool // names listed now (Sync), true for those with an output schema
+	closed   bool
+	watchers sync.WaitGroup
+}
+
+type callKey struct{ session, call string }
+
+// ServerOption configures a Server.
+type ServerOption func(*serverOptions)
+
+type serverOptions struct {
+	impl          mcp.Implementation
+	instructions  string
+	sessionPrefix string
+	logger        *slog.Logger
+	perms         *interceptors.Permissions
+	callContext   func(ctx context.Context, req *mcp.CallToolRequest) context.Context
+}
+
+// WithImplementation sets the name and version the server reports to
+// clients (default "toolstream" and "dev").
+func WithImplementation(name, version string) ServerOption {
+	return func(o *serverOptions) { o.impl.Name, o.impl.Version = name, version }
+}
+
+// WithInstructions sets the instructions the server gives clients at
+// initialization.
+func WithInstructions(s string) ServerOption {
+	return func(o *serverOptions) { o.instructions = s }
+}
+
+// WithSessionPrefix replaces DefaultSessionPrefix. The toolstream session id
+// of an MCP session is the prefix followed by the MCP session id (or by a
+// random id when the transport has none, as stdio), checked with
+// events.CheckSessionID.
+func WithSessionPrefix(p string) ServerOption {
+	return func(o *serverOptions) { o.sessionPrefix = p }
+}
+
+// WithLogger sets the go-sdk's logger for the server.
+func WithLogger(l *slog.Logger) ServerOption {
+	return func(o *serverOptions) { o.logger = l }
+}
+
+// WithPermissions lets a call's permission "ask" (the permissions interceptor
+// p, installed on the toolkit) become an MCP elicitation to the client that
+// made the call, when the client supports elicitation and the negotiated
+// protocol allows server-initiated requests: accept approves the call, decline
+// or cancel rejects it. Without a client that can answer, the request waits on
+// p's approval desk as usual (Approve or Reject from code or a page).
+func WithPermissions(p *interceptors.Permissions) ServerOption {
+	return func(o *serverOptions) { o.perms = p }
+}
+
+// WithCallContext sets a function that derives the context of each MCP call
+// before it runs, for example to attach the user (toolkit.WithUser) from the
+// request's HTTP headers or token (req.Extra).
+func WithCallContext(f func(ctx context.Context, req *mcp.CallToolRequest) context.Context) ServerOption {
+	return func(o *serverOptions) { o.callContext = f }
+}
+
+// NewServer returns a Server for tk's tools as they are registered now; call
+// Server.Sync after registering or removing tools. Close it when done: it
+// closes the toolstream sessions it opened and detaches from tk.
+func NewServer(tk *toolkit.Toolkit, opts ...ServerOption) (*Server, error) {
+	if tk == nil {
+		return nil, errors.New("mcpbridge: NewServer needs a toolkit")
+	}
+	o := serverOptions{
+		impl:          mcp.Implementation{Name: "toolstream", Version: "dev"},
+		sessionPrefix: DefaultSessionPrefix,
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("mcpbridge: %w", err)
+	}
+	s := &Server{
+		tk:       tk,
+		opts:     o,
+		idBase:   hex.EncodeToString(b[:]),
+		sessions: make(map[*mcp.ServerSession]*toolkit.Session),
+		tools:    make(map[string]bool),
+	}
+	impl := o.impl
+	s.srv = mcp.NewServer(&impl, &mcp.ServerOptions{
+		Instructions: o.instructions,
+		Logger:       o.logger,
+		// Tools only: no logging capability (deprecated by the newest
+		// revision) and tools advertised even before the first is added.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	if err := s.Sync(); err != nil {
+		return nil, err
+	}
+	s.removeObserver = tk.ObserveInline(toolkit.ObserverFunc(s.observe))
+	return s, nil
+}
+
+// MCP returns the go-sdk server, for what this package does not cover
+// (prompts, resources, middleware). Its tools are this Server's: do not add
+// or remove tools on it directly.
+func (s *Server) MCP() *mcp.Server { return s.srv }
+
+// Sync makes tools/list match the toolkit's registered tools again (after
+// Register, Replace or Remove): changed tools are replaced, removed ones
+// dropped, and the SDK tells clients with notifications/tools/list_changed
+// where the negotiated protocol allows it. Tools a session may not see
+// (groups, skills) are still listed: see docs/mcp.md.
+func (s *Server) Sync() error {
+	defs := s.tk.Definitions()
+	tools := make([]*mcp.Tool, 0, len(defs))
+	for _, d := range defs {
+		t, err := mcpTool(d)
+		if err != nil {
+			return err
+		}
+		tools = append(tools, t)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keep := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		keep[t.Name] = t.OutputSchema != nil
+		s.srv.AddTool(t, s.handle)
+	}
+	var gone []string
+	for name := range s.tools {
+		if _, ok := keep[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.srv.RemoveTools(gone...)
+	}
+	s.tools = keep
+	return nil
+}
+
+// mcpTool maps a toolkit definition to an MCP tool: the schemas as they are
+// (the toolkit validates arguments itself), the hints as annotations.
+func mcpTool(d toolkit.Definition) (*mcp.Tool, error) {
+	var probe struct {
+		Type any `json:"type"`
+	}
+	if err := json.Unmarshal(d.Parameters, &probe); err != nil || probe.Type != "object" {
+		return nil, fmt.Errorf("mcpbridge: tool %q: MCP needs an input schema of type \"object\"", d.Name)
+	}
+	t := &mcp.Tool{Name: d.Name, Description: d.Description, InputSchema: d.Parameters}
+	if len(d.OutputSchema) > 0 {
+		t.OutputSchema = d.OutputSchema
+	}
+	if a := d.Annotations; a != nil {
+		t.Title = a.Title
+		t.Annotations = &mcp.ToolAnnotations{
+			Title:           a.Title,
+			ReadOnlyHint:    a.ReadOnlyHint,
+			DestructiveHint: &a.DestructiveHint,
+			IdempotentHint:  a.IdempotentHint,
+			OpenWorldHint:   &a.OpenWorldHint,
+		}
+	}
+	return t, nil
+}
+
+// Serve serves one connection over t (for example &mcp.StdioTransport{} or
+// one end of mcp.NewInMemoryTransports) until the client disconnects or ctx
+// ends; the connection's toolstream session is closed when it returns.
+func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
+	err := s.srv.Run(ctx, t)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// ServeStdio serves one client over the process's standard input and output
+// until the client disconnects or ctx ends.
+func (s *Server) ServeStdio(ctx context.Context) error {
+	return s.Serve(ctx, &mcp.StdioTransport{})
+}
+
+// Handler returns an http.Handler that serves MCP's streamable HTTP
+// transport, to mount where the user wants (for example at /mcp). opts may be
+// nil. Each MCP session (each request, under the sessionless newest
+// revision) gets its own toolstream session, closed with it.
+func (s *Server) Handler(opts *mcp.StreamableHTTPOptions) http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, opts)
+}
+
+// Close closes the MCP sessions this Server serves and the toolstream
+// sessions it opened (their suspended calls are reported as interrupted),
+// and detaches it from the toolkit. Calls after Close fail with an error
+// result.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	for ss := range s.srv.Sessions() {
+		_ = ss.Close()
+	}
+	s.watchers.Wait()
+	s.mu.Lock()
+	left := s.sessions
+	s.sessions = map[*mcp.ServerSession]*toolkit.Session{}
+	s.mu.Unlock()
+	for _, ts := range left {
+		ts.Close()
+	}
+	s.removeObserver()
+	return nil
+}
+
+// session returns the toolstream session of an MCP session, opening it on
+// the first call; a goroutine closes it when the MCP session ends.
+func (s *Server) session(ss *mcp.ServerSession) (*toolkit.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("the MCP server is closed")
+	}
+	if ts, ok := s.sessions[ss]; ok {
+		return ts, nil
+	}
+	id := s.opts.sessionPrefix + ss.ID()
+	if ss.ID() == "" || events.CheckSessionID(id) != nil {
+		var b [12]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		id = s.opts.sessionPrefix + hex.EncodeToString(b[:])
+	}
+	ts, err := s.tk.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	s.sessions[ss] = ts
+	s.watchers.Add(1)
+	go func() {
+		defer s.watchers.Done()
+		_ = ss.Wait()
+		s.mu.Lock()
+		ts, ok := s.sessions[ss]
+		delete(s.sessions, ss)
+		s.mu.Unlock()
+		if ok {
+			ts.Close()
+		}
+	}()
+	return ts, nil
+}
+
+// handle runs one tools/call through the toolkit.
+func (s *Server) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ts, err := s.session(req.Session)
+	if err != nil {
+		return errorResult(err.Error()), nil
+	}
+	if f := s.opts.callContext; f != nil {
+		ctx = f(ctx, req)
+	}
+	args := req.Params.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	call := toolkit.Call{
+		ID:   "mcp-" + s.idBase + "-" + strconv.FormatUint(s.callID.Add(1), 10),
+		Name: req.Params.Name,
+		Args: args,
+	}
+	token := req.Params.GetProgressToken()
+	elicit := s.opts.perms != nil && canElicit(req)
+	var res toolkit.Result
+	if token == nil && !elicit {
+		// The fast path: nothing to relay while the call runs.
+		res = ts.Run(ctx, []toolkit.Call{call})[0]
+	} else {
+		res = s.relay(ctx, req, ts, call, token, elicit)
+	}
+	return s.result(res), nil
+}
+
+// hasOutputSchema reports whether the listed tool has an output schema.
+func (s *Server) hasOutputSchema(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools[name]
+}
+
+// canElicit reports whether the client said it takes form elicitations and
+// the protocol lets the server ask in the middle of a call (the newest
+// revision forbids server-initiated requests).
+func canElicit(req *mcp.CallToolRequest) bool {
+	caps := req.ClientCapabilities()
+	if caps == nil || caps.Elicitation == nil {
+		return false
+	}
+	return req.ProtocolVersion() < "2026-07-28"
+}
+
+// errorResult is an isError result with one text.
+func errorResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}

@@ -1,0 +1,207 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// mcpCall is what the toolkit's events leave for the goroutine that serves
+// an MCP call: the newest progress not yet sent and a pending approval.
+// Observers must not block, so they only store and signal.
+type mcpCall struct {
+	signal chan struct{} // capacity 1: "look again"
+
+	mu       sync.Mutex
+	progress *events.Progress
+	approval *interceptors.ApprovalRequest
+}
+
+func (c *mcpCall) poke() {
+	select {
+	case c.signal <- struct{}{}:
+	default:
+	}
+}
+
+// observe is the Server's inline observer on the toolkit: it hands progress
+// and approval requests of the calls it serves to their MCP handlers.
+func (s *Server) observe(ev *events.Event) {
+	if ev.Call == "" || (ev.Type != events.TypeProgress && ev.Type != interceptors.ApprovalEvent) {
+		return
+	}
+	v, ok := s.inflight.Load(callKey{ev.Session, ev.Call})
+	if !ok {
+		return
+	}
+	c := v.(*mcpCall)
+	switch ev.Type {
+	case events.TypeProgress:
+		if ev.Progress == nil {
+			return
+		}
+		c.mu.Lock()
+		c.progress = ev.Progress // the newest wins: progress is for people
+		c.mu.Unlock()
+	default:
+		var req interceptors.ApprovalRequest
+		if json.Unmarshal(ev.Data, &req) != nil || req.Status != "pending" || req.CallID != ev.Call {
+			return
+		}
+		c.mu.Lock()
+		c.approval = &req
+		c.mu.Unlock()
+	}
+	c.poke()
+}
+
+// relay runs the call on the toolkit's goroutines and, while it runs, sends
+// its progress as notifications/progress and turns an approval request into
+// an elicitation.
+func (s *Server) relay(ctx context.Context, req *mcp.CallToolRequest, ts *toolkit.Session, call toolkit.Call, token any, elicit bool) toolkit.Result {
+	c := &mcpCall{signal: make(chan struct{}, 1)}
+	key := callKey{ts.ID(), call.ID}
+	s.inflight.Store(key, c)
+	defer s.inflight.Delete(key)
+
+	batch := ts.Start(ctx, []toolkit.Call{call})
+	var last, total float64
+	for {
+		done := false
+		select {
+		case <-batch.Done():
+			done = true // the newest progress still goes out, before the result
+		case <-c.signal:
+		}
+		c.mu.Lock()
+		p, a := c.progress, c.approval
+		c.progress, c.approval = nil, nil
+		c.mu.Unlock()
+		if done {
+			a = nil
+		}
+		if p != nil && token != nil {
+			var n mcp.ProgressNotificationParams
+			n.ProgressToken, n.Message = token, p.Message
+			last, total = nextProgress(last, total, p.Fraction)
+			n.Progress, n.Total = last, total
+			// A client that went away ends ctx, and with it the call.
+			_ = req.Session.NotifyProgress(ctx, &n)
+		}
+		if a != nil && elicit {
+			s.elicit(ctx, req, ts.ID(), a)
+		}
+		if done {
+			return batch.Wait()[0]
+		}
+	}
+}
+
+// nextProgress returns MCP's progress and total for a toolstream progress
+// event: percent of the work (total 100) once the tool gives a fraction, and
+// always strictly more than the previous value, as MCP requires, even for a
+// message without a fraction or a fraction that went back.
+func nextProgress(last, total float64, fraction *float64) (float64, float64) {
+	next := math.Nextafter(last, math.Inf(1))
+	if fraction != nil && !math.IsNaN(*fraction) {
+		total = 100
+		if v := math.Min(math.Max(*fraction, 0), 1) * 100; v > last {
+			next = v
+		}
+	}
+	return next, total
+}
+
+// elicitSchema is the form of an approval: one yes/no field.
+var elicitSchema = json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Allow this call","default":true}},"required":["approve"]}`)
+
+// elicit asks the MCP client's user about a call the permissions wait for.
+// If the client cannot answer, the request stays on the approval desk.
+func (s *Server) elicit(ctx context.Context, req *mcp.CallToolRequest, session string, a *interceptors.ApprovalRequest) {
+	msg := fmt.Sprintf("Allow the tool %q to run", a.Tool)
+	if len(a.Args) > 0 {
+		msg += " with " + string(a.Args)
+	}
+	msg += "?"
+	if a.Reason != "" {
+		msg += " (" + a.Reason + ")"
+	}
+	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: elicitSchema})
+	if err != nil {
+		return // unanswered: the desk (page, code) decides, or the wait times out
+	}
+	if res.Action == "accept" {
+		if ok, isBool := res.Content["approve"].(bool); !isBool || ok {
+			_ = s.opts.perms.Approve(session, a.CallID)
+			return
+		}
+	}
+	_ = s.opts.perms.Reject(session, a.CallID, "the user of the MCP client said no ("+res.Action+")")
+}
+
+// result maps a toolkit result to MCP: the parts as content, the last JSON
+// part as structuredContent for a tool with an output schema, failures as
+// isError with the text the model would read.
+func (s *Server) result(res toolkit.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{Content: make([]mcp.Content, 0, len(res.Content))}
+	for i, p := range res.Content {
+		if c := mcpContent(p, res.Call.ID, i); c != nil {
+			out.Content = append(out.Content, c)
+		}
+	}
+	if res.IsError() {
+		out.IsError = true
+		if len(out.Content) == 0 {
+			text := string(res.State)
+			if res.Err != nil {
+				text = res.Err.Error()
+			}
+			out.Content = append(out.Content, &mcp.TextContent{Text: text})
+		}
+		return out
+	}
+	if s.hasOutputSchema(res.Call.Name) {
+		for i := len(res.Content) - 1; i >= 0; i-- {
+			if res.Content[i].Type == events.PartJSON {
+				out.StructuredContent = json.RawMessage(res.Content[i].JSON)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// mcpContent maps one part: text as text, JSON as its text (clients that
+// read structuredContent get it there too), image/* and audio/* data as
+// image and audio content, other data as an embedded resource.
+func mcpContent(p toolkit.Part, callID string, i int) mcp.Content {
+	switch p.Type {
+	case events.PartText:
+		return &mcp.TextContent{Text: p.Text}
+	case events.PartJSON:
+		return &mcp.TextContent{Text: string(p.JSON)}
+	}
+	if p.IsEmpty() {
+		return nil
+	}
+	switch {
+	case strings.HasPrefix(p.MediaType, "image/"):
+		return &mcp.ImageContent{Data: p.Data, MIMEType: p.MediaType}
+	case strings.HasPrefix(p.MediaType, "audio/"):
+		return &mcp.AudioContent{Data: p.Data, MIMEType: p.MediaType}
+	}
+	return &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
+		URI:      fmt.Sprintf("toolstream://call/%s/part/%d", callID, i),
+		MIMEType: p.MediaType,
+		Blob:     p.Data,
+	}}
+}
