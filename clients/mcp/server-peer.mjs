@@ -1,0 +1,81 @@
+// The official TypeScript SDK's client against toolstream's MCP server over
+// streamable HTTP. Driven by mcpbridge's TestServerTypeScriptPeer, which
+// starts the server and passes its URL:
+//
+//   node server-peer.mjs http://127.0.0.1:PORT/mcp
+//
+// It lists the tools, calls one with a progress token, cancels a long call
+// after its first progress, and reads a typed tool's structured content
+// (which the SDK checks against the listed outputSchema). It prints one JSON
+// object with what it saw and exits 1 on the first failed check.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const url = process.argv[2];
+if (!url) {
+  console.error("usage: node server-peer.mjs <MCP endpoint URL>");
+  process.exit(2);
+}
+
+const report = {};
+function check(ok, what) {
+  if (!ok) {
+    report.failed = what;
+    console.log(JSON.stringify(report));
+    process.exit(1);
+  }
+}
+
+const client = new Client({ name: "toolstream-server-peer", version: "1.0.0" });
+const transport = new StreamableHTTPClientTransport(new URL(url));
+await client.connect(transport);
+report.protocolVersion = transport.protocolVersion;
+
+// tools/list: names, annotations, output schema.
+const { tools } = await client.listTools();
+report.tools = tools.map((t) => t.name).sort();
+const weather = tools.find((t) => t.name === "weather");
+check(weather && weather.annotations && weather.annotations.readOnlyHint === true, "weather is read-only");
+check(weather.outputSchema && weather.outputSchema.properties && weather.outputSchema.properties.temp_c, "weather has an output schema");
+report.weatherAnnotations = weather.annotations;
+
+// A call with a progress token: the SDK sends one when onprogress is set.
+const progress = [];
+const steps = await client.callTool({ name: "steps", arguments: {} }, undefined, {
+  onprogress: (p) => progress.push(p),
+});
+check(!steps.isError && steps.content[0].type === "text" && steps.content[0].text === "done", "steps answers done");
+check(progress.length > 0, "steps reported progress");
+for (let i = 1; i < progress.length; i++) {
+  check(progress[i].progress > progress[i - 1].progress, "progress increases");
+}
+report.progress = progress;
+
+// Structured content of a typed tool (validated by the SDK against the schema).
+const w = await client.callTool({ name: "weather", arguments: { city: "Lima" } });
+check(!w.isError && w.structuredContent && w.structuredContent.city === "Lima", "weather has structured content");
+report.structuredContent = w.structuredContent;
+
+// Invalid arguments: an isError result with "path: message".
+const bad = await client.callTool({ name: "weather", arguments: { city: 5 } });
+check(bad.isError === true && /city: /.test(bad.content[0].text), "invalid arguments give isError with path: message");
+report.invalid = bad.content[0].text;
+
+// Cancel a long call after its first progress: notifications/cancelled.
+const ac = new AbortController();
+let cancelled = false;
+try {
+  await client.callTool({ name: "slow", arguments: {} }, undefined, {
+    signal: ac.signal,
+    onprogress: () => ac.abort("enough"),
+  });
+} catch (e) {
+  cancelled = true;
+  report.cancelError = String(e && e.message ? e.message : e);
+}
+check(cancelled, "the slow call was cancelled");
+
+await transport.terminateSession();
+await client.close();
+report.ok = true;
+console.log(JSON.stringify(report));
