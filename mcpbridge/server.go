@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -313,8 +314,8 @@ func (s *Server) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		ctx = f(ctx, req)
 	}
 	args := req.Params.Arguments
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
+	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		args = json.RawMessage("{}") // MCP's arguments are optional
 	}
 	call := toolkit.Call{
 		ID:   "mcp-" + s.idBase + "-" + strconv.FormatUint(s.callID.Add(1), 10),
