@@ -98,7 +98,7 @@ func (s *Server) relay(ctx context.Context, req *mcp.CallToolRequest, ts *toolki
 			_ = req.Session.NotifyProgress(ctx, &n)
 		}
 		if a != nil && elicit {
-			s.elicit(ctx, req, ts.ID(), a)
+			s.elicit(ctx, req, ts.ID(), a, batch.Done())
 		}
 		if done {
 			return batch.Wait()[0]
@@ -126,7 +126,18 @@ var elicitSchema = json.RawMessage(`{"type":"object","properties":{"approve":{"t
 
 // elicit asks the MCP client's user about a call the permissions wait for.
 // If the client cannot answer, the request stays on the approval desk.
-func (s *Server) elicit(ctx context.Context, req *mcp.CallToolRequest, session string, a *interceptors.ApprovalRequest) {
+// The question is withdrawn (notifications/cancelled) when the call ends
+// first, for example because someone answered on the desk.
+func (s *Server) elicit(ctx context.Context, req *mcp.CallToolRequest, session string, a *interceptors.ApprovalRequest, done <-chan struct{}) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	msg := fmt.Sprintf("Allow the tool %q to run", a.Tool)
 	if len(a.Args) > 0 {
 		msg += " with " + string(a.Args)
