@@ -232,8 +232,10 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 
 // Handler returns an http.Handler that serves MCP's streamable HTTP
 // transport, to mount where the user wants (for example at /mcp). opts may be
-// nil. Each MCP session (each request, under the sessionless newest
-// revision) gets its own toolstream session, closed with it.
+// nil: stateful sessions (Mcp-Session-Id, protocol revisions up to
+// 2025-11-25), each with its own toolstream session, closed with it. With
+// opts.Stateless the handler serves the sessionless newest revision, and each
+// request is a toolstream session of its own.
 func (s *Server) Handler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, opts)
 }

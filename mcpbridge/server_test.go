@@ -407,12 +407,25 @@ func TestServerEventsReachNATS(t *testing.T) {
 	}
 }
 
+// TestServerHTTP: the stateful handler (the default) keeps an MCP session per
+// client (Mcp-Session-Id), on which the go-sdk client negotiates 2025-11-25;
+// the stateless one serves the newest revision, each request a session.
 func TestServerHTTP(t *testing.T) {
-	for _, v := range versions {
-		t.Run("version="+v, func(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		opts        *mcp.StreamableHTTPOptions
+		version     string
+		wantVersion string
+	}{
+		{"stateful", nil, "", "2025-11-25"},
+		{"stateful-2025-06-18", nil, "2025-06-18", "2025-06-18"},
+		{"stateless", &mcp.StreamableHTTPOptions{Stateless: true}, "", "2026-07-28"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := tc.version
 			tk := newToolkit(t)
 			s := newServer(t, tk)
-			hs := httptest.NewServer(s.Handler(nil))
+			hs := httptest.NewServer(s.Handler(tc.opts))
 			defer hs.Close()
 			var mu sync.Mutex
 			var progress []float64
@@ -427,6 +440,9 @@ func TestServerHTTP(t *testing.T) {
 			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, &mcp.ClientSessionOptions{ProtocolVersion: v})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if got := cs.InitializeResult().ProtocolVersion; got != tc.wantVersion {
+				t.Fatalf("negotiated %s, want %s", got, tc.wantVersion)
 			}
 			tools, err := cs.ListTools(ctx, nil)
 			if err != nil || len(tools.Tools) != 4 {
@@ -449,6 +465,20 @@ func TestServerHTTP(t *testing.T) {
 			mu.Unlock()
 			if n == 0 {
 				t.Error("no progress over HTTP")
+			}
+			if tc.opts == nil {
+				if open := tk.Sessions(); len(open) != 1 || open[0] != mcpbridge.DefaultSessionPrefix+cs.ID() {
+					t.Errorf("toolstream sessions %v for MCP session %q", open, cs.ID())
+				}
+			} else {
+				// Each stateless request's session closes as the request ends.
+				deadline := time.Now().Add(5 * time.Second)
+				for len(tk.Sessions()) > 0 && time.Now().Before(deadline) {
+					time.Sleep(5 * time.Millisecond)
+				}
+				if open := tk.Sessions(); len(open) != 0 {
+					t.Errorf("toolstream sessions open between stateless requests: %v", open)
+				}
 			}
 			if err := cs.Close(); err != nil {
 				t.Fatal(err)
