@@ -21,6 +21,10 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
+// ErrServerClosed is the cause of the interruption of calls that were
+// running when Server.Close was called.
+var ErrServerClosed = errors.New("mcpbridge: the MCP server is closing")
+
 // DefaultSessionPrefix starts the toolstream session id of every MCP session
 // a Server serves, so that observers (the live page, NATS subscribers) can
 // tell MCP-driven calls apart.
@@ -42,6 +46,8 @@ type Server struct {
 	idBase string // random, so call ids do not repeat across Servers
 
 	removeObserver func()
+	closing        context.Context // cancelled by Close: interrupts the calls in flight
+	closeCalls     context.CancelFunc
 	inflight       sync.Map // callKey -> *mcpCall: calls that relay progress or approvals
 
 	mu       sync.Mutex
@@ -132,6 +138,7 @@ func NewServer(tk *toolkit.Toolkit, opts ...ServerOption) (*Server, error) {
 		sessions: make(map[*mcp.ServerSession]*toolkit.Session),
 		tools:    make(map[string]bool),
 	}
+	s.closing, s.closeCalls = context.WithCancel(context.Background())
 	impl := o.impl
 	s.srv = mcp.NewServer(&impl, &mcp.ServerOptions{
 		Instructions: o.instructions,
@@ -214,12 +221,16 @@ func mcpTool(d toolkit.Definition) (*mcp.Tool, error) {
 }
 
 // Serve serves one connection over t (for example &mcp.StdioTransport{} or
-// one end of mcp.NewInMemoryTransports) until the client disconnects or ctx
-// ends; the connection's toolstream session is closed when it returns.
+// one end of mcp.NewInMemoryTransports) until the client disconnects, ctx
+// ends or the Server is closed (nil for the last two); the connection's
+// toolstream session is closed with it.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	err := s.srv.Run(ctx, t)
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return nil
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed || errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil // ended on purpose
 	}
 	return err
 }
@@ -252,6 +263,8 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	// A session closes only once its requests have returned: interrupt them.
+	s.closeCalls()
 	for ss := range s.srv.Sessions() {
 		_ = ss.Close()
 	}
@@ -273,7 +286,7 @@ func (s *Server) session(ss *mcp.ServerSession) (*toolkit.Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, errors.New("the MCP server is closed")
+		return nil, ErrServerClosed
 	}
 	if ts, ok := s.sessions[ss]; ok {
 		return ts, nil
@@ -312,6 +325,9 @@ func (s *Server) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	if err != nil {
 		return errorResult(err.Error()), nil
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(s.closing, func() { cancel(ErrServerClosed) })()
 	if f := s.opts.callContext; f != nil {
 		ctx = f(ctx, req)
 	}
