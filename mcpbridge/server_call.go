@@ -156,7 +156,14 @@ func (s *Server) elicit(ctx context.Context, req *mcp.CallToolRequest, session s
 			return
 		}
 	}
-	_ = s.opts.perms.Reject(session, a.CallID, "the user of the MCP client said no ("+res.Action+")")
+	reason := "the user of the MCP client said no"
+	switch res.Action {
+	case "decline":
+		reason = "the user of the MCP client declined it"
+	case "cancel":
+		reason = "the user of the MCP client dismissed the question"
+	}
+	_ = s.opts.perms.Reject(session, a.CallID, reason)
 }
 
 // result maps a toolkit result to MCP: the parts as content, the last JSON

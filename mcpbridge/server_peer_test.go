@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/mcpbridge"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -47,7 +49,16 @@ func TestServerTypeScriptPeer(t *testing.T) {
 	node, dir := serverPeerNode(t)
 	rs := &results{ch: make(chan *events.Event, 64)}
 	tk := newToolkit(t, toolkit.WithInlineObserver(rs))
-	s := newServer(t, tk)
+	perms := interceptors.NewPermissions(
+		interceptors.WithRules(
+			interceptors.Rule{Tool: "noop", Decision: interceptors.Ask, Reason: "a test"},
+			interceptors.Rule{Tool: "weather", When: func(args map[string]any) bool { return args["city"] == "Quito" }, Decision: interceptors.Ask},
+		),
+		interceptors.WithMode(interceptors.AllowAll),
+		interceptors.WithApprovalTimeout(30*time.Second),
+	)
+	tk.Use(perms.Interceptor())
+	s := newServer(t, tk, mcpbridge.WithPermissions(perms))
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.Handler(nil))
 	hs := httptest.NewServer(mux)
@@ -70,11 +81,12 @@ func TestServerTypeScriptPeer(t *testing.T) {
 		Tools           []string
 		Progress        []struct{ Progress, Total float64 }
 		Structured      map[string]any `json:"structuredContent"`
+		Elicited        []string
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &report); err != nil || !report.OK {
 		t.Fatalf("report %s: %v", stdout.Bytes(), err)
 	}
-	if len(report.Tools) != 4 || len(report.Progress) == 0 || report.Structured["temp_c"] != 21.5 {
+	if len(report.Tools) != 4 || len(report.Progress) == 0 || report.Structured["temp_c"] != 21.5 || len(report.Elicited) != 2 {
 		t.Fatalf("report = %+v", report)
 	}
 	// The cancelled call ended interrupted in the toolkit, and the

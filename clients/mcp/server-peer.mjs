@@ -6,10 +6,13 @@
 //
 // It lists the tools, calls one with a progress token, cancels a long call
 // after its first progress, and reads a typed tool's structured content
-// (which the SDK checks against the listed outputSchema). It prints one JSON
+// (which the SDK checks against the listed outputSchema), and answers the
+// elicitation a permission "ask" becomes: yes for "noop", no for "weather"
+// in Quito (the Go test's rules ask for both). It prints one JSON
 // object with what it saw and exits 1 on the first failed check.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const url = process.argv[2];
 if (!url) {
@@ -26,7 +29,16 @@ function check(ok, what) {
   }
 }
 
-const client = new Client({ name: "toolstream-server-peer", version: "1.0.0" });
+const client = new Client(
+  { name: "toolstream-server-peer", version: "1.0.0" },
+  { capabilities: { elicitation: { form: {} } } },
+);
+const elicited = [];
+client.setRequestHandler(ElicitRequestSchema, async (req) => {
+  elicited.push(req.params.message);
+  const yes = req.params.message.includes('"noop"');
+  return { action: "accept", content: { approve: yes } };
+});
 const transport = new StreamableHTTPClientTransport(new URL(url));
 await client.connect(transport);
 report.protocolVersion = transport.protocolVersion;
@@ -60,6 +72,14 @@ report.structuredContent = w.structuredContent;
 const bad = await client.callTool({ name: "weather", arguments: { city: 5 } });
 check(bad.isError === true && /city: /.test(bad.content[0].text), "invalid arguments give isError with path: message");
 report.invalid = bad.content[0].text;
+
+// A permission "ask": the server elicits, the answer decides.
+const approved = await client.callTool({ name: "noop", arguments: {} });
+check(!approved.isError && approved.content[0].text === "ok", "an approved call runs");
+const rejected = await client.callTool({ name: "weather", arguments: { city: "Quito" } });
+check(rejected.isError === true && /rejected/.test(rejected.content[0].text), "a rejected call is an error");
+report.elicited = elicited;
+report.rejected = rejected.content[0].text;
 
 // Cancel a long call after its first progress: notifications/cancelled.
 const ac = new AbortController();
