@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -126,6 +127,11 @@ func NewServer(tk *toolkit.Toolkit, opts ...ServerOption) (*Server, error) {
 	}
 	for _, f := range opts {
 		f(&o)
+	}
+	// The longest id a session gets is the prefix and 24 hex digits (or an
+	// SDK session id, which falls back to those when too long).
+	if err := events.CheckSessionID(o.sessionPrefix + strings.Repeat("0", 24)); err != nil {
+		return nil, fmt.Errorf("mcpbridge: session prefix %q: %w", o.sessionPrefix, err)
 	}
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {

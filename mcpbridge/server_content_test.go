@@ -109,3 +109,21 @@ func TestServerClose(t *testing.T) {
 		t.Fatal("the call in flight at Close succeeded")
 	}
 }
+
+func TestServerSessionPrefix(t *testing.T) {
+	tk := newToolkit(t)
+	if _, err := mcpbridge.NewServer(tk, mcpbridge.WithSessionPrefix("bad\x00")); err == nil {
+		t.Fatal("a prefix with a control character was accepted")
+	}
+	if _, err := mcpbridge.NewServer(tk, mcpbridge.WithSessionPrefix(strings.Repeat("p", 250))); err == nil {
+		t.Fatal("a prefix too long for session ids was accepted")
+	}
+	s := newServer(t, tk, mcpbridge.WithSessionPrefix("agent-a/"))
+	cs := connect(t, s, nil, "2025-11-25")
+	if _, isErr := callText(t, cs, "noop", nil); isErr {
+		t.Fatal("noop failed")
+	}
+	if open := tk.Sessions(); len(open) != 1 || !strings.HasPrefix(open[0], "agent-a/") {
+		t.Fatalf("sessions %v", open)
+	}
+}
