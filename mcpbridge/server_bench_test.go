@@ -20,13 +20,13 @@ import (
 // (server/discover, per-request metadata) and under 2025-11-25 (initialize).
 func BenchmarkServerCallOverhead(b *testing.B) {
 	for _, v := range []string{"2026-07-28", "2025-11-25"} {
-		b.Run("version="+v, func(b *testing.B) { benchCallOverhead(b, v) })
+		b.Run("version="+v, func(b *testing.B) { srvBenchCallOverhead(b, v) })
 	}
 }
 
-func benchCallOverhead(b *testing.B, version string) {
-	tk := newToolkit(b)
-	cs := connect(b, newServer(b, tk), nil, version)
+func srvBenchCallOverhead(b *testing.B, version string) {
+	tk := srvToolkit(b)
+	cs := srvConnect(b, srvNew(b, tk), nil, version)
 	ts, err := tk.Session("bench-direct")
 	if err != nil {
 		b.Fatal(err)
@@ -61,13 +61,13 @@ func benchCallOverhead(b *testing.B, version string) {
 		ds = append(ds, float64(t1.Sub(t0).Nanoseconds())/batch)
 		ms = append(ms, float64(t2.Sub(t1).Nanoseconds())/batch)
 	}
-	d, m := benchMedian(ds), benchMedian(ms)
+	d, m := srvBenchMedian(ds), srvBenchMedian(ms)
 	b.ReportMetric(d, "direct-ns/call")
 	b.ReportMetric(m, "mcp-ns/call")
 	b.ReportMetric(m/d, "mcp/direct")
 }
 
-func benchMedian(xs []float64) float64 {
+func srvBenchMedian(xs []float64) float64 {
 	sort.Float64s(xs)
 	return xs[len(xs)/2]
 }

@@ -18,7 +18,7 @@ import (
 // TestServerContentKinds: every kind of part reaches the client as the MCP
 // content made for it, in order, with streamed deltas in the final content.
 func TestServerContentKinds(t *testing.T) {
-	tk := newToolkit(t)
+	tk := srvToolkit(t)
 	png, wav, pdf := []byte("\x89PNG..."), []byte("RIFF...."), []byte("%PDF-1.7")
 	media, err := toolkit.NewRawTool(toolkit.Spec{Name: "media", Description: "All kinds of parts."},
 		json.RawMessage(`{"type":"object"}`), func(ctx context.Context, _ json.RawMessage) ([]toolkit.Part, error) {
@@ -33,7 +33,7 @@ func TestServerContentKinds(t *testing.T) {
 	if err := tk.Add(media); err != nil {
 		t.Fatal(err)
 	}
-	cs := connect(t, newServer(t, tk), nil, "")
+	cs := srvConnect(t, srvNew(t, tk), nil, "")
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "media"})
 	if err != nil || res.IsError || len(res.Content) != 5 {
 		t.Fatalf("media: %+v %v", res, err)
@@ -62,16 +62,16 @@ func TestServerContentKinds(t *testing.T) {
 // TestServerCallContext: WithCallContext puts what the request says (here
 // the client's name) in the call's context.
 func TestServerCallContext(t *testing.T) {
-	tk := newToolkit(t)
+	tk := srvToolkit(t)
 	if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "whoami", Description: "The user."},
 		func(ctx context.Context, _ struct{}) (string, error) { return toolkit.User(ctx), nil })); err != nil {
 		t.Fatal(err)
 	}
-	s := newServer(t, tk, mcpbridge.WithCallContext(func(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	s := srvNew(t, tk, mcpbridge.WithCallContext(func(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 		return toolkit.WithUser(ctx, "client:"+req.ClientInfo().Name)
 	}))
-	cs := connect(t, s, nil, "")
-	if text, isErr := callText(t, cs, "whoami", nil); isErr || text != "client:test" {
+	cs := srvConnect(t, s, nil, "")
+	if text, isErr := srvCallText(t, cs, "whoami", nil); isErr || text != "client:test" {
 		t.Fatalf("whoami: %v %q", isErr, text)
 	}
 }
@@ -80,7 +80,7 @@ func TestServerCallContext(t *testing.T) {
 // they opened, interrupting a call that was running.
 func TestServerClose(t *testing.T) {
 	started := make(chan struct{}, 1)
-	tk := newToolkit(t, toolkit.WithInlineObserver(toolkit.ObserverFunc(func(ev *events.Event) {
+	tk := srvToolkit(t, toolkit.WithInlineObserver(toolkit.ObserverFunc(func(ev *events.Event) {
 		if ev.Type == events.TypeStart && ev.Tool == "slow" {
 			started <- struct{}{}
 		}
@@ -89,8 +89,8 @@ func TestServerClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := connect(t, s, nil, "2025-11-25")
-	if _, isErr := callText(t, cs, "noop", nil); isErr || len(tk.Sessions()) != 1 {
+	cs := srvConnect(t, s, nil, "2025-11-25")
+	if _, isErr := srvCallText(t, cs, "noop", nil); isErr || len(tk.Sessions()) != 1 {
 		t.Fatalf("noop: %v, sessions %v", isErr, tk.Sessions())
 	}
 	errc := make(chan error, 1)
@@ -111,16 +111,16 @@ func TestServerClose(t *testing.T) {
 }
 
 func TestServerSessionPrefix(t *testing.T) {
-	tk := newToolkit(t)
+	tk := srvToolkit(t)
 	if _, err := mcpbridge.NewServer(tk, mcpbridge.WithSessionPrefix("bad\x00")); err == nil {
 		t.Fatal("a prefix with a control character was accepted")
 	}
 	if _, err := mcpbridge.NewServer(tk, mcpbridge.WithSessionPrefix(strings.Repeat("p", 250))); err == nil {
 		t.Fatal("a prefix too long for session ids was accepted")
 	}
-	s := newServer(t, tk, mcpbridge.WithSessionPrefix("agent-a/"))
-	cs := connect(t, s, nil, "2025-11-25")
-	if _, isErr := callText(t, cs, "noop", nil); isErr {
+	s := srvNew(t, tk, mcpbridge.WithSessionPrefix("agent-a/"))
+	cs := srvConnect(t, s, nil, "2025-11-25")
+	if _, isErr := srvCallText(t, cs, "noop", nil); isErr {
 		t.Fatal("noop failed")
 	}
 	if open := tk.Sessions(); len(open) != 1 || !strings.HasPrefix(open[0], "agent-a/") {

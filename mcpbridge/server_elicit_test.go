@@ -14,8 +14,8 @@ import (
 )
 
 // askWeather is a toolkit whose weather calls need a person's approval.
-func askWeather(t *testing.T) (*toolkit.Toolkit, *interceptors.Permissions) {
-	tk := newToolkit(t)
+func srvAskWeather(t *testing.T) (*toolkit.Toolkit, *interceptors.Permissions) {
+	tk := srvToolkit(t)
 	perms := interceptors.NewPermissions(
 		interceptors.WithRules(interceptors.Rule{Tool: "weather", Decision: interceptors.Ask, Reason: "it looks outside"}),
 		interceptors.WithMode(interceptors.AllowAll),
@@ -37,15 +37,15 @@ func TestServerElicitsApproval(t *testing.T) {
 		{"cancel", &mcp.ElicitResult{Action: "cancel"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tk, perms := askWeather(t)
+			tk, perms := srvAskWeather(t)
 			var asked string
-			cs := connect(t, newServer(t, tk, mcpbridge.WithPermissions(perms)), &mcp.ClientOptions{
+			cs := srvConnect(t, srvNew(t, tk, mcpbridge.WithPermissions(perms)), &mcp.ClientOptions{
 				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					asked = req.Params.Message
 					return tc.answer, nil
 				},
 			}, "2025-11-25")
-			text, isErr := callText(t, cs, "weather", map[string]any{"city": "Oslo"})
+			text, isErr := srvCallText(t, cs, "weather", map[string]any{"city": "Oslo"})
 			if isErr != tc.wantErr {
 				t.Fatalf("isError %v: %q", isErr, text)
 			}
@@ -104,11 +104,11 @@ func TestServerApprovalDeskFallback(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tk, perms := askWeather(t)
+			tk, perms := srvAskWeather(t)
 			withdrawn := make(chan struct{}, 1)
-			cs := connect(t, newServer(t, tk, mcpbridge.WithPermissions(perms)), tc.copts(withdrawn), tc.version)
+			cs := srvConnect(t, srvNew(t, tk, mcpbridge.WithPermissions(perms)), tc.copts(withdrawn), tc.version)
 			go approveFromDesk(t, perms, tk)
-			text, isErr := callText(t, cs, "weather", map[string]any{"city": "Oslo"})
+			text, isErr := srvCallText(t, cs, "weather", map[string]any{"city": "Oslo"})
 			if isErr || !strings.Contains(text, "Oslo") {
 				t.Fatalf("after the desk approved: %v %q", isErr, text)
 			}

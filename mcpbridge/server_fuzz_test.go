@@ -19,8 +19,8 @@ func FuzzServerArguments(f *testing.F) {
 	}
 	f.Add("nosuch", `{}`)
 	f.Add("noop", `{"a":1}`)
-	tk := newToolkit(f)
-	cs := connect(f, newServer(f, tk), nil, "2025-11-25")
+	tk := srvToolkit(f)
+	cs := srvConnect(f, srvNew(f, tk), nil, "2025-11-25")
 	f.Fuzz(func(t *testing.T, tool, args string) {
 		if !json.Valid([]byte(args)) {
 			t.Skip()

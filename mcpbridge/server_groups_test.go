@@ -13,7 +13,7 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+func srvToolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -27,7 +27,7 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	return names
 }
 
-func callText(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
+func srvCallText(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
 	t.Helper()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
@@ -46,7 +46,7 @@ func callText(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 // (all registered tools, reset_tools among them); a group's visibility
 // applies when a tool is called, per MCP session.
 func TestServerGroups(t *testing.T) {
-	tk := newToolkit(t)
+	tk := srvToolkit(t)
 	m, err := groups.Install(tk)
 	if err != nil {
 		t.Fatal(err)
@@ -54,30 +54,30 @@ func TestServerGroups(t *testing.T) {
 	if err := m.Add(groups.Group{Name: "forecast", Description: "Weather tools.", Tools: []string{"weather"}}); err != nil {
 		t.Fatal(err)
 	}
-	s := newServer(t, tk)
-	a, b := connect(t, s, nil, ""), connect(t, s, nil, "2025-11-25")
+	s := srvNew(t, tk)
+	a, b := srvConnect(t, s, nil, ""), srvConnect(t, s, nil, "2025-11-25")
 	want := "noop,reset_tools,slow,steps,weather"
 	for _, cs := range []*mcp.ClientSession{a, b} {
-		if got := strings.Join(toolNames(t, cs), ","); got != want {
+		if got := strings.Join(srvToolNames(t, cs), ","); got != want {
 			t.Fatalf("tools/list = %s, want %s", got, want)
 		}
 	}
-	text, isErr := callText(t, a, "weather", map[string]any{"city": "Oslo"})
+	text, isErr := srvCallText(t, a, "weather", map[string]any{"city": "Oslo"})
 	if !isErr || !strings.Contains(text, `"forecast"`) || !strings.Contains(text, "reset_tools") {
 		t.Fatalf("weather in an inactive group: %v %q", isErr, text)
 	}
-	if text, isErr := callText(t, b, "reset_tools", map[string]any{"forecast": true}); isErr {
+	if text, isErr := srvCallText(t, b, "reset_tools", map[string]any{"forecast": true}); isErr {
 		t.Fatalf("reset_tools: %q", text)
 	}
-	if text, isErr := callText(t, b, "weather", map[string]any{"city": "Oslo"}); isErr || !strings.Contains(text, "Oslo") {
+	if text, isErr := srvCallText(t, b, "weather", map[string]any{"city": "Oslo"}); isErr || !strings.Contains(text, "Oslo") {
 		t.Fatalf("weather after reset_tools: %v %q", isErr, text)
 	}
 	// The other connection's session did not change (the newest revision
 	// has no session: each of its requests is one, so activate on b only).
-	if _, isErr := callText(t, a, "weather", map[string]any{"city": "Oslo"}); !isErr {
+	if _, isErr := srvCallText(t, a, "weather", map[string]any{"city": "Oslo"}); !isErr {
 		t.Fatal("a group activated on one connection is active on another")
 	}
-	if text, isErr := callText(t, b, "reset_tools", map[string]any{"nosuch": true}); !isErr || !strings.Contains(text, "nosuch") {
+	if text, isErr := srvCallText(t, b, "reset_tools", map[string]any{"nosuch": true}); !isErr || !strings.Contains(text, "nosuch") {
 		t.Fatalf("reset_tools with an unknown group: %v %q", isErr, text)
 	}
 }
@@ -85,10 +85,10 @@ func TestServerGroups(t *testing.T) {
 // TestServerSync: registering and removing tools shows in tools/list after
 // Sync, with notifications/tools/list_changed where the protocol has it.
 func TestServerSync(t *testing.T) {
-	tk := newToolkit(t)
-	s := newServer(t, tk)
+	tk := srvToolkit(t)
+	s := srvNew(t, tk)
 	changed := make(chan struct{}, 4)
-	cs := connect(t, s, &mcp.ClientOptions{
+	cs := srvConnect(t, s, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 	}, "2025-11-25")
 	extra := toolkit.MustTool(toolkit.Spec{Name: "extra", Description: "New."},
@@ -105,10 +105,10 @@ func TestServerSync(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no notifications/tools/list_changed")
 	}
-	if got := strings.Join(toolNames(t, cs), ","); got != "extra,noop,steps,weather" {
+	if got := strings.Join(srvToolNames(t, cs), ","); got != "extra,noop,steps,weather" {
 		t.Fatalf("tools/list after Sync = %s", got)
 	}
-	if text, isErr := callText(t, cs, "extra", nil); isErr || text != "new" {
+	if text, isErr := srvCallText(t, cs, "extra", nil); isErr || text != "new" {
 		t.Fatalf("extra: %v %q", isErr, text)
 	}
 }

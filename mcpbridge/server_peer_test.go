@@ -47,8 +47,8 @@ func serverPeerNode(t *testing.T) (node, dir string) {
 // (clients/mcp/server-peer.mjs) against the Server over streamable HTTP.
 func TestServerTypeScriptPeer(t *testing.T) {
 	node, dir := serverPeerNode(t)
-	rs := &results{ch: make(chan *events.Event, 64)}
-	tk := newToolkit(t, toolkit.WithInlineObserver(rs))
+	rs := &srvResults{ch: make(chan *events.Event, 64)}
+	tk := srvToolkit(t, toolkit.WithInlineObserver(rs))
 	perms := interceptors.NewPermissions(
 		interceptors.WithRules(
 			interceptors.Rule{Tool: "noop", Decision: interceptors.Ask, Reason: "a test"},
@@ -58,7 +58,7 @@ func TestServerTypeScriptPeer(t *testing.T) {
 		interceptors.WithApprovalTimeout(30*time.Second),
 	)
 	tk.Use(perms.Interceptor())
-	s := newServer(t, tk, mcpbridge.WithPermissions(perms))
+	s := srvNew(t, tk, mcpbridge.WithPermissions(perms))
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.Handler(nil))
 	hs := httptest.NewServer(mux)

@@ -19,31 +19,31 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-type weatherIn struct {
+type srvWeatherIn struct {
 	City string `json:"city" jsonschema:"the city"`
 	Days int    `json:"days,omitempty" tool:"minimum=1,maximum=7,default=1"`
 }
 
-type weatherOut struct {
+type srvWeatherOut struct {
 	City  string  `json:"city"`
 	TempC float64 `json:"temp_c"`
 }
 
-func ptr[T any](v T) *T { return &v }
+func srvPtr[T any](v T) *T { return &v }
 
 // testTools are the tools the server tests serve: a typed read-only tool with
 // an output schema, one that reports progress, one that runs until cancelled,
 // and one without hints.
-func testTools(t testing.TB) []*toolkit.Tool {
+func srvTools(t testing.TB) []*toolkit.Tool {
 	weather := toolkit.MustTool(toolkit.Spec{
 		Name: "weather", Description: "Current weather in a city.", ReadOnly: true, Title: "Weather",
 		ConcurrencySafe: true,
-	}, func(ctx context.Context, in weatherIn) (weatherOut, error) {
-		return weatherOut{City: in.City, TempC: 21.5}, nil
+	}, func(ctx context.Context, in srvWeatherIn) (srvWeatherOut, error) {
+		return srvWeatherOut{City: in.City, TempC: 21.5}, nil
 	})
 	steps, err := toolkit.NewRawTool(toolkit.Spec{
 		Name: "steps", Description: "Reports progress, then answers.",
-		Destructive: ptr(false), Idempotent: ptr(true), OpenWorld: ptr(false),
+		Destructive: srvPtr(false), Idempotent: srvPtr(true), OpenWorld: srvPtr(false),
 	}, json.RawMessage(`{"type":"object"}`), func(ctx context.Context, _ json.RawMessage) ([]toolkit.Part, error) {
 		em := stream.From(ctx)
 		for _, p := range []struct {
@@ -73,13 +73,13 @@ func testTools(t testing.TB) []*toolkit.Tool {
 }
 
 // results collects the toolkit's result events.
-type results struct {
+type srvResults struct {
 	mu  sync.Mutex
 	evs []*events.Event
 	ch  chan *events.Event
 }
 
-func (r *results) Observe(ev *events.Event) {
+func (r *srvResults) Observe(ev *events.Event) {
 	if ev.Type != events.TypeResult {
 		return
 	}
@@ -92,9 +92,9 @@ func (r *results) Observe(ev *events.Event) {
 	}
 }
 
-func newToolkit(t testing.TB, opts ...toolkit.Option) *toolkit.Toolkit {
+func srvToolkit(t testing.TB, opts ...toolkit.Option) *toolkit.Toolkit {
 	tk := toolkit.New(opts...)
-	if err := tk.Register(testTools(t)); err != nil {
+	if err := tk.Register(srvTools(t)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -109,7 +109,7 @@ func newToolkit(t testing.TB, opts ...toolkit.Option) *toolkit.Toolkit {
 
 // connect serves s over an in-memory transport and returns a Go SDK client
 // session; both end with the test.
-func connect(t testing.TB, s *mcpbridge.Server, copts *mcp.ClientOptions, version string) *mcp.ClientSession {
+func srvConnect(t testing.TB, s *mcpbridge.Server, copts *mcp.ClientOptions, version string) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -132,7 +132,7 @@ func connect(t testing.TB, s *mcpbridge.Server, copts *mcp.ClientOptions, versio
 	return cs
 }
 
-func newServer(t testing.TB, tk *toolkit.Toolkit, opts ...mcpbridge.ServerOption) *mcpbridge.Server {
+func srvNew(t testing.TB, tk *toolkit.Toolkit, opts ...mcpbridge.ServerOption) *mcpbridge.Server {
 	s, err := mcpbridge.NewServer(tk, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -141,15 +141,15 @@ func newServer(t testing.TB, tk *toolkit.Toolkit, opts ...mcpbridge.ServerOption
 	return s
 }
 
-// versions are the protocol revisions the in-process tests run under: the
+// srvVersions are the protocol revisions the in-process tests run under: the
 // newest (sessionless, server/discover) and the newest with initialize.
-var versions = []string{"", "2025-11-25"}
+var srvVersions = []string{"", "2025-11-25"}
 
 func TestServerListsTools(t *testing.T) {
-	for _, v := range versions {
+	for _, v := range srvVersions {
 		t.Run("version="+v, func(t *testing.T) {
-			tk := newToolkit(t)
-			cs := connect(t, newServer(t, tk), nil, v)
+			tk := srvToolkit(t)
+			cs := srvConnect(t, srvNew(t, tk), nil, v)
 			res, err := cs.ListTools(context.Background(), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -192,9 +192,9 @@ func TestServerListsTools(t *testing.T) {
 }
 
 func TestServerStructuredContent(t *testing.T) {
-	for _, v := range versions {
+	for _, v := range srvVersions {
 		t.Run("version="+v, func(t *testing.T) {
-			cs := connect(t, newServer(t, newToolkit(t)), nil, v)
+			cs := srvConnect(t, srvNew(t, srvToolkit(t)), nil, v)
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "weather", Arguments: map[string]any{"city": "Oslo"}})
 			if err != nil {
 				t.Fatal(err)
@@ -203,8 +203,8 @@ func TestServerStructuredContent(t *testing.T) {
 				t.Fatalf("result = %+v", res)
 			}
 			text := res.Content[0].(*mcp.TextContent).Text
-			var got weatherOut
-			if err := json.Unmarshal([]byte(text), &got); err != nil || got != (weatherOut{"Oslo", 21.5}) {
+			var got srvWeatherOut
+			if err := json.Unmarshal([]byte(text), &got); err != nil || got != (srvWeatherOut{"Oslo", 21.5}) {
 				t.Fatalf("text content %q: %v", text, err)
 			}
 			sc, _ := json.Marshal(res.StructuredContent)
@@ -216,7 +216,7 @@ func TestServerStructuredContent(t *testing.T) {
 }
 
 func TestServerInvalidArguments(t *testing.T) {
-	cs := connect(t, newServer(t, newToolkit(t)), nil, "")
+	cs := srvConnect(t, srvNew(t, srvToolkit(t)), nil, "")
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "weather", Arguments: map[string]any{"city": 3, "days": 9}})
 	if err != nil {
 		t.Fatal(err)
@@ -236,11 +236,11 @@ func TestServerInvalidArguments(t *testing.T) {
 }
 
 func TestServerProgress(t *testing.T) {
-	for _, v := range versions {
+	for _, v := range srvVersions {
 		t.Run("version="+v, func(t *testing.T) {
 			var mu sync.Mutex
 			var got []*mcp.ProgressNotificationParams
-			cs := connect(t, newServer(t, newToolkit(t)), &mcp.ClientOptions{
+			cs := srvConnect(t, srvNew(t, srvToolkit(t)), &mcp.ClientOptions{
 				ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 					mu.Lock()
 					got = append(got, req.Params)
@@ -303,7 +303,7 @@ func TestServerProgress(t *testing.T) {
 func TestServerProgressNeedsToken(t *testing.T) {
 	var mu sync.Mutex
 	n := 0
-	cs := connect(t, newServer(t, newToolkit(t)), &mcp.ClientOptions{
+	cs := srvConnect(t, srvNew(t, srvToolkit(t)), &mcp.ClientOptions{
 		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
 			n++
@@ -325,12 +325,12 @@ func TestServerProgressNeedsToken(t *testing.T) {
 }
 
 func TestServerCancel(t *testing.T) {
-	for _, v := range versions {
+	for _, v := range srvVersions {
 		t.Run("version="+v, func(t *testing.T) {
-			rs := &results{ch: make(chan *events.Event, 16)}
-			tk := newToolkit(t, toolkit.WithInlineObserver(rs))
+			rs := &srvResults{ch: make(chan *events.Event, 16)}
+			tk := srvToolkit(t, toolkit.WithInlineObserver(rs))
 			progressed := make(chan struct{}, 1)
-			cs := connect(t, newServer(t, tk), &mcp.ClientOptions{
+			cs := srvConnect(t, srvNew(t, tk), &mcp.ClientOptions{
 				ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
 					select {
 					case progressed <- struct{}{}:
@@ -370,7 +370,7 @@ func TestServerCancel(t *testing.T) {
 
 func TestServerEventsReachNATS(t *testing.T) {
 	bus := natstest.Bus(t)
-	tk := newToolkit(t, toolkit.WithInlineObserver(bus.Publisher()))
+	tk := srvToolkit(t, toolkit.WithInlineObserver(bus.Publisher()))
 	got := make(chan *events.Event, 64)
 	sub, err := bus.Subscribe(bus.Subjects().All(), func(ev *events.Event) { got <- ev })
 	if err != nil {
@@ -380,7 +380,7 @@ func TestServerEventsReachNATS(t *testing.T) {
 	if err := bus.Conn().Flush(); err != nil {
 		t.Fatal(err)
 	}
-	cs := connect(t, newServer(t, tk), nil, "")
+	cs := srvConnect(t, srvNew(t, tk), nil, "")
 	params := &mcp.CallToolParams{Name: "steps", Arguments: map[string]any{}}
 	params.SetProgressToken("p")
 	if _, err := cs.CallTool(context.Background(), params); err != nil {
@@ -423,8 +423,8 @@ func TestServerHTTP(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := tc.version
-			tk := newToolkit(t)
-			s := newServer(t, tk)
+			tk := srvToolkit(t)
+			s := srvNew(t, tk)
 			hs := httptest.NewServer(s.Handler(tc.opts))
 			defer hs.Close()
 			var mu sync.Mutex
