@@ -26,6 +26,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/mcpbridge"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -389,11 +390,21 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 	var page string
 	if cfg.listen != "" {
-		srv, err := serveWeb(cfg.listen, &webApp{bus: bus, tk: tk, desk: desk, session: sess.ID(), model: model.Name()})
+		// The toolkit over MCP at /mcp: an MCP client (the Inspector, a
+		// desktop app) lists and calls the tour's tools; its calls show on
+		// the page under sessions named mcp-..., and a call that needs
+		// approval becomes a question to that client.
+		mcpSrv, err := mcpbridge.NewServer(tk, mcpbridge.WithImplementation("toolstream-demo", "dev"), mcpbridge.WithPermissions(perms))
 		if err != nil {
 			return err
 		}
+		srv, err := serveWeb(cfg.listen, &webApp{bus: bus, tk: tk, desk: desk, session: sess.ID(), model: model.Name(), mcp: mcpSrv.Handler(nil)})
+		if err != nil {
+			mcpSrv.Close()
+			return err
+		}
 		defer closeWithin(2*time.Second, srv.Shutdown)
+		defer mcpSrv.Close() // first: its open streams would hold Shutdown up
 		page = srv.URL
 	}
 

@@ -29,6 +29,7 @@ type webApp struct {
 	desk    *approvalDesk
 	session string
 	model   string
+	mcp     http.Handler // the toolkit over MCP (streamable HTTP), or nil
 }
 
 func (a *webApp) handler() http.Handler {
@@ -46,6 +47,9 @@ func (a *webApp) handler() http.Handler {
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("GET /api/info", a.info)
 	mux.HandleFunc("POST /api/approve", a.approve)
+	if a.mcp != nil {
+		mux.Handle("/mcp", a.mcp)
+	}
 	return securityHeaders(mux)
 }
 
