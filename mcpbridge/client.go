@@ -140,7 +140,9 @@ func WithReconnect(attempts int, base time.Duration) ClientOption {
 
 // WithDialTimeout bounds one connection attempt, initialization and tool
 // listing included (default 30 s).
-func WithDialTimeout(d time.Duration) ClientOption { return func(o *clientOptions) { o.dialTimeout = d } }
+func WithDialTimeout(d time.Duration) ClientOption {
+	return func(o *clientOptions) { o.dialTimeout = d }
+}
 
 // Client is one MCP server connected to a toolkit: its tools are registered
 // there and stay in sync with the server's list.
@@ -350,12 +352,11 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		return nil, fmt.Errorf("mcpbridge: MCP server %q: %w", c.name, err)
 	}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "toolstream", Version: "1"}, &mcp.ClientOptions{
-		Capabilities:                &mcp.ClientCapabilities{},
-		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { c.requestSync() },
-		ProgressNotificationHandler: c.onProgress,
-		ElicitationHandler:          c.elicitationHandler(),
+		Capabilities:           &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.requestSync() },
+		ElicitationHandler:     c.elicitationHandler(),
 	})
-	sess, err := cl.Connect(ctx, tr, nil)
+	sess, err := cl.Connect(ctx, c.withProgress(tr), nil)
 	if err != nil {
 		msg := fmt.Sprintf("mcpbridge: connecting to MCP server %q: %v", c.name, err)
 		if tail := stderrOf(tr); tail != "" {
@@ -374,6 +375,9 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 func (c *Client) watch(cn *conn) {
 	defer c.wg.Done()
 	err := cn.sess.Wait()
+	// Close even a session the server ended: it releases what the session
+	// holds (a stdio process, the subscriptions/listen call's goroutine).
+	_ = cn.sess.Close()
 	why := "the connection closed"
 	if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
 		why = err.Error()
@@ -382,8 +386,8 @@ func (c *Client) watch(cn *conn) {
 		why += "; its standard error ends with: " + tail
 	}
 	cn.err = fmt.Errorf("MCP server %q went away (%s)", c.name, why)
+	c.lost(cn) // before gone: a call that saw gone finds the server down
 	close(cn.gone)
-	c.lost(cn)
 }
 
 // lost marks the server down after cn ended; the next call reconnects.
@@ -728,26 +732,4 @@ func (c *Client) handler(tool string) toolkit.RawHandler {
 		}
 		return resultParts(res)
 	}
-}
-
-// onProgress turns the server's progress notifications into the call's
-// progress events.
-func (c *Client) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	p := req.Params
-	if p == nil {
-		return
-	}
-	tok, ok := p.ProgressToken.(string)
-	if !ok {
-		return
-	}
-	v, ok := c.progress.Load(tok)
-	if !ok {
-		return
-	}
-	frac := -1.0
-	if p.Total > 0 {
-		frac = min(max(p.Progress/p.Total, 0), 1)
-	}
-	v.(*stream.Emitter).Progress(p.Message, frac)
 }

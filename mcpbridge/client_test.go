@@ -217,9 +217,13 @@ func TestClientRegistersToolsWithNamingRuleAndFilters(t *testing.T) {
 func TestClientSkipsToolWhoseSchemaDoesNotCompile(t *testing.T) {
 	ts := newTestServer(t)
 	ts.srv.AddTool(&mcp.Tool{Name: "broken", Description: "Bad schema.", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"$ref":"#/$defs/nowhere"}}}`)},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	ts.srv.AddTool(&mcp.Tool{Name: "badtype", Description: "Unknown type.", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"nonsense"}}}`)},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	tk := testutil.Kit(t)
 	c := connect(t, tk, "srv", ts.endpoint())
 	ps := c.Problems()
