@@ -120,9 +120,12 @@ func (ts *testServer) endpoint() mcpbridge.Endpoint {
 // kill ends every connection from the server's side: the server went away.
 func (ts *testServer) kill() {
 	ts.mu.Lock()
-	ss := ts.sessions
 	ts.sessions = nil
 	ts.mu.Unlock()
+	var ss []*mcp.ServerSession // in memory and over HTTP
+	for s := range ts.srv.Sessions() {
+		ss = append(ss, s)
+	}
 	for _, s := range ss {
 		_ = s.Close()
 		_ = s.Wait()
