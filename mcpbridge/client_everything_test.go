@@ -1,0 +1,148 @@
+package mcpbridge_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/mcpbridge"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// envPeers, set by .ci/run after `npm ci` in clients/mcp, makes the tests
+// against the Node.js peers fail instead of skipping when node or the
+// packages are missing.
+const envPeers = "TOOLSTREAM_MCP_PEERS"
+
+// everything returns the stdio endpoint of @modelcontextprotocol/server-everything
+// from clients/mcp, skipping (or failing, under TOOLSTREAM_MCP_PEERS) when
+// node or the package is missing.
+func everything(t *testing.T) mcpbridge.Stdio {
+	t.Helper()
+	script, err := filepath.Abs("../clients/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, nodeErr := exec.LookPath("node")
+	_, scriptErr := os.Stat(script)
+	if nodeErr != nil || scriptErr != nil {
+		msg := fmt.Sprintf("needs node in PATH and `npm ci` in clients/mcp (node: %v; server-everything: %v)", nodeErr, scriptErr)
+		if os.Getenv(envPeers) != "" {
+			t.Fatalf("%s is set but the peer is missing: %s", envPeers, msg)
+		}
+		t.Skip(msg)
+	}
+	return mcpbridge.Stdio{Command: node, Args: []string{script, "stdio"}}
+}
+
+// TestClientEverythingServer registers the reference server as a toolstream
+// MCP client over stdio: its tools validate and run, and its long-running
+// operation's progress arrives as toolstream progress events on a real NATS
+// bus.
+func TestClientEverythingServer(t *testing.T) {
+	ep := everything(t)
+	bus := natstest.Bus(t)
+	var mu sync.Mutex
+	var got []*events.Event
+	sub, err := bus.Subscribe(bus.Subjects().Session("peer"), func(ev *events.Event) {
+		mu.Lock()
+		got = append(got, ev)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	tk := testutil.Kit(t, toolkit.WithInlineObserver(bus.Publisher()))
+	c := connect(t, tk, "everything", ep)
+
+	for _, p := range c.Problems() {
+		t.Errorf("problem: %v", p)
+	}
+	reg := map[string]bool{}
+	for _, ti := range c.Tools() {
+		reg[ti.Tool] = true
+	}
+	for _, n := range []string{"echo", "get-sum", "get-tiny-image", "get-structured-content", "get-resource-links", "trigger-long-running-operation"} {
+		if !reg[n] {
+			t.Errorf("tool %q not registered; got %v", n, c.Tools())
+		}
+	}
+
+	res := testutil.Run(t, tk, "peer",
+		testutil.Call("echo", "mcp__everything__echo", `{"message":"hi"}`),
+		testutil.Call("bad", "mcp__everything__echo", `{"message":5}`),
+		testutil.Call("sum", "mcp__everything__get-sum", `{"a":2,"b":3}`),
+		testutil.Call("img", "mcp__everything__get-tiny-image", `{}`),
+		testutil.Call("st", "mcp__everything__get-structured-content", `{"location":"Chicago"}`),
+		testutil.Call("long", "mcp__everything__trigger-long-running-operation", `{"duration":1,"steps":4}`),
+	)
+	if r := res[0]; r.IsError() || !strings.Contains(r.Text(), "hi") {
+		t.Errorf("echo: %v %q", r.State, r.Text())
+	}
+	if r := res[1]; !r.IsError() || !strings.Contains(r.Text(), "message") {
+		t.Errorf("echo with a number (the engine validates the server's schema): %v %q", r.State, r.Text())
+	}
+	if r := res[2]; r.IsError() || !strings.Contains(r.Text(), "5") {
+		t.Errorf("get-sum: %v %q", r.State, r.Text())
+	}
+	var image bool
+	for _, p := range res[3].Content {
+		image = image || (p.MediaType == "image/png" && len(p.Data) > 0)
+	}
+	if res[3].IsError() || !image {
+		t.Errorf("get-tiny-image: %v %v", res[3].State, res[3].Content)
+	}
+	if r := res[4]; r.IsError() || len(r.Content) == 0 || r.Content[len(r.Content)-1].Type != events.PartJSON {
+		t.Errorf("get-structured-content: %v %v", r.State, r.Content)
+	} else {
+		var w struct{ Temperature, Humidity *float64 }
+		if err := json.Unmarshal(r.Content[len(r.Content)-1].JSON, &w); err != nil || w.Temperature == nil {
+			t.Errorf("structured content %s: %v", r.Content[len(r.Content)-1].JSON, err)
+		}
+	}
+	if r := res[5]; r.IsError() || !strings.Contains(r.Text(), "completed") {
+		t.Errorf("long-running operation: %v %q", r.State, r.Text())
+	}
+
+	// The progress, as a subscriber on NATS sees it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		var fr []float64
+		var result bool
+		for _, ev := range got {
+			if ev.Call != "long" {
+				continue
+			}
+			switch ev.Type {
+			case events.TypeProgress:
+				if ev.Progress.Fraction != nil {
+					fr = append(fr, *ev.Progress.Fraction)
+				}
+			case events.TypeResult:
+				result = true
+			}
+		}
+		mu.Unlock()
+		if result {
+			if fmt.Sprint(fr) != "[0.25 0.5 0.75 1]" {
+				t.Errorf("progress fractions on NATS %v, want [0.25 0.5 0.75 1]", fr)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no result event on NATS; progress %v", fr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
