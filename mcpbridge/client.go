@@ -720,16 +720,37 @@ func (c *Client) handler(tool string) toolkit.RawHandler {
 			if errors.As(err, &werr) {
 				return nil, fmt.Errorf("MCP server %q refused the call: %s", c.name, werr.Message)
 			}
-			// The connection failed under the call: the server is gone.
-			// Close the session so that its other calls fail now too.
-			_ = cn.sess.Close()
-			select {
-			case <-cn.gone:
-				return nil, fmt.Errorf("%v during the call", cn.err)
-			case <-time.After(time.Second):
-				return nil, fmt.Errorf("MCP server %q went away during the call: %v", c.name, err)
-			}
+			return nil, c.callFailed(cn, err)
 		}
 		return resultParts(res)
+	}
+}
+
+// pingTimeout bounds the ping that tells a failed call on a live server
+// from a server that is gone.
+const pingTimeout = 2 * time.Second
+
+// callFailed words a call that failed outside the protocol (not an error
+// response from the server). If the connection is gone, or the server does
+// not answer a ping, the session is closed so that its other calls fail at
+// once and the next call reconnects.
+func (c *Client) callFailed(cn *conn, err error) error {
+	select {
+	case <-cn.gone:
+		return fmt.Errorf("%v during the call", cn.err)
+	default:
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, pingTimeout)
+	perr := cn.sess.Ping(ctx, nil)
+	cancel()
+	if perr == nil {
+		return fmt.Errorf("MCP server %q: the call failed: %v", c.name, err)
+	}
+	_ = cn.sess.Close()
+	select {
+	case <-cn.gone:
+		return fmt.Errorf("%v during the call", cn.err)
+	case <-time.After(pingTimeout):
+		return fmt.Errorf("MCP server %q went away during the call: %v", c.name, err)
 	}
 }
