@@ -78,6 +78,7 @@ type clientOptions struct {
 	maxBackoff  time.Duration
 	dialTimeout time.Duration
 	elicit      ElicitFunc
+	elicitDesk  *Elicitations
 }
 
 // WithPrefix sets what the server's tool names start with (default
@@ -160,6 +161,7 @@ type Client struct {
 
 	nextToken atomic.Uint64
 	progress  sync.Map // progress token (string) -> *stream.Emitter
+	inflight  sync.Map // progress token -> *inflight
 
 	mu         sync.Mutex
 	cur        *conn         // nil while down
@@ -705,9 +707,14 @@ func (c *Client) handler(tool string) toolkit.RawHandler {
 		if err != nil {
 			return nil, err
 		}
-		tok := c.name + "-" + strconv.FormatUint(c.nextToken.Add(1), 10)
+		seq := c.nextToken.Add(1)
+		tok := c.name + "-" + strconv.FormatUint(seq, 10)
 		c.progress.Store(tok, stream.From(ctx))
 		defer c.progress.Delete(tok)
+		if ci, ok := toolkit.CallInfoFrom(ctx); ok {
+			c.inflight.Store(tok, &inflight{info: ci, ctx: ctx, seq: seq})
+			defer c.inflight.Delete(tok)
+		}
 		p := &mcp.CallToolParams{Name: tool, Arguments: args}
 		p.SetProgressToken(tok)
 		res, err := cn.sess.CallTool(ctx, p)

@@ -1,6 +1,7 @@
 package mcpbridge_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/mcpbridge"
@@ -144,5 +146,65 @@ func TestClientEverythingServer(t *testing.T) {
 			t.Fatalf("no result event on NATS; progress %v", fr)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestClientEverythingElicitation: the reference server asks for input with
+// elicitation/create on the wire (its trigger-elicitation-request tool, which
+// it adds after initialization when the client can elicit: list_changed);
+// the request reaches the approval desk as an approval event on NATS and an
+// answer given by code reaches the server.
+func TestClientEverythingElicitation(t *testing.T) {
+	ep := everything(t)
+	bus := natstest.Bus(t)
+	approvals := make(chan interceptors.ApprovalRequest, 8)
+	sub, err := bus.Subscribe(bus.Subjects().SessionEvent("peer", string(interceptors.ApprovalEvent)), func(ev *events.Event) {
+		var r interceptors.ApprovalRequest
+		if json.Unmarshal(ev.Data, &r) == nil {
+			approvals <- r
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	tk := testutil.Kit(t, toolkit.WithInlineObserver(bus.Publisher()))
+	desk := mcpbridge.NewElicitations(time.Minute)
+	connect(t, tk, "everything", ep, mcpbridge.WithElicitations(desk))
+	const tool = "mcp__everything__trigger-elicitation-request"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := tk.Tool(tool); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never registered", tool)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b := testutil.Session(t, tk, "peer").Start(context.Background(), []toolkit.Call{testutil.Call("ask", tool, `{}`)})
+	var req interceptors.ApprovalRequest
+	select {
+	case req = <-approvals:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no approval event on NATS")
+	}
+	if req.Status != "pending" || req.CallID != "ask" || req.Note != "elicitation" || !strings.Contains(string(req.Args), `"name"`) {
+		t.Errorf("approval request %+v", req)
+	}
+	if err := desk.Accept(req.Session, req.CallID, map[string]any{"name": "Ada Lovelace"}); err != nil {
+		t.Fatal(err)
+	}
+	res := b.Wait()
+	if res[0].IsError() || !strings.Contains(res[0].Text(), "Ada Lovelace") || !strings.Contains(res[0].Text(), "provided the requested information") {
+		t.Errorf("elicitation result: %v %q", res[0].State, res[0].Text())
+	}
+	select {
+	case r := <-approvals:
+		if r.Status != "approved" {
+			t.Errorf("decision event %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no decision event on NATS")
 	}
 }
