@@ -94,31 +94,32 @@ func (w *tailWriter) String() string {
 }
 
 // ParseCommand splits a command line such as `npx -y some-server --flag "a b"`
-// into a Stdio endpoint: words are separated by spaces, and single or double
-// quotes group words (no escapes, no variables: it is not a shell).
+// into a Stdio endpoint: words are separated by ASCII blanks, and single or
+// double quotes group words (no escapes, no variables: it is not a shell).
 func ParseCommand(line string) (Stdio, error) {
 	var words []string
-	var cur strings.Builder
+	var cur []byte
 	inWord := false
-	var quote rune
-	for _, r := range line {
+	var quote byte
+	for i := 0; i < len(line); i++ {
+		b := line[i]
 		switch {
 		case quote != 0:
-			if r == quote {
+			if b == quote {
 				quote = 0
 			} else {
-				cur.WriteRune(r)
+				cur = append(cur, b)
 			}
-		case r == '"' || r == '\'':
-			quote, inWord = r, true
-		case r == ' ' || r == '\t' || r == '\n':
+		case b == '"' || b == '\'':
+			quote, inWord = b, true
+		case isBlank(b):
 			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
+				words = append(words, string(cur))
+				cur = cur[:0]
 				inWord = false
 			}
 		default:
-			cur.WriteRune(r)
+			cur = append(cur, b)
 			inWord = true
 		}
 	}
@@ -126,12 +127,16 @@ func ParseCommand(line string) (Stdio, error) {
 		return Stdio{}, fmt.Errorf("mcpbridge: command %q: unclosed %c quote", line, quote)
 	}
 	if inWord {
-		words = append(words, cur.String())
+		words = append(words, string(cur))
 	}
 	if len(words) == 0 {
 		return Stdio{}, fmt.Errorf("mcpbridge: command %q: no program", line)
 	}
 	return Stdio{Command: words[0], Args: words[1:]}, nil
+}
+
+func isBlank(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f'
 }
 
 // HTTP reaches an MCP server over the streamable HTTP transport.

@@ -646,3 +646,52 @@ func TestParseCommand(t *testing.T) {
 		}
 	}
 }
+
+func TestClientErrorResponseAndOutputSchema(t *testing.T) {
+	ts := newTestServer(t)
+	ts.srv.AddTool(&mcp.Tool{Name: "rpcerr", Description: "Answers with a protocol error.", InputSchema: objectSchema},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, errors.New("bad things")
+		})
+	ts.srv.AddTool(&mcp.Tool{Name: "weather", Description: "Typed output.", InputSchema: objectSchema,
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"t":{"type":"number"}},"required":["t"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Text string }
+			_ = json.Unmarshal(req.Params.Arguments, &in)
+			if in.Text == "wrong" {
+				return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: map[string]any{"t": "warm"}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: map[string]any{"t": 21.5}}, nil
+		})
+	ts.srv.AddTool(&mcp.Tool{Name: "oddout", Description: "An output schema the engine cannot compile.", InputSchema: objectSchema,
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"nonsense"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "odd"}}}, nil
+		})
+	tk := testutil.Kit(t)
+	c := connect(t, tk, "srv", ts.endpoint())
+	var odd bool
+	for _, p := range c.Problems() {
+		odd = odd || (p.Tool == "oddout" && p.Registered && strings.Contains(p.Error(), "output schema ignored"))
+	}
+	if !odd {
+		t.Errorf("problems %v", c.Problems())
+	}
+	res := testutil.Run(t, tk, "s",
+		testutil.Call("1", "mcp__srv__rpcerr", `{}`),
+		testutil.Call("2", "mcp__srv__weather", `{}`),
+		testutil.Call("3", "mcp__srv__weather", `{"text":"wrong"}`),
+		testutil.Call("4", "mcp__srv__oddout", `{}`))
+	if !res[0].IsError() || !strings.Contains(res[0].Text(), `MCP server "srv" refused the call: bad things`) {
+		t.Errorf("error response: %v %q", res[0].State, res[0].Text())
+	}
+	if res[1].IsError() || len(res[1].Content) != 1 || string(res[1].Content[0].JSON) != `{"t":21.5}` {
+		t.Errorf("structured: %v %v", res[1].State, res[1].Content)
+	}
+	if !res[2].IsError() || !strings.Contains(res[2].Text(), "output schema") {
+		t.Errorf("structured content against the output schema: %v %q", res[2].State, res[2].Text())
+	}
+	if res[3].IsError() || res[3].Text() != "odd" {
+		t.Errorf("tool registered without its output schema: %v %q", res[3].State, res[3].Text())
+	}
+}
