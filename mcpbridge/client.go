@@ -367,7 +367,16 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		return nil, errors.New(msg)
 	}
 	cn := &conn{sess: sess, tr: tr, gone: make(chan struct{})}
+	// Under c.mu, so that Close (which sets closed under it, then waits for
+	// the group) never sees the group grow while it waits.
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		_ = sess.Close()
+		return nil, fmt.Errorf("MCP server %q: its client was closed", c.name)
+	}
 	c.wg.Add(1)
+	c.mu.Unlock()
 	go c.watch(cn)
 	return cn, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -693,5 +694,45 @@ func TestClientErrorResponseAndOutputSchema(t *testing.T) {
 	}
 	if res[3].IsError() || res[3].Text() != "odd" {
 		t.Errorf("tool registered without its output schema: %v %q", res[3].State, res[3].Text())
+	}
+}
+
+// TestClientEveryProgressBeforeTheResult: a server that sends many progress
+// notifications right before its response; each one reaches the call before
+// it ends. (Taken from the SDK's notification handler, the last ones came
+// after the response and were refused.)
+func TestClientEveryProgressBeforeTheResult(t *testing.T) {
+	ts := newTestServer(t)
+	const n = 200
+	ts.srv.AddTool(&mcp.Tool{Name: "burst", Description: "Many progress notifications.", InputSchema: objectSchema},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			for i := 1; i <= n; i++ {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Total: n}); err != nil {
+					return nil, err
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
+	connect(t, tk, "srv", ts.endpoint())
+	for round := range 5 {
+		id := fmt.Sprint("b", round)
+		res := testutil.Run(t, tk, "s", testutil.Call(id, "mcp__srv__burst", `{}`))
+		if res[0].Text() != "done" {
+			t.Fatalf("burst: %q", res[0].Text())
+		}
+		got := 0
+		for _, ev := range rec.Of(id) {
+			if ev.Type == events.TypeProgress {
+				got++
+				if f := *ev.Progress.Fraction; f != float64(got)/n {
+					t.Fatalf("progress %d: fraction %v", got, f)
+				}
+			}
+		}
+		if got != n {
+			t.Fatalf("round %d: %d progress events, want %d", round, got, n)
+		}
 	}
 }
