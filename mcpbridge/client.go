@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +46,7 @@ type Problem struct {
 	Err        error
 }
 
+// Error says which tool, what became of it, and why.
 func (p Problem) Error() string {
 	verb := "skipped"
 	if p.Registered {
@@ -268,18 +270,8 @@ func (c *Client) Tools() []ToolInfo {
 	for n, e := range c.tools {
 		out = append(out, ToolInfo{Name: n, Tool: e.mcpName, Annotations: e.ann})
 	}
-	slices.SortFunc(out, func(a, b ToolInfo) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b ToolInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Err returns why the server is down, nil while it is connected.
@@ -532,7 +524,7 @@ func (c *Client) sync(ctx context.Context, cn *conn) error {
 		}
 		list = append(list, t)
 	}
-	slices.SortFunc(list, func(a, b *mcp.Tool) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(list, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
