@@ -467,6 +467,7 @@ func TestClientListChangedResyncs(t *testing.T) {
 	if !added || !removed || !changed {
 		t.Errorf("session events %+v", changes)
 	}
+	rec.Check(t)
 }
 
 func containsStr(s []string, v string) bool {
