@@ -191,6 +191,13 @@ func TestClientRegistersToolsWithNamingRuleAndFilters(t *testing.T) {
 	if n := mcpbridge.ToolName("mcp__srv__", "weird.name/ü"); !strings.HasPrefix(n, "mcp__srv__weird_name__") || len(n) != len("mcp__srv__weird_name__")+9 {
 		t.Errorf("sanitized name %q", n)
 	}
+	// The examples of docs/mcp.md.
+	if n := mcpbridge.ToolName("mcp__srv__", "weird.name/ü"); n != "mcp__srv__weird_name___bb7d6bb5" {
+		t.Errorf("docs/mcp.md's example is %q", n)
+	}
+	if n := mcpbridge.ToolName("mcp__srv__", long); n != "mcp__srv__"+strings.Repeat("x", 45)+"_d929cdee" {
+		t.Errorf("docs/mcp.md's long example is %q", n)
+	}
 	if a, b := mcpbridge.ToolName("mcp__srv__", "a.b"), mcpbridge.ToolName("mcp__srv__", "a/b"); a == b {
 		t.Errorf("a.b and a/b both named %q", a)
 	}
