@@ -297,7 +297,8 @@ func (c *Client) Reconnect(ctx context.Context) error {
 }
 
 // Close disconnects (a stdio server's process ends), unregisters the tools
-// and the group, and waits for the client's goroutines.
+// and the group, and waits for the client's goroutines. It returns nil: the
+// goodbye to the server is best effort.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -309,16 +310,14 @@ func (c *Client) Close() error {
 	c.cur = nil
 	c.mu.Unlock()
 	c.cancel()
-	var err error
 	if cn != nil {
-		err = cn.sess.Close()
+		// Best effort: a server that is gone cannot be told (over HTTP the
+		// session's DELETE fails), and nothing is lost either way.
+		_ = cn.sess.Close()
 	}
 	c.wg.Wait()
 	c.unregister()
-	if errors.Is(err, mcp.ErrConnectionClosed) {
-		err = nil
-	}
-	return err
+	return nil
 }
 
 // unregister removes the tools and the group.
@@ -389,19 +388,20 @@ func (c *Client) watch(cn *conn) {
 		why += "; its standard error ends with: " + tail
 	}
 	cn.err = fmt.Errorf("MCP server %q went away (%s)", c.name, why)
-	c.lost(cn) // before gone: a call that saw gone finds the server down
+	c.lost(cn, cn.err) // before gone: a call that saw gone finds the server down
 	close(cn.gone)
 }
 
-// lost marks the server down after cn ended; the next call reconnects.
-func (c *Client) lost(cn *conn) {
+// lost marks the server down after cn ended, for why; the next call
+// reconnects. The first word on a connection stays.
+func (c *Client) lost(cn *conn, why error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur != cn {
 		return
 	}
 	c.cur = nil
-	c.down = cn.err
+	c.down = why
 	c.attempts = 0
 	c.retryAt = time.Time{}
 }
@@ -725,7 +725,7 @@ func (c *Client) handler(tool string) toolkit.RawHandler {
 				return nil, ctx.Err()
 			}
 			var werr *jsonrpc.Error
-			if errors.As(err, &werr) {
+			if errors.As(err, &werr) && werr.Code != codeRejected {
 				return nil, fmt.Errorf("MCP server %q refused the call: %s", c.name, werr.Message)
 			}
 			return nil, c.callFailed(cn, err)
@@ -754,11 +754,17 @@ func (c *Client) callFailed(cn *conn, err error) error {
 	if perr == nil {
 		return fmt.Errorf("MCP server %q: the call failed: %v", c.name, err)
 	}
-	_ = cn.sess.Close()
-	select {
-	case <-cn.gone:
-		return fmt.Errorf("%v during the call", cn.err)
-	case <-time.After(pingTimeout):
-		return fmt.Errorf("MCP server %q went away during the call: %v", c.name, err)
+	why := fmt.Sprintf("%v; it does not answer a ping either", err)
+	if tail := stderrOf(cn.tr); tail != "" {
+		why += "; its standard error ends with: " + tail
 	}
+	gone := fmt.Errorf("MCP server %q went away during the call (%s)", c.name, why)
+	c.lost(cn, gone)
+	_ = cn.sess.Close()
+	return gone
 }
+
+// codeRejected is the code of the SDK's "rejected by transport" error: the
+// request did not reach the server (an HTTP request that failed), which is
+// not the server's answer.
+const codeRejected = -32005

@@ -32,6 +32,8 @@ type testServer struct {
 
 	blockStarted   chan struct{}
 	blockCancelled chan struct{}
+	release        chan struct{} // closed by kill: handlers that block return
+	releaseOnce    sync.Once
 }
 
 var objectSchema = json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)
@@ -42,6 +44,7 @@ func newTestServer(t *testing.T) *testServer {
 		srv:            mcp.NewServer(&mcp.Implementation{Name: "test", Title: "Test server", Version: "1"}, &mcp.ServerOptions{Instructions: "Use the test tools."}),
 		blockStarted:   make(chan struct{}),
 		blockCancelled: make(chan struct{}),
+		release:        make(chan struct{}),
 	}
 	ts.srv.AddTool(&mcp.Tool{Name: "echo", Description: "Echoes text.", InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Echo"}},
@@ -92,9 +95,13 @@ func newTestServer(t *testing.T) *testServer {
 	ts.srv.AddTool(&mcp.Tool{Name: "block", Description: "Blocks until cancelled.", InputSchema: objectSchema},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			once.Do(func() { close(ts.blockStarted) })
-			<-ctx.Done()
-			close(ts.blockCancelled)
-			return nil, ctx.Err()
+			select {
+			case <-ctx.Done():
+				close(ts.blockCancelled)
+				return nil, ctx.Err()
+			case <-ts.release:
+				return nil, errors.New("the server is going away")
+			}
 		})
 	t.Cleanup(ts.kill)
 	return ts
@@ -120,6 +127,8 @@ func (ts *testServer) endpoint() mcpbridge.Endpoint {
 
 // kill ends every connection from the server's side: the server went away.
 func (ts *testServer) kill() {
+	// A streamable HTTP server session waits for its handlers to return.
+	ts.releaseOnce.Do(func() { close(ts.release) })
 	ts.mu.Lock()
 	ts.sessions = nil
 	ts.mu.Unlock()

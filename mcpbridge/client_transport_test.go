@@ -206,3 +206,30 @@ func TestClientStreamableHTTP(t *testing.T) {
 		time.Sleep(60 * time.Millisecond)
 	}
 }
+
+func TestClientStreamableHTTPServerGoneDuringCall(t *testing.T) {
+	ts := newTestServer(t)
+	h := &httpServer{ts: ts}
+	h.start(t)
+	t.Cleanup(h.stop)
+	tk := testutil.Kit(t)
+	c := connect(t, tk, "web", mcpbridge.HTTP{URL: "http://" + h.addr + "/mcp"})
+	b := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("b", "mcp__web__block", `{}`)})
+	testutil.WaitFor(t, ts.blockStarted, "the server's handler to start")
+	start := time.Now()
+	h.stop() // the handler keeps blocking: only the connection goes
+	res := b.Wait()
+	d := time.Since(start)
+	if !res[0].IsError() || !strings.Contains(res[0].Text(), `MCP server "web"`) {
+		t.Errorf("in-flight call: %v %q", res[0].State, res[0].Text())
+	}
+	if d > 5*time.Second {
+		t.Errorf("in-flight call failed after %v", d)
+	}
+	if !strings.Contains(res[0].Text(), "went away during the call") {
+		t.Errorf("in-flight call: %q", res[0].Text())
+	}
+	if c.Err() == nil {
+		t.Error("client says connected")
+	}
+}
