@@ -458,7 +458,7 @@ func (c *Client) session(ctx context.Context) (*conn, error) {
 		case err != nil:
 			c.attempts++
 			c.down = err
-			c.retryAt = time.Now().Add(min(c.o.backoff<<(c.attempts-1), c.o.maxBackoff))
+			c.retryAt = time.Now().Add(min(c.o.backoff<<min(c.attempts-1, 20), c.o.maxBackoff))
 			c.mu.Unlock()
 			continue
 		}
