@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -207,4 +208,85 @@ func TestClientEverythingElicitation(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no decision event on NATS")
 	}
+}
+
+// TestClientEverythingStreamableHTTP: the reference server over streamable
+// HTTP (its own Express transport): tools run and the long-running
+// operation's progress, read from the response's event stream, arrives
+// before the result.
+func TestClientEverythingStreamableHTTP(t *testing.T) {
+	ep := everything(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(ep.Command, ep.Args[0], "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprint("PORT=", port))
+	stderr := &lockedWriter{w: &strings.Builder{}}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := fmt.Sprint("127.0.0.1:", port)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server-everything did not listen on %s: %v; its standard error: %s", addr, err, stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
+	c := connect(t, tk, "everything", mcpbridge.HTTP{URL: "http://" + addr + "/mcp"})
+	for _, p := range c.Problems() {
+		t.Errorf("problem: %v", p)
+	}
+	res := testutil.Run(t, tk, "s",
+		testutil.Call("echo", "mcp__everything__echo", `{"message":"over http"}`),
+		testutil.Call("long", "mcp__everything__trigger-long-running-operation", `{"duration":1,"steps":4}`))
+	if !strings.Contains(res[0].Text(), "over http") {
+		t.Errorf("echo: %v %q", res[0].State, res[0].Text())
+	}
+	if !strings.Contains(res[1].Text(), "completed") {
+		t.Errorf("long-running operation: %v %q", res[1].State, res[1].Text())
+	}
+	var fr []float64
+	for _, ev := range rec.Of("long") {
+		if ev.Type == events.TypeProgress && ev.Progress.Fraction != nil {
+			fr = append(fr, *ev.Progress.Fraction)
+		}
+	}
+	if fmt.Sprint(fr) != "[0.25 0.5 0.75 1]" {
+		t.Errorf("progress over HTTP %v, want [0.25 0.5 0.75 1]", fr)
+	}
+}
+
+// lockedWriter serializes writes from a process's output copier and reads
+// by the test.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }
