@@ -1,0 +1,109 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// octetStream is the media type of binary content that names none.
+const octetStream = "application/octet-stream"
+
+// resultParts maps an MCP tool result to toolstream parts (see docs/mcp.md,
+// "Content"). An isError result becomes the call's error, with the server's
+// text.
+func resultParts(res *mcp.CallToolResult) ([]toolkit.Part, error) {
+	if res.IsError {
+		var texts []string
+		for _, c := range res.Content {
+			if t, ok := c.(*mcp.TextContent); ok && t.Text != "" {
+				texts = append(texts, t.Text)
+			}
+		}
+		if len(texts) == 0 {
+			return nil, errors.New("the MCP server reported an error without a message")
+		}
+		return nil, errors.New(strings.Join(texts, "\n"))
+	}
+	var structured json.RawMessage
+	if res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return nil, fmt.Errorf("the MCP server's structuredContent cannot be encoded: %v", err)
+		}
+		structured = b
+	}
+	var parts []toolkit.Part
+	for _, c := range res.Content {
+		p, err := contentPart(c)
+		if err != nil {
+			return nil, err
+		}
+		// A server repeats its structured content as text for older
+		// clients: once is enough, as the JSON part below.
+		if structured != nil && p.Type == events.PartText && sameJSON(p.Text, structured) {
+			continue
+		}
+		parts = events.AppendPart(parts, p)
+	}
+	if structured != nil {
+		parts = append(parts, toolkit.Part{Type: events.PartJSON, JSON: structured})
+	}
+	return parts, nil
+}
+
+// contentPart maps one content block.
+func contentPart(c mcp.Content) (toolkit.Part, error) {
+	switch c := c.(type) {
+	case *mcp.TextContent:
+		return events.Text(c.Text), nil
+	case *mcp.ImageContent:
+		return events.Binary(orOctet(c.MIMEType), c.Data), nil
+	case *mcp.AudioContent:
+		return events.Binary(orOctet(c.MIMEType), c.Data), nil
+	case *mcp.EmbeddedResource:
+		if r := c.Resource; r != nil && r.Blob != nil && r.Text == "" {
+			return events.Binary(orOctet(r.MIMEType), r.Blob), nil
+		}
+	}
+	// Resource links, text resources and anything newer: the block as MCP
+	// sent it, so that nothing (the URI, the name) is lost.
+	b, err := c.MarshalJSON()
+	if err != nil {
+		return toolkit.Part{}, fmt.Errorf("the MCP server's content cannot be encoded: %v", err)
+	}
+	return toolkit.Part{Type: events.PartJSON, JSON: b}, nil
+}
+
+func orOctet(mediaType string) string {
+	if mediaType == "" {
+		return octetStream
+	}
+	return mediaType
+}
+
+// sameJSON reports whether text is the JSON value v (formatting aside).
+func sameJSON(text string, v json.RawMessage) bool {
+	var a, b bytes.Buffer
+	if json.Compact(&a, []byte(text)) != nil || json.Compact(&b, v) != nil {
+		return false
+	}
+	if bytes.Equal(a.Bytes(), b.Bytes()) {
+		return true
+	}
+	// Key order may differ: compare decoded values.
+	var x, y any
+	if json.Unmarshal(a.Bytes(), &x) != nil || json.Unmarshal(b.Bytes(), &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}

@@ -1,0 +1,191 @@
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Endpoint says how to reach an MCP server. Each (re)connection asks it for
+// a fresh transport: a stdio server is a new process each time.
+type Endpoint interface {
+	Transport(ctx context.Context) (mcp.Transport, error)
+}
+
+// TransportFunc is an Endpoint made of a function, for transports the
+// package does not name (an in-memory pair in tests, a custom connection).
+type TransportFunc func(ctx context.Context) (mcp.Transport, error)
+
+// Transport implements Endpoint.
+func (f TransportFunc) Transport(ctx context.Context) (mcp.Transport, error) { return f(ctx) }
+
+// Stdio runs an MCP server as a child process and talks to it over its
+// standard input and output.
+type Stdio struct {
+	// Command is the program to run (looked up in PATH).
+	Command string
+	// Args are its arguments.
+	Args []string
+	// Env is added to this process's environment ("KEY=value" each).
+	Env []string
+	// Dir is the working directory ("" for this process's).
+	Dir string
+}
+
+// stderrTail is how much of a stdio server's standard error is kept, to say
+// why it went away.
+const stderrTail = 2048
+
+// Transport implements Endpoint: a new process per connection.
+func (s Stdio) Transport(context.Context) (mcp.Transport, error) {
+	if s.Command == "" {
+		return nil, errors.New("mcpbridge: Stdio needs a Command")
+	}
+	cmd := exec.Command(s.Command, s.Args...)
+	cmd.Env = append(os.Environ(), s.Env...)
+	cmd.Dir = s.Dir
+	cmd.Stderr = &tailWriter{max: stderrTail}
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+}
+
+// stderrOf returns the end of what a stdio transport's process wrote to its
+// standard error, "" for other transports.
+func stderrOf(tr mcp.Transport) string {
+	ct, ok := tr.(*mcp.CommandTransport)
+	if !ok {
+		return ""
+	}
+	tw, ok := ct.Command.Stderr.(*tailWriter)
+	if !ok {
+		return ""
+	}
+	return tw.String()
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if over := len(w.buf) - w.max; over > 0 {
+		w.buf = append(w.buf[:0], w.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.TrimSpace(string(w.buf))
+}
+
+// ParseCommand splits a command line such as `npx -y some-server --flag "a b"`
+// into a Stdio endpoint: words are separated by ASCII blanks, and single or
+// double quotes group words (no escapes, no variables: it is not a shell).
+func ParseCommand(line string) (Stdio, error) {
+	var words []string
+	var cur []byte
+	inWord := false
+	var quote byte
+	for i := 0; i < len(line); i++ {
+		b := line[i]
+		switch {
+		case quote != 0:
+			if b == quote {
+				quote = 0
+			} else {
+				cur = append(cur, b)
+			}
+		case b == '"' || b == '\'':
+			quote, inWord = b, true
+		case isBlank(b):
+			if inWord {
+				words = append(words, string(cur))
+				cur = cur[:0]
+				inWord = false
+			}
+		default:
+			cur = append(cur, b)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return Stdio{}, fmt.Errorf("mcpbridge: command %q: unclosed %c quote", line, quote)
+	}
+	if inWord {
+		words = append(words, string(cur))
+	}
+	if len(words) == 0 {
+		return Stdio{}, fmt.Errorf("mcpbridge: command %q: no program", line)
+	}
+	return Stdio{Command: words[0], Args: words[1:]}, nil
+}
+
+func isBlank(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f'
+}
+
+// HTTP reaches an MCP server over the streamable HTTP transport.
+type HTTP struct {
+	// URL is the server's MCP endpoint, for example http://host/mcp.
+	URL string
+	// Headers are sent with every request (an Authorization header, for
+	// example).
+	Headers http.Header
+	// Client makes the requests (http.DefaultClient when nil).
+	Client *http.Client
+}
+
+// Transport implements Endpoint.
+func (h HTTP) Transport(context.Context) (mcp.Transport, error) {
+	if h.URL == "" {
+		return nil, errors.New("mcpbridge: HTTP needs a URL")
+	}
+	client := h.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	if len(h.Headers) > 0 {
+		c := *client
+		base := c.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		c.Transport = headerTransport{base: base, h: h.Headers}
+		client = &c
+	}
+	// The client's own reconnection policy (calls failing, tools answering
+	// "unavailable", backoff) decides; the SDK's retries would only delay it.
+	return &mcp.StreamableClientTransport{Endpoint: h.URL, HTTPClient: client, MaxRetries: 2}, nil
+}
+
+// headerTransport adds fixed headers to every request.
+type headerTransport struct {
+	base http.RoundTripper
+	h    http.Header
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, vs := range t.h {
+		r.Header.Del(k)
+		for _, v := range vs {
+			r.Header.Add(k, v)
+		}
+	}
+	return t.base.RoundTrip(r)
+}
