@@ -134,6 +134,7 @@ type config struct {
 	model, baseURL, apiKey      string
 	maxTurns                    int
 	largeMiB                    int
+	mcp                         []string // command lines of MCP servers whose tools join the toolkit
 }
 
 // usageError is a flag the demo cannot work with: reported in one line
@@ -169,6 +170,13 @@ func parseFlags(args []string, stdin io.Reader, stdout io.Writer) (*config, erro
 	fs.StringVar(&c.baseURL, "base-url", "", "OpenAI-compatible API base URL, such as http://localhost:11434/v1 (default $OPENAI_BASE_URL, else OpenAI's)")
 	fs.StringVar(&c.apiKey, "api-key", "", "API key (default $OPENAI_API_KEY)")
 	fs.IntVar(&c.maxTurns, "max-turns", 12, "stop the loop after this many model turns (the scripted model takes 6)")
+	fs.Func("mcp", "register the tools of an MCP server started by this command line, in a tool group named after it (repeatable), such as -mcp 'npx -y @modelcontextprotocol/server-everything'", func(v string) error {
+		if strings.TrimSpace(v) == "" {
+			return errors.New("empty command line")
+		}
+		c.mcp = append(c.mcp, v)
+		return nil
+	})
 	fs.IntVar(&c.largeMiB, "large-result", 0, "add export_table, a tool whose result (this many MiB of text, and JSON) is larger than one NATS message, and a scripted turn that calls it (0: none)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -363,6 +371,11 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return err
 		}
 	}
+	disconnect, err := connectMCPServers(ctx, tk, gm, cfg.mcp, view)
+	if err != nil {
+		return err
+	}
+	defer disconnect()
 	perms, err := useInterceptors(tk)
 	if err != nil {
 		return err

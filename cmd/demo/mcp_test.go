@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,38 +20,7 @@ import (
 // app would connect): it lists the tour's tools with their annotations and
 // runs a call through the toolkit, whose events show under an mcp- session.
 func TestDemoServesMCP(t *testing.T) {
-	addr := freeAddr(t)
-	ctx, stop := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	exited := make(chan error, 1)
-	go func() {
-		exited <- run(ctx, []string{"-dir", "../..", "-listen", addr, "-nats-listen", "", "-speed", "0", "-once=false", "-session", "mcp-tour"}, &out, &errOut)
-	}()
-	defer func() {
-		stop()
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("demo: %v\n%s", err, errOut.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("the demo did not stop")
-		}
-	}()
-	// The tour runs first; the page stays up after it.
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(out.String(), "The page stays up") {
-		select {
-		case err := <-exited:
-			t.Fatalf("the demo exited: %v\n%s\n%s", err, out.String(), errOut.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the tour did not finish:\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-
+	ctx, addr, _ := startDemoPage(t)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "demo-test", Version: "1"}, nil)
@@ -104,5 +76,94 @@ func TestDemoServesMCP(t *testing.T) {
 	_, _ = body.ReadFrom(resp.Body)
 	if !strings.Contains(body.String(), `"mcp-`) {
 		t.Errorf("no mcp- session in %s", body.String())
+	}
+}
+
+// startDemoPage runs the demo with its page on a free port and extra
+// flags, waits until the tour is over and the page stays up, and stops the
+// demo (checking that it exits cleanly) at the end of the test.
+func startDemoPage(t *testing.T, extra ...string) (context.Context, string, *syncBuffer) {
+	t.Helper()
+	addr := freeAddr(t)
+	ctx, stop := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	exited := make(chan error, 1)
+	args := append([]string{"-dir", "../..", "-listen", addr, "-nats-listen", "", "-speed", "0", "-once=false", "-session", "mcp-tour"}, extra...)
+	go func() { exited <- run(ctx, args, &out, &errOut) }()
+	t.Cleanup(func() {
+		stop()
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("demo: %v\n%s", err, errOut.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("the demo did not stop")
+		}
+	})
+	deadline := time.Now().Add(90 * time.Second)
+	for !strings.Contains(out.String(), "The page stays up") {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("the demo exited: %v\n%s\n%s", err, out.String(), errOut.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tour did not finish:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return ctx, addr, &out
+}
+
+// TestDemoRegistersMCPServer: -mcp starts an MCP server (a toolkit served
+// over stdio by mcpbridge, built here) and its tools join the demo's
+// toolkit in a group named after it; an outside MCP client calls one
+// through the demo's /mcp: client -> demo -> MCP server and back.
+func TestDemoRegistersMCPServer(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "mcp-echo")
+	build := exec.Command("go", "build", "-o", bin, "../../mcpbridge/testdata/stdioserver")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the MCP server: %v\n%s", err, out)
+	}
+	ctx, addr, demoOut := startDemoPage(t, "-mcp", bin)
+	out := demoOut.String()
+	if !strings.Contains(out, `mcp: 1 tools from mcp-echo (`+bin+`), in the group "mcp-echo"`) {
+		t.Fatalf("the demo did not register the server's tools:\n%s", out)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// echo declares no hints, so the demo's permissions ask: the question
+	// comes to this client as an elicitation, which it accepts.
+	var mu sync.Mutex
+	var asked []string
+	client := mcp.NewClient(&mcp.Implementation{Name: "demo-test", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			mu.Lock()
+			asked = append(asked, req.Params.Message)
+			mu.Unlock()
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		},
+	})
+	cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "mcp__mcp-echo__echo", Arguments: json.RawMessage(`{"text":"through two bridges"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) != 1 || res.IsError {
+		t.Fatalf("echo: %+v", res)
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "through two bridges" {
+		t.Fatalf("echo: %+v", res.Content[0])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || !strings.Contains(asked[0], "mcp__mcp-echo__echo") {
+		t.Fatalf("elicitations: %q", asked)
 	}
 }
