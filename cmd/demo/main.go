@@ -371,7 +371,8 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return err
 		}
 	}
-	disconnect, err := connectMCPServers(ctx, tk, gm, cfg.mcp, view)
+	elicit := mcpbridge.NewElicitations(5 * time.Minute)
+	disconnect, err := connectMCPServers(ctx, tk, gm, elicit, cfg.mcp, view)
 	if err != nil {
 		return err
 	}
@@ -411,7 +412,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if err != nil {
 			return err
 		}
-		srv, err := serveWeb(cfg.listen, &webApp{bus: bus, tk: tk, desk: desk, session: sess.ID(), model: model.Name(), mcp: mcpSrv.Handler(nil)})
+		srv, err := serveWeb(cfg.listen, &webApp{bus: bus, tk: tk, desk: desk, session: sess.ID(), model: model.Name(), mcp: mcpSrv.Handler(nil), elicit: elicit})
 		if err != nil {
 			mcpSrv.Close()
 			return err

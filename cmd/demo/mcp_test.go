@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolstream/toolstream/mcpbridge"
+	"github.com/toolstream/toolstream/toolkit"
 )
 
 // TestDemoServesMCP: the demo's page listener answers an MCP client at
@@ -165,5 +170,69 @@ func TestDemoRegistersMCPServer(t *testing.T) {
 	defer mu.Unlock()
 	if len(asked) != 1 || !strings.Contains(asked[0], "mcp__mcp-echo__echo") {
 		t.Fatalf("elicitations: %q", asked)
+	}
+}
+
+// TestAnswerMCPElicitationOnPage: an MCP server registered like -mcp's asks
+// for the user's input in the middle of a call; the request waits on the
+// demo's elicitation desk and the page's approve endpoint answers it, the
+// form's content as the approval's args (a rejection declines).
+func TestAnswerMCPElicitationOnPage(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	// The protocol's newest revision asks through the result (multi
+	// round-trip requests): the client answers and calls again.
+	srv.AddTool(&mcp.Tool{Name: "greet", Description: "Asks the user's name, then greets.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			r, ok := req.Params.InputResponses["name"].(*mcp.ElicitResult)
+			if !ok {
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{
+					Message:         "Your name?",
+					RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+				}}}, nil
+			}
+			if r.Action != "accept" {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "no name: " + r.Action}}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("hello %v", r.Content["name"])}}}, nil
+		})
+	tk := toolkit.New()
+	defer closeWithin(5*time.Second, tk.Close)
+	desk := mcpbridge.NewElicitations(time.Minute)
+	c, err := mcpbridge.Connect(context.Background(), tk, "asker", mcpbridge.TransportFunc(func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}), mcpbridge.WithElicitations(desk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	app := &webApp{desk: &approvalDesk{view: newTermView(io.Discard, false)}, elicit: desk}
+	post := func(body string) (int, string) {
+		req := httptest.NewRequest(http.MethodPost, "/api/approve", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		app.approve(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	sess, _ := tk.Session("p")
+	for _, tc := range []struct{ answer, want string }{
+		{`"approve":true,"args":{"name":"Ada"}`, "hello Ada"},
+		{`"approve":false`, "no name: decline"},
+	} {
+		b := sess.Start(context.Background(), []toolkit.Call{{ID: "g", Name: "mcp__asker__greet", Args: []byte(`{}`)}})
+		for deadline := time.Now().Add(10 * time.Second); len(desk.Pending("p")) == 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no elicitation waits on the desk")
+			}
+		}
+		if code, body := post(`{"session":"p","call":"g",` + tc.answer + `}`); code != http.StatusOK {
+			t.Fatalf("answer %s: %d %s", tc.answer, code, body)
+		}
+		if rs := b.Wait(); rs[0].State != toolkit.StateSuccess || rs[0].Text() != tc.want {
+			t.Fatalf("answer %s: %s %q, want %q", tc.answer, rs[0].State, rs[0].Text(), tc.want)
+		}
 	}
 }

@@ -13,9 +13,10 @@ import (
 
 // connectMCPServers starts the MCP servers of the -mcp flags and registers
 // their tools in tk, each server's in a tool group of its own (on at the
-// start), named after the server. It returns a function that disconnects
+// start), named after the server. Their requests for the user's input go to
+// elicit, which the page answers like an approval. It returns a function that disconnects
 // them all.
-func connectMCPServers(ctx context.Context, tk *toolkit.Toolkit, gm *groups.Manager, lines []string, view *termView) (func(), error) {
+func connectMCPServers(ctx context.Context, tk *toolkit.Toolkit, gm *groups.Manager, elicit *mcpbridge.Elicitations, lines []string, view *termView) (func(), error) {
 	var clients []*mcpbridge.Client
 	closeAll := func() {
 		for _, c := range clients {
@@ -30,7 +31,7 @@ func connectMCPServers(ctx context.Context, tk *toolkit.Toolkit, gm *groups.Mana
 			return nil, usagef("-mcp %q: %v", line, err)
 		}
 		name := mcpServerName(ep, i, used)
-		c, err := mcpbridge.Connect(ctx, tk, name, ep, mcpbridge.WithGroup(gm, true))
+		c, err := mcpbridge.Connect(ctx, tk, name, ep, mcpbridge.WithGroup(gm, true), mcpbridge.WithElicitations(elicit))
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("-mcp %q: %w", line, err)

@@ -9,11 +9,13 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/mcpbridge"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -29,7 +31,8 @@ type webApp struct {
 	desk    *approvalDesk
 	session string
 	model   string
-	mcp     http.Handler // the toolkit over MCP (streamable HTTP), or nil
+	mcp     http.Handler            // the toolkit over MCP (streamable HTTP), or nil
+	elicit  *mcpbridge.Elicitations // MCP servers' requests for the user's input, or nil
 }
 
 func (a *webApp) handler() http.Handler {
@@ -141,6 +144,9 @@ func (a *webApp) approve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "a suggestion is accepted with an approval, not a rejection"})
 		return
 	}
+	if a.answerElicitation(w, body) {
+		return
+	}
 	d := decision{approve: body.Approve, args: body.Args, reason: body.Reason, always: body.Always, suggestion: body.Suggestion, who: "the web page"}
 	if !d.approve && d.reason == "" {
 		d.reason = "rejected on the web page"
@@ -211,4 +217,30 @@ func (s *webServer) Shutdown(ctx context.Context) error {
 		return s.srv.Close()
 	}
 	return err
+}
+
+// answerElicitation answers an MCP server's request for the user's input
+// (an approval event whose Note is "elicitation") if one waits for the
+// call: Approve accepts with args as the form's content, Reject declines.
+// It reports whether it answered.
+func (a *webApp) answerElicitation(w http.ResponseWriter, body approveBody) bool {
+	if a.elicit == nil || !slices.ContainsFunc(a.elicit.Pending(body.Session), func(r interceptors.ApprovalRequest) bool { return r.CallID == body.Call }) {
+		return false
+	}
+	var err error
+	if body.Approve {
+		content := map[string]any{}
+		if body.Args != nil {
+			_ = json.Unmarshal(body.Args, &content) // checked to be an object above
+		}
+		err = a.elicit.Accept(body.Session, body.Call, content)
+	} else {
+		err = a.elicit.Decline(body.Session, body.Call)
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return true
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	return true
 }
