@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -234,5 +235,32 @@ func TestAnswerMCPElicitationOnPage(t *testing.T) {
 		if rs := b.Wait(); rs[0].State != toolkit.StateSuccess || rs[0].Text() != tc.want {
 			t.Fatalf("answer %s: %s %q, want %q", tc.answer, rs[0].State, rs[0].Text(), tc.want)
 		}
+	}
+}
+
+// TestListFilesSkipsInstalledPackages: the demo's file tools look at the
+// folder's own files, not at hidden folders or installed npm packages (CI
+// installs clients/*/node_modules before the tour runs on the repository).
+func TestListFilesSkipsInstalledPackages(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"main.go", "web/app.js", "node_modules/pkg/index.js", "web/node_modules/x.js", ".git/config"} {
+		p := filepath.Join(dir, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := listFiles(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, filepath.ToSlash(strings.TrimPrefix(f, dir+string(filepath.Separator))))
+	}
+	if strings.Join(got, ",") != "main.go,web/app.js" {
+		t.Fatalf("files %v", got)
 	}
 }

@@ -445,7 +445,9 @@ func within(root, dir string) (string, error) {
 	return p, nil
 }
 
-// listFiles returns regular files under dir, skipping hidden folders.
+// listFiles returns regular files under dir, skipping hidden folders and
+// installed packages (node_modules): they are not the folder's own work,
+// and one npm install would outweigh everything else.
 func listFiles(ctx context.Context, dir string) ([]string, error) {
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -455,7 +457,7 @@ func listFiles(ctx context.Context, dir string) ([]string, error) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if d.IsDir() && p != dir && strings.HasPrefix(d.Name(), ".") {
+		if d.IsDir() && p != dir && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
 			return filepath.SkipDir
 		}
 		if d.Type().IsRegular() {
