@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -18,10 +19,22 @@ const AuditName = "audit"
 type AuditOption func(*auditConfig)
 
 type auditConfig struct {
-	log     zerolog.Logger
-	args    bool
-	results bool
+	log      zerolog.Logger
+	args     bool
+	results  bool
+	maxBytes int
 }
+
+// DefaultAuditMaxBytes is how much of a call's arguments and of its result
+// an audit line holds unless [AuditMaxBytes] says otherwise.
+const DefaultAuditMaxBytes = 4 << 10
+
+// AuditMaxBytes bounds the arguments and the result an audit line holds
+// (with [AuditArgs] and [AuditResults]): longer ones are cut at a character
+// boundary, end with "…", and their full size is logged as args_bytes or
+// result_bytes. A tool's 100 MiB result must not become a 100 MiB log line.
+// n <= 0 means no bound.
+func AuditMaxBytes(n int) AuditOption { return func(c *auditConfig) { c.maxBytes = n } }
 
 // AuditArgs adds the call's arguments to each line (field "args"). Off by
 // default: arguments may hold personal data.
@@ -38,15 +51,27 @@ func AuditResults() AuditOption { return func(c *auditConfig) { c.results = true
 // failures, error. [AuditArgs] and [AuditResults] add the arguments and
 // the result.
 //
-// Add it first to record what the model finally gets. Like every
-// interceptor it does not see calls that never reach a tool (unknown
-// tools, malformed calls); observers do.
+// Add it first to record what the model finally gets. It also records calls
+// of tools nobody registered (it sets Interceptor.Unknown); it does not see
+// calls that fail before the chain (malformed arguments); observers do.
 func Audit(log zerolog.Logger, opts ...AuditOption) toolkit.Interceptor {
-	cfg := &auditConfig{log: log}
+	cfg := &auditConfig{log: log, maxBytes: DefaultAuditMaxBytes}
 	for _, o := range opts {
 		o(cfg)
 	}
-	return toolkit.Interceptor{Name: AuditName, Intercept: cfg.intercept}
+	return toolkit.Interceptor{Name: AuditName, Intercept: cfg.intercept, Unknown: true}
+}
+
+// cut returns s bounded by the configured size, and whether it was cut.
+func (cfg *auditConfig) cut(s string) (string, bool) {
+	if cfg.maxBytes <= 0 || len(s) <= cfg.maxBytes {
+		return s, false
+	}
+	n := cfg.maxBytes
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…", true
 }
 
 func (cfg *auditConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
@@ -77,16 +102,31 @@ func (cfg *auditConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 	if out.Err != nil {
 		e = e.Err(out.Err)
 	}
+	if inv.Unknown() {
+		e = e.Bool("unknown_tool", true)
+	}
 	if cfg.args {
 		var buf bytes.Buffer
-		if len(args) > 0 && json.Compact(&buf, args) == nil {
+		compact := len(args) > 0 && json.Compact(&buf, args) == nil
+		switch {
+		case compact && (cfg.maxBytes <= 0 || buf.Len() <= cfg.maxBytes):
 			e = e.RawJSON("args", buf.Bytes()) // compact: one line per call
-		} else {
-			e = e.Str("args", string(args))
+		case compact:
+			text, _ := cfg.cut(buf.String())
+			e = e.Str("args", text).Int("args_bytes", buf.Len())
+		default:
+			text, cut := cfg.cut(string(args))
+			if e = e.Str("args", text); cut {
+				e = e.Int("args_bytes", len(args))
+			}
 		}
 	}
 	if cfg.results {
-		e = e.Str("result", out.Text())
+		full := out.Text()
+		text, cut := cfg.cut(full)
+		if e = e.Str("result", text); cut {
+			e = e.Int("result_bytes", len(full))
+		}
 	}
 	e.Msg("tool call")
 	return out

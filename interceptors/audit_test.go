@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -112,5 +113,39 @@ func TestAuditArgsAndResults(t *testing.T) {
 	args, _ := lines[0]["args"].(map[string]any)
 	if args["text"] != "hi" || lines[0]["result"] != "echo: hi" {
 		t.Fatalf("line %v", lines[0])
+	}
+}
+
+// TestAuditBoundsLines: long arguments and results are cut to AuditMaxBytes
+// at a character boundary and their full size logged, so a large result
+// never becomes a log line as large; calls of unknown tools are recorded too.
+func TestAuditBoundsLines(t *testing.T) {
+	tk, buf := auditFixture(t, interceptors.AuditArgs(), interceptors.AuditResults(), interceptors.AuditMaxBytes(64))
+	s := testutil.Session(t, tk, "s")
+	long := strings.Repeat("é", 100) // 200 bytes: a cut in the middle of a character must step back
+	icRun(t, s, testutil.Call("c1", "echo", `{"text":"`+long+`"}`))
+	icRun(t, s, testutil.Call("c2", "ehco", `{}`))
+	lines := buf.lines(t)
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2", len(lines))
+	}
+	l := lines[0]
+	args, _ := l["args"].(string)
+	result, _ := l["result"].(string)
+	if !strings.HasSuffix(args, "…") || len(args) > 64+len("…") || !utf8.ValidString(args) || l["args_bytes"] != float64(len(`{"text":"`+long+`"}`)) {
+		t.Fatalf("args %q (%v bytes)", args, l["args_bytes"])
+	}
+	if !strings.HasSuffix(result, "…") || len(result) > 64+len("…") || !utf8.ValidString(result) || l["result_bytes"] != float64(len("echo: "+long)) {
+		t.Fatalf("result %q (%v bytes)", result, l["result_bytes"])
+	}
+	u := lines[1]
+	if u["tool"] != "ehco" || u["unknown_tool"] != true || u["state"] != "error" || !strings.Contains(u["result"].(string), "echo") {
+		t.Fatalf("unknown call: %v", u)
+	}
+	// The default bound: 4 KiB.
+	tk, buf = auditFixture(t, interceptors.AuditResults())
+	icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "echo", `{"text":"`+strings.Repeat("x", 10000)+`"}`))
+	if r := buf.lines(t)[0]["result"].(string); len(r) != interceptors.DefaultAuditMaxBytes+len("…") {
+		t.Fatalf("default bound: %d bytes", len(r))
 	}
 }
