@@ -157,8 +157,9 @@ type Progress struct {
 	Data json.RawMessage `json:"data,omitempty"`
 	// Dropped counts this call's progress events that were dropped under
 	// pressure since the previous one this observer got: by the toolkit
-	// (no observer would take them) and by the observer itself (a publisher
-	// whose queue was full). It is the only sign of a drop: sequence
+	// (no observer would take them) and on the way to this observer (its
+	// queue was full: the toolkit's mailbox of an asynchronous observer, or
+	// the NATS publisher's). It is the only sign of a drop: sequence
 	// numbers have no gaps.
 	Dropped uint64 `json:"dropped,omitempty"`
 }

@@ -340,6 +340,9 @@ type mailbox struct {
 	spare    []item
 	progress int // progress events in queue
 	closed   bool
+	// Progress dropped here, by call, told in the call's next progress
+	// event (Progress.Dropped) this observer gets. Made on the first drop.
+	drops map[mailKey]uint64
 
 	wake chan struct{}
 	quit chan struct{}
@@ -370,13 +373,25 @@ func (mb *mailbox) push(it item) bool {
 		}
 		return false
 	}
-	if it.ev.Type == events.TypeProgress {
+	switch it.ev.Type {
+	case events.TypeProgress:
 		if mb.progress >= mb.limit {
+			if mb.drops == nil {
+				mb.drops = map[mailKey]uint64{}
+			}
+			mb.drops[mailKey{it.ev.Session, it.ev.Call}]++
 			mb.mu.Unlock()
 			mb.stats.dropped.Add(1)
 			return false
 		}
 		mb.progress++
+		if mb.drops != nil {
+			it.ev = mb.tellDrops(it.ev)
+		}
+	case events.TypeResult:
+		if mb.drops != nil {
+			delete(mb.drops, mailKey{it.ev.Session, it.ev.Call})
+		}
 	}
 	mb.queue = append(mb.queue, it)
 	mb.mu.Unlock()
@@ -385,6 +400,26 @@ func (mb *mailbox) push(it item) bool {
 	default:
 	}
 	return true
+}
+
+// mailKey is a call, for a mailbox's drop counts.
+type mailKey struct{ session, call string }
+
+// tellDrops returns ev, or a copy of it that tells the drops of its call
+// since its previous progress event (other observers share ev: it is not
+// changed). mb.mu must be held.
+func (mb *mailbox) tellDrops(ev *events.Event) *events.Event {
+	key := mailKey{ev.Session, ev.Call}
+	n := mb.drops[key]
+	if n == 0 || ev.Progress == nil {
+		return ev
+	}
+	delete(mb.drops, key)
+	cp := *ev
+	pr := *ev.Progress
+	pr.Dropped += n
+	cp.Progress = &pr
+	return &cp
 }
 
 func (mb *mailbox) run() {

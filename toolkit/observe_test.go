@@ -320,3 +320,56 @@ func TestProgressGate(t *testing.T) {
 		}
 	}
 }
+
+// TestObserverToldOfItsDrops: progress an asynchronous observer's queue
+// could not take is told to that observer in the call's next progress event
+// it gets (Progress.Dropped), so what it saw plus what it was told adds up
+// to what the tool reported; another observer, which dropped nothing, is
+// told nothing (events are shared: the count goes on a copy).
+func TestObserverToldOfItsDrops(t *testing.T) {
+	unblock := make(chan struct{})
+	var slowSeen, slowTold, fastSeen, fastTold atomic.Int64
+	slow := toolkit.ObserverFunc(func(ev *events.Event) {
+		<-unblock
+		if ev.Type == events.TypeProgress {
+			slowSeen.Add(1)
+			slowTold.Add(int64(ev.Progress.Dropped))
+		}
+	})
+	fast := toolkit.ObserverFunc(func(ev *events.Event) {
+		if ev.Type == events.TypeProgress {
+			fastSeen.Add(1)
+			fastTold.Add(int64(ev.Progress.Dropped))
+		}
+	})
+	const queue, burst = 8, 100
+	tk := testutil.Kit(t, toolkit.WithObserver(slow), toolkit.WithInlineObserver(fast), toolkit.WithObserverQueue(queue))
+	burstDone, last := make(chan struct{}), make(chan struct{})
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "chatty"}, func(ctx context.Context, _ none) (string, error) {
+		em := stream.From(ctx)
+		for i := range burst {
+			em.Step("item", i, burst+1)
+		}
+		close(burstDone)
+		<-last // the slow observer has caught up: this one has room
+		em.Step("last", burst, burst+1)
+		return "done", nil
+	}))
+	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "chatty", ``)})
+	testutil.WaitFor(t, burstDone, "the burst")
+	close(unblock)
+	// Every progress event of the burst was either delivered or dropped.
+	for slowSeen.Load()+int64(tk.Stats().DroppedProgress) < burst {
+		time.Sleep(time.Millisecond)
+	}
+	close(last)
+	run.Wait()
+	dropped := int64(tk.Stats().DroppedProgress)
+	if dropped == 0 || slowTold.Load() != dropped || slowSeen.Load()+slowTold.Load() != burst+1 {
+		t.Fatalf("slow observer: saw %d progress events and was told of %d drops (%d dropped), want %d in all",
+			slowSeen.Load(), slowTold.Load(), dropped, burst+1)
+	}
+	if fastSeen.Load() != burst+1 || fastTold.Load() != 0 {
+		t.Fatalf("fast observer: saw %d, told of %d drops", fastSeen.Load(), fastTold.Load())
+	}
+}
