@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -56,26 +55,10 @@ func TestBrowserBatchApproval(t *testing.T) {
 	defer cancelBrowser()
 	defer checkPageErrors()
 
-	addr := freeAddr(t)
-	demoCtx, stopDemo := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
-	runErr := make(chan error, 1)
-	go func() {
-		runErr <- run(demoCtx, []string{"--listen", addr, "--nats-listen", "", "--dir", "../..", "--approve", "page",
-			"--approve-batches", "--speed", "0", "--session", "browser-batch", "--once=false"}, &stdout, &stderr)
-	}()
-	defer func() {
-		stopDemo()
-		select {
-		case err := <-runErr:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("the demo failed: %v\nstderr:\n%s", err, stderr.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("the demo did not return within 30s of its context's end")
-		}
-	}()
-	failed := func() string { return "" }
+	demo := startDemo(t, "--dir", "../..", "--approve", "page", "--approve-batches", "--speed", "0", "--session", "browser-batch", "--once=false")
+	defer demo.Stop()
+	addr := demo.addr
+	failed := demo.Failed
 	waitForPage(t, "http://"+addr+"/api/info", failed)
 	if err := pageDo(ctx, 60*time.Second, chromedp.Navigate("http://"+addr+"/")); err != nil {
 		t.Fatalf("opening the page: %v", err)

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -39,54 +38,10 @@ func TestBrowser(t *testing.T) {
 	defer checkPageErrors()
 
 	// The demo, in process, on a free port.
-	addr := freeAddr(t)
-	base := "http://" + addr
-	demoCtx, stopDemo := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
-	runErr := make(chan error, 1)
-	go func() {
-		runErr <- run(demoCtx, []string{
-			"--listen", addr,
-			"--nats-listen", "",
-			"--dir", "../..",
-			"--approve", "page",
-			"--speed", "0.5",
-			"--session", "browser",
-			"--once=false",
-		}, &stdout, &stderr)
-	}()
-	demoDone := false
-	var stopOnce sync.Once
-	stopAndWait := func() {
-		stopOnce.Do(func() {
-			stopDemo()
-			if demoDone {
-				return
-			}
-			select {
-			case err := <-runErr:
-				demoDone = true
-				if err != nil && !errors.Is(err, context.Canceled) {
-					t.Errorf("the demo failed: %v\nstderr:\n%s", err, stderr.String())
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("the demo did not return within 30s of its context's end")
-			}
-		})
-	}
-	defer stopAndWait()
-	demoFailed := func() string { // non-empty when run returned early
-		if demoDone {
-			return "the demo had returned"
-		}
-		select {
-		case err := <-runErr:
-			demoDone = true
-			return fmt.Sprintf("the demo returned early: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-		default:
-			return ""
-		}
-	}
+	demo := startDemo(t, "--dir", "../..", "--approve", "page", "--speed", "0.5", "--session", "browser", "--once=false")
+	defer demo.Stop()
+	base := demo.URL()
+	demoFailed := demo.Failed
 	waitForPage(t, base+"/api/info", demoFailed)
 
 	start := time.Now()
@@ -223,7 +178,7 @@ func TestBrowser(t *testing.T) {
 	// Close the browser before the demo, so that the page's event stream
 	// ends first.
 	cancelBrowser()
-	stopAndWait()
+	demo.Stop()
 }
 
 // newBrowser starts headless Chromium. Any exception or console error of
@@ -547,38 +502,13 @@ func TestBrowserLargeResult(t *testing.T) {
 	defer cancelBrowser()
 	defer checkPageErrors()
 
-	addr := freeAddr(t)
-	base := "http://" + addr
-	demoCtx, stopDemo := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
-	runErr := make(chan error, 1)
-	go func() {
-		runErr <- run(demoCtx, []string{
-			"--listen", addr, "--nats-listen", "", "--dir", "../..", "--speed", "4",
-			"--session", "large", "--once=false", "--large-result", fmt.Sprint(mib),
-		}, &stdout, &stderr)
-	}()
+	demo := startDemo(t, "--dir", "../..", "--speed", "4", "--session", "large", "--once=false", "--large-result", fmt.Sprint(mib))
 	defer func() {
 		cancelBrowser()
-		stopDemo()
-		select {
-		case err := <-runErr:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("the demo failed: %v\nstderr:\n%s", err, stderr.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("the demo did not return within 30s of its context's end")
-		}
+		demo.Stop()
 	}()
-	failed := func() string {
-		select {
-		case err := <-runErr:
-			runErr <- err
-			return fmt.Sprintf("the demo returned early: %v\nstderr:\n%s", err, stderr.String())
-		default:
-			return ""
-		}
-	}
+	base := demo.URL()
+	failed := demo.Failed
 	waitForPage(t, base+"/api/info", failed)
 
 	for _, phase := range []string{"live", "after a reload"} {

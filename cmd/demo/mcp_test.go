@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,41 +85,23 @@ func TestDemoServesMCP(t *testing.T) {
 }
 
 // startDemoPage runs the demo with its page on a free port and extra
-// flags, waits until the tour is over and the page stays up, and stops the
-// demo (checking that it exits cleanly) at the end of the test.
+// flags, and waits until the tour is over and the page stays up.
 func startDemoPage(t *testing.T, extra ...string) (context.Context, string, *syncBuffer) {
 	t.Helper()
-	addr := freeAddr(t)
-	ctx, stop := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	exited := make(chan error, 1)
-	args := append([]string{"-dir", "../..", "-listen", addr, "-nats-listen", "", "-speed", "0", "-once=false", "-session", "mcp-tour"}, extra...)
-	go func() { exited <- run(ctx, args, &out, &errOut) }()
-	t.Cleanup(func() {
-		stop()
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("demo: %v\n%s", err, errOut.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("the demo did not stop")
-		}
-	})
+	d := startDemo(t, append([]string{"-dir", "../..", "-speed", "0", "-once=false", "-session", "mcp-tour"}, extra...)...)
 	deadline := time.Now().Add(90 * time.Second)
-	for !strings.Contains(out.String(), "The page stays up") {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("the demo exited: %v\n%s\n%s", err, out.String(), errOut.String())
-		default:
+	for !strings.Contains(d.stdout.String(), "The page stays up") {
+		if msg := d.Failed(); msg != "" {
+			t.Fatal(msg)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the tour did not finish:\n%s", out.String())
+			t.Fatalf("the tour did not finish:\n%s", d.stdout.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return ctx, addr, &out
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return ctx, d.addr, &d.stdout
 }
 
 // TestDemoRegistersMCPServer: -mcp starts an MCP server (a toolkit served
@@ -211,13 +192,7 @@ func TestAnswerMCPElicitationOnPage(t *testing.T) {
 	}
 	defer c.Close()
 	app := &webApp{desk: &approvalDesk{view: newTermView(io.Discard, false)}, elicit: desk}
-	post := func(body string) (int, string) {
-		req := httptest.NewRequest(http.MethodPost, "/api/approve", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		app.approve(rec, req)
-		return rec.Code, rec.Body.String()
-	}
+	post := func(body string) (int, string) { return postApprove(app, body) }
 	sess, _ := tk.Session("p")
 	for _, tc := range []struct{ answer, want string }{
 		{`"approve":true,"args":{"name":"Ada"}`, "hello Ada"},

@@ -127,13 +127,7 @@ func TestApproveSuggestionOnPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	app := &webApp{desk: &approvalDesk{perms: perms, view: newTermView(io.Discard, false)}}
-	post := func(body string) (int, string) {
-		req := httptest.NewRequest(http.MethodPost, "/api/approve", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		app.approve(rec, req)
-		return rec.Code, rec.Body.String()
-	}
+	post := func(body string) (int, string) { return postApprove(app, body) }
 	sess, _ := tk.Session("p")
 	run := sess.Start(context.Background(), []toolkit.Call{{ID: "c1", Name: "write_note", Args: []byte(`{"title":"a"}`)}})
 	var req interceptors.ApprovalRequest
