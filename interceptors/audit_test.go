@@ -1,12 +1,10 @@
 package interceptors_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -17,24 +15,13 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-type auditBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *auditBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type auditBuf struct{ testutil.SyncBuffer }
 
 // lines decodes the JSON lines written so far.
 func (b *auditBuf) lines(t *testing.T) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
 		if l == "" {
 			continue
 		}

@@ -289,7 +289,7 @@ func TestLargeResultsArrive(t *testing.T) {
 // good (over the stream's message size limit) is counted and logged once,
 // never retried; the events after it are stored.
 func TestRefusedPublishIsCountedOnce(t *testing.T) {
-	var log syncBuf
+	var log testutil.SyncBuffer
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}), natsbus.WithLogger(zerolog.New(&log)))
 	ctx := context.Background()
 	stream, err := bus.JetStream().Stream(ctx, bus.Stream())
@@ -327,21 +327,4 @@ func TestRefusedPublishIsCountedOnce(t *testing.T) {
 	if info.State.Msgs != 1 {
 		t.Fatalf("%d messages stored, want the start event", info.State.Msgs)
 	}
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -5,6 +5,7 @@
 package testutil
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -277,4 +278,25 @@ func CheckEvent(t testing.TB, data []byte) {
 	if err := ValidateEvent(data); err != nil {
 		t.Errorf("an event does not validate against docs/events.schema.json: %v", err)
 	}
+}
+
+// SyncBuffer is a bytes.Buffer that goroutines (a logger, a process's
+// output) can write to while a test reads it.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
