@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolstream/toolstream/internal/testutil"
 )
 
 // freeAddr returns a loopback address with a port nobody listens on now.
@@ -25,24 +26,9 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// syncBuffer is a bytes.Buffer that the demo's goroutines can write to
-// while a test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is a buffer the demo's goroutines write to while a test
+// reads it.
+type syncBuffer = testutil.SyncBuffer
 
 // demoRun is the demo running in the test's process, its page on a free
 // port and no NATS listener for outside clients.
