@@ -124,3 +124,10 @@ type Usage struct {
 func (u Usage) Add(v Usage) Usage {
 	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens}
 }
+
+// ModelFunc adapts a function to Model: a test's or an example's
+// scripted model, or a thin wrapper around an SDK call.
+type ModelFunc func(ctx context.Context, req *Request) (*Reply, error)
+
+// Generate calls f.
+func (f ModelFunc) Generate(ctx context.Context, req *Request) (*Reply, error) { return f(ctx, req) }

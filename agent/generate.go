@@ -1,0 +1,161 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// RetryPolicy says how a failed model request is asked again. Only
+// errors an adapter marks retryable (APIError.Retryable: rate limits,
+// overload, server errors, a broken stream) are retried; the rest end the
+// run at once.
+type RetryPolicy struct {
+	// Attempts is the most requests one turn makes, the first included;
+	// 1 means no retry. 0 means DefaultRetry's.
+	Attempts int
+	// Backoff is the wait before the first retry, doubled for each next
+	// one, with up to 25% jitter. 0 means DefaultRetry's.
+	Backoff time.Duration
+	// MaxWait bounds one wait. A server that asks (Retry-After) for
+	// longer than this ends the run with its error instead of holding it.
+	// 0 means DefaultRetry's.
+	MaxWait time.Duration
+}
+
+// DefaultRetry is the retry policy of a Loop without WithRetry: four
+// requests at most, waiting 1s, 2s, 4s (or what the server asks, up to a
+// minute).
+var DefaultRetry = RetryPolicy{Attempts: 4, Backoff: time.Second, MaxWait: time.Minute}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.Attempts <= 0 {
+		p.Attempts = DefaultRetry.Attempts
+	}
+	if p.Backoff <= 0 {
+		p.Backoff = DefaultRetry.Backoff
+	}
+	if p.MaxWait <= 0 {
+		p.MaxWait = DefaultRetry.MaxWait
+	}
+	return p
+}
+
+// wait returns how long to wait before retry number n (from 1), given
+// what the server asked for; ok is false when the server asks for more
+// than MaxWait.
+func (p RetryPolicy) wait(n int, asked time.Duration) (time.Duration, bool) {
+	if asked > p.MaxWait {
+		return asked, false
+	}
+	d := p.Backoff << min(n-1, 20)
+	d += time.Duration(rand.Int64N(int64(d)/4 + 1))
+	d = min(d, p.MaxWait)
+	return max(d, asked), true
+}
+
+// generate asks the model for turn's reply, streaming its pieces to the
+// session's observers, and retries what the policy allows.
+func (l *Loop) generate(ctx context.Context, sess *toolkit.Session, turn int, conv *Conversation, defs []toolkit.Definition) (*Reply, error) {
+	for attempt := 1; ; attempt++ {
+		st := streamer{sess: sess, turn: turn}
+		req := &Request{System: conv.System, Messages: conv.Messages, Tools: defs, Stream: st.send}
+		reply, err := l.model.Generate(ctx, req)
+		if err == nil && reply == nil {
+			err = fmt.Errorf("%s returned no reply and no error", l.describe())
+		}
+		if err == nil {
+			fixCalls(reply.Calls)
+			st.finish(reply)
+			return reply, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		asked, retryable := isRetryable(err)
+		if !retryable {
+			return nil, err
+		}
+		if attempt >= l.retry.Attempts {
+			return nil, fmt.Errorf("%w (after %d attempts)", err, attempt)
+		}
+		wait, ok := l.retry.wait(attempt, asked)
+		if !ok {
+			return nil, fmt.Errorf("%w (the server asks to wait %v, more than the retry policy's MaxWait %v)", err, asked.Round(time.Millisecond), l.retry.MaxWait)
+		}
+		emit(sess, EventRetry, Retry{Turn: turn, Attempt: attempt, WaitMS: ms(wait), Error: err.Error()})
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (while waiting %v to retry: %w)", err, wait.Round(time.Millisecond), context.Cause(ctx))
+		}
+	}
+}
+
+func (l *Loop) describe() string {
+	if l.name != "" {
+		return "model " + l.name
+	}
+	return "the model"
+}
+
+// streamer turns a reply's chunks into events, and makes sure that a
+// model that does not stream still produces one text_delta and one
+// args_delta per call, so that UIs need only the deltas.
+type streamer struct {
+	sess  *toolkit.Session
+	turn  int
+	text  bool            // some text streamed
+	calls map[int]callRef // calls announced, by index
+}
+
+type callRef struct {
+	id, name string
+	args     bool // some arguments streamed
+}
+
+func (s *streamer) send(c Chunk) {
+	switch c.Kind {
+	case ChunkText:
+		if c.Text == "" {
+			return
+		}
+		s.text = true
+		emit(s.sess, EventText, TextDelta{Turn: s.turn, Delta: c.Text})
+	case ChunkCall:
+		if s.calls == nil {
+			s.calls = map[int]callRef{}
+		}
+		s.calls[c.Index] = callRef{id: c.CallID, name: c.Name}
+		emit(s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: c.Index, Call: c.CallID, Tool: c.Name})
+	case ChunkArgs:
+		if c.Text == "" {
+			return
+		}
+		ref := s.calls[c.Index]
+		ref.args = true
+		if s.calls == nil {
+			s.calls = map[int]callRef{}
+		}
+		s.calls[c.Index] = ref
+		emit(s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: c.Index, Call: ref.id, Tool: ref.name, Delta: c.Text})
+	}
+}
+
+// finish sends, in one piece, what the model did not stream.
+func (s *streamer) finish(r *Reply) {
+	if !s.text && r.Text != "" {
+		emit(s.sess, EventText, TextDelta{Turn: s.turn, Delta: r.Text})
+	}
+	for i, c := range r.Calls {
+		ref, ok := s.calls[i]
+		if !ok || !ref.args {
+			emit(s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: i, Call: c.ID, Tool: c.Name, Delta: string(c.Args)})
+		}
+	}
+}

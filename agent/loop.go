@@ -1,0 +1,291 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// DefaultMaxTurns bounds a run when WithMaxTurns is not given.
+const DefaultMaxTurns = 25
+
+// ErrMaxTurns is returned (wrapped) by Run when the model has not
+// answered within the loop's turn bound.
+var ErrMaxTurns = errors.New("agent: the model did not answer within the turn limit")
+
+// Loop runs conversations: it asks the model for a turn, runs the turn's
+// calls with a toolkit session, gives the model the results and repeats
+// until the model answers. A Loop holds no per-run state: one Loop serves
+// any number of runs at once, on different conversations.
+type Loop struct {
+	model    Model
+	name     string
+	maxTurns int
+	retry    RetryPolicy
+	onSusp   func(ctx context.Context, s *toolkit.Session, r toolkit.Result) error
+	onBatch  func(ctx context.Context, turn int, b *toolkit.Batch)
+}
+
+// Option configures a Loop.
+type Option func(*Loop)
+
+// WithMaxTurns bounds the model turns of one run (DefaultMaxTurns when
+// not given); n < 1 means 1.
+func WithMaxTurns(n int) Option {
+	return func(l *Loop) { l.maxTurns = max(n, 1) }
+}
+
+// WithRetry sets how failed model requests are retried (DefaultRetry when
+// not given).
+func WithRetry(p RetryPolicy) Option {
+	return func(l *Loop) { l.retry = p.withDefaults() }
+}
+
+// WithName names the model in events (turn_start, turn_end). Without it
+// the name is the model's own (Namer), if it has one.
+func WithName(name string) Option {
+	return func(l *Loop) { l.name = name }
+}
+
+// WithSuspended is called for each call that suspends (an approval, an
+// external tool), as it suspends, on the goroutine that runs the batch:
+// the place to ask a person or hand the call to another system. It
+// must not block for long: the calls of the batch that have not finished
+// wait. The call resumes when someone answers it
+// (interceptors.Permissions.Decide, Session.Submit), here or elsewhere
+// (a web page). An error cancels the batch and ends the run with it.
+//
+// Without it, suspended calls wait for an answer from elsewhere until the
+// run's context ends.
+func WithSuspended(f func(ctx context.Context, s *toolkit.Session, r toolkit.Result) error) Option {
+	return func(l *Loop) { l.onSusp = f }
+}
+
+// WithBatchStarted is called with each turn's batch once its calls are
+// started: a UI's stop button keeps it to call Batch.Cancel.
+func WithBatchStarted(f func(ctx context.Context, turn int, b *toolkit.Batch)) Option {
+	return func(l *Loop) { l.onBatch = f }
+}
+
+// New returns a loop that asks m.
+func New(m Model, opts ...Option) *Loop {
+	l := &Loop{model: m, maxTurns: DefaultMaxTurns, retry: DefaultRetry}
+	if n, ok := m.(Namer); ok {
+		l.name = n.Name()
+	}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
+
+// End says how a run ended.
+type End string
+
+// The ways a run ends.
+const (
+	// EndAnswer: the model answered without calls.
+	EndAnswer End = "answer"
+	// EndStopped: the toolkit said to stop after a batch (Outcome.Stop): a
+	// return-direct batch (its results are the answer), a call limit, an
+	// interceptor or batch hook that ended the run.
+	EndStopped End = "stopped"
+	// EndMaxTurns: the turn bound was reached (Run returns ErrMaxTurns).
+	EndMaxTurns End = "max_turns"
+	// EndError: the model failed, a suspension handler failed, or the run's
+	// context ended (Run returns the error).
+	EndError End = "error"
+)
+
+// Outcome is what a run did.
+type Outcome struct {
+	// Answer is the final answer: the model's words, or for a stopped run
+	// the return-direct results (or what stopped it).
+	Answer string
+	End    End
+	// Stop is why the toolkit stopped the run (End == EndStopped).
+	Stop *toolkit.Stop
+	// Turns counts the model's replies.
+	Turns int
+	// Results are every call's final result, in the order they ran.
+	Results []toolkit.Result
+	// Usage adds up the turns' token counts.
+	Usage Usage
+}
+
+// Run continues conv in the session until the model answers: each turn
+// reads the session's tool definitions afresh (groups and skills change
+// them), asks the model, records its reply in conv, runs its calls and
+// records their results in conv. It stops on an answer, a stop from the
+// toolkit (see End), the turn bound, a model failure that retries did not
+// cure, or the end of ctx.
+//
+// Run returns the outcome so far with every error. Whatever happens, conv
+// is left valid (Conversation.Check): a reply's calls always get results,
+// interrupted ones included. conv must not be used by anything else while
+// Run runs. The run's events go to the session's observers (see the
+// Event constants); a run_error event comes with every error.
+func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversation) (*Outcome, error) {
+	out := &Outcome{}
+	if sess == nil || conv == nil {
+		return out, errors.New("agent: Run needs a session and a conversation")
+	}
+	if err := conv.Check(); err != nil {
+		return out, err
+	}
+	if len(conv.Messages) == 0 {
+		return out, errors.New("agent: the conversation has no message to answer")
+	}
+	for turn := 1; ; turn++ {
+		if turn > l.maxTurns {
+			out.End = EndMaxTurns
+			return out, l.fail(sess, turn-1, fmt.Errorf("%w (%d turns)", ErrMaxTurns, l.maxTurns), false)
+		}
+		defs, err := sess.Definitions(ctx)
+		if err != nil {
+			out.End = EndError
+			return out, l.fail(sess, turn, fmt.Errorf("agent: turn %d: the session's tools: %w", turn, err), ctx.Err() != nil)
+		}
+		emit(sess, EventTurnStart, TurnStart{Turn: turn, Model: l.name})
+		began := time.Now()
+		reply, err := l.generate(ctx, sess, turn, conv, defs)
+		if err != nil {
+			out.End = EndError
+			return out, l.fail(sess, turn, fmt.Errorf("agent: turn %d: %w", turn, err), ctx.Err() != nil)
+		}
+		out.Turns = turn
+		out.Usage = out.Usage.Add(reply.Usage)
+		msg := Message{Role: RoleAssistant, Calls: reply.Calls, Extra: reply.Extra}
+		if reply.Text != "" {
+			msg.Content = []toolkit.Part{events.Text(reply.Text)}
+		}
+		conv.Add(msg)
+		emit(sess, EventTurnEnd, TurnEnd{Turn: turn, Model: l.modelName(reply), Text: reply.Text, Calls: reply.Calls,
+			Finish: reply.Finish, Usage: reply.Usage, DurationMS: ms(time.Since(began))})
+		if len(reply.Calls) == 0 {
+			out.End, out.Answer = EndAnswer, reply.Text
+			emit(sess, EventAnswer, Answer{Text: out.Answer, End: out.End, Turns: out.Turns, Calls: len(out.Results), Usage: out.Usage})
+			return out, nil
+		}
+		results, stop, err := l.runCalls(ctx, sess, turn, reply.Calls)
+		out.Results = append(out.Results, results...)
+		for _, r := range results {
+			conv.Add(Message{Role: RoleTool, CallID: r.Call.ID, Tool: r.Call.Name, Content: r.Content, IsError: r.IsError()})
+		}
+		if err != nil {
+			out.End = EndError
+			return out, l.fail(sess, turn, err, ctx.Err() != nil)
+		}
+		if stop.Reason != "" {
+			out.End, out.Stop, out.Answer = EndStopped, &stop, stopAnswer(stop, results)
+			emit(sess, EventAnswer, Answer{Text: out.Answer, End: out.End, Stop: out.Stop, Turns: out.Turns, Calls: len(out.Results), Usage: out.Usage})
+			return out, nil
+		}
+	}
+}
+
+func (l *Loop) modelName(r *Reply) string {
+	if r.Model != "" {
+		return r.Model
+	}
+	return l.name
+}
+
+// fail reports err as the run's end.
+func (l *Loop) fail(sess *toolkit.Session, turn int, err error, canceled bool) error {
+	emit(sess, EventError, RunError{Turn: turn, Error: err.Error(), Canceled: canceled})
+	return err
+}
+
+// runCalls runs a reply's calls as one batch and waits for all of them.
+// The results come back in call order even with an error.
+func (l *Loop) runCalls(ctx context.Context, sess *toolkit.Session, turn int, calls []toolkit.Call) ([]toolkit.Result, toolkit.Stop, error) {
+	b := sess.Start(ctx, calls)
+	if l.onBatch != nil {
+		l.onBatch(ctx, turn, b)
+	}
+	var suspErr error
+	for r := range b.Results() {
+		if r.Final() || l.onSusp == nil || suspErr != nil {
+			continue
+		}
+		if err := l.onSusp(ctx, sess, r); err != nil {
+			suspErr = fmt.Errorf("agent: turn %d: call %s (%s) suspended: %w", turn, r.Call.ID, r.Call.Name, err)
+			b.Cancel()
+		}
+	}
+	results := b.Wait()
+	switch {
+	case suspErr != nil:
+		return results, toolkit.Stop{}, suspErr
+	case ctx.Err() != nil:
+		return results, toolkit.Stop{}, fmt.Errorf("agent: turn %d: %d calls ended early: %w", turn, interrupted(results), context.Cause(ctx))
+	}
+	stop, _ := b.Stop()
+	return results, stop, nil
+}
+
+func interrupted(results []toolkit.Result) int {
+	n := 0
+	for _, r := range results {
+		if r.State == toolkit.StateInterrupted {
+			n++
+		}
+	}
+	return n
+}
+
+// fixCalls gives every call an id of its own and arguments: the tool
+// message must name the same id as the assistant message, and the
+// toolkit would make up a different one for an empty id.
+func fixCalls(calls []toolkit.Call) {
+	seen := make(map[string]bool, len(calls))
+	for i := range calls {
+		c := &calls[i]
+		if c.ID == "" || seen[c.ID] {
+			c.ID = NewCallID()
+		}
+		seen[c.ID] = true
+		if len(bytes.TrimSpace(c.Args)) == 0 {
+			c.Args = json.RawMessage("{}")
+		}
+	}
+}
+
+// NewCallID returns a fresh call id ("call_" and 24 hex digits), for
+// adapters whose provider sent none.
+func NewCallID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "call_" + hex.EncodeToString(b[:])
+}
+
+// stopAnswer is the answer of a run the toolkit stopped: for a
+// return-direct batch the results themselves, in call order; otherwise
+// what stopped it.
+func stopAnswer(s toolkit.Stop, results []toolkit.Result) string {
+	if s.Reason == toolkit.StopReturnDirect {
+		texts := make([]string, 0, len(results))
+		for _, r := range results {
+			if t := strings.TrimSpace(r.Text()); t != "" {
+				texts = append(texts, t)
+			}
+		}
+		return strings.Join(texts, "\n\n")
+	}
+	if s.Detail != "" {
+		return s.Detail
+	}
+	return fmt.Sprintf("(the run was stopped: %s)", s.Reason)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
