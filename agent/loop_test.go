@@ -11,6 +11,7 @@ import (
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
+	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -504,5 +505,54 @@ func TestRunRefusesBadInput(t *testing.T) {
 	}
 	if len(m.requests()) != 0 {
 		t.Errorf("the model was asked %d times", len(m.requests()))
+	}
+}
+
+// The loop ends after a batch that says so: a return-direct batch's
+// results are the answer (every one of them, in call order) and the model
+// is not asked again; a batch with another call goes back to the model; a
+// call limit that ends the run ends it with its message.
+func TestRunHonoursToolkitStop(t *testing.T) {
+	ctx := context.Background()
+	tk := toolkit.New()
+	defer tk.Close(ctx)
+	weather := toolkit.MustTool(toolkit.Spec{Name: "weather", ReturnDirect: true, ConcurrencySafe: true}, func(_ context.Context, in cityIn) (string, error) {
+		return "Sunny in " + in.City, nil
+	})
+	search := toolkit.MustTool(toolkit.Spec{Name: "search", ReadOnly: true}, func(context.Context, struct{}) (string, error) { return "found", nil })
+	if err := tk.Register([]*toolkit.Tool{weather, search}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Use(interceptors.CallLimits(interceptors.PerToolPerSession("search", 1), interceptors.EndRun())); err != nil {
+		t.Fatal(err)
+	}
+	answer := step{reply: &agent.Reply{Text: "the model's own answer"}}
+	calls := func(cs ...toolkit.Call) step { return step{reply: &agent.Reply{Calls: cs}} }
+	for _, tc := range []struct {
+		name   string
+		steps  []step
+		answer string
+		end    agent.End
+		asked  int
+	}{
+		{"return direct", []step{calls(call("1", "weather", `{"city":"Oslo"}`), call("2", "weather", `{"city":"Rome"}`))},
+			"Sunny in Oslo\n\nSunny in Rome", agent.EndStopped, 1},
+		{"not all return direct", []step{calls(call("1", "weather", `{"city":"Oslo"}`), call("2", "search", `{}`)), answer},
+			"the model's own answer", agent.EndAnswer, 2},
+		{"call limit ends the run", []step{calls(call("1", "search", `{}`)), calls(call("2", "search", `{}`))},
+			`the run was stopped: calls of "search" are limited to 1 per session`, agent.EndStopped, 2},
+	} {
+		sess, err := tk.Session("loop-" + strings.ReplaceAll(tc.name, " ", "-"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &script{steps: tc.steps}
+		out, err := agent.New(m).Run(ctx, sess, agent.NewConversation("", "what now?"))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if out.Answer != tc.answer || out.End != tc.end || len(m.requests()) != tc.asked {
+			t.Errorf("%s: %s answer %q after %d model turns, want %s %q after %d", tc.name, out.End, out.Answer, len(m.requests()), tc.end, tc.answer, tc.asked)
+		}
 	}
 }

@@ -2,42 +2,25 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// The demo's own session-level events, beside the library's: a model turn
-// and the end of the loop. The web page draws its timeline from them.
-const (
-	turnEvent = "turn"
-	doneEvent = "done"
-)
+// noteEvent is the demo's own session-level event beside the loop's: what
+// a scripted turn is meant to show. It comes just before the turn's
+// turn_end; the web page puts it in the turn's heading.
+const noteEvent = "note"
 
-// turnInfo is the body of a turn event.
-type turnInfo struct {
-	N     int        `json:"n"`
-	Model string     `json:"model"`
-	Note  string     `json:"note,omitempty"`
-	Text  string     `json:"text,omitempty"`
-	Calls []callInfo `json:"calls,omitempty"`
-}
-
-type callInfo struct {
-	ID   string          `json:"id"`
-	Name string          `json:"name"`
-	Args json.RawMessage `json:"args,omitempty"`
-}
-
-// doneInfo is the body of a done event.
-type doneInfo struct {
-	Text  string `json:"text"`
-	Calls int    `json:"calls"`
-	Turns int    `json:"turns"`
+type noteInfo struct {
+	Turn int    `json:"turn"`
+	Note string `json:"note"`
 }
 
 // runSummary is what the loop did, for the summary table.
@@ -48,139 +31,179 @@ type runSummary struct {
 	Took    time.Duration
 }
 
-// agent is the loop: ask the model, run the calls it asks for, give it the
-// results, repeat until it answers without calls.
-type agent struct {
-	sess     *toolkit.Session
-	model    Model
-	view     *termView
-	desk     *approvalDesk
-	loader   *skills.Loader
-	maxTurns int
-}
-
 const systemPrompt = `You are a careful assistant with tools that work on a local folder.
 Use the tools to answer; prefer parallel calls for independent reads.
 Tool groups start switched off: tool_search finds the group you need, reset_tools switches it on.`
 
-func (a *agent) run(ctx context.Context, task string) (runSummary, error) {
-	var sum runSummary
+// runner runs the demo's task with the agent loop (package agent) and
+// shows each turn on the terminal: what the model asked for before the
+// calls run, their results after.
+type runner struct {
+	sess     *toolkit.Session
+	model    agent.Model
+	view     *termView
+	desk     *approvalDesk
+	loader   *skills.Loader
+	maxTurns int
+
+	mu    sync.Mutex
+	turn  int            // the turn in progress
+	phase string         // where the run is, for the Ctrl-C message
+	cur   Turn           // the turn's reply, as shown
+	batch *toolkit.Batch // the turn's calls, until their results are shown
+	began time.Time      // when they started
+}
+
+func (r *runner) run(ctx context.Context, task string) (runSummary, error) {
 	start := time.Now()
 	system := systemPrompt
-	if a.loader != nil {
-		if frag := strings.TrimSpace(a.loader.Prompt(a.sess.ID())); frag != "" {
+	if r.loader != nil {
+		if frag := strings.TrimSpace(r.loader.Prompt(r.sess.ID())); frag != "" {
 			system += "\n\n" + frag
 		}
 	}
-	conv := []Message{{Role: RoleSystem, Text: system}, {Role: RoleUser, Text: task}}
-	a.view.user(task)
-	for n := 1; ; n++ {
-		if n > a.maxTurns {
-			sum.Answer = fmt.Sprintf("(stopped after %d turns: -max-turns)", a.maxTurns)
-			a.view.printf("\n=== Stopped after %d turns (-max-turns %d): the model has not answered ===\n", a.maxTurns, a.maxTurns)
-			break
-		}
-		defs, err := a.sess.Definitions(ctx)
-		if err != nil {
-			return sum, a.interrupted(ctx, n, "before asking the model", err)
-		}
-		turn, err := a.model.Next(ctx, conv, defs)
-		if err != nil {
-			if ctx.Err() != nil {
-				return sum, &stopError{turn: n, where: "while waiting for the model", err: err}
-			}
-			return sum, fmt.Errorf("turn %d: %s: %w", n, a.model.Name(), err)
-		}
-		sum.Turns = n
-		conv = append(conv, Message{Role: RoleAssistant, Text: turn.Text, Calls: turn.Calls})
-		a.emitTurn(n, turn)
-		if len(turn.Calls) == 0 {
-			sum.Answer = turn.Text
-			a.view.answer(n, turn)
-			break
-		}
-		results, stop, err := a.runTurn(ctx, n, defs, turn)
-		if err != nil {
-			return sum, err
-		}
-		sum.Results = append(sum.Results, results...)
-		for _, r := range results {
-			conv = append(conv, Message{Role: RoleTool, CallID: r.Call.ID, Text: r.Text()})
-		}
-		if stop.Reason != "" { // the batch ends the loop (loopstop.go)
-			sum.Answer = loopAnswer(stop, results)
-			a.view.printf("\n=== The loop stops after turn %d (%s): %s ===\n", n, stop.Reason, safeText(sum.Answer))
-			break
+	conv := agent.NewConversation(system, task)
+	r.view.user(task)
+	loop := agent.New(shownModel{r}, agent.WithName(modelName(r.model)), agent.WithMaxTurns(r.maxTurns),
+		agent.WithSuspended(r.suspended), agent.WithBatchStarted(r.batchStarted))
+	out, err := loop.Run(ctx, r.sess, conv)
+	sum := runSummary{Turns: out.Turns, Results: out.Results, Answer: out.Answer}
+	if err != nil && ctx.Err() != nil {
+		return sum, &stopError{turn: r.turn, where: r.where(), err: err}
+	}
+	r.showResults()
+	sum.Took = time.Since(start)
+	switch {
+	case errors.Is(err, agent.ErrMaxTurns):
+		sum.Answer = fmt.Sprintf("(stopped after %d turns: -max-turns)", r.maxTurns)
+		r.view.printf("\n=== Stopped after %d turns (-max-turns %d): the model has not answered ===\n", r.maxTurns, r.maxTurns)
+	case err != nil:
+		return sum, err
+	case out.End == agent.EndStopped:
+		r.view.printf("\n=== The loop stops after turn %d (%s): %s ===\n", out.Turns, out.Stop.Reason, safeText(out.Answer))
+	}
+	return sum, nil
+}
+
+// modelName is the model's name for the output, or "model".
+func modelName(m agent.Model) string {
+	if n, ok := m.(agent.Namer); ok {
+		return n.Name()
+	}
+	return "model"
+}
+
+// shownModel is the runner's model as the loop sees it: each reply is
+// shown on the terminal (and its note sent to the page) before its calls
+// run.
+type shownModel struct{ r *runner }
+
+func (m shownModel) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, error) {
+	r := m.r
+	r.showResults() // the previous turn's, before the next turn
+	n := 1
+	for _, msg := range req.Messages {
+		if msg.Role == agent.RoleAssistant {
+			n++
 		}
 	}
-	sum.Took = time.Since(start)
-	calls := len(sum.Results)
-	_ = a.sess.Emit(doneEvent, doneInfo{Text: sum.Answer, Calls: calls, Turns: sum.Turns})
-	return sum, nil
+	r.setPhase(n, "while waiting for the model")
+	reply, err := r.model.Generate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	t := Turn{Text: reply.Text, Calls: reply.Calls}
+	if a, ok := r.model.(annotated); ok {
+		t.Note, t.StopAfter = a.turnInfo(n)
+	}
+	if t.Note != "" {
+		_ = r.sess.Emit(noteEvent, noteInfo{Turn: n, Note: t.Note})
+	}
+	r.mu.Lock()
+	r.cur = t
+	r.mu.Unlock()
+	if len(t.Calls) == 0 {
+		r.view.answer(n, t)
+	} else {
+		r.view.turn(n, t, req.Tools)
+	}
+	return reply, nil
+}
+
+func (r *runner) setPhase(turn int, phase string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.turn, r.phase = turn, phase
+}
+
+// batchStarted keeps the turn's batch to show its results, and stands for
+// the person who presses stop when the scripted turn says so.
+func (r *runner) batchStarted(ctx context.Context, turn int, b *toolkit.Batch) {
+	r.mu.Lock()
+	r.batch, r.began, r.phase = b, time.Now(), "calls"
+	stopAfter := r.cur.StopAfter
+	r.mu.Unlock()
+	if stopAfter <= 0 {
+		return
+	}
+	go func() {
+		t := time.NewTimer(stopAfter)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			r.view.printf("  (the user presses stop after %v)\n", stopAfter.Round(time.Millisecond))
+			b.Cancel()
+		case <-b.Done():
+		}
+	}()
+}
+
+// suspended hands a suspended call to the approval desk.
+func (r *runner) suspended(ctx context.Context, s *toolkit.Session, res toolkit.Result) error {
+	err := r.desk.suspended(ctx, s.ID(), res.Call)
+	if err != nil {
+		r.mu.Lock()
+		r.phase = "while waiting for an approval"
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// showResults prints the results of the last batch, once.
+func (r *runner) showResults() {
+	r.mu.Lock()
+	b, began := r.batch, r.began
+	r.batch = nil
+	r.mu.Unlock()
+	if b != nil {
+		results := b.Wait()
+		r.view.results(results, time.Since(began))
+	}
+}
+
+// where says what the run was doing when its context ended.
+func (r *runner) where() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.phase != "calls" || r.batch == nil {
+		return r.phase
+	}
+	results := r.batch.Wait()
+	stopped := 0
+	for _, res := range results {
+		if res.State == toolkit.StateInterrupted {
+			stopped++
+		}
+	}
+	return fmt.Sprintf("%d of its %d calls interrupted", stopped, len(results))
 }
 
 // stopError says where the loop was when its context ended (Ctrl-C).
 type stopError struct {
 	turn  int
-	where string // "while waiting for the model", "while 6 calls ran: ..."
+	where string // "while waiting for the model", "6 of its 6 calls interrupted", ...
 	err   error
 }
 
 func (e *stopError) Error() string { return fmt.Sprintf("turn %d: %s: %v", e.turn, e.where, e.err) }
 func (e *stopError) Unwrap() error { return e.err }
-
-// interrupted returns err, as a stopError when the run's context ended.
-func (a *agent) interrupted(ctx context.Context, turn int, where string, err error) error {
-	if ctx.Err() == nil {
-		return err
-	}
-	return &stopError{turn: turn, where: where, err: err}
-}
-
-func (a *agent) emitTurn(n int, t Turn) {
-	info := turnInfo{N: n, Model: a.model.Name(), Note: t.Note, Text: t.Text}
-	for _, c := range t.Calls {
-		info.Calls = append(info.Calls, callInfo{ID: c.ID, Name: c.Name, Args: c.Args})
-	}
-	_ = a.sess.Emit(turnEvent, info)
-}
-
-// runTurn runs one turn's calls: approvals and external answers are
-// handled as the calls suspend, and a turn the watching person stops is
-// cancelled after its StopAfter.
-func (a *agent) runTurn(ctx context.Context, n int, defs []toolkit.Definition, t Turn) ([]toolkit.Result, toolkit.Stop, error) {
-	a.view.turn(n, t, defs)
-	tctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if t.StopAfter > 0 {
-		stop := time.AfterFunc(t.StopAfter, func() {
-			a.view.printf("  (the user presses stop after %v)\n", t.StopAfter.Round(time.Millisecond))
-			cancel()
-		})
-		defer stop.Stop()
-	}
-	start := time.Now()
-	run := a.sess.Start(tctx, t.Calls)
-	for res := range run.Results() { // as each call finishes or suspends
-		if !res.Final() {
-			if err := a.desk.suspended(ctx, a.sess.ID(), res.Call); err != nil {
-				cancel()
-				run.Wait()
-				return nil, toolkit.Stop{}, a.interrupted(ctx, n, "while waiting for an approval", err)
-			}
-		}
-	}
-	results := run.Wait() // all of them, in call order
-	if ctx.Err() != nil {
-		stopped := 0
-		for _, r := range results {
-			if r.State == toolkit.StateInterrupted {
-				stopped++
-			}
-		}
-		return nil, toolkit.Stop{}, &stopError{turn: n, where: fmt.Sprintf("%d of its %d calls interrupted", stopped, len(results)), err: ctx.Err()}
-	}
-	a.view.results(results, time.Since(start))
-	stop, _ := run.Stop() // a return-direct batch, a call limit that ends the run
-	return results, stop, nil
-}

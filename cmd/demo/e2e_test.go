@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/events"
 )
 
@@ -186,7 +187,7 @@ func TestDemoBinaryEndToEnd(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("demo did not finish\nstdout:\n%s", stdout.String())
 	}
-	col.waitFor(t, "done event", func(ev *events.Event) bool { return ev.Type == doneEvent })
+	col.waitFor(t, "answer event", func(ev *events.Event) bool { return ev.Type == agent.EventAnswer })
 	out := stdout.String()
 	for _, want := range []string{"=== Summary: 6 turns, 13 calls", "states: 1 interrupted, 10 success, 2 error", "approved call_6   by the web page"} {
 		if !strings.Contains(out, want) {
@@ -270,6 +271,7 @@ func checkCapabilities(t *testing.T, evs []*events.Event) {
 	// reset_tools and the skill: session events say who switched what on.
 	var sawModel, sawSkill, sawLoad bool
 	turns := 0
+	argsOf := map[string]string{}
 	for _, ev := range session {
 		d := string(ev.Data)
 		switch ev.Type {
@@ -278,9 +280,20 @@ func checkCapabilities(t *testing.T, evs []*events.Event) {
 			sawSkill = sawSkill || strings.Contains(d, `"activated":["files"]`) && strings.Contains(d, `"by":"skill"`)
 		case "skills":
 			sawLoad = sawLoad || strings.Contains(d, `"skill":"file-analysis"`)
-		case turnEvent:
+		case agent.EventTurnEnd:
 			turns++
+		case agent.EventArgs:
+			var d agent.ArgsDelta
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			argsOf[d.Call] += d.Delta
 		}
+	}
+	// The model's arguments streamed before the calls: call_1's add up to
+	// what the script wrote.
+	if argsOf["call_1"] != `{"dir":"."}` {
+		t.Errorf("call_1's argument deltas add up to %q", argsOf["call_1"])
 	}
 	if !sawModel || !sawSkill || !sawLoad {
 		t.Errorf("group/skill events: reset_tools %v, skill activation %v, skill load %v", sawModel, sawSkill, sawLoad)

@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/term"
 
+	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/mcpbridge"
@@ -412,7 +413,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if err != nil {
 			return err
 		}
-		srv, err := serveWeb(cfg.listen, &webApp{bus: bus, tk: tk, desk: desk, session: sess.ID(), model: model.Name(), mcp: mcpSrv.Handler(nil), elicit: elicit})
+		srv, err := serveWeb(cfg.listen, &webApp{bus: bus, tk: tk, desk: desk, session: sess.ID(), model: modelName(model), mcp: mcpSrv.Handler(nil), elicit: elicit})
 		if err != nil {
 			mcpSrv.Close()
 			return err
@@ -423,13 +424,13 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 
 	view.printf("toolstream demo: %d tools in %d groups, %d skills, working on %s\n", len(tk.Tools()), len(gm.Groups()), len(ld.Skills(sess.ID())), root)
-	view.printf("model: %s%s\n", model.Name(), why)
+	view.printf("model: %s%s\n", modelName(model), why)
 	if page != "" {
 		view.printf("live page: %s\n", pageURL(page, sess.ID()))
 	}
 	printWatch(view, bus, sess.ID())
 
-	a := &agent{sess: sess, model: model, view: view, desk: desk, maxTurns: cfg.maxTurns, loader: ld}
+	a := &runner{sess: sess, model: model, view: view, desk: desk, maxTurns: cfg.maxTurns, loader: ld}
 	sum, err := a.run(ctx, cfg.task)
 	if err != nil {
 		return err
@@ -454,7 +455,7 @@ func pageURL(base, session string) string {
 
 // chooseModel picks the real model when one is configured with a key, and
 // says why not otherwise.
-func chooseModel(cfg *config) (Model, string) {
+func chooseModel(cfg *config) (agent.Model, string) {
 	oc, ok, why := openAIFromEnv(cfg.model, cfg.baseURL, cfg.apiKey)
 	if ok {
 		m, err := newOpenAIModel(oc)

@@ -227,8 +227,8 @@ func TestDemoModelWithoutKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, why := chooseModel(cfg)
-	if m.Name() != "scripted" || !strings.Contains(why, "no API key") {
-		t.Fatalf("got %s%s", m.Name(), why)
+	if modelName(m) != "scripted" || !strings.Contains(why, "no API key") {
+		t.Fatalf("got %s%s", modelName(m), why)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -313,4 +314,45 @@ func randomID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// Role is who a message of the conversation is from, as chat APIs name
+// them.
+type Role string
+
+// The roles of a chat conversation.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one chat message, as openAIMessages maps it.
+type Message struct {
+	Role   Role
+	Text   string
+	Calls  []toolkit.Call
+	CallID string
+}
+
+// Generate implements agent.Model with Next: the loop's conversation as
+// chat messages (text only), the reply without streaming.
+func (m *openAIModel) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, error) {
+	conv := make([]Message, 0, len(req.Messages)+1)
+	if req.System != "" {
+		conv = append(conv, Message{Role: RoleSystem, Text: req.System})
+	}
+	for _, msg := range req.Messages {
+		conv = append(conv, Message{Role: Role(msg.Role), Text: msg.Text(), Calls: msg.Calls, CallID: msg.CallID})
+	}
+	t, err := m.Next(ctx, conv, req.Tools)
+	if err != nil {
+		var api *openai.Error
+		if errors.As(err, &api) {
+			return nil, &agent.APIError{Provider: "openai", StatusCode: api.StatusCode, Message: err.Error(), Retryable: agent.RetryableStatus(api.StatusCode), Err: err}
+		}
+		return nil, err
+	}
+	return &agent.Reply{Text: t.Text, Calls: t.Calls}, nil
 }

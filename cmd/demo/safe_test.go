@@ -212,7 +212,7 @@ func TestDemoEscapesOutsideText(t *testing.T) {
 		}
 	}
 	lines := strings.Split(strings.TrimRight(errs, "\n"), "\n")
-	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "demo: turn 3: m at ") || !strings.Contains(last, `bad \x1b]0;pwned\x07 request \u202e`) {
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "demo: agent: turn 3: openai") || !strings.Contains(last, `bad \x1b]0;pwned\x07 request \u202e`) {
 		t.Errorf("the API's error, last line of stderr: %q", last)
 	}
 	if !strings.Contains(errs, `evil\x1b]0;pwned`) { // the log, -v

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
@@ -24,39 +25,73 @@ type scriptedModel struct {
 
 func newScriptedModel(think time.Duration) *scriptedModel { return &scriptedModel{think: think} }
 
-// Name implements Model.
+// Name implements agent.Namer.
 func (m *scriptedModel) Name() string { return "scripted" }
 
-// Next implements Model: the turn after the ones already in conv.
-func (m *scriptedModel) Next(ctx context.Context, conv []Message, tools []toolkit.Definition) (Turn, error) {
+// Generate implements agent.Model: the turn after the ones already in the
+// conversation, streamed as a model streams (words, then each call's name
+// and its arguments in two pieces).
+func (m *scriptedModel) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, error) {
 	if m.think > 0 {
 		t := time.NewTimer(m.think)
 		defer t.Stop()
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			return Turn{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 	done := 0
-	for _, msg := range conv {
-		if msg.Role == RoleAssistant {
+	for _, msg := range req.Messages {
+		if msg.Role == agent.RoleAssistant {
 			done++
 		}
 	}
-	script := append(scriptedTurns(), m.extra...)
-	if done < len(script) {
-		t := script[done]
-		// A real model can only call what it is offered: say so when the
-		// script and the tool list disagree (the toolkit would refuse too).
-		for _, c := range t.Calls {
-			if !offered(tools, c.Name) && !t.expectsMiss(c.Name) {
-				return Turn{}, fmt.Errorf("the script calls %s, which the model is not offered now", c.Name)
-			}
-		}
-		return t.Turn, nil
+	script := m.script()
+	if done >= len(script) {
+		text := finalAnswer(req.Messages)
+		streamText(req, text)
+		return &agent.Reply{Text: text, Finish: agent.FinishStop}, nil
 	}
-	return Turn{Text: finalAnswer(conv)}, nil
+	t := script[done]
+	// A real model can only call what it is offered: say so when the
+	// script and the tool list disagree (the toolkit would refuse too).
+	for _, c := range t.Calls {
+		if !offered(req.Tools, c.Name) && !t.expectsMiss(c.Name) {
+			return nil, fmt.Errorf("the script calls %s, which the model is not offered now", c.Name)
+		}
+	}
+	streamText(req, t.Text)
+	for i, c := range t.Calls {
+		req.Send(agent.Chunk{Kind: agent.ChunkCall, Index: i, CallID: c.ID, Name: c.Name})
+		half := len(c.Args) / 2
+		req.Send(agent.Chunk{Kind: agent.ChunkArgs, Index: i, Text: string(c.Args[:half])})
+		req.Send(agent.Chunk{Kind: agent.ChunkArgs, Index: i, Text: string(c.Args[half:])})
+	}
+	return &agent.Reply{Text: t.Text, Calls: append([]toolkit.Call(nil), t.Calls...), Finish: agent.FinishToolCalls}, nil
+}
+
+// turnInfo implements annotated.
+func (m *scriptedModel) turnInfo(n int) (string, time.Duration) {
+	script := m.script()
+	if n < 1 || n > len(script) {
+		return "", 0
+	}
+	return script[n-1].Note, script[n-1].StopAfter
+}
+
+func (m *scriptedModel) script() []scriptTurn { return append(scriptedTurns(), m.extra...) }
+
+// streamText sends text a word at a time.
+func streamText(req *agent.Request, text string) {
+	for len(text) > 0 {
+		i := strings.IndexByte(text, ' ') + 1
+		if i == 0 {
+			i = len(text)
+		}
+		req.Send(agent.Chunk{Kind: agent.ChunkText, Text: text[:i]})
+		text = text[i:]
+	}
 }
 
 func offered(tools []toolkit.Definition, name string) bool {
@@ -142,11 +177,11 @@ var savedTo = regexp.MustCompile(`saved in full to (\S+)`)
 
 // finalAnswer sums up the conversation the way a model would, from what the
 // tools returned.
-func finalAnswer(conv []Message) string {
+func finalAnswer(conv []agent.Message) string {
 	results := map[string]string{}
 	for _, m := range conv {
-		if m.Role == RoleTool {
-			results[m.CallID] = m.Text
+		if m.Role == agent.RoleTool {
+			results[m.CallID] = m.Text()
 		}
 	}
 	var b strings.Builder

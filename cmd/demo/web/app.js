@@ -10,7 +10,7 @@
   const FINAL_STATES = ['success', 'error', 'denied', 'interrupted', 'timeout'];
   const STATE_ORDER = ['queued', 'running', 'waiting', ...FINAL_STATES];
   const CALL_TYPES = ['start', 'progress', 'delta', 'suspend', 'result'];
-  const EVENT_TYPES = [...CALL_TYPES, 'approval', 'groups', 'skills', 'turn', 'done'];
+  const EVENT_TYPES = [...CALL_TYPES, 'approval', 'groups', 'skills', 'note', 'turn_end', 'answer', 'run_error'];
   const INFO_EVERY_MS = 5000;
   // A result shows at most this many characters: a result of many MiB is
   // kept whole in memory (rebuilt from its deltas), but drawing it all would
@@ -192,6 +192,7 @@
       events: 0,
       calls: new Map(),     // call id -> call
       turns: new Map(),     // turn number -> turn
+      notes: new Map(),     // turn number -> what the scripted turn shows
       callTurn: new Map(),  // call id -> turn number
       groups: null,         // the latest groups event's data
       groupsSeq: -1,
@@ -241,8 +242,10 @@
       case 'approval': return onApproval(S, env);
       case 'groups': return onGroups(S, env);
       case 'skills': return onSkills(S, env);
-      case 'turn': return onTurn(S, env);
-      case 'done': return onDone(S, env);
+      case 'note': return onNote(S, env);
+      case 'turn_end': return onTurn(S, env);
+      case 'answer': return onDone(S, env);
+      case 'run_error': return onRunError(S, env);
       default: return undefined; // a type this page does not know
     }
   }
@@ -457,13 +460,22 @@
     S.skillsLoaded = loaded.length || !name ? loaded : [...new Set([...S.skillsLoaded, name])];
   }
 
+  // A note (the demo's own event) says what a scripted turn shows; it
+  // comes just before the turn's turn_end.
+  function onNote(S, env) {
+    const d = env.data;
+    if (!isObj(d) || num(d.turn) === undefined) return;
+    S.notes.set(num(d.turn), str(d.note));
+  }
+
+  // turn_end (package agent): the model's whole reply; its calls run next.
   function onTurn(S, env) {
     const d = env.data;
     if (!isObj(d)) return;
-    let n = num(d.n);
+    let n = num(d.turn);
     if (n === undefined) n = S.turns.size ? Math.max(...S.turns.keys()) + 1 : 1;
     const t = getTurn(S, n);
-    t.note = str(d.note);
+    t.note = S.notes.get(n) || '';
     t.text = str(d.text);
     t.model = str(d.model);
     t.time = str(env.time);
@@ -471,7 +483,7 @@
     for (const ci of Array.isArray(d.calls) ? d.calls : []) {
       if (!isObj(ci) || !str(ci.id)) continue;
       const c = getCall(S, str(ci.id), str(ci.name));
-      if (!c.hasArgs && ci.args !== undefined) setArgs(c, ci.args);
+      if (!c.hasArgs && ci.arguments !== undefined) setArgs(c, ci.arguments);
       t.callIds.push(c.id);
       S.callTurn.set(c.id, n);
     }
@@ -480,6 +492,12 @@
 
   function onDone(S, env) {
     S.done = isObj(env.data) ? env.data : {};
+  }
+
+  // run_error (package agent): the run ended without an answer.
+  function onRunError(S, env) {
+    const d = isObj(env.data) ? env.data : {};
+    S.done = { text: '(the run ended: ' + str(d.error) + ')', turns: num(d.turn) };
   }
 
   // ------------------------------------------------------------- the state
