@@ -59,10 +59,16 @@ func (p RetryPolicy) wait(n int, asked time.Duration) (time.Duration, bool) {
 
 // generate asks the model for turn's reply, streaming its pieces to the
 // session's observers, and retries what the policy allows.
-func (l *Loop) generate(ctx context.Context, sess *toolkit.Session, turn int, conv *Conversation, defs []toolkit.Definition) (*Reply, error) {
+func (l *Loop) generate(ctx context.Context, r *run, turn int, conv *Conversation, defs []toolkit.Definition) (*Reply, error) {
+	sess := r.sess
 	for attempt := 1; ; attempt++ {
-		st := streamer{sess: sess, turn: turn}
-		req := &Request{System: conv.System, Messages: conv.Messages, Tools: defs, Stream: st.send}
+		st := &r.st
+		*st = streamer{sess: sess, turn: turn, observed: sess.Observed(), calls: st.calls[:0]}
+		req := &r.req
+		*req = Request{System: conv.System, Messages: conv.Messages, Tools: defs}
+		if st.observed {
+			req.Stream = r.send
+		}
 		reply, err := l.model.Generate(ctx, req)
 		if err == nil && reply == nil {
 			err = fmt.Errorf("%s returned no reply and no error", l.describe())
@@ -106,17 +112,30 @@ func (l *Loop) describe() string {
 
 // streamer turns a reply's chunks into events, and makes sure that a
 // model that does not stream still produces one text_delta and one
-// args_delta per call, so that UIs need only the deltas.
+// args_delta per call, so that UIs need only the deltas. Nothing is built
+// when no observer would get the events.
 type streamer struct {
-	sess  *toolkit.Session
-	turn  int
-	text  bool            // some text streamed
-	calls map[int]callRef // calls announced, by index
+	sess     *toolkit.Session
+	turn     int
+	observed bool      // some observer gets session events (checked per attempt)
+	text     bool      // some text streamed
+	calls    []callRef // calls announced, by index
 }
 
 type callRef struct {
 	id, name string
 	args     bool // some arguments streamed
+}
+
+// ref returns the entry for call i, growing the list to hold it.
+func (s *streamer) ref(i int) *callRef {
+	if i < 0 || i > 1<<16 {
+		return &callRef{} // an index no reply has: stream it, keep nothing
+	}
+	for len(s.calls) <= i {
+		s.calls = append(s.calls, callRef{})
+	}
+	return &s.calls[i]
 }
 
 func (s *streamer) send(c Chunk) {
@@ -128,33 +147,28 @@ func (s *streamer) send(c Chunk) {
 		s.text = true
 		emit(s.sess, EventText, TextDelta{Turn: s.turn, Delta: c.Text})
 	case ChunkCall:
-		if s.calls == nil {
-			s.calls = map[int]callRef{}
-		}
-		s.calls[c.Index] = callRef{id: c.CallID, name: c.Name}
+		*s.ref(c.Index) = callRef{id: c.CallID, name: c.Name}
 		emit(s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: c.Index, Call: c.CallID, Tool: c.Name})
 	case ChunkArgs:
 		if c.Text == "" {
 			return
 		}
-		ref := s.calls[c.Index]
+		ref := s.ref(c.Index)
 		ref.args = true
-		if s.calls == nil {
-			s.calls = map[int]callRef{}
-		}
-		s.calls[c.Index] = ref
 		emit(s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: c.Index, Call: ref.id, Tool: ref.name, Delta: c.Text})
 	}
 }
 
 // finish sends, in one piece, what the model did not stream.
 func (s *streamer) finish(r *Reply) {
+	if !s.observed {
+		return
+	}
 	if !s.text && r.Text != "" {
 		emit(s.sess, EventText, TextDelta{Turn: s.turn, Delta: r.Text})
 	}
 	for i, c := range r.Calls {
-		ref, ok := s.calls[i]
-		if !ok || !ref.args {
+		if i >= len(s.calls) || !s.calls[i].args {
 			emit(s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: i, Call: c.ID, Tool: c.Name, Delta: string(c.Args)})
 		}
 	}

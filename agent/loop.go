@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,6 +146,8 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 	if len(conv.Messages) == 0 {
 		return out, errors.New("agent: the conversation has no message to answer")
 	}
+	r := &run{sess: sess}
+	r.send = r.st.send
 	for turn := 1; ; turn++ {
 		if turn > l.maxTurns {
 			out.End = EndMaxTurns
@@ -155,9 +158,11 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 			out.End = EndError
 			return out, l.fail(sess, turn, fmt.Errorf("agent: turn %d: the session's tools: %w", turn, err), ctx.Err() != nil)
 		}
-		emit(sess, EventTurnStart, TurnStart{Turn: turn, Model: l.name})
+		if sess.Observed() {
+			emit(sess, EventTurnStart, TurnStart{Turn: turn, Model: l.name})
+		}
 		began := time.Now()
-		reply, err := l.generate(ctx, sess, turn, conv, defs)
+		reply, err := l.generate(ctx, r, turn, conv, defs)
 		if err != nil {
 			out.End = EndError
 			return out, l.fail(sess, turn, fmt.Errorf("agent: turn %d: %w", turn, err), ctx.Err() != nil)
@@ -168,9 +173,12 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 		if reply.Text != "" {
 			msg.Content = []toolkit.Part{events.Text(reply.Text)}
 		}
+		conv.Messages = slices.Grow(conv.Messages, 1+len(reply.Calls))
 		conv.Add(msg)
-		emit(sess, EventTurnEnd, TurnEnd{Turn: turn, Model: l.modelName(reply), Text: reply.Text, Calls: reply.Calls,
-			Finish: reply.Finish, Usage: reply.Usage, DurationMS: ms(time.Since(began))})
+		if sess.Observed() {
+			emit(sess, EventTurnEnd, TurnEnd{Turn: turn, Model: l.modelName(reply), Text: reply.Text, Calls: reply.Calls,
+				Finish: reply.Finish, Usage: reply.Usage, DurationMS: ms(time.Since(began))})
+		}
 		if len(reply.Calls) == 0 {
 			out.End, out.Answer = EndAnswer, reply.Text
 			emit(sess, EventAnswer, Answer{Text: out.Answer, End: out.End, Turns: out.Turns, Calls: len(out.Results), Usage: out.Usage})
@@ -191,6 +199,15 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 			return out, nil
 		}
 	}
+}
+
+// run is what one Run reuses from turn to turn (a model must not keep the
+// request after Generate returns).
+type run struct {
+	sess *toolkit.Session
+	req  Request
+	st   streamer
+	send func(Chunk) // st.send, bound once
 }
 
 func (l *Loop) modelName(r *Reply) string {
@@ -248,17 +265,34 @@ func interrupted(results []toolkit.Result) int {
 // message must name the same id as the assistant message, and the
 // toolkit would make up a different one for an empty id.
 func fixCalls(calls []toolkit.Call) {
-	seen := make(map[string]bool, len(calls))
+	var seen map[string]bool // only for many calls: a few compare in place
+	if len(calls) > 8 {
+		seen = make(map[string]bool, len(calls))
+	}
 	for i := range calls {
 		c := &calls[i]
-		if c.ID == "" || seen[c.ID] {
+		if c.ID == "" || taken(calls[:i], seen, c.ID) {
 			c.ID = NewCallID()
 		}
-		seen[c.ID] = true
+		if seen != nil {
+			seen[c.ID] = true
+		}
 		if len(bytes.TrimSpace(c.Args)) == 0 {
 			c.Args = json.RawMessage("{}")
 		}
 	}
+}
+
+func taken(before []toolkit.Call, seen map[string]bool, id string) bool {
+	if seen != nil {
+		return seen[id]
+	}
+	for _, c := range before {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // NewCallID returns a fresh call id ("call_" and 24 hex digits), for

@@ -373,3 +373,28 @@ func TestObserverToldOfItsDrops(t *testing.T) {
 		t.Fatalf("fast observer: saw %d, told of %d drops", fastSeen.Load(), fastTold.Load())
 	}
 }
+
+// Observed follows the observers a session event would reach, its
+// toolkit's and (for a derived toolkit) its parent's.
+func TestSessionObserved(t *testing.T) {
+	ctx := context.Background()
+	tk := toolkit.New()
+	defer tk.Close(ctx)
+	sess, _ := tk.Session("s")
+	if sess.Observed() {
+		t.Fatal("observed without observers")
+	}
+	remove := tk.ObserveInline(toolkit.ObserverFunc(func(*events.Event) {}))
+	if !sess.Observed() {
+		t.Fatal("not observed with an inline observer")
+	}
+	child := tk.Derive()
+	csess, _ := child.Session("c")
+	if !csess.Observed() {
+		t.Fatal("a derived toolkit's session does not see its parent's observer")
+	}
+	remove()
+	if sess.Observed() || csess.Observed() {
+		t.Fatal("still observed after the observer was removed")
+	}
+}

@@ -145,6 +145,11 @@ func (s *Session) Close() {
 	}
 }
 
+// Observed reports whether a session-level event sent now would reach any
+// observer: a caller that builds event bodies on a hot path (the agent
+// loop's text deltas) skips them when none would.
+func (s *Session) Observed() bool { return !s.tk.observerSet().empty() }
+
 // Emit sends a session-level event (what UIs show beside calls, such as the
 // tool groups now active) to every observer: type typ, body data marshalled
 // to JSON into Event.Data. Session-level events are numbered per session.
