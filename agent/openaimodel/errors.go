@@ -69,6 +69,20 @@ func failure(ctx context.Context, err error, res *http.Response) error {
 	return &agent.APIError{Provider: provider, Message: err.Error(), Retryable: transient(err), Err: err}
 }
 
+// streamFailure is failure for the error that ended a stream: an event
+// that is not JSON (a proxy's page in the middle of a stream, say) is a
+// malformed reply, which asking again may cure.
+func streamFailure(ctx context.Context, err error, res *http.Response) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if ctx.Err() == nil && (errors.As(err, &syntax) || errors.As(err, &typ)) {
+		e := malformed("a stream event is not what the API sends: %v", err)
+		e.Err = err
+		return e
+	}
+	return failure(ctx, err, res)
+}
+
 // hopeless reports error codes that come with a retryable status but that
 // no retry can cure: a 429 for an exhausted quota is not a rate limit.
 func hopeless(code string) bool {

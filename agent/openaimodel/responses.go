@@ -82,7 +82,7 @@ func (m *Responses) Generate(ctx context.Context, req *agent.Request) (*agent.Re
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, failure(ctx, err, res)
+		return nil, streamFailure(ctx, err, res)
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("openai: %w", ctx.Err())
