@@ -62,12 +62,12 @@ func checkAssembled(t *testing.T, chunks []agent.Chunk, reply *agent.Reply, fed 
 // arguments with a distinct id, and fails only for a call that never got a
 // name.
 func FuzzChatToolCallDeltas(f *testing.F) {
-	f.Add([]byte("\x07\x00\x04{\"a\"\x01\x00\x03:1}"))               // one call, two pieces
+	f.Add([]byte("\x07\x00\x04{\"a\"\x01\x00\x03:1}"))                   // one call, two pieces
 	f.Add([]byte("\x07\x00\x00\x07\x01\x00\x01\x00\x02{}\x01\x01\x01x")) // two interleaved calls
-	f.Add([]byte("\x06\x00\x02{}\x06\x01\x02[]"))                      // no index: each name starts a call
-	f.Add([]byte("\x01\x00\x03{\"a\x05\x00\x01b"))                    // arguments before the name
-	f.Add([]byte("\x01\x00\x03abc"))                                 // a call that never gets a name
-	f.Add([]byte("\x07\x00\x00\x07\x03\x00"))                        // the same id twice
+	f.Add([]byte("\x06\x00\x02{}\x06\x01\x02[]"))                        // no index: each name starts a call
+	f.Add([]byte("\x01\x00\x03{\"a\x05\x00\x01b"))                       // arguments before the name
+	f.Add([]byte("\x01\x00\x03abc"))                                     // a call that never gets a name
+	f.Add([]byte("\x07\x00\x00\x07\x03\x00"))                            // the same id twice
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var chunks []agent.Chunk
 		calls := chatCalls{set: newCallSet(func(c agent.Chunk) { chunks = append(chunks, c) }), byIndex: map[int64]*callSlot{}}
