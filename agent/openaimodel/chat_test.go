@@ -251,13 +251,15 @@ func TestChatParallelToolCalls(t *testing.T) {
 
 // TestChatCompatibleServer plays what OpenAI-compatible servers (vLLM,
 // Ollama, LM Studio) do differently: tool calls without "type" and without
-// ids, each whole in one delta and all at index 0, finish_reason "stop"
+// ids, each whole in one delta and all at index 0 or without index,
+// finish_reason "stop"
 // with tool calls, usage never, empty arguments.
 func TestChatCompatibleServer(t *testing.T) {
 	f := newServer(t, sse(
 		chunk(`{"role":"assistant","tool_calls":[{"index":0,"function":{"name":"count_lines","arguments":"{\"dir\":\".\"}"}}]}`, ""),
 		chunk(`{"tool_calls":[{"index":0,"function":{"name":"now","arguments":""}}]}`, ""),
 		chunk(`{"tool_calls":[{"function":{"name":"count_lines","arguments":"{\"dir\": "}}]}`, ""),
+		chunk(`{"tool_calls":[{"function":{"name":"count_lines","arguments":"{\"dir\":\"b\"}"}}]}`, ""),
 		chunk(`{}`, "stop"),
 		"[DONE]"))
 	req, chunks := streamed(userText("go"), countLines)
@@ -265,10 +267,10 @@ func TestChatCompatibleServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Finish != agent.FinishToolCalls || got.Usage != (agent.Usage{}) || len(got.Calls) != 3 {
+	if got.Finish != agent.FinishToolCalls || got.Usage != (agent.Usage{}) || len(got.Calls) != 4 {
 		t.Fatalf("reply: %+v", got)
 	}
-	wantArgs := []string{`{"dir":"."}`, `{}`, `{"dir": `} // the broken ones as written
+	wantArgs := []string{`{"dir":"."}`, `{}`, `{"dir": `, `{"dir":"b"}`} // the broken one as written
 	ids := map[string]bool{}
 	for i, c := range got.Calls {
 		if string(c.Args) != wantArgs[i] {
