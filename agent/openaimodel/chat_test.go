@@ -303,7 +303,8 @@ func TestChatDuplicateIDs(t *testing.T) {
 }
 
 // TestChatNotStreaming reads whole responses: calls (malformed arguments
-// passed on as written, none as {}), a refusal, a reply cut by the token
+// passed on as written, none as {}, a JSON object where a compatible server
+// should have sent a string), a refusal, a reply cut by the token
 // limit, a filtered one.
 func TestChatNotStreaming(t *testing.T) {
 	tests := []struct {
@@ -318,6 +319,8 @@ func TestChatNotStreaming(t *testing.T) {
 			agent.Reply{Finish: agent.FinishToolCalls, Calls: []toolkit.Call{
 				{ID: "call_1", Name: "count_lines", Args: json.RawMessage(`{"dir": `)},
 				{ID: "call_2", Name: "now", Args: json.RawMessage(`{}`)}}}},
+		{"object arguments", "stop", `{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"count_lines","arguments":{"dir":"."}}}]}`,
+			agent.Reply{Finish: agent.FinishToolCalls, Calls: []toolkit.Call{{ID: "c", Name: "count_lines", Args: json.RawMessage(`{"dir":"."}`)}}}},
 		{"text", "stop", `{"role":"assistant","content":"42 lines."}`, agent.Reply{Text: "42 lines.", Finish: agent.FinishStop}},
 		{"refusal", "stop", `{"role":"assistant","content":null,"refusal":"I can't help with that."}`,
 			agent.Reply{Text: "I can't help with that.", Finish: agent.FinishFiltered}},
