@@ -43,7 +43,8 @@ func failure(ctx context.Context, err error, res *http.Response) error {
 			Err:        err,
 		}
 		if e.Message == "" {
-			e.Message = bodySnippet(apiErr.Response)
+			msg, typ := errorBody(apiErr.Response)
+			e.Message, e.Type = msg, firstNonEmpty(e.Type, typ)
 		}
 		if apiErr.Response != nil {
 			e.RetryAfter = agent.RetryAfter(apiErr.Response.Header, time.Now())
@@ -56,13 +57,16 @@ func failure(ctx context.Context, err error, res *http.Response) error {
 		return eventError(streamErr.Event.Data, err)
 	}
 	if res != nil && res.StatusCode >= 400 {
-		// The error body was not the API's JSON.
+		// The error body was not the API's JSON (the SDK could not read
+		// it): a compatible server's own shape, or a proxy's page.
+		msg, typ := errorBody(res)
 		return &agent.APIError{
 			Provider:   provider,
 			StatusCode: res.StatusCode,
-			Message:    bodySnippet(res),
+			Type:       typ,
+			Message:    msg,
 			RetryAfter: agent.RetryAfter(res.Header, time.Now()),
-			Retryable:  agent.RetryableStatus(res.StatusCode),
+			Retryable:  agent.RetryableStatus(res.StatusCode) && !hopeless(typ),
 			Err:        err,
 		}
 	}
@@ -75,7 +79,7 @@ func failure(ctx context.Context, err error, res *http.Response) error {
 func streamFailure(ctx context.Context, err error, res *http.Response) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	if ctx.Err() == nil && (errors.As(err, &syntax) || errors.As(err, &typ)) {
+	if ctx.Err() == nil && (res == nil || res.StatusCode < 400) && (errors.As(err, &syntax) || errors.As(err, &typ)) {
 		e := malformed("a stream event is not what the API sends: %v", err)
 		e.Err = err
 		return e
@@ -177,17 +181,46 @@ func malformed(format string, args ...any) *agent.APIError {
 	return &agent.APIError{Provider: provider, Message: msg, Retryable: true, Err: errors.New(msg)}
 }
 
-// bodySnippet returns the start of an error response's body, on one line.
-// The SDK leaves the body readable after it failed.
-func bodySnippet(res *http.Response) string {
+// errorBody reads the message (and type or code) of an error response
+// the SDK could not: the shapes OpenAI-compatible servers use
+// ({"error":"..."} from Ollama, {"object":"error","message":...} from
+// vLLM, {"detail":...} from FastAPI servers), else the start of the body
+// on one line (a proxy's HTML page). The SDK leaves the body readable
+// after it failed.
+func errorBody(res *http.Response) (msg, typ string) {
 	if res == nil || res.Body == nil {
-		return "no details"
+		return "no details", ""
 	}
-	b, _ := io.ReadAll(io.LimitReader(res.Body, 300))
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	var body struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(b, &body) == nil {
+		var s string
+		var obj struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		}
+		switch {
+		case json.Unmarshal(body.Error, &s) == nil && s != "":
+			return s, ""
+		case json.Unmarshal(body.Error, &obj) == nil && obj.Message != "":
+			return obj.Message, firstNonEmpty(codeString(obj.Code), obj.Type)
+		case body.Message != "":
+			return body.Message, firstNonEmpty(body.Type, codeString(body.Code))
+		case json.Unmarshal(body.Detail, &s) == nil && s != "":
+			return s, ""
+		}
+	}
 	if s := snippet(string(b)); s != "" {
-		return s
+		return s, ""
 	}
-	return "empty response body"
+	return "empty response body", ""
 }
 
 func snippet(s string) string {

@@ -65,6 +65,11 @@ func TestHTTPErrors(t *testing.T) {
 			"invalid_api_key", "Incorrect API key provided: sk-te**st.", 0, false},
 		{"502 not JSON", 502, map[string]string{"Content-Type": "text/html"}, "<html>\n<h1>502 Bad Gateway</h1>\n</html>",
 			"", "<html> <h1>502 Bad Gateway</h1> </html>", 0, true},
+		{"404 Ollama", 404, nil, `{"error":"model \"qwen9\" not found, try pulling it first"}`,
+			"", `model "qwen9" not found, try pulling it first`, 0, false},
+		{"400 vLLM", 400, nil, `{"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400}`,
+			"BadRequestError", "This model's maximum context length is 4096 tokens.", 0, false},
+		{"422 detail", 422, nil, `{"detail":"Field required: messages"}`, "", "Field required: messages", 0, false},
 		{"503 empty", 503, map[string]string{"Content-Type": "text/plain"}, "", "", "empty response body", 0, true},
 	}
 	for _, api := range apis() {
