@@ -20,6 +20,7 @@ import (
 
 // Chat is an [agent.Model] on the Chat Completions API
 // (POST /chat/completions), the API that OpenAI-compatible servers speak.
+// It is safe for concurrent use.
 type Chat struct {
 	client openai.Client
 	model  string
@@ -363,6 +364,13 @@ func readJSON(res *http.Response, v any) error {
 	b, err := io.ReadAll(io.LimitReader(res.Body, maxJSONBody))
 	if err != nil {
 		return err
+	}
+	var failed struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(b, &failed) == nil && len(failed.Error) > 0 && string(failed.Error) != "null" {
+		// An error with status 200, as some servers send.
+		return eventError(b, errors.New("error body: "+snippet(string(b))))
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return malformed("the server answered a streamed request with JSON that is not a response: %v", err)

@@ -384,6 +384,22 @@ func TestChatJSONInsteadOfStream(t *testing.T) {
 	}
 }
 
+// TestErrorWithStatus200 reads an error body a server sent with status 200
+// where a stream was asked for.
+func TestErrorWithStatus200(t *testing.T) {
+	for _, api := range apis() {
+		if !strings.HasSuffix(api.name, "/stream") {
+			continue
+		}
+		f := newServer(t, reply(200, nil, `{"error":{"message":"The engine is currently overloaded.","type":"server_error"}}`))
+		_, err := api.make(f.client()).Generate(t.Context(), &agent.Request{Messages: userText("go")})
+		var e *agent.APIError
+		if !errors.As(err, &e) || e.Message != "The engine is currently overloaded." || e.Type != "server_error" || !e.Retryable {
+			t.Errorf("%s: err %v (%+v)", api.name, err, e)
+		}
+	}
+}
+
 // TestChatStreamErrors checks the ways a stream that began with 200 can
 // fail: an error chunk after some text, a stream cut short (no
 // finish_reason), a chunk that is not JSON. Each is an *agent.APIError

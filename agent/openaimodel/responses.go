@@ -20,6 +20,7 @@ import (
 )
 
 // Responses is an [agent.Model] on the Responses API (POST /responses).
+// It is safe for concurrent use.
 // Every request carries the whole conversation (previous_response_id is
 // not used), so a conversation can be stored and continued anywhere.
 //
