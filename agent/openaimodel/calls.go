@@ -1,0 +1,124 @@
+package openaimodel
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// callSet assembles the tool calls of one reply from the pieces a server
+// sends, and announces them as chunks: a call's ChunkCall once its name is
+// known (with its final id: the server's, or one made up when it sent none
+// or one an earlier call of the reply already has), then its arguments as
+// ChunkArgs. Arguments that arrive before the name wait for it.
+type callSet struct {
+	send  func(agent.Chunk)
+	calls []*callSlot
+	ids   map[string]bool
+}
+
+// callSlot is one call being assembled.
+type callSlot struct {
+	pos       int    // position in the reply
+	wireID    string // the id the server gave, if any
+	id        string // the final id, set when announced
+	name      string
+	args      strings.Builder
+	sent      int // bytes of args already sent as ChunkArgs
+	announced bool
+}
+
+func newCallSet(send func(agent.Chunk)) *callSet {
+	if send == nil {
+		send = func(agent.Chunk) {}
+	}
+	return &callSet{send: send, ids: map[string]bool{}}
+}
+
+// open starts the reply's next call.
+func (s *callSet) open() *callSlot {
+	c := &callSlot{pos: len(s.calls)}
+	s.calls = append(s.calls, c)
+	return c
+}
+
+// setWireID records the server's id for c, if it has none yet.
+func (s *callSet) setWireID(c *callSlot, id string) {
+	if c.wireID == "" {
+		c.wireID = id
+	}
+}
+
+// setName gives c its name (the first non-empty one counts) and announces
+// it.
+func (s *callSet) setName(c *callSlot, name string) {
+	if c.name == "" && name != "" {
+		c.name = name
+		s.announce(c)
+	}
+}
+
+// addArgs appends a piece of c's arguments.
+func (s *callSet) addArgs(c *callSlot, piece string) {
+	if piece == "" {
+		return
+	}
+	c.args.WriteString(piece)
+	s.flush(c)
+}
+
+// finalArgs sets c's whole arguments as the server finally states them.
+// When they continue what was streamed, the rest goes out as a chunk;
+// when they contradict it (a server's bug), they win in the reply.
+func (s *callSet) finalArgs(c *callSlot, args string) {
+	have := c.args.String()
+	switch {
+	case args == have:
+	case strings.HasPrefix(args, have):
+		s.addArgs(c, args[len(have):])
+	default:
+		c.args.Reset()
+		c.args.WriteString(args)
+		c.sent = c.args.Len()
+	}
+}
+
+func (s *callSet) announce(c *callSlot) {
+	if c.announced || c.name == "" {
+		return
+	}
+	c.announced = true
+	c.id = c.wireID
+	if c.id == "" || s.ids[c.id] {
+		c.id = newCallID()
+	}
+	s.ids[c.id] = true
+	s.send(agent.Chunk{Kind: agent.ChunkCall, Index: c.pos, CallID: c.id, Name: c.name})
+	s.flush(c)
+}
+
+func (s *callSet) flush(c *callSlot) {
+	if !c.announced || c.sent >= c.args.Len() {
+		return
+	}
+	s.send(agent.Chunk{Kind: agent.ChunkArgs, Index: c.pos, Text: c.args.String()[c.sent:]})
+	c.sent = c.args.Len()
+}
+
+// result returns the calls in order. A call whose name never came cannot
+// be run or answered: the reply is malformed.
+func (s *callSet) result() ([]toolkit.Call, error) {
+	if len(s.calls) == 0 {
+		return nil, nil
+	}
+	out := make([]toolkit.Call, len(s.calls))
+	for i, c := range s.calls {
+		if c.name == "" {
+			return nil, malformed("tool call %d (id %q) has no function name", i, c.wireID)
+		}
+		out[i] = toolkit.Call{ID: c.id, Name: c.name, Args: orEmptyObject(json.RawMessage(c.args.String()))}
+	}
+	return out, nil
+}

@@ -1,0 +1,165 @@
+package openaimodel
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"strings"
+
+	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// segment is a piece of a message's content as both APIs take it: text,
+// or an image as a data URL.
+type segment struct {
+	text  string
+	image string // data URL; empty for text
+}
+
+// imageTypes are the image formats both APIs accept as input.
+var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// segments turns parts into text and images: text parts as they are, JSON
+// parts as their JSON text, images as data URLs, and any other binary part
+// as a short text saying what was left out (never silently dropped).
+// Adjacent text is merged.
+func segments(parts []toolkit.Part) []segment {
+	var out []segment
+	addText := func(s string) {
+		if s == "" {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].image == "" {
+			out[n-1].text += s
+			return
+		}
+		out = append(out, segment{text: s})
+	}
+	for _, p := range parts {
+		switch p.Type {
+		case events.PartText:
+			addText(p.Text)
+		case events.PartJSON:
+			addText(string(p.JSON))
+		case events.PartBinary:
+			if mt := mediaType(p.MediaType); imageTypes[mt] && len(p.Data) > 0 {
+				out = append(out, segment{image: "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(p.Data)})
+			} else {
+				addText(leftOut(p))
+			}
+		default:
+			addText(fmt.Sprintf("[content of unknown type %q left out]", p.Type))
+		}
+	}
+	return out
+}
+
+// mediaType is the media type without parameters, in lower case.
+func mediaType(s string) string {
+	if mt, _, err := mime.ParseMediaType(s); err == nil {
+		return mt
+	}
+	return strings.ToLower(strings.TrimSpace(s))
+}
+
+// leftOut is the text that stands for binary content the API cannot take.
+func leftOut(p toolkit.Part) string {
+	mt := p.MediaType
+	if mt == "" {
+		mt = "of unknown type"
+	}
+	return fmt.Sprintf("[binary content %s (%d bytes) left out: this model's API cannot take it]", mt, len(p.Data))
+}
+
+// hasImage reports whether segs hold an image.
+func hasImage(segs []segment) bool {
+	for _, s := range segs {
+		if s.image != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// joinText returns the text of segs, with placeholder for each image (for
+// an API that takes only text here).
+func joinText(segs []segment, placeholder func(n int) string) string {
+	var b strings.Builder
+	n := 0
+	for _, s := range segs {
+		if s.image == "" {
+			b.WriteString(s.text)
+			continue
+		}
+		n++
+		if placeholder != nil {
+			b.WriteString(placeholder(n))
+		}
+	}
+	return b.String()
+}
+
+// toolSegments is a tool message's content. OpenAI's APIs have no error
+// flag for a tool result; the toolkit already writes a failure as
+// "Error: <message>", and a failed result that does not say so gets that
+// prefix, so that the model can tell.
+func toolSegments(m agent.Message) []segment {
+	segs := segments(m.Content)
+	if !m.IsError {
+		return segs
+	}
+	for _, s := range segs {
+		if strings.Contains(s.text, "Error:") {
+			return segs
+		}
+	}
+	if len(segs) > 0 && segs[0].image == "" {
+		segs[0].text = "Error: " + segs[0].text
+		return segs
+	}
+	return append([]segment{{text: "Error: the tool failed"}}, segs...)
+}
+
+// orEmptyObject returns args, or {} when they are blank: a tool without
+// parameters is often called with "", and the APIs want JSON back.
+func orEmptyObject(args json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return json.RawMessage("{}")
+	}
+	return args
+}
+
+// functionJSON is a tool definition as a function object, its parameters
+// the toolkit's bytes (json.RawMessage is written as it is, compacted:
+// decoding the schema would turn large integers into floats and sort its
+// keys). strict is added for the Responses API, whose functions are strict
+// unless told otherwise.
+func functionJSON(d toolkit.Definition, responses bool) (json.RawMessage, error) {
+	params := json.RawMessage(bytes.TrimSpace(d.Parameters))
+	if len(params) == 0 {
+		params = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	if params[0] != '{' || !json.Valid(params) {
+		return nil, fmt.Errorf("openaimodel: tool %q: parameters are not a JSON object: %s", d.Name, snippet(string(params)))
+	}
+	if d.Name == "" {
+		return nil, fmt.Errorf("openaimodel: a tool definition has no name")
+	}
+	var fn struct {
+		Type        string          `json:"type,omitempty"`
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+		Strict      *bool           `json:"strict,omitempty"`
+	}
+	fn.Name, fn.Description, fn.Parameters = d.Name, d.Description, params
+	if responses {
+		fn.Type = "function"
+		fn.Strict = new(bool)
+	}
+	return json.Marshal(fn)
+}
