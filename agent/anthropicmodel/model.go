@@ -149,5 +149,9 @@ func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Reply,
 	if err := ctx.Err(); err != nil {
 		return nil, toError(ctx, err, acc.started)
 	}
-	return acc.reply()
+	reply, err := acc.reply()
+	if err != nil {
+		return nil, toError(ctx, err, true)
+	}
+	return reply, nil
 }
