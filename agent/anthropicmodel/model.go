@@ -139,6 +139,10 @@ func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Reply,
 	defer stream.Close()
 	acc := newAccumulator(req.Send)
 	for stream.Next() {
+		if ctx.Err() != nil {
+			// Events already read stay unsent once the caller gave up.
+			break
+		}
 		if err := acc.event(stream.Current()); err != nil {
 			return nil, toError(ctx, err, true)
 		}

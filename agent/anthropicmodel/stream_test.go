@@ -324,16 +324,18 @@ func TestStreamCancelled(t *testing.T) {
 	handlerDone := make(chan struct{})
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		defer close(handlerDone)
-		writeSSE(w, msgStart("claude-test-1", 10), textStart(0), textDelta(0, "Once upon"))
+		// Events the client has read but not handed on when it is
+		// cancelled must stay unsent.
+		writeSSE(w, msgStart("claude-test-1", 10), textStart(0), textDelta(0, "Once upon"), textDelta(0, " a time"), textDelta(0, " there"))
 		<-r.Context().Done() // hold the stream open until the client goes
 	})
 	c, cancel := context.WithCancel(ctx(t))
 	defer cancel()
 	req := request(nil, agent.UserText("go"))
+	var sent []string
 	req.Stream = func(ch agent.Chunk) {
-		if ch.Kind == agent.ChunkText {
-			cancel()
-		}
+		sent = append(sent, ch.Text)
+		cancel()
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -348,6 +350,9 @@ func TestStreamCancelled(t *testing.T) {
 		var api *agent.APIError
 		if errors.As(err, &api) {
 			t.Errorf("a cancellation is not a provider failure: %#v", api)
+		}
+		if len(sent) != 1 {
+			t.Errorf("chunks sent after the cancellation: %q", sent)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Generate did not return after its context was cancelled")
