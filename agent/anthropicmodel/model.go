@@ -1,0 +1,161 @@
+// Package anthropicmodel adapts the official Anthropic Go SDK
+// (github.com/anthropics/anthropic-sdk-go/v2) to [agent.Model]: one turn of
+// a conversation is one call of the Messages API, streamed by default.
+//
+//	client := anthropic.NewClient() // ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
+//	model := anthropicmodel.New(client, "claude-sonnet-5-5")
+//
+// What the adapter maps, and what the Messages API cannot express, is in
+// docs/llm-sdk-anthropic.md.
+//
+// The SDK's own retries are off by default (the agent loop retries a
+// Retryable [agent.APIError] itself, honouring Retry-After); pass
+// option.WithMaxRetries through [WithRequestOptions] to turn them back on.
+package anthropicmodel
+
+import (
+	"context"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/toolstream/toolstream/agent"
+)
+
+// DefaultMaxTokens is the output token limit a request carries unless
+// [WithMaxTokens] says otherwise. The Messages API requires one. 8192 is
+// accepted by every current Claude model, is enough for a turn of an agent
+// (a few paragraphs and several tool calls), and keeps a non-streaming
+// request under the SDK's ten-minute limit (the SDK refuses to send a
+// non-streaming request above about 21,000 tokens).
+const DefaultMaxTokens = 8192
+
+// provider names the provider in [agent.APIError].
+const provider = "anthropic"
+
+// Model is an [agent.Model] on the Anthropic Messages API. It is safe for
+// concurrent use: each Generate builds its own request.
+type Model struct {
+	client anthropic.Client
+	model  string
+	cfg    config
+}
+
+type config struct {
+	stream        bool
+	maxTokens     int64
+	noParallel    bool
+	requestOpts   []option.RequestOption
+	paramsEditors []func(*anthropic.MessageNewParams)
+}
+
+// Option configures a [Model].
+type Option func(*config)
+
+// WithStreaming says whether Generate streams the reply (the default) and
+// hands its pieces to [agent.Request.Send], or asks for the whole message at
+// once.
+func WithStreaming(on bool) Option { return func(c *config) { c.stream = on } }
+
+// WithMaxTokens sets the request's max_tokens, the most tokens the model may
+// write in one turn (default [DefaultMaxTokens]). A turn cut short by it
+// ends with [agent.FinishLength]. Values below 1 keep the default.
+func WithMaxTokens(n int64) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxTokens = n
+		}
+	}
+}
+
+// WithParallelToolUse says whether the model may ask for several tools in
+// one turn (the default). With false the request carries tool_choice
+// {"type":"auto","disable_parallel_tool_use":true}: at most one tool call
+// per turn.
+func WithParallelToolUse(on bool) Option { return func(c *config) { c.noParallel = !on } }
+
+// WithRequestOptions adds SDK request options to every request, after the
+// adapter's own (option.WithMaxRetries(0)), so they can override it: for
+// example option.WithMaxRetries(2), option.WithHeader, or
+// option.WithJSONSet for a field the adapter does not set.
+func WithRequestOptions(opts ...option.RequestOption) Option {
+	return func(c *config) { c.requestOpts = append(c.requestOpts, opts...) }
+}
+
+// WithParams registers a function that edits each request's parameters
+// after the adapter filled them (model, max_tokens, system, messages,
+// tools, tool_choice), just before they are sent: for thinking,
+// output_config, stop sequences, metadata or cache control. It must not
+// keep the params.
+func WithParams(edit func(*anthropic.MessageNewParams)) Option {
+	return func(c *config) {
+		if edit != nil {
+			c.paramsEditors = append(c.paramsEditors, edit)
+		}
+	}
+}
+
+// New returns a model that asks client's Messages API for model (for
+// example "claude-sonnet-5-5"). The client carries the key and the base URL
+// (anthropic.NewClient reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL).
+// Requests go out with option.WithMaxRetries(0): the agent loop owns
+// retries; [WithRequestOptions] can give the SDK its retries back.
+func New(client anthropic.Client, model string, opts ...Option) *Model {
+	m := &Model{client: client, model: model, cfg: config{stream: true, maxTokens: DefaultMaxTokens}}
+	for _, o := range opts {
+		if o != nil {
+			o(&m.cfg)
+		}
+	}
+	return m
+}
+
+// Name returns the model id the requests ask for ([agent.Namer]).
+func (m *Model) Name() string { return m.model }
+
+// Generate asks the model for one turn. Streaming, it hands text, each tool
+// call's start and its argument pieces to req.Send as they arrive. A
+// provider failure is an *[agent.APIError]; a cancelled ctx gives an error
+// that wraps ctx.Err().
+func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, error) {
+	if req == nil {
+		req = &agent.Request{}
+	}
+	params, err := m.params(req)
+	if err != nil {
+		return nil, err
+	}
+	opts := make([]option.RequestOption, 0, 1+len(m.cfg.requestOpts))
+	opts = append(opts, option.WithMaxRetries(0))
+	opts = append(opts, m.cfg.requestOpts...)
+	if !m.cfg.stream {
+		msg, err := m.client.Messages.New(ctx, params, opts...)
+		if err != nil {
+			return nil, toError(ctx, err, false)
+		}
+		return replyFromMessage(msg), nil
+	}
+	stream := m.client.Messages.NewStreaming(ctx, params, opts...)
+	defer stream.Close()
+	acc := newAccumulator(req.Send)
+	for stream.Next() {
+		if ctx.Err() != nil {
+			// Events already read stay unsent once the caller gave up.
+			break
+		}
+		if err := acc.event(stream.Current()); err != nil {
+			return nil, toError(ctx, err, true)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, toError(ctx, err, acc.started)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, toError(ctx, err, acc.started)
+	}
+	reply, err := acc.reply()
+	if err != nil {
+		return nil, toError(ctx, err, true)
+	}
+	return reply, nil
+}

@@ -1,0 +1,292 @@
+package anthropicmodel
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+
+	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// InvalidArgumentsKey is the one property of the input a tool_use block of
+// the history carries when the call's stored arguments are not a JSON
+// object (the model wrote malformed JSON, or an array, a number...): the
+// Messages API accepts only an object there, so the adapter sends
+// {"_invalid_arguments": "<the arguments as the model wrote them>"}. The
+// model then sees what it wrote next to the tool's error result, instead of
+// a request the API refuses.
+const InvalidArgumentsKey = "_invalid_arguments"
+
+// params builds the request for one turn.
+func (m *Model) params(req *agent.Request) (anthropic.MessageNewParams, error) {
+	p := anthropic.MessageNewParams{Model: anthropic.Model(m.model), MaxTokens: m.cfg.maxTokens}
+	if req.System != "" {
+		p.System = []anthropic.TextBlockParam{{Text: req.System}}
+	}
+	msgs, err := messages(req.Messages)
+	if err != nil {
+		return p, err
+	}
+	p.Messages = msgs
+	for _, d := range req.Tools {
+		p.Tools = append(p.Tools, tool(d))
+	}
+	if len(p.Tools) > 0 && m.cfg.noParallel {
+		// tool_choice is refused without tools.
+		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAuto: &anthropic.ToolChoiceAutoParam{DisableParallelToolUse: param.NewOpt(true)}}
+	}
+	for _, edit := range m.cfg.paramsEditors {
+		edit(&p)
+	}
+	return p, nil
+}
+
+// tool turns a definition into a custom tool. The input schema goes out as
+// the toolkit wrote it (a json.RawMessage override: property order and
+// every keyword kept; the SDK only compacts it).
+func tool(d toolkit.Definition) anthropic.ToolUnionParam {
+	schema := bytes.TrimSpace(d.Parameters)
+	if len(schema) == 0 || string(schema) == "null" {
+		schema = []byte(`{"type":"object"}`)
+	}
+	t := &anthropic.ToolParam{
+		Name:        d.Name,
+		InputSchema: param.Override[anthropic.ToolInputSchemaParam](json.RawMessage(schema)),
+	}
+	if d.Description != "" {
+		t.Description = param.NewOpt(d.Description)
+	}
+	return anthropic.ToolUnionParam{OfTool: t}
+}
+
+// messages maps the conversation. Tool messages become tool_result blocks
+// of a user message; consecutive messages that go out as the user's (the
+// results of one turn, and a user message after them) become one user
+// message, results first, as the API requires. Messages with nothing to
+// send (no content and no calls) are left out: the API refuses empty
+// messages.
+func messages(msgs []agent.Message) ([]anthropic.MessageParam, error) {
+	out := make([]anthropic.MessageParam, 0, len(msgs))
+	var user []anthropic.ContentBlockParamUnion
+	flush := func() {
+		if len(user) > 0 {
+			out = append(out, anthropic.MessageParam{OfUser: &anthropic.UserMessageParam{Content: user}})
+			user = nil
+		}
+	}
+	for i, m := range msgs {
+		switch m.Role {
+		case agent.RoleUser:
+			user = append(user, userContent(m.Content)...)
+		case agent.RoleTool:
+			user = append(user, anthropic.ContentBlockParamUnion{OfToolResult: toolResult(m)})
+		case agent.RoleAssistant:
+			flush()
+			if blocks := assistantContent(m); len(blocks) > 0 {
+				out = append(out, anthropic.MessageParam{OfAssistant: &anthropic.AssistantMessageParam{Content: blocks}})
+			}
+		default:
+			return nil, fmt.Errorf("anthropicmodel: message %d has role %q, which the adapter does not know (user, assistant or tool)", i, m.Role)
+		}
+	}
+	flush()
+	return out, nil
+}
+
+// userContent maps a user message's parts: text, JSON as its text, images
+// and PDFs as base64 blocks, other binary as a note saying what was left
+// out. Empty text is dropped (the API refuses empty text blocks).
+func userContent(parts []toolkit.Part) []anthropic.ContentBlockParamUnion {
+	var out []anthropic.ContentBlockParamUnion
+	for _, p := range parts {
+		switch b := media(p); {
+		case b.text != "":
+			out = append(out, anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{Text: b.text}})
+		case b.image != nil:
+			out = append(out, anthropic.ContentBlockParamUnion{OfImage: b.image})
+		case b.document != nil:
+			out = append(out, anthropic.ContentBlockParamUnion{OfDocument: b.document})
+		}
+	}
+	return out
+}
+
+// toolResult maps a tool message: its content as text, image and document
+// blocks, is_error for a failed call.
+func toolResult(m agent.Message) *anthropic.ToolResultBlockParam {
+	r := &anthropic.ToolResultBlockParam{ToolUseID: wireID(m.CallID)}
+	if m.IsError {
+		r.IsError = param.NewOpt(true)
+	}
+	for _, p := range m.Content {
+		switch b := media(p); {
+		case b.text != "":
+			r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfText: &anthropic.TextBlockParam{Text: b.text}})
+		case b.image != nil:
+			r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: b.image})
+		case b.document != nil:
+			r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfDocument: b.document})
+		}
+	}
+	return r
+}
+
+// mapped is one part as the API takes it: text, an image or a document.
+type mapped struct {
+	text     string
+	image    *anthropic.ImageBlockParam
+	document *anthropic.DocumentBlockParam
+}
+
+func media(p toolkit.Part) mapped {
+	switch p.Type {
+	case events.PartText:
+		return mapped{text: p.Text}
+	case events.PartJSON:
+		return mapped{text: string(p.JSON)}
+	case events.PartBinary:
+		switch p.MediaType {
+		case "image/png", "image/jpeg", "image/gif", "image/webp":
+			return mapped{image: &anthropic.ImageBlockParam{Source: anthropic.ImageBlockParamSourceUnion{
+				OfBase64: &anthropic.Base64ImageSourceParam{
+					Data:      base64.StdEncoding.EncodeToString(p.Data),
+					MediaType: anthropic.Base64ImageSourceMediaType(p.MediaType),
+				}}}}
+		case "application/pdf":
+			return mapped{document: &anthropic.DocumentBlockParam{Source: anthropic.DocumentBlockParamSourceUnion{
+				OfBase64: &anthropic.Base64PDFSourceParam{Data: base64.StdEncoding.EncodeToString(p.Data)},
+			}}}
+		}
+		mt := p.MediaType
+		if mt == "" {
+			mt = "unknown type"
+		}
+		return mapped{text: fmt.Sprintf("[binary content left out: %s, %d bytes; the Anthropic Messages API takes images (png, jpeg, gif, webp) and PDF documents only]", mt, len(p.Data))}
+	}
+	return mapped{}
+}
+
+// assistantContent maps an assistant message: thinking blocks kept in its
+// Extra first (unchanged, as the API requires them back with tool use),
+// then its text, then one tool_use block per call.
+func assistantContent(m agent.Message) []anthropic.ContentBlockParamUnion {
+	var out []anthropic.ContentBlockParamUnion
+	for _, t := range thinkingFromExtra(m.Extra) {
+		if t == nil {
+			continue
+		}
+		switch t.Type {
+		case "thinking":
+			out = append(out, anthropic.ContentBlockParamUnion{OfThinking: &anthropic.ThinkingBlockParam{Thinking: t.Thinking, Signature: t.Signature}})
+		case "redacted_thinking":
+			out = append(out, anthropic.ContentBlockParamUnion{OfRedactedThinking: &anthropic.RedactedThinkingBlockParam{Data: t.Data}})
+		}
+	}
+	if text := m.Text(); text != "" {
+		out = append(out, anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{Text: text}})
+	}
+	for _, c := range m.Calls {
+		out = append(out, anthropic.ContentBlockParamUnion{OfToolUse: &anthropic.ToolUseBlockParam{
+			ID:    wireID(c.ID),
+			Name:  c.Name,
+			Input: wireInput(c.Args),
+		}})
+	}
+	return out
+}
+
+// wireInput is what a stored call's arguments become in a tool_use block,
+// whose input must be a JSON object:
+//   - blank arguments: {};
+//   - a JSON object: itself, as written;
+//   - a JSON string holding an object (arguments encoded twice, which the
+//     toolkit unwraps and runs): that object;
+//   - anything else: {"_invalid_arguments": "<the text>"} (see
+//     [InvalidArgumentsKey]).
+func wireInput(args json.RawMessage) json.RawMessage {
+	a := bytes.TrimSpace(args)
+	if len(a) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	if json.Valid(a) {
+		switch a[0] {
+		case '{':
+			return json.RawMessage(a)
+		case '"':
+			var s string
+			if json.Unmarshal(a, &s) == nil {
+				inner := bytes.TrimSpace([]byte(s))
+				if len(inner) > 0 && inner[0] == '{' && json.Valid(inner) {
+					return json.RawMessage(inner)
+				}
+			}
+		}
+	}
+	// json.Marshal of a map with a string value cannot fail; invalid UTF-8
+	// becomes U+FFFD.
+	b, _ := json.Marshal(map[string]string{InvalidArgumentsKey: string(args)})
+	return b
+}
+
+// wireID returns a call id the API accepts (^[a-zA-Z0-9_-]+$): the id
+// itself when it does, else "toolu_" and a hash of it, the same for the
+// tool_use block and its tool_result. Ids from other providers or stored
+// conversations thus keep their pairs.
+func wireID(id string) string {
+	ok := id != ""
+	for i := 0; ok && i < len(id); i++ {
+		c := id[i]
+		ok = c == '_' || c == '-' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+	}
+	if ok {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "toolu_" + hex.EncodeToString(sum[:12])
+}
+
+// thinkingBlock is a thinking or redacted_thinking block of a reply, kept
+// in Reply.Extra so that it goes back unchanged with the tool results.
+type thinkingBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+// extra is the adapter's Reply.Extra.
+type extra struct {
+	Thinking []*thinkingBlock `json:"anthropic_thinking"`
+}
+
+func thinkingExtra(blocks []*thinkingBlock) json.RawMessage {
+	if len(blocks) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(extra{Thinking: blocks})
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// thinkingFromExtra reads the thinking blocks back; Extra written by
+// another adapter (or nothing) gives none.
+func thinkingFromExtra(raw json.RawMessage) []*thinkingBlock {
+	if len(raw) == 0 {
+		return nil
+	}
+	var e extra
+	if json.Unmarshal(raw, &e) != nil {
+		return nil
+	}
+	return e.Thinking
+}

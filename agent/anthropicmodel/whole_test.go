@@ -1,0 +1,85 @@
+package anthropicmodel_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/agent/anthropicmodel"
+)
+
+func message(stop string, content ...any) obj {
+	return obj{
+		"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-test-1-20261201",
+		"content": content, "stop_reason": stop, "stop_sequence": nil,
+		"usage": obj{"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 2, "cache_read_input_tokens": 3},
+	}
+}
+
+// Non-streaming replies of each kind: words, tool calls (input objects as
+// the API wrote them, an empty one as {}), each stop reason; no chunks, no
+// stream flag.
+func TestWholeReplies(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		msg     obj
+		text    string
+		calls   []string // id name args
+		finish  agent.Finish
+		nothink bool
+	}{
+		{"text", message("end_turn", obj{"type": "text", "text": "Hello"}, obj{"type": "text", "text": " there"}), "Hello there", nil, agent.FinishStop, true},
+		{"stop sequence", message("stop_sequence", obj{"type": "text", "text": "x"}), "x", nil, agent.FinishStop, true},
+		{"tool calls", message("tool_use",
+			obj{"type": "text", "text": "Reading."},
+			obj{"type": "tool_use", "id": "toolu_1", "name": "read", "input": obj{"path": "a.txt"}},
+			obj{"type": "tool_use", "id": "toolu_2", "name": "list", "input": obj{}},
+			obj{"type": "tool_use", "name": "noid", "input": nil},
+		), "Reading.", []string{`toolu_1 read {"path":"a.txt"}`, `toolu_2 list {}`, `* noid {}`}, agent.FinishToolCalls, true},
+		{"max tokens", message("max_tokens", obj{"type": "text", "text": "cut"}), "cut", nil, agent.FinishLength, true},
+		{"context window", message("model_context_window_exceeded", obj{"type": "text", "text": "cut"}), "cut", nil, agent.FinishLength, true},
+		{"refusal", message("refusal"), "", nil, agent.FinishFiltered, true},
+		{"pause turn", message("pause_turn", obj{"type": "text", "text": "wait"}), "wait", nil, agent.Finish("pause_turn"), true},
+		{"thinking", message("end_turn",
+			obj{"type": "thinking", "thinking": "Hmm.", "signature": "sig=="},
+			obj{"type": "redacted_thinking", "data": "opaque"},
+			obj{"type": "text", "text": "Done."},
+		), "Done.", nil, agent.FinishStop, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, tc.msg) })
+			var c collect
+			reply, err := s.model(anthropicmodel.WithStreaming(false)).Generate(ctx(t), request(&c, agent.UserText("go")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reply.Text != tc.text || reply.Finish != tc.finish || reply.Model != "claude-test-1-20261201" {
+				t.Errorf("reply = %+v", reply)
+			}
+			if reply.Usage != (agent.Usage{InputTokens: 15, OutputTokens: 5}) {
+				t.Errorf("usage = %+v", reply.Usage)
+			}
+			if len(reply.Calls) != len(tc.calls) {
+				t.Fatalf("calls = %+v", reply.Calls)
+			}
+			for i, want := range tc.calls {
+				got := reply.Calls[i].ID + " " + reply.Calls[i].Name + " " + string(reply.Calls[i].Args)
+				if want[0] == '*' {
+					got = "*" + got[len(reply.Calls[i].ID):]
+				}
+				if got != want {
+					t.Errorf("call %d = %s, want %s", i, got, want)
+				}
+			}
+			if (reply.Extra == nil) != tc.nothink {
+				t.Errorf("Extra = %s", reply.Extra)
+			}
+			if len(c.all()) != 0 {
+				t.Errorf("a whole reply sent chunks: %+v", c.all())
+			}
+			if _, ok := s.body(t, 0)["stream"]; ok {
+				t.Errorf("the request has a stream field")
+			}
+		})
+	}
+}
