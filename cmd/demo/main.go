@@ -132,6 +132,7 @@ type config struct {
 	speed                       float64
 	approve                     string
 	approveBatches              bool
+	provider, api               string
 	model, baseURL, apiKey      string
 	maxTurns                    int
 	largeMiB                    int
@@ -167,9 +168,11 @@ func parseFlags(args []string, stdin io.Reader, stdout io.Writer) (*config, erro
 	fs.BoolVar(&c.approveBatches, "approve-batches", false, "ask once per batch: a batch with calls that need approval waits, before any of its calls runs, for one decision on the whole batch")
 	fs.BoolVar(&c.plain, "plain", false, "print plain lines even on a terminal (no live progress bars)")
 	fs.BoolVar(&c.verbose, "v", false, "log every call (zerolog, to stderr)")
-	fs.StringVar(&c.model, "model", "", "drive the loop with this model through an OpenAI-compatible API (default $OPENAI_MODEL); without an API key the scripted model runs")
-	fs.StringVar(&c.baseURL, "base-url", "", "OpenAI-compatible API base URL, such as http://localhost:11434/v1 (default $OPENAI_BASE_URL, else OpenAI's)")
-	fs.StringVar(&c.apiKey, "api-key", "", "API key (default $OPENAI_API_KEY)")
+	fs.StringVar(&c.provider, "provider", "", "the model's provider: scripted, openai (any OpenAI-compatible server) or anthropic (default: openai when a model and a key are set, else scripted)")
+	fs.StringVar(&c.model, "model", "", "the provider's model id (default $OPENAI_MODEL or $ANTHROPIC_MODEL); without an API key the scripted model runs")
+	fs.StringVar(&c.baseURL, "base-url", "", "the provider's API base URL, such as http://localhost:11434/v1 for Ollama (default $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the provider's)")
+	fs.StringVar(&c.apiKey, "api-key", "", "API key (default $OPENAI_API_KEY or $ANTHROPIC_API_KEY)")
+	fs.StringVar(&c.api, "api", "chat", "with -provider openai: chat (Chat Completions, which compatible servers speak) or responses (the Responses API)")
 	fs.IntVar(&c.maxTurns, "max-turns", 12, "stop the loop after this many model turns (the scripted model takes 6)")
 	fs.Func("mcp", "register the tools of an MCP server started by this command line, in a tool group named after it (repeatable), such as -mcp 'npx -y @modelcontextprotocol/server-everything'", func(v string) error {
 		if strings.TrimSpace(v) == "" {
@@ -237,6 +240,17 @@ func (c *config) check(set map[string]bool, stdin io.Reader) error {
 	}
 	if c.maxTurns < 1 {
 		return usagef("-max-turns %d: must be 1 or more", c.maxTurns)
+	}
+	switch c.provider {
+	case "", providerScripted, providerOpenAI, providerAnthropic:
+	default:
+		return usagef("-provider %q: want scripted, openai or anthropic", c.provider)
+	}
+	switch {
+	case c.api != "chat" && c.api != "responses":
+		return usagef("-api %q: want chat or responses", c.api)
+	case set["api"] && c.provider == providerAnthropic:
+		return usagef("-api chooses between OpenAI's APIs: it does not apply to -provider anthropic")
 	}
 	if c.largeMiB < 0 || c.largeMiB > 256 {
 		return usagef("-large-result %d: from 0 to 256 (MiB)", c.largeMiB)
@@ -397,7 +411,10 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer stopAnswering()
 
-	model, why := chooseModel(cfg)
+	model, why, err := chooseModel(cfg)
+	if err != nil {
+		return err
+	}
 	if c, ok := model.(io.Closer); ok {
 		defer c.Close()
 	}
@@ -453,25 +470,42 @@ func pageURL(base, session string) string {
 	return base + "/?session=" + url.QueryEscape(session)
 }
 
-// chooseModel picks the real model when one is configured with a key, and
-// says why not otherwise.
-func chooseModel(cfg *config) (agent.Model, string) {
-	oc, ok, why := openAIFromEnv(cfg.model, cfg.baseURL, cfg.apiKey)
-	if ok {
-		m, err := newOpenAIModel(oc)
-		if err == nil {
-			return m, " (a real model through its HTTP API)"
+// chooseModel picks the model -provider names. Without -provider, the
+// OpenAI-compatible model runs when a model and a key are configured, and
+// the scripted one otherwise, saying why; a provider named outright must
+// be configured.
+func chooseModel(cfg *config) (agent.Model, string, error) {
+	provider := cfg.provider
+	if provider == "" || provider == providerOpenAI || provider == providerAnthropic {
+		name := provider
+		if name == "" {
+			name = providerOpenAI
 		}
-		why = err.Error()
+		mc, ok, why := modelFromEnv(name, cfg.model, cfg.baseURL, cfg.apiKey)
+		mc.API = cfg.api
+		if ok {
+			m, err := newProviderModel(mc)
+			if err == nil {
+				return m, " (" + name + ", a real model through its HTTP API)", nil
+			}
+			why = err.Error()
+		}
+		if provider != "" {
+			return nil, "", fmt.Errorf("-provider %s: %s", provider, why)
+		}
+		if cfg.model != "" || os.Getenv("OPENAI_MODEL") != "" {
+			return scripted(cfg), " (not the real model: " + why + ")", nil
+		}
 	}
+	return scripted(cfg), " (deterministic; -provider openai|anthropic with -model and an API key drive a real one)", nil
+}
+
+func scripted(cfg *config) *scriptedModel {
 	s := newScriptedModel(cfg.scaled(500 * time.Millisecond))
 	if cfg.largeMiB > 0 {
 		s.extra = append(s.extra, largeTurn())
 	}
-	if cfg.model != "" || os.Getenv("OPENAI_MODEL") != "" {
-		return s, " (not the real model: " + why + ")"
-	}
-	return s, " (deterministic; -model and an API key drive a real one)"
+	return s
 }
 
 // openBus opens the NATS side: the given server, or an embedded one that

@@ -226,7 +226,7 @@ func TestDemoModelWithoutKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, why := chooseModel(cfg)
+	m, why, _ := chooseModel(cfg)
 	if modelName(m) != "scripted" || !strings.Contains(why, "no API key") {
 		t.Fatalf("got %s%s", modelName(m), why)
 	}
