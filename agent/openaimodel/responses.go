@@ -114,7 +114,7 @@ type respState struct {
 	calls    *callSet
 	byItem   map[string]*callSlot // function calls by item id
 	byOutput map[int64]*callSlot  // and by output index
-	textSeen map[string]bool      // message items whose text came as deltas
+	textSeen map[string]bool      // message items (by id, and by "#" output index) whose text came as deltas
 	items    map[int64]json.RawMessage
 	sawItems bool
 	model    string
@@ -149,7 +149,12 @@ func (st *respState) event(ev responses.ResponseStreamEventUnion) error {
 		st.item(ev.OutputIndex, ev.JSON.OutputIndex.Valid(), ev.Item, true)
 	case "response.output_text.delta", "response.refusal.delta":
 		st.sawItems = true
-		st.textSeen[textKey(ev.ItemID, ev.OutputIndex)] = true
+		if ev.ItemID != "" {
+			st.textSeen[ev.ItemID] = true
+		}
+		if ev.JSON.OutputIndex.Valid() {
+			st.textSeen[indexKey(ev.OutputIndex)] = true
+		}
 		if ev.Type == "response.refusal.delta" {
 			st.refused = true
 		}
@@ -222,8 +227,8 @@ func (st *respState) item(outIdx int64, hasIdx bool, it responses.ResponseOutput
 			st.calls.setName(c, it.Name)
 		}
 	case "message":
-		if !done || st.textSeen[textKey(it.ID, outIdx)] {
-			return
+		if !done || (it.ID != "" && st.textSeen[it.ID]) || (hasIdx && st.textSeen[indexKey(outIdx)]) {
+			return // its text came as deltas
 		}
 		for _, part := range it.Content {
 			switch part.Type {
@@ -237,12 +242,9 @@ func (st *respState) item(outIdx int64, hasIdx bool, it responses.ResponseOutput
 	}
 }
 
-func textKey(itemID string, outIdx int64) string {
-	if itemID != "" {
-		return itemID
-	}
-	return "#" + strconv.FormatInt(outIdx, 10)
-}
+// indexKey keys the text seen by output index, for servers that send
+// deltas without item ids.
+func indexKey(outIdx int64) string { return "#" + strconv.FormatInt(outIdx, 10) }
 
 func (st *respState) addText(s string) {
 	if s != "" {

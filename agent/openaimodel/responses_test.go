@@ -300,6 +300,17 @@ func TestResponsesCompatibleServer(t *testing.T) {
 		}
 		checkChunks(t, *chunks, got)
 	})
+	t.Run("text deltas without item id", func(t *testing.T) {
+		f := newServer(t, sse(
+			event("response.output_text.delta", `"output_index":0,"content_index":0,"delta":"The repository "`),
+			event("response.output_text.delta", `"output_index":0,"content_index":0,"delta":"has 42 lines."`),
+			event("response.output_item.done", `"output_index":0,"item":`+msgItem),
+			event("response.completed", `"response":`+response("completed", msgItem, ""))))
+		got, err := NewResponses(f.client(), "m").Generate(t.Context(), &agent.Request{Messages: userText("go")})
+		if err != nil || got.Text != "The repository has 42 lines." {
+			t.Errorf("reply %+v, err %v: the text must come once", got, err)
+		}
+	})
 	t.Run("completed only", func(t *testing.T) {
 		f := newServer(t, sse(event("response.completed", `"response":`+response("completed", msgItem+","+fcB, ""))))
 		req, chunks := streamed(userText("go"))
