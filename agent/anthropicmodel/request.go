@@ -37,7 +37,11 @@ func (m *Model) params(req *agent.Request) (anthropic.MessageNewParams, error) {
 	}
 	p.Messages = msgs
 	for _, d := range req.Tools {
-		p.Tools = append(p.Tools, tool(d))
+		t, err := tool(d)
+		if err != nil {
+			return p, err
+		}
+		p.Tools = append(p.Tools, t)
 	}
 	if len(p.Tools) > 0 && m.cfg.noParallel {
 		// tool_choice is refused without tools.
@@ -52,10 +56,13 @@ func (m *Model) params(req *agent.Request) (anthropic.MessageNewParams, error) {
 // tool turns a definition into a custom tool. The input schema goes out as
 // the toolkit wrote it (a json.RawMessage override: property order and
 // every keyword kept; the SDK only compacts it).
-func tool(d toolkit.Definition) anthropic.ToolUnionParam {
+func tool(d toolkit.Definition) (anthropic.ToolUnionParam, error) {
 	schema := bytes.TrimSpace(d.Parameters)
 	if len(schema) == 0 || string(schema) == "null" {
 		schema = []byte(`{"type":"object"}`)
+	}
+	if len(schema) == 0 || schema[0] != '{' || !json.Valid(schema) {
+		return anthropic.ToolUnionParam{}, fmt.Errorf("anthropicmodel: tool %q: the input schema is not a JSON object: %.80q", d.Name, d.Parameters)
 	}
 	t := &anthropic.ToolParam{
 		Name:        d.Name,
@@ -64,7 +71,7 @@ func tool(d toolkit.Definition) anthropic.ToolUnionParam {
 	if d.Description != "" {
 		t.Description = param.NewOpt(d.Description)
 	}
-	return anthropic.ToolUnionParam{OfTool: t}
+	return anthropic.ToolUnionParam{OfTool: t}, nil
 }
 
 // messages maps the conversation. Tool messages become tool_result blocks

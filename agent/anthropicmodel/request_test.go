@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -253,5 +255,19 @@ func TestUnknownRole(t *testing.T) {
 	_, err := s.model().Generate(ctx(t), request(nil, agent.Message{Role: "system", Content: []toolkit.Part{events.Text("x")}}))
 	if err == nil || err.Error() != `anthropicmodel: message 0 has role "system", which the adapter does not know (user, assistant or tool)` {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// A tool whose schema is not a JSON object is refused before anything is
+// sent, naming the tool; not an APIError (asking again cannot help).
+func TestInvalidToolSchema(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) { t.Error("a request was sent") })
+	for _, schema := range []string{`{"type":`, `[1]`, `"x"`} {
+		_, err := s.model().Generate(ctx(t), &agent.Request{Messages: []agent.Message{agent.UserText("go")},
+			Tools: []toolkit.Definition{{Name: "bad", Parameters: json.RawMessage(schema)}}})
+		var api *agent.APIError
+		if err == nil || errors.As(err, &api) || !strings.Contains(err.Error(), `tool "bad": the input schema is not a JSON object`) {
+			t.Errorf("schema %s: err = %v", schema, err)
+		}
 	}
 }
