@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
@@ -197,7 +198,7 @@ func assistantContent(m agent.Message) []anthropic.ContentBlockParamUnion {
 			out = append(out, anthropic.ContentBlockParamUnion{OfRedactedThinking: &anthropic.RedactedThinkingBlockParam{Data: t.Data}})
 		}
 	}
-	if text := m.Text(); text != "" {
+	if text := assistantText(m.Content); text != "" {
 		out = append(out, anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{Text: text}})
 	}
 	for _, c := range m.Calls {
@@ -208,6 +209,28 @@ func assistantContent(m agent.Message) []anthropic.ContentBlockParamUnion {
 		}})
 	}
 	return out
+}
+
+// assistantText joins an assistant message's text and JSON parts; binary
+// parts (a stored conversation may hold some) become a note saying what was
+// left out, since the adapter sends an assistant's words as text only.
+func assistantText(parts []toolkit.Part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case events.PartText:
+			b.WriteString(p.Text)
+		case events.PartJSON:
+			b.Write(p.JSON)
+		case events.PartBinary:
+			mt := p.MediaType
+			if mt == "" {
+				mt = "unknown type"
+			}
+			fmt.Fprintf(&b, "[binary content left out: %s, %d bytes; an assistant message is sent as text]", mt, len(p.Data))
+		}
+	}
+	return b.String()
 }
 
 // wireInput is what a stored call's arguments become in a tool_use block,

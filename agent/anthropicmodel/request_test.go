@@ -271,3 +271,20 @@ func TestInvalidToolSchema(t *testing.T) {
 		}
 	}
 }
+
+// An assistant message's parts go as one text block; a binary part (a
+// stored conversation may hold one) is a note, never silently dropped.
+func TestAssistantParts(t *testing.T) {
+	s := newServer(t, okStream)
+	conv := []agent.Message{
+		agent.UserText("go"),
+		{Role: agent.RoleAssistant, Content: []toolkit.Part{events.Text("Here: "), jsonPart(t, map[string]int{"n": 1}), events.Binary("image/png", []byte("png"))}},
+		agent.UserText("ok"),
+	}
+	if _, err := s.model().Generate(ctx(t), &agent.Request{Messages: conv}); err != nil {
+		t.Fatal(err)
+	}
+	same(t, "assistant", get(t, s.body(t, 0), "messages", 1), obj{"role": "assistant", "content": []any{
+		obj{"type": "text", "text": `Here: {"n":1}[binary content left out: image/png, 3 bytes; an assistant message is sent as text]`},
+	}})
+}
