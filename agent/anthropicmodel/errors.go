@@ -32,10 +32,10 @@ var retryableEventTypes = map[string]bool{
 }
 
 // toError turns what the SDK (or the stream) reported into the error
-// Generate returns. streaming says the response had begun (a 200 stream):
-// then a failure without an HTTP status is a stream cut short, worth a
-// retry.
-func toError(ctx context.Context, err error, streaming bool) error {
+// Generate returns. answered says the server had answered 2xx: then a
+// failure without an HTTP status is a response cut short or garbled, worth
+// a retry.
+func toError(ctx context.Context, err error, answered bool) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		if errors.Is(err, ctxErr) {
 			return fmt.Errorf("anthropic: %w", err)
@@ -63,7 +63,7 @@ func toError(ctx context.Context, err error, streaming bool) error {
 	case errors.As(err, &se):
 		e.Message = se.msg
 		e.Retryable = true
-	case streaming, errors.Is(err, io.ErrUnexpectedEOF), isNetError(err):
+	case answered, errors.Is(err, io.ErrUnexpectedEOF), isNetError(err):
 		// A connection that broke, a stream cut short or garbled: the same
 		// request may well succeed.
 		e.Retryable = true

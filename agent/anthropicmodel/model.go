@@ -15,6 +15,8 @@ package anthropicmodel
 
 import (
 	"context"
+	"net/http"
+	"sync/atomic"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -125,13 +127,23 @@ func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Reply,
 	if err != nil {
 		return nil, err
 	}
-	opts := make([]option.RequestOption, 0, 1+len(m.cfg.requestOpts))
-	opts = append(opts, option.WithMaxRetries(0))
+	// answered notes that the server answered 2xx: a failure after that
+	// (a body cut short, garbled JSON) is worth a retry, one before it
+	// without an HTTP status (a request the SDK refused to build) is not.
+	var answered atomic.Bool
+	opts := make([]option.RequestOption, 0, 2+len(m.cfg.requestOpts))
+	opts = append(opts, option.WithMaxRetries(0), option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		res, err := next(r)
+		if err == nil && res.StatusCode >= 200 && res.StatusCode < 300 {
+			answered.Store(true)
+		}
+		return res, err
+	}))
 	opts = append(opts, m.cfg.requestOpts...)
 	if !m.cfg.stream {
 		msg, err := m.client.Messages.New(ctx, params, opts...)
 		if err != nil {
-			return nil, toError(ctx, err, false)
+			return nil, toError(ctx, err, answered.Load())
 		}
 		return replyFromMessage(msg), nil
 	}
@@ -148,10 +160,10 @@ func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Reply,
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, toError(ctx, err, acc.started)
+		return nil, toError(ctx, err, answered.Load())
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, toError(ctx, err, acc.started)
+		return nil, toError(ctx, err, true)
 	}
 	reply, err := acc.reply()
 	if err != nil {

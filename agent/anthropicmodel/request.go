@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
@@ -37,7 +38,11 @@ func (m *Model) params(req *agent.Request) (anthropic.MessageNewParams, error) {
 	}
 	p.Messages = msgs
 	for _, d := range req.Tools {
-		p.Tools = append(p.Tools, tool(d))
+		t, err := tool(d)
+		if err != nil {
+			return p, err
+		}
+		p.Tools = append(p.Tools, t)
 	}
 	if len(p.Tools) > 0 && m.cfg.noParallel {
 		// tool_choice is refused without tools.
@@ -52,10 +57,13 @@ func (m *Model) params(req *agent.Request) (anthropic.MessageNewParams, error) {
 // tool turns a definition into a custom tool. The input schema goes out as
 // the toolkit wrote it (a json.RawMessage override: property order and
 // every keyword kept; the SDK only compacts it).
-func tool(d toolkit.Definition) anthropic.ToolUnionParam {
+func tool(d toolkit.Definition) (anthropic.ToolUnionParam, error) {
 	schema := bytes.TrimSpace(d.Parameters)
 	if len(schema) == 0 || string(schema) == "null" {
 		schema = []byte(`{"type":"object"}`)
+	}
+	if len(schema) == 0 || schema[0] != '{' || !json.Valid(schema) {
+		return anthropic.ToolUnionParam{}, fmt.Errorf("anthropicmodel: tool %q: the input schema is not a JSON object: %.80q", d.Name, d.Parameters)
 	}
 	t := &anthropic.ToolParam{
 		Name:        d.Name,
@@ -64,7 +72,7 @@ func tool(d toolkit.Definition) anthropic.ToolUnionParam {
 	if d.Description != "" {
 		t.Description = param.NewOpt(d.Description)
 	}
-	return anthropic.ToolUnionParam{OfTool: t}
+	return anthropic.ToolUnionParam{OfTool: t}, nil
 }
 
 // messages maps the conversation. Tool messages become tool_result blocks
@@ -190,7 +198,7 @@ func assistantContent(m agent.Message) []anthropic.ContentBlockParamUnion {
 			out = append(out, anthropic.ContentBlockParamUnion{OfRedactedThinking: &anthropic.RedactedThinkingBlockParam{Data: t.Data}})
 		}
 	}
-	if text := m.Text(); text != "" {
+	if text := assistantText(m.Content); text != "" {
 		out = append(out, anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{Text: text}})
 	}
 	for _, c := range m.Calls {
@@ -201,6 +209,28 @@ func assistantContent(m agent.Message) []anthropic.ContentBlockParamUnion {
 		}})
 	}
 	return out
+}
+
+// assistantText joins an assistant message's text and JSON parts; binary
+// parts (a stored conversation may hold some) become a note saying what was
+// left out, since the adapter sends an assistant's words as text only.
+func assistantText(parts []toolkit.Part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case events.PartText:
+			b.WriteString(p.Text)
+		case events.PartJSON:
+			b.Write(p.JSON)
+		case events.PartBinary:
+			mt := p.MediaType
+			if mt == "" {
+				mt = "unknown type"
+			}
+			fmt.Fprintf(&b, "[binary content left out: %s, %d bytes; an assistant message is sent as text]", mt, len(p.Data))
+		}
+	}
+	return b.String()
 }
 
 // wireInput is what a stored call's arguments become in a tool_use block,

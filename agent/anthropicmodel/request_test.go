@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -254,4 +256,35 @@ func TestUnknownRole(t *testing.T) {
 	if err == nil || err.Error() != `anthropicmodel: message 0 has role "system", which the adapter does not know (user, assistant or tool)` {
 		t.Errorf("err = %v", err)
 	}
+}
+
+// A tool whose schema is not a JSON object is refused before anything is
+// sent, naming the tool; not an APIError (asking again cannot help).
+func TestInvalidToolSchema(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) { t.Error("a request was sent") })
+	for _, schema := range []string{`{"type":`, `[1]`, `"x"`} {
+		_, err := s.model().Generate(ctx(t), &agent.Request{Messages: []agent.Message{agent.UserText("go")},
+			Tools: []toolkit.Definition{{Name: "bad", Parameters: json.RawMessage(schema)}}})
+		var api *agent.APIError
+		if err == nil || errors.As(err, &api) || !strings.Contains(err.Error(), `tool "bad": the input schema is not a JSON object`) {
+			t.Errorf("schema %s: err = %v", schema, err)
+		}
+	}
+}
+
+// An assistant message's parts go as one text block; a binary part (a
+// stored conversation may hold one) is a note, never silently dropped.
+func TestAssistantParts(t *testing.T) {
+	s := newServer(t, okStream)
+	conv := []agent.Message{
+		agent.UserText("go"),
+		{Role: agent.RoleAssistant, Content: []toolkit.Part{events.Text("Here: "), jsonPart(t, map[string]int{"n": 1}), events.Binary("image/png", []byte("png"))}},
+		agent.UserText("ok"),
+	}
+	if _, err := s.model().Generate(ctx(t), &agent.Request{Messages: conv}); err != nil {
+		t.Fatal(err)
+	}
+	same(t, "assistant", get(t, s.body(t, 0), "messages", 1), obj{"role": "assistant", "content": []any{
+		obj{"type": "text", "text": `Here: {"n":1}[binary content left out: image/png, 3 bytes; an assistant message is sent as text]`},
+	}})
 }

@@ -26,7 +26,6 @@ const (
 // take plain values so that the fuzz test can drive it without HTTP.
 type accumulator struct {
 	send    func(agent.Chunk)
-	started bool // an event arrived: a failure now is a stream cut short
 	stopped bool // message_stop
 	reason  string
 	model   string
@@ -104,7 +103,6 @@ func (a *accumulator) event(ev anthropic.MessageStreamEventUnion) error {
 	case "content_block_stop":
 		return a.stop(ev.Index)
 	case "message_delta":
-		a.started = true
 		if ev.Delta.StopReason != "" {
 			a.reason = string(ev.Delta.StopReason)
 		}
@@ -124,7 +122,6 @@ func (a *accumulator) event(ev anthropic.MessageStreamEventUnion) error {
 			a.usage.output = u.OutputTokens
 		}
 	case "message_stop":
-		a.started = true
 		a.stopped = true
 	}
 	// ping never reaches here (the SDK skips it); unknown event types are
@@ -133,13 +130,11 @@ func (a *accumulator) event(ev anthropic.MessageStreamEventUnion) error {
 }
 
 func (a *accumulator) messageStart(model string, u usage) {
-	a.started = true
 	a.model = model
 	a.usage = u
 }
 
 func (a *accumulator) newBlock(index int64, b *block) error {
-	a.started = true
 	if _, dup := a.blocks[index]; dup {
 		return &streamError{fmt.Sprintf("anthropic stream: content_block_start for block %d, which had started already", index)}
 	}
@@ -191,7 +186,6 @@ func (a *accumulator) startOther(index int64) error {
 }
 
 func (a *accumulator) delta(index int64, typ, s string) error {
-	a.started = true
 	b := a.blocks[index]
 	if b == nil {
 		return &streamError{fmt.Sprintf("anthropic stream: %s for block %d, which never started", typ, index)}
@@ -265,7 +259,6 @@ func (a *accumulator) finish(c *callState) {
 }
 
 func (a *accumulator) stop(index int64) error {
-	a.started = true
 	b := a.blocks[index]
 	if b == nil {
 		return &streamError{fmt.Sprintf("anthropic stream: content_block_stop for block %d, which never started", index)}

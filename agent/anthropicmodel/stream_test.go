@@ -363,3 +363,80 @@ func TestStreamCancelled(t *testing.T) {
 		t.Fatal("the server never saw the request end")
 	}
 }
+
+// Usage: input tokens include cache reads and writes; message_delta's
+// usage is cumulative and replaces what message_start said.
+func TestStreamUsage(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		writeSSE(w, event("message_start", obj{"type": "message_start", "message": obj{
+			"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": []any{},
+			"usage": obj{"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 2, "cache_read_input_tokens": 5},
+		}}), textStart(0), textDelta(0, "x"), blockStop(0),
+			event("message_delta", obj{"type": "message_delta", "delta": obj{"stop_reason": "end_turn"},
+				"usage": obj{"input_tokens": 12, "output_tokens": 30, "cache_read_input_tokens": 6}}),
+			msgStop())
+	})
+	reply, err := s.model().Generate(ctx(t), request(nil, agent.UserText("go")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.Usage != (agent.Usage{InputTokens: 12 + 2 + 6, OutputTokens: 30}) {
+		t.Errorf("usage = %+v", reply.Usage)
+	}
+}
+
+// content_block_start may carry content itself (initial text, a whole
+// input when no delta follows): it is part of the reply and of the chunks.
+func TestStreamStartCarriesContent(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		writeSSE(w, msgStart("m", 1),
+			event("content_block_start", obj{"type": "content_block_start", "index": 0, "content_block": obj{"type": "text", "text": "Hi "}}),
+			textDelta(0, "there"), blockStop(0),
+			event("content_block_start", obj{"type": "content_block_start", "index": 1, "content_block": obj{"type": "tool_use", "id": "toolu_1", "name": "a", "input": obj{"q": "whole"}}}),
+			blockStop(1),
+			event("content_block_start", obj{"type": "content_block_start", "index": 2, "content_block": obj{"type": "tool_use", "id": "toolu_2", "name": "b", "input": obj{}}}),
+			jsonDelta(2, `{"q":"streamed"}`), blockStop(2),
+			msgDelta("tool_use", 3), msgStop())
+	})
+	var c collect
+	reply, err := s.model().Generate(ctx(t), request(&c, agent.UserText("go")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.Text != "Hi there" || c.text() != "Hi there" {
+		t.Errorf("text %q, chunks %q", reply.Text, c.text())
+	}
+	if len(reply.Calls) != 2 || string(reply.Calls[0].Args) != `{"q":"whole"}` || string(reply.Calls[1].Args) != `{"q":"streamed"}` {
+		t.Errorf("calls = %+v", reply.Calls)
+	}
+	if a := c.args(); a[0] != `{"q":"whole"}` || a[1] != `{"q":"streamed"}` {
+		t.Errorf("chunk args = %v", a)
+	}
+}
+
+// A response that began with 200 and then cannot be read (an event that is
+// not JSON, a whole message that is not JSON) is retryable: the next
+// answer may well be fine.
+func TestGarbledResponse(t *testing.T) {
+	t.Run("stream", func(t *testing.T) {
+		s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+			writeSSE(w, ev{"message_start", `{"type":"message_start","message":{`})
+		})
+		_, err := s.model().Generate(ctx(t), request(nil, agent.UserText("go")))
+		var api *agent.APIError
+		if !errors.As(err, &api) || !api.Retryable || api.StatusCode != 0 {
+			t.Errorf("err = %#v", err)
+		}
+	})
+	t.Run("whole", func(t *testing.T) {
+		s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"id":"msg_1","content":[{"type":"text" "text":"x"}]}`))
+		})
+		_, err := s.model(anthropicmodel.WithStreaming(false)).Generate(ctx(t), request(nil, agent.UserText("go")))
+		var api *agent.APIError
+		if !errors.As(err, &api) || !api.Retryable || api.StatusCode != 0 {
+			t.Errorf("err = %#v", err)
+		}
+	})
+}

@@ -1,6 +1,8 @@
 package anthropicmodel_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -81,5 +83,25 @@ func TestWholeReplies(t *testing.T) {
 				t.Errorf("the request has a stream field")
 			}
 		})
+	}
+}
+
+// A whole (non-streamed) request whose context is cancelled while the
+// server thinks: an error that wraps context.Canceled, not an APIError.
+func TestWholeCancelled(t *testing.T) {
+	arrived := make(chan struct{})
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		close(arrived)
+		<-r.Context().Done()
+	})
+	c, cancel := context.WithCancel(ctx(t))
+	go func() {
+		<-arrived
+		cancel()
+	}()
+	_, err := s.model(anthropicmodel.WithStreaming(false)).Generate(c, request(nil, agent.UserText("go")))
+	var api *agent.APIError
+	if !errors.Is(err, context.Canceled) || errors.As(err, &api) {
+		t.Errorf("err = %#v", err)
 	}
 }
