@@ -38,7 +38,11 @@ type Request struct {
 	Tools []toolkit.Definition
 	// Stream, when set, receives the reply's pieces as they are generated,
 	// on the goroutine that calls Generate. Adapters call Send, which
-	// does nothing when Stream is nil.
+	// does nothing when Stream is nil. The returned Reply is what counts:
+	// where the pieces and the reply disagree (a server whose final
+	// arguments differ from what it streamed), the reply wins, and the
+	// pieces of an attempt that fails are void (the loop's model_retry
+	// event tells UIs to drop them before it asks again).
 	Stream func(Chunk)
 }
 
