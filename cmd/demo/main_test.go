@@ -34,7 +34,7 @@ func TestDemoRuns(t *testing.T) {
 	}
 	s := out.String()
 	for _, want := range []string{
-		"model: scripted (deterministic; -model and an API key drive a real one)",
+		"model: scripted (deterministic; -provider openai|anthropic with -model and an API key drive a real one)",
 		"=== Turn 1: tool_search finds the group that saves notes",
 		"offered: count_lines, watch_folder, ask_user, load_skill_through_path, tool_search, reset_tools",
 		"[call_q] tool_search -> success", "1. notes: Save notes for the user.",
