@@ -304,16 +304,58 @@ func TestStreamCutShort(t *testing.T) {
 	})
 }
 
-// Events that break the protocol (a delta for a block that never started)
-// fail the turn with a clear, retryable error instead of losing a piece.
+// Events that break the protocol fail the turn with a clear, retryable
+// error instead of losing or inventing a piece.
 func TestStreamProtocolViolation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		evs  []ev
+		want string
+	}{
+		{"delta before start", []ev{jsonDelta(3, `{"x":1}`)}, "input_json_delta for block 3, which never started"},
+		{"stop before start", []ev{blockStop(2)}, "content_block_stop for block 2, which never started"},
+		{"started twice", []ev{textStart(0), toolStart(0, "toolu_1", "a")}, "content_block_start for block 0, which had started already"},
+		{"delta after stop", []ev{toolStart(0, "toolu_1", "a"), blockStop(0), jsonDelta(0, "{}")}, "input_json_delta for block 0, which had stopped"},
+		{"stopped twice", []ev{textStart(0), blockStop(0), blockStop(0)}, "content_block_stop for block 0, which had stopped"},
+		{"args into text", []ev{textStart(0), jsonDelta(0, "{}")}, "input_json_delta for block 0, which is not a tool_use"},
+		{"text into a call", []ev{toolStart(0, "toolu_1", "a"), textDelta(0, "hi")}, "text_delta for block 0, which is not text"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				evs := append([]ev{msgStart("claude-test-1", 10)}, tc.evs...)
+				writeSSE(w, append(evs, msgDelta("tool_use", 1), msgStop())...)
+			})
+			_, err := s.model().Generate(ctx(t), request(nil, agent.UserText("go")))
+			var api *agent.APIError
+			if !errors.As(err, &api) || !api.Retryable || api.Message != "anthropic stream: "+tc.want {
+				t.Errorf("err = %#v", err)
+			}
+		})
+	}
+}
+
+// Blocks of server tools and deltas of newer kinds (citations) are not
+// part of the turn: they are skipped without disturbing the rest.
+func TestStreamSkipsOtherBlocks(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeSSE(w, msgStart("claude-test-1", 10), jsonDelta(3, `{"x":1}`), msgDelta("tool_use", 1), msgStop())
+		writeSSE(w, msgStart("m", 1),
+			event("content_block_start", obj{"type": "content_block_start", "index": 0, "content_block": obj{"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": obj{}}}),
+			jsonDelta(0, `{"query":"go"}`), blockStop(0),
+			event("content_block_start", obj{"type": "content_block_start", "index": 1, "content_block": obj{"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []any{}}}),
+			blockStop(1),
+			textStart(2), textDelta(2, "Found it."),
+			event("content_block_delta", obj{"type": "content_block_delta", "index": 2, "delta": obj{"type": "citations_delta", "citation": obj{"type": "web_search_result_location", "url": "https://example.com", "title": "x", "cited_text": "y", "encrypted_index": "z"}}}),
+			blockStop(2),
+			event("brand_new_event", obj{"type": "brand_new_event"}),
+			msgDelta("end_turn", 3), msgStop())
 	})
-	_, err := s.model().Generate(ctx(t), request(nil, agent.UserText("go")))
-	var api *agent.APIError
-	if !errors.As(err, &api) || !api.Retryable || !strings.Contains(api.Message, "block 3, which never started") {
-		t.Errorf("err = %#v", err)
+	var c collect
+	reply, err := s.model().Generate(ctx(t), request(&c, agent.UserText("go")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.Text != "Found it." || len(reply.Calls) != 0 || reply.Finish != agent.FinishStop || c.text() != "Found it." || len(c.all()) != 1 {
+		t.Errorf("reply %+v, chunks %+v", reply, c.all())
 	}
 }
 
