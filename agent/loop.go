@@ -62,8 +62,8 @@ func WithName(name string) Option {
 // the place to ask a person or hand the call to another system. It
 // must not block for long: the calls of the batch that have not finished
 // wait. The call resumes when someone answers it
-// (interceptors.Permissions.Decide, Session.Submit), here or elsewhere
-// (a web page). An error cancels the batch and ends the run with it.
+// (interceptors.Permissions.Approve or Reject, Session.Submit), here or
+// elsewhere (a web page). An error cancels the batch and ends the run with it.
 //
 // Without it, suspended calls wait for an answer from elsewhere until the
 // run's context ends.
@@ -134,7 +134,9 @@ type Outcome struct {
 // is left valid (Conversation.Check): a reply's calls always get results,
 // interrupted ones included. conv must not be used by anything else while
 // Run runs. The run's events go to the session's observers (see the
-// Event constants); a run_error event comes with every error.
+// Event constants); a run_error event comes with every error once the run
+// has begun. A run refused at once (no session, a conversation that is
+// empty or breaks Check) sends no event and never asks the model.
 func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversation) (*Outcome, error) {
 	out := &Outcome{}
 	if sess == nil || conv == nil {
