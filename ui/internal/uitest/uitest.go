@@ -1,0 +1,149 @@
+// Package uitest is the agent the UI protocol handlers' tests serve: a
+// toolkit publishing to an embedded NATS server (durable), real tools
+// that stream progress and deltas, fail, get their result replaced (a
+// reset) or need approval, and a scripted model that calls them.
+package uitest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/toolkit"
+	"github.com/toolstream/toolstream/ui"
+)
+
+// Agent is what a test serves.
+type Agent struct {
+	Bus   *natsbus.Bus
+	TK    *toolkit.Toolkit
+	Perms *interceptors.Permissions
+	Host  *ui.Host
+}
+
+// New builds the agent; everything is closed when the test ends.
+func New(t testing.TB) *Agent {
+	t.Helper()
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{}))
+	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()))
+	t.Cleanup(func() { _ = tk.Close(context.Background()) })
+	if err := Register(tk); err != nil {
+		t.Fatal(err)
+	}
+	perms := interceptors.NewPermissions(interceptors.WithApprovalTimeout(time.Minute))
+	if err := tk.Use(perms.Interceptor(), Replace()); err != nil {
+		t.Fatal(err)
+	}
+	host := ui.NewHost(tk, agent.New(Model(), agent.WithName("scripted")), ui.WithPermissions(perms), ui.WithSystem("You are a test."))
+	t.Cleanup(host.Close)
+	return &Agent{Bus: bus, TK: tk, Perms: perms, Host: host}
+}
+
+// Register adds the tools: count (progress and deltas), broken (fails),
+// flaky (its result is replaced by an interceptor: a reset), write_note
+// (not read-only: the permissions interceptor asks).
+func Register(tk *toolkit.Toolkit) error {
+	type none struct{}
+	type note struct {
+		Text string `json:"text"`
+	}
+	return errors.Join(
+		tk.Add(toolkit.MustTool(toolkit.Spec{Name: "count", Description: "Counts to three.", ReadOnly: true, ConcurrencySafe: true},
+			func(ctx context.Context, _ none) (string, error) {
+				em := stream.From(ctx)
+				for i, w := range []string{"one ", "two ", "three"} {
+					em.Progress("counting "+strings.TrimSpace(w), float64(i+1)/3)
+					_ = em.Text(w)
+					time.Sleep(5 * time.Millisecond)
+				}
+				return "", nil
+			})),
+		tk.Add(toolkit.MustTool(toolkit.Spec{Name: "broken", Description: "Always fails.", ReadOnly: true, ConcurrencySafe: true},
+			func(ctx context.Context, _ none) (string, error) {
+				return "", errors.New("the disk is on fire")
+			})),
+		tk.Add(toolkit.MustTool(toolkit.Spec{Name: "flaky", Description: "Its first words are taken back.", ReadOnly: true},
+			func(ctx context.Context, _ none) (string, error) {
+				_ = stream.From(ctx).Text("draft")
+				return "", nil
+			})),
+		tk.Add(toolkit.MustTool(toolkit.Spec{Name: "write_note", Description: "Saves a note."},
+			func(ctx context.Context, in note) (string, error) {
+				return "saved: " + in.Text, nil
+			})),
+	)
+}
+
+// Replace is an interceptor that replaces flaky's result, so that its
+// content starts over (a reset delta).
+func Replace() toolkit.Interceptor {
+	return toolkit.Interceptor{Name: "replace", Tools: []string{"flaky"},
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+			next(ctx, inv)
+			return toolkit.Success(events.Text("final"))
+		}}
+}
+
+// Model plays by the last user message:
+//
+//   - "tour": turn 1 says "Let me count." and calls count and broken
+//     (streamed); turn 2 calls flaky and write_note; turn 3 answers "Done.".
+//   - "note": calls write_note twice, then answers.
+//   - anything else: answers "Hello." at once.
+func Model() agent.Model {
+	return agent.ModelFunc(func(ctx context.Context, req *agent.Request) (*agent.Reply, error) {
+		var task string
+		turn := 0
+		for _, m := range req.Messages {
+			switch m.Role {
+			case agent.RoleUser:
+				task, turn = m.Text(), 0
+			case agent.RoleAssistant:
+				turn++
+			}
+		}
+		say := func(text string) {
+			for _, w := range strings.SplitAfter(text, " ") {
+				req.Send(agent.Chunk{Kind: agent.ChunkText, Text: w})
+			}
+		}
+		calls := func(cs ...toolkit.Call) []toolkit.Call {
+			for i, c := range cs {
+				req.Send(agent.Chunk{Kind: agent.ChunkCall, Index: i, CallID: c.ID, Name: c.Name})
+				a := string(c.Args)
+				req.Send(agent.Chunk{Kind: agent.ChunkArgs, Index: i, Text: a[:len(a)/2]})
+				req.Send(agent.Chunk{Kind: agent.ChunkArgs, Index: i, Text: a[len(a)/2:]})
+			}
+			return cs
+		}
+		id := func(s string) string { return fmt.Sprintf("%s_%d", s, len(req.Messages)) }
+		switch {
+		case task == "tour" && turn == 0:
+			say("Let me count.")
+			return &agent.Reply{Text: "Let me count.", Calls: calls(call(id("c1"), "count", `{}`), call(id("c2"), "broken", `{}`)), Finish: agent.FinishToolCalls}, nil
+		case task == "tour" && turn == 1:
+			return &agent.Reply{Calls: calls(call(id("c3"), "flaky", `{}`), call(id("c4"), "write_note", `{"text":"hi"}`)), Finish: agent.FinishToolCalls}, nil
+		case task == "note" && turn == 0:
+			return &agent.Reply{Calls: calls(call(id("n1"), "write_note", `{"text":"a"}`), call(id("n2"), "write_note", `{"text":"b"}`)), Finish: agent.FinishToolCalls}, nil
+		case turn > 0:
+			say("Done.")
+			return &agent.Reply{Text: "Done.", Finish: agent.FinishStop}, nil
+		}
+		say("Hello.")
+		return &agent.Reply{Text: "Hello.", Finish: agent.FinishStop}, nil
+	})
+}
+
+func call(id, name, args string) toolkit.Call {
+	return toolkit.Call{ID: id, Name: name, Args: json.RawMessage(args)}
+}
