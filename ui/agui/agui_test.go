@@ -160,7 +160,9 @@ func input(thread, runID string, msgs ...map[string]any) map[string]any {
 	return map[string]any{"threadId": thread, "runId": runID, "messages": msgs, "tools": []any{}, "context": []any{}, "state": map[string]any{}, "forwardedProps": map[string]any{}}
 }
 
-func user(id, text string) map[string]any { return map[string]any{"id": id, "role": "user", "content": text} }
+func user(id, text string) map[string]any {
+	return map[string]any{"id": id, "role": "user", "content": text}
+}
 
 // of returns the events of a type.
 func of(evs []ev, typ string) []ev {
