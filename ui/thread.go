@@ -152,6 +152,13 @@ func (h *Host) Thread(id string) (*Thread, error) {
 	return t, nil
 }
 
+// Lookup returns the thread with id, or nil when the host has none.
+func (h *Host) Lookup(id string) *Thread {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.threads[h.prefix+id]
+}
+
 // Thread is one conversation served to a UI: a toolkit session, the
 // conversation and its responses.
 type Thread struct {
@@ -419,12 +426,34 @@ func (t *Thread) Cancel() {
 	}
 }
 
-// Current returns the response the thread's events go to now, and
-// whether a run goes on (a response in progress, or a paused one).
-func (t *Thread) Current() (*Log, bool) {
+// Streaming returns the response in progress: a run goes on and does
+// not wait for answers. It returns nil otherwise.
+func (t *Thread) Streaming() *Log {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.cur, t.running
+	if !t.running || t.cur.Run != t.runNo || t.pausedLocked() != nil {
+		return nil
+	}
+	return t.cur
+}
+
+// Replayer cuts a thread's events read back from the durable stream into
+// the same responses as the live thread: feed it the session's events in
+// stream order from before the thread's first mark.
+type Replayer struct{ tr *tracker }
+
+// NewReplayer returns a replayer for the thread.
+func (t *Thread) NewReplayer() *Replayer { return &Replayer{tr: newTracker(t.nonce)} }
+
+// Add takes the next event and says whether it belongs to response n,
+// and whether response n is over (it is, once Add returns done).
+func (r *Replayer) Add(ev *events.Event, n int) (keep bool, end *End) {
+	resp := r.tr.resp
+	s := r.tr.add(ev)
+	if s.end != nil && resp == n {
+		return false, s.end
+	}
+	return s.keep && resp == n, nil
 }
 
 // Log is one response: the events of the thread between two marks, kept

@@ -29,6 +29,8 @@ type Agent struct {
 	TK    *toolkit.Toolkit
 	Perms *interceptors.Permissions
 	Host  *ui.Host
+	// Gate holds the gate tool's calls until it is closed.
+	Gate chan struct{}
 }
 
 // New builds the agent; everything is closed when the test ends.
@@ -37,7 +39,8 @@ func New(t testing.TB) *Agent {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{}))
 	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()))
 	t.Cleanup(func() { _ = tk.Close(context.Background()) })
-	if err := Register(tk); err != nil {
+	gate := make(chan struct{})
+	if err := Register(tk, gate); err != nil {
 		t.Fatal(err)
 	}
 	perms := interceptors.NewPermissions(interceptors.WithApprovalTimeout(time.Minute))
@@ -46,13 +49,14 @@ func New(t testing.TB) *Agent {
 	}
 	host := ui.NewHost(tk, agent.New(Model(), agent.WithName("scripted")), ui.WithPermissions(perms), ui.WithSystem("You are a test."))
 	t.Cleanup(host.Close)
-	return &Agent{Bus: bus, TK: tk, Perms: perms, Host: host}
+	return &Agent{Bus: bus, TK: tk, Perms: perms, Host: host, Gate: gate}
 }
 
 // Register adds the tools: count (progress and deltas), broken (fails),
 // flaky (its result is replaced by an interceptor: a reset), write_note
-// (not read-only: the permissions interceptor asks).
-func Register(tk *toolkit.Toolkit) error {
+// (not read-only: the permissions interceptor asks), gate (waits until
+// gate is closed, then says "opened").
+func Register(tk *toolkit.Toolkit, gate <-chan struct{}) error {
 	type none struct{}
 	type note struct {
 		Text string `json:"text"`
@@ -77,6 +81,16 @@ func Register(tk *toolkit.Toolkit) error {
 				_ = stream.From(ctx).Text("draft")
 				return "", nil
 			})),
+		tk.Add(toolkit.MustTool(toolkit.Spec{Name: "gate", Description: "Waits for the test.", ReadOnly: true},
+			func(ctx context.Context, _ none) (string, error) {
+				stream.From(ctx).Progress("waiting", 0)
+				select {
+				case <-gate:
+				case <-ctx.Done():
+					return "", ctx.Err()
+				}
+				return "opened", nil
+			})),
 		tk.Add(toolkit.MustTool(toolkit.Spec{Name: "write_note", Description: "Saves a note."},
 			func(ctx context.Context, in note) (string, error) {
 				return "saved: " + in.Text, nil
@@ -99,6 +113,7 @@ func Replace() toolkit.Interceptor {
 //   - "tour": turn 1 says "Let me count." and calls count and broken
 //     (streamed); turn 2 calls flaky and write_note; turn 3 answers "Done.".
 //   - "note": calls write_note twice, then answers.
+//   - "gate": says "Waiting." and calls gate, then answers.
 //   - anything else: answers "Hello." at once.
 func Model() agent.Model {
 	return agent.ModelFunc(func(ctx context.Context, req *agent.Request) (*agent.Reply, error) {
@@ -135,6 +150,9 @@ func Model() agent.Model {
 			return &agent.Reply{Calls: calls(call(id("c3"), "flaky", `{}`), call(id("c4"), "write_note", `{"text":"hi"}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "note" && turn == 0:
 			return &agent.Reply{Calls: calls(call(id("n1"), "write_note", `{"text":"a"}`), call(id("n2"), "write_note", `{"text":"b"}`)), Finish: agent.FinishToolCalls}, nil
+		case task == "gate" && turn == 0:
+			say("Waiting.")
+			return &agent.Reply{Text: "Waiting.", Calls: calls(call(id("g"), "gate", `{}`)), Finish: agent.FinishToolCalls}, nil
 		case turn > 0:
 			say("Done.")
 			return &agent.Reply{Text: "Done.", Finish: agent.FinishStop}, nil
