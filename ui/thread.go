@@ -287,9 +287,10 @@ type IDMessage struct {
 }
 
 // Begin starts the thread's next response: it gives answers to the
-// paused run, or starts a run with the new messages (a paused run that
-// gets new messages and no answer is cancelled first: its waiting calls
-// are interrupted). It returns the response to read.
+// paused run, or starts a run with the new messages. A paused run that
+// gets new messages is cancelled first, whatever the answers: its
+// waiting calls are interrupted, and the new run takes the messages. It
+// returns the response to read.
 func (t *Thread) Begin(in Input) (*Log, error) {
 	t.mu.Lock()
 	if t.running && t.cur.Run != t.runNo {
@@ -306,14 +307,26 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 		}
 	}
 	paused := t.pausedLocked()
-	if len(in.Answers) > 0 && paused == nil {
-		t.mu.Unlock()
-		return nil, fmt.Errorf("%w: no call waits for approval in thread %q", interceptors.ErrNotPending, t.id)
-	}
 	switch {
 	case t.running && paused == nil:
 		t.mu.Unlock()
 		return nil, ErrBusy
+	case t.running && len(fresh) > 0:
+		// Moved on: the paused run ends here (its waiting calls are
+		// interrupted, answers or not) and a new one takes the messages.
+		cancel, done, l := t.cancel, t.done, t.cur
+		t.mu.Unlock()
+		cancel()
+		<-done
+		<-l.Done() // its last response (the run's error) is over
+		t.mu.Lock()
+		if t.running {
+			t.mu.Unlock()
+			return nil, ErrBusy
+		}
+	case len(in.Answers) > 0 && paused == nil:
+		t.mu.Unlock()
+		return nil, fmt.Errorf("%w: no call waits for approval in thread %q", interceptors.ErrNotPending, t.id)
 	case t.running && len(in.Answers) > 0:
 		if t.h.perms == nil {
 			t.mu.Unlock()
@@ -325,22 +338,6 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 			return nil, err
 		}
 		return l, nil
-	case t.running:
-		if len(fresh) == 0 {
-			t.mu.Unlock()
-			return nil, ErrNothingToRun
-		}
-		// Moved on without answering: the paused run ends here.
-		cancel, done, l := t.cancel, t.done, t.cur
-		t.mu.Unlock()
-		cancel()
-		<-done
-		<-l.done // its last response (the run's error) is over
-		t.mu.Lock()
-		if t.running {
-			t.mu.Unlock()
-			return nil, ErrBusy
-		}
 	}
 	if len(fresh) == 0 {
 		t.mu.Unlock()
