@@ -5,10 +5,14 @@
 package uitest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +168,52 @@ func Model() agent.Model {
 
 func call(id, name, args string) toolkit.Call {
 	return toolkit.Call{ID: id, Name: name, Args: json.RawMessage(args)}
+}
+
+// Node returns the node binary and the clients/ui folder for the
+// real-client tests, skipping when they are missing, unless
+// TOOLSTREAM_UI_PEERS is set (CI), where missing clients are a failure.
+func Node(t *testing.T) (node, dir string) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "clients", "ui"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := func(what string) {
+		if os.Getenv("TOOLSTREAM_UI_PEERS") != "" {
+			t.Fatalf("TOOLSTREAM_UI_PEERS is set but %s", what)
+		}
+		t.Skipf("skipping the real-client test: %s (run `npm ci` in clients/ui; TOOLSTREAM_UI_PEERS=1 makes this a failure)", what)
+	}
+	node, err = exec.LookPath("node")
+	if err != nil {
+		missing("node is not on PATH")
+	}
+	for _, pkg := range []string{"@ag-ui/client", "ai"} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
+			missing("clients/ui/node_modules has no " + pkg)
+		}
+	}
+	return node, dir
+}
+
+// RunNode runs a script of clients/ui with args and fails the test with
+// its output when it fails.
+func RunNode(t *testing.T, script string, args ...string) {
+	t.Helper()
+	node, dir := Node(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	t.Logf("%s:\n%s", script, stdout.Bytes())
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, stderr.Bytes())
+	}
+	if !strings.Contains(stdout.String(), "all checks passed") {
+		t.Fatalf("%s did not finish its checks\n%s", script, stderr.Bytes())
+	}
 }
