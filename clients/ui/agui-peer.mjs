@@ -86,4 +86,15 @@ const assistantText = (agent) => agent.messages.filter((m) => m.role === "assist
   check(toolText(agent, "c4_4") === undefined && agent.pendingInterrupts.length === 0, "move on: the interrupted call is gone");
 }
 
+// A model retry: the verifier accepts the closed first attempt, and a
+// CUSTOM event says the words before it are void.
+{
+  const agent = new HttpAgent({ url, threadId: "node-retry" });
+  agent.addMessage({ id: "u1", role: "user", content: "retry" });
+  const custom = [];
+  await agent.runAgent({ runId: "r1" }, { onCustomEvent: ({ event }) => { custom.push(event.name); } });
+  check(custom.includes("toolstream.model_retry"), "retry: the client is told", custom);
+  check(agent.messages.at(-1).role === "assistant" && agent.messages.at(-1).content === "Hello.", "retry: the retry's message comes last", agent.messages);
+}
+
 console.log("agui peer: all checks passed");

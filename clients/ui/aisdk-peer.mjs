@@ -78,6 +78,12 @@ const user = (id, t) => ({ id, role: "user", parts: [{ type: "text", text: t }] 
   check(part(after, "n2_1")?.state === "approval-requested", "note: the second call waits", part(after, "n2_1"));
 }
 
+// A model retry: reset-step takes back the failed attempt's words.
+{
+  const msg = (await send("node-retry", [user("u1", "retry")])).at(-1);
+  check(text(msg) === "Hello.", "retry: only the retry's words stay", msg.parts);
+}
+
 // Resume: a reload reconnects to the response in progress and gets the
 // same message.
 {

@@ -348,3 +348,20 @@ func TestBadRequests(t *testing.T) {
 		}
 	}
 }
+
+// A model retry: the first attempt's text message is closed, a CUSTOM
+// event says why, and the retry streams under a new message id.
+func TestModelRetry(t *testing.T) {
+	_, url := serve(t)
+	evs := run(t, url, input("t5", "r1", user("u1", "retry")))
+	var retries int
+	for _, e := range of(evs, "CUSTOM") {
+		if e["name"] == "toolstream.model_retry" {
+			retries++
+		}
+	}
+	starts := of(evs, "TEXT_MESSAGE_START")
+	if retries != 1 || len(starts) != 2 || starts[0]["messageId"] == starts[1]["messageId"] || text(evs) != "Oops Hello." {
+		t.Errorf("%d retries, text %q:\n%s", retries, text(evs), dump(evs))
+	}
+}

@@ -339,3 +339,18 @@ func TestBadRequests(t *testing.T) {
 		t.Errorf("DELETE: %d", resp.StatusCode)
 	}
 }
+
+// A model retry takes back the turn's parts (reset-step) and streams the
+// retry's.
+func TestModelRetry(t *testing.T) {
+	_, url := serve(t)
+	cs := post(t, url, chunk{"id": "chat4", "messages": []any{userMsg("u1", "retry")}}).all()
+	var types []string
+	for _, c := range cs {
+		types = append(types, c["type"].(string))
+	}
+	want := "start start-step text-start text-delta text-end reset-step text-start text-delta text-end finish-step finish"
+	if got := strings.Join(types, " "); got != want || text(cs) != "Oops Hello." {
+		t.Errorf("chunks %s, want %s\n%s", got, want, dump(cs))
+	}
+}

@@ -179,7 +179,6 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*even
 		wake   = make(chan struct{}, 1)
 		rp     = t.NewReplayer()
 		end    *ui.End
-		failed error
 	)
 	stop, err := h.bus.Replay(ctx, h.bus.Subjects().Session(t.Session().ID()), 1, func(_ uint64, ev *events.Event) {
 		mu.Lock()
@@ -212,7 +211,7 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*even
 			fn(ev)
 		}
 		if e != nil {
-			return e, failed
+			return e, nil
 		}
 		select {
 		case <-wake:

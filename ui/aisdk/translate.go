@@ -3,6 +3,7 @@ package aisdk
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/events"
@@ -218,15 +219,12 @@ func (t *translator) finish(end *ui.End) {
 // when it is all text (the usual case), otherwise the parts as toolstream
 // writes them (docs/events.md).
 func Output(content []events.Part) any {
-	text := ""
+	var text strings.Builder
 	for _, p := range content {
 		if p.Type != events.PartText {
-			if content == nil {
-				return []events.Part{}
-			}
 			return content
 		}
-		text += p.Text
+		text.WriteString(p.Text)
 	}
-	return text
+	return text.String()
 }

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,7 +52,8 @@ func New(t testing.TB) *Agent {
 	if err := tk.Use(perms.Interceptor(), Replace()); err != nil {
 		t.Fatal(err)
 	}
-	host := ui.NewHost(tk, agent.New(Model(), agent.WithName("scripted")), ui.WithPermissions(perms), ui.WithSystem("You are a test."))
+	loop := agent.New(Model(), agent.WithName("scripted"), agent.WithRetry(agent.RetryPolicy{Attempts: 2, Backoff: time.Millisecond}))
+	host := ui.NewHost(tk, loop, ui.WithPermissions(perms), ui.WithSystem("You are a test."))
 	t.Cleanup(host.Close)
 	return &Agent{Bus: bus, TK: tk, Perms: perms, Host: host, Gate: gate}
 }
@@ -95,6 +97,8 @@ func Register(tk *toolkit.Toolkit, gate <-chan struct{}) error {
 				}
 				return "opened", nil
 			})),
+		tk.Add(toolkit.MustTool(toolkit.Spec{Name: "ask", Description: "Changes things; runs beside others.", ConcurrencySafe: true},
+			func(ctx context.Context, _ none) (string, error) { return "asked", nil })),
 		tk.Add(toolkit.MustTool(toolkit.Spec{Name: "write_note", Description: "Saves a note."},
 			func(ctx context.Context, in note) (string, error) {
 				return "saved: " + in.Text, nil
@@ -118,8 +122,13 @@ func Replace() toolkit.Interceptor {
 //     (streamed); turn 2 calls flaky and write_note; turn 3 answers "Done.".
 //   - "note": calls write_note twice, then answers.
 //   - "gate": says "Waiting." and calls gate, then answers.
+//   - "both": calls count and ask (which needs approval) in one stage.
+//   - "retry": the first attempt says "Oops " and fails (retryable); the
+//     retry answers "Hello.".
 //   - anything else: answers "Hello." at once.
 func Model() agent.Model {
+	var mu sync.Mutex
+	attempts := map[int]int{} // "retry" attempts by conversation length
 	return agent.ModelFunc(func(ctx context.Context, req *agent.Request) (*agent.Reply, error) {
 		var task string
 		turn := 0
@@ -154,6 +163,17 @@ func Model() agent.Model {
 			return &agent.Reply{Calls: calls(call(id("c3"), "flaky", `{}`), call(id("c4"), "write_note", `{"text":"hi"}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "note" && turn == 0:
 			return &agent.Reply{Calls: calls(call(id("n1"), "write_note", `{"text":"a"}`), call(id("n2"), "write_note", `{"text":"b"}`)), Finish: agent.FinishToolCalls}, nil
+		case task == "both" && turn == 0:
+			return &agent.Reply{Calls: calls(call(id("b1"), "count", `{}`), call(id("b2"), "ask", `{}`)), Finish: agent.FinishToolCalls}, nil
+		case task == "retry" && turn == 0:
+			mu.Lock()
+			attempts[len(req.Messages)]++
+			n := attempts[len(req.Messages)]
+			mu.Unlock()
+			if n == 1 {
+				say("Oops ")
+				return nil, &agent.APIError{Provider: "test", StatusCode: 503, Message: "overloaded", Retryable: true}
+			}
 		case task == "gate" && turn == 0:
 			say("Waiting.")
 			return &agent.Reply{Text: "Waiting.", Calls: calls(call(id("g"), "gate", `{}`)), Finish: agent.FinishToolCalls}, nil
