@@ -174,11 +174,11 @@ func readLog(ctx context.Context, log *ui.Log, fn func(*events.Event)) (*ui.End,
 // the session's events from the start, cut as the live thread cut them.
 func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*events.Event)) (*ui.End, error) {
 	var (
-		mu     sync.Mutex
-		queue  []*events.Event
-		wake   = make(chan struct{}, 1)
-		rp     = t.NewReplayer()
-		end    *ui.End
+		mu    sync.Mutex
+		queue []*events.Event
+		wake  = make(chan struct{}, 1)
+		rp    = t.NewReplayer()
+		end   *ui.End
 	)
 	stop, err := h.bus.Replay(ctx, h.bus.Subjects().Session(t.Session().ID()), 1, func(_ uint64, ev *events.Event) {
 		mu.Lock()
