@@ -171,6 +171,7 @@ type Thread struct {
 	mu      sync.Mutex
 	tr      *tracker
 	cur     *Log                       // the response the events go to now
+	last    *Log                       // the response before it
 	seen    map[string]bool            // message ids the thread took in
 	state   map[string]json.RawMessage // the last groups and skills events' bodies
 	running bool
@@ -209,10 +210,10 @@ func (t *Thread) add(ev *events.Event) {
 	if s.end != nil {
 		next := newLog(t.tr.resp, t.tr.run)
 		t.closeLog(s.end)
-		t.cur = next
+		t.last, t.cur = t.cur, next
 	}
 	t.mu.Unlock()
-	if s.want > 0 {
+	if s.want > 0 && t.h.ctx.Err() == nil {
 		// Not from here: the observer runs inside the toolkit's dispatch.
 		t.h.wg.Add(1)
 		go func() {
@@ -428,10 +429,40 @@ func (t *Thread) Cancel() {
 func (t *Thread) Streaming() *Log {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.streamingLocked()
+}
+
+func (t *Thread) streamingLocked() *Log {
 	if !t.running || t.cur.Run != t.runNo || t.pausedLocked() != nil {
 		return nil
 	}
 	return t.cur
+}
+
+// Undelivered returns the response a client should get on reconnecting:
+// the one in progress, or else the last one if it ended and no reader
+// saw all of it (Log.Delivered); nil when there is none.
+func (t *Thread) Undelivered() *Log {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l := t.streamingLocked(); l != nil {
+		return l
+	}
+	for _, l := range []*Log{t.cur, t.last} {
+		if l == nil {
+			continue
+		}
+		l.mu.Lock()
+		ended, delivered, some := l.end != nil, l.delivered, len(l.evs) > 0
+		l.mu.Unlock()
+		if ended && some && !delivered {
+			return l
+		}
+		if ended || some {
+			return nil // the newest response with anything in it decides
+		}
+	}
+	return nil
 }
 
 // Replayer cuts a thread's events read back from the durable stream into
@@ -460,11 +491,19 @@ type Log struct {
 	// of the loop run it belongs to (several responses when a run pauses).
 	N, Run int
 
-	mu     sync.Mutex
-	evs    []*events.Event
-	end    *End
-	notify chan struct{} // closed and replaced on each change; closed for good at the end
-	done   chan struct{} // closed at the end
+	mu        sync.Mutex
+	evs       []*events.Event
+	end       *End
+	notify    chan struct{} // closed and replaced on each change; closed for good at the end
+	done      chan struct{} // closed at the end
+	delivered bool
+}
+
+// Delivered records that a reader wrote the whole response to its client.
+func (l *Log) Delivered() {
+	l.mu.Lock()
+	l.delivered = true
+	l.mu.Unlock()
 }
 
 func newLog(n, run int) *Log {

@@ -249,6 +249,12 @@ func TestTourWithApproval(t *testing.T) {
 		t.Fatalf("interrupts %v", ints)
 	}
 
+	// A run with nothing new hears of the pending interrupt again.
+	again := run(t, url, input("t1", "run-1b", user("u1", "tour")))
+	if o := again[len(again)-1]["outcome"].(map[string]any); o["type"] != "interrupt" || len(o["interrupts"].([]any)) != 1 || len(again) != 3 {
+		t.Errorf("a run with nothing new:\n%s", dump(again))
+	}
+
 	resume := input("t1", "run-2", user("u1", "tour"))
 	resume["resume"] = []any{map[string]any{"interruptId": "c4_4", "status": "resolved", "payload": map[string]any{"approved": true}}}
 	second := run(t, url, resume)

@@ -82,7 +82,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.event(started)
 	out.event(map[string]any{"type": "STATE_SNAPSHOT", "snapshot": t.State()})
 	if log == nil {
-		out.event(map[string]any{"type": "RUN_FINISHED", "threadId": in.ThreadID, "runId": in.RunID, "outcome": map[string]any{"type": "success"}})
+		// Nothing to run: the thread's pending interrupts again, if it
+		// waits for answers (a client that lost them), else a success.
+		if waiting := t.Paused(); len(waiting) > 0 {
+			tr.finish(&ui.End{Kind: ui.EndPaused, Approvals: waiting})
+		} else {
+			out.event(map[string]any{"type": "RUN_FINISHED", "threadId": in.ThreadID, "runId": in.RunID, "outcome": map[string]any{"type": "success"}})
+		}
 		out.flush()
 		return
 	}

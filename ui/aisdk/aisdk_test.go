@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/ui/aisdk"
@@ -352,5 +353,45 @@ func TestModelRetry(t *testing.T) {
 	want := "start start-step text-start text-delta text-end reset-step text-start text-delta text-end finish-step finish"
 	if got := strings.Join(types, " "); got != want || text(cs) != "Oops Hello." {
 		t.Errorf("chunks %s, want %s\n%s", got, want, dump(cs))
+	}
+}
+
+// A client that leaves before the end gets the response on its reload,
+// once, even when the run paused meanwhile: the approval request is not
+// lost.
+func TestResumeAfterTheClientLeft(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []func(*uitest.Agent) []aisdk.Option
+	}{{"durable stream", []func(*uitest.Agent) []aisdk.Option{withReplay}}, {"memory", nil}} {
+		t.Run(c.name, func(t *testing.T) {
+			a, url := serve(t, c.opts...)
+			live := post(t, url, chunk{"id": "chat5", "messages": []any{userMsg("u1", "tour")}})
+			live.next()
+			live.resp.Body.Close()
+			deadline := time.Now().Add(10 * time.Second)
+			for th := a.Host.Lookup("chat5"); th == nil || th.Paused() == nil; th = a.Host.Lookup("chat5") {
+				if time.Now().After(deadline) {
+					t.Fatal("the run did not pause")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			resp, err := http.Get(url + "/api/chat/chat5/stream")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs := open(t, resp).all()
+			if tools(cs)["c4_4"].state != "approval-requested" || last(cs, "finish")["finishReason"] != "tool-calls" || tools(cs)["c1_1"].output != "one two three" {
+				t.Errorf("resumed:\n%s", dump(cs))
+			}
+			resp, err = http.Get(url + "/api/chat/chat5/stream")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				t.Errorf("a second resume: %d", resp.StatusCode)
+			}
+		})
 	}
 }

@@ -101,7 +101,8 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 }
 
 // resume serves GET .../<id>/stream: the response in progress from its
-// start, or 204 No Content when there is none.
+// start, or the last one if no client got all of it (it went before the
+// end), or 204 No Content when there is none.
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if id == "" {
@@ -115,7 +116,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 	t := h.host.Lookup(id)
 	var log *ui.Log
 	if t != nil {
-		log = t.Streaming()
+		log = t.Undelivered()
 	}
 	if log == nil {
 		w.WriteHeader(http.StatusNoContent)
@@ -151,6 +152,9 @@ func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Threa
 	tr.finish(end)
 	out.done()
 	out.flush()
+	if out.err == nil {
+		log.Delivered()
+	}
 }
 
 // readLog hands the response's events to fn until its end.
