@@ -60,7 +60,7 @@ func open(t *testing.T, resp *http.Response) *stream {
 		t.Fatalf("headers %v", resp.Header)
 	}
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
+	sc.Buffer(nil, 8<<20)
 	t.Cleanup(func() { resp.Body.Close() })
 	return &stream{t: t, resp: resp, sc: sc}
 }
@@ -393,5 +393,40 @@ func TestResumeAfterTheClientLeft(t *testing.T) {
 				t.Errorf("a second resume: %d", resp.StatusCode)
 			}
 		})
+	}
+}
+
+// A result larger than a NATS message comes back whole from the durable
+// stream (in chunks there, reassembled here; the result event leaves its
+// content out).
+func TestResumeLargeResult(t *testing.T) {
+	a, url := serve(t, withReplay)
+	live := post(t, url, chunk{"id": "chat6", "messages": []any{userMsg("u1", "big")}})
+	live.next()
+	live.resp.Body.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for th := a.Host.Lookup("chat6"); th == nil || th.Streaming() != nil || th.Undelivered() == nil; th = a.Host.Lookup("chat6") {
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not end")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, err := http.Get(url + "/api/chat/chat6/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := open(t, resp).all()
+	got := tools(cs)["big_1"]
+	if got == nil || got.state != "output-available" {
+		t.Fatalf("big: %+v", got)
+	}
+	parts, _ := got.output.([]any)
+	want := map[string]any{}
+	_ = json.Unmarshal(uitest.BigJSON(), &want)
+	if len(parts) != 1 || !reflect.DeepEqual(parts[0].(map[string]any)["json"], want) {
+		t.Errorf("big's output is not its result (%d parts)", len(parts))
+	}
+	if len(got.preliminary) != 1 || text(cs) != "Done." {
+		t.Errorf("%d preliminary outputs, text %q", len(got.preliminary), text(cs))
 	}
 }

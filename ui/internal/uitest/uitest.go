@@ -97,6 +97,10 @@ func Register(tk *toolkit.Toolkit, gate <-chan struct{}) error {
 				}
 				return "opened", nil
 			})),
+		tk.Add(toolkit.MustTool(toolkit.Spec{Name: "big", Description: "A JSON result larger than a NATS message.", ReadOnly: true},
+			func(ctx context.Context, _ none) (string, error) {
+				return "", stream.From(ctx).Part(events.Part{Type: events.PartJSON, JSON: BigJSON()})
+			})),
 		tk.Add(toolkit.MustTool(toolkit.Spec{Name: "ask", Description: "Changes things; runs beside others.", ConcurrencySafe: true},
 			func(ctx context.Context, _ none) (string, error) { return "asked", nil })),
 		tk.Add(toolkit.MustTool(toolkit.Spec{Name: "write_note", Description: "Saves a note."},
@@ -122,6 +126,7 @@ func Replace() toolkit.Interceptor {
 //     (streamed); turn 2 calls flaky and write_note; turn 3 answers "Done.".
 //   - "note": calls write_note twice, then answers.
 //   - "gate": says "Waiting." and calls gate, then answers.
+//   - "big": calls big, then answers.
 //   - "both": calls count and ask (which needs approval) in one stage.
 //   - "retry": the first attempt says "Oops " and fails (retryable); the
 //     retry answers "Hello.".
@@ -163,6 +168,8 @@ func Model() agent.Model {
 			return &agent.Reply{Calls: calls(call(id("c3"), "flaky", `{}`), call(id("c4"), "write_note", `{"text":"hi"}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "note" && turn == 0:
 			return &agent.Reply{Calls: calls(call(id("n1"), "write_note", `{"text":"a"}`), call(id("n2"), "write_note", `{"text":"b"}`)), Finish: agent.FinishToolCalls}, nil
+		case task == "big" && turn == 0:
+			return &agent.Reply{Calls: calls(call(id("big"), "big", `{}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "both" && turn == 0:
 			return &agent.Reply{Calls: calls(call(id("b1"), "count", `{}`), call(id("b2"), "ask", `{}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "retry" && turn == 0:
@@ -236,4 +243,10 @@ func RunNode(t *testing.T, script string, args ...string) {
 	if !strings.Contains(stdout.String(), "all checks passed") {
 		t.Fatalf("%s did not finish its checks\n%s", script, stderr.Bytes())
 	}
+}
+
+// BigJSON is big's result: a JSON value of 1.5 MiB, more than the
+// embedded server's 1 MiB message limit, so that NATS carries it in chunks.
+func BigJSON() json.RawMessage {
+	return json.RawMessage(`{"rows":"` + strings.Repeat("x", 3<<19) + `"}`)
 }
