@@ -152,6 +152,31 @@ func (h *Host) Thread(id string) (*Thread, error) {
 	return t, nil
 }
 
+// Forget ends a thread: its run is cancelled and waited for, its session
+// closed and the host lets it go (a later request with the same id starts
+// a new conversation). Threads are kept until then: an application that
+// serves many calls Forget for those it is done with.
+func (h *Host) Forget(id string) {
+	h.mu.Lock()
+	t := h.threads[h.prefix+id]
+	delete(h.threads, h.prefix+id)
+	h.mu.Unlock()
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	cancel, done := t.cancel, t.done
+	t.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	t.sess.Close()
+	t.mu.Lock()
+	t.closeLog(&End{Kind: EndError, Error: &agent.RunError{Error: "ui: the thread was forgotten", Canceled: true}})
+	t.mu.Unlock()
+}
+
 // Lookup returns the thread with id, or nil when the host has none.
 func (h *Host) Lookup(id string) *Thread {
 	h.mu.RLock()

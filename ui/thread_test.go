@@ -108,3 +108,31 @@ func TestBusy(t *testing.T) {
 		t.Fatalf("end %+v", end)
 	}
 }
+
+// Forget cancels a paused run and lets the thread go; the id starts over.
+func TestForget(t *testing.T) {
+	a := uitest.New(t)
+	th, _ := a.Host.Thread("f")
+	l, err := th.Begin(user("u1", "note"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, end := read(t, l); end.Kind != ui.EndPaused {
+		t.Fatalf("end %+v", end)
+	}
+	a.Host.Forget("f")
+	if a.Host.Lookup("f") != nil || len(a.Perms.Pending("")) != 0 {
+		t.Fatalf("the thread or its approval is still there: %v", a.Perms.Pending(""))
+	}
+	th2, _ := a.Host.Thread("f")
+	if th2 == th || th2.Seen("u1") {
+		t.Fatal("the id did not start over")
+	}
+	l, err = th2.Begin(user("u1", "hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, end := read(t, l); end.Kind != ui.EndAnswer || end.Answer.Text != "Hello." {
+		t.Fatalf("end %+v", end)
+	}
+}
