@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/events"
@@ -184,6 +185,10 @@ func (h *Host) Lookup(id string) *Thread {
 	return h.threads[h.prefix+id]
 }
 
+// markDelay holds marks back in tests, to widen the window in which
+// requests meet a response whose end is decided but not yet cut.
+var markDelay time.Duration
+
 // Thread is one conversation served to a UI: a toolkit session, the
 // conversation and its responses.
 type Thread struct {
@@ -243,6 +248,9 @@ func (t *Thread) add(ev *events.Event) {
 		t.h.wg.Add(1)
 		go func() {
 			defer t.h.wg.Done()
+			if markDelay > 0 {
+				time.Sleep(markDelay)
+			}
 			_ = t.sess.Emit(MarkEvent, Mark{Thread: t.nonce, Response: s.want})
 		}()
 	}
@@ -319,12 +327,28 @@ type IDMessage struct {
 // returns the response to read.
 func (t *Thread) Begin(in Input) (*Log, error) {
 	t.mu.Lock()
-	if t.running && t.cur.Run != t.runNo {
-		// The run is over (its last response ended) and returns now.
-		done := t.done
-		t.mu.Unlock()
-		<-done
-		t.mu.Lock()
+	for {
+		if t.tr.over != nil {
+			// The run is over; its response ends at the mark on its way.
+			l := t.cur
+			t.mu.Unlock()
+			<-l.Done()
+			t.mu.Lock()
+			if t.cur == l { // ended without a cut: the host closed or forgot the thread
+				t.mu.Unlock()
+				return nil, ErrClosed
+			}
+			continue
+		}
+		if t.running && t.cur.Run != t.runNo {
+			// The run is over (its last response ended) and returns now.
+			done := t.done
+			t.mu.Unlock()
+			<-done
+			t.mu.Lock()
+			continue
+		}
+		break
 	}
 	var fresh []IDMessage
 	for _, m := range in.Messages {

@@ -3,6 +3,8 @@ package ui_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -134,5 +136,36 @@ func TestForget(t *testing.T) {
 	}
 	if _, end := read(t, l); end.Kind != ui.EndAnswer || end.Answer.Text != "Hello." {
 		t.Fatalf("end %+v", end)
+	}
+}
+
+// Runs started back to back, as fast as the thread takes them, each get
+// a response of their own: nothing of the next run lands in the response
+// of the one before, whose end (the answer) is its last event.
+func TestBackToBackRuns(t *testing.T) {
+	ui.SetMarkDelay(2 * time.Millisecond) // a response's end is decided well before it is cut
+	t.Cleanup(func() { ui.SetMarkDelay(0) })
+	a := uitest.New(t)
+	th, _ := a.Host.Thread("b2b")
+	var logs []*ui.Log
+	for i := range 40 {
+		for {
+			l, err := th.Begin(user(fmt.Sprint("u", i), "hi"))
+			if errors.Is(err, ui.ErrBusy) {
+				runtime.Gosched()
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs = append(logs, l)
+			break
+		}
+	}
+	for i, l := range logs {
+		evs, end := read(t, l)
+		if end.Kind != ui.EndAnswer || evs[len(evs)-1].Type != "answer" || evs[0].Type != "turn_start" {
+			t.Fatalf("response %d (of run %d): %s ... %s, end %+v", i, l.Run, evs[0].Type, evs[len(evs)-1].Type, end)
+		}
 	}
 }
