@@ -371,3 +371,23 @@ func TestModelRetry(t *testing.T) {
 		t.Errorf("%d retries, text %q:\n%s", retries, text(evs), dump(evs))
 	}
 }
+
+// Tool groups are the shared state: a STATE_DELTA when reset_tools
+// switches one on, and the snapshot of the next run has it.
+func TestGroupsAsState(t *testing.T) {
+	_, url := serve(t)
+	evs := run(t, url, input("t6", "r1", user("u1", "groups")))
+	deltas := of(evs, "STATE_DELTA")
+	if len(deltas) != 1 || results(evs)["x_3"] != "extra!" {
+		t.Fatalf("state deltas %v, results %v\n%s", deltas, results(evs), dump(evs))
+	}
+	op := deltas[0]["delta"].([]any)[0].(map[string]any)
+	if op["op"] != "add" || op["path"] != "/groups" || fmt.Sprint(op["value"].(map[string]any)["active"]) != "[extras]" {
+		t.Errorf("the patch %v", op)
+	}
+	next := run(t, url, input("t6", "r2", user("u1", "groups"), user("u2", "hi")))
+	snap := of(next, "STATE_SNAPSHOT")[0]["snapshot"].(map[string]any)
+	if fmt.Sprint(snap["groups"].(map[string]any)["active"]) != "[extras]" {
+		t.Errorf("the next run's snapshot %v", snap)
+	}
+}

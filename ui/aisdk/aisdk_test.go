@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -428,5 +429,18 @@ func TestResumeLargeResult(t *testing.T) {
 	}
 	if len(got.preliminary) != 1 || text(cs) != "Done." {
 		t.Errorf("%d preliminary outputs, text %q", len(got.preliminary), text(cs))
+	}
+}
+
+// Tool groups are a data part the message keeps (id "groups").
+func TestGroupsAsData(t *testing.T) {
+	_, url := serve(t)
+	cs := post(t, url, chunk{"id": "chat7", "messages": []any{userMsg("u1", "groups")}}).all()
+	g := last(cs, "data-toolstream-groups")
+	if g == nil || g["id"] != "groups" || g["transient"] != nil || fmt.Sprint(g["data"].(map[string]any)["active"]) != "[extras]" {
+		t.Errorf("groups part %v\n%s", g, dump(cs))
+	}
+	if tools(cs)["x_3"].output != "extra!" {
+		t.Errorf("extra: %+v", tools(cs)["x_3"])
 	}
 }

@@ -152,14 +152,17 @@ func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Threa
 	tr.finish(end)
 	out.done()
 	out.flush()
-	if out.err == nil {
-		log.Delivered()
+	if out.err == nil && ctx.Err() == nil {
+		log.Delivered() // as far as the server can tell
 	}
 }
 
 // readLog hands the response's events to fn until its end.
 func readLog(ctx context.Context, log *ui.Log, fn func(*events.Event)) (*ui.End, error) {
 	for i := 0; ; {
+		if err := ctx.Err(); err != nil {
+			return nil, err // the client went: the response stays undelivered
+		}
 		evs, end, err := log.Next(ctx, i)
 		if err != nil {
 			return nil, err

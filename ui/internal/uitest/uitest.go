@@ -21,6 +21,7 @@ import (
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/stream"
@@ -48,7 +49,15 @@ func New(t testing.TB) *Agent {
 	if err := Register(tk, gate); err != nil {
 		t.Fatal(err)
 	}
-	perms := interceptors.NewPermissions(interceptors.WithApprovalTimeout(time.Minute))
+	gm, err := groups.Install(tk)
+	if err == nil {
+		err = gm.Add(groups.Group{Name: "extras", Description: "More tools.", Tools: []string{"extra"}})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	perms := interceptors.NewPermissions(interceptors.WithApprovalTimeout(time.Minute),
+		interceptors.WithRules(interceptors.Rule{Tool: groups.MetaTool, Decision: interceptors.Allow}))
 	if err := tk.Use(perms.Interceptor(), Replace()); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +110,8 @@ func Register(tk *toolkit.Toolkit, gate <-chan struct{}) error {
 			func(ctx context.Context, _ none) (string, error) {
 				return "", stream.From(ctx).Part(events.Part{Type: events.PartJSON, JSON: BigJSON()})
 			})),
+		tk.Add(toolkit.MustTool(toolkit.Spec{Name: "extra", Description: "In the extras group.", ReadOnly: true},
+			func(ctx context.Context, _ none) (string, error) { return "extra!", nil })),
 		tk.Add(toolkit.MustTool(toolkit.Spec{Name: "ask", Description: "Changes things; runs beside others.", ConcurrencySafe: true},
 			func(ctx context.Context, _ none) (string, error) { return "asked", nil })),
 		tk.Add(toolkit.MustTool(toolkit.Spec{Name: "write_note", Description: "Saves a note."},
@@ -127,6 +138,8 @@ func Replace() toolkit.Interceptor {
 //   - "note": calls write_note twice, then answers.
 //   - "gate": says "Waiting." and calls gate, then answers.
 //   - "big": calls big, then answers.
+//   - "groups": switches the extras group on (reset_tools), calls extra
+//     (in it), then answers.
 //   - "both": calls count and ask (which needs approval) in one stage.
 //   - "retry": the first attempt says "Oops " and fails (retryable); the
 //     retry answers "Hello.".
@@ -168,6 +181,10 @@ func Model() agent.Model {
 			return &agent.Reply{Calls: calls(call(id("c3"), "flaky", `{}`), call(id("c4"), "write_note", `{"text":"hi"}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "note" && turn == 0:
 			return &agent.Reply{Calls: calls(call(id("n1"), "write_note", `{"text":"a"}`), call(id("n2"), "write_note", `{"text":"b"}`)), Finish: agent.FinishToolCalls}, nil
+		case task == "groups" && turn == 0:
+			return &agent.Reply{Calls: calls(call(id("r"), "reset_tools", `{"extras":true}`)), Finish: agent.FinishToolCalls}, nil
+		case task == "groups" && turn == 1:
+			return &agent.Reply{Calls: calls(call(id("x"), "extra", `{}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "big" && turn == 0:
 			return &agent.Reply{Calls: calls(call(id("big"), "big", `{}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "both" && turn == 0:
