@@ -86,6 +86,15 @@ const assistantText = (agent) => agent.messages.filter((m) => m.role === "assist
   check(toolText(agent, "c4_4") === undefined && agent.pendingInterrupts.length === 0, "move on: the interrupted call is gone");
 }
 
+// Tool groups are the agent's state (STATE_SNAPSHOT, STATE_DELTA as JSON Patch).
+{
+  const agent = new HttpAgent({ url, threadId: "node-groups" });
+  agent.addMessage({ id: "u1", role: "user", content: "groups" });
+  await run(agent, { runId: "r1" });
+  check(JSON.stringify(agent.state.groups?.active) === '["extras"]', "groups: the state has the active groups", agent.state);
+  check(toolText(agent, "x_3") === "extra!", "groups: the group's tool ran", toolText(agent, "x_3"));
+}
+
 // A model retry: the verifier accepts the closed first attempt, and a
 // CUSTOM event says the words before it are void.
 {

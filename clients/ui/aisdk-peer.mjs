@@ -78,6 +78,13 @@ const user = (id, t) => ({ id, role: "user", parts: [{ type: "text", text: t }] 
   check(part(after, "n2_1")?.state === "approval-requested", "note: the second call waits", part(after, "n2_1"));
 }
 
+// Tool groups: a data part the message keeps.
+{
+  const msg = (await send("node-groups", [user("u1", "groups")])).at(-1);
+  const groups = msg.parts.filter((p) => p.type === "data-toolstream-groups");
+  check(groups.length === 1 && JSON.stringify(groups[0].data.active) === '["extras"]', "groups: one data part with the active groups", groups);
+}
+
 // A model retry: reset-step takes back the failed attempt's words.
 {
   const msg = (await send("node-retry", [user("u1", "retry")])).at(-1);
