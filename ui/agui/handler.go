@@ -102,6 +102,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for _, ev := range evs {
 			tr.event(ev)
 		}
+		if out.err != nil || r.Context().Err() != nil {
+			t.Cancel() // the client went (see above)
+			return
+		}
 		i += len(evs)
 		if end != nil {
 			tr.finish(end)
