@@ -430,7 +430,9 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if err != nil {
 			return err
 		}
-		srv, err := serveWeb(cfg.listen, &webApp{bus: bus, tk: tk, desk: desk, session: sess.ID(), model: modelName(model), mcp: mcpSrv.Handler(nil), elicit: elicit})
+		uiProtos := newUIProtocols(tk, bus, perms, model, cfg.maxTurns)
+		defer uiProtos.Close()
+		srv, err := serveWeb(cfg.listen, &webApp{bus: bus, tk: tk, desk: desk, session: sess.ID(), model: modelName(model), mcp: mcpSrv.Handler(nil), elicit: elicit, ui: uiProtos})
 		if err != nil {
 			mcpSrv.Close()
 			return err

@@ -33,6 +33,7 @@ type webApp struct {
 	model   string
 	mcp     http.Handler            // the toolkit over MCP (streamable HTTP), or nil
 	elicit  *mcpbridge.Elicitations // MCP servers' requests for the user's input, or nil
+	ui      *uiProtocols            // AG-UI and the AI SDK's UI message stream, or nil
 }
 
 func (a *webApp) handler() http.Handler {
@@ -52,6 +53,9 @@ func (a *webApp) handler() http.Handler {
 	mux.HandleFunc("POST /api/approve", a.approve)
 	if a.mcp != nil {
 		mux.Handle("/mcp", a.mcp)
+	}
+	if a.ui != nil {
+		a.ui.mount(mux)
 	}
 	return securityHeaders(mux)
 }

@@ -1,0 +1,393 @@
+package agui_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/ui/agui"
+	"github.com/toolstream/toolstream/ui/internal/uitest"
+)
+
+func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
+
+type ev = map[string]any
+
+// serve starts the handler on the test agent.
+func serve(t *testing.T) (*uitest.Agent, string) {
+	t.Helper()
+	a := uitest.New(t)
+	srv := httptest.NewServer(agui.NewHandler(a.Host))
+	t.Cleanup(srv.Close)
+	return a, srv.URL
+}
+
+// run posts a RunAgentInput and reads the whole stream, checking it with
+// the rules of @ag-ui/client's verifier.
+func run(t *testing.T, url string, in map[string]any) []ev {
+	t.Helper()
+	body, _ := json.Marshal(in)
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	var out []ev
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			t.Fatalf("not a data line: %q", line)
+		}
+		var e ev
+		if err := json.Unmarshal([]byte(data), &e); err != nil {
+			t.Fatalf("frame %q: %v", data, err)
+		}
+		out = append(out, e)
+	}
+	if err := verify(out); err != nil {
+		t.Fatalf("%v\n%s", err, dump(out))
+	}
+	return out
+}
+
+// verify holds a run to the ordering rules of the official client's
+// verifier: RUN_STARTED first, nothing after RUN_FINISHED or RUN_ERROR,
+// ARGS and END only for a started call, no START of an open call, and no
+// RUN_FINISHED while a text message, a tool call or a step is open.
+func verify(evs []ev) error {
+	text, calls, steps := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for i, e := range evs {
+		typ, _ := e["type"].(string)
+		if i == 0 && typ != "RUN_STARTED" {
+			return fmt.Errorf("first event %s, not RUN_STARTED", typ)
+		}
+		if i > 0 {
+			if prev := evs[i-1]["type"]; prev == "RUN_FINISHED" || prev == "RUN_ERROR" {
+				return fmt.Errorf("event %d (%s) after %s", i, typ, prev)
+			}
+		}
+		id, _ := e["toolCallId"].(string)
+		msg, _ := e["messageId"].(string)
+		step, _ := e["stepName"].(string)
+		switch typ {
+		case "RUN_STARTED":
+			if i != 0 {
+				return fmt.Errorf("RUN_STARTED at %d", i)
+			}
+		case "TEXT_MESSAGE_START":
+			if text[msg] {
+				return fmt.Errorf("text message %s started twice", msg)
+			}
+			text[msg] = true
+		case "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END":
+			if !text[msg] {
+				return fmt.Errorf("%s of text message %s not started", typ, msg)
+			}
+			if typ == "TEXT_MESSAGE_END" {
+				delete(text, msg)
+			}
+		case "TOOL_CALL_START":
+			if calls[id] {
+				return fmt.Errorf("tool call %s started while open", id)
+			}
+			calls[id] = true
+		case "TOOL_CALL_ARGS", "TOOL_CALL_END":
+			if !calls[id] {
+				return fmt.Errorf("%s of tool call %s not open", typ, id)
+			}
+			if typ == "TOOL_CALL_END" {
+				delete(calls, id)
+			}
+		case "STEP_STARTED":
+			if steps[step] {
+				return fmt.Errorf("step %q started twice", step)
+			}
+			steps[step] = true
+		case "STEP_FINISHED":
+			if !steps[step] {
+				return fmt.Errorf("step %q finished, not started", step)
+			}
+			delete(steps, step)
+		case "RUN_FINISHED":
+			if len(text)+len(calls)+len(steps) > 0 {
+				return fmt.Errorf("RUN_FINISHED with open text %v, calls %v, steps %v", text, calls, steps)
+			}
+		}
+	}
+	if n := len(evs); n == 0 || (evs[n-1]["type"] != "RUN_FINISHED" && evs[n-1]["type"] != "RUN_ERROR") {
+		return fmt.Errorf("the stream does not end with RUN_FINISHED or RUN_ERROR")
+	}
+	return nil
+}
+
+func dump(evs []ev) string {
+	var b strings.Builder
+	for _, e := range evs {
+		j, _ := json.Marshal(e)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func input(thread, runID string, msgs ...map[string]any) map[string]any {
+	if msgs == nil {
+		msgs = []map[string]any{}
+	}
+	return map[string]any{"threadId": thread, "runId": runID, "messages": msgs, "tools": []any{}, "context": []any{}, "state": map[string]any{}, "forwardedProps": map[string]any{}}
+}
+
+func user(id, text string) map[string]any {
+	return map[string]any{"id": id, "role": "user", "content": text}
+}
+
+// of returns the events of a type.
+func of(evs []ev, typ string) []ev {
+	var out []ev
+	for _, e := range evs {
+		if e["type"] == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func text(evs []ev) string {
+	var b strings.Builder
+	for _, e := range of(evs, "TEXT_MESSAGE_CONTENT") {
+		b.WriteString(e["delta"].(string))
+	}
+	return b.String()
+}
+
+func results(evs []ev) map[string]string {
+	out := map[string]string{}
+	for _, e := range of(evs, "TOOL_CALL_RESULT") {
+		out[e["toolCallId"].(string)] = e["content"].(string)
+	}
+	return out
+}
+
+func TestTourWithApproval(t *testing.T) {
+	_, url := serve(t)
+	first := run(t, url, input("t1", "run-1", user("u1", "tour")))
+	if got := text(first); got != "Let me count." {
+		t.Errorf("text %q", got)
+	}
+	res := results(first)
+	if res["c1_1"] != "one two three" {
+		t.Errorf("count's result %q", res["c1_1"])
+	}
+	if !strings.Contains(res["c2_1"], "the disk is on fire") {
+		t.Errorf("broken's result %q", res["c2_1"])
+	}
+	if res["c3_4"] != "final" {
+		t.Errorf("flaky's result %q", res["c3_4"])
+	}
+	if _, ok := res["c4_4"]; ok {
+		t.Errorf("write_note has a result before its approval")
+	}
+	// Arguments stream as the model writes them: two pieces per call.
+	args := map[string]string{}
+	for _, e := range of(first, "TOOL_CALL_ARGS") {
+		args[e["toolCallId"].(string)] += e["delta"].(string)
+	}
+	if args["c4_4"] != `{"text":"hi"}` || len(of(first, "TOOL_CALL_ARGS")) != 8 {
+		t.Errorf("arguments %v in %d pieces", args, len(of(first, "TOOL_CALL_ARGS")))
+	}
+	// Progress and deltas are activity; flaky's reset is a snapshot.
+	var progress, resets int
+	for _, e := range of(first, "ACTIVITY_DELTA") {
+		for _, op := range e["patch"].([]any) {
+			if op.(map[string]any)["path"] == "/progress" {
+				progress++
+			}
+		}
+	}
+	for _, e := range of(first, "ACTIVITY_SNAPSHOT") {
+		if c := e["content"].(map[string]any); c["tool"] == "flaky" {
+			resets++ // its start, then its reset
+		}
+	}
+	if progress != 3 || resets != 2 {
+		t.Errorf("%d progress patches, %d reset snapshots\n%s", progress, resets, dump(first))
+	}
+	if n := len(of(first, "STEP_STARTED")); n != 2 {
+		t.Errorf("%d steps, want 2 (turns)", n)
+	}
+	last := first[len(first)-1]
+	outcome := last["outcome"].(map[string]any)
+	if last["type"] != "RUN_FINISHED" || outcome["type"] != "interrupt" {
+		t.Fatalf("the run ends with %v", last)
+	}
+	ints := outcome["interrupts"].([]any)
+	in := ints[0].(map[string]any)
+	if len(ints) != 1 || in["id"] != "c4_4" || in["toolCallId"] != "c4_4" || in["reason"] != "tool_call" || in["expiresAt"] == nil {
+		t.Fatalf("interrupts %v", ints)
+	}
+
+	// A run with nothing new hears of the pending interrupt again.
+	again := run(t, url, input("t1", "run-1b", user("u1", "tour")))
+	if o := again[len(again)-1]["outcome"].(map[string]any); o["type"] != "interrupt" || len(o["interrupts"].([]any)) != 1 || len(again) != 3 {
+		t.Errorf("a run with nothing new:\n%s", dump(again))
+	}
+
+	resume := input("t1", "run-2", user("u1", "tour"))
+	resume["resume"] = []any{map[string]any{"interruptId": "c4_4", "status": "resolved", "payload": map[string]any{"approved": true}}}
+	second := run(t, url, resume)
+	if got := results(second)["c4_4"]; got != "saved: hi" {
+		t.Errorf("write_note's result %q\n%s", got, dump(second))
+	}
+	if got := text(second); got != "Done." {
+		t.Errorf("text %q", got)
+	}
+	last = second[len(second)-1]
+	if last["type"] != "RUN_FINISHED" || last["outcome"].(map[string]any)["type"] != "success" {
+		t.Errorf("the run ends with %v", last)
+	}
+}
+
+func TestRejectAndApproveInTurn(t *testing.T) {
+	_, url := serve(t)
+	first := run(t, url, input("t2", "r1", user("u1", "note")))
+	ints := first[len(first)-1]["outcome"].(map[string]any)["interrupts"].([]any)
+	if len(ints) != 1 || ints[0].(map[string]any)["id"] != "n1_1" {
+		t.Fatalf("interrupts %v", ints)
+	}
+	// Cancelled: n1 is denied, then n2 asks in the same response.
+	in := input("t2", "r2", user("u1", "note"))
+	in["resume"] = []any{map[string]any{"interruptId": "n1_1", "status": "cancelled"}}
+	second := run(t, url, in)
+	if got := results(second)["n1_1"]; !strings.Contains(got, "rejected") {
+		t.Errorf("n1's result %q", got)
+	}
+	ints = second[len(second)-1]["outcome"].(map[string]any)["interrupts"].([]any)
+	if len(ints) != 1 || ints[0].(map[string]any)["id"] != "n2_1" {
+		t.Fatalf("interrupts %v\n%s", ints, dump(second))
+	}
+	in = input("t2", "r3", user("u1", "note"))
+	in["resume"] = []any{map[string]any{"interruptId": "n2_1", "status": "resolved", "payload": map[string]any{"approved": false, "reason": "not now"}}}
+	third := run(t, url, in)
+	if got := results(third)["n2_1"]; !strings.Contains(got, "not now") {
+		t.Errorf("n2's result %q", got)
+	}
+	if text(third) != "Done." {
+		t.Errorf("text %q", text(third))
+	}
+}
+
+// A new message instead of an answer ends the paused run; the thread goes
+// on with the new message.
+func TestNewMessageWhilePaused(t *testing.T) {
+	a, url := serve(t)
+	first := run(t, url, input("t3", "r1", user("u1", "tour")))
+	if first[len(first)-1]["outcome"].(map[string]any)["type"] != "interrupt" {
+		t.Fatal("not paused")
+	}
+	second := run(t, url, input("t3", "r2", user("u1", "tour"), user("u2", "hi")))
+	if text(second) != "Hello." || second[len(second)-1]["type"] != "RUN_FINISHED" {
+		t.Errorf("second run:\n%s", dump(second))
+	}
+	if p := a.Perms.Pending(""); len(p) != 0 {
+		t.Errorf("approvals still pending: %v", p)
+	}
+}
+
+func TestEmptyRun(t *testing.T) {
+	_, url := serve(t)
+	evs := run(t, url, input("t4", "r1"))
+	if len(evs) != 3 || evs[1]["type"] != "STATE_SNAPSHOT" {
+		t.Errorf("empty run:\n%s", dump(evs))
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	_, url := serve(t)
+	for _, c := range []struct {
+		method, body string
+		status       int
+		says         string
+	}{
+		{"GET", "", 405, "POST a RunAgentInput"},
+		{"POST", `{`, 400, "not a RunAgentInput"},
+		{"POST", `{"threadId":"t","messages":[]}`, 400, "threadId and runId are required"},
+		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"m","role":"robot"}]}`, 400, `unknown role "robot"`},
+		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"m","role":"user","content":[{"type":"image"}]}]}`, 400, `"image" parts are not supported`},
+		{"POST", `{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"x","status":"maybe"}]}`, 400, `status "maybe"`},
+		{"POST", `{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"x","status":"resolved","payload":{"approved":true,"args":[1]}}]}`, 400, "args must be a JSON object"},
+		{"POST", `{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"x","status":"resolved"}]}`, 409, "no call waits for approval"},
+	} {
+		req, _ := http.NewRequest(c.method, url, strings.NewReader(c.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Error string }
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		_ = json.Unmarshal(b, &body)
+		if resp.StatusCode != c.status || !strings.Contains(body.Error, c.says) {
+			t.Errorf("%s %s: %d %s, want %d saying %q", c.method, c.body, resp.StatusCode, b, c.status, c.says)
+		}
+	}
+}
+
+// A model retry: the first attempt's text message is closed, a CUSTOM
+// event says why, and the retry streams under a new message id.
+func TestModelRetry(t *testing.T) {
+	_, url := serve(t)
+	evs := run(t, url, input("t5", "r1", user("u1", "retry")))
+	var retries int
+	for _, e := range of(evs, "CUSTOM") {
+		if e["name"] == "toolstream.model_retry" {
+			retries++
+		}
+	}
+	starts := of(evs, "TEXT_MESSAGE_START")
+	if retries != 1 || len(starts) != 2 || starts[0]["messageId"] == starts[1]["messageId"] || text(evs) != "Oops Hello." {
+		t.Errorf("%d retries, text %q:\n%s", retries, text(evs), dump(evs))
+	}
+}
+
+// Tool groups are the shared state: a STATE_DELTA when reset_tools
+// switches one on, and the snapshot of the next run has it.
+func TestGroupsAsState(t *testing.T) {
+	_, url := serve(t)
+	evs := run(t, url, input("t6", "r1", user("u1", "groups")))
+	deltas := of(evs, "STATE_DELTA")
+	if len(deltas) != 1 || results(evs)["x_3"] != "extra!" {
+		t.Fatalf("state deltas %v, results %v\n%s", deltas, results(evs), dump(evs))
+	}
+	op := deltas[0]["delta"].([]any)[0].(map[string]any)
+	if op["op"] != "add" || op["path"] != "/groups" || fmt.Sprint(op["value"].(map[string]any)["active"]) != "[extras]" {
+		t.Errorf("the patch %v", op)
+	}
+	next := run(t, url, input("t6", "r2", user("u1", "groups"), user("u2", "hi")))
+	snap := of(next, "STATE_SNAPSHOT")[0]["snapshot"].(map[string]any)
+	if fmt.Sprint(snap["groups"].(map[string]any)["active"]) != "[extras]" {
+		t.Errorf("the next run's snapshot %v", snap)
+	}
+}

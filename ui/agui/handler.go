@@ -1,0 +1,165 @@
+// Package agui serves a toolstream agent to AG-UI clients (CopilotKit,
+// @ag-ui/client's HttpAgent): an http.Handler that takes a RunAgentInput,
+// runs the agent loop for the thread and streams AG-UI events as
+// Server-Sent Events (data: <json> frames).
+//
+// Each AG-UI run is one response of a ui.Thread: the model's turns are
+// steps, its words text messages, its calls tool calls whose arguments
+// stream as the model writes them; a call's progress and streamed result
+// are an activity message; tool groups and skills are the shared state; a
+// call that waits for approval ends the run with an interrupt, and the
+// next run's resume entries answer it. docs/ui-protocols.md has the
+// mapping and what AG-UI cannot express.
+package agui
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/ui"
+)
+
+// Handler serves AG-UI runs on a ui.Host.
+type Handler struct {
+	host *ui.Host
+}
+
+// NewHandler returns a handler running the host's agent. Mount it where
+// the front end posts its runs (HttpAgent's url).
+func NewHandler(h *ui.Host) *Handler { return &Handler{host: h} }
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		httpError(w, http.StatusMethodNotAllowed, "POST a RunAgentInput (JSON) with Accept: text/event-stream")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("reading the body: %v (at most %d bytes)", err, MaxBody))
+		return
+	}
+	in, err := ParseRunAgentInput(body)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	t, err := h.host.Thread(in.ThreadID)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	log, err := t.Begin(in.input())
+	switch {
+	case errors.Is(err, ui.ErrNothingToRun):
+		log = nil // an empty run: started and finished
+	case errors.Is(err, ui.ErrBusy):
+		httpError(w, http.StatusConflict, err.Error())
+		return
+	case errors.Is(err, interceptors.ErrNotPending):
+		httpError(w, http.StatusConflict, err.Error())
+		return
+	case err != nil:
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	out := newWriter(w)
+	tr := newTranslator(out, in.ThreadID, in.RunID)
+	started := map[string]any{"type": "RUN_STARTED", "threadId": in.ThreadID, "runId": in.RunID}
+	if in.ParentRunID != "" {
+		started["parentRunId"] = in.ParentRunID
+	}
+	out.event(started)
+	out.event(map[string]any{"type": "STATE_SNAPSHOT", "snapshot": t.State()})
+	if log == nil {
+		// Nothing to run: the thread's pending interrupts again, if it
+		// waits for answers (a client that lost them), else a success.
+		if waiting := t.Paused(); len(waiting) > 0 {
+			tr.finish(&ui.End{Kind: ui.EndPaused, Approvals: waiting})
+		} else {
+			out.event(map[string]any{"type": "RUN_FINISHED", "threadId": in.ThreadID, "runId": in.RunID, "outcome": map[string]any{"type": "success"}})
+		}
+		out.flush()
+		return
+	}
+	for i := 0; ; {
+		evs, end, err := log.Next(r.Context(), i)
+		if err != nil {
+			// The client went: AG-UI has no resume of a stream, so the run stops.
+			t.Cancel()
+			return
+		}
+		for _, ev := range evs {
+			tr.event(ev)
+		}
+		if out.err != nil || r.Context().Err() != nil {
+			t.Cancel() // the client went (see above)
+			return
+		}
+		i += len(evs)
+		if end != nil {
+			tr.finish(end)
+			out.flush()
+			return
+		}
+		out.flush()
+	}
+}
+
+// writer writes data: frames.
+type writer struct {
+	w   io.Writer
+	f   http.Flusher
+	buf []byte
+	err error
+}
+
+func newWriter(w http.ResponseWriter) *writer {
+	f, _ := w.(http.Flusher)
+	return &writer{w: w, f: f}
+}
+
+func (o *writer) event(v any) {
+	if o.err != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Every value here is built from decoded JSON: say so rather than drop it.
+		b, _ = json.Marshal(map[string]any{"type": "RAW", "event": map[string]string{"error": err.Error()}})
+	}
+	o.buf = append(o.buf[:0], "data: "...)
+	o.buf = append(o.buf, b...)
+	o.buf = append(o.buf, "\n\n"...)
+	_, o.err = o.w.Write(o.buf)
+}
+
+func (o *writer) flush() {
+	if o.f != nil && o.err == nil {
+		o.f.Flush()
+	}
+}
+
+func httpError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// expiresAt formats an approval's deadline for an interrupt.
+func expiresAt(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}

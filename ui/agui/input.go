@@ -1,0 +1,183 @@
+package agui
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/ui"
+)
+
+// RunAgentInput is the body of an AG-UI run request (the fields
+// toolstream reads; the others are accepted and ignored).
+type RunAgentInput struct {
+	ThreadID       string          `json:"threadId"`
+	RunID          string          `json:"runId"`
+	ParentRunID    string          `json:"parentRunId,omitempty"`
+	State          json.RawMessage `json:"state,omitempty"`
+	Messages       []Message       `json:"messages"`
+	Tools          []Tool          `json:"tools,omitempty"`
+	Context        json.RawMessage `json:"context,omitempty"`
+	ForwardedProps json.RawMessage `json:"forwardedProps,omitempty"`
+	Resume         []ResumeEntry   `json:"resume,omitempty"`
+}
+
+// Message is one message of RunAgentInput. Content is a string, or for
+// user messages an array of parts.
+type Message struct {
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content,omitempty"`
+}
+
+// Tool is a tool the front end offers (frontend tools are not run by
+// toolstream: see docs/ui-protocols.md).
+type Tool struct {
+	Name string `json:"name"`
+}
+
+// ResumeEntry answers one interrupt of the previous run.
+type ResumeEntry struct {
+	InterruptID string          `json:"interruptId"`
+	Status      string          `json:"status"` // resolved or cancelled
+	Payload     json.RawMessage `json:"payload,omitempty"`
+}
+
+// ApprovalPayload is the payload of a resolved approval interrupt (its
+// responseSchema says so). Without a payload a resolved interrupt
+// approves.
+type ApprovalPayload struct {
+	Approved bool            `json:"approved"`
+	Reason   string          `json:"reason,omitempty"`
+	Args     json.RawMessage `json:"args,omitempty"`
+}
+
+// MaxBody bounds a request body.
+const MaxBody = 4 << 20
+
+// ParseRunAgentInput reads and checks a RunAgentInput. Its errors say
+// what is wrong in words a client developer can act on.
+func ParseRunAgentInput(data []byte) (*RunAgentInput, error) {
+	var in RunAgentInput
+	if err := json.Unmarshal(data, &in); err != nil {
+		return nil, fmt.Errorf("agui: the body is not a RunAgentInput: %w", err)
+	}
+	if in.ThreadID == "" || in.RunID == "" {
+		return nil, errors.New("agui: threadId and runId are required")
+	}
+	if !utf8.ValidString(in.ThreadID) || !utf8.ValidString(in.RunID) {
+		return nil, errors.New("agui: threadId and runId must be UTF-8")
+	}
+	for i, m := range in.Messages {
+		switch m.Role {
+		case "user", "assistant", "system", "developer", "tool", "activity", "reasoning":
+		default:
+			return nil, fmt.Errorf("agui: messages[%d]: unknown role %q", i, m.Role)
+		}
+		if m.ID == "" {
+			return nil, fmt.Errorf("agui: messages[%d]: an id is required", i)
+		}
+		if m.Role == "user" {
+			if _, err := userText(m.Content); err != nil {
+				return nil, fmt.Errorf("agui: messages[%d] (user): %w", i, err)
+			}
+		}
+	}
+	for i, r := range in.Resume {
+		if r.InterruptID == "" {
+			return nil, fmt.Errorf("agui: resume[%d]: interruptId is required", i)
+		}
+		switch r.Status {
+		case "resolved":
+			if _, err := approvalPayload(r.Payload); err != nil {
+				return nil, fmt.Errorf("agui: resume[%d]: %w", i, err)
+			}
+		case "cancelled":
+		default:
+			return nil, fmt.Errorf("agui: resume[%d]: status %q: want resolved or cancelled", i, r.Status)
+		}
+	}
+	return &in, nil
+}
+
+// userText is a user message's text: a string, or the text parts of an
+// array joined. Other parts (images, files) are refused rather than
+// dropped.
+func userText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] == '"' {
+		var s string
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return "", err
+			}
+		}
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("content must be a string or an array of parts")
+	}
+	var b strings.Builder
+	for j, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("content[%d]: %q parts are not supported (text only)", j, p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+func approvalPayload(raw json.RawMessage) (ApprovalPayload, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ApprovalPayload{Approved: true}, nil
+	}
+	var p ApprovalPayload
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return p, fmt.Errorf("payload: want {\"approved\":bool,\"reason\"?:string,\"args\"?:object}: %w", err)
+	}
+	if len(p.Args) > 0 && string(p.Args) != "null" {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(p.Args, &obj); err != nil {
+			return p, errors.New("payload: args must be a JSON object")
+		}
+	} else {
+		p.Args = nil
+	}
+	return p, nil
+}
+
+// input turns the request into what the thread takes: the user messages
+// (the thread skips those it has seen) and the answers to interrupts
+// (whose ids are the calls' ids).
+func (in *RunAgentInput) input() ui.Input {
+	var out ui.Input
+	for _, m := range in.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		text, _ := userText(m.Content)
+		out.Messages = append(out.Messages, ui.IDMessage{ID: m.ID, Message: agent.UserText(text)})
+	}
+	for _, r := range in.Resume {
+		a := ui.Answer{Call: r.InterruptID}
+		if r.Status == "cancelled" {
+			a.Reason = "the user cancelled the request"
+		} else {
+			p, _ := approvalPayload(r.Payload)
+			a.Approve, a.Reason, a.Args = p.Approved, p.Reason, p.Args
+		}
+		out.Answers = append(out.Answers, a)
+	}
+	return out
+}

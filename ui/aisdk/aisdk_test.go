@@ -1,0 +1,446 @@
+package aisdk_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/ui/aisdk"
+	"github.com/toolstream/toolstream/ui/internal/uitest"
+)
+
+func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
+
+type chunk = map[string]any
+
+func serve(t *testing.T, opts ...func(*uitest.Agent) []aisdk.Option) (*uitest.Agent, string) {
+	t.Helper()
+	a := uitest.New(t)
+	var o []aisdk.Option
+	for _, f := range opts {
+		o = append(o, f(a)...)
+	}
+	h := aisdk.NewHandler(a.Host, o...)
+	mux := http.NewServeMux()
+	mux.Handle("POST /api/chat", h)
+	mux.Handle("GET /api/chat/{id}/stream", h)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return a, srv.URL
+}
+
+func withReplay(a *uitest.Agent) []aisdk.Option { return []aisdk.Option{aisdk.WithReplay(a.Bus)} }
+
+// stream reads a UI message stream: its chunks, checked to end with
+// [DONE] after a finish.
+type stream struct {
+	t    *testing.T
+	resp *http.Response
+	sc   *bufio.Scanner
+	got  []chunk
+	done bool
+}
+
+func open(t *testing.T, resp *http.Response) *stream {
+	t.Helper()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if resp.Header.Get("X-Vercel-AI-UI-Message-Stream") != "v1" || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("headers %v", resp.Header)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 8<<20)
+	t.Cleanup(func() { resp.Body.Close() })
+	return &stream{t: t, resp: resp, sc: sc}
+}
+
+// next returns the next chunk, or nil after [DONE].
+func (s *stream) next() chunk {
+	s.t.Helper()
+	for s.sc.Scan() {
+		line := s.sc.Text()
+		if line == "" {
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			s.t.Fatalf("not a data line: %q", line)
+		}
+		if data == "[DONE]" {
+			s.done = true
+			for s.sc.Scan() {
+				if s.sc.Text() != "" {
+					s.t.Fatalf("%q after [DONE]", s.sc.Text())
+				}
+			}
+			return nil
+		}
+		var c chunk
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			s.t.Fatalf("%q: %v", data, err)
+		}
+		s.got = append(s.got, c)
+		return c
+	}
+	s.t.Fatalf("the stream ended without [DONE] after %d chunks: %v", len(s.got), s.sc.Err())
+	return nil
+}
+
+func (s *stream) all() []chunk {
+	s.t.Helper()
+	for s.next() != nil {
+	}
+	if n := len(s.got); n == 0 || s.got[0]["type"] != "start" || s.got[n-1]["type"] != "finish" {
+		s.t.Fatalf("want start ... finish:\n%s", dump(s.got))
+	}
+	return s.got
+}
+
+func post(t *testing.T, url string, body any) *stream {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(url+"/api/chat", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return open(t, resp)
+}
+
+func dump(cs []chunk) string {
+	var b strings.Builder
+	for _, c := range cs {
+		j, _ := json.Marshal(c)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func userMsg(id, text string) chunk {
+	return chunk{"id": id, "role": "user", "parts": []any{chunk{"type": "text", "text": text}}}
+}
+
+// tool is what a UI shows of one tool part at the end of a stream: its
+// state, its output and the preliminary outputs it showed.
+type tool struct {
+	state, errorText string
+	output           any
+	preliminary      []any
+}
+
+func tools(cs []chunk) map[string]*tool {
+	out := map[string]*tool{}
+	for _, c := range cs {
+		id, _ := c["toolCallId"].(string)
+		if id == "" {
+			continue
+		}
+		tl := out[id]
+		if tl == nil {
+			tl = &tool{}
+			out[id] = tl
+		}
+		switch c["type"] {
+		case "tool-input-start", "tool-input-delta":
+			tl.state = "input-streaming"
+		case "tool-input-available":
+			tl.state = "input-available"
+		case "tool-approval-request":
+			tl.state = "approval-requested"
+		case "tool-output-available":
+			tl.state, tl.output = "output-available", c["output"]
+			if c["preliminary"] == true {
+				tl.preliminary = append(tl.preliminary, c["output"])
+				tl.state = "preliminary"
+			}
+		case "tool-output-error":
+			tl.state, tl.errorText = "output-error", c["errorText"].(string)
+		case "tool-output-denied":
+			tl.state = "output-denied"
+		}
+	}
+	return out
+}
+
+func text(cs []chunk) string {
+	var b strings.Builder
+	for _, c := range cs {
+		if c["type"] == "text-delta" {
+			b.WriteString(c["delta"].(string))
+		}
+	}
+	return b.String()
+}
+
+func last(cs []chunk, typ string) chunk {
+	for i := len(cs) - 1; i >= 0; i-- {
+		if cs[i]["type"] == typ {
+			return cs[i]
+		}
+	}
+	return nil
+}
+
+func TestTourWithApproval(t *testing.T) {
+	_, url := serve(t)
+	first := post(t, url, chunk{"id": "chat1", "trigger": "submit-message", "messages": []any{userMsg("u1", "tour")}}).all()
+	if text(first) != "Let me count." {
+		t.Errorf("text %q", text(first))
+	}
+	tl := tools(first)
+	want := map[string]tool{
+		"c1_1": {state: "output-available", output: "one two three", preliminary: []any{"one ", "one two ", "one two three"}},
+		"c2_1": {state: "output-error", errorText: "the disk is on fire", output: "Error: the disk is on fire", preliminary: []any{"Error: the disk is on fire"}},
+		"c3_4": {state: "output-available", output: "final", preliminary: []any{"draft", "", "final"}},
+		"c4_4": {state: "approval-requested"},
+	}
+	for id, w := range want {
+		if got := tl[id]; got == nil || !reflect.DeepEqual(*got, w) {
+			t.Errorf("%s: %+v, want %+v", id, got, w)
+		}
+	}
+	if f := last(first, "finish"); f["finishReason"] != "tool-calls" {
+		t.Errorf("finish %v", f)
+	}
+	var progress int
+	for _, c := range first {
+		if c["type"] == "data-toolstream-progress" && c["transient"] == true {
+			progress++
+		}
+	}
+	if progress != 3 {
+		t.Errorf("%d progress parts", progress)
+	}
+	msgID := first[0]["messageId"]
+
+	assistant := chunk{"id": msgID, "role": "assistant", "parts": []any{
+		chunk{"type": "dynamic-tool", "toolName": "write_note", "toolCallId": "c4_4", "state": "approval-responded",
+			"input": chunk{"text": "hi"}, "approval": chunk{"id": "c4_4", "approved": true}},
+	}}
+	second := post(t, url, chunk{"id": "chat1", "trigger": "submit-message", "messages": []any{userMsg("u1", "tour"), assistant}}).all()
+	if second[0]["messageId"] != msgID {
+		t.Errorf("the continuation is message %v, not %v", second[0]["messageId"], msgID)
+	}
+	if got := tools(second)["c4_4"]; got == nil || got.output != "saved: hi" {
+		t.Errorf("write_note: %+v\n%s", got, dump(second))
+	}
+	if text(second) != "Done." || last(second, "finish")["finishReason"] != "stop" {
+		t.Errorf("second response:\n%s", dump(second))
+	}
+}
+
+func TestDenial(t *testing.T) {
+	_, url := serve(t)
+	first := post(t, url, chunk{"id": "chat2", "messages": []any{userMsg("u1", "note")}}).all()
+	if tools(first)["n1_1"].state != "approval-requested" {
+		t.Fatalf("n1: %+v", tools(first)["n1_1"])
+	}
+	assistant := chunk{"id": first[0]["messageId"], "role": "assistant", "parts": []any{
+		chunk{"type": "dynamic-tool", "toolName": "write_note", "toolCallId": "n1_1", "state": "approval-responded",
+			"approval": chunk{"id": "n1_1", "approved": false, "reason": "no"}},
+	}}
+	second := post(t, url, chunk{"id": "chat2", "messages": []any{userMsg("u1", "note"), assistant}}).all()
+	tl := tools(second)
+	if tl["n1_1"].state != "output-denied" || tl["n2_1"].state != "approval-requested" {
+		t.Errorf("n1 %+v, n2 %+v\n%s", tl["n1_1"], tl["n2_1"], dump(second))
+	}
+}
+
+// A reload resumes the response in progress: the resumed stream is the
+// live one from its start, read back from the durable stream (or from
+// memory without it).
+func TestResume(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []func(*uitest.Agent) []aisdk.Option
+	}{{"durable stream", []func(*uitest.Agent) []aisdk.Option{withReplay}}, {"memory", nil}} {
+		t.Run(c.name, func(t *testing.T) {
+			a, url := serve(t, c.opts...)
+			resp, err := http.Get(url + "/api/chat/chat3/stream")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("resume of an unknown chat: %d", resp.StatusCode)
+			}
+			live := post(t, url, chunk{"id": "chat3", "messages": []any{userMsg("u1", "gate")}})
+			for c := live.next(); c["type"] != "tool-input-available"; c = live.next() {
+			}
+			resp, err = http.Get(url + "/api/chat/chat3/stream")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resumed := open(t, resp)
+			resumed.next() // the resume is under way before the gate opens
+			close(a.Gate)
+			l, r := live.all(), resumed.all()
+			if !reflect.DeepEqual(l, r) {
+				t.Errorf("live:\n%s\nresumed:\n%s", dump(l), dump(r))
+			}
+			if tools(r)["g_1"].output != "opened" || text(r) != "Waiting.Done." {
+				t.Errorf("resumed:\n%s", dump(r))
+			}
+			resp, err = http.Get(url + "/api/chat/chat3/stream")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				t.Errorf("resume after the end: %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	_, url := serve(t)
+	for _, c := range []struct {
+		body   string
+		status int
+		says   string
+	}{
+		{`{`, 400, "not a useChat request"},
+		{`{"messages":[]}`, 400, "chat id (id) is required"},
+		{`{"id":"x","trigger":"regenerate-message","messages":[]}`, 400, "regenerate-message is not supported"},
+		{`{"id":"x","messages":[{"id":"m","role":"robot","parts":[]}]}`, 400, `unknown role "robot"`},
+		{`{"id":"x","messages":[{"id":"m","role":"user","parts":[{"type":"file"}]}]}`, 400, `"file" parts are not supported`},
+		{`{"id":"x","messages":[]}`, 400, "nothing to run"},
+		{`{"id":"x","messages":[{"id":"a","role":"assistant","parts":[{"type":"dynamic-tool","toolCallId":"c","state":"approval-responded","approval":{"id":"c","approved":true}}]}]}`, 409, "no call waits for approval"},
+	} {
+		resp, err := http.Post(url+"/api/chat", "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Error string }
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || !strings.Contains(body.Error, c.says) {
+			t.Errorf("%s: %d %q, want %d saying %q", c.body, resp.StatusCode, body.Error, c.status, c.says)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodDelete, url+"/api/chat", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("DELETE: %d", resp.StatusCode)
+	}
+}
+
+// A model retry takes back the turn's parts (reset-step) and streams the
+// retry's.
+func TestModelRetry(t *testing.T) {
+	_, url := serve(t)
+	cs := post(t, url, chunk{"id": "chat4", "messages": []any{userMsg("u1", "retry")}}).all()
+	var types []string
+	for _, c := range cs {
+		types = append(types, c["type"].(string))
+	}
+	want := "start start-step text-start text-delta text-end reset-step text-start text-delta text-end finish-step finish"
+	if got := strings.Join(types, " "); got != want || text(cs) != "Oops Hello." {
+		t.Errorf("chunks %s, want %s\n%s", got, want, dump(cs))
+	}
+}
+
+// A client that leaves before the end gets the response on its reload,
+// once, even when the run paused meanwhile: the approval request is not
+// lost.
+func TestResumeAfterTheClientLeft(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []func(*uitest.Agent) []aisdk.Option
+	}{{"durable stream", []func(*uitest.Agent) []aisdk.Option{withReplay}}, {"memory", nil}} {
+		t.Run(c.name, func(t *testing.T) {
+			a, url := serve(t, c.opts...)
+			live := post(t, url, chunk{"id": "chat5", "messages": []any{userMsg("u1", "tour")}})
+			live.next()
+			live.resp.Body.Close()
+			deadline := time.Now().Add(10 * time.Second)
+			for th := a.Host.Lookup("chat5"); th == nil || th.Paused() == nil; th = a.Host.Lookup("chat5") {
+				if time.Now().After(deadline) {
+					t.Fatal("the run did not pause")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			resp, err := http.Get(url + "/api/chat/chat5/stream")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs := open(t, resp).all()
+			if tools(cs)["c4_4"].state != "approval-requested" || last(cs, "finish")["finishReason"] != "tool-calls" || tools(cs)["c1_1"].output != "one two three" {
+				t.Errorf("resumed:\n%s", dump(cs))
+			}
+			resp, err = http.Get(url + "/api/chat/chat5/stream")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				t.Errorf("a second resume: %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// A result larger than a NATS message comes back whole from the durable
+// stream (in chunks there, reassembled here; the result event leaves its
+// content out).
+func TestResumeLargeResult(t *testing.T) {
+	a, url := serve(t, withReplay)
+	live := post(t, url, chunk{"id": "chat6", "messages": []any{userMsg("u1", "big")}})
+	live.next()
+	live.resp.Body.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for th := a.Host.Lookup("chat6"); th == nil || th.Streaming() != nil || th.Undelivered() == nil; th = a.Host.Lookup("chat6") {
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not end")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, err := http.Get(url + "/api/chat/chat6/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := open(t, resp).all()
+	got := tools(cs)["big_1"]
+	if got == nil || got.state != "output-available" {
+		t.Fatalf("big: %+v", got)
+	}
+	parts, _ := got.output.([]any)
+	want := map[string]any{}
+	_ = json.Unmarshal(uitest.BigJSON(), &want)
+	if len(parts) != 1 || !reflect.DeepEqual(parts[0].(map[string]any)["json"], want) {
+		t.Errorf("big's output is not its result (%d parts)", len(parts))
+	}
+	if len(got.preliminary) != 1 || text(cs) != "Done." {
+		t.Errorf("%d preliminary outputs, text %q", len(got.preliminary), text(cs))
+	}
+}
+
+// Tool groups are a data part the message keeps (id "groups").
+func TestGroupsAsData(t *testing.T) {
+	_, url := serve(t)
+	cs := post(t, url, chunk{"id": "chat7", "messages": []any{userMsg("u1", "groups")}}).all()
+	g := last(cs, "data-toolstream-groups")
+	if g == nil || g["id"] != "groups" || g["transient"] != nil || fmt.Sprint(g["data"].(map[string]any)["active"]) != "[extras]" {
+		t.Errorf("groups part %v\n%s", g, dump(cs))
+	}
+	if tools(cs)["x_3"].output != "extra!" {
+		t.Errorf("extra: %+v", tools(cs)["x_3"])
+	}
+}

@@ -1,0 +1,274 @@
+// Package aisdk serves a toolstream agent to the Vercel AI SDK's useChat:
+// an http.Handler that takes useChat's request (POST, the chat's
+// messages), runs the agent loop for the chat and streams the v1 UI
+// message stream (x-vercel-ai-ui-message-stream: v1, data: <json> frames,
+// data: [DONE]); and the resume route useChat calls after a reload
+// (GET <api>/<chat id>/stream), read back from the durable stream.
+//
+// Each response is one response of a ui.Thread: the model's turns are
+// steps, its words text parts, its calls dynamic tool parts whose input
+// streams as the model writes it; a running call's accumulated result is
+// a preliminary output (a reset sends the new accumulation); the result
+// is the final output, an error or a denial; a call waiting for approval
+// is an approval request, answered by the next request's
+// approval-responded tool part; progress, groups and skills are data
+// parts. docs/ui-protocols.md has the mapping and what the protocol
+// cannot express.
+package aisdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/ui"
+)
+
+// Handler serves useChat's requests and resumes on a ui.Host.
+type Handler struct {
+	host *ui.Host
+	bus  *natsbus.Bus
+}
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithReplay reads resumed streams back from the bus's durable stream
+// (natsbus.WithDurable; the toolkit must publish there). Without it a
+// resume reads the response kept in memory.
+func WithReplay(bus *natsbus.Bus) Option { return func(h *Handler) { h.bus = bus } }
+
+// NewHandler returns a handler running the host's agent. Mount it for
+// POST at useChat's api (default /api/chat) and for GET at
+// <api>/{id}/stream (the resume route); it serves both.
+func NewHandler(host *ui.Host, opts ...Option) *Handler {
+	h := &Handler{host: host}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost:
+		h.chat(w, r)
+	case http.MethodGet:
+		h.resume(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		httpError(w, http.StatusMethodNotAllowed, "POST useChat's request, or GET <api>/<chat id>/stream to resume")
+	}
+}
+
+func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("reading the body: %v (at most %d bytes)", err, MaxBody))
+		return
+	}
+	req, err := ParseChatRequest(body)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	t, err := h.host.Thread(req.ID)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	log, err := t.Begin(req.input())
+	switch {
+	case errors.Is(err, ui.ErrBusy), errors.Is(err, interceptors.ErrNotPending):
+		httpError(w, http.StatusConflict, err.Error())
+		return
+	case err != nil:
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	// The client may go: the run goes on, and a reload resumes it.
+	h.stream(w, r.Context(), t, log, func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) {
+		return readLog(ctx, log, fn)
+	})
+}
+
+// resume serves GET .../<id>/stream: the response in progress from its
+// start, or the last one if no client got all of it (it went before the
+// end), or 204 No Content when there is none.
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if id == "" {
+		rest, ok := strings.CutSuffix(strings.TrimSuffix(r.URL.Path, "/"), "/stream")
+		if !ok {
+			httpError(w, http.StatusNotFound, "resume at GET <api>/<chat id>/stream")
+			return
+		}
+		id = rest[strings.LastIndexByte(rest, '/')+1:]
+	}
+	t := h.host.Lookup(id)
+	var log *ui.Log
+	if t != nil {
+		log = t.Undelivered()
+	}
+	if log == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	read := func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) { return readLog(ctx, log, fn) }
+	if h.bus != nil {
+		read = func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) { return h.replay(ctx, t, log.N, fn) }
+	}
+	h.stream(w, r.Context(), t, log, read)
+}
+
+// stream writes one response.
+func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Thread, log *ui.Log,
+	read func(context.Context, func(*events.Event)) (*ui.End, error)) {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("Connection", "keep-alive")
+	hd.Set("X-Vercel-AI-UI-Message-Stream", "v1")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	out := newWriter(w)
+	tr := newTranslator(out, fmt.Sprintf("msg-%s-%d", t.Nonce(), log.Run), log.Run)
+	tr.begin()
+	end, err := read(ctx, func(ev *events.Event) {
+		tr.event(ev)
+		out.flush()
+	})
+	if err != nil {
+		return // the client went
+	}
+	tr.finish(end)
+	out.done()
+	out.flush()
+	if out.err == nil && ctx.Err() == nil {
+		log.Delivered() // as far as the server can tell
+	}
+}
+
+// readLog hands the response's events to fn until its end.
+func readLog(ctx context.Context, log *ui.Log, fn func(*events.Event)) (*ui.End, error) {
+	for i := 0; ; {
+		if err := ctx.Err(); err != nil {
+			return nil, err // the client went: the response stays undelivered
+		}
+		evs, end, err := log.Next(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range evs {
+			fn(ev)
+		}
+		i += len(evs)
+		if end != nil {
+			return end, nil
+		}
+	}
+}
+
+// replay reads response n of the thread back from the durable stream:
+// the session's events from the start, cut as the live thread cut them.
+func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*events.Event)) (*ui.End, error) {
+	var (
+		mu    sync.Mutex
+		queue []*events.Event
+		wake  = make(chan struct{}, 1)
+		rp    = t.NewReplayer()
+		end   *ui.End
+	)
+	stop, err := h.bus.Replay(ctx, h.bus.Subjects().Session(t.Session().ID()), 1, func(_ uint64, ev *events.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if end != nil {
+			return
+		}
+		keep, e := rp.Add(ev, n)
+		if keep {
+			queue = append(queue, ev)
+		}
+		if e != nil {
+			end = e
+		}
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("aisdk: resume from the durable stream: %w", err)
+	}
+	defer stop()
+	for {
+		mu.Lock()
+		evs, e := queue, end
+		queue = nil
+		mu.Unlock()
+		for _, ev := range evs {
+			fn(ev)
+		}
+		if e != nil {
+			return e, nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// writer writes data: frames.
+type writer struct {
+	w   io.Writer
+	f   http.Flusher
+	buf []byte
+	err error
+}
+
+func newWriter(w http.ResponseWriter) *writer {
+	f, _ := w.(http.Flusher)
+	return &writer{w: w, f: f}
+}
+
+func (o *writer) chunk(v any) {
+	if o.err != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"type": "error", "errorText": "toolstream: " + err.Error()})
+	}
+	o.buf = append(o.buf[:0], "data: "...)
+	o.buf = append(o.buf, b...)
+	o.buf = append(o.buf, "\n\n"...)
+	_, o.err = o.w.Write(o.buf)
+}
+
+func (o *writer) done() {
+	if o.err == nil {
+		_, o.err = io.WriteString(o.w, "data: [DONE]\n\n")
+	}
+}
+
+func (o *writer) flush() {
+	if o.f != nil && o.err == nil {
+		o.f.Flush()
+	}
+}
+
+func httpError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}

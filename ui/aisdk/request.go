@@ -1,0 +1,120 @@
+package aisdk
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/ui"
+)
+
+// ChatRequest is the body useChat's default transport posts: the chat's
+// id and its whole message list (the fields toolstream reads).
+type ChatRequest struct {
+	ID        string      `json:"id"`
+	Messages  []UIMessage `json:"messages"`
+	Trigger   string      `json:"trigger,omitempty"` // submit-message (regenerate-message is refused)
+	MessageID string      `json:"messageId,omitempty"`
+}
+
+// UIMessage is one message of the chat.
+type UIMessage struct {
+	ID    string   `json:"id"`
+	Role  string   `json:"role"`
+	Parts []UIPart `json:"parts"`
+}
+
+// UIPart is one part of a message: text, a tool part (type "dynamic-tool"
+// or "tool-<name>") with its state and approval, or another part
+// (ignored).
+type UIPart struct {
+	Type       string    `json:"type"`
+	Text       string    `json:"text,omitempty"`
+	ToolCallID string    `json:"toolCallId,omitempty"`
+	State      string    `json:"state,omitempty"`
+	Approval   *Approval `json:"approval,omitempty"`
+}
+
+// Approval is a tool part's approval: the request's id and, once the
+// person answered (state approval-responded), the answer.
+type Approval struct {
+	ID       string `json:"id"`
+	Approved *bool  `json:"approved,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// MaxBody bounds a request body.
+const MaxBody = 4 << 20
+
+// ParseChatRequest reads and checks a useChat request.
+func ParseChatRequest(data []byte) (*ChatRequest, error) {
+	var req ChatRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, fmt.Errorf("aisdk: the body is not a useChat request ({id, messages}): %w", err)
+	}
+	if req.ID == "" {
+		return nil, errors.New("aisdk: the chat id (id) is required")
+	}
+	switch req.Trigger {
+	case "", "submit-message":
+	case "regenerate-message":
+		return nil, errors.New("aisdk: regenerate-message is not supported: send a new message instead")
+	default:
+		return nil, fmt.Errorf("aisdk: unknown trigger %q", req.Trigger)
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case "user", "assistant", "system":
+		default:
+			return nil, fmt.Errorf("aisdk: messages[%d]: unknown role %q", i, m.Role)
+		}
+		if m.ID == "" {
+			return nil, fmt.Errorf("aisdk: messages[%d]: an id is required", i)
+		}
+		for j, p := range m.Parts {
+			if m.Role == "user" && p.Type != "text" && p.Type != "step-start" && !strings.HasPrefix(p.Type, "data-") {
+				return nil, fmt.Errorf("aisdk: messages[%d].parts[%d]: %q parts are not supported in user messages (text only)", i, j, p.Type)
+			}
+			if isTool(p.Type) && p.State == "approval-responded" {
+				if p.ToolCallID == "" || p.Approval == nil || p.Approval.Approved == nil {
+					return nil, fmt.Errorf("aisdk: messages[%d].parts[%d]: an approval-responded tool part needs toolCallId and approval.approved", i, j)
+				}
+			}
+		}
+	}
+	return &req, nil
+}
+
+func isTool(typ string) bool { return typ == "dynamic-tool" || strings.HasPrefix(typ, "tool-") }
+
+// input is what the request brings to the thread: its user messages (the
+// thread skips those it took before) and the answers of the last
+// assistant message's tool parts that were answered (approval-responded).
+func (req *ChatRequest) input() ui.Input {
+	var in ui.Input
+	lastAssistant := -1
+	for i, m := range req.Messages {
+		switch m.Role {
+		case "user":
+			var b strings.Builder
+			for _, p := range m.Parts {
+				if p.Type == "text" {
+					b.WriteString(p.Text)
+				}
+			}
+			in.Messages = append(in.Messages, ui.IDMessage{ID: m.ID, Message: agent.UserText(b.String())})
+		case "assistant":
+			lastAssistant = i
+		}
+	}
+	if lastAssistant >= 0 && lastAssistant == len(req.Messages)-1 {
+		for _, p := range req.Messages[lastAssistant].Parts {
+			if isTool(p.Type) && p.State == "approval-responded" && p.Approval != nil && p.Approval.Approved != nil {
+				in.Answers = append(in.Answers, ui.Answer{Call: p.ToolCallID, Approve: *p.Approval.Approved, Reason: p.Approval.Reason})
+			}
+		}
+	}
+	return in
+}

@@ -1,0 +1,230 @@
+package aisdk
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/ui"
+)
+
+// The data parts toolstream sends (each as data-<name>).
+const (
+	// DataProgress is a call's progress (transient: only onData sees it).
+	// Its id is the call's, so a stored one would replace the previous.
+	DataProgress = "toolstream-progress"
+	// DataGroups is the session's tool groups (id "groups": each replaces
+	// the one before in the message).
+	DataGroups = "toolstream-groups"
+	// DataSkills is the skills loaded (id "skills").
+	DataSkills = "toolstream-skills"
+)
+
+// Progress is the data of a DataProgress part.
+type Progress struct {
+	Call string `json:"call"`
+	Tool string `json:"tool"`
+	events.Progress
+}
+
+// translator turns one response's events into UI message chunks. It
+// reads nothing but the events, so a replay writes the same stream.
+type translator struct {
+	out       *writer
+	messageID string
+	run       int
+
+	step    bool
+	text    string // the open text part's id
+	turn    int
+	attempt int
+	started map[string]bool // tool parts begun in this response
+	content map[string]*events.Reassembler
+}
+
+func newTranslator(out *writer, messageID string, run int) *translator {
+	return &translator{out: out, messageID: messageID, run: run, started: map[string]bool{}, content: map[string]*events.Reassembler{}}
+}
+
+func (t *translator) begin() {
+	t.out.chunk(map[string]any{"type": "start", "messageId": t.messageID})
+}
+
+func (t *translator) event(ev *events.Event) {
+	switch ev.Type {
+	case agent.EventTurnStart:
+		var b agent.TurnStart
+		_ = json.Unmarshal(ev.Data, &b)
+		t.closeText()
+		if t.step {
+			t.out.chunk(map[string]any{"type": "finish-step"})
+		}
+		t.step, t.turn, t.attempt = true, b.Turn, 0
+		t.out.chunk(map[string]any{"type": "start-step"})
+	case agent.EventText:
+		var b agent.TextDelta
+		_ = json.Unmarshal(ev.Data, &b)
+		if b.Delta == "" {
+			return
+		}
+		if t.text == "" {
+			t.text = fmt.Sprintf("text-%d-%d-%d", t.run, t.turn, t.attempt)
+			t.out.chunk(map[string]any{"type": "text-start", "id": t.text})
+		}
+		t.out.chunk(map[string]any{"type": "text-delta", "id": t.text, "delta": b.Delta})
+	case agent.EventArgs:
+		var b agent.ArgsDelta
+		_ = json.Unmarshal(ev.Data, &b)
+		if b.Call == "" {
+			return
+		}
+		t.startTool(b.Call, b.Tool)
+		if b.Delta != "" {
+			t.out.chunk(map[string]any{"type": "tool-input-delta", "toolCallId": b.Call, "inputTextDelta": b.Delta})
+		}
+	case agent.EventRetry:
+		// What the turn streamed is void: reset-step takes it back.
+		t.closeText()
+		t.out.chunk(map[string]any{"type": "reset-step"})
+		t.attempt++
+		clear(t.started)
+	case agent.EventTurnEnd:
+		var b agent.TurnEnd
+		_ = json.Unmarshal(ev.Data, &b)
+		t.closeText()
+		for _, c := range b.Calls {
+			t.startTool(c.ID, c.Name)
+			var input any = string(c.Args) // not JSON: the toolkit tells the model, the UI shows the text
+			if json.Valid(c.Args) {
+				input = json.RawMessage(c.Args)
+			}
+			t.out.chunk(map[string]any{"type": "tool-input-available", "toolCallId": c.ID, "toolName": c.Name, "input": input, "dynamic": true})
+		}
+	case events.TypeProgress:
+		t.out.chunk(map[string]any{"type": "data-" + DataProgress, "id": "progress-" + ev.Call, "transient": true,
+			"data": Progress{Call: ev.Call, Tool: ev.Tool, Progress: *ev.Progress}})
+	case events.TypeDelta:
+		r := t.reassembler(ev.Call)
+		if r.Add(ev) != nil || r.Pending() {
+			return // a chunk of a part not whole yet (or a broken run of chunks: the result says it all)
+		}
+		t.out.chunk(map[string]any{"type": "tool-output-available", "toolCallId": ev.Call, "output": Output(r.Content()), "preliminary": true, "dynamic": true})
+	case interceptors.ApprovalEvent:
+		if ev.Call == "" {
+			t.data(ev)
+			return
+		}
+		var req interceptors.ApprovalRequest
+		if json.Unmarshal(ev.Data, &req) != nil || req.Status != "pending" {
+			return // the outcome shows in the call's result
+		}
+		c := map[string]any{"type": "tool-approval-request", "approvalId": ev.Call, "toolCallId": ev.Call}
+		if req.Reason != "" {
+			c["reason"] = req.Reason
+		}
+		t.out.chunk(c)
+	case events.TypeResult:
+		res := ev.Result
+		content := res.Content
+		if res.ContentOmitted {
+			content = t.reassembler(ev.Call).Content()
+		}
+		delete(t.content, ev.Call)
+		switch res.State {
+		case events.StateSuccess:
+			t.out.chunk(map[string]any{"type": "tool-output-available", "toolCallId": ev.Call, "output": Output(content), "dynamic": true})
+		case events.StateDenied:
+			t.out.chunk(map[string]any{"type": "tool-output-denied", "toolCallId": ev.Call})
+		default:
+			msg := res.Error
+			if msg == "" {
+				msg = string(res.State)
+			}
+			t.out.chunk(map[string]any{"type": "tool-output-error", "toolCallId": ev.Call, "errorText": msg, "dynamic": true})
+		}
+	case "groups", "skills":
+		if ev.Call != "" {
+			t.data(ev)
+			return
+		}
+		name := DataGroups
+		if ev.Type == "skills" {
+			name = DataSkills
+		}
+		t.out.chunk(map[string]any{"type": "data-" + name, "id": string(ev.Type), "data": ev.Data})
+	case events.TypeStart, events.TypeSuspend, agent.EventAnswer, agent.EventError, ui.MarkEvent:
+		// start and suspend show in the tool part's states; the run's end
+		// comes with the response's end (finish).
+	default:
+		t.data(ev)
+	}
+}
+
+// data passes an event the protocol has no part for as a transient
+// data-toolstream-<type> part holding the envelope.
+func (t *translator) data(ev *events.Event) {
+	t.out.chunk(map[string]any{"type": "data-toolstream-" + string(ev.Type), "transient": true, "data": ev})
+}
+
+func (t *translator) reassembler(call string) *events.Reassembler {
+	r := t.content[call]
+	if r == nil {
+		r = &events.Reassembler{}
+		t.content[call] = r
+	}
+	return r
+}
+
+func (t *translator) startTool(id, name string) {
+	if t.started[id] {
+		return
+	}
+	t.started[id] = true
+	t.out.chunk(map[string]any{"type": "tool-input-start", "toolCallId": id, "toolName": name, "dynamic": true})
+}
+
+func (t *translator) closeText() {
+	if t.text != "" {
+		t.out.chunk(map[string]any{"type": "text-end", "id": t.text})
+		t.text = ""
+	}
+}
+
+// finish ends the message as the response ended.
+func (t *translator) finish(end *ui.End) {
+	t.closeText()
+	if t.step {
+		t.out.chunk(map[string]any{"type": "finish-step"})
+		t.step = false
+	}
+	reason := "stop"
+	switch end.Kind {
+	case ui.EndPaused:
+		reason = "tool-calls" // the approvals wait: the next request answers them
+	case ui.EndError:
+		reason = "error"
+		msg := "the run failed"
+		if end.Error != nil {
+			msg = end.Error.Error
+		}
+		t.out.chunk(map[string]any{"type": "error", "errorText": msg})
+	}
+	t.out.chunk(map[string]any{"type": "finish", "finishReason": reason})
+}
+
+// Output renders model-visible content as a tool part's output: a string
+// when it is all text (the usual case), otherwise the parts as toolstream
+// writes them (docs/events.md).
+func Output(content []events.Part) any {
+	var text strings.Builder
+	for _, p := range content {
+		if p.Type != events.PartText {
+			return content
+		}
+		text.WriteString(p.Text)
+	}
+	return text.String()
+}

@@ -1,0 +1,5 @@
+package ui_test
+
+import "github.com/toolstream/toolstream/agent"
+
+func agentUser(text string) agent.Message { return agent.UserText(text) }

@@ -1,0 +1,601 @@
+package ui
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// Errors a request can meet; handlers turn them into HTTP statuses.
+var (
+	// ErrBusy: the thread is streaming a response; wait for its end.
+	ErrBusy = errors.New("ui: the thread is running and waits for no answer: wait for the response to end")
+	// ErrNothingToRun: the request brings no new user message and answers
+	// no approval.
+	ErrNothingToRun = errors.New("ui: nothing to run: the request has no new user message and answers no pending approval")
+	// ErrNoPermissions: answers came for approvals but the host has no
+	// interceptors.Permissions to give them to.
+	ErrNoPermissions = errors.New("ui: approvals were answered but the host was given no Permissions (WithPermissions)")
+	// ErrClosed: the host is closed.
+	ErrClosed = errors.New("ui: the host is closed")
+)
+
+// Host serves threads: each is a toolkit session and an
+// agent.Conversation kept between requests, with at most one run of the
+// loop going on in the background. A run that waits for people's
+// approvals ends the response (the protocol's interrupt or approval
+// request) and goes on when a later request answers. Handlers for the UI
+// protocols (packages ui/agui, ui/aisdk) sit on a Host.
+//
+// The host watches the toolkit through an inline observer that only
+// appends to per-thread buffers: it never blocks a tool.
+type Host struct {
+	tk     *toolkit.Toolkit
+	loop   *agent.Loop
+	perms  *interceptors.Permissions
+	system string
+	prefix string
+
+	ctx    context.Context // ends every run on Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	remove func()
+
+	mu      sync.RWMutex
+	threads map[string]*Thread // by session id
+	closed  bool
+}
+
+// Option configures a Host.
+type Option func(*Host)
+
+// WithPermissions gives the host the permissions interceptor the
+// toolkit uses, so that people's answers to approval requests reach it.
+func WithPermissions(p *interceptors.Permissions) Option { return func(h *Host) { h.perms = p } }
+
+// WithSystem sets the system prompt of new threads' conversations.
+func WithSystem(prompt string) Option { return func(h *Host) { h.system = prompt } }
+
+// WithSessionPrefix names the toolkit sessions of threads prefix+threadID
+// (default "ui-"), so that they never meet sessions of other origins.
+func WithSessionPrefix(prefix string) Option { return func(h *Host) { h.prefix = prefix } }
+
+// NewHost returns a host running loop on tk's sessions. Close it to end
+// the runs and detach it from the toolkit.
+func NewHost(tk *toolkit.Toolkit, loop *agent.Loop, opts ...Option) *Host {
+	h := &Host{tk: tk, loop: loop, prefix: "ui-", threads: map[string]*Thread{}}
+	for _, o := range opts {
+		o(h)
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.remove = tk.ObserveInline(h)
+	return h
+}
+
+// Toolkit returns the host's toolkit.
+func (h *Host) Toolkit() *toolkit.Toolkit { return h.tk }
+
+// Observe hands an event to its thread. It only appends to a buffer.
+func (h *Host) Observe(ev *events.Event) {
+	h.mu.RLock()
+	t := h.threads[ev.Session]
+	h.mu.RUnlock()
+	if t != nil {
+		t.add(ev)
+	}
+}
+
+// Close cancels every run, waits for them and detaches the host. Threads
+// and their sessions are closed.
+func (h *Host) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	threads := h.threads
+	h.mu.Unlock()
+	h.cancel()
+	h.remove() // the runs' last events have nobody to go to
+	h.wg.Wait()
+	for _, t := range threads {
+		t.sess.Close()
+		t.mu.Lock()
+		t.closeLog(&End{Kind: EndError, Error: &agent.RunError{Error: ErrClosed.Error(), Canceled: true}})
+		t.mu.Unlock()
+	}
+}
+
+// Thread returns the thread with id, creating it (and its session) when
+// it is new. Ids follow the session id rule (1 to 256 bytes of UTF-8
+// without control characters, with the prefix).
+func (h *Host) Thread(id string) (*Thread, error) {
+	if id == "" {
+		return nil, errors.New("ui: a thread id is required")
+	}
+	sid := h.prefix + id
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if t := h.threads[sid]; t != nil {
+		h.mu.Unlock()
+		return t, nil
+	}
+	sess, err := h.tk.Session(sid)
+	if err != nil {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("ui: thread %q: %w", id, err)
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	nonce := hex.EncodeToString(b[:])
+	t := &Thread{h: h, id: id, nonce: nonce, sess: sess, conv: &agent.Conversation{System: h.system},
+		tr: newTracker(nonce), seen: map[string]bool{}, state: map[string]json.RawMessage{}}
+	t.cur = newLog(1, 1)
+	h.threads[sid] = t
+	h.mu.Unlock()
+	// The first mark, outside every lock: the observers run inside Emit.
+	_ = sess.Emit(MarkEvent, Mark{Thread: nonce, Response: 1})
+	return t, nil
+}
+
+// Forget ends a thread: its run is cancelled and waited for, its session
+// closed and the host lets it go (a later request with the same id starts
+// a new conversation). Threads are kept until then: an application that
+// serves many calls Forget for those it is done with.
+func (h *Host) Forget(id string) {
+	h.mu.Lock()
+	t := h.threads[h.prefix+id]
+	delete(h.threads, h.prefix+id)
+	h.mu.Unlock()
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	cancel, done := t.cancel, t.done
+	t.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	t.sess.Close()
+	t.mu.Lock()
+	t.closeLog(&End{Kind: EndError, Error: &agent.RunError{Error: "ui: the thread was forgotten", Canceled: true}})
+	t.mu.Unlock()
+}
+
+// Lookup returns the thread with id, or nil when the host has none.
+func (h *Host) Lookup(id string) *Thread {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.threads[h.prefix+id]
+}
+
+// markDelay holds marks back in tests, to widen the window in which
+// requests meet a response whose end is decided but not yet cut.
+var markDelay time.Duration
+
+// Thread is one conversation served to a UI: a toolkit session, the
+// conversation and its responses.
+type Thread struct {
+	h     *Host
+	id    string
+	nonce string
+	sess  *toolkit.Session
+	conv  *agent.Conversation
+
+	mu      sync.Mutex
+	tr      *tracker
+	cur     *Log                       // the response the events go to now
+	last    *Log                       // the response before it
+	seen    map[string]bool            // message ids the thread took in
+	state   map[string]json.RawMessage // the last groups and skills events' bodies
+	running bool
+	runNo   int // the tracker's number of the run going on
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the current run returns
+}
+
+// ID returns the thread's id (without the session prefix).
+func (t *Thread) ID() string { return t.id }
+
+// State returns the thread's shared state for a UI: the body of the last
+// groups and skills session events, under "groups" and "skills".
+func (t *Thread) State() map[string]json.RawMessage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.state)
+}
+
+// Nonce returns the thread's random name in its marks (Mark.Thread).
+func (t *Thread) Nonce() string { return t.nonce }
+
+// Session returns the thread's toolkit session.
+func (t *Thread) Session() *toolkit.Session { return t.sess }
+
+// add takes one event of the thread's session (from the observer).
+func (t *Thread) add(ev *events.Event) {
+	t.mu.Lock()
+	if (ev.Type == "groups" || ev.Type == "skills") && ev.Call == "" && len(ev.Data) > 0 {
+		t.state[string(ev.Type)] = ev.Data
+	}
+	s := t.tr.add(ev)
+	if s.keep {
+		t.cur.append(ev)
+	}
+	if s.end != nil {
+		next := newLog(t.tr.resp, t.tr.run)
+		t.closeLog(s.end)
+		t.last, t.cur = t.cur, next
+	}
+	t.mu.Unlock()
+	if s.want > 0 && t.h.ctx.Err() == nil {
+		// Not from here: the observer runs inside the toolkit's dispatch.
+		t.h.wg.Add(1)
+		go func() {
+			defer t.h.wg.Done()
+			if markDelay > 0 {
+				time.Sleep(markDelay)
+			}
+			_ = t.sess.Emit(MarkEvent, Mark{Thread: t.nonce, Response: s.want})
+		}()
+	}
+}
+
+// closeLog ends the current log (t.mu held).
+func (t *Thread) closeLog(end *End) {
+	l := t.cur
+	l.mu.Lock()
+	if l.end == nil {
+		l.end = end
+		close(l.notify)
+		close(l.done)
+	}
+	l.mu.Unlock()
+}
+
+// Answer is a person's decision on a call that waits for approval.
+type Answer struct {
+	Call    string
+	Approve bool
+	// Reason is what the model reads when the call is rejected.
+	Reason string
+	// Args, when set, approves the call with these arguments instead.
+	Args []byte
+}
+
+// Paused returns the approvals the thread waits for when its run is
+// paused (the last response ended with EndPaused and the run goes on),
+// and nil otherwise.
+func (t *Thread) Paused() []interceptors.ApprovalRequest {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.pausedLocked()
+}
+
+func (t *Thread) pausedLocked() []interceptors.ApprovalRequest {
+	if !t.running || len(t.cur.evs) > 0 {
+		return nil
+	}
+	e := t.tr.ending()
+	if e == nil || e.Kind != EndPaused {
+		return nil
+	}
+	return e.Approvals
+}
+
+// Seen reports whether the thread took in the message with this id.
+func (t *Thread) Seen(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.seen[id]
+}
+
+// Input is what a request brings to a thread.
+type Input struct {
+	// Messages are new messages for the conversation (a new run starts
+	// with them), by id: ids the thread took in before are skipped.
+	Messages []IDMessage
+	// Answers decide calls waiting for approval; the paused run goes on.
+	Answers []Answer
+}
+
+// IDMessage is a conversation message with the client's id for it.
+type IDMessage struct {
+	ID string
+	agent.Message
+}
+
+// Begin starts the thread's next response: it gives answers to the
+// paused run, or starts a run with the new messages. A paused run that
+// gets new messages is cancelled first, whatever the answers: its
+// waiting calls are interrupted, and the new run takes the messages. It
+// returns the response to read.
+func (t *Thread) Begin(in Input) (*Log, error) {
+	t.mu.Lock()
+	for {
+		if t.tr.over != nil {
+			// The run is over; its response ends at the mark on its way.
+			l := t.cur
+			t.mu.Unlock()
+			<-l.Done()
+			t.mu.Lock()
+			if t.cur == l { // ended without a cut: the host closed or forgot the thread
+				t.mu.Unlock()
+				return nil, ErrClosed
+			}
+			continue
+		}
+		if t.running && t.cur.Run != t.runNo {
+			// The run is over (its last response ended) and returns now.
+			done := t.done
+			t.mu.Unlock()
+			<-done
+			t.mu.Lock()
+			continue
+		}
+		break
+	}
+	var fresh []IDMessage
+	for _, m := range in.Messages {
+		if m.ID == "" || !t.seen[m.ID] {
+			fresh = append(fresh, m)
+		}
+	}
+	paused := t.pausedLocked()
+	switch {
+	case t.running && paused == nil:
+		t.mu.Unlock()
+		return nil, ErrBusy
+	case t.running && len(fresh) > 0:
+		// Moved on: the paused run ends here (its waiting calls are
+		// interrupted, answers or not) and a new one takes the messages.
+		cancel, done, l := t.cancel, t.done, t.cur
+		t.mu.Unlock()
+		cancel()
+		<-done
+		<-l.Done() // its last response (the run's error) is over
+		t.mu.Lock()
+		if t.running {
+			t.mu.Unlock()
+			return nil, ErrBusy
+		}
+	case len(in.Answers) > 0 && paused == nil:
+		t.mu.Unlock()
+		return nil, fmt.Errorf("%w: no call waits for approval in thread %q", interceptors.ErrNotPending, t.id)
+	case t.running && len(in.Answers) > 0:
+		if t.h.perms == nil {
+			t.mu.Unlock()
+			return nil, ErrNoPermissions
+		}
+		l := t.cur
+		t.mu.Unlock()
+		if err := t.decide(paused, in.Answers); err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+	if len(fresh) == 0 {
+		t.mu.Unlock()
+		return nil, ErrNothingToRun
+	}
+	if t.h.ctx.Err() != nil {
+		t.mu.Unlock()
+		return nil, ErrClosed
+	}
+	for _, m := range fresh {
+		if m.ID != "" {
+			t.seen[m.ID] = true
+		}
+		t.conv.Add(m.Message)
+	}
+	ctx, cancel := context.WithCancel(t.h.ctx)
+	t.running, t.cancel, t.done, t.runNo = true, cancel, make(chan struct{}), t.cur.Run
+	done, l, runNo := t.done, t.cur, t.runNo
+	t.h.wg.Add(1)
+	t.mu.Unlock()
+	go func() {
+		defer t.h.wg.Done()
+		defer cancel()
+		_, err := t.h.loop.Run(ctx, t.sess, t.conv) // its end is an answer or run_error event
+		t.mu.Lock()
+		ended := t.tr.run > runNo || t.tr.over != nil
+		t.mu.Unlock()
+		if err != nil && !ended {
+			// Run refused to start (it sends no event then): the response
+			// must end all the same.
+			_ = t.sess.Emit(agent.EventError, agent.RunError{Error: err.Error(), Canceled: ctx.Err() != nil})
+		}
+		t.mu.Lock()
+		t.running = false
+		close(done)
+		t.mu.Unlock()
+	}()
+	return l, nil
+}
+
+// decide gives answers to the permissions interceptor; answers for calls
+// that do not wait are an error, and nothing is decided then.
+func (t *Thread) decide(waiting []interceptors.ApprovalRequest, answers []Answer) error {
+	for _, a := range answers {
+		found := false
+		for _, w := range waiting {
+			found = found || w.CallID == a.Call
+		}
+		if !found {
+			return fmt.Errorf("%w: call %q waits for no approval in thread %q", interceptors.ErrNotPending, a.Call, t.id)
+		}
+	}
+	for _, a := range answers {
+		var err error
+		if a.Approve {
+			var opts []interceptors.ApproveOption
+			if len(a.Args) > 0 {
+				opts = append(opts, interceptors.WithArgs(a.Args))
+			}
+			err = t.h.perms.Approve(t.sess.ID(), a.Call, opts...)
+		} else {
+			reason := a.Reason
+			if reason == "" {
+				reason = "the user rejected it"
+			}
+			err = t.h.perms.Reject(t.sess.ID(), a.Call, reason)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Cancel ends the thread's run, if one goes on: its calls are
+// interrupted and the run ends with a run_error event.
+func (t *Thread) Cancel() {
+	t.mu.Lock()
+	cancel := t.cancel
+	t.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// Streaming returns the response in progress: a run goes on and does
+// not wait for answers. It returns nil otherwise.
+func (t *Thread) Streaming() *Log {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.streamingLocked()
+}
+
+func (t *Thread) streamingLocked() *Log {
+	if !t.running || t.cur.Run != t.runNo || t.pausedLocked() != nil {
+		return nil
+	}
+	return t.cur
+}
+
+// Undelivered returns the response a client should get on reconnecting:
+// the one in progress, or else the last one if it ended and no reader
+// saw all of it (Log.Delivered); nil when there is none.
+func (t *Thread) Undelivered() *Log {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l := t.streamingLocked(); l != nil {
+		return l
+	}
+	for _, l := range []*Log{t.cur, t.last} {
+		if l == nil {
+			continue
+		}
+		l.mu.Lock()
+		ended, delivered, some := l.end != nil, l.delivered, len(l.evs) > 0
+		l.mu.Unlock()
+		if ended && some && !delivered {
+			return l
+		}
+		if ended || some {
+			return nil // the newest response with anything in it decides
+		}
+	}
+	return nil
+}
+
+// Replayer cuts a thread's events read back from the durable stream into
+// the same responses as the live thread: feed it the session's events in
+// stream order from before the thread's first mark.
+type Replayer struct{ tr *tracker }
+
+// NewReplayer returns a replayer for the thread.
+func (t *Thread) NewReplayer() *Replayer { return &Replayer{tr: newTracker(t.nonce)} }
+
+// Add takes the next event and says whether it belongs to response n,
+// and whether response n is over (it is, once Add returns done).
+func (r *Replayer) Add(ev *events.Event, n int) (keep bool, end *End) {
+	resp := r.tr.resp
+	s := r.tr.add(ev)
+	if s.end != nil && resp == n {
+		return false, s.end
+	}
+	return s.keep && resp == n, nil
+}
+
+// Log is one response: the events of the thread between two marks, kept
+// whole so that several readers (a reload's resume) read it all.
+type Log struct {
+	// N is the response's number in the thread, from 1, and Run the number
+	// of the loop run it belongs to (several responses when a run pauses).
+	N, Run int
+
+	mu        sync.Mutex
+	evs       []*events.Event
+	end       *End
+	notify    chan struct{} // closed and replaced on each change; closed for good at the end
+	done      chan struct{} // closed at the end
+	delivered bool
+}
+
+// Delivered records that a reader wrote the whole response to its client.
+func (l *Log) Delivered() {
+	l.mu.Lock()
+	l.delivered = true
+	l.mu.Unlock()
+}
+
+func newLog(n, run int) *Log {
+	return &Log{N: n, Run: run, notify: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Done is closed when the response is over.
+func (l *Log) Done() <-chan struct{} { return l.done }
+
+func (l *Log) append(ev *events.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.end != nil {
+		return
+	}
+	l.evs = append(l.evs, ev)
+	close(l.notify)
+	l.notify = make(chan struct{})
+}
+
+// Read returns the events from index i on (maybe none yet), the end once
+// the response is over and every event was returned, and a channel closed
+// when there is more to read.
+func (l *Log) Read(i int) (evs []*events.Event, end *End, more <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i < len(l.evs) {
+		return l.evs[i:len(l.evs):len(l.evs)], nil, nil
+	}
+	return nil, l.end, l.notify
+}
+
+// Next waits for the events after index i, or the end.
+func (l *Log) Next(ctx context.Context, i int) ([]*events.Event, *End, error) {
+	for {
+		evs, end, more := l.Read(i)
+		if len(evs) > 0 || end != nil {
+			return evs, end, nil
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			return nil, nil, context.Cause(ctx)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package ui_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/uitest"
+)
+
+func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
+
+// read returns a response's events and its end.
+func read(t *testing.T, l *ui.Log) ([]*events.Event, *ui.End) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var all []*events.Event
+	for {
+		evs, end, err := l.Next(ctx, len(all))
+		if err != nil {
+			t.Fatalf("the response did not end: %v (%d events)", err, len(all))
+		}
+		all = append(all, evs...)
+		if end != nil {
+			return all, end
+		}
+	}
+}
+
+func user(id, text string) ui.Input {
+	return ui.Input{Messages: []ui.IDMessage{{ID: id, Message: agentUser(text)}}}
+}
+
+// A call that waits for approval pauses the run only once the calls
+// running beside it are done: count's result is in the paused response.
+func TestPauseWaitsForRunningCalls(t *testing.T) {
+	a := uitest.New(t)
+	th, err := a.Host.Thread("both")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := th.Begin(user("u1", "both"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, end := read(t, l)
+	if end.Kind != ui.EndPaused || len(end.Approvals) != 1 || end.Approvals[0].CallID != "b2_1" {
+		t.Fatalf("end %+v", end)
+	}
+	var counted bool
+	for _, ev := range evs {
+		counted = counted || ev.Type == events.TypeResult && ev.Call == "b1_1" && ev.Result.State == events.StateSuccess
+	}
+	if !counted {
+		t.Fatal("the response paused before count's result")
+	}
+	if got := th.Paused(); len(got) != 1 {
+		t.Fatalf("Paused() = %v", got)
+	}
+	if _, err := th.Begin(ui.Input{}); !errors.Is(err, ui.ErrNothingToRun) {
+		t.Errorf("an empty request to a paused thread: %v", err)
+	}
+	l, err = th.Begin(ui.Input{Answers: []ui.Answer{{Call: "b2_1", Approve: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, end = read(t, l)
+	if end.Kind != ui.EndAnswer || end.Answer.Text != "Done." {
+		t.Fatalf("end %+v", end)
+	}
+	if evs[0].Type != "approval" || evs[0].Call != "b2_1" {
+		t.Errorf("the resumed response begins with %s %s", evs[0].Type, evs[0].Call)
+	}
+}
+
+// A request while a response streams is refused; so are answers to no
+// waiting call.
+func TestBusy(t *testing.T) {
+	a := uitest.New(t)
+	th, _ := a.Host.Thread("busy")
+	l, err := th.Begin(user("u1", "gate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.Begin(user("u2", "hi")); !errors.Is(err, ui.ErrBusy) {
+		t.Errorf("a second request while streaming: %v", err)
+	}
+	if th.Streaming() != l {
+		t.Error("Streaming() is not the response in progress")
+	}
+	close(a.Gate)
+	if _, end := read(t, l); end.Kind != ui.EndAnswer {
+		t.Fatalf("end %+v", end)
+	}
+	if _, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: "x", Approve: true}}}); err == nil {
+		t.Error("an answer to no waiting call was taken")
+	}
+	l, err = th.Begin(user("u2", "hi"))
+	if err != nil {
+		t.Fatalf("the next message after the end: %v", err)
+	}
+	if _, end := read(t, l); end.Kind != ui.EndAnswer || end.Answer.Text != "Hello." {
+		t.Fatalf("end %+v", end)
+	}
+}
+
+// Forget cancels a paused run and lets the thread go; the id starts over.
+func TestForget(t *testing.T) {
+	a := uitest.New(t)
+	th, _ := a.Host.Thread("f")
+	l, err := th.Begin(user("u1", "note"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, end := read(t, l); end.Kind != ui.EndPaused {
+		t.Fatalf("end %+v", end)
+	}
+	a.Host.Forget("f")
+	if a.Host.Lookup("f") != nil || len(a.Perms.Pending("")) != 0 {
+		t.Fatalf("the thread or its approval is still there: %v", a.Perms.Pending(""))
+	}
+	th2, _ := a.Host.Thread("f")
+	if th2 == th || th2.Seen("u1") {
+		t.Fatal("the id did not start over")
+	}
+	l, err = th2.Begin(user("u1", "hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, end := read(t, l); end.Kind != ui.EndAnswer || end.Answer.Text != "Hello." {
+		t.Fatalf("end %+v", end)
+	}
+}
+
+// Runs started back to back, as fast as the thread takes them, each get
+// a response of their own: nothing of the next run lands in the response
+// of the one before, whose end (the answer) is its last event.
+func TestBackToBackRuns(t *testing.T) {
+	ui.SetMarkDelay(2 * time.Millisecond) // a response's end is decided well before it is cut
+	t.Cleanup(func() { ui.SetMarkDelay(0) })
+	a := uitest.New(t)
+	th, _ := a.Host.Thread("b2b")
+	var logs []*ui.Log
+	for i := range 40 {
+		for {
+			l, err := th.Begin(user(fmt.Sprint("u", i), "hi"))
+			if errors.Is(err, ui.ErrBusy) {
+				runtime.Gosched()
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs = append(logs, l)
+			break
+		}
+	}
+	for i, l := range logs {
+		evs, end := read(t, l)
+		if end.Kind != ui.EndAnswer || evs[len(evs)-1].Type != "answer" || evs[0].Type != "turn_start" {
+			t.Fatalf("response %d (of run %d): %s ... %s, end %+v", i, l.Run, evs[0].Type, evs[len(evs)-1].Type, end)
+		}
+	}
+}
