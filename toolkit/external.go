@@ -50,7 +50,7 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 // announceSuspension emits the suspend event and the batch's notice. c.mu must
 // be held.
 func (c *call) announceSuspension(reason string) {
-	if c.observed() {
+	if c.emits() {
 		ev, body := newEvent[events.Suspend](c, events.TypeSuspend)
 		body.Reason = reason
 		ev.Suspend = body
