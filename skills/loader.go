@@ -246,7 +246,7 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) (_ []toolkit.Par
 		return nil, fmt.Errorf("the arguments must be {\"skillId\": string, \"path\": string}: %v", err)
 	}
 	// A span of its own when the toolkit is traced.
-	ctx, op := toolkit.StartOp(ctx, "load_skill")
+	ctx, op := toolkit.StartOp(ctx, "load_skill "+args.SkillID)
 	defer func() { op.End(err) }()
 	op.Set("toolstream.skill.name", args.SkillID)
 	op.Set("toolstream.skill.path", args.Path)

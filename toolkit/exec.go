@@ -166,8 +166,8 @@ func (c *call) begin() bool {
 	}
 	if c.started.IsZero() {
 		c.started = time.Now()
-		c.startTrace()
 	}
+	c.startTrace()
 	c.running = true
 	if c.emits() {
 		ev, body := newEvent[events.Start](c, events.TypeStart)
