@@ -253,9 +253,10 @@ func (t *Telemetry) WatchDelivery(name string, f func() Delivery) {
 // tracerState caches the tracer of the provider in use; tracer is nil when
 // that provider records nothing.
 type tracerState struct {
-	tp     trace.TracerProvider
-	typ    reflect.Type
-	tracer trace.Tracer
+	tp         trace.TracerProvider
+	typ        reflect.Type
+	comparable bool // values of typ can be compared (else tracerNow looks again)
+	tracer     trace.Tracer
 }
 
 // tracerNow returns the tracer to use now, or nil when no tracer provider
@@ -267,10 +268,10 @@ func (t *Telemetry) tracerNow() trace.Tracer {
 		tp = otel.GetTracerProvider()
 	}
 	typ := reflect.TypeOf(tp)
-	if s := t.tracer.Load(); s != nil && s.typ == typ && typ.Comparable() && s.tp == tp {
+	if s := t.tracer.Load(); s != nil && s.typ == typ && s.comparable && s.tp == tp {
 		return s.tracer
 	}
-	s := &tracerState{tp: tp, typ: typ}
+	s := &tracerState{tp: tp, typ: typ, comparable: typ != nil && typ.Comparable()}
 	if !noopProvider(typ) {
 		s.tracer = tp.Tracer(ScopeName)
 	}
@@ -297,18 +298,20 @@ func noopProvider(typ reflect.Type) bool {
 	return false
 }
 
-// measuring reports whether any call metric is recorded.
+// measuring reports whether call metrics are recorded (the approval wait
+// is recorded when its instrument takes it).
 func (t *Telemetry) measuring(ctx context.Context) bool {
-	return t.duration.Enabled(ctx) || t.active.Enabled(ctx) || t.approvalWait.Enabled(ctx)
+	return t.duration.Enabled(ctx) || t.active.Enabled(ctx)
 }
 
 // StartBatch implements toolkit.Tracer: the batch's span.
 func (t *Telemetry) StartBatch(ctx context.Context, b *toolkit.Batch, calls []toolkit.Call) (context.Context, toolkit.BatchTrace) {
 	tr := t.tracerNow()
-	if tr == nil && !t.approvalWait.Enabled(ctx) {
+	measuring := t.measuring(ctx)
+	if tr == nil && !measuring {
 		return ctx, nil
 	}
-	bt := &batchTrace{t: t, b: b}
+	bt := &batchTrace{t: t, b: b, tracer: tr, measuring: measuring}
 	if tr != nil {
 		attrs := []attribute.KeyValue{
 			BatchID.String(b.ID()),
@@ -325,12 +328,14 @@ func (t *Telemetry) StartBatch(ctx context.Context, b *toolkit.Batch, calls []to
 }
 
 // StartCall implements toolkit.Tracer: the call's span.
-func (t *Telemetry) StartCall(ctx context.Context, c toolkit.CallInfo, tool *toolkit.Tool) (context.Context, toolkit.CallTrace) {
-	tr := t.tracerNow()
-	measuring := t.measuring(ctx)
-	if tr == nil && !measuring {
+// The batch decided whether to trace and measure (StartBatch): its calls
+// follow.
+func (t *Telemetry) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolkit.CallInfo, tool *toolkit.Tool) (context.Context, toolkit.CallTrace) {
+	bt, ok := b.(*batchTrace)
+	if !ok {
 		return ctx, nil
 	}
+	tr, measuring := bt.tracer, bt.measuring
 	ct := &callTrace{t: t, tool: c.Tool, measuring: measuring}
 	if tr != nil {
 		typ := "function"
@@ -500,6 +505,8 @@ func approval(t *Telemetry, span trace.Span, tool string, asked time.Time, ev *e
 type batchTrace struct {
 	t             *Telemetry
 	b             *toolkit.Batch
+	tracer        trace.Tracer // nil when not tracing
+	measuring     bool
 	span          trace.Span // nil when not tracing
 	parent, state string
 	asked         time.Time

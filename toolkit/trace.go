@@ -18,27 +18,31 @@ import (
 // message headers.
 //
 // A toolkit without a tracer pays a nil check per batch and per call. A
-// tracer that returns nil traces (nothing to record right now: no tracer
-// or meter provider set) costs its own methods' time and no allocation in
+// tracer that returns a nil BatchTrace (nothing to record right now: no
+// tracer or meter provider set) costs its StartBatch and no allocation in
 // the engine.
 type Tracer interface {
 	// StartBatch is called when a batch is set up, on the goroutine that
 	// called Session.Start or Run, with their context and the calls as
 	// the model made them. The context it returns becomes the batch's:
 	// its hooks, resolver, interceptors and handlers see its values (its
-	// cancellation must be ctx's). The BatchTrace, if not nil, sees the
-	// session-level events of the batch (BatchPlan.Emit, batch_end) and
-	// is ended once every call is final, after the batch hooks' After.
+	// cancellation must be ctx's). The BatchTrace sees the session-level
+	// events of the batch (BatchPlan.Emit, batch_end) and is ended once
+	// every call is final, after the batch hooks' After. A nil BatchTrace
+	// leaves the batch and all its calls untraced: StartCall is not called
+	// for them, so that a tracer with nothing to record decides once per
+	// batch.
 	StartBatch(ctx context.Context, b *Batch, calls []Call) (context.Context, BatchTrace)
 	// StartCall is called once per call: when it starts, before its start
 	// event, on the goroutine that runs it; or, for a call that never
 	// started (its deadline passed in the queue, the batch was
-	// cancelled), just before its result event. ctx is the batch's
-	// context; t is the tool called, nil when none is registered under
-	// the name. The context it returns carries the values the call's
-	// interceptors and handler see beside the engine's own (derive it from
-	// ctx). A nil CallTrace leaves the call untraced.
-	StartCall(ctx context.Context, c CallInfo, t *Tool) (context.Context, CallTrace)
+	// cancelled), just before its result event; only for a batch that
+	// StartBatch traced. ctx is the batch's context, b its trace; t is the
+	// tool called, nil when none is registered under the name. The context
+	// it returns carries the values the call's interceptors and handler see
+	// beside the engine's own (derive it from ctx). A nil CallTrace leaves
+	// the call untraced.
+	StartCall(ctx context.Context, b BatchTrace, c CallInfo, t *Tool) (context.Context, CallTrace)
 	// StartOp is called by [StartOp]: an operation of a package built on
 	// the engine inside a traced call (reset_tools switching groups, a
 	// skill load). ctx is the context StartOp was given. It returns the
@@ -149,12 +153,12 @@ type traced struct {
 // starts, from complete when it never did (c.started zero). c.mu must be
 // held.
 func (c *call) startTrace() {
-	tr := c.batch.tracer
-	if tr == nil {
+	bt := c.batch.trace
+	if bt == nil {
 		return
 	}
 	info := CallInfo{Session: c.batch.sess.id, CallID: c.call.ID, Tool: c.call.Name, Agent: c.batch.agent}
-	ctx, t := tr.StartCall(c.batch.parent, info, c.tool)
+	ctx, t := c.batch.tracer.StartCall(c.batch.parent, bt, info, c.tool)
 	if t == nil {
 		return
 	}
