@@ -294,7 +294,13 @@ func TestRetryEvents(t *testing.T) {
 // suspended, asked, approved and run: four span events in that order, and
 // the wait is measured.
 func TestApprovalEvents(t *testing.T) {
-	r := newRig(t, nil)
+	asked := make(chan struct{})
+	var once sync.Once
+	r := newRig(t, nil, toolkit.WithInlineObserver(toolkit.ObserverFunc(func(ev *events.Event) {
+		if ev.Type == interceptors.ApprovalEvent {
+			once.Do(func() { close(asked) }) // the request went out
+		}
+	})))
 	perms := interceptors.NewPermissions(interceptors.WithMode(interceptors.AskAll))
 	r.tk.Use(perms.Interceptor())
 	testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "write"}, func(ctx context.Context, in pathIn) (string, error) {
@@ -302,13 +308,7 @@ func TestApprovalEvents(t *testing.T) {
 	}))
 	sess := testutil.Session(t, r.tk, "s")
 	b := sess.Start(context.Background(), []toolkit.Call{testutil.Call("c1", "write", `{"path":"x"}`)})
-	deadline := time.Now().Add(10 * time.Second)
-	for len(perms.Pending("s")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no approval request")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, asked, "the approval request")
 	time.Sleep(20 * time.Millisecond) // a wait worth measuring
 	if err := perms.Approve("s", "c1"); err != nil {
 		t.Fatal(err)
