@@ -683,3 +683,73 @@ func TestGroupsAndSkillsSpans(t *testing.T) {
 		"toolstream.groups.activated": []string{"stats"},
 	})
 }
+
+// TestBatchApprovalEvents: a batch approval (Permissions.BatchHook) is
+// recorded on the batch's span, its wait measured without a tool, and the
+// session-level approval events on NATS-bound observers carry the batch
+// span's trace context.
+func TestBatchApprovalEvents(t *testing.T) {
+	asked := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	var traces []events.Trace
+	r := newRig(t, nil, toolkit.WithInlineObserver(toolkit.ObserverFunc(func(ev *events.Event) {
+		if ev.Type == interceptors.ApprovalEvent && ev.Call == "" {
+			mu.Lock()
+			traces = append(traces, ev.Trace)
+			mu.Unlock()
+			once.Do(func() { close(asked) })
+		}
+	})))
+	perms := interceptors.NewPermissions(interceptors.WithMode(interceptors.AskAll))
+	r.tk.Use(perms.Interceptor())
+	if err := r.tk.UseBatchHook(perms.BatchHook()); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "write"}, func(ctx context.Context, in pathIn) (string, error) {
+		return "written", nil
+	}))
+	sess := testutil.Session(t, r.tk, "s")
+	b := sess.Start(context.Background(), []toolkit.Call{testutil.Call("c1", "write", `{"path":"x"}`), testutil.Call("c2", "write", `{"path":"y"}`)})
+	testutil.WaitFor(t, asked, "the batch's approval request")
+	if err := perms.Approve("s", b.ID()); err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range b.Wait() {
+		if res.State != toolkit.StateSuccess {
+			t.Fatalf("%s: %s %v", res.Call.ID, res.State, res.Err)
+		}
+	}
+	batch := r.span(t, telemetry.BatchSpan)
+	if got := eventNames(batch); len(got) != 2 || !strings.HasPrefix(got[0], "toolstream.approval toolstream.approval.status=pending") ||
+		got[1] != "toolstream.approval toolstream.approval.status=approved" {
+		t.Errorf("the batch's events: %q", got)
+	}
+	want := fmt.Sprintf("00-%s-%s-01", batch.SpanContext.TraceID(), batch.SpanContext.SpanID())
+	mu.Lock()
+	for _, tr := range traces {
+		if tr == nil || tr.TraceParent() != want {
+			t.Errorf("a batch approval event's trace %v, want %s", tr, want)
+		}
+	}
+	mu.Unlock()
+	// The calls were approved with their batch: no approval on their spans.
+	for _, name := range []string{"execute_tool write"} {
+		for _, s := range r.exp.GetSpans() {
+			if s.Name == name && len(eventNames(s)) != 1 {
+				t.Errorf("%s: events %q", name, eventNames(s))
+			}
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := r.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	h := histogram(t, rm, telemetry.MetricApprovalWait)
+	if len(h.DataPoints) != 1 || h.DataPoints[0].Count != 1 {
+		t.Fatalf("approval wait: %+v", h.DataPoints)
+	}
+	if _, ok := h.DataPoints[0].Attributes.Value(telemetry.ToolName); ok {
+		t.Error("a batch's approval wait names a tool")
+	}
+}
