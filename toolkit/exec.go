@@ -43,8 +43,7 @@ type call struct {
 	args prepared // the arguments the handler receives (c.mu once interceptors run)
 	em   stream.Emitter
 	ic   *chained // set when interceptors wrap the call
-	tr   *traced  // set when the call is traced (trace.go; c.mu when set)
-	ext  chan extResult
+	side *aside   // set for a traced call and one that may wait outside (c.mu when set, in begin)
 
 	mu      sync.Mutex
 	cur     *scope // the scope the call runs on now; it changes on resume
@@ -167,6 +166,9 @@ func (c *call) begin() bool {
 	if c.started.IsZero() {
 		c.started = time.Now()
 	}
+	if c.tool == nil || c.tool.spec.External {
+		c.side = &aside{} // it may wait outside (an unknown call may be aliased to an external tool)
+	}
 	c.startTrace()
 	c.running = true
 	if c.emits() {
@@ -190,8 +192,8 @@ func runCore(ctx context.Context, inv *Invocation) Outcome { return inv.c.core(c
 // the one after it.
 func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 	n := c.newAttempt()
-	if c.tr != nil {
-		c.tr.t.Attempt(n)
+	if t := c.trace(); t != nil {
+		t.Attempt(n)
 	}
 	if ctx.Err() != nil {
 		state, err := c.ctxFailure(ctx, nil)

@@ -89,8 +89,8 @@ func (c *call) Value(key any) any {
 	case scopeKey{}:
 		return c.scope
 	}
-	if c.tr != nil {
-		return c.tr.ctx.Value(key) // the tracer's context, over the batch's
+	if s := c.side; s != nil && s.t != nil {
+		return s.ctx.Value(key) // the tracer's context, over the batch's
 	}
 	return c.scope.Value(key)
 }
@@ -112,8 +112,8 @@ func (s *scope) Value(key any) any {
 			return &s.call.em
 		}
 	}
-	if s.call != nil && s.call.tr != nil {
-		return s.call.tr.ctx.Value(key)
+	if s.call != nil && s.call.trace() != nil {
+		return s.call.side.ctx.Value(key)
 	}
 	return s.parent.Value(key)
 }

@@ -98,7 +98,7 @@ func (s *Session) Submit(callID string, content []Part, err error) error {
 	if err != nil {
 		state = StateError
 	}
-	c.ext <- extResult{state: state, parts: content, err: err}
+	c.side.ext <- extResult{state: state, parts: content, err: err}
 	return nil
 }
 
@@ -137,7 +137,7 @@ func (s *Session) Close() {
 	s.suspended = map[string]*call{}
 	s.mu.Unlock()
 	for _, c := range pending {
-		c.ext <- extResult{state: StateInterrupted, err: &callError{kind: ErrInterrupted, cause: ErrClosed,
+		c.side.ext <- extResult{state: StateInterrupted, err: &callError{kind: ErrInterrupted, cause: ErrClosed,
 			msg: fmt.Sprintf("tool %q was interrupted: the session was closed", c.call.Name)}}
 	}
 	if sc, ok := s.tk.visibility().(SessionCloser); ok {

@@ -105,7 +105,7 @@ type Op struct{ t OpTrace }
 // cost of a context lookup.
 func StartOp(ctx context.Context, name string) (context.Context, Op) {
 	c, ok := ctx.Value(callKey{}).(*call)
-	if !ok || c.batch.tracer == nil || c.tr == nil {
+	if !ok || c.batch.tracer == nil || c.trace() == nil {
 		return ctx, Op{}
 	}
 	octx, t := c.batch.tracer.StartOp(ctx, name)
@@ -136,17 +136,27 @@ func (o Op) End(err error) {
 // the other side's spans join the call's trace.
 func TraceOf(ctx context.Context) events.Trace {
 	c, ok := ctx.Value(callKey{}).(*call)
-	if !ok || c.tr == nil {
+	if !ok {
 		return nil
 	}
-	return c.tr.t
+	return c.trace()
 }
 
-// traced is what only a traced call needs, in one allocation: its trace
-// and the context the tracer gave it.
-type traced struct {
-	t   CallTrace
-	ctx context.Context
+// aside is what only some calls need, in one allocation, so that every
+// call stays small: a traced call's trace and the context the tracer gave
+// it, the channel of a call that waits outside the process (external.go).
+type aside struct {
+	t   CallTrace       // nil when the call is not traced
+	ctx context.Context // the tracer's context, set with t
+	ext chan extResult  // made when the call first waits outside
+}
+
+// trace returns the call's trace, or nil.
+func (c *call) trace() CallTrace {
+	if c.side == nil {
+		return nil
+	}
+	return c.side.t
 }
 
 // startTrace asks the tracer, if any, to trace the call: from begin when it
@@ -165,13 +175,16 @@ func (c *call) startTrace() {
 	if ctx == nil {
 		ctx = c.batch.parent
 	}
-	c.tr = &traced{t: t, ctx: ctx}
+	if c.side == nil {
+		c.side = &aside{}
+	}
+	c.side.t, c.side.ctx = t, ctx
 }
 
 // traceEvent shows the call's trace one of its events, recovering a panic
 // as for an inline observer. c.mu must be held.
 func (c *call) traceEvent(ev *events.Event) {
-	c.batch.tk.deliverInline(c.tr.t, ev)
+	c.batch.tk.deliverInline(c.side.t, ev)
 }
 
 // startBatchTrace asks the tracer, if any, to trace the batch; it runs
