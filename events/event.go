@@ -133,7 +133,39 @@ type Event struct {
 	// Stream is the event's JetStream sequence when it was read from the
 	// events stream (0 otherwise). It is not part of the JSON.
 	Stream uint64 `json:"-"`
+
+	// Trace is the W3C trace context of the span the event belongs to (its
+	// call's, or its batch's for session-level events of a batch), when the
+	// toolkit is traced (toolkit.Tracer, package telemetry); nil otherwise.
+	// It is not part of the JSON: publishers carry it in message headers
+	// (traceparent, tracestate on NATS), and subscribers read it back as a
+	// [TraceContext].
+	Trace Trace `json:"-"`
 }
+
+// Trace is the W3C Trace Context of a span (https://www.w3.org/TR/trace-context/):
+// the values of the traceparent and tracestate headers. A tracer's own
+// per-call value implements it, so an event carries it without a copy.
+type Trace interface {
+	// TraceParent is the traceparent header's value
+	// ("00-<trace id>-<span id>-<flags>"), or "" when there is none.
+	TraceParent() string
+	// TraceState is the tracestate header's value, often "".
+	TraceState() string
+}
+
+// TraceContext is a [Trace] given by its header values: what a subscriber
+// reads from a message's headers.
+type TraceContext struct {
+	Parent string // traceparent
+	State  string // tracestate
+}
+
+// TraceParent returns the traceparent value.
+func (t TraceContext) TraceParent() string { return t.Parent }
+
+// TraceState returns the tracestate value.
+func (t TraceContext) TraceState() string { return t.State }
 
 // Start is the body of a start event.
 type Start struct {

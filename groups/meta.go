@@ -84,11 +84,13 @@ func (m *Manager) buildMeta(c *catalog, on map[string]bool) (*toolkit.Tool, erro
 
 // resetTools is the meta tool's handler. Its arguments were checked against
 // the session's variant of the tool: only group names, each true or false.
-func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) (_ []toolkit.Part, err error) {
 	info, ok := toolkit.CallInfoFrom(ctx)
 	if !ok {
 		return nil, errors.New("reset_tools must run inside a toolkit call")
 	}
+	ctx, op := toolkit.StartOp(ctx, MetaTool) // a span of its own when the toolkit is traced
+	defer func() { op.End(err) }()
 	var set map[string]bool
 	if err := json.Unmarshal(args, &set); err != nil {
 		return nil, fmt.Errorf("the arguments must be an object of group names to true or false: %v", err)
@@ -101,10 +103,14 @@ func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) ([]toolk
 		}
 	}
 
+	op.Set("toolstream.groups.requested", want)
 	ch, err := m.change(ctx, info.Session, "model", info.CallID, switchGroups(want, true, true))
 	if err != nil {
 		return nil, err
 	}
+	op.Set("toolstream.groups.active", ch.Active)
+	op.Set("toolstream.groups.activated", ch.Activated)
+	op.Set("toolstream.groups.deactivated", ch.Deactivated)
 	return []toolkit.Part{events.Text(m.report(c, ch))}, nil
 }
 

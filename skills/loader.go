@@ -235,7 +235,7 @@ type loadArgs struct {
 
 // load is the tool's handler. Its arguments were checked against the
 // session's variant of the tool: a skill the session may load, and a path.
-func (l *Loader) load(ctx context.Context, raw json.RawMessage) ([]toolkit.Part, error) {
+func (l *Loader) load(ctx context.Context, raw json.RawMessage) (_ []toolkit.Part, err error) {
 	info, ok := toolkit.CallInfoFrom(ctx)
 	if !ok {
 		return nil, errors.New("load_skill_through_path must run inside a toolkit call")
@@ -245,6 +245,11 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) ([]toolkit.Part,
 	if err := json.Unmarshal(raw, &args); err != nil {
 		return nil, fmt.Errorf("the arguments must be {\"skillId\": string, \"path\": string}: %v", err)
 	}
+	// A span of its own when the toolkit is traced.
+	ctx, op := toolkit.StartOp(ctx, "load_skill "+args.SkillID)
+	defer func() { op.End(err) }()
+	op.Set("toolstream.skill.name", args.SkillID)
+	op.Set("toolstream.skill.path", args.Path)
 	// The skill may have gone since the call was checked (a reload). Only
 	// the session's own repositories are searched.
 	i := slices.IndexFunc(vis, func(e entry) bool { return e.s.Name == args.SkillID })
@@ -275,10 +280,11 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) ([]toolkit.Part,
 		text = describeResource(skill, res, l.limit)
 	}
 	// Only a successful load activates the skill's groups.
-	activated, err := l.activate(ctx, info, skill, path)
+	activated, switched, err := l.activate(ctx, info, skill, path)
 	if err != nil {
 		return nil, err
 	}
+	op.Set("toolstream.groups.activated", switched)
 	return []toolkit.Part{events.Text(text + activated)}, nil
 }
 
@@ -325,10 +331,10 @@ func resourceError(lib *Library, s *Skill, path string, err error) error {
 // activate switches on the skill's bound groups, then records the skill as
 // loaded in the session (emitting a "skills" event the first time), and
 // reports the tools that became available.
-func (l *Loader) activate(ctx context.Context, info toolkit.CallInfo, s *Skill, path string) (string, error) {
+func (l *Loader) activate(ctx context.Context, info toolkit.CallInfo, s *Skill, path string) (string, []string, error) {
 	switched, report, err := l.switchOn(ctx, s)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	l.mu.Lock()
 	set := l.loaded[info.Session]
@@ -341,16 +347,16 @@ func (l *Loader) activate(ctx context.Context, info toolkit.CallInfo, s *Skill, 
 	loaded := slices.Sorted(maps.Keys(set))
 	l.mu.Unlock()
 	if !first {
-		return report, nil
+		return report, switched, nil
 	}
 	sess, err := l.tk.Session(info.Session)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := sess.Emit(EventType, LoadEvent{Loaded: loaded, Skill: s.Name, Path: path, Call: info.CallID, Groups: switched}); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return report, nil
+	return report, switched, nil
 }
 
 // switchOn switches on the existing groups bound to s (front matter may name

@@ -58,6 +58,9 @@ type Batch struct {
 	values  *sync.Map // interceptors' per-batch state, made on first use
 	stop    *Stop     // why the agent loop must stop after the batch (stop.go)
 
+	tracer Tracer     // the toolkit's tracer, nil without one (trace.go)
+	trace  BatchTrace // the batch's trace, nil when not traced
+
 	hooks    *batchHooks                             // the batch hooks when it started, nil without any (batchhook.go)
 	hookStop atomic.Pointer[context.CancelCauseFunc] // ends the context of a running Before hook
 }
@@ -103,7 +106,7 @@ func (s *Session) Run(ctx context.Context, calls []Call) []Result {
 // newBatch prepares a batch: ids checked, tools looked up, nothing started.
 func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 	tk := s.tk
-	b := &Batch{tk: tk, sess: s, seq: tk.batchSeq.Add(1), parent: ctx, obs: tk.observerSet(), vis: tk.visibility(), hooks: tk.hooks.Load()}
+	b := &Batch{tk: tk, sess: s, seq: tk.batchSeq.Add(1), parent: ctx, obs: tk.observerSet(), vis: tk.visibility(), hooks: tk.hooks.Load(), tracer: tk.opts.tracer}
 	b.changed.L = &b.mu
 	if len(calls) == 1 {
 		b.calls, b.results, b.log = b.oneCall[:], b.oneResult[:], b.logBuf[:0]
@@ -151,6 +154,7 @@ func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 	if !b.counted {
 		b.setCause(ErrClosed)
 	}
+	b.startBatchTrace(calls)
 	return b
 }
 
@@ -364,6 +368,9 @@ func (b *Batch) end() {
 	}
 	if b.tk.opts.batchEnd && !b.obs.empty() {
 		b.emitBatchEnd()
+	}
+	if b.trace != nil {
+		b.trace.End(b.results)
 	}
 	if fl := b.obs.flushers; len(fl) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), max(b.tk.opts.flushTimeout, time.Millisecond))

@@ -221,7 +221,7 @@ func (p *BatchPlan) Suspend() {
 
 // Emit sends a session-level event (see [Session.Emit]), for example an
 // approval request for the whole batch.
-func (p *BatchPlan) Emit(typ events.Type, data any) error { return p.b.sess.Emit(typ, data) }
+func (p *BatchPlan) Emit(typ events.Type, data any) error { return p.b.sess.emit(typ, data, p.b.trace) }
 
 // BatchValues is the batch's scratch space, the one interceptors get from
 // [Invocation.BatchValues].
@@ -319,5 +319,5 @@ func (b *Batch) emitBatchEnd() {
 	}
 	ev := &events.Event{Version: events.Version, Type: events.TypeBatchEnd, Session: b.sess.id, Time: time.Now(),
 		Data: events.AppendBatchEnd(nil, &body)}
-	b.sess.dispatch(b.obs, ev, &b.flush)
+	b.sess.dispatch(b.obs, ev, &b.flush, b.trace)
 }

@@ -289,3 +289,41 @@ func BenchmarkOutputSchema(b *testing.B) {
 		})
 	}
 }
+
+// nilTracer is a Tracer with nothing to record: what a tracer costs the
+// engine itself (telemetry without providers decides the same way).
+type nilTracer struct{}
+
+func (nilTracer) StartBatch(ctx context.Context, _ *toolkit.Batch, _ []toolkit.Call) (context.Context, toolkit.BatchTrace) {
+	return ctx, nil
+}
+func (nilTracer) StartCall(ctx context.Context, _ toolkit.BatchTrace, _ toolkit.CallInfo, _ *toolkit.Tool) (context.Context, toolkit.CallTrace) {
+	return ctx, nil
+}
+func (nilTracer) StartOp(ctx context.Context, _ string) (context.Context, toolkit.OpTrace) {
+	return ctx, nil
+}
+
+// BenchmarkTracerHook is the engine's cost of a tracer that records
+// nothing: one-call batches on a toolkit with nilTracer against a bare one,
+// interleaved ("nil-tracer"), beside two bare toolkits compared the same
+// way ("control": the noise floor of comparing two toolkits).
+func BenchmarkTracerHook(b *testing.B) {
+	for _, name := range []string{"nil-tracer", "control"} {
+		b.Run(name, func(b *testing.B) {
+			bare, _ := benchKit(b)
+			var opts []toolkit.Option
+			if name == "nil-tracer" {
+				opts = append(opts, toolkit.WithTracer(nilTracer{}))
+			}
+			other, _ := benchKit(b, opts...)
+			calls := []toolkit.Call{{ID: "c", Name: "noop", Args: json.RawMessage(`{}`)}}
+			ctx := context.Background()
+			x, y := interleaved(b, func() { bare.Run(ctx, calls) }, func() { other.Run(ctx, calls) })
+			b.ReportMetric(y-x, "extra-ns/call")
+			b.ReportMetric(y/x, "ratio")
+			b.ReportMetric(testing.AllocsPerRun(100, func() { other.Run(ctx, calls) })-
+				testing.AllocsPerRun(100, func() { bare.Run(ctx, calls) }), "extra-allocs/call")
+		})
+	}
+}

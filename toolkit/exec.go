@@ -43,7 +43,7 @@ type call struct {
 	args prepared // the arguments the handler receives (c.mu once interceptors run)
 	em   stream.Emitter
 	ic   *chained // set when interceptors wrap the call
-	ext  chan extResult
+	side *aside   // set for a traced call and one that may wait outside (c.mu when set, in begin)
 
 	mu      sync.Mutex
 	cur     *scope // the scope the call runs on now; it changes on resume
@@ -166,8 +166,12 @@ func (c *call) begin() bool {
 	if c.started.IsZero() {
 		c.started = time.Now()
 	}
+	if c.tool == nil || c.tool.spec.External {
+		c.side = &aside{} // it may wait outside (an unknown call may be aliased to an external tool)
+	}
+	c.startTrace()
 	c.running = true
-	if c.observed() {
+	if c.emits() {
 		ev, body := newEvent[events.Start](c, events.TypeStart)
 		body.Args, body.Index = c.call.Args, int(c.index)
 		ev.Start = body
@@ -188,6 +192,9 @@ func runCore(ctx context.Context, inv *Invocation) Outcome { return inv.c.core(c
 // the one after it.
 func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 	n := c.newAttempt()
+	if t := c.trace(); t != nil {
+		t.Attempt(n)
+	}
 	if ctx.Err() != nil {
 		state, err := c.ctxFailure(ctx, nil)
 		return c.outcome(n, state, Part{}, nil, err)
@@ -370,12 +377,15 @@ func answers(content []Part) bool {
 // must be held; it is released.
 func (c *call) complete(state State, err error) {
 	c.out.finished = true
+	if c.started.IsZero() {
+		c.startTrace() // a call that never started is traced all the same
+	}
 	now := time.Now()
 	res := Result{Call: c.call, State: state, Content: c.out.content.parts(), Err: err, Meta: c.out.meta, Started: c.started}
 	if !c.started.IsZero() {
 		res.Duration = now.Sub(c.started)
 	}
-	if c.observed() {
+	if c.emits() {
 		ev, body := newEvent[events.Result](c, events.TypeResult)
 		ev.Time = now
 		body.State, body.Content, body.Meta, body.Err = state, res.Content, res.Meta, err

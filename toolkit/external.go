@@ -21,9 +21,13 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	// Registration, the suspend event and the notice happen under c.mu, and
 	// Submit needs the registration: so the notice always comes first.
 	c.mu.Lock()
-	if c.ext == nil {
-		c.ext = make(chan extResult, 1)
+	if c.side == nil {
+		c.side = &aside{} // begin makes it for every call that may get here
 	}
+	if c.side.ext == nil {
+		c.side.ext = make(chan extResult, 1)
+	}
+	ext := c.side.ext
 	if err := c.batch.sess.suspend(c); err != nil {
 		c.mu.Unlock()
 		return c.outcome(attempt, StateError, Part{}, nil, &callError{kind: ErrInvalidCall, cause: err,
@@ -33,12 +37,12 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	c.mu.Unlock()
 	c.makeWay() // waiting outside uses no local capacity
 	select {
-	case r := <-c.ext:
+	case r := <-ext:
 		return c.outcome(attempt, r.state, Part{}, r.parts, r.err)
 	case <-ctx.Done():
 		c.batch.sess.unsuspend(c)
 		select {
-		case r := <-c.ext: // submitted just in time
+		case r := <-ext: // submitted just in time
 			return c.outcome(attempt, r.state, Part{}, r.parts, r.err)
 		default:
 		}
@@ -50,7 +54,7 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 // announceSuspension emits the suspend event and the batch's notice. c.mu must
 // be held.
 func (c *call) announceSuspension(reason string) {
-	if c.observed() {
+	if c.emits() {
 		ev, body := newEvent[events.Suspend](c, events.TypeSuspend)
 		body.Reason = reason
 		ev.Suspend = body

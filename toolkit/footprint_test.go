@@ -60,6 +60,31 @@ func TestEngineDependencies(t *testing.T) {
 	}
 }
 
+// TestNoOpenTelemetryBelowTelemetry: OpenTelemetry is linked only by
+// programs that import package telemetry. The engine and the packages built
+// on it (groups, skills, interceptors, the NATS bus, the reactive views)
+// reach it through the engine's stdlib-only Tracer and StartOp, never by
+// importing it.
+func TestNoOpenTelemetryBelowTelemetry(t *testing.T) {
+	out, err := exec.Command(goTool(t), "list", "-deps",
+		"github.com/toolstream/toolstream/toolkit",
+		"github.com/toolstream/toolstream/stream",
+		"github.com/toolstream/toolstream/events",
+		"github.com/toolstream/toolstream/groups",
+		"github.com/toolstream/toolstream/skills",
+		"github.com/toolstream/toolstream/interceptors",
+		"github.com/toolstream/toolstream/events/natsbus",
+		"github.com/toolstream/toolstream/stream/rx").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "go.opentelemetry.io/") || pkg == "github.com/toolstream/toolstream/telemetry" {
+			t.Errorf("a package below telemetry links %s", pkg)
+		}
+	}
+}
+
 // Size budgets of testdata/embed, a 30-line program with one typed tool and
 // one run. A release build (symbols and DWARF stripped) must stay under
 // 4.0 MB; a default build, which carries DWARF in proportion to the code,

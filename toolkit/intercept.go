@@ -221,7 +221,7 @@ func (inv *Invocation) Emit(typ events.Type, data any) error {
 	c := inv.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.out.finished || !c.observed() {
+	if c.out.finished || !c.emits() {
 		return nil
 	}
 	ev, _ := newEvent[struct{}](c, typ)

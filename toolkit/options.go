@@ -33,6 +33,7 @@ type options struct {
 	observerQueue int
 	resolver      ToolResolver // tools for unknown names (unknown.go)
 	batchEnd      bool         // batch_end events (batchhook.go)
+	tracer        Tracer       // trace.go
 }
 
 func defaultOptions() options {

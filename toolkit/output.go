@@ -75,6 +75,10 @@ func (c *call) outcome(attempt int, state State, one Part, parts []Part, err err
 // observed reports whether the batch has observers.
 func (c *call) observed() bool { return !c.batch.obs.empty() }
 
+// emits reports whether the call's events are built: for observers, or for
+// its trace (which takes all but deltas and progress on its own).
+func (c *call) emits() bool { return c.trace() != nil || !c.batch.obs.empty() }
+
 // eventBox puts an event and its body in one allocation.
 type eventBox[B any] struct {
 	ev   events.Event
@@ -89,12 +93,18 @@ func newEvent[B any](c *call, typ events.Type) (*events.Event, *B) {
 		Version: events.Version, Type: typ, Session: c.batch.sess.id, Agent: c.batch.agent,
 		Call: c.call.ID, Tool: c.call.Name, Seq: c.out.seq, Time: time.Now(),
 	}
+	if t := c.trace(); t != nil {
+		b.ev.Trace = t
+	}
 	return &b.ev, &b.body
 }
 
 // dispatch hands an event to every observer. c.mu must be held so that each
 // observer sees the call's events in sequence order.
 func (c *call) dispatch(ev *events.Event, f *flush) {
+	if c.trace() != nil {
+		c.traceEvent(ev)
+	}
 	c.batch.obs.dispatch(c.batch.tk, ev, f)
 }
 
@@ -160,7 +170,7 @@ func (c *call) resetContent() {
 			f.Reset()
 		}
 	}
-	if c.observed() {
+	if c.emits() {
 		ev, body := newEvent[Part](c, events.TypeDelta)
 		*body = events.Text("")
 		ev.Delta, ev.Reset = body, true

@@ -86,6 +86,11 @@ func (c *call) Value(key any) any {
 		return c
 	case stream.ContextKey{}:
 		return &c.em
+	case scopeKey{}:
+		return c.scope
+	}
+	if s := c.side; s != nil && s.t != nil {
+		return s.ctx.Value(key) // the tracer's context, over the batch's
 	}
 	return c.scope.Value(key)
 }
@@ -106,6 +111,9 @@ func (s *scope) Value(key any) any {
 		if s.call != nil {
 			return &s.call.em
 		}
+	}
+	if s.call != nil && s.call.trace() != nil {
+		return s.call.side.ctx.Value(key)
 	}
 	return s.parent.Value(key)
 }

@@ -98,7 +98,7 @@ func (s *Session) Submit(callID string, content []Part, err error) error {
 	if err != nil {
 		state = StateError
 	}
-	c.ext <- extResult{state: state, parts: content, err: err}
+	c.side.ext <- extResult{state: state, parts: content, err: err}
 	return nil
 }
 
@@ -137,7 +137,7 @@ func (s *Session) Close() {
 	s.suspended = map[string]*call{}
 	s.mu.Unlock()
 	for _, c := range pending {
-		c.ext <- extResult{state: StateInterrupted, err: &callError{kind: ErrInterrupted, cause: ErrClosed,
+		c.side.ext <- extResult{state: StateInterrupted, err: &callError{kind: ErrInterrupted, cause: ErrClosed,
 			msg: fmt.Sprintf("tool %q was interrupted: the session was closed", c.call.Name)}}
 	}
 	if sc, ok := s.tk.visibility().(SessionCloser); ok {
@@ -155,12 +155,16 @@ func (s *Session) Observed() bool { return !s.tk.observerSet().empty() }
 // to JSON into Event.Data. Session-level events are numbered per session.
 // Types must be valid names ([events.CheckType]) other than those of the
 // call lifecycle.
-func (s *Session) Emit(typ events.Type, data any) error {
+func (s *Session) Emit(typ events.Type, data any) error { return s.emit(typ, data, nil) }
+
+// emit sends a session-level event; bt is the trace of the batch that
+// sends it, if any.
+func (s *Session) emit(typ events.Type, data any, bt BatchTrace) error {
 	if err := checkFreeType(typ); err != nil {
 		return err
 	}
 	obs := s.tk.observerSet()
-	if obs.empty() {
+	if obs.empty() && bt == nil {
 		return nil
 	}
 	body, err := json.Marshal(data)
@@ -168,16 +172,21 @@ func (s *Session) Emit(typ events.Type, data any) error {
 		return fmt.Errorf("toolkit: session event %q: %w", typ, err)
 	}
 	ev := &events.Event{Version: events.Version, Type: typ, Session: s.id, Time: time.Now(), Data: body}
-	s.dispatch(obs, ev, nil)
+	s.dispatch(obs, ev, nil, bt)
 	return nil
 }
 
-// dispatch numbers a session-level event and hands it to the observers; f,
-// if set, counts it until each asynchronous observer has it.
-func (s *Session) dispatch(obs *observerSet, ev *events.Event, f *flush) {
+// dispatch numbers a session-level event and hands it to the observers
+// (and to bt, the trace of the batch that sends it, if any); f, if set,
+// counts it until each asynchronous observer has it.
+func (s *Session) dispatch(obs *observerSet, ev *events.Event, f *flush, bt BatchTrace) {
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock() // numbering and delivery in the same order
 	ev.Seq = s.seq.Add(1)
+	if bt != nil {
+		ev.Trace = bt
+		s.tk.deliverInline(bt, ev)
+	}
 	obs.dispatch(s.tk, ev, f)
 }
 

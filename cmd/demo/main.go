@@ -137,6 +137,7 @@ type config struct {
 	maxTurns                    int
 	largeMiB                    int
 	mcp                         []string // command lines of MCP servers whose tools join the toolkit
+	otel                        string   // -otel: none, stdout or otlp (otel.go)
 }
 
 // usageError is a flag the demo cannot work with: reported in one line
@@ -181,6 +182,7 @@ func parseFlags(args []string, stdin io.Reader, stdout io.Writer) (*config, erro
 		c.mcp = append(c.mcp, v)
 		return nil
 	})
+	otelFlag(fs, c)
 	fs.IntVar(&c.largeMiB, "large-result", 0, "add export_table, a tool whose result (this many MiB of text, and JSON) is larger than one NATS message, and a scripted turn that calls it (0: none)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -373,8 +375,14 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 	view := newTermView(stdout, !cfg.plain && isTerminal(stdout))
 	defer view.stop()
-	tk := toolkit.New(toolkit.WithObserver(view), toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithLogger(logger))
+	ot, err := startOtel(ctx, cfg.otel, view)
+	if err != nil {
+		return err
+	}
+	defer ot.shutdown()
+	tk := toolkit.New(append(ot.options(), toolkit.WithObserver(view), toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithLogger(logger))...)
 	defer closeWithin(5*time.Second, tk.Close)
+	ot.watch(tk, bus)
 
 	env := &toolEnv{root: root, notes: filepath.Join(os.TempDir(), "toolstream-demo-notes"), step: cfg.scaled(6 * time.Millisecond)}
 	gm, ld, err := registerTools(tk, env)
@@ -450,7 +458,9 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	printWatch(view, bus, sess.ID())
 
 	a := &runner{sess: sess, model: model, view: view, desk: desk, maxTurns: cfg.maxTurns, loader: ld}
-	sum, err := a.run(ctx, cfg.task)
+	tourCtx, endTour := ot.tour(ctx, sess.ID(), modelName(model))
+	sum, err := a.run(tourCtx, cfg.task)
+	endTour()
 	if err != nil {
 		return err
 	}

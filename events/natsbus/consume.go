@@ -27,6 +27,7 @@ func (b *Bus) Subscribe(subject string, fn func(ev *events.Event)) (*nats.Subscr
 			b.log.Warn().Err(err).Str("subject", m.Subject).Msg("toolstream: skipping a message that is not an event")
 			return
 		}
+		ev.Trace = traceOf(m.Header)
 		fn(ev)
 	})
 	if err != nil {
@@ -44,18 +45,29 @@ func (b *Bus) Subscribe(subject string, fn func(ev *events.Event)) (*nats.Subscr
 // JetStream consumer the replay used is deleted. fn runs on one
 // goroutine at a time and must not call stop itself.
 func (b *Bus) Replay(ctx context.Context, subject string, from uint64, fn func(seq uint64, ev *events.Event)) (stop func(), err error) {
-	return b.replayRaw(ctx, subject, from, func(seq uint64, subj string, data []byte) {
+	return b.replayRaw(ctx, subject, from, func(seq uint64, subj string, data []byte, h nats.Header) {
 		ev, err := events.Decode(data)
 		if err != nil {
 			b.log.Warn().Err(err).Str("subject", subj).Msg("toolstream: skipping a message that is not an event")
 			return
 		}
+		ev.Trace = traceOf(h)
 		fn(seq, ev)
 	})
 }
 
+// traceOf reads an event's trace context from its message's headers: an
+// events.TraceContext, or nil when the message has none.
+func traceOf(h nats.Header) events.Trace {
+	tp := h.Get(HeaderTraceParent)
+	if tp == "" {
+		return nil
+	}
+	return events.TraceContext{Parent: tp, State: h.Get(HeaderTraceState)}
+}
+
 // replayRaw is Replay without decoding.
-func (b *Bus) replayRaw(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte)) (stop func(), err error) {
+func (b *Bus) replayRaw(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte, h nats.Header)) (stop func(), err error) {
 	if b.js == nil {
 		return nil, ErrNotDurable
 	}
@@ -85,7 +97,7 @@ func (b *Bus) replayRaw(ctx context.Context, subject string, from uint64, fn fun
 		if err != nil {
 			return
 		}
-		fn(md.Sequence.Stream, m.Subject(), m.Data())
+		fn(md.Sequence.Stream, m.Subject(), m.Data(), m.Headers())
 	})
 	if err != nil {
 		deleteConsumer(b, cons)

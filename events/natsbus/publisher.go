@@ -339,6 +339,37 @@ const maxPayload = 1 << 20
 // headerRoom is kept free in each message beside the Nats-Msg-Id header.
 const headerRoom = 64
 
+// The W3C Trace Context headers of an event of a traced call or batch
+// (events.Event.Trace).
+const (
+	HeaderTraceParent = "traceparent"
+	HeaderTraceState  = "tracestate"
+)
+
+// traceRoom is what the trace headers take at most: traceparent is 55
+// bytes, tracestate at most 512 by the W3C rule (longer ones are not sent).
+func traceRoom(t events.Trace) int {
+	if t == nil {
+		return 0
+	}
+	return len(HeaderTraceParent) + 55 + len(HeaderTraceState) + 512 + 16
+}
+
+// setTrace puts an event's trace context in a message's headers.
+func setTrace(m *nats.Msg, t events.Trace) {
+	tp := t.TraceParent()
+	if tp == "" {
+		return
+	}
+	if m.Header == nil {
+		m.Header = nats.Header{}
+	}
+	m.Header[HeaderTraceParent] = []string{tp}
+	if ts := t.TraceState(); ts != "" && len(ts) <= 512 {
+		m.Header[HeaderTraceState] = []string{ts}
+	}
+}
+
 // publish numbers, encodes and sends one event, in pieces if it does not
 // fit in one message.
 func (p *Publisher) publish(in *events.Event) {
@@ -367,12 +398,12 @@ func (p *Publisher) publish(in *events.Event) {
 	if p.bus.js != nil {
 		idRoom = len(jetstream.MsgIDHeader) + len(w.idBase) + 20 + headerRoom
 	}
-	limit := p.payload - idRoom
+	limit := p.payload - idRoom - traceRoom(ev.Trace)
 	ev.Seq = w.seq + 1
 	p.buf = events.AppendJSON(p.buf[:0], &ev)
 	if len(p.buf) <= limit {
 		w.seq++
-		p.send(subject, w.idBase, ev.Seq)
+		p.send(subject, w.idBase, ev.Seq, ev.Trace)
 		return
 	}
 	pieces, lossy, err := events.Fit(&ev, limit)
@@ -391,7 +422,7 @@ func (p *Publisher) publish(in *events.Event) {
 		w.seq++
 		pieces[i].Seq = w.seq
 		p.buf = events.AppendJSON(p.buf[:0], &pieces[i])
-		p.send(subject, w.idBase, w.seq)
+		p.send(subject, w.idBase, w.seq, ev.Trace)
 	}
 }
 
@@ -404,7 +435,7 @@ func (p *Publisher) publishSessionEvent(ev *events.Event) {
 	prefix, tokens := p.bus.subjects.CallBase(ev.Session, "")
 	subject := prefix + tokens + events.EncodeToken(string(ev.Type))
 	var idBase string
-	limit := p.payload
+	limit := p.payload - traceRoom(ev.Trace)
 	if p.bus.js != nil {
 		idBase = tokens + p.nonce + "." + strconv.FormatInt(ev.Time.UnixNano(), 36) + "."
 		limit -= len(jetstream.MsgIDHeader) + len(idBase) + 20 + headerRoom
@@ -419,7 +450,7 @@ func (p *Publisher) publishSessionEvent(ev *events.Event) {
 		p.giveUp(subject, err)
 		return
 	}
-	p.send(subject, idBase, ev.Seq)
+	p.send(subject, idBase, ev.Seq, ev.Trace)
 }
 
 // limit0 is the largest message the server takes. It takes the
@@ -444,10 +475,18 @@ func (p *Publisher) noteFit(subject string, ev *events.Event, lossy bool) {
 }
 
 // send publishes p.buf on subject; in durable mode with the message id
-// idBase+seq.
-func (p *Publisher) send(subject, idBase string, seq uint64) {
+// idBase+seq. A traced event carries its trace context in headers.
+func (p *Publisher) send(subject, idBase string, seq uint64, trace events.Trace) {
 	if p.bus.js == nil {
-		if err := p.bus.nc.Publish(subject, p.buf); err != nil {
+		var err error
+		if trace == nil {
+			err = p.bus.nc.Publish(subject, p.buf)
+		} else {
+			m := &nats.Msg{Subject: subject, Data: p.buf}
+			setTrace(m, trace)
+			err = p.bus.nc.PublishMsg(m)
+		}
+		if err != nil {
 			p.giveUp(subject, err)
 			return
 		}
@@ -456,6 +495,9 @@ func (p *Publisher) send(subject, idBase string, seq uint64) {
 	}
 	m := nats.NewMsg(subject)
 	m.Data = append([]byte(nil), p.buf...) // kept until acknowledged
+	if trace != nil {
+		setTrace(m, trace)
+	}
 	// The id is derived from session, call and sequence; the nonce drawn when
 	// the publisher first saw the call keeps two calls that reuse an id (a
 	// rerun conversation, a new process) from passing for duplicates.

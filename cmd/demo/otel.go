@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/telemetry"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// The tour's traces: -otel stdout prints each span as one line of JSON
+// (the SDK's stdout exporter) on the demo's output; -otel otlp, or the
+// standard OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) alone,
+// sends them over OTLP/HTTP wherever the OTEL_* variables say
+// (docs/observability.md).
+
+// otelModes are the values of -otel.
+var otelModes = []string{"none", "stdout", "otlp"}
+
+// otelFlag adds -otel to fs. Its default follows the standard variables:
+// OTEL_TRACES_EXPORTER (console, otlp, none), else otlp when an OTLP
+// endpoint is set, else none.
+func otelFlag(fs *flag.FlagSet, c *config) {
+	c.otel = otelDefault()
+	fs.Func("otel", "trace the tour with OpenTelemetry: stdout (spans as JSON lines on stdout; implies -plain), otlp (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables) or none (default: otlp when an OTLP endpoint is set, else none)", func(v string) error {
+		for _, m := range otelModes {
+			if v == m {
+				c.otel = v
+				if v == "stdout" {
+					c.plain = true // the live block's redraws would cut through the spans
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("want %s", strings.Join(otelModes, ", "))
+	})
+}
+
+func otelDefault() string {
+	switch os.Getenv("OTEL_TRACES_EXPORTER") {
+	case "console":
+		return "stdout"
+	case "otlp":
+		return "otlp"
+	case "none":
+		return "none"
+	}
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+		return "otlp"
+	}
+	return "none"
+}
+
+// demoOtel is the tour's tracing: nothing when -otel is none.
+type demoOtel struct {
+	tp  *sdktrace.TracerProvider
+	tel *telemetry.Telemetry
+}
+
+// startOtel sets up the exporter -otel names; stdout spans go through the
+// terminal view, one line each between its lines. The demo does not touch
+// OpenTelemetry's global providers: the toolkit's telemetry gets its own.
+func startOtel(ctx context.Context, mode string, view *termView) (*demoOtel, error) {
+	var exp sdktrace.SpanExporter
+	var err error
+	switch mode {
+	case "", "none":
+		return &demoOtel{}, nil
+	case "stdout":
+		exp, err = stdouttrace.New(stdouttrace.WithWriter(viewWriter{view}))
+	case "otlp":
+		exp, err = otlptracehttp.New(ctx) // endpoint, headers, TLS from the OTEL_* variables
+	}
+	if err != nil {
+		return nil, fmt.Errorf("-otel %s: %w", mode, err)
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", "toolstream-demo")),
+		resource.WithFromEnv(), // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES win
+		resource.WithTelemetrySDK())
+	if err != nil {
+		return nil, fmt.Errorf("-otel: %w", err)
+	}
+	var process sdktrace.TracerProviderOption
+	if mode == "stdout" {
+		process = sdktrace.WithSyncer(exp) // each span printed as it ends
+	} else {
+		process = sdktrace.WithBatcher(exp) // its goroutine starts here
+	}
+	tp := sdktrace.NewTracerProvider(process, sdktrace.WithResource(res))
+	tel, err := telemetry.New(telemetry.WithTracerProvider(tp))
+	if err != nil {
+		return nil, err
+	}
+	return &demoOtel{tp: tp, tel: tel}, nil
+}
+
+// viewWriter writes through the terminal view, under its lock (the view
+// writes the same stdout from its own goroutine).
+type viewWriter struct{ v *termView }
+
+func (w viewWriter) Write(p []byte) (int, error) {
+	w.v.mu.Lock()
+	defer w.v.mu.Unlock()
+	w.v.put(string(p)) // escaped as every line the view prints; newlines kept
+	return len(p), nil
+}
+
+// options are the toolkit options of the tour's tracing.
+func (o *demoOtel) options() []toolkit.Option {
+	if o.tel == nil {
+		return nil
+	}
+	return []toolkit.Option{toolkit.WithTracer(o.tel)}
+}
+
+// watch counts what the NATS publisher lost in the telemetry's metrics.
+func (o *demoOtel) watch(tk *toolkit.Toolkit, bus *natsbus.Bus) {
+	if o.tel == nil {
+		return
+	}
+	o.tel.WatchToolkit(tk)
+	o.tel.WatchDelivery("nats", func() telemetry.Delivery {
+		s := bus.Publisher().Stats()
+		return telemetry.Delivery{DroppedProgress: s.DroppedProgress, Undelivered: s.Undelivered}
+	})
+}
+
+// tour starts the span of the whole run, the parent of every batch's: one
+// trace per tour. end ends it.
+func (o *demoOtel) tour(ctx context.Context, session, model string) (_ context.Context, end func()) {
+	if o.tp == nil {
+		return ctx, func() {}
+	}
+	ctx, span := o.tp.Tracer("github.com/toolstream/toolstream/cmd/demo").Start(ctx, "invoke_agent toolstream-demo",
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(
+			telemetry.OperationName.String("invoke_agent"),
+			attribute.String("gen_ai.agent.name", "toolstream-demo"),
+			attribute.String("gen_ai.request.model", model),
+			telemetry.ConversationID.String(session)))
+	return ctx, func() { span.End() }
+}
+
+// shutdown sends the spans still buffered, within 5 s.
+func (o *demoOtel) shutdown() {
+	if o.tp == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = o.tp.Shutdown(ctx)
+}

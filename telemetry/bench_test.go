@@ -1,0 +1,134 @@
+package telemetry_test
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/telemetry"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// kits returns three sessions on toolkits with the same no-op tool: bare
+// (no tracer), unset (telemetry with the global providers, which nothing
+// in this test binary sets) and sdk (telemetry on the SDK with an
+// in-memory exporter and a manual reader). reset empties the exporter.
+func kits(tb testing.TB) (bare, unset, sdk *toolkit.Session, reset func()) {
+	tb.Helper()
+	noop := func() *toolkit.Tool {
+		return testutil.Tool(tb, toolkit.Spec{Name: "noop", ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (string, error) {
+			return "", nil
+		})
+	}
+	session := func(opts ...toolkit.Option) *toolkit.Session {
+		tk := testutil.Kit(tb, opts...)
+		testutil.Add(tb, tk, noop())
+		return testutil.Session(tb, tk, "bench")
+	}
+	off, err := telemetry.New()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tb.Cleanup(func() {
+		_ = tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	})
+	on, err := telemetry.New(telemetry.WithTracerProvider(tp), telemetry.WithMeterProvider(mp))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return session(), session(toolkit.WithTracer(off)), session(toolkit.WithTracer(on)), exp.Reset
+}
+
+var oneCall = []toolkit.Call{{ID: "c", Name: "noop", Args: []byte(`{}`)}}
+
+// TestUnsetProvidersAllocateNothing: with telemetry installed but no tracer
+// or meter provider set, a call allocates exactly what it does without
+// telemetry.
+func TestUnsetProvidersAllocateNothing(t *testing.T) {
+	bare, unset, sdk, _ := kits(t)
+	ctx := context.Background()
+	a := testing.AllocsPerRun(200, func() { bare.Run(ctx, oneCall) })
+	b := testing.AllocsPerRun(200, func() { unset.Run(ctx, oneCall) })
+	if b != a {
+		t.Errorf("a call allocates %v times with telemetry and no provider set, %v without telemetry", b, a)
+	}
+	// The SDK costs allocations: the check above would see them.
+	if c := testing.AllocsPerRun(50, func() { sdk.Run(ctx, oneCall) }); c <= a {
+		t.Errorf("a traced call allocates %v times, an untraced one %v: the comparison shows nothing", c, a)
+	}
+}
+
+// BenchmarkTelemetryOverhead times one-call batches of a no-op tool on a
+// bare toolkit and on one with telemetry, in turn so that machine noise hits
+// both alike, and reports medians per call: "unset", telemetry without
+// providers (the budget: 50 ns and no allocation more than bare), and
+// "sdk", traced and measured by the SDK into an in-memory exporter and a
+// manual reader.
+func BenchmarkTelemetryOverhead(b *testing.B) {
+	for _, name := range []string{"unset", "sdk"} {
+		b.Run(name, func(b *testing.B) {
+			bare, unset, sdk, reset := kits(b)
+			other := unset
+			if name == "sdk" {
+				other = sdk
+			}
+			ctx := context.Background()
+			run := func(s *toolkit.Session) func() {
+				return func() {
+					if r := s.Run(ctx, oneCall)[0]; r.State != toolkit.StateSuccess {
+						b.Fatal(r.Err)
+					}
+				}
+			}
+			const batch = 200
+			var xs, ys []float64
+			timeBatch := func(f func()) float64 {
+				t0 := time.Now()
+				for range batch {
+					f()
+				}
+				return float64(time.Since(t0).Nanoseconds()) / batch
+			}
+			for i := 0; b.Loop(); i++ {
+				// Each goes first in turn: the one that follows does not
+				// always pay for the other's garbage.
+				if i%2 == 0 {
+					xs = append(xs, timeBatch(run(bare)))
+					ys = append(ys, timeBatch(run(other)))
+				} else {
+					ys = append(ys, timeBatch(run(other)))
+					xs = append(xs, timeBatch(run(bare)))
+				}
+				reset()
+			}
+			x, y := median(xs), median(ys)
+			b.ReportMetric(x, "bare-ns/call")
+			b.ReportMetric(y, name+"-ns/call")
+			b.ReportMetric(y-x, "extra-ns/call")
+			b.ReportMetric(y/x, name+"/bare")
+			// The fastest rounds, least disturbed by other processes.
+			b.ReportMetric(quantile(ys, 0.1)-quantile(xs, 0.1), "p10-extra-ns/call")
+			ab := testing.AllocsPerRun(100, run(bare))
+			ao := testing.AllocsPerRun(100, run(other))
+			reset()
+			b.ReportMetric(ao-ab, "extra-allocs/call")
+		})
+	}
+}
+
+func median(xs []float64) float64 { return quantile(xs, 0.5) }
+
+func quantile(xs []float64, q float64) float64 {
+	sort.Float64s(xs)
+	return xs[int(q*float64(len(xs)-1))]
+}

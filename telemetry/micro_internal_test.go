@@ -1,0 +1,22 @@
+package telemetry
+
+import (
+	"context"
+	"testing"
+)
+
+// BenchmarkStartBatchUnset is what a batch costs the tracer when no
+// provider is set: the whole of telemetry's cost per batch.
+func BenchmarkStartBatchUnset(b *testing.B) {
+	tel, err := New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, bt := tel.StartBatch(ctx, nil, nil); bt != nil {
+			b.Fatal("traced without a provider")
+		}
+	}
+}

@@ -1,0 +1,599 @@
+// Package telemetry traces and measures a toolkit's tool calls with
+// OpenTelemetry, by the GenAI semantic conventions for tool execution.
+//
+// It is the toolkit's [toolkit.Tracer]: install it with toolkit.WithTracer.
+//
+//	tel, err := telemetry.New() // the global tracer and meter providers
+//	tk := toolkit.New(toolkit.WithTracer(tel))
+//
+// Each call is a span named "execute_tool {gen_ai.tool.name}" (kind
+// internal) with gen_ai.operation.name, gen_ai.tool.name,
+// gen_ai.tool.call.id, gen_ai.tool.type, gen_ai.tool.description,
+// gen_ai.conversation.id (the session) and, when it failed, error.type (the
+// call's state: timeout, denied, interrupted, error). Its arguments and
+// result are recorded only with [WithContent]: they may be sensitive. A
+// call's attempts (one event each: a retry shows as several), suspensions,
+// approvals and reset deltas are events of its span; its batch is its
+// parent span ("toolstream.batch"), a child of whatever span the context
+// given to Session.Start or Run carries; reset_tools and skill loads have
+// spans of their own under the call's. docs/observability.md maps every
+// attribute, event and metric.
+//
+// Every event the toolkit emits for a traced call carries the span's W3C
+// trace context (events.Event.Trace), which the NATS publisher sends as the
+// traceparent and tracestate headers: a subscriber links an event to its
+// span with [Link] or continues the trace with [ContextWithTrace].
+//
+// Metrics: gen_ai.execute_tool.duration (per tool and state),
+// toolstream.calls.active, toolstream.approval.wait, and, from the sources
+// given to [Telemetry.WatchToolkit] and [Telemetry.WatchDelivery],
+// toolstream.progress.dropped and toolstream.events.undelivered.
+//
+// With no tracer or meter provider set (the global ones left as they are,
+// or no-op providers), a batch costs one check that there is nothing to
+// record (tens of nanoseconds) and its calls no allocation more than
+// without telemetry; the engine itself never imports OpenTelemetry
+// (docs/benchmarks.md has the figures).
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// ScopeName is the instrumentation scope of the tracer and meter.
+const ScopeName = "github.com/toolstream/toolstream/telemetry"
+
+// Attribute keys: the GenAI semantic conventions' and toolstream's own.
+const (
+	OperationName   = attribute.Key("gen_ai.operation.name")
+	ToolName        = attribute.Key("gen_ai.tool.name")
+	ToolCallID      = attribute.Key("gen_ai.tool.call.id")
+	ToolType        = attribute.Key("gen_ai.tool.type")
+	ToolDescription = attribute.Key("gen_ai.tool.description")
+	ToolArguments   = attribute.Key("gen_ai.tool.call.arguments")
+	ToolResult      = attribute.Key("gen_ai.tool.call.result")
+	ConversationID  = attribute.Key("gen_ai.conversation.id")
+	AgentID         = attribute.Key("gen_ai.agent.id")
+	ErrorType       = attribute.Key("error.type")
+
+	CallState      = attribute.Key("toolstream.call.state")
+	Attempt        = attribute.Key("toolstream.attempt")
+	SuspendReason  = attribute.Key("toolstream.suspend.reason")
+	ApprovalStatus = attribute.Key("toolstream.approval.status")
+	ApprovalNote   = attribute.Key("toolstream.approval.note")
+	ApprovalReason = attribute.Key("toolstream.approval.reason")
+	EventType      = attribute.Key("toolstream.event.type")
+	BatchID        = attribute.Key("toolstream.batch.id")
+	BatchSize      = attribute.Key("toolstream.batch.size")
+	BatchFailed    = attribute.Key("toolstream.batch.failed")
+	BatchStop      = attribute.Key("toolstream.batch.stop")
+	Source         = attribute.Key("toolstream.source")
+	Destination    = attribute.Key("toolstream.destination")
+)
+
+// Span and span event names.
+const (
+	OperationExecuteTool = "execute_tool"
+	BatchSpan            = "toolstream.batch"
+	EventAttempt         = "toolstream.attempt"
+	EventSuspend         = "toolstream.suspend"
+	EventReset           = "toolstream.reset"
+	EventApproval        = "toolstream.approval"
+	EventOther           = "toolstream.event"
+)
+
+// Metric names.
+const (
+	MetricDuration     = "gen_ai.execute_tool.duration"
+	MetricActive       = "toolstream.calls.active"
+	MetricApprovalWait = "toolstream.approval.wait"
+	MetricDropped      = "toolstream.progress.dropped"
+	MetricUndelivered  = "toolstream.events.undelivered"
+)
+
+// Option configures [New].
+type Option func(*config)
+
+type config struct {
+	tp       trace.TracerProvider
+	mp       metric.MeterProvider
+	content  bool
+	toolType func(*toolkit.Tool) string
+}
+
+// WithTracerProvider sets the tracer provider (default: the global one,
+// otel.GetTracerProvider, read at every batch so that one set later counts).
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tp = tp } }
+
+// WithMeterProvider sets the meter provider (default: the global one; its
+// instruments follow a provider set later, as OpenTelemetry's global
+// instruments do).
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.mp = mp } }
+
+// WithContent records each call's arguments (gen_ai.tool.call.arguments,
+// as the model sent them) and result (gen_ai.tool.call.result, the
+// model-visible content as text). Off by default: they may be sensitive.
+func WithContent() Option { return func(c *config) { c.content = true } }
+
+// WithToolType sets how a tool's gen_ai.tool.type is chosen (the
+// conventions' "function", "extension" or "datastore"). By default every
+// tool is a "function": the application runs it for the model. The tool is
+// nil for a call of an unknown tool.
+func WithToolType(f func(t *toolkit.Tool) string) Option {
+	return func(c *config) { c.toolType = f }
+}
+
+// Telemetry traces and measures a toolkit's calls: a [toolkit.Tracer].
+// One value may serve several toolkits.
+type Telemetry struct {
+	cfg    config
+	tracer atomic.Pointer[tracerState]
+
+	duration     metric.Float64Histogram
+	active       metric.Int64UpDownCounter
+	approvalWait metric.Float64Histogram
+
+	mu       sync.Mutex
+	toolkits []*toolkit.Toolkit
+	sinks    []sink
+}
+
+type sink struct {
+	name string
+	f    func() Delivery
+}
+
+// Delivery counts what a destination of events lost: the NATS publisher's
+// natsbus.PublisherStats say it.
+type Delivery struct {
+	DroppedProgress uint64
+	Undelivered     uint64
+}
+
+var _ toolkit.Tracer = (*Telemetry)(nil)
+
+// New returns a Telemetry. It fails only if the meter provider refuses an
+// instrument.
+func New(opts ...Option) (*Telemetry, error) {
+	t := &Telemetry{}
+	for _, o := range opts {
+		o(&t.cfg)
+	}
+	mp := t.cfg.mp
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(ScopeName)
+	var errs []error
+	var err error
+	t.duration, err = m.Float64Histogram(MetricDuration, metric.WithUnit("s"),
+		metric.WithDescription("Duration of tool calls, from their start to their result."),
+		metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
+	errs = append(errs, err)
+	t.active, err = m.Int64UpDownCounter(MetricActive, metric.WithUnit("{call}"),
+		metric.WithDescription("Tool calls started and not yet finished."))
+	errs = append(errs, err)
+	t.approvalWait, err = m.Float64Histogram(MetricApprovalWait, metric.WithUnit("s"),
+		metric.WithDescription("Time a call or batch waited for a person's decision."),
+		metric.WithExplicitBucketBoundaries(0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3600))
+	errs = append(errs, err)
+	dropped, err := m.Int64ObservableCounter(MetricDropped, metric.WithUnit("{event}"),
+		metric.WithDescription("Progress events dropped because an observer or a publisher was behind."))
+	errs = append(errs, err)
+	undelivered, err := m.Int64ObservableCounter(MetricUndelivered, metric.WithUnit("{event}"),
+		metric.WithDescription("Events given up on by a publisher (NATS refused them for good, or they could not fit a message)."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		t.mu.Lock()
+		tks, sinks := t.toolkits, t.sinks
+		t.mu.Unlock()
+		var fromToolkits uint64
+		for _, tk := range tks {
+			fromToolkits += tk.Stats().DroppedProgress
+		}
+		if len(tks) > 0 {
+			o.ObserveInt64(dropped, int64(fromToolkits), metric.WithAttributes(Source.String("observers")))
+		}
+		for _, s := range sinks {
+			d := s.f()
+			o.ObserveInt64(dropped, int64(d.DroppedProgress), metric.WithAttributes(Source.String(s.name)))
+			o.ObserveInt64(undelivered, int64(d.Undelivered), metric.WithAttributes(Destination.String(s.name)))
+		}
+		return nil
+	}, dropped, undelivered)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// WatchToolkit counts the progress events tk dropped for its slow
+// asynchronous observers in toolstream.progress.dropped
+// (toolstream.source "observers").
+func (t *Telemetry) WatchToolkit(tk *toolkit.Toolkit) {
+	t.mu.Lock()
+	t.toolkits = append(t.toolkits[:len(t.toolkits):len(t.toolkits)], tk)
+	t.mu.Unlock()
+}
+
+// WatchDelivery counts what a destination of events lost, as f reports
+// it, in toolstream.progress.dropped (toolstream.source name) and
+// toolstream.events.undelivered (toolstream.destination name). For the
+// NATS publisher:
+//
+//	tel.WatchDelivery("nats", func() telemetry.Delivery {
+//		s := bus.Publisher().Stats()
+//		return telemetry.Delivery{DroppedProgress: s.DroppedProgress, Undelivered: s.Undelivered}
+//	})
+func (t *Telemetry) WatchDelivery(name string, f func() Delivery) {
+	t.mu.Lock()
+	t.sinks = append(t.sinks[:len(t.sinks):len(t.sinks)], sink{name, f})
+	t.mu.Unlock()
+}
+
+// tracerState caches the tracer of the provider in use; tracer is nil when
+// that provider records nothing.
+type tracerState struct {
+	tp         trace.TracerProvider
+	typ        reflect.Type
+	comparable bool // values of typ can be compared (else tracerNow looks again)
+	tracer     trace.Tracer
+}
+
+// tracerNow returns the tracer to use now, or nil when no tracer provider
+// is set: the global one without a delegate, or a no-op one. It costs an
+// atomic load and two comparisons while the provider does not change.
+func (t *Telemetry) tracerNow() trace.Tracer {
+	tp := t.cfg.tp
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	typ := reflect.TypeOf(tp)
+	if s := t.tracer.Load(); s != nil && s.typ == typ && s.comparable && s.tp == tp {
+		return s.tracer
+	}
+	s := &tracerState{tp: tp, typ: typ, comparable: typ != nil && typ.Comparable()}
+	if !noopProvider(typ) {
+		s.tracer = tp.Tracer(ScopeName)
+	}
+	t.tracer.Store(s)
+	return s.tracer
+}
+
+// noopProvider reports whether a tracer provider of this type records
+// nothing: OpenTelemetry's global provider before one is set, or a no-op
+// provider.
+func noopProvider(typ reflect.Type) bool {
+	if typ == nil {
+		return true
+	}
+	if typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	switch typ.PkgPath() + "." + typ.Name() {
+	case "go.opentelemetry.io/otel/internal/global.tracerProvider",
+		"go.opentelemetry.io/otel/trace/noop.TracerProvider",
+		"go.opentelemetry.io/otel/trace.noopTracerProvider":
+		return true
+	}
+	return false
+}
+
+// measuring reports whether call metrics are recorded (the approval wait
+// is recorded when its instrument takes it).
+func (t *Telemetry) measuring(ctx context.Context) bool {
+	return t.duration.Enabled(ctx) || t.active.Enabled(ctx)
+}
+
+// StartBatch implements toolkit.Tracer: the batch's span.
+func (t *Telemetry) StartBatch(ctx context.Context, b *toolkit.Batch, calls []toolkit.Call) (context.Context, toolkit.BatchTrace) {
+	tr := t.tracerNow()
+	measuring := t.measuring(ctx)
+	if tr == nil && !measuring {
+		return ctx, nil
+	}
+	bt := &batchTrace{t: t, b: b, tracer: tr, measuring: measuring}
+	if tr != nil {
+		attrs := []attribute.KeyValue{
+			BatchID.String(b.ID()),
+			ConversationID.String(b.Session().ID()),
+			BatchSize.Int(len(calls)),
+		}
+		if a := toolkit.Agent(ctx); a != "" {
+			attrs = append(attrs, AgentID.String(a))
+		}
+		ctx, bt.span = tr.Start(ctx, BatchSpan, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		bt.parent, bt.state = traceHeaders(bt.span.SpanContext())
+	}
+	return ctx, bt
+}
+
+// StartCall implements toolkit.Tracer: the call's span.
+// The batch decided whether to trace and measure (StartBatch): its calls
+// follow.
+func (t *Telemetry) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolkit.CallInfo, tool *toolkit.Tool) (context.Context, toolkit.CallTrace) {
+	bt, ok := b.(*batchTrace)
+	if !ok {
+		return ctx, nil
+	}
+	tr, measuring := bt.tracer, bt.measuring
+	ct := &callTrace{t: t, tool: c.Tool, measuring: measuring}
+	if tr != nil {
+		typ := "function"
+		if t.cfg.toolType != nil {
+			typ = t.cfg.toolType(tool)
+		}
+		attrs := make([]attribute.KeyValue, 0, 7)
+		attrs = append(attrs,
+			OperationName.String(OperationExecuteTool),
+			ToolName.String(c.Tool),
+			ToolCallID.String(c.CallID),
+			ToolType.String(typ),
+			ConversationID.String(c.Session))
+		if tool != nil {
+			if d := tool.Spec().Description; d != "" {
+				attrs = append(attrs, ToolDescription.String(d))
+			}
+		}
+		if c.Agent != "" {
+			attrs = append(attrs, AgentID.String(c.Agent))
+		}
+		ctx, ct.span = tr.Start(ctx, OperationExecuteTool+" "+c.Tool,
+			trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		ct.parent, ct.state = traceHeaders(ct.span.SpanContext())
+	}
+	return ctx, ct
+}
+
+// StartOp implements toolkit.Tracer: a span for work inside a call
+// (reset_tools, a skill load).
+func (t *Telemetry) StartOp(ctx context.Context, name string) (context.Context, toolkit.OpTrace) {
+	tr := t.tracerNow()
+	if tr == nil {
+		return ctx, nil
+	}
+	ctx, span := tr.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	return ctx, opTrace{span}
+}
+
+// traceHeaders returns the W3C traceparent and tracestate of a span.
+func traceHeaders(sc trace.SpanContext) (parent, state string) {
+	if !sc.IsValid() {
+		return "", ""
+	}
+	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String(), sc.TraceState().String()
+}
+
+// callTrace is one call's span and measures.
+type callTrace struct {
+	t             *Telemetry
+	span          trace.Span // nil when not tracing
+	parent, state string
+	tool          string
+	measuring     bool
+	begun         bool      // counted in toolstream.calls.active
+	asked         time.Time // when an approval request went out
+}
+
+func (c *callTrace) TraceParent() string { return c.parent }
+func (c *callTrace) TraceState() string  { return c.state }
+
+// Attempt records one event per attempt of the tool.
+func (c *callTrace) Attempt(n int) {
+	if c.span != nil {
+		c.span.AddEvent(EventAttempt, trace.WithAttributes(Attempt.Int(n)))
+	}
+}
+
+// Observe turns the call's events into span events, attributes and
+// measures.
+func (c *callTrace) Observe(ev *events.Event) {
+	switch ev.Type {
+	case events.TypeStart:
+		if c.measuring {
+			c.begun = true
+			c.t.active.Add(context.Background(), 1, metric.WithAttributes(ToolName.String(c.tool)))
+		}
+		if c.span != nil && c.t.cfg.content && ev.Start != nil {
+			c.span.SetAttributes(ToolArguments.String(string(ev.Start.Args)))
+		}
+	case events.TypeSuspend:
+		if c.span != nil && ev.Suspend != nil {
+			c.span.AddEvent(EventSuspend, trace.WithTimestamp(ev.Time), trace.WithAttributes(SuspendReason.String(ev.Suspend.Reason)))
+		}
+	case events.TypeDelta:
+		if c.span != nil && ev.Reset {
+			c.span.AddEvent(EventReset, trace.WithTimestamp(ev.Time))
+		}
+	case events.TypeProgress:
+	case events.TypeResult:
+		c.end(ev)
+	case interceptors.ApprovalEvent:
+		c.asked = approval(c.t, c.span, c.tool, c.asked, ev)
+	default:
+		if c.span != nil {
+			c.span.AddEvent(EventOther, trace.WithTimestamp(ev.Time), trace.WithAttributes(EventType.String(string(ev.Type))))
+		}
+	}
+}
+
+// end records the result: the duration, the state, the span's end.
+func (c *callTrace) end(ev *events.Event) {
+	r := ev.Result
+	if r == nil {
+		return
+	}
+	failed := r.State != events.StateSuccess
+	if c.measuring {
+		if c.begun {
+			c.t.active.Add(context.Background(), -1, metric.WithAttributes(ToolName.String(c.tool)))
+		}
+		attrs := []attribute.KeyValue{OperationName.String(OperationExecuteTool), ToolName.String(c.tool), CallState.String(string(r.State))}
+		if failed {
+			attrs = append(attrs, ErrorType.String(string(r.State)))
+		}
+		c.t.duration.Record(context.Background(), r.DurationMS/1000, metric.WithAttributes(attrs...))
+	}
+	if c.span == nil {
+		return
+	}
+	if failed {
+		c.span.SetAttributes(ErrorType.String(string(r.State)))
+		c.span.SetStatus(codes.Error, r.Error)
+	}
+	if c.t.cfg.content {
+		c.span.SetAttributes(ToolResult.String(events.ContentText(r.Content)))
+	}
+	c.span.End(trace.WithTimestamp(ev.Time))
+}
+
+// approval records an approval event (interceptors.Permissions): the
+// request and the decision as span events, and the wait between them. It
+// returns when the pending request went out (zero once decided).
+func approval(t *Telemetry, span trace.Span, tool string, asked time.Time, ev *events.Event) time.Time {
+	var req struct {
+		Status string `json:"status"`
+		Note   string `json:"note"`
+		Reason string `json:"reason"`
+	}
+	if json.Unmarshal(ev.Data, &req) != nil {
+		return asked
+	}
+	if span != nil {
+		attrs := []attribute.KeyValue{ApprovalStatus.String(req.Status)}
+		if req.Reason != "" && req.Status == "pending" {
+			attrs = append(attrs, ApprovalReason.String(req.Reason))
+		}
+		if req.Note != "" {
+			attrs = append(attrs, ApprovalNote.String(req.Note))
+		}
+		span.AddEvent(EventApproval, trace.WithTimestamp(ev.Time), trace.WithAttributes(attrs...))
+	}
+	if req.Status == "pending" {
+		return ev.Time
+	}
+	if !asked.IsZero() {
+		attrs := []attribute.KeyValue{ApprovalStatus.String(req.Status)}
+		if tool != "" {
+			attrs = append(attrs, ToolName.String(tool))
+		}
+		t.approvalWait.Record(context.Background(), ev.Time.Sub(asked).Seconds(), metric.WithAttributes(attrs...))
+	}
+	return time.Time{}
+}
+
+// batchTrace is one batch's span.
+type batchTrace struct {
+	t             *Telemetry
+	b             *toolkit.Batch
+	tracer        trace.Tracer // nil when not tracing
+	measuring     bool
+	span          trace.Span // nil when not tracing
+	parent, state string
+	asked         time.Time
+}
+
+func (bt *batchTrace) TraceParent() string { return bt.parent }
+func (bt *batchTrace) TraceState() string  { return bt.state }
+
+// Observe records the batch's approval (interceptors.BatchApproval).
+func (bt *batchTrace) Observe(ev *events.Event) {
+	if ev.Type == interceptors.ApprovalEvent {
+		bt.asked = approval(bt.t, bt.span, "", bt.asked, ev)
+	}
+}
+
+// End ends the batch's span with what became of its calls.
+func (bt *batchTrace) End(results []toolkit.Result) {
+	if bt.span == nil {
+		return
+	}
+	failed := 0
+	for _, r := range results {
+		if r.IsError() {
+			failed++
+		}
+	}
+	attrs := []attribute.KeyValue{BatchFailed.Int(failed)}
+	if s, ok := bt.b.Stop(); ok {
+		attrs = append(attrs, BatchStop.String(string(s.Reason)))
+	}
+	bt.span.SetAttributes(attrs...)
+	if err := bt.b.Err(); err != nil {
+		bt.span.SetAttributes(ErrorType.String(string(events.StateInterrupted)))
+		bt.span.SetStatus(codes.Error, err.Error())
+	}
+	bt.span.End()
+}
+
+// opTrace is an operation's span.
+type opTrace struct{ span trace.Span }
+
+func (o opTrace) SetAttr(key string, value any) {
+	k := attribute.Key(key)
+	switch v := value.(type) {
+	case string:
+		o.span.SetAttributes(k.String(v))
+	case []string:
+		o.span.SetAttributes(k.StringSlice(v))
+	case bool:
+		o.span.SetAttributes(k.Bool(v))
+	case int:
+		o.span.SetAttributes(k.Int(v))
+	}
+}
+
+func (o opTrace) End(err error) {
+	if err != nil {
+		o.span.SetAttributes(ErrorType.String("error"))
+		o.span.SetStatus(codes.Error, err.Error())
+	}
+	o.span.End()
+}
+
+// ContextWithTrace returns ctx carrying the remote span of a trace context
+// read from elsewhere (an event's Trace, a request's headers): spans started
+// with it join that trace as its children. A remote worker continues the
+// caller's trace this way. It returns ctx unchanged when tr is nil or not a
+// valid traceparent.
+func ContextWithTrace(ctx context.Context, tr events.Trace) context.Context {
+	if tr == nil {
+		return ctx
+	}
+	carrier := propagation.MapCarrier{"traceparent": tr.TraceParent()}
+	if s := tr.TraceState(); s != "" {
+		carrier["tracestate"] = s
+	}
+	return propagation.TraceContext{}.Extract(ctx, carrier)
+}
+
+// Link returns a link to the span an event belongs to (from its Trace), for
+// a span of a subscriber that handles the event; ok is false when the event
+// carries no valid trace context.
+func Link(ev *events.Event) (link trace.Link, ok bool) {
+	sc := trace.SpanContextFromContext(ContextWithTrace(context.Background(), ev.Trace))
+	if !sc.IsValid() {
+		return trace.Link{}, false
+	}
+	return trace.Link{SpanContext: sc}, true
+}

@@ -1,0 +1,755 @@
+package telemetry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/events/natsbus"
+	"github.com/toolstream/toolstream/groups"
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/skills"
+	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/telemetry"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
+
+// rig is a toolkit traced into an in-memory exporter and measured by a
+// manual reader.
+type rig struct {
+	tk     *toolkit.Toolkit
+	tel    *telemetry.Telemetry
+	exp    *tracetest.InMemoryExporter
+	tp     *sdktrace.TracerProvider
+	reader *sdkmetric.ManualReader
+}
+
+func newRig(t *testing.T, topts []telemetry.Option, kopts ...toolkit.Option) *rig {
+	t.Helper()
+	r := &rig{exp: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader()}
+	r.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(r.exp))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))
+	t.Cleanup(func() {
+		_ = r.tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	})
+	tel, err := telemetry.New(append([]telemetry.Option{telemetry.WithTracerProvider(r.tp), telemetry.WithMeterProvider(mp)}, topts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.tel = tel
+	r.tk = testutil.Kit(t, append([]toolkit.Option{toolkit.WithTracer(tel)}, kopts...)...)
+	return r
+}
+
+// span returns the ended span of that name; there must be exactly one.
+func (r *rig) span(t *testing.T, name string) tracetest.SpanStub {
+	t.Helper()
+	var found []tracetest.SpanStub
+	for _, s := range r.exp.GetSpans() {
+		if s.Name == name {
+			found = append(found, s)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d spans %q; spans: %v", len(found), name, names(r.exp.GetSpans()))
+	}
+	return found[0]
+}
+
+func names(ss tracetest.SpanStubs) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func attrs(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
+	m := map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+// checkAttrs holds a span's attributes to exactly want.
+func checkAttrs(t *testing.T, s tracetest.SpanStub, want map[attribute.Key]any) {
+	t.Helper()
+	got := attrs(s)
+	for k, v := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Errorf("%s: no attribute %s", s.Name, k)
+			continue
+		}
+		if fmt.Sprint(g.AsInterface()) != fmt.Sprint(v) {
+			t.Errorf("%s: %s = %v, want %v", s.Name, k, g.AsInterface(), v)
+		}
+	}
+	for k, v := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: unexpected attribute %s = %v", s.Name, k, v.AsInterface())
+		}
+	}
+}
+
+func eventNames(s tracetest.SpanStub) []string {
+	var out []string
+	for _, e := range s.Events {
+		n := e.Name
+		for _, a := range e.Attributes {
+			n += fmt.Sprintf(" %s=%v", a.Key, a.Value.AsInterface())
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func tool[In any](t *testing.T, spec toolkit.Spec, fn func(context.Context, In) (string, error)) *toolkit.Tool {
+	return testutil.Tool(t, spec, fn)
+}
+
+type pathIn struct {
+	Path string `json:"path"`
+}
+
+// TestRunSpans: a batch of calls under the caller's span is a batch span
+// with one span per call, named and attributed by the GenAI conventions,
+// the failures with error.type from their state; the handler's own spans
+// are children of its call's.
+func TestRunSpans(t *testing.T) {
+	r := newRig(t, nil)
+	var inner trace.SpanContext
+	testutil.Add(t, r.tk,
+		tool(t, toolkit.Spec{Name: "read", Description: "Reads a file.", ConcurrencySafe: true}, func(ctx context.Context, in pathIn) (string, error) {
+			_, span := r.tp.Tracer("handler").Start(ctx, "read the file")
+			inner = span.SpanContext()
+			span.End()
+			return "contents of " + in.Path, nil
+		}),
+		tool(t, toolkit.Spec{Name: "fail", ConcurrencySafe: true}, func(ctx context.Context, in struct{}) (string, error) {
+			return "", errors.New("disk on fire")
+		}))
+
+	ctx, root := r.tp.Tracer("agent").Start(context.Background(), "invoke_agent")
+	sess := testutil.Session(t, r.tk, "conv-1")
+	rs := sess.Run(toolkit.WithAgent(ctx, "planner"), []toolkit.Call{
+		testutil.Call("c1", "read", `{"path":"a.txt"}`),
+		testutil.Call("c2", "fail", `{}`),
+		testutil.Call("c3", "nope", `{}`),
+	})
+	root.End()
+	if rs[0].State != toolkit.StateSuccess || rs[1].State != toolkit.StateError || rs[2].State != toolkit.StateError {
+		t.Fatalf("states: %s %s %s", rs[0].State, rs[1].State, rs[2].State)
+	}
+
+	batch := r.span(t, telemetry.BatchSpan)
+	read := r.span(t, "execute_tool read")
+	fail := r.span(t, "execute_tool fail")
+	nope := r.span(t, "execute_tool nope")
+	handler := r.span(t, "read the file")
+	if got := len(r.exp.GetSpans()); got != 6 {
+		t.Errorf("%d spans, want 6: %v", got, names(r.exp.GetSpans()))
+	}
+
+	// Parents: caller ← batch ← calls ← the handler's span, one trace.
+	if batch.Parent.SpanID() != root.SpanContext().SpanID() {
+		t.Errorf("the batch's parent is %s, want the caller's span", batch.Parent.SpanID())
+	}
+	for _, s := range []tracetest.SpanStub{read, fail, nope} {
+		if s.Parent.SpanID() != batch.SpanContext.SpanID() {
+			t.Errorf("%s: parent %s, want the batch %s", s.Name, s.Parent.SpanID(), batch.SpanContext.SpanID())
+		}
+		if s.SpanContext.TraceID() != root.SpanContext().TraceID() {
+			t.Errorf("%s: another trace", s.Name)
+		}
+		if s.SpanKind != trace.SpanKindInternal {
+			t.Errorf("%s: kind %v", s.Name, s.SpanKind)
+		}
+	}
+	if handler.Parent.SpanID() != read.SpanContext.SpanID() || inner.SpanID() != handler.SpanContext.SpanID() {
+		t.Errorf("the handler's span's parent is %s, want the call's %s", handler.Parent.SpanID(), read.SpanContext.SpanID())
+	}
+
+	checkAttrs(t, batch, map[attribute.Key]any{
+		telemetry.BatchID: batchID(t, batch), telemetry.ConversationID: "conv-1", telemetry.BatchSize: 3,
+		telemetry.AgentID: "planner", telemetry.BatchFailed: 2,
+	})
+	checkAttrs(t, read, map[attribute.Key]any{
+		telemetry.OperationName: "execute_tool", telemetry.ToolName: "read", telemetry.ToolCallID: "c1",
+		telemetry.ToolType: "function", telemetry.ToolDescription: "Reads a file.",
+		telemetry.ConversationID: "conv-1", telemetry.AgentID: "planner",
+	})
+	checkAttrs(t, fail, map[attribute.Key]any{
+		telemetry.OperationName: "execute_tool", telemetry.ToolName: "fail", telemetry.ToolCallID: "c2",
+		telemetry.ToolType: "function", telemetry.ConversationID: "conv-1", telemetry.AgentID: "planner",
+		telemetry.ErrorType: "error",
+	})
+	checkAttrs(t, nope, map[attribute.Key]any{
+		telemetry.OperationName: "execute_tool", telemetry.ToolName: "nope", telemetry.ToolCallID: "c3",
+		telemetry.ToolType: "function", telemetry.ConversationID: "conv-1", telemetry.AgentID: "planner",
+		telemetry.ErrorType: "error",
+	})
+	if read.Status.Code != codes.Unset {
+		t.Errorf("read: status %v", read.Status)
+	}
+	if fail.Status.Code != codes.Error || !strings.Contains(fail.Status.Description, "disk on fire") {
+		t.Errorf("fail: status %+v", fail.Status)
+	}
+	if !strings.Contains(nope.Status.Description, "unknown tool") {
+		t.Errorf("nope: status %+v", nope.Status)
+	}
+	// One attempt each for the calls that ran; an unknown tool runs none.
+	if got := eventNames(read); !slices.Equal(got, []string{"toolstream.attempt toolstream.attempt=1"}) {
+		t.Errorf("read's events: %q", got)
+	}
+	if got := eventNames(nope); len(got) != 0 {
+		t.Errorf("nope's events: %q", got)
+	}
+	// The arguments and results are not recorded without WithContent.
+	if _, ok := attrs(read)[telemetry.ToolArguments]; ok {
+		t.Error("arguments recorded without WithContent")
+	}
+}
+
+func batchID(t *testing.T, s tracetest.SpanStub) string {
+	v, ok := attrs(s)[telemetry.BatchID]
+	if !ok || !strings.HasPrefix(v.AsString(), "batch-") {
+		t.Fatalf("batch id %v", v.AsString())
+	}
+	return v.AsString()
+}
+
+// TestContentOptIn: WithContent records the arguments and the result.
+func TestContentOptIn(t *testing.T) {
+	r := newRig(t, []telemetry.Option{telemetry.WithContent()})
+	testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "read"}, func(ctx context.Context, in pathIn) (string, error) {
+		return "contents of " + in.Path, nil
+	}))
+	testutil.Run(t, r.tk, "s", testutil.Call("c1", "read", `{"path":"a.txt"}`))
+	a := attrs(r.span(t, "execute_tool read"))
+	if got := a[telemetry.ToolArguments].AsString(); got != `{"path":"a.txt"}` {
+		t.Errorf("arguments %q", got)
+	}
+	if got := a[telemetry.ToolResult].AsString(); got != "contents of a.txt" {
+		t.Errorf("result %q", got)
+	}
+}
+
+// TestRetryEvents: a call that interceptors.Retry runs three times has one
+// attempt event per attempt and a reset event for each attempt voided.
+func TestRetryEvents(t *testing.T) {
+	r := newRig(t, nil)
+	n := 0
+	testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "flaky"}, func(ctx context.Context, in struct{}) (string, error) {
+		n++
+		if n < 3 {
+			return "", interceptors.Transient(fmt.Errorf("try %d failed", n))
+		}
+		return "ok", nil
+	}))
+	r.tk.Use(interceptors.Retry(interceptors.RetryBackoff(time.Millisecond, time.Millisecond), interceptors.RetryJitter(false)))
+	rs := testutil.Run(t, r.tk, "s", testutil.Call("c1", "flaky", `{}`))
+	if rs[0].State != toolkit.StateSuccess {
+		t.Fatalf("state %s: %v", rs[0].State, rs[0].Err)
+	}
+	s := r.span(t, "execute_tool flaky")
+	want := []string{
+		"toolstream.attempt toolstream.attempt=1",
+		"toolstream.reset",
+		"toolstream.attempt toolstream.attempt=2",
+		"toolstream.reset",
+		"toolstream.attempt toolstream.attempt=3",
+	}
+	if got := eventNames(s); !slices.Equal(got, want) {
+		t.Errorf("events:\n got %q\nwant %q", got, want)
+	}
+	if _, ok := attrs(s)[telemetry.ErrorType]; ok {
+		t.Error("error.type on a call that succeeded in the end")
+	}
+}
+
+// TestApprovalEvents: a call interceptors.Permissions asks about is
+// suspended, asked, approved and run: four span events in that order, and
+// the wait is measured.
+func TestApprovalEvents(t *testing.T) {
+	asked := make(chan struct{})
+	var once sync.Once
+	r := newRig(t, nil, toolkit.WithInlineObserver(toolkit.ObserverFunc(func(ev *events.Event) {
+		if ev.Type == interceptors.ApprovalEvent {
+			once.Do(func() { close(asked) }) // the request went out
+		}
+	})))
+	perms := interceptors.NewPermissions(interceptors.WithMode(interceptors.AskAll))
+	r.tk.Use(perms.Interceptor())
+	testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "write"}, func(ctx context.Context, in pathIn) (string, error) {
+		return "written", nil
+	}))
+	sess := testutil.Session(t, r.tk, "s")
+	b := sess.Start(context.Background(), []toolkit.Call{testutil.Call("c1", "write", `{"path":"x"}`)})
+	testutil.WaitFor(t, asked, "the approval request")
+	time.Sleep(20 * time.Millisecond) // a wait worth measuring
+	if err := perms.Approve("s", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if rs := b.Wait(); rs[0].State != toolkit.StateSuccess {
+		t.Fatalf("state %s: %v", rs[0].State, rs[0].Err)
+	}
+	s := r.span(t, "execute_tool write")
+	got := eventNames(s)
+	if len(got) != 4 || got[0] != "toolstream.suspend toolstream.suspend.reason=approval" ||
+		!strings.HasPrefix(got[1], "toolstream.approval toolstream.approval.status=pending") ||
+		got[2] != "toolstream.approval toolstream.approval.status=approved" ||
+		got[3] != "toolstream.attempt toolstream.attempt=1" {
+		t.Errorf("events: %q", got)
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := r.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	h := histogram(t, rm, telemetry.MetricApprovalWait)
+	if len(h.DataPoints) != 1 || h.DataPoints[0].Count != 1 || h.DataPoints[0].Sum < 0.02 {
+		t.Fatalf("approval wait: %+v", h.DataPoints)
+	}
+	dp := h.DataPoints[0]
+	if v, _ := dp.Attributes.Value(telemetry.ToolName); v.AsString() != "write" {
+		t.Errorf("approval wait tool %v", v.AsString())
+	}
+	if v, _ := dp.Attributes.Value(telemetry.ApprovalStatus); v.AsString() != "approved" {
+		t.Errorf("approval wait status %v", v.AsString())
+	}
+}
+
+// TestErrorTypes: error.type is the call's state for a timeout, a denial
+// and an interruption.
+func TestErrorTypes(t *testing.T) {
+	r := newRig(t, nil)
+	perms := interceptors.NewPermissions(interceptors.WithMode(interceptors.AllowAll),
+		interceptors.WithRules(interceptors.Rule{Tool: "rm", Decision: interceptors.Deny, Reason: "never"}))
+	r.tk.Use(perms.Interceptor())
+	release := make(chan struct{})
+	testutil.Add(t, r.tk,
+		tool(t, toolkit.Spec{Name: "slow", Timeout: 20 * time.Millisecond}, func(ctx context.Context, in struct{}) (string, error) {
+			<-ctx.Done()
+			return "", ctx.Err()
+		}),
+		tool(t, toolkit.Spec{Name: "rm"}, func(ctx context.Context, in struct{}) (string, error) { return "gone", nil }),
+		tool(t, toolkit.Spec{Name: "wait"}, func(ctx context.Context, in struct{}) (string, error) {
+			close(release)
+			<-ctx.Done()
+			return "", ctx.Err()
+		}),
+		tool(t, toolkit.Spec{Name: "after"}, func(ctx context.Context, in struct{}) (string, error) { return "", nil }))
+	testutil.Run(t, r.tk, "s", testutil.Call("c1", "slow", `{}`), testutil.Call("c2", "rm", `{}`))
+	sess := testutil.Session(t, r.tk, "s2")
+	b := sess.Start(context.Background(), []toolkit.Call{testutil.Call("c3", "wait", `{}`), testutil.Call("c4", "after", `{}`)})
+	<-release
+	b.Cancel()
+	b.Wait()
+
+	for name, want := range map[string]string{
+		"execute_tool slow": "timeout", "execute_tool rm": "denied",
+		"execute_tool wait": "interrupted", "execute_tool after": "interrupted",
+	} {
+		s := r.span(t, name)
+		if got := attrs(s)[telemetry.ErrorType].AsString(); got != want {
+			t.Errorf("%s: error.type %q, want %q", name, got, want)
+		}
+		if s.Status.Code != codes.Error {
+			t.Errorf("%s: status %v", name, s.Status.Code)
+		}
+	}
+	// The call that never started has a span all the same, with no attempt.
+	if got := eventNames(r.span(t, "execute_tool after")); len(got) != 0 {
+		t.Errorf("a call that never started has events %q", got)
+	}
+	var batches int
+	for _, s := range r.exp.GetSpans() {
+		if s.Name == telemetry.BatchSpan {
+			batches++
+			if got := attrs(s)[telemetry.BatchID].AsString(); strings.HasSuffix(got, "-2") && attrs(s)[telemetry.ErrorType].AsString() != "interrupted" {
+				t.Errorf("the cancelled batch's error.type: %v", attrs(s)[telemetry.ErrorType])
+			}
+		}
+	}
+	if batches != 2 {
+		t.Errorf("%d batch spans", batches)
+	}
+}
+
+func histogram(t *testing.T, rm metricdata.ResourceMetrics, name string) metricdata.Histogram[float64] {
+	t.Helper()
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == name {
+				h, ok := m.Data.(metricdata.Histogram[float64])
+				if !ok {
+					t.Fatalf("%s is a %T", name, m.Data)
+				}
+				return h
+			}
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return metricdata.Histogram[float64]{}
+}
+
+func sums(t *testing.T, rm metricdata.ResourceMetrics, name string) []metricdata.DataPoint[int64] {
+	t.Helper()
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == name {
+				s, ok := m.Data.(metricdata.Sum[int64])
+				if !ok {
+					t.Fatalf("%s is a %T", name, m.Data)
+				}
+				return s.DataPoints
+			}
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return nil
+}
+
+// TestMetrics: the duration histogram per tool and state, the calls in
+// flight (one while a call runs, none after), and what the sources given
+// to WatchToolkit and WatchDelivery lost.
+func TestMetrics(t *testing.T) {
+	r := newRig(t, nil)
+	running := make(chan struct{})
+	release := make(chan struct{})
+	testutil.Add(t, r.tk,
+		tool(t, toolkit.Spec{Name: "ok", ConcurrencySafe: true}, func(ctx context.Context, in struct{}) (string, error) { return "fine", nil }),
+		tool(t, toolkit.Spec{Name: "hold"}, func(ctx context.Context, in struct{}) (string, error) {
+			close(running)
+			<-release
+			return "done", nil
+		}),
+		tool(t, toolkit.Spec{Name: "bad", ConcurrencySafe: true}, func(ctx context.Context, in struct{}) (string, error) { return "", errors.New("no") }))
+	testutil.Run(t, r.tk, "s", testutil.Call("a", "ok", `{}`), testutil.Call("b", "ok", `{}`), testutil.Call("c", "bad", `{}`))
+
+	sess := testutil.Session(t, r.tk, "s")
+	b := sess.Start(context.Background(), []toolkit.Call{testutil.Call("h", "hold", `{}`)})
+	<-running
+	var rm metricdata.ResourceMetrics
+	collect := func() {
+		if err := r.reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	collect()
+	active := func(tool string) int64 {
+		for _, dp := range sums(t, rm, telemetry.MetricActive) {
+			if v, _ := dp.Attributes.Value(telemetry.ToolName); v.AsString() == tool {
+				return dp.Value
+			}
+		}
+		return 0
+	}
+	if got := active("hold"); got != 1 {
+		t.Errorf("hold in flight: %d, want 1", got)
+	}
+	close(release)
+	b.Wait()
+
+	var lost telemetry.Delivery
+	var mu sync.Mutex
+	r.tel.WatchToolkit(r.tk)
+	r.tel.WatchDelivery("nats", func() telemetry.Delivery {
+		mu.Lock()
+		defer mu.Unlock()
+		return lost
+	})
+	mu.Lock()
+	lost = telemetry.Delivery{DroppedProgress: 7, Undelivered: 2}
+	mu.Unlock()
+	collect()
+	if got := active("hold"); got != 0 {
+		t.Errorf("hold in flight after it finished: %d", got)
+	}
+	if got := active("ok"); got != 0 {
+		t.Errorf("ok in flight: %d", got)
+	}
+	counts := map[string]uint64{}
+	for _, dp := range histogram(t, rm, telemetry.MetricDuration).DataPoints {
+		tool, _ := dp.Attributes.Value(telemetry.ToolName)
+		state, _ := dp.Attributes.Value(telemetry.CallState)
+		et, hasET := dp.Attributes.Value(telemetry.ErrorType)
+		if hasET != (state.AsString() != "success") || hasET && et.AsString() != state.AsString() {
+			t.Errorf("%s/%s: error.type %v", tool.AsString(), state.AsString(), et.AsString())
+		}
+		counts[tool.AsString()+"/"+state.AsString()] += dp.Count
+	}
+	if want := map[string]uint64{"ok/success": 2, "bad/error": 1, "hold/success": 1}; fmt.Sprint(counts) != fmt.Sprint(want) {
+		t.Errorf("durations %v, want %v", counts, want)
+	}
+	got := map[string]int64{}
+	for _, dp := range sums(t, rm, telemetry.MetricDropped) {
+		v, _ := dp.Attributes.Value(telemetry.Source)
+		got["dropped/"+v.AsString()] = dp.Value
+	}
+	for _, dp := range sums(t, rm, telemetry.MetricUndelivered) {
+		v, _ := dp.Attributes.Value(telemetry.Destination)
+		got["undelivered/"+v.AsString()] = dp.Value
+	}
+	if want := map[string]int64{"dropped/observers": 0, "dropped/nats": 7, "undelivered/nats": 2}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("lost %v, want %v", got, want)
+	}
+}
+
+// TestNATSTraceHeaders: every event of a traced call published to NATS
+// carries the call span's traceparent, the batch's session-level events the
+// batch span's, live and replayed; a subscriber links to the span.
+func TestNATSTraceHeaders(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(map[bool]string{false: "core", true: "durable"}[durable], func(t *testing.T) {
+			var opts []natsbus.Option
+			if durable {
+				opts = append(opts, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+			}
+			bus := natstest.Bus(t, opts...)
+			var mu sync.Mutex
+			var live []*events.Event
+			sub, err := bus.Subscribe(bus.Subjects().All(), func(ev *events.Event) {
+				mu.Lock()
+				live = append(live, ev)
+				mu.Unlock()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Unsubscribe()
+			if err := bus.Conn().Flush(); err != nil {
+				t.Fatal(err)
+			}
+			r := newRig(t, nil, toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithBatchEndEvents())
+			testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "work"}, func(ctx context.Context, in struct{}) (string, error) {
+				stream.From(ctx).Progress("half", 0.5)
+				return "done", nil
+			}))
+			testutil.Run(t, r.tk, "conv", testutil.Call("c1", "work", `{}`))
+			call := r.span(t, "execute_tool work")
+			batch := r.span(t, telemetry.BatchSpan)
+			wantCall := fmt.Sprintf("00-%s-%s-01", call.SpanContext.TraceID(), call.SpanContext.SpanID())
+			wantBatch := fmt.Sprintf("00-%s-%s-01", batch.SpanContext.TraceID(), batch.SpanContext.SpanID())
+
+			check := func(what string, evs []*events.Event) {
+				t.Helper()
+				var types []events.Type
+				for _, ev := range evs {
+					types = append(types, ev.Type)
+					want := wantCall
+					if ev.Call == "" {
+						want = wantBatch
+					}
+					if ev.Trace == nil || ev.Trace.TraceParent() != want {
+						t.Errorf("%s: %s event's trace %v, want %s", what, ev.Type, ev.Trace, want)
+						continue
+					}
+					link, ok := telemetry.Link(ev)
+					if !ok || link.SpanContext.TraceID() != call.SpanContext.TraceID() || !link.SpanContext.IsRemote() {
+						t.Errorf("%s: %s event's link %+v", what, ev.Type, link)
+					}
+				}
+				want := []events.Type{"start", "progress", "delta", "result", "batch_end"}
+				if !slices.Equal(types, want) {
+					t.Errorf("%s: events %v, want %v", what, types, want)
+				}
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				mu.Lock()
+				n := len(live)
+				mu.Unlock()
+				if n >= 5 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			mu.Lock()
+			check("live", live)
+			mu.Unlock()
+			if !durable {
+				return
+			}
+			var replayed []*events.Event
+			done := make(chan struct{})
+			stop, err := bus.Replay(context.Background(), bus.Subjects().All(), 1, func(seq uint64, ev *events.Event) {
+				replayed = append(replayed, ev)
+				if len(replayed) == 5 {
+					close(done)
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			testutil.WaitFor(t, done, "the replay")
+			stop()
+			check("replayed", replayed)
+		})
+	}
+}
+
+// TestContinueTrace: a trace context read from an event continues the
+// trace in another place (a remote worker's spans join the caller's).
+func TestContinueTrace(t *testing.T) {
+	r := newRig(t, nil)
+	var got events.Trace
+	testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "remote"}, func(ctx context.Context, in struct{}) (string, error) {
+		got = toolkit.TraceOf(ctx) // what a request to a worker would carry
+		return "", nil
+	}))
+	testutil.Run(t, r.tk, "s", testutil.Call("c1", "remote", `{}`))
+	call := r.span(t, "execute_tool remote")
+	if got == nil || got.TraceParent() == "" {
+		t.Fatal("no trace context in the handler's context")
+	}
+	worker := events.TraceContext{Parent: got.TraceParent(), State: got.TraceState()}
+	_, span := r.tp.Tracer("worker").Start(telemetry.ContextWithTrace(context.Background(), worker), "worker runs it")
+	span.End()
+	w := r.span(t, "worker runs it")
+	if w.Parent.SpanID() != call.SpanContext.SpanID() || w.SpanContext.TraceID() != call.SpanContext.TraceID() {
+		t.Errorf("the worker's span is not the call's child: parent %s, call %s", w.Parent.SpanID(), call.SpanContext.SpanID())
+	}
+}
+
+// TestGroupsAndSkillsSpans: reset_tools and a skill load have spans of
+// their own under their calls'.
+func TestGroupsAndSkillsSpans(t *testing.T) {
+	r := newRig(t, nil)
+	testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "mean"}, func(ctx context.Context, in struct{}) (string, error) { return "2", nil }),
+		tool(t, toolkit.Spec{Name: "plot"}, func(ctx context.Context, in struct{}) (string, error) { return "ok", nil }))
+	gm, err := groups.Install(r.tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gm.Add(groups.Group{Name: "stats", Description: "Statistics.", Tools: []string{"mean"}},
+		groups.Group{Name: "charts", Description: "Charts.", Tools: []string{"plot"}}); err != nil {
+		t.Fatal(err)
+	}
+	lib, err := skills.NewLibrary(skills.Repository{Name: "mine", FS: fstest.MapFS{
+		"stats/SKILL.md": {Data: []byte("---\nname: stats\ndescription: Summarise numbers.\ntool-groups: [stats]\n---\nCall mean.\n")},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := skills.Install(r.tk, lib, skills.WithGroups(gm)); err != nil {
+		t.Fatal(err)
+	}
+	rs := testutil.Run(t, r.tk, "s",
+		testutil.Call("c1", "reset_tools", `{"charts":true}`),
+		testutil.Call("c2", "load_skill_through_path", `{"skillId":"stats","path":"SKILL.md"}`))
+	for _, res := range rs {
+		if res.State != toolkit.StateSuccess {
+			t.Fatalf("%s: %s %v", res.Call.Name, res.State, res.Err)
+		}
+	}
+	reset := r.span(t, "reset_tools")
+	load := r.span(t, "load_skill stats")
+	if p := r.span(t, "execute_tool reset_tools"); reset.Parent.SpanID() != p.SpanContext.SpanID() {
+		t.Error("reset_tools' span is not its call's child")
+	}
+	if p := r.span(t, "execute_tool load_skill_through_path"); load.Parent.SpanID() != p.SpanContext.SpanID() {
+		t.Error("the load's span is not its call's child")
+	}
+	checkAttrs(t, reset, map[attribute.Key]any{
+		"toolstream.groups.requested": []string{"charts"}, "toolstream.groups.active": []string{"charts"},
+		"toolstream.groups.activated": []string{"charts"}, "toolstream.groups.deactivated": []string(nil),
+	})
+	checkAttrs(t, load, map[attribute.Key]any{
+		"toolstream.skill.name": "stats", "toolstream.skill.path": "SKILL.md",
+		"toolstream.groups.activated": []string{"stats"},
+	})
+}
+
+// TestBatchApprovalEvents: a batch approval (Permissions.BatchHook) is
+// recorded on the batch's span, its wait measured without a tool, and the
+// session-level approval events on NATS-bound observers carry the batch
+// span's trace context.
+func TestBatchApprovalEvents(t *testing.T) {
+	asked := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	var traces []events.Trace
+	r := newRig(t, nil, toolkit.WithInlineObserver(toolkit.ObserverFunc(func(ev *events.Event) {
+		if ev.Type == interceptors.ApprovalEvent && ev.Call == "" {
+			mu.Lock()
+			traces = append(traces, ev.Trace)
+			mu.Unlock()
+			once.Do(func() { close(asked) })
+		}
+	})))
+	perms := interceptors.NewPermissions(interceptors.WithMode(interceptors.AskAll))
+	r.tk.Use(perms.Interceptor())
+	if err := r.tk.UseBatchHook(perms.BatchHook()); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "write"}, func(ctx context.Context, in pathIn) (string, error) {
+		return "written", nil
+	}))
+	sess := testutil.Session(t, r.tk, "s")
+	b := sess.Start(context.Background(), []toolkit.Call{testutil.Call("c1", "write", `{"path":"x"}`), testutil.Call("c2", "write", `{"path":"y"}`)})
+	testutil.WaitFor(t, asked, "the batch's approval request")
+	if err := perms.Approve("s", b.ID()); err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range b.Wait() {
+		if res.State != toolkit.StateSuccess {
+			t.Fatalf("%s: %s %v", res.Call.ID, res.State, res.Err)
+		}
+	}
+	batch := r.span(t, telemetry.BatchSpan)
+	if got := eventNames(batch); len(got) != 2 || !strings.HasPrefix(got[0], "toolstream.approval toolstream.approval.status=pending") ||
+		got[1] != "toolstream.approval toolstream.approval.status=approved" {
+		t.Errorf("the batch's events: %q", got)
+	}
+	want := fmt.Sprintf("00-%s-%s-01", batch.SpanContext.TraceID(), batch.SpanContext.SpanID())
+	mu.Lock()
+	for _, tr := range traces {
+		if tr == nil || tr.TraceParent() != want {
+			t.Errorf("a batch approval event's trace %v, want %s", tr, want)
+		}
+	}
+	mu.Unlock()
+	// The calls were approved with their batch: no approval on their spans.
+	for _, name := range []string{"execute_tool write"} {
+		for _, s := range r.exp.GetSpans() {
+			if s.Name == name && len(eventNames(s)) != 1 {
+				t.Errorf("%s: events %q", name, eventNames(s))
+			}
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := r.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	h := histogram(t, rm, telemetry.MetricApprovalWait)
+	if len(h.DataPoints) != 1 || h.DataPoints[0].Count != 1 {
+		t.Fatalf("approval wait: %+v", h.DataPoints)
+	}
+	if _, ok := h.DataPoints[0].Attributes.Value(telemetry.ToolName); ok {
+		t.Error("a batch's approval wait names a tool")
+	}
+}
