@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -84,8 +85,9 @@ type RunError struct {
 	Canceled bool   `json:"canceled,omitempty"`
 }
 
-// emit sends a session-level event; a body that cannot be sent is the
+// emit sends a session-level event with the trace context of the run's
+// ctx (toolkit.Session.EmitContext); a body that cannot be sent is the
 // observers' loss only (the run goes on), as for the toolkit's own events.
-func emit(s *toolkit.Session, typ events.Type, body any) {
-	_ = s.Emit(typ, body)
+func emit(ctx context.Context, s *toolkit.Session, typ events.Type, body any) {
+	_ = s.EmitContext(ctx, typ, body)
 }

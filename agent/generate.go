@@ -63,7 +63,7 @@ func (l *Loop) generate(ctx context.Context, r *run, turn int, conv *Conversatio
 	sess := r.sess
 	for attempt := 1; ; attempt++ {
 		st := &r.st
-		*st = streamer{sess: sess, turn: turn, observed: sess.Observed(), calls: st.calls[:0]}
+		*st = streamer{ctx: ctx, sess: sess, turn: turn, observed: sess.Observed(), calls: st.calls[:0]}
 		req := &r.req
 		*req = Request{System: conv.System, Messages: conv.Messages, Tools: defs}
 		if st.observed {
@@ -92,7 +92,7 @@ func (l *Loop) generate(ctx context.Context, r *run, turn int, conv *Conversatio
 		if !ok {
 			return nil, fmt.Errorf("%w (the server asks to wait %v, more than the retry policy's MaxWait %v)", err, asked.Round(time.Millisecond), l.retry.MaxWait)
 		}
-		emit(sess, EventRetry, Retry{Turn: turn, Attempt: attempt, WaitMS: ms(wait), Error: err.Error()})
+		emit(ctx, sess, EventRetry, Retry{Turn: turn, Attempt: attempt, WaitMS: ms(wait), Error: err.Error()})
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -115,6 +115,7 @@ func (l *Loop) describe() string {
 // args_delta per call, so that UIs need only the deltas. Nothing is built
 // when no observer would get the events.
 type streamer struct {
+	ctx      context.Context // the run's: its trace context goes with the events
 	sess     *toolkit.Session
 	turn     int
 	observed bool      // some observer gets session events (checked per attempt)
@@ -145,17 +146,17 @@ func (s *streamer) send(c Chunk) {
 			return
 		}
 		s.text = true
-		emit(s.sess, EventText, TextDelta{Turn: s.turn, Delta: c.Text})
+		emit(s.ctx, s.sess, EventText, TextDelta{Turn: s.turn, Delta: c.Text})
 	case ChunkCall:
 		*s.ref(c.Index) = callRef{id: c.CallID, name: c.Name}
-		emit(s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: c.Index, Call: c.CallID, Tool: c.Name})
+		emit(s.ctx, s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: c.Index, Call: c.CallID, Tool: c.Name})
 	case ChunkArgs:
 		if c.Text == "" {
 			return
 		}
 		ref := s.ref(c.Index)
 		ref.args = true
-		emit(s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: c.Index, Call: ref.id, Tool: ref.name, Delta: c.Text})
+		emit(s.ctx, s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: c.Index, Call: ref.id, Tool: ref.name, Delta: c.Text})
 	}
 }
 
@@ -165,11 +166,11 @@ func (s *streamer) finish(r *Reply) {
 		return
 	}
 	if !s.text && r.Text != "" {
-		emit(s.sess, EventText, TextDelta{Turn: s.turn, Delta: r.Text})
+		emit(s.ctx, s.sess, EventText, TextDelta{Turn: s.turn, Delta: r.Text})
 	}
 	for i, c := range r.Calls {
 		if i >= len(s.calls) || !s.calls[i].args {
-			emit(s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: i, Call: c.ID, Tool: c.Name, Delta: string(c.Args)})
+			emit(s.ctx, s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: i, Call: c.ID, Tool: c.Name, Delta: string(c.Args)})
 		}
 	}
 }

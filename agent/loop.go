@@ -153,21 +153,21 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 	for turn := 1; ; turn++ {
 		if turn > l.maxTurns {
 			out.End = EndMaxTurns
-			return out, l.fail(sess, turn-1, fmt.Errorf("%w (%d turns)", ErrMaxTurns, l.maxTurns), false)
+			return out, l.fail(ctx, sess, turn-1, fmt.Errorf("%w (%d turns)", ErrMaxTurns, l.maxTurns), false)
 		}
 		defs, err := sess.Definitions(ctx)
 		if err != nil {
 			out.End = EndError
-			return out, l.fail(sess, turn, fmt.Errorf("agent: turn %d: the session's tools: %w", turn, err), ctx.Err() != nil)
+			return out, l.fail(ctx, sess, turn, fmt.Errorf("agent: turn %d: the session's tools: %w", turn, err), ctx.Err() != nil)
 		}
 		if sess.Observed() {
-			emit(sess, EventTurnStart, TurnStart{Turn: turn, Model: l.name})
+			emit(ctx, sess, EventTurnStart, TurnStart{Turn: turn, Model: l.name})
 		}
 		began := time.Now()
 		reply, err := l.generate(ctx, r, turn, conv, defs)
 		if err != nil {
 			out.End = EndError
-			return out, l.fail(sess, turn, fmt.Errorf("agent: turn %d: %w", turn, err), ctx.Err() != nil)
+			return out, l.fail(ctx, sess, turn, fmt.Errorf("agent: turn %d: %w", turn, err), ctx.Err() != nil)
 		}
 		out.Turns = turn
 		out.Usage = out.Usage.Add(reply.Usage)
@@ -178,12 +178,12 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 		conv.Messages = slices.Grow(conv.Messages, 1+len(reply.Calls))
 		conv.Add(msg)
 		if sess.Observed() {
-			emit(sess, EventTurnEnd, TurnEnd{Turn: turn, Model: l.modelName(reply), Text: reply.Text, Calls: reply.Calls,
+			emit(ctx, sess, EventTurnEnd, TurnEnd{Turn: turn, Model: l.modelName(reply), Text: reply.Text, Calls: reply.Calls,
 				Finish: reply.Finish, Usage: reply.Usage, DurationMS: ms(time.Since(began))})
 		}
 		if len(reply.Calls) == 0 {
 			out.End, out.Answer = EndAnswer, reply.Text
-			emit(sess, EventAnswer, Answer{Text: out.Answer, End: out.End, Turns: out.Turns, Calls: len(out.Results), Usage: out.Usage})
+			emit(ctx, sess, EventAnswer, Answer{Text: out.Answer, End: out.End, Turns: out.Turns, Calls: len(out.Results), Usage: out.Usage})
 			return out, nil
 		}
 		results, stop, err := l.runCalls(ctx, sess, turn, reply.Calls)
@@ -193,11 +193,11 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 		}
 		if err != nil {
 			out.End = EndError
-			return out, l.fail(sess, turn, err, ctx.Err() != nil)
+			return out, l.fail(ctx, sess, turn, err, ctx.Err() != nil)
 		}
 		if stop.Reason != "" {
 			out.End, out.Stop, out.Answer = EndStopped, &stop, stopAnswer(stop, results)
-			emit(sess, EventAnswer, Answer{Text: out.Answer, End: out.End, Stop: out.Stop, Turns: out.Turns, Calls: len(out.Results), Usage: out.Usage})
+			emit(ctx, sess, EventAnswer, Answer{Text: out.Answer, End: out.End, Stop: out.Stop, Turns: out.Turns, Calls: len(out.Results), Usage: out.Usage})
 			return out, nil
 		}
 	}
@@ -220,8 +220,8 @@ func (l *Loop) modelName(r *Reply) string {
 }
 
 // fail reports err as the run's end.
-func (l *Loop) fail(sess *toolkit.Session, turn int, err error, canceled bool) error {
-	emit(sess, EventError, RunError{Turn: turn, Error: err.Error(), Canceled: canceled})
+func (l *Loop) fail(ctx context.Context, sess *toolkit.Session, turn int, err error, canceled bool) error {
+	emit(ctx, sess, EventError, RunError{Turn: turn, Error: err.Error(), Canceled: canceled})
 	return err
 }
 

@@ -325,7 +325,7 @@ func (m *Manager) change(ctx context.Context, session, by, callID string, fn fun
 		}
 	}
 	if ch.Changed() {
-		if err := sess.Emit(EventType, ch); err != nil {
+		if err := sess.EmitContext(ctx, EventType, ch); err != nil {
 			return ch, err
 		}
 	}

@@ -353,7 +353,7 @@ func (l *Loader) activate(ctx context.Context, info toolkit.CallInfo, s *Skill, 
 	if err != nil {
 		return "", nil, err
 	}
-	if err := sess.Emit(EventType, LoadEvent{Loaded: loaded, Skill: s.Name, Path: path, Call: info.CallID, Groups: switched}); err != nil {
+	if err := sess.EmitContext(ctx, EventType, LoadEvent{Loaded: loaded, Skill: s.Name, Path: path, Call: info.CallID, Groups: switched}); err != nil {
 		return "", nil, err
 	}
 	return report, switched, nil

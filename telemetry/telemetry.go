@@ -167,7 +167,7 @@ type Delivery struct {
 	Undelivered     uint64
 }
 
-var _ toolkit.Tracer = (*Telemetry)(nil)
+var _ toolkit.ContextTracer = (*Telemetry)(nil)
 
 // New returns a Telemetry. It fails only if the meter provider refuses an
 // instrument.
@@ -377,6 +377,16 @@ func (t *Telemetry) StartOp(ctx context.Context, name string) (context.Context, 
 }
 
 // traceHeaders returns the W3C traceparent and tracestate of a span.
+// TraceContext implements toolkit.ContextTracer: the span ctx carries, for
+// session-level events sent outside a call (Session.EmitContext).
+func (t *Telemetry) TraceContext(ctx context.Context) events.Trace {
+	parent, state := traceHeaders(trace.SpanContextFromContext(ctx))
+	if parent == "" {
+		return nil
+	}
+	return events.TraceContext{Parent: parent, State: state}
+}
+
 func traceHeaders(sc trace.SpanContext) (parent, state string) {
 	if !sc.IsValid() {
 		return "", ""

@@ -1,6 +1,7 @@
 package toolkit
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,6 +157,48 @@ func (s *Session) Observed() bool { return !s.tk.observerSet().empty() }
 // Types must be valid names ([events.CheckType]) other than those of the
 // call lifecycle.
 func (s *Session) Emit(typ events.Type, data any) error { return s.emit(typ, data, nil) }
+
+// EmitContext is Emit for an event that belongs to the work ctx carries:
+// the event goes with that work's trace context (events.Event.Trace, the
+// traceparent header on NATS), so that a subscriber links it to its span.
+// Inside a traced call that is the call's span; elsewhere, the span in ctx
+// when the toolkit's tracer is a [ContextTracer]. Without a tracer it is
+// Emit.
+func (s *Session) EmitContext(ctx context.Context, typ events.Type, data any) error {
+	tr := s.traceOf(ctx)
+	if tr == nil {
+		return s.emit(typ, data, nil)
+	}
+	if err := checkFreeType(typ); err != nil {
+		return err
+	}
+	obs := s.tk.observerSet()
+	if obs.empty() {
+		return nil
+	}
+	body, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("toolkit: session event %q: %w", typ, err)
+	}
+	ev := &events.Event{Version: events.Version, Type: typ, Session: s.id, Time: time.Now(), Data: body, Trace: tr}
+	s.dispatch(obs, ev, nil, nil)
+	return nil
+}
+
+// traceOf is the trace context of the work ctx carries, or nil.
+func (s *Session) traceOf(ctx context.Context) events.Trace {
+	tracer := s.tk.opts.tracer
+	if tracer == nil || ctx == nil {
+		return nil
+	}
+	if t := TraceOf(ctx); t != nil {
+		return t
+	}
+	if ct, ok := tracer.(ContextTracer); ok {
+		return ct.TraceContext(ctx)
+	}
+	return nil
+}
 
 // emit sends a session-level event; bt is the trace of the batch that
 // sends it, if any.

@@ -50,6 +50,15 @@ type Tracer interface {
 	StartOp(ctx context.Context, name string) (context.Context, OpTrace)
 }
 
+// A ContextTracer is a Tracer that also reads the trace context a context
+// carries outside any call (the span of the caller's own work, such as an
+// agent loop's run), for [Session.EmitContext]. It returns nil when ctx
+// carries none.
+type ContextTracer interface {
+	Tracer
+	TraceContext(ctx context.Context) events.Trace
+}
+
 // A CallTrace is a tracer's record of one call.
 type CallTrace interface {
 	// The call's events carry it (events.Event.Trace).
