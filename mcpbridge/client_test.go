@@ -127,8 +127,6 @@ func (ts *testServer) endpoint() mcpbridge.Endpoint {
 
 // kill ends every connection from the server's side: the server went away.
 func (ts *testServer) kill() {
-	// A streamable HTTP server session waits for its handlers to return.
-	ts.releaseOnce.Do(func() { close(ts.release) })
 	ts.mu.Lock()
 	ts.sessions = nil
 	ts.mu.Unlock()
@@ -136,8 +134,25 @@ func (ts *testServer) kill() {
 	for s := range ts.srv.Sessions() {
 		ss = append(ss, s)
 	}
+	// The connections close first, so that a blocked handler released
+	// below cannot answer on one (in memory it sometimes did, and the
+	// client saw an error response instead of a server gone). A
+	// streamable HTTP session may wait for its handlers to return: they
+	// are released once the closing is done, or after 100 ms.
+	closed := make(chan struct{})
+	go func() {
+		for _, s := range ss {
+			_ = s.Close()
+		}
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(100 * time.Millisecond):
+	}
+	ts.releaseOnce.Do(func() { close(ts.release) })
+	<-closed
 	for _, s := range ss {
-		_ = s.Close()
 		_ = s.Wait()
 	}
 }
