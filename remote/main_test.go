@@ -67,7 +67,7 @@ func workerTools() []*toolkit.Tool {
 			func(ctx context.Context, in slowIn) (string, error) {
 				em := stream.From(ctx)
 				for i := range in.Steps {
-					em.Step("step", i+1, in.Steps)
+					em.Report("step", float64(i+1)/float64(in.Steps), map[string]int{"pid": os.Getpid()})
 					select {
 					case <-ctx.Done():
 						return "", ctx.Err()
