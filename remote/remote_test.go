@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -497,4 +496,20 @@ func TestResolver(t *testing.T) {
 	}
 }
 
-var _ = atomic.Int64{}
+
+// TestSameCallIDAgain: a call id sent again as soon as its result came (a
+// retry, or a benchmark's loop) is taken, not refused as a duplicate.
+func TestSameCallIDAgain(t *testing.T) {
+	bus := natstest.Bus(t)
+	serve(t, bus, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
+	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	agent := testutil.Kit(t)
+	testutil.Add(t, agent, discover(t, c, 1)...)
+	sess := testutil.Session(t, agent, "s")
+	for i := range 300 {
+		r := sess.Run(context.Background(), []toolkit.Call{testutil.Call("same", "count", `{"words":["x"]}`)})[0]
+		if r.State != toolkit.StateSuccess {
+			t.Fatalf("run %d: %s %q", i, r.State, r.Text())
+		}
+	}
+}

@@ -65,7 +65,8 @@ type Worker struct {
 	mu       sync.Mutex
 	relays   map[relayKey]*relay // running calls by session and call id
 	byReply  map[string]*relay   // the same by reply subject
-	sessions map[string]int      // calls running per session
+	smu      sync.Mutex
+	sessions map[string]int // calls running per session, under smu
 	running  sync.WaitGroup
 
 	inFlight atomic.Int64
@@ -264,9 +265,11 @@ func (w *Worker) handler(tool string) micro.HandlerFunc {
 		}
 		w.relays[r.key] = r
 		w.byReply[r.reply] = r
-		w.sessions[session]++
 		w.running.Add(1)
 		w.mu.Unlock()
+		w.smu.Lock()
+		w.sessions[session]++
+		w.smu.Unlock()
 		w.calls.Add(1)
 		args := append(json.RawMessage(nil), req.Data()...)
 		go w.run(r, tool, args, h, timeout, beat)
@@ -329,20 +332,25 @@ func (w *Worker) run(r *relay, tool string, args json.RawMessage, h nats.Header,
 	if res.IsError() {
 		w.failed.Add(1)
 	}
-	r.finish(res)
-
+	// The call is forgotten before its result goes: the caller may send
+	// the same call id again at once (a retry), and must not be refused.
 	w.mu.Lock()
 	delete(w.relays, r.key)
 	delete(w.byReply, r.reply)
-	w.sessions[r.key.session]--
-	last := w.sessions[r.key.session] == 0
-	if last {
-		delete(w.sessions, r.key.session)
-	}
 	w.mu.Unlock()
-	if last && sess != nil {
-		sess.Close() // the worker keeps nothing per session between calls
+	r.finish(res)
+
+	// The worker keeps nothing per session between calls. smu (not mu,
+	// which the observer takes) orders this with the next call's count.
+	w.smu.Lock()
+	w.sessions[r.key.session]--
+	if w.sessions[r.key.session] == 0 {
+		delete(w.sessions, r.key.session)
+		if sess != nil {
+			sess.Close()
+		}
 	}
+	w.smu.Unlock()
 }
 
 // deadlineSlack is how long after the caller's deadline a worker stops a
