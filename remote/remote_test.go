@@ -496,7 +496,6 @@ func TestResolver(t *testing.T) {
 	}
 }
 
-
 // TestSameCallIDAgain: a call id sent again as soon as its result came (a
 // retry, or a benchmark's loop) is taken, not refused as a duplicate.
 func TestSameCallIDAgain(t *testing.T) {
