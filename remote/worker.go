@@ -57,6 +57,7 @@ type Worker struct {
 	// controlSubject receives cancellations: the body is the reply subject
 	// of the call to stop.
 	controlSubject string
+	id             string
 	removeObserver func()
 
 	base     context.Context
@@ -126,6 +127,7 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, err
 	}
 	w.svc = svc
 	id := svc.Info().ID
+	w.id = id
 	w.controlSubject = opts.Prefix + "._cancel." + id
 	w.ctl, err = nc.Subscribe(w.controlSubject, w.onCancel)
 	if err != nil {
@@ -183,7 +185,7 @@ func (w *Worker) served() ([]*toolkit.Tool, error) {
 }
 
 // ID returns the worker's id: its micro service instance id.
-func (w *Worker) ID() string { return w.svc.Info().ID }
+func (w *Worker) ID() string { return w.id }
 
 // Service returns the worker's micro service.
 func (w *Worker) Service() micro.Service { return w.svc }
