@@ -443,6 +443,9 @@ func (f *follower) settle(r *wireResult) ([]toolkit.Part, error) {
 	var rerr error
 	if r.State != events.StateSuccess {
 		rerr = &WorkerError{Worker: f.worker, Tool: f.tool, State: r.State, Message: r.Error}
+		if r.Transient {
+			rerr = interceptors.Transient(rerr) // the tool vouched for it on the worker
+		}
 	}
 	want := r.Content
 	if r.Omitted {

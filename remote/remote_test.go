@@ -512,3 +512,34 @@ func TestSameCallIDAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestTransientCrossesTheWire: an error the tool marked transient on the
+// worker is retried by the agent's ordinary Retry, like in process.
+func TestTransientCrossesTheWire(t *testing.T) {
+	bus := natstest.Bus(t)
+	var mu sync.Mutex
+	tries := map[string]int{}
+	wk := testutil.Kit(t)
+	testutil.Add(t, wk, toolkit.MustTool(toolkit.Spec{Name: "flaky"}, func(ctx context.Context, _ struct{}) (string, error) {
+		info, _ := toolkit.CallInfoFrom(ctx)
+		mu.Lock()
+		tries[info.CallID]++
+		n := tries[info.CallID]
+		mu.Unlock()
+		if n == 1 {
+			return "", interceptors.Transient(errors.New("service unavailable"))
+		}
+		return fmt.Sprintf("attempt %d", n), nil
+	}))
+	serve(t, bus, wk, remote.WorkerOptions{})
+	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	agent := testutil.Kit(t)
+	testutil.Add(t, agent, discover(t, c, 1)...)
+	if err := agent.Use(interceptors.Retry(interceptors.RetryBackoff(time.Millisecond, time.Millisecond))); err != nil {
+		t.Fatal(err)
+	}
+	r := testutil.Run(t, agent, "s", testutil.Call("c1", "flaky", `{}`))[0]
+	if r.State != toolkit.StateSuccess || r.Text() != "attempt 2" {
+		t.Fatalf("%s %q", r.State, r.Text())
+	}
+}

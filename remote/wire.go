@@ -120,12 +120,15 @@ type wireProgress struct {
 
 // wireResult is the body of a result frame: the worker's final result.
 type wireResult struct {
-	State   events.State   `json:"state"`
-	Content []events.Part  `json:"content"`
-	Omitted bool           `json:"content_omitted,omitempty"` // too large for one message: the deltas are the content
-	Error   string         `json:"error,omitempty"`
-	Timeout bool           `json:"timeout,omitempty"` // the worker's engine said timeout
-	Meta    map[string]any `json:"meta,omitempty"`
+	State   events.State  `json:"state"`
+	Content []events.Part `json:"content"`
+	Omitted bool          `json:"content_omitted,omitempty"` // too large for one message: the deltas are the content
+	Error   string        `json:"error,omitempty"`
+	Timeout bool          `json:"timeout,omitempty"` // the worker's engine said timeout
+	// Transient: the error was marked worth retrying on the worker
+	// (interceptors.IsTransient); the caller marks it again.
+	Transient bool           `json:"transient,omitempty"`
+	Meta      map[string]any `json:"meta,omitempty"`
 }
 
 func frameSeq(m *nats.Msg) uint64 {

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -512,6 +513,7 @@ func (r *relay) finish(res toolkit.Result) {
 	}
 	if res.Err != nil {
 		wr.Error = res.Err.Error()
+		wr.Transient = interceptors.IsTransient(res.Err)
 	}
 	wr.Timeout = res.State == toolkit.StateTimeout
 	data, err := json.Marshal(wr)
