@@ -412,4 +412,3 @@ func waiting(tk *toolkit.Toolkit, session, callID string) bool {
 	}
 	return found
 }
-
