@@ -543,3 +543,30 @@ func TestTransientCrossesTheWire(t *testing.T) {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 }
+
+// TestBadRequests: a request without the call's headers, or with a
+// duration that is not one, is refused with 400 and the reason; the worker
+// runs nothing.
+func TestBadRequests(t *testing.T) {
+	bus := natstest.Bus(t)
+	w := serve(t, bus, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
+	nc := conn(t, bus)
+	for _, h := range []nats.Header{
+		{},
+		{remote.HeaderSession: {"s"}},
+		{remote.HeaderSession: {"s"}, remote.HeaderCall: {"c"}, remote.HeaderTimeout: {"-5"}},
+		{remote.HeaderSession: {"s"}, remote.HeaderCall: {"c"}, remote.HeaderTimeout: {"99999999999999999"}},
+		{remote.HeaderSession: {"s"}, remote.HeaderCall: {"c"}, remote.HeaderHeartbeat: {"soon"}},
+	} {
+		m, err := nc.RequestMsg(&nats.Msg{Subject: remote.DefaultPrefix + ".count", Header: h, Data: []byte(`{"words":[]}`)}, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Header.Get(micro.ErrorCodeHeader) != "400" || m.Header.Get(micro.ErrorHeader) == "" {
+			t.Errorf("headers %v: answer %v", h, m.Header)
+		}
+	}
+	if st := w.Stats(); st.Calls != 0 || st.Refused != 5 {
+		t.Fatalf("stats %+v", st)
+	}
+}

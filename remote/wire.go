@@ -140,13 +140,17 @@ func msHeader(d time.Duration) string {
 	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
 }
 
+// maxMS bounds the durations a request may carry (30 days), far from
+// overflowing a time.Duration.
+const maxMS = 30 * 24 * 3600 * 1000
+
 func parseMS(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("not a positive number of milliseconds: %q", s)
+	if err != nil || n <= 0 || n > maxMS {
+		return 0, fmt.Errorf("not a number of milliseconds from 1 to %d: %q", maxMS, s)
 	}
 	return time.Duration(n) * time.Millisecond, nil
 }
