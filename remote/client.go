@@ -258,6 +258,7 @@ type WorkerError struct {
 	Message string
 }
 
+// Error returns the worker engine's message.
 func (e *WorkerError) Error() string { return e.Message }
 
 // Timeout reports a call that timed out on the worker (the Retry
@@ -271,6 +272,8 @@ type LostError struct {
 	After  time.Duration
 }
 
+// Error says which worker went silent, for how long, and that the call may
+// have done its work.
 func (e *LostError) Error() string {
 	if e.Worker == "" {
 		return fmt.Sprintf("remote: no worker took the call of %q within %v (it was lost, or its worker died)", e.Tool, e.After)
