@@ -570,3 +570,20 @@ func TestBadRequests(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestRoomForTheNextCall: a worker at its limit of one call takes the
+// caller's next call as soon as the previous result came back.
+func TestRoomForTheNextCall(t *testing.T) {
+	bus := natstest.Bus(t)
+	serve(t, bus, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}, MaxInFlight: 1})
+	c := remote.NewClient(conn(t, bus), remote.ClientOptions{BusyRetries: -1})
+	agent := testutil.Kit(t)
+	testutil.Add(t, agent, discover(t, c, 1)...)
+	sess := testutil.Session(t, agent, "s")
+	for i := range 300 {
+		r := sess.Run(context.Background(), []toolkit.Call{testutil.Call(fmt.Sprint("c", i), "count", `{"words":["x"]}`)})[0]
+		if r.State != toolkit.StateSuccess {
+			t.Fatalf("call %d: %s %q", i, r.State, r.Text())
+		}
+	}
+}

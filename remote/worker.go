@@ -287,7 +287,6 @@ func (w *Worker) refuse(req micro.Request, code, msg string) {
 // run runs one call in the worker's toolkit and sends its frames.
 func (w *Worker) run(r *relay, tool string, args json.RawMessage, h nats.Header, timeout, beat time.Duration) {
 	defer w.running.Done()
-	defer w.inFlight.Add(-1)
 	ctx, cancel := context.WithCancel(w.base)
 	if timeout > 0 {
 		// The caller's deadline passes first and its cancellation stops the
@@ -336,11 +335,13 @@ func (w *Worker) run(r *relay, tool string, args json.RawMessage, h nats.Header,
 		w.failed.Add(1)
 	}
 	// The call is forgotten before its result goes: the caller may send
-	// the same call id again at once (a retry), and must not be refused.
+	// the same call id again at once (a retry), and must not be refused as
+	// running.
 	w.mu.Lock()
 	delete(w.relays, r.key)
 	delete(w.byReply, r.reply)
 	w.mu.Unlock()
+	w.inFlight.Add(-1) // likewise: the caller's next call must find room
 	r.finish(res)
 
 	// The worker keeps nothing per session between calls. smu (not mu,
