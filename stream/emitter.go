@@ -37,6 +37,15 @@ type Sink interface {
 	SetMeta(key string, value any)
 }
 
+// Resetter is implemented by sinks that let a tool take back what it
+// streamed: the toolkit's. It is separate from Sink so that Sink stays as
+// small as it was.
+type Resetter interface {
+	// Reset voids the model-visible content so far; observers see a delta
+	// with reset set.
+	Reset() error
+}
+
 // Emitter is a tool call's channel to the outside. Its methods are safe for
 // concurrent use and do nothing on a nil Emitter.
 type Emitter struct {
@@ -157,6 +166,23 @@ func (e *Emitter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// Reset takes back everything the call streamed for the model so far: the
+// content starts over, and observers get a reset delta (see docs/events.md).
+// It is for tools that relay another engine's stream (a remote worker that
+// retried, a relay that lost pieces and sends the whole again). It returns
+// ErrCallFinished after the call ended, and an error when the sink cannot
+// reset.
+func (e *Emitter) Reset() error {
+	if e == nil {
+		return nil
+	}
+	r, ok := e.sink.(Resetter)
+	if !ok {
+		return errors.New("stream: this emitter cannot reset")
+	}
+	return r.Reset()
 }
 
 // SetMeta attaches metadata to the call's result: visible to code and UIs,

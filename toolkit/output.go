@@ -22,7 +22,11 @@ type output struct {
 	meta     map[string]any
 }
 
-var _ stream.Sink = (*call)(nil)
+var (
+	_ stream.Sink     = (*call)(nil)
+	_ stream.Resetter = (*call)(nil)
+	_ stream.Resetter = (*attemptSink)(nil)
+)
 
 // newAttempt starts an attempt of the tool and returns its number. What an
 // earlier attempt streamed is void: a reset delta says so.
@@ -223,6 +227,19 @@ func (c *call) delta(attempt int, p Part) error {
 	return nil
 }
 
+// Reset implements stream.Resetter for the call's first attempt.
+func (c *call) Reset() error { return c.reset(1) }
+
+func (c *call) reset(attempt int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.out.finished || int32(attempt) != c.out.attempt {
+		return stream.ErrCallFinished
+	}
+	c.resetContent()
+	return nil
+}
+
 // SetMeta implements stream.Sink for the call's first attempt.
 func (c *call) SetMeta(key string, value any) { c.setMeta(1, key, value) }
 
@@ -250,6 +267,7 @@ func (s *attemptSink) Progress(message string, fraction float64, data json.RawMe
 }
 func (s *attemptSink) Delta(p Part) error            { return s.c.delta(s.n, p) }
 func (s *attemptSink) SetMeta(key string, value any) { s.c.setMeta(s.n, key, value) }
+func (s *attemptSink) Reset() error                  { return s.c.reset(s.n) }
 
 // content accumulates deltas by the rule of events.AppendPart, without
 // quadratic copying for long text streams.

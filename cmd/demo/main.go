@@ -138,6 +138,8 @@ type config struct {
 	largeMiB                    int
 	mcp                         []string // command lines of MCP servers whose tools join the toolkit
 	otel                        string   // -otel: none, stdout or otlp (otel.go)
+	workers                     int      // tool worker processes (workers.go)
+	workerOf                    string   // run as a tool worker on this NATS URL
 }
 
 // usageError is a flag the demo cannot work with: reported in one line
@@ -184,6 +186,8 @@ func parseFlags(args []string, stdin io.Reader, stdout io.Writer) (*config, erro
 	})
 	otelFlag(fs, c)
 	fs.IntVar(&c.largeMiB, "large-result", 0, "add export_table, a tool whose result (this many MiB of text, and JSON) is larger than one NATS message, and a scripted turn that calls it (0: none)")
+	fs.IntVar(&c.workers, "workers", 0, "run the folder tools in this many worker processes (this binary started again with -worker-of), over NATS")
+	fs.StringVar(&c.workerOf, "worker-of", "", "run as a tool worker serving the folder tools on this NATS URL (what -workers starts)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printUsage(fs, stdout)
@@ -239,6 +243,9 @@ func (c *config) check(set map[string]bool, stdin io.Reader) error {
 	}
 	if c.speed != 0 && !(c.speed >= 0.01 && c.speed <= 1e6) { // NaN fails both
 		return usagef("-speed %v: must be 0 (flat out) or from 0.01 up", c.speed)
+	}
+	if err := c.checkWorkers(); err != nil {
+		return err
 	}
 	if c.maxTurns < 1 {
 		return usagef("-max-turns %d: must be 1 or more", c.maxTurns)
@@ -360,6 +367,9 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
+	if cfg.workerOf != "" {
+		return runWorker(ctx, cfg, root, stdin, stdout)
+	}
 	logger := zerolog.Nop()
 	if cfg.verbose {
 		// The log quotes tool names, arguments and errors: escaped like the
@@ -393,6 +403,13 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if err := tk.Add(largeTool(cfg.largeMiB)); err != nil {
 			return err
 		}
+	}
+	if cfg.workers > 0 {
+		stopWorkers, err := useWorkers(ctx, cfg, tk, bus, root, view)
+		if err != nil {
+			return err
+		}
+		defer stopWorkers()
 	}
 	elicit := mcpbridge.NewElicitations(5 * time.Minute)
 	disconnect, err := connectMCPServers(ctx, tk, gm, elicit, cfg.mcp, view)

@@ -62,6 +62,10 @@ type Durable struct {
 	Duplicates time.Duration
 	// Memory keeps the stream in memory instead of on disk.
 	Memory bool
+	// Replicas is how many servers of a JetStream cluster keep the stream
+	// (1 to 5; default 1). With 3, the stream survives the loss of one
+	// server.
+	Replicas int
 }
 
 func (d Durable) withDefaults() Durable {
@@ -413,6 +417,7 @@ func (b *Bus) setUpStream(ctx context.Context, d Durable) error {
 		MaxBytes:    d.MaxBytes,
 		Duplicates:  d.Duplicates,
 		AllowDirect: true, // the SSE bridge reads with direct gets
+		Replicas:    d.Replicas,
 	}
 	if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 		return fmt.Errorf("events: creating stream %s over %s: %w", d.Stream, cfg.Subjects[0], err)

@@ -25,17 +25,30 @@ type Store struct {
 	kv jetstream.KeyValue
 }
 
+// Option configures New.
+type Option func(*jetstream.KeyValueConfig)
+
+// WithReplicas makes a JetStream cluster keep the bucket on n servers (1 to
+// 5; default 1): with 3, the state survives the loss of one server.
+func WithReplicas(n int) Option {
+	return func(c *jetstream.KeyValueConfig) { c.Replicas = n }
+}
+
 // New opens (creating if needed) a key-value bucket for group state. An
 // empty bucket name means DefaultBucket.
-func New(ctx context.Context, js jetstream.JetStream, bucket string) (*Store, error) {
+func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Option) (*Store, error) {
 	if bucket == "" {
 		bucket = DefaultBucket
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	cfg := jetstream.KeyValueConfig{
 		Bucket:      bucket,
 		Description: "toolstream: active tool groups per session",
 		History:     1,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("natskv: key-value bucket %s: %w", bucket, err)
 	}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolstream/toolstream/events"
+)
+
+// natsCLI finds the nats CLI v0.5.0 as the library's tests do:
+// $TOOLSTREAM_NATS_CLI (.ci/run sets it), else the copy built into the user
+// cache, else it builds one there.
+func natsCLI(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("TOOLSTREAM_NATS_CLI"); p != "" {
+		return p
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "toolstream", "natscli-v0.5.0")
+	bin := filepath.Join(dir, "nats")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	cmd := exec.Command("go", "install", "github.com/nats-io/natscli/nats@v0.5.0")
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the nats CLI: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestDemoWorkers runs the demo binary with -workers 2 on a NATS server of
+// its own: the folder tools run in two worker processes (each result of
+// theirs names its worker), the tour ends as it does in one process, and
+// `nats micro ls` lists the two workers while the page stays up; Ctrl-C
+// ends the demo and its workers.
+func TestDemoWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the demo binary")
+	}
+	bin, err := buildDemo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := startServer(t)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	col := &collector{news: make(chan struct{}, 1)}
+	sub, err := nc.Subscribe("toolstream.w.*.result", col.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-nats", url, "-session", "w", "-dir", "../..", "-speed", "0",
+		"-listen", freeAddr(t), "-once=false", "-plain", "-workers", "2")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var lines []string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.HasPrefix(sc.Text(), "The page stays up") {
+			break
+		}
+	}
+	text := strings.Join(lines, "\n")
+	for _, want := range []string{"tool workers: ", "=== Summary: 6 turns, 13 calls", "states: 1 interrupted, 10 success, 2 error"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("output lacks %q:\n%s\n%s", want, text, stderr.String())
+		}
+	}
+	workers := regexp.MustCompile(`(\w{22}) \(pid (\d+)\)`).FindAllStringSubmatch(text, -1)
+	if len(workers) != 2 {
+		t.Fatalf("workers named: %v", workers)
+	}
+	ids := []string{workers[0][1], workers[1][1]}
+
+	// Each result of a worker tool names one of the two.
+	remoteResults := 0
+	for _, ev := range col.snapshot() {
+		if !slices.Contains([]string{"count_lines", "hash_files", "search_text", "file_inventory"}, ev.Tool) ||
+			ev.Type != events.TypeResult || ev.Result.State != events.StateSuccess {
+			continue
+		}
+		remoteResults++
+		if w, _ := ev.Result.Meta["worker"].(string); !slices.Contains(ids, w) {
+			t.Errorf("%s %s: meta worker %v, not one of %v", ev.Call, ev.Tool, ev.Result.Meta["worker"], ids)
+		}
+	}
+	if remoteResults < 4 {
+		t.Errorf("%d successful results of worker tools, want at least 4", remoteResults)
+	}
+
+	// nats micro ls against the demo's server.
+	ls, err := exec.Command(natsCLI(t), "micro", "ls", "--json", "--server", url).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nats micro ls: %v\n%s", err, ls)
+	}
+	var infos []struct {
+		Name string `json:"name"`
+		ID   string `json:"id"`
+	}
+	if err := json.Unmarshal(ls, &infos); err != nil {
+		t.Fatalf("nats micro ls: %v\n%s", err, ls)
+	}
+	var listed []string
+	for _, in := range infos {
+		if in.Name == "toolstream_tools" {
+			listed = append(listed, in.ID)
+		}
+	}
+	slices.Sort(listed)
+	slices.Sort(ids)
+	if !slices.Equal(listed, ids) {
+		t.Fatalf("nats micro ls lists %v, the demo started %v", listed, ids)
+	}
+
+	// Ctrl-C: the demo ends with status 0 and takes its workers with it.
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("demo after Ctrl-C: %v\n%s", err, stderr.String())
+	}
+	for _, w := range workers {
+		pid := w[2]
+		if _, err := os.Stat("/proc/" + pid); err == nil {
+			t.Errorf("worker pid %s still runs after the demo ended", pid)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package durable
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+func convKey(session string) string {
+	return "conv." + base64.RawURLEncoding.EncodeToString([]byte(session))
+}
+
+// SaveConversation keeps the session's conversation in the bucket (its
+// JSON, which must fit one NATS message: 1 MiB by default).
+func (s *Store) SaveConversation(ctx context.Context, session string, conv *agent.Conversation) error {
+	data, err := json.Marshal(conv)
+	if err != nil {
+		return fmt.Errorf("durable: conversation of %q: %w", session, err)
+	}
+	if _, err := s.kv.Put(ctx, convKey(session), data); err != nil {
+		return fmt.Errorf("durable: saving the conversation of %q (%d bytes): %w", session, len(data), err)
+	}
+	return nil
+}
+
+// LoadConversation returns the session's saved conversation, or nil and no
+// error when there is none.
+func (s *Store) LoadConversation(ctx context.Context, session string) (*agent.Conversation, error) {
+	e, err := s.kv.Get(ctx, convKey(session))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("durable: loading the conversation of %q: %w", session, err)
+	}
+	conv := &agent.Conversation{}
+	if err := json.Unmarshal(e.Value(), conv); err != nil {
+		return nil, fmt.Errorf("durable: the conversation of %q: %w", session, err)
+	}
+	return conv, nil
+}
+
+// SaveEachTurn returns an agent.WithBatchStarted option that saves conv
+// when a turn's calls start: the snapshot a restarted process resumes
+// from. A failed save is reported to onErr (if not nil); the run goes on.
+func (s *Store) SaveEachTurn(session string, conv *agent.Conversation, onErr func(error)) agent.Option {
+	return agent.WithBatchStarted(func(ctx context.Context, _ int, _ *toolkit.Batch) {
+		if err := s.SaveConversation(context.WithoutCancel(ctx), session, conv); err != nil && onErr != nil {
+			onErr(err)
+		}
+	})
+}
+
+// Resume makes a conversation saved in the middle of a turn valid again:
+// the calls of its last assistant message that have no answer run in sess
+// (through the store's interceptor, a call that finished before the restart
+// returns its stored result instead of running again) and their results are
+// added. Then agent.Loop.Run can go on with it. It returns how many calls
+// it answered.
+func Resume(ctx context.Context, sess *toolkit.Session, conv *agent.Conversation) (int, error) {
+	last := -1
+	for i := len(conv.Messages) - 1; i >= 0; i-- {
+		if conv.Messages[i].Role == agent.RoleAssistant {
+			last = i
+			break
+		}
+	}
+	if last < 0 || len(conv.Messages[last].Calls) == 0 {
+		return 0, nil
+	}
+	answered := map[string]bool{}
+	for _, m := range conv.Messages[last+1:] {
+		if m.Role != agent.RoleTool {
+			return 0, nil // the turn is over: nothing to resume
+		}
+		answered[m.CallID] = true
+	}
+	var calls []toolkit.Call
+	for _, c := range conv.Messages[last].Calls {
+		if !answered[c.ID] {
+			calls = append(calls, c)
+		}
+	}
+	if len(calls) == 0 {
+		return 0, nil
+	}
+	for _, r := range sess.Run(ctx, calls) {
+		conv.Add(agent.Message{Role: agent.RoleTool, CallID: r.Call.ID, Tool: r.Call.Name, Content: r.Content, IsError: r.IsError()})
+	}
+	if err := conv.Check(); err != nil {
+		return len(calls), fmt.Errorf("durable: the resumed conversation: %w", err)
+	}
+	return len(calls), ctx.Err()
+}

@@ -1,0 +1,131 @@
+package durable_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/durable"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// script is a model that asks for write+look, then write+slow, then
+// answers; it reads where it is from the conversation.
+func script(_ context.Context, req *agent.Request) (*agent.Reply, error) {
+	tools := 0
+	for _, m := range req.Messages {
+		if m.Role == agent.RoleTool {
+			tools++
+		}
+	}
+	switch tools {
+	case 0:
+		return &agent.Reply{Finish: agent.FinishToolCalls, Calls: []toolkit.Call{
+			{ID: "w1", Name: "write", Args: []byte(`{}`)}, {ID: "l1", Name: "look", Args: []byte(`{}`)}}}, nil
+	case 2:
+		return &agent.Reply{Finish: agent.FinishToolCalls, Calls: []toolkit.Call{
+			{ID: "w2", Name: "write", Args: []byte(`{}`)}, {ID: "s2", Name: "slow", Args: []byte(`{}`)}}}, nil
+	default:
+		return &agent.Reply{Finish: agent.FinishStop, Text: "done"}, nil
+	}
+}
+
+// loopProcess is an agent process running the loop on the shared bucket;
+// its "slow" tool blocks until its context ends when hang is set.
+func loopProcess(t *testing.T, js jetstream.JetStream, writes *atomic.Int64, hang bool, started chan struct{}) (*durable.Store, *toolkit.Toolkit, *toolkit.Session) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := durable.New(ctx, js, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := toolkit.New(toolkit.WithObserver(st))
+	no := false
+	if err := tk.Register([]*toolkit.Tool{
+		toolkit.MustTool(toolkit.Spec{Name: "write", Idempotent: &no}, func(context.Context, struct{}) (int64, error) { return writes.Add(1), nil }),
+		toolkit.MustTool(toolkit.Spec{Name: "look", ReadOnly: true}, func(context.Context, struct{}) (string, error) { return "looked", nil }),
+		toolkit.MustTool(toolkit.Spec{Name: "slow", ReadOnly: true}, func(ctx context.Context, _ struct{}) (string, error) {
+			if hang {
+				close(started)
+				<-ctx.Done()
+				return "", ctx.Err()
+			}
+			return "slow done", nil
+		}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Use(st.Interceptor()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tk.Close(context.Background()) })
+	sess, err := tk.Session("conv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, tk, sess
+}
+
+// TestConversationResumes: the agent's process stops in the middle of a
+// turn; a new process loads the conversation saved when the turn's calls
+// started, resumes the turn (the call that had finished is not run again)
+// and the loop finishes the run.
+func TestConversationResumes(t *testing.T) {
+	js := natstest.JetStream(t)
+	var writes atomic.Int64
+	ctx := context.Background()
+
+	started := make(chan struct{})
+	st1, tk1, sess1 := loopProcess(t, js, &writes, true, started)
+	conv := agent.NewConversation("", "do the work")
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = agent.New(agent.ModelFunc(script), st1.SaveEachTurn("conv", conv, func(err error) { t.Error(err) })).Run(runCtx, sess1, conv)
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second turn never ran")
+	}
+	stop() // the process goes down in the middle of turn 2
+	<-done
+	_ = tk1.Close(ctx)
+	if writes.Load() != 2 {
+		t.Fatalf("%d writes before the stop, want 2", writes.Load())
+	}
+
+	st2, _, sess2 := loopProcess(t, js, &writes, false, nil)
+	saved, err := st2.LoadConversation(ctx, "conv")
+	if err != nil || saved == nil {
+		t.Fatalf("saved conversation: %v %v", saved, err)
+	}
+	n, err := durable.Resume(ctx, sess2, saved)
+	if err != nil || n != 2 {
+		t.Fatalf("resume answered %d calls: %v", n, err)
+	}
+	out, err := agent.New(agent.ModelFunc(script)).Run(ctx, sess2, saved)
+	if err != nil || out.Answer != "done" {
+		t.Fatalf("the resumed run: %+v %v", out, err)
+	}
+	if writes.Load() != 2 {
+		t.Fatalf("%d writes in all, want 2: a finished call ran again", writes.Load())
+	}
+	var texts []string
+	for _, m := range saved.Messages {
+		if m.Role == agent.RoleTool {
+			texts = append(texts, m.CallID+"="+m.Text())
+		}
+	}
+	want := "w1=1 l1=looked w2=2 s2=slow done"
+	if got := strings.Join(texts, " "); got != want {
+		t.Fatalf("tool messages %q, want %q", got, want)
+	}
+}

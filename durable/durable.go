@@ -1,0 +1,414 @@
+// Package durable keeps a toolkit's calls in a NATS JetStream key-value
+// bucket, so that they survive a restart of the agent's process: a call
+// that finished is never run twice (running it again under the same session
+// and call id returns the stored result), a call of an external tool that
+// waits for an answer is listed as pending after a restart, and an answer
+// given while no process was running is not lost.
+//
+// Install both halves: the interceptor first (outermost), and the store as
+// an asynchronous observer, which records when a call suspends.
+//
+//	st, _ := durable.New(ctx, js, "")
+//	tk := toolkit.New(toolkit.WithObserver(st))
+//	tk.Use(st.Interceptor()) // before any other interceptor
+//	stop, _ := st.Deliver(ctx, tk) // answers given through st reach waiting calls
+//
+// What is exactly once: a call id's result. A call is claimed with the
+// bucket's create-if-absent before it runs, and its outcome stored when it
+// ends; any later call with the same session and call id gets that outcome.
+// What is not: a process that dies while a call runs leaves the call
+// "running" in the bucket, and nobody knows whether its work was done. Run
+// again, such a call of a read-only or idempotent tool runs again; any other
+// gets an error result saying it may have done its work (ErrMaybeRan).
+// docs/scale-out.md has the whole account.
+package durable
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// DefaultBucket is the key-value bucket New uses when given none.
+const DefaultBucket = "toolstream_calls"
+
+// The states of a stored call.
+const (
+	Running   = "running"
+	Suspended = "suspended"
+	Done      = "done"
+)
+
+// MetaReplayed marks (in a result's meta) a result that was stored by an
+// earlier run of the call and returned without running it again.
+const MetaReplayed = "replayed"
+
+// ErrMaybeRan is the cause of a call that was running when a process
+// stopped and whose tool is neither read-only nor idempotent: it is not run
+// again, since it may have done its work.
+var ErrMaybeRan = errors.New("the call was running when its process stopped and may have done its work: it is not run again")
+
+// Record is a call as the bucket keeps it.
+type Record struct {
+	Session string       `json:"session"`
+	Call    toolkit.Call `json:"call"`
+	State   string       `json:"state"`
+	// Reason is why a suspended call waits: "external" or "approval".
+	Reason string `json:"reason,omitempty"`
+	// Result is a done call's outcome.
+	Result *Stored `json:"result,omitempty"`
+	// Answer is the answer to a suspended external call, given with
+	// Store.Answer: it is the call's result once delivered.
+	Answer  *Stored   `json:"answer,omitempty"`
+	Updated time.Time `json:"updated"`
+}
+
+// Stored is an outcome as the bucket keeps it.
+type Stored struct {
+	State   events.State  `json:"state"`
+	Content []events.Part `json:"content"`
+	Error   string        `json:"error,omitempty"`
+}
+
+// Option configures New.
+type Option func(*jetstream.KeyValueConfig)
+
+// WithReplicas keeps the bucket on n servers of a cluster.
+func WithReplicas(n int) Option { return func(c *jetstream.KeyValueConfig) { c.Replicas = n } }
+
+// WithTTL forgets calls this long after their last change (default: never).
+func WithTTL(d time.Duration) Option { return func(c *jetstream.KeyValueConfig) { c.TTL = d } }
+
+// Store keeps calls in a key-value bucket.
+type Store struct {
+	kv jetstream.KeyValue
+}
+
+// New opens (creating if needed) the bucket; an empty name means
+// DefaultBucket.
+func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Option) (*Store, error) {
+	if bucket == "" {
+		bucket = DefaultBucket
+	}
+	cfg := jetstream.KeyValueConfig{Bucket: bucket, Description: "toolstream: calls by session and call id", History: 1}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("durable: key-value bucket %s: %w", bucket, err)
+	}
+	return &Store{kv: kv}, nil
+}
+
+// key is the call's key: session and call id base64url-encoded (keys allow
+// few characters), so one session's keys share a prefix.
+func key(session, call string) string {
+	return "c." + base64.RawURLEncoding.EncodeToString([]byte(session)) + "." + base64.RawURLEncoding.EncodeToString([]byte(call))
+}
+
+func sessionPrefix(session string) string {
+	return "c." + base64.RawURLEncoding.EncodeToString([]byte(session)) + "."
+}
+
+// Get returns the stored call, or jetstream.ErrKeyNotFound.
+func (s *Store) Get(ctx context.Context, session, callID string) (Record, error) {
+	rec, _, err := s.get(ctx, key(session, callID))
+	return rec, err
+}
+
+func (s *Store) get(ctx context.Context, k string) (Record, uint64, error) {
+	e, err := s.kv.Get(ctx, k)
+	if err != nil {
+		return Record{}, 0, err
+	}
+	var rec Record
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		return Record{}, 0, fmt.Errorf("durable: record %s: %w", k, err)
+	}
+	return rec, e.Revision(), nil
+}
+
+func (s *Store) put(ctx context.Context, k string, rec Record, rev uint64) error {
+	rec.Updated = time.Now().UTC()
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if rev == 0 {
+		_, err = s.kv.Create(ctx, k, data)
+	} else {
+		_, err = s.kv.Update(ctx, k, data, rev)
+	}
+	return err
+}
+
+// update applies fn to the record with compare-and-set, retrying on a
+// concurrent change; fn returns false to leave the record as it is.
+func (s *Store) update(ctx context.Context, k string, fn func(*Record) bool) error {
+	for range 16 {
+		rec, rev, err := s.get(ctx, k)
+		if err != nil {
+			return err
+		}
+		if !fn(&rec) {
+			return nil
+		}
+		err = s.put(ctx, k, rec, rev)
+		if !errors.Is(err, jetstream.ErrKeyExists) && !isWrongSequence(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("durable: %s: too many concurrent changes", k)
+}
+
+func isWrongSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// Pending lists the session's calls that wait (suspended), oldest first.
+func (s *Store) Pending(ctx context.Context, session string) ([]Record, error) {
+	lister, err := s.kv.ListKeysFiltered(ctx, sessionPrefix(session)+">")
+	if err != nil {
+		return nil, fmt.Errorf("durable: listing calls: %w", err)
+	}
+	var out []Record
+	for k := range lister.Keys() {
+		rec, _, err := s.get(ctx, k)
+		if err != nil {
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				continue
+			}
+			return nil, err
+		}
+		if rec.State == Suspended {
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+// Answer answers a suspended call of an external tool: content is its
+// result, or errText its failure. The answer is kept in the bucket: a
+// process that runs the call now gets it (Deliver), and one that runs it
+// again after a restart returns it at once.
+func (s *Store) Answer(ctx context.Context, session, callID string, content []events.Part, errText string) error {
+	var why error
+	err := s.update(ctx, key(session, callID), func(r *Record) bool {
+		if r.State != Suspended || r.Reason != "external" {
+			why = fmt.Errorf("durable: call %q of session %q does not wait for an answer (it is %s)", callID, session, r.State)
+			return false
+		}
+		if r.Answer != nil {
+			why = fmt.Errorf("durable: call %q of session %q is answered already", callID, session)
+			return false
+		}
+		r.Answer = &Stored{State: events.StateSuccess, Content: content, Error: errText}
+		if errText != "" {
+			r.Answer.State = events.StateError
+		}
+		return true
+	})
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("durable: no call %q in session %q", callID, session)
+	}
+	if err != nil {
+		return err
+	}
+	return why
+}
+
+// Observe implements toolkit.Observer: a suspend event marks the running
+// call suspended. Attach the store with toolkit.WithObserver (it writes to
+// NATS: never inline).
+func (s *Store) Observe(ev *events.Event) {
+	if ev.Type != events.TypeSuspend || ev.Call == "" || ev.Suspend == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.update(ctx, key(ev.Session, ev.Call), func(r *Record) bool {
+		if r.State != Running {
+			return false // done already, or suspended once more
+		}
+		r.State, r.Reason = Suspended, ev.Suspend.Reason
+		return true
+	})
+}
+
+func (st *Stored) outcome() toolkit.Outcome {
+	out := toolkit.Outcome{State: st.State, Content: st.Content}
+	if st.Error != "" {
+		out.Err = errors.New(st.Error)
+	}
+	return out
+}
+
+func stored(out toolkit.Outcome) *Stored {
+	st := &Stored{State: out.State, Content: out.Content}
+	if st.Content == nil {
+		st.Content = []events.Part{}
+	}
+	if out.Err != nil {
+		st.Error = out.Err.Error()
+	}
+	return st
+}
+
+// Interceptor returns the interceptor (named "durable") that claims each
+// call in the bucket before it runs and stores its outcome; add it before
+// any other, so that a replayed result skips them all.
+func (s *Store) Interceptor() toolkit.Interceptor {
+	return toolkit.Interceptor{Name: "durable", Intercept: s.intercept}
+}
+
+func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+	k := key(inv.Session, inv.Call.ID)
+	// Bookkeeping outlives the call's context: a cancelled call's record
+	// must still be written.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for range 4 {
+		rec, rev, err := s.get(bctx, k)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			err = s.put(bctx, k, Record{Session: inv.Session, Call: inv.Call, State: Running}, 0)
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				continue // another process claimed it just now: look again
+			}
+			if err != nil {
+				return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: cannot record call %q: %w", inv.Call.ID, err))
+			}
+			return s.run(ctx, bctx, k, inv, next)
+		case err != nil:
+			return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: cannot read call %q: %w", inv.Call.ID, err))
+		case rec.State == Done && rec.Result != nil:
+			inv.Meta(MetaReplayed, true)
+			return rec.Result.outcome()
+		case rec.State == Suspended && rec.Answer != nil:
+			// Answered while no process ran it: the answer is the result.
+			out := rec.Answer.outcome()
+			if out.Err != nil {
+				out.Content = append(out.Content, events.Text("Error: "+out.Err.Error()))
+			}
+			if err := s.finish(bctx, k, out); err != nil {
+				return toolkit.Failure(toolkit.StateError, err)
+			}
+			return out
+		case rec.State == Suspended:
+			// It waits again, in this process: back to running until the
+			// suspend event marks it.
+			rec.State, rec.Reason = Running, ""
+			if err := s.put(bctx, k, rec, rev); err != nil {
+				continue
+			}
+			return s.run(ctx, bctx, k, inv, next)
+		default: // running: its process stopped, or it runs elsewhere now
+			if !inv.Spec().IsIdempotent() { // read-only tools are idempotent
+				return toolkit.Failure(toolkit.StateError, fmt.Errorf("call %q of tool %q: %w", inv.Call.ID, inv.Call.Name, ErrMaybeRan))
+			}
+			rec.Updated = time.Now()
+			if err := s.put(bctx, k, rec, rev); err != nil {
+				continue // someone else took it over
+			}
+			return s.run(ctx, bctx, k, inv, next)
+		}
+	}
+	return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: call %q keeps changing in the bucket", inv.Call.ID))
+}
+
+// run runs the claimed call and stores its outcome. A call interrupted
+// while it waited for an answer stays pending; another interrupted call is
+// forgotten, so that running it again runs it.
+func (s *Store) run(ctx, bctx context.Context, k string, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+	out := next(ctx, inv)
+	if out.State == toolkit.StateInterrupted {
+		rec, rev, err := s.get(bctx, k)
+		if err == nil && rec.State == Running {
+			_ = s.kv.Delete(bctx, k, jetstream.LastRevision(rev))
+		}
+		return out
+	}
+	if err := s.finish(bctx, k, out); err != nil {
+		inv.Logger().Warn().Err(err).Str("call", inv.Call.ID).Msg("durable: the outcome was not stored")
+	}
+	return out
+}
+
+func (s *Store) finish(ctx context.Context, k string, out toolkit.Outcome) error {
+	return s.update(ctx, k, func(r *Record) bool {
+		r.State, r.Reason, r.Result = Done, "", stored(out)
+		return true
+	})
+}
+
+// Deliver watches the bucket for answers (Store.Answer) to calls that wait
+// in tk's sessions in this process, and submits them. stop ends it.
+func (s *Store) Deliver(ctx context.Context, tk *toolkit.Toolkit) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	w, err := s.kv.WatchAll(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("durable: watching answers: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range w.Updates() {
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			var rec Record
+			if json.Unmarshal(e.Value(), &rec) != nil || rec.State != Suspended || rec.Answer == nil {
+				continue
+			}
+			if !waiting(tk, rec.Session, rec.Call.ID) {
+				continue
+			}
+			sess, err := tk.Session(rec.Session)
+			if err != nil {
+				continue
+			}
+			var aerr error
+			if rec.Answer.Error != "" {
+				aerr = errors.New(rec.Answer.Error)
+			}
+			_ = sess.Submit(rec.Call.ID, rec.Answer.Content, aerr)
+		}
+	}()
+	return func() {
+		_ = w.Stop()
+		cancel()
+		<-done
+	}, nil
+}
+
+// waiting reports whether the call waits in a session tk already has
+// (without making the session).
+func waiting(tk *toolkit.Toolkit, session, callID string) bool {
+	found := false
+	for _, id := range tk.Sessions() {
+		if id != session {
+			continue
+		}
+		sess, err := tk.Session(id)
+		if err != nil {
+			return false
+		}
+		for _, c := range sess.Suspended() {
+			if c.ID == callID {
+				found = true
+			}
+		}
+	}
+	return found
+}

@@ -1,0 +1,111 @@
+package natstest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Cluster is a NATS cluster of servers in the test process: routes between
+// all of them, JetStream on each (its own store), for tests of what
+// survives the loss of a server.
+type Cluster struct {
+	Servers []*server.Server
+}
+
+// NewCluster starts a cluster of n servers and waits until JetStream has a
+// meta leader; the servers are shut down at the end of the test.
+func NewCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	ports := make([]int, n)
+	routes := make([]string, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", ports[i])
+	}
+	c := &Cluster{}
+	for i := range n {
+		o := &server.Options{
+			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: -1,
+			NoSigs: true, NoLog: true,
+			JetStream: true, StoreDir: t.TempDir(),
+			JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 1 << 30,
+			Cluster: server.ClusterOpts{Name: "toolstream-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+		}
+		s, err := server.NewServer(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+		c.Servers = append(c.Servers, s)
+		t.Cleanup(func() {
+			s.Shutdown()
+			s.WaitForShutdown()
+		})
+	}
+	for _, s := range c.Servers {
+		if !s.ReadyForConnections(10 * time.Second) {
+			t.Fatalf("server %s did not start", s.Name())
+		}
+	}
+	// JetStream answers once the servers have elected a meta leader.
+	nc, err := nats.Connect(c.URLs(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster's JetStream is not ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return c
+}
+
+// URL returns server i's client URL.
+func (c *Cluster) URL(i int) string { return c.Servers[i].ClientURL() }
+
+// URLs returns every server's client URL, server first's first: a client
+// given them with nats.DontRandomize connects to that server and fails
+// over to the others.
+func (c *Cluster) URLs(first int) string {
+	urls := []string{c.URL(first)}
+	for i := range c.Servers {
+		if i != first {
+			urls = append(urls, c.URL(i))
+		}
+	}
+	return strings.Join(urls, ",")
+}
+
+// Kill shuts server i down, as a crash would for its clients: their
+// connections drop.
+func (c *Cluster) Kill(i int) {
+	c.Servers[i].Shutdown()
+	c.Servers[i].WaitForShutdown()
+}

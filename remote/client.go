@@ -1,0 +1,530 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// MetaWorker is the result metadata key under which a remote call records
+// the id of the worker that ran it (UIs show it; the model never sees it).
+const MetaWorker = "worker"
+
+var (
+	// ErrNoWorkers: no worker serves the tool (NATS answered "no
+	// responders"). The call was not run; it fails at once.
+	ErrNoWorkers = errors.New("no worker serves the tool")
+	// ErrBusy: every worker tried refused the call for being at its limit
+	// of calls in flight. The call was not run.
+	ErrBusy = errors.New("every worker tried is busy")
+	// ErrWorkerLost: the worker stopped sending heartbeats (it died, hangs
+	// or lost its connection) before the call ended. The call may or may
+	// not have done its work.
+	ErrWorkerLost = errors.New("the worker stopped answering")
+)
+
+// ClientOptions configure a client. The zero value of a field picks its
+// default.
+type ClientOptions struct {
+	// Service and Prefix must match the workers' (DefaultService,
+	// DefaultPrefix).
+	Service string
+	Prefix  string
+	// Heartbeat is how often workers are asked to send a heartbeat while
+	// a call runs (DefaultHeartbeat).
+	Heartbeat time.Duration
+	// MissedHeartbeats is how many heartbeat intervals may pass without a
+	// word from the worker before the call fails with ErrWorkerLost
+	// (DefaultMissedHeartbeats). A worker's death is noticed within
+	// Heartbeat × MissedHeartbeats, whatever the call's timeout.
+	MissedHeartbeats int
+	// BusyRetries is how many more times a call refused as busy is sent
+	// (to whichever worker NATS picks), with a short jittered backoff
+	// (default 3; negative: none). A refused call never ran.
+	BusyRetries int
+	// CancelWait is how long a cancelled call waits for the worker to
+	// confirm that its handler stopped (default 200 ms, inside the
+	// toolkit's default cancel grace of 250 ms).
+	CancelWait time.Duration
+	// DiscoverWait bounds how long Discover listens for workers' answers
+	// (default 1 s; it ends 100 ms after the last answer).
+	DiscoverWait time.Duration
+	// Inject, if set, writes the trace context of ctx into a call's
+	// headers (an OpenTelemetry propagator's Inject on a header carrier).
+	// By default the context's WithTraceContext values are sent.
+	Inject func(ctx context.Context, h nats.Header)
+}
+
+// Client calls tools that workers serve.
+type Client struct {
+	nc   *nats.Conn
+	opts ClientOptions
+}
+
+// NewClient returns a client on nc.
+func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
+	if opts.Service == "" {
+		opts.Service = DefaultService
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	if opts.MissedHeartbeats <= 0 {
+		opts.MissedHeartbeats = DefaultMissedHeartbeats
+	}
+	if opts.BusyRetries == 0 {
+		opts.BusyRetries = 3
+	}
+	if opts.CancelWait <= 0 {
+		opts.CancelWait = 200 * time.Millisecond
+	}
+	if opts.DiscoverWait <= 0 {
+		opts.DiscoverWait = time.Second
+	}
+	if opts.Inject == nil {
+		opts.Inject = injectTrace
+	}
+	return &Client{nc: nc, opts: opts}
+}
+
+// LostAfter is how long a call waits without a word from its worker before
+// it fails with ErrWorkerLost.
+func (c *Client) LostAfter() time.Duration {
+	return c.opts.Heartbeat * time.Duration(c.opts.MissedHeartbeats)
+}
+
+// Discover asks the workers which tools they serve ($SRV.INFO) and returns
+// one remote tool per name, sorted by name. A tool served by several
+// workers is described by the first answer. It returns no tools and no
+// error when no worker answers.
+func (c *Client) Discover(ctx context.Context) ([]*toolkit.Tool, error) {
+	return c.discover(ctx, "")
+}
+
+// Tool returns the remote tool name as a worker describes it, or an error
+// wrapping ErrNoWorkers when none serves it.
+func (c *Client) Tool(ctx context.Context, name string) (*toolkit.Tool, error) {
+	tools, err := c.discover(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tools {
+		if t.Name() == name {
+			return t, nil
+		}
+	}
+	return nil, fmt.Errorf("remote: tool %q: %w", name, ErrNoWorkers)
+}
+
+// Resolver returns a toolkit.ToolResolver that looks up calls of unknown
+// tools among the workers' tools: install it with toolkit.WithToolResolver
+// to call tools that workers started serving after the agent did.
+func (c *Client) Resolver() toolkit.ToolResolver {
+	return func(ctx context.Context, _ *toolkit.Session, call toolkit.Call) (*toolkit.Tool, error) {
+		if toolkit.CheckToolName(call.Name) != nil {
+			return nil, nil
+		}
+		t, err := c.Tool(ctx, call.Name)
+		if errors.Is(err, ErrNoWorkers) {
+			return nil, nil
+		}
+		return t, err
+	}
+}
+
+// NewTool names a remote tool without asking the workers: spec and schema
+// must be those the workers serve.
+func (c *Client) NewTool(spec toolkit.Spec, inputSchema json.RawMessage) (*toolkit.Tool, error) {
+	subject := c.opts.Prefix + "." + spec.Name
+	return toolkit.NewRawTool(spec, inputSchema, func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+		return c.call(ctx, spec.Name, subject, args)
+	})
+}
+
+func (c *Client) discover(ctx context.Context, only string) ([]*toolkit.Tool, error) {
+	subject, err := micro.ControlSubject(micro.InfoVerb, c.opts.Service, "")
+	if err != nil {
+		return nil, fmt.Errorf("remote: %w", err)
+	}
+	inbox := c.nc.NewRespInbox()
+	ch := make(chan *nats.Msg, 1024)
+	sub, err := c.nc.ChanSubscribe(inbox, ch)
+	if err != nil {
+		return nil, fmt.Errorf("remote: discovering tools: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := c.nc.PublishRequest(subject, inbox, nil); err != nil {
+		return nil, fmt.Errorf("remote: discovering tools: %w", err)
+	}
+	limit := time.NewTimer(c.opts.DiscoverWait)
+	defer limit.Stop()
+	quiet := time.NewTimer(time.Hour)
+	defer quiet.Stop()
+	found := map[string]*toolkit.Tool{}
+	var problems []string
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-limit.C:
+			return c.tools(found, problems)
+		case <-quiet.C:
+			return c.tools(found, problems)
+		case m := <-ch:
+			if m.Header.Get("Status") == "503" {
+				return nil, nil // no worker at all
+			}
+			var info micro.Info
+			if err := json.Unmarshal(m.Data, &info); err != nil {
+				problems = append(problems, "an answer that is not service info: "+err.Error())
+				continue
+			}
+			for _, ep := range info.Endpoints {
+				if only != "" && ep.Name != only || found[ep.Name] != nil {
+					continue
+				}
+				t, err := c.fromEndpoint(ep)
+				if err != nil {
+					problems = append(problems, fmt.Sprintf("worker %s: %v", info.ID, err))
+					continue
+				}
+				found[ep.Name] = t
+			}
+			if only != "" && found[only] != nil {
+				return c.tools(found, nil)
+			}
+			quiet.Reset(100 * time.Millisecond)
+		}
+	}
+}
+
+func (c *Client) tools(found map[string]*toolkit.Tool, problems []string) ([]*toolkit.Tool, error) {
+	out := make([]*toolkit.Tool, 0, len(found))
+	for _, t := range found {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b *toolkit.Tool) int { return strings.Compare(a.Name(), b.Name()) })
+	if len(out) == 0 && len(problems) > 0 {
+		return nil, fmt.Errorf("remote: no usable tool: %s", strings.Join(problems, "; "))
+	}
+	return out, nil
+}
+
+func (c *Client) fromEndpoint(ep micro.EndpointInfo) (*toolkit.Tool, error) {
+	var ws wireSpec
+	if err := json.Unmarshal([]byte(ep.Metadata[MetaSpec]), &ws); err != nil {
+		return nil, fmt.Errorf("endpoint %q: metadata %s: %w", ep.Name, MetaSpec, err)
+	}
+	if ws.Name != ep.Name {
+		return nil, fmt.Errorf("endpoint %q describes a tool named %q", ep.Name, ws.Name)
+	}
+	spec := ws.spec()
+	if out := ep.Metadata[MetaOutputSchema]; out != "" {
+		spec.OutputSchema = json.RawMessage(out)
+	}
+	subject := ep.Subject
+	t, err := toolkit.NewRawTool(spec, json.RawMessage(ep.Metadata[MetaSchema]), func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+		return c.call(ctx, spec.Name, subject, args)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("endpoint %q: %w", ep.Name, err)
+	}
+	return t, nil
+}
+
+// WorkerError is a call that failed on the worker: its message is the
+// worker engine's, word for word, so the model reads what it would have
+// read had the tool run in process.
+type WorkerError struct {
+	Worker  string
+	Tool    string
+	State   events.State
+	Message string
+}
+
+// Error returns the worker engine's message.
+func (e *WorkerError) Error() string { return e.Message }
+
+// Timeout reports a call that timed out on the worker (the Retry
+// interceptor retries timeouts).
+func (e *WorkerError) Timeout() bool { return e.State == events.StateTimeout }
+
+// LostError is a call whose worker stopped answering.
+type LostError struct {
+	Worker string // "" when no worker took the call
+	Tool   string
+	After  time.Duration
+}
+
+// Error says which worker went silent, for how long, and that the call may
+// have done its work.
+func (e *LostError) Error() string {
+	if e.Worker == "" {
+		return fmt.Sprintf("remote: no worker took the call of %q within %v (it was lost, or its worker died)", e.Tool, e.After)
+	}
+	return fmt.Sprintf("remote: worker %s stopped answering the call of %q (no heartbeat for %v): it died, hangs or lost its connection; the call may or may not have done its work",
+		e.Worker, e.Tool, e.After)
+}
+
+// Unwrap makes errors.Is(err, ErrWorkerLost) true.
+func (e *LostError) Unwrap() error { return ErrWorkerLost }
+
+// Temporary tells the Retry interceptor that another attempt may work: it
+// retries it for tools that are read-only, idempotent or silent about it,
+// never for a tool that says it is not idempotent.
+func (e *LostError) Temporary() bool { return true }
+
+// call sends one call and follows it to its end.
+func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMessage) ([]toolkit.Part, error) {
+	info, ok := toolkit.CallInfoFrom(ctx)
+	if !ok {
+		return nil, fmt.Errorf("remote: tool %q runs only as a call of a toolkit", tool)
+	}
+	em := stream.From(ctx)
+	inbox := c.nc.NewRespInbox()
+	ch := make(chan *nats.Msg, 256)
+	sub, err := c.nc.ChanSubscribe(inbox, ch)
+	if err != nil {
+		return nil, interceptors.Transient(fmt.Errorf("remote: calling %q: %w", tool, err))
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	for attempt := 0; ; attempt++ {
+		m := nats.NewMsg(subject)
+		m.Reply = inbox
+		m.Data = args
+		m.Header.Set(HeaderSession, info.Session)
+		m.Header.Set(HeaderCall, info.CallID)
+		if info.Agent != "" {
+			m.Header.Set(HeaderAgent, info.Agent)
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			left := time.Until(dl)
+			if left <= 0 {
+				return nil, context.DeadlineExceeded
+			}
+			m.Header.Set(HeaderTimeout, msHeader(left))
+		}
+		m.Header.Set(HeaderHeartbeat, msHeader(c.opts.Heartbeat))
+		c.opts.Inject(ctx, m.Header)
+		if err := c.nc.PublishMsg(m); err != nil {
+			return nil, interceptors.Transient(fmt.Errorf("remote: sending the call of %q: %w", tool, err))
+		}
+		f := follower{c: c, tool: tool, inbox: inbox, ch: ch, em: em, next: 1}
+		parts, err := f.follow(ctx)
+		if errors.Is(err, ErrBusy) && attempt < c.opts.BusyRetries {
+			wait := time.Duration(5<<attempt)*time.Millisecond + rand.N(5*time.Millisecond)
+			select {
+			case <-ctx.Done():
+				return nil, err
+			case <-time.After(wait):
+			}
+			continue
+		}
+		if errors.Is(err, ErrBusy) {
+			err = fmt.Errorf("%w (tried %d times)", err, attempt+1)
+		}
+		return parts, err
+	}
+}
+
+// follower follows one sent call: its frames, its worker's heartbeats, the
+// caller's cancellation.
+type follower struct {
+	c       *Client
+	tool    string
+	inbox   string
+	ch      chan *nats.Msg
+	em      *stream.Emitter
+	worker  string
+	control string
+	next    uint64 // the frame number expected next
+	gap     bool   // a frame was lost: the result frame's content is the truth
+	relayed []events.Part
+}
+
+func (f *follower) follow(ctx context.Context) ([]toolkit.Part, error) {
+	lost := f.c.LostAfter()
+	timer := time.NewTimer(lost)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, f.cancel()
+		case <-timer.C:
+			return nil, &LostError{Worker: f.worker, Tool: f.tool, After: lost}
+		case m := <-f.ch:
+			timer.Reset(lost)
+			if done, parts, err := f.frame(m); done {
+				return parts, err
+			}
+		}
+	}
+}
+
+// frame handles one message; done says the call is over.
+func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err error) {
+	if m.Header.Get("Status") == "503" && len(m.Data) == 0 {
+		return true, nil, interceptors.Transient(fmt.Errorf("remote: %w %q (no responders on %s)", ErrNoWorkers, f.tool, m.Subject))
+	}
+	if code := m.Header.Get(micro.ErrorCodeHeader); code != "" {
+		desc := m.Header.Get(micro.ErrorHeader)
+		if code == codeBusy {
+			return true, nil, interceptors.Transient(fmt.Errorf("remote: %w: %s", ErrBusy, desc))
+		}
+		return true, nil, fmt.Errorf("remote: worker %s refused the call (%s): %s", m.Header.Get(HeaderWorker), code, desc)
+	}
+	seq := frameSeq(m)
+	if seq != f.next {
+		f.gap = true
+	}
+	f.next = seq + 1
+	switch m.Header.Get(HeaderFrame) {
+	case frameAccept:
+		f.worker, f.control = m.Header.Get(HeaderWorker), m.Header.Get(HeaderControl)
+	case frameProgress:
+		if !f.em.Listening() {
+			return
+		}
+		var p wireProgress
+		if json.Unmarshal(m.Data, &p) != nil {
+			return
+		}
+		frac := -1.0
+		if p.Fraction != nil {
+			frac = *p.Fraction
+		}
+		if len(p.Data) > 0 {
+			f.em.Report(p.Message, frac, p.Data)
+		} else {
+			f.em.Report(p.Message, frac, nil)
+		}
+	case frameDelta:
+		var p events.Part
+		if f.gap || json.Unmarshal(m.Data, &p) != nil {
+			f.gap = true
+			return
+		}
+		if m.Header.Get(HeaderReset) != "" {
+			if f.em.Reset() == nil {
+				f.relayed = nil
+			}
+		}
+		if f.em.Part(p) == nil {
+			f.relayed = events.AppendPart(f.relayed, p)
+		}
+	case frameResult:
+		var r wireResult
+		if err := json.Unmarshal(m.Data, &r); err != nil {
+			return true, nil, fmt.Errorf("remote: worker %s sent a result that does not decode: %v", f.worker, err)
+		}
+		parts, err := f.settle(&r)
+		return true, parts, err
+	}
+	return
+}
+
+// settle makes the call's content the worker's: what was relayed stands
+// when it is that; otherwise (a lost frame) the content starts over with the
+// result's.
+func (f *follower) settle(r *wireResult) ([]toolkit.Part, error) {
+	var rerr error
+	if r.State != events.StateSuccess {
+		rerr = &WorkerError{Worker: f.worker, Tool: f.tool, State: r.State, Message: r.Error}
+		if r.Transient {
+			rerr = interceptors.Transient(rerr) // the tool vouched for it on the worker
+		}
+	}
+	want := r.Content
+	if r.Omitted {
+		if f.gap {
+			return nil, fmt.Errorf("remote: worker %s's result of %q was larger than one NATS message and some of its pieces were lost", f.worker, f.tool)
+		}
+		want = f.relayed
+	} else if rerr != nil {
+		want = withoutErrorLine(want, r.Error)
+	}
+	var out []toolkit.Part
+	if f.em == nil {
+		out = want // no engine to stream to: return the content
+	} else if !events.EqualContent(f.relayed, want) {
+		if err := f.em.Reset(); err != nil {
+			return nil, err
+		}
+		for _, p := range want {
+			if err := f.em.Part(p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for k, v := range r.Meta {
+		f.em.SetMeta(k, v)
+	}
+	if f.worker != "" {
+		f.em.SetMeta(MetaWorker, f.worker)
+	}
+	return out, rerr
+}
+
+// withoutErrorLine takes the engine's "Error: <msg>" line off the end of a
+// failed call's content: the caller's engine adds it again.
+func withoutErrorLine(content []events.Part, msg string) []events.Part {
+	if len(content) == 0 || msg == "" {
+		return content
+	}
+	last := content[len(content)-1]
+	line := "Error: " + msg
+	if last.Type != events.PartText || !strings.HasSuffix(last.Text, line) {
+		return content
+	}
+	out := slices.Clone(content[:len(content)-1])
+	if rest := strings.TrimSuffix(last.Text, line); rest != "" {
+		out = append(out, events.Text(rest))
+	}
+	return out
+}
+
+// cancel tells the worker to stop the call and waits a little for it to
+// confirm, so that the handler on the worker has stopped when the call's
+// result says so.
+func (f *follower) cancel() error {
+	if f.control != "" {
+		_ = f.c.nc.Publish(f.control, []byte(f.inbox))
+	}
+	wait := time.NewTimer(f.c.opts.CancelWait)
+	defer wait.Stop()
+	for {
+		select {
+		case <-wait.C:
+			if f.worker == "" {
+				return errors.New("no worker had taken the call yet")
+			}
+			return fmt.Errorf("worker %s did not confirm within %v", f.worker, f.c.opts.CancelWait)
+		case m := <-f.ch:
+			switch m.Header.Get(HeaderFrame) {
+			case frameAccept:
+				f.worker, f.control = m.Header.Get(HeaderWorker), m.Header.Get(HeaderControl)
+				_ = f.c.nc.Publish(f.control, []byte(f.inbox))
+			case frameResult:
+				return fmt.Errorf("worker %s stopped the call", f.worker)
+			case "":
+				return errors.New("no worker had taken the call")
+			}
+		}
+	}
+}

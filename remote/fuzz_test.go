@@ -1,0 +1,114 @@
+package remote_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/remote"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// FuzzFrames: whatever frames a worker sends (any kinds, numbers, bodies,
+// resets, garbage, nothing at all), the call ends within the heartbeat bound
+// with exactly one final result whose content is what its deltas add up to.
+// A script is lines "kind|seq|reset|data".
+func FuzzFrames(f *testing.F) {
+	for _, s := range []string{
+		"accept|1|0|\ndelta|2|0|" + part("a") + "\nresult|3|0|{\"state\":\"success\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]}",
+		"accept|1|0|\ndelta|3|0|" + part("b") + "\nresult|4|0|{\"state\":\"success\",\"content\":[{\"type\":\"text\",\"text\":\"ab\"}]}",
+		"accept|1|0|\ndelta|2|1|" + part("x") + "\nprogress|3|0|{\"message\":\"m\",\"fraction\":2}\nresult|4|0|{\"state\":\"error\",\"content\":[],\"error\":\"e\"}",
+		"accept|1|0|\nresult|2|0|{\"state\":\"success\",\"content_omitted\":true}",
+		"delta|1|0|{\"type\":\"json\",\"json\":{\"a\":1}}\nresult|2|0|{\"state\":\"success\",\"content\":[{\"type\":\"json\",\"json\":{\"a\":1}}]}",
+		"delta|1|0|not json\nresult|2|0|{\"state\":\"bogus\",\"content\":[{\"type\":\"binary\",\"data\":\"AA==\"}]}",
+		"hb|1|0|\nhb|2|0|",
+		"",
+		"result|x|0|null",
+	} {
+		f.Add(s)
+	}
+	bus := natstest.Bus(f)
+	nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer nc.Close()
+	var mu sync.Mutex
+	var script string
+	sub, err := nc.Subscribe(remote.DefaultPrefix+".x", func(m *nats.Msg) {
+		mu.Lock()
+		s := script
+		mu.Unlock()
+		for _, line := range strings.Split(s, "\n") {
+			kind, rest, _ := strings.Cut(line, "|")
+			seq, rest, _ := strings.Cut(rest, "|")
+			reset, data, _ := strings.Cut(rest, "|")
+			h := nats.Header{remote.HeaderFrame: {kind}, remote.HeaderSeq: {seq}, remote.HeaderWorker: {"W"}}
+			if reset == "1" {
+				h.Set(remote.HeaderReset, "1")
+			}
+			_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: h, Data: []byte(data)})
+		}
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.Flush(); err != nil {
+		f.Fatal(err)
+	}
+	cnc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer cnc.Close()
+	c := remote.NewClient(cnc, remote.ClientOptions{Heartbeat: 20 * time.Millisecond, MissedHeartbeats: 3})
+	tl, err := c.NewTool(toolkit.Spec{Name: "x"}, json.RawMessage(`{"type":"object"}`))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		mu.Lock()
+		script = s
+		mu.Unlock()
+		rec := &testutil.Recorder{}
+		tk := toolkit.New(toolkit.WithInlineObserver(rec))
+		defer func() { _ = tk.Close(context.Background()) }()
+		if err := tk.Add(tl); err != nil {
+			t.Fatal(err)
+		}
+		sess, err := tk.Session("s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		r := sess.Run(context.Background(), []toolkit.Call{{ID: "c", Name: "x", Args: json.RawMessage(`{}`)}})[0]
+		if !r.Final() {
+			t.Fatalf("not final: %s", r.State)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("took %v", took)
+		}
+		evs := rec.Of("c")
+		results := 0
+		for _, ev := range evs {
+			if ev.Type == events.TypeResult {
+				results++
+			}
+		}
+		if results != 1 {
+			t.Fatalf("%d result events", results)
+		}
+		if d := testutil.Deltas(evs); !events.EqualContent(d, r.Content) {
+			t.Fatalf("deltas %+v != result %+v", d, r.Content)
+		}
+	})
+}

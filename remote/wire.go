@@ -1,0 +1,156 @@
+package remote
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// The defaults of workers and clients.
+const (
+	// DefaultService is the micro service name workers register under.
+	DefaultService = "toolstream_tools"
+	// DefaultPrefix is the subject prefix of the tools' endpoints:
+	// <prefix>.<tool>.
+	DefaultPrefix = "toolstream.tools"
+	// DefaultQueueGroup is the queue group the workers of a tool share.
+	DefaultQueueGroup = "toolstream"
+	// DefaultMaxInFlight bounds the calls one worker runs at once.
+	DefaultMaxInFlight = 64
+	// DefaultHeartbeat is how often a worker tells the caller it is alive.
+	DefaultHeartbeat = time.Second
+	// DefaultMissedHeartbeats is how many heartbeats a caller misses before
+	// it gives the worker up.
+	DefaultMissedHeartbeats = 3
+)
+
+// Request headers (agent to worker).
+const (
+	HeaderSession   = "Toolstream-Session"
+	HeaderCall      = "Toolstream-Call"
+	HeaderAgent     = "Toolstream-Agent"
+	HeaderTimeout   = "Toolstream-Timeout-Ms"   // time left to the call's deadline
+	HeaderHeartbeat = "Toolstream-Heartbeat-Ms" // how often the caller wants to hear
+	// W3C trace context, passed on untouched.
+	HeaderTraceParent = "traceparent"
+	HeaderTraceState  = "tracestate"
+)
+
+// Reply headers (worker to agent, on the request's reply subject).
+const (
+	HeaderFrame   = "Toolstream-Frame" // accept, hb, progress, delta, result
+	HeaderSeq     = "Toolstream-Seq"   // 1, 2, ... per call: a gap means a lost frame
+	HeaderWorker  = "Toolstream-Worker"
+	HeaderControl = "Toolstream-Control" // where the caller sends a cancellation
+	HeaderReset   = "Toolstream-Reset"   // on a delta that starts the content over
+)
+
+// Frame types.
+const (
+	frameAccept   = "accept"
+	frameBeat     = "hb"
+	frameProgress = "progress"
+	frameDelta    = "delta"
+	frameResult   = "result"
+)
+
+// Endpoint metadata keys.
+const (
+	MetaSpec         = "toolstream.spec"
+	MetaSchema       = "toolstream.schema"
+	MetaOutputSchema = "toolstream.output_schema"
+	MetaProtocol     = "toolstream.protocol"
+)
+
+// protocol is the wire protocol's version, in the service metadata.
+const protocol = "1"
+
+// Refusal codes a worker answers with (micro's Nats-Service-Error-Code).
+const (
+	codeBadRequest = "400"
+	codeUnknown    = "404"
+	codeConflict   = "409"
+	codeBusy       = "503"
+)
+
+// wireSpec is a tool's spec as it travels in endpoint metadata.
+type wireSpec struct {
+	Name            string `json:"name"`
+	Description     string `json:"description,omitempty"`
+	Title           string `json:"title,omitempty"`
+	ReadOnly        bool   `json:"read_only,omitempty"`
+	ConcurrencySafe bool   `json:"concurrency_safe,omitempty"`
+	TimeoutMS       int64  `json:"timeout_ms,omitempty"`
+	Destructive     *bool  `json:"destructive,omitempty"`
+	Idempotent      *bool  `json:"idempotent,omitempty"`
+	OpenWorld       *bool  `json:"open_world,omitempty"`
+	ReturnDirect    bool   `json:"return_direct,omitempty"`
+}
+
+func toWire(s toolkit.Spec) wireSpec {
+	return wireSpec{
+		Name: s.Name, Description: s.Description, Title: s.Title, ReadOnly: s.ReadOnly,
+		ConcurrencySafe: s.ConcurrencySafe, TimeoutMS: s.Timeout.Milliseconds(),
+		Destructive: s.Destructive, Idempotent: s.Idempotent, OpenWorld: s.OpenWorld,
+		ReturnDirect: s.ReturnDirect,
+	}
+}
+
+func (w wireSpec) spec() toolkit.Spec {
+	return toolkit.Spec{
+		Name: w.Name, Description: w.Description, Title: w.Title, ReadOnly: w.ReadOnly,
+		ConcurrencySafe: w.ConcurrencySafe, Timeout: time.Duration(w.TimeoutMS) * time.Millisecond,
+		Destructive: w.Destructive, Idempotent: w.Idempotent, OpenWorld: w.OpenWorld,
+		ReturnDirect: w.ReturnDirect,
+	}
+}
+
+// wireProgress is the body of a progress frame.
+type wireProgress struct {
+	Message  string          `json:"message,omitempty"`
+	Fraction *float64        `json:"fraction,omitempty"`
+	Data     json.RawMessage `json:"data,omitempty"`
+}
+
+// wireResult is the body of a result frame: the worker's final result.
+type wireResult struct {
+	State   events.State  `json:"state"`
+	Content []events.Part `json:"content"`
+	Omitted bool          `json:"content_omitted,omitempty"` // too large for one message: the deltas are the content
+	Error   string        `json:"error,omitempty"`
+	Timeout bool          `json:"timeout,omitempty"` // the worker's engine said timeout
+	// Transient: the error was marked worth retrying on the worker
+	// (interceptors.IsTransient); the caller marks it again.
+	Transient bool           `json:"transient,omitempty"`
+	Meta      map[string]any `json:"meta,omitempty"`
+}
+
+func frameSeq(m *nats.Msg) uint64 {
+	n, _ := strconv.ParseUint(m.Header.Get(HeaderSeq), 10, 64)
+	return n
+}
+
+func msHeader(d time.Duration) string {
+	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+}
+
+// maxMS bounds the durations a request may carry (30 days), far from
+// overflowing a time.Duration.
+const maxMS = 30 * 24 * 3600 * 1000
+
+func parseMS(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > maxMS {
+		return 0, fmt.Errorf("not a number of milliseconds from 1 to %d: %q", maxMS, s)
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}

@@ -1,0 +1,538 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// WorkerOptions configure a worker. The zero value of a field picks its
+// default.
+type WorkerOptions struct {
+	// Service is the micro service name (DefaultService).
+	Service string
+	// Prefix is the subject prefix of the endpoints (DefaultPrefix).
+	Prefix string
+	// QueueGroup is the queue group the workers of a tool share
+	// (DefaultQueueGroup).
+	QueueGroup string
+	// MaxInFlight bounds the calls this worker runs at once
+	// (DefaultMaxInFlight). A call above it is refused at once with code
+	// 503, and the caller tries another worker.
+	MaxInFlight int
+	// Version is the service's semantic version ("1.0.0").
+	Version string
+	// Metadata is added to the service's metadata (a worker's host name,
+	// say).
+	Metadata map[string]string
+	// Extract, if set, makes the context a call runs with from its
+	// request headers: the place to start a span from traceparent and
+	// tracestate. Without it, TraceContext(ctx) gives the two headers.
+	Extract func(ctx context.Context, h nats.Header) context.Context
+	// Tools limits the tools served to these names; empty: every tool of
+	// the toolkit except external ones.
+	Tools []string
+}
+
+// Worker serves a toolkit's tools over NATS. Its toolkit is its own: the
+// worker runs each call in it, in the call's session, with the toolkit's
+// interceptors.
+type Worker struct {
+	nc   *nats.Conn
+	tk   *toolkit.Toolkit
+	opts WorkerOptions
+	svc  micro.Service
+	ctl  *nats.Subscription
+	// controlSubject receives cancellations: the body is the reply subject
+	// of the call to stop.
+	controlSubject string
+	id             string
+	removeObserver func()
+
+	base     context.Context
+	stopBase context.CancelFunc
+
+	mu       sync.Mutex
+	relays   map[relayKey]*relay // running calls by session and call id
+	byReply  map[string]*relay   // the same by reply subject
+	smu      sync.Mutex
+	sessions map[string]int // calls running per session, under smu
+	running  sync.WaitGroup
+
+	inFlight atomic.Int64
+	calls    atomic.Uint64
+	refused  atomic.Uint64
+	failed   atomic.Uint64
+}
+
+type relayKey struct{ session, call string }
+
+// WorkerStats are a worker's counters, also reported in the endpoints'
+// stats data ($SRV.STATS).
+type WorkerStats struct {
+	InFlight    int64  `json:"in_flight"`
+	MaxInFlight int    `json:"max_in_flight"`
+	Calls       uint64 `json:"calls"`
+	Refused     uint64 `json:"refused"`
+	Failed      uint64 `json:"failed"`
+}
+
+// Serve starts a worker that serves tk's tools on nc. Stop it with
+// [Worker.Stop]; nc stays open.
+func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, error) {
+	if opts.Service == "" {
+		opts.Service = DefaultService
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.QueueGroup == "" {
+		opts.QueueGroup = DefaultQueueGroup
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.Version == "" {
+		opts.Version = "1.0.0"
+	}
+	w := &Worker{nc: nc, tk: tk, opts: opts,
+		relays: map[relayKey]*relay{}, byReply: map[string]*relay{}, sessions: map[string]int{}}
+	w.base, w.stopBase = context.WithCancel(context.Background())
+	tools, err := w.served()
+	if err != nil {
+		return nil, err
+	}
+	meta := map[string]string{MetaProtocol: protocol}
+	for k, v := range opts.Metadata {
+		meta[k] = v
+	}
+	svc, err := micro.AddService(nc, micro.Config{
+		Name: opts.Service, Version: opts.Version, QueueGroup: opts.QueueGroup,
+		Description: "toolstream tools", Metadata: meta,
+		StatsHandler: func(*micro.Endpoint) any { return w.Stats() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("remote: starting the service: %w", err)
+	}
+	w.svc = svc
+	id := svc.Info().ID
+	w.id = id
+	w.controlSubject = opts.Prefix + "._cancel." + id
+	w.ctl, err = nc.Subscribe(w.controlSubject, w.onCancel)
+	if err != nil {
+		_ = svc.Stop()
+		return nil, fmt.Errorf("remote: subscribing to cancellations: %w", err)
+	}
+	w.removeObserver = tk.ObserveInline(toolkit.ObserverFunc(w.observe))
+	for _, t := range tools {
+		md := map[string]string{MetaSchema: string(t.InputSchema())}
+		spec, _ := json.Marshal(toWire(t.Spec()))
+		md[MetaSpec] = string(spec)
+		if out := t.OutputSchema(); len(out) > 0 {
+			md[MetaOutputSchema] = string(out)
+		}
+		if err := svc.AddEndpoint(t.Name(), w.handler(t.Name()), micro.WithEndpointSubject(opts.Prefix+"."+t.Name()),
+			micro.WithEndpointMetadata(md)); err != nil {
+			w.stopNow()
+			return nil, fmt.Errorf("remote: serving tool %q: %w", t.Name(), err)
+		}
+	}
+	// A round trip: the server has the subscriptions when Serve returns,
+	// so a call sent right after finds the worker.
+	if err := nc.Flush(); err != nil {
+		w.stopNow()
+		return nil, fmt.Errorf("remote: %w", err)
+	}
+	return w, nil
+}
+
+func (w *Worker) served() ([]*toolkit.Tool, error) {
+	if len(w.opts.Tools) == 0 {
+		var out []*toolkit.Tool
+		for _, t := range w.tk.Tools() {
+			if !t.Spec().External {
+				out = append(out, t)
+			}
+		}
+		if len(out) == 0 {
+			return nil, errors.New("remote: the toolkit has no tool to serve")
+		}
+		return out, nil
+	}
+	var out []*toolkit.Tool
+	for _, name := range w.opts.Tools {
+		t, ok := w.tk.Tool(name)
+		if !ok {
+			return nil, fmt.Errorf("remote: the toolkit has no tool %q", name)
+		}
+		if t.Spec().External {
+			return nil, fmt.Errorf("remote: tool %q is external: a worker cannot run it", name)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// ID returns the worker's id: its micro service instance id.
+func (w *Worker) ID() string { return w.id }
+
+// Service returns the worker's micro service.
+func (w *Worker) Service() micro.Service { return w.svc }
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() WorkerStats {
+	return WorkerStats{InFlight: w.inFlight.Load(), MaxInFlight: w.opts.MaxInFlight,
+		Calls: w.calls.Load(), Refused: w.refused.Load(), Failed: w.failed.Load()}
+}
+
+// Stop stops taking calls and waits for the running ones until ctx ends;
+// then it interrupts them (their callers get the interrupted results) and
+// waits for them to return.
+func (w *Worker) Stop(ctx context.Context) error {
+	err := w.svc.Stop()
+	done := make(chan struct{})
+	go func() { w.running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		w.stopBase()
+		<-done
+	}
+	w.stopNow()
+	return err
+}
+
+func (w *Worker) stopNow() {
+	_ = w.svc.Stop()
+	w.stopBase()
+	if w.ctl != nil {
+		_ = w.ctl.Unsubscribe()
+	}
+	if w.removeObserver != nil {
+		w.removeObserver()
+	}
+}
+
+// handler takes a call of one tool: it checks the request, refuses it above
+// the in-flight bound, and runs it on a goroutine of its own so that the
+// endpoint's subscription goes on to the next request.
+func (w *Worker) handler(tool string) micro.HandlerFunc {
+	return func(req micro.Request) {
+		if req.Reply() == "" {
+			return // nobody to answer: not a call
+		}
+		h := nats.Header(req.Headers())
+		session, call := h.Get(HeaderSession), h.Get(HeaderCall)
+		if session == "" || call == "" {
+			w.refuse(req, codeBadRequest, "a call needs the headers "+HeaderSession+" and "+HeaderCall)
+			return
+		}
+		timeout, err := parseMS(h.Get(HeaderTimeout))
+		if err != nil {
+			w.refuse(req, codeBadRequest, HeaderTimeout+": "+err.Error())
+			return
+		}
+		beat, err := parseMS(h.Get(HeaderHeartbeat))
+		if err != nil {
+			w.refuse(req, codeBadRequest, HeaderHeartbeat+": "+err.Error())
+			return
+		}
+		if beat == 0 {
+			beat = DefaultHeartbeat
+		}
+		beat = min(max(beat, 10*time.Millisecond), 30*time.Second)
+		if n := w.inFlight.Add(1); n > int64(w.opts.MaxInFlight) {
+			w.inFlight.Add(-1)
+			w.refuse(req, codeBusy, fmt.Sprintf("worker %s is busy: %d calls in flight, its limit", w.ID(), w.opts.MaxInFlight))
+			return
+		}
+		r := &relay{w: w, reply: req.Reply(), key: relayKey{session, call}, every: beat}
+		w.mu.Lock()
+		if _, dup := w.relays[r.key]; dup {
+			w.mu.Unlock()
+			w.inFlight.Add(-1)
+			w.refuse(req, codeConflict, fmt.Sprintf("call %q of session %q is already running on worker %s", call, session, w.ID()))
+			return
+		}
+		w.relays[r.key] = r
+		w.byReply[r.reply] = r
+		w.running.Add(1)
+		w.mu.Unlock()
+		w.smu.Lock()
+		w.sessions[session]++
+		w.smu.Unlock()
+		w.calls.Add(1)
+		args := append(json.RawMessage(nil), req.Data()...)
+		go w.run(r, tool, args, h, timeout, beat)
+	}
+}
+
+func (w *Worker) refuse(req micro.Request, code, msg string) {
+	w.refused.Add(1)
+	_ = req.Error(code, msg, nil, micro.WithHeaders(micro.Headers{HeaderWorker: []string{w.ID()}}))
+}
+
+// run runs one call in the worker's toolkit and sends its frames.
+func (w *Worker) run(r *relay, tool string, args json.RawMessage, h nats.Header, timeout, beat time.Duration) {
+	defer w.running.Done()
+	ctx, cancel := context.WithCancel(w.base)
+	if timeout > 0 {
+		// The caller's deadline passes first and its cancellation stops the
+		// call; this one is the worker's own bound when that message is lost.
+		ctx, cancel = context.WithTimeout(w.base, timeout+deadlineSlack)
+	}
+	r.mu.Lock()
+	r.cancel = cancel
+	r.mu.Unlock()
+	defer cancel()
+	ctx = withTrace(ctx, h.Get(HeaderTraceParent), h.Get(HeaderTraceState))
+	if w.opts.Extract != nil {
+		ctx = w.opts.Extract(ctx, h)
+	}
+	if a := h.Get(HeaderAgent); a != "" {
+		ctx = toolkit.WithAgent(ctx, a)
+	}
+	r.send(frameAccept, nil, nats.Header{HeaderWorker: {w.ID()}, HeaderControl: {w.controlSubject}})
+
+	stopBeat := make(chan struct{})
+	beatDone := make(chan struct{})
+	go func() {
+		defer close(beatDone)
+		t := time.NewTicker(beat)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopBeat:
+				return
+			case <-t.C:
+				r.beat()
+			}
+		}
+	}()
+
+	var res toolkit.Result
+	sess, err := w.tk.Session(r.key.session)
+	if err != nil {
+		res = toolkit.Result{State: toolkit.StateError, Err: err, Content: []toolkit.Part{events.Text("Error: " + err.Error())}}
+	} else {
+		res = sess.Run(ctx, []toolkit.Call{{ID: r.key.call, Name: tool, Args: args}})[0]
+	}
+	close(stopBeat)
+	<-beatDone
+	if res.IsError() {
+		w.failed.Add(1)
+	}
+	// The call is forgotten before its result goes: the caller may send
+	// the same call id again at once (a retry), and must not be refused as
+	// running.
+	w.mu.Lock()
+	delete(w.relays, r.key)
+	delete(w.byReply, r.reply)
+	w.mu.Unlock()
+	w.inFlight.Add(-1) // likewise: the caller's next call must find room
+	r.finish(res)
+
+	// The worker keeps nothing per session between calls. smu (not mu,
+	// which the observer takes) orders this with the next call's count.
+	w.smu.Lock()
+	w.sessions[r.key.session]--
+	if w.sessions[r.key.session] == 0 {
+		delete(w.sessions, r.key.session)
+		if sess != nil {
+			sess.Close()
+		}
+	}
+	w.smu.Unlock()
+}
+
+// deadlineSlack is how long after the caller's deadline a worker stops a
+// call on its own.
+const deadlineSlack = 100 * time.Millisecond
+
+// onCancel stops the call whose reply subject the message names.
+func (w *Worker) onCancel(m *nats.Msg) {
+	w.mu.Lock()
+	r := w.byReply[string(m.Data)]
+	w.mu.Unlock()
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	cancel := r.cancel
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// observe routes the worker toolkit's events to the relays of the calls
+// they belong to. It runs inline, under the call's lock: it only publishes.
+func (w *Worker) observe(ev *events.Event) {
+	if ev.Call == "" {
+		return
+	}
+	switch ev.Type {
+	case events.TypeProgress, events.TypeDelta, events.TypeResult:
+	default:
+		return
+	}
+	w.mu.Lock()
+	r := w.relays[relayKey{ev.Session, ev.Call}]
+	w.mu.Unlock()
+	if r != nil {
+		r.event(ev)
+	}
+}
+
+// relay sends one call's frames to its caller, in order, numbered.
+type relay struct {
+	w      *Worker
+	reply  string
+	key    relayKey
+	mu     sync.Mutex
+	seq    uint64
+	cancel context.CancelFunc
+	// pending is the last delta, held back until the next event: when the
+	// call fails, the engine's last delta is the "Error: ..." line, which
+	// the caller's engine writes itself.
+	pending *events.Event
+	done    bool
+	every   time.Duration
+}
+
+func (r *relay) send(frame string, data []byte, h nats.Header) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sendLocked(frame, data, h)
+}
+
+func (r *relay) sendLocked(frame string, data []byte, h nats.Header) {
+	if h == nil {
+		h = nats.Header{}
+	}
+	r.seq++
+	h.Set(HeaderFrame, frame)
+	h.Set(HeaderSeq, strconv.FormatUint(r.seq, 10))
+	// Errors (a closed connection) surface to the caller as missed
+	// heartbeats; a frame too large leaves a gap in the numbering, which
+	// the caller notices.
+	_ = r.w.nc.PublishMsg(&nats.Msg{Subject: r.reply, Header: h, Data: data})
+}
+
+func (r *relay) beat() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return
+	}
+	// A delta held back goes out now unless it may be the error line.
+	if r.pending != nil && !mayBeErrorLine(r.pending) {
+		r.flushPending()
+	}
+	r.sendLocked(frameBeat, nil, nil)
+}
+
+func mayBeErrorLine(ev *events.Event) bool {
+	return ev.Delta != nil && ev.Delta.Type == events.PartText && !ev.Reset && len(ev.Delta.Text) >= 7 && ev.Delta.Text[:7] == "Error: "
+}
+
+func (r *relay) flushPending() {
+	ev := r.pending
+	r.pending = nil
+	data, _ := json.Marshal(ev.Delta)
+	var h nats.Header
+	if ev.Reset {
+		h = nats.Header{HeaderReset: {"1"}}
+	}
+	r.sendLocked(frameDelta, data, h)
+}
+
+func (r *relay) event(ev *events.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return
+	}
+	switch ev.Type {
+	case events.TypeDelta:
+		if ev.Delta == nil {
+			return
+		}
+		if r.pending != nil {
+			r.flushPending()
+		}
+		cp := *ev
+		part := *ev.Delta
+		cp.Delta = &part
+		r.pending = &cp
+	case events.TypeProgress:
+		if r.pending != nil {
+			r.flushPending()
+		}
+		p := ev.Progress
+		if p == nil {
+			return
+		}
+		data, _ := json.Marshal(wireProgress{Message: p.Message, Fraction: p.Fraction, Data: p.Data})
+		r.sendLocked(frameProgress, data, nil)
+	case events.TypeResult:
+		if r.pending != nil {
+			res := ev.Result
+			if res != nil && res.State.IsError() && r.pending.Delta.Type == events.PartText && !r.pending.Reset &&
+				r.pending.Delta.Text == "Error: "+res.Error {
+				r.pending = nil // the caller's engine writes this line
+			} else {
+				r.flushPending()
+			}
+		}
+	}
+}
+
+// finish sends the result frame.
+func (r *relay) finish(res toolkit.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending != nil {
+		r.flushPending()
+	}
+	r.done = true
+	wr := wireResult{State: res.State, Content: res.Content, Meta: res.Meta}
+	if wr.Content == nil {
+		wr.Content = []events.Part{}
+	}
+	if res.Err != nil {
+		wr.Error = res.Err.Error()
+		wr.Transient = interceptors.IsTransient(res.Err)
+	}
+	wr.Timeout = res.State == toolkit.StateTimeout
+	data, err := json.Marshal(wr)
+	if err != nil { // meta that does not marshal
+		wr.Meta = nil
+		data, _ = json.Marshal(wr)
+	}
+	if limit := r.w.nc.MaxPayload() - 4096; int64(len(data)) > limit {
+		wr.Content, wr.Omitted = nil, true
+		data, _ = json.Marshal(wr)
+	}
+	r.sendLocked(frameResult, data, nil)
+	// The result goes out twice more, a heartbeat apart: a caller whose
+	// connection was down when it went (its server died) has reconnected
+	// by then, within the time it waits for a heartbeat. It keeps the first.
+	again := &nats.Msg{Subject: r.reply, Data: data, Header: nats.Header{
+		HeaderFrame: {frameResult}, HeaderSeq: {strconv.FormatUint(r.seq, 10)}}}
+	for i := 1; i <= 2; i++ {
+		time.AfterFunc(time.Duration(i)*r.every, func() { _ = r.w.nc.PublishMsg(again) })
+	}
+}
