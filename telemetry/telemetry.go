@@ -145,6 +145,7 @@ func WithToolType(f func(t *toolkit.Tool) string) Option {
 type Telemetry struct {
 	cfg    config
 	tracer atomic.Pointer[tracerState]
+	quiet  atomic.Pointer[quietState] // the providers last found to record nothing
 
 	duration     metric.Float64Histogram
 	active       metric.Int64UpDownCounter
@@ -280,6 +281,12 @@ func (t *Telemetry) tracerNow() trace.Tracer {
 	return s.tracer
 }
 
+// comparable reports whether v's dynamic type can be compared with ==.
+func comparable(v any) bool {
+	typ := reflect.TypeOf(v)
+	return typ != nil && typ.Comparable()
+}
+
 // noopProvider reports whether a tracer provider of this type records
 // nothing: OpenTelemetry's global provider before one is set, or a no-op
 // provider.
@@ -305,11 +312,41 @@ func (t *Telemetry) measuring(ctx context.Context) bool {
 	return t.duration.Enabled(ctx) || t.active.Enabled(ctx)
 }
 
+// quietState is a pair of providers that record nothing (both of a
+// comparable type, so that comparing them with the current ones is safe).
+type quietState struct {
+	tp trace.TracerProvider
+	mp metric.MeterProvider
+}
+
+// providers returns the providers in force: the configured ones, else the
+// global ones, which change identity when a program sets them.
+func (t *Telemetry) providers() (trace.TracerProvider, metric.MeterProvider) {
+	tp, mp := t.cfg.tp, t.cfg.mp
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	return tp, mp
+}
+
 // StartBatch implements toolkit.Tracer: the batch's span.
 func (t *Telemetry) StartBatch(ctx context.Context, b *toolkit.Batch, calls []toolkit.Call) (context.Context, toolkit.BatchTrace) {
+	tp, mp := t.providers()
+	// The common case without providers: the same two that recorded
+	// nothing last time, known by identity (a pointer comparison each)
+	// rather than asked again.
+	if q := t.quiet.Load(); q != nil && q.tp == tp && q.mp == mp {
+		return ctx, nil
+	}
 	tr := t.tracerNow()
 	measuring := t.measuring(ctx)
 	if tr == nil && !measuring {
+		if comparable(tp) && comparable(mp) {
+			t.quiet.Store(&quietState{tp: tp, mp: mp})
+		}
 		return ctx, nil
 	}
 	bt := &batchTrace{t: t, b: b, tracer: tr, measuring: measuring}
