@@ -33,7 +33,7 @@ type Loop struct {
 	maxTurns int
 	retry    RetryPolicy
 	onSusp   func(ctx context.Context, s *toolkit.Session, r toolkit.Result) error
-	onBatch  func(ctx context.Context, turn int, b *toolkit.Batch)
+	onBatch  []func(ctx context.Context, turn int, b *toolkit.Batch)
 }
 
 // Option configures a Loop.
@@ -66,15 +66,17 @@ func WithName(name string) Option {
 // elsewhere (a web page). An error cancels the batch and ends the run with it.
 //
 // Without it, suspended calls wait for an answer from elsewhere until the
-// run's context ends.
+// run's context ends. Given twice, the last one given answers.
 func WithSuspended(f func(ctx context.Context, s *toolkit.Session, r toolkit.Result) error) Option {
 	return func(l *Loop) { l.onSusp = f }
 }
 
 // WithBatchStarted is called with each turn's batch once its calls are
-// started: a UI's stop button keeps it to call Batch.Cancel.
+// started: a UI's stop button keeps it to call Batch.Cancel, a store saves
+// the conversation (durable.Store.SaveEachTurn). Given several times, each
+// is called, in the order given.
 func WithBatchStarted(f func(ctx context.Context, turn int, b *toolkit.Batch)) Option {
-	return func(l *Loop) { l.onBatch = f }
+	return func(l *Loop) { l.onBatch = append(l.onBatch, f) }
 }
 
 // New returns a loop that asks m.
@@ -229,8 +231,8 @@ func (l *Loop) fail(ctx context.Context, sess *toolkit.Session, turn int, err er
 // The results come back in call order even with an error.
 func (l *Loop) runCalls(ctx context.Context, sess *toolkit.Session, turn int, calls []toolkit.Call) ([]toolkit.Result, toolkit.Stop, error) {
 	b := sess.Start(ctx, calls)
-	if l.onBatch != nil {
-		l.onBatch(ctx, turn, b)
+	for _, f := range l.onBatch {
+		f(ctx, turn, b)
 	}
 	var suspErr error
 	for r := range b.Results() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -554,5 +555,30 @@ func TestRunHonoursToolkitStop(t *testing.T) {
 		if out.Answer != tc.answer || out.End != tc.end || len(m.requests()) != tc.asked {
 			t.Errorf("%s: %s answer %q after %d model turns, want %s %q after %d", tc.name, out.End, out.Answer, len(m.requests()), tc.end, tc.answer, tc.asked)
 		}
+	}
+}
+
+// Batch hooks compose: a UI's and a store's both see every batch.
+func TestRunBatchHooksCompose(t *testing.T) {
+	ctx := context.Background()
+	tk := toolkit.New()
+	defer tk.Close(ctx)
+	tk.Add(weatherTool(t))
+	sess, _ := tk.Session("x")
+	m := &script{steps: []step{
+		{reply: &agent.Reply{Calls: []toolkit.Call{call("w", "weather", `{"city":"Oslo"}`)}}},
+		{reply: &agent.Reply{Text: "Sunny."}},
+	}}
+	var seen []string
+	hook := func(name string) agent.Option {
+		return agent.WithBatchStarted(func(ctx context.Context, turn int, b *toolkit.Batch) {
+			seen = append(seen, fmt.Sprintf("%s:%d", name, turn))
+		})
+	}
+	if _, err := agent.New(m, hook("ui"), hook("store")).Run(ctx, sess, agent.NewConversation("", "Weather?")); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(seen, " ") != "ui:1 store:1" {
+		t.Fatalf("hooks called: %q", seen)
 	}
 }
