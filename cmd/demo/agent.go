@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/durable"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -45,6 +46,7 @@ type runner struct {
 	desk     *approvalDesk
 	loader   *skills.Loader
 	maxTurns int
+	store    *durable.Store // with -store: the conversation is saved, and resumed
 
 	mu    sync.Mutex
 	turn  int            // the turn in progress
@@ -63,9 +65,25 @@ func (r *runner) run(ctx context.Context, task string) (runSummary, error) {
 		}
 	}
 	conv := agent.NewConversation(system, task)
-	r.view.user(task)
-	loop := agent.New(shownModel{r}, agent.WithName(modelName(r.model)), agent.WithMaxTurns(r.maxTurns),
-		agent.WithSuspended(r.suspended), agent.WithBatchStarted(r.batchStarted))
+	opts := []agent.Option{agent.WithName(modelName(r.model)), agent.WithMaxTurns(r.maxTurns),
+		agent.WithSuspended(r.suspended), agent.WithBatchStarted(r.batchStarted)}
+	if r.store != nil {
+		saved, done, err := r.resume(ctx)
+		if err != nil || done {
+			return runSummary{Answer: saved.answer, Took: time.Since(start)}, err
+		}
+		if saved.conv != nil {
+			conv = saved.conv
+		}
+		opts = append(opts, r.store.SaveEachTurn(r.sess.ID(), conv, func(err error) {
+			r.view.printf("  (the conversation could not be saved: %s)\n", safeLine(err.Error()))
+		}))
+		defer func() { _ = r.store.SaveConversation(context.WithoutCancel(ctx), r.sess.ID(), conv) }()
+	}
+	if len(conv.Messages) == 1 {
+		r.view.user(task)
+	}
+	loop := agent.New(shownModel{r}, opts...)
 	out, err := loop.Run(ctx, r.sess, conv)
 	sum := runSummary{Turns: out.Turns, Results: out.Results, Answer: out.Answer}
 	if err != nil && ctx.Err() != nil {
@@ -83,6 +101,43 @@ func (r *runner) run(ctx context.Context, task string) (runSummary, error) {
 		r.view.printf("\n=== The loop stops after turn %d (%s): %s ===\n", out.Turns, out.Stop.Reason, safeText(out.Answer))
 	}
 	return sum, nil
+}
+
+// savedRun is what the store held for the session.
+type savedRun struct {
+	conv   *agent.Conversation // nil: nothing saved
+	answer string              // the answer of a run that is over
+}
+
+// resume loads the session's saved conversation. A run that is over is
+// only reported (done); an unfinished one is made valid again first: the
+// calls of its last turn that have no result run (a call that finished
+// before the restart gives its stored result and does not run again).
+func (r *runner) resume(ctx context.Context) (savedRun, bool, error) {
+	conv, err := r.store.LoadConversation(ctx, r.sess.ID())
+	if err != nil || conv == nil {
+		return savedRun{}, false, err
+	}
+	last := conv.Messages[len(conv.Messages)-1]
+	turns := 0
+	for _, m := range conv.Messages {
+		if m.Role == agent.RoleAssistant {
+			turns++
+		}
+	}
+	if last.Role == agent.RoleAssistant && len(last.Calls) == 0 {
+		r.view.printf("\n=== Session %s: its saved run is over (%d turns); its answer: %s ===\n", safeLine(r.sess.ID()), turns, safeText(last.Text()))
+		return savedRun{conv: conv, answer: last.Text()}, true, nil
+	}
+	r.view.printf("\n=== Session %s resumes after turn %d (%d messages saved) ===\n", safeLine(r.sess.ID()), turns, len(conv.Messages))
+	n, err := durable.Resume(ctx, r.sess, conv)
+	if err != nil {
+		return savedRun{}, false, err
+	}
+	if n > 0 {
+		r.view.printf("  turn %d's %d unanswered calls answered: finished ones from the store, the others run\n", turns, n)
+	}
+	return savedRun{conv: conv}, false, nil
 }
 
 // modelName is the model's name for the output, or "model".

@@ -128,6 +128,7 @@ type config struct {
 	dir, session, task          string
 	natsURL, natsListen, listen string
 	durable, once, verbose      bool
+	store                       string // -store: the embedded server's JetStream folder, kept (resume.go)
 	plain                       bool
 	speed                       float64
 	approve                     string
@@ -164,6 +165,7 @@ func parseFlags(args []string, stdin io.Reader, stdout io.Writer) (*config, erro
 	fs.StringVar(&c.natsURL, "nats", os.Getenv(natsbus.EnvURL), "NATS server URL, such as nats://127.0.0.1:4222; empty: an embedded server (default $"+natsbus.EnvURL+")")
 	fs.StringVar(&c.natsListen, "nats-listen", "127.0.0.1:4222", "embedded server: host:port for outside NATS clients such as the nats CLI (empty: none; taken: any free port)")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7070", "host:port of the live web page (empty: no page; taken: any free port)")
+	fs.StringVar(&c.store, "store", "", "keep the embedded NATS server's JetStream files (events, calls, the conversation) in this folder: the demo run again with the same -store and -session resumes an unfinished run without repeating a finished call")
 	fs.BoolVar(&c.durable, "durable", true, "keep events in a JetStream stream (the web page replays the history from it; -durable=false needs -listen '')")
 	fs.BoolVar(&c.once, "once", !interactive, "exit after the run instead of keeping the page up until Ctrl-C (on by default when stdout is not a terminal)")
 	fs.Float64Var(&c.speed, "speed", 1, "pace of the scripted run: 1 is easy to watch, 4 is faster, 0 runs flat out (0, or 0.01 and more)")
@@ -263,6 +265,9 @@ func (c *config) check(set map[string]bool, stdin io.Reader) error {
 	}
 	if c.largeMiB < 0 || c.largeMiB > 256 {
 		return usagef("-large-result %d: from 0 to 256 (MiB)", c.largeMiB)
+	}
+	if c.store != "" && (c.natsURL != "" || !c.durable) {
+		return usagef("-store keeps the embedded server's JetStream files: it needs -durable and no -nats")
 	}
 	if c.listen != "" && !c.durable {
 		return usagef("the web page replays events from the durable stream: use -durable, or -listen '' for no page")
@@ -417,6 +422,11 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	defer disconnect()
+	store, stopStore, err := useStore(ctx, cfg, tk, bus) // before the other interceptors: outermost
+	if err != nil {
+		return err
+	}
+	defer stopStore()
 	perms, err := useInterceptors(tk)
 	if err != nil {
 		return err
@@ -474,7 +484,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	printWatch(view, bus, sess.ID())
 
-	a := &runner{sess: sess, model: model, view: view, desk: desk, maxTurns: cfg.maxTurns, loader: ld}
+	a := &runner{sess: sess, model: model, view: view, desk: desk, maxTurns: cfg.maxTurns, loader: ld, store: store}
 	tourCtx, endTour := ot.tour(ctx, sess.ID(), modelName(model))
 	sum, err := a.run(tourCtx, cfg.task)
 	endTour()
@@ -547,6 +557,9 @@ func openBus(ctx context.Context, cfg *config, log zerolog.Logger) (*natsbus.Bus
 	}
 	if cfg.durable {
 		opts = append(opts, natsbus.WithDurable(natsbus.Durable{}))
+	}
+	if cfg.store != "" {
+		opts = append(opts, natsbus.WithStoreDir(cfg.store))
 	}
 	if cfg.natsURL != "" {
 		// A server that does not answer is an error now, not a wait for it.
