@@ -49,6 +49,8 @@ func startApprovals(t *testing.T, js jetstream.JetStream, opts ...interceptors.P
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A call asked about again fails the test in seconds, not minutes.
+	opts = append([]interceptors.PermissionOption{interceptors.WithApprovalTimeout(3 * time.Second)}, opts...)
 	p := &approvalProcess{perms: interceptors.NewPermissions(opts...), notes: make(chan string, 16)}
 	count := toolkit.ObserverFunc(func(ev *events.Event) {
 		if ev.Type != interceptors.ApprovalEvent {
@@ -197,7 +199,7 @@ func TestApprovedFinishedCallNotRunAgain(t *testing.T) {
 	edits.paths = nil
 	ctx := context.Background()
 	call := testutil.Call("p3", "edit", `{"path":"a.txt"}`)
-	first := startApprovals(t, js, interceptors.WithApprovalTimeout(5*time.Second))
+	first := startApprovals(t, js)
 	batch := first.sess.Start(ctx, []toolkit.Call{call})
 	waitSuspended(t, first.store, "p3")
 	if err := first.store.Approve(ctx, "conv", "p3", nil); err != nil {
