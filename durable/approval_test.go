@@ -64,12 +64,18 @@ func startApprovals(t *testing.T, js jetstream.JetStream, opts ...interceptors.P
 	})
 	tk := toolkit.New(toolkit.WithObserver(st), toolkit.WithInlineObserver(count))
 	if err := tk.Register([]*toolkit.Tool{
-		toolkit.MustTool(toolkit.Spec{Name: "edit"}, func(_ context.Context, in struct {
+		toolkit.MustTool(toolkit.Spec{Name: "edit"}, func(ctx context.Context, in struct {
 			Path string `json:"path"`
 		}) (string, error) {
 			edits.Lock()
 			defer edits.Unlock()
 			edits.paths = append(edits.paths, in.Path)
+			if in.Path == "block" && len(edits.paths) == 1 {
+				edits.Unlock()
+				<-ctx.Done() // the first run waits until its process stops
+				edits.Lock()
+				return "", ctx.Err()
+			}
 			return "edited " + in.Path, nil
 		}),
 	}); err != nil {
@@ -257,5 +263,43 @@ func TestStoredApprovalNeverLiftsDeny(t *testing.T) {
 	}
 	if r := batch.Wait()[0]; r.State != toolkit.StateDenied {
 		t.Fatalf("p5: %s %q", r.State, r.Text())
+	}
+}
+
+// TestApprovedCallInterruptedKeepsDecision: an approved call interrupted
+// while it runs goes back to pending with its decision; run again after
+// the next restart, it runs without asking.
+func TestApprovedCallInterruptedKeepsDecision(t *testing.T) {
+	js := natstest.JetStream(t)
+	edits.paths = nil
+	ctx := context.Background()
+	call := testutil.Call("p6", "edit", `{"path":"block"}`)
+	pendingApproval(t, js, call)
+	st, err := durable.New(ctx, js, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Approve(ctx, "conv", "p6", nil); err != nil {
+		t.Fatal(err)
+	}
+	second := startApprovals(t, js)
+	batch := second.sess.Start(ctx, []toolkit.Call{call})
+	for deadline := time.Now().Add(5 * time.Second); len(editsRun()) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("p6 never ran")
+		}
+	}
+	second.close()
+	if r := batch.Wait()[0]; r.State != toolkit.StateInterrupted {
+		t.Fatalf("second life: %s %q", r.State, r.Text())
+	}
+	rec, err := st.Get(ctx, "conv", "p6")
+	if err != nil || rec.State != durable.Suspended || rec.Decision == nil || !rec.Decision.Approve {
+		t.Fatalf("after the interruption: %+v %v", rec, err)
+	}
+	third := startApprovals(t, js)
+	r := third.sess.Run(ctx, []toolkit.Call{call})[0]
+	if r.State != toolkit.StateSuccess || third.asked.Load() != 0 || len(editsRun()) != 2 {
+		t.Fatalf("third life: %s %q, asked %d, runs %v", r.State, r.Text(), third.asked.Load(), editsRun())
 	}
 }

@@ -198,6 +198,8 @@ func isWrongSequence(err error) bool {
 }
 
 // Pending lists the session's calls that wait (suspended), oldest first.
+// A call decided with Approve or Reject but not run again yet is listed
+// with its Decision.
 func (s *Store) Pending(ctx context.Context, session string) ([]Record, error) {
 	lister, err := s.kv.ListKeysFiltered(ctx, sessionPrefix(session)+">")
 	if err != nil {
