@@ -3,7 +3,11 @@
 // that finished is never run twice (running it again under the same session
 // and call id returns the stored result), a call of an external tool that
 // waits for an answer is listed as pending after a restart, and an answer
-// given while no process was running is not lost.
+// given while no process was running is not lost. The same holds for a call
+// that waits for a person's approval (interceptors.Permissions): a decision
+// given with Store.Approve or Store.Reject while no process runs it is
+// applied, through Permissions, when the call runs again, and nobody is
+// asked twice.
 //
 // Install both halves: the interceptor first (outermost), and the store as
 // an asynchronous observer, which records when a call suspends.
@@ -11,7 +15,8 @@
 //	st, _ := durable.New(ctx, js, "")
 //	tk := toolkit.New(toolkit.WithObserver(st))
 //	tk.Use(st.Interceptor()) // before any other interceptor
-//	stop, _ := st.Deliver(ctx, tk) // answers given through st reach waiting calls
+//	tk.Use(perms.Interceptor())  // if calls are approved: after the store's
+//	stop, _ := st.Deliver(ctx, tk, durable.WithPermissions(perms)) // answers and decisions given through st reach waiting calls
 //
 // What is exactly once: a call id's result. A call is claimed with the
 // bucket's create-if-absent before it runs, and its outcome stored when it
@@ -24,16 +29,19 @@
 package durable
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -67,8 +75,22 @@ type Record struct {
 	Result *Stored `json:"result,omitempty"`
 	// Answer is the answer to a suspended external call, given with
 	// Store.Answer: it is the call's result once delivered.
-	Answer  *Stored   `json:"answer,omitempty"`
-	Updated time.Time `json:"updated"`
+	Answer *Stored `json:"answer,omitempty"`
+	// Decision is a person's decision about a call that waits for approval,
+	// given with Store.Approve or Store.Reject.
+	Decision *Decision `json:"decision,omitempty"`
+	Updated  time.Time `json:"updated"`
+}
+
+// Decision is a person's decision about a call that waits for approval, as
+// the bucket keeps it.
+type Decision struct {
+	Approve bool `json:"approve"`
+	// Args are the edited arguments an approval runs the call with (none:
+	// as called).
+	Args json.RawMessage `json:"args,omitempty"`
+	// Reason is a rejection's reason, what the model reads.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Stored is an outcome as the bucket keeps it.
@@ -176,6 +198,8 @@ func isWrongSequence(err error) bool {
 }
 
 // Pending lists the session's calls that wait (suspended), oldest first.
+// A call decided with Approve or Reject but not run again yet is listed
+// with its Decision.
 func (s *Store) Pending(ctx context.Context, session string) ([]Record, error) {
 	lister, err := s.kv.ListKeysFiltered(ctx, sessionPrefix(session)+">")
 	if err != nil {
@@ -216,6 +240,48 @@ func (s *Store) Answer(ctx context.Context, session, callID string, content []ev
 		if errText != "" {
 			r.Answer.State = events.StateError
 		}
+		return true
+	})
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("durable: no call %q in session %q", callID, session)
+	}
+	if err != nil {
+		return err
+	}
+	return why
+}
+
+// Approve approves a call that waits for a person's approval, with edited
+// arguments if args is not nil; Reject rejects it with reason. The decision
+// is kept in the bucket: a process where the call waits now gets it
+// (Deliver with WithPermissions), and one that runs the call again after a
+// restart, with the same session, call id and arguments, applies it
+// through its Permissions without asking again. Permissions still decides:
+// a rule that denies the call denies it, approved or not.
+func (s *Store) Approve(ctx context.Context, session, callID string, args json.RawMessage) error {
+	if args != nil && !json.Valid(args) {
+		return fmt.Errorf("durable: the edited arguments of call %q are not JSON: %s", callID, args)
+	}
+	return s.decide(ctx, session, callID, Decision{Approve: true, Args: args})
+}
+
+// Reject rejects a call that waits for a person's approval: see Approve.
+func (s *Store) Reject(ctx context.Context, session, callID, reason string) error {
+	return s.decide(ctx, session, callID, Decision{Reason: reason})
+}
+
+func (s *Store) decide(ctx context.Context, session, callID string, d Decision) error {
+	var why error
+	err := s.update(ctx, key(session, callID), func(r *Record) bool {
+		if r.State != Suspended || r.Reason != "approval" {
+			why = fmt.Errorf("durable: call %q of session %q does not wait for approval (it is %s)", callID, session, r.State)
+			return false
+		}
+		if r.Decision != nil {
+			why = fmt.Errorf("durable: call %q of session %q is decided already", callID, session)
+			return false
+		}
+		r.Decision = &d
 		return true
 	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -306,12 +372,19 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 			return out
 		case rec.State == Suspended:
 			// It waits again, in this process: back to running until the
-			// suspend event marks it.
+			// suspend event marks it. A decision given meanwhile goes to
+			// Permissions, for the arguments the person saw only.
+			rctx := ctx
+			if rec.Decision != nil && sameArgs(rec.Call.Args, inv.Call.Args) {
+				rctx = interceptors.WithPriorDecision(ctx, inv.Session, inv.Call.ID, interceptors.PriorDecision(*rec.Decision))
+			} else {
+				rec.Decision = nil // it was about other arguments: ask again
+			}
 			rec.State, rec.Reason = Running, ""
 			if err := s.put(bctx, k, rec, rev); err != nil {
 				continue
 			}
-			return s.run(ctx, bctx, k, inv, next)
+			return s.run(rctx, bctx, k, inv, next)
 		default: // running: its process stopped, or it runs elsewhere now
 			if !inv.Spec().IsIdempotent() { // read-only tools are idempotent
 				return toolkit.Failure(toolkit.StateError, fmt.Errorf("call %q of tool %q: %w", inv.Call.ID, inv.Call.Name, ErrMaybeRan))
@@ -328,12 +401,18 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 
 // run runs the claimed call and stores its outcome. A call interrupted
 // while it waited for an answer stays pending; another interrupted call is
-// forgotten, so that running it again runs it.
+// forgotten, so that running it again runs it (one a person decided about
+// goes back to pending with the decision, which applies again).
 func (s *Store) run(ctx, bctx context.Context, k string, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	out := next(ctx, inv)
 	if out.State == toolkit.StateInterrupted {
 		rec, rev, err := s.get(bctx, k)
-		if err == nil && rec.State == Running {
+		switch {
+		case err != nil || rec.State != Running:
+		case rec.Decision != nil:
+			rec.State, rec.Reason = Suspended, "approval"
+			_ = s.put(bctx, k, rec, rev)
+		default:
 			_ = s.kv.Delete(bctx, k, jetstream.LastRevision(rev))
 		}
 		return out
@@ -344,6 +423,15 @@ func (s *Store) run(ctx, bctx context.Context, k string, inv *toolkit.Invocation
 	return out
 }
 
+// sameArgs reports whether two calls' arguments are equal as JSON.
+func sameArgs(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
 func (s *Store) finish(ctx context.Context, k string, out toolkit.Outcome) error {
 	return s.update(ctx, k, func(r *Record) bool {
 		r.State, r.Reason, r.Result = Done, "", stored(out)
@@ -351,9 +439,25 @@ func (s *Store) finish(ctx context.Context, k string, out toolkit.Outcome) error
 	})
 }
 
+// DeliverOption configures Deliver.
+type DeliverOption func(*deliverConfig)
+
+type deliverConfig struct{ perms *interceptors.Permissions }
+
+// WithPermissions makes Deliver pass decisions given with Store.Approve and
+// Store.Reject to the calls that wait for them in p.
+func WithPermissions(p *interceptors.Permissions) DeliverOption {
+	return func(c *deliverConfig) { c.perms = p }
+}
+
 // Deliver watches the bucket for answers (Store.Answer) to calls that wait
-// in tk's sessions in this process, and submits them. stop ends it.
-func (s *Store) Deliver(ctx context.Context, tk *toolkit.Toolkit) (stop func(), err error) {
+// in tk's sessions in this process, and submits them; with WithPermissions,
+// decisions about calls that wait for approval too. stop ends it.
+func (s *Store) Deliver(ctx context.Context, tk *toolkit.Toolkit, opts ...DeliverOption) (stop func(), err error) {
+	var cfg deliverConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	w, err := s.kv.WatchAll(ctx, jetstream.UpdatesOnly())
 	if err != nil {
@@ -368,7 +472,24 @@ func (s *Store) Deliver(ctx context.Context, tk *toolkit.Toolkit) (stop func(), 
 				continue
 			}
 			var rec Record
-			if json.Unmarshal(e.Value(), &rec) != nil || rec.State != Suspended || rec.Answer == nil {
+			if json.Unmarshal(e.Value(), &rec) != nil || rec.State != Suspended {
+				continue
+			}
+			if rec.Decision != nil && cfg.perms != nil {
+				// ErrNotPending: it waits in no process now, and the
+				// decision applies when the call runs again.
+				if d := rec.Decision; d.Approve {
+					var opts []interceptors.ApproveOption
+					if d.Args != nil {
+						opts = append(opts, interceptors.WithArgs(d.Args))
+					}
+					_ = cfg.perms.Approve(rec.Session, rec.Call.ID, opts...)
+				} else {
+					_ = cfg.perms.Reject(rec.Session, rec.Call.ID, d.Reason)
+				}
+				continue
+			}
+			if rec.Answer == nil {
 				continue
 			}
 			if !waiting(tk, rec.Session, rec.Call.ID) {

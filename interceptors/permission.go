@@ -330,6 +330,12 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 		inv.Meta("approved", true)
 		return next(ctx, inv)
 	}
+	if pd, ok := ctx.Value(priorKey{}).(*priorDecision); ok && pd.session == inv.Session && pd.call == inv.Call.ID {
+		// Decided before this process ran the call (package durable): the
+		// person is not asked again, and the decision ends as theirs would.
+		req := ApprovalRequest{Session: inv.Session, CallID: inv.Call.ID, Tool: inv.Call.Name, Args: inv.Call.Args, Reason: d.reason}
+		return p.conclude(ctx, inv, next, req, permVerdict{approve: pd.d.Approve, args: pd.d.Args, reason: pd.d.Reason}, "decided before a restart")
+	}
 	var suggestions []Suggestion
 	if !d.firm && p.suggest != nil {
 		suggestions = p.suggest(inv.Spec(), inv.Call.Args)
@@ -360,18 +366,23 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 	case <-wait.Done():
 		return inv.ContextFailure(wait)
 	}
+	return p.conclude(resume(), inv, next, pd.req, v, "")
+}
+
+// conclude ends an asked call as the person decided: note, if set, is
+// added to the decision event's note.
+func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, req ApprovalRequest, v permVerdict, note string) toolkit.Outcome {
 	if !v.approve {
-		p.announce(inv, pd.req, "rejected", v.reason)
+		p.announce(inv, req, "rejected", permJoin(note, v.reason))
 		msg := fmt.Sprintf("the user rejected this call of %q", inv.Call.Name)
 		if v.reason != "" {
 			msg += ": " + v.reason
 		}
 		return toolkit.Failure(toolkit.StateDenied, permWrap(ErrRejected, msg+". Do not retry it as it was; follow the user's reason"))
 	}
-	note := ""
 	if v.args != nil {
 		inv.Call.Args = v.args
-		note = "arguments edited"
+		note = permJoin(note, "arguments edited")
 	}
 	if v.always {
 		v.grants = append(v.grants, Grant{Tool: inv.Call.Name})
@@ -383,9 +394,40 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 			note = permJoin(note, fmt.Sprintf("allowed for the rest of the session: %s", grantLabel(g)))
 		}
 	}
-	p.announce(inv, pd.req, "approved", note)
+	p.announce(inv, req, "approved", note)
 	inv.Meta("approved", true)
-	return next(resume(), inv)
+	return next(ctx, inv)
+}
+
+// PriorDecision is a person's decision about a call given before the call
+// reached Permissions: while no process ran it (package durable keeps such
+// decisions across a restart of the agent's process).
+type PriorDecision struct {
+	// Approve lets the call run; false rejects it.
+	Approve bool
+	// Args are edited arguments to run it with (nil: as called).
+	Args json.RawMessage
+	// Reason is a rejection's reason: what the model reads.
+	Reason string
+}
+
+type priorKey struct{}
+
+type priorDecision struct {
+	session, call string
+	d             PriorDecision
+}
+
+// WithPriorDecision returns ctx carrying d for the call callID of session.
+// When that call reaches Permissions with ctx (an outer interceptor passes
+// it on) and Permissions would ask about it, d is the answer: nobody is
+// asked, no pending request goes out, and the call ends as if the person
+// had decided then (Approve with WithArgs, or Reject), with an "approval"
+// event saying so. It answers only a question Permissions asks: a call
+// that a rule, a firm rule or the tool's own check denies stays denied,
+// and one they allow runs. Other calls that see ctx ignore it.
+func WithPriorDecision(ctx context.Context, session, callID string, d PriorDecision) context.Context {
+	return context.WithValue(ctx, priorKey{}, &priorDecision{session: session, call: callID, d: d})
 }
 
 // hold lists a request as pending until the returned function is called.
