@@ -1,5 +1,5 @@
 // check.mjs follows one toolstream session on NATS, live (core NATS) and by
-// replay (the JetStream stream), until the session's "done" event, then
+// replay (the JetStream stream), until the session's "answer" event (the agent loop's last), then
 // checks every call against the protocol of docs/events.md:
 //
 //   - every event validates against docs/events.schema.json (ajv, 2020-12);
@@ -53,7 +53,7 @@ function check(ok, what) {
 const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false });
 const validate = ajv.compile(JSON.parse(readFileSync(opt.schema, 'utf8')));
 
-// A source collects one session's messages until its "done" event.
+// A source collects one session's messages until its "answer" event.
 class Source {
   constructor(name) {
     this.name = name;
@@ -84,7 +84,7 @@ class Source {
       if (this.invalid <= 5) console.log(`${this.name}: invalid event ${raw.slice(0, 200)}: ${ajv.errorsText(validate.errors)}`);
     }
     this.events.push({ ev, raw, size: data.length });
-    if (ev.type === 'done' && !ev.call) this.finish();
+    if (ev.type === 'answer' && !ev.call) this.finish();
   }
 }
 
@@ -109,7 +109,7 @@ let timer;
 const timedOut = new Promise((resolve) => { timer = setTimeout(() => resolve('timeout'), limit); });
 const outcome = await Promise.race([Promise.all([live.done, replay.done]), timedOut]);
 clearTimeout(timer);
-check(outcome !== 'timeout', `the session's "done" event within ${opt.timeout}s (live ${live.events.length} events, replay ${replay.events.length})`);
+check(outcome !== 'timeout', `the session's "answer" event within ${opt.timeout}s (live ${live.events.length} events, replay ${replay.events.length})`);
 sub.unsubscribe();
 await messages.close();
 await nc.drain();
