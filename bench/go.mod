@@ -15,7 +15,7 @@ require (
 
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
-	github.com/buger/jsonparser v1.1.1 // indirect
+	github.com/buger/jsonparser v1.1.2 // indirect
 	github.com/bytedance/gopkg v0.1.3 // indirect
 	// eino v0.7.36 asks for sonic v1.14.1, which does not build with Go 1.26
 	// (internal/rt: undefined: GoMapIterator); v1.15.0 does.
