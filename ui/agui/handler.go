@@ -36,22 +36,22 @@ func NewHandler(h *ui.Host) *Handler { return &Handler{host: h} }
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		httpError(w, http.StatusMethodNotAllowed, "POST a RunAgentInput (JSON) with Accept: text/event-stream")
+		ui.HTTPError(w, http.StatusMethodNotAllowed, "POST a RunAgentInput (JSON) with Accept: text/event-stream")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
-		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("reading the body: %v (at most %d bytes)", err, MaxBody))
+		ui.HTTPError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("reading the body: %v (at most %d bytes)", err, MaxBody))
 		return
 	}
 	in, err := ParseRunAgentInput(body)
 	if err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
+		ui.HTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	t, err := h.host.Thread(in.ThreadID)
 	if err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
+		ui.HTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	log, err := t.Begin(in.input())
@@ -59,13 +59,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ui.ErrNothingToRun):
 		log = nil // an empty run: started and finished
 	case errors.Is(err, ui.ErrBusy):
-		httpError(w, http.StatusConflict, err.Error())
+		ui.HTTPError(w, http.StatusConflict, err.Error())
 		return
 	case errors.Is(err, interceptors.ErrNotPending):
-		httpError(w, http.StatusConflict, err.Error())
+		ui.HTTPError(w, http.StatusConflict, err.Error())
 		return
 	case err != nil:
-		httpError(w, http.StatusBadRequest, err.Error())
+		ui.HTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 
@@ -89,7 +89,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			out.event(map[string]any{"type": "RUN_FINISHED", "threadId": in.ThreadID, "runId": in.RunID, "outcome": map[string]any{"type": "success"}})
 		}
-		out.flush()
+		out.Flush()
 		return
 	}
 	for i := 0; ; {
@@ -102,35 +102,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for _, ev := range evs {
 			tr.event(ev)
 		}
-		if out.err != nil || r.Context().Err() != nil {
+		if out.Err() != nil || r.Context().Err() != nil {
 			t.Cancel() // the client went (see above)
 			return
 		}
 		i += len(evs)
 		if end != nil {
 			tr.finish(end)
-			out.flush()
+			out.Flush()
 			return
 		}
-		out.flush()
+		out.Flush()
 	}
 }
 
-// writer writes data: frames.
-type writer struct {
-	w   io.Writer
-	f   http.Flusher
-	buf []byte
-	err error
-}
+// writer writes the protocol's chunks as JSON data: frames.
+type writer struct{ *ui.Frames }
 
-func newWriter(w http.ResponseWriter) *writer {
-	f, _ := w.(http.Flusher)
-	return &writer{w: w, f: f}
-}
+func newWriter(w http.ResponseWriter) *writer { return &writer{ui.NewFrames(w)} }
 
 func (o *writer) event(v any) {
-	if o.err != nil {
+	if o.Err() != nil {
 		return
 	}
 	b, err := json.Marshal(v)
@@ -138,22 +130,7 @@ func (o *writer) event(v any) {
 		// Every value here is built from decoded JSON: say so rather than drop it.
 		b, _ = json.Marshal(map[string]any{"type": "RAW", "event": map[string]string{"error": err.Error()}})
 	}
-	o.buf = append(o.buf[:0], "data: "...)
-	o.buf = append(o.buf, b...)
-	o.buf = append(o.buf, "\n\n"...)
-	_, o.err = o.w.Write(o.buf)
-}
-
-func (o *writer) flush() {
-	if o.f != nil && o.err == nil {
-		o.f.Flush()
-	}
-}
-
-func httpError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	o.Data(b)
 }
 
 // expiresAt formats an approval's deadline for an interrupt.

@@ -65,33 +65,33 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.resume(w, r)
 	default:
 		w.Header().Set("Allow", "GET, POST")
-		httpError(w, http.StatusMethodNotAllowed, "POST useChat's request, or GET <api>/<chat id>/stream to resume")
+		ui.HTTPError(w, http.StatusMethodNotAllowed, "POST useChat's request, or GET <api>/<chat id>/stream to resume")
 	}
 }
 
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
-		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("reading the body: %v (at most %d bytes)", err, MaxBody))
+		ui.HTTPError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("reading the body: %v (at most %d bytes)", err, MaxBody))
 		return
 	}
 	req, err := ParseChatRequest(body)
 	if err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
+		ui.HTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	t, err := h.host.Thread(req.ID)
 	if err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
+		ui.HTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	log, err := t.Begin(req.input())
 	switch {
 	case errors.Is(err, ui.ErrBusy), errors.Is(err, interceptors.ErrNotPending):
-		httpError(w, http.StatusConflict, err.Error())
+		ui.HTTPError(w, http.StatusConflict, err.Error())
 		return
 	case err != nil:
-		httpError(w, http.StatusBadRequest, err.Error())
+		ui.HTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	// The client may go: the run goes on, and a reload resumes it.
@@ -108,7 +108,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 	if id == "" {
 		rest, ok := strings.CutSuffix(strings.TrimSuffix(r.URL.Path, "/"), "/stream")
 		if !ok {
-			httpError(w, http.StatusNotFound, "resume at GET <api>/<chat id>/stream")
+			ui.HTTPError(w, http.StatusNotFound, "resume at GET <api>/<chat id>/stream")
 			return
 		}
 		id = rest[strings.LastIndexByte(rest, '/')+1:]
@@ -144,15 +144,15 @@ func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Threa
 	tr.begin()
 	end, err := read(ctx, func(ev *events.Event) {
 		tr.event(ev)
-		out.flush()
+		out.Flush()
 	})
 	if err != nil {
 		return // the client went
 	}
 	tr.finish(end)
 	out.done()
-	out.flush()
-	if out.err == nil && ctx.Err() == nil {
+	out.Flush()
+	if out.Err() == nil && ctx.Err() == nil {
 		log.Delivered() // as far as the server can tell
 	}
 }
@@ -228,47 +228,20 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*even
 	}
 }
 
-// writer writes data: frames.
-type writer struct {
-	w   io.Writer
-	f   http.Flusher
-	buf []byte
-	err error
-}
+// writer writes the protocol's chunks as JSON data: frames.
+type writer struct{ *ui.Frames }
 
-func newWriter(w http.ResponseWriter) *writer {
-	f, _ := w.(http.Flusher)
-	return &writer{w: w, f: f}
-}
+func newWriter(w http.ResponseWriter) *writer { return &writer{ui.NewFrames(w)} }
 
 func (o *writer) chunk(v any) {
-	if o.err != nil {
+	if o.Err() != nil {
 		return
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"type": "error", "errorText": "toolstream: " + err.Error()})
 	}
-	o.buf = append(o.buf[:0], "data: "...)
-	o.buf = append(o.buf, b...)
-	o.buf = append(o.buf, "\n\n"...)
-	_, o.err = o.w.Write(o.buf)
+	o.Data(b)
 }
 
-func (o *writer) done() {
-	if o.err == nil {
-		_, o.err = io.WriteString(o.w, "data: [DONE]\n\n")
-	}
-}
-
-func (o *writer) flush() {
-	if o.f != nil && o.err == nil {
-		o.f.Flush()
-	}
-}
-
-func httpError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
-}
+func (o *writer) done() { o.Data([]byte("[DONE]")) }
