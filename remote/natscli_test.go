@@ -2,9 +2,7 @@ package remote_test
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,37 +11,12 @@ import (
 	"github.com/toolstream/toolstream/remote"
 )
 
-// natsCLI finds the nats CLI v0.5.0: $TOOLSTREAM_NATS_CLI (set by .ci/run),
-// else the copy the natsbus tests build into the user cache, else it builds
-// one there.
-func natsCLI(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("TOOLSTREAM_NATS_CLI"); p != "" {
-		return p
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "toolstream", "natscli-v0.5.0")
-	bin := filepath.Join(dir, "nats")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	cmd := exec.Command("go", "install", "github.com/nats-io/natscli/nats@v0.5.0")
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the nats CLI: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestNATSCLIListsWorkers: the real nats CLI finds the workers (`nats micro
 // ls`), their tools with spec and schema (`nats micro info`) and their
 // counters (`nats micro stats`), and calls a tool with nothing but
 // `nats request` and the headers docs/scale-out.md names.
 func TestNATSCLIListsWorkers(t *testing.T) {
-	cli := natsCLI(t)
+	cli := natstest.CLI(t)
 	bus := natstest.Bus(t, natsbus.WithListen("127.0.0.1:0"))
 	w1 := serve(t, bus, workerKit(t, nil), remote.WorkerOptions{})
 	w2 := serve(t, bus, workerKit(t, nil), remote.WorkerOptions{})

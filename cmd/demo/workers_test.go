@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -18,32 +17,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
 )
-
-// natsCLI finds the nats CLI v0.5.0 as the library's tests do:
-// $TOOLSTREAM_NATS_CLI (.ci/run sets it), else the copy built into the user
-// cache, else it builds one there.
-func natsCLI(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("TOOLSTREAM_NATS_CLI"); p != "" {
-		return p
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "toolstream", "natscli-v0.5.0")
-	bin := filepath.Join(dir, "nats")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	cmd := exec.Command("go", "install", "github.com/nats-io/natscli/nats@v0.5.0")
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the nats CLI: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // TestDemoWorkers runs the demo binary with -workers 2 on a NATS server of
 // its own: the folder tools run in two worker processes (each result of
@@ -124,7 +99,7 @@ func TestDemoWorkers(t *testing.T) {
 	}
 
 	// nats micro ls against the demo's server.
-	ls, err := exec.Command(natsCLI(t), "micro", "ls", "--json", "--server", url).CombinedOutput()
+	ls, err := exec.Command(natstest.CLI(t), "micro", "ls", "--json", "--server", url).CombinedOutput()
 	if err != nil {
 		t.Fatalf("nats micro ls: %v\n%s", err, ls)
 	}

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -16,41 +14,11 @@ import (
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 )
 
-// natsCLIVersion is the nats CLI the test drives: a real client in another
-// process, as a user would watch a run.
-const natsCLIVersion = "v0.5.0"
-
-// natsCLI finds the nats CLI: $TOOLSTREAM_NATS_CLI (set by .ci/run), else a
-// copy built earlier into the user cache, else it builds one there with
-// `go install` (a minute or two, once).
-func natsCLI(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("TOOLSTREAM_NATS_CLI"); p != "" {
-		return p
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "toolstream", "natscli-"+natsCLIVersion)
-	bin := filepath.Join(dir, "nats")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	t.Logf("building the nats CLI %s into %s", natsCLIVersion, dir)
-	cmd := exec.Command("go", "install", "github.com/nats-io/natscli/nats@"+natsCLIVersion)
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the nats CLI: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestNATSCLIReceivesEvents: the nats CLI, connected over TCP to the
 // embedded server, receives a session's events as docs/events.md describes
 // them: one JSON envelope per message, decodable and complete.
 func TestNATSCLIReceivesEvents(t *testing.T) {
-	cli := natsCLI(t)
+	cli := natstest.CLI(t)
 	bus := natstest.Bus(t, natsbus.WithListen("127.0.0.1:0"))
 	if bus.ClientURL() == "" {
 		t.Fatal("no client URL for the TCP listener")
