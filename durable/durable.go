@@ -226,14 +226,8 @@ func (s *Store) Pending(ctx context.Context, session string) ([]Record, error) {
 // process that runs the call now gets it (Deliver), and one that runs it
 // again after a restart returns it at once.
 func (s *Store) Answer(ctx context.Context, session, callID string, content []events.Part, errText string) error {
-	var why error
-	err := s.update(ctx, key(session, callID), func(r *Record) bool {
-		if r.State != Suspended || r.Reason != "external" {
-			why = fmt.Errorf("durable: call %q of session %q does not wait for an answer (it is %s)", callID, session, r.State)
-			return false
-		}
+	return s.settle(ctx, session, callID, "external", "an answer", "answered", func(r *Record) bool {
 		if r.Answer != nil {
-			why = fmt.Errorf("durable: call %q of session %q is answered already", callID, session)
 			return false
 		}
 		r.Answer = &Stored{State: events.StateSuccess, Content: content, Error: errText}
@@ -242,13 +236,6 @@ func (s *Store) Answer(ctx context.Context, session, callID string, content []ev
 		}
 		return true
 	})
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("durable: no call %q in session %q", callID, session)
-	}
-	if err != nil {
-		return err
-	}
-	return why
 }
 
 // Approve approves a call that waits for a person's approval, with edited
@@ -271,17 +258,29 @@ func (s *Store) Reject(ctx context.Context, session, callID, reason string) erro
 }
 
 func (s *Store) decide(ctx context.Context, session, callID string, d Decision) error {
-	var why error
-	err := s.update(ctx, key(session, callID), func(r *Record) bool {
-		if r.State != Suspended || r.Reason != "approval" {
-			why = fmt.Errorf("durable: call %q of session %q does not wait for approval (it is %s)", callID, session, r.State)
-			return false
-		}
+	return s.settle(ctx, session, callID, "approval", "approval", "decided", func(r *Record) bool {
 		if r.Decision != nil {
-			why = fmt.Errorf("durable: call %q of session %q is decided already", callID, session)
 			return false
 		}
 		r.Decision = &d
+		return true
+	})
+}
+
+// settle records what a call suspended for reason waits for: set fills it
+// in, or reports false when it was given already. waitsFor and given word
+// the errors ("an answer", "answered").
+func (s *Store) settle(ctx context.Context, session, callID, reason, waitsFor, given string, set func(*Record) bool) error {
+	var why error
+	err := s.update(ctx, key(session, callID), func(r *Record) bool {
+		if r.State != Suspended || r.Reason != reason {
+			why = fmt.Errorf("durable: call %q of session %q does not wait for %s (it is %s)", callID, session, waitsFor, r.State)
+			return false
+		}
+		if !set(r) {
+			why = fmt.Errorf("durable: call %q of session %q is %s already", callID, session, given)
+			return false
+		}
 		return true
 	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
