@@ -156,7 +156,7 @@ func (s *Session) Observed() bool { return !s.tk.observerSet().empty() }
 // to JSON into Event.Data. Session-level events are numbered per session.
 // Types must be valid names ([events.CheckType]) other than those of the
 // call lifecycle.
-func (s *Session) Emit(typ events.Type, data any) error { return s.emit(typ, data, nil) }
+func (s *Session) Emit(typ events.Type, data any) error { return s.emit(typ, data, nil, nil) }
 
 // EmitContext is Emit for an event that belongs to the work ctx carries:
 // the event goes with that work's trace context (events.Event.Trace, the
@@ -165,24 +165,7 @@ func (s *Session) Emit(typ events.Type, data any) error { return s.emit(typ, dat
 // when the toolkit's tracer is a [ContextTracer]. Without a tracer it is
 // Emit.
 func (s *Session) EmitContext(ctx context.Context, typ events.Type, data any) error {
-	tr := s.traceOf(ctx)
-	if tr == nil {
-		return s.emit(typ, data, nil)
-	}
-	if err := checkFreeType(typ); err != nil {
-		return err
-	}
-	obs := s.tk.observerSet()
-	if obs.empty() {
-		return nil
-	}
-	body, err := json.Marshal(data)
-	if err != nil {
-		return fmt.Errorf("toolkit: session event %q: %w", typ, err)
-	}
-	ev := &events.Event{Version: events.Version, Type: typ, Session: s.id, Time: time.Now(), Data: body, Trace: tr}
-	s.dispatch(obs, ev, nil, nil)
-	return nil
+	return s.emit(typ, data, nil, s.traceOf(ctx))
 }
 
 // traceOf is the trace context of the work ctx carries, or nil.
@@ -201,8 +184,9 @@ func (s *Session) traceOf(ctx context.Context) events.Trace {
 }
 
 // emit sends a session-level event; bt is the trace of the batch that
-// sends it, if any.
-func (s *Session) emit(typ events.Type, data any, bt BatchTrace) error {
+// sends it, if any (it sees the event too), else tr the trace of the work
+// that sends it, if any.
+func (s *Session) emit(typ events.Type, data any, bt BatchTrace, tr events.Trace) error {
 	if err := checkFreeType(typ); err != nil {
 		return err
 	}
@@ -214,7 +198,7 @@ func (s *Session) emit(typ events.Type, data any, bt BatchTrace) error {
 	if err != nil {
 		return fmt.Errorf("toolkit: session event %q: %w", typ, err)
 	}
-	ev := &events.Event{Version: events.Version, Type: typ, Session: s.id, Time: time.Now(), Data: body}
+	ev := &events.Event{Version: events.Version, Type: typ, Session: s.id, Time: time.Now(), Data: body, Trace: tr}
 	s.dispatch(obs, ev, nil, bt)
 	return nil
 }
