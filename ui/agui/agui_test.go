@@ -391,3 +391,30 @@ func TestGroupsAsState(t *testing.T) {
 		t.Errorf("the next run's snapshot %v", snap)
 	}
 }
+
+// A loaded skill reaches the state: a delta adding /skills (and the
+// groups it switched on), and the next run's snapshot holds it.
+func TestSkillsAsState(t *testing.T) {
+	_, url := serve(t)
+	evs := run(t, url, input("t9", "r1", user("u1", "skill")))
+	var skills, groups map[string]any
+	for _, d := range of(evs, "STATE_DELTA") {
+		for _, op := range d["delta"].([]any) {
+			op := op.(map[string]any)
+			switch op["path"] {
+			case "/skills":
+				skills = op["value"].(map[string]any)
+			case "/groups":
+				groups = op["value"].(map[string]any)
+			}
+		}
+	}
+	if skills == nil || fmt.Sprint(skills["loaded"]) != "[tips]" || groups == nil || fmt.Sprint(groups["active"]) != "[extras]" {
+		t.Fatalf("state deltas: skills %v, groups %v\n%s", skills, groups, dump(evs))
+	}
+	next := run(t, url, input("t9", "r2", user("u1", "skill"), user("u2", "hi")))
+	snap := of(next, "STATE_SNAPSHOT")[0]["snapshot"].(map[string]any)
+	if fmt.Sprint(snap["skills"].(map[string]any)["loaded"]) != "[tips]" {
+		t.Errorf("the next run's snapshot %v", snap)
+	}
+}

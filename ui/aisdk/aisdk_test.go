@@ -444,3 +444,17 @@ func TestGroupsAsData(t *testing.T) {
 		t.Errorf("extra: %+v", tools(cs)["x_3"])
 	}
 }
+
+// A loaded skill is a data part of its own (id "skills"), beside the
+// groups it switched on.
+func TestSkillsAsData(t *testing.T) {
+	_, url := serve(t)
+	cs := post(t, url, chunk{"id": "chat9", "messages": []any{userMsg("u1", "skill")}}).all()
+	s := last(cs, "data-"+aisdk.DataSkills)
+	if s == nil || s["id"] != "skills" || s["transient"] != nil || fmt.Sprint(s["data"].(map[string]any)["loaded"]) != "[tips]" {
+		t.Errorf("skills part %v\n%s", s, dump(cs))
+	}
+	if g := last(cs, "data-"+aisdk.DataGroups); g == nil || fmt.Sprint(g["data"].(map[string]any)["active"]) != "[extras]" {
+		t.Errorf("groups part %v", g)
+	}
+}

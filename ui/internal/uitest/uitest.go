@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/toolstream/toolstream/agent"
@@ -24,6 +25,7 @@ import (
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 	"github.com/toolstream/toolstream/ui"
@@ -56,8 +58,18 @@ func New(t testing.TB) *Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lib, err := skills.NewLibrary(skills.Repository{Name: "test", FS: fstest.MapFS{
+		"tips/SKILL.md": {Data: []byte("---\nname: tips\ndescription: Tips for the extra tool.\ntool-groups: [extras]\n---\nCall extra.\n")},
+	}})
+	if err == nil {
+		_, err = skills.Install(tk, lib, skills.WithGroups(gm))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	perms := interceptors.NewPermissions(interceptors.WithApprovalTimeout(time.Minute),
-		interceptors.WithRules(interceptors.Rule{Tool: groups.MetaTool, Decision: interceptors.Allow}))
+		interceptors.WithRules(interceptors.Rule{Tool: groups.MetaTool, Decision: interceptors.Allow},
+			interceptors.Rule{Tool: skills.LoadTool, Decision: interceptors.Allow}))
 	if err := tk.Use(perms.Interceptor(), Replace()); err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +152,8 @@ func Replace() toolkit.Interceptor {
 //   - "big": calls big, then answers.
 //   - "groups": switches the extras group on (reset_tools), calls extra
 //     (in it), then answers.
+//   - "skill": loads the tips skill (which switches extras on), then
+//     answers.
 //   - "both": calls count and ask (which needs approval) in one stage.
 //   - "retry": the first attempt says "Oops " and fails (retryable); the
 //     retry answers "Hello.".
@@ -185,6 +199,8 @@ func Model() agent.Model {
 			return &agent.Reply{Calls: calls(call(id("r"), "reset_tools", `{"extras":true}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "groups" && turn == 1:
 			return &agent.Reply{Calls: calls(call(id("x"), "extra", `{}`)), Finish: agent.FinishToolCalls}, nil
+		case task == "skill" && turn == 0:
+			return &agent.Reply{Calls: calls(call(id("s"), skills.LoadTool, `{"skillId":"tips","path":"SKILL.md"}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "big" && turn == 0:
 			return &agent.Reply{Calls: calls(call(id("big"), "big", `{}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "both" && turn == 0:
