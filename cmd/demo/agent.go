@@ -239,11 +239,12 @@ func (r *runner) showResults() {
 // where says what the run was doing when its context ended.
 func (r *runner) where() string {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.phase != "calls" || r.batch == nil {
-		return r.phase
+	phase, b := r.phase, r.batch
+	r.mu.Unlock()
+	if phase != "calls" || b == nil {
+		return phase
 	}
-	results := r.batch.Wait()
+	results := b.Wait() // not under r.mu: suspended takes it while a batch runs
 	stopped := 0
 	for _, res := range results {
 		if res.State == toolkit.StateInterrupted {
