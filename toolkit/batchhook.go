@@ -221,7 +221,9 @@ func (p *BatchPlan) Suspend() {
 
 // Emit sends a session-level event (see [Session.Emit]), for example an
 // approval request for the whole batch.
-func (p *BatchPlan) Emit(typ events.Type, data any) error { return p.b.sess.emit(typ, data, p.b.trace, nil) }
+func (p *BatchPlan) Emit(typ events.Type, data any) error {
+	return p.b.sess.emit(typ, data, p.b.trace, nil)
+}
 
 // BatchValues is the batch's scratch space, the one interceptors get from
 // [Invocation.BatchValues].
