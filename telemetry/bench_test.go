@@ -126,6 +126,82 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 	}
 }
 
+// switchTracer hands batches to the telemetry when on and returns at once
+// when off, so that one toolkit and one session time both: the difference
+// is telemetry's own cost with none of the spread two toolkits' memory
+// layouts add (the engine's hook is BenchmarkTracerHook's, in toolkit).
+type switchTracer struct {
+	on  bool
+	tel *telemetry.Telemetry
+}
+
+func (s *switchTracer) StartBatch(ctx context.Context, b *toolkit.Batch, calls []toolkit.Call) (context.Context, toolkit.BatchTrace) {
+	if !s.on {
+		return ctx, nil
+	}
+	return s.tel.StartBatch(ctx, b, calls)
+}
+
+func (s *switchTracer) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolkit.CallInfo, t *toolkit.Tool) (context.Context, toolkit.CallTrace) {
+	return s.tel.StartCall(ctx, b, c, t)
+}
+
+func (s *switchTracer) StartOp(ctx context.Context, name string) (context.Context, toolkit.OpTrace) {
+	return s.tel.StartOp(ctx, name)
+}
+
+// BenchmarkTelemetryShare times one-call batches on one toolkit whose
+// tracer is switched between telemetry without providers and nothing, in
+// alternating rounds (the benchmark is the only goroutine that runs
+// batches, so the switch needs no lock). It reports the median difference
+// per call: the part of the +50 ns budget telemetry spends, measured
+// without the layout spread of two toolkits. "control" switches between
+// nothing and nothing: the harness's own reading of zero.
+func BenchmarkTelemetryShare(b *testing.B) {
+	for _, name := range []string{"unset", "control"} {
+		b.Run(name, func(b *testing.B) {
+			tel, err := telemetry.New()
+			if err != nil {
+				b.Fatal(err)
+			}
+			sw := &switchTracer{tel: tel}
+			tk := testutil.Kit(b, toolkit.WithTracer(sw))
+			testutil.Add(b, tk, testutil.Tool(b, toolkit.Spec{Name: "noop", ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (string, error) {
+				return "", nil
+			}))
+			sess := testutil.Session(b, tk, "bench")
+			ctx := context.Background()
+			round := func(on bool) float64 {
+				sw.on = on && name == "unset"
+				t0 := time.Now()
+				for range 200 {
+					if r := sess.Run(ctx, oneCall)[0]; r.State != toolkit.StateSuccess {
+						b.Fatal(r.Err)
+					}
+				}
+				return float64(time.Since(t0).Nanoseconds()) / 200
+			}
+			var xs, ys []float64
+			for i := 0; b.Loop(); i++ {
+				if i%2 == 0 {
+					xs = append(xs, round(false))
+					ys = append(ys, round(true))
+				} else {
+					ys = append(ys, round(true))
+					xs = append(xs, round(false))
+				}
+			}
+			b.ReportMetric(median(ys)-median(xs), "extra-ns/call")
+			b.ReportMetric(quantile(ys, 0.1)-quantile(xs, 0.1), "p10-extra-ns/call")
+			sw.on = name == "unset"
+			on := testing.AllocsPerRun(100, func() { sess.Run(ctx, oneCall) })
+			sw.on = false
+			off := testing.AllocsPerRun(100, func() { sess.Run(ctx, oneCall) })
+			b.ReportMetric(on-off, "extra-allocs/call")
+		})
+	}
+}
+
 func median(xs []float64) float64 { return quantile(xs, 0.5) }
 
 func quantile(xs []float64, q float64) float64 {

@@ -334,13 +334,30 @@ func (t *Telemetry) providers() (trace.TracerProvider, metric.MeterProvider) {
 
 // StartBatch implements toolkit.Tracer: the batch's span.
 func (t *Telemetry) StartBatch(ctx context.Context, b *toolkit.Batch, calls []toolkit.Call) (context.Context, toolkit.BatchTrace) {
-	tp, mp := t.providers()
-	// The common case without providers: the same two that recorded
-	// nothing last time, known by identity (a pointer comparison each)
-	// rather than asked again.
-	if q := t.quiet.Load(); q != nil && q.tp == tp && q.mp == mp {
+	if t.quietNow() {
 		return ctx, nil
 	}
+	return t.startBatch(ctx, b, calls)
+}
+
+// quietNow reports whether the providers in force are the two that
+// recorded nothing last time, known by identity (a comparison each) rather
+// than asked again: the common case without providers. A configured
+// provider never changes, so only the global ones are looked up.
+func (t *Telemetry) quietNow() bool {
+	q := t.quiet.Load()
+	if q == nil {
+		return false
+	}
+	if t.cfg.tp == nil && otel.GetTracerProvider() != q.tp {
+		return false
+	}
+	return t.cfg.mp != nil || otel.GetMeterProvider() == q.mp
+}
+
+// startBatch is StartBatch once the providers may record something.
+func (t *Telemetry) startBatch(ctx context.Context, b *toolkit.Batch, calls []toolkit.Call) (context.Context, toolkit.BatchTrace) {
+	tp, mp := t.providers()
 	tr := t.tracerNow()
 	measuring := t.measuring(ctx)
 	if tr == nil && !measuring {
