@@ -88,9 +88,16 @@ func (e *Emitter) Listening() bool { return e != nil && e.listening }
 // Progress reports progress with a message and the fraction of work done
 // (0..1). A fraction outside 0..1 (use -1) means unknown.
 func (e *Emitter) Progress(message string, fraction float64) {
-	if e == nil || !e.listening {
-		return
+	// Small enough to inline: with nobody listening, a report is this check.
+	if e != nil && e.listening {
+		e.progress(message, fraction)
 	}
+}
+
+// progress is kept out of line so that Progress inlines.
+//
+//go:noinline
+func (e *Emitter) progress(message string, fraction float64) {
 	if !(fraction >= 0 && fraction <= 1) {
 		fraction = -1
 	}
@@ -106,7 +113,7 @@ func (e *Emitter) Step(message string, done, total int) {
 	if total > 0 {
 		f = min(max(float64(done)/float64(total), 0), 1)
 	}
-	e.Progress(message, f)
+	e.progress(message, f)
 }
 
 // Report reports progress with structured data, marshalled with

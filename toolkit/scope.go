@@ -81,12 +81,16 @@ func (s *scope) Err() error {
 // emitter, without a context.WithValue per call, then whatever its scope and
 // the caller's context hold.
 func (c *call) Value(key any) any {
-	switch key {
-	case callKey{}:
-		return c
-	case stream.ContextKey{}:
+	// The keys are empty structs, so the type is the key: comparing types
+	// is one instruction each, where comparing values calls the runtime
+	// (and a type switch hashes). The emitter first: tools look it up.
+	if _, ok := key.(stream.ContextKey); ok {
 		return &c.em
-	case scopeKey{}:
+	}
+	if _, ok := key.(callKey); ok {
+		return c
+	}
+	if _, ok := key.(scopeKey); ok {
 		return c.scope
 	}
 	if s := c.side; s != nil && s.t != nil {
@@ -100,16 +104,15 @@ type scopeKey struct{}
 
 // Value implements context.Context.
 func (s *scope) Value(key any) any {
-	switch key {
-	case scopeKey{}:
+	if _, ok := key.(scopeKey); ok {
 		return s
-	case callKey{}:
-		if s.call != nil {
-			return s.call
-		}
-	case stream.ContextKey{}:
-		if s.call != nil {
+	}
+	if s.call != nil {
+		if _, ok := key.(stream.ContextKey); ok {
 			return &s.call.em
+		}
+		if _, ok := key.(callKey); ok {
+			return s.call
 		}
 	}
 	if s.call != nil && s.call.trace() != nil {
