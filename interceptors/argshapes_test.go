@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -159,6 +163,67 @@ func TestPermissionEditedArgumentsAreChecked(t *testing.T) {
 		if r.State != tc.state || got != tc.want {
 			t.Errorf("edit %s: %s %q, handler got %+v; want %s, %+v", tc.edit, r.State, r.Text(), got, tc.state, tc.want)
 		}
+	}
+}
+
+// TestEditedArgumentsCannotLiftDenyRules: arguments a person edits in an
+// approval meet the deny rules as they will run (prepared), so an edit
+// cannot reach what a rule denies, in any shape; an edit the rules allow
+// runs.
+func TestEditedArgumentsCannotLiftDenyRules(t *testing.T) {
+	perm := interceptors.NewPermissions(interceptors.WithMode(interceptors.AskAll), interceptors.WithRules(
+		interceptors.Rule{Tool: "read_file", When: interceptors.ArgMatches("path", regexp.MustCompile(`^/etc/`)), Decision: interceptors.Deny, Reason: "system files are off limits"}))
+	tk, seen := shapesKit(t, perm.Interceptor())
+	s := testutil.Session(t, tk, "s")
+	var decisions []interceptors.ApprovalRequest
+	var mu sync.Mutex
+	tk.ObserveInline(toolkit.ObserverFunc(func(ev *events.Event) {
+		if ev.Type != interceptors.ApprovalEvent {
+			return
+		}
+		var r interceptors.ApprovalRequest
+		if err := json.Unmarshal(ev.Data, &r); err == nil && r.Status != "pending" {
+			mu.Lock()
+			decisions = append(decisions, r)
+			mu.Unlock()
+		}
+	}))
+	for i, tc := range []struct {
+		edit  string
+		state toolkit.State
+	}{
+		{`{"path":"/etc/shadow","limit":5}`, toolkit.StateDenied},
+		{`"{\"path\":\"/etc/shadow\",\"limit\":5}"`, toolkit.StateDenied}, // double-encoded
+		{`{"path":"/tmp/x","limit":5}`, toolkit.StateSuccess},
+	} {
+		id := fmt.Sprint("e", i)
+		run := s.Start(context.Background(), []toolkit.Call{testutil.Call(id, "read_file", `{"path":"/tmp/y","limit":1}`)})
+		deadline := time.Now().Add(10 * time.Second)
+		for len(perm.Pending("s")) == 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if err := perm.Approve("s", id, interceptors.WithArgs(json.RawMessage(tc.edit))); err != nil {
+			t.Fatal(err)
+		}
+		r := run.Wait()[0]
+		seen.mu.Lock()
+		got, ran := seen.handler[id]
+		seen.mu.Unlock()
+		if r.State != tc.state || ran != (tc.state == toolkit.StateSuccess) {
+			t.Errorf("edit %s: %s %q, handler ran %v with %+v; want %s", tc.edit, r.State, r.Text(), ran, got, tc.state)
+		}
+		if tc.state == toolkit.StateDenied && (!errors.Is(r.Err, interceptors.ErrDenied) || !strings.Contains(r.Text(), "system files are off limits")) {
+			t.Errorf("edit %s: error %v, text %q: want ErrDenied with the rule's reason", tc.edit, r.Err, r.Text())
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var statuses []string
+	for _, d := range decisions {
+		statuses = append(statuses, d.Status)
+	}
+	if want := []string{"denied", "denied", "approved"}; !slices.Equal(statuses, want) {
+		t.Errorf("approval decisions %v, want %v", statuses, want)
 	}
 }
 

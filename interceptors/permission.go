@@ -136,7 +136,9 @@ type ApprovalRequest struct {
 	// Suggestions are rules the person can accept with the approval, for
 	// the rest of the session (Approve with WithSuggestion).
 	Suggestions []Suggestion `json:"suggestions,omitempty"`
-	// Status is "pending", "approved", "rejected" or "expired".
+	// Status is "pending", "approved", "rejected" or "expired"; "denied"
+	// when a person approved the call with edited arguments that a rule
+	// denies (it does not run).
 	Status string `json:"status"`
 	// Note is the rejection reason, or says the arguments were edited or a
 	// rule was added.
@@ -382,6 +384,24 @@ func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, nex
 	}
 	if v.args != nil {
 		inv.Call.Args = v.args
+		if inv.Tool != nil {
+			// The rules see edited arguments as they will run (prepared, as
+			// for the model's): a person approving a call cannot lift what a
+			// rule denies by editing it there. Arguments that do not
+			// prepare fail with the tool's argument error below.
+			if args, err := inv.Tool.PrepareArgs(v.args); err == nil {
+				inv.Call.Args = args
+				if d := p.decide(ctx, inv); d.decision == Deny {
+					reason := "a rule denies the edited arguments"
+					if d.reason != "" {
+						reason += ": " + d.reason
+					}
+					p.announce(inv, req, "denied", permJoin(note, reason))
+					return toolkit.Failure(toolkit.StateDenied, permWrap(ErrDenied, fmt.Sprintf(
+						"permission denied: the user approved this call of %q with edited arguments, but %s. It did not run; tell the user", inv.Call.Name, reason)))
+				}
+			}
+		}
 		note = permJoin(note, "arguments edited")
 	}
 	if v.always {

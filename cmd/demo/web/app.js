@@ -926,7 +926,7 @@
       status = 'closed';
       note = `the call ended (${str(c.result.state) || 'error'}) before a decision`;
     }
-    const words = { approved: 'Approved', rejected: 'Rejected', expired: 'Expired', closed: 'No longer waiting' };
+    const words = { approved: 'Approved', rejected: 'Rejected', expired: 'Expired', denied: 'Denied by a rule', closed: 'No longer waiting' };
     return h('div', { class: `approval decided ${status}`, 'data-status': status },
       h('div', { class: 'approval-head' },
         h('span', { class: 'approval-icon', 'aria-hidden': 'true', text: status === 'approved' ? '✓' : '×' }),
