@@ -88,18 +88,6 @@ func clusterRun(t *testing.T, victim int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A replicated bucket answers once its replicas have elected a leader,
-	// a moment after it is created.
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		_, err := store.Load(ctx, "probe")
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the group bucket never answered: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 	count := &counter{}
 	agent := testutil.Kit(t, toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithInlineObserver(count))
 	mgr, err := groups.Install(agent, groups.WithStore(store))
