@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -508,7 +509,25 @@ func Decode(data []byte) (*Event, error) {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidEvent, err)
 	}
 	normalizeDecoded(ev)
+	if bytes.Contains(data, traceField) {
+		ev.Trace = decodeTrace(data)
+	}
 	return ev, nil
+}
+
+var traceField = []byte(`"` + FieldTraceParent + `"`)
+
+// decodeTrace reads the trace fields of an event's JSON (see Event.Trace):
+// a TraceContext, or nil when it has no traceparent.
+func decodeTrace(data []byte) Trace {
+	var tr struct {
+		Parent string `json:"traceparent"`
+		State  string `json:"tracestate"`
+	}
+	if json.Unmarshal(data, &tr) != nil || tr.Parent == "" {
+		return nil
+	}
+	return TraceContext{Parent: tr.Parent, State: tr.State}
 }
 
 // checkDecoded is Decode's validation of a decoded envelope.

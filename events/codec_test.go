@@ -434,3 +434,26 @@ func TestSessionLevelEvent(t *testing.T) {
 		t.Fatalf("subject %s", s)
 	}
 }
+
+// TestDecodeTraceFields: the trace fields an SSE frame carries become the
+// event's Trace; a "traceparent" anywhere but at the top is not one.
+func TestDecodeTraceFields(t *testing.T) {
+	const head = `{"v":1,"type":"progress","session":"s","call":"c","progress":{"message":"m","fraction":0.5}`
+	for body, want := range map[string]*TraceContext{
+		head + `,"traceparent":"00-a-b-01","tracestate":"k=v"}`: {Parent: "00-a-b-01", State: "k=v"},
+		`{"traceparent":"00-a-b-01",` + head[1:] + `}`:          {Parent: "00-a-b-01"},
+		head + `}`: nil,
+		`{"v":1,"type":"groups","session":"s","data":{"traceparent":"00-a-b-01"}}`: nil,
+	} {
+		ev, err := Decode([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		switch {
+		case want == nil && ev.Trace != nil:
+			t.Errorf("%s: trace %+v, want none", body, ev.Trace)
+		case want != nil && (ev.Trace == nil || ev.Trace.TraceParent() != want.Parent || ev.Trace.TraceState() != want.State):
+			t.Errorf("%s: trace %+v, want %+v", body, ev.Trace, want)
+		}
+	}
+}

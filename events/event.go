@@ -137,11 +137,20 @@ type Event struct {
 	// Trace is the W3C trace context of the span the event belongs to (its
 	// call's, or its batch's for session-level events of a batch), when the
 	// toolkit is traced (toolkit.Tracer, package telemetry); nil otherwise.
-	// It is not part of the JSON: publishers carry it in message headers
-	// (traceparent, tracestate on NATS), and subscribers read it back as a
-	// [TraceContext].
+	// Publishers carry it in message headers (traceparent, tracestate on
+	// NATS), and subscribers read it back as a [TraceContext]. Where a
+	// transport has no headers (the SSE bridge), the JSON carries it in two
+	// fields, [FieldTraceParent] and [FieldTraceState], which [Decode] reads;
+	// [AppendJSON] does not write them.
 	Trace Trace `json:"-"`
 }
+
+// The JSON fields that carry an event's trace context where its transport
+// has no headers (see Event.Trace).
+const (
+	FieldTraceParent = "traceparent"
+	FieldTraceState  = "tracestate"
+)
 
 // Trace is the W3C Trace Context of a span (https://www.w3.org/TR/trace-context/):
 // the values of the traceparent and tracestate headers. A tracer's own

@@ -285,7 +285,7 @@ func (h *sseHub) dispatch(m jetstream.Msg) {
 	if !watched {
 		return
 	}
-	b, ok := h.b.frame(nil, seq, subject, m.Data())
+	b, ok := h.b.frame(nil, seq, subject, m.Data(), traceOf(m.Headers()))
 	if !ok {
 		return
 	}
@@ -300,7 +300,11 @@ func (h *sseHub) dispatch(m jetstream.Msg) {
 // frame appends one SSE event to dst, or reports false for a message that
 // must not be streamed: another publisher may use any token, and a type that
 // is not a valid name (a newline in it) would break the stream's framing.
-func (b *Bus) frame(dst []byte, seq uint64, subject string, data []byte) ([]byte, bool) {
+//
+// SSE has no headers: the trace context a message carries in its headers
+// goes into the event's JSON as its first fields, "traceparent" and
+// "tracestate" (events.Decode reads them back into Event.Trace).
+func (b *Bus) frame(dst []byte, seq uint64, subject string, data []byte, tr events.Trace) ([]byte, bool) {
 	_, _, typ, err := b.subjects.Parse(subject)
 	if err == nil {
 		err = events.CheckType(typ)
@@ -316,8 +320,43 @@ func (b *Bus) frame(dst []byte, seq uint64, subject string, data []byte) ([]byte
 	dst = append(dst, "\nevent: "...)
 	dst = append(dst, typ...)
 	dst = append(dst, "\ndata: "...)
+	if tr != nil && len(data) > 1 && data[0] == '{' {
+		dst = appendTraceFields(dst, tr)
+		data = data[1:]
+	}
 	dst = append(dst, data...)
 	return append(dst, "\n\n"...), true
+}
+
+// appendTraceFields opens a JSON object with the trace context's fields,
+// each only if its value is one a W3C header may hold (printable ASCII, no
+// quote or backslash, so that it needs no escaping); another publisher's
+// headers may hold anything.
+func appendTraceFields(dst []byte, tr events.Trace) []byte {
+	dst = append(dst, '{')
+	for _, f := range [...]struct{ name, value string }{
+		{events.FieldTraceParent, tr.TraceParent()},
+		{events.FieldTraceState, tr.TraceState()},
+	} {
+		if f.value == "" || len(f.value) > 512 || !plainHeaderValue(f.value) {
+			continue
+		}
+		dst = append(dst, '"')
+		dst = append(dst, f.name...)
+		dst = append(dst, `":"`...)
+		dst = append(dst, f.value...)
+		dst = append(dst, `",`...)
+	}
+	return dst
+}
+
+func plainHeaderValue(v string) bool {
+	for i := range len(v) {
+		if c := v[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // errNoDirectGet reports a stream that does not answer direct gets.
@@ -327,7 +366,7 @@ var errNoDirectGet = errors.New("the stream does not answer direct gets (allow_d
 // on to fn, in stream order, one batched direct get at a time, and returns
 // the sequence of the last one (0 if there was none). fn may write to a
 // client between batches: no server resource is held meanwhile.
-func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte) error) (last uint64, err error) {
+func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte, tr events.Trace) error) (last uint64, err error) {
 	b := h.b
 	inbox := b.nc.NewInbox()
 	// Room for a whole batch and its end marker: one batch is asked for at a
@@ -350,6 +389,7 @@ func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn
 		seq     uint64
 		subject string
 		data    []byte
+		trace   events.Trace
 	}
 	var got []stored
 	from = max(from, 1)
@@ -358,13 +398,13 @@ func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn
 		got = got[:0]
 		more, err := h.getBatch(ctx, replies, &nats.Msg{Subject: api, Reply: inbox, Data: req}, func(m *nats.Msg) {
 			seq, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-			got = append(got, stored{seq, m.Header.Get(jetstream.SubjectHeader), m.Data})
+			got = append(got, stored{seq, m.Header.Get(jetstream.SubjectHeader), m.Data, traceOf(m.Header)})
 		})
 		if err != nil {
 			return last, fmt.Errorf("events: reading %s from %d: %w", subject, from, err)
 		}
 		for _, s := range got {
-			if err := fn(s.seq, s.subject, s.data); err != nil {
+			if err := fn(s.seq, s.subject, s.data, s.trace); err != nil {
 				return last, err
 			}
 			last = s.seq
