@@ -42,6 +42,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/kvready"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -126,6 +127,9 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Opt
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
 	if err != nil {
+		return nil, fmt.Errorf("durable: key-value bucket %s: %w", bucket, err)
+	}
+	if err := kvready.Wait(ctx, kv); err != nil {
 		return nil, fmt.Errorf("durable: key-value bucket %s: %w", bucket, err)
 	}
 	return &Store{kv: kv}, nil

@@ -220,6 +220,15 @@ func (s Subjects) All() string {
 	return s.prefix() + ".>"
 }
 
+// Events returns the wildcard subject that matches every event subject
+// under the prefix and nothing else: <prefix>.*.*.* (an event's subject
+// always has a session, a call and a type token). What a stream should
+// keep: other subjects under the prefix, such as remote tool calls on
+// <prefix>.tools.<tool>, are not events.
+func (s Subjects) Events() string {
+	return s.prefix() + ".*.*.*"
+}
+
 // Parse splits an event subject into session id, call id ("" for a
 // session-level event) and type. It accepts exactly the subjects
 // [Subjects.Event] produces for events with a non-empty type, and returns an

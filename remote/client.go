@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -72,6 +74,92 @@ type ClientOptions struct {
 type Client struct {
 	nc   *nats.Conn
 	opts ClientOptions
+	r    router
+}
+
+// ErrClientClosed: the call was made, or was still waiting for its worker,
+// when Client.Close was called.
+var ErrClientClosed = errors.New("the remote client is closed")
+
+// router hands the frames of the calls in flight to their followers. The
+// client has one wildcard subscription for all its calls, made on the first
+// call, rather than one per call: a subscription made and dropped per call
+// would make every server of a cluster learn and forget an inbox each time.
+type router struct {
+	once   sync.Once
+	err    error
+	sub    *nats.Subscription
+	prefix string        // the inboxes' common prefix, ending in "."
+	closed chan struct{} // closed by Close
+
+	mu    sync.Mutex
+	calls map[string]chan *nats.Msg // by inbox
+	next  uint64
+	shut  bool
+}
+
+// open gives a call its inbox and the channel its frames arrive on; done
+// forgets it.
+func (c *Client) open() (inbox string, ch chan *nats.Msg, done func(), err error) {
+	r := &c.r
+	r.once.Do(func() {
+		r.prefix = c.nc.NewInbox() + "."
+		r.calls = map[string]chan *nats.Msg{}
+		r.sub, r.err = c.nc.Subscribe(r.prefix+"*", r.route)
+	})
+	if r.err != nil {
+		return "", nil, nil, r.err
+	}
+	ch = make(chan *nats.Msg, 256)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.shut {
+		return "", nil, nil, ErrClientClosed
+	}
+	r.next++
+	inbox = r.prefix + strconv.FormatUint(r.next, 36)
+	r.calls[inbox] = ch
+	return inbox, ch, func() {
+		r.mu.Lock()
+		delete(r.calls, inbox)
+		r.mu.Unlock()
+	}, nil
+}
+
+// route runs on the subscription's goroutine and never waits: a follower
+// 256 frames behind loses the frame, as a slow consumer of its own
+// subscription would, and sees the gap in the frame numbers.
+func (r *router) route(m *nats.Msg) {
+	r.mu.Lock()
+	ch := r.calls[m.Subject]
+	r.mu.Unlock()
+	if ch == nil {
+		return // a call that ended: a late heartbeat or a repeated frame
+	}
+	select {
+	case ch <- m:
+	default:
+	}
+}
+
+// Close drops the client's subscription. Calls still waiting for their
+// workers fail with ErrClientClosed at once, and so do later calls; the
+// workers finish theirs. Close does not close the NATS connection.
+func (c *Client) Close() error {
+	r := &c.r
+	r.once.Do(func() {}) // no subscription is made after Close
+	r.mu.Lock()
+	if r.shut {
+		r.mu.Unlock()
+		return nil
+	}
+	r.shut = true
+	r.mu.Unlock()
+	close(r.closed)
+	if r.sub == nil {
+		return nil
+	}
+	return r.sub.Unsubscribe()
 }
 
 // NewClient returns a client on nc.
@@ -100,7 +188,7 @@ func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
 	if opts.Inject == nil {
 		opts.Inject = injectTrace
 	}
-	return &Client{nc: nc, opts: opts}
+	return &Client{nc: nc, opts: opts, r: router{closed: make(chan struct{})}}
 }
 
 // LostAfter is how long a call waits without a word from its worker before
@@ -297,13 +385,14 @@ func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMe
 		return nil, fmt.Errorf("remote: tool %q runs only as a call of a toolkit", tool)
 	}
 	em := stream.From(ctx)
-	inbox := c.nc.NewRespInbox()
-	ch := make(chan *nats.Msg, 256)
-	sub, err := c.nc.ChanSubscribe(inbox, ch)
+	inbox, ch, done, err := c.open()
+	if errors.Is(err, ErrClientClosed) {
+		return nil, fmt.Errorf("remote: calling %q: %w", tool, err)
+	}
 	if err != nil {
 		return nil, interceptors.Transient(fmt.Errorf("remote: calling %q: %w", tool, err))
 	}
-	defer func() { _ = sub.Unsubscribe() }()
+	defer done()
 	for attempt := 0; ; attempt++ {
 		m := nats.NewMsg(subject)
 		m.Reply = inbox
@@ -368,6 +457,8 @@ func (f *follower) follow(ctx context.Context) ([]toolkit.Part, error) {
 			return nil, f.cancel()
 		case <-timer.C:
 			return nil, &LostError{Worker: f.worker, Tool: f.tool, After: lost}
+		case <-f.c.r.closed:
+			return nil, fmt.Errorf("remote: the call of %q: %w (the worker may still run it)", f.tool, ErrClientClosed)
 		case m := <-f.ch:
 			timer.Reset(lost)
 			if done, parts, err := f.frame(m); done {
@@ -388,6 +479,11 @@ func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err erro
 			return true, nil, interceptors.Transient(fmt.Errorf("remote: %w: %s", ErrBusy, desc))
 		}
 		return true, nil, fmt.Errorf("remote: worker %s refused the call (%s): %s", m.Header.Get(HeaderWorker), code, desc)
+	}
+	if m.Header.Get(HeaderFrame) == "" {
+		// Not a frame: a JetStream acknowledgement when a stream keeps
+		// the call's subject, say. It says nothing about the call.
+		return
 	}
 	seq := frameSeq(m)
 	if seq != f.next {
@@ -510,6 +606,8 @@ func (f *follower) cancel() error {
 	defer wait.Stop()
 	for {
 		select {
+		case <-f.c.r.closed:
+			return ErrClientClosed
 		case <-wait.C:
 			if f.worker == "" {
 				return errors.New("no worker had taken the call yet")
@@ -523,7 +621,9 @@ func (f *follower) cancel() error {
 			case frameResult:
 				return fmt.Errorf("worker %s stopped the call", f.worker)
 			case "":
-				return errors.New("no worker had taken the call")
+				if m.Header.Get("Status") == "503" {
+					return errors.New("no worker had taken the call")
+				}
 			}
 		}
 	}

@@ -147,5 +147,6 @@ func useWorkers(ctx context.Context, cfg *config, tk *toolkit.Toolkit, bus *nats
 	}
 	view.printf("tool workers: %s serve %s (result meta \"worker\" says which ran a call)\n", strings.Join(ids, ", "), strings.Join(workerTools, ", "))
 	view.printf("  nats micro ls --server %s\n", url)
-	return stop, nil
+	stopWorkers := stop
+	return func() { _ = c.Close(); stopWorkers() }, nil
 }

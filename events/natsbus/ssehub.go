@@ -196,7 +196,7 @@ func (h *sseHub) start(ctx context.Context) error {
 	// the same place instead of at the end of then, which would skip what
 	// came between.
 	cons, err := b.js.OrderedConsumer(ctx, b.durable.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{b.subjects.All()},
+		FilterSubjects: []string{b.subjects.Events()},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    end + 1,
 	})

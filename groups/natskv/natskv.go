@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/groups"
+	"github.com/toolstream/toolstream/internal/kvready"
 )
 
 // DefaultBucket is the key-value bucket New uses when given none.
@@ -50,6 +51,9 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Opt
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
 	if err != nil {
+		return nil, fmt.Errorf("natskv: key-value bucket %s: %w", bucket, err)
+	}
+	if err := kvready.Wait(ctx, kv); err != nil {
 		return nil, fmt.Errorf("natskv: key-value bucket %s: %w", bucket, err)
 	}
 	return &Store{kv: kv}, nil
