@@ -46,7 +46,7 @@ func TestNATSCLIListsWorkers(t *testing.T) {
 		t.Fatalf("micro ls lists %v, want %s and %s", ids, w1.ID(), w2.ID())
 	}
 	info := run("micro", "info", remote.DefaultService, w1.ID(), "--json")
-	for _, want := range []string{`"count"`, `toolstream.tools.count`, remote.MetaSpec, remote.MetaSchema, `counts words`} {
+	for _, want := range []string{`"count"`, `toolstream._tools.count`, remote.MetaSpec, remote.MetaSchema, `counts words`} {
 		if !strings.Contains(info, want) {
 			t.Errorf("micro info lacks %s:\n%s", want, info)
 		}
@@ -55,7 +55,7 @@ func TestNATSCLIListsWorkers(t *testing.T) {
 		t.Errorf("micro stats lacks the worker's counters:\n%s", stats)
 	}
 	// A call from the CLI: the frames come back, the last is the result.
-	out := run("request", "toolstream.tools.count", `{"words":["a","b"]}`,
+	out := run("request", "toolstream._tools.count", `{"words":["a","b"]}`,
 		"-H", remote.HeaderSession+":cli", "-H", remote.HeaderCall+":c1", "--replies", "0", "--timeout", "2s", "--raw")
 	if !strings.Contains(out, `"state":"success"`) || !strings.Contains(out, `{\"n\":2}`) && !strings.Contains(out, `"json":{"n":2}`) {
 		t.Fatalf("nats request: %s", out)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/events"
@@ -192,4 +193,54 @@ func (r *recorder) events() []*events.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.evs)
+}
+
+// TestSessionNamedToolsSeesNoCalls: the calls' subjects share the events'
+// prefix but not their shape, so a subscription to a session's events
+// (here a session named "tools") receives that session's events and never
+// a call.
+func TestSessionNamedToolsSeesNoCalls(t *testing.T) {
+	bus := natstest.Bus(t)
+	wk := testutil.Kit(t)
+	testutil.Add(t, wk, sharedTools(nil)...)
+	serve(t, bus, wk, remote.WorkerOptions{})
+	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	t.Cleanup(func() { _ = c.Close() })
+	agent := testutil.Kit(t, toolkit.WithInlineObserver(bus.Publisher()))
+	testutil.Add(t, agent, discover(t, c, len(sharedTools(nil)))...)
+
+	watcher := conn(t, bus)
+	msgs := make(chan string, 256)
+	sub, err := watcher.Subscribe(bus.Subjects().Session("tools"), func(m *nats.Msg) { msgs <- m.Subject })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := watcher.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r := testutil.Run(t, agent, "tools", testutil.Call("c1", "count", `{"words":["a","b"]}`))[0]
+	if r.State != toolkit.StateSuccess {
+		t.Fatalf("call: %s %q", r.State, r.Text())
+	}
+	if err := bus.Publisher().Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := watcher.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var types []events.Type
+	deadline := time.After(5 * time.Second)
+	for len(types) == 0 || types[len(types)-1] != events.TypeResult {
+		select {
+		case subj := <-msgs:
+			session, call, typ, err := bus.Subjects().Parse(subj)
+			if err != nil || session != "tools" || call != "c1" {
+				t.Fatalf("the session's subscription got %s (%v)", subj, err)
+			}
+			types = append(types, typ)
+		case <-deadline:
+			t.Fatalf("the session's events did not all arrive: %v", types)
+		}
+	}
 }

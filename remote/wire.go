@@ -17,8 +17,12 @@ const (
 	// DefaultService is the micro service name workers register under.
 	DefaultService = "toolstream_tools"
 	// DefaultPrefix is the subject prefix of the tools' endpoints:
-	// <prefix>.<tool>.
-	DefaultPrefix = "toolstream.tools"
+	// <prefix>.<tool>. Under the events' prefix, but with a token no
+	// session id is ever encoded to (plain tokens never start with "_"), so
+	// that a subscription to one session's events (toolstream.<session>.>)
+	// never receives a call, and an event subject has four tokens where a
+	// call's has three.
+	DefaultPrefix = "toolstream._tools"
 	// DefaultQueueGroup is the queue group the workers of a tool share.
 	DefaultQueueGroup = "toolstream"
 	// DefaultMaxInFlight bounds the calls one worker runs at once.
