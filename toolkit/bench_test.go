@@ -290,6 +290,49 @@ func BenchmarkOutputSchema(b *testing.B) {
 	}
 }
 
+// BenchmarkTracerHookOneKit is BenchmarkTracerHook on one toolkit whose
+// tracer is swapped between rounds (none, then a tracer with nothing to
+// record), so that no difference in where two toolkits' memory lies passes
+// for a cost: the engine's own share of what a tracer costs a call.
+// "control" swaps nothing for nothing.
+func BenchmarkTracerHookOneKit(b *testing.B) {
+	for _, name := range []string{"nil-tracer", "control"} {
+		b.Run(name, func(b *testing.B) {
+			tk := testutil.Kit(b)
+			testutil.Add(b, tk, testutil.Tool(b, toolkit.Spec{Name: "noop", ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (string, error) {
+				return "", nil
+			}))
+			sess := testutil.Session(b, tk, "bench")
+			calls := []toolkit.Call{{ID: "c", Name: "noop", Args: json.RawMessage(`{}`)}}
+			ctx := context.Background()
+			round := func(traced bool) float64 {
+				var tr toolkit.Tracer
+				if traced && name == "nil-tracer" {
+					tr = nilTracer{}
+				}
+				toolkit.SetTracerForTest(tk, tr)
+				t0 := time.Now()
+				for range 200 {
+					sess.Run(ctx, calls)
+				}
+				return float64(time.Since(t0).Nanoseconds()) / 200
+			}
+			var xs, ys []float64
+			for i := 0; b.Loop(); i++ {
+				if i%2 == 0 {
+					xs = append(xs, round(false))
+					ys = append(ys, round(true))
+				} else {
+					ys = append(ys, round(true))
+					xs = append(xs, round(false))
+				}
+			}
+			b.ReportMetric(median(ys)-median(xs), "extra-ns/call")
+			toolkit.SetTracerForTest(tk, nil)
+		})
+	}
+}
+
 // nilTracer is a Tracer with nothing to record: what a tracer costs the
 // engine itself (telemetry without providers decides the same way).
 type nilTracer struct{}

@@ -28,3 +28,7 @@ func InvokeForTest(ctx context.Context, t *Tool, raw json.RawMessage) ([]Part, e
 	}
 	return parts, err
 }
+
+// SetTracerForTest swaps the toolkit's tracer between batches, so that one
+// toolkit can be timed with and without one (no batch may be running).
+func SetTracerForTest(tk *Toolkit, t Tracer) { tk.opts.tracer = t }
