@@ -347,14 +347,27 @@ func appendString(dst []byte, s string) []byte {
 			for i+8 <= len(b) {
 				x := binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(src, i))[:])
 				binary.LittleEndian.PutUint64((*[8]byte)(unsafe.Add(to, n))[:], x)
-				if m := specialBytes(x); m != 0 {
-					k := bits.TrailingZeros64(m) >> 3 // exact for the lowest
-					i += k
-					n += k
-					break
+				m := specialBytes(x)
+				if m == 0 {
+					i += 8
+					n += 8
+					continue
 				}
-				i += 8
-				n += 8
+				k := bits.TrailingZeros64(m) >> 3 // exact for the lowest
+				c := byte(x >> (8 * k))
+				i += k
+				n += k
+				if c >= utf8.RuneSelf {
+					break // non-ASCII: the rune decoder below
+				}
+				// An ASCII byte to escape, here rather than below: text
+				// with a newline every line escapes every few words.
+				binary.LittleEndian.PutUint64((*[8]byte)(unsafe.Add(to, n))[:], escWord[c])
+				i++
+				n += int(escLen[c])
+				if len(out)-n < len(b)-i+wordRoom {
+					break // the escapes took the room: grow it
+				}
 			}
 		}
 		if i >= len(b) {
