@@ -34,6 +34,7 @@ type Batch struct {
 	results   []Result // by call index, each set once when its call is final
 	oneCall   [1]call  // storage for the common single-call batch
 	oneResult [1]Result
+	onePart   [1]Part // its content's first part, when it has one
 
 	cause atomic.Pointer[error] // why the batch was interrupted by Cancel, Close or an interceptor; the first stays
 
@@ -110,6 +111,9 @@ func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 	b.changed.L = &b.mu
 	if len(calls) == 1 {
 		b.calls, b.results, b.log = b.oneCall[:], b.oneResult[:], b.logBuf[:0]
+		// The usual result, one part, needs no allocation of its own: it
+		// lives as long as the batch does anyway (Result points into it).
+		b.calls[0].out.content.list = b.onePart[:0]
 	} else {
 		b.calls, b.results, b.log = make([]call, len(calls)), make([]Result, len(calls)), make([]notice, 0, len(calls))
 	}

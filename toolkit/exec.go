@@ -380,12 +380,20 @@ func (c *call) complete(state State, err error) {
 	if c.started.IsZero() {
 		c.startTrace() // a call that never started is traced all the same
 	}
-	now := time.Now()
 	res := Result{Call: c.call, State: state, Content: c.out.content.parts(), Err: err, Meta: c.out.meta, Started: c.started}
-	if !c.started.IsZero() {
-		res.Duration = now.Sub(c.started)
+	emits := c.emits()
+	var now time.Time // the wall clock, read only for an event
+	if emits {
+		now = time.Now()
 	}
-	if c.emits() {
+	if !c.started.IsZero() {
+		if emits {
+			res.Duration = now.Sub(c.started)
+		} else {
+			res.Duration = time.Since(c.started) // the monotonic clock alone
+		}
+	}
+	if emits {
 		ev, body := newEvent[events.Result](c, events.TypeResult)
 		ev.Time = now
 		body.State, body.Content, body.Meta, body.Err = state, res.Content, res.Meta, err
