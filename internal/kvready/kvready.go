@@ -17,20 +17,22 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// probeKey is read and never written: "not found" means the bucket answers.
+// probeKey is read and never written.
 const probeKey = "_ready"
 
-// Wait reads a key until the bucket answers (a value or "not found"),
-// retrying while nobody responds, until ctx ends.
+// Wait reads a key until the bucket answers, retrying while nobody
+// responds, until ctx ends. Any other outcome ends the wait: a value or
+// "not found" is an answer, and an error such as a permission the caller
+// lacks on the probe key, or a read that times out, is for the bucket's
+// real reads to report, not a reason to hold up opening it.
 func Wait(ctx context.Context, kv jetstream.KeyValue) error {
 	delay := 5 * time.Millisecond
 	for {
-		_, err := kv.Get(ctx, probeKey)
-		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil
-		}
+		probe, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := kv.Get(probe, probeKey)
+		cancel()
 		if !errors.Is(err, nats.ErrNoResponders) {
-			return err
+			return nil
 		}
 		t := time.NewTimer(delay)
 		select {
