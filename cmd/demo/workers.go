@@ -76,6 +76,11 @@ func runWorker(ctx context.Context, cfg *config, root string, stdin io.Reader, s
 	select {
 	case <-ctx.Done():
 	case <-closed:
+		// The demo ended, or died: nobody is left to answer. Closing the
+		// connection now also stops it reconnecting, which could attach
+		// this worker to the next demo's server on the same port while
+		// it shuts down.
+		nc.Close()
 	}
 	return nil
 }
