@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/toolstream/toolstream/events"
 )
 
@@ -187,8 +189,8 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 	// sequence the client needs: everything the viewer is sent from then on
 	// comes live, and a live frame below it is one the client has.
 	catchUp := func(next uint64) (uint64, error) {
-		end, err := b.hub.readStored(ctx, subject, next, func(seq uint64, subj string, data []byte, tr events.Trace) error {
-			sw.buf, _ = b.frame(sw.buf, seq, subj, data, tr)
+		end, err := b.hub.readStored(ctx, subject, next, func(seq uint64, subj string, data []byte, h nats.Header) error {
+			sw.buf, _ = b.frame(sw.buf, seq, subj, data, h)
 			if len(sw.buf) < 32<<10 {
 				return nil
 			}

@@ -285,7 +285,7 @@ func (h *sseHub) dispatch(m jetstream.Msg) {
 	if !watched {
 		return
 	}
-	b, ok := h.b.frame(nil, seq, subject, m.Data(), traceOf(m.Headers()))
+	b, ok := h.b.frame(nil, seq, subject, m.Data(), m.Headers())
 	if !ok {
 		return
 	}
@@ -301,10 +301,10 @@ func (h *sseHub) dispatch(m jetstream.Msg) {
 // must not be streamed: another publisher may use any token, and a type that
 // is not a valid name (a newline in it) would break the stream's framing.
 //
-// SSE has no headers: the trace context a message carries in its headers
-// goes into the event's JSON as its first fields, "traceparent" and
+// SSE has no headers: the trace context in the message's headers h goes
+// into the event's JSON as its first fields, "traceparent" and
 // "tracestate" (events.Decode reads them back into Event.Trace).
-func (b *Bus) frame(dst []byte, seq uint64, subject string, data []byte, tr events.Trace) ([]byte, bool) {
+func (b *Bus) frame(dst []byte, seq uint64, subject string, data []byte, h nats.Header) ([]byte, bool) {
 	_, _, typ, err := b.subjects.Parse(subject)
 	if err == nil {
 		err = events.CheckType(typ)
@@ -320,8 +320,8 @@ func (b *Bus) frame(dst []byte, seq uint64, subject string, data []byte, tr even
 	dst = append(dst, "\nevent: "...)
 	dst = append(dst, typ...)
 	dst = append(dst, "\ndata: "...)
-	if tr != nil && len(data) > 1 && data[0] == '{' {
-		dst = appendTraceFields(dst, tr)
+	if parent := h.Get(HeaderTraceParent); parent != "" && len(data) > 1 && data[0] == '{' {
+		dst = appendTraceFields(dst, parent, h.Get(HeaderTraceState))
 		data = data[1:]
 	}
 	dst = append(dst, data...)
@@ -332,11 +332,11 @@ func (b *Bus) frame(dst []byte, seq uint64, subject string, data []byte, tr even
 // each only if its value is one a W3C header may hold (printable ASCII, no
 // quote or backslash, so that it needs no escaping); another publisher's
 // headers may hold anything.
-func appendTraceFields(dst []byte, tr events.Trace) []byte {
+func appendTraceFields(dst []byte, parent, state string) []byte {
 	dst = append(dst, '{')
 	for _, f := range [...]struct{ name, value string }{
-		{events.FieldTraceParent, tr.TraceParent()},
-		{events.FieldTraceState, tr.TraceState()},
+		{events.FieldTraceParent, parent},
+		{events.FieldTraceState, state},
 	} {
 		if f.value == "" || len(f.value) > 512 || !plainHeaderValue(f.value) {
 			continue
@@ -366,7 +366,7 @@ var errNoDirectGet = errors.New("the stream does not answer direct gets (allow_d
 // on to fn, in stream order, one batched direct get at a time, and returns
 // the sequence of the last one (0 if there was none). fn may write to a
 // client between batches: no server resource is held meanwhile.
-func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte, tr events.Trace) error) (last uint64, err error) {
+func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte, h nats.Header) error) (last uint64, err error) {
 	b := h.b
 	inbox := b.nc.NewInbox()
 	// Room for a whole batch and its end marker: one batch is asked for at a
@@ -389,7 +389,7 @@ func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn
 		seq     uint64
 		subject string
 		data    []byte
-		trace   events.Trace
+		header  nats.Header
 	}
 	var got []stored
 	from = max(from, 1)
@@ -398,13 +398,13 @@ func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn
 		got = got[:0]
 		more, err := h.getBatch(ctx, replies, &nats.Msg{Subject: api, Reply: inbox, Data: req}, func(m *nats.Msg) {
 			seq, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-			got = append(got, stored{seq, m.Header.Get(jetstream.SubjectHeader), m.Data, traceOf(m.Header)})
+			got = append(got, stored{seq, m.Header.Get(jetstream.SubjectHeader), m.Data, m.Header})
 		})
 		if err != nil {
 			return last, fmt.Errorf("events: reading %s from %d: %w", subject, from, err)
 		}
 		for _, s := range got {
-			if err := fn(s.seq, s.subject, s.data, s.trace); err != nil {
+			if err := fn(s.seq, s.subject, s.data, s.header); err != nil {
 				return last, err
 			}
 			last = s.seq
