@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -73,11 +74,8 @@ func call(id, name, args string) toolkit.Call {
 }
 
 // recorder collects a session's events from NATS, in the order the
-// subscriber got them.
-type recorder struct {
-	mu  sync.Mutex
-	evs []*events.Event
-}
+// subscriber got them, each checked against docs/events.schema.json.
+type recorder struct{ testutil.Recorder }
 
 // record subscribes to every event of session on a fresh embedded NATS
 // server and returns a toolkit that publishes there.
@@ -85,11 +83,7 @@ func record(t *testing.T, session string, opts ...toolkit.Option) (*toolkit.Tool
 	t.Helper()
 	bus := natstest.Bus(t)
 	rec := &recorder{}
-	sub, err := bus.Subscribe("toolstream."+events.EncodeToken(session)+".>", func(ev *events.Event) {
-		rec.mu.Lock()
-		rec.evs = append(rec.evs, ev)
-		rec.mu.Unlock()
-	})
+	sub, err := bus.Subscribe("toolstream."+events.EncodeToken(session)+".>", rec.Observe)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,18 +97,11 @@ func record(t *testing.T, session string, opts ...toolkit.Option) (*toolkit.Tool
 // events so far.
 func (r *recorder) waitFor(t *testing.T, typ events.Type) []*events.Event {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		r.mu.Lock()
-		for _, ev := range r.evs {
-			if ev.Type == typ {
-				out := append([]*events.Event(nil), r.evs...)
-				r.mu.Unlock()
-				return out
-			}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if len(r.OfType(typ)) > 0 {
+			r.Check(t)
+			return r.All()
 		}
-		r.mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("no %s event within 10s", typ)
 	return nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -117,7 +116,7 @@ func TestDurableBusKeepsEventsOnly(t *testing.T) {
 	serve(t, bus, wk, remote.WorkerOptions{})
 	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
 	t.Cleanup(func() { _ = c.Close() })
-	rec := &recorder{}
+	rec := &testutil.Recorder{}
 	agent := testutil.Kit(t, toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithInlineObserver(rec))
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	r := testutil.Run(t, agent, "conv", testutil.Call("p1", "pieces", `{}`))[0]
@@ -127,8 +126,8 @@ func TestDurableBusKeepsEventsOnly(t *testing.T) {
 	checkDeltas := func(call string) {
 		t.Helper()
 		var deltas []string
-		for _, ev := range rec.events() {
-			if ev.Type == events.TypeDelta && ev.Call == call {
+		for _, ev := range rec.Of(call) {
+			if ev.Type == events.TypeDelta {
 				if ev.Reset {
 					t.Errorf("%s: a reset delta: the call's frames were not taken as they came", call)
 				}
@@ -175,24 +174,6 @@ func TestDurableBusKeepsEventsOnly(t *testing.T) {
 		t.Fatalf("call with its request kept: %s %q", r.State, r.Text())
 	}
 	checkDeltas("p2")
-}
-
-// recorder keeps the events it observes.
-type recorder struct {
-	mu  sync.Mutex
-	evs []*events.Event
-}
-
-func (r *recorder) Observe(ev *events.Event) {
-	r.mu.Lock()
-	r.evs = append(r.evs, ev)
-	r.mu.Unlock()
-}
-
-func (r *recorder) events() []*events.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.evs)
 }
 
 // TestSessionNamedToolsSeesNoCalls: the calls' subjects share the events'
