@@ -2,9 +2,7 @@ package telemetry_test
 
 import (
 	"context"
-	"sort"
 	"testing"
-	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -90,34 +88,20 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 					}
 				}
 			}
-			const batch = 200
-			var xs, ys []float64
-			timeBatch := func(f func()) float64 {
-				t0 := time.Now()
-				for range batch {
-					f()
-				}
-				return float64(time.Since(t0).Nanoseconds()) / batch
-			}
-			for i := 0; b.Loop(); i++ {
-				// Each goes first in turn: the one that follows does not
-				// always pay for the other's garbage.
-				if i%2 == 0 {
-					xs = append(xs, timeBatch(run(bare)))
-					ys = append(ys, timeBatch(run(other)))
-				} else {
-					ys = append(ys, timeBatch(run(other)))
-					xs = append(xs, timeBatch(run(bare)))
-				}
-				reset()
-			}
-			x, y := median(xs), median(ys)
+			xs, ys := testutil.Alternate(b,
+				func() float64 { return testutil.NsPer(200, run(bare)) },
+				func() float64 {
+					ns := testutil.NsPer(200, run(other))
+					reset() // the exporter's spans, untimed
+					return ns
+				})
+			x, y := testutil.Median(xs), testutil.Median(ys)
 			b.ReportMetric(x, "bare-ns/call")
 			b.ReportMetric(y, name+"-ns/call")
 			b.ReportMetric(y-x, "extra-ns/call")
 			b.ReportMetric(y/x, name+"/bare")
 			// The fastest rounds, least disturbed by other processes.
-			b.ReportMetric(quantile(ys, 0.1)-quantile(xs, 0.1), "p10-extra-ns/call")
+			b.ReportMetric(testutil.Quantile(ys, 0.1)-testutil.Quantile(xs, 0.1), "p10-extra-ns/call")
 			ab := testing.AllocsPerRun(100, run(bare))
 			ao := testing.AllocsPerRun(100, run(other))
 			reset()
@@ -171,28 +155,20 @@ func BenchmarkTelemetryShare(b *testing.B) {
 			}))
 			sess := testutil.Session(b, tk, "bench")
 			ctx := context.Background()
-			round := func(on bool) float64 {
-				sw.on = on && name == "unset"
-				t0 := time.Now()
-				for range 200 {
-					if r := sess.Run(ctx, oneCall)[0]; r.State != toolkit.StateSuccess {
-						b.Fatal(r.Err)
-					}
-				}
-				return float64(time.Since(t0).Nanoseconds()) / 200
-			}
-			var xs, ys []float64
-			for i := 0; b.Loop(); i++ {
-				if i%2 == 0 {
-					xs = append(xs, round(false))
-					ys = append(ys, round(true))
-				} else {
-					ys = append(ys, round(true))
-					xs = append(xs, round(false))
+			run := func() {
+				if r := sess.Run(ctx, oneCall)[0]; r.State != toolkit.StateSuccess {
+					b.Fatal(r.Err)
 				}
 			}
-			b.ReportMetric(median(ys)-median(xs), "extra-ns/call")
-			b.ReportMetric(quantile(ys, 0.1)-quantile(xs, 0.1), "p10-extra-ns/call")
+			round := func(on bool) func() float64 {
+				return func() float64 {
+					sw.on = on && name == "unset"
+					return testutil.NsPer(200, run)
+				}
+			}
+			xs, ys := testutil.Alternate(b, round(false), round(true))
+			b.ReportMetric(testutil.Median(ys)-testutil.Median(xs), "extra-ns/call")
+			b.ReportMetric(testutil.Quantile(ys, 0.1)-testutil.Quantile(xs, 0.1), "p10-extra-ns/call")
 			sw.on = name == "unset"
 			on := testing.AllocsPerRun(100, func() { sess.Run(ctx, oneCall) })
 			sw.on = false
@@ -200,11 +176,4 @@ func BenchmarkTelemetryShare(b *testing.B) {
 			b.ReportMetric(on-off, "extra-allocs/call")
 		})
 	}
-}
-
-func median(xs []float64) float64 { return quantile(xs, 0.5) }
-
-func quantile(xs []float64, q float64) float64 {
-	sort.Float64s(xs)
-	return xs[int(q*float64(len(xs)-1))]
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"testing"
-	"time"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
@@ -132,30 +130,14 @@ func BenchmarkEngineOverhead(b *testing.B) {
 	}
 }
 
-// interleaved times batches of x and of y in turn, so that machine noise
-// hits both alike, and returns the median time per run of each, in ns.
+// interleaved times blocks of 200 runs of x and of y in turn, each first
+// every other time, so that machine noise hits both alike, and returns the
+// median time per run of each, in ns.
 func interleaved(b *testing.B, x, y func()) (nsX, nsY float64) {
-	const batch = 200
-	var xs, ys []float64
-	for b.Loop() {
-		t0 := time.Now()
-		for range batch {
-			x()
-		}
-		t1 := time.Now()
-		for range batch {
-			y()
-		}
-		t2 := time.Now()
-		xs = append(xs, float64(t1.Sub(t0).Nanoseconds())/batch)
-		ys = append(ys, float64(t2.Sub(t1).Nanoseconds())/batch)
-	}
-	return median(xs), median(ys)
-}
-
-func median(xs []float64) float64 {
-	sort.Float64s(xs)
-	return xs[len(xs)/2]
+	xs, ys := testutil.Alternate(b,
+		func() float64 { return testutil.NsPer(200, x) },
+		func() float64 { return testutil.NsPer(200, y) })
+	return testutil.Median(xs), testutil.Median(ys)
 }
 
 // BenchmarkProgressNoListener is the cost of a progress report nobody
@@ -305,29 +287,18 @@ func BenchmarkTracerHookOneKit(b *testing.B) {
 			sess := testutil.Session(b, tk, "bench")
 			calls := []toolkit.Call{{ID: "c", Name: "noop", Args: json.RawMessage(`{}`)}}
 			ctx := context.Background()
-			round := func(traced bool) float64 {
-				var tr toolkit.Tracer
-				if traced && name == "nil-tracer" {
-					tr = nilTracer{}
-				}
-				toolkit.SetTracerForTest(tk, tr)
-				t0 := time.Now()
-				for range 200 {
-					sess.Run(ctx, calls)
-				}
-				return float64(time.Since(t0).Nanoseconds()) / 200
-			}
-			var xs, ys []float64
-			for i := 0; b.Loop(); i++ {
-				if i%2 == 0 {
-					xs = append(xs, round(false))
-					ys = append(ys, round(true))
-				} else {
-					ys = append(ys, round(true))
-					xs = append(xs, round(false))
+			round := func(traced bool) func() float64 {
+				return func() float64 {
+					var tr toolkit.Tracer
+					if traced && name == "nil-tracer" {
+						tr = nilTracer{}
+					}
+					toolkit.SetTracerForTest(tk, tr)
+					return testutil.NsPer(200, func() { sess.Run(ctx, calls) })
 				}
 			}
-			b.ReportMetric(median(ys)-median(xs), "extra-ns/call")
+			xs, ys := testutil.Alternate(b, round(false), round(true))
+			b.ReportMetric(testutil.Median(ys)-testutil.Median(xs), "extra-ns/call")
 			toolkit.SetTracerForTest(tk, nil)
 		})
 	}
