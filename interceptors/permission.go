@@ -383,24 +383,10 @@ func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, nex
 		return toolkit.Failure(toolkit.StateDenied, permWrap(ErrRejected, msg+". Do not retry it as it was; follow the user's reason"))
 	}
 	if v.args != nil {
-		inv.Call.Args = v.args
-		if inv.Tool != nil {
-			// The rules see edited arguments as they will run (prepared, as
-			// for the model's): a person approving a call cannot lift what a
-			// rule denies by editing it there. Arguments that do not
-			// prepare fail with the tool's argument error below.
-			if args, err := inv.Tool.PrepareArgs(v.args); err == nil {
-				inv.Call.Args = args
-				if d := p.decide(ctx, inv); d.decision == Deny {
-					reason := "a rule denies the edited arguments"
-					if d.reason != "" {
-						reason += ": " + d.reason
-					}
-					p.announce(inv, req, "denied", permJoin(note, reason))
-					return toolkit.Failure(toolkit.StateDenied, permWrap(ErrDenied, fmt.Sprintf(
-						"permission denied: the user approved this call of %q with edited arguments, but %s. It did not run; tell the user", inv.Call.Name, reason)))
-				}
-			}
+		if reason, denied := p.edit(ctx, inv, v.args); denied {
+			p.announce(inv, req, "denied", permJoin(note, reason))
+			return toolkit.Failure(toolkit.StateDenied, permWrap(ErrDenied, fmt.Sprintf(
+				"permission denied: the user approved this call of %q with edited arguments, but %s. It did not run; tell the user", inv.Call.Name, reason)))
 		}
 		note = permJoin(note, "arguments edited")
 	}
@@ -417,6 +403,32 @@ func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, nex
 	p.announce(inv, req, "approved", note)
 	inv.Meta("approved", true)
 	return next(ctx, inv)
+}
+
+// edit puts a person's edited arguments in the call and reports whether a
+// rule denies them, and why. The rules see them as they will run (prepared,
+// as the model's are): an approval cannot lift what a rule denies by
+// editing the call there. Arguments that do not prepare go in as given and
+// fail with the tool's argument error when the call runs.
+func (p *Permissions) edit(ctx context.Context, inv *toolkit.Invocation, args json.RawMessage) (reason string, denied bool) {
+	inv.Call.Args = args
+	if inv.Tool == nil {
+		return "", false
+	}
+	prepared, err := inv.Tool.PrepareArgs(args)
+	if err != nil {
+		return "", false
+	}
+	inv.Call.Args = prepared
+	d := p.decide(ctx, inv)
+	if d.decision != Deny {
+		return "", false
+	}
+	reason = "a rule denies the edited arguments"
+	if d.reason != "" {
+		reason += ": " + d.reason
+	}
+	return reason, true
 }
 
 // PriorDecision is a person's decision about a call given before the call
