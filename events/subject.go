@@ -224,7 +224,7 @@ func (s Subjects) All() string {
 // under the prefix and nothing else: <prefix>.*.*.* (an event's subject
 // always has a session, a call and a type token). What a stream should
 // keep: other subjects under the prefix, such as remote tool calls on
-// <prefix>.tools.<tool>, are not events.
+// <prefix>._tools.<tool> (package remote), are not events.
 func (s Subjects) Events() string {
 	return s.prefix() + ".*.*.*"
 }

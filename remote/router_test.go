@@ -97,7 +97,7 @@ func TestOneSubscriptionForAllCalls(t *testing.T) {
 }
 
 // TestDurableBusKeepsEventsOnly: on a bus that keeps events in JetStream, a
-// remote call's request (on <prefix>.tools.<tool>, under the events'
+// remote call's request (on <prefix>._tools.<tool>, under the events'
 // prefix) is not stored, nor acknowledged to the call's inbox, and the
 // call's streamed pieces reach the agent's observers as they come (no
 // reset and replay at the result, which a lost frame would force).

@@ -409,7 +409,7 @@ func (b *Bus) setUpStream(ctx context.Context, d Durable) error {
 	cfg := jetstream.StreamConfig{
 		Name:        d.Stream,
 		Description: "toolstream tool-call events",
-		// Event subjects only: a remote tool call (<prefix>.tools.<tool>)
+		// Event subjects only: a remote tool call (<prefix>._tools.<tool>)
 		// is not stored, nor acknowledged to its caller's inbox.
 		Subjects:    []string{b.subjects.Events()},
 		Storage:     storage,
