@@ -105,6 +105,30 @@ func (c *collector) snapshot() []*events.Event {
 	return append([]*events.Event(nil), c.evs...)
 }
 
+// demoAndCollector builds the demo and starts a NATS server for it, with a
+// collector subscribed to subject there before the demo runs.
+func demoAndCollector(t *testing.T, subject string) (bin, url string, col *collector) {
+	t.Helper()
+	bin, err := buildDemo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url = startServer(t)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	col = &collector{news: make(chan struct{}, 1)}
+	if _, err := nc.Subscribe(subject, col.handle); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return bin, url, col
+}
+
 // TestDemoBinaryEndToEnd runs the compiled demo against a NATS server of
 // its own, with a separate subscriber, answers the approval through the
 // page's API, and checks from the events alone that every capability the
@@ -113,25 +137,7 @@ func TestDemoBinaryEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the demo binary")
 	}
-	bin, err := buildDemo()
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := startServer(t)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	col := &collector{news: make(chan struct{}, 1)}
-	sub, err := nc.Subscribe("toolstream.e2e.>", col.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	bin, url, col := demoAndCollector(t, "toolstream.e2e.>")
 
 	web := freeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

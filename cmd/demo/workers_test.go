@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 )
@@ -29,25 +27,7 @@ func TestDemoWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the demo binary")
 	}
-	bin, err := buildDemo()
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := startServer(t)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	col := &collector{news: make(chan struct{}, 1)}
-	sub, err := nc.Subscribe("toolstream.w.*.result", col.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	bin, url, col := demoAndCollector(t, "toolstream.w.*.result")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-nats", url, "-session", "w", "-dir", "../..", "-speed", "0",
