@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,20 +21,7 @@ import (
 // NATS subscriber links every event of a run to a span.
 func TestSessionEventsCarryTheirWorksTrace(t *testing.T) {
 	bus := natstest.Bus(t)
-	var mu sync.Mutex
-	var got []*events.Event
-	sub, err := bus.Subscribe(bus.Subjects().All(), func(ev *events.Event) {
-		mu.Lock()
-		got = append(got, ev)
-		mu.Unlock()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := bus.Conn().Flush(); err != nil {
-		t.Fatal(err)
-	}
+	rec := listen(t, bus)
 	r := newRig(t, nil, toolkit.WithInlineObserver(bus.Publisher()))
 	testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "work"}, func(ctx context.Context, in struct{}) (string, error) { return "done", nil }))
 	gm, err := groups.Install(r.tk)
@@ -60,9 +46,8 @@ func TestSessionEventsCarryTheirWorksTrace(t *testing.T) {
 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		mu.Lock()
+		got := rec.All()
 		done := len(got) > 0 && got[len(got)-1].Type == agent.EventAnswer
-		mu.Unlock()
 		if done || time.Now().After(deadline) {
 			break
 		}
@@ -72,10 +57,8 @@ func TestSessionEventsCarryTheirWorksTrace(t *testing.T) {
 	callSpan := r.span(t, "execute_tool "+groups.MetaTool)
 	wantRun := fmt.Sprintf("00-%s-%s-01", runSpan.SpanContext.TraceID(), runSpan.SpanContext.SpanID())
 	wantCall := fmt.Sprintf("00-%s-%s-01", callSpan.SpanContext.TraceID(), callSpan.SpanContext.SpanID())
-	mu.Lock()
-	defer mu.Unlock()
 	seen := map[events.Type]bool{}
-	for _, ev := range got {
+	for _, ev := range rec.All() {
 		if ev.Call != "" {
 			continue
 		}

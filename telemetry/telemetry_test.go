@@ -519,6 +519,22 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// listen records every event published on bus, as a subscriber in another
+// process would get them (Event.Trace from the message headers).
+func listen(t *testing.T, bus *natsbus.Bus) *testutil.Recorder {
+	t.Helper()
+	rec := &testutil.Recorder{}
+	sub, err := bus.Subscribe(bus.Subjects().All(), rec.Observe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := bus.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
 // TestNATSTraceHeaders: every event of a traced call published to NATS
 // carries the call span's traceparent, the batch's session-level events the
 // batch span's, live and replayed; a subscriber links to the span.
@@ -530,20 +546,7 @@ func TestNATSTraceHeaders(t *testing.T) {
 				opts = append(opts, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 			}
 			bus := natstest.Bus(t, opts...)
-			var mu sync.Mutex
-			var live []*events.Event
-			sub, err := bus.Subscribe(bus.Subjects().All(), func(ev *events.Event) {
-				mu.Lock()
-				live = append(live, ev)
-				mu.Unlock()
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sub.Unsubscribe()
-			if err := bus.Conn().Flush(); err != nil {
-				t.Fatal(err)
-			}
+			rec := listen(t, bus)
 			r := newRig(t, nil, toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithBatchEndEvents())
 			testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "work"}, func(ctx context.Context, in struct{}) (string, error) {
 				stream.From(ctx).Progress("half", 0.5)
@@ -580,17 +583,13 @@ func TestNATSTraceHeaders(t *testing.T) {
 			}
 			deadline := time.Now().Add(10 * time.Second)
 			for {
-				mu.Lock()
-				n := len(live)
-				mu.Unlock()
+				n := len(rec.All())
 				if n >= 5 || time.Now().After(deadline) {
 					break
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			mu.Lock()
-			check("live", live)
-			mu.Unlock()
+			check("live", rec.All())
 			if !durable {
 				return
 			}
