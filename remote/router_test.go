@@ -225,3 +225,30 @@ func TestSessionNamedToolsSeesNoCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseBeforeAnyCall: a client closed before its first call never
+// subscribes, and its calls fail with ErrClientClosed without being sent.
+func TestCloseBeforeAnyCall(t *testing.T) {
+	bus := natstest.Bus(t)
+	nc := conn(t, bus)
+	c := remote.NewClient(nc, remote.ClientOptions{})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
+	}
+	tool, err := c.NewTool(toolkit.Spec{Name: "count"}, []byte(`{"type":"object"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := testutil.Kit(t)
+	testutil.Add(t, agent, tool)
+	r := testutil.Run(t, agent, "s", testutil.Call("c1", "count", `{}`))[0]
+	if !errors.Is(r.Err, remote.ErrClientClosed) {
+		t.Errorf("a call on a closed client: %s %v", r.State, r.Err)
+	}
+	if got := nc.NumSubscriptions(); got != 0 {
+		t.Errorf("%d subscriptions on a client closed before any call", got)
+	}
+}
