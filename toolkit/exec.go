@@ -381,21 +381,12 @@ func (c *call) complete(state State, err error) {
 		c.startTrace() // a call that never started is traced all the same
 	}
 	res := Result{Call: c.call, State: state, Content: c.out.content.parts(), Err: err, Meta: c.out.meta, Started: c.started}
-	emits := c.emits()
-	var now time.Time // the wall clock, read only for an event
-	if emits {
-		now = time.Now()
-	}
 	if !c.started.IsZero() {
-		if emits {
-			res.Duration = now.Sub(c.started)
-		} else {
-			res.Duration = time.Since(c.started) // the monotonic clock alone
-		}
+		res.Duration = time.Since(c.started) // the monotonic clock alone
 	}
-	if emits {
+	if c.emits() {
 		ev, body := newEvent[events.Result](c, events.TypeResult)
-		ev.Time = now
+		ev.Time = time.Now()
 		body.State, body.Content, body.Meta, body.Err = state, res.Content, res.Meta, err
 		body.DurationMS = float64(res.Duration) / float64(time.Millisecond)
 		if err != nil {
