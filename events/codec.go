@@ -320,6 +320,10 @@ var escWord = func() (t [utf8.RuneSelf]uint64) {
 // an escape (at most 6 bytes) as one word.
 const wordRoom = 16
 
+// maxBlockRun bounds the input one call of escapeBlocks reads (a few
+// microseconds), since a goroutine cannot be preempted inside it.
+const maxBlockRun = 64 << 10
+
 // appendString writes s as a JSON string with encoding/json's escapes;
 // invalid UTF-8 becomes U+FFFD. It reads and writes 8 bytes at a time: each
 // word of s is stored in dst as it is, and kept whole unless it holds a byte
@@ -337,6 +341,16 @@ func appendString(dst []byte, s string) []byte {
 		// Escapes take more room than what they stand for.
 		if len(out)-n < len(b)-i+wordRoom {
 			out = growRoom(out[:n], len(b)-i+wordRoom)
+		}
+		// 32-byte blocks where the processor has a fast path for them
+		// (escape_amd64.s); the words below take the rest.
+		if len(b)-i >= 32 {
+			r, w := escapeBlocks(&out[n], len(out)-n, &b[i], min(len(b)-i, maxBlockRun), &escWord, &escLen)
+			i += r
+			n += w
+			if len(out)-n < len(b)-i+wordRoom {
+				continue // the escapes took the room: grow it
+			}
 		}
 		// Words without a byte to look at. n-i does not change in this
 		// loop, and the room just checked makes n+8 <= len(out) whenever
