@@ -9,7 +9,8 @@
 // with 0x20), '"' or '&' (b|0x04 == 0x26), '<' or '>' (b|0x02 == 0x3e), or
 // '\\'. A block without one costs no branch but the loop's; at the first
 // special byte the block is kept up to it, an ASCII byte's escape is
-// stored as one word, and the next block starts right after it.
+// stored as one word, and the rest of the block is stored again after it,
+// its other special bytes known from the same mask.
 TEXT ·escapeBlocks(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ room+8(FP), R8
@@ -77,28 +78,51 @@ loop:
 	POR     X4, X5
 	POR     X1, X5
 
-	PMOVMSKB X2, CX
+	PMOVMSKB X2, R12
 	PMOVMSKB X5, DX
 	SHLQ     $16, DX
-	ORQ      DX, CX
-	JNZ      special
+	ORQ      DX, R12
+	JNZ      specials
 	ADDQ     $32, AX
 	ADDQ     $32, BX
 	JMP      loop
 
-special:
-	BSFQ    CX, CX // where the first special byte is
+specials:
+	LEAQ 32(AX), R13 // where the block ends in src
+
+next:
+	BSFQ    R12, CX // the next special byte, from AX on
 	ADDQ    CX, AX
 	ADDQ    CX, BX
 	MOVBQZX (SI)(AX*1), DX
 	CMPQ    DX, $0x80
 	JAE     done // non-ASCII: the caller decodes it
-	MOVQ    (R10)(DX*8), CX
-	MOVQ    CX, (DI)(BX*1)
-	MOVBQZX (R11)(DX*1), CX
-	ADDQ    CX, BX
+	MOVQ    (R10)(DX*8), R14
+	MOVQ    R14, (DI)(BX*1)
+	MOVBQZX (R11)(DX*1), R14
+	ADDQ    R14, BX
 	INCQ    AX
-	JMP     loop
+	INCQ    CX
+	SHRQ    CX, R12 // the mask from AX on
+
+	// The rest of the block moves to where it now goes (with bytes past
+	// it, which the next block overwrites), unless it cannot be read or
+	// stored whole: then the caller takes over.
+	CMPQ  AX, R9
+	JGT   done
+	CMPQ  BX, R8
+	JGT   done
+	MOVOU (SI)(AX*1), X0
+	MOVOU 16(SI)(AX*1), X1
+	MOVOU X0, (DI)(BX*1)
+	MOVOU X1, 16(DI)(BX*1)
+	TESTQ R12, R12
+	JNZ   next
+	MOVQ  R13, CX // no special left in the block: on to its end
+	SUBQ  AX, CX
+	ADDQ  CX, BX
+	MOVQ  R13, AX
+	JMP   loop
 
 done:
 	MOVQ AX, read+48(FP)
