@@ -244,27 +244,6 @@ func appendFloat(dst []byte, f float64) []byte {
 	return dst
 }
 
-// appendTime writes t as time.Time.MarshalJSON does, or null where
-// MarshalJSON fails: it formats t once and makes MarshalJSON's checks on
-// the bytes, as MarshalJSON does (asking t for its year and zone first
-// would work the date out twice more).
-func appendTime(dst []byte, t time.Time) []byte {
-	n0 := len(dst)
-	dst = append(dst, '"')
-	dst = t.AppendFormat(dst, time.RFC3339Nano)
-	b := dst[n0+1:]
-	ok := len(b) > 4 && b[4] == '-' // a year of exactly 4 digits
-	if ok && b[len(b)-1] != 'Z' {
-		// A zone "+hh:mm" with hh under 24.
-		z := b[len(b)-len("Z07:00"):]
-		ok = (z[0] == '+' || z[0] == '-') && 10*(z[1]-'0')+(z[2]-'0') < 24
-	}
-	if !ok {
-		return append(dst[:n0], "null"...)
-	}
-	return append(dst, '"')
-}
-
 // jsonPlain marks the ASCII bytes written as is inside a JSON string. '<',
 // '>' and '&' are escaped as encoding/json does by default (see AppendJSON).
 var jsonPlain = func() (t [utf8.RuneSelf]bool) {
