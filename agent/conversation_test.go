@@ -17,7 +17,7 @@ import (
 // calls with raw arguments, error flags and adapter data.
 func TestConversationJSONRoundTrip(t *testing.T) {
 	png := []byte{0x89, 'P', 'N', 'G', 0, 1, 2, 255}
-	jsonPart, _ := events.JSON(map[string]any{"n": 12345678901234567})
+	jsonPart, _ := events.JSON(map[string]any{"n": int64(12345678901234567)})
 	conv := &agent.Conversation{System: "Be brief.", Messages: []agent.Message{
 		{Role: agent.RoleUser, Content: []toolkit.Part{events.Text("What is in this picture?"), events.Binary("image/png", png)}},
 		{Role: agent.RoleAssistant, Content: []toolkit.Part{events.Text("Let me look.")},

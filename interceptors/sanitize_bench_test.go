@@ -24,7 +24,7 @@ func sanBenchText(n int) string {
 		if i%50 == 0 {
 			fmt.Fprintf(&b, "line %d: key sk-proj-%032d mail user%d@example.com call +1 415 555 %04d\n", i, i, i, i%10000)
 		} else {
-			fmt.Fprintf(&b, "line %d: the quick brown fox jumps over the lazy dog, status=ok took=%dms id=%08x\n", i, i%997, uint32(i*2654435761))
+			fmt.Fprintf(&b, "line %d: the quick brown fox jumps over the lazy dog, status=ok took=%dms id=%08x\n", i, i%997, uint32(i)*2654435761)
 		}
 	}
 	return b.String()

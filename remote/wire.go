@@ -146,7 +146,7 @@ func msHeader(d time.Duration) string {
 
 // maxMS bounds the durations a request may carry (30 days), far from
 // overflowing a time.Duration.
-const maxMS = 30 * 24 * 3600 * 1000
+const maxMS int64 = 30 * 24 * 3600 * 1000
 
 func parseMS(s string) (time.Duration, error) {
 	if s == "" {
