@@ -146,6 +146,7 @@ type Telemetry struct {
 	cfg    config
 	tracer atomic.Pointer[tracerState]
 	quiet  atomic.Pointer[quietState] // the providers last found to record nothing
+	last   atomic.Pointer[lastTrace]  // what TraceContext built last
 
 	duration     metric.Float64Histogram
 	active       metric.Int64UpDownCounter
@@ -434,11 +435,25 @@ func (t *Telemetry) StartOp(ctx context.Context, name string) (context.Context, 
 // TraceContext implements toolkit.ContextTracer: the span ctx carries, for
 // session-level events sent outside a call (Session.EmitContext).
 func (t *Telemetry) TraceContext(ctx context.Context) events.Trace {
-	parent, state := traceHeaders(trace.SpanContextFromContext(ctx))
-	if parent == "" {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
 		return nil
 	}
-	return events.TraceContext{Parent: parent, State: state}
+	if l := t.last.Load(); l != nil && l.sc.Equal(sc) {
+		return l.tc
+	}
+	parent, state := traceHeaders(sc)
+	l := &lastTrace{sc: sc, tc: events.TraceContext{Parent: parent, State: state}}
+	t.last.Store(l)
+	return l.tc
+}
+
+// lastTrace is a span's trace context as TraceContext built it last. An
+// agent loop asks for each piece of a turn it streams, with the same span
+// every time: the headers are built once, not per piece.
+type lastTrace struct {
+	sc trace.SpanContext
+	tc events.Trace
 }
 
 func traceHeaders(sc trace.SpanContext) (parent, state string) {
