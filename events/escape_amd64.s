@@ -2,6 +2,24 @@
 
 #include "textflag.h"
 
+// COPY_BLOCK stores the 32 bytes of src at AX in dst at BX, keeping them
+// in X0 and X1, or ends the call when src or dst lacks the room.
+#define COPY_BLOCK \
+	CMPQ  AX, R9; JGT done; \
+	CMPQ  BX, R8; JGT done; \
+	MOVOU (SI)(AX*1), X0; MOVOU 16(SI)(AX*1), X1; \
+	MOVOU X0, (DI)(BX*1); MOVOU X1, 16(DI)(BX*1)
+
+// SPECIALS sets to 0xff each byte of out whose byte in in is special: below
+// 0x20 or non-ASCII (0x20 > b, signed), '"' or '&', '<' or '>', '\\'. It
+// uses X3 and X4, and in is lost.
+#define SPECIALS(in, out) \
+	MOVO X8, out; PCMPGTB in, out; \
+	MOVO in, X3; POR X9, X3; PCMPEQB X10, X3; \
+	MOVO in, X4; POR X11, X4; PCMPEQB X12, X4; \
+	PCMPEQB X13, in; \
+	POR X3, out; POR X4, out; POR in, out
+
 // func escapeBlocks(dst *byte, room int, src *byte, n int, words *[128]uint64, lens *[128]uint8) (read, written int)
 //
 // Each 32-byte block of src is stored in dst as it is, then tested: a byte
@@ -43,41 +61,9 @@ TEXT ·escapeBlocks(SB), NOSPLIT, $0-64
 	PUNPCKLQDQ X13, X13
 
 loop:
-	CMPQ AX, R9
-	JGT  done
-	CMPQ BX, R8
-	JGT  done
-	MOVOU (SI)(AX*1), X0
-	MOVOU 16(SI)(AX*1), X1
-	MOVOU X0, (DI)(BX*1)
-	MOVOU X1, 16(DI)(BX*1)
-
-	MOVO    X8, X2
-	PCMPGTB X0, X2 // 0x20 > b, signed: a control byte or non-ASCII
-	MOVO    X0, X3
-	POR     X9, X3
-	PCMPEQB X10, X3 // '"' or '&'
-	MOVO    X0, X4
-	POR     X11, X4
-	PCMPEQB X12, X4 // '<' or '>'
-	PCMPEQB X13, X0 // '\\'
-	POR     X3, X2
-	POR     X4, X2
-	POR     X0, X2
-
-	MOVO    X8, X5
-	PCMPGTB X1, X5
-	MOVO    X1, X3
-	POR     X9, X3
-	PCMPEQB X10, X3
-	MOVO    X1, X4
-	POR     X11, X4
-	PCMPEQB X12, X4
-	PCMPEQB X13, X1
-	POR     X3, X5
-	POR     X4, X5
-	POR     X1, X5
-
+	COPY_BLOCK
+	SPECIALS(X0, X2)
+	SPECIALS(X1, X5)
 	PMOVMSKB X2, R12
 	PMOVMSKB X5, DX
 	SHLQ     $16, DX
@@ -106,16 +92,8 @@ next:
 	SHRQ    CX, R12 // the mask from AX on
 
 	// The rest of the block moves to where it now goes (with bytes past
-	// it, which the next block overwrites), unless it cannot be read or
-	// stored whole: then the caller takes over.
-	CMPQ  AX, R9
-	JGT   done
-	CMPQ  BX, R8
-	JGT   done
-	MOVOU (SI)(AX*1), X0
-	MOVOU 16(SI)(AX*1), X1
-	MOVOU X0, (DI)(BX*1)
-	MOVOU X1, 16(DI)(BX*1)
+	// it, which the next block overwrites).
+	COPY_BLOCK
 	TESTQ R12, R12
 	JNZ   next
 	MOVQ  R13, CX // no special left in the block: on to its end
