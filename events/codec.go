@@ -322,14 +322,19 @@ func appendString(dst []byte, s string) []byte {
 			out = growRoom(out[:n], len(b)-i+wordRoom)
 		}
 		// 32-byte blocks where the processor has a fast path for them
-		// (escape_amd64.s); the words below take the rest.
-		if len(b)-i >= 32 {
-			r, w := escapeBlocks(&out[n], len(out)-n, &b[i], min(len(b)-i, maxBlockRun), &escWord, &escLen)
+		// (escape_amd64.s), a run of at most maxBlockRun bytes per call;
+		// the words below take what it leaves: a non-ASCII byte, the tail.
+		for len(b)-i >= 32 {
+			run := min(len(b)-i, maxBlockRun)
+			r, w := escapeBlocks(&out[n], len(out)-n, &b[i], run, &escWord, &escLen)
 			i += r
 			n += w
-			if len(out)-n < len(b)-i+wordRoom {
-				continue // the escapes took the room: grow it
+			if run-r >= 32 || len(out)-n < len(b)-i+wordRoom {
+				break // stopped before the end of its run: a byte, or the room
 			}
+		}
+		if len(out)-n < len(b)-i+wordRoom {
+			continue // the escapes took the room: grow it
 		}
 		// Words without a byte to look at. n-i does not change in this
 		// loop, and the room just checked makes n+8 <= len(out) whenever

@@ -50,4 +50,11 @@ func TestAppendStringBlocks(t *testing.T) {
 	check(t, strings.Repeat("<>&\"\\\x1f", 300))
 	// A long string, over several runs of the fast path.
 	check(t, strings.Repeat("text with \"quotes\" and\nnewlines & <tags>\t", 3000))
+	// Plain text longer than a run (maxBlockRun), with special bytes
+	// around where runs end.
+	for _, c := range []string{"", "\n", "é", "\x01"} {
+		for _, at := range []int{maxBlockRun - 40, maxBlockRun - 31, maxBlockRun - 1, maxBlockRun, maxBlockRun + 7, 2*maxBlockRun - 32} {
+			check(t, strings.Repeat("p", at)+c+strings.Repeat("q", maxBlockRun+100))
+		}
+	}
 }
