@@ -429,9 +429,16 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 }
 
 // decide gives answers to the permissions interceptor; answers for calls
-// that do not wait are an error, and nothing is decided then.
+// that do not wait, or two answers for one call, are an error, and
+// nothing is decided then.
 func (t *Thread) decide(waiting []interceptors.ApprovalRequest, answers []Answer) error {
-	for _, a := range answers {
+	for i, a := range answers {
+		for _, b := range answers[:i] {
+			if b.Call == a.Call {
+				// Checked first: the second answer would fail after the first was given.
+				return fmt.Errorf("ui: call %q is answered twice in one request: send one answer per call", a.Call)
+			}
+		}
 		found := false
 		for _, w := range waiting {
 			found = found || w.CallID == a.Call

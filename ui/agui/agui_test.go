@@ -418,3 +418,35 @@ func TestSkillsAsState(t *testing.T) {
 		t.Errorf("the next run's snapshot %v", snap)
 	}
 }
+
+// A resume that answers one interrupt twice is refused whole: nothing is
+// decided, and the interrupt still waits for its answer.
+func TestResumeAnswersOneInterruptTwice(t *testing.T) {
+	a, url := serve(t)
+	first := run(t, url, input("t10", "r1", user("u1", "tour")))
+	if first[len(first)-1]["outcome"].(map[string]any)["type"] != "interrupt" {
+		t.Fatal("not paused")
+	}
+	in := input("t10", "r2", user("u1", "tour"))
+	in["resume"] = []any{
+		map[string]any{"interruptId": "c4_4", "status": "resolved", "payload": map[string]any{"approved": true}},
+		map[string]any{"interruptId": "c4_4", "status": "cancelled"},
+	}
+	body, _ := json.Marshal(in)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "c4_4") {
+		t.Errorf("status %d: %s, want 400 naming the call", resp.StatusCode, b)
+	}
+	if p := a.Perms.Pending(""); len(p) != 1 || p[0].CallID != "c4_4" {
+		t.Fatalf("pending after the refused resume: %v", p)
+	}
+	again := run(t, url, input("t10", "r3", user("u1", "tour")))
+	if o := again[len(again)-1]["outcome"].(map[string]any); o["type"] != "interrupt" {
+		t.Errorf("the interrupt is not pending any more:\n%s", dump(again))
+	}
+}
