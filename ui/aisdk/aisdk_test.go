@@ -3,6 +3,7 @@ package aisdk_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -456,5 +457,28 @@ func TestSkillsAsData(t *testing.T) {
 	}
 	if g := last(cs, "data-"+aisdk.DataGroups); g == nil || fmt.Sprint(g["data"].(map[string]any)["active"]) != "[extras]" {
 		t.Errorf("groups part %v", g)
+	}
+}
+
+// A resume whose replay cannot start (the bus is gone) reads the response
+// kept in memory instead of sending a stream that ends after its start.
+func TestResumeWhenTheReplayCannotStart(t *testing.T) {
+	a, url := serve(t, withReplay)
+	live := post(t, url, chunk{"id": "chat9", "messages": []any{userMsg("u1", "gate")}})
+	for c := live.next(); c["type"] != "tool-input-available"; c = live.next() {
+	}
+	if err := a.Bus.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(url + "/api/chat/chat9/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := open(t, resp)
+	resumed.next()
+	close(a.Gate)
+	l, r := live.all(), resumed.all()
+	if !reflect.DeepEqual(l, r) {
+		t.Errorf("live:\n%s\nresumed:\n%s", dump(l), dump(r))
 	}
 }

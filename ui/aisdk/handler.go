@@ -124,7 +124,14 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 	}
 	read := func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) { return readLog(ctx, log, fn) }
 	if h.bus != nil {
-		read = func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) { return h.replay(ctx, t, log.N, fn) }
+		read = func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) {
+			end, err := h.replay(ctx, t, log.N, fn)
+			if errors.Is(err, errNoReplay) {
+				// Nothing was sent yet: the response kept in memory is the same.
+				return readLog(ctx, log, fn)
+			}
+			return end, err
+		}
 	}
 	h.stream(w, r.Context(), t, log, read)
 }
@@ -177,6 +184,10 @@ func readLog(ctx context.Context, log *ui.Log, fn func(*events.Event)) (*ui.End,
 	}
 }
 
+// errNoReplay: the replay could not start (the bus is down or not
+// durable); nothing was read from it.
+var errNoReplay = errors.New("aisdk: resume from the durable stream")
+
 // replay reads response n of the thread back from the durable stream:
 // the session's events from the start, cut as the live thread cut them.
 func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*events.Event)) (*ui.End, error) {
@@ -206,7 +217,7 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*even
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("aisdk: resume from the durable stream: %w", err)
+		return nil, fmt.Errorf("%w: %w", errNoReplay, err)
 	}
 	defer stop()
 	for {
