@@ -323,8 +323,9 @@ type IDMessage struct {
 // Begin starts the thread's next response: it gives answers to the
 // paused run, or starts a run with the new messages. A paused run that
 // gets new messages is cancelled first, whatever the answers: its
-// waiting calls are interrupted, and the new run takes the messages. It
-// returns the response to read.
+// waiting calls are interrupted, and the new run takes the messages.
+// Answers that come with new messages when no run waits (it ended
+// meanwhile) are ignored likewise. It returns the response to read.
 func (t *Thread) Begin(in Input) (*Log, error) {
 	t.mu.Lock()
 	for {
@@ -374,7 +375,9 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 			t.mu.Unlock()
 			return nil, ErrBusy
 		}
-	case len(in.Answers) > 0 && paused == nil:
+	case len(in.Answers) > 0 && paused == nil && len(fresh) == 0:
+		// With new messages the answers are moot, as when they end a
+		// paused run: the run they were for is over.
 		t.mu.Unlock()
 		return nil, fmt.Errorf("%w: no call waits for approval in thread %q", interceptors.ErrNotPending, t.id)
 	case t.running && len(in.Answers) > 0:

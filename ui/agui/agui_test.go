@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/ui/agui"
@@ -448,5 +449,32 @@ func TestResumeAnswersOneInterruptTwice(t *testing.T) {
 	again := run(t, url, input("t10", "r3", user("u1", "tour")))
 	if o := again[len(again)-1]["outcome"].(map[string]any); o["type"] != "interrupt" {
 		t.Errorf("the interrupt is not pending any more:\n%s", dump(again))
+	}
+}
+
+// HttpAgent sends cancelled entries for the interrupts it holds with the
+// user's next message. When the paused run already ended (its approvals
+// timed out, or it was cancelled), the new message still starts a run:
+// the stale entries are moot, as when they end a paused run.
+func TestNewMessageAfterThePausedRunEnded(t *testing.T) {
+	a, url := serve(t)
+	first := run(t, url, input("t11", "r1", user("u1", "tour")))
+	if first[len(first)-1]["outcome"].(map[string]any)["type"] != "interrupt" {
+		t.Fatal("not paused")
+	}
+	th := a.Host.Lookup("t11")
+	th.Cancel() // the paused run ends without its answer
+	deadline := time.Now().Add(10 * time.Second)
+	for th.Paused() != nil || th.Streaming() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled run does not end")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	in := input("t11", "r2", user("u1", "tour"), user("u2", "hi"))
+	in["resume"] = []any{map[string]any{"interruptId": "c4_4", "status": "cancelled"}}
+	second := run(t, url, in)
+	if text(second) != "Hello." || second[len(second)-1]["type"] != "RUN_FINISHED" {
+		t.Errorf("second run:\n%s", dump(second))
 	}
 }
