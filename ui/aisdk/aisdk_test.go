@@ -482,3 +482,33 @@ func TestResumeWhenTheReplayCannotStart(t *testing.T) {
 		t.Errorf("live:\n%s\nresumed:\n%s", dump(l), dump(r))
 	}
 }
+
+// A resume from the durable stream after the stream dropped the thread's
+// first events (its MaxAge or MaxBytes, here a purge) sends the response
+// from memory; the replay waited for the thread's first mark for ever.
+func TestResumeAfterTheStreamDroppedTheThreadsStart(t *testing.T) {
+	a, url := serve(t, withReplay)
+	post(t, url, chunk{"id": "chat10", "messages": []any{userMsg("u1", "hi")}}).all()
+	st, err := a.Bus.JetStream().Stream(context.Background(), a.Bus.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Purge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	live := post(t, url, chunk{"id": "chat10", "messages": []any{userMsg("u1", "hi"), userMsg("u2", "gate")}})
+	for c := live.next(); c["type"] != "tool-input-available"; c = live.next() {
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(url + "/api/chat/chat10/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := open(t, resp)
+	resumed.next()
+	close(a.Gate)
+	l, r := live.all(), resumed.all()
+	if !reflect.DeepEqual(l, r) {
+		t.Errorf("live:\n%s\nresumed:\n%s", dump(l), dump(r))
+	}
+}
