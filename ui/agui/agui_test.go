@@ -478,3 +478,20 @@ func TestNewMessageAfterThePausedRunEnded(t *testing.T) {
 		t.Errorf("second run:\n%s", dump(second))
 	}
 }
+
+// A host that is closed (the server shuts down) answers 503: the request
+// was fine and may be tried again elsewhere or later.
+func TestClosedHost(t *testing.T) {
+	a, url := serve(t)
+	a.Host.Close()
+	body, _ := json.Marshal(input("t12", "r1", user("u1", "hi")))
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "closed") {
+		t.Errorf("status %d: %s, want 503", resp.StatusCode, b)
+	}
+}

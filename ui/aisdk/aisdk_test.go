@@ -512,3 +512,20 @@ func TestResumeAfterTheStreamDroppedTheThreadsStart(t *testing.T) {
 		t.Errorf("live:\n%s\nresumed:\n%s", dump(l), dump(r))
 	}
 }
+
+// A host that is closed (the server shuts down) answers 503: the request
+// was fine and may be tried again elsewhere or later.
+func TestClosedHost(t *testing.T) {
+	a, url := serve(t)
+	a.Host.Close()
+	b, _ := json.Marshal(chunk{"id": "chat11", "messages": []any{userMsg("u1", "hi")}})
+	resp, err := http.Post(url+"/api/chat", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(got), "closed") {
+		t.Errorf("status %d: %s, want 503", resp.StatusCode, got)
+	}
+}

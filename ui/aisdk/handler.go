@@ -84,7 +84,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := h.host.Thread(req.ID)
 	if err != nil {
-		ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		ui.HTTPError(w, status(err), err.Error())
 		return
 	}
 	log, err := t.Begin(req.input())
@@ -93,7 +93,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		ui.HTTPError(w, http.StatusConflict, err.Error())
 		return
 	case err != nil:
-		ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		ui.HTTPError(w, status(err), err.Error())
 		return
 	}
 	// The client may go: the run goes on, and a reload resumes it.
@@ -266,6 +266,15 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*even
 			return nil, context.Cause(ctx)
 		}
 	}
+}
+
+// status is the HTTP status of a refused request: 503 while the host
+// closes (the request may be tried again), else 400.
+func status(err error) int {
+	if errors.Is(err, ui.ErrClosed) {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusBadRequest
 }
 
 // writer writes the protocol's chunks as JSON data: frames.
