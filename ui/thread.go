@@ -323,8 +323,9 @@ type IDMessage struct {
 // Begin starts the thread's next response: it gives answers to the
 // paused run, or starts a run with the new messages. A paused run that
 // gets new messages is cancelled first, whatever the answers: its
-// waiting calls are interrupted, and the new run takes the messages. It
-// returns the response to read.
+// waiting calls are interrupted, and the new run takes the messages.
+// Answers that come with new messages when no run waits (it ended
+// meanwhile) are ignored likewise. It returns the response to read.
 func (t *Thread) Begin(in Input) (*Log, error) {
 	t.mu.Lock()
 	for {
@@ -374,7 +375,9 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 			t.mu.Unlock()
 			return nil, ErrBusy
 		}
-	case len(in.Answers) > 0 && paused == nil:
+	case len(in.Answers) > 0 && paused == nil && len(fresh) == 0:
+		// With new messages the answers are moot, as when they end a
+		// paused run: the run they were for is over.
 		t.mu.Unlock()
 		return nil, fmt.Errorf("%w: no call waits for approval in thread %q", interceptors.ErrNotPending, t.id)
 	case t.running && len(in.Answers) > 0:
@@ -429,9 +432,16 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 }
 
 // decide gives answers to the permissions interceptor; answers for calls
-// that do not wait are an error, and nothing is decided then.
+// that do not wait, or two answers for one call, are an error, and
+// nothing is decided then.
 func (t *Thread) decide(waiting []interceptors.ApprovalRequest, answers []Answer) error {
-	for _, a := range answers {
+	for i, a := range answers {
+		for _, b := range answers[:i] {
+			if b.Call == a.Call {
+				// Checked first: the second answer would fail after the first was given.
+				return fmt.Errorf("ui: call %q is answered twice in one request: send one answer per call", a.Call)
+			}
+		}
 		found := false
 		for _, w := range waiting {
 			found = found || w.CallID == a.Call

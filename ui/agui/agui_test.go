@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/ui/agui"
@@ -416,5 +417,81 @@ func TestSkillsAsState(t *testing.T) {
 	snap := of(next, "STATE_SNAPSHOT")[0]["snapshot"].(map[string]any)
 	if fmt.Sprint(snap["skills"].(map[string]any)["loaded"]) != "[tips]" {
 		t.Errorf("the next run's snapshot %v", snap)
+	}
+}
+
+// A resume that answers one interrupt twice is refused whole: nothing is
+// decided, and the interrupt still waits for its answer.
+func TestResumeAnswersOneInterruptTwice(t *testing.T) {
+	a, url := serve(t)
+	first := run(t, url, input("t10", "r1", user("u1", "tour")))
+	if first[len(first)-1]["outcome"].(map[string]any)["type"] != "interrupt" {
+		t.Fatal("not paused")
+	}
+	in := input("t10", "r2", user("u1", "tour"))
+	in["resume"] = []any{
+		map[string]any{"interruptId": "c4_4", "status": "resolved", "payload": map[string]any{"approved": true}},
+		map[string]any{"interruptId": "c4_4", "status": "cancelled"},
+	}
+	body, _ := json.Marshal(in)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "c4_4") {
+		t.Errorf("status %d: %s, want 400 naming the call", resp.StatusCode, b)
+	}
+	if p := a.Perms.Pending(""); len(p) != 1 || p[0].CallID != "c4_4" {
+		t.Fatalf("pending after the refused resume: %v", p)
+	}
+	again := run(t, url, input("t10", "r3", user("u1", "tour")))
+	if o := again[len(again)-1]["outcome"].(map[string]any); o["type"] != "interrupt" {
+		t.Errorf("the interrupt is not pending any more:\n%s", dump(again))
+	}
+}
+
+// HttpAgent sends cancelled entries for the interrupts it holds with the
+// user's next message. When the paused run already ended (its approvals
+// timed out, or it was cancelled), the new message still starts a run:
+// the stale entries are moot, as when they end a paused run.
+func TestNewMessageAfterThePausedRunEnded(t *testing.T) {
+	a, url := serve(t)
+	first := run(t, url, input("t11", "r1", user("u1", "tour")))
+	if first[len(first)-1]["outcome"].(map[string]any)["type"] != "interrupt" {
+		t.Fatal("not paused")
+	}
+	th := a.Host.Lookup("t11")
+	th.Cancel() // the paused run ends without its answer
+	deadline := time.Now().Add(10 * time.Second)
+	for th.Paused() != nil || th.Streaming() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled run does not end")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	in := input("t11", "r2", user("u1", "tour"), user("u2", "hi"))
+	in["resume"] = []any{map[string]any{"interruptId": "c4_4", "status": "cancelled"}}
+	second := run(t, url, in)
+	if text(second) != "Hello." || second[len(second)-1]["type"] != "RUN_FINISHED" {
+		t.Errorf("second run:\n%s", dump(second))
+	}
+}
+
+// A host that is closed (the server shuts down) answers 503: the request
+// was fine and may be tried again elsewhere or later.
+func TestClosedHost(t *testing.T) {
+	a, url := serve(t)
+	a.Host.Close()
+	body, _ := json.Marshal(input("t12", "r1", user("u1", "hi")))
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "closed") {
+		t.Errorf("status %d: %s, want 503", resp.StatusCode, b)
 	}
 }

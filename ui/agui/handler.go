@@ -51,13 +51,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := h.host.Thread(in.ThreadID)
 	if err != nil {
-		ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		ui.HTTPError(w, status(err), err.Error())
 		return
 	}
 	log, err := t.Begin(in.input())
 	switch {
 	case errors.Is(err, ui.ErrNothingToRun):
 		log = nil // an empty run: started and finished
+	case errors.Is(err, ui.ErrClosed):
+		ui.HTTPError(w, http.StatusServiceUnavailable, err.Error())
+		return
 	case errors.Is(err, ui.ErrBusy):
 		ui.HTTPError(w, http.StatusConflict, err.Error())
 		return
@@ -114,6 +117,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Flush()
 	}
+}
+
+// status is the HTTP status of a refused request: 503 while the host
+// closes (the request may be tried again), else 400.
+func status(err error) int {
+	if errors.Is(err, ui.ErrClosed) {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusBadRequest
 }
 
 // writer writes the protocol's chunks as JSON data: frames.

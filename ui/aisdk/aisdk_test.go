@@ -3,6 +3,7 @@ package aisdk_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -456,5 +457,75 @@ func TestSkillsAsData(t *testing.T) {
 	}
 	if g := last(cs, "data-"+aisdk.DataGroups); g == nil || fmt.Sprint(g["data"].(map[string]any)["active"]) != "[extras]" {
 		t.Errorf("groups part %v", g)
+	}
+}
+
+// A resume whose replay cannot start (the bus is gone) reads the response
+// kept in memory instead of sending a stream that ends after its start.
+func TestResumeWhenTheReplayCannotStart(t *testing.T) {
+	a, url := serve(t, withReplay)
+	live := post(t, url, chunk{"id": "chat9", "messages": []any{userMsg("u1", "gate")}})
+	for c := live.next(); c["type"] != "tool-input-available"; c = live.next() {
+	}
+	if err := a.Bus.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(url + "/api/chat/chat9/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := open(t, resp)
+	resumed.next()
+	close(a.Gate)
+	l, r := live.all(), resumed.all()
+	if !reflect.DeepEqual(l, r) {
+		t.Errorf("live:\n%s\nresumed:\n%s", dump(l), dump(r))
+	}
+}
+
+// A resume from the durable stream after the stream dropped the thread's
+// first events (its MaxAge or MaxBytes, here a purge) sends the response
+// from memory; the replay waited for the thread's first mark for ever.
+func TestResumeAfterTheStreamDroppedTheThreadsStart(t *testing.T) {
+	a, url := serve(t, withReplay)
+	post(t, url, chunk{"id": "chat10", "messages": []any{userMsg("u1", "hi")}}).all()
+	st, err := a.Bus.JetStream().Stream(context.Background(), a.Bus.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Purge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	live := post(t, url, chunk{"id": "chat10", "messages": []any{userMsg("u1", "hi"), userMsg("u2", "gate")}})
+	for c := live.next(); c["type"] != "tool-input-available"; c = live.next() {
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(url + "/api/chat/chat10/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := open(t, resp)
+	resumed.next()
+	close(a.Gate)
+	l, r := live.all(), resumed.all()
+	if !reflect.DeepEqual(l, r) {
+		t.Errorf("live:\n%s\nresumed:\n%s", dump(l), dump(r))
+	}
+}
+
+// A host that is closed (the server shuts down) answers 503: the request
+// was fine and may be tried again elsewhere or later.
+func TestClosedHost(t *testing.T) {
+	a, url := serve(t)
+	a.Host.Close()
+	b, _ := json.Marshal(chunk{"id": "chat11", "messages": []any{userMsg("u1", "hi")}})
+	resp, err := http.Post(url+"/api/chat", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(got), "closed") {
+		t.Errorf("status %d: %s, want 503", resp.StatusCode, got)
 	}
 }

@@ -26,6 +26,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/interceptors"
@@ -82,7 +84,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := h.host.Thread(req.ID)
 	if err != nil {
-		ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		ui.HTTPError(w, status(err), err.Error())
 		return
 	}
 	log, err := t.Begin(req.input())
@@ -91,7 +93,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		ui.HTTPError(w, http.StatusConflict, err.Error())
 		return
 	case err != nil:
-		ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		ui.HTTPError(w, status(err), err.Error())
 		return
 	}
 	// The client may go: the run goes on, and a reload resumes it.
@@ -124,7 +126,14 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 	}
 	read := func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) { return readLog(ctx, log, fn) }
 	if h.bus != nil {
-		read = func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) { return h.replay(ctx, t, log.N, fn) }
+		read = func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) {
+			end, err := h.replay(ctx, t, log.N, fn)
+			if errors.Is(err, errNoReplay) {
+				// Nothing was sent yet: the response kept in memory is the same.
+				return readLog(ctx, log, fn)
+			}
+			return end, err
+		}
 	}
 	h.stream(w, r.Context(), t, log, read)
 }
@@ -177,20 +186,43 @@ func readLog(ctx context.Context, log *ui.Log, fn func(*events.Event)) (*ui.End,
 	}
 }
 
+// errNoReplay: the replay could not start (the bus is down or not
+// durable) or the stream no longer holds the thread's start; nothing was
+// sent from it.
+var errNoReplay = errors.New("aisdk: resume from the durable stream")
+
 // replay reads response n of the thread back from the durable stream:
 // the session's events from the start, cut as the live thread cut them.
 func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*events.Event)) (*ui.End, error) {
+	subject := h.bus.Subjects().Session(t.Session().ID())
+	// Where the stored session ends now: a replay that gets there without
+	// the thread's first mark (the stream's limits dropped it, or it is
+	// not stored yet) would wait for it for ever; the response kept in
+	// memory is sent instead.
+	var last uint64
+	st, err := h.bus.JetStream().Stream(ctx, h.bus.Stream())
+	if err == nil {
+		var m *jetstream.RawStreamMsg
+		if m, err = st.GetLastMsgForSubject(ctx, subject); err == nil {
+			last = m.Sequence
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errNoReplay, err)
+	}
 	var (
-		mu    sync.Mutex
-		queue []*events.Event
-		wake  = make(chan struct{}, 1)
-		rp    = t.NewReplayer()
-		end   *ui.End
+		mu     sync.Mutex
+		queue  []*events.Event
+		wake   = make(chan struct{}, 1)
+		rp     = t.NewReplayer()
+		end    *ui.End
+		first  bool // the thread's first mark was found
+		absent bool // the stored events up to last do not hold it
 	)
-	stop, err := h.bus.Replay(ctx, h.bus.Subjects().Session(t.Session().ID()), 1, func(_ uint64, ev *events.Event) {
+	stop, err := h.bus.Replay(ctx, subject, 1, func(seq uint64, ev *events.Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		if end != nil {
+		if end != nil || absent {
 			return
 		}
 		keep, e := rp.Add(ev, n)
@@ -200,20 +232,28 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*even
 		if e != nil {
 			end = e
 		}
+		if !first && ev.Type == ui.MarkEvent {
+			var m ui.Mark
+			first = json.Unmarshal(ev.Data, &m) == nil && m.Thread == t.Nonce() && m.Response == 1
+		}
+		absent = !first && seq >= last
 		select {
 		case wake <- struct{}{}:
 		default:
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("aisdk: resume from the durable stream: %w", err)
+		return nil, fmt.Errorf("%w: %w", errNoReplay, err)
 	}
 	defer stop()
 	for {
 		mu.Lock()
-		evs, e := queue, end
+		evs, e, none := queue, end, absent
 		queue = nil
 		mu.Unlock()
+		if none {
+			return nil, fmt.Errorf("%w: the stream no longer holds the thread's start", errNoReplay)
+		}
 		for _, ev := range evs {
 			fn(ev)
 		}
@@ -226,6 +266,15 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*even
 			return nil, context.Cause(ctx)
 		}
 	}
+}
+
+// status is the HTTP status of a refused request: 503 while the host
+// closes (the request may be tried again), else 400.
+func status(err error) int {
+	if errors.Is(err, ui.ErrClosed) {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusBadRequest
 }
 
 // writer writes the protocol's chunks as JSON data: frames.
