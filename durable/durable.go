@@ -381,7 +381,10 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 			if rec.Decision != nil && sameArgs(rec.Call.Args, inv.Call.Args) {
 				rctx = interceptors.WithPriorDecision(ctx, inv.Session, inv.Call.ID, interceptors.PriorDecision(*rec.Decision))
 			} else {
-				rec.Decision = nil // it was about other arguments: ask again
+				// It was about other arguments: ask again, and keep the
+				// arguments asked about now (Pending shows them, and a
+				// decision given through the store is about them).
+				rec.Decision, rec.Call = nil, inv.Call
 			}
 			rec.State, rec.Reason = Running, ""
 			if err := s.put(bctx, k, rec, rev); err != nil {
