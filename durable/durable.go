@@ -418,6 +418,12 @@ func (s *Store) run(ctx, bctx context.Context, k string, inv *toolkit.Invocation
 		case rec.Decision != nil:
 			rec.State, rec.Reason = Suspended, "approval"
 			_ = s.put(bctx, k, rec, rev)
+		case inv.Spec().External:
+			// An external call only waits: it still does, though its
+			// suspend event may not have reached the (asynchronous)
+			// observer yet.
+			rec.State, rec.Reason = Suspended, "external"
+			_ = s.put(bctx, k, rec, rev)
 		default:
 			_ = s.kv.Delete(bctx, k, jetstream.LastRevision(rev))
 		}
