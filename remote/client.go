@@ -46,7 +46,8 @@ type ClientOptions struct {
 	Service string
 	Prefix  string
 	// Heartbeat is how often workers are asked to send a heartbeat while
-	// a call runs (DefaultHeartbeat).
+	// a call runs (DefaultHeartbeat; at least 10 ms, as workers send them
+	// no more often).
 	Heartbeat time.Duration
 	// MissedHeartbeats is how many heartbeat intervals may pass without a
 	// word from the worker before the call fails with ErrWorkerLost
@@ -220,6 +221,9 @@ func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = DefaultHeartbeat
 	}
+	// Workers send heartbeats no more often than this: a shorter interval
+	// would give them up between two.
+	opts.Heartbeat = max(opts.Heartbeat, minHeartbeat)
 	if opts.MissedHeartbeats <= 0 {
 		opts.MissedHeartbeats = DefaultMissedHeartbeats
 	}

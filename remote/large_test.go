@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
@@ -38,5 +39,34 @@ func TestLargeStreamedResult(t *testing.T) {
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "dump", `{}`))[0]
 	if r.State != toolkit.StateSuccess || r.Text() != strings.Repeat(chunk, n) {
 		t.Fatalf("%s, %d bytes, %v", r.State, len(r.Text()), r.Err)
+	}
+}
+
+// TestShortHeartbeat: a client asking for heartbeats more often than a
+// worker sends them (10 ms at most) still waits for them: before, its
+// LostAfter was computed from the interval asked for (2 ms × 5), no longer
+// than the worker's 10 ms, and every call longer than that failed with
+// ErrWorkerLost although the worker was alive.
+func TestShortHeartbeat(t *testing.T) {
+	bus := natstest.Bus(t)
+	wk := testutil.Kit(t)
+	testutil.Add(t, wk, toolkit.MustTool(toolkit.Spec{Name: "slow", ReadOnly: true}, func(ctx context.Context, _ struct{}) (string, error) {
+		select {
+		case <-time.After(150 * time.Millisecond):
+			return "done", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}))
+	serve(t, bus, wk, remote.WorkerOptions{})
+	c := remote.NewClient(conn(t, bus), remote.ClientOptions{Heartbeat: 2 * time.Millisecond, MissedHeartbeats: 5})
+	if c.LostAfter() < 5*10*time.Millisecond {
+		t.Errorf("LostAfter %v: less than 5 of the worker's shortest heartbeats (10 ms)", c.LostAfter())
+	}
+	agent := testutil.Kit(t)
+	testutil.Add(t, agent, discover(t, c, 1)...)
+	r := testutil.Run(t, agent, "s", testutil.Call("c1", "slow", `{}`))[0]
+	if r.State != toolkit.StateSuccess || r.Text() != "done" {
+		t.Fatalf("%s %q", r.State, r.Text())
 	}
 }
