@@ -99,7 +99,7 @@ type router struct {
 	shut  bool
 }
 
-// open gives a call its inbox and the channel its frames arrive on; done
+// open gives a call its inbox and the mailbox its frames arrive in; done
 // forgets it.
 func (c *Client) open() (inbox string, ch *mailbox, done func(), err error) {
 	r := &c.r
