@@ -303,3 +303,53 @@ func TestApprovedCallInterruptedKeepsDecision(t *testing.T) {
 		t.Fatalf("third life: %s %q, asked %d, runs %v", r.State, r.Text(), third.asked.Load(), editsRun())
 	}
 }
+
+// TestDecisionFollowsTheArgumentsAsked: a decided call run again with other
+// arguments is asked about again, and the record then holds those arguments:
+// Pending shows the person what they are asked now, and a decision given
+// through the store about them applies after the next restart (before, the
+// record kept the first arguments, so Pending showed the old ones and every
+// later decision was dropped as being about other arguments).
+func TestDecisionFollowsTheArgumentsAsked(t *testing.T) {
+	js := natstest.JetStream(t)
+	edits.paths = nil
+	ctx := context.Background()
+	pendingApproval(t, js, testutil.Call("p7", "edit", `{"path":"a.txt"}`))
+	st, err := durable.New(ctx, js, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Approve(ctx, "conv", "p7", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// The call comes back with other arguments: the person is asked again.
+	second := startApprovals(t, js)
+	batch := second.sess.Start(ctx, []toolkit.Call{testutil.Call("p7", "edit", `{"path":"c.txt"}`)})
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		rec, err := st.Get(ctx, "conv", "p7")
+		if err == nil && rec.State == durable.Suspended && rec.Decision == nil && second.asked.Load() == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never asked again: %+v %v, asked %d", rec, err, second.asked.Load())
+		}
+	}
+	second.close()
+	if r := batch.Wait()[0]; r.State != toolkit.StateInterrupted {
+		t.Fatalf("second life: %s %q", r.State, r.Text())
+	}
+	pending, err := st.Pending(ctx, "conv")
+	if err != nil || len(pending) != 1 || !strings.Contains(string(pending[0].Call.Args), "c.txt") {
+		t.Fatalf("pending shows %+v %v, want the arguments asked about (c.txt)", pending, err)
+	}
+	if err := st.Approve(ctx, "conv", "p7", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	third := startApprovals(t, js)
+	r := third.sess.Run(ctx, []toolkit.Call{testutil.Call("p7", "edit", `{"path":"c.txt"}`)})[0]
+	if r.State != toolkit.StateSuccess || r.Text() != "edited c.txt" || third.asked.Load() != 0 {
+		t.Fatalf("third life: %s %q, asked %d", r.State, r.Text(), third.asked.Load())
+	}
+}

@@ -46,7 +46,8 @@ type ClientOptions struct {
 	Service string
 	Prefix  string
 	// Heartbeat is how often workers are asked to send a heartbeat while
-	// a call runs (DefaultHeartbeat).
+	// a call runs (DefaultHeartbeat; at least 10 ms, as workers send them
+	// no more often).
 	Heartbeat time.Duration
 	// MissedHeartbeats is how many heartbeat intervals may pass without a
 	// word from the worker before the call fails with ErrWorkerLost
@@ -93,24 +94,24 @@ type router struct {
 	closed chan struct{} // closed by Close
 
 	mu    sync.Mutex
-	calls map[string]chan *nats.Msg // by inbox
+	calls map[string]*mailbox // by inbox
 	next  uint64
 	shut  bool
 }
 
-// open gives a call its inbox and the channel its frames arrive on; done
+// open gives a call its inbox and the mailbox its frames arrive in; done
 // forgets it.
-func (c *Client) open() (inbox string, ch chan *nats.Msg, done func(), err error) {
+func (c *Client) open() (inbox string, ch *mailbox, done func(), err error) {
 	r := &c.r
 	r.once.Do(func() {
 		r.prefix = c.nc.NewInbox() + "."
-		r.calls = map[string]chan *nats.Msg{}
+		r.calls = map[string]*mailbox{}
 		r.sub, r.err = c.nc.Subscribe(r.prefix+"*", r.route)
 	})
 	if r.err != nil {
 		return "", nil, nil, r.err
 	}
-	ch = make(chan *nats.Msg, 256)
+	ch = &mailbox{ready: make(chan struct{}, 1)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.shut {
@@ -127,8 +128,9 @@ func (c *Client) open() (inbox string, ch chan *nats.Msg, done func(), err error
 }
 
 // route runs on the subscription's goroutine and never waits: a follower
-// 256 frames behind loses the frame, as a slow consumer of its own
-// subscription would, and sees the gap in the frame numbers.
+// behind by the pending limits of a subscription of its own loses the
+// frame, as a slow consumer of that subscription would, and sees the gap in
+// the frame numbers.
 func (r *router) route(m *nats.Msg) {
 	r.mu.Lock()
 	ch := r.calls[m.Subject]
@@ -136,10 +138,56 @@ func (r *router) route(m *nats.Msg) {
 	if ch == nil {
 		return // a call that ended: a late heartbeat or a repeated frame
 	}
+	ch.put(m)
+}
+
+// mailbox holds one call's frames until its follower takes them. It is
+// bounded as one subscription per call was (nats.go's default pending
+// limits), not by a small channel: a tool that streams a result larger than
+// one NATS message in many small deltas sends frames faster than the
+// caller's engine emits them, and a lost delta then fails the whole call
+// (its result frame leaves the content out).
+type mailbox struct {
+	mu    sync.Mutex
+	q     []*nats.Msg
+	bytes int
+	ready chan struct{} // holds a token while q is not empty
+}
+
+func (b *mailbox) put(m *nats.Msg) {
+	b.mu.Lock()
+	if len(b.q) >= nats.DefaultSubPendingMsgsLimit || b.bytes+len(m.Data) > nats.DefaultSubPendingBytesLimit {
+		b.mu.Unlock()
+		return
+	}
+	b.q = append(b.q, m)
+	b.bytes += len(m.Data)
+	b.mu.Unlock()
 	select {
-	case ch <- m:
+	case b.ready <- struct{}{}:
 	default:
 	}
+}
+
+// take returns the oldest frame, or nil; it leaves the token in ready when
+// more wait.
+func (b *mailbox) take() *nats.Msg {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.q) == 0 {
+		return nil
+	}
+	m := b.q[0]
+	b.q[0] = nil
+	b.q = b.q[1:]
+	b.bytes -= len(m.Data)
+	if len(b.q) > 0 {
+		select {
+		case b.ready <- struct{}{}:
+		default:
+		}
+	}
+	return m
 }
 
 // Close drops the client's subscription. Calls still waiting for their
@@ -173,6 +221,9 @@ func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = DefaultHeartbeat
 	}
+	// Workers send heartbeats no more often than this: a shorter interval
+	// would give them up between two.
+	opts.Heartbeat = max(opts.Heartbeat, minHeartbeat)
 	if opts.MissedHeartbeats <= 0 {
 		opts.MissedHeartbeats = DefaultMissedHeartbeats
 	}
@@ -438,7 +489,7 @@ type follower struct {
 	c       *Client
 	tool    string
 	inbox   string
-	ch      chan *nats.Msg
+	ch      *mailbox
 	em      *stream.Emitter
 	worker  string
 	control string
@@ -459,7 +510,11 @@ func (f *follower) follow(ctx context.Context) ([]toolkit.Part, error) {
 			return nil, &LostError{Worker: f.worker, Tool: f.tool, After: lost}
 		case <-f.c.r.closed:
 			return nil, fmt.Errorf("remote: the call of %q: %w (the worker may still run it)", f.tool, ErrClientClosed)
-		case m := <-f.ch:
+		case <-f.ch.ready:
+			m := f.ch.take()
+			if m == nil {
+				continue
+			}
 			timer.Reset(lost)
 			if done, parts, err := f.frame(m); done {
 				return parts, err
@@ -613,7 +668,11 @@ func (f *follower) cancel() error {
 				return errors.New("no worker had taken the call yet")
 			}
 			return fmt.Errorf("worker %s did not confirm within %v", f.worker, f.c.opts.CancelWait)
-		case m := <-f.ch:
+		case <-f.ch.ready:
+			m := f.ch.take()
+			if m == nil {
+				continue
+			}
 			switch m.Header.Get(HeaderFrame) {
 			case frameAccept:
 				f.worker, f.control = m.Header.Get(HeaderWorker), m.Header.Get(HeaderControl)

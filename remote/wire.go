@@ -34,6 +34,9 @@ const (
 	DefaultMissedHeartbeats = 3
 )
 
+// minHeartbeat is the shortest heartbeat interval a worker keeps to.
+const minHeartbeat = 10 * time.Millisecond
+
 // Request headers (agent to worker).
 const (
 	HeaderSession   = "Toolstream-Session"

@@ -252,7 +252,7 @@ func (w *Worker) handler(tool string) micro.HandlerFunc {
 		if beat == 0 {
 			beat = DefaultHeartbeat
 		}
-		beat = min(max(beat, 10*time.Millisecond), 30*time.Second)
+		beat = min(max(beat, minHeartbeat), 30*time.Second)
 		if n := w.inFlight.Add(1); n > int64(w.opts.MaxInFlight) {
 			w.inFlight.Add(-1)
 			w.refuse(req, codeBusy, fmt.Sprintf("worker %s is busy: %d calls in flight, its limit", w.ID(), w.opts.MaxInFlight))
