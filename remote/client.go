@@ -495,7 +495,7 @@ type follower struct {
 	control string
 	next    uint64 // the frame number expected next
 	gap     bool   // a frame was lost: the result frame's content is the truth
-	relayed []events.Part
+	relayed events.Reassembler // what reached the engine, to compare with the result
 }
 
 func (f *follower) follow(ctx context.Context) ([]toolkit.Part, error) {
@@ -573,11 +573,13 @@ func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err erro
 		}
 		if m.Header.Get(HeaderReset) != "" {
 			if f.em.Reset() == nil {
-				f.relayed = nil
+				f.relayed = events.Reassembler{}
 			}
 		}
 		if f.em.Part(p) == nil {
-			f.relayed = events.AppendPart(f.relayed, p)
+			// A Reassembler adds text deltas in linear time, where
+			// AppendPart copies the text so far for each.
+			f.relayed.Add(&events.Event{Type: events.TypeDelta, Delta: &p})
 		}
 	case frameResult:
 		var r wireResult
@@ -601,19 +603,20 @@ func (f *follower) settle(r *wireResult) ([]toolkit.Part, error) {
 			rerr = interceptors.Transient(rerr) // the tool vouched for it on the worker
 		}
 	}
+	relayed := f.relayed.Content()
 	want := r.Content
 	if r.Omitted {
 		if f.gap {
 			return nil, fmt.Errorf("remote: worker %s's result of %q was larger than one NATS message and some of its pieces were lost", f.worker, f.tool)
 		}
-		want = f.relayed
+		want = relayed
 	} else if rerr != nil {
 		want = withoutErrorLine(want, r.Error)
 	}
 	var out []toolkit.Part
 	if f.em == nil {
 		out = want // no engine to stream to: return the content
-	} else if !events.EqualContent(f.relayed, want) {
+	} else if !events.EqualContent(relayed, want) {
 		if err := f.em.Reset(); err != nil {
 			return nil, err
 		}
