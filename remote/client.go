@@ -493,8 +493,8 @@ type follower struct {
 	em      *stream.Emitter
 	worker  string
 	control string
-	next    uint64 // the frame number expected next
-	gap     bool   // a frame was lost: the result frame's content is the truth
+	next    uint64             // the frame number expected next
+	gap     bool               // a frame was lost: the result frame's content is the truth
 	relayed events.Reassembler // what reached the engine, to compare with the result
 }
 
