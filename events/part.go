@@ -92,7 +92,9 @@ func (p Part) String() string {
 
 // AppendPart appends a delta to accumulated content. It is the one rule by
 // which deltas add up to a result: adjacent text parts merge into one, other
-// parts are kept as they are, empty parts add nothing.
+// parts are kept as they are, empty parts add nothing. Merging copies the
+// text so far: to add up a long stream of text deltas, use a [Reassembler],
+// which follows the same rule in linear time.
 func AppendPart(content []Part, p Part) []Part {
 	if p.IsEmpty() {
 		return content
