@@ -310,7 +310,12 @@ const maxBlockRun = 64 << 10
 // it is, and kept whole unless it holds a byte to look at (a few bit
 // operations tell), so that a run of plain text costs no call and no copy
 // of its own.
-func appendString(dst []byte, s string) []byte {
+func appendString(dst []byte, s string) []byte { return escapeString(dst, s, true) }
+
+// escapeString is appendString, with the SSE2 blocks or without them (the
+// word loop alone, as other platforms run it: tests and benchmarks compare
+// the two in one run).
+func escapeString(dst []byte, s string, blocks bool) []byte {
 	n := len(dst)
 	out := growRoom(dst, len(s)+wordRoom)
 	out[n] = '"'
@@ -326,7 +331,7 @@ func appendString(dst []byte, s string) []byte {
 		// 32-byte blocks where the processor has a fast path for them
 		// (escape_amd64.s), a run of at most maxBlockRun bytes per call;
 		// the words below take what it leaves: a non-ASCII byte, the tail.
-		for len(b)-i >= 32 {
+		for blocks && len(b)-i >= 32 {
 			run := min(len(b)-i, maxBlockRun)
 			r, w := escapeBlocks(&out[n], len(out)-n, &b[i], run, &escWord, &escLen)
 			i += r

@@ -15,9 +15,9 @@ var blockSpecials = []string{
 }
 
 // TestAppendStringBlocks: wherever a special byte falls in the 32-byte
-// blocks of the fast path (escape_amd64.s; the word loop elsewhere and with
-// -tags purego), and whatever room dst has, appendString writes what
-// encoding/json writes.
+// blocks of the fast path (escape_amd64.s), and whatever room dst has, the
+// escaper writes what encoding/json writes, with the blocks and with its
+// word loop alone (what other platforms run).
 func TestAppendStringBlocks(t *testing.T) {
 	check := func(t *testing.T, s string) {
 		t.Helper()
@@ -28,8 +28,11 @@ func TestAppendStringBlocks(t *testing.T) {
 		for _, room := range []int{0, 1, len(s), 6 * len(s)} {
 			dst := make([]byte, 3, 3+room)
 			copy(dst, "pre")
-			if got := appendString(dst, s); string(got) != "pre"+string(want) {
-				t.Fatalf("appendString(%q) with %d bytes of room:\n got %s\nwant pre%s", s, room, got, want)
+			for _, blocks := range []bool{true, false} {
+				d := append(make([]byte, 0, cap(dst)), dst...)
+				if got := escapeString(d, s, blocks); string(got) != "pre"+string(want) {
+					t.Fatalf("escapeString(%q, blocks %v) with %d bytes of room:\n got %s\nwant pre%s", s, blocks, room, got, want)
+				}
 			}
 		}
 	}
