@@ -119,6 +119,28 @@ func post(t *testing.T, url string, body any) *stream {
 	return open(t, resp)
 }
 
+// untilToolAsked reads s until its gated tool is asked to run.
+func (s *stream) untilToolAsked() {
+	for c := s.next(); c["type"] != "tool-input-available"; c = s.next() {
+	}
+}
+
+// resumeAtTheGate resumes chat id (GET <api>/<id>/stream) while live, its
+// response in progress, waits at the gated tool; it opens the gate once the
+// resume is under way and returns both streams whole.
+func resumeAtTheGate(t *testing.T, a *uitest.Agent, url, id string, live *stream) (l, r []chunk) {
+	t.Helper()
+	client := &http.Client{Timeout: 5 * time.Second} // a resume that hangs fails
+	resp, err := client.Get(url + "/api/chat/" + id + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := open(t, resp)
+	resumed.next() // the resume is under way before the gate opens
+	close(a.Gate)
+	return live.all(), resumed.all()
+}
+
 func dump(cs []chunk) string {
 	var b strings.Builder
 	for _, c := range cs {
@@ -278,16 +300,8 @@ func TestResume(t *testing.T) {
 				t.Fatalf("resume of an unknown chat: %d", resp.StatusCode)
 			}
 			live := post(t, url, chunk{"id": "chat3", "messages": []any{userMsg("u1", "gate")}})
-			for c := live.next(); c["type"] != "tool-input-available"; c = live.next() {
-			}
-			resp, err = http.Get(url + "/api/chat/chat3/stream")
-			if err != nil {
-				t.Fatal(err)
-			}
-			resumed := open(t, resp)
-			resumed.next() // the resume is under way before the gate opens
-			close(a.Gate)
-			l, r := live.all(), resumed.all()
+			live.untilToolAsked()
+			l, r := resumeAtTheGate(t, a, url, "chat3", live)
 			if !reflect.DeepEqual(l, r) {
 				t.Errorf("live:\n%s\nresumed:\n%s", dump(l), dump(r))
 			}
@@ -465,19 +479,11 @@ func TestSkillsAsData(t *testing.T) {
 func TestResumeWhenTheReplayCannotStart(t *testing.T) {
 	a, url := serve(t, withReplay)
 	live := post(t, url, chunk{"id": "chat9", "messages": []any{userMsg("u1", "gate")}})
-	for c := live.next(); c["type"] != "tool-input-available"; c = live.next() {
-	}
+	live.untilToolAsked()
 	if err := a.Bus.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get(url + "/api/chat/chat9/stream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resumed := open(t, resp)
-	resumed.next()
-	close(a.Gate)
-	l, r := live.all(), resumed.all()
+	l, r := resumeAtTheGate(t, a, url, "chat9", live)
 	if !reflect.DeepEqual(l, r) {
 		t.Errorf("live:\n%s\nresumed:\n%s", dump(l), dump(r))
 	}
@@ -497,17 +503,8 @@ func TestResumeAfterTheStreamDroppedTheThreadsStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := post(t, url, chunk{"id": "chat10", "messages": []any{userMsg("u1", "hi"), userMsg("u2", "gate")}})
-	for c := live.next(); c["type"] != "tool-input-available"; c = live.next() {
-	}
-	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get(url + "/api/chat/chat10/stream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resumed := open(t, resp)
-	resumed.next()
-	close(a.Gate)
-	l, r := live.all(), resumed.all()
+	live.untilToolAsked()
+	l, r := resumeAtTheGate(t, a, url, "chat10", live)
 	if !reflect.DeepEqual(l, r) {
 		t.Errorf("live:\n%s\nresumed:\n%s", dump(l), dump(r))
 	}
