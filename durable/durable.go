@@ -36,7 +36,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -114,10 +113,6 @@ func WithTTL(d time.Duration) Option { return func(c *jetstream.KeyValueConfig) 
 // Store keeps calls in a key-value bucket.
 type Store struct {
 	kv jetstream.KeyValue
-	// interrupted holds the records of interrupted calls deleted while
-	// still "running" in the bucket, by key, until the observer sees their
-	// result event.
-	interrupted sync.Map
 }
 
 // New opens (creating if needed) the bucket; an empty name means
@@ -305,34 +300,18 @@ func (s *Store) settle(ctx context.Context, session, callID, reason, waitsFor, g
 // call suspended. Attach the store with toolkit.WithObserver (it writes to
 // NATS: never inline).
 func (s *Store) Observe(ev *events.Event) {
-	if ev.Call == "" {
-		return
-	}
-	if ev.Type == events.TypeResult {
-		s.interrupted.Delete(key(ev.Session, ev.Call))
-		return
-	}
-	if ev.Type != events.TypeSuspend || ev.Suspend == nil {
+	if ev.Type != events.TypeSuspend || ev.Call == "" || ev.Suspend == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	k := key(ev.Session, ev.Call)
-	err := s.update(ctx, k, func(r *Record) bool {
+	_ = s.update(ctx, key(ev.Session, ev.Call), func(r *Record) bool {
 		if r.State != Running {
 			return false // done already, or suspended once more
 		}
 		r.State, r.Reason = Suspended, ev.Suspend.Reason
 		return true
 	})
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		// Interrupted before this event came: it waited, so it is pending.
-		if v, ok := s.interrupted.LoadAndDelete(k); ok {
-			rec := v.(Record)
-			rec.State, rec.Reason = Suspended, ev.Suspend.Reason
-			_ = s.put(ctx, k, rec, 0)
-		}
-	}
 }
 
 func (st *Stored) outcome() toolkit.Outcome {
@@ -439,11 +418,12 @@ func (s *Store) run(ctx, bctx context.Context, k string, inv *toolkit.Invocation
 		case rec.Decision != nil:
 			rec.State, rec.Reason = Suspended, "approval"
 			_ = s.put(bctx, k, rec, rev)
+		case inv.Waiting() != "":
+			// It waited outside when it was interrupted; the observer,
+			// which is asynchronous, may not have recorded it yet.
+			rec.State, rec.Reason = Suspended, inv.Waiting()
+			_ = s.put(bctx, k, rec, rev)
 		default:
-			// The call may have waited all the same: the observer, which
-			// is asynchronous, may not have seen its suspend event yet.
-			// Observe puts it back if one comes before its result.
-			s.interrupted.Store(k, rec)
 			_ = s.kv.Delete(bctx, k, jetstream.LastRevision(rev))
 		}
 		return out

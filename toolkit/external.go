@@ -54,6 +54,10 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 // announceSuspension emits the suspend event and the batch's notice. c.mu must
 // be held.
 func (c *call) announceSuspension(reason string) {
+	if c.side == nil {
+		c.side = &aside{}
+	}
+	c.side.waiting = reason
 	if c.emits() {
 		ev, body := newEvent[events.Suspend](c, events.TypeSuspend)
 		body.Reason = reason
@@ -76,6 +80,7 @@ func (c *call) suspend(reason string) (context.Context, func() context.Context) 
 		s := st.callScope(c, c.timeout)
 		c.mu.Lock()
 		c.cur = s
+		c.side.waiting = ""
 		c.mu.Unlock()
 		return s
 	}

@@ -241,6 +241,20 @@ func (inv *Invocation) Suspend(reason string) (wait context.Context, resume func
 	return inv.c.suspend(reason)
 }
 
+// Waiting returns the reason the call is suspended with now (Suspend, or
+// "external" for a call of an external tool), or "" when it is not
+// waiting. An interceptor whose call comes back interrupted tells from it
+// whether the call was interrupted while it waited outside the process.
+func (inv *Invocation) Waiting() string {
+	c := inv.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.side == nil {
+		return ""
+	}
+	return c.side.waiting
+}
+
 // interceptors is an immutable snapshot of a toolkit's interceptors, with
 // the chains built from it, cached per tool.
 type interceptors struct {

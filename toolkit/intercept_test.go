@@ -300,15 +300,20 @@ func TestSuspendResume(t *testing.T) {
 			return "free ran", nil
 		}),
 	)
+	var waiting []string // Invocation.Waiting before, during and after the wait
 	g := toolkit.Interceptor{Name: "gate", Tools: []string{"guarded"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		waiting = append(waiting, inv.Waiting())
 		wait, resume := inv.Suspend("approval")
+		waiting = append(waiting, inv.Waiting())
 		select {
 		case <-decide:
 		case <-wait.Done():
 			during = wait.Err()
 			return toolkit.Failure(toolkit.StateInterrupted, wait.Err())
 		}
-		return next(resume(), inv)
+		ctx = resume()
+		waiting = append(waiting, inv.Waiting())
+		return next(ctx, inv)
 	}}
 	tk.Use(g)
 	s := testutil.Session(t, tk, "s")
@@ -330,12 +335,22 @@ func TestSuspendResume(t *testing.T) {
 	if got := testutil.Types(rec.Of("g")); !slices.Equal(got, []events.Type{"start", "suspend", "delta", "result"}) {
 		t.Fatalf("events %v", got)
 	}
+	if !slices.Equal(waiting, []string{"", "approval", ""}) {
+		t.Fatalf("Waiting before, during, after the wait: %q", waiting)
+	}
 }
 
-// TestSuspendedCallInterrupted: cancelling the run ends the wait.
+// TestSuspendedCallInterrupted: cancelling the run ends the wait, and an
+// interceptor around the one that waited sees why the call waited.
 func TestSuspendedCallInterrupted(t *testing.T) {
 	tk := testutil.Kit(t)
 	testutil.Add(t, tk, echoTool(t))
+	var waited string
+	tk.Use(toolkit.Interceptor{Name: "outer", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		out := next(ctx, inv)
+		waited = inv.Waiting()
+		return out
+	}})
 	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		wait, _ := inv.Suspend("approval")
 		<-wait.Done()
@@ -351,6 +366,9 @@ func TestSuspendedCallInterrupted(t *testing.T) {
 	}
 	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
 		t.Fatalf("%s %v", r.State, r.Err)
+	}
+	if waited != "approval" {
+		t.Fatalf("Waiting after an interrupted wait: %q, want approval", waited)
 	}
 }
 
