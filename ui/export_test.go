@@ -1,6 +1,29 @@
 package ui
 
-import "time"
+import (
+	"time"
+
+	"github.com/toolstream/toolstream/agent"
+)
 
 // SetMarkDelay holds every mark back by d (tests only).
 func SetMarkDelay(d time.Duration) { markDelay = d }
+
+// SetMovedOnHook sets the function Begin calls after it cancelled a
+// paused run for new messages, before it locks the thread again (tests
+// only; nil resets it).
+func SetMovedOnHook(f func()) { movedOnHook = f }
+
+// UserTexts returns the texts of the conversation's user messages; call
+// it while no run goes on.
+func UserTexts(t *Thread) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for _, m := range t.conv.Messages {
+		if m.Role == agent.RoleUser {
+			out = append(out, m.Text())
+		}
+	}
+	return out
+}

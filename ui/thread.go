@@ -189,6 +189,12 @@ func (h *Host) Lookup(id string) *Thread {
 // requests meet a response whose end is decided but not yet cut.
 var markDelay time.Duration
 
+// movedOnHook, when set (tests only; nil in production), is called by
+// Begin after it cancelled a paused run for new messages and waited for
+// it, before it locks the thread again: the window in which a concurrent
+// request may take the same messages.
+var movedOnHook func()
+
 // Thread is one conversation served to a UI: a toolkit session, the
 // conversation and its responses.
 type Thread struct {
@@ -328,6 +334,8 @@ type IDMessage struct {
 // meanwhile) are ignored likewise. It returns the response to read.
 func (t *Thread) Begin(in Input) (*Log, error) {
 	t.mu.Lock()
+	var fresh []IDMessage
+	var paused []interceptors.ApprovalRequest
 	for {
 		if t.tr.over != nil {
 			// The run is over; its response ends at the mark on its way.
@@ -349,32 +357,37 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 			t.mu.Lock()
 			continue
 		}
-		break
-	}
-	var fresh []IDMessage
-	for _, m := range in.Messages {
-		if m.ID == "" || !t.seen[m.ID] {
-			fresh = append(fresh, m)
+		fresh = fresh[:0]
+		for _, m := range in.Messages {
+			if m.ID == "" || !t.seen[m.ID] {
+				fresh = append(fresh, m)
+			}
 		}
-	}
-	paused := t.pausedLocked()
-	switch {
-	case t.running && paused == nil:
-		t.mu.Unlock()
-		return nil, ErrBusy
-	case t.running && len(fresh) > 0:
-		// Moved on: the paused run ends here (its waiting calls are
-		// interrupted, answers or not) and a new one takes the messages.
-		cancel, done, l := t.cancel, t.done, t.cur
-		t.mu.Unlock()
-		cancel()
-		<-done
-		<-l.Done() // its last response (the run's error) is over
-		t.mu.Lock()
-		if t.running {
+		paused = t.pausedLocked()
+		if t.running && paused == nil {
 			t.mu.Unlock()
 			return nil, ErrBusy
 		}
+		if t.running && len(fresh) > 0 {
+			// Moved on: the paused run ends here (its waiting calls are
+			// interrupted, answers or not) and a new one takes the messages.
+			cancel, done, l := t.cancel, t.done, t.cur
+			t.mu.Unlock()
+			cancel()
+			<-done
+			<-l.Done() // its last response (the run's error) is over
+			if movedOnHook != nil {
+				movedOnHook()
+			}
+			t.mu.Lock()
+			// Everything is read again: while the lock was free, another
+			// request may have taken the same messages and started a run
+			// (maybe over already), or the host closed.
+			continue
+		}
+		break
+	}
+	switch {
 	case len(in.Answers) > 0 && paused == nil && len(fresh) == 0:
 		// With new messages the answers are moot, as when they end a
 		// paused run: the run they were for is over.

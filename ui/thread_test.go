@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,5 +168,72 @@ func TestBackToBackRuns(t *testing.T) {
 		if end.Kind != ui.EndAnswer || evs[len(evs)-1].Type != "answer" || evs[0].Type != "turn_start" {
 			t.Fatalf("response %d (of run %d): %s ... %s, end %+v", i, l.Run, evs[0].Type, evs[len(evs)-1].Type, end)
 		}
+	}
+}
+
+// Two requests that bring the same new message to a paused run both
+// cancel it; the message is taken in once. The second request waits
+// (the hook) until the first one's run is over, then finds nothing new:
+// it used to add the message again from what it read before waiting, and
+// run the conversation with it twice.
+func TestSameMessageTwiceWhilePaused(t *testing.T) {
+	a := uitest.New(t)
+	th, _ := a.Host.Thread("twice")
+	l, err := th.Begin(user("u1", "note"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, end := read(t, l); end.Kind != ui.EndPaused {
+		t.Fatalf("end %+v", end)
+	}
+	arrived := make(chan struct{}, 2)
+	release := make(chan struct{})
+	var once sync.Once
+	ui.SetMovedOnHook(func() {
+		arrived <- struct{}{}
+		first := false
+		once.Do(func() { first = true })
+		if first {
+			<-arrived // wait for the other request to be in the window too
+			arrived <- struct{}{}
+			return
+		}
+		<-release
+	})
+	t.Cleanup(func() { ui.SetMovedOnHook(nil) })
+	type begun struct {
+		l   *ui.Log
+		err error
+	}
+	in := ui.Input{Messages: []ui.IDMessage{{ID: "u1", Message: agentUser("note")}, {ID: "u2", Message: agentUser("hi")}}}
+	results := make(chan begun, 2)
+	for range 2 {
+		go func() {
+			l, err := th.Begin(in)
+			results <- begun{l, err}
+		}()
+	}
+	first := <-results
+	if first.err != nil {
+		t.Fatalf("the first request: %v", first.err)
+	}
+	if _, end := read(t, first.l); end.Kind != ui.EndAnswer || end.Answer.Text != "Hello." {
+		t.Fatalf("the first request's response ends %+v", end)
+	}
+	// The run is over and has returned: Begin waits for it.
+	if _, err := th.Begin(ui.Input{}); !errors.Is(err, ui.ErrNothingToRun) {
+		t.Fatalf("an empty request after the run: %v", err)
+	}
+	close(release)
+	second := <-results
+	if !errors.Is(second.err, ui.ErrNothingToRun) {
+		if second.l != nil {
+			evs, _ := read(t, second.l)
+			t.Fatalf("the second request took the message again: a run of %d events (error %v)", len(evs), second.err)
+		}
+		t.Fatalf("the second request: %v, want ErrNothingToRun", second.err)
+	}
+	if got := ui.UserTexts(th); fmt.Sprint(got) != "[note hi]" {
+		t.Errorf("the conversation's user messages %q, want [note hi]", got)
 	}
 }
