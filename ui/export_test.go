@@ -9,9 +9,9 @@ import (
 // SetMarkDelay holds every mark back by d (tests only).
 func SetMarkDelay(d time.Duration) { markDelay = d }
 
-// SetMovedOnHook sets the function Begin calls after it cancelled a
-// paused run for new messages, before it locks the thread again (tests
-// only; nil resets it).
+// SetMovedOnHook sets the function Begin calls when it unlocked the
+// thread to cancel a paused run for new messages (tests only; nil resets
+// it).
 func SetMovedOnHook(f func()) { movedOnHook = f }
 
 // UserTexts returns the texts of the conversation's user messages; call

@@ -190,9 +190,9 @@ func (h *Host) Lookup(id string) *Thread {
 var markDelay time.Duration
 
 // movedOnHook, when set (tests only; nil in production), is called by
-// Begin after it cancelled a paused run for new messages and waited for
-// it, before it locks the thread again: the window in which a concurrent
-// request may take the same messages.
+// Begin when it unlocked the thread to cancel a paused run for new
+// messages: from there until it locks the thread again, a concurrent
+// request that read the thread before may take the same messages.
 var movedOnHook func()
 
 // Thread is one conversation served to a UI: a toolkit session, the
@@ -373,12 +373,12 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 			// interrupted, answers or not) and a new one takes the messages.
 			cancel, done, l := t.cancel, t.done, t.cur
 			t.mu.Unlock()
-			cancel()
-			<-done
-			<-l.Done() // its last response (the run's error) is over
 			if movedOnHook != nil {
 				movedOnHook()
 			}
+			cancel()
+			<-done
+			<-l.Done() // its last response (the run's error) is over
 			t.mu.Lock()
 			// Everything is read again: while the lock was free, another
 			// request may have taken the same messages and started a run
@@ -496,6 +496,24 @@ func (t *Thread) Cancel() {
 	}
 }
 
+// CancelResponse ends the run response l belongs to, if l is still the
+// response in progress: a cancel meant for a response that is over (its
+// run ended, or paused and was resumed by another request) never lands on
+// a run or a response that began since. It reports whether it cancelled.
+func (t *Thread) CancelResponse(l *Log) bool {
+	t.mu.Lock()
+	var cancel context.CancelFunc
+	if l != nil && t.cur == l && t.running && t.runNo == l.Run && !l.over() {
+		cancel = t.cancel // this run's own: calling it later cancels no other
+	}
+	t.mu.Unlock()
+	if cancel == nil {
+		return false
+	}
+	cancel()
+	return true
+}
+
 // Streaming returns the response in progress: a run goes on and does
 // not wait for answers. It returns nil otherwise.
 func (t *Thread) Streaming() *Log {
@@ -584,6 +602,12 @@ func newLog(n, run int) *Log {
 
 // Done is closed when the response is over.
 func (l *Log) Done() <-chan struct{} { return l.done }
+
+func (l *Log) over() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.end != nil
+}
 
 func (l *Log) append(ev *events.Event) {
 	l.mu.Lock()

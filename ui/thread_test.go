@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,21 +187,19 @@ func TestSameMessageTwiceWhilePaused(t *testing.T) {
 	if _, end := read(t, l); end.Kind != ui.EndPaused {
 		t.Fatalf("end %+v", end)
 	}
-	arrived := make(chan struct{}, 2)
-	release := make(chan struct{})
-	var once sync.Once
+	in2, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
 	ui.SetMovedOnHook(func() {
-		arrived <- struct{}{}
-		first := false
-		once.Do(func() { first = true })
-		if first {
-			<-arrived // wait for the other request to be in the window too
-			arrived <- struct{}{}
+		if calls.Add(1) == 1 {
+			<-in2 // the other request read the thread too: both are in the window
 			return
 		}
+		close(in2)
 		<-release
 	})
 	t.Cleanup(func() { ui.SetMovedOnHook(nil) })
+	let := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(let) // if the test fails before
 	type begun struct {
 		l   *ui.Log
 		err error
@@ -224,7 +223,7 @@ func TestSameMessageTwiceWhilePaused(t *testing.T) {
 	if _, err := th.Begin(ui.Input{}); !errors.Is(err, ui.ErrNothingToRun) {
 		t.Fatalf("an empty request after the run: %v", err)
 	}
-	close(release)
+	let()
 	second := <-results
 	if !errors.Is(second.err, ui.ErrNothingToRun) {
 		if second.l != nil {

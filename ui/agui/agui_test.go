@@ -3,12 +3,14 @@ package agui_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -493,5 +495,81 @@ func TestClosedHost(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "closed") {
 		t.Errorf("status %d: %s, want 503", resp.StatusCode, b)
+	}
+}
+
+// A client that goes away cancels the run of the response it was
+// reading, and no other: here its response ends (the gate opens) and
+// another request starts a run (which pauses) before the handler gets to
+// cancel (the hook holds it there). That run must still be paused after:
+// the cancel used to land on whatever run the thread had then.
+func TestClientGoneCancelsOnlyItsRun(t *testing.T) {
+	a := uitest.New(t)
+	servedA := make(chan struct{})
+	h := agui.NewHandler(a.Host)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		if r.Header.Get("X-Test-Run") == "A" {
+			close(servedA)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	gone, release := make(chan struct{}), make(chan struct{})
+	agui.SetClientGoneHook(func() {
+		close(gone)
+		<-release
+	})
+	t.Cleanup(func() { agui.SetClientGoneHook(nil) })
+	let := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(let) // before the server closes, if the test fails early
+
+	// Run A waits in the gate; its client reads until the gate started, then goes.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	body, _ := json.Marshal(input("t13", "A", user("u1", "gate")))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, bytes.NewReader(body))
+	req.Header.Set("X-Test-Run", "A")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"ACTIVITY_SNAPSHOT"`) && strings.Contains(sc.Text(), `"tool":"gate"`) {
+			break
+		}
+	}
+	cancel()
+	resp.Body.Close()
+	<-gone
+
+	// Meanwhile run A ends and run B starts, and pauses.
+	close(a.Gate)
+	th := a.Host.Lookup("t13")
+	deadline := time.Now().Add(10 * time.Second)
+	for th.Streaming() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("run A does not end")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b := run(t, srv.URL, input("t13", "B", user("u1", "gate"), user("u2", "note")))
+	ints := b[len(b)-1]["outcome"].(map[string]any)["interrupts"].([]any)
+	if len(ints) != 1 {
+		t.Fatalf("run B: interrupts %v\n%s", ints, dump(b))
+	}
+	n1 := ints[0].(map[string]any)["id"].(string)
+
+	// Now the handler of A cancels: run B must not mind.
+	let()
+	<-servedA
+	in := input("t13", "C", user("u1", "gate"), user("u2", "note"))
+	in["resume"] = []any{map[string]any{"interruptId": n1, "status": "resolved", "payload": map[string]any{"approved": true}}}
+	c := run(t, srv.URL, in)
+	if got := results(c)[n1]; got != "saved: a" {
+		t.Errorf("%s's result %q\n%s", n1, got, dump(c))
+	}
+	if last := c[len(c)-1]; last["type"] != "RUN_FINISHED" || last["outcome"].(map[string]any)["type"] != "interrupt" {
+		t.Errorf("run B does not go on to its second approval:\n%s", dump(c))
 	}
 }

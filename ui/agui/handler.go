@@ -98,25 +98,40 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i := 0; ; {
 		evs, end, err := log.Next(r.Context(), i)
 		if err != nil {
-			// The client went: AG-UI has no resume of a stream, so the run stops.
-			t.Cancel()
+			clientGone(t, log)
 			return
 		}
 		for _, ev := range evs {
 			tr.event(ev)
 		}
-		if out.Err() != nil || r.Context().Err() != nil {
-			t.Cancel() // the client went (see above)
-			return
-		}
 		i += len(evs)
 		if end != nil {
+			// Over: nothing to cancel, even if the client is gone (a paused
+			// run's interrupts come again with the next run).
 			tr.finish(end)
 			out.Flush()
 			return
 		}
+		if out.Err() != nil || r.Context().Err() != nil {
+			clientGone(t, log)
+			return
+		}
 		out.Flush()
 	}
+}
+
+// clientGoneHook, when set (tests only; nil in production), is called
+// when the handler found its client gone, before it cancels: the window
+// in which the response may end and another request start a run.
+var clientGoneHook func()
+
+// clientGone stops the run of the response the client was reading, and
+// only while that response goes on: AG-UI has no resume of a stream.
+func clientGone(t *ui.Thread, log *ui.Log) {
+	if clientGoneHook != nil {
+		clientGoneHook()
+	}
+	t.CancelResponse(log)
 }
 
 // status is the HTTP status of a refused request: 503 while the host
