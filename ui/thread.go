@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
+	"github.com/toolstream/toolstream/ui/internal/hook"
 )
 
 // Errors a request can meet; handlers turn them into HTTP statuses.
@@ -204,6 +208,8 @@ type Thread struct {
 	sess  *toolkit.Session
 	conv  *agent.Conversation
 
+	answering sync.Mutex // held while a request's answers are checked and given
+
 	mu      sync.Mutex
 	tr      *tracker
 	cur     *Log                       // the response the events go to now
@@ -331,7 +337,9 @@ type IDMessage struct {
 // gets new messages is cancelled first, whatever the answers: its
 // waiting calls are interrupted, and the new run takes the messages.
 // Answers that come with new messages when no run waits (it ended
-// meanwhile) are ignored likewise. It returns the response to read.
+// meanwhile) are ignored likewise. It returns the response to read; with
+// an *AnswersError, some answers were given and some could not be (see
+// the package documentation), and the response must be read all the same.
 func (t *Thread) Begin(in Input) (*Log, error) {
 	t.mu.Lock()
 	var fresh []IDMessage
@@ -401,6 +409,10 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 		l := t.cur
 		t.mu.Unlock()
 		if err := t.decide(paused, in.Answers); err != nil {
+			var partly *AnswersError
+			if errors.As(err, &partly) {
+				return l, err // the run goes on with the answers given
+			}
 			return nil, err
 		}
 		return l, nil
@@ -444,10 +456,21 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 	return l, nil
 }
 
-// decide gives answers to the permissions interceptor; answers for calls
-// that do not wait, or two answers for one call, are an error, and
-// nothing is decided then.
+// decide gives answers to the permissions interceptor, all or nothing as
+// far as the interceptor allows. Every answer is checked first, and
+// nothing is given when one fails: two answers for one call, an answer
+// for a call the paused run does not wait for, or for a call whose
+// approval is no longer pending (it expired, or was decided elsewhere,
+// since the run paused). Then each is given. A call can still stop
+// waiting between that check and its answer (an approval that expires
+// just then): the other answers are given all the same (a person decided
+// each call; withholding them would make the run ask again what was
+// answered), and an *AnswersError says which took effect and which not.
+// Requests that answer the same thread take turns (t.answering), so two
+// of them never split one request's answers between them.
 func (t *Thread) decide(waiting []interceptors.ApprovalRequest, answers []Answer) error {
+	t.answering.Lock()
+	defer t.answering.Unlock()
 	for i, a := range answers {
 		for _, b := range answers[:i] {
 			if b.Call == a.Call {
@@ -463,7 +486,28 @@ func (t *Thread) decide(waiting []interceptors.ApprovalRequest, answers []Answer
 			return fmt.Errorf("%w: call %q waits for no approval in thread %q", interceptors.ErrNotPending, a.Call, t.id)
 		}
 	}
+	// The thread's view comes from the events; the interceptor's list is
+	// the truth now (an expiry's event may be on its way).
+	pending := t.h.perms.Pending(t.sess.ID())
 	for _, a := range answers {
+		if !slices.ContainsFunc(pending, func(r interceptors.ApprovalRequest) bool { return r.CallID == a.Call }) {
+			return fmt.Errorf("%w: call %q of thread %q no longer waits for approval (it expired, or was decided elsewhere); no answer of this request was given",
+				interceptors.ErrNotPending, a.Call, t.id)
+		}
+	}
+	calls := make([]string, len(answers))
+	for i, a := range answers {
+		calls[i] = a.Call
+	}
+	// Before any answer: the response must not end on these calls while
+	// their decisions travel (see AnswersEvent).
+	_ = t.sess.Emit(AnswersEvent, AnswerCalls{Thread: t.nonce, Calls: calls})
+	var given []Answer
+	var refused []RefusedAnswer
+	for i, a := range answers {
+		if hook.BeforeAnswer != nil {
+			hook.BeforeAnswer(i)
+		}
 		var err error
 		if a.Approve {
 			var opts []interceptors.ApproveOption
@@ -479,10 +523,89 @@ func (t *Thread) decide(waiting []interceptors.ApprovalRequest, answers []Answer
 			err = t.h.perms.Reject(t.sess.ID(), a.Call, reason)
 		}
 		if err != nil {
-			return err
+			refused = append(refused, RefusedAnswer{Answer: a, Err: err})
+		} else {
+			given = append(given, a)
 		}
 	}
-	return nil
+	switch {
+	case len(refused) == 0:
+		return nil
+	case len(given) == 0:
+		return refused[0].Err // nothing was given: a plain refusal
+	}
+	return &AnswersError{Thread: t.id, Given: given, Refused: refused}
+}
+
+// ErrPartlyAnswered is what an *AnswersError is (errors.Is).
+var ErrPartlyAnswered = errors.New("ui: some answers were given and some could not be")
+
+// AnswersError is Begin's error when some of a request's answers were
+// given and then others could not be: their calls stopped waiting
+// between Begin's check and the answer (the approval expired just then,
+// or was decided elsewhere). Begin returns it together with the response:
+// the run goes on with the answers given, and the response must be read
+// (it shows each call's outcome, an expired one's too). Handlers send it
+// to the client with the response, so that nothing is lost silently.
+type AnswersError struct {
+	Thread string
+	// Given are the answers that took effect, in the request's order.
+	Given []Answer
+	// Refused are the answers that did not, with why.
+	Refused []RefusedAnswer
+}
+
+// RefusedAnswer is an answer that did not take effect, and why.
+type RefusedAnswer struct {
+	Answer
+	Err error
+}
+
+func (e *AnswersError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ui: thread %q: %d of %d answers were given (", e.Thread, len(e.Given), len(e.Given)+len(e.Refused))
+	for i, a := range e.Given {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(a.Call))
+	}
+	b.WriteString("); not given:")
+	for _, r := range e.Refused {
+		fmt.Fprintf(&b, " call %q: %v;", r.Call, r.Err)
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// Unwrap makes errors.Is(err, ErrPartlyAnswered) hold.
+func (e *AnswersError) Unwrap() error { return ErrPartlyAnswered }
+
+// AnswersReport is an *AnswersError as handlers send it to the client,
+// at the start of the response (AG-UI: a CUSTOM event
+// "toolstream.answers"; the AI SDK: a data-toolstream-answers part).
+type AnswersReport struct {
+	Given   []AnswerOutcome `json:"given"`
+	Refused []AnswerOutcome `json:"refused"`
+}
+
+// AnswerOutcome is one answer of an AnswersReport.
+type AnswerOutcome struct {
+	Call     string `json:"call"`
+	Approved bool   `json:"approved"`
+	// Error says why the answer was not given (Refused only).
+	Error string `json:"error,omitempty"`
+}
+
+// Report returns what the client is told.
+func (e *AnswersError) Report() AnswersReport {
+	r := AnswersReport{Given: []AnswerOutcome{}, Refused: []AnswerOutcome{}}
+	for _, a := range e.Given {
+		r.Given = append(r.Given, AnswerOutcome{Call: a.Call, Approved: a.Approve})
+	}
+	for _, a := range e.Refused {
+		r.Refused = append(r.Refused, AnswerOutcome{Call: a.Call, Approved: a.Approve, Error: a.Err.Error()})
+	}
+	return r
 }
 
 // Cancel ends the thread's run, if one goes on: its calls are

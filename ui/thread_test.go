@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
@@ -77,8 +79,9 @@ func TestPauseWaitsForRunningCalls(t *testing.T) {
 	if end.Kind != ui.EndAnswer || end.Answer.Text != "Done." {
 		t.Fatalf("end %+v", end)
 	}
-	if evs[0].Type != "approval" || evs[0].Call != "b2_1" {
-		t.Errorf("the resumed response begins with %s %s", evs[0].Type, evs[0].Call)
+	// The answers' note first (the calls answered), then the decision.
+	if evs[0].Type != ui.AnswersEvent || !strings.Contains(string(evs[0].Data), `"calls":["b2_1"]`) || evs[1].Type != "approval" || evs[1].Call != "b2_1" {
+		t.Errorf("the resumed response begins with %s %s %s, %s %s", evs[0].Type, evs[0].Call, evs[0].Data, evs[1].Type, evs[1].Call)
 	}
 }
 
@@ -234,5 +237,102 @@ func TestSameMessageTwiceWhilePaused(t *testing.T) {
 	}
 	if got := ui.UserTexts(th); fmt.Sprint(got) != "[note hi]" {
 		t.Errorf("the conversation's user messages %q, want [note hi]", got)
+	}
+}
+
+// pauseTwo starts the "two" task on a new thread and returns it paused,
+// with its two approvals.
+func pauseTwo(t *testing.T, a *uitest.Agent, id string) (*ui.Thread, []string) {
+	t.Helper()
+	th, _ := a.Host.Thread(id)
+	l, err := th.Begin(user("u1", "two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, end := read(t, l); end.Kind != ui.EndPaused {
+		t.Fatalf("end %+v", end)
+	}
+	return th, a.WaitPaused(t, id, 2)
+}
+
+// An approval that stops waiting after the request's answers were checked
+// and before its own is given (it expires just then; here another party
+// decides it, which the interceptor tells the same way): the other answer
+// is given all the same, and Begin returns the response with an
+// *AnswersError that names what took effect and what did not. The
+// response shows both calls' outcomes. Begin used to fail with the first
+// answer already given: the run went on, unread.
+func TestAnswerRefusedAfterTheCheck(t *testing.T) {
+	a := uitest.New(t)
+	th, calls := pauseTwo(t, a, "partly")
+	a.RejectInTheWindow(t, "partly", 1, calls[1])
+	l, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
+	var partly *ui.AnswersError
+	if !errors.As(err, &partly) || !errors.Is(err, ui.ErrPartlyAnswered) || l == nil {
+		t.Fatalf("Begin: %v (response %v), want an *AnswersError with the response", err, l)
+	}
+	if len(partly.Given) != 1 || partly.Given[0].Call != calls[0] || len(partly.Refused) != 1 || partly.Refused[0].Call != calls[1] ||
+		!errors.Is(partly.Refused[0].Err, interceptors.ErrNotPending) {
+		t.Errorf("given %+v, refused %+v", partly.Given, partly.Refused)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "1 of 2 answers were given") || !strings.Contains(msg, calls[0]) || !strings.Contains(msg, calls[1]) {
+		t.Errorf("the error says %q", msg)
+	}
+	evs, end := read(t, l)
+	if end.Kind != ui.EndAnswer || end.Answer.Text != "Done." {
+		t.Fatalf("end %+v", end)
+	}
+	got := map[string]events.State{}
+	for _, ev := range evs {
+		if ev.Type == events.TypeResult {
+			got[ev.Call] = ev.Result.State
+		}
+	}
+	if got[calls[0]] != events.StateSuccess || got[calls[1]] != events.StateDenied {
+		t.Errorf("results %v", got)
+	}
+}
+
+// Answers are checked against the interceptor's pending approvals, not
+// only the thread's view (which comes from events that may be on their
+// way): when one of them no longer waits, none is given.
+func TestAnswerForAnApprovalNoLongerPending(t *testing.T) {
+	a := uitest.New(t)
+	th, calls := pauseTwo(t, a, "stale")
+	if err := a.Perms.Reject(th.Session().ID(), calls[1], "decided elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
+	if !errors.Is(err, interceptors.ErrNotPending) || !strings.Contains(err.Error(), calls[1]) {
+		t.Fatalf("Begin: %v, want ErrNotPending naming %s", err, calls[1])
+	}
+	if p := a.Perms.Pending(th.Session().ID()); len(p) != 1 || p[0].CallID != calls[0] {
+		t.Fatalf("pending after the refused request: %v (%s was given)", p, calls[0])
+	}
+	l, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, end := read(t, l); end.Kind != ui.EndAnswer {
+		t.Fatalf("end %+v", end)
+	}
+}
+
+// A request that approves both waiting calls gets the rest of the run in
+// its response, to the answer: the response used to end paused again on
+// the second call (its approval event still on its way when the first
+// call's result asked for a mark), asking about a call already answered.
+// TestTrackerAnsweredCallsRun holds the rule without timing.
+func TestAnswerTwoCallsInOneRequest(t *testing.T) {
+	a := uitest.New(t)
+	for i := range 10 {
+		th, calls := pauseTwo(t, a, fmt.Sprint("both-", i))
+		l, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, end := read(t, l); end.Kind != ui.EndAnswer || end.Answer.Text != "Done." {
+			t.Fatalf("round %d: the response ends %s %v", i, end.Kind, end.Approvals)
+		}
 	}
 }

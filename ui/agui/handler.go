@@ -24,6 +24,13 @@ import (
 	"github.com/toolstream/toolstream/ui"
 )
 
+// CustomAnswers is the name of the CUSTOM event (value ui.AnswersReport)
+// that opens a run when some of its resume entries were given and others
+// could not be: their calls stopped waiting between the check and the
+// answer (an approval that expired just then). The run goes on with the
+// answers given; the interrupts not answered show their own outcome.
+const CustomAnswers = "toolstream.answers"
+
 // Handler serves AG-UI runs on a ui.Host.
 type Handler struct {
 	host *ui.Host
@@ -55,7 +62,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log, err := t.Begin(in.input())
+	var partly *ui.AnswersError
 	switch {
+	case errors.As(err, &partly):
+		// Some answers were given, one could not be (its approval expired
+		// just then): the run goes on, and the response says which.
 	case errors.Is(err, ui.ErrNothingToRun):
 		log = nil // an empty run: started and finished
 	case errors.Is(err, ui.ErrClosed):
@@ -84,6 +95,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	out.event(started)
 	out.event(map[string]any{"type": "STATE_SNAPSHOT", "snapshot": t.State()})
+	if partly != nil {
+		out.event(map[string]any{"type": "CUSTOM", "name": CustomAnswers, "value": partly.Report()})
+	}
 	if log == nil {
 		// Nothing to run: the thread's pending interrupts again, if it
 		// waits for answers (a client that lost them), else a success.
