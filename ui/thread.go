@@ -33,6 +33,9 @@ var (
 	ErrNoPermissions = errors.New("ui: approvals were answered but the host was given no Permissions (WithPermissions)")
 	// ErrClosed: the host is closed.
 	ErrClosed = errors.New("ui: the host is closed")
+	// ErrForgotten: the thread was forgotten (Host.Forget) since the
+	// caller got it; Host.Thread with its id starts a new one.
+	ErrForgotten = errors.New("ui: the thread was forgotten (Host.Forget): ask the host for the thread again")
 )
 
 // Host serves threads: each is a toolkit session and an
@@ -170,6 +173,7 @@ func (h *Host) Forget(id string) {
 		return
 	}
 	t.mu.Lock()
+	t.forgotten = true // no run starts from here: the one going on is the last
 	cancel, done := t.cancel, t.done
 	t.mu.Unlock()
 	if cancel != nil {
@@ -210,16 +214,17 @@ type Thread struct {
 
 	answering sync.Mutex // held while a request's answers are checked and given
 
-	mu      sync.Mutex
-	tr      *tracker
-	cur     *Log                       // the response the events go to now
-	last    *Log                       // the response before it
-	seen    map[string]bool            // message ids the thread took in
-	state   map[string]json.RawMessage // the last groups and skills events' bodies
-	running bool
-	runNo   int // the tracker's number of the run going on
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when the current run returns
+	mu        sync.Mutex
+	tr        *tracker
+	cur       *Log                       // the response the events go to now
+	last      *Log                       // the response before it
+	seen      map[string]bool            // message ids the thread took in
+	state     map[string]json.RawMessage // the last groups and skills events' bodies
+	running   bool
+	forgotten bool // Host.Forget let the thread go: Begin refuses
+	runNo     int  // the tracker's number of the run going on
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when the current run returns
 }
 
 // ID returns the thread's id (without the session prefix).
@@ -345,13 +350,19 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 	var fresh []IDMessage
 	var paused []interceptors.ApprovalRequest
 	for {
+		if t.forgotten {
+			// The caller got the thread before Host.Forget: a run now would
+			// be one Forget does not end, on a closed session.
+			t.mu.Unlock()
+			return nil, ErrForgotten
+		}
 		if t.tr.over != nil {
 			// The run is over; its response ends at the mark on its way.
 			l := t.cur
 			t.mu.Unlock()
 			<-l.Done()
 			t.mu.Lock()
-			if t.cur == l { // ended without a cut: the host closed or forgot the thread
+			if t.cur == l && !t.forgotten { // ended without a cut: the host closed
 				t.mu.Unlock()
 				return nil, ErrClosed
 			}

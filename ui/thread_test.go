@@ -336,3 +336,19 @@ func TestAnswerTwoCallsInOneRequest(t *testing.T) {
 		}
 	}
 }
+
+// A request that got its thread before Host.Forget let it go is refused
+// with ErrForgotten: it used to start a run on the closed session (the
+// model asked, for a conversation nobody keeps), whose response Forget
+// had already ended.
+func TestBeginAfterForget(t *testing.T) {
+	a := uitest.New(t)
+	th, _ := a.Host.Thread("gone")
+	a.Host.Forget("gone")
+	if l, err := th.Begin(user("u1", "hi")); !errors.Is(err, ui.ErrForgotten) || l != nil {
+		t.Fatalf("Begin after Forget: %v, %v; want ErrForgotten", l, err)
+	}
+	if got := ui.UserTexts(th); len(got) != 0 {
+		t.Errorf("the forgotten conversation took %q", got)
+	}
+}

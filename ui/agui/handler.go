@@ -69,7 +69,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// just then): the run goes on, and the response says which.
 	case errors.Is(err, ui.ErrNothingToRun):
 		log = nil // an empty run: started and finished
-	case errors.Is(err, ui.ErrClosed):
+	case errors.Is(err, ui.ErrClosed), errors.Is(err, ui.ErrForgotten):
 		ui.HTTPError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	case errors.Is(err, ui.ErrBusy):
@@ -149,9 +149,10 @@ func clientGone(t *ui.Thread, log *ui.Log) {
 }
 
 // status is the HTTP status of a refused request: 503 while the host
-// closes (the request may be tried again), else 400.
+// closes or when the thread was forgotten meanwhile (the request may be
+// tried again), else 400.
 func status(err error) int {
-	if errors.Is(err, ui.ErrClosed) {
+	if errors.Is(err, ui.ErrClosed) || errors.Is(err, ui.ErrForgotten) {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusBadRequest

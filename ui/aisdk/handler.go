@@ -276,9 +276,10 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*even
 }
 
 // status is the HTTP status of a refused request: 503 while the host
-// closes (the request may be tried again), else 400.
+// closes or when the thread was forgotten meanwhile (the request may be
+// tried again), else 400.
 func status(err error) int {
-	if errors.Is(err, ui.ErrClosed) {
+	if errors.Is(err, ui.ErrClosed) || errors.Is(err, ui.ErrForgotten) {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusBadRequest
