@@ -14,6 +14,11 @@ func SetMarkDelay(d time.Duration) { markDelay = d }
 // it).
 func SetMovedOnHook(f func()) { movedOnHook = f }
 
+// SetStartHook sets the function Begin calls when it is about to start a
+// run, before it asks the host whether it is closed (tests only; nil
+// resets it).
+func SetStartHook(f func()) { startHook = f }
+
 // UserTexts returns the texts of the conversation's user messages; call
 // it while no run goes on.
 func UserTexts(t *Thread) []string {

@@ -125,6 +125,19 @@ func (h *Host) Close() {
 	}
 }
 
+// enter counts a goroutine Close must wait for, unless the host is
+// closed: deciding and counting under h.mu, which Close takes to set
+// closed before it waits, no goroutine starts after Close's wait began.
+func (h *Host) enter() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.closed {
+		return false
+	}
+	h.wg.Add(1)
+	return true
+}
+
 // Thread returns the thread with id, creating it (and its session) when
 // it is new. Ids follow the session id rule (1 to 256 bytes of UTF-8
 // without control characters, with the prefix).
@@ -203,6 +216,11 @@ var markDelay time.Duration
 // request that read the thread before may take the same messages.
 var movedOnHook func()
 
+// startHook, when set (tests only; nil in production), is called by
+// Begin with the thread locked when it is about to start a run, before it
+// asks the host whether it is closed: the window in which Close may begin.
+var startHook func()
+
 // Thread is one conversation served to a UI: a toolkit session, the
 // conversation and its responses.
 type Thread struct {
@@ -260,9 +278,8 @@ func (t *Thread) add(ev *events.Event) {
 		t.last, t.cur = t.cur, next
 	}
 	t.mu.Unlock()
-	if s.want > 0 && t.h.ctx.Err() == nil {
+	if s.want > 0 && t.h.enter() {
 		// Not from here: the observer runs inside the toolkit's dispatch.
-		t.h.wg.Add(1)
 		go func() {
 			defer t.h.wg.Done()
 			if markDelay > 0 {
@@ -432,7 +449,10 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 		t.mu.Unlock()
 		return nil, ErrNothingToRun
 	}
-	if t.h.ctx.Err() != nil {
+	if startHook != nil {
+		startHook()
+	}
+	if !t.h.enter() {
 		t.mu.Unlock()
 		return nil, ErrClosed
 	}
@@ -445,7 +465,6 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 	ctx, cancel := context.WithCancel(t.h.ctx)
 	t.running, t.cancel, t.done, t.runNo = true, cancel, make(chan struct{}), t.cur.Run
 	done, l, runNo := t.done, t.cur, t.runNo
-	t.h.wg.Add(1)
 	t.mu.Unlock()
 	go func() {
 		defer t.h.wg.Done()

@@ -352,3 +352,33 @@ func TestBeginAfterForget(t *testing.T) {
 		t.Errorf("the forgotten conversation took %q", got)
 	}
 }
+
+// A request that is about to start a run when Host.Close begins is
+// refused with ErrClosed: the host is asked under the lock Close takes
+// before it waits for the runs. It used to start the run after Close's
+// wait had begun (the host's context read before Close cancelled it), a
+// goroutine Close did not wait for, on a session Close was closing.
+func TestBeginWhileTheHostCloses(t *testing.T) {
+	a := uitest.New(t)
+	th, _ := a.Host.Thread("closing")
+	closed := make(chan struct{})
+	ui.SetStartHook(func() {
+		go func() {
+			a.Host.Close()
+			close(closed)
+		}()
+		// Close has begun once the host refuses new threads.
+		for {
+			if _, err := a.Host.Thread("another"); errors.Is(err, ui.ErrClosed) {
+				return
+			}
+			runtime.Gosched()
+		}
+	})
+	t.Cleanup(func() { ui.SetStartHook(nil) })
+	l, err := th.Begin(user("u1", "hi"))
+	if !errors.Is(err, ui.ErrClosed) || l != nil {
+		t.Errorf("Begin while the host closes: %v, %v; want ErrClosed", l, err)
+	}
+	<-closed
+}
