@@ -19,6 +19,11 @@ func SetMovedOnHook(f func()) { movedOnHook = f }
 // resets it).
 func SetStartHook(f func()) { startHook = f }
 
+// SetForgetHook sets the function Forget calls once the thread is out of
+// the host's map, before it ends the run and closes the session (tests
+// only; nil resets it).
+func SetForgetHook(f func()) { forgetHook = f }
+
 // UserTexts returns the texts of the conversation's user messages; call
 // it while no run goes on.
 func UserTexts(t *Thread) []string {

@@ -59,9 +59,10 @@ type Host struct {
 	wg     sync.WaitGroup
 	remove func()
 
-	mu      sync.RWMutex
-	threads map[string]*Thread // by session id
-	closed  bool
+	mu         sync.RWMutex
+	threads    map[string]*Thread       // by session id
+	forgetting map[string]chan struct{} // session ids Forget is ending, closed when it is done
+	closed     bool
 }
 
 // Option configures a Host.
@@ -81,7 +82,7 @@ func WithSessionPrefix(prefix string) Option { return func(h *Host) { h.prefix =
 // NewHost returns a host running loop on tk's sessions. Close it to end
 // the runs and detach it from the toolkit.
 func NewHost(tk *toolkit.Toolkit, loop *agent.Loop, opts ...Option) *Host {
-	h := &Host{tk: tk, loop: loop, prefix: "ui-", threads: map[string]*Thread{}}
+	h := &Host{tk: tk, loop: loop, prefix: "ui-", threads: map[string]*Thread{}, forgetting: map[string]chan struct{}{}}
 	for _, o := range opts {
 		o(h)
 	}
@@ -155,6 +156,12 @@ func (h *Host) Thread(id string) (*Thread, error) {
 		h.mu.Unlock()
 		return t, nil
 	}
+	if h.forgetting[sid] != nil {
+		// Its session is still open: a new thread would get it, and Forget
+		// would close it under the new thread.
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%w: thread %q is being forgotten now; ask again once Forget returns", ErrForgotten, id)
+	}
 	sess, err := h.tk.Session(sid)
 	if err != nil {
 		h.mu.Unlock()
@@ -174,16 +181,34 @@ func (h *Host) Thread(id string) (*Thread, error) {
 }
 
 // Forget ends a thread: its run is cancelled and waited for, its session
-// closed and the host lets it go (a later request with the same id starts
-// a new conversation). Threads are kept until then: an application that
-// serves many calls Forget for those it is done with.
+// closed and the host lets it go (a request with the same id after
+// Forget returns starts a new conversation; one meanwhile is refused with
+// ErrForgotten). Threads are kept until then: an application that serves
+// many calls Forget for those it is done with.
 func (h *Host) Forget(id string) {
+	sid := h.prefix + id
 	h.mu.Lock()
-	t := h.threads[h.prefix+id]
-	delete(h.threads, h.prefix+id)
-	h.mu.Unlock()
+	t := h.threads[sid]
 	if t == nil {
+		ch := h.forgetting[sid]
+		h.mu.Unlock()
+		if ch != nil {
+			<-ch // another Forget is ending it
+		}
 		return
+	}
+	delete(h.threads, sid)
+	ch := make(chan struct{})
+	h.forgetting[sid] = ch
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.forgetting, sid)
+		h.mu.Unlock()
+		close(ch)
+	}()
+	if forgetHook != nil {
+		forgetHook()
 	}
 	t.mu.Lock()
 	t.forgotten = true // no run starts from here: the one going on is the last
@@ -215,6 +240,12 @@ var markDelay time.Duration
 // messages: from there until it locks the thread again, a concurrent
 // request that read the thread before may take the same messages.
 var movedOnHook func()
+
+// forgetHook, when set (tests only; nil in production), is called by
+// Forget once the thread is out of the host's map, before its run is
+// cancelled and its session closed: the window in which a request may ask
+// for the same id.
+var forgetHook func()
 
 // startHook, when set (tests only; nil in production), is called by
 // Begin with the thread locked when it is about to start a run, before it

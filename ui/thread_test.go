@@ -382,3 +382,45 @@ func TestBeginWhileTheHostCloses(t *testing.T) {
 	}
 	<-closed
 }
+
+// A request for a thread's id while Forget is ending it (the hook holds
+// Forget there) is refused with ErrForgotten, and once Forget returned
+// the id starts over on a new session. The request used to get a new
+// thread on the old session, still open, which Forget then closed under
+// it: the new thread's tool calls failed (the session is closed).
+func TestThreadWhileForgetting(t *testing.T) {
+	a := uitest.New(t)
+	th, _ := a.Host.Thread("ff")
+	l, err := th.Begin(user("u1", "note"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, end := read(t, l); end.Kind != ui.EndPaused {
+		t.Fatalf("end %+v", end)
+	}
+	ui.SetForgetHook(func() {
+		if th2, err := a.Host.Thread("ff"); !errors.Is(err, ui.ErrForgotten) {
+			t.Errorf("Host.Thread while Forget ends the thread: %v, %v; want ErrForgotten", th2, err)
+		}
+	})
+	t.Cleanup(func() { ui.SetForgetHook(nil) })
+	a.Host.Forget("ff")
+	ui.SetForgetHook(nil)
+	th2, err := a.Host.Thread("ff")
+	if err != nil || th2 == th {
+		t.Fatalf("after Forget: %v, %v", th2, err)
+	}
+	l, err = th2.Begin(user("u1", "groups"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, end := read(t, l)
+	if end.Kind != ui.EndAnswer {
+		t.Fatalf("the new thread's response ends %+v", end)
+	}
+	for _, ev := range evs {
+		if ev.Type == events.TypeResult && ev.Result.State != events.StateSuccess {
+			t.Errorf("call %s of the new thread: %s %s", ev.Call, ev.Result.State, ev.Result.Error)
+		}
+	}
+}
