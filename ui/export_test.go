@@ -24,6 +24,11 @@ func SetStartHook(f func()) { startHook = f }
 // only; nil resets it).
 func SetForgetHook(f func()) { forgetHook = f }
 
+// SetAnswersHook sets the function Begin calls when a request's answers
+// were checked, before the thread announces them (tests only; nil resets
+// it).
+func SetAnswersHook(f func()) { answersHook = f }
+
 // UserTexts returns the texts of the conversation's user messages; call
 // it while no run goes on.
 func UserTexts(t *Thread) []string {

@@ -247,6 +247,11 @@ var movedOnHook func()
 // for the same id.
 var forgetHook func()
 
+// answersHook, when set (tests only; nil in production), is called when
+// a request's answers were checked, before the thread announces them
+// (ui_answers): the window in which the response Begin read may end.
+var answersHook func()
+
 // startHook, when set (tests only; nil in production), is called by
 // Begin with the thread locked when it is about to start a run, before it
 // asks the host whether it is closed: the window in which Close may begin.
@@ -263,17 +268,18 @@ type Thread struct {
 
 	answering sync.Mutex // held while a request's answers are checked and given
 
-	mu        sync.Mutex
-	tr        *tracker
-	cur       *Log                       // the response the events go to now
-	last      *Log                       // the response before it
-	seen      map[string]bool            // message ids the thread took in
-	state     map[string]json.RawMessage // the last groups and skills events' bodies
-	running   bool
-	forgotten bool // Host.Forget let the thread go: Begin refuses
-	runNo     int  // the tracker's number of the run going on
-	cancel    context.CancelFunc
-	done      chan struct{} // closed when the current run returns
+	mu         sync.Mutex
+	tr         *tracker
+	cur        *Log                       // the response the events go to now
+	last       *Log                       // the response before it
+	seen       map[string]bool            // message ids the thread took in
+	state      map[string]json.RawMessage // the last groups and skills events' bodies
+	answeredIn *Log                       // the response the last ui_answers event went to
+	running    bool
+	forgotten  bool // Host.Forget let the thread go: Begin refuses
+	runNo      int  // the tracker's number of the run going on
+	cancel     context.CancelFunc
+	done       chan struct{} // closed when the current run returns
 }
 
 // ID returns the thread's id (without the session prefix).
@@ -302,6 +308,9 @@ func (t *Thread) add(ev *events.Event) {
 	s := t.tr.add(ev)
 	if s.keep {
 		t.cur.append(ev)
+		if ev.Type == AnswersEvent {
+			t.answeredIn = t.cur // the response that shows what the answers do
+		}
 	}
 	if s.end != nil {
 		next := newLog(t.tr.resp, t.tr.run)
@@ -467,7 +476,8 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 		}
 		l := t.cur
 		t.mu.Unlock()
-		if err := t.decide(paused, in.Answers); err != nil {
+		l, err := t.decide(l, paused, in.Answers)
+		if err != nil {
 			var partly *AnswersError
 			if errors.As(err, &partly) {
 				return l, err // the run goes on with the answers given
@@ -529,14 +539,18 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 // answered), and an *AnswersError says which took effect and which not.
 // Requests that answer the same thread take turns (t.answering), so two
 // of them never split one request's answers between them.
-func (t *Thread) decide(waiting []interceptors.ApprovalRequest, answers []Answer) error {
+//
+// It returns the response to read: the one its ui_answers event went to,
+// which is l unless l ended meanwhile (a call not answered stopped
+// waiting, and the run paused again on the others before the answers).
+func (t *Thread) decide(l *Log, waiting []interceptors.ApprovalRequest, answers []Answer) (*Log, error) {
 	t.answering.Lock()
 	defer t.answering.Unlock()
 	for i, a := range answers {
 		for _, b := range answers[:i] {
 			if b.Call == a.Call {
 				// Checked first: the second answer would fail after the first was given.
-				return fmt.Errorf("ui: call %q is answered twice in one request: send one answer per call", a.Call)
+				return nil, fmt.Errorf("ui: call %q is answered twice in one request: send one answer per call", a.Call)
 			}
 		}
 		found := false
@@ -544,7 +558,7 @@ func (t *Thread) decide(waiting []interceptors.ApprovalRequest, answers []Answer
 			found = found || w.CallID == a.Call
 		}
 		if !found {
-			return fmt.Errorf("%w: call %q waits for no approval in thread %q", interceptors.ErrNotPending, a.Call, t.id)
+			return nil, fmt.Errorf("%w: call %q waits for no approval in thread %q", interceptors.ErrNotPending, a.Call, t.id)
 		}
 	}
 	// The thread's view comes from the events; the interceptor's list is
@@ -552,7 +566,7 @@ func (t *Thread) decide(waiting []interceptors.ApprovalRequest, answers []Answer
 	pending := t.h.perms.Pending(t.sess.ID())
 	for _, a := range answers {
 		if !slices.ContainsFunc(pending, func(r interceptors.ApprovalRequest) bool { return r.CallID == a.Call }) {
-			return fmt.Errorf("%w: call %q of thread %q no longer waits for approval (it expired, or was decided elsewhere); no answer of this request was given",
+			return nil, fmt.Errorf("%w: call %q of thread %q no longer waits for approval (it expired, or was decided elsewhere); no answer of this request was given",
 				interceptors.ErrNotPending, a.Call, t.id)
 		}
 	}
@@ -562,7 +576,15 @@ func (t *Thread) decide(waiting []interceptors.ApprovalRequest, answers []Answer
 	}
 	// Before any answer: the response must not end on these calls while
 	// their decisions travel (see AnswersEvent).
+	if answersHook != nil {
+		answersHook()
+	}
 	_ = t.sess.Emit(AnswersEvent, AnswerCalls{Thread: t.nonce, Calls: calls})
+	t.mu.Lock()
+	if t.answeredIn != nil {
+		l, t.answeredIn = t.answeredIn, nil
+	}
+	t.mu.Unlock()
 	var given []Answer
 	var refused []RefusedAnswer
 	for i, a := range answers {
@@ -591,11 +613,11 @@ func (t *Thread) decide(waiting []interceptors.ApprovalRequest, answers []Answer
 	}
 	switch {
 	case len(refused) == 0:
-		return nil
+		return l, nil
 	case len(given) == 0:
-		return refused[0].Err // nothing was given: a plain refusal
+		return nil, refused[0].Err // nothing was given: a plain refusal
 	}
-	return &AnswersError{Thread: t.id, Given: given, Refused: refused}
+	return l, &AnswersError{Thread: t.id, Given: given, Refused: refused}
 }
 
 // ErrPartlyAnswered is what an *AnswersError is (errors.Is).

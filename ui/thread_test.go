@@ -424,3 +424,39 @@ func TestThreadWhileForgetting(t *testing.T) {
 		}
 	}
 }
+
+// A request answers one of two waiting calls; the other stops waiting
+// (decided elsewhere, or expired) and the run pauses again on the first
+// before the answer is announced (the hook holds Begin there until the
+// thread waits for the first call alone). Begin returns the response the
+// answer goes to, which runs to the end. It used to return the response
+// read at the start, which had ended meanwhile, paused on the very call
+// the request answered, while the run went on in a response nobody read.
+func TestAnswerWhileTheRunPausesAgain(t *testing.T) {
+	a := uitest.New(t)
+	th, calls := pauseTwo(t, a, "again")
+	ui.SetAnswersHook(func() {
+		if err := a.Perms.Reject(th.Session().ID(), calls[1], "decided elsewhere"); err != nil {
+			t.Errorf("rejecting %s: %v", calls[1], err)
+		}
+		if p := a.WaitPaused(t, "again", 1); p[0] != calls[0] {
+			t.Errorf("the thread waits for %v", p)
+		}
+	})
+	t.Cleanup(func() { ui.SetAnswersHook(nil) })
+	l, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, end := read(t, l)
+	if end.Kind != ui.EndAnswer || end.Answer.Text != "Done." {
+		t.Fatalf("the response ends %s %v", end.Kind, end.Approvals)
+	}
+	var asked bool
+	for _, ev := range evs {
+		asked = asked || ev.Type == events.TypeResult && ev.Call == calls[0] && ev.Result.State == events.StateSuccess
+	}
+	if !asked {
+		t.Errorf("the response does not show %s's result", calls[0])
+	}
+}
