@@ -309,6 +309,10 @@ func TestAnswerForAnApprovalNoLongerPending(t *testing.T) {
 	if p := a.Perms.Pending(th.Session().ID()); len(p) != 1 || p[0].CallID != calls[0] {
 		t.Fatalf("pending after the refused request: %v (%s was given)", p, calls[0])
 	}
+	// Once the thread saw the other call's decision, the answer is taken.
+	// (Answered before, the run could pause again on that call: a decision
+	// made outside the thread is invisible to it until its event comes.)
+	a.WaitPaused(t, "stale", 1)
 	l, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}}})
 	if err != nil {
 		t.Fatal(err)
