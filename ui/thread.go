@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
+	"github.com/toolstream/toolstream/ui/internal/hook"
 )
 
 // Errors a request can meet; handlers turn them into HTTP statuses.
@@ -29,6 +33,9 @@ var (
 	ErrNoPermissions = errors.New("ui: approvals were answered but the host was given no Permissions (WithPermissions)")
 	// ErrClosed: the host is closed.
 	ErrClosed = errors.New("ui: the host is closed")
+	// ErrForgotten: the thread was forgotten (Host.Forget) since the
+	// caller got it; Host.Thread with its id starts a new one.
+	ErrForgotten = errors.New("ui: the thread was forgotten (Host.Forget): ask the host for the thread again")
 )
 
 // Host serves threads: each is a toolkit session and an
@@ -52,9 +59,10 @@ type Host struct {
 	wg     sync.WaitGroup
 	remove func()
 
-	mu      sync.RWMutex
-	threads map[string]*Thread // by session id
-	closed  bool
+	mu         sync.RWMutex
+	threads    map[string]*Thread       // by session id
+	forgetting map[string]chan struct{} // session ids Forget is ending, closed when it is done
+	closed     bool
 }
 
 // Option configures a Host.
@@ -74,7 +82,7 @@ func WithSessionPrefix(prefix string) Option { return func(h *Host) { h.prefix =
 // NewHost returns a host running loop on tk's sessions. Close it to end
 // the runs and detach it from the toolkit.
 func NewHost(tk *toolkit.Toolkit, loop *agent.Loop, opts ...Option) *Host {
-	h := &Host{tk: tk, loop: loop, prefix: "ui-", threads: map[string]*Thread{}}
+	h := &Host{tk: tk, loop: loop, prefix: "ui-", threads: map[string]*Thread{}, forgetting: map[string]chan struct{}{}}
 	for _, o := range opts {
 		o(h)
 	}
@@ -118,6 +126,19 @@ func (h *Host) Close() {
 	}
 }
 
+// enter counts a goroutine Close must wait for, unless the host is
+// closed: deciding and counting under h.mu, which Close takes to set
+// closed before it waits, no goroutine starts after Close's wait began.
+func (h *Host) enter() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.closed {
+		return false
+	}
+	h.wg.Add(1)
+	return true
+}
+
 // Thread returns the thread with id, creating it (and its session) when
 // it is new. Ids follow the session id rule (1 to 256 bytes of UTF-8
 // without control characters, with the prefix).
@@ -134,6 +155,12 @@ func (h *Host) Thread(id string) (*Thread, error) {
 	if t := h.threads[sid]; t != nil {
 		h.mu.Unlock()
 		return t, nil
+	}
+	if h.forgetting[sid] != nil {
+		// Its session is still open: a new thread would get it, and Forget
+		// would close it under the new thread.
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%w: thread %q is being forgotten now; ask again once Forget returns", ErrForgotten, id)
 	}
 	sess, err := h.tk.Session(sid)
 	if err != nil {
@@ -154,18 +181,37 @@ func (h *Host) Thread(id string) (*Thread, error) {
 }
 
 // Forget ends a thread: its run is cancelled and waited for, its session
-// closed and the host lets it go (a later request with the same id starts
-// a new conversation). Threads are kept until then: an application that
-// serves many calls Forget for those it is done with.
+// closed and the host lets it go (a request with the same id after
+// Forget returns starts a new conversation; one meanwhile is refused with
+// ErrForgotten). Threads are kept until then: an application that serves
+// many calls Forget for those it is done with.
 func (h *Host) Forget(id string) {
+	sid := h.prefix + id
 	h.mu.Lock()
-	t := h.threads[h.prefix+id]
-	delete(h.threads, h.prefix+id)
-	h.mu.Unlock()
+	t := h.threads[sid]
 	if t == nil {
+		ch := h.forgetting[sid]
+		h.mu.Unlock()
+		if ch != nil {
+			<-ch // another Forget is ending it
+		}
 		return
 	}
+	delete(h.threads, sid)
+	ch := make(chan struct{})
+	h.forgetting[sid] = ch
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.forgetting, sid)
+		h.mu.Unlock()
+		close(ch)
+	}()
+	if forgetHook != nil {
+		forgetHook()
+	}
 	t.mu.Lock()
+	t.forgotten = true // no run starts from here: the one going on is the last
 	cancel, done := t.cancel, t.done
 	t.mu.Unlock()
 	if cancel != nil {
@@ -189,6 +235,28 @@ func (h *Host) Lookup(id string) *Thread {
 // requests meet a response whose end is decided but not yet cut.
 var markDelay time.Duration
 
+// movedOnHook, when set (tests only; nil in production), is called by
+// Begin when it unlocked the thread to cancel a paused run for new
+// messages: from there until it locks the thread again, a concurrent
+// request that read the thread before may take the same messages.
+var movedOnHook func()
+
+// forgetHook, when set (tests only; nil in production), is called by
+// Forget once the thread is out of the host's map, before its run is
+// cancelled and its session closed: the window in which a request may ask
+// for the same id.
+var forgetHook func()
+
+// answersHook, when set (tests only; nil in production), is called when
+// a request's answers were checked, before the thread announces them
+// (ui_answers): the window in which the response Begin read may end.
+var answersHook func()
+
+// startHook, when set (tests only; nil in production), is called by
+// Begin with the thread locked when it is about to start a run, before it
+// asks the host whether it is closed: the window in which Close may begin.
+var startHook func()
+
 // Thread is one conversation served to a UI: a toolkit session, the
 // conversation and its responses.
 type Thread struct {
@@ -198,16 +266,20 @@ type Thread struct {
 	sess  *toolkit.Session
 	conv  *agent.Conversation
 
-	mu      sync.Mutex
-	tr      *tracker
-	cur     *Log                       // the response the events go to now
-	last    *Log                       // the response before it
-	seen    map[string]bool            // message ids the thread took in
-	state   map[string]json.RawMessage // the last groups and skills events' bodies
-	running bool
-	runNo   int // the tracker's number of the run going on
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when the current run returns
+	answering sync.Mutex // held while a request's answers are checked and given
+
+	mu         sync.Mutex
+	tr         *tracker
+	cur        *Log                       // the response the events go to now
+	last       *Log                       // the response before it
+	seen       map[string]bool            // message ids the thread took in
+	state      map[string]json.RawMessage // the last groups and skills events' bodies
+	answeredIn *Log                       // the response the last ui_answers event went to
+	running    bool
+	forgotten  bool // Host.Forget let the thread go: Begin refuses
+	runNo      int  // the tracker's number of the run going on
+	cancel     context.CancelFunc
+	done       chan struct{} // closed when the current run returns
 }
 
 // ID returns the thread's id (without the session prefix).
@@ -236,6 +308,9 @@ func (t *Thread) add(ev *events.Event) {
 	s := t.tr.add(ev)
 	if s.keep {
 		t.cur.append(ev)
+		if ev.Type == AnswersEvent {
+			t.answeredIn = t.cur // the response that shows what the answers do
+		}
 	}
 	if s.end != nil {
 		next := newLog(t.tr.resp, t.tr.run)
@@ -243,9 +318,8 @@ func (t *Thread) add(ev *events.Event) {
 		t.last, t.cur = t.cur, next
 	}
 	t.mu.Unlock()
-	if s.want > 0 && t.h.ctx.Err() == nil {
+	if s.want > 0 && t.h.enter() {
 		// Not from here: the observer runs inside the toolkit's dispatch.
-		t.h.wg.Add(1)
 		go func() {
 			defer t.h.wg.Done()
 			if markDelay > 0 {
@@ -325,17 +399,27 @@ type IDMessage struct {
 // gets new messages is cancelled first, whatever the answers: its
 // waiting calls are interrupted, and the new run takes the messages.
 // Answers that come with new messages when no run waits (it ended
-// meanwhile) are ignored likewise. It returns the response to read.
+// meanwhile) are ignored likewise. It returns the response to read; with
+// an *AnswersError, some answers were given and some could not be (see
+// the package documentation), and the response must be read all the same.
 func (t *Thread) Begin(in Input) (*Log, error) {
 	t.mu.Lock()
+	var fresh []IDMessage
+	var paused []interceptors.ApprovalRequest
 	for {
+		if t.forgotten {
+			// The caller got the thread before Host.Forget: a run now would
+			// be one Forget does not end, on a closed session.
+			t.mu.Unlock()
+			return nil, ErrForgotten
+		}
 		if t.tr.over != nil {
 			// The run is over; its response ends at the mark on its way.
 			l := t.cur
 			t.mu.Unlock()
 			<-l.Done()
 			t.mu.Lock()
-			if t.cur == l { // ended without a cut: the host closed or forgot the thread
+			if t.cur == l && !t.forgotten { // ended without a cut: the host closed
 				t.mu.Unlock()
 				return nil, ErrClosed
 			}
@@ -349,32 +433,37 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 			t.mu.Lock()
 			continue
 		}
-		break
-	}
-	var fresh []IDMessage
-	for _, m := range in.Messages {
-		if m.ID == "" || !t.seen[m.ID] {
-			fresh = append(fresh, m)
+		fresh = fresh[:0]
+		for _, m := range in.Messages {
+			if m.ID == "" || !t.seen[m.ID] {
+				fresh = append(fresh, m)
+			}
 		}
-	}
-	paused := t.pausedLocked()
-	switch {
-	case t.running && paused == nil:
-		t.mu.Unlock()
-		return nil, ErrBusy
-	case t.running && len(fresh) > 0:
-		// Moved on: the paused run ends here (its waiting calls are
-		// interrupted, answers or not) and a new one takes the messages.
-		cancel, done, l := t.cancel, t.done, t.cur
-		t.mu.Unlock()
-		cancel()
-		<-done
-		<-l.Done() // its last response (the run's error) is over
-		t.mu.Lock()
-		if t.running {
+		paused = t.pausedLocked()
+		if t.running && paused == nil {
 			t.mu.Unlock()
 			return nil, ErrBusy
 		}
+		if t.running && len(fresh) > 0 {
+			// Moved on: the paused run ends here (its waiting calls are
+			// interrupted, answers or not) and a new one takes the messages.
+			cancel, done, l := t.cancel, t.done, t.cur
+			t.mu.Unlock()
+			if movedOnHook != nil {
+				movedOnHook()
+			}
+			cancel()
+			<-done
+			<-l.Done() // its last response (the run's error) is over
+			t.mu.Lock()
+			// Everything is read again: while the lock was free, another
+			// request may have taken the same messages and started a run
+			// (maybe over already), or the host closed.
+			continue
+		}
+		break
+	}
+	switch {
 	case len(in.Answers) > 0 && paused == nil && len(fresh) == 0:
 		// With new messages the answers are moot, as when they end a
 		// paused run: the run they were for is over.
@@ -387,7 +476,12 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 		}
 		l := t.cur
 		t.mu.Unlock()
-		if err := t.decide(paused, in.Answers); err != nil {
+		l, err := t.decide(l, paused, in.Answers)
+		if err != nil {
+			var partly *AnswersError
+			if errors.As(err, &partly) {
+				return l, err // the run goes on with the answers given
+			}
 			return nil, err
 		}
 		return l, nil
@@ -396,7 +490,10 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 		t.mu.Unlock()
 		return nil, ErrNothingToRun
 	}
-	if t.h.ctx.Err() != nil {
+	if startHook != nil {
+		startHook()
+	}
+	if !t.h.enter() {
 		t.mu.Unlock()
 		return nil, ErrClosed
 	}
@@ -409,7 +506,6 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 	ctx, cancel := context.WithCancel(t.h.ctx)
 	t.running, t.cancel, t.done, t.runNo = true, cancel, make(chan struct{}), t.cur.Run
 	done, l, runNo := t.done, t.cur, t.runNo
-	t.h.wg.Add(1)
 	t.mu.Unlock()
 	go func() {
 		defer t.h.wg.Done()
@@ -431,15 +527,30 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 	return l, nil
 }
 
-// decide gives answers to the permissions interceptor; answers for calls
-// that do not wait, or two answers for one call, are an error, and
-// nothing is decided then.
-func (t *Thread) decide(waiting []interceptors.ApprovalRequest, answers []Answer) error {
+// decide gives answers to the permissions interceptor, all or nothing as
+// far as the interceptor allows. Every answer is checked first, and
+// nothing is given when one fails: two answers for one call, an answer
+// for a call the paused run does not wait for, or for a call whose
+// approval is no longer pending (it expired, or was decided elsewhere,
+// since the run paused). Then each is given. A call can still stop
+// waiting between that check and its answer (an approval that expires
+// just then): the other answers are given all the same (a person decided
+// each call; withholding them would make the run ask again what was
+// answered), and an *AnswersError says which took effect and which not.
+// Requests that answer the same thread take turns (t.answering), so two
+// of them never split one request's answers between them.
+//
+// It returns the response to read: the one its ui_answers event went to,
+// which is l unless l ended meanwhile (a call not answered stopped
+// waiting, and the run paused again on the others before the answers).
+func (t *Thread) decide(l *Log, waiting []interceptors.ApprovalRequest, answers []Answer) (*Log, error) {
+	t.answering.Lock()
+	defer t.answering.Unlock()
 	for i, a := range answers {
 		for _, b := range answers[:i] {
 			if b.Call == a.Call {
 				// Checked first: the second answer would fail after the first was given.
-				return fmt.Errorf("ui: call %q is answered twice in one request: send one answer per call", a.Call)
+				return nil, fmt.Errorf("ui: call %q is answered twice in one request: send one answer per call", a.Call)
 			}
 		}
 		found := false
@@ -447,10 +558,39 @@ func (t *Thread) decide(waiting []interceptors.ApprovalRequest, answers []Answer
 			found = found || w.CallID == a.Call
 		}
 		if !found {
-			return fmt.Errorf("%w: call %q waits for no approval in thread %q", interceptors.ErrNotPending, a.Call, t.id)
+			return nil, fmt.Errorf("%w: call %q waits for no approval in thread %q", interceptors.ErrNotPending, a.Call, t.id)
 		}
 	}
+	// The thread's view comes from the events; the interceptor's list is
+	// the truth now (an expiry's event may be on its way).
+	pending := t.h.perms.Pending(t.sess.ID())
 	for _, a := range answers {
+		if !slices.ContainsFunc(pending, func(r interceptors.ApprovalRequest) bool { return r.CallID == a.Call }) {
+			return nil, fmt.Errorf("%w: call %q of thread %q no longer waits for approval (it expired, or was decided elsewhere); no answer of this request was given",
+				interceptors.ErrNotPending, a.Call, t.id)
+		}
+	}
+	calls := make([]string, len(answers))
+	for i, a := range answers {
+		calls[i] = a.Call
+	}
+	// Before any answer: the response must not end on these calls while
+	// their decisions travel (see AnswersEvent).
+	if answersHook != nil {
+		answersHook()
+	}
+	_ = t.sess.Emit(AnswersEvent, AnswerCalls{Thread: t.nonce, Calls: calls})
+	t.mu.Lock()
+	if t.answeredIn != nil {
+		l, t.answeredIn = t.answeredIn, nil
+	}
+	t.mu.Unlock()
+	var given []Answer
+	var refused []RefusedAnswer
+	for i, a := range answers {
+		if hook.BeforeAnswer != nil {
+			hook.BeforeAnswer(i)
+		}
 		var err error
 		if a.Approve {
 			var opts []interceptors.ApproveOption
@@ -466,10 +606,89 @@ func (t *Thread) decide(waiting []interceptors.ApprovalRequest, answers []Answer
 			err = t.h.perms.Reject(t.sess.ID(), a.Call, reason)
 		}
 		if err != nil {
-			return err
+			refused = append(refused, RefusedAnswer{Answer: a, Err: err})
+		} else {
+			given = append(given, a)
 		}
 	}
-	return nil
+	switch {
+	case len(refused) == 0:
+		return l, nil
+	case len(given) == 0:
+		return nil, refused[0].Err // nothing was given: a plain refusal
+	}
+	return l, &AnswersError{Thread: t.id, Given: given, Refused: refused}
+}
+
+// ErrPartlyAnswered is what an *AnswersError is (errors.Is).
+var ErrPartlyAnswered = errors.New("ui: some answers were given and some could not be")
+
+// AnswersError is Begin's error when some of a request's answers were
+// given and then others could not be: their calls stopped waiting
+// between Begin's check and the answer (the approval expired just then,
+// or was decided elsewhere). Begin returns it together with the response:
+// the run goes on with the answers given, and the response must be read
+// (it shows each call's outcome, an expired one's too). Handlers send it
+// to the client with the response, so that nothing is lost silently.
+type AnswersError struct {
+	Thread string
+	// Given are the answers that took effect, in the request's order.
+	Given []Answer
+	// Refused are the answers that did not, with why.
+	Refused []RefusedAnswer
+}
+
+// RefusedAnswer is an answer that did not take effect, and why.
+type RefusedAnswer struct {
+	Answer
+	Err error
+}
+
+func (e *AnswersError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ui: thread %q: %d of %d answers were given (", e.Thread, len(e.Given), len(e.Given)+len(e.Refused))
+	for i, a := range e.Given {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(a.Call))
+	}
+	b.WriteString("); not given:")
+	for _, r := range e.Refused {
+		fmt.Fprintf(&b, " call %q: %v;", r.Call, r.Err)
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// Unwrap makes errors.Is(err, ErrPartlyAnswered) hold.
+func (e *AnswersError) Unwrap() error { return ErrPartlyAnswered }
+
+// AnswersReport is an *AnswersError as handlers send it to the client,
+// at the start of the response (AG-UI: a CUSTOM event
+// "toolstream.answers"; the AI SDK: a data-toolstream-answers part).
+type AnswersReport struct {
+	Given   []AnswerOutcome `json:"given"`
+	Refused []AnswerOutcome `json:"refused"`
+}
+
+// AnswerOutcome is one answer of an AnswersReport.
+type AnswerOutcome struct {
+	Call     string `json:"call"`
+	Approved bool   `json:"approved"`
+	// Error says why the answer was not given (Refused only).
+	Error string `json:"error,omitempty"`
+}
+
+// Report returns what the client is told.
+func (e *AnswersError) Report() AnswersReport {
+	r := AnswersReport{Given: []AnswerOutcome{}, Refused: []AnswerOutcome{}}
+	for _, a := range e.Given {
+		r.Given = append(r.Given, AnswerOutcome{Call: a.Call, Approved: a.Approve})
+	}
+	for _, a := range e.Refused {
+		r.Refused = append(r.Refused, AnswerOutcome{Call: a.Call, Approved: a.Approve, Error: a.Err.Error()})
+	}
+	return r
 }
 
 // Cancel ends the thread's run, if one goes on: its calls are
@@ -481,6 +700,24 @@ func (t *Thread) Cancel() {
 	if cancel != nil {
 		cancel()
 	}
+}
+
+// CancelResponse ends the run response l belongs to, if l is still the
+// response in progress: a cancel meant for a response that is over (its
+// run ended, or paused and was resumed by another request) never lands on
+// a run or a response that began since. It reports whether it cancelled.
+func (t *Thread) CancelResponse(l *Log) bool {
+	t.mu.Lock()
+	var cancel context.CancelFunc
+	if l != nil && t.cur == l && t.running && t.runNo == l.Run && !l.over() {
+		cancel = t.cancel // this run's own: calling it later cancels no other
+	}
+	t.mu.Unlock()
+	if cancel == nil {
+		return false
+	}
+	cancel()
+	return true
 }
 
 // Streaming returns the response in progress: a run goes on and does
@@ -571,6 +808,12 @@ func newLog(n, run int) *Log {
 
 // Done is closed when the response is over.
 func (l *Log) Done() <-chan struct{} { return l.done }
+
+func (l *Log) over() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.end != nil
+}
 
 func (l *Log) append(ev *events.Event) {
 	l.mu.Lock()

@@ -21,6 +21,21 @@ type Mark struct {
 	Response int    `json:"response"`
 }
 
+// AnswersEvent is the session-level event a thread sends just before it
+// gives a request's answers to approvals (body AnswerCalls). From there the
+// calls answered count as running: a response must not end paused on a
+// call whose decision is on its way (its own approval event comes from
+// the call's goroutine, maybe after the mark). A replay reads the same
+// event, so it cuts the same way. Like MarkEvent, nothing a UI shows.
+const AnswersEvent events.Type = "ui_answers"
+
+// AnswerCalls is the body of a ui_answers event: thread Thread (its
+// nonce) gives answers for these calls now.
+type AnswerCalls struct {
+	Thread string   `json:"thread"`
+	Calls  []string `json:"calls"`
+}
+
 // EndKind says how a response ended.
 type EndKind string
 
@@ -51,7 +66,7 @@ type End struct {
 type callState uint8
 
 const (
-	callRunning  callState = iota + 1 // started, not final, not waiting for a person
+	callRunning  callState = iota + 1 // started or answered, not final, not waiting for a person
 	callAwaiting                      // waits for an approval
 )
 
@@ -62,7 +77,8 @@ const (
 //
 // A response ends at a mark when, at that mark, the run is over (an
 // answer or run_error since the response began) or paused (some call waits
-// for an approval and no started call runs). The thread asks for a mark
+// for an approval and no started call runs; a call that a request
+// answered runs from its ui_answers event). The thread asks for a mark
 // (want) as soon as that holds; the condition is checked again when the
 // mark arrives, since events keep coming while it travels.
 type tracker struct {
@@ -132,6 +148,17 @@ func (tr *tracker) add(ev *events.Event) step {
 // follow updates what runs and what waits.
 func (tr *tracker) follow(ev *events.Event) {
 	switch ev.Type {
+	case AnswersEvent:
+		var a AnswerCalls
+		if json.Unmarshal(ev.Data, &a) != nil || a.Thread != tr.thread {
+			return
+		}
+		for _, c := range a.Calls {
+			if tr.calls[c] == callAwaiting {
+				tr.calls[c] = callRunning
+				tr.unwait(c)
+			}
+		}
 	case events.TypeStart:
 		if _, ok := tr.calls[ev.Call]; !ok {
 			tr.calls[ev.Call] = callRunning

@@ -3,16 +3,19 @@ package agui_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/agui"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
 )
@@ -337,6 +340,11 @@ func TestBadRequests(t *testing.T) {
 		{"POST", `{"threadId":"t","messages":[]}`, 400, "threadId and runId are required"},
 		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"m","role":"robot"}]}`, 400, `unknown role "robot"`},
 		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"m","role":"user","content":[{"type":"image"}]}]}`, 400, `"image" parts are not supported`},
+		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":"hi"},{"id":"u2","role":"user","content":null}]}`, 400, `messages[1] (user message "u2"): content is required`},
+		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"u3","role":"user"}]}`, 400, `messages[0] (user message "u3"): content is required`},
+		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"u4","role":"user","content":[null]}]}`, 400, `messages[0] (user message "u4"): content[0]: "" parts are not supported`},
+		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"u5","role":"user","content":[{"type":"text"}]}]}`, 400, `content[0]: a text part needs its text`},
+		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"u6","role":"user","content":{"type":"text","text":"hi"}}]}`, 400, `content must be a string or an array of parts`},
 		{"POST", `{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"x","status":"maybe"}]}`, 400, `status "maybe"`},
 		{"POST", `{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"x","status":"resolved","payload":{"approved":true,"args":[1]}}]}`, 400, "args must be a JSON object"},
 		{"POST", `{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"x","status":"resolved"}]}`, 409, "no call waits for approval"},
@@ -493,5 +501,118 @@ func TestClosedHost(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "closed") {
 		t.Errorf("status %d: %s, want 503", resp.StatusCode, b)
+	}
+}
+
+// A client that goes away cancels the run of the response it was
+// reading, and no other: here its response ends (the gate opens) and
+// another request starts a run (which pauses) before the handler gets to
+// cancel (the hook holds it there). That run must still be paused after:
+// the cancel used to land on whatever run the thread had then.
+func TestClientGoneCancelsOnlyItsRun(t *testing.T) {
+	a := uitest.New(t)
+	servedA := make(chan struct{})
+	h := agui.NewHandler(a.Host)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		if r.Header.Get("X-Test-Run") == "A" {
+			close(servedA)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	gone, release := make(chan struct{}), make(chan struct{})
+	agui.SetClientGoneHook(func() {
+		close(gone)
+		<-release
+	})
+	t.Cleanup(func() { agui.SetClientGoneHook(nil) })
+	let := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(let) // before the server closes, if the test fails early
+
+	// Run A waits in the gate; its client reads until the gate started, then goes.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	body, _ := json.Marshal(input("t13", "A", user("u1", "gate")))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, bytes.NewReader(body))
+	req.Header.Set("X-Test-Run", "A")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"ACTIVITY_SNAPSHOT"`) && strings.Contains(sc.Text(), `"tool":"gate"`) {
+			break
+		}
+	}
+	cancel()
+	resp.Body.Close()
+	<-gone
+
+	// Meanwhile run A ends and run B starts, and pauses.
+	close(a.Gate)
+	th := a.Host.Lookup("t13")
+	deadline := time.Now().Add(10 * time.Second)
+	for th.Streaming() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("run A does not end")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b := run(t, srv.URL, input("t13", "B", user("u1", "gate"), user("u2", "note")))
+	ints := b[len(b)-1]["outcome"].(map[string]any)["interrupts"].([]any)
+	if len(ints) != 1 {
+		t.Fatalf("run B: interrupts %v\n%s", ints, dump(b))
+	}
+	n1 := ints[0].(map[string]any)["id"].(string)
+
+	// Now the handler of A cancels: run B must not mind.
+	let()
+	<-servedA
+	in := input("t13", "C", user("u1", "gate"), user("u2", "note"))
+	in["resume"] = []any{map[string]any{"interruptId": n1, "status": "resolved", "payload": map[string]any{"approved": true}}}
+	c := run(t, srv.URL, in)
+	if got := results(c)[n1]; got != "saved: a" {
+		t.Errorf("%s's result %q\n%s", n1, got, dump(c))
+	}
+	if last := c[len(c)-1]; last["type"] != "RUN_FINISHED" || last["outcome"].(map[string]any)["type"] != "interrupt" {
+		t.Errorf("run B does not go on to its second approval:\n%s", dump(c))
+	}
+}
+
+// A resume whose second entry finds its call no longer waiting (its
+// approval expired just then; here it is decided elsewhere in the window):
+// the first answer is given and the run goes on in this run, which opens
+// with a CUSTOM toolstream.answers event saying which answers took effect
+// and which did not. The request used to fail with 409 after the first
+// answer was given, and the run went on unseen.
+func TestResumePartlyGiven(t *testing.T) {
+	a, url := serve(t)
+	first := run(t, url, input("t14", "r1", user("u1", "two")))
+	if first[len(first)-1]["outcome"].(map[string]any)["type"] != "interrupt" {
+		t.Fatalf("not paused:\n%s", dump(first))
+	}
+	calls := a.WaitPaused(t, "t14", 2)
+	a.RejectInTheWindow(t, "t14", 1, calls[1])
+	in := input("t14", "r2", user("u1", "two"))
+	in["resume"] = []any{
+		map[string]any{"interruptId": calls[0], "status": "resolved", "payload": map[string]any{"approved": true}},
+		map[string]any{"interruptId": calls[1], "status": "resolved", "payload": map[string]any{"approved": true}},
+	}
+	second := run(t, url, in)
+	custom := second[2]
+	b, _ := json.Marshal(custom["value"])
+	var report ui.AnswersReport
+	_ = json.Unmarshal(b, &report)
+	if custom["type"] != "CUSTOM" || custom["name"] != agui.CustomAnswers || len(report.Given) != 1 || report.Given[0] != (ui.AnswerOutcome{Call: calls[0], Approved: true}) ||
+		len(report.Refused) != 1 || report.Refused[0].Call != calls[1] || !strings.Contains(report.Refused[0].Error, "no call waits for a decision") {
+		t.Errorf("the run opens with %v", custom)
+	}
+	res := results(second)
+	if res[calls[0]] != "asked" || !strings.Contains(res[calls[1]], "decided elsewhere") {
+		t.Errorf("results %v", res)
+	}
+	if text(second) != "Done." || second[len(second)-1]["type"] != "RUN_FINISHED" {
+		t.Errorf("the run:\n%s", dump(second))
 	}
 }

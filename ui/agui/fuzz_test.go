@@ -1,6 +1,7 @@
 package agui
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -17,6 +18,9 @@ func FuzzParseRunAgentInput(f *testing.F) {
 		`{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"c1","status":"resolved","payload":{"approved":true,"args":{"a":1}}}]}`,
 		`{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"c1","status":"cancelled"}]}`,
 		`{"threadId":"t","runId":"r","messages":[{"id":"a","role":"assistant","content":"x","toolCalls":[]},{"id":"b","role":"tool","content":"y","toolCallId":"c"}]}`,
+		`{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":null}]}`,
+		`{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user"}]}`,
+		`{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":[{"type":"text"}]}]}`,
 		`{"threadId":"","runId":"r"}`, `{`, `null`, `[]`, `{"threadId":"t","runId":"r","messages":[{"id":"m","role":"user","content":7}]}`,
 	} {
 		f.Add([]byte(s))
@@ -37,6 +41,9 @@ func FuzzParseRunAgentInput(f *testing.F) {
 		for _, m := range in.Messages {
 			if m.Role == "user" {
 				users++
+				if c := bytes.TrimSpace(m.Content); len(c) == 0 || c[0] != '"' && c[0] != '[' {
+					t.Fatalf("user message %q taken with content %q: want a string or an array of parts", m.ID, m.Content)
+				}
 			}
 		}
 		if len(got.Messages) != users || len(got.Answers) != len(in.Resume) {

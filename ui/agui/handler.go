@@ -24,6 +24,13 @@ import (
 	"github.com/toolstream/toolstream/ui"
 )
 
+// CustomAnswers is the name of the CUSTOM event (value ui.AnswersReport)
+// that opens a run when some of its resume entries were given and others
+// could not be: their calls stopped waiting between the check and the
+// answer (an approval that expired just then). The run goes on with the
+// answers given; the interrupts not answered show their own outcome.
+const CustomAnswers = "toolstream.answers"
+
 // Handler serves AG-UI runs on a ui.Host.
 type Handler struct {
 	host *ui.Host
@@ -55,10 +62,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log, err := t.Begin(in.input())
+	var partly *ui.AnswersError
 	switch {
+	case errors.As(err, &partly):
+		// Some answers were given, one could not be (its approval expired
+		// just then): the run goes on, and the response says which.
 	case errors.Is(err, ui.ErrNothingToRun):
 		log = nil // an empty run: started and finished
-	case errors.Is(err, ui.ErrClosed):
+	case errors.Is(err, ui.ErrClosed), errors.Is(err, ui.ErrForgotten):
 		ui.HTTPError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	case errors.Is(err, ui.ErrBusy):
@@ -84,6 +95,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	out.event(started)
 	out.event(map[string]any{"type": "STATE_SNAPSHOT", "snapshot": t.State()})
+	if partly != nil {
+		out.event(map[string]any{"type": "CUSTOM", "name": CustomAnswers, "value": partly.Report()})
+	}
 	if log == nil {
 		// Nothing to run: the thread's pending interrupts again, if it
 		// waits for answers (a client that lost them), else a success.
@@ -98,31 +112,47 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i := 0; ; {
 		evs, end, err := log.Next(r.Context(), i)
 		if err != nil {
-			// The client went: AG-UI has no resume of a stream, so the run stops.
-			t.Cancel()
+			clientGone(t, log)
 			return
 		}
 		for _, ev := range evs {
 			tr.event(ev)
 		}
-		if out.Err() != nil || r.Context().Err() != nil {
-			t.Cancel() // the client went (see above)
-			return
-		}
 		i += len(evs)
 		if end != nil {
+			// Over: nothing to cancel, even if the client is gone (a paused
+			// run's interrupts come again with the next run).
 			tr.finish(end)
 			out.Flush()
+			return
+		}
+		if out.Err() != nil || r.Context().Err() != nil {
+			clientGone(t, log)
 			return
 		}
 		out.Flush()
 	}
 }
 
+// clientGoneHook, when set (tests only; nil in production), is called
+// when the handler found its client gone, before it cancels: the window
+// in which the response may end and another request start a run.
+var clientGoneHook func()
+
+// clientGone stops the run of the response the client was reading, and
+// only while that response goes on: AG-UI has no resume of a stream.
+func clientGone(t *ui.Thread, log *ui.Log) {
+	if clientGoneHook != nil {
+		clientGoneHook()
+	}
+	t.CancelResponse(log)
+}
+
 // status is the HTTP status of a refused request: 503 while the host
-// closes (the request may be tried again), else 400.
+// closes or when the thread was forgotten meanwhile (the request may be
+// tried again), else 400.
 func status(err error) int {
-	if errors.Is(err, ui.ErrClosed) {
+	if errors.Is(err, ui.ErrClosed) || errors.Is(err, ui.ErrForgotten) {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusBadRequest

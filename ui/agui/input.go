@@ -83,7 +83,7 @@ func ParseRunAgentInput(data []byte) (*RunAgentInput, error) {
 		}
 		if m.Role == "user" {
 			if _, err := userText(m.Content); err != nil {
-				return nil, fmt.Errorf("agui: messages[%d] (user): %w", i, err)
+				return nil, fmt.Errorf("agui: messages[%d] (user message %q): %w", i, m.ID, err)
 			}
 		}
 	}
@@ -106,21 +106,24 @@ func ParseRunAgentInput(data []byte) (*RunAgentInput, error) {
 
 // userText is a user message's text: a string, or the text parts of an
 // array joined. Other parts (images, files) are refused rather than
-// dropped.
+// dropped, and so is a missing or null content: AG-UI's UserMessage
+// requires a string or an array of parts, and a message that says
+// nothing is a client's bug, not an empty message.
 func userText(raw json.RawMessage) (string, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] == '"' {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", errors.New("content is required: a string or an array of parts (it is missing or null)")
+	}
+	if raw[0] == '"' {
 		var s string
-		if len(raw) > 0 {
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return "", err
-			}
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", err
 		}
 		return s, nil
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type string  `json:"type"`
+		Text *string `json:"text"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return "", errors.New("content must be a string or an array of parts")
@@ -130,7 +133,10 @@ func userText(raw json.RawMessage) (string, error) {
 		if p.Type != "text" {
 			return "", fmt.Errorf("content[%d]: %q parts are not supported (text only)", j, p.Type)
 		}
-		b.WriteString(p.Text)
+		if p.Text == nil {
+			return "", fmt.Errorf("content[%d]: a text part needs its text (a string)", j)
+		}
+		b.WriteString(*p.Text)
 	}
 	return b.String(), nil
 }

@@ -159,7 +159,7 @@ func (t *translator) event(ev *events.Event) {
 			return
 		}
 		t.out.event(map[string]any{"type": "STATE_DELTA", "delta": []patchOp{{Op: "add", Path: "/" + string(ev.Type), Value: ev.Data}}})
-	case agent.EventAnswer, agent.EventError, ui.MarkEvent:
+	case agent.EventAnswer, agent.EventError, ui.MarkEvent, ui.AnswersEvent:
 		// The run's end comes with the response's end (finish).
 	default:
 		t.custom(ev)

@@ -88,7 +88,11 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log, err := t.Begin(req.input())
+	var partly *ui.AnswersError
 	switch {
+	case errors.As(err, &partly):
+		// Some answers were given, one could not be (its approval expired
+		// just then): the run goes on, and the response says which.
 	case errors.Is(err, ui.ErrBusy), errors.Is(err, interceptors.ErrNotPending):
 		ui.HTTPError(w, http.StatusConflict, err.Error())
 		return
@@ -97,7 +101,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The client may go: the run goes on, and a reload resumes it.
-	h.stream(w, r.Context(), t, log, func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) {
+	h.stream(w, r.Context(), t, log, partly, func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) {
 		return readLog(ctx, log, fn)
 	})
 }
@@ -135,11 +139,11 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 			return end, err
 		}
 	}
-	h.stream(w, r.Context(), t, log, read)
+	h.stream(w, r.Context(), t, log, nil, read)
 }
 
-// stream writes one response.
-func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Thread, log *ui.Log,
+// stream writes one response; partly, if set, is said first.
+func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Thread, log *ui.Log, partly *ui.AnswersError,
 	read func(context.Context, func(*events.Event)) (*ui.End, error)) {
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
@@ -151,6 +155,9 @@ func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Threa
 	out := newWriter(w)
 	tr := newTranslator(out, fmt.Sprintf("msg-%s-%d", t.Nonce(), log.Run), log.Run)
 	tr.begin()
+	if partly != nil {
+		out.chunk(map[string]any{"type": "data-" + DataAnswers, "id": fmt.Sprintf("answers-%d", log.N), "data": partly.Report()})
+	}
 	end, err := read(ctx, func(ev *events.Event) {
 		tr.event(ev)
 		out.Flush()
@@ -269,9 +276,10 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*even
 }
 
 // status is the HTTP status of a refused request: 503 while the host
-// closes (the request may be tried again), else 400.
+// closes or when the thread was forgotten meanwhile (the request may be
+// tried again), else 400.
 func status(err error) int {
-	if errors.Is(err, ui.ErrClosed) {
+	if errors.Is(err, ui.ErrClosed) || errors.Is(err, ui.ErrForgotten) {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusBadRequest

@@ -21,6 +21,12 @@ const (
 	DataGroups = "toolstream-groups"
 	// DataSkills is the skills loaded (id "skills").
 	DataSkills = "toolstream-skills"
+	// DataAnswers (data ui.AnswersReport, id "answers-<response>") opens a
+	// response when some of the request's answers were given and others
+	// could not be: their calls stopped waiting between the check and the
+	// answer (an approval that expired just then). The run goes on with
+	// the answers given.
+	DataAnswers = "toolstream-answers"
 )
 
 // Progress is the data of a DataProgress part.
@@ -155,7 +161,7 @@ func (t *translator) event(ev *events.Event) {
 			name = DataSkills
 		}
 		t.out.chunk(map[string]any{"type": "data-" + name, "id": string(ev.Type), "data": ev.Data})
-	case events.TypeStart, events.TypeSuspend, agent.EventAnswer, agent.EventError, ui.MarkEvent:
+	case events.TypeStart, events.TypeSuspend, agent.EventAnswer, agent.EventError, ui.MarkEvent, ui.AnswersEvent:
 		// start and suspend show in the tool part's states; the run's end
 		// comes with the response's end (finish).
 	default:

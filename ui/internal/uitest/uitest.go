@@ -29,6 +29,7 @@ import (
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/hook"
 )
 
 // Agent is what a test serves.
@@ -155,6 +156,7 @@ func Replace() toolkit.Interceptor {
 //   - "skill": loads the tips skill (which switches extras on), then
 //     answers.
 //   - "both": calls count and ask (which needs approval) in one stage.
+//   - "two": calls ask twice in one stage: two approvals wait at once.
 //   - "retry": the first attempt says "Oops " and fails (retryable); the
 //     retry answers "Hello.".
 //   - anything else: answers "Hello." at once.
@@ -205,6 +207,8 @@ func Model() agent.Model {
 			return &agent.Reply{Calls: calls(call(id("big"), "big", `{}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "both" && turn == 0:
 			return &agent.Reply{Calls: calls(call(id("b1"), "count", `{}`), call(id("b2"), "ask", `{}`)), Finish: agent.FinishToolCalls}, nil
+		case task == "two" && turn == 0:
+			return &agent.Reply{Calls: calls(call(id("a1"), "ask", `{}`), call(id("a2"), "ask", `{}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "retry" && turn == 0:
 			mu.Lock()
 			attempts[len(req.Messages)]++
@@ -282,4 +286,45 @@ func RunNode(t *testing.T, script string, args ...string) {
 // embedded server's 1 MiB message limit, so that NATS carries it in chunks.
 func BigJSON() json.RawMessage {
 	return json.RawMessage(`{"rows":"` + strings.Repeat("x", 3<<19) + `"}`)
+}
+
+// WaitPaused waits until thread id waits for n approvals (a call that
+// asks after the run paused comes in a response of its own) and returns
+// their call ids.
+func (a *Agent) WaitPaused(t testing.TB, id string, n int) []string {
+	t.Helper()
+	th := a.Host.Lookup(id)
+	if th == nil {
+		t.Fatalf("no thread %q", id)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if p := th.Paused(); len(p) == n {
+			ids := make([]string, n)
+			for i, r := range p {
+				ids[i] = r.CallID
+			}
+			return ids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thread %q does not wait for %d approvals: %v", id, n, th.Paused())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// RejectInTheWindow makes the request's answer i find its call no longer
+// waiting: just before it is given (hook.BeforeAnswer), the call is
+// decided elsewhere, as an approval that expires just then would be.
+func (a *Agent) RejectInTheWindow(t testing.TB, id string, i int, call string) {
+	t.Helper()
+	sess := a.Host.Lookup(id).Session().ID()
+	hook.BeforeAnswer = func(j int) {
+		if j == i {
+			if err := a.Perms.Reject(sess, call, "decided elsewhere"); err != nil {
+				t.Errorf("rejecting %s in the window: %v", call, err)
+			}
+		}
+	}
+	t.Cleanup(func() { hook.BeforeAnswer = nil })
 }
