@@ -30,7 +30,8 @@ var (
 	// responders"). The call was not run; it fails at once.
 	ErrNoWorkers = errors.New("no worker serves the tool")
 	// ErrBusy: every worker tried refused the call for being at its limit
-	// of calls in flight. The call was not run.
+	// of calls in flight or stopping (the refusal says which). The call
+	// was not run.
 	ErrBusy = errors.New("every worker tried is busy")
 	// ErrWorkerLost: the worker stopped sending heartbeats (it died, hangs
 	// or lost its connection) before the call ended. The call may or may
