@@ -61,7 +61,8 @@ type ClientOptions struct {
 	BusyRetries int
 	// CancelWait is how long a cancelled call waits for the worker to
 	// confirm that its handler stopped (default 200 ms, inside the
-	// toolkit's default cancel grace of 250 ms).
+	// toolkit's default cancel grace of 250 ms). A worker that refuses the
+	// cancellation, or does not run the call, ends the wait at once.
 	CancelWait time.Duration
 	// DiscoverWait bounds how long Discover listens for workers' answers
 	// (default 1 s; it ends 100 ms after the last answer).
@@ -526,6 +527,9 @@ func (f *follower) follow(ctx context.Context) ([]toolkit.Part, error) {
 
 // frame handles one message; done says the call is over.
 func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err error) {
+	if m.Header.Get(HeaderFrame) == frameCancel {
+		return // an answer to a cancellation, which only cancel waits for
+	}
 	if m.Header.Get("Status") == "503" && len(m.Data) == 0 {
 		return true, nil, interceptors.Transient(fmt.Errorf("remote: %w %q (no responders on %s)", ErrNoWorkers, f.tool, m.Subject))
 	}
@@ -656,20 +660,23 @@ func withoutErrorLine(content []events.Part, msg string) []events.Part {
 
 // cancel tells the worker to stop the call and waits a little for it to
 // confirm, so that the handler on the worker has stopped when the call's
-// result says so.
+// result says so. It stops waiting at once when the worker refuses the
+// cancellation or says it does not run the call.
 func (f *follower) cancel() error {
-	if f.control != "" {
-		_ = f.c.nc.Publish(f.control, []byte(f.inbox))
-	}
+	f.sendCancel()
 	wait := time.NewTimer(f.c.opts.CancelWait)
 	defer wait.Stop()
+	taken := false // the worker answered that it is stopping the call
 	for {
 		select {
 		case <-f.c.r.closed:
 			return ErrClientClosed
 		case <-wait.C:
-			if f.worker == "" {
+			switch {
+			case f.worker == "":
 				return errors.New("no worker had taken the call yet")
+			case taken:
+				return fmt.Errorf("worker %s is stopping the call, but its handler had not returned within %v", f.worker, f.c.opts.CancelWait)
 			}
 			return fmt.Errorf("worker %s did not confirm within %v", f.worker, f.c.opts.CancelWait)
 		case <-f.ch.ready:
@@ -677,17 +684,36 @@ func (f *follower) cancel() error {
 			if m == nil {
 				continue
 			}
+			code, desc := m.Header.Get(micro.ErrorCodeHeader), m.Header.Get(micro.ErrorHeader)
 			switch m.Header.Get(HeaderFrame) {
 			case frameAccept:
 				f.worker, f.control = m.Header.Get(HeaderWorker), m.Header.Get(HeaderControl)
-				_ = f.c.nc.Publish(f.control, []byte(f.inbox))
+				f.sendCancel()
 			case frameResult:
 				return fmt.Errorf("worker %s stopped the call", f.worker)
+			case frameCancel:
+				if code == "" {
+					taken = true
+					continue
+				}
+				return fmt.Errorf("worker %s refused the cancellation (%s): %s", m.Header.Get(HeaderWorker), code, desc)
 			case "":
-				if m.Header.Get("Status") == "503" {
+				if m.Header.Get("Status") == "503" && len(m.Data) == 0 {
 					return errors.New("no worker had taken the call")
+				}
+				if code != "" {
+					return fmt.Errorf("worker %s refused the call (%s): %s", m.Header.Get(HeaderWorker), code, desc)
 				}
 			}
 		}
 	}
+}
+
+// sendCancel sends the cancellation to the worker that took the call, if
+// one did, with the call's inbox as the reply subject for its answer.
+func (f *follower) sendCancel() {
+	if f.control == "" {
+		return
+	}
+	_ = f.c.nc.PublishMsg(&nats.Msg{Subject: f.control, Reply: f.inbox, Data: []byte(f.inbox)})
 }

@@ -413,14 +413,46 @@ func (w *Worker) run(ctx context.Context, r *relay, tool string, args json.RawMe
 // call on its own.
 const deadlineSlack = 100 * time.Millisecond
 
-// onCancel stops the call whose reply subject the message names.
+// onCancel stops the call whose reply subject the message names. A
+// cancellation with a reply subject gets an answer there: a cancel frame,
+// with micro's error headers when the worker refuses it (400: it names no
+// call; 404: no such call runs here), so that the caller stops waiting at
+// once. An accepted cancellation is confirmed by the call's result frame.
 func (w *Worker) onCancel(m *nats.Msg) {
-	w.mu.Lock()
-	r := w.byReply[string(m.Data)]
-	w.mu.Unlock()
-	if r != nil {
-		r.cancel()
+	reply := string(m.Data)
+	if reply == "" {
+		w.answerCancel(m, codeBadRequest, "a cancellation names the call's reply subject in its body")
+		return
 	}
+	w.mu.Lock()
+	r := w.byReply[reply]
+	w.mu.Unlock()
+	if r == nil {
+		w.answerCancel(m, codeUnknown, fmt.Sprintf("worker %s runs no call with reply subject %q: it has ended or never started here", w.ID(), reply))
+		return
+	}
+	r.mu.Lock()
+	ended := r.done
+	r.mu.Unlock()
+	if ended {
+		w.answerCancel(m, codeUnknown, fmt.Sprintf("the call has ended on worker %s: its result was sent", w.ID()))
+		return
+	}
+	r.cancel()
+	w.answerCancel(m, "", "")
+}
+
+// answerCancel answers a cancellation, if it asks for an answer.
+func (w *Worker) answerCancel(m *nats.Msg, code, why string) {
+	if m.Reply == "" {
+		return // a caller that does not wait for one
+	}
+	h := nats.Header{HeaderFrame: {frameCancel}, HeaderWorker: {w.ID()}}
+	if code != "" {
+		h.Set(micro.ErrorCodeHeader, code)
+		h.Set(micro.ErrorHeader, why)
+	}
+	_ = w.nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: h})
 }
 
 // observe routes the worker toolkit's events to the relays of the calls
