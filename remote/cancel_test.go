@@ -144,3 +144,49 @@ func TestWorkerAnswersCancellations(t *testing.T) {
 		t.Fatalf("a cancellation of a call that ended: %v", m.Header)
 	}
 }
+
+// TestCancelAfterTheCallEnded: when the call's result was on its way as the
+// caller cancelled (a scripted worker sends a success as the cancellation
+// reaches it), the cancelled call says that the worker had finished it,
+// not that it stopped it: the tool's work was done.
+func TestCancelAfterTheCallEnded(t *testing.T) {
+	bus := natstest.Bus(t)
+	nc := conn(t, bus)
+	took := make(chan struct{}, 1)
+	ctl, err := nc.Subscribe("scripted.cancel", func(m *nats.Msg) {
+		_ = nc.PublishMsg(&nats.Msg{Subject: string(m.Data), Data: []byte(`{"state":"success","content":[{"type":"text","text":"done"}]}`),
+			Header: nats.Header{remote.HeaderFrame: {"result"}, remote.HeaderSeq: {"2"}}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ctl.Unsubscribe() }()
+	sub, err := nc.Subscribe(remote.DefaultPrefix+".held", func(m *nats.Msg) {
+		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{
+			remote.HeaderFrame: {"accept"}, remote.HeaderSeq: {"1"},
+			remote.HeaderWorker: {"W"}, remote.HeaderControl: {"scripted.cancel"}}})
+		took <- struct{}{}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c := remote.NewClient(conn(t, bus), remote.ClientOptions{CancelWait: time.Hour})
+	tl, err := c.NewTool(toolkit.Spec{Name: "held"}, json.RawMessage(`{"type":"object"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := testutil.Kit(t, toolkit.WithCancelGrace(time.Hour))
+	testutil.Add(t, agent, tl)
+	batch := testutil.Session(t, agent, "s").Start(context.Background(), []toolkit.Call{testutil.Call("c1", "held", `{}`)})
+	testutil.WaitFor(t, took, "the scripted worker to take the call")
+	batch.Cancel()
+	testutil.WaitFor(t, batch.Done(), "the cancelled call to end")
+	r := batch.Wait()[0]
+	if r.State != toolkit.StateInterrupted || !strings.Contains(r.Text(), "worker W had finished the call (success) before the cancellation reached it") {
+		t.Fatalf("cancelled call: %s %q", r.State, r.Text())
+	}
+}

@@ -690,6 +690,13 @@ func (f *follower) cancel() error {
 				f.worker, f.control = m.Header.Get(HeaderWorker), m.Header.Get(HeaderControl)
 				f.sendCancel()
 			case frameResult:
+				// A result that was on its way when the caller cancelled says
+				// the call ended on its own: the cancellation stopped nothing.
+				var r wireResult
+				if json.Unmarshal(m.Data, &r) == nil && r.State != "" &&
+					r.State != events.StateInterrupted && r.State != events.StateTimeout {
+					return fmt.Errorf("worker %s had finished the call (%s) before the cancellation reached it", f.worker, r.State)
+				}
 				return fmt.Errorf("worker %s stopped the call", f.worker)
 			case frameCancel:
 				if code == "" {
