@@ -417,7 +417,8 @@ const deadlineSlack = 100 * time.Millisecond
 // cancellation with a reply subject gets an answer there: a cancel frame,
 // with micro's error headers when the worker refuses it (400: it names no
 // call; 404: no such call runs here), so that the caller stops waiting at
-// once. An accepted cancellation is confirmed by the call's result frame.
+// once. An accepted cancellation is answered before the call's result
+// frame, which confirms it.
 func (w *Worker) onCancel(m *nats.Msg) {
 	reply := string(m.Data)
 	if reply == "" {
@@ -438,8 +439,10 @@ func (w *Worker) onCancel(m *nats.Msg) {
 		w.answerCancel(m, codeUnknown, fmt.Sprintf("the call has ended on worker %s: its result was sent", w.ID()))
 		return
 	}
-	r.cancel()
+	// The answer goes before the cancellation takes effect, so that it
+	// reaches the caller before the call's result frame.
 	w.answerCancel(m, "", "")
+	r.cancel()
 }
 
 // answerCancel answers a cancellation, if it asks for an answer.
