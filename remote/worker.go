@@ -432,16 +432,17 @@ func (w *Worker) onCancel(m *nats.Msg) {
 		w.answerCancel(m, codeUnknown, fmt.Sprintf("worker %s runs no call with reply subject %q: it has ended or never started here", w.ID(), reply))
 		return
 	}
+	// Under the relay's lock, which its result frame is sent under: the
+	// answer says what the caller will see, a result already sent or one
+	// still to come.
 	r.mu.Lock()
-	ended := r.done
-	r.mu.Unlock()
-	if ended {
+	if r.done {
+		r.mu.Unlock()
 		w.answerCancel(m, codeUnknown, fmt.Sprintf("the call has ended on worker %s: its result was sent", w.ID()))
 		return
 	}
-	// The answer goes before the cancellation takes effect, so that it
-	// reaches the caller before the call's result frame.
 	w.answerCancel(m, "", "")
+	r.mu.Unlock()
 	r.cancel()
 }
 
