@@ -78,6 +78,9 @@ type Client struct {
 	nc   *nats.Conn
 	opts ClientOptions
 	r    router
+	// onBackoff, if set, runs when a call refused as busy starts waiting
+	// to be sent again (tests).
+	onBackoff func()
 }
 
 // ErrClientClosed: the call was made, or was still waiting for its worker,
@@ -471,9 +474,16 @@ func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMe
 		parts, err := f.follow(ctx)
 		if errors.Is(err, ErrBusy) && attempt < c.opts.BusyRetries {
 			wait := time.Duration(5<<attempt)*time.Millisecond + rand.N(5*time.Millisecond)
+			if c.onBackoff != nil {
+				c.onBackoff()
+			}
 			select {
 			case <-ctx.Done():
 				return nil, err
+			case <-c.r.closed:
+				// Nothing is sent once the client is closed: no one would
+				// follow the call.
+				return nil, fmt.Errorf("remote: the call of %q, refused as busy, was not sent again: %w", tool, ErrClientClosed)
 			case <-time.After(wait):
 			}
 			continue

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/remote"
@@ -103,5 +106,60 @@ func TestStopLateRequestFailsOver(t *testing.T) {
 	}
 	if st := stopped.Stats(); st.Calls != 0 || st.Refused != 1 {
 		t.Fatalf("the stopped worker's stats %+v", st)
+	}
+}
+
+// TestCloseDuringBusyBackoff: a call refused as busy and waiting to be sent
+// again when its client is closed fails at once with ErrClientClosed and is
+// not sent again: no worker runs a call nobody follows.
+func TestCloseDuringBusyBackoff(t *testing.T) {
+	bus := natstest.Bus(t)
+	nc := conn(t, bus)
+	// The scripted worker refuses the first send as busy; later sends stay
+	// in reqs, where the readLoop of nc puts them before it reads the
+	// answer to a flush.
+	reqs := make(chan *nats.Msg, 16)
+	sub, err := nc.ChanSubscribe(remote.DefaultPrefix+".work", reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	refused := make(chan struct{})
+	go func() {
+		defer close(refused)
+		select {
+		case m := <-reqs:
+			_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{
+				micro.ErrorCodeHeader: {"503"}, micro.ErrorHeader: {"worker W is busy"}, remote.HeaderWorker: {"W"}}})
+		case <-time.After(10 * time.Second):
+		}
+	}()
+	cc := conn(t, bus)
+	c := remote.NewClient(cc, remote.ClientOptions{BusyRetries: 3})
+	remote.OnBackoff(c, func() { _ = c.Close() })
+	tl, err := c.NewTool(toolkit.Spec{Name: "work"}, json.RawMessage(`{"type":"object"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := testutil.Kit(t)
+	testutil.Add(t, agent, tl)
+	r := testutil.Run(t, agent, "s", testutil.Call("c1", "work", `{}`))[0]
+	testutil.WaitFor(t, refused, "the first send to be refused")
+	// Round trips: the server has whatever the client sent before the call
+	// ended, and nc has received it.
+	if err := cc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(reqs); n != 0 {
+		t.Fatalf("the call was sent %d more times after the client was closed", n)
+	}
+	if !errors.Is(r.Err, remote.ErrClientClosed) || !strings.Contains(r.Text(), "was not sent again") {
+		t.Fatalf("the call: %s %q (%v)", r.State, r.Text(), r.Err)
 	}
 }
