@@ -30,7 +30,8 @@ var (
 	// responders"). The call was not run; it fails at once.
 	ErrNoWorkers = errors.New("no worker serves the tool")
 	// ErrBusy: every worker tried refused the call for being at its limit
-	// of calls in flight. The call was not run.
+	// of calls in flight or stopping (the refusal says which). The call
+	// was not run.
 	ErrBusy = errors.New("every worker tried is busy")
 	// ErrWorkerLost: the worker stopped sending heartbeats (it died, hangs
 	// or lost its connection) before the call ended. The call may or may
@@ -60,7 +61,8 @@ type ClientOptions struct {
 	BusyRetries int
 	// CancelWait is how long a cancelled call waits for the worker to
 	// confirm that its handler stopped (default 200 ms, inside the
-	// toolkit's default cancel grace of 250 ms).
+	// toolkit's default cancel grace of 250 ms). A worker that refuses the
+	// cancellation, or does not run the call, ends the wait at once.
 	CancelWait time.Duration
 	// DiscoverWait bounds how long Discover listens for workers' answers
 	// (default 1 s; it ends 100 ms after the last answer).
@@ -76,6 +78,9 @@ type Client struct {
 	nc   *nats.Conn
 	opts ClientOptions
 	r    router
+	// onBackoff, if set, runs when a call refused as busy starts waiting
+	// to be sent again (tests).
+	onBackoff func()
 }
 
 // ErrClientClosed: the call was made, or was still waiting for its worker,
@@ -469,9 +474,16 @@ func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMe
 		parts, err := f.follow(ctx)
 		if errors.Is(err, ErrBusy) && attempt < c.opts.BusyRetries {
 			wait := time.Duration(5<<attempt)*time.Millisecond + rand.N(5*time.Millisecond)
+			if c.onBackoff != nil {
+				c.onBackoff()
+			}
 			select {
 			case <-ctx.Done():
 				return nil, err
+			case <-c.r.closed:
+				// Nothing is sent once the client is closed: no one would
+				// follow the call.
+				return nil, fmt.Errorf("remote: the call of %q, refused as busy, was not sent again: %w", tool, ErrClientClosed)
 			case <-time.After(wait):
 			}
 			continue
@@ -525,6 +537,9 @@ func (f *follower) follow(ctx context.Context) ([]toolkit.Part, error) {
 
 // frame handles one message; done says the call is over.
 func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err error) {
+	if m.Header.Get(HeaderFrame) == frameCancel {
+		return // an answer to a cancellation, which only cancel waits for
+	}
 	if m.Header.Get("Status") == "503" && len(m.Data) == 0 {
 		return true, nil, interceptors.Transient(fmt.Errorf("remote: %w %q (no responders on %s)", ErrNoWorkers, f.tool, m.Subject))
 	}
@@ -655,20 +670,23 @@ func withoutErrorLine(content []events.Part, msg string) []events.Part {
 
 // cancel tells the worker to stop the call and waits a little for it to
 // confirm, so that the handler on the worker has stopped when the call's
-// result says so.
+// result says so. It stops waiting at once when the worker refuses the
+// cancellation or says it does not run the call.
 func (f *follower) cancel() error {
-	if f.control != "" {
-		_ = f.c.nc.Publish(f.control, []byte(f.inbox))
-	}
+	f.sendCancel()
 	wait := time.NewTimer(f.c.opts.CancelWait)
 	defer wait.Stop()
+	taken := false // the worker answered that it is stopping the call
 	for {
 		select {
 		case <-f.c.r.closed:
 			return ErrClientClosed
 		case <-wait.C:
-			if f.worker == "" {
+			switch {
+			case f.worker == "":
 				return errors.New("no worker had taken the call yet")
+			case taken:
+				return fmt.Errorf("worker %s is stopping the call, but its handler had not returned within %v", f.worker, f.c.opts.CancelWait)
 			}
 			return fmt.Errorf("worker %s did not confirm within %v", f.worker, f.c.opts.CancelWait)
 		case <-f.ch.ready:
@@ -676,17 +694,43 @@ func (f *follower) cancel() error {
 			if m == nil {
 				continue
 			}
+			code, desc := m.Header.Get(micro.ErrorCodeHeader), m.Header.Get(micro.ErrorHeader)
 			switch m.Header.Get(HeaderFrame) {
 			case frameAccept:
 				f.worker, f.control = m.Header.Get(HeaderWorker), m.Header.Get(HeaderControl)
-				_ = f.c.nc.Publish(f.control, []byte(f.inbox))
+				f.sendCancel()
 			case frameResult:
+				// A result that was on its way when the caller cancelled says
+				// the call ended on its own: the cancellation stopped nothing.
+				var r wireResult
+				if json.Unmarshal(m.Data, &r) == nil && r.State != "" &&
+					r.State != events.StateInterrupted && r.State != events.StateTimeout {
+					return fmt.Errorf("worker %s had finished the call (%s) before the cancellation reached it", f.worker, r.State)
+				}
 				return fmt.Errorf("worker %s stopped the call", f.worker)
+			case frameCancel:
+				if code == "" {
+					taken = true
+					continue
+				}
+				return fmt.Errorf("worker %s refused the cancellation (%s): %s", m.Header.Get(HeaderWorker), code, desc)
 			case "":
-				if m.Header.Get("Status") == "503" {
+				if m.Header.Get("Status") == "503" && len(m.Data) == 0 {
 					return errors.New("no worker had taken the call")
+				}
+				if code != "" {
+					return fmt.Errorf("worker %s refused the call (%s): %s", m.Header.Get(HeaderWorker), code, desc)
 				}
 			}
 		}
 	}
+}
+
+// sendCancel sends the cancellation to the worker that took the call, if
+// one did, with the call's inbox as the reply subject for its answer.
+func (f *follower) sendCancel() {
+	if f.control == "" {
+		return
+	}
+	_ = f.c.nc.PublishMsg(&nats.Msg{Subject: f.control, Reply: f.inbox, Data: []byte(f.inbox)})
 }

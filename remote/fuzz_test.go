@@ -3,12 +3,15 @@ package remote_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
@@ -20,7 +23,11 @@ import (
 // FuzzFrames: whatever frames a worker sends (any kinds, numbers, bodies,
 // resets, garbage, nothing at all), the call ends within the heartbeat bound
 // with exactly one final result whose content is what its deltas add up to.
-// A script is lines "kind|seq|reset|data".
+// A script is lines "kind|seq|reset|data". After its lines the scripted
+// worker refuses the call (the error headers of micro), which ends a call
+// that the script left open at once, whatever the frames before; a script
+// whose last line is "silent" leaves the worker silent instead, and the call
+// ends when the client gives the worker up (two heartbeats of 10 ms).
 func FuzzFrames(f *testing.F) {
 	for _, s := range []string{
 		"accept|1|0|\ndelta|2|0|" + part("a") + "\nresult|3|0|{\"state\":\"success\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]}",
@@ -32,6 +39,9 @@ func FuzzFrames(f *testing.F) {
 		"hb|1|0|\nhb|2|0|",
 		"",
 		"result|x|0|null",
+		"accept|1|0|\ndelta|2|0|" + part("a") + "\nsilent",
+		"hb|1|0|\nsilent",
+		"accept|1|0|\ncancel|0|0|\ndelta|2|0|" + part("a") + "\nresult|3|0|{\"state\":\"success\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]}",
 	} {
 		f.Add(s)
 	}
@@ -47,7 +57,12 @@ func FuzzFrames(f *testing.F) {
 		mu.Lock()
 		s := script
 		mu.Unlock()
-		for _, line := range strings.Split(s, "\n") {
+		lines := strings.Split(s, "\n")
+		silent := lines[len(lines)-1] == "silent"
+		if silent {
+			lines = lines[:len(lines)-1]
+		}
+		for _, line := range lines {
 			kind, rest, _ := strings.Cut(line, "|")
 			seq, rest, _ := strings.Cut(rest, "|")
 			reset, data, _ := strings.Cut(rest, "|")
@@ -56,6 +71,10 @@ func FuzzFrames(f *testing.F) {
 				h.Set(remote.HeaderReset, "1")
 			}
 			_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: h, Data: []byte(data)})
+		}
+		if !silent {
+			_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{
+				micro.ErrorCodeHeader: {"500"}, micro.ErrorHeader: {"the script ended"}, remote.HeaderWorker: {"W"}}})
 		}
 	})
 	if err != nil {
@@ -70,25 +89,31 @@ func FuzzFrames(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer cnc.Close()
-	c := remote.NewClient(cnc, remote.ClientOptions{Heartbeat: 20 * time.Millisecond, MissedHeartbeats: 3})
+	c := remote.NewClient(cnc, remote.ClientOptions{Heartbeat: 10 * time.Millisecond, MissedHeartbeats: 2})
 	tl, err := c.NewTool(toolkit.Spec{Name: "x"}, json.RawMessage(`{"type":"object"}`))
 	if err != nil {
 		f.Fatal(err)
 	}
+	// One toolkit for all inputs, a session of its own for each: an input
+	// costs a round trip through the server, not a toolkit's start and
+	// close, and the minimizer runs thousands of them.
+	rec := &testutil.Recorder{}
+	tk := toolkit.New(toolkit.WithInlineObserver(rec))
+	defer func() { _ = tk.Close(context.Background()) }()
+	if err := tk.Add(tl); err != nil {
+		f.Fatal(err)
+	}
+	var n atomic.Uint64
 	f.Fuzz(func(t *testing.T, s string) {
 		mu.Lock()
 		script = s
 		mu.Unlock()
-		rec := &testutil.Recorder{}
-		tk := toolkit.New(toolkit.WithInlineObserver(rec))
-		defer func() { _ = tk.Close(context.Background()) }()
-		if err := tk.Add(tl); err != nil {
-			t.Fatal(err)
-		}
-		sess, err := tk.Session("s")
+		rec.Reset()
+		sess, err := tk.Session("s" + strconv.FormatUint(n.Add(1), 10))
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer sess.Close()
 		start := time.Now()
 		r := sess.Run(context.Background(), []toolkit.Call{{ID: "c", Name: "x", Args: json.RawMessage(`{}`)}})[0]
 		if !r.Final() {

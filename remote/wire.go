@@ -65,6 +65,9 @@ const (
 	frameProgress = "progress"
 	frameDelta    = "delta"
 	frameResult   = "result"
+	// frameCancel is not one of the call's numbered frames: the worker's
+	// answer to a cancellation, on the reply subject the cancellation gave.
+	frameCancel = "cancel"
 )
 
 // Endpoint metadata keys.

@@ -66,7 +66,8 @@ type Worker struct {
 
 	mu       sync.Mutex
 	relays   map[relayKey]*relay // running calls by session and call id
-	byReply  map[string]*relay   // the same by reply subject
+	byReply  map[string]*relay   // the same by reply subject, until their result went
+	stopping bool                // Stop began: calls are refused, under mu
 	smu      sync.Mutex
 	sessions map[string]int // calls running per session, under smu
 	running  sync.WaitGroup
@@ -75,6 +76,10 @@ type Worker struct {
 	calls    atomic.Uint64
 	refused  atomic.Uint64
 	failed   atomic.Uint64
+
+	// onRequest, if set, runs first in every endpoint handler: tests hold
+	// a request there, delivered by micro but not yet taken.
+	onRequest atomic.Pointer[func()]
 }
 
 type relayKey struct{ session, call string }
@@ -145,14 +150,14 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, err
 		}
 		if err := svc.AddEndpoint(t.Name(), w.handler(t.Name()), micro.WithEndpointSubject(opts.Prefix+"."+t.Name()),
 			micro.WithEndpointMetadata(md)); err != nil {
-			w.stopNow()
+			w.abort()
 			return nil, fmt.Errorf("remote: serving tool %q: %w", t.Name(), err)
 		}
 	}
 	// A round trip: the server has the subscriptions when Serve returns,
 	// so a call sent right after finds the worker.
 	if err := nc.Flush(); err != nil {
-		w.stopNow()
+		w.abort()
 		return nil, fmt.Errorf("remote: %w", err)
 	}
 	return w, nil
@@ -199,9 +204,25 @@ func (w *Worker) Stats() WorkerStats {
 
 // Stop stops taking calls and waits for the running ones until ctx ends;
 // then it interrupts them (their callers get the interrupted results) and
-// waits for them to return.
+// waits for them to return. A call that reaches the worker once Stop has
+// begun is refused with 503 (the caller tries another worker) and never
+// runs, even when micro hands it over after Stop returns.
 func (w *Worker) Stop(ctx context.Context) error {
+	// micro's Stop drains the endpoints' subscriptions: the requests already
+	// on their way are still handed to the handlers, on micro's goroutines,
+	// possibly after Stop returns. From here on the handlers refuse them;
+	// stopping is set under mu, where a handler counts its call in running,
+	// so the wait below sees every call that will ever run.
+	w.mu.Lock()
+	w.stopping = true
+	w.mu.Unlock()
 	err := w.svc.Stop()
+	// A round trip after the drain's unsubscription: once Stop returns,
+	// NATS sends this worker no more calls (best effort: the connection may
+	// be down or closed).
+	fctx, fcancel := context.WithTimeout(ctx, time.Second)
+	_ = w.nc.FlushWithContext(fctx)
+	fcancel()
 	done := make(chan struct{})
 	go func() { w.running.Wait(); close(done) }()
 	select {
@@ -212,6 +233,14 @@ func (w *Worker) Stop(ctx context.Context) error {
 	}
 	w.stopNow()
 	return err
+}
+
+// abort stops a worker that Serve could not finish starting: a call may
+// have reached an endpoint already added.
+func (w *Worker) abort() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = w.Stop(ctx)
 }
 
 func (w *Worker) stopNow() {
@@ -226,10 +255,13 @@ func (w *Worker) stopNow() {
 }
 
 // handler takes a call of one tool: it checks the request, refuses it above
-// the in-flight bound, and runs it on a goroutine of its own so that the
-// endpoint's subscription goes on to the next request.
+// the in-flight bound or once Stop began, and runs it on a goroutine of its
+// own so that the endpoint's subscription goes on to the next request.
 func (w *Worker) handler(tool string) micro.HandlerFunc {
 	return func(req micro.Request) {
+		if hook := w.onRequest.Load(); hook != nil {
+			(*hook)()
+		}
 		if req.Reply() == "" {
 			return // nobody to answer: not a call
 		}
@@ -253,30 +285,52 @@ func (w *Worker) handler(tool string) micro.HandlerFunc {
 			beat = DefaultHeartbeat
 		}
 		beat = min(max(beat, minHeartbeat), 30*time.Second)
-		if n := w.inFlight.Add(1); n > int64(w.opts.MaxInFlight) {
-			w.inFlight.Add(-1)
-			w.refuse(req, codeBusy, fmt.Sprintf("worker %s is busy: %d calls in flight, its limit", w.ID(), w.opts.MaxInFlight))
+		// The call's context exists before the call is known, so that a
+		// cancellation finds something to cancel from the first moment.
+		var ctx context.Context
+		var cancel context.CancelFunc
+		if timeout > 0 {
+			// The caller's deadline passes first and its cancellation stops
+			// the call; this one is the worker's own bound when that message
+			// is lost.
+			ctx, cancel = context.WithTimeout(w.base, timeout+deadlineSlack)
+		} else {
+			ctx, cancel = context.WithCancel(w.base)
+		}
+		r := &relay{w: w, reply: req.Reply(), key: relayKey{session, call}, every: beat, cancel: cancel}
+		code, why := w.take(r)
+		if code != "" {
+			cancel()
+			w.refuse(req, code, why)
 			return
 		}
-		r := &relay{w: w, reply: req.Reply(), key: relayKey{session, call}, every: beat}
-		w.mu.Lock()
-		if _, dup := w.relays[r.key]; dup {
-			w.mu.Unlock()
-			w.inFlight.Add(-1)
-			w.refuse(req, codeConflict, fmt.Sprintf("call %q of session %q is already running on worker %s", call, session, w.ID()))
-			return
-		}
-		w.relays[r.key] = r
-		w.byReply[r.reply] = r
-		w.running.Add(1)
-		w.mu.Unlock()
 		w.smu.Lock()
 		w.sessions[session]++
 		w.smu.Unlock()
 		w.calls.Add(1)
 		args := append(json.RawMessage(nil), req.Data()...)
-		go w.run(r, tool, args, h, timeout, beat)
+		go w.run(ctx, r, tool, args, h, beat)
 	}
+}
+
+// take registers a call, or says why it is refused.
+func (w *Worker) take(r *relay) (code, why string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopping {
+		return codeBusy, fmt.Sprintf("worker %s is stopping: it takes no new calls", w.ID())
+	}
+	if w.relays[r.key] != nil {
+		return codeConflict, fmt.Sprintf("call %q of session %q is already running on worker %s", r.key.call, r.key.session, w.ID())
+	}
+	if n := w.inFlight.Add(1); n > int64(w.opts.MaxInFlight) {
+		w.inFlight.Add(-1)
+		return codeBusy, fmt.Sprintf("worker %s is busy: %d calls in flight, its limit", w.ID(), w.opts.MaxInFlight)
+	}
+	w.relays[r.key] = r
+	w.byReply[r.reply] = r
+	w.running.Add(1)
+	return "", ""
 }
 
 func (w *Worker) refuse(req micro.Request, code, msg string) {
@@ -285,18 +339,9 @@ func (w *Worker) refuse(req micro.Request, code, msg string) {
 }
 
 // run runs one call in the worker's toolkit and sends its frames.
-func (w *Worker) run(r *relay, tool string, args json.RawMessage, h nats.Header, timeout, beat time.Duration) {
+func (w *Worker) run(ctx context.Context, r *relay, tool string, args json.RawMessage, h nats.Header, beat time.Duration) {
 	defer w.running.Done()
-	ctx, cancel := context.WithCancel(w.base)
-	if timeout > 0 {
-		// The caller's deadline passes first and its cancellation stops the
-		// call; this one is the worker's own bound when that message is lost.
-		ctx, cancel = context.WithTimeout(w.base, timeout+deadlineSlack)
-	}
-	r.mu.Lock()
-	r.cancel = cancel
-	r.mu.Unlock()
-	defer cancel()
+	defer r.cancel()
 	ctx = withTrace(ctx, h.Get(HeaderTraceParent), h.Get(HeaderTraceState))
 	if w.opts.Extract != nil {
 		ctx = w.opts.Extract(ctx, h)
@@ -339,10 +384,17 @@ func (w *Worker) run(r *relay, tool string, args json.RawMessage, h nats.Header,
 	// running.
 	w.mu.Lock()
 	delete(w.relays, r.key)
-	delete(w.byReply, r.reply)
 	w.mu.Unlock()
 	w.inFlight.Add(-1) // likewise: the caller's next call must find room
 	r.finish(res)
+	// Its reply subject is forgotten after the result went, on the same
+	// connection as any answer to a cancellation: a caller that is told
+	// "no such call" has had the call's result first.
+	w.mu.Lock()
+	if w.byReply[r.reply] == r {
+		delete(w.byReply, r.reply)
+	}
+	w.mu.Unlock()
 
 	// The worker keeps nothing per session between calls. smu (not mu,
 	// which the observer takes) orders this with the next call's count.
@@ -361,20 +413,50 @@ func (w *Worker) run(r *relay, tool string, args json.RawMessage, h nats.Header,
 // call on its own.
 const deadlineSlack = 100 * time.Millisecond
 
-// onCancel stops the call whose reply subject the message names.
+// onCancel stops the call whose reply subject the message names. A
+// cancellation with a reply subject gets an answer there: a cancel frame,
+// with micro's error headers when the worker refuses it (400: it names no
+// call; 404: no such call runs here), so that the caller stops waiting at
+// once. An accepted cancellation is answered before the call's result
+// frame, which confirms it.
 func (w *Worker) onCancel(m *nats.Msg) {
-	w.mu.Lock()
-	r := w.byReply[string(m.Data)]
-	w.mu.Unlock()
-	if r == nil {
+	reply := string(m.Data)
+	if reply == "" {
+		w.answerCancel(m, codeBadRequest, "a cancellation names the call's reply subject in its body")
 		return
 	}
-	r.mu.Lock()
-	cancel := r.cancel
-	r.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	w.mu.Lock()
+	r := w.byReply[reply]
+	w.mu.Unlock()
+	if r == nil {
+		w.answerCancel(m, codeUnknown, fmt.Sprintf("worker %s runs no call with reply subject %q: it has ended or never started here", w.ID(), reply))
+		return
 	}
+	// Under the relay's lock, which its result frame is sent under: the
+	// answer says what the caller will see, a result already sent or one
+	// still to come.
+	r.mu.Lock()
+	if r.done {
+		r.mu.Unlock()
+		w.answerCancel(m, codeUnknown, fmt.Sprintf("the call has ended on worker %s: its result was sent", w.ID()))
+		return
+	}
+	w.answerCancel(m, "", "")
+	r.mu.Unlock()
+	r.cancel()
+}
+
+// answerCancel answers a cancellation, if it asks for an answer.
+func (w *Worker) answerCancel(m *nats.Msg, code, why string) {
+	if m.Reply == "" {
+		return // a caller that does not wait for one
+	}
+	h := nats.Header{HeaderFrame: {frameCancel}, HeaderWorker: {w.ID()}}
+	if code != "" {
+		h.Set(micro.ErrorCodeHeader, code)
+		h.Set(micro.ErrorHeader, why)
+	}
+	_ = w.nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: h})
 }
 
 // observe routes the worker toolkit's events to the relays of the calls
