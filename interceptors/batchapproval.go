@@ -101,6 +101,13 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 	select {
 	case v = <-pd.ch:
 	case <-timer.C:
+		if expiryHook != nil {
+			expiryHook()
+		}
+		if !p.withdraw(key, pd) {
+			v = <-pd.ch // decided just in time: the decision stands (see ask)
+			break
+		}
 		announce("expired", fmt.Sprintf("no decision within %v", p.wait))
 		deny(func(tool string) error {
 			return fmt.Errorf("%w: nobody approved this batch of calls (with this call of %q) within %v, so it did not run. Ask the user before trying again",

@@ -362,10 +362,21 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 	select {
 	case v = <-pd.ch:
 	case <-timer.C:
+		if expiryHook != nil {
+			expiryHook()
+		}
+		if !p.withdraw(key, pd) {
+			// A decision took the request first (its Approve or Reject
+			// returned nil): it stands, on its way in pd.ch.
+			v = <-pd.ch
+			break
+		}
 		p.announce(inv, pd.req, "expired", fmt.Sprintf("no decision within %v", p.wait))
 		return toolkit.Failure(toolkit.StateDenied, fmt.Errorf("%w: nobody approved this call of %q within %v, so it did not run. Ask the user before trying again",
 			ErrNoDecision, inv.Call.Name, p.wait))
 	case <-wait.Done():
+		// An interrupted call does not run, even if a decision came at the
+		// same moment: its deadline or its batch's cancellation won.
 		return inv.ContextFailure(wait)
 	}
 	return p.conclude(resume(), inv, next, pd.req, v, "")
@@ -467,12 +478,27 @@ func (p *Permissions) hold(key permKey, pd *permPending) (release func()) {
 	p.mu.Lock()
 	p.pending[key] = pd
 	p.mu.Unlock()
-	return func() {
-		p.mu.Lock()
-		delete(p.pending, key)
-		p.mu.Unlock()
-	}
+	return func() { p.withdraw(key, pd) }
 }
+
+// withdraw takes pd off the pending list and reports whether it did. It
+// did not when a decision took it first (settle, under the same lock): the
+// decision is then on pd.ch, and Approve or Reject has told its caller it
+// was given, so the waiting side must follow it rather than expire.
+func (p *Permissions) withdraw(key permKey, pd *permPending) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pending[key] != pd {
+		return false
+	}
+	delete(p.pending, key)
+	return true
+}
+
+// expiryHook, when set (tests only; nil in production), is called when an
+// approval's time is up, before the request is withdrawn: the window in
+// which a decision may still take it.
+var expiryHook func()
 
 func permJoin(a, b string) string {
 	if a == "" {
