@@ -126,7 +126,10 @@ func (m *Chat) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, 
 // gives them. Some servers send no index, or the same one for every call,
 // each call whole in one delta; a delta that names another id or function
 // than the call of its index (or, without index, any name once the last
-// call has one) starts a new call.
+// call has one) starts a new call, and so does one that names the same
+// function again with arguments of its own after the call's arguments
+// are a whole JSON object (two calls of one tool at one index: nothing
+// can continue a whole object).
 type chatCalls struct {
 	set     *callSet
 	byIndex map[int64]*callSlot
@@ -147,7 +150,8 @@ func (a *chatCalls) add(tc openai.ChatCompletionChunkChoiceDeltaToolCall) error 
 		switch {
 		case tc.ID != "" && c.wireID != "" && tc.ID != c.wireID,
 			name != "" && c.name != "" && name != c.name,
-			!hasIndex && name != "" && c.name != "":
+			!hasIndex && name != "" && c.name != "",
+			name != "" && c.name != "" && strings.TrimSpace(tc.Function.Arguments) != "" && c.wholeArgs():
 			c = nil
 		}
 	}
