@@ -414,18 +414,20 @@ func TestChatJSONInsteadOfStream(t *testing.T) {
 	}
 }
 
-// TestErrorWithStatus200 reads an error body a server sent with status 200
-// where a stream was asked for.
+// TestErrorWithStatus200 reads an error body a server sent with status
+// 200, streaming or not: the server's error, never an empty answer.
 func TestErrorWithStatus200(t *testing.T) {
 	for _, api := range apis() {
-		if !strings.HasSuffix(api.name, "/stream") {
-			continue
-		}
 		f := newServer(t, reply(200, nil, `{"error":{"message":"The engine is currently overloaded.","type":"server_error"}}`))
 		_, err := api.make(f.client()).Generate(t.Context(), &agent.Request{Messages: userText("go")})
 		var e *agent.APIError
 		if !errors.As(err, &e) || e.Message != "The engine is currently overloaded." || e.Type != "server_error" || !e.Retryable {
 			t.Errorf("%s: err %v (%+v)", api.name, err, e)
+		}
+		f = newServer(t, reply(200, nil, `{"hello":"world"}`))
+		got, err := api.make(f.client()).Generate(t.Context(), &agent.Request{Messages: userText("go")})
+		if !errors.As(err, &e) || got != nil || !e.Retryable || !strings.Contains(e.Message, `{"hello":"world"}`) {
+			t.Errorf("%s, not an answer: reply %+v, err %v", api.name, got, err)
 		}
 	}
 }
