@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -51,8 +52,14 @@ func (p RetryPolicy) wait(n int, asked time.Duration) (time.Duration, bool) {
 	if asked > p.MaxWait {
 		return asked, false
 	}
-	d := p.Backoff << min(n-1, 20)
-	d += time.Duration(rand.Int64N(int64(d)/4 + 1))
+	d := p.Backoff
+	for i := 1; i < n && d < p.MaxWait && d <= math.MaxInt64/2; i++ { // no overflow
+		d *= 2
+	}
+	d = min(d, p.MaxWait)
+	if j := time.Duration(rand.Int64N(int64(d)/4 + 1)); d <= math.MaxInt64-j {
+		d += j
+	}
 	d = min(d, p.MaxWait)
 	return max(d, asked), true
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
@@ -266,8 +268,10 @@ func interrupted(results []toolkit.Result) int {
 }
 
 // fixCalls gives every call an id of its own and arguments: the tool
-// message must name the same id as the assistant message, and the
-// toolkit would make up a different one for an empty id.
+// message must name the same id as the assistant message, the toolkit
+// would make up a different one for an empty id, and it refuses to run a
+// call whose id it cannot carry (too long, not UTF-8, control
+// characters), a failure the model could never fix.
 func fixCalls(calls []toolkit.Call) {
 	var seen map[string]bool // only for many calls: a few compare in place
 	if len(calls) > 8 {
@@ -275,7 +279,7 @@ func fixCalls(calls []toolkit.Call) {
 	}
 	for i := range calls {
 		c := &calls[i]
-		if c.ID == "" || taken(calls[:i], seen, c.ID) {
+		if !usableID(c.ID) || taken(calls[:i], seen, c.ID) {
 			c.ID = NewCallID()
 		}
 		if seen != nil {
@@ -285,6 +289,20 @@ func fixCalls(calls []toolkit.Call) {
 			c.Args = json.RawMessage("{}")
 		}
 	}
+}
+
+// usableID reports whether the toolkit runs a call with id as it is
+// (toolkit.MaxCallIDLen, UTF-8, no control characters).
+func usableID(id string) bool {
+	if id == "" || len(id) > toolkit.MaxCallIDLen || !utf8.ValidString(id) {
+		return false
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func taken(before []toolkit.Call, seen map[string]bool, id string) bool {

@@ -187,6 +187,44 @@ func TestRunNonStreamingModelAndMissingIDs(t *testing.T) {
 	}
 }
 
+// Ids the toolkit cannot carry (too long, control characters, not
+// UTF-8) are the provider's, not the model's, to get right: the loop
+// gives such calls ids of their own so that they run, instead of failing
+// them with an error the model could never fix.
+func TestRunUnusableCallIDs(t *testing.T) {
+	ctx := context.Background()
+	tk := toolkit.New()
+	defer tk.Close(ctx)
+	tk.Add(weatherTool(t))
+	sess, _ := tk.Session("x")
+	long := strings.Repeat("a", toolkit.MaxCallIDLen+1)
+	m := &script{steps: []step{
+		{reply: &agent.Reply{Calls: []toolkit.Call{
+			call(long, "weather", `{"city":"Oslo"}`),
+			call("call\n1", "weather", `{"city":"Rome"}`),
+			call("call_\xff", "weather", `{"city":"Bern"}`),
+			call("call_ok", "weather", `{"city":"Oslo"}`)}}},
+		{reply: &agent.Reply{Text: "Sunny."}},
+	}}
+	conv := agent.NewConversation("", "Weather?")
+	out, err := agent.New(m).Run(ctx, sess, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conv.Check(); err != nil {
+		t.Fatal(err)
+	}
+	calls := conv.Messages[1].Calls
+	if calls[3].ID != "call_ok" {
+		t.Errorf("a usable id was changed: %q", calls[3].ID)
+	}
+	for i, r := range out.Results {
+		if r.IsError() || r.Call.ID != calls[i].ID || !strings.HasPrefix(r.Text(), "sunny in ") {
+			t.Errorf("call %d (id %.20q): %s %q", i, calls[i].ID, r.State, r.Text())
+		}
+	}
+}
+
 // Each turn offers the tools the session has now: reset_tools in one
 // turn changes the next turn's list.
 func TestRunRereadsDefinitionsEachTurn(t *testing.T) {

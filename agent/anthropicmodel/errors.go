@@ -42,6 +42,10 @@ func toError(ctx context.Context, err error, answered bool) error {
 		}
 		return fmt.Errorf("anthropic: %w (%v)", ctxErr, err)
 	}
+	var done *agent.APIError
+	if errors.As(err, &done) {
+		return done
+	}
 	e := &agent.APIError{Provider: provider, Err: err}
 	var sdk *anthropic.Error
 	var se *streamError

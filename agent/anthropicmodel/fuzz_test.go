@@ -3,6 +3,7 @@ package anthropicmodel
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -203,4 +204,60 @@ func TestWireID(t *testing.T) {
 	if wireID("a.b") == wireID("a:b") {
 		t.Error("two ids map to one")
 	}
+}
+
+// FuzzWholeReply: any 2xx JSON body read in place of a stream gives
+// either a reply whose chunks match it (text adds up, each call announced
+// once with its id and name, its arguments whole and a JSON object) or an
+// *agent.APIError; an error object is never an answer. It never panics.
+func FuzzWholeReply(f *testing.F) {
+	for _, s := range []string{``, `{}`, `null`, `[]`, `{"hello":"world"}`,
+		`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+		`{"error":null,"type":"message","content":[]}`,
+		`{"type":"message","role":"assistant","content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"toolu_1","name":"w","input":{"a":1}},{"type":"tool_use","id":"toolu_1","name":"w","input":null}],"stop_reason":"tool_use"}`,
+		`{"content":[{"type":"tool_use","name":"w"}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var chunks []agent.Chunk
+		reply, err := wholeReply(body, func(c agent.Chunk) { chunks = append(chunks, c) })
+		if err != nil {
+			var api *agent.APIError
+			var se *streamError
+			if !errors.As(err, &api) && !errors.As(err, &se) {
+				t.Fatalf("error %v (%T) is neither an APIError nor a stream error", err, err)
+			}
+			return
+		}
+		var probe struct {
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(body, &probe) == nil && len(probe.Error) > 0 && string(probe.Error) != "null" {
+			t.Fatalf("body with an error %s gave a reply %+v", probe.Error, reply)
+		}
+		var text strings.Builder
+		args := map[int]string{}
+		ids := map[string]bool{}
+		for _, c := range chunks {
+			switch c.Kind {
+			case agent.ChunkText:
+				text.WriteString(c.Text)
+			case agent.ChunkCall:
+				if c.Index >= len(reply.Calls) || reply.Calls[c.Index].ID != c.CallID || ids[c.CallID] {
+					t.Fatalf("chunk %+v for calls %+v", c, reply.Calls)
+				}
+				ids[c.CallID] = true
+			case agent.ChunkArgs:
+				args[c.Index] += c.Text
+			}
+		}
+		if text.String() != reply.Text {
+			t.Fatalf("text chunks %q, reply %q", text.String(), reply.Text)
+		}
+		for i, c := range reply.Calls {
+			if c.ID == "" || args[i] != string(c.Args) || len(bytes.TrimSpace(c.Args)) == 0 {
+				t.Fatalf("call %d %+v, argument chunks %q", i, c, args[i])
+			}
+		}
+	})
 }

@@ -14,8 +14,14 @@
 package anthropicmodel
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
 	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -131,11 +137,24 @@ func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Reply,
 	// (a body cut short, garbled JSON) is worth a retry, one before it
 	// without an HTTP status (a request the SDK refused to build) is not.
 	var answered atomic.Bool
+	// whole is the body of a 2xx JSON answer to a streamed request (a
+	// proxy that ignored "stream", or an error sent with status 200): the
+	// SDK would read it as an event stream without events.
+	var whole atomic.Pointer[[]byte]
 	opts := make([]option.RequestOption, 0, 2+len(m.cfg.requestOpts))
 	opts = append(opts, option.WithMaxRetries(0), option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		res, err := next(r)
 		if err == nil && res.StatusCode >= 200 && res.StatusCode < 300 {
 			answered.Store(true)
+			if m.cfg.stream && isJSON(res) {
+				b, rerr := io.ReadAll(io.LimitReader(res.Body, maxJSONBody))
+				res.Body.Close()
+				if rerr != nil {
+					return nil, rerr
+				}
+				whole.Store(&b)
+				res.Body = io.NopCloser(bytes.NewReader(nil))
+			}
 		}
 		return res, err
 	}))
@@ -144,6 +163,9 @@ func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Reply,
 		msg, err := m.client.Messages.New(ctx, params, opts...)
 		if err != nil {
 			return nil, toError(ctx, err, answered.Load())
+		}
+		if err := notAMessage([]byte(msg.RawJSON())); err != nil {
+			return nil, toError(ctx, err, true)
 		}
 		return replyFromMessage(msg), nil
 	}
@@ -159,6 +181,16 @@ func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Reply,
 			return nil, toError(ctx, err, true)
 		}
 	}
+	if b := whole.Load(); b != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, toError(ctx, err, true)
+		}
+		reply, err := wholeReply(*b, req.Send)
+		if err != nil {
+			return nil, toError(ctx, err, true)
+		}
+		return reply, nil
+	}
 	if err := stream.Err(); err != nil {
 		return nil, toError(ctx, err, answered.Load())
 	}
@@ -170,4 +202,81 @@ func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Reply,
 		return nil, toError(ctx, err, true)
 	}
 	return reply, nil
+}
+
+// maxJSONBody bounds a whole JSON answer read in place of a stream.
+const maxJSONBody = 64 << 20
+
+// isJSON reports whether a response is one JSON document rather than an
+// event stream.
+func isJSON(res *http.Response) bool {
+	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+	return mt == "application/json"
+}
+
+// wholeReply reads the JSON a server sent instead of the stream that was
+// asked for: a whole message, whose pieces go to send as one would have
+// streamed them, or an error.
+func wholeReply(body []byte, send func(agent.Chunk)) (*agent.Reply, error) {
+	if err := notAMessage(body); err != nil {
+		return nil, err
+	}
+	var msg anthropic.Message
+	if err := json.Unmarshal(body, &msg); err != nil {
+		return nil, &streamError{"anthropic: the server answered a streamed request with JSON that is not a message: " + err.Error()}
+	}
+	reply := replyFromMessage(&msg)
+	if send != nil {
+		if reply.Text != "" {
+			send(agent.Chunk{Kind: agent.ChunkText, Text: reply.Text})
+		}
+		for i, c := range reply.Calls {
+			send(agent.Chunk{Kind: agent.ChunkCall, Index: i, CallID: c.ID, Name: c.Name})
+			send(agent.Chunk{Kind: agent.ChunkArgs, Index: i, Text: string(c.Args)})
+		}
+	}
+	return reply, nil
+}
+
+// notAMessage returns the error a 2xx JSON body stands for when it is not
+// a message: the API's error object sent with status 200 (as some proxies
+// do), or something else altogether. Without it such a body reads as a
+// message with no content: an empty answer, silently.
+func notAMessage(body []byte) error {
+	var m struct {
+		Type  string `json:"type"`
+		Error *struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+		Content    json.RawMessage `json:"content"`
+		StopReason json.RawMessage `json:"stop_reason"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return &streamError{"anthropic: the response is not JSON: " + snippet(body)}
+	}
+	if m.Error != nil || m.Type == "error" {
+		e := &agent.APIError{Provider: provider, Err: errors.New("error body with a 2xx status: " + snippet(body))}
+		if m.Error != nil {
+			e.Type, e.Message = m.Error.Type, m.Error.Message
+		}
+		if e.Message == "" {
+			e.Message = snippet(body)
+		}
+		e.Retryable = retryableEventTypes[e.Type]
+		return e
+	}
+	if m.Type != "message" && len(m.Content) == 0 && len(m.StopReason) == 0 {
+		return &streamError{"anthropic: the response is not a message: " + snippet(body)}
+	}
+	return nil
+}
+
+// snippet is the start of a body on one line, for an error message.
+func snippet(b []byte) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > 300 {
+		s = strings.ToValidUTF8(s[:300], "") + "..."
+	}
+	return s
 }

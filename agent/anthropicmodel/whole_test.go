@@ -105,3 +105,53 @@ func TestWholeCancelled(t *testing.T) {
 		t.Errorf("err = %#v", err)
 	}
 }
+
+// A server (a proxy) that answers with JSON where a stream was asked for
+// gives the turn all the same: a whole message is the reply, its pieces
+// sent as chunks; an error body sent with status 200 is that error, its
+// message and type kept, whether streaming or not; a body that is no
+// message is a clear error, never an empty answer.
+func TestJSONWithStatus200(t *testing.T) {
+	toolUse := obj{"type": "tool_use", "id": "toolu_1", "name": "weather", "input": obj{"city": "Oslo"}}
+	for _, stream := range []bool{true, false} {
+		s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+			writeJSON(w, 200, message("tool_use", obj{"type": "text", "text": "Looking."}, toolUse))
+		})
+		var c collect
+		got, err := s.model(anthropicmodel.WithStreaming(stream)).Generate(ctx(t), request(&c, agent.UserText("go")))
+		if err != nil {
+			t.Fatalf("stream %v: %v", stream, err)
+		}
+		if got.Text != "Looking." || len(got.Calls) != 1 || got.Calls[0].ID != "toolu_1" || string(got.Calls[0].Args) != `{"city":"Oslo"}` || got.Finish != agent.FinishToolCalls {
+			t.Errorf("stream %v: reply %+v", stream, got)
+		}
+		if stream && (c.text() != "Looking." || c.args()[0] != `{"city":"Oslo"}`) {
+			t.Errorf("chunks %+v", c.all())
+		}
+
+		for _, tc := range []struct {
+			name, body string
+			typ, msg   string
+			retryable  bool
+		}{
+			{"overloaded", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "overloaded_error", "Overloaded", true},
+			{"invalid", `{"type":"error","error":{"type":"invalid_request_error","message":"messages: at least one message is required"}}`,
+				"invalid_request_error", "messages: at least one message is required", false},
+			{"not a message", `{"hello":"world"}`, "", `anthropic: the response is not a message: {"hello":"world"}`, true},
+		} {
+			s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(200)
+				w.Write([]byte(tc.body))
+			})
+			got, err := s.model(anthropicmodel.WithStreaming(stream)).Generate(ctx(t), request(nil, agent.UserText("go")))
+			var api *agent.APIError
+			if !errors.As(err, &api) || got != nil {
+				t.Fatalf("stream %v, %s: reply %+v, err %v", stream, tc.name, got, err)
+			}
+			if api.Type != tc.typ || api.Message != tc.msg || api.Retryable != tc.retryable || api.StatusCode != 0 {
+				t.Errorf("stream %v, %s: %+v", stream, tc.name, api)
+			}
+		}
+	}
+}

@@ -69,6 +69,13 @@ func (s *callSet) addArgs(c *callSlot, piece string) {
 	s.flush(c)
 }
 
+// wholeArgs reports whether c's arguments so far are a whole JSON object,
+// which no further piece can continue.
+func (c *callSlot) wholeArgs() bool {
+	a := strings.TrimSpace(c.args.String())
+	return len(a) > 1 && a[0] == '{' && json.Valid([]byte(a))
+}
+
 // finalArgs sets c's whole arguments as the server finally states them.
 // When they continue what was streamed, the rest goes out as a chunk;
 // when they contradict it (a server's bug), they win in the reply.

@@ -53,6 +53,9 @@ func (m *Chat) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, 
 		if err != nil {
 			return nil, failure(ctx, err, res)
 		}
+		if err := errorBody200([]byte(resp.RawJSON())); err != nil {
+			return nil, err
+		}
 		return chatReply(resp, nil)
 	}
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
@@ -126,7 +129,10 @@ func (m *Chat) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, 
 // gives them. Some servers send no index, or the same one for every call,
 // each call whole in one delta; a delta that names another id or function
 // than the call of its index (or, without index, any name once the last
-// call has one) starts a new call.
+// call has one) starts a new call, and so does one that names the same
+// function again with arguments of its own after the call's arguments
+// are a whole JSON object (two calls of one tool at one index: nothing
+// can continue a whole object).
 type chatCalls struct {
 	set     *callSet
 	byIndex map[int64]*callSlot
@@ -147,7 +153,8 @@ func (a *chatCalls) add(tc openai.ChatCompletionChunkChoiceDeltaToolCall) error 
 		switch {
 		case tc.ID != "" && c.wireID != "" && tc.ID != c.wireID,
 			name != "" && c.name != "" && name != c.name,
-			!hasIndex && name != "" && c.name != "":
+			!hasIndex && name != "" && c.name != "",
+			name != "" && c.name != "" && strings.TrimSpace(tc.Function.Arguments) != "" && c.wholeArgs():
 			c = nil
 		}
 	}
@@ -180,7 +187,7 @@ func chatReply(resp *openai.ChatCompletion, send func(agent.Chunk)) (*agent.Repl
 		}
 	}
 	if choice == nil {
-		return nil, malformed("the response has no choices")
+		return nil, malformed("the response has no choices: %s", snippet(resp.RawJSON()))
 	}
 	reply := &agent.Reply{Model: resp.Model, Text: choice.Message.Content}
 	if resp.JSON.Usage.Valid() {
@@ -357,6 +364,20 @@ func isJSON(res *http.Response) bool {
 	return mt == "application/json"
 }
 
+// errorBody200 returns the error a 2xx body holds instead of an answer
+// ({"error":{...}}, as some servers send), or nil.
+func errorBody200(b []byte) error {
+	var failed struct {
+		Error  json.RawMessage `json:"error"`
+		Status string          `json:"status"`
+	}
+	if json.Unmarshal(b, &failed) == nil && len(failed.Error) > 0 && string(failed.Error) != "null" && failed.Status == "" {
+		// A failed Response has a status: its error is read with it.
+		return eventError(b, errors.New("error body: "+snippet(string(b))))
+	}
+	return nil
+}
+
 // maxJSONBody bounds a whole JSON answer read in place of a stream.
 const maxJSONBody = 64 << 20
 
@@ -365,12 +386,8 @@ func readJSON(res *http.Response, v any) error {
 	if err != nil {
 		return err
 	}
-	var failed struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(b, &failed) == nil && len(failed.Error) > 0 && string(failed.Error) != "null" {
-		// An error with status 200, as some servers send.
-		return eventError(b, errors.New("error body: "+snippet(string(b))))
+	if err := errorBody200(b); err != nil {
+		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return malformed("the server answered a streamed request with JSON that is not a response: %v", err)

@@ -287,6 +287,36 @@ func TestChatCompatibleServer(t *testing.T) {
 	checkChunks(t, *chunks, got)
 }
 
+// TestChatSameToolTwiceAtOneIndex plays a compatible server that sends
+// two calls of the same tool whole, without ids, both at index 0: they
+// are two calls, not one whose arguments are two objects end to end. A
+// server that repeats the name in every delta of one call still makes
+// one call.
+func TestChatSameToolTwiceAtOneIndex(t *testing.T) {
+	f := newServer(t, sse(
+		chunk(`{"role":"assistant","tool_calls":[{"index":0,"function":{"name":"weather","arguments":"{\"city\":\"Oslo\"}"}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":0,"function":{"name":"weather","arguments":" {\"city\":\"Rome\"}"}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":1,"function":{"name":"count_lines","arguments":"{\"dir\":"}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":1,"function":{"name":"count_lines","arguments":"\"a\"}"}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":1,"function":{"name":"count_lines","arguments":""}}]}`, ""),
+		chunk(`{}`, "tool_calls"),
+		"[DONE]"))
+	req, chunks := streamed(userText("go"), countLines)
+	got, err := NewChat(f.client(), "local").Generate(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`weather {"city":"Oslo"}`, `weather  {"city":"Rome"}`, `count_lines {"dir":"a"}`}
+	var have []string
+	for _, c := range got.Calls {
+		have = append(have, c.Name+" "+string(c.Args))
+	}
+	if !reflect.DeepEqual(have, want) {
+		t.Fatalf("calls %q, want %q", have, want)
+	}
+	checkChunks(t, *chunks, got)
+}
+
 // TestChatDuplicateIDs checks that a server giving two calls the same id
 // does not make two calls the loop cannot tell apart.
 func TestChatDuplicateIDs(t *testing.T) {
@@ -384,18 +414,20 @@ func TestChatJSONInsteadOfStream(t *testing.T) {
 	}
 }
 
-// TestErrorWithStatus200 reads an error body a server sent with status 200
-// where a stream was asked for.
+// TestErrorWithStatus200 reads an error body a server sent with status
+// 200, streaming or not: the server's error, never an empty answer.
 func TestErrorWithStatus200(t *testing.T) {
 	for _, api := range apis() {
-		if !strings.HasSuffix(api.name, "/stream") {
-			continue
-		}
 		f := newServer(t, reply(200, nil, `{"error":{"message":"The engine is currently overloaded.","type":"server_error"}}`))
 		_, err := api.make(f.client()).Generate(t.Context(), &agent.Request{Messages: userText("go")})
 		var e *agent.APIError
 		if !errors.As(err, &e) || e.Message != "The engine is currently overloaded." || e.Type != "server_error" || !e.Retryable {
 			t.Errorf("%s: err %v (%+v)", api.name, err, e)
+		}
+		f = newServer(t, reply(200, nil, `{"hello":"world"}`))
+		got, err := api.make(f.client()).Generate(t.Context(), &agent.Request{Messages: userText("go")})
+		if !errors.As(err, &e) || got != nil || !e.Retryable || !strings.Contains(e.Message, `{"hello":"world"}`) {
+			t.Errorf("%s, not an answer: reply %+v, err %v", api.name, got, err)
 		}
 	}
 }

@@ -68,6 +68,7 @@ func FuzzChatToolCallDeltas(f *testing.F) {
 	f.Add([]byte("\x01\x00\x03{\"a\x05\x00\x01b"))                       // arguments before the name
 	f.Add([]byte("\x01\x00\x03abc"))                                     // a call that never gets a name
 	f.Add([]byte("\x07\x00\x00\x07\x03\x00"))                            // the same id twice
+	f.Add([]byte("\x05\x00\x02{}\x05\x00\x02{}"))                        // one tool twice at index 0, whole each time
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var chunks []agent.Chunk
 		calls := chatCalls{set: newCallSet(func(c agent.Chunk) { chunks = append(chunks, c) }), byIndex: map[int64]*callSlot{}}

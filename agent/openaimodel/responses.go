@@ -64,6 +64,9 @@ func (m *Responses) Generate(ctx context.Context, req *agent.Request) (*agent.Re
 		if err != nil {
 			return nil, failure(ctx, err, res)
 		}
+		if err := errorBody200([]byte(resp.RawJSON())); err != nil {
+			return nil, err
+		}
 		return wholeResponse(resp, nil)
 	}
 	stream := m.client.Responses.NewStreaming(ctx, params, m.cfg.requestOptions(option.WithResponseInto(&res))...)
@@ -98,6 +101,11 @@ func (m *Responses) Generate(ctx context.Context, req *agent.Request) (*agent.Re
 func wholeResponse(resp *responses.Response, send func(agent.Chunk)) (*agent.Reply, error) {
 	if resp == nil {
 		return nil, malformed("empty response")
+	}
+	if resp.Status == "" && !resp.JSON.Output.Valid() {
+		// Neither a status nor output items: not a response at all, and
+		// not an empty answer either.
+		return nil, malformed("the server's answer is not a response: %s", snippet(resp.RawJSON()))
 	}
 	st := newRespState(send)
 	if err := st.end(*resp); err != nil {
