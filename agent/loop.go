@@ -271,15 +271,21 @@ func interrupted(results []toolkit.Result) int {
 // message must name the same id as the assistant message, the toolkit
 // would make up a different one for an empty id, and it refuses to run a
 // call whose id it cannot carry (too long, not UTF-8, control
-// characters), a failure the model could never fix.
-func fixCalls(calls []toolkit.Call) {
+// characters), a failure the model could never fix. An id an earlier
+// message of the conversation used is replaced too: some servers number
+// calls per reply (call_0 every turn), and whatever keys by call id would
+// take two calls for one (a durable store would answer the second with the
+// first's stored result; a UI would merge their parts; Anthropic refuses a
+// history with a tool_use id twice).
+func fixCalls(calls []toolkit.Call, earlier []Message) {
 	var seen map[string]bool // only for many calls: a few compare in place
 	if len(calls) > 8 {
 		seen = make(map[string]bool, len(calls))
 	}
+	used := usedBefore(calls, earlier)
 	for i := range calls {
 		c := &calls[i]
-		if !usableID(c.ID) || taken(calls[:i], seen, c.ID) {
+		if !usableID(c.ID) || taken(calls[:i], seen, c.ID) || used[c.ID] {
 			c.ID = NewCallID()
 		}
 		if seen != nil {
@@ -289,6 +295,25 @@ func fixCalls(calls []toolkit.Call) {
 			c.Args = json.RawMessage("{}")
 		}
 	}
+}
+
+// usedBefore returns the ids of calls that a call of an earlier message
+// already has, or nil when none does (the usual case: no allocation).
+func usedBefore(calls []toolkit.Call, earlier []Message) map[string]bool {
+	var used map[string]bool
+	for _, m := range earlier {
+		for _, old := range m.Calls {
+			for _, c := range calls {
+				if c.ID == old.ID && c.ID != "" {
+					if used == nil {
+						used = map[string]bool{}
+					}
+					used[c.ID] = true
+				}
+			}
+		}
+	}
+	return used
 }
 
 // usableID reports whether the toolkit runs a call with id as it is

@@ -225,6 +225,58 @@ func TestRunUnusableCallIDs(t *testing.T) {
 	}
 }
 
+// TestRunIDsReusedAcrossTurns: a server that numbers calls per reply
+// (call_0 every turn). Every call of the conversation must have an id of
+// its own, answered by its own tool message: whatever keys by call id (a
+// durable store, a UI, Anthropic's history check) takes two calls with one
+// id for one call. Ids not used before are kept.
+func TestRunIDsReusedAcrossTurns(t *testing.T) {
+	ctx := context.Background()
+	tk := toolkit.New()
+	defer tk.Close(ctx)
+	tk.Add(weatherTool(t))
+	sess, _ := tk.Session("x")
+	m := &script{steps: []step{
+		{reply: &agent.Reply{Calls: []toolkit.Call{call("call_0", "weather", `{"city":"Oslo"}`), call("call_1", "weather", `{"city":"Bern"}`)}}},
+		{reply: &agent.Reply{Calls: []toolkit.Call{call("call_0", "weather", `{"city":"Rome"}`), call("call_7", "weather", `{"city":"Pisa"}`)}}},
+		{reply: &agent.Reply{Text: "Sunny everywhere."}},
+	}}
+	conv := agent.NewConversation("", "Weather?")
+	if _, err := agent.New(m).Run(ctx, sess, conv); err != nil {
+		t.Fatal(err)
+	}
+	if err := conv.Check(); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{} // id -> city asked
+	answers := map[string]string{}
+	for _, msg := range conv.Messages {
+		for _, c := range msg.Calls {
+			if city, dup := ids[c.ID]; dup {
+				t.Fatalf("id %q names two calls of the conversation (%s and %s)", c.ID, city, c.Args)
+			}
+			ids[c.ID] = string(c.Args)
+		}
+		if msg.Role == agent.RoleTool {
+			answers[msg.CallID] = toolkit.Result{Content: msg.Content}.Text()
+		}
+	}
+	if len(ids) != 4 || len(answers) != 4 {
+		t.Fatalf("%d calls, %d answers, want 4 each", len(ids), len(answers))
+	}
+	for id, args := range ids {
+		var in struct{ City string }
+		json.Unmarshal([]byte(args), &in)
+		if answers[id] != "sunny in "+in.City {
+			t.Errorf("call %s (%s) answered %q", id, args, answers[id])
+		}
+	}
+	turn2 := conv.Messages[len(conv.Messages)-4].Calls // assistant, tool, tool, assistant's answer
+	if turn2[0].ID == "call_0" || turn2[1].ID != "call_7" {
+		t.Errorf("turn 2's ids: %q, %q (want call_0 replaced, call_7 kept)", turn2[0].ID, turn2[1].ID)
+	}
+}
+
 // Each turn offers the tools the session has now: reset_tools in one
 // turn changes the next turn's list.
 func TestRunRereadsDefinitionsEachTurn(t *testing.T) {

@@ -129,3 +129,55 @@ func TestConversationResumes(t *testing.T) {
 		t.Fatalf("tool messages %q, want %q", got, want)
 	}
 }
+
+// TestIDsReusedAcrossTurns: a model whose server numbers calls per reply
+// (c0 every turn) under a durable store, which answers a call id it has a
+// result for with that result. The second turn's call must run and get its
+// own answer, not the first turn's stored one: the agent loop gives a call
+// whose id the conversation already used a new id.
+func TestIDsReusedAcrossTurns(t *testing.T) {
+	js := natstest.JetStream(t)
+	ctx := context.Background()
+	st, err := durable.New(ctx, js, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := toolkit.New(toolkit.WithObserver(st))
+	defer tk.Close(ctx)
+	if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "echo"}, func(_ context.Context, in struct {
+		Say string `json:"say"`
+	}) (string, error) {
+		return "said " + in.Say, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Use(st.Interceptor()); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := tk.Session("reuse")
+	turn := 0
+	model := agent.ModelFunc(func(context.Context, *agent.Request) (*agent.Reply, error) {
+		turn++
+		switch turn {
+		case 1:
+			return &agent.Reply{Finish: agent.FinishToolCalls, Calls: []toolkit.Call{{ID: "c0", Name: "echo", Args: []byte(`{"say":"one"}`)}}}, nil
+		case 2:
+			return &agent.Reply{Finish: agent.FinishToolCalls, Calls: []toolkit.Call{{ID: "c0", Name: "echo", Args: []byte(`{"say":"two"}`)}}}, nil
+		default:
+			return &agent.Reply{Finish: agent.FinishStop, Text: "done"}, nil
+		}
+	})
+	conv := agent.NewConversation("", "echo twice")
+	if _, err := agent.New(model).Run(ctx, sess, conv); err != nil {
+		t.Fatal(err)
+	}
+	var answers []string
+	for _, m := range conv.Messages {
+		if m.Role == agent.RoleTool {
+			answers = append(answers, toolkit.Result{Content: m.Content}.Text())
+		}
+	}
+	if strings.Join(answers, ",") != "said one,said two" {
+		t.Fatalf("tool answers %q, want the second turn's own", answers)
+	}
+}
