@@ -35,6 +35,35 @@ type sanitizeConfig struct {
 	redactors   []sanitizeRedactor
 }
 
+// spansLines reports whether a redaction may match across a newline, so
+// that text let through a line at a time may hold, between two lines, a
+// match that neither line holds.
+func (cfg *sanitizeConfig) spansLines() bool {
+	for i := range cfg.redactors {
+		if cfg.redactors[i].spansLines {
+			return true
+		}
+	}
+	return false
+}
+
+// holdFrom returns where the text to let through must end so that no
+// redaction's match starts in it and goes on in what is held back: cut,
+// or an earlier line start (a "Bearer" at the end of a line is held with
+// the token on the next).
+func (cfg *sanitizeConfig) holdFrom(text string, cut int) int {
+	for i := range cfg.redactors {
+		r := &cfg.redactors[i]
+		if r.tail == nil || cut == 0 {
+			continue
+		}
+		if at := r.tail(text[:cut]); at >= 0 {
+			cut = strings.LastIndexByte(text[:at], '\n') + 1
+		}
+	}
+	return cut
+}
+
 // SanitizePlaceholder sets the text that replaces an empty result (default
 // "[the tool returned no output]").
 func SanitizePlaceholder(text string) SanitizeOption {
@@ -142,7 +171,7 @@ func RedactPhoneNumbers() SanitizeOption {
 // Slack tokens (xoxb-..., xoxp-...), Google API keys (AIza...) and any long
 // token after "Bearer " (the word "Bearer" is kept).
 func RedactAPIKeys() SanitizeOption {
-	return sanitizeAdd(sanitizeRedactor{name: "api_key", re: sanitizeKeyRE, repl: "${1}[redacted API key]", find: findKey})
+	return sanitizeAdd(sanitizeRedactor{name: "api_key", re: sanitizeKeyRE, repl: "${1}[redacted API key]", find: findKey, tail: bearerTail})
 }
 
 // Meta keys [Sanitize] sets on a result when it redacted something.
@@ -188,10 +217,11 @@ const (
 // (or the attempt ends), so a secret cut across deltas never reaches
 // observers in pieces; the redactions look for secrets that do not span
 // lines (a line longer than 64 KiB goes out at its last space before its
-// final 512 bytes). Other parts are redacted one delta at a time. The pass
-// over the whole result catches what a pattern of your own finds across
-// lines, so the model never sees it (the result's deltas then start over,
-// redacted). Redaction runs before truncation, so a secret is never cut
+// final 512 bytes; a "Bearer" ending a line waits for its token). Other
+// parts are redacted one delta at a time. The pass over the whole result
+// catches what a pattern of your own finds across lines, and a secret a
+// long line's cut split, so the model never sees it (the result's deltas
+// then start over, redacted). Redaction runs before truncation, so a secret is never cut
 // into a piece that no longer matches.
 //
 // The state and error of the outcome are kept. Used with [Evict], add
@@ -324,6 +354,11 @@ type sanitizeStream struct {
 
 	run    maphash.Hash // of the text let through since the last other part
 	runLen int
+	// split: the run was let through in pieces cut where a match could
+	// span the cut (a long line cut before its end, or a redaction that
+	// matches across lines), so each piece's redaction may have missed
+	// one: the pass over the whole result must not skip the run.
+	split bool
 }
 
 func (f *sanitizeStream) Filter(p toolkit.Part) []toolkit.Part {
@@ -332,12 +367,15 @@ func (f *sanitizeStream) Filter(p toolkit.Part) []toolkit.Part {
 		return append(out, f.count.filter(f.cfg, p))
 	}
 	text := f.held + p.Text
-	cut := strings.LastIndexByte(text, '\n') + 1
+	cut := f.cfg.holdFrom(text, strings.LastIndexByte(text, '\n')+1)
 	if len(text)-cut > sanitizeHoldMax {
 		cut = len(text) - sanitizeHoldTail
 		if i := strings.LastIndexAny(text[:cut], " \t"); i >= 0 {
 			cut = i + 1
 		}
+		f.split = true
+	} else if cut > 0 && f.cfg.spansLines() {
+		f.split = true
 	}
 	f.held = text[cut:]
 	if cut == 0 {
@@ -361,6 +399,7 @@ func (f *sanitizeStream) Reset() {
 	f.held = ""
 	f.run.Reset()
 	f.runLen = 0
+	f.split = false
 }
 
 // let redacts text that goes out.
@@ -376,11 +415,12 @@ func (f *sanitizeStream) let(text string) toolkit.Part {
 
 // endRun remembers the run of text let through as one part of the result.
 func (f *sanitizeStream) endRun() {
-	if f.runLen >= sanitizePrintMin {
+	if f.runLen >= sanitizePrintMin && !f.split {
 		f.count.remember(sanitizePrint{events.PartText, f.runLen, f.run.Sum64()})
 	}
 	f.run.Reset()
 	f.runLen = 0
+	f.split = false
 }
 
 // wasFiltered reports whether p is exactly a part the filter let through.

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/toolkit"
 )
 
 // The patterns as they were written before the finders: a search of the
@@ -189,4 +191,51 @@ func TestRedactFindersMeasureRunsOnce(t *testing.T) {
 			}
 		}
 	}
+}
+
+// However a stream cuts a large text into deltas, what the model reads
+// (the filtered stream, then the pass over the whole result, which skips
+// the parts the filter vouches for) is what the pass would make of it
+// without skipping: the skip never lets through a match that the pieces
+// hid between them.
+func FuzzSanitizeStreamCuts(f *testing.F) {
+	f.Add("Authorization: Bearer\n"+strings.Repeat("T0k", 10)+"\n", uint16(22), uint16(0))
+	f.Add("x -----BEGIN S-----\nsecret\n-----END S-----\n", uint16(20), uint16(27))
+	f.Add("sk-"+strings.Repeat("a", 30), uint16(5), uint16(9))
+	cfg := &sanitizeConfig{}
+	for _, o := range []SanitizeOption{RedactAPIKeys(), RedactEmails(), Redact("pem", regexp.MustCompile(`-----BEGIN S-----(?s:.*?)-----END S-----`), "[pem]")} {
+		o(cfg)
+	}
+	pad := strings.Repeat("\n", sanitizePrintMin) // a part large enough to be vouched for
+	f.Fuzz(func(t *testing.T, s string, a, b uint16) {
+		text := pad + s
+		cuts := []int{len(pad) + min(int(a), len(s)), len(pad) + min(int(b), len(s))}
+		if cuts[0] > cuts[1] {
+			cuts[0], cuts[1] = cuts[1], cuts[0]
+		}
+		count := &sanitizeCount{}
+		f := &sanitizeStream{cfg: cfg, count: count}
+		var out strings.Builder
+		last := 0
+		for _, c := range append(cuts, len(text)) {
+			for _, p := range f.Filter(events.Text(text[last:c])) {
+				out.WriteString(p.Text)
+			}
+			last = c
+		}
+		for _, p := range f.Flush() {
+			out.WriteString(p.Text)
+		}
+		content := []toolkit.Part{events.Text(out.String())}
+		final := events.ContentText(cfg.apply(toolkit.Outcome{State: toolkit.StateSuccess, Content: content}, count).Content)
+		// Without the filter's word, the pass redacts the whole result.
+		want := events.ContentText(cfg.apply(toolkit.Outcome{State: toolkit.StateSuccess, Content: content}, nil).Content)
+		if final != want {
+			i := 0
+			for i < len(final) && i < len(want) && final[i] == want[i] {
+				i++
+			}
+			t.Fatalf("the model reads %q, want %q", final[max(i-20, 0):min(i+60, len(final))], want[max(i-20, 0):min(i+60, len(want))])
+		}
+	})
 }

@@ -3,6 +3,7 @@ package interceptors
 import (
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -35,12 +36,23 @@ type sanitizeRedactor struct {
 	// (\b, ^, \B), is the pattern with one rune of context in front, so
 	// that a search can start in the middle of the text (see findCustom).
 	lookback *regexp.Regexp
+
+	// spansLines: the pattern may match a newline (a custom pattern), so
+	// redacting text a line at a time may miss a match.
+	spansLines bool
+	// tail, for a built-in pattern that may match a newline, returns where
+	// a match that could go on past the end of s starts, or -1.
+	tail func(s string) int
 }
 
 // newCustomRedactor builds a redactor of a user's pattern.
 func newCustomRedactor(name string, re *regexp.Regexp, repl string) sanitizeRedactor {
-	r := sanitizeRedactor{name: name, re: re, repl: repl}
-	if prog, err := syntax.Parse(re.String(), syntax.Perl); err == nil && looksBack(prog) {
+	r := sanitizeRedactor{name: name, re: re, repl: repl, spansLines: true}
+	prog, err := syntax.Parse(re.String(), syntax.Perl)
+	if err == nil {
+		r.spansLines = matchesNewline(prog)
+	}
+	if err == nil && looksBack(prog) {
 		// One rune of context, then the lazy scan of an unanchored search,
 		// then the pattern: a match of the pattern at or after the context
 		// with the pattern's groups shifted by one.
@@ -62,6 +74,45 @@ func looksBack(re *syntax.Regexp) bool {
 		}
 	}
 	return false
+}
+
+// matchesNewline reports whether a pattern may match a newline.
+func matchesNewline(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpAnyChar:
+		return true
+	case syntax.OpLiteral:
+		return slices.Contains(re.Rune, '\n')
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			if re.Rune[i] <= '\n' && '\n' <= re.Rune[i+1] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, sub := range re.Sub {
+		if matchesNewline(sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// bearerTail returns where a "Bearer" that ends s, followed by nothing but
+// white space, starts (its token may come on the next line: the key
+// pattern's \s+ spans lines), or -1.
+func bearerTail(s string) int {
+	t := strings.TrimRight(s, " \t\r\n\v\f")
+	const word = "bearer"
+	if len(t) < len(word) || !strings.EqualFold(t[len(t)-len(word):], word) {
+		return -1
+	}
+	at := len(t) - len(word)
+	if at > 0 && asciiWord(t[at-1]) {
+		return -1
+	}
+	return at
 }
 
 // sanitizeWindow is the run of bytes a finder is searching, [lo, hi),
