@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/toolstream/toolstream/toolkit"
@@ -111,7 +112,8 @@ func limitSet(session bool, tool string, n int) LimitOption {
 // Only calls that went through count: a refused call does not, nor one
 // that an interceptor added after CallLimits refused before the tool ran
 // (a failure with no attempt). Calls of a parallel batch never overshoot,
-// and a retried call counts once wherever Retry is.
+// and a retried call counts once wherever Retry is (also while an attempt
+// a Timeout gave up on is still running).
 func CallLimits(opts ...LimitOption) toolkit.Interceptor {
 	cfg := &limitConfig{set: map[limitRuleKey]int{}}
 	for _, o := range opts {
@@ -150,21 +152,43 @@ func CallLimits(opts ...LimitOption) toolkit.Interceptor {
 	return ic
 }
 
-// limitCountedKey marks, in the call's values, a call this CallLimits has
-// counted: a retry passing through again is not a new call.
+// limitCountedKey keys, in the call's values, the place this CallLimits
+// holds for the call: a retry passing through again is not a new call.
 type limitCountedKey struct{ cfg *limitConfig }
 
 type limitCounterKey struct{ rule *limitRule }
 
+// limitHold is the place a call holds under each of its limits. It is
+// taken when the call first passes and kept by every later pass (a
+// retry), even one that comes while an attempt left behind by a timeout
+// is still inside: it is given back only when no pass relying on it is
+// left and no attempt of the tool started.
+type limitHold struct {
+	mu       sync.Mutex
+	held     []*atomic.Int64
+	users    int  // passes inside next relying on the place
+	ran      bool // an attempt of the tool started
+	released bool // the place was given back: a later pass takes a new one
+}
+
 func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
-	if _, ok := inv.CallValues().Load(limitCountedKey{cfg}); ok {
-		return next(ctx, inv)
-	}
-	var held []*atomic.Int64
-	release := func() {
-		for _, c := range held {
-			c.Add(-1)
+	key := limitCountedKey{cfg}
+	h := &limitHold{users: 1}
+	h.mu.Lock() // a retry passing meanwhile waits for the place to be taken
+	for {
+		v, loaded := inv.CallValues().LoadOrStore(key, h)
+		if !loaded {
+			break
 		}
+		other := v.(*limitHold)
+		other.mu.Lock()
+		if !other.released {
+			other.users++
+			other.mu.Unlock()
+			return cfg.run(ctx, inv, next, other)
+		}
+		other.mu.Unlock()
+		inv.CallValues().CompareAndDelete(key, other)
 	}
 	for _, r := range cfg.rules {
 		if r.tool != "" && r.tool != inv.Call.Name {
@@ -176,7 +200,9 @@ func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 		}
 		c := loadOrNew(vals, limitCounterKey{r}, func() *atomic.Int64 { return new(atomic.Int64) })
 		if !limitReserve(c, r.n) {
-			release()
+			h.release()
+			h.mu.Unlock()
+			inv.CallValues().CompareAndDelete(key, h)
 			scope := "run"
 			if r.session {
 				scope = "session"
@@ -187,16 +213,38 @@ func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 			}
 			return toolkit.Failure(toolkit.StateError, le)
 		}
-		held = append(held, c)
+		h.held = append(h.held, c)
 	}
+	h.mu.Unlock()
+	return cfg.run(ctx, inv, next, h)
+}
+
+// run runs the rest of the chain on the place h, and gives the place back
+// if this was its last pass and the tool never started (refused further
+// in).
+func (cfg *limitConfig) run(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, h *limitHold) toolkit.Outcome {
 	before := inv.Attempts()
 	out := next(ctx, inv)
-	if inv.Attempts() == before && out.State.IsError() {
-		release() // refused further in: it never ran
-		return out
+	h.mu.Lock()
+	h.users--
+	h.ran = h.ran || inv.Attempts() != before || !out.State.IsError()
+	done := h.users == 0 && !h.ran
+	if done {
+		h.release()
 	}
-	inv.CallValues().Store(limitCountedKey{cfg}, true)
+	h.mu.Unlock()
+	if done {
+		inv.CallValues().CompareAndDelete(limitCountedKey{cfg}, h)
+	}
 	return out
+}
+
+// release gives the places back. h.mu must be held.
+func (h *limitHold) release() {
+	for _, c := range h.held {
+		c.Add(-1)
+	}
+	h.held, h.released = nil, true
 }
 
 // limitReserve takes one of n places on c, if one is left.
