@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -143,12 +145,21 @@ func Evict(opts ...EvictOption) toolkit.Interceptor {
 			if cfg.excluded[inv.Tool.Name()] {
 				return next(ctx, inv)
 			}
-			return cfg.evict(ctx, inv, next(ctx, inv))
+			passes, _ := inv.CallValues().LoadOrStore(evictPassesKey{}, new(atomic.Int64))
+			n := passes.(*atomic.Int64)
+			pass := n.Add(1)
+			return cfg.evict(ctx, inv, next(ctx, inv), pass, n)
 		},
 	}
 }
 
-func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out toolkit.Outcome) toolkit.Outcome {
+// evictPassesKey keys, in a call's CallValues, how many times the call has
+// entered Evict: more than once when Evict runs inside Retry.
+type evictPassesKey struct{}
+
+// evict stores out if it is too large. pass is this pass's number among the
+// call's passes through Evict, passes their count so far.
+func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out toolkit.Outcome, pass int64, passes *atomic.Int64) toolkit.Outcome {
 	success := out.State == "" || out.State == toolkit.StateSuccess
 	if out.State == toolkit.StateSuspended || cfg.successOnly && !success {
 		return out
@@ -159,7 +170,14 @@ func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out 
 	text := events.ContentText(out.Content)
 	// Run ids are unique across processes and restarts; models reuse call
 	// ids (call_0, ...), so the call id alone would overwrite results.
-	name := EvictFileName(inv.Call.Name, inv.Session, inv.BatchID(), inv.Call.ID)
+	ids := []string{inv.Session, inv.BatchID(), inv.Call.ID}
+	if pass > 1 {
+		// Each pass gets a file of its own: a pass a Timeout gave up on may
+		// still be storing its result when the retry's reference has gone
+		// to the model, and must not write over the file it names.
+		ids = append(ids, "pass-"+strconv.FormatInt(pass, 10))
+	}
+	name := EvictFileName(inv.Call.Name, ids...)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), evictStoreTimeout)
 	loc, err := cfg.backend.Put(sctx, name, []byte(text))
 	cancel()
@@ -168,14 +186,20 @@ func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out 
 	}
 	if err != nil {
 		reason := sanitizeCutString(err.Error(), 300)
-		inv.Meta(EvictMetaError, err.Error())
+		if passes.Load() == pass {
+			inv.Meta(EvictMetaError, err.Error())
+		}
 		out.Content = sanitizeTruncate(out, cfg.limit, func(int) string {
 			return fmt.Sprintf("\n[truncated: the full result (%d bytes) could not be stored: %s]\n", len(text), reason)
 		})
 		return out
 	}
-	inv.Meta(EvictMetaLocation, loc)
-	inv.Meta(EvictMetaBytes, len(text))
+	if passes.Load() == pass {
+		// A pass that a later one replaced must not point the call's
+		// metadata at its own file.
+		inv.Meta(EvictMetaLocation, loc)
+		inv.Meta(EvictMetaBytes, len(text))
+	}
 	content := []toolkit.Part{events.Text(cfg.message(text, loc))}
 	for _, p := range out.Content {
 		if p.Type == events.PartBinary {
@@ -245,7 +269,9 @@ func (cfg *evictConfig) previewLine(line string) string {
 // of a SHA-256 of the ids, then ".txt", for example
 // "count_lines-3f2a9c...e1.txt". No id can steer the name (separators, "..",
 // NUL and length are all hashed away) and it stays short enough for any
-// file system. Evict passes the session, the run id and the call id.
+// file system. Evict passes the session, the run id and the call id, and
+// from a call's second pass through it on (Evict inside [Retry]) also
+// "pass-N", so that every attempt's result has a file of its own.
 func EvictFileName(tool string, ids ...string) string {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
