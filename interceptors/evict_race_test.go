@@ -88,3 +88,54 @@ func TestEvictAbandonedAttemptNeverOverwritesTheReference(t *testing.T) {
 		t.Fatalf("the reference returned with attempt 2's result now holds %q...: an abandoned attempt overwrote it", first)
 	}
 }
+
+// Retention runs after each store, while the batch's other results may
+// already point at files. With small limits (three results, a folder of
+// two files) or one result as large as the folder's byte limit, the
+// clean-up must not delete a file whose reference a call of the batch was
+// just given: every reference returned must read exactly its result, or
+// the result must say that it could not be stored.
+func TestEvictRetentionKeepsReferencesJustHandedOut(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		files     int
+		bytes     int64
+		lines     []int
+		minDenied int
+	}{
+		{"files", 2, 0, []int{20, 20, 20}, 1},
+		{"bytes", 0, 3000, []int{20, 20, 50}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "results")
+			tk, rec := evKit(t, interceptors.Evict(interceptors.EvictDir(dir), interceptors.EvictRetention(c.files, c.bytes), interceptors.EvictLimit(100)))
+			var calls []toolkit.Call
+			for i, n := range c.lines {
+				calls = append(calls, evCall(fmt.Sprintf("c%d", i), "big", evIn{Lines: n}))
+			}
+			denied := 0
+			for i, res := range evRun(t, tk, "s", calls...) {
+				evCheckDeltas(t, rec, res)
+				full := evFullText(c.lines[i], "")
+				loc, ok := res.Meta[interceptors.EvictMetaLocation].(string)
+				if !ok {
+					if _, failed := res.Meta[interceptors.EvictMetaError]; !failed || !strings.Contains(res.Text(), "could not be stored") || !strings.Contains(res.Text(), "may still read") {
+						t.Fatalf("call %d: neither stored nor said why: %q, meta %v", i, res.Text(), res.Meta)
+					}
+					denied++
+					continue
+				}
+				data, err := os.ReadFile(loc)
+				if err != nil {
+					t.Fatalf("call %d: the reference the model was just given is gone: %v", i, err)
+				}
+				if string(data) != full {
+					t.Fatalf("call %d: the reference holds %d bytes, not the result's %d", i, len(data), len(full))
+				}
+			}
+			if denied < c.minDenied {
+				t.Fatalf("%d results were refused, want at least %d: the limits were not kept", denied, c.minDenied)
+			}
+		})
+	}
+}

@@ -41,8 +41,13 @@ func DefaultEvictDir() string { return filepath.Join(os.TempDir(), "toolstream-r
 // After each write the oldest files are deleted until at most maxFiles files
 // and maxBytes bytes remain (a value of 0 or less means no limit of that
 // kind); a result larger than maxBytes is refused rather than stored and
-// deleted at once. Give it a folder of its own: retention counts and deletes
-// every regular file in it whose name could be a stored name.
+// deleted at once. A file stored in the last 10 minutes is never deleted:
+// its reference may have just gone to the model (another call of the same
+// batch), which reads it later. When the limits cannot be kept without
+// deleting such a file, the new result is refused with an error that says
+// so (Evict then truncates it). Give it a folder of its own: retention
+// counts and deletes every regular file in it whose name could be a stored
+// name.
 //
 // A folder that is a symbolic link or, on Unix, that other users may write
 // to is refused, so that nobody else can swap a stored result for text of
@@ -86,12 +91,103 @@ func (d *evictDir) Put(ctx context.Context, name string, data []byte) (string, e
 	if err := d.prepare(); err != nil {
 		return "", err
 	}
+	files, limited := d.list(name)
+	if limited {
+		if err := d.room(files, int64(len(data))); err != nil {
+			return "", err
+		}
+	}
 	path := filepath.Join(d.dir, name)
 	if err := d.write(path, data); err != nil {
 		return "", err
 	}
-	d.prune(name)
+	if limited {
+		d.prune(files, int64(len(data)))
+	}
 	return path, nil
+}
+
+// evictHold is how long a stored result is safe from retention: its
+// reference has just gone, or is about to go, to the model with its batch's
+// results, and the model reads it after that. See [DirBackend].
+var evictHold = 10 * time.Minute
+
+// storedFile is a stored result in the folder.
+type storedFile struct {
+	name string
+	size int64
+	mod  time.Time
+}
+
+// held reports whether retention must leave f alone.
+func (f storedFile) held(now time.Time) bool { return now.Sub(f.mod) < evictHold }
+
+// list returns the stored results in the folder other than name, oldest
+// first, and whether the folder has limits at all. It removes temporary
+// files a crash left behind.
+func (d *evictDir) list(name string) ([]storedFile, bool) {
+	if d.maxFiles <= 0 && d.maxBytes <= 0 {
+		return nil, false
+	}
+	entries, err := os.ReadDir(d.dir)
+	if err != nil {
+		return nil, false
+	}
+	var files []storedFile
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		n := e.Name()
+		if strings.HasPrefix(n, evictTmpPrefix) {
+			if time.Since(info.ModTime()) > evictStaleTmp {
+				os.Remove(filepath.Join(d.dir, n))
+			}
+			continue
+		}
+		if ValidResultName(n) && n != name {
+			files = append(files, storedFile{n, info.Size(), info.ModTime()})
+		}
+	}
+	slices.SortFunc(files, func(a, b storedFile) int {
+		return cmp.Or(a.mod.Compare(b.mod), strings.Compare(a.name, b.name))
+	})
+	return files, true
+}
+
+// room refuses a result of size bytes that would fit the limits only if
+// retention deleted results stored within [evictHold]: their references
+// may be in the hands of a model that has not read them yet (another call
+// of the same batch, say). Evict then truncates the result and says why.
+func (d *evictDir) room(files []storedFile, size int64) error {
+	now := time.Now()
+	count, total := 1, size
+	for _, f := range files {
+		if f.held(now) {
+			count++
+			total += f.size
+		}
+	}
+	if d.maxFiles > 0 && count > d.maxFiles || d.maxBytes > 0 && total > d.maxBytes {
+		return fmt.Errorf("the result folder keeps at most %s, and results stored in the last %v, which the model may still read, "+
+			"already take %d files and %d bytes: nothing older can make room (raise the folder's retention limits)",
+			d.limits(), evictHold, count-1, total-size)
+	}
+	return nil
+}
+
+func (d *evictDir) limits() string {
+	switch {
+	case d.maxFiles <= 0:
+		return fmt.Sprintf("%d bytes", d.maxBytes)
+	case d.maxBytes <= 0:
+		return fmt.Sprintf("%d files", d.maxFiles)
+	}
+	return fmt.Sprintf("%d files and %d bytes", d.maxFiles, d.maxBytes)
 }
 
 // prepare creates the folder once and checks that it is private.
@@ -140,53 +236,21 @@ func (d *evictDir) write(path string, data []byte) error {
 	return nil
 }
 
-// prune deletes the oldest stored files beyond the limits, never keep (the
-// file just written), and temporary files a crash left behind.
-func (d *evictDir) prune(keep string) {
-	if d.maxFiles <= 0 && d.maxBytes <= 0 {
-		return
+// prune deletes the oldest of files (the others stored before a result of
+// size bytes was written) until the limits hold, leaving alone those still
+// within [evictHold].
+func (d *evictDir) prune(files []storedFile, size int64) {
+	now := time.Now()
+	count, total := len(files)+1, size
+	for _, f := range files {
+		total += f.size
 	}
-	entries, err := os.ReadDir(d.dir)
-	if err != nil {
-		return
-	}
-	type file struct {
-		name string
-		size int64
-		mod  time.Time
-	}
-	var files []file
-	var total int64
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		name := e.Name()
-		if strings.HasPrefix(name, evictTmpPrefix) {
-			if time.Since(info.ModTime()) > evictStaleTmp {
-				os.Remove(filepath.Join(d.dir, name))
-			}
-			continue
-		}
-		if !ValidResultName(name) {
-			continue
-		}
-		total += info.Size()
-		if name != keep {
-			files = append(files, file{name, info.Size(), info.ModTime()})
-		}
-	}
-	slices.SortFunc(files, func(a, b file) int {
-		return cmp.Or(a.mod.Compare(b.mod), strings.Compare(a.name, b.name))
-	})
-	count := len(files) + 1
 	for _, f := range files {
 		if (d.maxFiles <= 0 || count <= d.maxFiles) && (d.maxBytes <= 0 || total <= d.maxBytes) {
 			break
+		}
+		if f.held(now) {
+			continue
 		}
 		if err := os.Remove(filepath.Join(d.dir, f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			continue

@@ -46,7 +46,12 @@ func TTL(d time.Duration) Option {
 //
 // JetStream refuses writes to a full bucket rather than dropping old data,
 // so before each write the backend removes the oldest objects until the new
-// one fits under the bucket's size limit. Give it a bucket of its own.
+// one fits under the bucket's size limit. An object stored in the last 10
+// minutes is never removed that way: its reference may have just gone to
+// the model (another call of the same batch), which reads it later; when
+// only such objects could make room, the new result is refused with an
+// error that says so (Evict then truncates it). Give it a bucket of its
+// own.
 func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Option) (interceptors.Backend, error) {
 	cfg := config{maxBytes: interceptors.DefaultEvictMaxBytes}
 	for _, o := range opts {
@@ -69,6 +74,9 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Opt
 	}
 	return &objects{js: js, os: store, bucket: bucket}, nil
 }
+
+// hold is how long a stored result is safe from the purge that makes room.
+var hold = 10 * time.Minute
 
 type objects struct {
 	js     jetstream.JetStream
@@ -127,6 +135,29 @@ func (b *objects) makeRoom(ctx context.Context, name string, need int64) error {
 	slices.SortFunc(infos, func(x, y *jetstream.ObjectInfo) int {
 		return cmp.Or(x.ModTime.Compare(y.ModTime), cmp.Compare(x.Name, y.Name))
 	})
+	// Objects stored within hold are left alone: their references may have
+	// just gone to the model (another call of the same batch). If the rest
+	// cannot make room, the new result is refused, before anything is
+	// purged, and Evict says so in the result.
+	now := time.Now()
+	held := func(info *jetstream.ObjectInfo) bool { return now.Sub(info.ModTime) < hold }
+	var free, heldBytes int64
+	var heldCount int
+	for _, info := range infos {
+		switch {
+		case info.Name == name:
+		case held(info):
+			heldCount++
+			heldBytes += objectSize(int(info.Size))
+		default:
+			free += objectSize(int(info.Size))
+		}
+	}
+	if used-free+need > limit {
+		return fmt.Errorf("bucket %q keeps at most %d bytes, and the %d results stored in the last %v, which the model may still read, "+
+			"already take about %d bytes: nothing older can make room for this one (about %d bytes; raise the bucket's limit)",
+			b.bucket, limit, heldCount, hold, heldBytes, need)
+	}
 	stream, err := b.js.Stream(ctx, "OBJ_"+b.bucket)
 	if err != nil {
 		return fmt.Errorf("object store %q: %w", b.bucket, err)
@@ -135,7 +166,7 @@ func (b *objects) makeRoom(ctx context.Context, name string, need int64) error {
 		if used+need <= limit {
 			break
 		}
-		if info.Name == name {
+		if info.Name == name || held(info) {
 			continue
 		}
 		// Purge rather than Delete: a delete writes a marker, which a full

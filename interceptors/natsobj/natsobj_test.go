@@ -88,6 +88,7 @@ func TestEvictToObjectStore(t *testing.T) {
 }
 
 func TestObjectStoreRetention(t *testing.T) {
+	defer natsobj.SetHold(0)() // every object is old enough to purge
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	js := natstest.JetStream(t)
@@ -127,5 +128,57 @@ func TestObjectStoreRetention(t *testing.T) {
 	}
 	if _, err := b.Put(ctx, "../x", []byte("x")); err == nil {
 		t.Error("a name with a path was accepted")
+	}
+}
+
+// A batch's results fill the bucket: making room for the last one must not
+// purge an object whose reference another call of the batch was just
+// given. Every reference returned reads exactly its result, or the result
+// says it could not be stored and why.
+func TestObjectStoreKeepsReferencesJustHandedOut(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js := natstest.JetStream(t)
+	b, err := natsobj.New(ctx, js, "batch", natsobj.MaxBytes(100<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := js.ObjectStore(ctx, "batch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
+	if err := tk.Use(interceptors.Evict(interceptors.EvictBackend(b), interceptors.EvictLimit(1000))); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Add(t, tk, lines(t))
+	// Each result takes about 30 KiB: the bucket holds three of the four.
+	var calls []toolkit.Call
+	for i := range 4 {
+		calls = append(calls, testutil.Call(fmt.Sprintf("c%d", i), "big", `{"lines":500}`))
+	}
+	stored, refused := 0, 0
+	for i, res := range testutil.Run(t, tk, "s", calls...) {
+		testutil.CheckDeltasAddUp(t, rec, res)
+		loc, ok := res.Meta[interceptors.EvictMetaLocation].(string)
+		if !ok {
+			if !strings.Contains(res.Text(), "could not be stored") || !strings.Contains(res.Text(), "may still read") {
+				t.Fatalf("call %d: neither stored nor said why: %q", i, res.Text())
+			}
+			refused++
+			continue
+		}
+		data, err := store.GetBytes(ctx, strings.TrimPrefix(loc, "nats-object://batch/"))
+		if err != nil {
+			t.Fatalf("call %d: the reference the model was just given is gone: %v", i, err)
+		}
+		if string(data) != fullText(500) {
+			t.Fatalf("call %d: the reference holds %d bytes, not the result", i, len(data))
+		}
+		stored++
+	}
+	if stored != 3 || refused != 1 {
+		t.Fatalf("%d stored, %d refused; want 3 and 1", stored, refused)
 	}
 }
