@@ -277,7 +277,7 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) (_ []toolkit.Par
 		if err != nil {
 			return nil, resourceError(lib, skill, path, err)
 		}
-		text = describeResource(skill, res, l.limit)
+		text = describeResource(skill, res)
 	}
 	// Only a successful load activates the skill's groups.
 	activated, switched, err := l.activate(ctx, info, skill, path)
@@ -293,7 +293,7 @@ func instructions(s *Skill) string {
 		s.Name, s.Description, s.Name, s.Body)
 }
 
-func describeResource(s *Skill, r Resource, limit int64) string {
+func describeResource(s *Skill, r Resource) string {
 	if r.Binary {
 		return fmt.Sprintf("File %q of skill %q (%s, %d bytes), base64-encoded:\n%s",
 			r.Path, s.Name, r.MediaType, r.Size, base64.StdEncoding.EncodeToString(r.Data))
@@ -302,7 +302,7 @@ func describeResource(s *Skill, r Resource, limit int64) string {
 	fmt.Fprintf(&b, "File %q of skill %q (%s, %d bytes):\n<skill-file path=%q>\n%s\n</skill-file>",
 		r.Path, s.Name, r.MediaType, r.Size, r.Path, r.Data)
 	if r.Truncated {
-		fmt.Fprintf(&b, "\n[truncated: the file has %d bytes; only the first %d are shown]", r.Size, limit)
+		fmt.Fprintf(&b, "\n[truncated: the file has %d bytes; only the first %d are shown]", r.Size, len(r.Data))
 	}
 	return b.String()
 }
@@ -323,9 +323,9 @@ func resourceError(lib *Library, s *Skill, path string, err error) error {
 		}
 		return errors.New(b.String())
 	case errors.Is(err, ErrBadPath), errors.Is(err, ErrTooLarge):
-		return fmt.Errorf("cannot load %q from skill %q: %w", path, s.Name, err)
+		return fmt.Errorf("cannot load %s from skill %q: %w", quoteShort(path), s.Name, err)
 	}
-	return fmt.Errorf("loading %q from skill %q: %w", path, s.Name, err)
+	return fmt.Errorf("loading %s from skill %q: %w", quoteShort(path), s.Name, err)
 }
 
 // activate switches on the skill's bound groups, then records the skill as

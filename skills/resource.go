@@ -230,7 +230,7 @@ func (l *Library) Resources(s *Skill) ([]string, error) {
 // the path without empty elements.
 func checkResourcePath(p string) (string, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w %q: %s", ErrBadPath, p, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w %s: %s", ErrBadPath, quoteShort(p), fmt.Sprintf(format, args...))
 	}
 	const hint = `give the path of a file relative to the skill folder, such as "SKILL.md" or "scripts/run.py"`
 	switch {
@@ -268,6 +268,16 @@ func checkResourcePath(p string) (string, error) {
 		}
 	}
 	return strings.Join(kept, "/"), nil
+}
+
+// quoteShort quotes s for an error message, only its start when it is
+// long: the model (or a log) must not get a huge argument back.
+func quoteShort(s string) string {
+	const max, keep = 120, 60
+	if len(s) <= max {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q... (%d bytes)", s[:runeBoundary([]byte(s[:keep+utf8.UTFMax]), keep)], len(s))
 }
 
 func isDriveLetter(p string) bool {

@@ -1,0 +1,62 @@
+package skills_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/toolstream/toolstream/skills"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// A path of any length gets an error of bounded size that says what is
+// wrong: the model must not get its megabyte of path back (twice).
+func TestLoadVeryLongPathErrorIsShort(t *testing.T) {
+	f := newLoaderFixture(t)
+	for _, n := range []int{skills.MaxPathBytes + 1, 100_000, 1 << 20} {
+		for _, p := range []string{strings.Repeat("a", n), strings.Repeat("../", n/3+1), strings.Repeat("é", n/2+1)} {
+			r := f.load(t, "s", "analysis", p)
+			if r.State != toolkit.StateError || !strings.Contains(r.Text(), fmt.Sprintf("more than the limit of %d", skills.MaxPathBytes)) {
+				t.Fatalf("%d bytes: %s %.300q", len(p), r.State, r.Text())
+			}
+			if len(r.Text()) > 1000 {
+				t.Fatalf("a path of %d bytes gave an error of %d bytes: %.300q...", len(p), len(r.Text()), r.Text())
+			}
+		}
+	}
+	lib := f.lib
+	s, _ := lib.Skill("analysis")
+	if _, err := lib.ReadResource(s, strings.Repeat("x/", 50_000), 0); err == nil || len(err.Error()) > 500 {
+		t.Fatalf("ReadResource error of %d bytes", len(fmt.Sprint(err)))
+	}
+}
+
+// With the default read limit (WithResourceLimit(0)), a truncated file
+// says how many bytes are shown, not "0".
+func TestLoadTruncatedWithDefaultLimitSaysHowMuch(t *testing.T) {
+	fsys := fstest.MapFS{
+		"big/SKILL.md": skillFile("big", "Big file.", "", "Read data.txt."),
+		"big/data.txt": {Data: []byte(strings.Repeat("z", skills.DefaultResourceLimit+100))},
+	}
+	lib, err := skills.NewLibrary(skills.Repository{Name: "r", FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int64{0, -5} {
+		tk := toolkit.New()
+		t.Cleanup(func() { tk.Close(context.Background()) })
+		if _, err := skills.Install(tk, lib, skills.WithResourceLimit(limit)); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := tk.Session("s")
+		args, _ := json.Marshal(map[string]string{"skillId": "big", "path": "data.txt"})
+		r := s.Run(context.Background(), []toolkit.Call{{ID: "c", Name: skills.LoadTool, Args: args}})[0]
+		want := fmt.Sprintf("[truncated: the file has %d bytes; only the first %d are shown]", skills.DefaultResourceLimit+100, skills.DefaultResourceLimit)
+		if r.State != toolkit.StateSuccess || !strings.HasSuffix(r.Text(), want) {
+			t.Fatalf("limit %d: %s ...%q", limit, r.State, r.Text()[max(0, len(r.Text())-120):])
+		}
+	}
+}
