@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -58,5 +60,32 @@ func TestLoadTruncatedWithDefaultLimitSaysHowMuch(t *testing.T) {
 		if r.State != toolkit.StateSuccess || !strings.HasSuffix(r.Text(), want) {
 			t.Fatalf("limit %d: %s ...%q", limit, r.State, r.Text()[max(0, len(r.Text())-120):])
 		}
+	}
+}
+
+// A skill removed (its folder gone) after load_skill_through_path checked
+// it and before it read the file: the model is told the skill is gone and
+// which skills it can load, not that the file does not exist.
+func TestLoadSkillRemovedWhileLoading(t *testing.T) {
+	base := t.TempDir()
+	writeFiles(t, base, map[string]string{
+		"one/SKILL.md": skillText("one", "Goes away.", "Read ref.md."),
+		"one/ref.md":   "reference",
+		"two/SKILL.md": skillText("two", "Stays.", "Body."),
+	})
+	lib := dirLibrary(t, "disk", base)
+	tk := toolkit.New()
+	t.Cleanup(func() { tk.Close(context.Background()) })
+	if _, err := skills.Install(tk, lib); err != nil {
+		t.Fatal(err)
+	}
+	defer skills.SetLoadHook(func() {
+		if err := os.RemoveAll(filepath.Join(base, "one")); err != nil {
+			t.Error(err)
+		}
+	})()
+	r := loadIn(t, tk, "s", "one", "ref.md")
+	if r.State != toolkit.StateError || !strings.Contains(r.Text(), `skill "one" was removed`) || !strings.Contains(r.Text(), "Skills you can load: two") {
+		t.Fatalf("%s: %q", r.State, r.Text())
 	}
 }

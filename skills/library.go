@@ -188,6 +188,9 @@ func (l *Library) skillFS(s *Skill) (fs.FS, string, func(), error) {
 		return nil, "", nil, fmt.Errorf("skills: skill %q has an invalid folder %q", s.Name, s.Dir)
 	}
 	fsys, dir, done, err := src.openSkill(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", nil, fmt.Errorf("%w: skill %q was removed: its folder %q is gone", ErrSkillGone, s.Name, s.Dir)
+	}
 	if err != nil {
 		return nil, "", nil, openError(skillFileName, s.Name, err)
 	}

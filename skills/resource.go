@@ -90,7 +90,8 @@ type Resource struct {
 // the folder either; other file systems rely on the check alone (see
 // [NewLibrary]).
 //
-// A missing file gives [ErrNotFound]. A text file over limit bytes is cut to
+// A missing file gives [ErrNotFound]; for a repository on disk, a skill
+// whose folder is gone gives [ErrSkillGone]. A text file over limit bytes is cut to
 // at most limit bytes at a UTF-8 boundary and marked Truncated; a binary file
 // over the limit gives [ErrTooLarge]. limit <= 0 means
 // [DefaultResourceLimit].
