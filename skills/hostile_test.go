@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 
@@ -87,5 +88,53 @@ func TestLoadSkillRemovedWhileLoading(t *testing.T) {
 	r := loadIn(t, tk, "s", "one", "ref.md")
 	if r.State != toolkit.StateError || !strings.Contains(r.Text(), `skill "one" was removed`) || !strings.Contains(r.Text(), "Skills you can load: two") {
 		t.Fatalf("%s: %q", r.State, r.Text())
+	}
+}
+
+// Several sessions load the same skill at once while its SKILL.md is
+// edited: every load succeeds with the instructions before or after the
+// edit, never a mix or an error, and each session records the load.
+func TestConcurrentLoadsWhileEdited(t *testing.T) {
+	base := t.TempDir()
+	writeFiles(t, base, map[string]string{"one/SKILL.md": skillText("one", "Edited.", "BODY-OLD")})
+	lib := dirLibrary(t, "disk", base)
+	tk := toolkit.New()
+	t.Cleanup(func() { tk.Close(context.Background()) })
+	ld, err := skills.Install(tk, lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sessions = 8
+	results := make(chan toolkit.Result, sessions*3)
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Go(func() {
+			for range 3 {
+				results <- loadIn(t, tk, fmt.Sprintf("s%d", i), "one", "SKILL.md")
+			}
+		})
+		if i == sessions/2 {
+			// Written aside and renamed into place, as editors save.
+			writeFiles(t, base, map[string]string{"new.md": skillText("one", "Edited.", "BODY-NEW, longer")})
+			if err := os.Rename(filepath.Join(base, "new.md"), filepath.Join(base, "one/SKILL.md")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		old, cur := strings.Contains(r.Text(), "BODY-OLD"), strings.Contains(r.Text(), "BODY-NEW, longer")
+		if r.State != toolkit.StateSuccess || old == cur {
+			t.Fatalf("%s: %q", r.State, r.Text())
+		}
+	}
+	for i := range sessions {
+		if got := ld.Loaded(fmt.Sprintf("s%d", i)); len(got) != 1 || got[0] != "one" {
+			t.Fatalf("session %d loaded %v", i, got)
+		}
+	}
+	if r := loadIn(t, tk, "late", "one", "SKILL.md"); !strings.Contains(r.Text(), "BODY-NEW, longer") {
+		t.Fatalf("after the edit: %q", r.Text())
 	}
 }
