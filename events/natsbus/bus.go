@@ -398,6 +398,11 @@ func (b *Bus) setUpStream(ctx context.Context, d Durable) error {
 			if b.pub != nil {
 				b.pub.retry(m, err)
 			}
+		}),
+		jetstream.WithPublishAsyncAckHandler(func(jetstream.JetStream, *nats.Msg, *jetstream.PubAck) {
+			if b.pub != nil {
+				b.pub.acked()
+			}
 		}))
 	if err != nil {
 		return fmt.Errorf("events: JetStream: %w", err)
@@ -476,9 +481,12 @@ func (b *Bus) WebSocketURL() string {
 // observer.
 func (b *Bus) Publisher() *Publisher { return b.pub }
 
-// Close flushes what the publisher holds (bounded by ctx), closes the
-// connection and shuts the embedded server down, removing its temporary
-// store.
+// Close flushes what the publisher holds, closes the connection and shuts
+// the embedded server down, removing its temporary store. On a durable bus
+// it waits for the server to acknowledge every event, retrying those whose
+// publish failed once NATS is back, bounded by ctx (10s when ctx has no
+// deadline); what is still unacknowledged then is given up: counted in
+// Stats.Undelivered, logged, and reported in the error Close returns.
 func (b *Bus) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
 		var errs []error

@@ -3,6 +3,7 @@ package natsbus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +43,8 @@ import (
 // (Stats.Undelivered). In durable mode a publish that fails for a passing
 // reason (no connection, no answer) is retried with the same Nats-Msg-Id,
 // so the stream stores it once; one the server refuses (a message over a
-// stream's size limit) is counted and logged once, never retried.
+// stream's size limit) is counted and logged once, never retried. Bus.Close
+// waits for the acknowledgements (see there) and counts what it gives up.
 type Publisher struct {
 	bus   *Bus
 	limit int
@@ -78,8 +80,13 @@ type Publisher struct {
 	payload int    // the server's max payload, read once a batch
 	nonce   string // tells apart session-level events of two publishers
 
-	retryMu sync.Mutex
-	retries []*nats.Msg
+	// Durable publishes not yet acknowledged, and the end of retrying: a
+	// message passes from in flight to retries (or to given up) under
+	// retryMu, so that when close gives up, each one is counted once.
+	retryMu  sync.Mutex
+	retries  []*nats.Msg
+	inflight int  // handed to PublishMsgAsync, neither acknowledged nor failed
+	stopped  bool // close gave up: what was in flight or waiting is counted
 }
 
 type callKey struct{ session, call string }
@@ -147,7 +154,9 @@ type PublisherStats struct {
 	DroppedProgress uint64
 	// Undelivered counts events given up on: NATS refused them for good
 	// (the reconnect buffer full while disconnected, a durable publish the
-	// server rejected) or they could not be made to fit a message.
+	// server rejected), they could not be made to fit a message, or the
+	// bus closed before the server acknowledged them (durable; one whose
+	// acknowledgement was lost may be stored all the same).
 	Undelivered uint64
 	// Retried counts durable publishes retried after a failure.
 	Retried uint64
@@ -502,11 +511,40 @@ func (p *Publisher) send(subject, idBase string, seq uint64, trace events.Trace)
 	// the publisher first saw the call keeps two calls that reuse an id (a
 	// rerun conversation, a new process) from passing for duplicates.
 	m.Header.Set(jetstream.MsgIDHeader, idBase+strconv.FormatUint(seq, 10))
+	if p.handOff(m) {
+		p.published.Add(1)
+	}
+}
+
+// errGaveUp is why a durable publish is given up at close.
+var errGaveUp = errors.New("events: the bus closed before NATS acknowledged the event")
+
+// handOff publishes m asynchronously and counts it in flight until the
+// server acknowledges it (acked) or the publish fails (retry). It reports
+// whether m was handed to NATS.
+func (p *Publisher) handOff(m *nats.Msg) bool {
+	p.retryMu.Lock()
+	if p.stopped {
+		p.retryMu.Unlock()
+		p.giveUp(m.Subject, errGaveUp)
+		return false
+	}
+	p.inflight++
+	p.retryMu.Unlock()
 	if _, err := p.bus.js.PublishMsgAsync(m); err != nil {
 		p.retry(m, err)
-		return
+		return false
 	}
-	p.published.Add(1)
+	return true
+}
+
+// acked takes a durable publish the server acknowledged out of flight.
+func (p *Publisher) acked() {
+	p.retryMu.Lock()
+	if !p.stopped { // else counted undelivered by close, which could not wait for it
+		p.inflight--
+	}
+	p.retryMu.Unlock()
 }
 
 // permanent reports whether a failed publish would fail again however often
@@ -531,20 +569,23 @@ func (p *Publisher) retrying() bool {
 	return len(p.retries) > 0
 }
 
-// retry keeps a failed durable publish for another attempt, unless it can
-// never succeed.
+// retry takes a failed durable publish (one handOff counted in flight) out
+// of flight and keeps it for another attempt, unless it can never succeed.
+// After close gave up, the message was counted then.
 func (p *Publisher) retry(m *nats.Msg, err error) {
-	if permanent(err) {
-		p.giveUp(m.Subject, err)
+	p.retryMu.Lock()
+	if p.stopped {
+		p.retryMu.Unlock()
 		return
 	}
-	p.retryMu.Lock()
-	defer p.retryMu.Unlock()
-	if len(p.retries) >= maxRetries {
+	p.inflight--
+	if permanent(err) || len(p.retries) >= maxRetries {
+		p.retryMu.Unlock()
 		p.giveUp(m.Subject, err)
 		return
 	}
 	p.retries = append(p.retries, m)
+	p.retryMu.Unlock()
 	p.bus.log.Debug().Err(err).Str("subject", m.Subject).Msg("toolstream: publish failed; will retry")
 	select {
 	case p.wake <- struct{}{}: // so that the loop arms its retry timer
@@ -562,15 +603,20 @@ func (p *Publisher) publishRetries() {
 	}
 	if !p.bus.nc.IsConnected() {
 		p.retryMu.Lock()
+		if p.stopped {
+			p.retryMu.Unlock()
+			for _, m := range pending {
+				p.giveUp(m.Subject, errGaveUp)
+			}
+			return
+		}
 		p.retries = append(pending, p.retries...)
 		p.retryMu.Unlock()
 		return
 	}
 	for _, m := range pending {
 		p.retried.Add(1)
-		if _, err := p.bus.js.PublishMsgAsync(m); err != nil {
-			p.retry(m, err)
-		}
+		p.handOff(m)
 	}
 }
 
@@ -579,9 +625,17 @@ func (p *Publisher) giveUp(subject string, err error) {
 	p.bus.log.Error().Err(err).Str("subject", subject).Msg("toolstream: event not delivered to NATS")
 }
 
-// close stops taking events, publishes what is queued and waits (bounded by
-// ctx) for durable publishes to be acknowledged.
+// close stops taking events, publishes what is queued and waits, bounded by
+// ctx (closeWait when ctx has no deadline), for durable publishes to be
+// acknowledged, retrying the failed ones once NATS is back. What is still
+// unacknowledged then is given up: counted in Stats.Undelivered, logged,
+// and reported in the error.
 func (p *Publisher) close(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, closeWait)
+		defer cancel()
+	}
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
@@ -589,17 +643,68 @@ func (p *Publisher) close(ctx context.Context) error {
 	case p.wake <- struct{}{}:
 	default:
 	}
+	var err error
 	select {
 	case <-p.done:
+		if p.bus.js != nil {
+			err = p.settle(ctx)
+		}
 	case <-ctx.Done():
-		return ctx.Err()
+		err = ctx.Err()
 	}
-	if p.bus.js != nil {
+	if n := p.stop(); n > 0 {
+		err = errors.Join(err, fmt.Errorf("events: %d events given up at close, not acknowledged by NATS (counted in Stats.Undelivered)", n))
+	}
+	return err
+}
+
+// closeWait bounds close when its context has no deadline: as long as
+// nats.go waits for one acknowledgement.
+var closeWait = 10 * time.Second
+
+// settle waits until no durable publish is in flight or waiting for a
+// retry, retrying while NATS is reachable, or until ctx ends. Called once
+// the publishing goroutine has returned.
+func (p *Publisher) settle(ctx context.Context) error {
+	for {
+		p.publishRetries()
+		p.retryMu.Lock()
+		inflight, waiting := p.inflight, len(p.retries)
+		p.retryMu.Unlock()
+		if inflight == 0 && waiting == 0 {
+			return nil
+		}
+		var complete <-chan struct{}
+		if waiting == 0 {
+			complete = p.bus.js.PublishAsyncComplete()
+		}
+		t := time.NewTimer(250 * time.Millisecond)
 		select {
-		case <-p.bus.js.PublishAsyncComplete():
+		case <-complete:
+		case <-t.C:
 		case <-ctx.Done():
+			t.Stop()
 			return ctx.Err()
 		}
+		t.Stop()
 	}
-	return nil
+}
+
+// stop ends retrying: what is in flight or waiting for a retry is given up
+// and counted, once. It returns how many.
+func (p *Publisher) stop() int {
+	p.retryMu.Lock()
+	if p.stopped {
+		p.retryMu.Unlock()
+		return 0
+	}
+	p.stopped = true
+	n := p.inflight + len(p.retries)
+	p.inflight, p.retries = 0, nil
+	p.retryMu.Unlock()
+	if n > 0 {
+		p.failed.Add(uint64(n))
+		p.bus.log.Error().Int("events", n).Msg("toolstream: events not delivered to NATS: the bus closed before NATS acknowledged them")
+	}
+	return n
 }

@@ -1,0 +1,130 @@
+package natsbus
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolstream/toolstream/events"
+)
+
+// fileServer starts a NATS server with JetStream on port and dir, so that a
+// test can stop it and look at what its store kept afterwards.
+func fileServer(t *testing.T, port int, dir string) *server.Server {
+	t.Helper()
+	srv, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir,
+		NoLog: true, NoSigs: true, JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 1 << 30,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server did not start")
+	}
+	return srv
+}
+
+func stopServer(srv *server.Server) {
+	srv.Shutdown()
+	srv.WaitForShutdown()
+}
+
+func resultEvent(session, call string) *events.Event {
+	return &events.Event{Version: events.Version, Type: events.TypeResult, Session: session, Call: call, Tool: "t", Seq: 1, Time: time.Now(),
+		Result: &events.Result{State: events.StateSuccess, Content: []events.Part{events.Text("ok " + call)}}}
+}
+
+// TestCloseWhileNATSIsAway: the NATS server goes away with results in flight
+// (some published and not yet acknowledged, some observed while the
+// connection is down), and the bus is closed. Every result is in the stream
+// or counted as undelivered, none is lost without a word: when the server
+// stays away, Close gives up on what NATS did not acknowledge and says so;
+// when it comes back while Close waits, everything is stored, once.
+func TestCloseWhileNATSIsAway(t *testing.T) {
+	for _, back := range []bool{false, true} {
+		t.Run(fmt.Sprintf("back=%v", back), func(t *testing.T) { closeWhileAway(t, back) })
+	}
+}
+
+func closeWhileAway(t *testing.T, back bool) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	srv := fileServer(t, port, dir)
+	ctx := context.Background()
+	bus, err := Open(ctx, WithURL(fmt.Sprintf("nats://127.0.0.1:%d", port)), WithDurable(Durable{}))
+	if err != nil {
+		stopServer(srv)
+		t.Fatal(err)
+	}
+	p := bus.Publisher()
+	const before, after = 2000, 100
+	for i := range before {
+		p.Observe(resultEvent("s", fmt.Sprintf("a%d", i)))
+	}
+	stopServer(srv) // with publishes in flight
+	for deadline := time.Now().Add(10 * time.Second); bus.nc.IsConnected(); {
+		if time.Now().After(deadline) {
+			t.Fatal("still connected after the server stopped")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i := range after {
+		p.Observe(resultEvent("s", fmt.Sprintf("b%d", i)))
+	}
+	wait := 500 * time.Millisecond
+	restarted := make(chan *server.Server, 1)
+	if back {
+		wait = 20 * time.Second
+		time.AfterFunc(300*time.Millisecond, func() { restarted <- fileServer(t, port, dir) })
+	}
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	closeErr := bus.Close(cctx)
+	cancel()
+	st := p.Stats()
+
+	if back {
+		srv = <-restarted
+	} else {
+		srv = fileServer(t, port, dir)
+	}
+	defer stopServer(srv)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, "TOOLSTREAM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := stream.CachedInfo().State.Msgs
+	t.Logf("stored %d, stats %+v, Close: %v", stored, st, closeErr)
+	// A result stored whose acknowledgement was lost with the server is
+	// counted undelivered too: the publisher cannot know.
+	if stored+st.Undelivered < before+after || stored > before+after {
+		t.Fatalf("%d results stored and %d counted undelivered, of %d", stored, st.Undelivered, before+after)
+	}
+	if st.Undelivered > 0 && closeErr == nil {
+		t.Fatal("Close gave events up and returned no error")
+	}
+	if back && (closeErr != nil || stored != before+after || st.Undelivered != 0) {
+		t.Fatalf("the server came back while Close waited: %d of %d stored, %d undelivered, Close: %v", stored, before+after, st.Undelivered, closeErr)
+	}
+}
