@@ -355,26 +355,35 @@ const (
 	HeaderTraceState  = "tracestate"
 )
 
-// traceRoom is what the trace headers take at most: traceparent is 55
-// bytes, tracestate at most 512 by the W3C rule (longer ones are not sent).
+// The longest trace header values sent: a traceparent of version 00 is 55
+// bytes (later versions may add fields), a tracestate at most 512 by the
+// W3C rule. Longer ones are not sent.
+const (
+	maxTraceParent = 128
+	maxTraceState  = 512
+)
+
+// traceRoom is what the trace headers take at most in a message, as nats.go
+// writes them: the "NATS/1.0" line and the empty line that end the headers,
+// and "key: value\r\n" for each.
 func traceRoom(t events.Trace) int {
 	if t == nil {
 		return 0
 	}
-	return len(HeaderTraceParent) + 55 + len(HeaderTraceState) + 512 + 16
+	return len("NATS/1.0\r\n\r\n") + len(HeaderTraceParent) + maxTraceParent + 4 + len(HeaderTraceState) + maxTraceState + 4
 }
 
 // setTrace puts an event's trace context in a message's headers.
 func setTrace(m *nats.Msg, t events.Trace) {
 	tp := t.TraceParent()
-	if tp == "" {
+	if tp == "" || len(tp) > maxTraceParent {
 		return
 	}
 	if m.Header == nil {
 		m.Header = nats.Header{}
 	}
 	m.Header[HeaderTraceParent] = []string{tp}
-	if ts := t.TraceState(); ts != "" && len(ts) <= 512 {
+	if ts := t.TraceState(); ts != "" && len(ts) <= maxTraceState {
 		m.Header[HeaderTraceState] = []string{ts}
 	}
 }
