@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -43,8 +44,9 @@ type Bus struct {
 	hub      *sseHub // nil unless durable
 	wsOn     bool
 
-	closeOnce sync.Once
-	closeErr  error
+	closing  atomic.Bool   // the first Close took it
+	closed   chan struct{} // closed when Close is over; closeErr is set
+	closeErr error
 }
 
 // Durable configures the JetStream stream that keeps events for replay. The
@@ -159,7 +161,7 @@ func Open(ctx context.Context, opts ...Option) (*Bus, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bus{subjects: subjects, log: o.log}
+	b := &Bus{subjects: subjects, log: o.log, closed: make(chan struct{})}
 	if o.url == "" {
 		if err := b.startServer(&o); err != nil {
 			return nil, err
@@ -487,32 +489,48 @@ func (b *Bus) Publisher() *Publisher { return b.pub }
 // publish failed once NATS is back, bounded by ctx (10s when ctx has no
 // deadline); what is still unacknowledged then is given up: counted in
 // Stats.Undelivered, logged, and reported in the error Close returns.
+// Close may be called more than once and from several goroutines: a Close
+// while another is under way waits for it within its own ctx, then returns
+// the same error.
 func (b *Bus) Close(ctx context.Context) error {
-	b.closeOnce.Do(func() {
-		var errs []error
-		if b.hub != nil {
-			b.hub.close()
+	if b.closing.CompareAndSwap(false, true) {
+		b.close(ctx)
+		return b.closeErr
+	}
+	// Another Close is under way, with its own context: wait for it within
+	// this one's.
+	select {
+	case <-b.closed:
+		return b.closeErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *Bus) close(ctx context.Context) {
+	defer close(b.closed)
+	var errs []error
+	if b.hub != nil {
+		b.hub.close()
+	}
+	if b.pub != nil {
+		errs = append(errs, b.pub.close(ctx))
+	}
+	if b.nc != nil && !b.nc.IsClosed() {
+		closed := make(chan struct{})
+		b.nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+		if err := b.nc.Drain(); err != nil {
+			b.nc.Close()
 		}
-		if b.pub != nil {
-			errs = append(errs, b.pub.close(ctx))
+		select {
+		case <-closed:
+		case <-ctx.Done():
+			b.nc.Close()
+			errs = append(errs, ctx.Err())
 		}
-		if b.nc != nil && !b.nc.IsClosed() {
-			closed := make(chan struct{})
-			b.nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
-			if err := b.nc.Drain(); err != nil {
-				b.nc.Close()
-			}
-			select {
-			case <-closed:
-			case <-ctx.Done():
-				b.nc.Close()
-				errs = append(errs, ctx.Err())
-			}
-		}
-		b.shutdownServer()
-		b.closeErr = errors.Join(errs...)
-	})
-	return b.closeErr
+	}
+	b.shutdownServer()
+	b.closeErr = errors.Join(errs...)
 }
 
 func (b *Bus) shutdownServer() {

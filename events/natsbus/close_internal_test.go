@@ -2,6 +2,7 @@ package natsbus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"testing"
@@ -126,5 +127,57 @@ func closeWhileAway(t *testing.T, back bool) {
 	}
 	if back && (closeErr != nil || stored != before+after || st.Undelivered != 0) {
 		t.Fatalf("the server came back while Close waited: %d of %d stored, %d undelivered, Close: %v", stored, before+after, st.Undelivered, closeErr)
+	}
+}
+
+// TestConcurrentCloseKeepsItsContext: while one Close waits for NATS to
+// acknowledge events (the server is away), another Close returns when its
+// own context ends, with its error, instead of waiting for the first; both
+// return the same outcome once it is known, and the second's call does not
+// cut the first's wait short.
+func TestConcurrentCloseKeepsItsContext(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv := fileServer(t, port, t.TempDir())
+	ctx := context.Background()
+	bus, err := Open(ctx, WithURL(fmt.Sprintf("nats://127.0.0.1:%d", port)), WithDurable(Durable{}))
+	if err != nil {
+		stopServer(srv)
+		t.Fatal(err)
+	}
+	stopServer(srv)
+	for bus.nc.IsConnected() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	bus.Publisher().Observe(resultEvent("s", "c"))
+
+	first := make(chan error, 1)
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		first <- bus.Close(cctx)
+	}()
+	time.Sleep(100 * time.Millisecond) // the first Close is waiting
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	err = bus.Close(cctx)
+	if took := time.Since(began); took > time.Second || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the second Close returned %v after %v; want its context's error after 100ms", err, took)
+	}
+	select {
+	case err := <-first:
+		if err == nil {
+			t.Fatal("the first Close gave an event up without an error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first Close did not return")
+	}
+	if err := bus.Close(ctx); err == nil {
+		t.Fatal("a Close after the end does not return the outcome")
 	}
 }
