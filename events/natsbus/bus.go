@@ -489,7 +489,9 @@ func (b *Bus) Publisher() *Publisher { return b.pub }
 // publish failed once NATS is back, bounded by ctx (10s when ctx has no
 // deadline); what is still unacknowledged then is given up: counted in
 // Stats.Undelivered, logged, and reported in the error Close returns.
-// Close may be called more than once and from several goroutines: a Close
+// Without JetStream it waits, bounded alike, for a connection that is away
+// to come back and send the events in its reconnect buffer, and counts
+// those left there the same way. Close may be called more than once and from several goroutines: a Close
 // while another is under way waits for it within its own ctx, then returns
 // the same error.
 func (b *Bus) Close(ctx context.Context) error {

@@ -181,3 +181,68 @@ func TestConcurrentCloseKeepsItsContext(t *testing.T) {
 		t.Fatal("a Close after the end does not return the outcome")
 	}
 }
+
+// TestCloseWhileNATSIsAwayCore: without JetStream, events published while
+// the server is away wait in nats.go's reconnect buffer; when the bus is
+// closed before the server is back, they are counted undelivered and Close
+// says so (they were counted published and dropped with the buffer). When
+// the server comes back while Close waits, they go out.
+func TestCloseWhileNATSIsAwayCore(t *testing.T) {
+	for _, back := range []bool{false, true} {
+		t.Run(fmt.Sprintf("back=%v", back), func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := l.Addr().(*net.TCPAddr).Port
+			l.Close()
+			dir := t.TempDir()
+			srv := fileServer(t, port, dir)
+			ctx := context.Background()
+			bus, err := Open(ctx, WithURL(fmt.Sprintf("nats://127.0.0.1:%d", port)))
+			if err != nil {
+				stopServer(srv)
+				t.Fatal(err)
+			}
+			p := bus.Publisher()
+			p.Observe(resultEvent("s", "before"))
+			if err := p.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			stopServer(srv)
+			for bus.nc.IsConnected() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			const n = 100
+			for i := range n {
+				p.Observe(resultEvent("s", fmt.Sprint(i)))
+			}
+			if err := p.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wait := 500 * time.Millisecond
+			restarted := make(chan *server.Server, 1)
+			if back {
+				wait = 20 * time.Second
+				time.AfterFunc(300*time.Millisecond, func() { restarted <- fileServer(t, port, dir) })
+			}
+			cctx, cancel := context.WithTimeout(ctx, wait)
+			closeErr := bus.Close(cctx)
+			cancel()
+			if back {
+				stopServer(<-restarted)
+			}
+			st := p.Stats()
+			t.Logf("stats %+v, Close: %v", st, closeErr)
+			if back {
+				if st.Undelivered != 0 || closeErr != nil {
+					t.Fatalf("the server came back while Close waited: %d undelivered, Close: %v", st.Undelivered, closeErr)
+				}
+				return
+			}
+			if st.Undelivered != n || closeErr == nil {
+				t.Fatalf("%d events left in the reconnect buffer at Close: %d counted undelivered, Close: %v", n, st.Undelivered, closeErr)
+			}
+		})
+	}
+}

@@ -87,6 +87,12 @@ type Publisher struct {
 	retries  []*nats.Msg
 	inflight int  // handed to PublishMsgAsync, neither acknowledged nor failed
 	stopped  bool // close gave up: what was in flight or waiting is counted
+
+	// unsent counts core publishes made since the connection was last seen
+	// connected: they wait in nats.go's reconnect buffer, which Close
+	// drops. A reconnect sends the buffer before the connection reports
+	// connected again.
+	unsent atomic.Int64
 }
 
 type callKey struct{ session, call string }
@@ -156,7 +162,9 @@ type PublisherStats struct {
 	// (the reconnect buffer full while disconnected, a durable publish the
 	// server rejected), they could not be made to fit a message, or the
 	// bus closed before the server acknowledged them (durable; one whose
-	// acknowledgement was lost may be stored all the same).
+	// acknowledgement was lost may be stored all the same) or while they
+	// waited in the reconnect buffer (core NATS). Those given up at close
+	// were counted in Published too.
 	Undelivered uint64
 	// Retried counts durable publishes retried after a failure.
 	Retried uint64
@@ -508,6 +516,11 @@ func (p *Publisher) send(subject, idBase string, seq uint64, trace events.Trace)
 			p.giveUp(subject, err)
 			return
 		}
+		if p.bus.nc.IsConnected() {
+			p.unsent.Store(0)
+		} else {
+			p.unsent.Add(1)
+		}
 		p.published.Add(1)
 		return
 	}
@@ -657,6 +670,8 @@ func (p *Publisher) close(ctx context.Context) error {
 	case <-p.done:
 		if p.bus.js != nil {
 			err = p.settle(ctx)
+		} else {
+			err = p.reconnected(ctx)
 		}
 	case <-ctx.Done():
 		err = ctx.Err()
@@ -664,7 +679,27 @@ func (p *Publisher) close(ctx context.Context) error {
 	if n := p.stop(); n > 0 {
 		err = errors.Join(err, fmt.Errorf("events: %d events given up at close, not acknowledged by NATS (counted in Stats.Undelivered)", n))
 	}
+	if n := p.unsent.Swap(0); n > 0 && !p.bus.nc.IsConnected() {
+		p.failed.Add(uint64(n))
+		p.bus.log.Error().Int64("events", n).Msg("toolstream: events not delivered to NATS: the bus closed while NATS was away")
+		err = errors.Join(err, fmt.Errorf("events: %d events published while NATS was away were still in the reconnect buffer at close (counted in Stats.Undelivered)", n))
+	}
 	return err
+}
+
+// reconnected waits, when core publishes wait in the reconnect buffer,
+// until the connection is back (and has sent them) or ctx ends.
+func (p *Publisher) reconnected(ctx context.Context) error {
+	for p.unsent.Load() > 0 && !p.bus.nc.IsConnected() {
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // closeWait bounds close when its context has no deadline: as long as
