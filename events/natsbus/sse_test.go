@@ -229,3 +229,67 @@ func TestCheckType(t *testing.T) {
 		}
 	}
 }
+
+// TestSSEResumeAtEveryPosition: a session whose events include a delta too
+// large for one message (sent as several): a client that reconnects with
+// the id of any frame it read gets exactly the frames after it, in order,
+// and the pieces add up to the text.
+func TestSSEResumeAtEveryPosition(t *testing.T) {
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	defer srv.Close()
+	p := bus.Publisher()
+	text := strings.Repeat("日本語 \"x\" 😀\n", int(2.5*float64(bus.Conn().MaxPayload()))/20)
+	now := time.Now()
+	for i, ev := range []*events.Event{
+		{Type: events.TypeStart, Start: &events.Start{}},
+		{Type: events.TypeDelta, Delta: &events.Part{Type: events.PartText, Text: text}},
+		{Type: events.TypeResult, Result: &events.Result{State: events.StateSuccess, Content: []events.Part{events.Text(text)}}},
+	} {
+		ev.Version, ev.Session, ev.Call, ev.Tool, ev.Seq, ev.Time = events.Version, "every", "c", "t", uint64(i+1), now
+		p.Observe(ev)
+		other := &events.Event{Version: events.Version, Type: events.TypeStart, Session: "another", Call: "c", Tool: "t", Seq: uint64(i + 1), Time: now, Start: &events.Start{}}
+		p.Observe(other)
+	}
+	ctx := context.Background()
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-bus.JetStream().PublishAsyncComplete()
+
+	resp := sseGet(t, srv.URL, "every", "")
+	all := readSSE(t, resp, 5) // start, three pieces, result
+	resp.Body.Close()
+	if len(all) != 5 {
+		t.Fatalf("%d frames", len(all))
+	}
+	var r events.Reassembler
+	for i, f := range all {
+		ev, err := events.Decode([]byte(f.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Seq != uint64(i+1) || ev.Session != "every" || (i > 0 && f.id <= all[i-1].id) {
+			t.Fatalf("frame %d: id %d, %s seq %d", i, f.id, ev.Session, ev.Seq)
+		}
+		if err := r.Add(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := r.Content(); len(c) != 1 || c[0].Text != text {
+		t.Fatal("the pieces do not add up to the text")
+	}
+	for i := range len(all) - 1 {
+		resp := sseGet(t, srv.URL, "every", strconv.FormatUint(all[i].id, 10))
+		got := readSSE(t, resp, len(all)-i-1)
+		resp.Body.Close()
+		if len(got) != len(all)-i-1 {
+			t.Fatalf("after frame %d: %d frames, want %d", i, len(got), len(all)-i-1)
+		}
+		for j, f := range got {
+			if f.id != all[i+1+j].id || f.data != all[i+1+j].data {
+				t.Fatalf("after frame %d: frame %d is id %d, want %d", i, j, f.id, all[i+1+j].id)
+			}
+		}
+	}
+}
