@@ -401,9 +401,9 @@ func (b *Bus) setUpStream(ctx context.Context, d Durable) error {
 				b.pub.retry(m, err)
 			}
 		}),
-		jetstream.WithPublishAsyncAckHandler(func(jetstream.JetStream, *nats.Msg, *jetstream.PubAck) {
+		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
 			if b.pub != nil {
-				b.pub.acked()
+				b.pub.acked(m)
 			}
 		}))
 	if err != nil {

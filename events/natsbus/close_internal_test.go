@@ -246,3 +246,44 @@ func TestCloseWhileNATSIsAwayCore(t *testing.T) {
 		})
 	}
 }
+
+// TestOthersAsyncPublishesAreNotEvents: async publishes another part of the
+// program makes on Bus.JetStream() are none of the publisher's business:
+// one that fails is not retried as an event, and its acknowledgements do
+// not upset the count of events in flight that Close waits for.
+func TestOthersAsyncPublishesAreNotEvents(t *testing.T) {
+	ctx := context.Background()
+	bus, err := Open(ctx, WithDurable(Durable{Memory: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := bus.JetStream()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.>"}, Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := js.PublishAsync(fmt.Sprintf("other.%d", i), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nowhere, err := js.PublishAsync("nowhere.stored", []byte("x")) // no stream: fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-nowhere.Err():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the publish with no stream did not fail")
+	}
+	<-js.PublishAsyncComplete()
+	bus.Publisher().Observe(resultEvent("s", "c"))
+	time.Sleep(300 * time.Millisecond) // a retry would have happened now
+	began := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err = bus.Close(cctx)
+	st := bus.Publisher().Stats()
+	if took := time.Since(began); err != nil || took > 2*time.Second || st.Retried != 0 || st.Undelivered != 0 || st.Published != 1 {
+		t.Fatalf("Close: %v after %v; stats %+v", err, took, st)
+	}
+}

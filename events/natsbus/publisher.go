@@ -83,9 +83,13 @@ type Publisher struct {
 	// Durable publishes not yet acknowledged, and the end of retrying: a
 	// message passes from in flight to retries (or to given up) under
 	// retryMu, so that when close gives up, each one is counted once.
-	retryMu  sync.Mutex
-	retries  []*nats.Msg
-	inflight int  // handed to PublishMsgAsync, neither acknowledged nor failed
+	retryMu sync.Mutex
+	retries []*nats.Msg
+	// Handed to PublishMsgAsync, neither acknowledged nor failed. A set,
+	// not a count: the async handlers of the bus's JetStream context also
+	// see what other code publishes on it (Bus.JetStream), which is none
+	// of the publisher's business.
+	inflight map[*nats.Msg]struct{}
 	stopped  bool // close gave up: what was in flight or waiting is counted
 
 	// unsent counts core publishes made since the connection was last seen
@@ -551,7 +555,10 @@ func (p *Publisher) handOff(m *nats.Msg) bool {
 		p.giveUp(m.Subject, errGaveUp)
 		return false
 	}
-	p.inflight++
+	if p.inflight == nil {
+		p.inflight = make(map[*nats.Msg]struct{})
+	}
+	p.inflight[m] = struct{}{}
 	p.retryMu.Unlock()
 	if _, err := p.bus.js.PublishMsgAsync(m); err != nil {
 		p.retry(m, err)
@@ -560,12 +567,12 @@ func (p *Publisher) handOff(m *nats.Msg) bool {
 	return true
 }
 
-// acked takes a durable publish the server acknowledged out of flight.
-func (p *Publisher) acked() {
+// acked takes a durable publish the server acknowledged out of flight. One
+// close gave up on was counted undelivered then; one of other code is not
+// in flight here.
+func (p *Publisher) acked(m *nats.Msg) {
 	p.retryMu.Lock()
-	if !p.stopped { // else counted undelivered by close, which could not wait for it
-		p.inflight--
-	}
+	delete(p.inflight, m)
 	p.retryMu.Unlock()
 }
 
@@ -591,16 +598,16 @@ func (p *Publisher) retrying() bool {
 	return len(p.retries) > 0
 }
 
-// retry takes a failed durable publish (one handOff counted in flight) out
-// of flight and keeps it for another attempt, unless it can never succeed.
-// After close gave up, the message was counted then.
+// retry takes a failed durable publish out of flight and keeps it for
+// another attempt, unless it can never succeed. A message not in flight is
+// another's (Bus.JetStream), or one close gave up on and counted.
 func (p *Publisher) retry(m *nats.Msg, err error) {
 	p.retryMu.Lock()
-	if p.stopped {
+	if _, ok := p.inflight[m]; !ok {
 		p.retryMu.Unlock()
 		return
 	}
-	p.inflight--
+	delete(p.inflight, m)
 	if permanent(err) || len(p.retries) >= maxRetries {
 		p.retryMu.Unlock()
 		p.giveUp(m.Subject, err)
@@ -713,7 +720,7 @@ func (p *Publisher) settle(ctx context.Context) error {
 	for {
 		p.publishRetries()
 		p.retryMu.Lock()
-		inflight, waiting := p.inflight, len(p.retries)
+		inflight, waiting := len(p.inflight), len(p.retries)
 		p.retryMu.Unlock()
 		if inflight == 0 && waiting == 0 {
 			return nil
@@ -743,8 +750,8 @@ func (p *Publisher) stop() int {
 		return 0
 	}
 	p.stopped = true
-	n := p.inflight + len(p.retries)
-	p.inflight, p.retries = 0, nil
+	n := len(p.inflight) + len(p.retries)
+	p.inflight, p.retries = nil, nil
 	p.retryMu.Unlock()
 	if n > 0 {
 		p.failed.Add(uint64(n))
