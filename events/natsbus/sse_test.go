@@ -3,6 +3,7 @@ package natsbus_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
@@ -291,5 +294,47 @@ func TestSSEResumeAtEveryPosition(t *testing.T) {
 				t.Fatalf("after frame %d: frame %d is id %d, want %d", i, j, f.id, all[i+1+j].id)
 			}
 		}
+	}
+}
+
+// TestSSESkipsBadData: a message on an event subject whose data would break
+// the stream's framing (a line break: it could make up frames, ids and
+// types of its own) is not streamed; nor is a trace context spliced into
+// data that does not start with a field.
+func TestSSESkipsBadData(t *testing.T) {
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	defer srv.Close()
+	js := bus.JetStream()
+	ctx := context.Background()
+	body := func(typ string) string {
+		return `{"v":1,"type":"` + typ + `","session":"s","seq":1,"time":"2026-11-29T12:00:00Z","data":{}}`
+	}
+	injected := "\n\nid: 999999\nevent: result\ndata: {\"forged\":true}"
+	msgs := []*nats.Msg{
+		{Subject: bus.Subjects().SessionEvent("s", "before"), Data: []byte(body("before"))},
+		{Subject: bus.Subjects().SessionEvent("s", "lf"), Data: []byte(body("lf") + injected)},
+		{Subject: bus.Subjects().SessionEvent("s", "cr"), Data: []byte(body("cr") + strings.ReplaceAll(injected, "\n", "\r"))},
+		{Subject: bus.Subjects().SessionEvent("s", "empty"), Data: []byte("{}"),
+			Header: nats.Header{natsbus.HeaderTraceParent: []string{"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}},
+		{Subject: bus.Subjects().SessionEvent("s", "after"), Data: []byte(body("after"))},
+	}
+	for _, m := range msgs {
+		if _, err := js.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp := sseGet(t, srv.URL, "s", "")
+	defer resp.Body.Close()
+	got := readSSE(t, resp, 3)
+	var kinds []string
+	for _, f := range got {
+		kinds = append(kinds, f.event)
+		if f.id == 999999 || strings.Contains(f.data, "forged") || (f.data != "{}" && !json.Valid([]byte(f.data))) {
+			t.Fatalf("streamed %+v", got)
+		}
+	}
+	if strings.Join(kinds, " ") != "before empty after" {
+		t.Fatalf("streamed %+v", got)
 	}
 }

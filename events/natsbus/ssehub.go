@@ -1,6 +1,7 @@
 package natsbus
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -339,18 +340,24 @@ func (b *Bus) frame(dst []byte, seq uint64, subject string, data []byte, h nats.
 	if err == nil {
 		err = events.CheckType(typ)
 	}
+	if err == nil && (bytes.IndexByte(data, '\n') >= 0 || bytes.IndexByte(data, '\r') >= 0) {
+		// An event's JSON has none (they are escaped in strings): another
+		// publisher's could make up frames, ids and types of its own.
+		err = errors.New("a line break in the data")
+	}
 	if err != nil {
 		b.log.Warn().Err(err).Str("subject", subject).Msg("toolstream: not streaming a message that is not an event")
 		return dst, false
 	}
-	// The JSON has no raw newlines (they are escaped in strings), so one
-	// data line carries it.
+	// The JSON has no raw line breaks, so one data line carries it.
 	dst = append(dst, "id: "...)
 	dst = strconv.AppendUint(dst, seq, 10)
 	dst = append(dst, "\nevent: "...)
 	dst = append(dst, typ...)
 	dst = append(dst, "\ndata: "...)
-	if parent := h.Get(HeaderTraceParent); parent != "" && len(data) > 1 && data[0] == '{' {
+	// The trace fields go in front of the first field: only into an object
+	// that starts with one, as the publisher writes them.
+	if parent := h.Get(HeaderTraceParent); parent != "" && len(data) > 2 && data[0] == '{' && data[1] == '"' {
 		dst = appendTraceFields(dst, parent, h.Get(HeaderTraceState))
 		data = data[1:]
 	}
