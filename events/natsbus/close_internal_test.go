@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/toolstream/toolstream/events"
 )
@@ -286,4 +289,67 @@ func TestOthersAsyncPublishesAreNotEvents(t *testing.T) {
 	if took := time.Since(began); err != nil || took > 2*time.Second || st.Retried != 0 || st.Undelivered != 0 || st.Published != 1 {
 		t.Fatalf("Close: %v after %v; stats %+v", err, took, st)
 	}
+}
+
+// TestCloseRacingObserve: events observed from several goroutines while
+// the bus closes are each published or counted undelivered, never lost
+// without a count, and Close waits for none of them.
+func TestCloseRacingObserve(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			ctx := context.Background()
+			var logs syncBuffer
+			opts := []Option{WithLogger(zerolog.New(&logs))}
+			if durable {
+				opts = append(opts, WithDurable(Durable{Memory: true}))
+			}
+			bus, err := Open(ctx, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const goroutines, each = 4, 2000
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for g := range goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					for i := range each {
+						bus.Publisher().Observe(resultEvent("s", fmt.Sprintf("g%d-%d", g, i)))
+					}
+				}()
+			}
+			close(start)
+			time.Sleep(time.Millisecond)
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			closeErr := bus.Close(cctx)
+			wg.Wait()
+			st := bus.Publisher().Stats()
+			if st.Published+st.Undelivered != goroutines*each || closeErr != nil {
+				t.Fatalf("%d observed: %+v (Close: %v)", goroutines*each, st, closeErr)
+			}
+			if late := strings.Count(logs.String(), "after the bus closed"); st.Undelivered > 0 && late != 1 {
+				t.Fatalf("%d events observed after Close, told %d times in the log:\n%s", st.Undelivered, late, logs.String())
+			}
+		})
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

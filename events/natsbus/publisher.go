@@ -67,8 +67,9 @@ type Publisher struct {
 	failed    atomic.Uint64
 	retried   atomic.Uint64
 
-	cut   atomic.Uint64
-	split atomic.Uint64
+	cut      atomic.Uint64
+	split    atomic.Uint64
+	lateTold atomic.Bool // an event observed after close was logged
 
 	// drops counts, per call, progress events Observe dropped since the
 	// batch being published was taken; under mu.
@@ -203,6 +204,10 @@ func (p *Publisher) Observe(ev *events.Event) {
 	if p.closed {
 		p.mu.Unlock()
 		p.failed.Add(1)
+		if !p.lateTold.Swap(true) {
+			p.bus.log.Error().Str("session", ev.Session).Str("call", ev.Call).Str("type", string(ev.Type)).
+				Msg("toolstream: events observed after the bus closed are not delivered (counted in Stats.Undelivered; told once)")
+		}
 		return
 	}
 	if ev.Type == events.TypeProgress {
