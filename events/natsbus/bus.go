@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -43,8 +44,9 @@ type Bus struct {
 	hub      *sseHub // nil unless durable
 	wsOn     bool
 
-	closeOnce sync.Once
-	closeErr  error
+	closing  atomic.Bool   // the first Close took it
+	closed   chan struct{} // closed when Close is over; closeErr is set
+	closeErr error
 }
 
 // Durable configures the JetStream stream that keeps events for replay. The
@@ -159,7 +161,7 @@ func Open(ctx context.Context, opts ...Option) (*Bus, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bus{subjects: subjects, log: o.log}
+	b := &Bus{subjects: subjects, log: o.log, closed: make(chan struct{})}
 	if o.url == "" {
 		if err := b.startServer(&o); err != nil {
 			return nil, err
@@ -398,6 +400,11 @@ func (b *Bus) setUpStream(ctx context.Context, d Durable) error {
 			if b.pub != nil {
 				b.pub.retry(m, err)
 			}
+		}),
+		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
+			if b.pub != nil {
+				b.pub.acked(m)
+			}
 		}))
 	if err != nil {
 		return fmt.Errorf("events: JetStream: %w", err)
@@ -476,35 +483,56 @@ func (b *Bus) WebSocketURL() string {
 // observer.
 func (b *Bus) Publisher() *Publisher { return b.pub }
 
-// Close flushes what the publisher holds (bounded by ctx), closes the
-// connection and shuts the embedded server down, removing its temporary
-// store.
+// Close flushes what the publisher holds, closes the connection and shuts
+// the embedded server down, removing its temporary store. On a durable bus
+// it waits for the server to acknowledge every event, retrying those whose
+// publish failed once NATS is back, bounded by ctx (10s when ctx has no
+// deadline); what is still unacknowledged then is given up: counted in
+// Stats.Undelivered, logged, and reported in the error Close returns.
+// Without JetStream it waits, bounded alike, for a connection that is away
+// to come back and send the events in its reconnect buffer, and counts
+// those left there the same way. Close may be called more than once and from several goroutines: a Close
+// while another is under way waits for it within its own ctx, then returns
+// the same error.
 func (b *Bus) Close(ctx context.Context) error {
-	b.closeOnce.Do(func() {
-		var errs []error
-		if b.hub != nil {
-			b.hub.close()
+	if b.closing.CompareAndSwap(false, true) {
+		b.close(ctx)
+		return b.closeErr
+	}
+	// Another Close is under way, with its own context: wait for it within
+	// this one's.
+	select {
+	case <-b.closed:
+		return b.closeErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *Bus) close(ctx context.Context) {
+	defer close(b.closed)
+	var errs []error
+	if b.hub != nil {
+		b.hub.close()
+	}
+	if b.pub != nil {
+		errs = append(errs, b.pub.close(ctx))
+	}
+	if b.nc != nil && !b.nc.IsClosed() {
+		closed := make(chan struct{})
+		b.nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+		if err := b.nc.Drain(); err != nil {
+			b.nc.Close()
 		}
-		if b.pub != nil {
-			errs = append(errs, b.pub.close(ctx))
+		select {
+		case <-closed:
+		case <-ctx.Done():
+			b.nc.Close()
+			errs = append(errs, ctx.Err())
 		}
-		if b.nc != nil && !b.nc.IsClosed() {
-			closed := make(chan struct{})
-			b.nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
-			if err := b.nc.Drain(); err != nil {
-				b.nc.Close()
-			}
-			select {
-			case <-closed:
-			case <-ctx.Done():
-				b.nc.Close()
-				errs = append(errs, ctx.Err())
-			}
-		}
-		b.shutdownServer()
-		b.closeErr = errors.Join(errs...)
-	})
-	return b.closeErr
+	}
+	b.shutdownServer()
+	b.closeErr = errors.Join(errs...)
 }
 
 func (b *Bus) shutdownServer() {

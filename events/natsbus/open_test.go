@@ -128,7 +128,10 @@ func TestWebSocketListener(t *testing.T) {
 // logs what it could not deliver.
 func TestUndeliveredIsCounted(t *testing.T) {
 	ns := startNATS(t)
-	bus := natstest.Bus(t, natsbus.WithURL(ns.url()), natsbus.WithNATSOptions(nats.ReconnectBufSize(4096)))
+	bus, err := natsbus.Open(context.Background(), natsbus.WithURL(ns.url()), natsbus.WithNATSOptions(nats.ReconnectBufSize(4096)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithFlushTimeout(100*time.Millisecond))
 	defer tk.Close(context.Background())
 	kitTools(t, tk)
@@ -151,8 +154,17 @@ func TestUndeliveredIsCounted(t *testing.T) {
 			t.Fatalf("%s: %s", r.Call.ID, r.State)
 		}
 	}
-	if s := bus.Publisher().Stats(); s.Undelivered == 0 {
+	s := bus.Publisher().Stats()
+	if s.Undelivered == 0 {
 		t.Fatalf("nothing counted as undelivered: %+v", s)
+	}
+	// What the reconnect buffer holds is lost when the bus closes with
+	// NATS still away: counted too, and Close says so.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err = bus.Close(ctx)
+	if after := bus.Publisher().Stats(); after.Undelivered <= s.Undelivered || err == nil || !strings.Contains(err.Error(), "reconnect buffer") {
+		t.Fatalf("Close with NATS away: %v; stats before %+v, after %+v", err, s, after)
 	}
 }
 

@@ -3,6 +3,7 @@ package natsbus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +43,8 @@ import (
 // (Stats.Undelivered). In durable mode a publish that fails for a passing
 // reason (no connection, no answer) is retried with the same Nats-Msg-Id,
 // so the stream stores it once; one the server refuses (a message over a
-// stream's size limit) is counted and logged once, never retried.
+// stream's size limit) is counted and logged once, never retried. Bus.Close
+// waits for the acknowledgements (see there) and counts what it gives up.
 type Publisher struct {
 	bus   *Bus
 	limit int
@@ -65,8 +67,9 @@ type Publisher struct {
 	failed    atomic.Uint64
 	retried   atomic.Uint64
 
-	cut   atomic.Uint64
-	split atomic.Uint64
+	cut      atomic.Uint64
+	split    atomic.Uint64
+	lateTold atomic.Bool // an event observed after close was logged
 
 	// drops counts, per call, progress events Observe dropped since the
 	// batch being published was taken; under mu.
@@ -78,8 +81,23 @@ type Publisher struct {
 	payload int    // the server's max payload, read once a batch
 	nonce   string // tells apart session-level events of two publishers
 
+	// Durable publishes not yet acknowledged, and the end of retrying: a
+	// message passes from in flight to retries (or to given up) under
+	// retryMu, so that when close gives up, each one is counted once.
 	retryMu sync.Mutex
 	retries []*nats.Msg
+	// Handed to PublishMsgAsync, neither acknowledged nor failed. A set,
+	// not a count: the async handlers of the bus's JetStream context also
+	// see what other code publishes on it (Bus.JetStream), which is none
+	// of the publisher's business.
+	inflight map[*nats.Msg]struct{}
+	stopped  bool // close gave up: what was in flight or waiting is counted
+
+	// unsent counts core publishes made since the connection was last seen
+	// connected: they wait in nats.go's reconnect buffer, which Close
+	// drops. A reconnect sends the buffer before the connection reports
+	// connected again.
+	unsent atomic.Int64
 }
 
 type callKey struct{ session, call string }
@@ -147,7 +165,11 @@ type PublisherStats struct {
 	DroppedProgress uint64
 	// Undelivered counts events given up on: NATS refused them for good
 	// (the reconnect buffer full while disconnected, a durable publish the
-	// server rejected) or they could not be made to fit a message.
+	// server rejected), they could not be made to fit a message, or the
+	// bus closed before the server acknowledged them (durable; one whose
+	// acknowledgement was lost may be stored all the same) or while they
+	// waited in the reconnect buffer (core NATS). Those given up at close
+	// were counted in Published too.
 	Undelivered uint64
 	// Retried counts durable publishes retried after a failure.
 	Retried uint64
@@ -182,6 +204,10 @@ func (p *Publisher) Observe(ev *events.Event) {
 	if p.closed {
 		p.mu.Unlock()
 		p.failed.Add(1)
+		if !p.lateTold.Swap(true) {
+			p.bus.log.Error().Str("session", ev.Session).Str("call", ev.Call).Str("type", string(ev.Type)).
+				Msg("toolstream: events observed after the bus closed are not delivered (counted in Stats.Undelivered; told once)")
+		}
 		return
 	}
 	if ev.Type == events.TypeProgress {
@@ -346,26 +372,35 @@ const (
 	HeaderTraceState  = "tracestate"
 )
 
-// traceRoom is what the trace headers take at most: traceparent is 55
-// bytes, tracestate at most 512 by the W3C rule (longer ones are not sent).
+// The longest trace header values sent: a traceparent of version 00 is 55
+// bytes (later versions may add fields), a tracestate at most 512 by the
+// W3C rule. Longer ones are not sent.
+const (
+	maxTraceParent = 128
+	maxTraceState  = 512
+)
+
+// traceRoom is what the trace headers take at most in a message, as nats.go
+// writes them: the "NATS/1.0" line and the empty line that end the headers,
+// and "key: value\r\n" for each.
 func traceRoom(t events.Trace) int {
 	if t == nil {
 		return 0
 	}
-	return len(HeaderTraceParent) + 55 + len(HeaderTraceState) + 512 + 16
+	return len("NATS/1.0\r\n\r\n") + len(HeaderTraceParent) + maxTraceParent + 4 + len(HeaderTraceState) + maxTraceState + 4
 }
 
 // setTrace puts an event's trace context in a message's headers.
 func setTrace(m *nats.Msg, t events.Trace) {
 	tp := t.TraceParent()
-	if tp == "" {
+	if tp == "" || len(tp) > maxTraceParent {
 		return
 	}
 	if m.Header == nil {
 		m.Header = nats.Header{}
 	}
 	m.Header[HeaderTraceParent] = []string{tp}
-	if ts := t.TraceState(); ts != "" && len(ts) <= 512 {
+	if ts := t.TraceState(); ts != "" && len(ts) <= maxTraceState {
 		m.Header[HeaderTraceState] = []string{ts}
 	}
 }
@@ -490,6 +525,11 @@ func (p *Publisher) send(subject, idBase string, seq uint64, trace events.Trace)
 			p.giveUp(subject, err)
 			return
 		}
+		if p.bus.nc.IsConnected() {
+			p.unsent.Store(0)
+		} else {
+			p.unsent.Add(1)
+		}
 		p.published.Add(1)
 		return
 	}
@@ -502,11 +542,43 @@ func (p *Publisher) send(subject, idBase string, seq uint64, trace events.Trace)
 	// the publisher first saw the call keeps two calls that reuse an id (a
 	// rerun conversation, a new process) from passing for duplicates.
 	m.Header.Set(jetstream.MsgIDHeader, idBase+strconv.FormatUint(seq, 10))
+	if p.handOff(m) {
+		p.published.Add(1)
+	}
+}
+
+// errGaveUp is why a durable publish is given up at close.
+var errGaveUp = errors.New("events: the bus closed before NATS acknowledged the event")
+
+// handOff publishes m asynchronously and counts it in flight until the
+// server acknowledges it (acked) or the publish fails (retry). It reports
+// whether m was handed to NATS.
+func (p *Publisher) handOff(m *nats.Msg) bool {
+	p.retryMu.Lock()
+	if p.stopped {
+		p.retryMu.Unlock()
+		p.giveUp(m.Subject, errGaveUp)
+		return false
+	}
+	if p.inflight == nil {
+		p.inflight = make(map[*nats.Msg]struct{})
+	}
+	p.inflight[m] = struct{}{}
+	p.retryMu.Unlock()
 	if _, err := p.bus.js.PublishMsgAsync(m); err != nil {
 		p.retry(m, err)
-		return
+		return false
 	}
-	p.published.Add(1)
+	return true
+}
+
+// acked takes a durable publish the server acknowledged out of flight. One
+// close gave up on was counted undelivered then; one of other code is not
+// in flight here.
+func (p *Publisher) acked(m *nats.Msg) {
+	p.retryMu.Lock()
+	delete(p.inflight, m)
+	p.retryMu.Unlock()
 }
 
 // permanent reports whether a failed publish would fail again however often
@@ -531,20 +603,23 @@ func (p *Publisher) retrying() bool {
 	return len(p.retries) > 0
 }
 
-// retry keeps a failed durable publish for another attempt, unless it can
-// never succeed.
+// retry takes a failed durable publish out of flight and keeps it for
+// another attempt, unless it can never succeed. A message not in flight is
+// another's (Bus.JetStream), or one close gave up on and counted.
 func (p *Publisher) retry(m *nats.Msg, err error) {
-	if permanent(err) {
-		p.giveUp(m.Subject, err)
+	p.retryMu.Lock()
+	if _, ok := p.inflight[m]; !ok {
+		p.retryMu.Unlock()
 		return
 	}
-	p.retryMu.Lock()
-	defer p.retryMu.Unlock()
-	if len(p.retries) >= maxRetries {
+	delete(p.inflight, m)
+	if permanent(err) || len(p.retries) >= maxRetries {
+		p.retryMu.Unlock()
 		p.giveUp(m.Subject, err)
 		return
 	}
 	p.retries = append(p.retries, m)
+	p.retryMu.Unlock()
 	p.bus.log.Debug().Err(err).Str("subject", m.Subject).Msg("toolstream: publish failed; will retry")
 	select {
 	case p.wake <- struct{}{}: // so that the loop arms its retry timer
@@ -562,15 +637,20 @@ func (p *Publisher) publishRetries() {
 	}
 	if !p.bus.nc.IsConnected() {
 		p.retryMu.Lock()
+		if p.stopped {
+			p.retryMu.Unlock()
+			for _, m := range pending {
+				p.giveUp(m.Subject, errGaveUp)
+			}
+			return
+		}
 		p.retries = append(pending, p.retries...)
 		p.retryMu.Unlock()
 		return
 	}
 	for _, m := range pending {
 		p.retried.Add(1)
-		if _, err := p.bus.js.PublishMsgAsync(m); err != nil {
-			p.retry(m, err)
-		}
+		p.handOff(m)
 	}
 }
 
@@ -579,9 +659,17 @@ func (p *Publisher) giveUp(subject string, err error) {
 	p.bus.log.Error().Err(err).Str("subject", subject).Msg("toolstream: event not delivered to NATS")
 }
 
-// close stops taking events, publishes what is queued and waits (bounded by
-// ctx) for durable publishes to be acknowledged.
+// close stops taking events, publishes what is queued and waits, bounded by
+// ctx (closeWait when ctx has no deadline), for durable publishes to be
+// acknowledged, retrying the failed ones once NATS is back. What is still
+// unacknowledged then is given up: counted in Stats.Undelivered, logged,
+// and reported in the error.
 func (p *Publisher) close(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, closeWait)
+		defer cancel()
+	}
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
@@ -589,17 +677,90 @@ func (p *Publisher) close(ctx context.Context) error {
 	case p.wake <- struct{}{}:
 	default:
 	}
+	var err error
 	select {
 	case <-p.done:
+		if p.bus.js != nil {
+			err = p.settle(ctx)
+		} else {
+			err = p.reconnected(ctx)
+		}
 	case <-ctx.Done():
-		return ctx.Err()
+		err = ctx.Err()
 	}
-	if p.bus.js != nil {
+	if n := p.stop(); n > 0 {
+		err = errors.Join(err, fmt.Errorf("events: %d events given up at close, not acknowledged by NATS (counted in Stats.Undelivered)", n))
+	}
+	if n := p.unsent.Swap(0); n > 0 && !p.bus.nc.IsConnected() {
+		p.failed.Add(uint64(n))
+		p.bus.log.Error().Int64("events", n).Msg("toolstream: events not delivered to NATS: the bus closed while NATS was away")
+		err = errors.Join(err, fmt.Errorf("events: %d events published while NATS was away were still in the reconnect buffer at close (counted in Stats.Undelivered)", n))
+	}
+	return err
+}
+
+// reconnected waits, when core publishes wait in the reconnect buffer,
+// until the connection is back (and has sent them) or ctx ends.
+func (p *Publisher) reconnected(ctx context.Context) error {
+	for p.unsent.Load() > 0 && !p.bus.nc.IsConnected() {
+		t := time.NewTimer(50 * time.Millisecond)
 		select {
-		case <-p.bus.js.PublishAsyncComplete():
+		case <-t.C:
 		case <-ctx.Done():
+			t.Stop()
 			return ctx.Err()
 		}
 	}
 	return nil
+}
+
+// closeWait bounds close when its context has no deadline: as long as
+// nats.go waits for one acknowledgement.
+var closeWait = 10 * time.Second
+
+// settle waits until no durable publish is in flight or waiting for a
+// retry, retrying while NATS is reachable, or until ctx ends. Called once
+// the publishing goroutine has returned.
+func (p *Publisher) settle(ctx context.Context) error {
+	for {
+		p.publishRetries()
+		p.retryMu.Lock()
+		inflight, waiting := len(p.inflight), len(p.retries)
+		p.retryMu.Unlock()
+		if inflight == 0 && waiting == 0 {
+			return nil
+		}
+		var complete <-chan struct{}
+		if waiting == 0 {
+			complete = p.bus.js.PublishAsyncComplete()
+		}
+		t := time.NewTimer(250 * time.Millisecond)
+		select {
+		case <-complete:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+// stop ends retrying: what is in flight or waiting for a retry is given up
+// and counted, once. It returns how many.
+func (p *Publisher) stop() int {
+	p.retryMu.Lock()
+	if p.stopped {
+		p.retryMu.Unlock()
+		return 0
+	}
+	p.stopped = true
+	n := len(p.inflight) + len(p.retries)
+	p.inflight, p.retries = nil, nil
+	p.retryMu.Unlock()
+	if n > 0 {
+		p.failed.Add(uint64(n))
+		p.bus.log.Error().Int("events", n).Msg("toolstream: events not delivered to NATS: the bus closed before NATS acknowledged them")
+	}
+	return n
 }

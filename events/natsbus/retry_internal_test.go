@@ -47,6 +47,9 @@ func TestRetryIsStoredOnce(t *testing.T) {
 		t.Fatalf("Nats-Msg-Id %q is not <session>.<call>.<nonce>.<seq>", id)
 	}
 	m.Header.Set(jetstream.MsgIDHeader, id)
+	p.retryMu.Lock()
+	p.inflight[m] = struct{}{} // as it was, until its acknowledgement was lost
+	p.retryMu.Unlock()
 	p.retry(m, nats.ErrTimeout)
 	p.publishRetries()
 	<-bus.js.PublishAsyncComplete()

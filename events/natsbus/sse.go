@@ -37,6 +37,13 @@ type SSEOptions struct {
 	// RetryAfter is the Retry-After a client above MaxViewers gets; default
 	// 5s.
 	RetryAfter time.Duration
+	// WriteTimeout bounds each write to a client (default 30s; negative:
+	// no bound). A client that takes no data for that long (a frozen tab,
+	// a network path gone without a reset) has its stream ended instead of
+	// holding a goroutine and its buffers; if it is alive, it reconnects
+	// and resumes with Last-Event-ID, missing nothing. It needs a
+	// ResponseWriter that can set write deadlines (net/http's can).
+	WriteTimeout time.Duration
 }
 
 // SSEHandler returns an http.Handler that streams one session's events as
@@ -70,6 +77,9 @@ func (b *Bus) SSEHandler(opts SSEOptions) http.Handler {
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = 5 * time.Second
 	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = 30 * time.Second
+	}
 	var active atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.serveSSE(w, r, &opts, &active)
@@ -91,12 +101,18 @@ func parseLastEventID(s string) (uint64, error) {
 type sseWriter struct {
 	w       http.ResponseWriter
 	f       http.Flusher
+	v       *viewer
+	timeout time.Duration // each flush's bound; <= 0: none
 	started bool
 	buf     []byte
 }
 
-func newSSEWriter(w http.ResponseWriter, f http.Flusher, retry time.Duration) *sseWriter {
-	s := &sseWriter{w: w, f: f}
+// sseFlushHook, when set by a test, is called as each flush to a client
+// begins (done false) and ends (done true).
+var sseFlushHook func(done bool)
+
+func newSSEWriter(w http.ResponseWriter, f http.Flusher, v *viewer, timeout, retry time.Duration) *sseWriter {
+	s := &sseWriter{w: w, f: f, v: v, timeout: timeout}
 	s.buf = append(s.buf, "retry: "...)
 	s.buf = strconv.AppendInt(s.buf, retry.Milliseconds(), 10)
 	s.buf = append(s.buf, "\n\n"...)
@@ -118,6 +134,13 @@ func (s *sseWriter) start() {
 
 // flush writes what is buffered.
 func (s *sseWriter) flush() error {
+	if sseFlushHook != nil {
+		sseFlushHook(false)
+		defer sseFlushHook(true)
+	}
+	if s.timeout > 0 {
+		s.v.deadline(time.Now().Add(s.timeout))
+	}
 	s.start()
 	if len(s.buf) > 0 {
 		_, err := s.w.Write(s.buf)
@@ -177,14 +200,19 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 	ctx := r.Context()
 	tok := events.EncodeToken(session)
 	subject := b.subjects.Session(session)
-	v, err := b.hub.join(ctx, tok)
+	rc := http.NewResponseController(w)
+	// Deferred before leave, so it runs after: once the viewer has left,
+	// Bus.Close cannot cut the connection any more, and a connection kept
+	// for another request has no deadline of ours.
+	defer rc.SetWriteDeadline(time.Time{})
+	v, err := b.hub.join(ctx, tok, rc)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	defer b.hub.leave(v)
 
-	sw := newSSEWriter(w, flusher, opts.Retry)
+	sw := newSSEWriter(w, flusher, v, opts.WriteTimeout, opts.Retry)
 	// catchUp writes the stored events after next-1 and returns the next
 	// sequence the client needs: everything the viewer is sent from then on
 	// comes live, and a live frame below it is one the client has.

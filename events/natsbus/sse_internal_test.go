@@ -5,6 +5,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/toolstream/toolstream/events"
 )
 
 // SetViewerQueue sets how many live frames may wait for one SSE viewer, for
@@ -58,6 +63,43 @@ func FuzzLastEventID(f *testing.F) {
 		}
 		if got := strings.TrimLeft(trimmed, "0"); got != strconv.FormatUint(n, 10) && !(got == "" && n == 0) {
 			t.Fatalf("%q read as %d", s, n)
+		}
+	})
+}
+
+// FuzzSSEFrame: whatever another publisher puts on an event subject (its
+// subject's type, data and trace headers), a message the bridge streams is
+// one frame of three lines, id, event and data, ended by one empty line.
+func FuzzSSEFrame(f *testing.F) {
+	f.Add("toolstream.s.c.delta", []byte(`{"v":1}`), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "k=v")
+	f.Add("toolstream.s.c.delta", []byte("{}"), "x", "")
+	f.Add("toolstream.s.c.x\nid: 1", []byte("{\"a\":1}\n\nid: 9"), "", "")
+	f.Add("toolstream.s.note", []byte("{\"a\":\"\r\"}"), "\"", "\n")
+	bus := &Bus{}
+	bus.subjects, _ = events.NewSubjects("")
+	bus.log = zerolog.Nop()
+	f.Fuzz(func(t *testing.T, subject string, data []byte, parent, state string) {
+		h := nats.Header{}
+		if parent != "" {
+			h.Set(HeaderTraceParent, parent)
+		}
+		if state != "" {
+			h.Set(HeaderTraceState, state)
+		}
+		out, ok := bus.frame(nil, 42, subject, data, h)
+		if !ok {
+			if len(out) != 0 {
+				t.Fatalf("refused, yet wrote %q", out)
+			}
+			return
+		}
+		s := string(out)
+		if !strings.HasSuffix(s, "\n\n") {
+			t.Fatalf("frame %q does not end with an empty line", s)
+		}
+		lines := strings.Split(strings.TrimSuffix(s, "\n\n"), "\n")
+		if len(lines) != 3 || lines[0] != "id: 42" || !strings.HasPrefix(lines[1], "event: ") || !strings.HasPrefix(lines[2], "data: ") || strings.ContainsRune(s, '\r') {
+			t.Fatalf("frame %q", s)
 		}
 	})
 }

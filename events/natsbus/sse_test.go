@@ -3,6 +3,7 @@ package natsbus_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
@@ -227,5 +230,111 @@ func TestCheckType(t *testing.T) {
 		if err := events.CheckType(events.Type(typ)); (err == nil) != ok {
 			t.Errorf("CheckType(%q) = %v", typ, err)
 		}
+	}
+}
+
+// TestSSEResumeAtEveryPosition: a session whose events include a delta too
+// large for one message (sent as several): a client that reconnects with
+// the id of any frame it read gets exactly the frames after it, in order,
+// and the pieces add up to the text.
+func TestSSEResumeAtEveryPosition(t *testing.T) {
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	defer srv.Close()
+	p := bus.Publisher()
+	text := strings.Repeat("日本語 \"x\" 😀\n", int(2.5*float64(bus.Conn().MaxPayload()))/20)
+	now := time.Now()
+	for i, ev := range []*events.Event{
+		{Type: events.TypeStart, Start: &events.Start{}},
+		{Type: events.TypeDelta, Delta: &events.Part{Type: events.PartText, Text: text}},
+		{Type: events.TypeResult, Result: &events.Result{State: events.StateSuccess, Content: []events.Part{events.Text(text)}}},
+	} {
+		ev.Version, ev.Session, ev.Call, ev.Tool, ev.Seq, ev.Time = events.Version, "every", "c", "t", uint64(i+1), now
+		p.Observe(ev)
+		other := &events.Event{Version: events.Version, Type: events.TypeStart, Session: "another", Call: "c", Tool: "t", Seq: uint64(i + 1), Time: now, Start: &events.Start{}}
+		p.Observe(other)
+	}
+	ctx := context.Background()
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-bus.JetStream().PublishAsyncComplete()
+
+	resp := sseGet(t, srv.URL, "every", "")
+	all := readSSE(t, resp, 5) // start, three pieces, result
+	resp.Body.Close()
+	if len(all) != 5 {
+		t.Fatalf("%d frames", len(all))
+	}
+	var r events.Reassembler
+	for i, f := range all {
+		ev, err := events.Decode([]byte(f.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Seq != uint64(i+1) || ev.Session != "every" || (i > 0 && f.id <= all[i-1].id) {
+			t.Fatalf("frame %d: id %d, %s seq %d", i, f.id, ev.Session, ev.Seq)
+		}
+		if err := r.Add(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := r.Content(); len(c) != 1 || c[0].Text != text {
+		t.Fatal("the pieces do not add up to the text")
+	}
+	for i := range len(all) - 1 {
+		resp := sseGet(t, srv.URL, "every", strconv.FormatUint(all[i].id, 10))
+		got := readSSE(t, resp, len(all)-i-1)
+		resp.Body.Close()
+		if len(got) != len(all)-i-1 {
+			t.Fatalf("after frame %d: %d frames, want %d", i, len(got), len(all)-i-1)
+		}
+		for j, f := range got {
+			if f.id != all[i+1+j].id || f.data != all[i+1+j].data {
+				t.Fatalf("after frame %d: frame %d is id %d, want %d", i, j, f.id, all[i+1+j].id)
+			}
+		}
+	}
+}
+
+// TestSSESkipsBadData: a message on an event subject whose data would break
+// the stream's framing (a line break: it could make up frames, ids and
+// types of its own) is not streamed; nor is a trace context spliced into
+// data that does not start with a field.
+func TestSSESkipsBadData(t *testing.T) {
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	defer srv.Close()
+	js := bus.JetStream()
+	ctx := context.Background()
+	body := func(typ string) string {
+		return `{"v":1,"type":"` + typ + `","session":"s","seq":1,"time":"2026-11-29T12:00:00Z","data":{}}`
+	}
+	injected := "\n\nid: 999999\nevent: result\ndata: {\"forged\":true}"
+	msgs := []*nats.Msg{
+		{Subject: bus.Subjects().SessionEvent("s", "before"), Data: []byte(body("before"))},
+		{Subject: bus.Subjects().SessionEvent("s", "lf"), Data: []byte(body("lf") + injected)},
+		{Subject: bus.Subjects().SessionEvent("s", "cr"), Data: []byte(body("cr") + strings.ReplaceAll(injected, "\n", "\r"))},
+		{Subject: bus.Subjects().SessionEvent("s", "empty"), Data: []byte("{}"),
+			Header: nats.Header{natsbus.HeaderTraceParent: []string{"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}},
+		{Subject: bus.Subjects().SessionEvent("s", "after"), Data: []byte(body("after"))},
+	}
+	for _, m := range msgs {
+		if _, err := js.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp := sseGet(t, srv.URL, "s", "")
+	defer resp.Body.Close()
+	got := readSSE(t, resp, 3)
+	var kinds []string
+	for _, f := range got {
+		kinds = append(kinds, f.event)
+		if f.id == 999999 || strings.Contains(f.data, "forged") || (f.data != "{}" && !json.Valid([]byte(f.data))) {
+			t.Fatalf("streamed %+v", got)
+		}
+	}
+	if strings.Join(kinds, " ") != "before empty after" {
+		t.Fatalf("streamed %+v", got)
 	}
 }

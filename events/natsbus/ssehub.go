@@ -1,10 +1,12 @@
 package natsbus
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +70,34 @@ type viewer struct {
 	q    []sseFrame
 	lost bool // frames were dropped: catch up from the stream
 	done bool // the bus is closing
+
+	// The client's connection: its write deadline, which Bus.Close sets in
+	// the past so that a write blocked on a client that stopped reading
+	// returns. Under cutMu, apart from mu: setting a deadline may wait
+	// (HTTP/2), and dispatch must not.
+	cutMu sync.Mutex
+	rc    *http.ResponseController
+	cut   bool
+}
+
+// deadline sets the write deadline of the viewer's connection, unless the
+// bus cut it.
+func (v *viewer) deadline(t time.Time) {
+	v.cutMu.Lock()
+	defer v.cutMu.Unlock()
+	if !v.cut && v.rc != nil {
+		v.rc.SetWriteDeadline(t)
+	}
+}
+
+// cutOff makes the viewer's writes fail from now on.
+func (v *viewer) cutOff() {
+	v.cutMu.Lock()
+	defer v.cutMu.Unlock()
+	v.cut = true
+	if v.rc != nil {
+		v.rc.SetWriteDeadline(time.Now())
+	}
 }
 
 func (v *viewer) push(f sseFrame) {
@@ -134,7 +164,7 @@ func newHub(b *Bus) *sseHub {
 // join adds a viewer of the session whose subject token is tok, starting the
 // shared consumer first if it is not running: from then on every event of
 // the session stored later reaches the viewer.
-func (h *sseHub) join(ctx context.Context, tok string) (*viewer, error) {
+func (h *sseHub) join(ctx context.Context, tok string, rc *http.ResponseController) (*viewer, error) {
 	h.run.Lock()
 	defer h.run.Unlock()
 	if h.closed {
@@ -145,7 +175,7 @@ func (h *sseHub) join(ctx context.Context, tok string) (*viewer, error) {
 			return nil, err
 		}
 	}
-	v := &viewer{tok: tok, wake: make(chan struct{}, 1)}
+	v := &viewer{tok: tok, wake: make(chan struct{}, 1), rc: rc}
 	h.mu.Lock()
 	set := h.viewers[tok]
 	if set == nil {
@@ -252,6 +282,7 @@ func (h *sseHub) close() {
 			v.done = true
 			v.mu.Unlock()
 			v.signal()
+			v.cutOff() // a handler blocked writing to a client that stopped reading
 		}
 	}
 	h.mu.Unlock()
@@ -309,18 +340,24 @@ func (b *Bus) frame(dst []byte, seq uint64, subject string, data []byte, h nats.
 	if err == nil {
 		err = events.CheckType(typ)
 	}
+	if err == nil && (bytes.IndexByte(data, '\n') >= 0 || bytes.IndexByte(data, '\r') >= 0) {
+		// An event's JSON has none (they are escaped in strings): another
+		// publisher's could make up frames, ids and types of its own.
+		err = errors.New("a line break in the data")
+	}
 	if err != nil {
 		b.log.Warn().Err(err).Str("subject", subject).Msg("toolstream: not streaming a message that is not an event")
 		return dst, false
 	}
-	// The JSON has no raw newlines (they are escaped in strings), so one
-	// data line carries it.
+	// The JSON has no raw line breaks, so one data line carries it.
 	dst = append(dst, "id: "...)
 	dst = strconv.AppendUint(dst, seq, 10)
 	dst = append(dst, "\nevent: "...)
 	dst = append(dst, typ...)
 	dst = append(dst, "\ndata: "...)
-	if parent := h.Get(HeaderTraceParent); parent != "" && len(data) > 1 && data[0] == '{' {
+	// The trace fields go in front of the first field: only into an object
+	// that starts with one, as the publisher writes them.
+	if parent := h.Get(HeaderTraceParent); parent != "" && len(data) > 2 && data[0] == '{' && data[1] == '"' {
 		dst = appendTraceFields(dst, parent, h.Get(HeaderTraceState))
 		data = data[1:]
 	}

@@ -274,14 +274,46 @@ type Rebuilt struct {
 // still add up; a reset delta starts the content over; the chunks of a part
 // too large for one message are put back together ([events.Reassembler]);
 // events other than deltas and results are ignored.
+//
+// Every result is delivered, also after o completed: the reader must read
+// until the observable completes. A reader that may stop before uses
+// [AccumulateContext].
 func Accumulate(o rxgo.Observable) rxgo.Observable {
+	return AccumulateContext(context.Background(), o)
+}
+
+// AccumulateContext is [Accumulate] until ctx ends: then the observable
+// completes, whether or not its reader took every result, and nothing is
+// left running, even for a reader that stopped reading.
+func AccumulateContext(ctx context.Context, o rxgo.Observable) rxgo.Observable {
 	ch := make(chan rxgo.Item)
 	go func() {
 		defer close(ch)
+		send := func(item rxgo.Item) bool {
+			select {
+			case ch <- item:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
 		pending := map[[2]string][]*events.Event{}
-		for item := range o.Observe() {
+		in := o.Observe()
+		for {
+			var item rxgo.Item
+			var ok bool
+			select {
+			case item, ok = <-in:
+			case <-ctx.Done():
+				return
+			}
+			if !ok {
+				return
+			}
 			if item.E != nil {
-				ch <- item
+				if !send(item) {
+					return
+				}
 				continue
 			}
 			ev, ok := item.V.(*events.Event)
@@ -295,7 +327,9 @@ func Accumulate(o rxgo.Observable) rxgo.Observable {
 			case events.TypeResult:
 				deltas := pending[key]
 				delete(pending, key)
-				ch <- rxgo.Of(accumulate(ev, deltas))
+				if !send(rxgo.Of(accumulate(ev, deltas))) {
+					return
+				}
 			}
 		}
 	}()

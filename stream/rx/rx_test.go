@@ -370,3 +370,41 @@ func TestAccumulateLargeResults(t *testing.T) {
 	}
 	check("replay", collect(t, rx.Accumulate(replay), 2))
 }
+
+// TestAccumulateReaderStopsEarly: a reader that takes fewer rebuilt results
+// than there are (the first one, then it leaves) and ends the context
+// leaves no goroutine behind (Accumulate's goroutine stayed, waiting to hand
+// over the second result).
+func TestAccumulateReaderStopsEarly(t *testing.T) {
+	check := leak.Check(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	bus, err := natsbus.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()))
+	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "echo", ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (string, error) {
+		return "ok", nil
+	}))
+	live, err := rx.Live(ctx, bus, rx.Filter{Session: "early"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := rx.AccumulateContext(ctx, live)
+	bus.Conn().Flush()
+	sess, _ := tk.Session("early")
+	calls := make([]toolkit.Call, 3)
+	for i := range calls {
+		calls[i] = toolkit.Call{ID: fmt.Sprintf("c%d", i), Name: "echo"}
+	}
+	sess.Run(context.Background(), calls)
+	first := collect(t, results, 1)
+	if cr := first[0].(rx.Rebuilt); cr.Mismatch != "" {
+		t.Fatal(cr.Mismatch)
+	}
+	time.Sleep(50 * time.Millisecond) // the other results reach the accumulator
+	cancel()
+	tk.Close(context.Background())
+	bus.Close(context.Background())
+	check()
+}

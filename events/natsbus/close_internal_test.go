@@ -1,0 +1,355 @@
+package natsbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/toolstream/toolstream/events"
+)
+
+// fileServer starts a NATS server with JetStream on port and dir, so that a
+// test can stop it and look at what its store kept afterwards.
+func fileServer(t *testing.T, port int, dir string) *server.Server {
+	t.Helper()
+	srv, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir,
+		NoLog: true, NoSigs: true, JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 1 << 30,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server did not start")
+	}
+	return srv
+}
+
+func stopServer(srv *server.Server) {
+	srv.Shutdown()
+	srv.WaitForShutdown()
+}
+
+func resultEvent(session, call string) *events.Event {
+	return &events.Event{Version: events.Version, Type: events.TypeResult, Session: session, Call: call, Tool: "t", Seq: 1, Time: time.Now(),
+		Result: &events.Result{State: events.StateSuccess, Content: []events.Part{events.Text("ok " + call)}}}
+}
+
+// TestCloseWhileNATSIsAway: the NATS server goes away with results in flight
+// (some published and not yet acknowledged, some observed while the
+// connection is down), and the bus is closed. Every result is in the stream
+// or counted as undelivered, none is lost without a word: when the server
+// stays away, Close gives up on what NATS did not acknowledge and says so;
+// when it comes back while Close waits, everything is stored, once.
+func TestCloseWhileNATSIsAway(t *testing.T) {
+	for _, back := range []bool{false, true} {
+		t.Run(fmt.Sprintf("back=%v", back), func(t *testing.T) { closeWhileAway(t, back) })
+	}
+}
+
+func closeWhileAway(t *testing.T, back bool) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	srv := fileServer(t, port, dir)
+	ctx := context.Background()
+	bus, err := Open(ctx, WithURL(fmt.Sprintf("nats://127.0.0.1:%d", port)), WithDurable(Durable{}))
+	if err != nil {
+		stopServer(srv)
+		t.Fatal(err)
+	}
+	p := bus.Publisher()
+	const before, after = 2000, 100
+	for i := range before {
+		p.Observe(resultEvent("s", fmt.Sprintf("a%d", i)))
+	}
+	stopServer(srv) // with publishes in flight
+	for deadline := time.Now().Add(10 * time.Second); bus.nc.IsConnected(); {
+		if time.Now().After(deadline) {
+			t.Fatal("still connected after the server stopped")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i := range after {
+		p.Observe(resultEvent("s", fmt.Sprintf("b%d", i)))
+	}
+	wait := 500 * time.Millisecond
+	restarted := make(chan *server.Server, 1)
+	if back {
+		wait = 20 * time.Second
+		time.AfterFunc(300*time.Millisecond, func() { restarted <- fileServer(t, port, dir) })
+	}
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	closeErr := bus.Close(cctx)
+	cancel()
+	st := p.Stats()
+
+	if back {
+		srv = <-restarted
+	} else {
+		srv = fileServer(t, port, dir)
+	}
+	defer stopServer(srv)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, "TOOLSTREAM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := stream.CachedInfo().State.Msgs
+	t.Logf("stored %d, stats %+v, Close: %v", stored, st, closeErr)
+	// A result stored whose acknowledgement was lost with the server is
+	// counted undelivered too: the publisher cannot know.
+	if stored+st.Undelivered < before+after || stored > before+after {
+		t.Fatalf("%d results stored and %d counted undelivered, of %d", stored, st.Undelivered, before+after)
+	}
+	if st.Undelivered > 0 && closeErr == nil {
+		t.Fatal("Close gave events up and returned no error")
+	}
+	if back && (closeErr != nil || stored != before+after || st.Undelivered != 0) {
+		t.Fatalf("the server came back while Close waited: %d of %d stored, %d undelivered, Close: %v", stored, before+after, st.Undelivered, closeErr)
+	}
+}
+
+// TestConcurrentCloseKeepsItsContext: while one Close waits for NATS to
+// acknowledge events (the server is away), another Close returns when its
+// own context ends, with its error, instead of waiting for the first; both
+// return the same outcome once it is known, and the second's call does not
+// cut the first's wait short.
+func TestConcurrentCloseKeepsItsContext(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv := fileServer(t, port, t.TempDir())
+	ctx := context.Background()
+	bus, err := Open(ctx, WithURL(fmt.Sprintf("nats://127.0.0.1:%d", port)), WithDurable(Durable{}))
+	if err != nil {
+		stopServer(srv)
+		t.Fatal(err)
+	}
+	stopServer(srv)
+	for bus.nc.IsConnected() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	bus.Publisher().Observe(resultEvent("s", "c"))
+
+	first := make(chan error, 1)
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		first <- bus.Close(cctx)
+	}()
+	time.Sleep(100 * time.Millisecond) // the first Close is waiting
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	err = bus.Close(cctx)
+	if took := time.Since(began); took > time.Second || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the second Close returned %v after %v; want its context's error after 100ms", err, took)
+	}
+	select {
+	case err := <-first:
+		if err == nil {
+			t.Fatal("the first Close gave an event up without an error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first Close did not return")
+	}
+	if err := bus.Close(ctx); err == nil {
+		t.Fatal("a Close after the end does not return the outcome")
+	}
+}
+
+// TestCloseWhileNATSIsAwayCore: without JetStream, events published while
+// the server is away wait in nats.go's reconnect buffer; when the bus is
+// closed before the server is back, they are counted undelivered and Close
+// says so (they were counted published and dropped with the buffer). When
+// the server comes back while Close waits, they go out.
+func TestCloseWhileNATSIsAwayCore(t *testing.T) {
+	for _, back := range []bool{false, true} {
+		t.Run(fmt.Sprintf("back=%v", back), func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := l.Addr().(*net.TCPAddr).Port
+			l.Close()
+			dir := t.TempDir()
+			srv := fileServer(t, port, dir)
+			ctx := context.Background()
+			bus, err := Open(ctx, WithURL(fmt.Sprintf("nats://127.0.0.1:%d", port)))
+			if err != nil {
+				stopServer(srv)
+				t.Fatal(err)
+			}
+			p := bus.Publisher()
+			p.Observe(resultEvent("s", "before"))
+			if err := p.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			stopServer(srv)
+			for bus.nc.IsConnected() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			const n = 100
+			for i := range n {
+				p.Observe(resultEvent("s", fmt.Sprint(i)))
+			}
+			if err := p.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wait := 500 * time.Millisecond
+			restarted := make(chan *server.Server, 1)
+			if back {
+				wait = 20 * time.Second
+				time.AfterFunc(300*time.Millisecond, func() { restarted <- fileServer(t, port, dir) })
+			}
+			cctx, cancel := context.WithTimeout(ctx, wait)
+			closeErr := bus.Close(cctx)
+			cancel()
+			if back {
+				stopServer(<-restarted)
+			}
+			st := p.Stats()
+			t.Logf("stats %+v, Close: %v", st, closeErr)
+			if back {
+				if st.Undelivered != 0 || closeErr != nil {
+					t.Fatalf("the server came back while Close waited: %d undelivered, Close: %v", st.Undelivered, closeErr)
+				}
+				return
+			}
+			if st.Undelivered != n || closeErr == nil {
+				t.Fatalf("%d events left in the reconnect buffer at Close: %d counted undelivered, Close: %v", n, st.Undelivered, closeErr)
+			}
+		})
+	}
+}
+
+// TestOthersAsyncPublishesAreNotEvents: async publishes another part of the
+// program makes on Bus.JetStream() are none of the publisher's business:
+// one that fails is not retried as an event, and its acknowledgements do
+// not upset the count of events in flight that Close waits for.
+func TestOthersAsyncPublishesAreNotEvents(t *testing.T) {
+	ctx := context.Background()
+	bus, err := Open(ctx, WithDurable(Durable{Memory: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := bus.JetStream()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.>"}, Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := js.PublishAsync(fmt.Sprintf("other.%d", i), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nowhere, err := js.PublishAsync("nowhere.stored", []byte("x")) // no stream: fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-nowhere.Err():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the publish with no stream did not fail")
+	}
+	<-js.PublishAsyncComplete()
+	bus.Publisher().Observe(resultEvent("s", "c"))
+	time.Sleep(300 * time.Millisecond) // a retry would have happened now
+	began := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err = bus.Close(cctx)
+	st := bus.Publisher().Stats()
+	if took := time.Since(began); err != nil || took > 2*time.Second || st.Retried != 0 || st.Undelivered != 0 || st.Published != 1 {
+		t.Fatalf("Close: %v after %v; stats %+v", err, took, st)
+	}
+}
+
+// TestCloseRacingObserve: events observed from several goroutines while
+// the bus closes are each published or counted undelivered, never lost
+// without a count, and Close waits for none of them.
+func TestCloseRacingObserve(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			ctx := context.Background()
+			var logs syncBuffer
+			opts := []Option{WithLogger(zerolog.New(&logs))}
+			if durable {
+				opts = append(opts, WithDurable(Durable{Memory: true}))
+			}
+			bus, err := Open(ctx, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const goroutines, each = 4, 2000
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for g := range goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					for i := range each {
+						bus.Publisher().Observe(resultEvent("s", fmt.Sprintf("g%d-%d", g, i)))
+					}
+				}()
+			}
+			close(start)
+			time.Sleep(time.Millisecond)
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			closeErr := bus.Close(cctx)
+			wg.Wait()
+			st := bus.Publisher().Stats()
+			if st.Published+st.Undelivered != goroutines*each || closeErr != nil {
+				t.Fatalf("%d observed: %+v (Close: %v)", goroutines*each, st, closeErr)
+			}
+			if late := strings.Count(logs.String(), "after the bus closed"); st.Undelivered > 0 && late != 1 {
+				t.Fatalf("%d events observed after Close, told %d times in the log:\n%s", st.Undelivered, late, logs.String())
+			}
+		})
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,131 @@
+package natsbus
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/events"
+)
+
+// smallBuffers makes every accepted connection's send buffer small, so that
+// a client that stops reading blocks the server's writes soon.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(4 << 10)
+	}
+	return c, err
+}
+
+// stuckViewer connects an SSE client that reads the response's first line
+// and then nothing, to a session holding about 2 MB of events, and waits
+// until the handler is blocked writing to it. It returns a channel closed
+// when the handler returns.
+func stuckViewer(t *testing.T, bus *Bus, opts SSEOptions, waitBlocked bool) (returned chan struct{}, stop func()) {
+	t.Helper()
+	p := bus.Publisher()
+	big := strings.Repeat("x", 32<<10)
+	for i := range 64 {
+		d := events.Text(big)
+		p.Observe(&events.Event{Version: events.Version, Type: events.TypeDelta, Session: "stuck", Call: "c", Tool: "t",
+			Seq: uint64(i + 1), Time: time.Now(), Delta: &d})
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-bus.js.PublishAsyncComplete()
+
+	var started, finished atomic.Int64
+	sseFlushHook = func(done bool) {
+		if done {
+			finished.Add(1)
+		} else {
+			started.Add(1)
+		}
+	}
+	t.Cleanup(func() { sseFlushHook = nil })
+	returned = make(chan struct{})
+	h := bus.SSEHandler(opts)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(returned)
+		h.ServeHTTP(w, r)
+	}))
+	srv.Listener = smallBuffers{srv.Listener}
+	srv.Start()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(c, "GET /?session=stuck HTTP/1.1\r\nHost: x\r\n\r\n")
+	line, err := bufio.NewReaderSize(c, 16).ReadString('\n')
+	if err != nil || !strings.Contains(line, "200") {
+		t.Fatalf("%q, %v", line, err)
+	}
+	// Blocked: a flush began and has not ended for a while.
+	for deadline := time.Now().Add(20 * time.Second); waitBlocked; {
+		s := started.Load()
+		if s > finished.Load() {
+			time.Sleep(200 * time.Millisecond)
+			if started.Load() == s && finished.Load() < s {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the handler never blocked writing to the client")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return returned, func() {
+		c.Close()
+		srv.Close()
+	}
+}
+
+// TestSSEClientThatStopsReading: a client that stops reading (a frozen tab,
+// a dead network path that never resets) does not hold its handler, its
+// goroutine and its buffers for ever: Bus.Close ends its stream, and without
+// a Close, so does a write that takes longer than WriteTimeout (the client,
+// if alive, reconnects with Last-Event-ID and misses nothing).
+func TestSSEClientThatStopsReading(t *testing.T) {
+	t.Run("close", func(t *testing.T) {
+		ctx := context.Background()
+		bus, err := Open(ctx, WithDurable(Durable{Memory: true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		returned, stop := stuckViewer(t, bus, SSEOptions{WriteTimeout: time.Hour}, true)
+		defer stop()
+		bus.Close(ctx)
+		select {
+		case <-returned:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Bus.Close left the handler of a client that stopped reading blocked")
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		ctx := context.Background()
+		bus, err := Open(ctx, WithDurable(Durable{Memory: true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bus.Close(ctx)
+		returned, stop := stuckViewer(t, bus, SSEOptions{WriteTimeout: 300 * time.Millisecond}, false)
+		defer stop()
+		select {
+		case <-returned:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a write blocked past WriteTimeout")
+		}
+	})
+}
