@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/remote"
@@ -21,21 +22,19 @@ import (
 // cancellations (its accept frames say so too).
 func controlOf(w *remote.Worker) string { return remote.DefaultPrefix + "._cancel." + w.ID() }
 
-// TestCancelRefusedStopsTheWait: when the worker a cancellation goes to
-// answers that it does not run the call, the caller stops waiting at once
-// and says so, although it would wait an hour for a confirmation (and the
-// engine an hour for the handler). The call is taken by a scripted worker
-// whose accept frame names a real worker's control subject: that worker
-// never ran the call and refuses the cancellation with 404.
-func TestCancelRefusedStopsTheWait(t *testing.T) {
-	bus := natstest.Bus(t)
-	real := serve(t, bus, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
+// cancelHeldCall starts a call of "held", which a scripted worker takes
+// with an accept frame naming worker and control as the subject for
+// cancellations, cancels it once taken, and returns its result. The
+// client would wait an hour for a confirmation, and the engine an hour for
+// the handler: the call ends sooner only if the answer is heeded.
+func cancelHeldCall(t *testing.T, bus *natsbus.Bus, worker, control string) toolkit.Result {
+	t.Helper()
 	nc := conn(t, bus)
 	took := make(chan struct{}, 1)
 	sub, err := nc.Subscribe(remote.DefaultPrefix+".held", func(m *nats.Msg) {
 		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{
 			remote.HeaderFrame: {"accept"}, remote.HeaderSeq: {"1"},
-			remote.HeaderWorker: {real.ID()}, remote.HeaderControl: {controlOf(real)}}})
+			remote.HeaderWorker: {worker}, remote.HeaderControl: {control}}})
 		took <- struct{}{}
 	})
 	if err != nil {
@@ -55,8 +54,20 @@ func TestCancelRefusedStopsTheWait(t *testing.T) {
 	batch := testutil.Session(t, agent, "s").Start(context.Background(), []toolkit.Call{testutil.Call("c1", "held", `{}`)})
 	testutil.WaitFor(t, took, "the scripted worker to take the call")
 	batch.Cancel()
-	testutil.WaitFor(t, batch.Done(), "the cancelled call to end (it waits for an hour if the refusal is not heeded)")
-	r := batch.Wait()[0]
+	testutil.WaitFor(t, batch.Done(), "the cancelled call to end (it waits for an hour if the answer is not heeded)")
+	return batch.Wait()[0]
+}
+
+// TestCancelRefusedStopsTheWait: when the worker a cancellation goes to
+// answers that it does not run the call, the caller stops waiting at once
+// and says so, although it would wait an hour for a confirmation (and the
+// engine an hour for the handler). The call is taken by a scripted worker
+// whose accept frame names a real worker's control subject: that worker
+// never ran the call and refuses the cancellation with 404.
+func TestCancelRefusedStopsTheWait(t *testing.T) {
+	bus := natstest.Bus(t)
+	real := serve(t, bus, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
+	r := cancelHeldCall(t, bus, real.ID(), controlOf(real))
 	if r.State != toolkit.StateInterrupted ||
 		!strings.Contains(r.Text(), "worker "+real.ID()+" refused the cancellation (404)") ||
 		!strings.Contains(r.Text(), "runs no call with reply subject") {
@@ -152,7 +163,6 @@ func TestWorkerAnswersCancellations(t *testing.T) {
 func TestCancelAfterTheCallEnded(t *testing.T) {
 	bus := natstest.Bus(t)
 	nc := conn(t, bus)
-	took := make(chan struct{}, 1)
 	ctl, err := nc.Subscribe("scripted.cancel", func(m *nats.Msg) {
 		_ = nc.PublishMsg(&nats.Msg{Subject: string(m.Data), Data: []byte(`{"state":"success","content":[{"type":"text","text":"done"}]}`),
 			Header: nats.Header{remote.HeaderFrame: {"result"}, remote.HeaderSeq: {"2"}}})
@@ -161,31 +171,10 @@ func TestCancelAfterTheCallEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = ctl.Unsubscribe() }()
-	sub, err := nc.Subscribe(remote.DefaultPrefix+".held", func(m *nats.Msg) {
-		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{
-			remote.HeaderFrame: {"accept"}, remote.HeaderSeq: {"1"},
-			remote.HeaderWorker: {"W"}, remote.HeaderControl: {"scripted.cancel"}}})
-		took <- struct{}{}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{CancelWait: time.Hour})
-	tl, err := c.NewTool(toolkit.Spec{Name: "held"}, json.RawMessage(`{"type":"object"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent := testutil.Kit(t, toolkit.WithCancelGrace(time.Hour))
-	testutil.Add(t, agent, tl)
-	batch := testutil.Session(t, agent, "s").Start(context.Background(), []toolkit.Call{testutil.Call("c1", "held", `{}`)})
-	testutil.WaitFor(t, took, "the scripted worker to take the call")
-	batch.Cancel()
-	testutil.WaitFor(t, batch.Done(), "the cancelled call to end")
-	r := batch.Wait()[0]
+	r := cancelHeldCall(t, bus, "W", "scripted.cancel")
 	if r.State != toolkit.StateInterrupted || !strings.Contains(r.Text(), "worker W had finished the call (success) before the cancellation reached it") {
 		t.Fatalf("cancelled call: %s %q", r.State, r.Text())
 	}
