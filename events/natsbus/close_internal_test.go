@@ -18,6 +18,27 @@ import (
 	"github.com/toolstream/toolstream/events"
 )
 
+// ownServer starts a JetStream server of its own (fileServer) on a free
+// port, with its files in a temporary folder, and opens a bus on it with
+// opts. Port and dir start the same server again after stopServer.
+func ownServer(t *testing.T, opts ...Option) (bus *Bus, srv *server.Server, port int, dir string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port = l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir = t.TempDir()
+	srv = fileServer(t, port, dir)
+	bus, err = Open(context.Background(), append([]Option{WithURL(fmt.Sprintf("nats://127.0.0.1:%d", port))}, opts...)...)
+	if err != nil {
+		stopServer(srv)
+		t.Fatal(err)
+	}
+	return bus, srv, port, dir
+}
+
 // fileServer starts a NATS server with JetStream on port and dir, so that a
 // test can stop it and look at what its store kept afterwards.
 func fileServer(t *testing.T, port int, dir string) *server.Server {
@@ -59,20 +80,8 @@ func TestCloseWhileNATSIsAway(t *testing.T) {
 }
 
 func closeWhileAway(t *testing.T, back bool) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir := t.TempDir()
-	srv := fileServer(t, port, dir)
+	bus, srv, port, dir := ownServer(t, WithDurable(Durable{}))
 	ctx := context.Background()
-	bus, err := Open(ctx, WithURL(fmt.Sprintf("nats://127.0.0.1:%d", port)), WithDurable(Durable{}))
-	if err != nil {
-		stopServer(srv)
-		t.Fatal(err)
-	}
 	p := bus.Publisher()
 	const before, after = 2000, 100
 	for i := range before {
@@ -139,19 +148,8 @@ func closeWhileAway(t *testing.T, back bool) {
 // return the same outcome once it is known, and the second's call does not
 // cut the first's wait short.
 func TestConcurrentCloseKeepsItsContext(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv := fileServer(t, port, t.TempDir())
+	bus, srv, _, _ := ownServer(t, WithDurable(Durable{}))
 	ctx := context.Background()
-	bus, err := Open(ctx, WithURL(fmt.Sprintf("nats://127.0.0.1:%d", port)), WithDurable(Durable{}))
-	if err != nil {
-		stopServer(srv)
-		t.Fatal(err)
-	}
 	stopServer(srv)
 	for bus.nc.IsConnected() {
 		time.Sleep(5 * time.Millisecond)
@@ -168,7 +166,7 @@ func TestConcurrentCloseKeepsItsContext(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	began := time.Now()
-	err = bus.Close(cctx)
+	err := bus.Close(cctx)
 	if took := time.Since(began); took > time.Second || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the second Close returned %v after %v; want its context's error after 100ms", err, took)
 	}
@@ -193,20 +191,8 @@ func TestConcurrentCloseKeepsItsContext(t *testing.T) {
 func TestCloseWhileNATSIsAwayCore(t *testing.T) {
 	for _, back := range []bool{false, true} {
 		t.Run(fmt.Sprintf("back=%v", back), func(t *testing.T) {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			port := l.Addr().(*net.TCPAddr).Port
-			l.Close()
-			dir := t.TempDir()
-			srv := fileServer(t, port, dir)
+			bus, srv, port, dir := ownServer(t)
 			ctx := context.Background()
-			bus, err := Open(ctx, WithURL(fmt.Sprintf("nats://127.0.0.1:%d", port)))
-			if err != nil {
-				stopServer(srv)
-				t.Fatal(err)
-			}
 			p := bus.Publisher()
 			p.Observe(resultEvent("s", "before"))
 			if err := p.Flush(ctx); err != nil {
