@@ -119,16 +119,22 @@ func TestRunCancel(t *testing.T) {
 }
 
 // TestCloseWaitsForAbandonedHandlers: Close reports a handler that is still
-// running after its call was abandoned, and succeeds once it returns.
+// running after its call was abandoned, and succeeds once it returns. The
+// call is abandoned once its handler runs (a timeout of its own could end
+// it before the handler starts on a loaded machine, leaving nothing to
+// wait for).
 func TestCloseWaitsForAbandonedHandlers(t *testing.T) {
 	tk := toolkit.New(toolkit.WithCancelGrace(time.Millisecond))
-	release := make(chan struct{})
-	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "stuck", Timeout: time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
-		<-release
+	release, started := make(chan struct{}), make(chan struct{})
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "stuck"}, func(ctx context.Context, _ none) (string, error) {
+		close(started)
+		<-release // ignores its context
 		return "", nil
 	}))
 	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "stuck", ``)})
-	if r := run.Wait()[0]; r.State != toolkit.StateTimeout {
+	testutil.WaitFor(t, started, "the handler to start")
+	run.Cancel()
+	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted {
 		t.Fatalf("%s", r.State)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
