@@ -202,7 +202,7 @@ func publisherDropsAtTheEnd(t *testing.T, late bool) {
 	sess, _ := tk.Session("end")
 	run := sess.Start(ctx, []toolkit.Call{{ID: "1", Name: "chatty"}})
 	testutil.WaitFor(t, burstDone, "the burst")
-	started := false
+	started, closed := false, false
 	startPublisher := func() {
 		go p.run()
 		started = true
@@ -211,7 +211,9 @@ func publisherDropsAtTheEnd(t *testing.T, late bool) {
 		if !started {
 			startPublisher()
 		}
-		p.close(ctx)
+		if !closed {
+			p.close(ctx)
+		}
 	}()
 	if late {
 		// The publisher catches up with the burst before the result: it
@@ -276,6 +278,10 @@ func publisherDropsAtTheEnd(t *testing.T, late bool) {
 	}
 	if s := p.Stats(); s.DroppedProgress != burst-limit {
 		t.Fatalf("the publisher counted %d drops, want %d", s.DroppedProgress, burst-limit)
+	}
+	closed = true
+	if err := p.close(ctx); err != nil { // its goroutine is done: its state can be read
+		t.Fatal(err)
 	}
 	if len(p.calls) != 0 || len(p.drops) != 0 {
 		t.Fatalf("state kept after the result: %d calls, %d drop counts", len(p.calls), len(p.drops))
