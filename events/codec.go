@@ -174,6 +174,10 @@ func appendResult(dst []byte, r *Result) []byte {
 	if r.MetaOmitted {
 		dst = append(dst, `,"meta_omitted":true`...)
 	}
+	if r.Dropped != 0 {
+		dst = append(dst, `,"dropped":`...)
+		dst = strconv.AppendUint(dst, r.Dropped, 10)
+	}
 	return append(dst, '}')
 }
 

@@ -121,8 +121,12 @@ func testEvents() []*Event {
 		Error:      "boom",
 		DurationMS: 12.5,
 		Meta:       meta,
+		Dropped:    7,
 		Err:        errors.New("not encoded"),
 	}
+	evs = append(evs, ev)
+	ev = base(TypeResult)
+	ev.Result = &Result{State: StateSuccess, ContentOmitted: true, ContentSize: 3 << 20, ContentParts: 1, MetaOmitted: true, Dropped: math.MaxUint64}
 	evs = append(evs, ev)
 	ev = base(TypeResult)
 	ev.Result = &Result{State: StateSuccess, Meta: map[string]any{}}
@@ -209,7 +213,7 @@ func TestAppendJSONKnowsAllFields(t *testing.T) {
 		reflect.TypeFor[Progress](): "message,omitempty fraction,omitempty data,omitempty dropped,omitempty",
 		reflect.TypeFor[Part]():     "type text,omitempty json,omitempty data,omitempty media_type,omitempty",
 		reflect.TypeFor[Suspend]():  "reason",
-		reflect.TypeFor[Result]():   "state content content_omitted,omitempty content_size,omitempty content_parts,omitempty error,omitempty duration_ms meta,omitempty meta_omitted,omitempty",
+		reflect.TypeFor[Result]():   "state content content_omitted,omitempty content_size,omitempty content_parts,omitempty error,omitempty duration_ms meta,omitempty meta_omitted,omitempty dropped,omitempty",
 	}
 	for typ, want := range known {
 		var tags []string

@@ -12,7 +12,8 @@
 // The content of the result is exactly the concatenation of the call's deltas
 // (see [AppendPart]); progress is never part of it. A call that was interrupted
 // or timed out before it got a slot has no start event. Dropped progress is
-// said in the next progress event ([Progress].Dropped), never by a gap.
+// said in the next progress event ([Progress].Dropped), or in the result
+// ([Result].Dropped) when no progress event follows, never by a gap.
 //
 // An event too large for one message goes out in pieces ([Fit]): a long text
 // as several deltas, another part as chunks ([Chunk]), a result without its
@@ -249,6 +250,12 @@ type Result struct {
 	// MetaOmitted says that Meta was too large for the message and was
 	// left out (with content omitted already).
 	MetaOmitted bool `json:"meta_omitted,omitempty"`
+	// Dropped counts this call's progress events dropped under pressure
+	// after the last one this observer got, with nothing after them but
+	// this result: by the toolkit and on the way to this observer, as
+	// Progress.Dropped counts them before a progress event. For people and
+	// UIs, like all progress: the model sees only Content.
+	Dropped uint64 `json:"dropped,omitempty"`
 	// Err is the Go error behind a failure, for errors.Is and errors.As in
 	// process. It is not serialized.
 	Err error `json:"-"`

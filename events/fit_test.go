@@ -50,6 +50,7 @@ type refResult struct {
 	Error      string         `json:"error,omitempty"`
 	DurationMS float64        `json:"duration_ms"`
 	Meta       map[string]any `json:"meta,omitempty"`
+	Dropped    uint64         `json:"dropped,omitempty"`
 }
 
 func TestPartAndResultMatchReflection(t *testing.T) {
@@ -64,7 +65,7 @@ func TestPartAndResultMatchReflection(t *testing.T) {
 			if r.Content == nil || !json.Valid(AppendJSON(nil, ev)) {
 				continue
 			}
-			ref := refResult{State: r.State, Error: r.Error, DurationMS: r.DurationMS, Meta: r.Meta}
+			ref := refResult{State: r.State, Error: r.Error, DurationMS: r.DurationMS, Meta: r.Meta, Dropped: r.Dropped}
 			ref.Content = []refPart{}
 			for _, p := range r.Content {
 				ref.Content = append(ref.Content, refPart(p))

@@ -18,6 +18,10 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"V":1,"TYPE":"delta","Session":"s","call":"c","delta":{"type":"text","data":"","json":[ 1 ]},"time":"2025-01-01T00:00:00+00:00"}`))
 	f.Add([]byte(`{"v":1,"type":"result","session":"s","call":"c","result":{"content":[],"meta":{"a":{}},"duration_ms":1e300}}`))
 	f.Add([]byte(`{"v":2}`))
+	f.Add([]byte(`{"v":1,"type":"result","session":"s","call":"c","result":{"state":"success","content":[],"duration_ms":1,"dropped":3}}`))
+	f.Add([]byte(`{"v":1,"type":"result","session":"s","call":"c","result":{"state":"success","content_omitted":true,"content_size":9,"content_parts":1,"duration_ms":0,"dropped":0}}`))
+	f.Add([]byte(`{"v":1,"type":"result","session":"s","call":"c","result":{"state":"success","content":[],"duration_ms":1,"dropped":-1}}`))
+	f.Add([]byte(`{"v":1,"type":"result","session":"s","call":"c","result":{"state":"success","content":[],"duration_ms":1,"dropped":1e3}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ev, err := Decode(data)
 		if err != nil {
@@ -98,7 +102,7 @@ func FuzzAppendJSON(f *testing.F) {
 			ev.Type, ev.Suspend = TypeSuspend, &Suspend{Reason: text}
 		case 4:
 			ev.Type, ev.Result = TypeResult, &Result{State: State(str), Error: text, DurationMS: f2,
-				Content: []Part{Text(text), {Type: PartJSON, JSON: raw}, Binary(str, data)}, Meta: map[string]any{str: f1, text: string(data)}}
+				Content: []Part{Text(text), {Type: PartJSON, JSON: raw}, Binary(str, data)}, Meta: map[string]any{str: f1, text: string(data)}, Dropped: seq}
 		case 5:
 			ev.Result = &Result{}
 			ev.Progress = &Progress{}

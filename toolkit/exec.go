@@ -389,6 +389,9 @@ func (c *call) complete(state State, err error) {
 		ev.Time = time.Now()
 		body.State, body.Content, body.Meta, body.Err = state, res.Content, res.Meta, err
 		body.DurationMS = float64(res.Duration) / float64(time.Millisecond)
+		// Progress not built since the last one that was: no progress
+		// event follows to tell it, so the result does.
+		body.Dropped, c.out.dropped = uint64(c.out.dropped), 0
 		if err != nil {
 			body.Error = err.Error()
 		}

@@ -24,8 +24,9 @@ import (
 //     goroutine and queue: tools never wait for it and a slow observer delays
 //     only itself. When more than the observer queue's worth of progress
 //     events wait for it, newer progress events are dropped for it (counted
-//     in [Toolkit.Stats]); start, delta, suspend and result events are never
-//     dropped. A batch reports its results only once every asynchronous
+//     in [Toolkit.Stats], and told to it in the call's next progress event
+//     or, when none follows, its result: Progress.Dropped, Result.Dropped);
+//     start, delta, suspend and result events are never dropped. A batch reports its results only once every asynchronous
 //     observer has taken the batch's result events, or after the flush timeout
 //     ([WithFlushTimeout]), whichever comes first.
 //   - Inline ([WithInlineObserver], [Toolkit.ObserveInline]), for observers
@@ -122,7 +123,8 @@ type observerSet struct {
 // before they are built, such as a publisher whose queue is full. When every
 // observer of a batch is a gate and all decline, the engine skips building the
 // event and counts it in Progress.Dropped of the next progress event it
-// builds for the call (sequence numbers have no gaps).
+// builds for the call, or in Result.Dropped of its result when none follows
+// (sequence numbers have no gaps).
 type ProgressGate interface {
 	Observer
 	AcceptProgress() bool
@@ -341,7 +343,8 @@ type mailbox struct {
 	progress int // progress events in queue
 	closed   bool
 	// Progress dropped here, by call, told in the call's next progress
-	// event (Progress.Dropped) this observer gets. Made on the first drop.
+	// event (Progress.Dropped) this observer gets, or in its result
+	// (Result.Dropped). Made on the first drop.
 	drops map[mailKey]uint64
 
 	wake chan struct{}
@@ -390,7 +393,7 @@ func (mb *mailbox) push(it item) bool {
 		}
 	case events.TypeResult:
 		if mb.drops != nil {
-			delete(mb.drops, mailKey{it.ev.Session, it.ev.Call})
+			it.ev = mb.tellDrops(it.ev)
 		}
 	}
 	mb.queue = append(mb.queue, it)
@@ -405,21 +408,33 @@ func (mb *mailbox) push(it item) bool {
 // mailKey is a call, for a mailbox's drop counts.
 type mailKey struct{ session, call string }
 
-// tellDrops returns ev, or a copy of it that tells the drops of its call
-// since its previous progress event (other observers share ev: it is not
-// changed). mb.mu must be held.
+// tellDrops returns ev, a progress event or the call's result, or a copy of
+// it that tells the drops of its call since its previous progress event
+// (other observers share ev: it is not changed). A result ends the call's
+// count. mb.mu must be held.
 func (mb *mailbox) tellDrops(ev *events.Event) *events.Event {
 	key := mailKey{ev.Session, ev.Call}
-	n := mb.drops[key]
-	if n == 0 || ev.Progress == nil {
+	n, ok := mb.drops[key]
+	if !ok {
 		return ev
 	}
-	delete(mb.drops, key)
-	cp := *ev
-	pr := *ev.Progress
-	pr.Dropped += n
-	cp.Progress = &pr
-	return &cp
+	switch {
+	case ev.Progress != nil:
+		delete(mb.drops, key)
+		cp := *ev
+		pr := *ev.Progress
+		pr.Dropped += n
+		cp.Progress = &pr
+		return &cp
+	case ev.Result != nil:
+		delete(mb.drops, key)
+		cp := *ev
+		r := *ev.Result
+		r.Dropped += n
+		cp.Result = &r
+		return &cp
+	}
+	return ev
 }
 
 func (mb *mailbox) run() {

@@ -15,7 +15,7 @@ import (
 // stream.Sink its emitter writes to.
 type output struct {
 	seq      uint64 // events numbered so far
-	dropped  uint32 // progress events not built since the last one that was
+	dropped  uint32 // progress events not built since the last one that was; told by the next progress or the result
 	attempt  int32  // how many times the tool started; only the latest writes
 	finished bool
 	content  content

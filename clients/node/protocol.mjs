@@ -170,6 +170,8 @@ export function checkCall(evs) {
       problems.push(`the deltas make ${JSON.stringify(content).slice(0, 200)}, the result says ${JSON.stringify(result.content).slice(0, 200)}`);
     }
   }
-  const dropped = bySeq.reduce((n, ev) => n + (ev.type === 'progress' && ev.progress.dropped ? ev.progress.dropped : 0), 0);
+  // Progress dropped is told by the next progress event, or by the result when none follows.
+  const dropped = bySeq.reduce((n, ev) => n + (ev.type === 'progress' && ev.progress.dropped ? ev.progress.dropped : 0), 0) +
+    (result && result.dropped ? result.dropped : 0);
   return { content, result, omitted, dropped, problems };
 }

@@ -28,6 +28,16 @@ func TestPublisherAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() { p.Observe(ev) }); n != 0 {
 		t.Errorf("Observe: %v allocations", n)
 	}
+	// A result with no drops to tell is queued as it is, even while other
+	// calls' drops wait to be told.
+	res := &events.Event{Version: events.Version, Type: events.TypeResult, Session: "s", Call: "c", Tool: "t",
+		Time: time.Now(), Result: &events.Result{State: events.StateSuccess}}
+	p.mu.Lock()
+	p.drops = map[callKey]uint64{{"s", "other"}: 1}
+	p.mu.Unlock()
+	if n := testing.AllocsPerRun(1000, func() { p.Observe(res) }); n != 0 {
+		t.Errorf("Observe of a result: %v allocations", n)
+	}
 	// A batch that no Flush waits for wakes no one.
 	if n := testing.AllocsPerRun(100, p.notify); n != 0 {
 		t.Errorf("the end of a batch: %v allocations", n)

@@ -3,12 +3,16 @@ package natsbus
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/stream"
+	"github.com/toolstream/toolstream/toolkit"
 )
 
 // TestDropsAreExplicit: the publisher reports drops only through
@@ -97,4 +101,197 @@ func TestDropsAreExplicit(t *testing.T) {
 	if len(p.calls) != 0 {
 		t.Fatalf("%d calls' state kept after their results", len(p.calls))
 	}
+}
+
+// countGate is an inline observer that takes the first n progress events
+// and declines the rest (toolkit.ProgressGate), recording what it gets.
+type countGate struct {
+	n      int
+	mu     sync.Mutex
+	asked  int
+	evs    []*events.Event
+	result chan struct{}
+}
+
+func (g *countGate) AcceptProgress() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.asked++
+	return g.asked <= g.n
+}
+
+func (g *countGate) Observe(ev *events.Event) {
+	g.mu.Lock()
+	g.evs = append(g.evs, ev)
+	g.mu.Unlock()
+	if ev.Type == events.TypeResult {
+		close(g.result)
+	}
+}
+
+// TestPublisherDropsAtTheEndToldByTheResult: when NATS is behind at the end
+// of a call (the publisher's goroutine is not running: its queue of 3
+// progress events fills and stays full), the progress dropped after the
+// call's last published progress is told in the result on NATS
+// (Result.Dropped): the toolkit's own count (progress no observer would
+// take, not built) plus the publisher's (built for another observer, dropped
+// at its full queue). Delivered progress plus every count told adds up to
+// what the tool reported, whether the result is queued with the drops
+// (late=false) or published after the publisher took them (late=true), and
+// the model-visible result is still exactly the deltas.
+func TestPublisherDropsAtTheEndToldByTheResult(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(map[bool]string{false: "result queued with the drops", true: "result after the drops were taken"}[late], func(t *testing.T) {
+			publisherDropsAtTheEnd(t, late)
+		})
+	}
+}
+
+func publisherDropsAtTheEnd(t *testing.T, late bool) {
+	const limit, accepted, burst = 3, 10, 50
+	ctx := context.Background()
+	bus, err := Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close(ctx)
+	var mu sync.Mutex
+	var got []*events.Event
+	var result *events.Event
+	arrived := make(chan struct{})
+	sub, err := bus.Conn().Subscribe(bus.Subjects().Session("end"), func(m *nats.Msg) {
+		testutil.CheckEvent(t, m.Data)
+		ev, err := events.Decode(m.Data)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		got = append(got, ev)
+		mu.Unlock()
+		if ev.Type == events.TypeResult {
+			result = ev
+			close(arrived)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	bus.Conn().Flush()
+
+	p := makePublisher(bus, limit) // NATS is behind until p.run runs
+	// The gate comes first, so the publisher is asked only once the gate
+	// declines: progress 4 to 10 is built for the gate and dropped by the
+	// publisher, 11 to 50 is built for no one.
+	g := &countGate{n: accepted, result: make(chan struct{})}
+	tk := toolkit.New(toolkit.WithInlineObserver(g), toolkit.WithInlineObserver(p))
+	defer tk.Close(ctx)
+	burstDone, resume := make(chan struct{}), make(chan struct{})
+	if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "chatty"}, func(ctx context.Context, _ struct{}) (string, error) {
+		em := stream.From(ctx)
+		for i := range burst {
+			em.Step("item", i, burst)
+		}
+		close(burstDone)
+		<-resume
+		return "done", nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := tk.Session("end")
+	run := sess.Start(ctx, []toolkit.Call{{ID: "1", Name: "chatty"}})
+	testutil.WaitFor(t, burstDone, "the burst")
+	started, closed := false, false
+	startPublisher := func() {
+		go p.run()
+		started = true
+	}
+	defer func() {
+		if !started {
+			startPublisher()
+		}
+		if !closed {
+			p.close(ctx)
+		}
+	}()
+	if late {
+		// The publisher catches up with the burst before the result: it
+		// took the drops with its queue and keeps them for the call.
+		startPublisher()
+		if err := p.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(resume)
+	testutil.WaitFor(t, g.result, "the result at the gate")
+	if !late {
+		startPublisher()
+	}
+	rs := run.Wait()
+	if rs[0].State != toolkit.StateSuccess || events.ContentText(rs[0].Content) != "done" {
+		t.Fatalf("result %s %q, want success \"done\"", rs[0].State, events.ContentText(rs[0].Content))
+	}
+	testutil.WaitFor(t, arrived, "the result on NATS")
+
+	// The toolkit's view: what the gate got.
+	g.mu.Lock()
+	atGate := g.evs
+	g.mu.Unlock()
+	var gateSeen uint64
+	for _, ev := range atGate {
+		if ev.Type == events.TypeProgress {
+			gateSeen++
+		}
+	}
+	gateRes := atGate[len(atGate)-1]
+	if gateSeen != accepted || gateRes.Type != events.TypeResult || gateRes.Result.Dropped != burst-accepted {
+		t.Fatalf("the gate saw %d progress events and a last %s event telling %v drops; want %d and a result telling the toolkit's %d",
+			gateSeen, gateRes.Type, gateRes.Result, accepted, burst-accepted)
+	}
+
+	// NATS's view.
+	mu.Lock()
+	onNATS := got
+	mu.Unlock()
+	var seqs []uint64
+	var seen, told uint64
+	for _, ev := range onNATS {
+		seqs = append(seqs, ev.Seq)
+		if ev.Type == events.TypeProgress {
+			seen++
+			told += ev.Progress.Dropped
+		}
+	}
+	if want := uint64(1 + limit + 1 + 1); !slices.Equal(seqs, seqsTo(want)) {
+		t.Fatalf("seqs on NATS %v, want 1..%d (start, %d progress, the delta, the result)", seqs, want, limit)
+	}
+	if seen != limit || told != 0 {
+		t.Fatalf("%d progress events on NATS telling %d drops, want %d telling none: the drops all came after them", seen, told, limit)
+	}
+	if result.Result.Dropped != burst-limit || seen+told+result.Result.Dropped != burst {
+		t.Fatalf("the result on NATS tells %d drops; want %d: the toolkit's %d and the publisher's %d, adding up to %d with the %d delivered",
+			result.Result.Dropped, burst-limit, burst-accepted, accepted-limit, burst, seen)
+	}
+	if events.ContentText(result.Result.Content) != "done" {
+		t.Fatalf("the result's content %q, want the deltas' \"done\"", events.ContentText(result.Result.Content))
+	}
+	if s := p.Stats(); s.DroppedProgress != burst-limit {
+		t.Fatalf("the publisher counted %d drops, want %d", s.DroppedProgress, burst-limit)
+	}
+	closed = true
+	if err := p.close(ctx); err != nil { // its goroutine is done: its state can be read
+		t.Fatal(err)
+	}
+	if len(p.calls) != 0 || len(p.drops) != 0 {
+		t.Fatalf("state kept after the result: %d calls, %d drop counts", len(p.calls), len(p.drops))
+	}
+}
+
+func seqsTo(n uint64) []uint64 {
+	s := make([]uint64, n)
+	for i := range s {
+		s[i] = uint64(i + 1)
+	}
+	return s
 }

@@ -25,7 +25,8 @@ import (
 // The queue is bounded for progress only: when more progress events than
 // the queue size wait, newer ones are dropped, and the next progress event
 // of that call published says how many (Progress.Dropped, added to the
-// drops the toolkit reports there). Start, delta, suspend, result and
+// drops the toolkit reports there), or its result when no progress follows
+// (Result.Dropped, likewise). Start, delta, suspend, result and
 // session-level events are never dropped while NATS is reachable.
 // Sequence numbers on the wire are gap-free per call from 1: the
 // publisher numbers a call's events itself (an event sent in pieces takes
@@ -72,7 +73,8 @@ type Publisher struct {
 	lateTold atomic.Bool // an event observed after close was logged
 
 	// drops counts, per call, progress events Observe dropped since the
-	// batch being published was taken; under mu.
+	// batch being published was taken; under mu. A call's result queued
+	// meanwhile takes its count (tellDrops).
 	drops map[callKey]uint64
 
 	// Owned by the publishing goroutine.
@@ -222,6 +224,8 @@ func (p *Publisher) Observe(ev *events.Event) {
 			return
 		}
 		p.progress.Store(n + 1)
+	} else if ev.Type == events.TypeResult && p.drops != nil {
+		ev = p.tellDrops(ev)
 	}
 	p.queue = append(p.queue, ev)
 	p.enqueued++
@@ -230,6 +234,26 @@ func (p *Publisher) Observe(ev *events.Event) {
 	case p.wake <- struct{}{}:
 	default:
 	}
+}
+
+// tellDrops returns a result event, or a copy of it that tells the progress
+// of its call dropped since the queue was last taken: they came after every
+// progress event of the call queued so far, and no progress of the call
+// follows its result. (Other observers share ev: it is not changed.) Drops
+// from before are the publishing goroutine's to add (wire.dropped). p.mu
+// must be held.
+func (p *Publisher) tellDrops(ev *events.Event) *events.Event {
+	key := callKey{ev.Session, ev.Call}
+	n, ok := p.drops[key]
+	if !ok || ev.Result == nil {
+		return ev
+	}
+	delete(p.drops, key)
+	cp := *ev
+	r := *ev.Result
+	r.Dropped += n
+	cp.Result = &r
+	return &cp
 }
 
 // AcceptProgress tells a toolkit, before it builds a progress event, whether
@@ -422,11 +446,21 @@ func (p *Publisher) publish(in *events.Event) {
 		defer delete(p.calls, key)
 	}
 	ev := *in
-	if ev.Type == events.TypeProgress && ev.Progress != nil && w.dropped > 0 {
-		pr := *ev.Progress
-		pr.Dropped += w.dropped
-		ev.Progress = &pr
-		w.dropped = 0
+	if w.dropped > 0 {
+		// Progress dropped here since the call's last published progress:
+		// told by the next progress event, or by the result if none came.
+		switch {
+		case ev.Type == events.TypeProgress && ev.Progress != nil:
+			pr := *ev.Progress
+			pr.Dropped += w.dropped
+			ev.Progress = &pr
+			w.dropped = 0
+		case ev.Type == events.TypeResult && ev.Result != nil:
+			r := *ev.Result
+			r.Dropped += w.dropped
+			ev.Result = &r
+			w.dropped = 0
+		}
 	}
 	subject := w.subject(ev.Type)
 	idRoom := 0
