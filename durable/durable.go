@@ -30,6 +30,7 @@ package durable
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -274,27 +275,66 @@ func (s *Store) decide(ctx context.Context, session, callID string, d Decision) 
 // settle records what a call suspended for reason waits for: set fills it
 // in, or reports false when it was given already. waitsFor and given word
 // the errors ("an answer", "answered").
+//
+// A call that runs may wait already while its record still says running:
+// the observer that records suspensions is asynchronous. settle then waits
+// for the record to change, up to SettleWait (or ctx), before refusing.
 func (s *Store) settle(ctx context.Context, session, callID, reason, waitsFor, given string, set func(*Record) bool) error {
-	var why error
-	err := s.update(ctx, key(session, callID), func(r *Record) bool {
-		if r.State != Suspended || r.Reason != reason {
-			why = fmt.Errorf("durable: call %q of session %q does not wait for %s (it is %s)", callID, session, waitsFor, r.State)
-			return false
+	k := key(session, callID)
+	var w jetstream.KeyWatcher
+	defer func() {
+		if w != nil {
+			_ = w.Stop()
 		}
-		if !set(r) {
-			why = fmt.Errorf("durable: call %q of session %q is %s already", callID, session, given)
-			return false
+	}()
+	wait := time.NewTimer(SettleWait)
+	defer wait.Stop()
+	for {
+		var why error
+		running := false
+		err := s.update(ctx, k, func(r *Record) bool {
+			running = r.State == Running
+			if r.State != Suspended || r.Reason != reason {
+				why = fmt.Errorf("durable: call %q of session %q does not wait for %s (it is %s)", callID, session, waitsFor, r.State)
+				return false
+			}
+			if !set(r) {
+				why = fmt.Errorf("durable: call %q of session %q is %s already", callID, session, given)
+				return false
+			}
+			return true
+		})
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("durable: no call %q in session %q", callID, session)
 		}
-		return true
-	})
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("durable: no call %q in session %q", callID, session)
+		if err != nil || !running {
+			return cmp.Or(err, why)
+		}
+		if w == nil {
+			// Watch, then look again: a change between the look and the
+			// watch is not missed.
+			if w, err = s.kv.Watch(ctx, k, jetstream.UpdatesOnly()); err != nil {
+				return why
+			}
+			continue
+		}
+		select {
+		case _, ok := <-w.Updates():
+			if !ok {
+				return why
+			}
+		case <-wait.C:
+			return why
+		case <-ctx.Done():
+			return why
+		}
 	}
-	if err != nil {
-		return err
-	}
-	return why
 }
+
+// SettleWait bounds how long Answer, Approve and Reject wait for a call
+// recorded as running to be recorded as waiting (the store's observer is
+// asynchronous and may fall behind) before they refuse.
+const SettleWait = 5 * time.Second
 
 // Observe implements toolkit.Observer: a suspend event marks the running
 // call suspended. Attach the store with toolkit.WithObserver (it writes to
@@ -302,6 +342,9 @@ func (s *Store) settle(ctx context.Context, session, callID, reason, waitsFor, g
 func (s *Store) Observe(ev *events.Event) {
 	if ev.Type != events.TypeSuspend || ev.Call == "" || ev.Suspend == nil {
 		return
+	}
+	if observeHook != nil {
+		observeHook(ev) // tests: an observer that falls behind
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -313,6 +356,10 @@ func (s *Store) Observe(ev *events.Event) {
 		return true
 	})
 }
+
+// observeHook, when set (export_test.go), runs before Observe records a
+// suspension.
+var observeHook func(*events.Event)
 
 func (st *Stored) outcome() toolkit.Outcome {
 	out := toolkit.Outcome{State: st.State, Content: st.Content}

@@ -297,13 +297,23 @@ func switchGroups(names []string, on, replace bool) func(*catalog, map[string]bo
 // change applies one update through the store and reports it with a
 // "groups" session event when anything changed.
 func (m *Manager) change(ctx context.Context, session, by, callID string, fn func(*catalog, map[string]bool) (map[string]bool, error)) (Change, error) {
+	ch, _, err := m.changeIn(ctx, session, by, callID, fn)
+	return ch, err
+}
+
+// changeIn is change, also returning the definitions the change was made
+// with. They are read inside the store update, each time it runs: read
+// before it, a group added meanwhile (and set by code) would be missing
+// from a replace ("every other group off") and fall back to its default.
+func (m *Manager) changeIn(ctx context.Context, session, by, callID string, fn func(*catalog, map[string]bool) (map[string]bool, error)) (Change, *catalog, error) {
 	sess, err := m.tk.Session(session)
 	if err != nil {
-		return Change{}, err
+		return Change{}, nil, err
 	}
 	var before, after map[string]bool
-	c := m.defs.Load()
+	var c *catalog
 	_, err = m.store.Update(ctx, session, func(state map[string]bool) (map[string]bool, error) {
+		c = m.defs.Load()
 		before = active(c, state) // computed again if the update is retried
 		next, err := fn(c, state)
 		if err != nil {
@@ -313,7 +323,7 @@ func (m *Manager) change(ctx context.Context, session, by, callID string, fn fun
 		return next, nil
 	})
 	if err != nil {
-		return Change{}, err
+		return Change{}, nil, err
 	}
 	ch := Change{Active: sortedKeys(after), By: by, Call: callID}
 	for _, g := range c.order {
@@ -326,10 +336,10 @@ func (m *Manager) change(ctx context.Context, session, by, callID string, fn fun
 	}
 	if ch.Changed() {
 		if err := sess.EmitContext(ctx, EventType, ch); err != nil {
-			return ch, err
+			return ch, c, err
 		}
 	}
-	return ch, nil
+	return ch, c, nil
 }
 
 // SessionClosed implements toolkit.SessionCloser: a closed session's state

@@ -95,7 +95,6 @@ func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) (_ []too
 	if err := json.Unmarshal(args, &set); err != nil {
 		return nil, fmt.Errorf("the arguments must be an object of group names to true or false: %v", err)
 	}
-	c := m.defs.Load()
 	var want []string
 	for _, k := range slices.Sorted(maps.Keys(set)) {
 		if set[k] {
@@ -104,7 +103,7 @@ func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) (_ []too
 	}
 
 	op.Set("toolstream.groups.requested", want)
-	ch, err := m.change(ctx, info.Session, "model", info.CallID, switchGroups(want, true, true))
+	ch, c, err := m.changeIn(ctx, info.Session, "model", info.CallID, switchGroups(want, true, true))
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,8 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*toolkit.Session
 	tools    map[string]bool // names listed now (Sync), true for those with an output schema
+	synced   uint64          // the ticket of the Sync that set tools
+	syncSeq  atomic.Uint64   // Sync's tickets
 	closed   bool
 	watchers sync.WaitGroup
 }
@@ -171,7 +173,13 @@ func (s *Server) MCP() *mcp.Server { return s.srv }
 // where the negotiated protocol allows it. Tools a session may not see
 // (groups, skills) are still listed: see docs/mcp.md.
 func (s *Server) Sync() error {
+	// Syncs may overlap: the one that read the definitions later wins,
+	// whatever the order they apply in (a ticket taken before reading).
+	ticket := s.syncSeq.Add(1)
 	defs := s.tk.Definitions()
+	if syncHook != nil {
+		syncHook() // tests: another Sync between reading and applying
+	}
 	tools := make([]*mcp.Tool, 0, len(defs))
 	for _, d := range defs {
 		t, err := mcpTool(d)
@@ -182,6 +190,10 @@ func (s *Server) Sync() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if ticket < s.synced {
+		return nil // a later Sync applied a newer reading already
+	}
+	s.synced = ticket
 	keep := make(map[string]bool, len(tools))
 	for _, t := range tools {
 		keep[t.Name] = t.OutputSchema != nil
@@ -199,6 +211,10 @@ func (s *Server) Sync() error {
 	s.tools = keep
 	return nil
 }
+
+// syncHook, when set (export_test.go), runs in Sync after it read the
+// toolkit's definitions.
+var syncHook func()
 
 // mcpTool maps a toolkit definition to an MCP tool: the schemas as they are
 // (the toolkit validates arguments itself), the hints as annotations.
