@@ -110,14 +110,20 @@ func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgum
 func (e *ArgumentError) Unwrap() error { return e.Err }
 
 // PanicError is the cause of a call whose handler panicked.
+// The panic may also come from code around the handler: In then says
+// which ("an interceptor", "the visibility").
 type PanicError struct {
 	Tool  string
 	Value any
 	Stack []byte
+	In    string // empty when the handler itself panicked
 }
 
 // Error names the tool and the panic value (the stack is in Stack).
 func (e *PanicError) Error() string {
+	if e.In != "" {
+		return fmt.Sprintf("%s of tool %q panicked: %v", e.In, e.Tool, e.Value)
+	}
 	return fmt.Sprintf("tool %q panicked: %v", e.Tool, e.Value)
 }
 

@@ -115,7 +115,7 @@ func (c *call) exec() bool {
 	}
 	c.exe = c.tool
 	if v := c.batch.vis; v != nil {
-		t, err := v.Resolve(c, c.batch.sess, c.tool)
+		t, err := c.visResolve(v, c.tool)
 		if err != nil {
 			c.finish(StateError, nil, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()})
 			return true
@@ -144,7 +144,39 @@ func (c *call) exec() bool {
 	argsJSON := args.bytes()
 	c.ic = &chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: c.exe, c: c}, argsJSON: argsJSON}
 	c.ic.inv.Call.Args = argsJSON
-	return c.finishOutcome(c.batch.tk.chainFor(c.tool)(c, &c.ic.inv))
+	return c.finishOutcome(c.runChain(c.batch.tk.chainFor(c.tool)))
+}
+
+// runChain runs the call's interceptor chain. An interceptor that panics
+// (the handler's own panics are caught in invoke) costs its call a
+// *PanicError result, not the process.
+func (c *call) runChain(h Handler) (out Outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			out = Failure(StateError, c.panicked("an interceptor", v))
+		}
+	}()
+	return h(c, &c.ic.inv)
+}
+
+// visResolve asks the visibility which tool the call runs as; a panic in it
+// refuses the call like an error would.
+func (c *call) visResolve(v Visibility, t *Tool) (rt *Tool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rt, err = nil, c.panicked("the visibility", p)
+		}
+	}()
+	return v.Resolve(c, c.batch.sess, t)
+}
+
+// panicked logs a panic that code around the handler (where) raised for the
+// call and returns the error the call fails with.
+func (c *call) panicked(where string, v any) error {
+	stack := debug.Stack()
+	c.batch.tk.log.Error().Str("tool", c.call.Name).Str("call", c.call.ID).Str("in", where).
+		Interface("panic", v).Bytes("stack", stack).Msg("toolstream: panic around a tool")
+	return &PanicError{Tool: c.call.Name, Value: v, Stack: stack, In: where}
 }
 
 // begin starts the call: the start event goes out. It reports false when

@@ -94,7 +94,7 @@ func (c *call) execUnknown() bool {
 	c.exe = ph
 	c.em.Init(c, c.observed())
 	c.ic = &chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: ph, c: c}, argsJSON: c.call.Args}
-	return c.finishOutcome(h(c, &c.ic.inv))
+	return c.finishOutcome(c.runChain(h))
 }
 
 // unknownCore is the centre of an unknown call's chain: the unknown-tool
@@ -109,7 +109,7 @@ func unknownCore(ctx context.Context, inv *Invocation) Outcome {
 		return Failure(StateError, c.unknownErr())
 	}
 	if v := c.batch.vis; v != nil {
-		rt, err := v.Resolve(ctx, c.batch.sess, t)
+		rt, err := c.visResolve(v, t)
 		if err != nil {
 			return Failure(StateError, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()})
 		}

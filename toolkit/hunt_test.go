@@ -1,0 +1,87 @@
+package toolkit_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// TestInterceptorPanicsBecomeErrorResults: an interceptor that panics,
+// before or after calling next, costs its call a result with ErrPanic, not
+// the process; the other calls of the batch are untouched.
+func TestInterceptorPanicsBecomeErrorResults(t *testing.T) {
+	for _, when := range []string{"before", "after"} {
+		t.Run(when, func(t *testing.T) {
+			rec := &testutil.Recorder{}
+			tk := testutil.Kit(t, toolkit.WithObserver(rec))
+			testutil.Add(t, tk, echoTool(t))
+			err := tk.Use(toolkit.Interceptor{Name: "bomb", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+				if inv.Call.ID != "c-boom" {
+					return next(ctx, inv)
+				}
+				if when == "before" {
+					panic("interceptor bug")
+				}
+				next(ctx, inv)
+				panic("interceptor bug")
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := testutil.Run(t, tk, "s", testutil.Call("c-ok", "echo", `{"s":"a"}`), testutil.Call("c-boom", "echo", `{"s":"b"}`))
+			if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "echo:a" {
+				t.Fatalf("other call: %s %q", rs[0].State, rs[0].Text())
+			}
+			var pe *toolkit.PanicError
+			if rs[1].State != toolkit.StateError || !errors.Is(rs[1].Err, toolkit.ErrPanic) || !errors.As(rs[1].Err, &pe) {
+				t.Fatalf("panicking interceptor: %s %v", rs[1].State, rs[1].Err)
+			}
+			if pe.In != "an interceptor" || !strings.Contains(rs[1].Text(), "interceptor bug") {
+				t.Fatalf("text %q", rs[1].Text())
+			}
+			testutil.CheckDeltasAddUp(t, rec, rs[1])
+		})
+	}
+}
+
+// panickyVisibility panics when asked about a call to the tool "echo".
+type panickyVisibility struct{}
+
+func (panickyVisibility) Tools(_ context.Context, _ *toolkit.Session, registered []*toolkit.Tool) ([]*toolkit.Tool, error) {
+	return registered, nil
+}
+
+func (panickyVisibility) Resolve(_ context.Context, _ *toolkit.Session, t *toolkit.Tool) (*toolkit.Tool, error) {
+	if t.Spec().Name == "echo" {
+		panic("visibility bug")
+	}
+	return t, nil
+}
+
+// TestVisibilityAndUnknownInterceptorPanics: a Visibility whose Resolve
+// panics refuses the call with ErrPanic, and so does an interceptor of
+// unknown calls that panics; neither takes the process down.
+func TestVisibilityAndUnknownInterceptorPanics(t *testing.T) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, echoTool(t))
+	tk.SetVisibility(panickyVisibility{})
+	err := tk.Use(toolkit.Interceptor{Name: "alias", Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		if inv.Unknown() && inv.Call.Name == "boom" {
+			panic("unknown interceptor bug")
+		}
+		return next(ctx, inv)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := testutil.Run(t, tk, "s", testutil.Call("c-1", "echo", `{}`), testutil.Call("c-2", "boom", `{}`))
+	for i, want := range []string{"visibility bug", "unknown interceptor bug"} {
+		if rs[i].State != toolkit.StateError || !errors.Is(rs[i].Err, toolkit.ErrPanic) || !strings.Contains(rs[i].Text(), want) {
+			t.Fatalf("call %d: %s %v %q", i, rs[i].State, rs[i].Err, rs[i].Text())
+		}
+	}
+}
