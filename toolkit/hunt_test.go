@@ -85,3 +85,24 @@ func TestVisibilityAndUnknownInterceptorPanics(t *testing.T) {
 		}
 	}
 }
+
+// TestNilContext: a nil context is a caller's mistake that gets a precise
+// error on every call (Run and Start alike), and Toolkit.Close(nil) closes
+// without a bound; never a panic.
+func TestNilContext(t *testing.T) {
+	tk := toolkit.New()
+	testutil.Add(t, tk, echoTool(t))
+	s := testutil.Session(t, tk, "s")
+	calls := []toolkit.Call{testutil.Call("c-1", "echo", `{}`), testutil.Call("c-2", "echo", `{}`)}
+	//lint:ignore SA1012 the nil context is the point of the test
+	for _, rs := range [][]toolkit.Result{s.Run(nil, calls), s.Start(nil, calls).Wait()} { //nolint:staticcheck
+		for _, r := range rs {
+			if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrInvalidCall) || !strings.Contains(r.Text(), "nil context") {
+				t.Fatalf("nil context: %s %v %q", r.State, r.Err, r.Text())
+			}
+		}
+	}
+	if err := tk.Close(nil); err != nil { //nolint:staticcheck
+		t.Fatalf("Close(nil): %v", err)
+	}
+}
