@@ -70,13 +70,15 @@ func (c *call) announceSuspension(reason string) {
 // suspend implements Invocation.Suspend.
 func (c *call) suspend(reason string) (context.Context, func() context.Context) {
 	st := c.stage
-	wait := st.callScope(c, 0) // no deadline: only the run's end stops a wait
+	wait := st.callScope(c, 0) // no deadline: only the run's end (or Session.Close) stops a wait
+	c.batch.sess.holdWait(wait)
 	c.mu.Lock()
 	c.cur = wait
 	c.announceSuspension(reason)
 	c.mu.Unlock()
 	c.makeWay()
 	return wait, func() context.Context {
+		c.batch.sess.dropWait(wait)
 		s := st.callScope(c, c.timeout)
 		c.mu.Lock()
 		c.cur = s

@@ -42,6 +42,9 @@ func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) 
 			msg: fmt.Sprintf("tool %q timed out after %v%s", name, after, suffix)}
 	}
 	why := c.batch.err()
+	if why == nil && s != nil {
+		why = s.why() // a wait Session.Close ended
+	}
 	if why == nil {
 		why = context.Cause(c) // the caller's context, seen through ours
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -104,5 +105,36 @@ func TestNilContext(t *testing.T) {
 	}
 	if err := tk.Close(nil); err != nil { //nolint:staticcheck
 		t.Fatalf("Close(nil): %v", err)
+	}
+}
+
+// TestSessionCloseEndsSuspendWaits: Session.Close interrupts every call
+// suspended in the session, those an interceptor suspended
+// (Invocation.Suspend) as well as external ones: their wait has no
+// deadline, so nothing else would end it.
+func TestSessionCloseEndsSuspendWaits(t *testing.T) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, echoTool(t))
+	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		wait, _ := inv.Suspend("approval")
+		<-wait.Done()
+		return inv.ContextFailure(wait)
+	}})
+	s := testutil.Session(t, tk, "s")
+	run := s.Start(context.Background(), []toolkit.Call{testutil.Call("1", "echo", `{}`)})
+	for r := range run.Results() {
+		if r.State == toolkit.StateSuspended {
+			s.Close()
+			break
+		}
+	}
+	select {
+	case <-run.Done():
+	case <-time.After(5 * time.Second):
+		run.Cancel()
+		t.Fatal("Session.Close left a suspended call waiting")
+	}
+	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) || !strings.Contains(r.Text(), "session") {
+		t.Fatalf("%s %v %q", r.State, r.Err, r.Text())
 	}
 }

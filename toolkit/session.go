@@ -27,6 +27,7 @@ type Session struct {
 
 	mu        sync.Mutex
 	suspended map[string]*call
+	waits     map[*scope]struct{} // the waits of calls an interceptor suspended (Invocation.Suspend)
 	closed    bool
 	emitMu    sync.Mutex
 	values    *sync.Map // interceptors' per-session state; made on first use
@@ -124,7 +125,8 @@ func (s *Session) Suspended() []Call {
 }
 
 // Close removes the session from the toolkit. Its suspended calls are
-// reported as interrupted; later batches in it fail with ErrClosed as the cause.
+// reported as interrupted (an interceptor's wait, Invocation.Suspend, ends
+// with ErrClosed as its cause); later batches in it fail with ErrClosed as the cause.
 func (s *Session) Close() {
 	s.tk.sessMu.Lock()
 	if s.tk.sessions[s.id] == s {
@@ -136,7 +138,12 @@ func (s *Session) Close() {
 	s.values = nil
 	pending := s.suspended
 	s.suspended = map[string]*call{}
+	waits := s.waits
+	s.waits = nil
 	s.mu.Unlock()
+	for w := range waits {
+		w.cancel(context.Canceled, s.closedErr())
+	}
 	for _, c := range pending {
 		c.side.ext <- extResult{state: StateInterrupted, err: &callError{kind: ErrInterrupted, cause: ErrClosed,
 			msg: fmt.Sprintf("tool %q was interrupted: the session was closed", c.call.Name)}}
@@ -229,6 +236,36 @@ func (s *Session) suspend(c *call) error {
 	}
 	s.suspended[c.call.ID] = c
 	return nil
+}
+
+// closedErr is why the waits of a closed session ended.
+func (s *Session) closedErr() error {
+	return fmt.Errorf("%w: session %q was closed", ErrClosed, s.id)
+}
+
+// holdWait keeps the wait of a call an interceptor suspended, so that Close
+// ends it: the wait has no deadline, nothing else would. The wait leaves the
+// session when it ends, whatever ends it, or when the call resumes.
+func (s *Session) holdWait(w *scope) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		w.cancel(context.Canceled, s.closedErr())
+		return
+	}
+	if s.waits == nil {
+		s.waits = make(map[*scope]struct{})
+	}
+	s.waits[w] = struct{}{}
+	s.mu.Unlock()
+	w.AfterFunc(func() { s.dropWait(w) })
+}
+
+// dropWait forgets a wait that ended or whose call resumed.
+func (s *Session) dropWait(w *scope) {
+	s.mu.Lock()
+	delete(s.waits, w)
+	s.mu.Unlock()
 }
 
 func (s *Session) unsuspend(c *call) {
