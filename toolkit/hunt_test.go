@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -136,5 +137,36 @@ func TestSessionCloseEndsSuspendWaits(t *testing.T) {
 	}
 	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) || !strings.Contains(r.Text(), "session") {
 		t.Fatalf("%s %v %q", r.State, r.Err, r.Text())
+	}
+}
+
+// TestSubmitAsWaitEnds: a Submit that takes the call just as its wait times
+// out wins: Submit returning nil means the call's result is what was
+// submitted, never a timeout with the submitted content lost.
+func TestSubmitAsWaitEnds(t *testing.T) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, externalTool(t, toolkit.Spec{Name: "ask", Timeout: 20 * time.Millisecond}))
+	s := testutil.Session(t, tk, "s")
+	run := s.Start(context.Background(), []toolkit.Call{testutil.Call("ext", "ask", `{"question":"?"}`)})
+	taken := make(chan struct{})
+	// Submit, having taken the call, waits until the wait ended: the batch
+	// is done (the result was lost) or the wait found the call taken.
+	toolkit.SetSubmitHooksForTest(func() {
+		select {
+		case <-run.Done():
+		case <-taken:
+		}
+	}, func() { close(taken) })
+	defer toolkit.SetSubmitHooksForTest(nil, nil)
+	for r := range run.Results() {
+		if r.State == toolkit.StateSuspended {
+			if err := s.Submit("ext", []toolkit.Part{events.Text("answer")}, nil); err != nil {
+				t.Fatalf("Submit: %v", err)
+			}
+			break
+		}
+	}
+	if r := run.Wait()[0]; r.State != toolkit.StateSuccess || r.Text() != "answer" {
+		t.Fatalf("Submit returned nil, but the call ended %s %q", r.State, r.Text())
 	}
 }

@@ -96,6 +96,9 @@ func (s *Session) Submit(callID string, content []Part, err error) error {
 	if !ok {
 		return fmt.Errorf("%w: %q in session %q", ErrUnknownCall, callID, s.id)
 	}
+	if submitTaken != nil {
+		submitTaken()
+	}
 	state := StateSuccess
 	if err != nil {
 		state = StateError
@@ -268,10 +271,19 @@ func (s *Session) dropWait(w *scope) {
 	s.mu.Unlock()
 }
 
-func (s *Session) unsuspend(c *call) {
+// unsuspend takes a call whose wait ended off the session. It reports false
+// when Submit or Close took it first: their result is on its way.
+func (s *Session) unsuspend(c *call) bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.suspended[c.call.ID] == c {
 		delete(s.suspended, c.call.ID)
+		return true
 	}
-	s.mu.Unlock()
+	return false
 }
+
+// Test hooks, nil in production: submitTaken runs in Submit between taking
+// the call and handing it the result; extTaken when an external wait that
+// ended finds that Submit or Close took its call.
+var submitTaken, extTaken func()
