@@ -170,3 +170,66 @@ func TestSubmitAsWaitEnds(t *testing.T) {
 		t.Fatalf("Submit returned nil, but the call ended %s %q", r.State, r.Text())
 	}
 }
+
+// TestResumeAfterCancelGetsGrace: an interceptor that resumes its call after
+// the batch was cancelled, into a handler that ignores its context, gets the
+// call its final result at once (the handler is not started: the resumed
+// context is already over).
+func TestResumeAfterCancelGetsGrace(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond))
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "stubborn"}, func(ctx context.Context, _ none) (string, error) {
+		<-release // ignores ctx
+		return "late", nil
+	}))
+	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		wait, resume := inv.Suspend("approval")
+		<-wait.Done()              // the batch was cancelled
+		return next(resume(), inv) // goes on regardless
+	}})
+	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "stubborn", `{}`)})
+	for r := range run.Results() {
+		if r.State == toolkit.StateSuspended {
+			run.Cancel()
+			break
+		}
+	}
+	select {
+	case <-run.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("no result 5 s after the cancellation (grace 20 ms)")
+	}
+	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("%s %v", r.State, r.Err)
+	}
+}
+
+// TestCancelAfterDeadlineKeepsGraceEnd: a batch cancelled after a call's
+// deadline passed, while its handler (which ignores its context) is in its
+// grace period, does not push the end of the grace period later: the call
+// is reported at its deadline plus the grace at the latest.
+func TestCancelAfterDeadlineKeepsGraceEnd(t *testing.T) {
+	const timeout, grace = 20 * time.Millisecond, 400 * time.Millisecond
+	release, late := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	tk := testutil.Kit(t, toolkit.WithCancelGrace(grace))
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "stubborn", Timeout: timeout}, func(ctx context.Context, _ none) (string, error) {
+		<-ctx.Done()
+		close(late)
+		<-release // ignores the end of its context
+		return "late", nil
+	}))
+	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "stubborn", `{}`)})
+	<-late
+	time.Sleep(grace * 5 / 8) // well inside the grace period (not a race window: a point in time)
+	run.Cancel()
+	r := run.Wait()[0]
+	if r.State != toolkit.StateTimeout {
+		t.Fatalf("%s %v", r.State, r.Err)
+	}
+	// Cancelling postponed the end to cancel+grace >= timeout+grace*13/8.
+	if limit := timeout + grace + grace/2; r.Duration > limit {
+		t.Fatalf("reported after %v, want by %v (deadline %v + grace %v)", r.Duration, limit, timeout, grace)
+	}
+}

@@ -254,9 +254,22 @@ func (st *stage) interrupt(err, cause error) {
 	st.mu.Unlock()
 	for _, s := range scopes {
 		s.cancel(err, cause)
-		st.batch.tk.clock.schedule(s, grace, phaseGrace)
+		end := grace
+		if !s.deadline.IsZero() {
+			// A scope whose deadline passed is in its grace already: a
+			// cancellation must not move the end of it later.
+			end = earliest(end, s.deadline.Add(st.batch.tk.opts.cancelGrace))
+		}
+		st.batch.tk.clock.schedule(s, end, phaseGrace)
 	}
 	st.finishWaiting(nil, func(c *call) (State, error) { return StateInterrupted, st.batch.notStarted(c) })
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // abandon reports the calls still running on scope s once their grace period
