@@ -418,7 +418,7 @@ func (b *Batch) end() {
 func (b *Batch) notStarted(c *call) error {
 	cause := b.err()
 	return &callError{kind: ErrInterrupted, cause: cause,
-		msg: fmt.Sprintf("tool %q was not run: the run was cancelled before the call started (%v)", c.call.Name, cause)}
+		msg: fmt.Sprintf("tool %q was not run: the run was cancelled before the call started (%v)", shownName(c.call.Name), cause)}
 }
 
 func newCallID() string { return "call_" + randomHex(8) }

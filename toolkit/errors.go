@@ -51,7 +51,7 @@ type UnknownToolError struct {
 // Error names the tool, the closest names and the available tools.
 func (e *UnknownToolError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "unknown tool %q", e.Name)
+	fmt.Fprintf(&b, "unknown tool %q", shownName(e.Name))
 	if len(e.Suggestions) > 0 {
 		b.WriteString("; did you mean ")
 		for i, s := range e.Suggestions {
@@ -122,9 +122,9 @@ type PanicError struct {
 // Error names the tool and the panic value (the stack is in Stack).
 func (e *PanicError) Error() string {
 	if e.In != "" {
-		return fmt.Sprintf("%s of tool %q panicked: %v", e.In, e.Tool, e.Value)
+		return fmt.Sprintf("%s of tool %q panicked: %v", e.In, shownName(e.Tool), e.Value)
 	}
-	return fmt.Sprintf("tool %q panicked: %v", e.Tool, e.Value)
+	return fmt.Sprintf("tool %q panicked: %v", shownName(e.Tool), e.Value)
 }
 
 // Is makes errors.Is(err, ErrPanic) true.

@@ -189,7 +189,7 @@ func (c *call) begin() bool {
 		c.mu.Unlock()
 		if c.currentScope().timedOut() {
 			c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
-				msg: fmt.Sprintf("tool %q timed out after %v before it could start", c.call.Name, c.timeout)})
+				msg: fmt.Sprintf("tool %q timed out after %v before it could start", shownName(c.call.Name), c.timeout)})
 		} else {
 			c.finish(StateInterrupted, nil, c.batch.notStarted(c))
 		}

@@ -15,7 +15,7 @@ var errCallDeadline = errors.New("call deadline exceeded")
 // (timeout) or the batch's cancellation (interrupted). handlerErr is what the
 // handler returned, if it did.
 func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) {
-	name := c.call.Name
+	name := shownName(c.call.Name)
 	suffix := ""
 	if handlerErr != nil {
 		suffix = ": " + handlerErr.Error()

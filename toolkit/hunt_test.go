@@ -233,3 +233,28 @@ func TestCancelAfterDeadlineKeepsGraceEnd(t *testing.T) {
 		t.Fatalf("reported after %v, want by %v (deadline %v + grace %v)", r.Duration, limit, timeout, grace)
 	}
 }
+
+// TestHugeUnknownNameStaysShort: a model that calls a tool by a name of a
+// megabyte reads back an error of a few hundred bytes (the name cut short),
+// whether the call fails as unknown or is interrupted before it starts;
+// UnknownToolError.Name keeps the whole name for code.
+func TestHugeUnknownNameStaysShort(t *testing.T) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, echoTool(t))
+	huge := strings.Repeat("n", 1<<20)
+	s := testutil.Session(t, tk, "s")
+	r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", huge, `{}`)})[0]
+	var ue *toolkit.UnknownToolError
+	if !errors.As(r.Err, &ue) || ue.Name != huge {
+		t.Fatalf("%s %v", r.State, r.Err)
+	}
+	if n := len(r.Text()); n > 1024 {
+		t.Fatalf("unknown tool: the model reads %d bytes", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r = s.Run(ctx, []toolkit.Call{testutil.Call("1", huge, `{}`)})[0]
+	if r.State != toolkit.StateInterrupted || len(r.Text()) > 1024 {
+		t.Fatalf("interrupted: %s, the model reads %d bytes", r.State, len(r.Text()))
+	}
+}

@@ -157,7 +157,7 @@ func (st *stage) expire(s *scope) {
 			why = fmt.Sprintf("waiting for a free slot (at most %d calls run in parallel)", st.batch.tk.opts.maxParallel)
 		}
 		return StateTimeout, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
-			msg: fmt.Sprintf("tool %q timed out after %v %s", c.call.Name, c.timeout, why)}
+			msg: fmt.Sprintf("tool %q timed out after %v %s", shownName(c.call.Name), c.timeout, why)}
 	})
 }
 
