@@ -83,6 +83,13 @@ type notice struct {
 // [Batch.Results] never wait for such a handler.
 func (s *Session) Start(ctx context.Context, calls []Call) *Batch {
 	b := s.newBatch(ctx, calls)
+	if !b.counted {
+		// The toolkit is closed (or closing: its pool may be waiting for
+		// its workers): the calls are only reported interrupted, on a
+		// goroutine of their own.
+		go b.drive()
+		return b
+	}
 	s.tk.pool.submit(task{kind: driveBatch, batch: b})
 	return b
 }

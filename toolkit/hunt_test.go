@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -256,5 +257,37 @@ func TestHugeUnknownNameStaysShort(t *testing.T) {
 	r = s.Run(ctx, []toolkit.Call{testutil.Call("1", huge, `{}`)})[0]
 	if r.State != toolkit.StateInterrupted || len(r.Text()) > 1024 {
 		t.Fatalf("interrupted: %s, the model reads %d bytes", r.State, len(r.Text()))
+	}
+}
+
+// TestStartDuringClose: batches started while the toolkit (or its parent)
+// closes, and after, end with every call final, and do not start pool
+// goroutines behind Close's back (under -race, the pool's WaitGroup was
+// added to while Close waited on it).
+func TestStartDuringClose(t *testing.T) {
+	for range 100 {
+		tk := toolkit.New()
+		testutil.Add(t, tk, echoTool(t))
+		s := testutil.Session(t, tk, "s")
+		ks := testutil.Session(t, tk.Derive(), "k")
+		var wg sync.WaitGroup
+		var bs [4]*toolkit.Batch
+		two := []toolkit.Call{testutil.Call("1", "echo", `{}`), testutil.Call("2", "echo", `{}`)}
+		wg.Add(3)
+		go func() { defer wg.Done(); bs[0] = s.Start(context.Background(), two) }()
+		go func() { defer wg.Done(); bs[1] = ks.Start(context.Background(), two) }()
+		go func() { defer wg.Done(); tk.Close(context.Background()) }()
+		wg.Wait()
+		bs[2], bs[3] = s.Start(context.Background(), two), ks.Start(context.Background(), two)
+		for i, b := range bs {
+			for _, r := range b.Wait() {
+				if r.State != toolkit.StateSuccess && !(r.State == toolkit.StateInterrupted && errors.Is(r.Err, toolkit.ErrClosed)) {
+					t.Fatalf("batch %d: %s %v", i, r.State, r.Err)
+				}
+			}
+		}
+		if i := 2; bs[i].Wait()[0].State != toolkit.StateInterrupted {
+			t.Fatalf("a batch started after Close ran")
+		}
 	}
 }

@@ -101,6 +101,9 @@ func (b *Batch) beginStage() *stage {
 	// Published only now, complete: Cancel and Close read it. A cancellation
 	// that comes before is seen by the runners before each call.
 	b.current.Store(st)
+	if !b.counted {
+		return st // the toolkit is closed: the driver alone reports the calls interrupted
+	}
 	for range min(len(st.calls), b.tk.opts.maxParallel) - 1 {
 		b.tk.pool.submit(task{kind: runStage, stage: st})
 	}
