@@ -107,8 +107,7 @@ func (c *call) exec() bool {
 			c.em.Init(c, c.observed())
 			return c.finishOutcome(d.out)
 		}
-		c.finish(StateError, nil, c.preErr)
-		return true
+		return c.finish(StateError, nil, c.preErr)
 	}
 	if c.tool == nil {
 		return c.execUnknown()
@@ -117,13 +116,11 @@ func (c *call) exec() bool {
 	if v := c.batch.vis; v != nil {
 		t, err := c.visResolve(v, c.tool)
 		if err != nil {
-			c.finish(StateError, nil, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()})
-			return true
+			return c.finish(StateError, nil, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()})
 		}
 		if t != nil && t != c.tool {
 			if t.spec.Name != c.tool.spec.Name {
-				c.finish(StateError, nil, fmt.Errorf("toolkit: the visibility resolved tool %q to a tool named %q", c.tool.spec.Name, t.spec.Name))
-				return true
+				return c.finish(StateError, nil, fmt.Errorf("toolkit: the visibility resolved tool %q to a tool named %q", c.tool.spec.Name, t.spec.Name))
 			}
 			c.exe = t
 		}
@@ -132,8 +129,7 @@ func (c *call) exec() bool {
 	// are prepared (unwrapped, presets, nulls, defaults, validated) first.
 	args, err := c.exe.prepare(c.call.Args)
 	if err != nil {
-		c.finish(StateError, nil, err)
-		return true
+		return c.finish(StateError, nil, err)
 	}
 	c.args = args
 	c.em.Init(c, c.observed())

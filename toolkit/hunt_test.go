@@ -291,3 +291,53 @@ func TestStartDuringClose(t *testing.T) {
 		}
 	}
 }
+
+// stuckVisibility blocks Resolve for call "1" until release is closed,
+// ignoring the call's context, then refuses the call.
+type stuckVisibility struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (v stuckVisibility) Tools(_ context.Context, _ *toolkit.Session, registered []*toolkit.Tool) ([]*toolkit.Tool, error) {
+	return registered, nil
+}
+
+func (v stuckVisibility) Resolve(ctx context.Context, _ *toolkit.Session, t *toolkit.Tool) (*toolkit.Tool, error) {
+	if info, _ := toolkit.CallInfoFrom(ctx); info.CallID == "1" {
+		close(v.entered)
+		<-v.release
+		return nil, errors.New("refused, too late")
+	}
+	return t, nil
+}
+
+// TestStuckVisibilityOnDriver: a Visibility.Resolve that outlives the call's
+// deadline and grace on the batch's driver is abandoned like a handler: a
+// pool worker drives on, and when Resolve finally returns (with an error),
+// the old driver leaves the batch alone instead of driving it a second
+// time (which ended the batch twice: a panic).
+func TestStuckVisibilityOnDriver(t *testing.T) {
+	tk := toolkit.New(toolkit.WithCancelGrace(10 * time.Millisecond))
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "slow", Timeout: 20 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+		return "ran", nil
+	}))
+	v := stuckVisibility{entered: make(chan struct{}), release: make(chan struct{})}
+	tk.SetVisibility(v)
+	s := testutil.Session(t, tk, "s")
+	b := s.Start(context.Background(), []toolkit.Call{testutil.Call("1", "slow", `{}`), testutil.Call("2", "slow", `{}`)})
+	<-v.entered
+	rs := b.Wait()
+	if rs[0].State != toolkit.StateTimeout || rs[1].State != toolkit.StateSuccess {
+		t.Fatalf("results %s %s", rs[0].State, rs[1].State)
+	}
+	close(v.release) // the stuck driver comes back
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tk.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rs := b.Wait(); rs[0].State != toolkit.StateTimeout || rs[1].State != toolkit.StateSuccess {
+		t.Fatalf("results changed: %s %s", rs[0].State, rs[1].State)
+	}
+}

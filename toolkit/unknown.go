@@ -88,8 +88,7 @@ func (c *call) execUnknown() bool {
 		h, wrapped = func(ctx context.Context, inv *Invocation) Outcome { return ic(ctx, inv, next) }, true
 	}
 	if !wrapped {
-		c.finish(StateError, nil, c.unknownErr())
-		return true
+		return c.finish(StateError, nil, c.unknownErr())
 	}
 	c.exe = ph
 	c.em.Init(c, c.observed())
