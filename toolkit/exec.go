@@ -138,9 +138,19 @@ func (c *call) exec() bool {
 		return c.finishOutcome(c.core(c, nil)) // no interceptors: no chain to build
 	}
 	argsJSON := args.bytes()
-	c.ic = &chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: c.exe, c: c}, argsJSON: argsJSON}
-	c.ic.inv.Call.Args = argsJSON
+	ic := &chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: c.exe, c: c}, argsJSON: argsJSON}
+	ic.inv.Call.Args = argsJSON
+	c.setChained(ic)
 	return c.finishOutcome(c.runChain(c.batch.tk.chainFor(c.tool)))
+}
+
+// setChained publishes the call's interceptor state under c.mu: the clock
+// may abandon the call (and read it, in finish) while an interceptor that
+// ignores its context holds the goroutine that set it.
+func (c *call) setChained(ic *chained) {
+	c.mu.Lock()
+	c.ic = ic
+	c.mu.Unlock()
 }
 
 // runChain runs the call's interceptor chain. An interceptor that panics

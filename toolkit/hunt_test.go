@@ -341,3 +341,29 @@ func TestStuckVisibilityOnDriver(t *testing.T) {
 		t.Fatalf("results changed: %s %s", rs[0].State, rs[1].State)
 	}
 }
+
+// TestAbandonedInInterceptor: an interceptor that ignores its context and
+// holds the call past its deadline and grace gets the call abandoned like a
+// stuck handler: a timeout on time, and (under -race) no data race between
+// the set-up of the call's chain and the abandonment that reads it.
+func TestAbandonedInInterceptor(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	tk := testutil.Kit(t, toolkit.WithCancelGrace(10*time.Millisecond))
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "t", Timeout: 10 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+		return "ran", nil
+	}))
+	tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		<-release // ignores ctx, never touches the call
+		return next(ctx, inv)
+	}})
+	b := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "t", `{}`)})
+	select {
+	case <-b.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("no result 5 s after a 10 ms deadline")
+	}
+	if r := b.Wait()[0]; r.State != toolkit.StateTimeout {
+		t.Fatalf("%s %v", r.State, r.Err)
+	}
+}

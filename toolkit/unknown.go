@@ -92,7 +92,7 @@ func (c *call) execUnknown() bool {
 	}
 	c.exe = ph
 	c.em.Init(c, c.observed())
-	c.ic = &chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: ph, c: c}, argsJSON: c.call.Args}
+	c.setChained(&chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: ph, c: c}, argsJSON: c.call.Args})
 	return c.finishOutcome(c.runChain(h))
 }
 
