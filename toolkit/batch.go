@@ -76,13 +76,20 @@ type notice struct {
 // Start begins running a batch of calls on the toolkit's goroutines and
 // returns at once. Cancelling ctx interrupts the running calls; calls that
 // have not started are reported as interrupted without running. Values in
-// ctx reach every handler.
+// ctx reach every handler. A nil ctx fails every call with ErrInvalidCall.
 //
 // Results are final no later than each call's deadline plus the cancel grace
 // period, even if a handler ignores its context; [Batch.Wait] and
 // [Batch.Results] never wait for such a handler.
 func (s *Session) Start(ctx context.Context, calls []Call) *Batch {
 	b := s.newBatch(ctx, calls)
+	if !b.counted {
+		// The toolkit is closed (or closing: its pool may be waiting for
+		// its workers): the calls are only reported interrupted, on a
+		// goroutine of their own.
+		go b.drive()
+		return b
+	}
 	s.tk.pool.submit(task{kind: driveBatch, batch: b})
 	return b
 }
@@ -107,6 +114,11 @@ func (s *Session) Run(ctx context.Context, calls []Call) []Result {
 // newBatch prepares a batch: ids checked, tools looked up, nothing started.
 func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 	tk := s.tk
+	var ctxErr error
+	if ctx == nil {
+		// A caller's mistake: every call says so, nothing panics.
+		ctx, ctxErr = context.Background(), errNilContext
+	}
 	b := &Batch{tk: tk, sess: s, seq: tk.batchSeq.Add(1), parent: ctx, obs: tk.observerSet(), vis: tk.visibility(), hooks: tk.hooks.Load(), tracer: tk.opts.tracer}
 	b.changed.L = &b.mu
 	if len(calls) == 1 {
@@ -130,6 +142,9 @@ func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 	s.mu.Unlock()
 
 	agent, agentErr := batchAgent(ctx)
+	if ctxErr != nil {
+		agentErr = ctxErr
+	}
 	b.agent = agent
 	var ids *idSet
 	if len(calls) > idScan {
@@ -161,6 +176,9 @@ func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 	b.startBatchTrace(calls)
 	return b
 }
+
+// errNilContext fails every call of a batch started with a nil context.
+var errNilContext = &callError{kind: ErrInvalidCall, msg: "toolkit: the batch was given a nil context; pass context.Background() or the request's context"}
 
 // idScan is the largest batch whose ids are checked by a scan.
 const idScan = 16
@@ -407,7 +425,7 @@ func (b *Batch) end() {
 func (b *Batch) notStarted(c *call) error {
 	cause := b.err()
 	return &callError{kind: ErrInterrupted, cause: cause,
-		msg: fmt.Sprintf("tool %q was not run: the run was cancelled before the call started (%v)", c.call.Name, cause)}
+		msg: fmt.Sprintf("tool %q was not run: the run was cancelled before the call started (%v)", shownName(c.call.Name), cause)}
 }
 
 func newCallID() string { return "call_" + randomHex(8) }

@@ -51,7 +51,7 @@ type UnknownToolError struct {
 // Error names the tool, the closest names and the available tools.
 func (e *UnknownToolError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "unknown tool %q", e.Name)
+	fmt.Fprintf(&b, "unknown tool %q", shownName(e.Name))
 	if len(e.Suggestions) > 0 {
 		b.WriteString("; did you mean ")
 		for i, s := range e.Suggestions {
@@ -110,15 +110,21 @@ func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgum
 func (e *ArgumentError) Unwrap() error { return e.Err }
 
 // PanicError is the cause of a call whose handler panicked.
+// The panic may also come from code around the handler: In then says
+// which ("an interceptor", "the visibility").
 type PanicError struct {
 	Tool  string
 	Value any
 	Stack []byte
+	In    string // empty when the handler itself panicked
 }
 
 // Error names the tool and the panic value (the stack is in Stack).
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("tool %q panicked: %v", e.Tool, e.Value)
+	if e.In != "" {
+		return fmt.Sprintf("%s of tool %q panicked: %v", e.In, shownName(e.Tool), e.Value)
+	}
+	return fmt.Sprintf("tool %q panicked: %v", shownName(e.Tool), e.Value)
 }
 
 // Is makes errors.Is(err, ErrPanic) true.

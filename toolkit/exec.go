@@ -107,23 +107,20 @@ func (c *call) exec() bool {
 			c.em.Init(c, c.observed())
 			return c.finishOutcome(d.out)
 		}
-		c.finish(StateError, nil, c.preErr)
-		return true
+		return c.finish(StateError, nil, c.preErr)
 	}
 	if c.tool == nil {
 		return c.execUnknown()
 	}
 	c.exe = c.tool
 	if v := c.batch.vis; v != nil {
-		t, err := v.Resolve(c, c.batch.sess, c.tool)
+		t, err := c.visResolve(v, c.tool)
 		if err != nil {
-			c.finish(StateError, nil, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()})
-			return true
+			return c.finish(StateError, nil, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()})
 		}
 		if t != nil && t != c.tool {
 			if t.spec.Name != c.tool.spec.Name {
-				c.finish(StateError, nil, fmt.Errorf("toolkit: the visibility resolved tool %q to a tool named %q", c.tool.spec.Name, t.spec.Name))
-				return true
+				return c.finish(StateError, nil, fmt.Errorf("toolkit: the visibility resolved tool %q to a tool named %q", c.tool.spec.Name, t.spec.Name))
 			}
 			c.exe = t
 		}
@@ -132,8 +129,7 @@ func (c *call) exec() bool {
 	// are prepared (unwrapped, presets, nulls, defaults, validated) first.
 	args, err := c.exe.prepare(c.call.Args)
 	if err != nil {
-		c.finish(StateError, nil, err)
-		return true
+		return c.finish(StateError, nil, err)
 	}
 	c.args = args
 	c.em.Init(c, c.observed())
@@ -142,9 +138,51 @@ func (c *call) exec() bool {
 		return c.finishOutcome(c.core(c, nil)) // no interceptors: no chain to build
 	}
 	argsJSON := args.bytes()
-	c.ic = &chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: c.exe, c: c}, argsJSON: argsJSON}
-	c.ic.inv.Call.Args = argsJSON
-	return c.finishOutcome(c.batch.tk.chainFor(c.tool)(c, &c.ic.inv))
+	ic := &chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: c.exe, c: c}, argsJSON: argsJSON}
+	ic.inv.Call.Args = argsJSON
+	c.setChained(ic)
+	return c.finishOutcome(c.runChain(c.batch.tk.chainFor(c.tool)))
+}
+
+// setChained publishes the call's interceptor state under c.mu: the clock
+// may abandon the call (and read it, in finish) while an interceptor that
+// ignores its context holds the goroutine that set it.
+func (c *call) setChained(ic *chained) {
+	c.mu.Lock()
+	c.ic = ic
+	c.mu.Unlock()
+}
+
+// runChain runs the call's interceptor chain. An interceptor that panics
+// (the handler's own panics are caught in invoke) costs its call a
+// *PanicError result, not the process.
+func (c *call) runChain(h Handler) (out Outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			out = Failure(StateError, c.panicked("an interceptor", v))
+		}
+	}()
+	return h(c, &c.ic.inv)
+}
+
+// visResolve asks the visibility which tool the call runs as; a panic in it
+// refuses the call like an error would.
+func (c *call) visResolve(v Visibility, t *Tool) (rt *Tool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rt, err = nil, c.panicked("the visibility", p)
+		}
+	}()
+	return v.Resolve(c, c.batch.sess, t)
+}
+
+// panicked logs a panic that code around the handler (where) raised for the
+// call and returns the error the call fails with.
+func (c *call) panicked(where string, v any) error {
+	stack := debug.Stack()
+	c.batch.tk.log.Error().Str("tool", c.call.Name).Str("call", c.call.ID).Str("in", where).
+		Interface("panic", v).Bytes("stack", stack).Msg("toolstream: panic around a tool")
+	return &PanicError{Tool: c.call.Name, Value: v, Stack: stack, In: where}
 }
 
 // begin starts the call: the start event goes out. It reports false when
@@ -157,7 +195,7 @@ func (c *call) begin() bool {
 		c.mu.Unlock()
 		if c.currentScope().timedOut() {
 			c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
-				msg: fmt.Sprintf("tool %q timed out after %v before it could start", c.call.Name, c.timeout)})
+				msg: fmt.Sprintf("tool %q timed out after %v before it could start", shownName(c.call.Name), c.timeout)})
 		} else {
 			c.finish(StateInterrupted, nil, c.batch.notStarted(c))
 		}

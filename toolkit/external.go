@@ -40,11 +40,16 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	case r := <-ext:
 		return c.outcome(attempt, r.state, Part{}, r.parts, r.err)
 	case <-ctx.Done():
-		c.batch.sess.unsuspend(c)
-		select {
-		case r := <-ext: // submitted just in time
+		if !c.batch.sess.unsuspend(c) {
+			// Submit (or Session.Close) took the call just in time and is
+			// handing it its result: it wins, so that Submit never reports
+			// success for a result nobody gets, and no result stays in the
+			// channel for a later attempt.
+			if extTaken != nil {
+				extTaken()
+			}
+			r := <-ext
 			return c.outcome(attempt, r.state, Part{}, r.parts, r.err)
-		default:
 		}
 		state, err := c.ctxFailure(ctx, nil)
 		return c.outcome(attempt, state, Part{}, nil, err)
@@ -70,13 +75,15 @@ func (c *call) announceSuspension(reason string) {
 // suspend implements Invocation.Suspend.
 func (c *call) suspend(reason string) (context.Context, func() context.Context) {
 	st := c.stage
-	wait := st.callScope(c, 0) // no deadline: only the run's end stops a wait
+	wait := st.callScope(c, 0) // no deadline: only the run's end (or Session.Close) stops a wait
+	c.batch.sess.holdWait(wait)
 	c.mu.Lock()
 	c.cur = wait
 	c.announceSuspension(reason)
 	c.mu.Unlock()
 	c.makeWay()
 	return wait, func() context.Context {
+		c.batch.sess.dropWait(wait)
 		s := st.callScope(c, c.timeout)
 		c.mu.Lock()
 		c.cur = s

@@ -15,7 +15,7 @@ var errCallDeadline = errors.New("call deadline exceeded")
 // (timeout) or the batch's cancellation (interrupted). handlerErr is what the
 // handler returned, if it did.
 func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) {
-	name := c.call.Name
+	name := shownName(c.call.Name)
 	suffix := ""
 	if handlerErr != nil {
 		suffix = ": " + handlerErr.Error()
@@ -42,6 +42,9 @@ func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) 
 			msg: fmt.Sprintf("tool %q timed out after %v%s", name, after, suffix)}
 	}
 	why := c.batch.err()
+	if why == nil && s != nil {
+		why = s.why() // a wait Session.Close ended
+	}
 	if why == nil {
 		why = context.Cause(c) // the caller's context, seen through ours
 	}

@@ -174,3 +174,14 @@ func (s *scope) timedOut() bool {
 	defer s.mu.Unlock()
 	return s.cause == errCallDeadline
 }
+
+// why returns the cause the scope was ended with, other than its deadline,
+// or nil.
+func (s *scope) why() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cause == errCallDeadline {
+		return nil
+	}
+	return s.cause
+}

@@ -27,6 +27,7 @@ type Session struct {
 
 	mu        sync.Mutex
 	suspended map[string]*call
+	waits     map[*scope]struct{} // the waits of calls an interceptor suspended (Invocation.Suspend)
 	closed    bool
 	emitMu    sync.Mutex
 	values    *sync.Map // interceptors' per-session state; made on first use
@@ -95,6 +96,9 @@ func (s *Session) Submit(callID string, content []Part, err error) error {
 	if !ok {
 		return fmt.Errorf("%w: %q in session %q", ErrUnknownCall, callID, s.id)
 	}
+	if submitTaken != nil {
+		submitTaken()
+	}
 	state := StateSuccess
 	if err != nil {
 		state = StateError
@@ -124,7 +128,8 @@ func (s *Session) Suspended() []Call {
 }
 
 // Close removes the session from the toolkit. Its suspended calls are
-// reported as interrupted; later batches in it fail with ErrClosed as the cause.
+// reported as interrupted (an interceptor's wait, Invocation.Suspend, ends
+// with ErrClosed as its cause); later batches in it fail with ErrClosed as the cause.
 func (s *Session) Close() {
 	s.tk.sessMu.Lock()
 	if s.tk.sessions[s.id] == s {
@@ -136,7 +141,12 @@ func (s *Session) Close() {
 	s.values = nil
 	pending := s.suspended
 	s.suspended = map[string]*call{}
+	waits := s.waits
+	s.waits = nil
 	s.mu.Unlock()
+	for w := range waits {
+		w.cancel(context.Canceled, s.closedErr())
+	}
 	for _, c := range pending {
 		c.side.ext <- extResult{state: StateInterrupted, err: &callError{kind: ErrInterrupted, cause: ErrClosed,
 			msg: fmt.Sprintf("tool %q was interrupted: the session was closed", c.call.Name)}}
@@ -231,10 +241,49 @@ func (s *Session) suspend(c *call) error {
 	return nil
 }
 
-func (s *Session) unsuspend(c *call) {
+// closedErr is why the waits of a closed session ended.
+func (s *Session) closedErr() error {
+	return fmt.Errorf("%w: session %q was closed", ErrClosed, s.id)
+}
+
+// holdWait keeps the wait of a call an interceptor suspended, so that Close
+// ends it: the wait has no deadline, nothing else would. The wait leaves the
+// session when it ends, whatever ends it, or when the call resumes.
+func (s *Session) holdWait(w *scope) {
 	s.mu.Lock()
-	if s.suspended[c.call.ID] == c {
-		delete(s.suspended, c.call.ID)
+	if s.closed {
+		s.mu.Unlock()
+		w.cancel(context.Canceled, s.closedErr())
+		return
 	}
+	if s.waits == nil {
+		s.waits = make(map[*scope]struct{})
+	}
+	s.waits[w] = struct{}{}
+	s.mu.Unlock()
+	w.AfterFunc(func() { s.dropWait(w) })
+}
+
+// dropWait forgets a wait that ended or whose call resumed.
+func (s *Session) dropWait(w *scope) {
+	s.mu.Lock()
+	delete(s.waits, w)
 	s.mu.Unlock()
 }
+
+// unsuspend takes a call whose wait ended off the session. It reports false
+// when Submit or Close took it first: their result is on its way.
+func (s *Session) unsuspend(c *call) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.suspended[c.call.ID] == c {
+		delete(s.suspended, c.call.ID)
+		return true
+	}
+	return false
+}
+
+// Test hooks, nil in production: submitTaken runs in Submit between taking
+// the call and handing it the result; extTaken when an external wait that
+// ended finds that Submit or Close took its call.
+var submitTaken, extTaken func()

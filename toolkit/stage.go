@@ -101,6 +101,9 @@ func (b *Batch) beginStage() *stage {
 	// Published only now, complete: Cancel and Close read it. A cancellation
 	// that comes before is seen by the runners before each call.
 	b.current.Store(st)
+	if !b.counted {
+		return st // the toolkit is closed: the driver alone reports the calls interrupted
+	}
 	for range min(len(st.calls), b.tk.opts.maxParallel) - 1 {
 		b.tk.pool.submit(task{kind: runStage, stage: st})
 	}
@@ -157,7 +160,7 @@ func (st *stage) expire(s *scope) {
 			why = fmt.Sprintf("waiting for a free slot (at most %d calls run in parallel)", st.batch.tk.opts.maxParallel)
 		}
 		return StateTimeout, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
-			msg: fmt.Sprintf("tool %q timed out after %v %s", c.call.Name, c.timeout, why)}
+			msg: fmt.Sprintf("tool %q timed out after %v %s", shownName(c.call.Name), c.timeout, why)}
 	})
 }
 
@@ -254,9 +257,22 @@ func (st *stage) interrupt(err, cause error) {
 	st.mu.Unlock()
 	for _, s := range scopes {
 		s.cancel(err, cause)
-		st.batch.tk.clock.schedule(s, grace, phaseGrace)
+		end := grace
+		if !s.deadline.IsZero() {
+			// A scope whose deadline passed is in its grace already: a
+			// cancellation must not move the end of it later.
+			end = earliest(end, s.deadline.Add(st.batch.tk.opts.cancelGrace))
+		}
+		st.batch.tk.clock.schedule(s, end, phaseGrace)
 	}
 	st.finishWaiting(nil, func(c *call) (State, error) { return StateInterrupted, st.batch.notStarted(c) })
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // abandon reports the calls still running on scope s once their grace period

@@ -356,6 +356,10 @@ func CheckToolName(name string) error {
 	return nil
 }
 
+// shownName is a called tool's name as messages show it: a model may call
+// a name of any length, and the message it reads back must stay short.
+func shownName(name string) string { return truncate(name, 128) }
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

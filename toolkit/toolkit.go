@@ -202,12 +202,17 @@ func (tk *Toolkit) untrack(b *Batch) {
 // observers to take their events, and releases the toolkit's goroutines,
 // including handlers that were abandoned after their deadline and are still
 // running. It returns ctx.Err() if ctx ends first; calling Close again waits
-// again. Batches started after Close report every call as interrupted.
+// again; a nil ctx waits without a bound. Batches started after Close
+// report every call as interrupted.
 //
 // Closing a toolkit closes the toolkits derived from it ([Toolkit.Derive])
 // first, and never the toolkit it was derived from.
 func (tk *Toolkit) Close(ctx context.Context) error {
 	done := tk.startClose()
+	if ctx == nil {
+		<-done // no bound given
+		return nil
+	}
 	select {
 	case <-done:
 		return nil

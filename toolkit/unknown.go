@@ -88,13 +88,12 @@ func (c *call) execUnknown() bool {
 		h, wrapped = func(ctx context.Context, inv *Invocation) Outcome { return ic(ctx, inv, next) }, true
 	}
 	if !wrapped {
-		c.finish(StateError, nil, c.unknownErr())
-		return true
+		return c.finish(StateError, nil, c.unknownErr())
 	}
 	c.exe = ph
 	c.em.Init(c, c.observed())
-	c.ic = &chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: ph, c: c}, argsJSON: c.call.Args}
-	return c.finishOutcome(h(c, &c.ic.inv))
+	c.setChained(&chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: ph, c: c}, argsJSON: c.call.Args})
+	return c.finishOutcome(c.runChain(h))
 }
 
 // unknownCore is the centre of an unknown call's chain: the unknown-tool
@@ -109,7 +108,7 @@ func unknownCore(ctx context.Context, inv *Invocation) Outcome {
 		return Failure(StateError, c.unknownErr())
 	}
 	if v := c.batch.vis; v != nil {
-		rt, err := v.Resolve(ctx, c.batch.sess, t)
+		rt, err := c.visResolve(v, t)
 		if err != nil {
 			return Failure(StateError, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()})
 		}
