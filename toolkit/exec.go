@@ -58,6 +58,7 @@ type chained struct {
 	inv      Invocation
 	argsJSON json.RawMessage
 	filters  []StreamFilter // under c.mu
+	broken   error          // a filter panicked: the output is withheld and the call fails (under c.mu)
 	values   sync.Map
 }
 
@@ -389,6 +390,14 @@ func (c *call) finishOutcome(out Outcome) bool {
 			c.addDelta(p)
 		}
 		c.flushFilters()
+	}
+	if c.ic != nil && c.ic.broken != nil {
+		// Fail closed: none of the output goes out, whatever the outcome,
+		// and the message does not pass through the filters again.
+		out = Outcome{State: StateError, Err: c.ic.broken}
+		c.resetContent()
+		c.putDelta(events.Text(fmt.Sprintf("Error: the output of tool %q was withheld: a stream filter failed on it (%s). This is a fault in the application, not in the call",
+			shownName(c.call.Name), c.ic.broken.(*PanicError).In)))
 	}
 	state := out.State
 	if state == "" {

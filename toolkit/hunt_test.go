@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -365,5 +366,85 @@ func TestAbandonedInInterceptor(t *testing.T) {
 	}
 	if r := b.Wait()[0]; r.State != toolkit.StateTimeout {
 		t.Fatalf("%s %v", r.State, r.Err)
+	}
+}
+
+// bombFilter is a stream filter that panics at one step: on the delta
+// holding "secret" (Filter), when flushed, or when reset (an interceptor
+// replaced the result).
+type bombFilter struct{ at string }
+
+func (b *bombFilter) Filter(p toolkit.Part) []toolkit.Part {
+	if b.at == "filter" && strings.Contains(p.Text, "secret") {
+		panic("filter bug")
+	}
+	return []toolkit.Part{p}
+}
+
+func (b *bombFilter) Flush() []toolkit.Part {
+	if b.at == "flush" {
+		panic("filter bug")
+	}
+	return nil
+}
+
+func (b *bombFilter) Reset() {
+	if b.at == "reset" {
+		panic("filter bug")
+	}
+}
+
+// TestStreamFilterPanics: a stream filter that panics (on a delta, when
+// flushed, when the content is reset) fails its call with ErrPanic and
+// never crashes the process; fail closed: no output of the call reaches
+// the model or an observer after the filter broke, and the error message
+// does not go through the broken filter again. Other calls are untouched.
+func TestStreamFilterPanics(t *testing.T) {
+	for _, at := range []string{"filter", "flush", "reset"} {
+		t.Run(at, func(t *testing.T) {
+			rec := &testutil.Recorder{}
+			tk := testutil.Kit(t, toolkit.WithObserver(rec))
+			testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "leaky"}, func(ctx context.Context, _ none) (string, error) {
+				em := stream.From(ctx)
+				_ = em.Text("public ")
+				_ = em.Text("secret ")
+				return "", nil
+			}))
+			testutil.Add(t, tk, echoTool(t))
+			err := tk.Use(toolkit.Interceptor{Name: "filters", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+				if inv.Call.Name != "leaky" {
+					return next(ctx, inv)
+				}
+				inv.FilterStream(&bombFilter{at: at})
+				out := next(ctx, inv)
+				if at == "reset" {
+					return toolkit.Success(events.Text("replaced")) // the content starts over
+				}
+				return out
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := testutil.Run(t, tk, "s", testutil.Call("c-ok", "echo", `{"s":"a"}`), testutil.Call("c-leak", "leaky", `{}`))
+			if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "echo:a" {
+				t.Fatalf("other call: %s %q", rs[0].State, rs[0].Text())
+			}
+			r := rs[1]
+			var pe *toolkit.PanicError
+			if r.State != toolkit.StateError || !errors.As(r.Err, &pe) || pe.In != "a stream filter" {
+				t.Fatalf("call with a panicking filter: %s %v: %q", r.State, r.Err, r.Text())
+			}
+			if strings.Contains(r.Text(), "secret") || !strings.Contains(r.Text(), "withheld") {
+				t.Fatalf("the model reads %q", r.Text())
+			}
+			if at == "filter" { // the other two let it through on purpose
+				for _, d := range rec.DeltaTexts("c-leak") {
+					if strings.Contains(d, "secret") {
+						t.Fatalf("an observer saw %q", d)
+					}
+				}
+			}
+			testutil.CheckDeltasAddUp(t, rec, r)
+		})
 	}
 }

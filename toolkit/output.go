@@ -128,7 +128,11 @@ func (c *call) filterFrom(i int, parts []Part) {
 	for _, f := range c.ic.filters[i:] {
 		var next []Part
 		for _, p := range parts {
-			next = append(next, f.Filter(p)...)
+			out, ok := c.filter(f, filterPart, p)
+			if !ok {
+				return
+			}
+			next = append(next, out...)
 		}
 		parts = next
 	}
@@ -144,10 +148,47 @@ func (c *call) flushFilters() {
 		return
 	}
 	for i, f := range c.ic.filters {
-		if held := f.Flush(); len(held) > 0 {
+		held, ok := c.filter(f, filterFlush, Part{})
+		if !ok {
+			return
+		}
+		if len(held) > 0 {
 			c.filterFrom(i+1, held)
 		}
 	}
+}
+
+// filterStep is what filter asks of a stream filter.
+type filterStep uint8
+
+const (
+	filterPart  filterStep = iota // Filter(p)
+	filterFlush                   // Flush()
+	filterReset                   // Reset()
+)
+
+// filter runs one step of stream filter f. A filter that panicked, now or
+// before, breaks the call's output: nothing passes any more (a filter may
+// be all that stands between a secret and the model), and the call fails
+// when it finishes (finishOutcome). c.mu must be held.
+func (c *call) filter(f StreamFilter, step filterStep, p Part) (out []Part, ok bool) {
+	if c.ic.broken != nil {
+		return nil, false
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			c.ic.broken = c.panicked("a stream filter", v)
+			out, ok = nil, false
+		}
+	}()
+	switch step {
+	case filterFlush:
+		return f.Flush(), true
+	case filterReset:
+		f.Reset()
+		return nil, true
+	}
+	return f.Filter(p), true
 }
 
 // putDelta appends a delta that went through the filters to the content
@@ -171,7 +212,9 @@ func (c *call) resetContent() {
 	c.out.content = content{}
 	if c.ic != nil {
 		for _, f := range c.ic.filters {
-			f.Reset()
+			if _, ok := c.filter(f, filterReset, Part{}); !ok {
+				break
+			}
 		}
 	}
 	if c.emits() {
