@@ -330,3 +330,30 @@ func mustMarshal(t testing.TB, v any) string {
 	}
 	return string(b)
 }
+
+// TestLongKeyShortProblem: a key of a megabyte, unknown or of a map, is
+// named by its start in the problem the model reads, not whole.
+func TestLongKeyShortProblem(t *testing.T) {
+	a := mustArgs(t, nil)
+	key := strings.Repeat("k", 1<<20)
+	for _, data := range []string{
+		`{"query":"q","` + key + `":1}`,  // an unknown property
+		`{"query":"q","` + key + `é":1}`, // not an identifier either
+	} {
+		_, probs, err := a.Prepare([]byte(data), nil)
+		if err != nil || len(probs) == 0 {
+			t.Fatalf("problems %v, err %v", probs, err)
+		}
+		named := false
+		for _, p := range probs {
+			s := p.String()
+			if len(s) > 1000 {
+				t.Fatalf("a problem of %d bytes: %.200q", len(s), s)
+			}
+			named = named || strings.Contains(s, "kkkk")
+		}
+		if !named {
+			t.Fatalf("no problem names the key: %v", probs)
+		}
+	}
+}

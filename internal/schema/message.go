@@ -43,17 +43,20 @@ func (p *path) write(b *strings.Builder) {
 		b.WriteByte('[')
 		b.WriteString(strconv.Itoa(p.index))
 		b.WriteByte(']')
-	case isIdentifier(p.key):
+	case isIdentifier(p.key) && len(p.key) <= maxKeyShown:
 		if b.Len() > 0 {
 			b.WriteByte('.')
 		}
 		b.WriteString(p.key)
 	default:
 		b.WriteByte('[')
-		writeQuoted(b, p.key, -1)
+		writeQuoted(b, p.key, maxKeyShown) // a model's key may be megabytes long
 		b.WriteByte(']')
 	}
 }
+
+// maxKeyShown is how much of a key a path shows (in runes; more is "...").
+const maxKeyShown = 128
 
 // isIdentifier reports whether a key can be shown bare: ASCII letters,
 // digits and underscores, not starting with a digit.
