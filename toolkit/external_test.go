@@ -153,4 +153,8 @@ func TestSessionCloseInterruptsSuspended(t *testing.T) {
 	if slices.Contains(tk.Sessions(), "s") {
 		t.Fatal("closed session still listed")
 	}
+	// An answer that comes after the close is told why it is too late.
+	if err := s.Submit("e", []toolkit.Part{events.Text("late")}, nil); !errors.Is(err, toolkit.ErrClosed) {
+		t.Fatalf("Submit after Close = %v, want ErrClosed", err)
+	}
 }

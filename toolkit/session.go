@@ -85,14 +85,19 @@ func (s *Session) Toolkit() *Toolkit { return s.tk }
 // with content the tool produced outside, or with an error. Observers see the
 // content as the call's deltas and then its result, and the batch the call
 // belongs to goes on. It returns ErrUnknownCall when no call with that id is
-// suspended in the session.
+// suspended in the session, and ErrClosed once the session is closed.
 func (s *Session) Submit(callID string, content []Part, err error) error {
 	s.mu.Lock()
 	c, ok := s.suspended[callID]
 	if ok {
 		delete(s.suspended, callID)
 	}
+	closed := s.closed
 	s.mu.Unlock()
+	if !ok && closed {
+		// Closing ended every waiting call: say so rather than "unknown".
+		return fmt.Errorf("%w: session %q, so call %q waits no more", ErrClosed, s.id, callID)
+	}
 	if !ok {
 		return fmt.Errorf("%w: %q in session %q", ErrUnknownCall, callID, s.id)
 	}
