@@ -146,6 +146,30 @@ type Event struct {
 	Trace Trace `json:"-"`
 }
 
+// WithDropped tells n more dropped progress events with ev, which must not
+// change (other observers share it): for a progress or a result event and
+// n > 0 it returns a copy whose Dropped counts n more, and true; otherwise
+// ev itself and false, when ev cannot tell drops (the caller keeps the
+// count for the call's next progress or its result).
+func (ev *Event) WithDropped(n uint64) (*Event, bool) {
+	if n == 0 {
+		return ev, false
+	}
+	switch {
+	case ev.Progress != nil:
+		cp, pr := *ev, *ev.Progress
+		pr.Dropped += n
+		cp.Progress = &pr
+		return &cp, true
+	case ev.Result != nil:
+		cp, r := *ev, *ev.Result
+		r.Dropped += n
+		cp.Result = &r
+		return &cp, true
+	}
+	return ev, false
+}
+
 // The JSON fields that carry an event's trace context where its transport
 // has no headers (see Event.Trace).
 const (

@@ -414,27 +414,11 @@ type mailKey struct{ session, call string }
 // count. mb.mu must be held.
 func (mb *mailbox) tellDrops(ev *events.Event) *events.Event {
 	key := mailKey{ev.Session, ev.Call}
-	n, ok := mb.drops[key]
-	if !ok {
-		return ev
-	}
-	switch {
-	case ev.Progress != nil:
+	out, told := ev.WithDropped(mb.drops[key])
+	if told {
 		delete(mb.drops, key)
-		cp := *ev
-		pr := *ev.Progress
-		pr.Dropped += n
-		cp.Progress = &pr
-		return &cp
-	case ev.Result != nil:
-		delete(mb.drops, key)
-		cp := *ev
-		r := *ev.Result
-		r.Dropped += n
-		cp.Result = &r
-		return &cp
 	}
-	return ev
+	return out
 }
 
 func (mb *mailbox) run() {

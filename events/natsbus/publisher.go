@@ -243,17 +243,15 @@ func (p *Publisher) Observe(ev *events.Event) {
 // from before are the publishing goroutine's to add (wire.dropped). p.mu
 // must be held.
 func (p *Publisher) tellDrops(ev *events.Event) *events.Event {
-	key := callKey{ev.Session, ev.Call}
-	n, ok := p.drops[key]
-	if !ok || ev.Result == nil {
+	if ev.Result == nil {
 		return ev
 	}
-	delete(p.drops, key)
-	cp := *ev
-	r := *ev.Result
-	r.Dropped += n
-	cp.Result = &r
-	return &cp
+	key := callKey{ev.Session, ev.Call}
+	out, told := ev.WithDropped(p.drops[key])
+	if told {
+		delete(p.drops, key)
+	}
+	return out
 }
 
 // AcceptProgress tells a toolkit, before it builds a progress event, whether
@@ -445,23 +443,12 @@ func (p *Publisher) publish(in *events.Event) {
 	if in.Type == events.TypeResult {
 		defer delete(p.calls, key)
 	}
-	ev := *in
-	if w.dropped > 0 {
-		// Progress dropped here since the call's last published progress:
-		// told by the next progress event, or by the result if none came.
-		switch {
-		case ev.Type == events.TypeProgress && ev.Progress != nil:
-			pr := *ev.Progress
-			pr.Dropped += w.dropped
-			ev.Progress = &pr
-			w.dropped = 0
-		case ev.Type == events.TypeResult && ev.Result != nil:
-			r := *ev.Result
-			r.Dropped += w.dropped
-			ev.Result = &r
-			w.dropped = 0
-		}
+	// Progress dropped here since the call's last published progress: told
+	// by the next progress event, or by the result if none came.
+	if told, ok := in.WithDropped(w.dropped); ok {
+		in, w.dropped = told, 0
 	}
+	ev := *in
 	subject := w.subject(ev.Type)
 	idRoom := 0
 	if p.bus.js != nil {
