@@ -130,22 +130,8 @@ func (c *cuttable) cut() {
 // srvConnectOver is srvConnect through a cuttable client transport.
 func srvConnectOver(t testing.TB, s *mcpbridge.Server, cut *cuttable, version string) *mcp.ClientSession {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	cut.Transport = ct
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, st) }()
-	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), cut, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		cancel()
-		<-done
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cs.Close()
-		cancel()
-		<-done
+	return srvConnectVia(t, s, nil, version, func(ct mcp.Transport) mcp.Transport {
+		cut.Transport = ct
+		return cut
 	})
-	return cs
 }

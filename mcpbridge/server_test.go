@@ -111,7 +111,18 @@ func srvToolkit(t testing.TB, opts ...toolkit.Option) *toolkit.Toolkit {
 // session; both end with the test.
 func srvConnect(t testing.TB, s *mcpbridge.Server, copts *mcp.ClientOptions, version string) *mcp.ClientSession {
 	t.Helper()
+	return srvConnectVia(t, s, copts, version, nil)
+}
+
+// srvConnectVia is srvConnect with the client's end of the transport
+// wrapped by wrap, when set.
+func srvConnectVia(t testing.TB, s *mcpbridge.Server, copts *mcp.ClientOptions, version string, wrap func(mcp.Transport) mcp.Transport) *mcp.ClientSession {
+	t.Helper()
+	var ct mcp.Transport
 	ct, st := mcp.NewInMemoryTransports()
+	if wrap != nil {
+		ct = wrap(ct)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, st) }()

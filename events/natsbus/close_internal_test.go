@@ -39,6 +39,27 @@ func ownServer(t *testing.T, opts ...Option) (bus *Bus, srv *server.Server, port
 	return bus, srv, port, dir
 }
 
+// closeWhileServerAway closes bus while its server (port, dir) is down:
+// for half a second when the server stays away, or for up to 20 s while it
+// comes back after 300 ms (back), and then returns the server started again
+// too (nil when !back).
+func closeWhileServerAway(t *testing.T, bus *Bus, port int, dir string, back bool) (closeErr error, restarted *server.Server) {
+	t.Helper()
+	wait := 500 * time.Millisecond
+	again := make(chan *server.Server, 1)
+	if back {
+		wait = 20 * time.Second
+		time.AfterFunc(300*time.Millisecond, func() { again <- fileServer(t, port, dir) })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	closeErr = bus.Close(ctx)
+	cancel()
+	if back {
+		restarted = <-again
+	}
+	return closeErr, restarted
+}
+
 // fileServer starts a NATS server with JetStream on port and dir, so that a
 // test can stop it and look at what its store kept afterwards.
 func fileServer(t *testing.T, port int, dir string) *server.Server {
@@ -97,20 +118,9 @@ func closeWhileAway(t *testing.T, back bool) {
 	for i := range after {
 		p.Observe(resultEvent("s", fmt.Sprintf("b%d", i)))
 	}
-	wait := 500 * time.Millisecond
-	restarted := make(chan *server.Server, 1)
-	if back {
-		wait = 20 * time.Second
-		time.AfterFunc(300*time.Millisecond, func() { restarted <- fileServer(t, port, dir) })
-	}
-	cctx, cancel := context.WithTimeout(ctx, wait)
-	closeErr := bus.Close(cctx)
-	cancel()
+	closeErr, srv := closeWhileServerAway(t, bus, port, dir, back)
 	st := p.Stats()
-
-	if back {
-		srv = <-restarted
-	} else {
+	if srv == nil {
 		srv = fileServer(t, port, dir)
 	}
 	defer stopServer(srv)
@@ -209,17 +219,9 @@ func TestCloseWhileNATSIsAwayCore(t *testing.T) {
 			if err := p.Flush(ctx); err != nil {
 				t.Fatal(err)
 			}
-			wait := 500 * time.Millisecond
-			restarted := make(chan *server.Server, 1)
-			if back {
-				wait = 20 * time.Second
-				time.AfterFunc(300*time.Millisecond, func() { restarted <- fileServer(t, port, dir) })
-			}
-			cctx, cancel := context.WithTimeout(ctx, wait)
-			closeErr := bus.Close(cctx)
-			cancel()
-			if back {
-				stopServer(<-restarted)
+			closeErr, restarted := closeWhileServerAway(t, bus, port, dir, back)
+			if restarted != nil {
+				stopServer(restarted)
 			}
 			st := p.Stats()
 			t.Logf("stats %+v, Close: %v", st, closeErr)
