@@ -87,19 +87,27 @@ func TestEvictToObjectStore(t *testing.T) {
 	}
 }
 
+// bucket100K returns a backend on a new 100 KiB bucket named name, on an
+// embedded JetStream server of the test's own, and the bucket itself.
+func bucket100K(ctx context.Context, t *testing.T, name string) (interceptors.Backend, jetstream.ObjectStore) {
+	t.Helper()
+	js := natstest.JetStream(t)
+	b, err := natsobj.New(ctx, js, name, natsobj.MaxBytes(100<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := js.ObjectStore(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, store
+}
+
 func TestObjectStoreRetention(t *testing.T) {
 	defer natsobj.SetHold(0)() // every object is old enough to purge
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	js := natstest.JetStream(t)
-	b, err := natsobj.New(ctx, js, "small", natsobj.MaxBytes(100<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := js.ObjectStore(ctx, "small")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, store := bucket100K(ctx, t, "small")
 	// Each object takes about 30 KiB: the bucket holds three.
 	var names []string
 	for i := range 6 {
@@ -138,15 +146,7 @@ func TestObjectStoreRetention(t *testing.T) {
 func TestObjectStoreKeepsReferencesJustHandedOut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	js := natstest.JetStream(t)
-	b, err := natsobj.New(ctx, js, "batch", natsobj.MaxBytes(100<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := js.ObjectStore(ctx, "batch")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, store := bucket100K(ctx, t, "batch")
 	rec := &testutil.Recorder{}
 	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
 	if err := tk.Use(interceptors.Evict(interceptors.EvictBackend(b), interceptors.EvictLimit(1000))); err != nil {
