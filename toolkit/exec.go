@@ -396,8 +396,8 @@ func (c *call) finishOutcome(out Outcome) bool {
 		// and the message does not pass through the filters again.
 		out = Outcome{State: StateError, Err: c.ic.broken}
 		c.resetContent()
-		c.putDelta(events.Text(fmt.Sprintf("Error: the output of tool %q was withheld: a stream filter failed on it (%s). This is a fault in the application, not in the call",
-			shownName(c.call.Name), c.ic.broken.(*PanicError).In)))
+		c.putDelta(events.Text(fmt.Sprintf("Error: the output of tool %q was withheld: a stream filter failed on it. This is a fault in the application, not in the call",
+			shownName(c.call.Name))))
 	}
 	state := out.State
 	if state == "" {
