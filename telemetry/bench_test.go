@@ -67,18 +67,30 @@ func TestUnsetProvidersAllocateNothing(t *testing.T) {
 }
 
 // BenchmarkTelemetryOverhead times one-call batches of a no-op tool on a
-// bare toolkit and on one with telemetry, in turn so that machine noise hits
-// both alike, and reports medians per call: "unset", telemetry without
-// providers (the budget: 50 ns and no allocation more than bare), and
-// "sdk", traced and measured by the SDK into an in-memory exporter and a
-// manual reader.
+// bare toolkit and on one with telemetry, in rounds of 200 calls taken in
+// turn so that machine noise hits both alike:
+//
+//   - "unset", telemetry without providers (the budget: 50 ns and no
+//     allocation more than bare). Both sides allocate the same (checked
+//     first), so each pair of rounds starts after a collection and none
+//     falls inside one (testutil.AlternateCollected): extra-ns/call is the
+//     trimmed mean of the pairs' differences, median-extra-ns/call their
+//     median.
+//   - "control", a second bare toolkit the same way: the harness's reading
+//     of zero.
+//   - "sdk", traced and measured by the SDK into an in-memory exporter and a
+//     manual reader. It allocates more, and its collections are its cost:
+//     plain turns (testutil.Alternate), medians.
 func BenchmarkTelemetryOverhead(b *testing.B) {
-	for _, name := range []string{"unset", "sdk"} {
+	for _, name := range []string{"unset", "control", "sdk"} {
 		b.Run(name, func(b *testing.B) {
 			bare, unset, sdk, reset := kits(b)
 			other := unset
-			if name == "sdk" {
+			switch name {
+			case "sdk":
 				other = sdk
+			case "control":
+				other, _, _, _ = kits(b) // bare against bare: the harness's zero
 			}
 			ctx := context.Background()
 			run := func(s *toolkit.Session) func() {
@@ -88,24 +100,33 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 					}
 				}
 			}
-			xs, ys := testutil.Alternate(b,
-				func() float64 { return testutil.NsPer(200, run(bare)) },
-				func() float64 {
-					ns := testutil.NsPer(200, run(other))
-					reset() // the exporter's spans, untimed
-					return ns
-				})
-			x, y := testutil.Median(xs), testutil.Median(ys)
-			b.ReportMetric(x, "bare-ns/call")
-			b.ReportMetric(y, name+"-ns/call")
-			b.ReportMetric(y-x, "extra-ns/call")
-			b.ReportMetric(y/x, name+"/bare")
-			// The fastest rounds, least disturbed by other processes.
-			b.ReportMetric(testutil.Quantile(ys, 0.1)-testutil.Quantile(xs, 0.1), "p10-extra-ns/call")
 			ab := testing.AllocsPerRun(100, run(bare))
 			ao := testing.AllocsPerRun(100, run(other))
 			reset()
 			b.ReportMetric(ao-ab, "extra-allocs/call")
+			x := func() float64 { return testutil.NsPer(200, run(bare)) }
+			y := func() float64 {
+				ns := testutil.NsPer(200, run(other))
+				reset() // the exporter's spans, untimed
+				return ns
+			}
+			var xs, ys []float64
+			if name != "sdk" {
+				if ao != ab {
+					b.Fatalf("%s allocates %v times a call, bare %v: the collected comparison would be unfair", name, ao, ab)
+				}
+				xs, ys = testutil.AlternateCollected(b, x, y)
+				d := testutil.Diffs(xs, ys)
+				b.ReportMetric(testutil.Median(d), "median-extra-ns/call")
+				b.ReportMetric(testutil.TrimmedMean(d), "extra-ns/call")
+			} else {
+				xs, ys = testutil.Alternate(b, x, y)
+				b.ReportMetric(testutil.Median(ys)-testutil.Median(xs), "extra-ns/call")
+			}
+			bx, by := testutil.Median(xs), testutil.Median(ys)
+			b.ReportMetric(bx, "bare-ns/call")
+			b.ReportMetric(by, name+"-ns/call")
+			b.ReportMetric(by/bx, name+"/bare")
 		})
 	}
 }
@@ -137,8 +158,9 @@ func (s *switchTracer) StartOp(ctx context.Context, name string) (context.Contex
 // BenchmarkTelemetryShare times one-call batches on one toolkit whose
 // tracer is switched between telemetry without providers and nothing, in
 // alternating rounds (the benchmark is the only goroutine that runs
-// batches, so the switch needs no lock). It reports the median difference
-// per call: the part of the +50 ns budget telemetry spends, measured
+// batches, so the switch needs no lock), each pair after a collection as
+// in BenchmarkTelemetryOverhead/unset. It reports the difference per call
+// (trimmed mean and median): the part of the +50 ns budget telemetry spends, measured
 // without the layout spread of two toolkits. "control" switches between
 // nothing and nothing: the harness's own reading of zero.
 func BenchmarkTelemetryShare(b *testing.B) {
@@ -166,14 +188,17 @@ func BenchmarkTelemetryShare(b *testing.B) {
 					return testutil.NsPer(200, run)
 				}
 			}
-			xs, ys := testutil.Alternate(b, round(false), round(true))
-			b.ReportMetric(testutil.Median(ys)-testutil.Median(xs), "extra-ns/call")
-			b.ReportMetric(testutil.Quantile(ys, 0.1)-testutil.Quantile(xs, 0.1), "p10-extra-ns/call")
 			sw.on = name == "unset"
 			on := testing.AllocsPerRun(100, func() { sess.Run(ctx, oneCall) })
 			sw.on = false
 			off := testing.AllocsPerRun(100, func() { sess.Run(ctx, oneCall) })
 			b.ReportMetric(on-off, "extra-allocs/call")
+			if on != off {
+				b.Fatalf("telemetry without providers allocates %v times a call, none %v: the collected comparison would be unfair", on, off)
+			}
+			d := testutil.Diffs(testutil.AlternateCollected(b, round(false), round(true)))
+			b.ReportMetric(testutil.Median(d), "median-extra-ns/call")
+			b.ReportMetric(testutil.TrimmedMean(d), "extra-ns/call")
 		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
@@ -750,5 +751,46 @@ func TestBatchApprovalEvents(t *testing.T) {
 	}
 	if _, ok := h.DataPoints[0].Attributes.Value(telemetry.ToolName); ok {
 		t.Error("a batch's approval wait names a tool")
+	}
+}
+
+// incomparableProvider is a tracer provider whose type cannot be compared
+// with ==: telemetry must still cache it and trace with it.
+type incomparableProvider struct {
+	embedded.TracerProvider
+	tags  []string
+	inner trace.TracerProvider
+}
+
+func (p incomparableProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return p.inner.Tracer(name, opts...)
+}
+
+// TestIncomparableProvider: a provider of a type == panics on is used, not
+// compared: every batch is traced, none panics.
+func TestIncomparableProvider(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tel, err := telemetry.New(telemetry.WithTracerProvider(incomparableProvider{tags: []string{"x"}, inner: tp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := testutil.Kit(t, toolkit.WithTracer(tel))
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "noop"}, func(ctx context.Context, _ struct{}) (string, error) { return "", nil }))
+	sess := testutil.Session(t, tk, "s")
+	for range 3 {
+		if r := sess.Run(context.Background(), oneCall)[0]; r.State != toolkit.StateSuccess {
+			t.Fatal(r.Err)
+		}
+	}
+	batches := 0
+	for _, s := range exp.GetSpans() {
+		if s.Name == telemetry.BatchSpan {
+			batches++
+		}
+	}
+	if batches != 3 {
+		t.Errorf("%d batch spans for 3 batches", batches)
 	}
 }

@@ -275,8 +275,9 @@ func BenchmarkOutputSchema(b *testing.B) {
 // BenchmarkTracerHookOneKit is BenchmarkTracerHook on one toolkit whose
 // tracer is swapped between rounds (none, then a tracer with nothing to
 // record), so that no difference in where two toolkits' memory lies passes
-// for a cost: the engine's own share of what a tracer costs a call.
-// "control" swaps nothing for nothing.
+// for a cost: the engine's own share of what a tracer costs a call. Both
+// allocate the same, so each pair of rounds starts after a collection
+// (testutil.AlternateCollected). "control" swaps nothing for nothing.
 func BenchmarkTracerHookOneKit(b *testing.B) {
 	for _, name := range []string{"nil-tracer", "control"} {
 		b.Run(name, func(b *testing.B) {
@@ -297,8 +298,15 @@ func BenchmarkTracerHookOneKit(b *testing.B) {
 					return testutil.NsPer(200, func() { sess.Run(ctx, calls) })
 				}
 			}
-			xs, ys := testutil.Alternate(b, round(false), round(true))
-			b.ReportMetric(testutil.Median(ys)-testutil.Median(xs), "extra-ns/call")
+			toolkit.SetTracerForTest(tk, nilTracer{})
+			on := testing.AllocsPerRun(100, func() { sess.Run(ctx, calls) })
+			toolkit.SetTracerForTest(tk, nil)
+			if off := testing.AllocsPerRun(100, func() { sess.Run(ctx, calls) }); on != off {
+				b.Fatalf("a call allocates %v times with a tracer, %v without: the collected comparison would be unfair", on, off)
+			}
+			d := testutil.Diffs(testutil.AlternateCollected(b, round(false), round(true)))
+			b.ReportMetric(testutil.Median(d), "median-extra-ns/call")
+			b.ReportMetric(testutil.TrimmedMean(d), "extra-ns/call")
 			toolkit.SetTracerForTest(tk, nil)
 		})
 	}
