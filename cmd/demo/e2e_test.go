@@ -23,12 +23,18 @@ import (
 	"github.com/toolstream/toolstream/events"
 )
 
+// demoBinDir holds the binary buildDemo built, if it did; TestMain removes
+// it after the tests (a 125 MB directory per run otherwise stays in the
+// system's temporary directory).
+var demoBinDir string
+
 // buildDemo compiles the demo binary once per test run.
 var buildDemo = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "toolstream-demo-bin-")
 	if err != nil {
 		return "", err
 	}
+	demoBinDir = dir
 	bin := filepath.Join(dir, "demo")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {

@@ -20,7 +20,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	leak.VerifyTestMain(m)
+	leak.VerifyTestMain(m, func() {
+		if demoBinDir != "" {
+			os.RemoveAll(demoBinDir)
+		}
+	})
 }
 
 // TestDemoRuns runs the scripted tour in process, flat out, and checks what

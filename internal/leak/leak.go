@@ -25,8 +25,14 @@ var Grace = 5 * time.Second
 // goroutines are left running. Use it as TestMain's body:
 //
 //	func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
-func VerifyTestMain(m *testing.M) {
+//
+// The cleanups run after the tests, before the check: what the package's
+// tests shared (a binary built once, its directory) goes away with them.
+func VerifyTestMain(m *testing.M, cleanups ...func()) {
 	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
 	if code == 0 {
 		if left := wait(nil); len(left) > 0 {
 			fmt.Fprintf(os.Stderr, "leak: %d goroutine(s) still running after the tests:\n\n%s\n", len(left), strings.Join(left, "\n\n"))
