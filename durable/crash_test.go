@@ -3,6 +3,7 @@ package durable_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -54,17 +55,24 @@ func observerBehind(t *testing.T, call string) (release func()) {
 // waiting: whoever follows the batch (or its suspend event) has been asked.
 func untilSuspendedNotice(t *testing.T, b *toolkit.Batch, call string) {
 	t.Helper()
-	done := make(chan struct{})
+	done := make(chan string, 1)
 	go func() {
-		defer close(done)
 		for r := range b.Results() {
 			if r.Call.ID == call && r.State == toolkit.StateSuspended {
+				done <- ""
+				return
+			} else if r.Call.ID == call {
+				done <- fmt.Sprintf("%s %q", r.State, r.Text())
 				return
 			}
 		}
+		done <- "no notice"
 	}()
 	select {
-	case <-done:
+	case got := <-done:
+		if got != "" {
+			t.Fatalf("call %s ended without waiting: %s", call, got)
+		}
 	case <-time.After(5 * time.Second):
 		t.Fatalf("call %s was never reported waiting", call)
 	}
@@ -238,5 +246,48 @@ func TestLateSuspendEventChangesNothing(t *testing.T) {
 	r := third.sess.Run(ctx, []toolkit.Call{call})[0]
 	if !errors.Is(r.Err, durable.ErrMaybeRan) || len(editsRun()) != 1 || third.asked.Load() != 0 {
 		t.Fatalf("third process: %s %q, runs %v, asked %d", r.State, r.Text(), editsRun(), third.asked.Load())
+	}
+}
+
+// TestOutcomeStoredAfterALongWait: the outcome of a call that waited longer
+// than the bound of one bookkeeping write (10 s; 200 ms here) is stored, for
+// an external call and an approved one. Before, the bound counted from the
+// call's start: after such a wait every write failed ("context deadline
+// exceeded", logged), the outcome was not stored and the call, run again,
+// waited again (the approved tool ran a second time).
+func TestOutcomeStoredAfterALongWait(t *testing.T) {
+	t.Cleanup(durable.SetBookkeepingTimeout(200 * time.Millisecond))
+	js := natstest.JetStream(t)
+	edits.paths = nil
+	ctx := context.Background()
+	outside, approvals := startAgent(t, js), startApprovals(t, js)
+	w1 := outside.sess.Start(ctx, []toolkit.Call{testutil.Call("w1", "ask", `{}`)})
+	w2 := approvals.sess.Start(ctx, []toolkit.Call{testutil.Call("w2", "edit", `{"path":"a.txt"}`)})
+	untilSuspendedNotice(t, w1, "w1")
+	for deadline := time.Now().Add(5 * time.Second); approvals.asked.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("nobody was asked")
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the person takes their time
+	st := outside.store
+	if err := st.Answer(ctx, "conv", "w1", []events.Part{events.Text("later")}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Approve(ctx, "conv", "w2", nil); err != nil {
+		t.Fatal(err)
+	}
+	if r1, r2 := w1.Wait()[0], w2.Wait()[0]; r1.Text() != "later" || r2.Text() != "edited a.txt" {
+		t.Fatalf("results %q %q", r1.Text(), r2.Text())
+	}
+	for _, id := range []string{"w1", "w2"} {
+		if rec, err := st.Get(ctx, "conv", id); err != nil || rec.State != durable.Done {
+			t.Fatalf("%s is recorded as %q, %v: want done", id, rec.State, err)
+		}
+	}
+	r1 := outside.sess.Run(ctx, []toolkit.Call{testutil.Call("w1", "ask", `{}`)})[0]
+	r2 := approvals.sess.Run(ctx, []toolkit.Call{testutil.Call("w2", "edit", `{"path":"a.txt"}`)})[0]
+	if r1.Meta[durable.MetaReplayed] != true || r2.Meta[durable.MetaReplayed] != true || len(editsRun()) != 1 {
+		t.Fatalf("run again: %v %v, runs %v", r1.Meta, r2.Meta, editsRun())
 	}
 }
