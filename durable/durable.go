@@ -9,11 +9,13 @@
 // applied, through Permissions, when the call runs again, and nobody is
 // asked twice.
 //
-// Install both halves: the interceptor first (outermost), and the store as
-// an asynchronous observer, which records when a call suspends.
+// Install the interceptor first (outermost). It records a call's wait
+// (an external tool's, or an approval's) in the bucket before the call is
+// seen waiting, so that a process killed while a call waits leaves it
+// pending, never "running".
 //
 //	st, _ := durable.New(ctx, js, "")
-//	tk := toolkit.New(toolkit.WithObserver(st))
+//	tk := toolkit.New()
 //	tk.Use(st.Interceptor()) // before any other interceptor
 //	tk.Use(perms.Interceptor())  // if calls are approved: after the store's
 //	stop, _ := st.Deliver(ctx, tk, durable.WithPermissions(perms)) // answers and decisions given through st reach waiting calls
@@ -21,6 +23,10 @@
 // What is exactly once: a call id's result. A call is claimed with the
 // bucket's create-if-absent before it runs, and its outcome stored when it
 // ends; any later call with the same session and call id gets that outcome.
+// Each claim (or take-over by a later process) names its run in the record
+// (Record.Owner), and only that run changes the record's state afterwards:
+// what an earlier run does late (a process thought dead, an attempt given
+// up on) is refused.
 // What is not: a process that dies while a call runs leaves the call
 // "running" in the bucket, and nobody knows whether its work was done. Run
 // again, such a call of a read-only or idempotent tool runs again; any other
@@ -37,9 +43,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
@@ -81,7 +89,11 @@ type Record struct {
 	// Decision is a person's decision about a call that waits for approval,
 	// given with Store.Approve or Store.Reject.
 	Decision *Decision `json:"decision,omitempty"`
-	Updated  time.Time `json:"updated"`
+	// Owner names the run of the call that holds the record: set when a
+	// process claims the call or takes it over, and checked by every
+	// change of state that run makes afterwards.
+	Owner   string    `json:"owner,omitempty"`
+	Updated time.Time `json:"updated"`
 }
 
 // Decision is a person's decision about a call that waits for approval, as
@@ -189,12 +201,17 @@ func (s *Store) update(ctx context.Context, k string, fn func(*Record) bool) err
 		if !fn(&rec) {
 			return nil
 		}
-		err = s.put(ctx, k, rec, rev)
-		if !errors.Is(err, jetstream.ErrKeyExists) && !isWrongSequence(err) {
+		if err = s.put(ctx, k, rec, rev); !conflict(err) {
 			return err
 		}
 	}
 	return fmt.Errorf("durable: %s: too many concurrent changes", k)
+}
+
+// conflict reports whether a create or compare-and-set failed because the
+// record changed (or came to be) since it was read.
+func conflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err)
 }
 
 func isWrongSequence(err error) bool {
@@ -276,9 +293,11 @@ func (s *Store) decide(ctx context.Context, session, callID string, d Decision) 
 // in, or reports false when it was given already. waitsFor and given word
 // the errors ("an answer", "answered").
 //
-// A call that runs may wait already while its record still says running:
-// the observer that records suspensions is asynchronous. settle then waits
-// for the record to change, up to SettleWait (or ctx), before refusing.
+// A call recorded as running may be about to wait (its wait is recorded
+// just before anyone is asked), or may have been asked by a process whose
+// record says otherwise (one from before the interceptor recorded waits).
+// settle then waits for the record to change, up to SettleWait (or ctx),
+// before refusing.
 func (s *Store) settle(ctx context.Context, session, callID, reason, waitsFor, given string, set func(*Record) bool) error {
 	k := key(session, callID)
 	var w jetstream.KeyWatcher
@@ -332,34 +351,30 @@ func (s *Store) settle(ctx context.Context, session, callID, reason, waitsFor, g
 }
 
 // SettleWait bounds how long Answer, Approve and Reject wait for a call
-// recorded as running to be recorded as waiting (the store's observer is
-// asynchronous and may fall behind) before they refuse.
+// recorded as running to be recorded as waiting before they refuse.
 const SettleWait = 5 * time.Second
 
-// Observe implements toolkit.Observer: a suspend event marks the running
-// call suspended. Attach the store with toolkit.WithObserver (it writes to
-// NATS: never inline).
+// Observe implements toolkit.Observer and changes nothing: the interceptor
+// records a call's waits itself, before the call is seen waiting, and only
+// for the run that holds the call (an observer records them late, possibly
+// after the call moved on or another process took it over).
+//
+// Deprecated: the store need not be attached as an observer.
 func (s *Store) Observe(ev *events.Event) {
-	if ev.Type != events.TypeSuspend || ev.Call == "" || ev.Suspend == nil {
-		return
+	if h := observeHook.Load(); h != nil && ev.Type == events.TypeSuspend {
+		(*h)(ev) // tests: an observer that falls behind
 	}
-	if observeHook != nil {
-		observeHook(ev) // tests: an observer that falls behind
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = s.update(ctx, key(ev.Session, ev.Call), func(r *Record) bool {
-		if r.State != Running {
-			return false // done already, or suspended once more
-		}
-		r.State, r.Reason = Suspended, ev.Suspend.Reason
-		return true
-	})
 }
 
-// observeHook, when set (export_test.go), runs before Observe records a
-// suspension.
-var observeHook func(*events.Event)
+// observeHook, when set (export_test.go), runs when Observe gets a suspend
+// event.
+var observeHook atomic.Pointer[func(*events.Event)]
+
+// bookkeepingTimeout bounds each of the interceptor's reads and writes
+// (nanoseconds; tests shorten it).
+var bookkeepingTimeout atomic.Int64
+
+func init() { bookkeepingTimeout.Store(int64(10 * time.Second)) }
 
 func (st *Stored) outcome() toolkit.Outcome {
 	out := toolkit.Outcome{State: st.State, Content: st.Content}
@@ -387,24 +402,31 @@ func (s *Store) Interceptor() toolkit.Interceptor {
 	return toolkit.Interceptor{Name: "durable", Intercept: s.intercept}
 }
 
+// bookkeeping is a context for one of the interceptor's reads or writes:
+// it outlives the call's context (a cancelled call's record must still be
+// written) and starts its own clock (a call may wait for hours).
+func bookkeeping(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Duration(bookkeepingTimeout.Load()))
+}
+
 func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	k := key(inv.Session, inv.Call.ID)
-	// Bookkeeping outlives the call's context: a cancelled call's record
-	// must still be written.
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	bctx, cancel := bookkeeping(ctx)
 	defer cancel()
+	owner := nuid.Next() // this run of the call
 	for range 4 {
 		rec, rev, err := s.get(bctx, k)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
-			err = s.put(bctx, k, Record{Session: inv.Session, Call: inv.Call, State: Running}, 0)
+			err = s.put(bctx, k, Record{Session: inv.Session, Call: inv.Call, State: Running, Owner: owner}, 0)
 			if errors.Is(err, jetstream.ErrKeyExists) {
 				continue // another process claimed it just now: look again
 			}
 			if err != nil {
 				return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: cannot record call %q: %w", inv.Call.ID, err))
 			}
-			return s.run(ctx, bctx, k, inv, next)
+			cancel()
+			return s.run(ctx, k, owner, inv, next)
 		case err != nil:
 			return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: cannot read call %q: %w", inv.Call.ID, err))
 		case rec.State == Done && rec.Result != nil:
@@ -416,8 +438,12 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 			if out.Err != nil {
 				out.Content = append(out.Content, events.Text("Error: "+out.Err.Error()))
 			}
-			if err := s.finish(bctx, k, out); err != nil {
-				return toolkit.Failure(toolkit.StateError, err)
+			rec.State, rec.Reason, rec.Result, rec.Owner = Done, "", stored(out), owner
+			if err := s.put(bctx, k, rec, rev); err != nil {
+				if conflict(err) {
+					continue // changed meanwhile: look again
+				}
+				return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: cannot record call %q: %w", inv.Call.ID, err))
 			}
 			return out
 		case rec.State == Suspended:
@@ -433,41 +459,49 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 				// decision given through the store is about them).
 				rec.Decision, rec.Call = nil, inv.Call
 			}
-			rec.State, rec.Reason = Running, ""
+			rec.State, rec.Reason, rec.Owner = Running, "", owner
 			if err := s.put(bctx, k, rec, rev); err != nil {
 				continue
 			}
-			return s.run(rctx, bctx, k, inv, next)
+			cancel()
+			return s.run(rctx, k, owner, inv, next)
 		default: // running: its process stopped, or it runs elsewhere now
 			if !inv.Spec().IsIdempotent() { // read-only tools are idempotent
 				return toolkit.Failure(toolkit.StateError, fmt.Errorf("call %q of tool %q: %w", inv.Call.ID, inv.Call.Name, ErrMaybeRan))
 			}
-			rec.Updated = time.Now()
+			rec.Owner = owner
 			if err := s.put(bctx, k, rec, rev); err != nil {
 				continue // someone else took it over
 			}
-			return s.run(ctx, bctx, k, inv, next)
+			cancel()
+			return s.run(ctx, k, owner, inv, next)
 		}
 	}
 	return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: call %q keeps changing in the bucket", inv.Call.ID))
 }
 
-// run runs the claimed call and stores its outcome. A call interrupted
-// while it waited for an answer stays pending; another interrupted call is
+// run runs the call, claimed by owner, and stores its outcome. Its waits
+// are recorded as they begin and end (Invocation.OnWait): a call
+// interrupted while it waited stays pending; another interrupted call is
 // forgotten, so that running it again runs it (one a person decided about
 // goes back to pending with the decision, which applies again).
-func (s *Store) run(ctx, bctx context.Context, k string, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+func (s *Store) run(ctx context.Context, k, owner string, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+	remove := inv.OnWait(func(reason string) { s.recordWait(ctx, k, owner, reason, inv) })
 	out := next(ctx, inv)
+	remove()
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
 	if out.State == toolkit.StateInterrupted {
 		rec, rev, err := s.get(bctx, k)
 		switch {
-		case err != nil || rec.State != Running:
+		case err != nil || rec.Owner != owner || rec.State != Running:
+			// Another run's now, done, or recorded as waiting already.
 		case rec.Decision != nil:
 			rec.State, rec.Reason = Suspended, "approval"
 			_ = s.put(bctx, k, rec, rev)
 		case inv.Waiting() != "":
-			// It waited outside when it was interrupted; the observer,
-			// which is asynchronous, may not have recorded it yet.
+			// It waited when it was interrupted, but recording the wait
+			// failed.
 			rec.State, rec.Reason = Suspended, inv.Waiting()
 			_ = s.put(bctx, k, rec, rev)
 		default:
@@ -475,10 +509,38 @@ func (s *Store) run(ctx, bctx context.Context, k string, inv *toolkit.Invocation
 		}
 		return out
 	}
-	if err := s.finish(bctx, k, out); err != nil {
+	if err := s.finish(bctx, k, owner, out); err != nil {
 		inv.Logger().Warn().Err(err).Str("call", inv.Call.ID).Msg("durable: the outcome was not stored")
 	}
 	return out
+}
+
+// recordWait records that owner's run of the call begins to wait for reason
+// (running to suspended), or with reason "" that its wait is over (back to
+// running), before anyone can see it wait or before it goes on. A record
+// another run holds, or one done, is left as it is. A write that fails is
+// logged: the call goes on (a process killed while it waits then leaves it
+// running, and running it again gives ErrMaybeRan).
+func (s *Store) recordWait(ctx context.Context, k, owner, reason string, inv *toolkit.Invocation) {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	err := s.update(bctx, k, func(r *Record) bool {
+		if r.Owner != owner {
+			return false
+		}
+		switch {
+		case reason != "" && r.State == Running:
+			r.State, r.Reason = Suspended, reason
+		case reason == "" && r.State == Suspended:
+			r.State, r.Reason = Running, ""
+		default:
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		inv.Logger().Warn().Err(err).Str("call", inv.Call.ID).Str("waits_for", reason).Msg("durable: the call's wait was not recorded")
+	}
 }
 
 // sameArgs reports whether two calls' arguments are equal as JSON.
@@ -490,11 +552,22 @@ func sameArgs(a, b json.RawMessage) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-func (s *Store) finish(ctx context.Context, k string, out toolkit.Outcome) error {
-	return s.update(ctx, k, func(r *Record) bool {
+// finish stores owner's outcome of the call, unless another run holds the
+// record now (or stored its outcome): that run's stands.
+func (s *Store) finish(ctx context.Context, k, owner string, out toolkit.Outcome) error {
+	var held string
+	err := s.update(ctx, k, func(r *Record) bool {
+		if r.Owner != owner || r.State == Done {
+			held = r.State
+			return false
+		}
 		r.State, r.Reason, r.Result = Done, "", stored(out)
 		return true
 	})
+	if err == nil && held != "" {
+		err = fmt.Errorf("durable: %s: another run of the call holds its record (%s): its outcome stands", k, held)
+	}
+	return err
 }
 
 // DeliverOption configures Deliver.

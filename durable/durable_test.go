@@ -36,6 +36,8 @@ func startAgent(t *testing.T, js jetstream.JetStream) *agentProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Attached as an observer as set-ups did when the store recorded waits
+	// from suspend events: it must change nothing now.
 	tk := toolkit.New(toolkit.WithObserver(st))
 	ask, err := toolkit.NewExternalTool(toolkit.Spec{Name: "ask", Description: "asks a person"}, json.RawMessage(`{"type":"object"}`))
 	if err != nil {

@@ -60,6 +60,7 @@ type chained struct {
 	filters  []StreamFilter // under c.mu
 	broken   error          // a filter panicked: the output is withheld and the call fails (under c.mu)
 	values   sync.Map
+	onWait   []*func(string) // Invocation.OnWait hooks (under c.mu; replaced, never changed in place)
 }
 
 // parallel reports whether the call may overlap its neighbours. Calls that

@@ -33,6 +33,13 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 		return c.outcome(attempt, StateError, Part{}, nil, &callError{kind: ErrInvalidCall, cause: err,
 			msg: fmt.Sprintf("call %q of tool %q cannot be suspended: %v", c.call.ID, c.call.Name, err)})
 	}
+	if hooks := c.waitHooks(); len(hooks) > 0 {
+		// Registered first, so that an answer the hooks make possible is
+		// taken (it waits in ext); announced after them.
+		c.mu.Unlock()
+		callWaitHooks(hooks, "external")
+		c.mu.Lock()
+	}
 	c.announceSuspension("external")
 	c.mu.Unlock()
 	c.makeWay() // waiting outside uses no local capacity
@@ -78,13 +85,21 @@ func (c *call) suspend(reason string) (context.Context, func() context.Context) 
 	wait := st.callScope(c, 0) // no deadline: only the run's end (or Session.Close) stops a wait
 	c.batch.sess.holdWait(wait)
 	c.mu.Lock()
+	hooks := c.waitHooks()
+	c.mu.Unlock()
+	callWaitHooks(hooks, reason)
+	c.mu.Lock()
 	c.cur = wait
 	c.announceSuspension(reason)
 	c.mu.Unlock()
 	c.makeWay()
 	return wait, func() context.Context {
 		c.batch.sess.dropWait(wait)
-		s := st.callScope(c, c.timeout)
+		c.mu.Lock()
+		hooks := c.waitHooks()
+		c.mu.Unlock()
+		callWaitHooks(hooks, "")
+		s := st.callScope(c, c.timeout) // the deadline starts after the hooks
 		c.mu.Lock()
 		c.cur = s
 		c.side.waiting = ""

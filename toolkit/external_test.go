@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -156,5 +157,67 @@ func TestSessionCloseInterruptsSuspended(t *testing.T) {
 	// An answer that comes after the close is told why it is too late.
 	if err := s.Submit("e", []toolkit.Part{events.Text("late")}, nil); !errors.Is(err, toolkit.ErrClosed) {
 		t.Fatalf("Submit after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestOnWait: an interceptor's OnWait hook is told of a wait before the
+// suspend event goes out (for an external tool's wait and for Suspend), and
+// of Suspend's resume before the call goes on; a removed hook is not told;
+// a call waiting while a hook blocks is already there for Submit.
+func TestOnWait(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	note := func(s string) {
+		mu.Lock()
+		log = append(log, s)
+		mu.Unlock()
+	}
+	obs := toolkit.ObserverFunc(func(ev *events.Event) {
+		if ev.Type == "suspend" || ev.Type == "result" {
+			note(ev.Call + " " + string(ev.Type))
+		}
+	})
+	tk := testutil.Kit(t, toolkit.WithInlineObserver(obs))
+	testutil.Add(t, tk, externalTool(t, toolkit.Spec{Name: "ask_user"}),
+		testutil.Tool(t, toolkit.Spec{Name: "guarded"}, func(ctx context.Context, _ none) (string, error) {
+			note("guarded ran")
+			return "ok", nil
+		}))
+	var s *toolkit.Session
+	tk.Use(toolkit.Interceptor{Name: "recorder", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		remove := inv.OnWait(func(reason string) {
+			note(inv.Call.ID + " hook " + reason)
+			if reason == "external" && len(s.Suspended()) == 1 {
+				// Registered: an answer given now is taken.
+				if err := s.Submit(inv.Call.ID, []toolkit.Part{events.Text("blue")}, nil); err != nil {
+					note("submit: " + err.Error())
+				}
+			}
+		})
+		if inv.Call.ID == "removed" {
+			remove()
+		}
+		defer remove()
+		return next(ctx, inv)
+	}}, toolkit.Interceptor{Name: "gate", Tools: []string{"guarded"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		_, resume := inv.Suspend("approval")
+		return next(resume(), inv)
+	}})
+	s = testutil.Session(t, tk, "s")
+	rs := s.Run(context.Background(), []toolkit.Call{testutil.Call("g", "guarded", ``)})
+	rs = append(rs, s.Run(context.Background(), []toolkit.Call{testutil.Call("e", "ask_user", `{"question":"?"}`)})...)
+	rs = append(rs, s.Run(context.Background(), []toolkit.Call{testutil.Call("removed", "guarded", ``)})...)
+	for _, r := range rs {
+		if r.State != toolkit.StateSuccess {
+			t.Fatalf("%s: %s %q", r.Call.ID, r.State, r.Text())
+		}
+	}
+	want := []string{
+		"g hook approval", "g suspend", "g hook ", "guarded ran", "g result",
+		"e hook external", "e suspend", "e result",
+		"removed suspend", "guarded ran", "removed result",
+	}
+	if !slices.Equal(log, want) {
+		t.Fatalf("order\n got %q\nwant %q", log, want)
 	}
 }

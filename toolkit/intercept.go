@@ -255,6 +255,47 @@ func (inv *Invocation) Waiting() string {
 	return c.side.waiting
 }
 
+// OnWait registers f to be told, on the call's goroutine, when the call
+// starts waiting outside the process (f(reason), the reason Waiting will
+// report) and when a wait of Suspend ends with its resume (f("")). f runs
+// before the suspend event goes out, so before anyone outside can see the
+// call wait, and before resume returns, so before the call goes on; the call
+// waits for it (f may do I/O, such as writing the call's state to a store,
+// so that a process that dies while the call waits leaves it recorded as
+// waiting). remove unregisters f.
+func (inv *Invocation) OnWait(f func(reason string)) (remove func()) {
+	c := inv.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ic == nil || f == nil {
+		return func() {}
+	}
+	ic, h := c.ic, &f
+	ic.onWait = append(slices.Clip(ic.onWait), h)
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if i := slices.Index(ic.onWait, h); i >= 0 {
+			ic.onWait = slices.Delete(slices.Clone(ic.onWait), i, i+1)
+		}
+	}
+}
+
+// waitHooks returns the call's OnWait hooks. c.mu must be held; call them
+// without it.
+func (c *call) waitHooks() []*func(string) {
+	if c.ic == nil {
+		return nil
+	}
+	return c.ic.onWait
+}
+
+func callWaitHooks(hooks []*func(string), reason string) {
+	for _, f := range hooks {
+		(*f)(reason)
+	}
+}
+
 // interceptors is an immutable snapshot of a toolkit's interceptors, with
 // the chains built from it, cached per tool.
 type interceptors struct {
