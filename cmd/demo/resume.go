@@ -23,11 +23,9 @@ func useStore(ctx context.Context, cfg *config, tk *toolkit.Toolkit, bus *natsbu
 	if err := tk.Use(st.Interceptor()); err != nil {
 		return nil, nil, err
 	}
-	remove := tk.Observe(st)
 	stopDeliver, err := st.Deliver(ctx, tk)
 	if err != nil {
-		remove()
 		return nil, nil, err
 	}
-	return st, func() { stopDeliver(); remove() }, nil
+	return st, stopDeliver, nil
 }
