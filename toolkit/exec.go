@@ -43,7 +43,7 @@ type call struct {
 	args prepared // the arguments the handler receives (c.mu once interceptors run)
 	em   stream.Emitter
 	ic   *chained // set when interceptors wrap the call
-	side *aside   // set for a traced call and one that may wait outside (c.mu when set, in begin)
+	side *aside   // set for a traced call, one that may wait outside and one interceptors wrap, before the handler or an interceptor runs (c.mu)
 
 	mu      sync.Mutex
 	cur     *scope // the scope the call runs on now; it changes on resume
@@ -61,6 +61,7 @@ type chained struct {
 	broken   error          // a filter panicked: the output is withheld and the call fails (under c.mu)
 	values   sync.Map
 	onWait   []*func(string) // Invocation.OnWait hooks (under c.mu; replaced, never changed in place)
+	side     aside           // the call's aside when it had none (setChained)
 }
 
 // parallel reports whether the call may overlap its neighbours. Calls that
@@ -148,10 +149,17 @@ func (c *call) exec() bool {
 
 // setChained publishes the call's interceptor state under c.mu: the clock
 // may abandon the call (and read it, in finish) while an interceptor that
-// ignores its context holds the goroutine that set it.
+// ignores its context holds the goroutine that set it. An interceptor may
+// suspend the call, which needs an aside: it is set now, before any
+// interceptor runs, because the call's context reads c.side without the
+// lock (from any goroutine an interceptor or the handler starts); set
+// later, it would race with them. It costs no allocation of its own.
 func (c *call) setChained(ic *chained) {
 	c.mu.Lock()
 	c.ic = ic
+	if c.side == nil {
+		c.side = &ic.side
+	}
 	c.mu.Unlock()
 }
 

@@ -221,3 +221,39 @@ func TestOnWait(t *testing.T) {
 		t.Fatalf("order\n got %q\nwant %q", log, want)
 	}
 }
+
+// TestSuspendWhileContextRead: an interceptor suspends its call while a
+// goroutine it started reads the call's context: no data race (the call's
+// suspension state is published before any interceptor runs).
+func TestSuspendWhileContextRead(t *testing.T) {
+	type key struct{}
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "guarded"}, func(ctx context.Context, _ none) (string, error) {
+		return "ok", nil
+	}))
+	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		stop, done := make(chan struct{}), make(chan struct{})
+		callCtx := ctx
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					_ = callCtx.Value(key{})
+				}
+			}
+		}()
+		time.Sleep(time.Millisecond)
+		_, resume := inv.Suspend("approval")
+		resumed := resume()
+		close(stop)
+		<-done
+		return next(resumed, inv)
+	}})
+	rs := testutil.Run(t, tk, "s", testutil.Call("g", "guarded", ``))
+	if rs[0].State != toolkit.StateSuccess {
+		t.Fatalf("%s: %v", rs[0].State, rs[0].Err)
+	}
+}
