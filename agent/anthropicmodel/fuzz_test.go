@@ -48,7 +48,7 @@ func FuzzAccumulate(f *testing.F) {
 			case 2:
 				err = a.startToolUse(idx, text, "tool", "")
 			case 3:
-				err = a.delta(idx, "input_json_delta", text)
+				err = a.delta(idx, "input_json_delta", "", text)
 			case 4:
 				err = a.startThinking(idx, thinkingBlock{Type: "thinking"})
 			case 5:
@@ -56,13 +56,13 @@ func FuzzAccumulate(f *testing.F) {
 			case 6:
 				a.reason = text
 			case 7:
-				err = a.delta(idx, "text_delta", text)
+				err = a.delta(idx, "text_delta", "", text)
 			case 8:
 				a.stopped = true
 			case 9:
-				err = a.delta(idx, "thinking_delta", text)
+				err = a.delta(idx, "thinking_delta", "", text)
 			case 10:
-				err = a.delta(idx, "signature_delta", text)
+				err = a.delta(idx, "signature_delta", "", text)
 			}
 			failed = err != nil
 		}

@@ -13,9 +13,11 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/agent/internal/jsonpiece"
 )
 
 // Chat is an [agent.Model] on the Chat Completions API
@@ -72,11 +74,18 @@ func (m *Chat) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, 
 
 	var (
 		text    strings.Builder
+		join    jsonpiece.Joiner // a character cut between two pieces of text
 		refused bool
 		finish  string
 		reply   agent.Reply
 		calls   = chatCalls{set: newCallSet(req.Send), byIndex: map[int64]*callSlot{}}
 	)
+	addText := func(s string) {
+		if s != "" {
+			text.WriteString(s)
+			req.Send(agent.Chunk{Kind: agent.ChunkText, Text: s})
+		}
+	}
 	for stream.Next() {
 		chunk := stream.Current()
 		if chunk.Model != "" {
@@ -89,15 +98,11 @@ func (m *Chat) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, 
 			if ch.Index != 0 {
 				continue // only one choice is asked for
 			}
-			if s := ch.Delta.Content; s != "" {
-				text.WriteString(s)
-				req.Send(agent.Chunk{Kind: agent.ChunkText, Text: s})
-			}
-			if s := ch.Delta.Refusal; s != "" {
+			addText(piece(&join, ch.Delta.JSON.Content, ch.Delta.Content))
+			if ch.Delta.Refusal != "" {
 				refused = true
-				text.WriteString(s)
-				req.Send(agent.Chunk{Kind: agent.ChunkText, Text: s})
 			}
+			addText(piece(&join, ch.Delta.JSON.Refusal, ch.Delta.Refusal))
 			for _, tc := range ch.Delta.ToolCalls {
 				if err := calls.add(tc); err != nil {
 					return nil, err
@@ -117,8 +122,9 @@ func (m *Chat) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, 
 	if finish == "" {
 		return nil, cutShort("no finish_reason")
 	}
+	addText(join.Flush())
 	reply.Text = text.String()
-	if reply.Calls, err = calls.set.result(); err != nil {
+	if reply.Calls, err = calls.set.result(finish == "length"); err != nil {
 		return nil, err
 	}
 	reply.Finish = chatFinish(finish, len(reply.Calls), refused)
@@ -132,7 +138,8 @@ func (m *Chat) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, 
 // call has one) starts a new call, and so does one that names the same
 // function again with arguments of its own after the call's arguments
 // are a whole JSON object (two calls of one tool at one index: nothing
-// can continue a whole object).
+// can continue a whole object). The reply lists the calls by the server's
+// index, the model's order, whatever order they began in.
 type chatCalls struct {
 	set     *callSet
 	byIndex map[int64]*callSlot
@@ -159,9 +166,14 @@ func (a *chatCalls) add(tc openai.ChatCompletionChunkChoiceDeltaToolCall) error 
 		}
 	}
 	if c == nil {
+		prev := a.last
 		c = a.set.open()
-		if hasIndex {
+		switch {
+		case hasIndex:
 			a.byIndex[tc.Index] = c
+			c.order = tc.Index
+		case prev != nil:
+			c.order = prev.order // no index: it follows the call before it
 		}
 	}
 	a.last = c
@@ -169,8 +181,18 @@ func (a *chatCalls) add(tc openai.ChatCompletionChunkChoiceDeltaToolCall) error 
 		a.set.setWireID(c, tc.ID)
 	}
 	a.set.setName(c, name)
-	a.set.addArgs(c, tc.Function.Arguments)
+	a.set.addRaw(c, tc.Function.JSON.Arguments.Raw(), tc.Function.Arguments)
 	return nil
+}
+
+// piece returns the text of a streamed string field, through j: a
+// character cut between two pieces comes whole. A field that is absent or
+// null adds nothing and does not end the text.
+func piece(j *jsonpiece.Joiner, f respjson.Field, text string) string {
+	if raw := f.Raw(); raw != "" && raw != "null" {
+		return j.Piece(raw, text)
+	}
+	return text
 }
 
 // chatReply reads the first choice of a whole completion, handing its
@@ -213,7 +235,7 @@ func chatReply(resp *openai.ChatCompletion, send func(agent.Chunk)) (*agent.Repl
 		set.setName(c, tc.Function.Name)
 	}
 	var err error
-	if reply.Calls, err = set.result(); err != nil {
+	if reply.Calls, err = set.result(choice.FinishReason == "length"); err != nil {
 		return nil, err
 	}
 	reply.Finish = chatFinish(choice.FinishReason, len(reply.Calls), refused)

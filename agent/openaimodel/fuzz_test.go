@@ -102,7 +102,7 @@ func FuzzChatToolCallDeltas(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		got, err := calls.set.result()
+		got, err := calls.set.result(false)
 		if err != nil {
 			named := true
 			for _, c := range calls.set.calls {
