@@ -72,45 +72,10 @@ func (m *Chat) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, 
 		return chatReply(&resp, req.Send)
 	}
 
-	var (
-		text    strings.Builder
-		join    jsonpiece.Joiner // a character cut between two pieces of text
-		refused bool
-		finish  string
-		reply   agent.Reply
-		calls   = chatCalls{set: newCallSet(req.Send), byIndex: map[int64]*callSlot{}}
-	)
-	addText := func(s string) {
-		if s != "" {
-			text.WriteString(s)
-			req.Send(agent.Chunk{Kind: agent.ChunkText, Text: s})
-		}
-	}
+	cs := newChatStream(req.Send)
 	for stream.Next() {
-		chunk := stream.Current()
-		if chunk.Model != "" {
-			reply.Model = chunk.Model
-		}
-		if chunk.JSON.Usage.Valid() {
-			reply.Usage = agent.Usage{InputTokens: chunk.Usage.PromptTokens, OutputTokens: chunk.Usage.CompletionTokens}
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
-				continue // only one choice is asked for
-			}
-			addText(piece(&join, ch.Delta.JSON.Content, ch.Delta.Content))
-			if ch.Delta.Refusal != "" {
-				refused = true
-			}
-			addText(piece(&join, ch.Delta.JSON.Refusal, ch.Delta.Refusal))
-			for _, tc := range ch.Delta.ToolCalls {
-				if err := calls.add(tc); err != nil {
-					return nil, err
-				}
-			}
-			if ch.FinishReason != "" {
-				finish = ch.FinishReason
-			}
+		if err := cs.chunk(stream.Current()); err != nil {
+			return nil, err
 		}
 	}
 	if err := stream.Err(); err != nil {
@@ -119,15 +84,76 @@ func (m *Chat) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, 
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("openai: %w", ctx.Err())
 	}
-	if finish == "" {
+	if cs.finish == "" {
 		return nil, cutShort("no finish_reason")
 	}
-	addText(join.Flush())
-	reply.Text = text.String()
-	if reply.Calls, err = calls.set.result(finish == "length"); err != nil {
+	return cs.result()
+}
+
+// chatStream assembles a streamed reply from its chunks.
+type chatStream struct {
+	send    func(agent.Chunk)
+	text    strings.Builder
+	join    jsonpiece.Joiner // a character cut between two pieces of text
+	refused bool
+	finish  string
+	reply   agent.Reply
+	calls   chatCalls
+}
+
+func newChatStream(send func(agent.Chunk)) *chatStream {
+	if send == nil {
+		send = func(agent.Chunk) {}
+	}
+	return &chatStream{send: send, calls: chatCalls{set: newCallSet(send), byIndex: map[int64]*callSlot{}}}
+}
+
+// chunk takes one streamed chunk.
+func (cs *chatStream) chunk(chunk openai.ChatCompletionChunk) error {
+	if chunk.Model != "" {
+		cs.reply.Model = chunk.Model
+	}
+	if chunk.JSON.Usage.Valid() {
+		cs.reply.Usage = agent.Usage{InputTokens: chunk.Usage.PromptTokens, OutputTokens: chunk.Usage.CompletionTokens}
+	}
+	for _, ch := range chunk.Choices {
+		if ch.Index != 0 {
+			continue // only one choice is asked for
+		}
+		cs.addText(piece(&cs.join, ch.Delta.JSON.Content, ch.Delta.Content))
+		if ch.Delta.Refusal != "" {
+			cs.refused = true
+		}
+		cs.addText(piece(&cs.join, ch.Delta.JSON.Refusal, ch.Delta.Refusal))
+		for _, tc := range ch.Delta.ToolCalls {
+			if err := cs.calls.add(tc); err != nil {
+				return err
+			}
+		}
+		if ch.FinishReason != "" {
+			cs.finish = ch.FinishReason
+		}
+	}
+	return nil
+}
+
+func (cs *chatStream) addText(s string) {
+	if s != "" {
+		cs.text.WriteString(s)
+		cs.send(agent.Chunk{Kind: agent.ChunkText, Text: s})
+	}
+}
+
+// result returns the reply once the stream has ended with a finish_reason.
+func (cs *chatStream) result() (*agent.Reply, error) {
+	cs.addText(cs.join.Flush())
+	reply := cs.reply
+	reply.Text = cs.text.String()
+	var err error
+	if reply.Calls, err = cs.calls.set.result(cs.finish == "length"); err != nil {
 		return nil, err
 	}
-	reply.Finish = chatFinish(finish, len(reply.Calls), refused)
+	reply.Finish = chatFinish(cs.finish, len(reply.Calls), cs.refused)
 	return &reply, nil
 }
 

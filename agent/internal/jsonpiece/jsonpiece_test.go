@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/toolstream/toolstream/internal/leak"
@@ -91,16 +90,7 @@ func FuzzJoin(f *testing.F) {
 		if !utf8.ValidString(text) {
 			return
 		}
-		var raws []string
-		if byBytes {
-			for _, p := range cutBytes(text, cuts) {
-				raws = append(raws, literalBytes(p))
-			}
-		} else {
-			for _, p := range cutUnits(utf16.Encode([]rune(text)), cuts) {
-				raws = append(raws, literalUnits(p))
-			}
-		}
+		raws := Cut(text, cuts, byBytes)
 		var j Joiner
 		var got strings.Builder
 		for i, raw := range raws {
@@ -121,64 +111,3 @@ func FuzzJoin(f *testing.F) {
 	})
 }
 
-// cutUnits cuts units at the positions cuts says (each a step forward).
-func cutUnits(units []uint16, cuts []byte) [][]uint16 {
-	var out [][]uint16
-	for _, c := range cuts {
-		n := min(int(c)%8, len(units))
-		out = append(out, units[:n])
-		units = units[n:]
-	}
-	return append(out, units)
-}
-
-func cutBytes(s string, cuts []byte) []string {
-	var out []string
-	for _, c := range cuts {
-		n := min(int(c)%8, len(s))
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	return append(out, s)
-}
-
-// literalUnits writes UTF-16 units as a JSON string literal, every unit
-// above ASCII as a \u escape (a lone surrogate can only be written so).
-func literalUnits(units []uint16) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, u := range units {
-		if u >= 0x20 && u < utf8.RuneSelf && u != '\\' && u != '"' {
-			b.WriteByte(byte(u))
-			continue
-		}
-		b.WriteString(`\u` + hex(u))
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
-// literalBytes writes bytes as a JSON string literal, bytes above ASCII as
-// they are (a cut character stays cut).
-func literalBytes(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c < 0x20:
-			b.WriteString(`\u` + hex(uint16(c)))
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
-func hex(u uint16) string {
-	const digits = "0123456789abcdef"
-	return string([]byte{digits[u>>12], digits[u>>8&15], digits[u>>4&15], digits[u&15]})
-}
