@@ -110,4 +110,3 @@ func FuzzJoin(f *testing.F) {
 		}
 	})
 }
-
