@@ -126,6 +126,10 @@ func TestResponsesCharactersCutBetweenDeltas(t *testing.T) {
 // up to those of the call announced there.
 func checkChunksByID(t *testing.T, chunks []agent.Chunk, reply *agent.Reply) {
 	t.Helper()
+	names := map[string]string{}
+	for _, c := range reply.Calls {
+		names[c.ID] = c.Name
+	}
 	ids := map[int]string{}
 	args := map[string]string{}
 	for i, c := range chunks {
@@ -133,6 +137,9 @@ func checkChunksByID(t *testing.T, chunks []agent.Chunk, reply *agent.Reply) {
 		case agent.ChunkCall:
 			if _, dup := ids[c.Index]; dup {
 				t.Fatalf("chunk %d: call %d announced twice", i, c.Index)
+			}
+			if name, ok := names[c.CallID]; !ok || name != c.Name {
+				t.Fatalf("chunk %d announces %s %s, which the reply does not have: %+v", i, c.CallID, c.Name, reply.Calls)
 			}
 			ids[c.Index] = c.CallID
 		case agent.ChunkArgs:
@@ -147,8 +154,8 @@ func checkChunksByID(t *testing.T, chunks []agent.Chunk, reply *agent.Reply) {
 		t.Fatalf("%d calls announced, the reply has %d", len(ids), len(reply.Calls))
 	}
 	for _, call := range reply.Calls {
-		if got := args[call.ID]; got != string(call.Args) {
-			t.Errorf("call %s: chunks add up to %q, reply has %q", call.ID, got, call.Args)
+		if got := args[call.ID]; got != string(call.Args) && !(strings.TrimSpace(got) == "" && string(call.Args) == "{}") {
+			t.Fatalf("call %s: chunks add up to %q, reply has %q", call.ID, got, call.Args)
 		}
 	}
 }
