@@ -32,8 +32,10 @@ func (j *Joiner) Piece(raw, text string) string {
 		return j.Flush() + text
 	}
 	body := raw[1 : len(raw)-1]
-	if j.held == "" && strings.IndexByte(body, '\\') < 0 && utf8.ValidString(body) {
-		return text // nothing escaped, nothing cut: the usual piece
+	if j.held == "" && !highAtEnd(body) && incompleteTail(body) == len(body) {
+		// Nothing cut at either end: the SDK's decoding is the text (a
+		// lone surrogate inside a piece is U+FFFD either way).
+		return text
 	}
 	s := j.held + body
 	var tail string
@@ -79,6 +81,23 @@ func (j *Joiner) Reset() { j.held = "" }
 
 // Held reports whether the last piece ended inside a character.
 func (j *Joiner) Held() bool { return j.held != "" }
+
+// highAtEnd reports whether the body of a JSON string ends with the
+// escape of a high surrogate (a backslash before it would make it text).
+func highAtEnd(body string) bool {
+	n := len(body)
+	if n < 6 || body[n-6] != '\\' || body[n-5] != 'u' || body[n-4]|0x20 != 'd' {
+		return false
+	}
+	if c := body[n-3] | 0x20; c != '8' && c != '9' && c != 'a' && c != 'b' {
+		return false
+	}
+	escaped := false // whether body[n-6] is itself escaped
+	for i := n - 7; i >= 0 && body[i] == '\\'; i-- {
+		escaped = !escaped
+	}
+	return !escaped
+}
 
 // incompleteTail returns where a UTF-8 character that s ends before its
 // last byte begins, or len(s) when s does not end inside one.

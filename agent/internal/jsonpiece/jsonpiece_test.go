@@ -47,6 +47,8 @@ func TestJoin(t *testing.T) {
 		{"UTF-8 cut, never finished", []string{"\"a\xf0\x9f\""}, []string{"a", "\xf0\x9f"}},
 		{"escapes in a piece", []string{`"\"\\\/\b\f\n\r\t\u00e9"`}, []string{"\"\\/\b\f\n\r\t\u00e9", ""}},
 		{"an escaped backslash before u", []string{`"\\ud83d"`, `"\\ude00"`}, []string{`\ud83d`, `\ude00`, ``}},
+		{"an escaped backslash, then a high half", []string{`"\\\ud83d"`, `"\ude00"`}, []string{`\`, "😀", ``}},
+		{"a lone high half inside a piece", []string{`"\ud83dx"`}, []string{"\uFFFDx", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,4 +111,26 @@ func FuzzJoin(f *testing.F) {
 			t.Fatalf("joined %q, want %q (pieces %q)", got.String(), text, raws)
 		}
 	})
+}
+
+// BenchmarkPiece: a typical piece of arguments (escaped quotes, nothing
+// cut), which the SDK's decoding answers, beside one that ends with half
+// of a surrogate pair, which is decoded again.
+func BenchmarkPiece(b *testing.B) {
+	for _, bc := range []struct{ name, raw string }{
+		{"whole", `"{\"path\": \"docs/READ"`},
+		{"cut", `"{\"path\": \"docs/\ud83d"`},
+	} {
+		var text string
+		if err := json.Unmarshal([]byte(bc.raw), &text); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var j Joiner
+				_ = j.Piece(bc.raw, text)
+			}
+		})
+	}
 }
