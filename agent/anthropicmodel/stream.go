@@ -265,9 +265,9 @@ func (a *accumulator) finish(c *callState, cut bool) {
 		return
 	}
 	args := c.start
-	if args == "" || args == "null" || cut && args == "{}" {
+	if args == "" || args == "null" || args == "{}" {
 		if cut {
-			return
+			return // the model was cut before it wrote them
 		}
 		args = "{}"
 	}
