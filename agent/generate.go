@@ -81,6 +81,7 @@ func (l *Loop) generate(ctx context.Context, r *run, turn int, conv *Conversatio
 			err = fmt.Errorf("%s returned no reply and no error", l.describe())
 		}
 		if err == nil {
+			r.cut = truncated(reply) // before fixCalls makes blank arguments {}
 			fixCalls(reply.Calls, conv.Messages)
 			st.finish(reply)
 			return reply, nil

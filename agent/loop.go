@@ -130,9 +130,11 @@ type Outcome struct {
 // Run continues conv in the session until the model answers: each turn
 // reads the session's tool definitions afresh (groups and skills change
 // them), asks the model, records its reply in conv, runs its calls and
-// records their results in conv. It stops on an answer, a stop from the
-// toolkit (see End), the turn bound, a model failure that retries did not
-// cure, or the end of ctx.
+// records their results in conv. A call the model was still writing when
+// its reply reached the output token limit does not run: its result is an
+// error (ErrTruncatedCall) that tells the model so. It stops on an answer,
+// a stop from the toolkit (see End), the turn bound, a model failure that
+// retries did not cure, or the end of ctx.
 //
 // Run returns the outcome so far with every error. Whatever happens, conv
 // is left valid (Conversation.Check): a reply's calls always get results,
@@ -190,7 +192,7 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 			emit(ctx, sess, EventAnswer, Answer{Text: out.Answer, End: out.End, Turns: out.Turns, Calls: len(out.Results), Usage: out.Usage})
 			return out, nil
 		}
-		results, stop, err := l.runCalls(ctx, sess, turn, reply.Calls)
+		results, stop, err := l.runCalls(ctx, sess, turn, reply.Calls, r.cut)
 		out.Results = append(out.Results, results...)
 		for _, r := range results {
 			conv.Add(Message{Role: RoleTool, CallID: r.Call.ID, Tool: r.Call.Name, Content: r.Content, IsError: r.IsError()})
@@ -214,6 +216,7 @@ type run struct {
 	req  Request
 	st   streamer
 	send func(Chunk) // st.send, bound once
+	cut  *truncation // the call the turn's reply was cut in, if any
 }
 
 func (l *Loop) modelName(r *Reply) string {
@@ -230,9 +233,15 @@ func (l *Loop) fail(ctx context.Context, sess *toolkit.Session, turn int, err er
 }
 
 // runCalls runs a reply's calls as one batch and waits for all of them.
-// The results come back in call order even with an error.
-func (l *Loop) runCalls(ctx context.Context, sess *toolkit.Session, turn int, calls []toolkit.Call) ([]toolkit.Result, toolkit.Stop, error) {
-	b := sess.Start(ctx, calls)
+// The results come back in call order even with an error. A call the
+// reply was cut in (cut) gets its failure without running.
+func (l *Loop) runCalls(ctx context.Context, sess *toolkit.Session, turn int, calls []toolkit.Call, cut *truncation) ([]toolkit.Result, toolkit.Stop, error) {
+	var b *toolkit.Batch
+	if cut != nil {
+		b = startTruncated(ctx, sess, calls, cut)
+	} else {
+		b = sess.Start(ctx, calls)
+	}
 	for _, f := range l.onBatch {
 		f(ctx, turn, b)
 	}

@@ -75,7 +75,9 @@ type Chunk struct {
 	// Text is the piece of words (ChunkText) or arguments (ChunkArgs).
 	Text string
 	// Index is the call's position in the reply, from 0 (ChunkCall and
-	// ChunkArgs).
+	// ChunkArgs). A server that begins a call before one the model put
+	// first can make it the position in the order calls began instead; the
+	// reply has them in the model's order.
 	Index int
 	// CallID and Name identify the call (ChunkCall).
 	CallID string
@@ -89,7 +91,10 @@ type Reply struct {
 	// Calls are the tools the model asks to run, in its order. An adapter
 	// passes arguments on as the model wrote them, even when they are not
 	// valid JSON (the toolkit tells the model what is wrong), and makes
-	// empty arguments {}.
+	// empty arguments {}, except for the last call of a reply cut at the
+	// token limit (FinishLength): that one the model may have been cut in
+	// before its arguments began, and the loop does not run a call it was
+	// cut in (ErrTruncatedCall).
 	Calls []toolkit.Call
 	// Finish is why the model stopped.
 	Finish Finish

@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
+
 	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/agent/internal/jsonpiece"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -48,7 +53,7 @@ func FuzzAccumulate(f *testing.F) {
 			case 2:
 				err = a.startToolUse(idx, text, "tool", "")
 			case 3:
-				err = a.delta(idx, "input_json_delta", text)
+				err = a.delta(idx, "input_json_delta", "", text)
 			case 4:
 				err = a.startThinking(idx, thinkingBlock{Type: "thinking"})
 			case 5:
@@ -56,13 +61,13 @@ func FuzzAccumulate(f *testing.F) {
 			case 6:
 				a.reason = text
 			case 7:
-				err = a.delta(idx, "text_delta", text)
+				err = a.delta(idx, "text_delta", "", text)
 			case 8:
 				a.stopped = true
 			case 9:
-				err = a.delta(idx, "thinking_delta", text)
+				err = a.delta(idx, "thinking_delta", "", text)
 			case 10:
-				err = a.delta(idx, "signature_delta", text)
+				err = a.delta(idx, "signature_delta", "", text)
 			}
 			failed = err != nil
 		}
@@ -103,7 +108,9 @@ func FuzzAccumulate(f *testing.F) {
 			if string(c.Args) != args[i] {
 				t.Fatalf("call %d: args %q, chunks add up to %q", i, c.Args, args[i])
 			}
-			if strings.TrimSpace(string(c.Args)) == "" {
+			if strings.TrimSpace(string(c.Args)) == "" && (reply.Finish != agent.FinishLength || i < len(reply.Calls)-1) {
+				// Only the call a reply cut at the token limit was
+				// writing keeps arguments that never came blank.
 				t.Fatalf("call %d: blank args %q", i, c.Args)
 			}
 			if c.ID == "" || ids[c.ID] {
@@ -258,6 +265,95 @@ func FuzzWholeReply(f *testing.F) {
 			if c.ID == "" || args[i] != string(c.Args) || len(bytes.TrimSpace(c.Args)) == 0 {
 				t.Fatalf("call %d %+v, argument chunks %q", i, c, args[i])
 			}
+		}
+	})
+}
+
+// FuzzArgumentsCut cuts valid arguments (and the same text as words and
+// as thinking) at arbitrary points, as a UTF-16 server (halves of a
+// surrogate pair escaped alone) or a UTF-8 one (bytes of a character raw)
+// would, and streams the pieces through the adapter's parsing: the SDK's
+// decoding of each event, then the accumulator. The reassembled arguments
+// are the model's byte for byte (so they decode to the same value), the
+// words and the thinking likewise, and every chunk handed on is whole
+// characters that add up to them.
+func FuzzArgumentsCut(f *testing.F) {
+	f.Add(`{"s":"😀 \n\u00e9 \ud83d\ude00 😀"}`, []byte{6, 7, 3, 2}, false)
+	f.Add(`{"s":"😀 \n\u00e9 \ud83d\ude00 😀"}`, []byte{6, 7, 3, 2}, true)
+	f.Add("héllo 😀 wörld", []byte{1, 5, 1}, false)
+	f.Fuzz(func(t *testing.T, s string, cuts []byte, byBytes bool) {
+		if !utf8.ValidString(s) || len(cuts) > 64 {
+			return
+		}
+		args := s
+		if !json.Valid([]byte(s)) {
+			b, _ := json.Marshal(map[string]string{"s": s})
+			args = string(b)
+		}
+		var chunks []agent.Chunk
+		a := newAccumulator(func(c agent.Chunk) { chunks = append(chunks, c) })
+		feed := func(ev string) {
+			var u anthropic.MessageStreamEventUnion
+			if err := json.Unmarshal([]byte(ev), &u); err != nil {
+				t.Fatalf("%v: %q", err, ev)
+			}
+			if err := a.event(u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		delta := func(i int, typ, field, piece string) string {
+			return `{"type":"content_block_delta","index":` + strconv.Itoa(i) + `,"delta":{"type":"` + typ + `","` + field + `":` + piece + `}}`
+		}
+		feed(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"usage":{"input_tokens":1,"output_tokens":1}}}`)
+		feed(`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`)
+		for _, p := range jsonpiece.Cut(s, cuts, byBytes) {
+			feed(delta(0, "thinking_delta", "thinking", p))
+		}
+		feed(`{"type":"content_block_stop","index":0}`)
+		feed(`{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`)
+		for _, p := range jsonpiece.Cut(s, cuts, byBytes) {
+			feed(delta(1, "text_delta", "text", p))
+		}
+		feed(`{"type":"content_block_stop","index":1}`)
+		feed(`{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"echo","input":{}}}`)
+		argPieces := jsonpiece.Cut(args, cuts, byBytes)
+		for _, p := range argPieces {
+			feed(delta(2, "input_json_delta", "partial_json", p))
+		}
+		feed(`{"type":"content_block_stop","index":2}`)
+		feed(`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":5}}`)
+		feed(`{"type":"message_stop"}`)
+		reply, err := a.reply()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(reply.Calls) != 1 || string(reply.Calls[0].Args) != args {
+			t.Fatalf("arguments %q, want %q (pieces %q)", reply.Calls[0].Args, args, argPieces)
+		}
+		var got, want any
+		if json.Unmarshal(reply.Calls[0].Args, &got) != nil || json.Unmarshal([]byte(args), &want) != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("arguments decode to %v, want %v", got, want)
+		}
+		if reply.Text != s {
+			t.Fatalf("text %q, want %q", reply.Text, s)
+		}
+		if th := thinkingFromExtra(reply.Extra); len(th) != 1 || th[0].Thinking != s {
+			t.Fatalf("thinking %s, want %q", reply.Extra, s)
+		}
+		var text, argText strings.Builder
+		for i, c := range chunks {
+			if !utf8.ValidString(c.Text) {
+				t.Fatalf("chunk %d %q is not UTF-8", i, c.Text)
+			}
+			switch c.Kind {
+			case agent.ChunkText:
+				text.WriteString(c.Text)
+			case agent.ChunkArgs:
+				argText.WriteString(c.Text)
+			}
+		}
+		if text.String() != s || argText.String() != args {
+			t.Fatalf("chunks add up to text %q and arguments %q", text.String(), argText.String())
 		}
 	})
 }

@@ -5,11 +5,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/agent/internal/jsonpiece"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -47,6 +50,7 @@ type block struct {
 	kind  int
 	call  *callState
 	think *thinkingBlock
+	join  jsonpiece.Joiner // a character cut between two deltas
 	done  bool
 }
 
@@ -59,7 +63,7 @@ type callState struct {
 	args    strings.Builder
 	pending string // leading blank pieces, held back until something else comes
 	sent    bool   // some argument text went out as ChunkArgs
-	done    bool
+	done    bool   // the arguments are final
 }
 
 func newAccumulator(send func(agent.Chunk)) *accumulator {
@@ -90,15 +94,15 @@ func (a *accumulator) event(ev anthropic.MessageStreamEventUnion) error {
 		d := ev.Delta
 		switch d.Type {
 		case "text_delta":
-			return a.delta(ev.Index, d.Type, d.Text)
+			return a.delta(ev.Index, d.Type, d.JSON.Text.Raw(), d.Text)
 		case "input_json_delta":
-			return a.delta(ev.Index, d.Type, d.PartialJSON)
+			return a.delta(ev.Index, d.Type, d.JSON.PartialJSON.Raw(), d.PartialJSON)
 		case "thinking_delta":
-			return a.delta(ev.Index, d.Type, d.Thinking)
+			return a.delta(ev.Index, d.Type, d.JSON.Thinking.Raw(), d.Thinking)
 		case "signature_delta":
-			return a.delta(ev.Index, d.Type, d.Signature)
+			return a.delta(ev.Index, d.Type, "", d.Signature)
 		default: // citations_delta and newer kinds: not part of the turn
-			return a.delta(ev.Index, d.Type, "")
+			return a.delta(ev.Index, d.Type, "", "")
 		}
 	case "content_block_stop":
 		return a.stop(ev.Index)
@@ -185,13 +189,21 @@ func (a *accumulator) startOther(index int64) error {
 	return a.newBlock(index, &block{kind: blockOther})
 }
 
-func (a *accumulator) delta(index int64, typ, s string) error {
+// delta takes a piece of a block: raw is the piece as the server wrote it
+// (a JSON string; "" when unknown), s as the SDK decoded it.
+func (a *accumulator) delta(index int64, typ, raw, s string) error {
 	b := a.blocks[index]
 	if b == nil {
 		return &streamError{fmt.Sprintf("anthropic stream: %s for block %d, which never started", typ, index)}
 	}
 	if b.done {
 		return &streamError{fmt.Sprintf("anthropic stream: %s for block %d, which had stopped", typ, index)}
+	}
+	switch typ {
+	case "text_delta", "input_json_delta", "thinking_delta":
+		if raw != "" || b.join.Held() {
+			s = b.join.Piece(raw, s)
+		}
 	}
 	switch typ {
 	case "text_delta":
@@ -240,9 +252,11 @@ func (a *accumulator) addArgs(c *callState, s string) {
 	a.send(agent.Chunk{Kind: agent.ChunkArgs, Index: c.index, Text: s})
 }
 
-// finish closes a call: arguments that never came are those of
-// content_block_start when it carried any, else {}.
-func (a *accumulator) finish(c *callState) {
+// finish makes a call's arguments final: arguments that never came are
+// those of content_block_start when it carried any, else {}; but those of
+// the call a reply cut at the token limit was writing (cut) stay blank,
+// so that the loop does not take it for a whole call without arguments.
+func (a *accumulator) finish(c *callState, cut bool) {
 	if c.done {
 		return
 	}
@@ -251,11 +265,31 @@ func (a *accumulator) finish(c *callState) {
 		return
 	}
 	args := c.start
-	if args == "" || args == "null" {
+	if args == "" || args == "null" || args == "{}" {
+		if cut {
+			return // the model was cut before it wrote them
+		}
 		args = "{}"
 	}
 	c.args.WriteString(args)
 	a.send(agent.Chunk{Kind: agent.ChunkArgs, Index: c.index, Text: args})
+}
+
+// end ends a block's text: what its last delta held back (half of a
+// character) is all there is.
+func (a *accumulator) end(b *block) {
+	s := b.join.Flush()
+	if s == "" {
+		return
+	}
+	switch b.kind {
+	case blockText:
+		a.addText(s)
+	case blockToolUse:
+		a.addArgs(b.call, s)
+	case blockThinking:
+		b.think.Thinking += s
+	}
 }
 
 func (a *accumulator) stop(index int64) error {
@@ -267,9 +301,7 @@ func (a *accumulator) stop(index int64) error {
 		return &streamError{fmt.Sprintf("anthropic stream: content_block_stop for block %d, which had stopped", index)}
 	}
 	b.done = true
-	if b.kind == blockToolUse {
-		a.finish(b.call)
-	}
+	a.end(b)
 	return nil
 }
 
@@ -280,12 +312,17 @@ func (a *accumulator) reply() (*agent.Reply, error) {
 	if !a.stopped && a.reason == "" {
 		return nil, &streamError{"anthropic stream: the stream ended before message_stop"}
 	}
+	for _, i := range slices.Sorted(maps.Keys(a.blocks)) {
+		if b := a.blocks[i]; !b.done {
+			a.end(b) // a block the stream never stopped
+		}
+	}
 	r := &agent.Reply{Text: a.text.String(), Model: a.model, Usage: a.usage.agent()}
-	for _, c := range a.calls {
-		a.finish(c)
+	r.Finish = finishReason(a.reason, len(a.calls) > 0)
+	for i, c := range a.calls {
+		a.finish(c, r.Finish == agent.FinishLength && i == len(a.calls)-1)
 		r.Calls = append(r.Calls, toolkit.Call{ID: c.id, Name: c.name, Args: json.RawMessage(c.args.String())})
 	}
-	r.Finish = finishReason(a.reason, len(r.Calls) > 0)
 	r.Extra = thinkingExtra(a.think)
 	return r, nil
 }

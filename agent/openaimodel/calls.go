@@ -1,10 +1,13 @@
 package openaimodel
 
 import (
+	"cmp"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/agent/internal/jsonpiece"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -13,6 +16,11 @@ import (
 // known (with its final id: the server's, or one made up when it sent none
 // or one an earlier call of the reply already has), then its arguments as
 // ChunkArgs. Arguments that arrive before the name wait for it.
+//
+// The reply's calls are in the order the model gave them: the server's
+// index for each (Chat Completions), else the order they arrived in. The
+// chunks number calls in the order they were announced, which is the same
+// unless a server announces a call before one of a lower index.
 type callSet struct {
 	send  func(agent.Chunk)
 	calls []*callSlot
@@ -21,12 +29,14 @@ type callSet struct {
 
 // callSlot is one call being assembled.
 type callSlot struct {
-	pos       int    // position in the reply
+	pos       int    // position in announcement order (the chunks' Index)
+	order     int64  // the model's order: the server's index, if it gave one
 	wireID    string // the id the server gave, if any
 	id        string // the final id, set when announced
 	name      string
 	args      strings.Builder
-	sent      int // bytes of args already sent as ChunkArgs
+	join      jsonpiece.Joiner // a character cut between two pieces
+	sent      int              // bytes of args already sent as ChunkArgs
 	announced bool
 }
 
@@ -60,8 +70,19 @@ func (s *callSet) setName(c *callSlot, name string) {
 	}
 }
 
-// addArgs appends a piece of c's arguments.
+// addRaw appends a streamed piece of c's arguments: raw as the server
+// wrote it (a JSON string), text as the SDK decoded it.
+func (s *callSet) addRaw(c *callSlot, raw, text string) {
+	s.appendArgs(c, c.join.Piece(raw, text))
+}
+
+// addArgs appends a piece of c's arguments, decoded, after what the last
+// streamed piece held back.
 func (s *callSet) addArgs(c *callSlot, piece string) {
+	s.appendArgs(c, c.join.Flush()+piece)
+}
+
+func (s *callSet) appendArgs(c *callSlot, piece string) {
 	if piece == "" {
 		return
 	}
@@ -80,6 +101,7 @@ func (c *callSlot) wholeArgs() bool {
 // When they continue what was streamed, the rest goes out as a chunk;
 // when they contradict it (a server's bug), they win in the reply.
 func (s *callSet) finalArgs(c *callSlot, args string) {
+	c.join.Reset() // what a piece held back is in args, whole
 	have := c.args.String()
 	switch {
 	case args == have:
@@ -114,18 +136,30 @@ func (s *callSet) flush(c *callSlot) {
 	c.sent = c.args.Len()
 }
 
-// result returns the calls in order. A call whose name never came cannot
-// be run or answered: the reply is malformed.
-func (s *callSet) result() ([]toolkit.Call, error) {
+// result returns the calls in the model's order. A call whose name never
+// came cannot be run or answered: the reply is malformed. When the reply
+// was cut at the token limit (cut), its last call is the one being written:
+// arguments that never came stay blank instead of {}, so that the loop
+// does not take it for a whole call without arguments.
+func (s *callSet) result(cut bool) ([]toolkit.Call, error) {
 	if len(s.calls) == 0 {
 		return nil, nil
 	}
-	out := make([]toolkit.Call, len(s.calls))
-	for i, c := range s.calls {
+	for _, c := range s.calls {
+		s.addArgs(c, "") // what a piece held back: the text ends here
+	}
+	ordered := slices.Clone(s.calls)
+	slices.SortStableFunc(ordered, func(a, b *callSlot) int { return cmp.Compare(a.order, b.order) })
+	out := make([]toolkit.Call, len(ordered))
+	for i, c := range ordered {
 		if c.name == "" {
-			return nil, malformed("tool call %d (id %q) has no function name", i, c.wireID)
+			return nil, malformed("tool call %d (id %q) has no function name", c.pos, c.wireID)
 		}
-		out[i] = toolkit.Call{ID: c.id, Name: c.name, Args: orEmptyObject(json.RawMessage(c.args.String()))}
+		args := json.RawMessage(c.args.String())
+		if !cut || i < len(ordered)-1 {
+			args = orEmptyObject(args)
+		}
+		out[i] = toolkit.Call{ID: c.id, Name: c.name, Args: args}
 	}
 	return out, nil
 }

@@ -13,9 +13,11 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/agent/internal/jsonpiece"
 )
 
 // Chat is an [agent.Model] on the Chat Completions API
@@ -70,42 +72,10 @@ func (m *Chat) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, 
 		return chatReply(&resp, req.Send)
 	}
 
-	var (
-		text    strings.Builder
-		refused bool
-		finish  string
-		reply   agent.Reply
-		calls   = chatCalls{set: newCallSet(req.Send), byIndex: map[int64]*callSlot{}}
-	)
+	cs := newChatStream(req.Send)
 	for stream.Next() {
-		chunk := stream.Current()
-		if chunk.Model != "" {
-			reply.Model = chunk.Model
-		}
-		if chunk.JSON.Usage.Valid() {
-			reply.Usage = agent.Usage{InputTokens: chunk.Usage.PromptTokens, OutputTokens: chunk.Usage.CompletionTokens}
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
-				continue // only one choice is asked for
-			}
-			if s := ch.Delta.Content; s != "" {
-				text.WriteString(s)
-				req.Send(agent.Chunk{Kind: agent.ChunkText, Text: s})
-			}
-			if s := ch.Delta.Refusal; s != "" {
-				refused = true
-				text.WriteString(s)
-				req.Send(agent.Chunk{Kind: agent.ChunkText, Text: s})
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				if err := calls.add(tc); err != nil {
-					return nil, err
-				}
-			}
-			if ch.FinishReason != "" {
-				finish = ch.FinishReason
-			}
+		if err := cs.chunk(stream.Current()); err != nil {
+			return nil, err
 		}
 	}
 	if err := stream.Err(); err != nil {
@@ -114,14 +84,76 @@ func (m *Chat) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, 
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("openai: %w", ctx.Err())
 	}
-	if finish == "" {
+	if cs.finish == "" {
 		return nil, cutShort("no finish_reason")
 	}
-	reply.Text = text.String()
-	if reply.Calls, err = calls.set.result(); err != nil {
+	return cs.result()
+}
+
+// chatStream assembles a streamed reply from its chunks.
+type chatStream struct {
+	send    func(agent.Chunk)
+	text    strings.Builder
+	join    jsonpiece.Joiner // a character cut between two pieces of text
+	refused bool
+	finish  string
+	reply   agent.Reply
+	calls   chatCalls
+}
+
+func newChatStream(send func(agent.Chunk)) *chatStream {
+	if send == nil {
+		send = func(agent.Chunk) {}
+	}
+	return &chatStream{send: send, calls: chatCalls{set: newCallSet(send), byIndex: map[int64]*callSlot{}}}
+}
+
+// chunk takes one streamed chunk.
+func (cs *chatStream) chunk(chunk openai.ChatCompletionChunk) error {
+	if chunk.Model != "" {
+		cs.reply.Model = chunk.Model
+	}
+	if chunk.JSON.Usage.Valid() {
+		cs.reply.Usage = agent.Usage{InputTokens: chunk.Usage.PromptTokens, OutputTokens: chunk.Usage.CompletionTokens}
+	}
+	for _, ch := range chunk.Choices {
+		if ch.Index != 0 {
+			continue // only one choice is asked for
+		}
+		cs.addText(piece(&cs.join, ch.Delta.JSON.Content, ch.Delta.Content))
+		if ch.Delta.Refusal != "" {
+			cs.refused = true
+		}
+		cs.addText(piece(&cs.join, ch.Delta.JSON.Refusal, ch.Delta.Refusal))
+		for _, tc := range ch.Delta.ToolCalls {
+			if err := cs.calls.add(tc); err != nil {
+				return err
+			}
+		}
+		if ch.FinishReason != "" {
+			cs.finish = ch.FinishReason
+		}
+	}
+	return nil
+}
+
+func (cs *chatStream) addText(s string) {
+	if s != "" {
+		cs.text.WriteString(s)
+		cs.send(agent.Chunk{Kind: agent.ChunkText, Text: s})
+	}
+}
+
+// result returns the reply once the stream has ended with a finish_reason.
+func (cs *chatStream) result() (*agent.Reply, error) {
+	cs.addText(cs.join.Flush())
+	reply := cs.reply
+	reply.Text = cs.text.String()
+	var err error
+	if reply.Calls, err = cs.calls.set.result(cs.finish == "length"); err != nil {
 		return nil, err
 	}
-	reply.Finish = chatFinish(finish, len(reply.Calls), refused)
+	reply.Finish = chatFinish(cs.finish, len(reply.Calls), cs.refused)
 	return &reply, nil
 }
 
@@ -132,7 +164,8 @@ func (m *Chat) Generate(ctx context.Context, req *agent.Request) (*agent.Reply, 
 // call has one) starts a new call, and so does one that names the same
 // function again with arguments of its own after the call's arguments
 // are a whole JSON object (two calls of one tool at one index: nothing
-// can continue a whole object).
+// can continue a whole object). The reply lists the calls by the server's
+// index, the model's order, whatever order they began in.
 type chatCalls struct {
 	set     *callSet
 	byIndex map[int64]*callSlot
@@ -159,9 +192,14 @@ func (a *chatCalls) add(tc openai.ChatCompletionChunkChoiceDeltaToolCall) error 
 		}
 	}
 	if c == nil {
+		prev := a.last
 		c = a.set.open()
-		if hasIndex {
+		switch {
+		case hasIndex:
 			a.byIndex[tc.Index] = c
+			c.order = tc.Index
+		case prev != nil:
+			c.order = prev.order // no index: it follows the call before it
 		}
 	}
 	a.last = c
@@ -169,8 +207,18 @@ func (a *chatCalls) add(tc openai.ChatCompletionChunkChoiceDeltaToolCall) error 
 		a.set.setWireID(c, tc.ID)
 	}
 	a.set.setName(c, name)
-	a.set.addArgs(c, tc.Function.Arguments)
+	a.set.addRaw(c, tc.Function.JSON.Arguments.Raw(), tc.Function.Arguments)
 	return nil
+}
+
+// piece returns the text of a streamed string field, through j: a
+// character cut between two pieces comes whole. A field that is absent or
+// null adds nothing and does not end the text.
+func piece(j *jsonpiece.Joiner, f respjson.Field, text string) string {
+	if raw := f.Raw(); raw != "" && raw != "null" {
+		return j.Piece(raw, text)
+	}
+	return text
 }
 
 // chatReply reads the first choice of a whole completion, handing its
@@ -213,7 +261,7 @@ func chatReply(resp *openai.ChatCompletion, send func(agent.Chunk)) (*agent.Repl
 		set.setName(c, tc.Function.Name)
 	}
 	var err error
-	if reply.Calls, err = set.result(); err != nil {
+	if reply.Calls, err = set.result(choice.FinishReason == "length"); err != nil {
 		return nil, err
 	}
 	reply.Finish = chatFinish(choice.FinishReason, len(reply.Calls), refused)

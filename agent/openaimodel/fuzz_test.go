@@ -32,11 +32,11 @@ var (
 )
 
 // checkAssembled holds an assembled reply to the rules every stream must
-// keep, whatever the server sent: the chunks match the reply (checkChunks),
+// keep, whatever the server sent: the chunks match the reply (checkChunksByID),
 // ids are present and distinct, no argument byte is lost or made up.
 func checkAssembled(t *testing.T, chunks []agent.Chunk, reply *agent.Reply, fed int) {
 	t.Helper()
-	checkChunks(t, chunks, reply)
+	checkChunksByID(t, chunks, reply)
 	ids := map[string]bool{}
 	for i, c := range reply.Calls {
 		if c.ID == "" || ids[c.ID] || c.Name == "" {
@@ -69,6 +69,7 @@ func FuzzChatToolCallDeltas(f *testing.F) {
 	f.Add([]byte("\x01\x00\x03abc"))                                     // a call that never gets a name
 	f.Add([]byte("\x07\x00\x00\x07\x03\x00"))                            // the same id twice
 	f.Add([]byte("\x05\x00\x02{}\x05\x00\x02{}"))                        // one tool twice at index 0, whole each time
+	f.Add([]byte("\x07\x05\x02{}\x07\x00\x02{}"))                        // index 2 begins before index 0
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var chunks []agent.Chunk
 		calls := chatCalls{set: newCallSet(func(c agent.Chunk) { chunks = append(chunks, c) }), byIndex: map[int64]*callSlot{}}
@@ -102,7 +103,7 @@ func FuzzChatToolCallDeltas(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		got, err := calls.set.result()
+		got, err := calls.set.result(false)
 		if err != nil {
 			named := true
 			for _, c := range calls.set.calls {
@@ -114,6 +115,18 @@ func FuzzChatToolCallDeltas(f *testing.F) {
 			return
 		}
 		checkAssembled(t, chunks, &agent.Reply{Calls: got}, fed)
+		// The reply is in the model's order: by the server's index,
+		// arrival order among calls of one index.
+		slot := map[string]*callSlot{}
+		for _, c := range calls.set.calls {
+			slot[c.id] = c
+		}
+		for i := 1; i < len(got); i++ {
+			a, b := slot[got[i-1].ID], slot[got[i].ID]
+			if a.order > b.order || a.order == b.order && a.pos > b.pos {
+				t.Fatalf("call %d (index %d, began %d) before call %d (index %d, began %d)", i-1, a.order, a.pos, i, b.order, b.pos)
+			}
+		}
 	})
 }
 

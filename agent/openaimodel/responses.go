@@ -17,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/agent/internal/jsonpiece"
 )
 
 // Responses is an [agent.Model] on the Responses API (POST /responses).
@@ -118,6 +119,7 @@ func wholeResponse(resp *responses.Response, send func(agent.Chunk)) (*agent.Rep
 type respState struct {
 	send     func(agent.Chunk)
 	text     strings.Builder
+	join     jsonpiece.Joiner // a character cut between two text deltas
 	refused  bool
 	calls    *callSet
 	byItem   map[string]*callSlot // function calls by item id
@@ -166,11 +168,11 @@ func (st *respState) event(ev responses.ResponseStreamEventUnion) error {
 		if ev.Type == "response.refusal.delta" {
 			st.refused = true
 		}
-		st.addText(ev.Delta)
+		st.addText(piece(&st.join, ev.JSON.Delta, ev.Delta))
 	case "response.function_call_arguments.delta":
 		st.sawItems = true
 		c := st.slot(ev.ItemID, ev.OutputIndex, ev.JSON.OutputIndex.Valid())
-		st.calls.addArgs(c, ev.Delta)
+		st.calls.addRaw(c, ev.JSON.Delta.Raw(), ev.Delta)
 	case "response.function_call_arguments.done":
 		st.sawItems = true
 		c := st.slot(ev.ItemID, ev.OutputIndex, ev.JSON.OutputIndex.Valid())
@@ -241,10 +243,10 @@ func (st *respState) item(outIdx int64, hasIdx bool, it responses.ResponseOutput
 		for _, part := range it.Content {
 			switch part.Type {
 			case "output_text":
-				st.addText(part.Text)
+				st.addText(st.join.Flush() + part.Text)
 			case "refusal":
 				st.refused = true
-				st.addText(part.Refusal)
+				st.addText(st.join.Flush() + part.Refusal)
 			}
 		}
 	}
@@ -294,11 +296,13 @@ type replyExtra struct {
 }
 
 func (st *respState) reply() (*agent.Reply, error) {
-	calls, err := st.calls.result()
+	resp := st.final
+	cut := resp.Status == responses.ResponseStatusIncomplete && resp.IncompleteDetails.Reason == "max_output_tokens"
+	calls, err := st.calls.result(cut)
 	if err != nil {
 		return nil, err
 	}
-	resp := st.final
+	st.addText(st.join.Flush())
 	reply := &agent.Reply{Text: st.text.String(), Calls: calls, Model: st.model}
 	if resp.JSON.Usage.Valid() {
 		reply.Usage = agent.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}

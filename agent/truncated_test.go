@@ -1,0 +1,176 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+type listIn struct {
+	Dir   string `json:"dir,omitempty"`
+	Limit int    `json:"limit,omitempty"`
+}
+
+// countingTools returns a weather tool and a list tool whose parameters are
+// all optional ({} is a valid call), and how many times each ran.
+func countingTools() (weather, list *toolkit.Tool, ran *sync.Map) {
+	ran = &sync.Map{}
+	count := func(name string) {
+		n, _ := ran.LoadOrStore(name, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+	}
+	weather = toolkit.MustTool(toolkit.Spec{Name: "weather", ConcurrencySafe: true}, func(_ context.Context, in cityIn) (string, error) {
+		count("weather")
+		return "sunny in " + in.City, nil
+	})
+	list = toolkit.MustTool(toolkit.Spec{Name: "list"}, func(_ context.Context, in listIn) (string, error) {
+		count("list")
+		return "3 files", nil
+	})
+	return weather, list, ran
+}
+
+func runs(ran *sync.Map, name string) int32 {
+	n, ok := ran.Load(name)
+	if !ok {
+		return 0
+	}
+	return n.(*atomic.Int32).Load()
+}
+
+// A reply cut at the output token limit while the model was writing its
+// last call: that call does not run, whether its arguments are half
+// written or never began (a tool whose parameters are all optional would
+// have run with {}); its result is an error that says why, with the
+// toolkit's events like any result. The calls before it run; a last call
+// whose arguments are whole runs (the cut came after it); invalid JSON in
+// a reply that was not cut is the toolkit's argument error as before.
+func TestRunTruncatedCall(t *testing.T) {
+	ctx := context.Background()
+	tk, rec := record(t, "cut")
+	weather, list, ran := countingTools()
+	if err := tk.Register([]*toolkit.Tool{weather, list}); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := tk.Session("cut")
+	cut := func(calls ...toolkit.Call) step {
+		return step{reply: &agent.Reply{Calls: calls, Finish: agent.FinishLength}}
+	}
+	m := &script{steps: []step{
+		cut(call("c1", "weather", `{"city":"Oslo"}`), call("c2", "weather", `{"city":"Ro`)),
+		cut(call("c3", "list", ``)),
+		cut(call("c4", "list", `{}`)),
+		{reply: &agent.Reply{Calls: []toolkit.Call{call("c5", "weather", `{"city":`)}, Finish: agent.FinishToolCalls}},
+		{reply: &agent.Reply{Text: "Done.", Finish: agent.FinishStop}},
+	}}
+	conv := agent.NewConversation("", "Weather in Oslo and Rome, and list the files.")
+	out, err := agent.New(m).Run(ctx, sess, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.End != agent.EndAnswer || len(out.Results) != 5 {
+		t.Fatalf("outcome %+v", out)
+	}
+	if w, l := runs(ran, "weather"), runs(ran, "list"); w != 1 || l != 1 {
+		t.Errorf("weather ran %d times, list %d; want 1 and 1 (c1 and c4)", w, l)
+	}
+	byID := map[string]toolkit.Result{}
+	for _, r := range out.Results {
+		byID[r.Call.ID] = r
+	}
+	for _, tc := range []struct{ id, say string }{
+		{"c2", "while its arguments were being written (11 bytes came, incomplete). Call weather again with shorter arguments"},
+		{"c3", "before its arguments were written. Call list again"},
+	} {
+		r := byID[tc.id]
+		if r.State != toolkit.StateError || !errors.Is(r.Err, agent.ErrTruncatedCall) {
+			t.Errorf("%s: %s %v, want an error of ErrTruncatedCall", tc.id, r.State, r.Err)
+		}
+		text := r.Text()
+		for _, want := range []string{"was not run", "output token limit", tc.say} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: the model reads %q, which lacks %q", tc.id, text, want)
+			}
+		}
+	}
+	if r := byID["c1"]; r.State != toolkit.StateSuccess || r.Text() != "sunny in Oslo" {
+		t.Errorf("c1: %s %q", r.State, r.Text())
+	}
+	if r := byID["c4"]; r.State != toolkit.StateSuccess {
+		t.Errorf("c4 (whole arguments in a cut reply): %s %q", r.State, r.Text())
+	}
+	var argErr *toolkit.ArgumentError
+	if r := byID["c5"]; !errors.As(r.Err, &argErr) || errors.Is(r.Err, agent.ErrTruncatedCall) {
+		t.Errorf("c5 (invalid JSON, not cut): %v", r.Err)
+	}
+	// The model is told in the next request, under the call's id.
+	reqs := m.requests()
+	if msgs := reqs[1].Messages; msgs[len(msgs)-1].CallID != "c2" || !msgs[len(msgs)-1].IsError ||
+		!strings.Contains(msgs[len(msgs)-1].Text(), "output token limit") {
+		t.Errorf("second request ends with %+v", msgs[len(msgs)-1])
+	}
+	// Its events are those of any call that fails: a start, the message
+	// as deltas, the result.
+	rec.waitFor(t, agent.EventAnswer)
+	for _, id := range []string{"c2", "c3"} {
+		if got := testutil.Types(rec.Of(id)); len(got) < 3 || got[0] != events.TypeStart || got[len(got)-1] != events.TypeResult {
+			t.Errorf("%s events: %v", id, got)
+		}
+		testutil.CheckDeltasAddUp(t, &rec.Recorder, byID[id])
+	}
+	// The hook was there for the batches that needed it only.
+	if tk.RemoveBatchHook("agent: truncated call") {
+		t.Error("the loop left its batch hook on the toolkit")
+	}
+}
+
+// Runs on one toolkit at once, each cut in a call: each cut call is
+// refused and nothing else, whichever run's batch installed or removed
+// the hook (-race checks the count).
+func TestRunTruncatedCallsConcurrently(t *testing.T) {
+	ctx := context.Background()
+	tk := testutil.Kit(t)
+	weather, list, ran := countingTools()
+	testutil.Add(t, tk, weather, list)
+	const n = 8
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			sess, err := tk.Session(fmt.Sprintf("s%d", i))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			m := &script{steps: []step{
+				{reply: &agent.Reply{Calls: []toolkit.Call{call("a", "weather", `{"city":"Oslo"}`), call("b", "list", `{"dir":"/tm`)}, Finish: agent.FinishLength}},
+				{reply: &agent.Reply{Calls: []toolkit.Call{call("c", "list", `{"dir":"/tmp"}`)}, Finish: agent.FinishToolCalls}},
+				{reply: &agent.Reply{Text: "ok"}},
+			}}
+			out, err := agent.New(m).Run(ctx, sess, agent.NewConversation("", "go"))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(out.Results) != 3 || !errors.Is(out.Results[1].Err, agent.ErrTruncatedCall) ||
+				out.Results[0].State != toolkit.StateSuccess || out.Results[2].State != toolkit.StateSuccess {
+				t.Errorf("run %d: %+v", i, out.Results)
+			}
+		})
+	}
+	wg.Wait()
+	if w, l := runs(ran, "weather"), runs(ran, "list"); w != n || l != n {
+		t.Errorf("weather ran %d times, list %d; want %d each", w, l, n)
+	}
+	if tk.RemoveBatchHook("agent: truncated call") {
+		t.Error("the loop left its batch hook on the toolkit")
+	}
+}
