@@ -68,8 +68,8 @@ func TestServerClientDisconnects(t *testing.T) {
 
 // TestServerUnknownToolAndHugeArguments: a call to a tool the server does not
 // list is an error that names the tool; a call with 2 MiB of arguments
-// runs, and the session goes on. (Arguments echoed into a result over the
-// go-sdk's 16 MiB frame limit break the connection: see the report.)
+// runs, and the session goes on. (Larger results: TestServerEchoOfEightMiB,
+// TestServerMaxResultSize.)
 func TestServerUnknownToolAndHugeArguments(t *testing.T) {
 	for _, v := range srvVersions {
 		t.Run("version="+v, func(t *testing.T) {
