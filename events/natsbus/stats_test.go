@@ -3,6 +3,7 @@ package natsbus_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,6 +70,9 @@ func TestStatsMatchWhatNATSDelivered(t *testing.T) {
 				em := stream.From(ctx)
 				for i := range lines {
 					em.Step("PROGRESS item", i+1, lines)
+					if i%8 == 0 {
+						runtime.Gosched() // let the publisher catch up now and then: some queued, some dropped
+					}
 				}
 				return "done", nil
 			})); err != nil {
