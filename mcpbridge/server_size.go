@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -82,15 +83,137 @@ func (s *Server) warn(msg string, res toolkit.Result, size, limit int) {
 	}
 }
 
-// encodedSize returns the size of out's JSON encoding. Under the limit by
-// a cheap bound it returns the bound: a result far below the limit is not
-// encoded twice (the SDK encodes it to send it).
+// encodedSize returns the size of out's JSON encoding as the SDK writes it
+// (encoding/json). A result under the limit by a cheap bound is not
+// measured further; otherwise its large fields (texts, binary data, the
+// structured content) are counted as encoding/json would write them, and
+// the rest is encoded with a one-byte placeholder in each: a result of
+// megabytes is not encoded twice to be measured.
 func encodedSize(out *mcp.CallToolResult, limit int) (int, error) {
 	if n, ok := sizeBound(out); ok && n <= limit {
 		return n, nil
 	}
-	b, err := json.Marshal(out)
-	return len(b), err
+	shell := *out
+	shell.Content = make([]mcp.Content, len(out.Content))
+	extra := 0
+	for i, c := range out.Content {
+		shell.Content[i] = c
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			t := *c
+			t.Text, extra = "x", extra+stringSize(c.Text)-len(`"x"`)
+			shell.Content[i] = &t
+		case *mcp.ImageContent:
+			if len(c.Data) > 0 {
+				t := *c
+				t.Data, extra = placeholder, extra+base64.StdEncoding.EncodedLen(len(c.Data))-len("AA==")
+				shell.Content[i] = &t
+			}
+		case *mcp.AudioContent:
+			if len(c.Data) > 0 {
+				t := *c
+				t.Data, extra = placeholder, extra+base64.StdEncoding.EncodedLen(len(c.Data))-len("AA==")
+				shell.Content[i] = &t
+			}
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil && (len(c.Resource.Blob) > 0 || c.Resource.Text != "") {
+				t, r := *c, *c.Resource
+				if len(r.Blob) > 0 {
+					r.Blob, extra = placeholder, extra+base64.StdEncoding.EncodedLen(len(c.Resource.Blob))-len("AA==")
+				}
+				if r.Text != "" {
+					r.Text, extra = "x", extra+stringSize(c.Resource.Text)-len(`"x"`)
+				}
+				t.Resource = &r
+				shell.Content[i] = &t
+			}
+		}
+	}
+	if raw, ok := out.StructuredContent.(json.RawMessage); ok && len(raw) > 0 {
+		shell.StructuredContent, extra = json.RawMessage("0"), extra+compactSize(raw)-1
+	}
+	b, err := json.Marshal(&shell)
+	return len(b) + extra, err
+}
+
+// placeholder is one byte of data: "AA==" in base64.
+var placeholder = []byte{0}
+
+// asciiSize is how many bytes encoding/json writes for an ASCII byte in a
+// string, escaping HTML as json.Marshal does.
+var asciiSize = func() (t [utf8.RuneSelf]uint8) {
+	for b := range t {
+		switch {
+		case b == '\\' || b == '"' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
+			t[b] = 2
+		case b < 0x20 || b == '<' || b == '>' || b == '&':
+			t[b] = 6 // \u00XX
+		default:
+			t[b] = 1
+		}
+	}
+	return t
+}()
+
+// stringSize is the size of s encoded as a JSON string by json.Marshal.
+func stringSize(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			n += int(asciiSize[b])
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
+			n += 6 // \ufffd, \u2028, \u2029
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
+// compactSize is the size of the valid JSON raw as json.Marshal writes a
+// json.RawMessage: without the whitespace between tokens, with <, >, & and
+// U+2028, U+2029 escaped.
+func compactSize(raw []byte) int {
+	n := 0
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			n += 6
+			continue
+		case c == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8:
+			n += 6
+			i += 2
+			continue
+		}
+		if inString {
+			n++
+			switch c {
+			case '\\':
+				i++ // the escaped byte: ASCII, kept
+				n++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		case '"':
+			inString = true
+			n++
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // sizeBound bounds out's JSON encoding from above, if it can: encoding/json
