@@ -84,3 +84,17 @@ func BenchmarkResultSize(b *testing.B) {
 	b.ReportMetric(m/1e6, "marshal-ms")
 	b.ReportMetric(m/c, "marshal/count")
 }
+
+// TestSmallResultIsNotMeasured: a result well under the limit passes on the
+// bound, without an allocation: ordinary calls pay nothing for the limit.
+func TestSmallResultIsNotMeasured(t *testing.T) {
+	out := sizeCase(strings.Repeat("t", 4096), make([]byte, 4096), `{"rows":[1,2,3]}`)
+	allocs := testing.AllocsPerRun(100, func() {
+		if n, err := encodedSize(out, DefaultMaxResultSize); err != nil || n > DefaultMaxResultSize {
+			t.Fatal(n, err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations to size a small result", allocs)
+	}
+}

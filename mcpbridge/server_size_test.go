@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/mcpbridge"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -143,14 +145,17 @@ func TestServerResultOverTheDefaultLimit(t *testing.T) {
 // TestServerMaxResultSize: WithMaxResultSize bounds the encoded result
 // exactly: a text result of the limit passes, one byte more is refused; a
 // failed call's long error output is refused the same way (and said to
-// have failed); a JSON result whose two copies exceed the limit goes once
-// when one fits, and is refused when even one does not; a negative limit
-// sends everything.
+// have failed, with the start of its error); a JSON result whose two
+// copies exceed the limit goes once when one fits, and is refused when even
+// one does not; each change is logged (WithLogger); a negative limit sends
+// everything.
 func TestServerMaxResultSize(t *testing.T) {
 	const limit = 64 << 10
 	tk := srvToolkit(t)
 	srvSizeTools(t, tk)
-	cs := srvConnect(t, srvNew(t, tk, mcpbridge.WithMaxResultSize(limit)), nil, "")
+	var log testutil.SyncBuffer
+	cs := srvConnect(t, srvNew(t, tk, mcpbridge.WithMaxResultSize(limit),
+		mcpbridge.WithLogger(slog.New(slog.NewTextHandler(&log, nil)))), nil, "")
 	call := func(name string, args map[string]any) *mcp.CallToolResult {
 		t.Helper()
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
@@ -168,8 +173,10 @@ func TestServerMaxResultSize(t *testing.T) {
 		t.Fatalf("a result one byte over the limit: isError %v, %.300s", res.IsError, text)
 	}
 	res = call("blob", map[string]any{"n": limit, "fail": true})
-	if text := srvText(res); !res.IsError || !strings.Contains(text, "failed") || !strings.Contains(text, strconv.Itoa(limit)) || len(text) > 1000 {
-		t.Fatalf("a failure over the limit: isError %v, %.300s", res.IsError, text)
+	if text := srvText(res); !res.IsError || !strings.Contains(text, "The call failed (failed after eee") || !strings.Contains(text, strconv.Itoa(limit)) || len(text) > 1000 {
+		t.Fatalf("a failure over the limit: isError %v, %.1000s", res.IsError, text)
+	} else {
+		t.Logf("a failure over the limit: %s", text)
 	}
 	// Two copies of 40 KB are over 64 KiB; one fits.
 	res = call("rows", map[string]any{"n": 40_000})
@@ -186,6 +193,11 @@ func TestServerMaxResultSize(t *testing.T) {
 		t.Fatalf("a JSON result too large even once: isError %v, %.300s", res.IsError, text)
 	}
 	srvStillServes(t, cs)
+	logged := log.String()
+	if strings.Count(logged, "a result over the limit replaced by an error") != 3 ||
+		strings.Count(logged, "a JSON result sent without its text copy") != 1 || !strings.Contains(logged, "tool=rows") {
+		t.Fatalf("the logger was not told of each result changed for its size:\n%s", logged)
+	}
 
 	unlimited := srvConnect(t, srvNew(t, tk, mcpbridge.WithMaxResultSize(-1)), nil, "")
 	res, err := unlimited.CallTool(context.Background(), &mcp.CallToolParams{Name: "rows", Arguments: map[string]any{"n": 100_000}})
