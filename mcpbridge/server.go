@@ -72,6 +72,7 @@ type serverOptions struct {
 	logger        *slog.Logger
 	perms         *interceptors.Permissions
 	callContext   func(ctx context.Context, req *mcp.CallToolRequest) context.Context
+	maxResult     int // WithMaxResultSize
 }
 
 // WithImplementation sets the name and version the server reports to

@@ -168,11 +168,17 @@ func (s *Server) elicit(ctx context.Context, req *mcp.CallToolRequest, session s
 
 // result maps a toolkit result to MCP: the parts as content, the last JSON
 // part as structuredContent for a tool with an output schema, failures as
-// isError with the text the model would read.
+// isError with the text the model would read; and what is over the size
+// limit as fit says.
 func (s *Server) result(res toolkit.Result) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{Content: make([]mcp.Content, 0, len(res.Content))}
+	var lastJSON json.RawMessage
+	copyAt := -1 // the index in out.Content of its text
 	for i, p := range res.Content {
 		if c := mcpContent(p, res.Call.ID, i); c != nil {
+			if p.Type == events.PartJSON {
+				lastJSON, copyAt = p.JSON, len(out.Content)
+			}
 			out.Content = append(out.Content, c)
 		}
 	}
@@ -185,17 +191,13 @@ func (s *Server) result(res toolkit.Result) *mcp.CallToolResult {
 			}
 			out.Content = append(out.Content, &mcp.TextContent{Text: text})
 		}
-		return out
+		return s.fit(res, out, -1)
 	}
-	if s.hasOutputSchema(res.Call.Name) {
-		for i := len(res.Content) - 1; i >= 0; i-- {
-			if res.Content[i].Type == events.PartJSON {
-				out.StructuredContent = json.RawMessage(res.Content[i].JSON)
-				break
-			}
-		}
+	if lastJSON != nil && s.hasOutputSchema(res.Call.Name) {
+		out.StructuredContent = lastJSON
+		return s.fit(res, out, copyAt)
 	}
-	return out
+	return s.fit(res, out, -1)
 }
 
 // mcpContent maps one part: text as text, JSON as its text (clients that

@@ -65,8 +65,11 @@ type Publisher struct {
 	flushing  atomic.Int32  // Flush calls waiting
 	published atomic.Uint64
 	dropped   atomic.Uint64
-	failed    atomic.Uint64
-	retried   atomic.Uint64
+	// declined counts progress events AcceptProgress declined and no event
+	// has told dropped yet (settleDeclined).
+	declined atomic.Uint64
+	failed   atomic.Uint64
+	retried  atomic.Uint64
 
 	cut      atomic.Uint64
 	split    atomic.Uint64
@@ -162,8 +165,14 @@ var callTypes = [...]events.Type{events.TypeStart, events.TypeProgress, events.T
 type PublisherStats struct {
 	// Published counts events handed to NATS.
 	Published uint64
-	// DroppedProgress counts progress events dropped because the queue was
-	// full (NATS slower than the tools).
+	// DroppedProgress counts progress events the publisher did not
+	// publish because its queue was full (NATS slower than the tools) or
+	// they could not fit in a message: those it dropped and those a
+	// toolkit did not build because it declined them (AcceptProgress) and
+	// no other gate took them. Each is counted once, when dropped or, for
+	// one not built, when the toolkit tells it in the call's next event;
+	// so once a call's result is published, the drops its events told on
+	// NATS are all counted.
 	DroppedProgress uint64
 	// Undelivered counts events given up on: NATS refused them for good
 	// (the reconnect buffer full while disconnected, a durable publish the
@@ -202,6 +211,7 @@ func makePublisher(b *Bus, limit int) *Publisher {
 
 // Observe queues an event for NATS. It never blocks.
 func (p *Publisher) Observe(ev *events.Event) {
+	p.settleDeclined(ev)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -218,7 +228,9 @@ func (p *Publisher) Observe(ev *events.Event) {
 			if p.drops == nil {
 				p.drops = make(map[callKey]uint64)
 			}
-			p.drops[callKey{ev.Session, ev.Call}]++
+			// The event goes, the drops it tells do not: they are told
+			// with the next one.
+			p.drops[callKey{ev.Session, ev.Call}] += 1 + ev.Progress.Dropped
 			p.mu.Unlock()
 			p.dropped.Add(1)
 			return
@@ -255,14 +267,50 @@ func (p *Publisher) tellDrops(ev *events.Event) *events.Event {
 }
 
 // AcceptProgress tells a toolkit, before it builds a progress event, whether
-// the publisher would queue it. When NATS is behind it declines: the event
-// is dropped without being made (and counted as dropped).
+// the publisher would queue it. When NATS is behind it declines: unless
+// another gate of the toolkit takes the event, it is dropped without being
+// made, and the toolkit tells so in the call's next event (counted as
+// dropped then, see settleDeclined).
 func (p *Publisher) AcceptProgress() bool {
 	if p.progress.Load() < int64(p.limit) {
 		return true
 	}
-	p.dropped.Add(1)
+	p.declined.Add(1)
 	return false
+}
+
+// settleDeclined counts as dropped the progress events that ev says were
+// not built, as far as the publisher declined them. A decline is not a drop
+// by itself: another gate asked after the publisher may take the event,
+// which then comes to Observe like any other (queued or dropped there, and
+// counted once). Only when every gate declined does the toolkit skip the
+// event, and it tells that in the call's next progress event or its result
+// (ProgressGate): each one told was declined by the publisher, so the
+// count moves from declined to dropped. A count the publisher did not
+// decline (an event relayed from elsewhere, the mailbox of a publisher
+// attached asynchronously) is not its drop: it goes out as it came.
+func (p *Publisher) settleDeclined(ev *events.Event) {
+	var told uint64
+	switch {
+	case ev.Type == events.TypeProgress && ev.Progress != nil:
+		told = ev.Progress.Dropped
+	case ev.Type == events.TypeResult && ev.Result != nil:
+		told = ev.Result.Dropped
+	}
+	if told == 0 {
+		return
+	}
+	for {
+		d := p.declined.Load()
+		n := min(d, told)
+		if n == 0 {
+			return
+		}
+		if p.declined.CompareAndSwap(d, d-n) {
+			p.dropped.Add(n)
+			return
+		}
+	}
 }
 
 // Flush waits until every event queued before the call has been handed to
