@@ -20,7 +20,9 @@ import (
 // call that comes with others, rewrite calls, summarise).
 //
 // Hooks run in the order they were added, on the goroutine that drives the
-// batch. A toolkit without batch hooks pays nothing for them.
+// batch (for [Session.Run] with a context that can be cancelled, on a pool
+// goroutine while the caller waits, so that Run can return however the
+// hook behaves). A toolkit without batch hooks pays nothing for them.
 type BatchHook struct {
 	// Name identifies the hook: adding another with the same name
 	// replaces it in place.
@@ -29,7 +31,17 @@ type BatchHook struct {
 	// answer or rewrite its calls (see [BatchPlan]), or wait for a
 	// person's decision on the whole batch (BatchPlan.Suspend). ctx ends
 	// when the batch is cancelled (Batch.Cancel, Toolkit.Close, the
-	// caller's context). The calls' deadlines start after Before returns.
+	// caller's context, and Session.Close once the plan is suspended).
+	// Before has no deadline: the calls' deadlines start after it
+	// returns.
+	//
+	// Before must return when ctx ends. One that does not is given the
+	// cancel grace period ([WithCancelGrace]); then the batch ends without
+	// it: every call is reported interrupted, with a message naming the
+	// hook, and whatever the hook does with the plan afterwards is ignored.
+	// Its goroutine is left to return on its own, like a handler abandoned
+	// at its deadline (Session.Run's caller, when the hook runs on it,
+	// returns only then).
 	Before func(ctx context.Context, p *BatchPlan)
 	// After sees the results in call order once every call is final,
 	// before Wait returns and before the batch_end event. It must not
@@ -38,7 +50,10 @@ type BatchHook struct {
 }
 
 // batchHooks is an immutable snapshot of a toolkit's batch hooks.
-type batchHooks struct{ list []BatchHook }
+type batchHooks struct {
+	list   []BatchHook
+	before bool // one of them has a Before
+}
 
 // UseBatchHook adds batch hooks after the ones already there. A hook with
 // the name of one already added replaces it in place. Batches that already
@@ -62,8 +77,12 @@ func (tk *Toolkit) UseBatchHook(hooks ...BatchHook) error {
 			list = append(list, h)
 		}
 	}
-	tk.hooks.Store(&batchHooks{list: list})
+	tk.hooks.Store(newBatchHooks(list))
 	return nil
+}
+
+func newBatchHooks(list []BatchHook) *batchHooks {
+	return &batchHooks{list: list, before: slices.ContainsFunc(list, func(h BatchHook) bool { return h.Before != nil })}
 }
 
 // RemoveBatchHook removes a batch hook; it reports whether there was one.
@@ -81,7 +100,7 @@ func (tk *Toolkit) RemoveBatchHook(name string) bool {
 	if len(list) == 0 {
 		tk.hooks.Store(nil) // nothing to pay for again
 	} else {
-		tk.hooks.Store(&batchHooks{list: list})
+		tk.hooks.Store(newBatchHooks(list))
 	}
 	return true
 }
@@ -94,12 +113,14 @@ func (tk *Toolkit) RemoveBatchHook(name string) bool {
 func WithBatchEndEvents() Option { return func(o *options) { o.batchEnd = true } }
 
 // BatchPlan is a batch as its Before hooks see it, before any call runs.
-// Its methods are not safe for use by several goroutines at once, nor after
-// Before returns. Indexes are call positions in the batch; an index out of
-// range is ignored.
+// Its methods are not safe for use by several goroutines at once. Once the
+// hooks' time is over (they returned, or the batch went on without one that
+// did not return in time), they do nothing: Call and Tool return zero
+// values, changes are ignored, Emit returns an error. Indexes are call
+// positions in the batch; an index out of range is ignored.
 type BatchPlan struct {
-	b         *Batch
-	suspended bool
+	b *Batch
+	g *guard // the hooks' run: its lock guards every look at the calls
 }
 
 // Batch returns the batch.
@@ -113,24 +134,36 @@ func (p *BatchPlan) Len() int { return len(p.b.calls) }
 
 // Call returns call i as it will run (rewrites included).
 func (p *BatchPlan) Call(i int) Call {
-	if c := p.at(i); c != nil {
-		return c.call
+	c := p.lock(i)
+	if c == nil {
+		return Call{}
 	}
-	return Call{}
+	defer p.g.mu.Unlock()
+	return c.call
 }
 
 // Tool returns the registered tool call i names, or nil when none is
 // registered under that name (a ToolResolver or an interceptor may still
 // handle it when its turn comes).
 func (p *BatchPlan) Tool(i int) *Tool {
-	if c := p.at(i); c != nil {
-		return c.tool
+	c := p.lock(i)
+	if c == nil {
+		return nil
 	}
-	return nil
+	defer p.g.mu.Unlock()
+	return c.tool
 }
 
-func (p *BatchPlan) at(i int) *call {
+// lock locks the plan and returns call i; nil, with nothing locked, when i
+// is out of range or the hooks' time is over: the driver may be running the
+// calls, and a hook that comes back late must not touch them.
+func (p *BatchPlan) lock(i int) *call {
 	if i < 0 || i >= len(p.b.calls) {
+		return nil
+	}
+	p.g.mu.Lock()
+	if p.g.state != guardRunning {
+		p.g.mu.Unlock()
 		return nil
 	}
 	return &p.b.calls[i]
@@ -140,10 +173,11 @@ func (p *BatchPlan) at(i int) *call {
 // "") and its arguments (when args is not nil). The call keeps its id; its
 // arguments are prepared and validated when it starts, like any call's.
 func (p *BatchPlan) Rewrite(i int, name string, args json.RawMessage) {
-	c := p.at(i)
+	c := p.lock(i)
 	if c == nil {
 		return
 	}
+	defer p.g.mu.Unlock()
 	p.b.mu.Lock() // Batch.Results may be reading the call (suspended notices)
 	defer p.b.mu.Unlock()
 	if args != nil {
@@ -160,8 +194,9 @@ func (p *BatchPlan) Rewrite(i int, name string, args json.RawMessage) {
 // Permissions) let it run without asking again ([Invocation.Approved]).
 // Rules that deny it still do.
 func (p *BatchPlan) Approve(i int) {
-	if c := p.at(i); c != nil {
+	if c := p.lock(i); c != nil {
 		c.approved = true
+		p.g.mu.Unlock()
 	}
 }
 
@@ -170,15 +205,18 @@ func (p *BatchPlan) Approve(i int) {
 // deltas and the result. Use [Failure] for a refusal the model reads. A
 // malformed call (a bad or duplicate id) keeps its own failure.
 func (p *BatchPlan) Decide(i int, out Outcome) {
-	if c := p.at(i); c != nil {
-		if _, malformed := c.preErr.(*callError); malformed {
-			return
-		}
-		if out.State == "" {
-			out.State = StateSuccess
-		}
-		c.preErr = &decided{out: out}
+	c := p.lock(i)
+	if c == nil {
+		return
 	}
+	defer p.g.mu.Unlock()
+	if _, malformed := c.preErr.(*callError); malformed {
+		return
+	}
+	if out.State == "" {
+		out.State = StateSuccess
+	}
+	c.preErr = &decided{out: out}
 }
 
 // decided is the outcome a batch hook gave a call, kept as its preErr: like
@@ -194,10 +232,11 @@ func (p *BatchPlan) Deny(i int, err error) { p.Decide(i, Failure(StateDenied, er
 
 // Decided reports whether call i already has an outcome (Decide, Deny).
 func (p *BatchPlan) Decided(i int) bool {
-	c := p.at(i)
+	c := p.lock(i)
 	if c == nil {
 		return false
 	}
+	defer p.g.mu.Unlock()
 	_, ok := c.preErr.(*decided)
 	return ok
 }
@@ -206,22 +245,38 @@ func (p *BatchPlan) Decided(i int) bool {
 // something outside the process, typically one person's decision on the
 // whole batch: each call not decided yet appears there with
 // StateSuspended (its final result follows as usual). It does not wait
-// itself: Before waits, with its ctx. Calling it again does nothing.
+// itself: Before waits, with its ctx, which closing the session now ends
+// too (as it ends the waits of suspended calls). Calling it again does
+// nothing.
 func (p *BatchPlan) Suspend() {
-	if p.suspended {
+	g := p.g
+	g.mu.Lock()
+	if g.state != guardRunning || g.suspended {
+		g.mu.Unlock()
 		return
 	}
-	p.suspended = true
+	g.suspended = true
 	for i := range p.b.calls {
 		if c := &p.b.calls[i]; c.preErr == nil {
 			p.b.notifySuspended(c)
 		}
 	}
+	g.mu.Unlock()
+	p.b.sess.holdHooks(g)
 }
 
 // Emit sends a session-level event (see [Session.Emit]), for example an
-// approval request for the whole batch.
+// approval request for the whole batch. Once the hooks' time is over it
+// sends nothing and says so.
 func (p *BatchPlan) Emit(typ events.Type, data any) error {
+	g := p.g
+	g.mu.Lock()
+	over := g.state != guardRunning
+	g.mu.Unlock()
+	if over {
+		return g.overErr()
+	}
+	// Not under g.mu: an inline observer may cancel the batch.
 	return p.b.sess.emit(typ, data, p.b.trace, nil)
 }
 
@@ -235,7 +290,11 @@ func (p *BatchPlan) SessionValues() *sync.Map { return p.b.sess.valueMap() }
 
 // StopLoop asks the agent loop to stop after this batch (see [Batch.Stop]).
 func (p *BatchPlan) StopLoop(reason StopReason, detail string) {
-	p.b.setStop(Stop{Reason: reason, Detail: detail})
+	p.g.mu.Lock()
+	defer p.g.mu.Unlock()
+	if p.g.state == guardRunning {
+		p.b.setStop(Stop{Reason: reason, Detail: detail})
+	}
 }
 
 // Approved reports whether a batch hook approved the call after a person
@@ -243,24 +302,48 @@ func (p *BatchPlan) StopLoop(reason StopReason, detail string) {
 // a person about it need not ask again.
 func (inv *Invocation) Approved() bool { return inv.c.approved }
 
-// before runs the Before hooks, on the driver, before the first stage.
-func (b *Batch) before() {
-	if b.err() != nil {
-		return // every call is reported interrupted without running
+// before runs the Before hooks before the first stage, under a guard (see
+// guard.go). It reports false when the calling goroutine must leave the
+// batch: a hook held it past the batch's cancellation and the grace period,
+// and a pool worker drives on. caller says whether the driver is
+// Session.Run's caller.
+func (b *Batch) before(caller bool) bool {
+	if b.err() != nil || !b.hooks.before {
+		return true // interrupted: every call is reported so without running
 	}
-	ctx, cancel := context.WithCancelCause(b.parent)
-	b.hookStop.Store(&cancel)
-	if err := b.err(); err != nil { // interrupted before hookStop was there
-		cancel(err)
-	}
-	p := &BatchPlan{b: b}
-	for i := range b.hooks.list {
-		if h := &b.hooks.list[i]; h.Before != nil && ctx.Err() == nil {
-			b.runHook(h, ctx, p)
+	// Session.Run's caller can return only if no hook runs on it; the
+	// hand-off that costs is needed only if anything can end the caller's
+	// wait (its context: Close and Cancel only finish the results).
+	inline := !caller || b.parent.Done() == nil
+	g := b.newGuard(inline, nil)
+	g.plan = BatchPlan{b: b, g: g}
+	g.begin()
+	if !inline {
+		b.tk.pool.submit(task{kind: runGuard, guard: g})
+		g.wait()
+	} else {
+		b.runBefore(g)
+		if !g.finish() {
+			return false
 		}
 	}
-	b.hookStop.Store(nil)
-	cancel(nil)
+	g.close()
+	return true
+}
+
+// runBefore runs the Before hooks in order until one is left running past
+// its time or the batch is cancelled.
+func (b *Batch) runBefore(g *guard) {
+	for i := range b.hooks.list {
+		h := &b.hooks.list[i]
+		if h.Before == nil {
+			continue
+		}
+		if g.ctx.Err() != nil || !g.enter(h.Name) {
+			return
+		}
+		b.runHook(h, g.ctx, &g.plan)
+	}
 }
 
 // after runs the After hooks once every call is final.

@@ -108,7 +108,7 @@ func (c *call) exec() bool {
 			c.em.Init(c, c.observed())
 			return c.finishOutcome(d.out)
 		}
-		return c.finish(StateError, nil, c.preErr)
+		return c.finish(preState(c.preErr), nil, c.preErr)
 	}
 	if c.tool == nil {
 		return c.execUnknown()

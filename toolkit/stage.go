@@ -40,10 +40,14 @@ type stage struct {
 	ended    bool
 }
 
-// drive runs the stages in order on the calling goroutine.
-func (b *Batch) drive() {
-	if b.next == 0 && b.hooks != nil {
-		b.before() // once: takeOver drives on from a later stage
+// drive runs the stages in order on the calling goroutine; caller says
+// whether that is Session.Run's caller.
+func (b *Batch) drive(caller bool) {
+	if b.hooks != nil && !b.hooked {
+		b.hooked = true // once: a take-over drives on without them
+		if !b.before(caller) {
+			return // abandoned in a Before hook: a pool worker drives on
+		}
 	}
 	for b.next < len(b.calls) {
 		st := b.beginStage()
@@ -64,7 +68,7 @@ func (b *Batch) takeOver() {
 		return
 	}
 	b.endStage(st)
-	b.drive()
+	b.drive(false)
 }
 
 // beginStage cuts the next stage off the batch, gives each call its scope
@@ -88,12 +92,12 @@ func (b *Batch) beginStage() *stage {
 	for k := range st.calls {
 		c := &st.calls[k]
 		c.stage = st
+		c.setTimeout()
 		if c.tool == nil && c.preErr == nil {
 			if r := b.tk.opts.resolver; r != nil && b.err() == nil {
-				c.resolve(b.parent, r) // alone in its stage: see call.parallel
+				c.resolve(r, st.start) // alone in its stage: see call.parallel
 			}
 		}
-		c.setTimeout()
 		s := st.scopeFor(c.timeout)
 		c.scope, c.cur = s, s
 	}
