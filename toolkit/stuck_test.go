@@ -417,14 +417,17 @@ func TestStuckResolverTimesOut(t *testing.T) {
 	}
 }
 
-// TestStuckResolverCancelled: cancelling the caller's context ends a deaf
-// resolver's wait after the grace period: its call is interrupted with a
-// message that names the resolver, the calls after it never run, and Run
-// or Wait return.
+// TestStuckResolverCancelled: cancelling the caller's context, or closing
+// the toolkit, ends a deaf resolver's wait after the grace period: its call
+// is interrupted with a message that names the resolver, the calls after
+// it never run, and Run or Wait return (Close itself within its context,
+// though the resolver's pool goroutine is still stuck).
 func TestStuckResolverCancelled(t *testing.T) {
-	for _, run := range []bool{false, true} {
-		name := map[bool]string{false: "Start", true: "Run"}[run]
-		t.Run(name, func(t *testing.T) {
+	for _, v := range []struct {
+		name       string
+		run, close bool
+	}{{"Start", false, false}, {"Run", true, false}, {"Start/Close", false, true}, {"Run/Close", true, true}} {
+		t.Run(v.name, func(t *testing.T) {
 			var ran atomic.Int32
 			r := newStuckResolver(nil)
 			tk := testutil.Kit(t, toolkit.WithCancelGrace(stuckGrace), toolkit.WithToolResolver(r.resolve))
@@ -432,12 +435,26 @@ func TestStuckResolverCancelled(t *testing.T) {
 			testutil.Add(t, tk, countTool(t, "a", &ran))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			got := start(testutil.Session(t, tk, "s"), ctx, run, testutil.Call("1", "ghost", `{}`), testutil.Call("2", "a", `{}`))
+			got := start(testutil.Session(t, tk, "s"), ctx, v.run, testutil.Call("1", "ghost", `{}`), testutil.Call("2", "a", `{}`))
 			testutil.WaitFor(t, r.entered, "the resolver to be asked")
-			cancel()
-			rs := results(t, got, "a deaf resolver, caller's context cancelled")
+			cause := error(context.Canceled)
+			if v.close {
+				cause = toolkit.ErrClosed
+				cctx, ccancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				defer ccancel()
+				began := time.Now()
+				if err := tk.Close(cctx); !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("Close: %v; want the context's error while the resolver's goroutine is stuck", err)
+				}
+				if took := time.Since(began); took > 5*time.Second {
+					t.Fatalf("Close took %v with a 300 ms context", took)
+				}
+			} else {
+				cancel()
+			}
+			rs := results(t, got, "a deaf resolver, batch interrupted")
 			text := rs[0].Text()
-			if rs[0].State != toolkit.StateInterrupted || !errors.Is(rs[0].Err, toolkit.ErrInterrupted) || !errors.Is(rs[0].Err, context.Canceled) {
+			if rs[0].State != toolkit.StateInterrupted || !errors.Is(rs[0].Err, toolkit.ErrInterrupted) || !errors.Is(rs[0].Err, cause) {
 				t.Errorf("ghost: %s %v", rs[0].State, rs[0].Err)
 			}
 			for _, want := range []string{`tool "ghost"`, "tool resolver", "did not return", "never ran"} {
@@ -483,3 +500,33 @@ func TestResolverContextEndsWithBatch(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchHookOnCancellableRun: with a context that can be cancelled,
+// Session.Run runs the Before hooks on a pool goroutine; what they decide
+// reaches the calls as on the caller's goroutine, and no call starts
+// before they return.
+func TestBatchHookOnCancellableRun(t *testing.T) {
+	tk := testutil.Kit(t)
+	var ran atomic.Int32
+	testutil.Add(t, tk, countTool(t, "a", &ran), countTool(t, "b", &ran))
+	var sawRun atomic.Int32
+	_ = tk.UseBatchHook(toolkit.BatchHook{Name: "policy", Before: func(ctx context.Context, p *toolkit.BatchPlan) {
+		sawRun.Store(ran.Load() + 1)
+		if v, _ := ctx.Value(callerKey{}).(string); v != "caller's" {
+			t.Errorf("the hook's context lacks the caller's values: %q", v)
+		}
+		p.Deny(0, errors.New("no a today"))
+		p.Rewrite(1, "a", nil)
+	}})
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), callerKey{}, "caller's"))
+	defer cancel()
+	rs := testutil.Session(t, tk, "s").Run(ctx, []toolkit.Call{testutil.Call("1", "a", `{}`), testutil.Call("2", "b", `{}`)})
+	if sawRun.Load() != 1 {
+		t.Errorf("a call ran before the hook")
+	}
+	if rs[0].State != toolkit.StateDenied || rs[0].Text() != "Error: no a today" || rs[1].State != toolkit.StateSuccess || rs[1].Text() != "a ran" {
+		t.Fatalf("%s %q, %s %q", rs[0].State, rs[0].Text(), rs[1].State, rs[1].Text())
+	}
+}
+
+type callerKey struct{}
