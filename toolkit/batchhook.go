@@ -318,16 +318,17 @@ func (b *Batch) before(caller bool) bool {
 	g := b.newGuard(inline, nil)
 	g.plan = BatchPlan{b: b, g: g}
 	g.begin()
-	if !inline {
-		b.tk.pool.submit(task{kind: runGuard, guard: g})
-		g.wait()
-	} else {
+	if inline {
 		b.runBefore(g)
 		if !g.finish() {
 			return false
 		}
+		g.close(false)
+		return true
 	}
-	g.close()
+	b.tk.pool.submit(task{kind: runGuard, guard: g})
+	g.wait()
+	g.close(g.state == guardAbandoned) // final: wait saw it change
 	return true
 }
 
@@ -339,9 +340,10 @@ func (b *Batch) runBefore(g *guard) {
 		if h.Before == nil {
 			continue
 		}
-		if g.ctx.Err() != nil || !g.enter(h.Name) {
-			return
+		if g.ctx.Err() != nil {
+			return // cancelled, or the batch went on without the hooks (which follows a cancellation)
 		}
+		g.hook.Store(int32(i + 1))
 		b.runHook(h, g.ctx, &g.plan)
 	}
 }

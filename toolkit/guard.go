@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,7 +30,8 @@ type guard struct {
 	cancel context.CancelCauseFunc
 	inline bool // the code runs on the driver
 	plan   BatchPlan
-	res    *resolution // set for a resolver
+	res    *resolution  // set for a resolver
+	hook   atomic.Int32 // 1 + the index of the Before hook running now; 0 before the first
 
 	mu        sync.Mutex
 	state     guardState
@@ -38,7 +40,6 @@ type guard struct {
 	done      chan struct{} // closed when state leaves guardRunning; only when the driver waits
 	cause     error         // why the batch was interrupted, once it was
 	timer     *time.Timer   // ends the grace period
-	hook      string        // the Before hook running now
 }
 
 // resolution is a resolver's question, deadline and answer.
@@ -152,12 +153,10 @@ func (g *guard) end() {
 // wait waits, on the driver, until the code returned or was abandoned.
 func (g *guard) wait() { <-g.done }
 
-// close releases the guard once the driver goes on. An abandoned guard
-// stays the batch's: the messages of its calls name it (Batch.notStarted).
-func (g *guard) close() {
-	g.mu.Lock()
-	abandoned := g.state == guardAbandoned
-	g.mu.Unlock()
+// close releases the guard once the driver goes on; the driver knows the
+// final state (finish or wait told it). An abandoned guard stays the
+// batch's: the messages of its calls name it (Batch.notStarted).
+func (g *guard) close(abandoned bool) {
 	if !abandoned {
 		g.b.guard.CompareAndSwap(g, nil)
 	}
@@ -165,18 +164,6 @@ func (g *guard) close() {
 	if g.res != nil && g.res.stop != nil {
 		g.res.stop()
 	}
-}
-
-// enter reports whether the code's time is not over; it notes the Before
-// hook about to run.
-func (g *guard) enter(hook string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.state != guardRunning {
-		return false
-	}
-	g.hook = hook
-	return true
 }
 
 // run runs the code on a pool worker (task runGuard).
@@ -187,17 +174,17 @@ func (g *guard) run() {
 		g.finish()
 		return
 	}
-	if !g.enter("") {
-		return // abandoned before a worker took it
-	}
-	t, err := func() (t *Tool, err error) {
-		defer func() {
-			if v := recover(); v != nil {
-				err = fmt.Errorf("the tool resolver panicked: %v", v)
-			}
+	t, err := (*Tool)(nil), g.ctx.Err()
+	if err == nil { // else its time was over before a worker took it
+		t, err = func() (t *Tool, err error) {
+			defer func() {
+				if v := recover(); v != nil {
+					err = fmt.Errorf("the tool resolver panicked: %v", v)
+				}
+			}()
+			return res.r(g.ctx, g.b.sess, res.call)
 		}()
-		return res.r(g.ctx, g.b.sess, res.call)
-	}()
+	}
 	g.mu.Lock()
 	if g.state == guardRunning {
 		res.tool, res.err = t, err
@@ -213,15 +200,22 @@ func (g *guard) abandonedHook() (string, bool) {
 		return "", false
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.hook, g.state == guardAbandoned
+	abandoned := g.state == guardAbandoned
+	g.mu.Unlock()
+	return g.hookName(), abandoned
+}
+
+// hookName names the Before hook running now, or that ran last.
+func (g *guard) hookName() string {
+	if i := g.hook.Load(); i > 0 {
+		return g.b.hooks.list[i-1].Name
+	}
+	return ""
 }
 
 // overErr is what a plan's Emit says once its hooks' time is over.
 func (g *guard) overErr() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return fmt.Errorf("toolkit: the plan of batch hook %q is over (the hook returned, or the batch went on without it); nothing was sent", g.hook)
+	return fmt.Errorf("toolkit: the plan of batch hook %q is over (the hook returned, or the batch went on without it); nothing was sent", g.hookName())
 }
 
 // Messages of calls that never ran because the code before them did not

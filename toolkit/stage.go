@@ -92,12 +92,12 @@ func (b *Batch) beginStage() *stage {
 	for k := range st.calls {
 		c := &st.calls[k]
 		c.stage = st
-		c.setTimeout()
 		if c.tool == nil && c.preErr == nil {
 			if r := b.tk.opts.resolver; r != nil && b.err() == nil {
 				c.resolve(r, st.start) // alone in its stage: see call.parallel
 			}
 		}
+		c.setTimeout()
 		s := st.scopeFor(c.timeout)
 		c.scope, c.cur = s, s
 	}
@@ -159,6 +159,9 @@ func (c *call) makeWay() {
 // deadline passes: they time out in the queue, reported at once.
 func (st *stage) expire(s *scope) {
 	st.finishWaiting(s, func(c *call) (State, error) {
+		if preState(c.preErr) == StateTimeout {
+			return StateTimeout, c.preErr // its resolver used its time up
+		}
 		why := "before it could start"
 		if len(st.calls) > st.batch.tk.opts.maxParallel {
 			why = fmt.Sprintf("waiting for a free slot (at most %d calls run in parallel)", st.batch.tk.opts.maxParallel)

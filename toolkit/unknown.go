@@ -51,33 +51,33 @@ func (inv *Invocation) Unknown() bool { return inv.Tool == nil || inv.Tool.args 
 // the unknown call's timeout.
 func (c *call) resolve(r ToolResolver, start time.Time) {
 	b := c.batch
+	timeout := b.tk.opts.timeout // an unknown call's
 	var deadline time.Time
-	if c.timeout > 0 {
-		deadline = start.Add(c.timeout)
+	if timeout > 0 {
+		deadline = start.Add(timeout)
 	}
 	res := &resolution{r: r, call: c.call, deadline: deadline}
 	g := b.newGuard(false, res)
 	g.begin()
 	b.tk.pool.submit(task{kind: runGuard, guard: g})
 	g.wait()
-	g.close()
+	g.close(g.state == guardAbandoned) // final: wait saw it change
 	// The guard's state is final (wait saw it change): no lock needed.
 	grace := b.tk.opts.cancelGrace
 	switch {
+	// A timeout's deadline has passed: the stage reports it with this
+	// error wherever the call is (stage.expire, call.begin).
 	case g.state == guardAbandoned && g.timedOut:
-		c.preErr = resolverTimeoutErr(c.call.Name, c.timeout, grace, nil)
-		c.timeout = 0 // its time is spent: no deadline to report it again
+		c.preErr = resolverTimeoutErr(c.call.Name, timeout, grace, nil)
 	case g.state == guardAbandoned:
 		c.preErr = resolverAbandonedErr(c.call.Name, grace, g.cause)
 	case res.err != nil && b.err() == nil && errors.Is(g.ctx.Err(), context.DeadlineExceeded):
-		c.preErr = resolverTimeoutErr(c.call.Name, c.timeout, grace, res.err)
-		c.timeout = 0
+		c.preErr = resolverTimeoutErr(c.call.Name, timeout, grace, res.err)
 	case res.err != nil:
 		c.preErr = &callError{kind: ErrUnavailable, cause: res.err,
 			msg: fmt.Sprintf("tool %q could not be resolved: %v", truncate(c.call.Name, 80), res.err)}
 	case res.tool != nil:
 		c.tool = res.tool
-		c.setTimeout() // the resolved tool's own
 	}
 }
 
