@@ -119,18 +119,17 @@ func WithBatchEndEvents() Option { return func(o *options) { o.batchEnd = true }
 // values, changes are ignored, Emit returns an error. Indexes are call
 // positions in the batch; an index out of range is ignored.
 type BatchPlan struct {
-	b *Batch
 	g *guard // the hooks' run: its lock guards every look at the calls
 }
 
 // Batch returns the batch.
-func (p *BatchPlan) Batch() *Batch { return p.b }
+func (p *BatchPlan) Batch() *Batch { return p.g.b }
 
 // Session returns the batch's session.
-func (p *BatchPlan) Session() *Session { return p.b.sess }
+func (p *BatchPlan) Session() *Session { return p.g.b.sess }
 
 // Len returns the number of calls.
-func (p *BatchPlan) Len() int { return len(p.b.calls) }
+func (p *BatchPlan) Len() int { return len(p.g.b.calls) }
 
 // Call returns call i as it will run (rewrites included).
 func (p *BatchPlan) Call(i int) Call {
@@ -158,7 +157,7 @@ func (p *BatchPlan) Tool(i int) *Tool {
 // is out of range or the hooks' time is over: the driver may be running the
 // calls, and a hook that comes back late must not touch them.
 func (p *BatchPlan) lock(i int) *call {
-	if i < 0 || i >= len(p.b.calls) {
+	if i < 0 || i >= len(p.g.b.calls) {
 		return nil
 	}
 	p.g.mu.Lock()
@@ -166,7 +165,7 @@ func (p *BatchPlan) lock(i int) *call {
 		p.g.mu.Unlock()
 		return nil
 	}
-	return &p.b.calls[i]
+	return &p.g.b.calls[i]
 }
 
 // Rewrite changes call i before it runs: its tool name (when name is not
@@ -178,14 +177,15 @@ func (p *BatchPlan) Rewrite(i int, name string, args json.RawMessage) {
 		return
 	}
 	defer p.g.mu.Unlock()
-	p.b.mu.Lock() // Batch.Results may be reading the call (suspended notices)
-	defer p.b.mu.Unlock()
+	b := p.g.b
+	b.mu.Lock() // Batch.Results may be reading the call (suspended notices)
+	defer b.mu.Unlock()
 	if args != nil {
 		c.call.Args = args
 	}
 	if name != "" && name != c.call.Name {
 		c.call.Name = name
-		c.tool = p.b.tk.reg.Load().byName[name] // nil: unknown
+		c.tool = b.tk.reg.Load().byName[name] // nil: unknown
 	}
 }
 
@@ -256,13 +256,14 @@ func (p *BatchPlan) Suspend() {
 		return
 	}
 	g.suspended = true
-	for i := range p.b.calls {
-		if c := &p.b.calls[i]; c.preErr == nil {
-			p.b.notifySuspended(c)
+	b := g.b
+	for i := range b.calls {
+		if c := &b.calls[i]; c.preErr == nil {
+			b.notifySuspended(c)
 		}
 	}
 	g.mu.Unlock()
-	p.b.sess.holdHooks(g)
+	b.sess.holdHooks(g)
 }
 
 // Emit sends a session-level event (see [Session.Emit]), for example an
@@ -277,23 +278,23 @@ func (p *BatchPlan) Emit(typ events.Type, data any) error {
 		return g.overErr()
 	}
 	// Not under g.mu: an inline observer may cancel the batch.
-	return p.b.sess.emit(typ, data, p.b.trace, nil)
+	return g.b.sess.emit(typ, data, g.b.trace, nil)
 }
 
 // BatchValues is the batch's scratch space, the one interceptors get from
 // [Invocation.BatchValues].
-func (p *BatchPlan) BatchValues() *sync.Map { return p.b.valueMap() }
+func (p *BatchPlan) BatchValues() *sync.Map { return p.g.b.valueMap() }
 
 // SessionValues is the session's scratch space, the one interceptors get
 // from [Invocation.SessionValues].
-func (p *BatchPlan) SessionValues() *sync.Map { return p.b.sess.valueMap() }
+func (p *BatchPlan) SessionValues() *sync.Map { return p.g.b.sess.valueMap() }
 
 // StopLoop asks the agent loop to stop after this batch (see [Batch.Stop]).
 func (p *BatchPlan) StopLoop(reason StopReason, detail string) {
 	p.g.mu.Lock()
 	defer p.g.mu.Unlock()
 	if p.g.state == guardRunning {
-		p.b.setStop(Stop{Reason: reason, Detail: detail})
+		p.g.b.setStop(Stop{Reason: reason, Detail: detail})
 	}
 }
 
@@ -316,7 +317,7 @@ func (b *Batch) before(caller bool) bool {
 	// wait (its context: Close and Cancel only finish the results).
 	inline := !caller || b.parent.Done() == nil
 	g := b.newGuard(inline, nil)
-	g.plan = BatchPlan{b: b, g: g}
+	g.plan.g = g
 	g.begin()
 	if inline {
 		b.runBefore(g)

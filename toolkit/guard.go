@@ -28,18 +28,25 @@ type guard struct {
 	b      *Batch
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	inline bool // the code runs on the driver
 	plan   BatchPlan
 	res    *resolution  // set for a resolver
 	hook   atomic.Int32 // 1 + the index of the Before hook running now; 0 before the first
+	inline bool         // the code runs on the driver
 
-	mu        sync.Mutex
+	// Under mu (state: or once the driver saw it final).
 	state     guardState
-	timedOut  bool          // abandoned after its deadline, not after an interruption
-	suspended bool          // the plan was suspended: Session.Close ends it
+	timedOut  bool // abandoned after its deadline, not after an interruption
+	suspended bool // the plan was suspended: Session.Close ends it
+	mu        sync.Mutex
 	done      chan struct{} // closed when state leaves guardRunning; only when the driver waits
-	cause     error         // why the batch was interrupted, once it was
-	timer     *time.Timer   // ends the grace period
+	late      *guardLate    // once a deadline or an interruption armed the grace period
+}
+
+// guardLate is what only a guard whose grace period was armed needs: the
+// common guard returns without one.
+type guardLate struct {
+	cause error       // why the batch was interrupted, once it was
+	timer *time.Timer // ends the grace period
 }
 
 // resolution is a resolver's question, deadline and answer.
@@ -79,7 +86,7 @@ func (g *guard) begin() {
 	g.b.guard.Store(g)
 	if g.res != nil && !g.res.deadline.IsZero() {
 		g.mu.Lock()
-		g.timer = time.AfterFunc(time.Until(g.res.deadline.Add(g.b.tk.opts.cancelGrace)), g.expire)
+		g.late = &guardLate{timer: time.AfterFunc(time.Until(g.res.deadline.Add(g.b.tk.opts.cancelGrace)), g.expire)}
 		g.mu.Unlock()
 	}
 	if err := g.b.err(); err != nil { // interrupted before the guard was there
@@ -93,17 +100,30 @@ func (g *guard) interrupt(cause error) {
 	g.cancel(cause)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.state != guardRunning || g.cause != nil {
+	if g.late == nil {
+		g.late = new(guardLate)
+	}
+	l := g.late
+	if g.state != guardRunning || l.cause != nil {
 		return
 	}
-	g.cause = cause
+	l.cause = cause
 	grace := g.b.tk.opts.cancelGrace
 	switch {
-	case g.timer == nil:
-		g.timer = time.AfterFunc(grace, g.expire)
+	case l.timer == nil:
+		l.timer = time.AfterFunc(grace, g.expire)
 	case time.Now().Add(grace).Before(g.res.deadline.Add(grace)):
-		g.timer.Reset(grace)
+		l.timer.Reset(grace)
 	}
+}
+
+// why returns why the batch was interrupted while the code ran, if it was
+// (g.mu held, or the state seen final).
+func (g *guard) why() error {
+	if g.late == nil {
+		return nil
+	}
+	return g.late.cause
 }
 
 // expire abandons the code if it is still running at the end of its grace
@@ -114,7 +134,7 @@ func (g *guard) expire() {
 		g.mu.Unlock()
 		return
 	}
-	g.state, g.timedOut = guardAbandoned, g.cause == nil
+	g.state, g.timedOut = guardAbandoned, g.why() == nil
 	g.end()
 }
 
@@ -127,8 +147,8 @@ func (g *guard) finish() bool {
 		return false
 	}
 	g.state = guardReturned
-	if g.timer != nil {
-		g.timer.Stop()
+	if g.late != nil && g.late.timer != nil {
+		g.late.timer.Stop()
 	}
 	g.end()
 	return true

@@ -70,7 +70,7 @@ func (c *call) resolve(r ToolResolver, start time.Time) {
 	case g.state == guardAbandoned && g.timedOut:
 		c.preErr = resolverTimeoutErr(c.call.Name, timeout, grace, nil)
 	case g.state == guardAbandoned:
-		c.preErr = resolverAbandonedErr(c.call.Name, grace, g.cause)
+		c.preErr = resolverAbandonedErr(c.call.Name, grace, g.why())
 	case res.err != nil && b.err() == nil && errors.Is(g.ctx.Err(), context.DeadlineExceeded):
 		c.preErr = resolverTimeoutErr(c.call.Name, timeout, grace, res.err)
 	case res.err != nil:
