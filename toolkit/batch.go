@@ -65,6 +65,10 @@ type Batch struct {
 
 	hooks *batchHooks           // the batch hooks when it started, nil without any (batchhook.go)
 	guard atomic.Pointer[guard] // the Before hooks or resolver running now, or abandoned (guard.go)
+	// The Before hooks' guard, in room the batch's size class has spare
+	// (1,320 bytes without it, 1,408 allocated): a batch with hooks
+	// allocates no guard.
+	hookGuard guard
 }
 
 // notice is one entry of a batch's completion log: a call's final result, or

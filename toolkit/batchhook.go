@@ -316,7 +316,8 @@ func (b *Batch) before(caller bool) bool {
 	// hand-off that costs is needed only if anything can end the caller's
 	// wait (its context: Close and Cancel only finish the results).
 	inline := !caller || b.parent.Done() == nil
-	g := b.newGuard(inline, nil)
+	g := &b.hookGuard
+	b.initGuard(g, inline, nil)
 	g.plan.g = g
 	g.begin()
 	if inline {

@@ -67,9 +67,16 @@ const (
 	guardAbandoned            // the batch went on without it
 )
 
-// newGuard prepares a guard for Before hooks (res nil) or a resolver.
+// newGuard prepares a guard for a resolver.
 func (b *Batch) newGuard(inline bool, res *resolution) *guard {
-	g := &guard{b: b, inline: inline, res: res}
+	g := &guard{}
+	b.initGuard(g, inline, res)
+	return g
+}
+
+// initGuard prepares g for Before hooks (res nil) or a resolver.
+func (b *Batch) initGuard(g *guard, inline bool, res *resolution) {
+	g.b, g.inline, g.res = b, inline, res
 	g.ctx, g.cancel = context.WithCancelCause(b.parent)
 	if res != nil && !res.deadline.IsZero() {
 		g.ctx, res.stop = context.WithDeadline(g.ctx, res.deadline)
@@ -77,7 +84,6 @@ func (b *Batch) newGuard(inline bool, res *resolution) *guard {
 	if !inline {
 		g.done = make(chan struct{})
 	}
-	return g
 }
 
 // begin publishes the guard to the batch's interruption, and arms its
