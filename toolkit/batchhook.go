@@ -310,11 +310,13 @@ func (inv *Invocation) Approved() bool { return inv.c.approved }
 // Session.Run's caller.
 func (b *Batch) before(caller bool) bool {
 	if b.err() != nil || !b.hooks.before {
-		return true // interrupted: every call is reported so without running
+		return true // nothing to run, or interrupted: the calls are reported so without running
 	}
-	// Session.Run's caller can return only if no hook runs on it; the
-	// hand-off that costs is needed only if anything can end the caller's
-	// wait (its context: Close and Cancel only finish the results).
+	// Session.Run's caller can return before a deaf hook does only if the
+	// hook runs elsewhere. That hand-off (about what Start and Wait cost) is
+	// made only when the caller's context can end the wait: without one,
+	// Close and Cancel still end the batch on time, and Run returns when the
+	// hook does, as it does for a deaf handler.
 	inline := !caller || b.parent.Done() == nil
 	g := &b.hookGuard
 	b.initGuard(g, inline, nil)

@@ -194,10 +194,11 @@ func (c *call) begin() bool {
 	if c.Err() != nil {
 		c.started = time.Time{} // it never started
 		c.mu.Unlock()
+		timedOut := c.currentScope().timedOut()
 		switch {
-		case c.currentScope().timedOut() && preState(c.preErr) == StateTimeout:
+		case timedOut && preState(c.preErr) == StateTimeout:
 			c.finish(StateTimeout, nil, c.preErr) // its resolver used its time up
-		case c.currentScope().timedOut():
+		case timedOut:
 			c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
 				msg: fmt.Sprintf("tool %q timed out after %v before it could start", shownName(c.call.Name), c.timeout)})
 		default:

@@ -33,7 +33,8 @@ type guard struct {
 	hook   atomic.Int32 // 1 + the index of the Before hook running now; 0 before the first
 	inline bool         // the code runs on the driver
 
-	// Under mu (state: or once the driver saw it final).
+	// Under mu; the driver reads them without it once it saw the state
+	// final (finish, wait).
 	state     guardState
 	timedOut  bool // abandoned after its deadline, not after an interruption
 	suspended bool // the plan was suspended: Session.Close ends it
@@ -106,11 +107,14 @@ func (g *guard) interrupt(cause error) {
 	g.cancel(cause)
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.state != guardRunning {
+		return
+	}
 	if g.late == nil {
 		g.late = new(guardLate)
 	}
 	l := g.late
-	if g.state != guardRunning || l.cause != nil {
+	if l.cause != nil {
 		return
 	}
 	l.cause = cause
@@ -174,6 +178,13 @@ func (g *guard) end() {
 	if abandoned && g.inline {
 		g.b.tk.pool.submit(task{kind: driveBatch, batch: g.b})
 	}
+}
+
+// running reports whether the code's time is not over.
+func (g *guard) running() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.state == guardRunning
 }
 
 // wait waits, on the driver, until the code returned or was abandoned.

@@ -158,7 +158,9 @@ func (s *Session) Close() {
 		w.cancel(context.Canceled, s.closedErr())
 	}
 	for g := range hooks {
-		g.b.interrupt(s.closedErr())
+		if g.running() {
+			g.b.interrupt(s.closedErr())
+		}
 	}
 	for _, c := range pending {
 		c.side.ext <- extResult{state: StateInterrupted, err: &callError{kind: ErrInterrupted, cause: ErrClosed,
