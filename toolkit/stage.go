@@ -294,7 +294,10 @@ func (st *stage) abandon(s *scope) {
 	}
 	for i := range st.calls {
 		c := &st.calls[i]
-		if c.currentScope() != s || c.external() || !c.abandon() {
+		// A call that fails before running (preErr) runs no user code and
+		// finishes on its own with its own error, even one whose deadline
+		// passed before its stage began (a resolver that used its time up).
+		if c.preErr != nil || c.currentScope() != s || c.external() || !c.abandon() {
 			continue
 		}
 		if c.inline {
