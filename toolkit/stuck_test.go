@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -155,11 +156,13 @@ func checkLateIgnored(t *testing.T, h *deafHook, rs []toolkit.Result, ran *atomi
 // longer hangs its batch: once the caller's context is cancelled, the hook
 // gets the grace period, then every call is reported interrupted with a
 // message that names the hook, Wait and Run return, and whatever the hook
-// decides when it finally returns is ignored.
+// decides when it finally returns is ignored. Once it returned and the
+// toolkit is closed, no goroutine is left.
 func TestStuckBeforeHookCancelled(t *testing.T) {
 	for _, run := range []bool{false, true} {
 		name := map[bool]string{false: "Start", true: "Run"}[run]
 		t.Run(name, func(t *testing.T) {
+			t.Cleanup(leak.Check(t)) // last: after the hook's release and Close
 			rec := &testutil.Recorder{}
 			tk := testutil.Kit(t, toolkit.WithCancelGrace(stuckGrace), toolkit.WithObserver(rec))
 			var ran atomic.Int32
@@ -365,11 +368,13 @@ func (r *stuckResolver) resolve(ctx context.Context, _ *toolkit.Session, c toolk
 // stage's start) and the grace period; then the call is a timeout whose
 // message names the resolver, the batch goes on with the next call, and
 // the tool the resolver returns later is ignored. A resolver that listens
-// sees the deadline, and its call is a timeout too.
+// sees the deadline, and its call is a timeout too. Once it returned and
+// the toolkit is closed, no goroutine is left.
 func TestStuckResolverTimesOut(t *testing.T) {
 	for _, run := range []bool{false, true} {
 		name := map[bool]string{false: "Start", true: "Run"}[run]
 		t.Run(name, func(t *testing.T) {
+			t.Cleanup(leak.Check(t)) // last: after the resolver's release and Close
 			var ran, lateRan atomic.Int32
 			late := countTool(t, "ghost", &lateRan)
 			r := newStuckResolver(late)
