@@ -92,7 +92,7 @@ func (s *Session) Start(ctx context.Context, calls []Call) *Batch {
 		// The toolkit is closed (or closing: its pool may be waiting for
 		// its workers): the calls are only reported interrupted, on a
 		// goroutine of their own.
-		go b.drive(false)
+		go b.drive()
 		return b
 	}
 	s.tk.pool.submit(task{kind: driveBatch, batch: b})
@@ -109,11 +109,12 @@ func (s *Session) Start(ctx context.Context, calls []Call) *Batch {
 // goroutine is running it when its deadline and grace period pass, the batch
 // goes on without it on another goroutine, but Run itself can only return
 // once that handler does. Use Start and Wait when tools may not honour
-// cancellation. Batch hooks and a ToolResolver that ignore their context
-// are another matter: see [BatchHook] and [ToolResolver].
+// cancellation. The same holds for a Before hook ([BatchHook]) that
+// ignores its context; a [ToolResolver] runs on a pool goroutine and holds
+// only its own call.
 func (s *Session) Run(ctx context.Context, calls []Call) []Result {
 	b := s.newBatch(ctx, calls)
-	b.drive(true)
+	b.drive()
 	return b.Wait()
 }
 

@@ -20,9 +20,8 @@ import (
 // call that comes with others, rewrite calls, summarise).
 //
 // Hooks run in the order they were added, on the goroutine that drives the
-// batch (for [Session.Run] with a context that can be cancelled, on a pool
-// goroutine while the caller waits, so that Run can return however the
-// hook behaves). A toolkit without batch hooks pays nothing for them.
+// batch (Session.Run's caller, or a pool goroutine for Session.Start). A
+// toolkit without batch hooks pays nothing for them.
 type BatchHook struct {
 	// Name identifies the hook: adding another with the same name
 	// replaces it in place.
@@ -40,8 +39,9 @@ type BatchHook struct {
 	// it: every call is reported interrupted, with a message naming the
 	// hook, and whatever the hook does with the plan afterwards is ignored.
 	// Its goroutine is left to return on its own, like a handler abandoned
-	// at its deadline (Session.Run's caller, when the hook runs on it,
-	// returns only then).
+	// at its deadline: Session.Run, whose caller the hook runs on, returns
+	// only then (with the results that were final on time); Start and Wait
+	// return on time.
 	Before func(ctx context.Context, p *BatchPlan)
 	// After sees the results in call order once every call is final,
 	// before Wait returns and before the batch_end event. It must not
@@ -304,35 +304,24 @@ func (p *BatchPlan) StopLoop(reason StopReason, detail string) {
 func (inv *Invocation) Approved() bool { return inv.c.approved }
 
 // before runs the Before hooks before the first stage, under a guard (see
-// guard.go). It reports false when the calling goroutine must leave the
-// batch: a hook held it past the batch's cancellation and the grace period,
-// and a pool worker drives on. caller says whether the driver is
-// Session.Run's caller.
-func (b *Batch) before(caller bool) bool {
+// guard.go), on the goroutine that drives the batch. It reports false when
+// that goroutine must leave the batch: a hook held it past the batch's
+// cancellation and the grace period, and a pool worker drives on. As for a
+// deaf handler, Session.Run then returns when the hook does, with results
+// that were final on time; Start and Wait return on time.
+func (b *Batch) before() bool {
 	if b.err() != nil || !b.hooks.before {
 		return true // nothing to run, or interrupted: the calls are reported so without running
 	}
-	// Session.Run's caller can return before a deaf hook does only if the
-	// hook runs elsewhere. That hand-off (about what Start and Wait cost) is
-	// made only when the caller's context can end the wait: without one,
-	// Close and Cancel still end the batch on time, and Run returns when the
-	// hook does, as it does for a deaf handler.
-	inline := !caller || b.parent.Done() == nil
 	g := &b.hookGuard
-	b.initGuard(g, inline, nil)
+	b.initGuard(g, true, nil)
 	g.plan.g = g
 	g.begin()
-	if inline {
-		b.runBefore(g)
-		if !g.finish() {
-			return false
-		}
-		g.close(false)
-		return true
+	b.runBefore(g)
+	if !g.finish() {
+		return false
 	}
-	b.tk.pool.submit(task{kind: runGuard, guard: g})
-	g.wait()
-	g.close(g.state == guardAbandoned) // final: wait saw it change
+	g.close(false)
 	return true
 }
 

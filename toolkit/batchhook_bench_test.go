@@ -11,9 +11,8 @@ import (
 // BenchmarkRunBatchHook is BenchmarkRun/noop-1 with a batch hook installed
 // (Before and After that do nothing) and without one, side by side: what a
 // batch hook costs when there is one (nothing is paid without one:
-// BenchmarkRun). "cancellable" gives Run a context that can be cancelled:
-// the Before hooks then run on a pool goroutine, so that Run can return
-// even if one ignores its context.
+// BenchmarkRun). "cancellable" gives Run a context that can be cancelled
+// (the engine then watches it: one context.AfterFunc per batch).
 func BenchmarkRunBatchHook(b *testing.B) {
 	for _, v := range []struct {
 		name               string

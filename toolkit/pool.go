@@ -42,7 +42,7 @@ func (t task) do() {
 	case runStage:
 		t.stage.runCalls(false)
 	case driveBatch:
-		t.batch.drive(false)
+		t.batch.drive()
 	case takeOverBatch:
 		t.batch.takeOver()
 	case runGuard:

@@ -40,12 +40,11 @@ type stage struct {
 	ended    bool
 }
 
-// drive runs the stages in order on the calling goroutine; caller says
-// whether that is Session.Run's caller.
-func (b *Batch) drive(caller bool) {
+// drive runs the stages in order on the calling goroutine.
+func (b *Batch) drive() {
 	if b.hooks != nil && !b.hooked {
 		b.hooked = true // once: a take-over drives on without them
-		if !b.before(caller) {
+		if !b.before() {
 			return // abandoned in a Before hook: a pool worker drives on
 		}
 	}
@@ -68,7 +67,7 @@ func (b *Batch) takeOver() {
 		return
 	}
 	b.endStage(st)
-	b.drive(false)
+	b.drive()
 }
 
 // beginStage cuts the next stage off the batch, gives each call its scope

@@ -155,9 +155,10 @@ func checkLateIgnored(t *testing.T, h *deafHook, rs []toolkit.Result, ran *atomi
 // TestStuckBeforeHookCancelled: a Before hook that ignores its context no
 // longer hangs its batch: once the caller's context is cancelled, the hook
 // gets the grace period, then every call is reported interrupted with a
-// message that names the hook, Wait and Run return, and whatever the hook
-// decides when it finally returns is ignored. Once it returned and the
-// toolkit is closed, no goroutine is left.
+// message that names the hook, and Wait returns (Run, whose caller the
+// hook holds, returns with the same results when the hook does); whatever
+// the hook decides when it finally returns is ignored. Once it returned and
+// the toolkit is closed, no goroutine is left.
 func TestStuckBeforeHookCancelled(t *testing.T) {
 	for _, run := range []bool{false, true} {
 		name := map[bool]string{false: "Start", true: "Run"}[run]
@@ -174,9 +175,27 @@ func TestStuckBeforeHookCancelled(t *testing.T) {
 			got := start(testutil.Session(t, tk, "s"), ctx, run, testutil.Call("1", "a", `{}`), testutil.Call("2", "b", `{}`))
 			testutil.WaitFor(t, h.entered, "the hook to start")
 			cancel()
-			rs := results(t, got, "a deaf Before hook, caller's context cancelled")
+			wait := got
+			if run {
+				// The hook holds Run's caller: as for a deaf handler, Run
+				// returns when the hook does. The batch's results are final
+				// on time all the same.
+				ch := make(chan []toolkit.Result, 1)
+				b := h.batch.Load()
+				go func() { ch <- b.Wait() }()
+				wait = ch
+			}
+			rs := results(t, wait, "a deaf Before hook, caller's context cancelled")
 			checkHookAbandoned(t, rs, context.Canceled)
 			checkLateIgnored(t, h, rs, &ran)
+			if run {
+				late := results(t, got, "Run once the hook returned")
+				for i := range rs {
+					if late[i].State != rs[i].State || late[i].Text() != rs[i].Text() {
+						t.Errorf("Run's call %d: %s %q, the batch's %s %q", i, late[i].State, late[i].Text(), rs[i].State, rs[i].Text())
+					}
+				}
+			}
 			// Observers saw one result per call and nothing else of them.
 			for _, id := range []string{"1", "2"} {
 				checkNeverStarted(t, rec, id)
