@@ -20,7 +20,8 @@ import (
 // call that comes with others, rewrite calls, summarise).
 //
 // Hooks run in the order they were added, on the goroutine that drives the
-// batch. A toolkit without batch hooks pays nothing for them.
+// batch (Session.Run's caller, or a pool goroutine for Session.Start). A
+// toolkit without batch hooks pays nothing for them.
 type BatchHook struct {
 	// Name identifies the hook: adding another with the same name
 	// replaces it in place.
@@ -29,7 +30,18 @@ type BatchHook struct {
 	// answer or rewrite its calls (see [BatchPlan]), or wait for a
 	// person's decision on the whole batch (BatchPlan.Suspend). ctx ends
 	// when the batch is cancelled (Batch.Cancel, Toolkit.Close, the
-	// caller's context). The calls' deadlines start after Before returns.
+	// caller's context, and Session.Close once the plan is suspended).
+	// Before has no deadline: the calls' deadlines start after it
+	// returns.
+	//
+	// Before must return when ctx ends. One that does not is given the
+	// cancel grace period ([WithCancelGrace]); then the batch ends without
+	// it: every call is reported interrupted, with a message naming the
+	// hook, and whatever the hook does with the plan afterwards is ignored.
+	// Its goroutine is left to return on its own, like a handler abandoned
+	// at its deadline: Session.Run, whose caller the hook runs on, returns
+	// only then (with the results that were final on time); Start and Wait
+	// return on time.
 	Before func(ctx context.Context, p *BatchPlan)
 	// After sees the results in call order once every call is final,
 	// before Wait returns and before the batch_end event. It must not
@@ -38,7 +50,10 @@ type BatchHook struct {
 }
 
 // batchHooks is an immutable snapshot of a toolkit's batch hooks.
-type batchHooks struct{ list []BatchHook }
+type batchHooks struct {
+	list   []BatchHook
+	before bool // one of them has a Before
+}
 
 // UseBatchHook adds batch hooks after the ones already there. A hook with
 // the name of one already added replaces it in place. Batches that already
@@ -62,8 +77,12 @@ func (tk *Toolkit) UseBatchHook(hooks ...BatchHook) error {
 			list = append(list, h)
 		}
 	}
-	tk.hooks.Store(&batchHooks{list: list})
+	tk.hooks.Store(newBatchHooks(list))
 	return nil
+}
+
+func newBatchHooks(list []BatchHook) *batchHooks {
+	return &batchHooks{list: list, before: slices.ContainsFunc(list, func(h BatchHook) bool { return h.Before != nil })}
 }
 
 // RemoveBatchHook removes a batch hook; it reports whether there was one.
@@ -81,7 +100,7 @@ func (tk *Toolkit) RemoveBatchHook(name string) bool {
 	if len(list) == 0 {
 		tk.hooks.Store(nil) // nothing to pay for again
 	} else {
-		tk.hooks.Store(&batchHooks{list: list})
+		tk.hooks.Store(newBatchHooks(list))
 	}
 	return true
 }
@@ -94,64 +113,79 @@ func (tk *Toolkit) RemoveBatchHook(name string) bool {
 func WithBatchEndEvents() Option { return func(o *options) { o.batchEnd = true } }
 
 // BatchPlan is a batch as its Before hooks see it, before any call runs.
-// Its methods are not safe for use by several goroutines at once, nor after
-// Before returns. Indexes are call positions in the batch; an index out of
-// range is ignored.
+// Its methods are not safe for use by several goroutines at once. Once the
+// hooks' time is over (they returned, or the batch went on without one that
+// did not return in time), they do nothing: Call and Tool return zero
+// values, changes are ignored, Emit returns an error. Indexes are call
+// positions in the batch; an index out of range is ignored.
 type BatchPlan struct {
-	b         *Batch
-	suspended bool
+	g *guard // the hooks' run: its lock guards every look at the calls
 }
 
 // Batch returns the batch.
-func (p *BatchPlan) Batch() *Batch { return p.b }
+func (p *BatchPlan) Batch() *Batch { return p.g.b }
 
 // Session returns the batch's session.
-func (p *BatchPlan) Session() *Session { return p.b.sess }
+func (p *BatchPlan) Session() *Session { return p.g.b.sess }
 
 // Len returns the number of calls.
-func (p *BatchPlan) Len() int { return len(p.b.calls) }
+func (p *BatchPlan) Len() int { return len(p.g.b.calls) }
 
 // Call returns call i as it will run (rewrites included).
 func (p *BatchPlan) Call(i int) Call {
-	if c := p.at(i); c != nil {
-		return c.call
+	c := p.lock(i)
+	if c == nil {
+		return Call{}
 	}
-	return Call{}
+	defer p.g.mu.Unlock()
+	return c.call
 }
 
 // Tool returns the registered tool call i names, or nil when none is
 // registered under that name (a ToolResolver or an interceptor may still
 // handle it when its turn comes).
 func (p *BatchPlan) Tool(i int) *Tool {
-	if c := p.at(i); c != nil {
-		return c.tool
-	}
-	return nil
-}
-
-func (p *BatchPlan) at(i int) *call {
-	if i < 0 || i >= len(p.b.calls) {
+	c := p.lock(i)
+	if c == nil {
 		return nil
 	}
-	return &p.b.calls[i]
+	defer p.g.mu.Unlock()
+	return c.tool
+}
+
+// lock locks the plan and returns call i; nil, with nothing locked, when i
+// is out of range or the hooks' time is over: the driver may be running the
+// calls, and a hook that comes back late must not touch them.
+func (p *BatchPlan) lock(i int) *call {
+	if i < 0 || i >= len(p.g.b.calls) {
+		return nil
+	}
+	p.g.mu.Lock()
+	if p.g.state != guardRunning {
+		p.g.mu.Unlock()
+		return nil
+	}
+	return &p.g.b.calls[i]
 }
 
 // Rewrite changes call i before it runs: its tool name (when name is not
 // "") and its arguments (when args is not nil). The call keeps its id; its
 // arguments are prepared and validated when it starts, like any call's.
 func (p *BatchPlan) Rewrite(i int, name string, args json.RawMessage) {
-	c := p.at(i)
+	c := p.lock(i)
 	if c == nil {
 		return
 	}
-	p.b.mu.Lock() // Batch.Results may be reading the call (suspended notices)
-	defer p.b.mu.Unlock()
+	defer p.g.mu.Unlock()
+	b := p.g.b
+	b.mu.Lock() // Batch.Results may be reading the call (suspended notices)
+	defer b.mu.Unlock()
 	if args != nil {
 		c.call.Args = args
 	}
 	if name != "" && name != c.call.Name {
 		c.call.Name = name
-		c.tool = p.b.tk.reg.Load().byName[name] // nil: unknown
+		c.tool = b.tk.reg.Load().byName[name] // nil: unknown
 	}
 }
 
@@ -160,8 +194,9 @@ func (p *BatchPlan) Rewrite(i int, name string, args json.RawMessage) {
 // Permissions) let it run without asking again ([Invocation.Approved]).
 // Rules that deny it still do.
 func (p *BatchPlan) Approve(i int) {
-	if c := p.at(i); c != nil {
+	if c := p.lock(i); c != nil {
 		c.approved = true
+		p.g.mu.Unlock()
 	}
 }
 
@@ -170,15 +205,18 @@ func (p *BatchPlan) Approve(i int) {
 // deltas and the result. Use [Failure] for a refusal the model reads. A
 // malformed call (a bad or duplicate id) keeps its own failure.
 func (p *BatchPlan) Decide(i int, out Outcome) {
-	if c := p.at(i); c != nil {
-		if _, malformed := c.preErr.(*callError); malformed {
-			return
-		}
-		if out.State == "" {
-			out.State = StateSuccess
-		}
-		c.preErr = &decided{out: out}
+	c := p.lock(i)
+	if c == nil {
+		return
 	}
+	defer p.g.mu.Unlock()
+	if _, malformed := c.preErr.(*callError); malformed {
+		return
+	}
+	if out.State == "" {
+		out.State = StateSuccess
+	}
+	c.preErr = &decided{out: out}
 }
 
 // decided is the outcome a batch hook gave a call, kept as its preErr: like
@@ -194,10 +232,11 @@ func (p *BatchPlan) Deny(i int, err error) { p.Decide(i, Failure(StateDenied, er
 
 // Decided reports whether call i already has an outcome (Decide, Deny).
 func (p *BatchPlan) Decided(i int) bool {
-	c := p.at(i)
+	c := p.lock(i)
 	if c == nil {
 		return false
 	}
+	defer p.g.mu.Unlock()
 	_, ok := c.preErr.(*decided)
 	return ok
 }
@@ -206,36 +245,57 @@ func (p *BatchPlan) Decided(i int) bool {
 // something outside the process, typically one person's decision on the
 // whole batch: each call not decided yet appears there with
 // StateSuspended (its final result follows as usual). It does not wait
-// itself: Before waits, with its ctx. Calling it again does nothing.
+// itself: Before waits, with its ctx, which closing the session now ends
+// too (as it ends the waits of suspended calls). Calling it again does
+// nothing.
 func (p *BatchPlan) Suspend() {
-	if p.suspended {
+	g := p.g
+	g.mu.Lock()
+	if g.state != guardRunning || g.suspended {
+		g.mu.Unlock()
 		return
 	}
-	p.suspended = true
-	for i := range p.b.calls {
-		if c := &p.b.calls[i]; c.preErr == nil {
-			p.b.notifySuspended(c)
+	g.suspended = true
+	b := g.b
+	for i := range b.calls {
+		if c := &b.calls[i]; c.preErr == nil {
+			b.notifySuspended(c)
 		}
 	}
+	g.mu.Unlock()
+	b.sess.holdHooks(g)
 }
 
 // Emit sends a session-level event (see [Session.Emit]), for example an
-// approval request for the whole batch.
+// approval request for the whole batch. Once the hooks' time is over it
+// sends nothing and says so.
 func (p *BatchPlan) Emit(typ events.Type, data any) error {
-	return p.b.sess.emit(typ, data, p.b.trace, nil)
+	g := p.g
+	g.mu.Lock()
+	over := g.state != guardRunning
+	g.mu.Unlock()
+	if over {
+		return g.overErr()
+	}
+	// Not under g.mu: an inline observer may cancel the batch.
+	return g.b.sess.emit(typ, data, g.b.trace, nil)
 }
 
 // BatchValues is the batch's scratch space, the one interceptors get from
 // [Invocation.BatchValues].
-func (p *BatchPlan) BatchValues() *sync.Map { return p.b.valueMap() }
+func (p *BatchPlan) BatchValues() *sync.Map { return p.g.b.valueMap() }
 
 // SessionValues is the session's scratch space, the one interceptors get
 // from [Invocation.SessionValues].
-func (p *BatchPlan) SessionValues() *sync.Map { return p.b.sess.valueMap() }
+func (p *BatchPlan) SessionValues() *sync.Map { return p.g.b.sess.valueMap() }
 
 // StopLoop asks the agent loop to stop after this batch (see [Batch.Stop]).
 func (p *BatchPlan) StopLoop(reason StopReason, detail string) {
-	p.b.setStop(Stop{Reason: reason, Detail: detail})
+	p.g.mu.Lock()
+	defer p.g.mu.Unlock()
+	if p.g.state == guardRunning {
+		p.g.b.setStop(Stop{Reason: reason, Detail: detail})
+	}
 }
 
 // Approved reports whether a batch hook approved the call after a person
@@ -243,24 +303,42 @@ func (p *BatchPlan) StopLoop(reason StopReason, detail string) {
 // a person about it need not ask again.
 func (inv *Invocation) Approved() bool { return inv.c.approved }
 
-// before runs the Before hooks, on the driver, before the first stage.
-func (b *Batch) before() {
-	if b.err() != nil {
-		return // every call is reported interrupted without running
+// before runs the Before hooks before the first stage, under a guard (see
+// guard.go), on the goroutine that drives the batch. It reports false when
+// that goroutine must leave the batch: a hook held it past the batch's
+// cancellation and the grace period, and a pool worker drives on. As for a
+// deaf handler, Session.Run then returns when the hook does, with results
+// that were final on time; Start and Wait return on time.
+func (b *Batch) before() bool {
+	if b.err() != nil || !b.hooks.before {
+		return true // nothing to run, or interrupted: the calls are reported so without running
 	}
-	ctx, cancel := context.WithCancelCause(b.parent)
-	b.hookStop.Store(&cancel)
-	if err := b.err(); err != nil { // interrupted before hookStop was there
-		cancel(err)
+	g := &b.hookGuard
+	b.initGuard(g, true, nil)
+	g.plan.g = g
+	g.begin()
+	b.runBefore(g)
+	if !g.finish() {
+		return false
 	}
-	p := &BatchPlan{b: b}
+	g.close(false)
+	return true
+}
+
+// runBefore runs the Before hooks in order until one is left running past
+// its time or the batch is cancelled.
+func (b *Batch) runBefore(g *guard) {
 	for i := range b.hooks.list {
-		if h := &b.hooks.list[i]; h.Before != nil && ctx.Err() == nil {
-			b.runHook(h, ctx, p)
+		h := &b.hooks.list[i]
+		if h.Before == nil {
+			continue
 		}
+		if g.ctx.Err() != nil {
+			return // cancelled, or the batch went on without the hooks (which follows a cancellation)
+		}
+		g.hook.Store(int32(i + 1))
+		b.runHook(h, g.ctx, &g.plan)
 	}
-	b.hookStop.Store(nil)
-	cancel(nil)
 }
 
 // after runs the After hooks once every call is final.

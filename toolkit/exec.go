@@ -110,7 +110,7 @@ func (c *call) exec() bool {
 			c.em.Init(c, c.observed())
 			return c.finishOutcome(d.out)
 		}
-		return c.finish(StateError, nil, c.preErr)
+		return c.finish(preState(c.preErr), nil, c.preErr)
 	}
 	if c.tool == nil {
 		return c.execUnknown()
@@ -203,10 +203,14 @@ func (c *call) begin() bool {
 	if c.Err() != nil {
 		c.started = time.Time{} // it never started
 		c.mu.Unlock()
-		if c.currentScope().timedOut() {
+		timedOut := c.currentScope().timedOut()
+		switch {
+		case timedOut && preState(c.preErr) == StateTimeout:
+			c.finish(StateTimeout, nil, c.preErr) // its resolver used its time up
+		case timedOut:
 			c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
 				msg: fmt.Sprintf("tool %q timed out after %v before it could start", shownName(c.call.Name), c.timeout)})
-		} else {
+		default:
 			c.finish(StateInterrupted, nil, c.batch.notStarted(c))
 		}
 		return false

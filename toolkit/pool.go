@@ -25,6 +25,7 @@ type task struct {
 	kind  taskKind
 	batch *Batch
 	stage *stage
+	guard *guard
 }
 
 type taskKind uint8
@@ -33,6 +34,7 @@ const (
 	runStage      taskKind = iota // take calls of stage and execute them
 	driveBatch                    // drive batch from its first stage (Session.Start)
 	takeOverBatch                 // drive batch on from a driver stuck in a handler
+	runGuard                      // run user code the driver waits for (guard.go)
 )
 
 func (t task) do() {
@@ -43,6 +45,8 @@ func (t task) do() {
 		t.batch.drive()
 	case takeOverBatch:
 		t.batch.takeOver()
+	case runGuard:
+		t.guard.run()
 	}
 }
 

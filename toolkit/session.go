@@ -28,6 +28,7 @@ type Session struct {
 	mu        sync.Mutex
 	suspended map[string]*call
 	waits     map[*scope]struct{} // the waits of calls an interceptor suspended (Invocation.Suspend)
+	hookWaits map[*guard]struct{} // Before hooks that suspended their batch (BatchPlan.Suspend)
 	closed    bool
 	emitMu    sync.Mutex
 	values    *sync.Map // interceptors' per-session state; made on first use
@@ -134,7 +135,9 @@ func (s *Session) Suspended() []Call {
 
 // Close removes the session from the toolkit. Its suspended calls are
 // reported as interrupted (an interceptor's wait, Invocation.Suspend, ends
-// with ErrClosed as its cause); later batches in it fail with ErrClosed as the cause.
+// with ErrClosed as its cause), and so are the batches whose Before hook
+// suspended them (BatchPlan.Suspend); later batches in it fail with
+// ErrClosed as the cause. It never waits for any of them.
 func (s *Session) Close() {
 	s.tk.sessMu.Lock()
 	if s.tk.sessions[s.id] == s {
@@ -148,9 +151,16 @@ func (s *Session) Close() {
 	s.suspended = map[string]*call{}
 	waits := s.waits
 	s.waits = nil
+	hooks := s.hookWaits
+	s.hookWaits = nil
 	s.mu.Unlock()
 	for w := range waits {
 		w.cancel(context.Canceled, s.closedErr())
+	}
+	for g := range hooks {
+		if g.running() {
+			g.b.interrupt(s.closedErr())
+		}
 	}
 	for _, c := range pending {
 		c.side.ext <- extResult{state: StateInterrupted, err: &callError{kind: ErrInterrupted, cause: ErrClosed,
@@ -267,6 +277,29 @@ func (s *Session) holdWait(w *scope) {
 	s.waits[w] = struct{}{}
 	s.mu.Unlock()
 	w.AfterFunc(func() { s.dropWait(w) })
+}
+
+// holdHooks keeps the Before hooks of a batch they suspended, so that
+// Close ends their wait; they leave the session when their time is over.
+func (s *Session) holdHooks(g *guard) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		g.b.interrupt(s.closedErr())
+		return
+	}
+	if s.hookWaits == nil {
+		s.hookWaits = make(map[*guard]struct{})
+	}
+	s.hookWaits[g] = struct{}{}
+	s.mu.Unlock()
+}
+
+// dropHooks forgets Before hooks whose time is over.
+func (s *Session) dropHooks(g *guard) {
+	s.mu.Lock()
+	delete(s.hookWaits, g)
+	s.mu.Unlock()
 }
 
 // dropWait forgets a wait that ended or whose call resumed.

@@ -42,8 +42,11 @@ type stage struct {
 
 // drive runs the stages in order on the calling goroutine.
 func (b *Batch) drive() {
-	if b.next == 0 && b.hooks != nil {
-		b.before() // once: takeOver drives on from a later stage
+	if b.hooks != nil && !b.hooked {
+		b.hooked = true // once: a take-over drives on without them
+		if !b.before() {
+			return // abandoned in a Before hook: a pool worker drives on
+		}
 	}
 	for b.next < len(b.calls) {
 		st := b.beginStage()
@@ -90,7 +93,7 @@ func (b *Batch) beginStage() *stage {
 		c.stage = st
 		if c.tool == nil && c.preErr == nil {
 			if r := b.tk.opts.resolver; r != nil && b.err() == nil {
-				c.resolve(b.parent, r) // alone in its stage: see call.parallel
+				c.resolve(r, st.start) // alone in its stage: see call.parallel
 			}
 		}
 		c.setTimeout()
@@ -155,6 +158,9 @@ func (c *call) makeWay() {
 // deadline passes: they time out in the queue, reported at once.
 func (st *stage) expire(s *scope) {
 	st.finishWaiting(s, func(c *call) (State, error) {
+		if preState(c.preErr) == StateTimeout {
+			return StateTimeout, c.preErr // its resolver used its time up
+		}
 		why := "before it could start"
 		if len(st.calls) > st.batch.tk.opts.maxParallel {
 			why = fmt.Sprintf("waiting for a free slot (at most %d calls run in parallel)", st.batch.tk.opts.maxParallel)
@@ -287,7 +293,10 @@ func (st *stage) abandon(s *scope) {
 	}
 	for i := range st.calls {
 		c := &st.calls[i]
-		if c.currentScope() != s || c.external() || !c.abandon() {
+		// A call that fails before running (preErr) runs no user code and
+		// finishes on its own with its own error, even one whose deadline
+		// passed before its stage began (a resolver that used its time up).
+		if c.preErr != nil || c.currentScope() != s || c.external() || !c.abandon() {
 			continue
 		}
 		if c.inline {

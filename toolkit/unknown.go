@@ -3,7 +3,9 @@ package toolkit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 )
 
 // A ToolResolver supplies a tool for a call whose name nobody registered,
@@ -17,10 +19,21 @@ import (
 // call's, through the interceptors that apply to it and the session's
 // Visibility. Its name may differ from the call's.
 //
-// The resolver is asked on the goroutine that drives the batch, with the
-// batch's context, just before the call's stage begins (so it sees what the
-// calls before it did). A call to an unknown name therefore runs alone in
-// its stage when a resolver is installed.
+// The resolver is asked just as the call's stage begins (so it sees what the
+// calls before it did), on a pool goroutine while the batch waits for it.
+// A call to an unknown name therefore runs alone in its stage when a
+// resolver is installed. Its ctx carries the batch's values and ends when
+// the batch is cancelled (Batch.Cancel, Toolkit.Close, the caller's
+// context) or at the call's deadline: the stage's start plus the toolkit's
+// default timeout ([WithDefaultTimeout]), the time the resolver takes
+// counting against the call's own timeout.
+//
+// The resolver must return when ctx ends. One that does not is given the
+// cancel grace period; then the batch goes on without it: the call is
+// reported as a timeout (or interrupted, when the batch was cancelled) with
+// a message naming the resolver, and what it returns later is ignored. Its
+// goroutine is left to return on its own, like a handler abandoned at its
+// deadline.
 type ToolResolver func(ctx context.Context, s *Session, call Call) (*Tool, error)
 
 // WithToolResolver installs a resolver for calls to tools nobody
@@ -33,22 +46,38 @@ func WithToolResolver(r ToolResolver) Option { return func(o *options) { o.resol
 // with Unknown set see such calls.
 func (inv *Invocation) Unknown() bool { return inv.Tool == nil || inv.Tool.args == nil }
 
-// resolve asks the toolkit's resolver for the tool of an unknown call.
-func (c *call) resolve(ctx context.Context, r ToolResolver) {
-	t, err := func() (t *Tool, err error) {
-		defer func() {
-			if v := recover(); v != nil {
-				err = fmt.Errorf("the tool resolver panicked: %v", v)
-			}
-		}()
-		return r(ctx, c.batch.sess, c.call)
-	}()
+// resolve asks the toolkit's resolver for the tool of an unknown call, on a
+// pool worker under a guard (guard.go), by the call's deadline: start plus
+// the unknown call's timeout.
+func (c *call) resolve(r ToolResolver, start time.Time) {
+	b := c.batch
+	timeout := b.tk.opts.timeout // an unknown call's
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = start.Add(timeout)
+	}
+	res := &resolution{r: r, call: c.call, deadline: deadline}
+	g := b.newGuard(false, res)
+	g.begin()
+	b.tk.pool.submit(task{kind: runGuard, guard: g})
+	g.wait()
+	g.close(g.state == guardAbandoned) // final: wait saw it change
+	// The guard's state is final (wait saw it change): no lock needed.
+	grace := b.tk.opts.cancelGrace
 	switch {
-	case err != nil:
-		c.preErr = &callError{kind: ErrUnavailable, cause: err,
-			msg: fmt.Sprintf("tool %q could not be resolved: %v", truncate(c.call.Name, 80), err)}
-	case t != nil:
-		c.tool = t
+	// A timeout's deadline has passed: the stage reports it with this
+	// error wherever the call is (stage.expire, call.begin).
+	case g.state == guardAbandoned && g.timedOut:
+		c.preErr = resolverTimeoutErr(c.call.Name, timeout, grace, nil)
+	case g.state == guardAbandoned:
+		c.preErr = resolverAbandonedErr(c.call.Name, grace, g.why())
+	case res.err != nil && b.err() == nil && errors.Is(g.ctx.Err(), context.DeadlineExceeded):
+		c.preErr = resolverTimeoutErr(c.call.Name, timeout, grace, res.err)
+	case res.err != nil:
+		c.preErr = &callError{kind: ErrUnavailable, cause: res.err,
+			msg: fmt.Sprintf("tool %q could not be resolved: %v", truncate(c.call.Name, 80), res.err)}
+	case res.tool != nil:
+		c.tool = res.tool
 	}
 }
 
