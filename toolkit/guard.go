@@ -22,8 +22,8 @@ import (
 //
 // The code runs either on the driver (inline: Before hooks, which then cost
 // no hand-off), and a pool worker drives on if it is abandoned; or on a pool
-// worker while the driver waits on the guard (a resolver, and Before hooks
-// when the driver is Session.Run's caller, which must be able to return).
+// worker while the driver waits on the guard (a resolver: its call's stage
+// must go on).
 type guard struct {
 	b      *Batch
 	ctx    context.Context
