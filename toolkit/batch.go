@@ -45,6 +45,7 @@ type Batch struct {
 	unwatch func() bool           // stops watching the caller's context
 	counted bool                  // tracked by the toolkit (for Close)
 	hooked  bool                  // the Before hooks ran or were abandoned: never again (a take-over drives on)
+	ending  bool                  // end began: the After hooks ran or were abandoned (a pool worker ends the batch)
 
 	prevActive, nextActive *Batch // the toolkit's list of batches in progress
 
@@ -391,9 +392,12 @@ func (b *Batch) notifySuspended(c *call) { b.record(notice{index: c.index, suspe
 
 // end reports the batch done once observers have its result events.
 func (b *Batch) end() {
-	b.decideStop()
-	if b.hooks != nil {
-		b.after()
+	if !b.ending {
+		b.ending = true
+		b.decideStop()
+		if b.hooks != nil && !b.after() {
+			return // abandoned in an After hook: a pool worker ends the batch
+		}
 	}
 	if b.tk.opts.batchEnd && !b.obs.empty() {
 		b.emitBatchEnd()

@@ -45,7 +45,14 @@ type BatchHook struct {
 	Before func(ctx context.Context, p *BatchPlan)
 	// After sees the results in call order once every call is final,
 	// before Wait returns and before the batch_end event. It must not
-	// change them. ctx carries the batch's values but is not cancelled.
+	// change them. ctx carries the batch's values; it does not end with
+	// the caller's context (the results are final: a hook that records
+	// them is not cut short by a caller that left), but Batch.Cancel and
+	// Toolkit.Close end it. An After that has not returned within the
+	// cancel grace period after that is left behind: the batch ends
+	// without it (the hooks after it do not run), and its goroutine
+	// returns on its own (Session.Run, whose caller it runs on, returns
+	// only then).
 	After func(ctx context.Context, b *Batch, results []Result)
 }
 
@@ -341,17 +348,55 @@ func (b *Batch) runBefore(g *guard) {
 	}
 }
 
-// after runs the After hooks once every call is final.
-func (b *Batch) after() {
-	ctx := b.parent
-	if ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx) // its values, not its end
-	}
+// after runs the After hooks once every call is final, under a guard like
+// the Before hooks'. Their context carries the batch's values and does not
+// end with the caller's (the results are final: a hook that records them
+// should not be cut short by a caller that left), but Batch.Cancel and
+// Toolkit.Close end it. A hook that has not returned a grace period later
+// is abandoned: it reports false, and a pool worker ends the batch.
+func (b *Batch) after() bool {
+	has := false
 	for i := range b.hooks.list {
-		if h := &b.hooks.list[i]; h.After != nil {
-			b.runHook(h, ctx, nil)
+		has = has || b.hooks.list[i].After != nil
+	}
+	if !has {
+		return true
+	}
+	if b.unwatch != nil {
+		b.unwatch() // the caller's context no longer interrupts the batch
+	}
+	// The batch's room for a guard serves when there were no Before hooks;
+	// theirs may still be held by a hook left behind, or by a plan a hook
+	// kept, so After hooks after them get a guard of their own.
+	g := &b.hookGuard
+	if b.hooks.before {
+		g = new(guard)
+	}
+	g.b, g.inline = b, true
+	parent := b.parent
+	if parent.Done() != nil {
+		parent = context.WithoutCancel(parent) // its values, not its end
+	}
+	g.ctx, g.cancel = context.WithCancelCause(parent)
+	g.b.guard.Store(g) // Cancel and Close reach it from now on (not an earlier interruption)
+	for i := range b.hooks.list {
+		h := &b.hooks.list[i]
+		if h.After == nil {
+			continue
+		}
+		g.hook.Store(int32(i + 1))
+		b.runHook(h, g.ctx, nil)
+		if !g.running() {
+			break // abandoned: the hooks after it do not run
 		}
 	}
+	if !g.finish() {
+		b.tk.log.Warn().Str("run", b.ID()).Str("hook", g.hookName()).Dur("grace", b.tk.opts.cancelGrace).
+			Msg("toolstream: batch hook After returned after the batch was cancelled and its grace period: the batch ended without it")
+		return false
+	}
+	g.close(false)
+	return true
 }
 
 // runHook runs a hook's Before (with a plan) or After, logging a panic

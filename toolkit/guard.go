@@ -30,7 +30,7 @@ type guard struct {
 	cancel context.CancelCauseFunc
 	plan   BatchPlan
 	res    *resolution  // set for a resolver
-	hook   atomic.Int32 // 1 + the index of the Before hook running now; 0 before the first
+	hook   atomic.Int32 // 1 + the index of the hook running now; 0 before the first
 	inline bool         // the code runs on the driver
 
 	// Under mu; the driver reads them without it once it saw the state

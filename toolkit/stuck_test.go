@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -554,3 +555,95 @@ func TestBatchHookOnCancellableRun(t *testing.T) {
 }
 
 type callerKey struct{}
+
+// TestStuckAfterHook: an After hook that ignores its context holds its
+// batch no longer than Batch.Cancel or Toolkit.Close plus the cancel grace
+// period: Wait then returns the calls' final results (the cancellation
+// changes none of them), the batch_end event goes out once, the hooks after
+// the stuck one do not run, and nothing changes when it finally returns.
+func TestStuckAfterHook(t *testing.T) {
+	for _, how := range []string{"Cancel", "Close"} {
+		t.Run(how, func(t *testing.T) {
+			t.Cleanup(leak.Check(t)) // last: after the hook's release and Close
+			rec := &testutil.Recorder{}
+			tk := testutil.Kit(t, toolkit.WithCancelGrace(stuckGrace), toolkit.WithObserver(rec), toolkit.WithBatchEndEvents())
+			var ran atomic.Int32
+			testutil.Add(t, tk, countTool(t, "a", &ran))
+			entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			t.Cleanup(func() {
+				select {
+				case <-release:
+				default:
+					close(release)
+				}
+			})
+			var next atomic.Bool
+			_ = tk.UseBatchHook(toolkit.BatchHook{Name: "deaf", After: func(_ context.Context, _ *toolkit.Batch, _ []toolkit.Result) {
+				defer close(returned)
+				close(entered)
+				<-release
+			}})
+			_ = tk.UseBatchHook(toolkit.BatchHook{Name: "next", After: func(context.Context, *toolkit.Batch, []toolkit.Result) { next.Store(true) }})
+			b := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`)})
+			testutil.WaitFor(t, entered, "the After hook to start")
+			switch how {
+			case "Cancel":
+				b.Cancel()
+			case "Close":
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				defer cancel()
+				go tk.Close(ctx)
+			}
+			got := make(chan []toolkit.Result, 1)
+			go func() { got <- b.Wait() }()
+			rs := results(t, got, "a deaf After hook, then "+how)
+			if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "a ran" {
+				t.Errorf("call 1: %s %q; the cancellation came after it was final", rs[0].State, rs[0].Text())
+			}
+			if next.Load() {
+				t.Error("the hook after the abandoned one ran")
+			}
+			close(release)
+			testutil.WaitFor(t, returned, "the hook to return once released")
+			if again := b.Wait(); again[0].State != rs[0].State || again[0].Text() != rs[0].Text() {
+				t.Errorf("the result changed once the hook returned: %s %q", again[0].State, again[0].Text())
+			}
+			if ends := len(rec.OfType(events.TypeBatchEnd)); ends != 1 {
+				t.Errorf("%d batch_end events, want 1", ends)
+			}
+			if n := ran.Load(); n != 1 {
+				t.Errorf("the tool ran %d times", n)
+			}
+			_ = tk.Close(context.Background())
+		})
+	}
+}
+
+// TestAfterHookOutlivesTheCaller: an After hook's context does not end with
+// the caller's: the results are final, and a hook that records them is not
+// cut short by a caller that left.
+func TestAfterHookOutlivesTheCaller(t *testing.T) {
+	tk := testutil.Kit(t, toolkit.WithCancelGrace(stuckGrace))
+	var ran atomic.Int32
+	testutil.Add(t, tk, countTool(t, "a", &ran))
+	entered, cancelled := make(chan struct{}), make(chan struct{})
+	var errAtEnd atomic.Value
+	_ = tk.UseBatchHook(toolkit.BatchHook{Name: "slow", After: func(ctx context.Context, _ *toolkit.Batch, _ []toolkit.Result) {
+		close(entered)
+		<-cancelled
+		time.Sleep(5 * stuckGrace) // past the grace period a cancellation would give
+		errAtEnd.Store(fmt.Sprint(ctx.Err()))
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	b := testutil.Session(t, tk, "s").Start(ctx, []toolkit.Call{testutil.Call("1", "a", `{}`)})
+	testutil.WaitFor(t, entered, "the After hook to start")
+	cancel()
+	close(cancelled)
+	rs := b.Wait()
+	if got := errAtEnd.Load(); got != "<nil>" {
+		t.Errorf("the After hook's context ended with the caller's: %v", got)
+	}
+	if rs[0].State != toolkit.StateSuccess {
+		t.Errorf("call 1: %s", rs[0].State)
+	}
+}
