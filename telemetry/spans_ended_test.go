@@ -40,8 +40,8 @@ func TestEverySpanEnds(t *testing.T) {
 	testutil.Add(t, tk,
 		ask,
 		tool(t, toolkit.Spec{Name: "ok"}, func(context.Context, pathIn) (string, error) { return "fine " + secret, nil }),
-		tool(t, toolkit.Spec{Name: "fail"}, func(context.Context, pathIn) (string, error) { return "", errors.New("it failed") }),
-		tool(t, toolkit.Spec{Name: "boom"}, func(context.Context, pathIn) (string, error) { panic("boom") }),
+		tool(t, toolkit.Spec{Name: "fail"}, func(context.Context, pathIn) (string, error) { return "", errors.New("it failed on " + secret) }),
+		tool(t, toolkit.Spec{Name: "boom"}, func(context.Context, pathIn) (string, error) { panic("boom " + secret) }),
 		tool(t, toolkit.Spec{Name: "slow", Timeout: 20 * time.Millisecond}, func(ctx context.Context, _ pathIn) (string, error) {
 			<-ctx.Done()
 			return "", ctx.Err()

@@ -11,7 +11,9 @@
 // gen_ai.tool.call.id, gen_ai.tool.type, gen_ai.tool.description,
 // gen_ai.conversation.id (the session) and, when it failed, error.type (the
 // call's state: timeout, denied, interrupted, error). Its arguments and
-// result are recorded only with [WithContent]: they may be sensitive. A
+// result are recorded only with [WithContent], and what a failure said (the
+// error text the model reads) only with [WithErrorText]: they may be
+// sensitive. A
 // call's attempts (one event each: a retry shows as several), suspensions,
 // approvals and reset deltas are events of its span; its batch is its
 // parent span ("toolstream.batch"), a child of whatever span the context
@@ -116,6 +118,7 @@ type config struct {
 	tp       trace.TracerProvider
 	mp       metric.MeterProvider
 	content  bool
+	errText  bool
 	toolType func(*toolkit.Tool) string
 }
 
@@ -130,8 +133,17 @@ func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) 
 
 // WithContent records each call's arguments (gen_ai.tool.call.arguments,
 // as the model sent them) and result (gen_ai.tool.call.result, the
-// model-visible content as text). Off by default: they may be sensitive.
-func WithContent() Option { return func(c *config) { c.content = true } }
+// model-visible content as text), and everything [WithErrorText] records.
+// Off by default: they may be sensitive.
+func WithContent() Option { return func(c *config) { c.content, c.errText = true, true } }
+
+// WithErrorText records what a failure said: a failed call's error (the
+// text the model reads, as the span status description), a failed
+// reset_tools or skill load's error, and the note of an approval decision.
+// Off by default, as a tool's error may quote its input or its data: a
+// failed span then has status Error with no description, and error.type
+// says how it failed. [WithContent] turns it on too.
+func WithErrorText() Option { return func(c *config) { c.errText = true } }
 
 // WithToolType sets how a tool's gen_ai.tool.type is chosen (the
 // conventions' "function", "extension" or "datastore"). By default every
@@ -424,7 +436,7 @@ func (t *Telemetry) StartOp(ctx context.Context, name string) (context.Context, 
 		return ctx, nil
 	}
 	ctx, span := tr.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
-	return ctx, opTrace{span}
+	return ctx, opTrace{span, t.cfg.errText}
 }
 
 // traceHeaders returns the W3C traceparent and tracestate of a span.
@@ -534,12 +546,21 @@ func (c *callTrace) end(ev *events.Event) {
 	}
 	if failed {
 		c.span.SetAttributes(ErrorType.String(string(r.State)))
-		c.span.SetStatus(codes.Error, r.Error)
+		c.span.SetStatus(codes.Error, c.t.errorText(r.Error))
 	}
 	if c.t.cfg.content {
 		c.span.SetAttributes(ToolResult.String(events.ContentText(r.Content)))
 	}
 	c.span.End(trace.WithTimestamp(ev.Time))
+}
+
+// errorText is a failed call's status description: its error with
+// WithErrorText, none without.
+func (t *Telemetry) errorText(err string) string {
+	if t.cfg.errText {
+		return err
+	}
+	return ""
 }
 
 // approval records an approval event (interceptors.Permissions): the
@@ -559,7 +580,7 @@ func approval(t *Telemetry, span trace.Span, tool string, asked time.Time, ev *e
 		if req.Reason != "" && req.Status == "pending" {
 			attrs = append(attrs, ApprovalReason.String(req.Reason))
 		}
-		if req.Note != "" {
+		if req.Note != "" && t.cfg.errText {
 			attrs = append(attrs, ApprovalNote.String(req.Note))
 		}
 		span.AddEvent(EventApproval, trace.WithTimestamp(ev.Time), trace.WithAttributes(attrs...))
@@ -622,7 +643,10 @@ func (bt *batchTrace) End(results []toolkit.Result) {
 }
 
 // opTrace is an operation's span.
-type opTrace struct{ span trace.Span }
+type opTrace struct {
+	span    trace.Span
+	errText bool // WithErrorText: its error may quote the model's arguments
+}
 
 func (o opTrace) SetAttr(key string, value any) {
 	k := attribute.Key(key)
@@ -641,7 +665,11 @@ func (o opTrace) SetAttr(key string, value any) {
 func (o opTrace) End(err error) {
 	if err != nil {
 		o.span.SetAttributes(ErrorType.String("error"))
-		o.span.SetStatus(codes.Error, err.Error())
+		desc := ""
+		if o.errText {
+			desc = err.Error()
+		}
+		o.span.SetStatus(codes.Error, desc)
 	}
 	o.span.End()
 }

@@ -215,10 +215,11 @@ func TestRunSpans(t *testing.T) {
 	if read.Status.Code != codes.Unset {
 		t.Errorf("read: status %v", read.Status)
 	}
-	if fail.Status.Code != codes.Error || !strings.Contains(fail.Status.Description, "disk on fire") {
+	// Without WithErrorText, no description: error.type says how it failed.
+	if fail.Status.Code != codes.Error || fail.Status.Description != "" {
 		t.Errorf("fail: status %+v", fail.Status)
 	}
-	if !strings.Contains(nope.Status.Description, "unknown tool") {
+	if nope.Status.Code != codes.Error || nope.Status.Description != "" {
 		t.Errorf("nope: status %+v", nope.Status)
 	}
 	// One attempt each for the calls that ran; an unknown tool runs none.
@@ -792,5 +793,82 @@ func TestIncomparableProvider(t *testing.T) {
 	}
 	if batches != 3 {
 		t.Errorf("%d batch spans for 3 batches", batches)
+	}
+}
+
+// TestErrorTextOptIn: what a failure said (a call's error, a skill load's
+// error, an approval decision's note) is recorded only with WithErrorText
+// or WithContent; without them a failed span has status Error, no
+// description, and error.type.
+func TestErrorTextOptIn(t *testing.T) {
+	const secret = "SECRET-CONTENT"
+	for _, tc := range []struct {
+		name string
+		opts []telemetry.Option
+		text bool
+	}{
+		{"default", nil, false},
+		{"WithErrorText", []telemetry.Option{telemetry.WithErrorText()}, true},
+		{"WithContent", []telemetry.Option{telemetry.WithContent()}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, tc.opts)
+			perms := interceptors.NewPermissions(interceptors.WithMode(interceptors.AllowAll),
+				interceptors.WithRules(interceptors.Rule{Tool: "rm", Decision: interceptors.Ask}))
+			r.tk.Use(perms.Interceptor())
+			testutil.Add(t, r.tk,
+				tool(t, toolkit.Spec{Name: "fail"}, func(context.Context, struct{}) (string, error) {
+					return "", errors.New("cannot read " + secret)
+				}),
+				tool(t, toolkit.Spec{Name: "rm"}, func(context.Context, struct{}) (string, error) { return "gone", nil }))
+			lib, err := skills.NewLibrary(skills.Repository{Name: "mine", FS: fstest.MapFS{
+				"stats/SKILL.md": {Data: []byte("---\nname: stats\ndescription: Summarise numbers.\n---\nCall mean.\n")},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := skills.Install(r.tk, lib); err != nil {
+				t.Fatal(err)
+			}
+			sess := testutil.Session(t, r.tk, "s")
+			b := sess.Start(context.Background(), []toolkit.Call{testutil.Call("c3", "rm", `{}`)})
+			for deadline := time.Now().Add(5 * time.Second); len(perms.Pending("s")) == 0; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("no approval request")
+				}
+			}
+			if err := perms.Reject("s", "c3", "not with "+secret); err != nil {
+				t.Fatal(err)
+			}
+			b.Wait()
+			sess.Run(context.Background(), []toolkit.Call{
+				testutil.Call("c1", "fail", `{}`),
+				testutil.Call("c2", "load_skill_through_path", `{"skillId":"stats","path":"`+secret+`.md"}`),
+			})
+
+			call, load := r.span(t, "execute_tool fail"), r.span(t, "load_skill stats")
+			for _, s := range []tracetest.SpanStub{call, load} {
+				if s.Status.Code != codes.Error || attrs(s)[telemetry.ErrorType].AsString() != "error" {
+					t.Errorf("%s: status %+v, error.type %v", s.Name, s.Status, attrs(s)[telemetry.ErrorType])
+				}
+				if got := strings.Contains(s.Status.Description, secret); got != tc.text {
+					t.Errorf("%s: description %q", s.Name, s.Status.Description)
+				}
+				if !tc.text && s.Status.Description != "" {
+					t.Errorf("%s: description %q without WithErrorText", s.Name, s.Status.Description)
+				}
+			}
+			note := false
+			for _, e := range r.span(t, "execute_tool rm").Events {
+				for _, a := range e.Attributes {
+					if a.Key == telemetry.ApprovalNote {
+						note = strings.Contains(a.Value.AsString(), secret)
+					}
+				}
+			}
+			if note != tc.text {
+				t.Errorf("approval note recorded: %v, want %v", note, tc.text)
+			}
+		})
 	}
 }

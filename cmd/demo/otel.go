@@ -100,7 +100,9 @@ func startOtel(ctx context.Context, mode string, view *termView) (*demoOtel, err
 		process = sdktrace.WithBatcher(exp) // its goroutine starts here
 	}
 	tp := sdktrace.NewTracerProvider(process, sdktrace.WithResource(res))
-	tel, err := telemetry.New(telemetry.WithTracerProvider(tp))
+	// The demo's failures quote nothing private: its spans say why a call
+	// failed (a real deployment decides; see telemetry.WithErrorText).
+	tel, err := telemetry.New(telemetry.WithTracerProvider(tp), telemetry.WithErrorText())
 	if err != nil {
 		return nil, err
 	}
