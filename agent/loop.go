@@ -238,7 +238,7 @@ func (l *Loop) fail(ctx context.Context, sess *toolkit.Session, turn int, err er
 func (l *Loop) runCalls(ctx context.Context, sess *toolkit.Session, turn int, calls []toolkit.Call, cut *truncation) ([]toolkit.Result, toolkit.Stop, error) {
 	var b *toolkit.Batch
 	if cut != nil {
-		b = startTruncated(ctx, sess, calls, cut)
+		b = sess.Start(ctx, calls, cut.outcome())
 	} else {
 		b = sess.Start(ctx, calls)
 	}

@@ -87,8 +87,8 @@ type notice struct {
 // Results are final no later than each call's deadline plus the cancel grace
 // period, even if a handler ignores its context; [Batch.Wait] and
 // [Batch.Results] never wait for such a handler.
-func (s *Session) Start(ctx context.Context, calls []Call) *Batch {
-	b := s.newBatch(ctx, calls)
+func (s *Session) Start(ctx context.Context, calls []Call, opts ...StartOption) *Batch {
+	b := s.newBatch(ctx, calls, opts)
 	if !b.counted {
 		// The toolkit is closed (or closing: its pool may be waiting for
 		// its workers): the calls are only reported interrupted, on a
@@ -113,14 +113,14 @@ func (s *Session) Start(ctx context.Context, calls []Call) *Batch {
 // cancellation. The same holds for a Before hook ([BatchHook]) that
 // ignores its context; a [ToolResolver] runs on a pool goroutine and holds
 // only its own call.
-func (s *Session) Run(ctx context.Context, calls []Call) []Result {
-	b := s.newBatch(ctx, calls)
+func (s *Session) Run(ctx context.Context, calls []Call, opts ...StartOption) []Result {
+	b := s.newBatch(ctx, calls, opts)
 	b.drive()
 	return b.Wait()
 }
 
 // newBatch prepares a batch: ids checked, tools looked up, nothing started.
-func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
+func (s *Session) newBatch(ctx context.Context, calls []Call, opts []StartOption) *Batch {
 	tk := s.tk
 	var ctxErr error
 	if ctx == nil {
@@ -175,6 +175,12 @@ func (s *Session) newBatch(ctx context.Context, calls []Call) *Batch {
 		if t, ok := reg.byName[in.Name]; ok {
 			c.tool = t
 		} // else unknown: a resolver or an interceptor may know it (unknown.go)
+	}
+
+	for _, o := range opts {
+		if o != nil {
+			o(b)
+		}
 	}
 
 	b.counted = tk.track(b)

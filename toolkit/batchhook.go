@@ -217,6 +217,12 @@ func (p *BatchPlan) Decide(i int, out Outcome) {
 		return
 	}
 	defer p.g.mu.Unlock()
+	c.decide(out)
+}
+
+// decide gives the call its outcome without running it, unless it is
+// malformed (a bad or duplicate id), which keeps its own failure.
+func (c *call) decide(out Outcome) {
 	if _, malformed := c.preErr.(*callError); malformed {
 		return
 	}
@@ -226,12 +232,12 @@ func (p *BatchPlan) Decide(i int, out Outcome) {
 	c.preErr = &decided{out: out}
 }
 
-// decided is the outcome a batch hook gave a call, kept as its preErr: like
-// a call that fails before running, it touches nothing and runs in any
-// stage.
+// decided is the outcome a batch hook or the caller ([WithOutcome]) gave a
+// call, kept as its preErr: like a call that fails before running, it
+// touches nothing and runs in any stage.
 type decided struct{ out Outcome }
 
-func (d *decided) Error() string { return "decided by a batch hook: " + d.out.Text() }
+func (d *decided) Error() string { return "decided without running: " + d.out.Text() }
 
 // Deny refuses call i without running it: state denied, err the message
 // the model reads.

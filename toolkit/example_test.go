@@ -3,6 +3,7 @@ package toolkit_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -108,4 +109,31 @@ func ExampleSession_Submit() {
 	fmt.Println(run.Wait()[0].Text())
 	// Output:
 	// yes
+}
+
+// A caller that knows a call must not run (here, arguments a reply cut
+// short) gives it its outcome as the batch starts: the call keeps its
+// events and its place in the results, and nothing runs it.
+func ExampleWithOutcome() {
+	tk := toolkit.New()
+	defer tk.Close(context.Background())
+	type writeIn struct {
+		Path string `json:"path"`
+		Text string `json:"text"`
+	}
+	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "write", Description: "Write a file."},
+		func(ctx context.Context, in writeIn) (string, error) { return "wrote " + in.Path, nil }))
+
+	sess, _ := tk.Session("conversation-1")
+	calls := []toolkit.Call{
+		{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"a.txt","text":"hi"}`)},
+		{ID: "c2", Name: "write", Args: json.RawMessage(`{"path":"b.txt","te`)},
+	}
+	cut := errors.New("your reply was cut before this call's arguments ended; write it again, shorter")
+	for _, r := range sess.Run(context.Background(), calls, toolkit.WithOutcome(1, toolkit.Failure(toolkit.StateError, cut))) {
+		fmt.Printf("%s %s: %s\n", r.Call.ID, r.State, r.Text())
+	}
+	// Output:
+	// c1 success: wrote a.txt
+	// c2 error: Error: your reply was cut before this call's arguments ended; write it again, shorter
 }

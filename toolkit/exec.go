@@ -398,7 +398,9 @@ func (c *call) finishOutcome(out Outcome) bool {
 		return false
 	}
 	if cur := c.out.content.parts(); !sameSlice(out.Content, cur) && !events.EqualContent(out.Content, cur) {
-		c.resetContent()
+		if len(cur) > 0 || c.ic != nil && len(c.ic.filters) > 0 {
+			c.resetContent() // void what went out (or a filter holds)
+		}
 		for _, p := range out.Content {
 			c.addDelta(p)
 		}
