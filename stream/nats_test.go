@@ -32,10 +32,10 @@ func TestEmitterFromManyGoroutinesOnNATS(t *testing.T) {
 	var lateMu sync.Mutex
 	var late []error
 	var lateWG sync.WaitGroup
+	release := make(chan struct{})
 	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "many", ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (string, error) {
 		em := stream.From(ctx)
 		var wg sync.WaitGroup
-		release := make(chan struct{})
 		for w := range writers {
 			wg.Add(1)
 			lateWG.Add(1)
@@ -48,7 +48,7 @@ func TestEmitterFromManyGoroutinesOnNATS(t *testing.T) {
 					}
 				}
 				wg.Done()
-				<-release // the tool has returned
+				<-release // the batch has returned: both calls are finished
 				for range 50 {
 					em.Progress("late", 1)
 					err := em.Text("LATE")
@@ -59,7 +59,6 @@ func TestEmitterFromManyGoroutinesOnNATS(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		time.AfterFunc(time.Millisecond, func() { close(release) })
 		return "end", nil
 	}))
 	var mu sync.Mutex
@@ -80,6 +79,7 @@ func TestEmitterFromManyGoroutinesOnNATS(t *testing.T) {
 	bus.Conn().Flush()
 	sess, _ := tk.Session("many")
 	rs := sess.Run(context.Background(), []toolkit.Call{{ID: "a", Name: "many"}, {ID: "b", Name: "many"}})
+	close(release)
 	lateWG.Wait()
 	for range rs {
 		select {
