@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -496,6 +497,53 @@ func (c *Client) syncLoop() {
 	}
 }
 
+// maxListPages bounds the pages of one tools/list (the go-sdk's servers
+// send 1000 tools a page); a variable for tests (export_test.go).
+var maxListPages = 1000
+
+// listTools reads every page of the server's tool list. It does not use the
+// SDK's iterator, which follows the server's cursors as long as they come:
+// a next cursor that repeats an earlier one made it loop until the dial
+// timeout, and forever, without a request, when the page was cached (a
+// ttlMs under 2026-07-28).
+func listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var list []*mcp.Tool
+	params := &mcp.ListToolsParams{}
+	seen := map[string]bool{"": true}
+	for pages := 1; ; pages++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		res, err := sess.ListTools(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, res.Tools...)
+		next := res.NextCursor
+		switch {
+		case next == "":
+			return list, nil
+		case seen[next]:
+			return nil, fmt.Errorf("the server's list never ends: page %d gives the cursor %q of an earlier page", pages, trimQuote(next, 100))
+		case pages == maxListPages:
+			return nil, fmt.Errorf("the server's list goes on past %d pages (%d tools)", maxListPages, len(list))
+		}
+		seen[next] = true
+		params = &mcp.ListToolsParams{Cursor: next}
+	}
+}
+
+// trimQuote cuts s to at most n bytes (on a rune boundary), marking the cut.
+func trimQuote(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}
+
 // wanted reports whether the filters keep the MCP tool named n.
 func (c *Client) wanted(n string) bool {
 	for _, p := range c.o.exclude {
@@ -517,12 +565,9 @@ func (c *Client) wanted(n string) bool {
 // sync lists the server's tools and makes the registered ones match:
 // added, removed and changed tools, and the group.
 func (c *Client) sync(ctx context.Context, cn *conn) error {
-	var list []*mcp.Tool
-	for t, err := range cn.sess.Tools(ctx, nil) {
-		if err != nil {
-			return fmt.Errorf("mcpbridge: listing the tools of MCP server %q: %w", c.name, err)
-		}
-		list = append(list, t)
+	list, err := listTools(ctx, cn.sess)
+	if err != nil {
+		return fmt.Errorf("mcpbridge: listing the tools of MCP server %q: %w", c.name, err)
 	}
 	slices.SortFunc(list, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
 
