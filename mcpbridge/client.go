@@ -350,6 +350,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.requestSync() },
 		ElicitationHandler:     c.elicitationHandler(),
 	})
+	cl.AddSendingMiddleware(keepListedTools)
 	sess, err := cl.Connect(ctx, c.withProgress(tr), nil)
 	if err != nil {
 		msg := fmt.Sprintf("mcpbridge: connecting to MCP server %q: %v", c.name, err)
@@ -505,32 +506,73 @@ var maxListPages = 1000
 // SDK's iterator, which follows the server's cursors as long as they come:
 // a next cursor that repeats an earlier one made it loop until the dial
 // timeout, and forever, without a request, when the page was cached (a
-// ttlMs under 2026-07-28).
-func listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, error) {
-	var list []*mcp.Tool
+// ttlMs under 2026-07-28). dropped are the tools the server listed that the
+// SDK left out of its answer.
+func listTools(ctx context.Context, sess *mcp.ClientSession) (list []*mcp.Tool, dropped []Problem, err error) {
 	params := &mcp.ListToolsParams{}
 	seen := map[string]bool{"": true}
 	for pages := 1; ; pages++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		res, err := sess.ListTools(ctx, params)
+		var listed []*mcp.Tool
+		res, err := sess.ListTools(context.WithValue(ctx, listedKey{}, &listed), params)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		list = append(list, res.Tools...)
+		dropped = append(dropped, droppedTools(listed, res.Tools)...)
 		next := res.NextCursor
 		switch {
 		case next == "":
-			return list, nil
+			return list, dropped, nil
 		case seen[next]:
-			return nil, fmt.Errorf("the server's list never ends: page %d gives the cursor %q of an earlier page", pages, trimQuote(next, 100))
+			return nil, nil, fmt.Errorf("the server's list never ends: page %d gives the cursor %q of an earlier page", pages, trimQuote(next, 100))
 		case pages == maxListPages:
-			return nil, fmt.Errorf("the server's list goes on past %d pages (%d tools)", maxListPages, len(list))
+			return nil, nil, fmt.Errorf("the server's list goes on past %d pages (%d tools)", maxListPages, len(list))
 		}
 		seen[next] = true
 		params = &mcp.ListToolsParams{Cursor: next}
 	}
+}
+
+// listedKey is the context key of the slice keepListedTools fills.
+type listedKey struct{}
+
+// keepListedTools is a sending middleware of the client: it keeps the tools
+// of a tools/list answer as the server sent them, before the SDK's
+// ListTools leaves out those whose x-mcp-header annotations it refuses
+// (logged to a logger nobody reads), so that they become problems instead
+// of vanishing.
+func keepListedTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if p, ok := ctx.Value(listedKey{}).(*[]*mcp.Tool); ok && method == "tools/list" {
+			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				*p = slices.Clone(lr.Tools)
+			}
+		}
+		return res, err
+	}
+}
+
+// droppedTools are the problems of the listed tools the SDK left out of
+// kept (a null entry has no name: nothing to report).
+func droppedTools(listed, kept []*mcp.Tool) []Problem {
+	if len(listed) == len(kept) {
+		return nil
+	}
+	in := make(map[*mcp.Tool]bool, len(kept))
+	for _, t := range kept {
+		in[t] = true
+	}
+	var out []Problem
+	for _, t := range listed {
+		if t != nil && !in[t] {
+			out = append(out, Problem{Tool: t.Name, Err: errors.New("the MCP SDK leaves it out of the server's list: its input schema's x-mcp-header annotations are invalid (only on string, integer or boolean properties, an HTTP header name, each header once)")})
+		}
+	}
+	return out
 }
 
 // trimQuote cuts s to at most n bytes (on a rune boundary), marking the cut.
@@ -565,7 +607,7 @@ func (c *Client) wanted(n string) bool {
 // sync lists the server's tools and makes the registered ones match:
 // added, removed and changed tools, and the group.
 func (c *Client) sync(ctx context.Context, cn *conn) error {
-	list, err := listTools(ctx, cn.sess)
+	list, dropped, err := listTools(ctx, cn.sess)
 	if err != nil {
 		return fmt.Errorf("mcpbridge: listing the tools of MCP server %q: %w", c.name, err)
 	}
@@ -578,6 +620,12 @@ func (c *Client) sync(ctx context.Context, cn *conn) error {
 	}
 	var ch ToolsChange
 	var problems []Problem
+	for _, p := range dropped {
+		if c.wanted(p.Tool) {
+			p.Name = ToolName(c.prefix, p.Tool)
+			problems = append(problems, p)
+		}
+	}
 	keep := map[string]bool{}
 	for _, t := range list {
 		if !c.wanted(t.Name) {

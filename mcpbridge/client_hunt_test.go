@@ -2,6 +2,8 @@ package mcpbridge_test
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -82,4 +84,28 @@ func TestClientEndlessPagination(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClientToolTheSDKDrops: a listed tool the go-sdk client drops from
+// tools/list (an x-mcp-header annotation it refuses) is not silently lost:
+// Problems names it and says why; the server's other tools are registered.
+func TestClientToolTheSDKDrops(t *testing.T) {
+	ts := newTestServer(t)
+	listHijack(ts, func(string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: []*mcp.Tool{
+			{Name: "echo", InputSchema: objectSchema},
+			{Name: "headed", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"A"}}}`)},
+		}}
+	})
+	tk := testutil.Kit(t)
+	c := connect(t, tk, "srv", ts.endpoint())
+	if got := names(tk); !slices.Contains(got, "mcp__srv__echo") || slices.Contains(got, "mcp__srv__headed") {
+		t.Fatalf("tools = %v", got)
+	}
+	probs := c.Problems()
+	if len(probs) != 1 || probs[0].Tool != "headed" || probs[0].Name != "mcp__srv__headed" || probs[0].Registered ||
+		!strings.Contains(probs[0].Error(), "x-mcp-header") {
+		t.Fatalf("problems = %v, want the dropped tool with its reason", probs)
+	}
+	t.Log(probs[0])
 }
