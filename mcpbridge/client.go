@@ -580,10 +580,19 @@ func trimQuote(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	return cutAt(s, n) + "..."
+}
+
+// cutAt returns the longest prefix of s of at most n bytes that does not
+// split a rune.
+func cutAt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n] + "..."
+	return s[:n]
 }
 
 // wanted reports whether the filters keep the MCP tool named n.

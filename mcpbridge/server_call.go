@@ -91,7 +91,7 @@ func (s *Server) relay(ctx context.Context, req *mcp.CallToolRequest, ts *toolki
 		}
 		if p != nil && token != nil {
 			var n mcp.ProgressNotificationParams
-			n.ProgressToken, n.Message = token, p.Message
+			n.ProgressToken, n.Message = token, progressMessage(p.Message)
 			last, total = nextProgress(last, total, p.Fraction)
 			n.Progress, n.Total = last, total
 			// A client that went away ends ctx, and with it the call.
@@ -104,6 +104,20 @@ func (s *Server) relay(ctx context.Context, req *mcp.CallToolRequest, ts *toolki
 			return batch.Wait()[0]
 		}
 	}
+}
+
+// maxProgressMessage bounds the message of a progress notification, in
+// bytes: progress is for people, and a message over the client's frame (the
+// go-sdk's 16 MiB) closed its connection, failing every call on it.
+const maxProgressMessage = 16 << 10
+
+// progressMessage is m cut to maxProgressMessage bytes (on a rune boundary),
+// with a note of its length.
+func progressMessage(m string) string {
+	if len(m) <= maxProgressMessage {
+		return m
+	}
+	return fmt.Sprintf("%s… (cut: %d bytes in all)", cutAt(m, maxProgressMessage), len(m))
 }
 
 // nextProgress returns MCP's progress and total for a toolstream progress

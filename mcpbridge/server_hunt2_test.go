@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolstream/toolstream/mcpbridge"
+	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -61,4 +65,47 @@ func TestServerSchemaTheSDKRefuses(t *testing.T) {
 	if text, isErr := srvCallText(t, cs, "weather", map[string]any{"city": "Paris"}); isErr {
 		t.Fatalf("a call after a refused Sync: %s", text)
 	}
+}
+
+// TestServerHugeProgressMessage: a progress message larger than the
+// client's frame (17 MiB, over the go-sdk client's 16 MiB) does not close
+// the client's connection: what goes out is the message cut short, the call
+// returns its result, and the connection serves the next call.
+func TestServerHugeProgressMessage(t *testing.T) {
+	tk := srvToolkit(t)
+	big := strings.Repeat("p", 17<<20)
+	if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "chatty", Description: "Reports a huge progress message."},
+		func(ctx context.Context, _ struct{}) (string, error) {
+			stream.From(ctx).Progress(big, 0.5)
+			return "ok", nil
+		})); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *mcp.ProgressNotificationParams, 4)
+	cs := srvConnect(t, srvNew(t, tk), &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			got <- req.Params
+		},
+	}, "2025-11-25")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	params := &mcp.CallToolParams{Name: "chatty", Arguments: map[string]any{}}
+	params.SetProgressToken("tok")
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		t.Fatalf("the call failed: %v", err)
+	}
+	if res.IsError || srvText(res) != "ok" {
+		t.Fatalf("result = %q (isError %v)", srvText(res), res.IsError)
+	}
+	select {
+	case p := <-got:
+		if len(p.Message) > 64<<10 || !strings.HasPrefix(p.Message, "ppp") || !strings.Contains(p.Message, "cut") || p.Progress != 50 {
+			t.Fatalf("progress: %d bytes, progress %v, ends %q", len(p.Message), p.Progress, p.Message[max(0, len(p.Message)-80):])
+		}
+		t.Logf("progress message sent: %d bytes, ends %q", len(p.Message), p.Message[len(p.Message)-60:])
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress notification")
+	}
+	srvStillServes(t, cs)
 }
