@@ -3,12 +3,15 @@ package mcpbridge_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/mcpbridge"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
@@ -107,5 +110,56 @@ func TestServerHugeProgressMessage(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no progress notification")
 	}
+	srvStillServes(t, cs)
+}
+
+// TestServerElicitationOfHugeArguments: the elicitation that asks about a
+// call quotes its arguments; 6 MiB of quotes (24 MiB once the question is
+// encoded, over the go-sdk client's 16 MiB frame) closed the client's
+// connection. The arguments in the question are cut; the person answers and
+// the call runs on its whole arguments. It takes 20 s under the race
+// detector (the SDK's JSON): TestApprovalQuestionIsBounded checks the
+// question there.
+func TestServerElicitationOfHugeArguments(t *testing.T) {
+	if testutil.Race {
+		t.Skip("20 s under the race detector; TestApprovalQuestionIsBounded runs instead")
+	}
+	tk := srvToolkit(t)
+	if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "store", Description: "Stores a blob."},
+		func(ctx context.Context, in struct {
+			Blob string `json:"blob"`
+		}) (string, error) {
+			return fmt.Sprintf("stored %d bytes", len(in.Blob)), nil
+		})); err != nil {
+		t.Fatal(err)
+	}
+	perms := interceptors.NewPermissions(
+		interceptors.WithRules(interceptors.Rule{Tool: "store", Decision: interceptors.Ask, Reason: "it writes"}),
+		interceptors.WithMode(interceptors.AllowAll),
+		interceptors.WithApprovalTimeout(time.Minute),
+	)
+	tk.Use(perms.Interceptor())
+	asked := make(chan string, 1)
+	cs := srvConnect(t, srvNew(t, tk, mcpbridge.WithPermissions(perms)), &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- req.Params.Message
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		},
+	}, "2025-11-25")
+	blob := strings.Repeat(`"`, 6<<20)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "store", Arguments: map[string]any{"blob": blob}})
+	if err != nil {
+		t.Fatalf("the call failed: %v", err)
+	}
+	if res.IsError || srvText(res) != fmt.Sprintf("stored %d bytes", len(blob)) {
+		t.Fatalf("result: isError %v, %.200s", res.IsError, srvText(res))
+	}
+	msg := <-asked
+	if len(msg) > 64<<10 || !strings.HasPrefix(msg, `Allow the tool "store" to run with {"blob":"\"\"`) || !strings.Contains(msg, "bytes in all") || !strings.Contains(msg, "it writes") {
+		t.Fatalf("elicitation message: %d bytes, %.120q ... %q", len(msg), msg, msg[max(0, len(msg)-120):])
+	}
+	t.Logf("asked: %d bytes, ends %q", len(msg), msg[len(msg)-80:])
 	srvStillServes(t, cs)
 }
