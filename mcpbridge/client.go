@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -349,6 +350,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.requestSync() },
 		ElicitationHandler:     c.elicitationHandler(),
 	})
+	cl.AddSendingMiddleware(keepListedTools)
 	sess, err := cl.Connect(ctx, c.withProgress(tr), nil)
 	if err != nil {
 		msg := fmt.Sprintf("mcpbridge: connecting to MCP server %q: %v", c.name, err)
@@ -496,6 +498,103 @@ func (c *Client) syncLoop() {
 	}
 }
 
+// maxListPages bounds the pages of one tools/list (the go-sdk's servers
+// send 1000 tools a page); a variable for tests (export_test.go).
+var maxListPages = 1000
+
+// listTools reads every page of the server's tool list. It does not use the
+// SDK's iterator, which follows the server's cursors as long as they come:
+// a next cursor that repeats an earlier one made it loop until the dial
+// timeout, and forever, without a request, when the page was cached (a
+// ttlMs under 2026-07-28). dropped are the tools the server listed that the
+// SDK left out of its answer.
+func listTools(ctx context.Context, sess *mcp.ClientSession) (list []*mcp.Tool, dropped []Problem, err error) {
+	params := &mcp.ListToolsParams{}
+	seen := map[string]bool{"": true}
+	for pages := 1; ; pages++ {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		var listed []*mcp.Tool
+		res, err := sess.ListTools(context.WithValue(ctx, listedKey{}, &listed), params)
+		if err != nil {
+			return nil, nil, err
+		}
+		list = append(list, res.Tools...)
+		dropped = append(dropped, droppedTools(listed, res.Tools)...)
+		next := res.NextCursor
+		switch {
+		case next == "":
+			return list, dropped, nil
+		case seen[next]:
+			return nil, nil, fmt.Errorf("the server's list never ends: page %d gives the cursor %q of an earlier page", pages, trimQuote(next, 100))
+		case pages == maxListPages:
+			return nil, nil, fmt.Errorf("the server's list goes on past %d pages (%d tools)", maxListPages, len(list))
+		}
+		seen[next] = true
+		params = &mcp.ListToolsParams{Cursor: next}
+	}
+}
+
+// listedKey is the context key of the slice keepListedTools fills.
+type listedKey struct{}
+
+// keepListedTools is a sending middleware of the client: it keeps the tools
+// of a tools/list answer as the server sent them, before the SDK's
+// ListTools leaves out those whose x-mcp-header annotations it refuses
+// (logged to a logger nobody reads), so that they become problems instead
+// of vanishing.
+func keepListedTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if p, ok := ctx.Value(listedKey{}).(*[]*mcp.Tool); ok && method == "tools/list" {
+			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				*p = slices.Clone(lr.Tools)
+			}
+		}
+		return res, err
+	}
+}
+
+// droppedTools are the problems of the listed tools the SDK left out of
+// kept (a null entry has no name: nothing to report).
+func droppedTools(listed, kept []*mcp.Tool) []Problem {
+	if len(listed) == len(kept) {
+		return nil
+	}
+	in := make(map[*mcp.Tool]bool, len(kept))
+	for _, t := range kept {
+		in[t] = true
+	}
+	var out []Problem
+	for _, t := range listed {
+		if t != nil && !in[t] {
+			out = append(out, Problem{Tool: t.Name, Err: errors.New("the MCP SDK leaves it out of the server's list: its input schema's x-mcp-header annotations are invalid (only on string, integer or boolean properties, an HTTP header name, each header once)")})
+		}
+	}
+	return out
+}
+
+// trimQuote cuts s to at most n bytes (on a rune boundary), marking the cut.
+func trimQuote(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return cutAt(s, n) + "..."
+}
+
+// cutAt returns the longest prefix of s of at most n bytes that does not
+// split a rune.
+func cutAt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // wanted reports whether the filters keep the MCP tool named n.
 func (c *Client) wanted(n string) bool {
 	for _, p := range c.o.exclude {
@@ -517,12 +616,9 @@ func (c *Client) wanted(n string) bool {
 // sync lists the server's tools and makes the registered ones match:
 // added, removed and changed tools, and the group.
 func (c *Client) sync(ctx context.Context, cn *conn) error {
-	var list []*mcp.Tool
-	for t, err := range cn.sess.Tools(ctx, nil) {
-		if err != nil {
-			return fmt.Errorf("mcpbridge: listing the tools of MCP server %q: %w", c.name, err)
-		}
-		list = append(list, t)
+	list, dropped, err := listTools(ctx, cn.sess)
+	if err != nil {
+		return fmt.Errorf("mcpbridge: listing the tools of MCP server %q: %w", c.name, err)
 	}
 	slices.SortFunc(list, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
 
@@ -533,6 +629,12 @@ func (c *Client) sync(ctx context.Context, cn *conn) error {
 	}
 	var ch ToolsChange
 	var problems []Problem
+	for _, p := range dropped {
+		if c.wanted(p.Tool) {
+			p.Name = ToolName(c.prefix, p.Tool)
+			problems = append(problems, p)
+		}
+	}
 	keep := map[string]bool{}
 	for _, t := range list {
 		if !c.wanted(t.Name) {

@@ -73,7 +73,8 @@ func contentPart(c mcp.Content) (toolkit.Part, error) {
 			return events.Binary(orOctet(r.MIMEType), r.Blob), nil
 		}
 	}
-	// Resource links, text resources and anything newer: the block as MCP
+	// Resource links, text resources and any other block the SDK decodes
+	// (it refuses a result with a type it does not know): the block as MCP
 	// sent it, so that nothing (the URI, the name) is lost.
 	b, err := c.MarshalJSON()
 	if err != nil {

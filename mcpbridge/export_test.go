@@ -3,3 +3,7 @@ package mcpbridge
 // SetSyncHook runs f in each Sync after it read the toolkit's definitions
 // (nil: nothing).
 func SetSyncHook(f func()) { syncHook = f }
+
+// SetMaxListPages sets the most pages a tools/list may have; it returns the
+// previous bound.
+func SetMaxListPages(n int) int { old := maxListPages; maxListPages = n; return old }

@@ -172,7 +172,9 @@ func (s *Server) MCP() *mcp.Server { return s.srv }
 // Register, Replace or Remove): changed tools are replaced, removed ones
 // dropped, and the SDK tells clients with notifications/tools/list_changed
 // where the negotiated protocol allows it. Tools a session may not see
-// (groups, skills) are still listed: see docs/mcp.md.
+// (groups, skills) are still listed: see docs/mcp.md. A tool MCP cannot
+// carry (an input schema that is not an object, or one the SDK refuses)
+// makes it return an error naming the tool, the list left as it was.
 func (s *Server) Sync() error {
 	// Syncs may overlap: the one that read the definitions later wins,
 	// whatever the order they apply in (a ticket taken before reading).
@@ -182,8 +184,15 @@ func (s *Server) Sync() error {
 		syncHook() // tests: another Sync between reading and applying
 	}
 	tools := make([]*mcp.Tool, 0, len(defs))
+	var trial *mcp.Server
 	for _, d := range defs {
 		t, err := mcpTool(d)
+		if err == nil {
+			if trial == nil {
+				trial = mcp.NewServer(&mcp.Implementation{Name: "trial"}, nil)
+			}
+			err = tryAddTool(trial, t)
+		}
 		if err != nil {
 			return err
 		}
@@ -210,6 +219,21 @@ func (s *Server) Sync() error {
 		s.srv.RemoveTools(gone...)
 	}
 	s.tools = keep
+	return nil
+}
+
+// tryAddTool adds t to a server of its own, to learn whether the SDK takes
+// it: its AddTool panics on what it refuses (an x-mcp-header annotation on a
+// property that is not a string, integer or boolean, a header name that is
+// not an HTTP token, the same header twice), and Sync must not panic, nor
+// stop half-way through the list.
+func tryAddTool(trial *mcp.Server, t *mcp.Tool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("mcpbridge: tool %q cannot be served over MCP: %v", t.Name, r)
+		}
+	}()
+	trial.AddTool(t, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
 	return nil
 }
 

@@ -91,7 +91,7 @@ func (s *Server) relay(ctx context.Context, req *mcp.CallToolRequest, ts *toolki
 		}
 		if p != nil && token != nil {
 			var n mcp.ProgressNotificationParams
-			n.ProgressToken, n.Message = token, p.Message
+			n.ProgressToken, n.Message = token, progressMessage(p.Message)
 			last, total = nextProgress(last, total, p.Fraction)
 			n.Progress, n.Total = last, total
 			// A client that went away ends ctx, and with it the call.
@@ -104,6 +104,20 @@ func (s *Server) relay(ctx context.Context, req *mcp.CallToolRequest, ts *toolki
 			return batch.Wait()[0]
 		}
 	}
+}
+
+// maxProgressMessage bounds the message of a progress notification, in
+// bytes: progress is for people, and a message over the client's frame (the
+// go-sdk's 16 MiB) closed its connection, failing every call on it.
+const maxProgressMessage = 16 << 10
+
+// progressMessage is m cut to maxProgressMessage bytes (on a rune boundary),
+// with a note of its length.
+func progressMessage(m string) string {
+	if len(m) <= maxProgressMessage {
+		return m
+	}
+	return fmt.Sprintf("%s… (cut: %d bytes in all)", cutAt(m, maxProgressMessage), len(m))
 }
 
 // nextProgress returns MCP's progress and total for a toolstream progress
@@ -124,6 +138,27 @@ func nextProgress(last, total float64, fraction *float64) (float64, float64) {
 // elicitSchema is the form of an approval: one yes/no field.
 var elicitSchema = json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Allow this call","default":true}},"required":["approve"]}`)
 
+// maxElicitArgs bounds the arguments quoted in an approval's question, in
+// bytes: megabytes of arguments made a message over the client's frame (the
+// go-sdk's 16 MiB), which closed its connection.
+const maxElicitArgs = 4 << 10
+
+// approvalQuestion is the message of the elicitation that asks about a:
+// the tool, its arguments (cut to maxElicitArgs bytes) and the reason.
+func approvalQuestion(a *interceptors.ApprovalRequest) string {
+	msg := fmt.Sprintf("Allow the tool %q to run", a.Tool)
+	if len(a.Args) > maxElicitArgs {
+		msg += fmt.Sprintf(" with %s… (cut: %d bytes in all)", cutAt(string(a.Args), maxElicitArgs), len(a.Args))
+	} else if len(a.Args) > 0 {
+		msg += " with " + string(a.Args)
+	}
+	msg += "?"
+	if a.Reason != "" {
+		msg += " (" + a.Reason + ")"
+	}
+	return msg
+}
+
 // elicit asks the MCP client's user about a call the permissions wait for.
 // If the client cannot answer, the request stays on the approval desk.
 // The question is withdrawn (notifications/cancelled) when the call ends
@@ -138,15 +173,7 @@ func (s *Server) elicit(ctx context.Context, req *mcp.CallToolRequest, session s
 		case <-ctx.Done():
 		}
 	}()
-	msg := fmt.Sprintf("Allow the tool %q to run", a.Tool)
-	if len(a.Args) > 0 {
-		msg += " with " + string(a.Args)
-	}
-	msg += "?"
-	if a.Reason != "" {
-		msg += " (" + a.Reason + ")"
-	}
-	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: elicitSchema})
+	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: approvalQuestion(a), RequestedSchema: elicitSchema})
 	if err != nil {
 		return // unanswered: the desk (page, code) decides, or the wait times out
 	}
