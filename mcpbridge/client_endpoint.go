@@ -148,6 +148,14 @@ type HTTP struct {
 	Headers http.Header
 	// Client makes the requests (http.DefaultClient when nil).
 	Client *http.Client
+	// MaxEventSize bounds one message the server streams (a server-sent
+	// event), so that a server cannot make the client hold unbounded
+	// memory: 0 is mcp.DefaultMaxEventSize (16 MiB, the bound of the
+	// SDK's stdio and SSE transports), a negative value no bound. A larger
+	// message fails the connection, which is then dialled again. Raise it
+	// to take results larger than 16 MiB from a server that sends them
+	// (an mcpbridge server's WithMaxResultSize).
+	MaxEventSize int
 }
 
 // Transport implements Endpoint.
@@ -170,7 +178,13 @@ func (h HTTP) Transport(context.Context) (mcp.Transport, error) {
 	}
 	// The client's own reconnection policy (calls failing, tools answering
 	// "unavailable", backoff) decides; the SDK's retries would only delay it.
-	return &mcp.StreamableClientTransport{Endpoint: h.URL, HTTPClient: client, MaxRetries: 2}, nil
+	// The SDK's streamable client takes 0 as no bound (v1.8.0), whatever
+	// its documentation says: 0 is made the documented default here.
+	maxEvent := h.MaxEventSize
+	if maxEvent == 0 {
+		maxEvent = mcp.DefaultMaxEventSize
+	}
+	return &mcp.StreamableClientTransport{Endpoint: h.URL, HTTPClient: client, MaxRetries: 2, MaxEventSize: maxEvent}, nil
 }
 
 // headerTransport adds fixed headers to every request.
