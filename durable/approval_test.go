@@ -104,7 +104,9 @@ func pendingApproval(t *testing.T, js jetstream.JetStream, call toolkit.Call) {
 	first := startApprovals(t, js)
 	batch := first.sess.Start(context.Background(), []toolkit.Call{call})
 	waitSuspended(t, first.store, call.ID)
-	for deadline := time.Now().Add(5 * time.Second); len(first.perms.Pending("conv")) == 0 && time.Now().Before(deadline); {
+	// The request is pending before its event reaches the observers: wait
+	// for both.
+	for deadline := time.Now().Add(5 * time.Second); (len(first.perms.Pending("conv")) == 0 || first.asked.Load() == 0) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if first.asked.Load() != 1 {
@@ -250,7 +252,7 @@ func TestStoredApprovalNeverLiftsDeny(t *testing.T) {
 		t.Fatalf("p4: %s %q", r.State, r.Text())
 	}
 	batch := second.sess.Start(ctx, []toolkit.Call{testutil.Call("p5", "edit", `{"path":"c.txt"}`)})
-	for deadline := time.Now().Add(5 * time.Second); len(second.perms.Pending("conv")) == 0; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); len(second.perms.Pending("conv")) == 0 || second.asked.Load() == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("p5 with other arguments never asked about")
 		}
