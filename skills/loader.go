@@ -63,7 +63,9 @@ type Option func(*Loader)
 // per-session state, the same as reset_tools.
 func WithGroups(m *groups.Manager) Option { return func(l *Loader) { l.gm = m } }
 
-// WithFilter shows a session only the skills keep accepts.
+// WithFilter shows a session only the skills keep accepts. A skill that
+// changed on disk since the session's list was made is held to it again as
+// read now: a load that finds it no longer accepted is refused.
 func WithFilter(keep func(session string, s *Skill) bool) Option {
 	return func(l *Loader) { l.filter = keep }
 }
@@ -264,6 +266,11 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) (_ []toolkit.Par
 	// One stat: a SKILL.md edited on disk is read again, a removed one is
 	// an error.
 	skill, err := lib.Refresh(vis[i].s)
+	if err == nil && skill != vis[i].s && l.filter != nil && !l.filter(info.Session, skill) {
+		// The skill as read now (a later repository's of the same name, or
+		// one whose front matter changed) is not for this session.
+		err = fmt.Errorf("%w: skill %q changed on disk and is no longer one this session can load", ErrSkillGone, skill.Name)
+	}
 	if err != nil {
 		rest := entryNames(slices.Delete(vis, i, i+1))
 		return nil, fmt.Errorf("cannot load skill %q: %w. Skills you can load: %s", args.SkillID, err, strings.Join(rest, ", "))
