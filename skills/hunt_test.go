@@ -2,9 +2,13 @@ package skills_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -64,5 +68,32 @@ func TestRefreshedSkillStillFiltered(t *testing.T) {
 	r = loadIn(t, tk, "user", "guide", "SKILL.md")
 	if strings.Contains(r.Text(), "HIDDEN") || r.State != toolkit.StateError {
 		t.Fatalf("a session loaded a skill its filter now hides: %s %q", r.State, r.Text())
+	}
+}
+
+// TestLoadRacingClose: a load still running when its session is closed
+// neither opens the session again in the toolkit nor leaves the skill
+// recorded as loaded: a new session with the same id starts with none.
+func TestLoadRacingClose(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"guide/SKILL.md": skillText("guide", "A guide.", "steps")})
+	lib := dirLibrary(t, "disk", root)
+	tk := toolkit.New(toolkit.WithInlineObserver(&testutil.Recorder{}))
+	t.Cleanup(func() { tk.Close(context.Background()) })
+	ld, err := skills.Install(tk, lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := tk.Session("s")
+	defer skills.SetLoadHook(func() { s.Close() })()
+	r := s.Run(context.Background(), []toolkit.Call{{ID: "l", Name: skills.LoadTool, Args: json.RawMessage(`{"skillId":"guide","path":"SKILL.md"}`)}})[0]
+	if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrClosed) {
+		t.Errorf("a load in a session closed meanwhile: %s %q, want an error saying it was closed", r.State, r.Text())
+	}
+	if ids := tk.Sessions(); slices.Contains(ids, "s") {
+		t.Errorf("the closed session is open again after its load ended: %v", ids)
+	}
+	if got := ld.Loaded("s"); len(got) != 0 {
+		t.Errorf("a new session \"s\" has loaded %v already", got)
 	}
 }

@@ -354,6 +354,14 @@ func (l *Loader) activate(ctx context.Context, info toolkit.CallInfo, s *Skill, 
 	if err != nil {
 		return "", nil, err
 	}
+	// The call's own session: looked up by id, one closed meanwhile would
+	// be opened again.
+	sess, ok := toolkit.SessionFrom(ctx)
+	if !ok || sess.ID() != info.Session || sess.Toolkit() != l.tk {
+		if sess, err = l.tk.Session(info.Session); err != nil {
+			return "", nil, err
+		}
+	}
 	l.mu.Lock()
 	set := l.loaded[info.Session]
 	if set == nil {
@@ -364,12 +372,16 @@ func (l *Loader) activate(ctx context.Context, info toolkit.CallInfo, s *Skill, 
 	set[s.Name] = true
 	loaded := slices.Sorted(maps.Keys(set))
 	l.mu.Unlock()
+	if sess.Closed() {
+		// Close forgot the session's skills before this recorded one, or
+		// after: forget them (again) so that nothing outlives it.
+		l.mu.Lock()
+		delete(l.loaded, info.Session)
+		l.mu.Unlock()
+		return "", nil, fmt.Errorf("%w: session %q was closed while skill %q was loading", toolkit.ErrClosed, info.Session, s.Name)
+	}
 	if !first {
 		return report, switched, nil
-	}
-	sess, err := l.tk.Session(info.Session)
-	if err != nil {
-		return "", nil, err
 	}
 	if err := sess.EmitContext(ctx, EventType, LoadEvent{Loaded: loaded, Skill: s.Name, Path: path, Call: info.CallID, Groups: switched}); err != nil {
 		return "", nil, err
