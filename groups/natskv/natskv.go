@@ -9,9 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/internal/kvready"
 )
@@ -61,16 +64,39 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Opt
 
 // key turns a session id into a valid key: keys allow few characters, so
 // every id is base64url-encoded (it never contains "~", unlike subject
-// tokens).
-func key(session string) string {
-	return "s_" + base64.RawURLEncoding.EncodeToString([]byte(session))
+// tokens). The id must be one a toolkit accepts (events.CheckSessionID): a
+// longer one would make a subject longer than the server's control line
+// limit, and the server closes the connection of a client that sends one.
+func key(session string) (string, error) {
+	if err := events.CheckSessionID(session); err != nil {
+		return "", fmt.Errorf("natskv: session id %s: %w", shortQuote(session), err)
+	}
+	return "s_" + base64.RawURLEncoding.EncodeToString([]byte(session)), nil
+}
+
+// shortQuote quotes a session id for an error, only its start when it is
+// longer than any valid one.
+func shortQuote(s string) string {
+	if len(s) <= events.MaxSessionIDLen {
+		return strconv.Quote(s)
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "..."
 }
 
 var _ groups.Store = (*Store)(nil)
 
-// Load implements groups.Store.
+// Load implements groups.Store. Session ids are those a toolkit accepts
+// (events.CheckSessionID); others are an error, in Update too.
 func (s *Store) Load(ctx context.Context, session string) (map[string]bool, error) {
-	e, err := s.kv.Get(ctx, key(session))
+	k, err := key(session)
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.kv.Get(ctx, k)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}
@@ -86,7 +112,10 @@ const maxConflicts = 1000
 
 // Update implements groups.Store with compare-and-set on the key's revision.
 func (s *Store) Update(ctx context.Context, session string, fn func(map[string]bool) (map[string]bool, error)) (map[string]bool, error) {
-	k := key(session)
+	k, err := key(session)
+	if err != nil {
+		return nil, err
+	}
 	for range maxConflicts {
 		var cur map[string]bool
 		var rev uint64
