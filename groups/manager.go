@@ -325,12 +325,13 @@ func (m *Manager) changeIn(ctx context.Context, session, by, callID string, fn f
 	if err != nil {
 		return Change{}, nil, err
 	}
-	if sess.Closed() {
-		// Closed while the change was on its way: Close dropped the
-		// session's state before this stored it, so drop it again (Close
-		// marks the session closed before it drops the state, so one of
-		// the two drops comes last).
-		m.SessionClosed(session)
+	if f, ok := m.store.(forgetter); ok && sess.Closed() {
+		// Closed while the change was on its way: Close may have dropped
+		// the session's state before this stored it, so drop it again
+		// (Close marks the session closed before it drops the state, so
+		// one of the two drops comes last). A shared store keeps the
+		// change, as it keeps the state of closed sessions.
+		f.Forget(session)
 		return Change{}, nil, fmt.Errorf("%w: session %q was closed while its tool groups were changing", toolkit.ErrClosed, session)
 	}
 	ch := Change{Active: sortedKeys(after), By: by, Call: callID}
@@ -365,10 +366,14 @@ func (m *Manager) sessionFor(ctx context.Context, session string) (*toolkit.Sess
 // is dropped from an in-process store (a shared store keeps it: other
 // processes may still serve the session).
 func (m *Manager) SessionClosed(session string) {
-	if f, ok := m.store.(interface{ Forget(string) }); ok {
+	if f, ok := m.store.(forgetter); ok {
 		f.Forget(session)
 	}
 }
+
+// forgetter is a store that drops the state of closed sessions
+// (MemoryStore).
+type forgetter interface{ Forget(session string) }
 
 // Tools implements toolkit.Visibility: the basic tools, the tools of active
 // groups, and reset_tools (with a schema for this session) when there are
