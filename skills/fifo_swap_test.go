@@ -32,6 +32,7 @@ func testFIFOSwappedIn(t *testing.T, kind string) {
 		"t/ref/x.md": "x",
 		"u/SKILL.md": skSkillText("u", "Three."),
 		"u/sub/y.md": "y",
+		"v/SKILL.md": skSkillText("v", "Four."),
 	})
 	repo := Repository{Name: "d", FS: os.DirFS(dir)}
 	if kind == "Dir" {
@@ -111,6 +112,27 @@ func testFIFOSwappedIn(t *testing.T, kind string) {
 		t.Errorf("reload: %v", err)
 	}
 	if _, ok := l.Skill("t"); ok {
+		t.Errorf("a skill whose SKILL.md is a pipe is still listed")
+	}
+
+	// The same with a writer holding the pipe open (and writing nothing):
+	// the open does not wait then, a read would.
+	resolvedHook = func(rel string) {
+		if rel == "v/SKILL.md" {
+			swap("v/SKILL.md")
+			w, err := os.OpenFile(filepath.Join(dir, "v", "SKILL.md"), os.O_RDWR, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			t.Cleanup(func() { w.Close() })
+			setUnblock(func() { w.Close() })
+		}
+	}
+	if err := within("a rescan whose SKILL.md was swapped for a pipe a writer holds", l.Reload); err != nil {
+		t.Errorf("reload: %v", err)
+	}
+	if _, ok := l.Skill("v"); ok {
 		t.Errorf("a skill whose SKILL.md is a pipe is still listed")
 	}
 

@@ -279,6 +279,12 @@ func loadSkill(repo string, src *source, dir string) (*Skill, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Checked again on the open file: the tree may have changed since the
+	// lookup (a pipe swapped in would be read for as long as its writer
+	// holds it).
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w %q: it is not a regular file", ErrBadPath, skillFileName)
+	}
 	if info.Size() > MaxSkillFileBytes {
 		return nil, fmt.Errorf("SKILL.md is %d bytes, more than the limit of %d", info.Size(), MaxSkillFileBytes)
 	}
