@@ -103,7 +103,7 @@ func (s *Store) Load(ctx context.Context, session string) (map[string]bool, erro
 	if err != nil {
 		return nil, fmt.Errorf("natskv: loading session %q: %w", session, err)
 	}
-	return decodeState(e.Value())
+	return s.decodeState(session, k, e.Value())
 }
 
 // maxConflicts bounds retries under contention; reaching it means something
@@ -125,7 +125,7 @@ func (s *Store) Update(ctx context.Context, session string, fn func(map[string]b
 		case err != nil:
 			return nil, fmt.Errorf("natskv: loading session %q: %w", session, err)
 		default:
-			if cur, err = decodeState(e.Value()); err != nil {
+			if cur, err = s.decodeState(session, k, e.Value()); err != nil {
 				return nil, err
 			}
 			rev = e.Revision()
@@ -157,10 +157,15 @@ func (s *Store) Update(ctx context.Context, session string, fn func(map[string]b
 	return nil, fmt.Errorf("natskv: session %q: %d conflicting updates in a row", session, maxConflicts)
 }
 
-func decodeState(data []byte) (map[string]bool, error) {
+// decodeState decodes the state stored under key k for a session. A value
+// that is not one (written by hand, or by something else) is an error that
+// says where it is and how to start over: nothing overwrites it, so that
+// nothing is lost silently.
+func (s *Store) decodeState(session, k string, data []byte) (map[string]bool, error) {
 	var m map[string]bool
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("natskv: stored state is not valid: %w", err)
+		return nil, fmt.Errorf("natskv: session %s: the state stored under key %q of bucket %q is not valid (%w); "+
+			"delete the key to start the session from its groups' defaults", shortQuote(session), k, s.kv.Bucket(), err)
 	}
 	return m, nil
 }
