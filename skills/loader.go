@@ -399,11 +399,20 @@ func (l *Loader) switchOn(ctx context.Context, s *Skill) (switched []string, rep
 	l.mu.Lock()
 	bound := append(slices.Clone(s.Groups), l.binds[s.Name]...)
 	l.mu.Unlock()
-	bound = slices.DeleteFunc(bound, func(g string) bool { return !l.gm.Has(g) })
-	if len(bound) == 0 {
-		return nil, "", nil
+	var ch groups.Change
+	for try := 0; ; try++ {
+		bound = slices.DeleteFunc(bound, func(g string) bool { return !l.gm.Has(g) })
+		if len(bound) == 0 {
+			return nil, "", nil
+		}
+		ch, err = l.gm.ActivateForCall(ctx, "skill", bound...)
+		// A group removed since the check is skipped, as one that never
+		// existed is: check again (a few times, each a removal meanwhile).
+		if errors.Is(err, groups.ErrUnknownGroup) && try < 3 {
+			continue
+		}
+		break
 	}
-	ch, err := l.gm.ActivateForCall(ctx, "skill", bound...)
 	if err != nil || len(ch.Activated) == 0 {
 		return nil, "", err
 	}

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
+	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
@@ -95,5 +97,61 @@ func TestLoadRacingClose(t *testing.T) {
 	}
 	if got := ld.Loaded("s"); len(got) != 0 {
 		t.Errorf("a new session \"s\" has loaded %v already", got)
+	}
+}
+
+// removingStore runs remove once, at the start of the next Update: the
+// window between the loader's check that a skill's groups exist and the
+// switch.
+type removingStore struct {
+	groups.Store
+	remove func()
+}
+
+func (s *removingStore) Update(ctx context.Context, session string, fn func(map[string]bool) (map[string]bool, error)) (map[string]bool, error) {
+	if r := s.remove; r != nil {
+		s.remove = nil
+		r()
+	}
+	return s.Store.Update(ctx, session, fn)
+}
+
+// TestLoadRacingGroupRemoval: a group the skill names that is removed while
+// the load switches the skill's groups on is skipped, as a group that never
+// existed is, and the others are switched on: the load succeeds. It failed
+// with "groups: unknown group".
+func TestLoadRacingGroupRemoval(t *testing.T) {
+	fsys := fstest.MapFS{"a/SKILL.md": {Data: []byte("---\nname: a\ndescription: A.\ntool-groups: [g1, g2]\n---\nbody a\n")}}
+	lib, err := skills.NewLibrary(skills.Repository{Name: "m", FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := toolkit.New()
+	t.Cleanup(func() { tk.Close(context.Background()) })
+	for _, n := range []string{"t1", "t2"} {
+		tk.Add(toolkit.MustTool(toolkit.Spec{Name: n}, func(context.Context, struct{}) (string, error) { return "", nil }))
+	}
+	st := &removingStore{Store: groups.NewMemoryStore()}
+	gm, err := groups.Install(tk, groups.WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gm.Add(groups.Group{Name: "g1", Description: "one", Tools: []string{"t1"}}, groups.Group{Name: "g2", Description: "two", Tools: []string{"t2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := skills.Install(tk, lib, skills.WithGroups(gm)); err != nil {
+		t.Fatal(err)
+	}
+	st.remove = func() {
+		if err := gm.Remove("g2"); err != nil {
+			t.Error(err)
+		}
+	}
+	r := loadIn(t, tk, "s", "a", "SKILL.md")
+	if r.State != toolkit.StateSuccess || !strings.Contains(r.Text(), "This skill switched on the tool group(s) g1. Now available: t1.") {
+		t.Fatalf("%s %q", r.State, r.Text())
+	}
+	if got, _ := gm.Active(context.Background(), "s"); !slices.Equal(got, []string{"g1"}) {
+		t.Fatalf("active %v, want [g1]", got)
 	}
 }
