@@ -33,13 +33,18 @@ type Store struct {
 type Option func(*jetstream.KeyValueConfig)
 
 // WithReplicas makes a JetStream cluster keep the bucket on n servers (1 to
-// 5; default 1): with 3, the state survives the loss of one server.
+// 5; default 1): with 3, the state survives the loss of one server. Given
+// to New for a bucket that exists, it changes the bucket's replicas (and
+// nothing else).
 func WithReplicas(n int) Option {
 	return func(c *jetstream.KeyValueConfig) { c.Replicas = n }
 }
 
-// New opens (creating if needed) a key-value bucket for group state. An
-// empty bucket name means DefaultBucket.
+// New opens a key-value bucket for group state, creating it if needed. An
+// empty bucket name means DefaultBucket. A bucket that exists is used as it
+// is (its replicas, history, TTL, ...), so that a process started with other
+// options, or none, does not reconfigure the bucket the others use: only
+// WithReplicas, given, changes its replicas.
 func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Option) (*Store, error) {
 	if bucket == "" {
 		bucket = DefaultBucket
@@ -52,7 +57,7 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Opt
 	for _, o := range opts {
 		o(&cfg)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
+	kv, err := open(ctx, js, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("natskv: key-value bucket %s: %w", bucket, err)
 	}
@@ -60,6 +65,35 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Opt
 		return nil, fmt.Errorf("natskv: key-value bucket %s: %w", bucket, err)
 	}
 	return &Store{kv: kv}, nil
+}
+
+// open opens the bucket of cfg, creating it with cfg when it does not
+// exist; of an existing bucket it changes only the replicas, and only when
+// cfg names them.
+func open(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) { // another process made it meanwhile
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
+		}
+	}
+	if err != nil || cfg.Replicas <= 0 {
+		return kv, err
+	}
+	stream, err := js.Stream(ctx, "KV_"+cfg.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	sc := stream.CachedInfo().Config
+	if sc.Replicas == cfg.Replicas {
+		return kv, nil
+	}
+	sc.Replicas = cfg.Replicas
+	if _, err := js.UpdateStream(ctx, sc); err != nil {
+		return nil, fmt.Errorf("setting %d replicas: %w", cfg.Replicas, err)
+	}
+	return kv, nil
 }
 
 // key turns a session id into a valid key: keys allow few characters, so
