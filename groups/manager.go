@@ -306,7 +306,7 @@ func (m *Manager) change(ctx context.Context, session, by, callID string, fn fun
 // before it, a group added meanwhile (and set by code) would be missing
 // from a replace ("every other group off") and fall back to its default.
 func (m *Manager) changeIn(ctx context.Context, session, by, callID string, fn func(*catalog, map[string]bool) (map[string]bool, error)) (Change, *catalog, error) {
-	sess, err := m.tk.Session(session)
+	sess, err := m.sessionFor(ctx, session)
 	if err != nil {
 		return Change{}, nil, err
 	}
@@ -325,6 +325,15 @@ func (m *Manager) changeIn(ctx context.Context, session, by, callID string, fn f
 	if err != nil {
 		return Change{}, nil, err
 	}
+	if f, ok := m.store.(forgetter); ok && sess.Closed() {
+		// Closed while the change was on its way: Close may have dropped
+		// the session's state before this stored it, so drop it again
+		// (Close marks the session closed before it drops the state, so
+		// one of the two drops comes last). A shared store keeps the
+		// change, as it keeps the state of closed sessions.
+		f.Forget(session)
+		return Change{}, nil, fmt.Errorf("%w: session %q was closed while its tool groups were changing", toolkit.ErrClosed, session)
+	}
 	ch := Change{Active: sortedKeys(after), By: by, Call: callID}
 	for _, g := range c.order {
 		switch {
@@ -342,14 +351,29 @@ func (m *Manager) changeIn(ctx context.Context, session, by, callID string, fn f
 	return ch, c, nil
 }
 
+// sessionFor returns the session a change is for: the session of the call
+// running with ctx when it is this one of this toolkit (so that a change
+// made by a call whose session closed meanwhile does not open it again),
+// else the toolkit's session of that id.
+func (m *Manager) sessionFor(ctx context.Context, session string) (*toolkit.Session, error) {
+	if s, ok := toolkit.SessionFrom(ctx); ok && s.ID() == session && s.Toolkit() == m.tk {
+		return s, nil
+	}
+	return m.tk.Session(session)
+}
+
 // SessionClosed implements toolkit.SessionCloser: a closed session's state
 // is dropped from an in-process store (a shared store keeps it: other
 // processes may still serve the session).
 func (m *Manager) SessionClosed(session string) {
-	if f, ok := m.store.(interface{ Forget(string) }); ok {
+	if f, ok := m.store.(forgetter); ok {
 		f.Forget(session)
 	}
 }
+
+// forgetter is a store that drops the state of closed sessions
+// (MemoryStore).
+type forgetter interface{ Forget(session string) }
 
 // Tools implements toolkit.Visibility: the basic tools, the tools of active
 // groups, and reset_tools (with a schema for this session) when there are

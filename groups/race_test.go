@@ -2,6 +2,7 @@ package groups_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,13 @@ func (s *hookStore) Update(ctx context.Context, session string, fn func(map[stri
 		s.before() // may update the store itself: not under a sync.Once
 	}
 	return s.Store.Update(ctx, session, fn)
+}
+
+// Forget passes Session.Close on to the store it wraps.
+func (s *hookStore) Forget(session string) {
+	if f, ok := s.Store.(interface{ Forget(string) }); ok {
+		f.Forget(session)
+	}
 }
 
 // TestResetToolsSeesGroupAddedMeanwhile: a group added (active by default)
@@ -57,5 +65,41 @@ func TestResetToolsSeesGroupAddedMeanwhile(t *testing.T) {
 	}
 	if vis := f.visible(t, "s"); slices.Contains(vis, "deploy") {
 		t.Fatalf("deploy visible after ops was switched off and reset_tools kept only files: %v", vis)
+	}
+}
+
+// TestResetToolsRacingClose: a reset_tools call still on its way to the
+// store when its session is closed neither brings the session back to life
+// in the toolkit nor leaves state behind for it: a new session with the same
+// id starts from the defaults.
+func TestResetToolsRacingClose(t *testing.T) {
+	hs := &hookStore{Store: groups.NewMemoryStore()}
+	f := newFixture(t, groups.WithStore(hs))
+	ctx := context.Background()
+	for _, when := range []string{"before the handler", "in the store update"} {
+		t.Run(when, func(t *testing.T) {
+			s, _ := f.tk.Session("s")
+			hs.fired.Store(false)
+			if when == "in the store update" {
+				hs.before = func() { s.Close() }
+			} else {
+				hs.before = nil
+				restore := groups.SetResetHook(func() { s.Close() })
+				defer restore()
+			}
+			r := s.Run(ctx, []toolkit.Call{call("m", "reset_tools", `{"files": true}`)})[0]
+			if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrClosed) {
+				t.Errorf("reset_tools in a session closed meanwhile: %s %q, want an error saying it was closed", r.State, r.Text())
+			}
+			if ids := f.tk.Sessions(); slices.Contains(ids, "s") {
+				t.Errorf("the closed session is open again after its reset_tools ended: %v", ids)
+			}
+			if active, _ := f.m.Active(ctx, "s"); !slices.Equal(active, []string{"web"}) {
+				t.Errorf("a new session \"s\" starts with %v, want the defaults [web]", active)
+			}
+			if s2, _ := f.tk.Session("s"); s2 != nil {
+				s2.Close()
+			}
+		})
 	}
 }

@@ -1,10 +1,13 @@
 package skills
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -46,10 +49,73 @@ type rootFS interface {
 }
 
 // diskFS is the file system of a repository made by Dir: the Root's, with
-// the Root itself at hand for confined reads.
+// the Root itself at hand for confined reads. Its opens do not wait (see
+// waitFreeFS).
 type diskFS struct {
+	waitFreeFS
+}
+
+// waitFreeFS is the file system of a folder opened as an os.Root, whose
+// Open and ReadDir do not wait: files are opened with O_NONBLOCK, so that a
+// named pipe swapped in after a path was checked opens at once (and is then
+// refused, as not a regular file or not a folder) instead of blocking until
+// something writes to it. For regular files and folders the flag changes
+// nothing.
+type waitFreeFS struct {
 	rootFS
 	root *os.Root
+}
+
+// Open implements fs.FS.
+func (w waitFreeFS) Open(name string) (fs.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	f, err := w.root.OpenFile(name, os.O_RDONLY|oNonblock, 0)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// ReadDir implements fs.ReadDirFS, sorted by name as fs.ReadDir is.
+func (w waitFreeFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	f, err := w.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dir, ok := f.(fs.ReadDirFile)
+	if !ok {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: errors.New("not implemented")}
+	}
+	list, err := dir.ReadDir(-1)
+	slices.SortFunc(list, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return list, err
+}
+
+// ReadFile implements fs.ReadFileFS through Open.
+func (w waitFreeFS) ReadFile(name string) ([]byte, error) {
+	f, err := w.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// scanFS returns the file system to look for skills in (the repository's
+// own, its folders listed without waiting for an os.DirFS too) and a
+// function to call when done.
+func (src *source) scanFS() (fs.FS, func(), error) {
+	if src.dir == "" {
+		return src.fsys, func() {}, nil
+	}
+	r, err := os.OpenRoot(src.dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return waitFreeFS{r.FS().(rootFS), r}, func() { r.Close() }, nil
 }
 
 // confined reports whether reads are confined by the operating system.
@@ -77,7 +143,7 @@ func (src *source) openSkill(dir string) (fs.FS, string, func(), error) {
 	if err != nil {
 		return nil, "", nil, err
 	}
-	return sr.FS(), ".", func() { sr.Close() }, nil
+	return waitFreeFS{sr.FS().(rootFS), sr}, ".", func() { sr.Close() }, nil
 }
 
 // openFolder opens the folder dir (a valid fs path) of root as a Root of

@@ -32,13 +32,15 @@ type Repository struct {
 // folder as an os.Root and the file inside it, so the operating system
 // refuses any way out of the skill folder: "..", a symbolic link that
 // leaves it, or a file or folder swapped for such a link while reads run.
-// Symbolic links that stay inside the skill folder are followed.
+// Symbolic links that stay inside the skill folder are followed. Files and
+// folders are opened without waiting, so a named pipe swapped in is
+// refused rather than waited on.
 func Dir(name, path string) (Repository, error) {
 	root, err := os.OpenRoot(path)
 	if err != nil {
 		return Repository{}, fmt.Errorf("skills: opening repository %q: %w", name, err)
 	}
-	return Repository{Name: name, FS: &diskFS{root.FS().(rootFS), root}}, nil
+	return Repository{Name: name, FS: &diskFS{waitFreeFS{root.FS().(rootFS), root}}}, nil
 }
 
 // Problem is a skill that could not be loaded: which file, and why.
@@ -197,6 +199,9 @@ func (l *Library) skillFS(s *Skill) (fs.FS, string, func(), error) {
 	return fsys, dir, done, nil
 }
 
+// scanHook, when set by a test, runs before the scan lists a folder.
+var scanHook func(dir string)
+
 // scanRepository finds the skills of r in walk order. Only a failure to read
 // the repository's root is an error; anything else is a Problem.
 func scanRepository(r Repository, src *source) ([]*Skill, []Problem, error) {
@@ -204,9 +209,17 @@ func scanRepository(r Repository, src *source) ([]*Skill, []Problem, error) {
 		found    []*Skill
 		problems []Problem
 	)
+	fsys, done, err := src.scanFS()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
 	var visit func(dir string) error
 	visit = func(dir string) error {
-		entries, err := fs.ReadDir(r.FS, dir)
+		if scanHook != nil {
+			scanHook(dir)
+		}
+		entries, err := fs.ReadDir(fsys, dir)
 		if err != nil {
 			if dir == "." {
 				return err
@@ -254,6 +267,9 @@ func loadSkill(repo string, src *source, dir string) (*Skill, error) {
 	if err != nil {
 		return nil, err
 	}
+	if resolvedHook != nil {
+		resolvedHook(path.Join(dir, skillFileName))
+	}
 	f, err := fsys.Open(full)
 	if err != nil {
 		return nil, err
@@ -262,6 +278,12 @@ func loadSkill(repo string, src *source, dir string) (*Skill, error) {
 	info, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	// Checked again on the open file: the tree may have changed since the
+	// lookup (a pipe swapped in would be read for as long as its writer
+	// holds it).
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w %q: it is not a regular file", ErrBadPath, skillFileName)
 	}
 	if info.Size() > MaxSkillFileBytes {
 		return nil, fmt.Errorf("SKILL.md is %d bytes, more than the limit of %d", info.Size(), MaxSkillFileBytes)

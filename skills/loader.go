@@ -63,7 +63,9 @@ type Option func(*Loader)
 // per-session state, the same as reset_tools.
 func WithGroups(m *groups.Manager) Option { return func(l *Loader) { l.gm = m } }
 
-// WithFilter shows a session only the skills keep accepts.
+// WithFilter shows a session only the skills keep accepts. A skill that
+// changed on disk since the session's list was made is held to it again as
+// read now: a load that finds it no longer accepted is refused.
 func WithFilter(keep func(session string, s *Skill) bool) Option {
 	return func(l *Loader) { l.filter = keep }
 }
@@ -264,6 +266,11 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) (_ []toolkit.Par
 	// One stat: a SKILL.md edited on disk is read again, a removed one is
 	// an error.
 	skill, err := lib.Refresh(vis[i].s)
+	if err == nil && skill != vis[i].s && l.filter != nil && !l.filter(info.Session, skill) {
+		// The skill as read now (a later repository's of the same name, or
+		// one whose front matter changed) is not for this session.
+		err = fmt.Errorf("%w: skill %q changed on disk and is no longer one this session can load", ErrSkillGone, skill.Name)
+	}
 	if err != nil {
 		rest := entryNames(slices.Delete(vis, i, i+1))
 		return nil, fmt.Errorf("cannot load skill %q: %w. Skills you can load: %s", args.SkillID, err, strings.Join(rest, ", "))
@@ -347,6 +354,14 @@ func (l *Loader) activate(ctx context.Context, info toolkit.CallInfo, s *Skill, 
 	if err != nil {
 		return "", nil, err
 	}
+	// The call's own session: looked up by id, one closed meanwhile would
+	// be opened again.
+	sess, ok := toolkit.SessionFrom(ctx)
+	if !ok || sess.ID() != info.Session || sess.Toolkit() != l.tk {
+		if sess, err = l.tk.Session(info.Session); err != nil {
+			return "", nil, err
+		}
+	}
 	l.mu.Lock()
 	set := l.loaded[info.Session]
 	if set == nil {
@@ -357,12 +372,16 @@ func (l *Loader) activate(ctx context.Context, info toolkit.CallInfo, s *Skill, 
 	set[s.Name] = true
 	loaded := slices.Sorted(maps.Keys(set))
 	l.mu.Unlock()
+	if sess.Closed() {
+		// Close forgot the session's skills before this recorded one, or
+		// after: forget them (again) so that nothing outlives it.
+		l.mu.Lock()
+		delete(l.loaded, info.Session)
+		l.mu.Unlock()
+		return "", nil, fmt.Errorf("%w: session %q was closed while skill %q was loading", toolkit.ErrClosed, info.Session, s.Name)
+	}
 	if !first {
 		return report, switched, nil
-	}
-	sess, err := l.tk.Session(info.Session)
-	if err != nil {
-		return "", nil, err
 	}
 	if err := sess.EmitContext(ctx, EventType, LoadEvent{Loaded: loaded, Skill: s.Name, Path: path, Call: info.CallID, Groups: switched}); err != nil {
 		return "", nil, err
@@ -380,11 +399,20 @@ func (l *Loader) switchOn(ctx context.Context, s *Skill) (switched []string, rep
 	l.mu.Lock()
 	bound := append(slices.Clone(s.Groups), l.binds[s.Name]...)
 	l.mu.Unlock()
-	bound = slices.DeleteFunc(bound, func(g string) bool { return !l.gm.Has(g) })
-	if len(bound) == 0 {
-		return nil, "", nil
+	var ch groups.Change
+	for try := 0; ; try++ {
+		bound = slices.DeleteFunc(bound, func(g string) bool { return !l.gm.Has(g) })
+		if len(bound) == 0 {
+			return nil, "", nil
+		}
+		ch, err = l.gm.ActivateForCall(ctx, "skill", bound...)
+		// A group removed since the check is skipped, as one that never
+		// existed is: check again (a few times, each a removal meanwhile).
+		if errors.Is(err, groups.ErrUnknownGroup) && try < 3 {
+			continue
+		}
+		break
 	}
-	ch, err := l.gm.ActivateForCall(ctx, "skill", bound...)
 	if err != nil || len(ch.Activated) == 0 {
 		return nil, "", err
 	}

@@ -15,6 +15,10 @@ import (
 	"unicode/utf8"
 )
 
+// resolvedHook, when set by a test, runs between the check of a file's path
+// and its open, with the path read.
+var resolvedHook func(rel string)
+
 // MaxPathBytes is the longest resource path [Library.ReadResource] accepts.
 const MaxPathBytes = 512
 
@@ -108,6 +112,9 @@ func (l *Library) ReadResource(s *Skill, p string, limit int64) (Resource, error
 	full, err := resolveInSkill(fsys, dir, clean, s.Name)
 	if err != nil {
 		return Resource{}, err
+	}
+	if resolvedHook != nil {
+		resolvedHook(clean)
 	}
 	if limit <= 0 {
 		limit = DefaultResourceLimit

@@ -9,9 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/internal/kvready"
 )
@@ -30,13 +33,18 @@ type Store struct {
 type Option func(*jetstream.KeyValueConfig)
 
 // WithReplicas makes a JetStream cluster keep the bucket on n servers (1 to
-// 5; default 1): with 3, the state survives the loss of one server.
+// 5; default 1): with 3, the state survives the loss of one server. Given
+// to New for a bucket that exists, it changes the bucket's replicas (and
+// nothing else).
 func WithReplicas(n int) Option {
 	return func(c *jetstream.KeyValueConfig) { c.Replicas = n }
 }
 
-// New opens (creating if needed) a key-value bucket for group state. An
-// empty bucket name means DefaultBucket.
+// New opens a key-value bucket for group state, creating it if needed. An
+// empty bucket name means DefaultBucket. A bucket that exists is used as it
+// is (its replicas, history, TTL, ...), so that a process started with other
+// options, or none, does not reconfigure the bucket the others use: only
+// WithReplicas, given, changes its replicas.
 func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Option) (*Store, error) {
 	if bucket == "" {
 		bucket = DefaultBucket
@@ -49,7 +57,7 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Opt
 	for _, o := range opts {
 		o(&cfg)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
+	kv, err := open(ctx, js, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("natskv: key-value bucket %s: %w", bucket, err)
 	}
@@ -59,25 +67,77 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Opt
 	return &Store{kv: kv}, nil
 }
 
+// open opens the bucket of cfg, creating it with cfg when it does not
+// exist; of an existing bucket it changes only the replicas, and only when
+// cfg names them.
+func open(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) { // another process made it meanwhile
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
+		}
+	}
+	if err != nil || cfg.Replicas <= 0 {
+		return kv, err
+	}
+	stream, err := js.Stream(ctx, "KV_"+cfg.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	sc := stream.CachedInfo().Config
+	if sc.Replicas == cfg.Replicas {
+		return kv, nil
+	}
+	sc.Replicas = cfg.Replicas
+	if _, err := js.UpdateStream(ctx, sc); err != nil {
+		return nil, fmt.Errorf("setting %d replicas: %w", cfg.Replicas, err)
+	}
+	return kv, nil
+}
+
 // key turns a session id into a valid key: keys allow few characters, so
 // every id is base64url-encoded (it never contains "~", unlike subject
-// tokens).
-func key(session string) string {
-	return "s_" + base64.RawURLEncoding.EncodeToString([]byte(session))
+// tokens). The id must be one a toolkit accepts (events.CheckSessionID): a
+// longer one would make a subject longer than the server's control line
+// limit, and the server closes the connection of a client that sends one.
+func key(session string) (string, error) {
+	if err := events.CheckSessionID(session); err != nil {
+		return "", fmt.Errorf("natskv: session id %s: %w", shortQuote(session), err)
+	}
+	return "s_" + base64.RawURLEncoding.EncodeToString([]byte(session)), nil
+}
+
+// shortQuote quotes a session id for an error, only its start when it is
+// longer than any valid one.
+func shortQuote(s string) string {
+	if len(s) <= events.MaxSessionIDLen {
+		return strconv.Quote(s)
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "..."
 }
 
 var _ groups.Store = (*Store)(nil)
 
-// Load implements groups.Store.
+// Load implements groups.Store. Session ids are those a toolkit accepts
+// (events.CheckSessionID); others are an error, in Update too.
 func (s *Store) Load(ctx context.Context, session string) (map[string]bool, error) {
-	e, err := s.kv.Get(ctx, key(session))
+	k, err := key(session)
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.kv.Get(ctx, k)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("natskv: loading session %q: %w", session, err)
 	}
-	return decodeState(e.Value())
+	return s.decodeState(session, k, e.Value())
 }
 
 // maxConflicts bounds retries under contention; reaching it means something
@@ -86,7 +146,10 @@ const maxConflicts = 1000
 
 // Update implements groups.Store with compare-and-set on the key's revision.
 func (s *Store) Update(ctx context.Context, session string, fn func(map[string]bool) (map[string]bool, error)) (map[string]bool, error) {
-	k := key(session)
+	k, err := key(session)
+	if err != nil {
+		return nil, err
+	}
 	for range maxConflicts {
 		var cur map[string]bool
 		var rev uint64
@@ -96,7 +159,7 @@ func (s *Store) Update(ctx context.Context, session string, fn func(map[string]b
 		case err != nil:
 			return nil, fmt.Errorf("natskv: loading session %q: %w", session, err)
 		default:
-			if cur, err = decodeState(e.Value()); err != nil {
+			if cur, err = s.decodeState(session, k, e.Value()); err != nil {
 				return nil, err
 			}
 			rev = e.Revision()
@@ -128,10 +191,15 @@ func (s *Store) Update(ctx context.Context, session string, fn func(map[string]b
 	return nil, fmt.Errorf("natskv: session %q: %d conflicting updates in a row", session, maxConflicts)
 }
 
-func decodeState(data []byte) (map[string]bool, error) {
+// decodeState decodes the state stored under key k for a session. A value
+// that is not one (written by hand, or by something else) is an error that
+// says where it is and how to start over: nothing overwrites it, so that
+// nothing is lost silently.
+func (s *Store) decodeState(session, k string, data []byte) (map[string]bool, error) {
 	var m map[string]bool
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("natskv: stored state is not valid: %w", err)
+		return nil, fmt.Errorf("natskv: session %s: the state stored under key %q of bucket %q is not valid (%w); "+
+			"delete the key to start the session from its groups' defaults", shortQuote(session), k, s.kv.Bucket(), err)
 	}
 	return m, nil
 }
