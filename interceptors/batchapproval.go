@@ -53,15 +53,16 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 			continue // unknown tools and decided calls have nothing to approve
 		}
 		c := plan.Call(i)
-		d := p.decideFor(ctx, plan.SessionValues(), c.Name, c.Args, t.Spec())
+		name := t.Spec().Name // the tool that runs, as the interceptor names it
+		d := p.decideFor(ctx, plan.SessionValues(), name, c.Args, t.Spec())
 		if d.decision != Ask {
 			continue
 		}
 		reason := d.reason
 		asked = append(asked, i)
-		reqs = append(reqs, ApprovalRequest{Session: session, CallID: c.ID, Tool: c.Name, Args: c.Args, Reason: reason, Status: "pending"})
-		if !slices.Contains(tools, c.Name) {
-			tools = append(tools, c.Name)
+		reqs = append(reqs, ApprovalRequest{Session: session, CallID: c.ID, Tool: name, Args: c.Args, Reason: reason, Status: "pending"})
+		if !slices.Contains(tools, name) {
+			tools = append(tools, name)
 		}
 	}
 	if len(asked) == 0 {
@@ -136,8 +137,8 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 		// The tools of the calls approved, not of the calls excepted.
 		var allowed []string
 		for _, i := range asked {
-			if c := plan.Call(i); !hasKey(v.except, c.ID) && !slices.Contains(allowed, c.Name) {
-				allowed = append(allowed, c.Name)
+			if c, name := plan.Call(i), plan.Tool(i).Spec().Name; !hasKey(v.except, c.ID) && !slices.Contains(allowed, name) {
+				allowed = append(allowed, name)
 			}
 		}
 		grants := loadOrNew(plan.SessionValues(), sessionGrantsKey{}, func() *sessionGrants { return &sessionGrants{} })

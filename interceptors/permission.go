@@ -40,7 +40,9 @@ var (
 
 // Rule says allow, ask or deny for the calls it matches.
 type Rule struct {
-	// Tool is the tool's name; "" or "*" matches every tool.
+	// Tool is the tool's name; "" or "*" matches every tool. It is the name
+	// of the tool that runs, whatever name the call used for it (a
+	// ToolResolver's or an alias's).
 	Tool string
 	// When, if set, must also accept the call's arguments (decoded JSON).
 	When func(args map[string]any) bool
@@ -154,12 +156,14 @@ type ApprovalRequest struct {
 //  1. the tool's own check (toolkit.Spec.CheckPermission): its Deny is final;
 //  2. firm rules, first match decides (the dangerous-file presets);
 //  3. the other rules' first match, if it is a Deny;
-//  4. the tool's own Allow;
-//  5. grants a person added to the session (AlwaysAllow, an accepted
+//  4. the other rules' first match, if it is an Ask, unless a grant a
+//     person added to the session covers the call;
+//  5. the tool's own Allow;
+//  6. grants a person added to the session (AlwaysAllow, an accepted
 //     suggestion): allow;
-//  6. the tool's own Ask;
-//  7. the other rules' first match (Allow or Ask);
-//  8. the mode, for calls nothing above decided.
+//  7. the tool's own Ask;
+//  8. the other rules' first match, an Allow;
+//  9. the mode, for calls nothing above decided.
 //
 // Deny gives the model a "denied" result it can act on; ask suspends the
 // call and sends an approval event, with suggested rules, until code calls
@@ -233,8 +237,14 @@ type permDecision struct {
 }
 
 func (p *Permissions) decide(ctx context.Context, inv *toolkit.Invocation) permDecision {
-	return p.decideFor(ctx, inv.SessionValues(), inv.Call.Name, inv.Call.Args, inv.Spec())
+	return p.decideFor(ctx, inv.SessionValues(), toolName(inv), inv.Call.Args, inv.Spec())
 }
+
+// toolName is the name rules, grants and requests use for a call: the
+// name of the tool that runs, which differs from the called name when a
+// ToolResolver or an Unknown interceptor ran it under another. The model
+// picks the called name; rules are about what runs.
+func toolName(inv *toolkit.Invocation) string { return inv.Spec().Name }
 
 // decideFor is decide from the parts of a call, for the interceptor and for
 // the batch hook (batchapproval.go) alike: one order of checks for both.
@@ -335,7 +345,7 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 	if pd, ok := ctx.Value(priorKey{}).(*priorDecision); ok && pd.session == inv.Session && pd.call == inv.Call.ID {
 		// Decided before this process ran the call (package durable): the
 		// person is not asked again, and the decision ends as theirs would.
-		req := ApprovalRequest{Session: inv.Session, CallID: inv.Call.ID, Tool: inv.Call.Name, Args: inv.Call.Args, Reason: d.reason}
+		req := ApprovalRequest{Session: inv.Session, CallID: inv.Call.ID, Tool: toolName(inv), Args: inv.Call.Args, Reason: d.reason}
 		return p.conclude(ctx, inv, next, req, permVerdict{approve: pd.d.Approve, args: pd.d.Args, reason: pd.d.Reason}, "decided before a restart")
 	}
 	var suggestions []Suggestion
@@ -349,7 +359,7 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, reason string, suggestions []Suggestion) toolkit.Outcome {
 	key := permKey{inv.Session, inv.Call.ID}
 	pd := &permPending{ch: make(chan permVerdict, 1), req: ApprovalRequest{
-		Session: inv.Session, CallID: inv.Call.ID, Tool: inv.Call.Name, Args: inv.Call.Args,
+		Session: inv.Session, CallID: inv.Call.ID, Tool: toolName(inv), Args: inv.Call.Args,
 		Reason: reason, Suggestions: suggestions, Status: "pending", Expires: time.Now().Add(p.wait),
 	}}
 	defer p.hold(key, pd)()
@@ -402,7 +412,7 @@ func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, nex
 		note = permJoin(note, "arguments edited")
 	}
 	if v.always {
-		v.grants = append(v.grants, Grant{Tool: inv.Call.Name})
+		v.grants = append(v.grants, Grant{Tool: toolName(inv)})
 	}
 	if len(v.grants) > 0 {
 		grants := loadOrNew(inv.SessionValues(), sessionGrantsKey{}, func() *sessionGrants { return &sessionGrants{} })
