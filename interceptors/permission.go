@@ -240,12 +240,6 @@ func (p *Permissions) decide(ctx context.Context, inv *toolkit.Invocation) permD
 	return p.decideFor(ctx, inv.SessionValues(), toolName(inv), inv.Call.Args, inv.Spec())
 }
 
-// toolName is the name rules, grants and requests use for a call: the
-// name of the tool that runs, which differs from the called name when a
-// ToolResolver or an Unknown interceptor ran it under another. The model
-// picks the called name; rules are about what runs.
-func toolName(inv *toolkit.Invocation) string { return inv.Spec().Name }
-
 // decideFor is decide from the parts of a call, for the interceptor and for
 // the batch hook (batchapproval.go) alike: one order of checks for both.
 func (p *Permissions) decideFor(ctx context.Context, session *sync.Map, tool string, rawArgs json.RawMessage, spec toolkit.Spec) permDecision {

@@ -3,9 +3,12 @@ package interceptors_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
@@ -82,5 +85,63 @@ func TestPermissionRulesFollowTheToolThatRuns(t *testing.T) {
 		if r.State != toolkit.StateSuccess {
 			t.Errorf("call of %q after always allowing delete_files (asked as rm): %s %q", name, r.State, r.Text())
 		}
+	}
+}
+
+// TestPerToolInterceptorsFollowTheToolThatRuns: the interceptors that
+// count, limit or time a tool (RateLimit, LoopGuard, CallLimits, Timeout)
+// apply to a call under another name that runs it (here a ToolResolver's
+// "rm" for delete_files) as to a call by its own name. They are scoped to
+// the tool by its own name, so they wrapped such a call, and then looked
+// up the called name and let it through.
+func TestPerToolInterceptorsFollowTheToolThatRuns(t *testing.T) {
+	del := toolkit.MustTool(toolkit.Spec{Name: "delete_files"}, func(ctx context.Context, in struct {
+		Path string `json:"path"`
+		Wait bool   `json:"wait,omitempty"`
+	}) (string, error) {
+		if in.Wait {
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		return "deleted " + in.Path, nil
+	})
+	opts := []toolkit.Option{toolkit.WithDefaultTimeout(3 * time.Second), toolkit.WithToolResolver(
+		func(_ context.Context, _ *toolkit.Session, c toolkit.Call) (*toolkit.Tool, error) {
+			if c.Name == "rm" {
+				return del, nil
+			}
+			return nil, nil
+		})}
+	args := json.RawMessage(`{"path":"x"}`)
+	for _, tc := range []struct {
+		name string
+		ic   toolkit.Interceptor
+		args json.RawMessage
+		want func(r toolkit.Result) bool
+	}{
+		{"RateLimit", interceptors.RateLimit(map[string]rate.Limit{"delete_files": rate.Every(time.Hour)}, 1, interceptors.RateLimitNoWait()), args,
+			func(r toolkit.Result) bool { return errors.Is(r.Err, interceptors.ErrRateLimited) }},
+		{"LoopGuard", interceptors.LoopGuard(2, 0), args,
+			func(r toolkit.Result) bool { return errors.Is(r.Err, interceptors.ErrLoop) }},
+		{"CallLimits", interceptors.CallLimits(interceptors.PerToolPerSession("delete_files", 1)), args,
+			func(r toolkit.Result) bool { return errors.Is(r.Err, interceptors.ErrLimit) }},
+		{"Timeout", interceptors.Timeout(0, interceptors.TimeoutFor("delete_files", 20*time.Millisecond)), json.RawMessage(`{"path":"x","wait":true}`),
+			func(r toolkit.Result) bool {
+				return r.State == toolkit.StateTimeout && !strings.Contains(r.Text(), "after 3s")
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tk := icKit(t, opts, tc.ic)
+			tk.Add(del)
+			s, _ := tk.Session("s")
+			first := icRun(t, s, toolkit.Call{ID: "1", Name: "delete_files", Args: tc.args})
+			second := icRun(t, s, toolkit.Call{ID: "2", Name: "rm", Args: tc.args})
+			if !tc.want(second) {
+				t.Errorf("%s: the call of rm (delete_files) after delete_files: %s %q", tc.name, second.State, second.Text())
+			}
+			if tc.name == "Timeout" && !tc.want(first) { // both time out as delete_files does
+				t.Errorf("%s: the call of delete_files: %s %q", tc.name, first.State, first.Text())
+			}
+		})
 	}
 }
