@@ -245,7 +245,8 @@ func dangerReading(l string) (kind int, dotdot bool) {
 
 // DangerousPath reports whether p names a dangerous file (see
 // DangerousFiles) and why, for a tool's own permission check. It reads p
-// the widest way: case-insensitively, with both slashes as separators,
+// the widest way: case-insensitively (as Unicode folds case), without
+// the code points HFS+ ignores in names, with both slashes as separators,
 // before and after resolving "..", with Windows' trailing dots and
 // spaces and stream names (":$DATA") dropped, up to a NUL.
 func DangerousPath(p string) (reason string, ok bool) {
@@ -305,16 +306,37 @@ func isCommandKey(key string) bool {
 }
 
 // dangerLower is p as the check reads it before splitting: up to a NUL,
-// lower case, backslashes as slashes.
+// lower case (as Unicode folds it: U+017F LONG S is an s), without the
+// code points HFS+ ignores in names, backslashes as slashes.
 func dangerLower(p string) string {
 	if i := strings.IndexByte(p, 0); i >= 0 {
 		p = p[:i]
 	}
 	p = strings.ToLower(p) // no copy for a path with no upper case
+	if strings.IndexFunc(p, dangerNonASCII) >= 0 {
+		p = strings.Map(dangerFold, p)
+	}
 	if strings.IndexByte(p, '\\') >= 0 {
 		p = strings.ReplaceAll(p, `\`, "/")
 	}
 	return p
+}
+
+func dangerNonASCII(r rune) bool { return r >= utf8.RuneSelf }
+
+// dangerFold maps a lower-cased rune to the one a case-insensitive or
+// HFS+ disk compares it as, or drops it (-1). The only non-ASCII runes
+// that fold to ASCII letters are the Kelvin sign (lower-cased to k
+// already) and the long s. HFS+ ignores zero-width joiners, direction
+// marks and U+FEFF in names (git's CVE-2014-9390: ".g\u200cit" is ".git").
+func dangerFold(r rune) rune {
+	switch {
+	case r == '\u017f':
+		return 's'
+	case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
+		return -1
+	}
+	return r
 }
 
 // windowsName is the name Windows opens for c: without a stream name
