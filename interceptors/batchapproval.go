@@ -82,7 +82,11 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 		Session: session, CallID: batchID, Tool: strings.Join(tools, ", "), Args: argsJSON,
 		Reason: batchReason(reqs, plan.Len()), Status: "pending", Expires: time.Now().Add(p.wait), Calls: reqs,
 	}}
-	defer p.hold(key, pd)()
+	release, ok := p.hold(key, pd)
+	if !ok {
+		return // a call of the session waits under the batch's id: its calls ask one by one
+	}
+	defer release()
 
 	plan.Suspend()
 	_ = plan.Emit(ApprovalEvent, pd.req)

@@ -356,7 +356,14 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 		Session: inv.Session, CallID: inv.Call.ID, Tool: toolName(inv), Args: inv.Call.Args,
 		Reason: reason, Suggestions: suggestions, Status: "pending", Expires: time.Now().Add(p.wait),
 	}}
-	defer p.hold(key, pd)()
+	release, ok := p.hold(key, pd)
+	if !ok {
+		// Approve and Reject name a call by session and id: a second
+		// request under the same key would take the first one's place.
+		return toolkit.Failure(toolkit.StateError, fmt.Errorf("%w: call id %q is in use by another call of this session that waits for approval; "+
+			"every call needs its own id. This call did not run: make it again with a new id", toolkit.ErrInvalidCall, inv.Call.ID))
+	}
+	defer release()
 
 	wait, resume := inv.Suspend("approval")
 	_ = inv.Emit(ApprovalEvent, pd.req)
@@ -477,12 +484,18 @@ func WithPriorDecision(ctx context.Context, session, callID string, d PriorDecis
 	return context.WithValue(ctx, priorKey{}, &priorDecision{session: session, call: callID, d: d})
 }
 
-// hold lists a request as pending until the returned function is called.
-func (p *Permissions) hold(key permKey, pd *permPending) (release func()) {
+// hold lists a request as pending until the returned function is called,
+// unless another request waits under the same key (ok false): a call of
+// the same id in a batch running beside this one (the model chose the
+// ids), which Approve could not tell from this one.
+func (p *Permissions) hold(key permKey, pd *permPending) (release func(), ok bool) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, taken := p.pending[key]; taken {
+		return nil, false
+	}
 	p.pending[key] = pd
-	p.mu.Unlock()
-	return func() { p.withdraw(key, pd) }
+	return func() { p.withdraw(key, pd) }, true
 }
 
 // withdraw takes pd off the pending list and reports whether it did. It
