@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
 	"github.com/toolstream/toolstream/interceptors"
@@ -143,5 +144,47 @@ func TestPerToolInterceptorsFollowTheToolThatRuns(t *testing.T) {
 				t.Errorf("%s: the call of delete_files: %s %q", tc.name, first.State, first.Text())
 			}
 		})
+	}
+}
+
+// TestAuditNamesTheToolThatRan: the audit line of a call that ran a tool
+// under another name (a ToolResolver's "rm" for delete_files, an Unknown
+// alias "del") says which tool ran (ran_tool), not only the called name.
+func TestAuditNamesTheToolThatRan(t *testing.T) {
+	del := toolkit.MustTool(toolkit.Spec{Name: "delete_files"}, func(ctx context.Context, in struct {
+		Path string `json:"path"`
+	}) (string, error) {
+		return "deleted " + in.Path, nil
+	})
+	alias := toolkit.Interceptor{Name: "aliases", Unknown: true,
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+			if inv.Unknown() && inv.Call.Name == "del" {
+				inv.Tool = del
+			}
+			return next(ctx, inv)
+		}}
+	buf := &auditBuf{}
+	tk := icKit(t, []toolkit.Option{toolkit.WithToolResolver(func(_ context.Context, _ *toolkit.Session, c toolkit.Call) (*toolkit.Tool, error) {
+		if c.Name == "rm" {
+			return del, nil
+		}
+		return nil, nil
+	})}, interceptors.Audit(zerolog.New(buf)), alias)
+	tk.Add(del)
+	s, _ := tk.Session("s")
+	for i, name := range []string{"delete_files", "rm", "del"} {
+		if r := icRun(t, s, toolkit.Call{ID: string(rune('a' + i)), Name: name, Args: json.RawMessage(`{"path":"x"}`)}); r.State != toolkit.StateSuccess {
+			t.Fatalf("%s: %s %q", name, r.State, r.Text())
+		}
+	}
+	lines := buf.lines(t)
+	if len(lines) != 3 {
+		t.Fatalf("%d audit lines", len(lines))
+	}
+	for i, want := range []string{"", "delete_files", "delete_files"} {
+		got, _ := lines[i]["ran_tool"].(string)
+		if got != want {
+			t.Errorf("audit line %v: ran_tool %q, want %q", lines[i], got, want)
+		}
 	}
 }
