@@ -44,7 +44,8 @@ func FuzzGrantUnder(f *testing.F) {
 func FuzzDangerCannot(f *testing.F) {
 	for _, s := range []string{`{"path":".env"}`, `{"path":"\u002eenv"}`, `{"path":".\u0065nv"}`, `{"path":"server.\u212aey"}`,
 		`{"path":"server.` + "\u212a" + `ey"}`, `{"path":"A/.GIT/x"}`, `{"command":"cat ~/.ssh/id_rsa"}`, `{"path":"notes/a.md"}`,
-		`{"x":["\\.bashrc"]}`, `{"p":"c:\\users\\me\\.aws\\config"}`} {
+		`{"x":["\\.bashrc"]}`, `{"p":"c:\\users\\me\\.aws\\config"}`, `{"command":"cat .e''nv"}`, `{"cmd":"cat .e\"\"nv"}`,
+		`{"script":"cat .e\\nv"}`} {
 		f.Add(s)
 	}
 	rule := DangerousFiles()[0]

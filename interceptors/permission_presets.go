@@ -108,7 +108,8 @@ func init() {
 //
 // Every string argument is checked (see [DangerousPath]) when it is named
 // or looks like a path, or is a single word; the words of command
-// arguments (command, cmd, script) are checked one by one. This is a
+// arguments (command, cmd, script) are checked one by one, also with their
+// quotes and backslashes removed, as a shell reads them. This is a
 // tripwire, not a sandbox: a shell command can spell a file in ways no
 // pattern sees, and symbolic links are not followed.
 func DangerousFiles() []Rule {
@@ -165,6 +166,15 @@ func dangerCannot(raw json.RawMessage) bool {
 	for i := 0; i+1 < len(l); i++ {
 		for _, t := range dangerByByte[l[i]][l[i+1]] {
 			if bytes.HasPrefix(l[i:], []byte(t)) {
+				return false
+			}
+		}
+	}
+	// A command's words are read with their quotes removed too, which
+	// can join pieces into a token: those arguments are decoded.
+	if bytes.ContainsAny(l, `'\`) {
+		for _, k := range commandKeys {
+			if bytes.Contains(l, []byte(k)) {
 				return false
 			}
 		}
@@ -292,8 +302,29 @@ func dangerCandidates(key, s string, f func(string) bool) bool {
 				return true
 			}
 		}
+		// The words as the shell reads them too: quotes and backslashes
+		// removed (.e''nv, .s"s"h and .e\nv are .env and .ssh to sh).
+		if strings.ContainsAny(s, shellQuotes) {
+			for w := range strings.FieldsFuncSeq(s, func(r rune) bool {
+				return unicode.IsSpace(r) || strings.ContainsRune(";|&<>()`=,$", r)
+			}) {
+				if strings.ContainsAny(w, shellQuotes) && f(strings.Map(dropShellQuote, w)) {
+					return true
+				}
+			}
+		}
 	}
 	return false
+}
+
+// shellQuotes are the characters a shell removes from a word.
+const shellQuotes = `'"\`
+
+func dropShellQuote(r rune) rune {
+	if strings.ContainsRune(shellQuotes, r) {
+		return -1
+	}
+	return r
 }
 
 func isCommandKey(key string) bool {
