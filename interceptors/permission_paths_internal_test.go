@@ -5,6 +5,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/toolstream/toolstream/toolkit"
 )
 
 // FuzzGrantUnder: whatever path a call carries, a grant for paths under
@@ -56,6 +58,47 @@ func FuzzDangerCannot(f *testing.F) {
 		}
 		if dangerCannot(json.RawMessage(raw)) && rule.When(m) {
 			t.Fatalf("%s: skipped, but the rule matches it", raw)
+		}
+	})
+}
+
+// FuzzSuggestedPathGrant: whatever paths a call carries, a path rule the
+// default suggestions offer for it covers that call (accepting it must
+// not leave the person asked again about the very call), and covers it
+// because every path argument, read either way (a backslash as a
+// separator or a character), is inside the rule's folder, which is
+// neither the working folder, the root nor above the working one.
+func FuzzSuggestedPathGrant(f *testing.F) {
+	for _, s := range [][2]string{{"notes/a", "notes/b"}, {"./notes/x/y", "notes/x/z"}, {"/srv/a/b", "/srv/a/c/d"}, {"a/b", "../c"},
+		{"notes/../etc/x", "etc/y"}, {"~/n/a", "~/n/b"}, {"/a", "/b"}, {"x//y/", "x/./y/z"}, {"..", "../a/b"}, {"n\\a", "n/b"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, p1, p2 string) {
+		args, err := json.Marshal(map[string]any{"path": p1, "dst": p2, "note": "x"})
+		if err != nil {
+			return
+		}
+		for _, s := range DefaultSuggestions(toolkit.Spec{Name: "write"}, args) {
+			g := s.Grant
+			if g.Under == "" {
+				continue
+			}
+			if g.Under == "." || g.Under == "/" || g.Under == ".." || strings.HasPrefix(g.Under, "../") && strings.Trim(g.Under, "./") == "" {
+				t.Fatalf("%q, %q: a rule for %q", p1, p2, g.Under)
+			}
+			gs := &sessionGrants{}
+			gs.add(g)
+			if _, ok := gs.covering("write", args); !ok {
+				t.Fatalf("%q, %q: the rule for %q offered for the call does not cover it", p1, p2, g.Under)
+			}
+			for _, p := range []string{p1, p2} {
+				for _, reading := range []string{p, strings.ReplaceAll(p, `\`, "/")} {
+					c := path.Clean(reading)
+					if c != g.Under && !strings.HasPrefix(c, g.Under+"/") && !(g.Under == "/" && strings.HasPrefix(c, "/")) {
+						t.Fatalf("%q, %q: covered by a rule for %q, but %q reads as %q", p1, p2, g.Under, p, c)
+					}
+				}
+			}
 		}
 	})
 }
