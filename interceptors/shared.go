@@ -48,4 +48,9 @@ func decodeJSON(raw []byte) (any, error) {
 // (Invocation.Call.Name, the model's choice) when a ToolResolver or an
 // Unknown interceptor ran the call as a tool of another name, and toolkit
 // scopes interceptors (Tools) by it too.
-func toolName(inv *toolkit.Invocation) string { return inv.Spec().Name }
+func toolName(inv *toolkit.Invocation) string {
+	if inv.Tool == nil { // an outer interceptor cleared it: the call will fail
+		return inv.Call.Name
+	}
+	return inv.Spec().Name
+}
