@@ -267,11 +267,15 @@ func DangerousPath(p string) (reason string, ok bool) {
 }
 
 // anyString calls f on every string in v, with the nearest key above it,
-// until f returns true.
+// and on every object key that names a file (keyIsPath), until f returns
+// true.
 func anyString(v any, key string, f func(key, s string) bool) bool {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, x := range v {
+			if keyIsPath(k) && f("path", k) { // a path, whatever the key above it
+				return true
+			}
 			if anyString(x, k, f) {
 				return true
 			}
