@@ -102,3 +102,27 @@ func FuzzSuggestedPathGrant(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDangerousPathSpellings: a path that names a dangerous file still
+// does spelled another way that opens the same file somewhere: upper
+// case, backslashes, a "./" or "x/../" in front, a trailing dot or space
+// (Windows), a NUL and more after it (C).
+func FuzzDangerousPathSpellings(f *testing.F) {
+	for _, s := range []string{".env", "~/.ssh/id_rsa", "a/.git/config", "/home/u/.config/fish/config.fish", "keys/x.pem", ".aws", "id_rsa.pub"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if _, ok := DangerousPath(p); !ok {
+			return
+		}
+		variants := []string{strings.ToUpper(p), strings.ReplaceAll(p, "/", `\`), "./" + p, "x/../" + p, p + "\x00.txt"}
+		if !strings.HasSuffix(p, "/") && !strings.HasSuffix(p, `\`) && !strings.HasSuffix(p, ":") {
+			variants = append(variants, p+".", p+" ")
+		}
+		for _, v := range variants {
+			if _, ok := DangerousPath(v); !ok {
+				t.Fatalf("DangerousPath(%q) but not %q", p, v)
+			}
+		}
+	})
+}
