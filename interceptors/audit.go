@@ -48,8 +48,9 @@ func AuditResults() AuditOption { return func(c *auditConfig) { c.results = true
 // call to log once it is over, at info level (warn for failures), with the
 // message "tool call" and the fields tool, session, call, run, state,
 // duration_ms, attempts (how many times the tool itself ran) and, for
-// failures, error. [AuditArgs] and [AuditResults] add the arguments and
-// the result.
+// failures, error; ran_tool names the tool that ran when a ToolResolver or
+// an alias ran the call under another name. [AuditArgs] and [AuditResults]
+// add the arguments and the result.
 //
 // Add it first to record what the model finally gets. It also records calls
 // of tools nobody registered (it sets Interceptor.Unknown); it does not see
@@ -104,6 +105,10 @@ func (cfg *auditConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 	}
 	if inv.Unknown() {
 		e = e.Bool("unknown_tool", true)
+	} else if ran := toolName(inv); ran != inv.Call.Name {
+		// A ToolResolver or an alias ran the call as another tool: the
+		// called name alone would hide what ran.
+		e = e.Str("ran_tool", ran)
 	}
 	if cfg.args {
 		var buf bytes.Buffer

@@ -22,7 +22,8 @@ const BatchApprovalName = "batch-approval"
 // for one decision on all of them. The request is an ordinary approval:
 // the same "approval" event type and [ApprovalRequest] (session-level, its
 // CallID the batch's id, Calls the calls asked about, Args an object of
-// their arguments by call id), listed by Pending, answered with Approve or
+// their arguments by call id, prepared as the interceptor and the handler
+// see them), listed by Pending, answered with Approve or
 // Reject given the batch id, within the approval timeout.
 //
 //   - Approved: the calls run without being asked again
@@ -53,15 +54,23 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 			continue // unknown tools and decided calls have nothing to approve
 		}
 		c := plan.Call(i)
-		d := p.decideFor(ctx, plan.SessionValues(), c.Name, c.Args, t.Spec())
+		name := t.Spec().Name // the tool that runs, as the interceptor names it
+		// The arguments as the interceptor, the tool's own check and the
+		// handler see them: unwrapped, presets and defaults in. Arguments
+		// that do not prepare fail when the call starts: nothing to ask.
+		args, err := t.PrepareArgs(c.Args)
+		if err != nil {
+			continue
+		}
+		d := p.decideFor(ctx, plan.SessionValues(), name, args, t.Spec())
 		if d.decision != Ask {
 			continue
 		}
 		reason := d.reason
 		asked = append(asked, i)
-		reqs = append(reqs, ApprovalRequest{Session: session, CallID: c.ID, Tool: c.Name, Args: c.Args, Reason: reason, Status: "pending"})
-		if !slices.Contains(tools, c.Name) {
-			tools = append(tools, c.Name)
+		reqs = append(reqs, ApprovalRequest{Session: session, CallID: c.ID, Tool: name, Args: args, Reason: reason, Status: "pending"})
+		if !slices.Contains(tools, name) {
+			tools = append(tools, name)
 		}
 	}
 	if len(asked) == 0 {
@@ -81,7 +90,11 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 		Session: session, CallID: batchID, Tool: strings.Join(tools, ", "), Args: argsJSON,
 		Reason: batchReason(reqs, plan.Len()), Status: "pending", Expires: time.Now().Add(p.wait), Calls: reqs,
 	}}
-	defer p.hold(key, pd)()
+	release, ok := p.hold(key, pd)
+	if !ok {
+		return // a call of the session waits under the batch's id: its calls ask one by one
+	}
+	defer release()
 
 	plan.Suspend()
 	_ = plan.Emit(ApprovalEvent, pd.req)
@@ -130,14 +143,14 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 	}
 	var notes []string
 	if v.args != nil {
-		notes = append(notes, applyBatchEdits(plan, asked, v.args)...)
+		notes = append(notes, applyBatchEdits(plan, asked, reqs, v.args)...)
 	}
 	if v.always {
 		// The tools of the calls approved, not of the calls excepted.
 		var allowed []string
 		for _, i := range asked {
-			if c := plan.Call(i); !hasKey(v.except, c.ID) && !slices.Contains(allowed, c.Name) {
-				allowed = append(allowed, c.Name)
+			if c, name := plan.Call(i), plan.Tool(i).Spec().Name; !hasKey(v.except, c.ID) && !slices.Contains(allowed, name) {
+				allowed = append(allowed, name)
 			}
 		}
 		grants := loadOrNew(plan.SessionValues(), sessionGrantsKey{}, func() *sessionGrants { return &sessionGrants{} })
@@ -179,18 +192,19 @@ func batchReason(reqs []ApprovalRequest, n int) string {
 }
 
 // applyBatchEdits applies edited arguments, an object of call id to new
-// arguments (the request's Args, edited), to the calls asked about; it
-// returns notes on what it did and what it could not use.
-func applyBatchEdits(plan *toolkit.BatchPlan, asked []int, raw json.RawMessage) []string {
+// arguments (the request's Args, edited), to the calls asked about (reqs,
+// in the same order: what the request showed of each); it returns notes
+// on what it did and what it could not use.
+func applyBatchEdits(plan *toolkit.BatchPlan, asked []int, reqs []ApprovalRequest, raw json.RawMessage) []string {
 	var edits map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &edits); err != nil {
 		return []string{fmt.Sprintf("edited arguments not applied: not an object of arguments by call id: %v", err)}
 	}
 	var notes []string
-	for _, i := range asked {
+	for n, i := range asked {
 		c := plan.Call(i)
 		a, ok := edits[c.ID]
-		if !ok || string(a) == string(c.Args) {
+		if !ok || string(a) == string(reqs[n].Args) || string(a) == string(c.Args) {
 			continue
 		}
 		plan.Rewrite(i, "", a) // checked against the tool's schema when the call starts

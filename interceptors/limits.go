@@ -191,7 +191,7 @@ func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 		inv.CallValues().CompareAndDelete(key, other)
 	}
 	for _, r := range cfg.rules {
-		if r.tool != "" && r.tool != inv.Call.Name {
+		if r.tool != "" && r.tool != toolName(inv) {
 			continue
 		}
 		vals := inv.BatchValues()

@@ -103,7 +103,7 @@ func (cfg *loopConfig) intercept(ctx context.Context, inv *toolkit.Invocation, n
 	st := loadOrNew(inv.SessionValues(), loopStateKey{cfg}, func() *loopState {
 		return &loopState{calls: map[loopKey]*loopEntry{}}
 	})
-	key := loopHash(inv.Call.Name, inv.Call.Args)
+	key := loopHash(toolName(inv), inv.Call.Args)
 	now := cfg.now().UnixNano()
 
 	st.mu.Lock()

@@ -40,7 +40,9 @@ var (
 
 // Rule says allow, ask or deny for the calls it matches.
 type Rule struct {
-	// Tool is the tool's name; "" or "*" matches every tool.
+	// Tool is the tool's name; "" or "*" matches every tool. It is the name
+	// of the tool that runs, whatever name the call used for it (a
+	// ToolResolver's or an alias's).
 	Tool string
 	// When, if set, must also accept the call's arguments (decoded JSON).
 	When func(args map[string]any) bool
@@ -154,12 +156,14 @@ type ApprovalRequest struct {
 //  1. the tool's own check (toolkit.Spec.CheckPermission): its Deny is final;
 //  2. firm rules, first match decides (the dangerous-file presets);
 //  3. the other rules' first match, if it is a Deny;
-//  4. the tool's own Allow;
-//  5. grants a person added to the session (AlwaysAllow, an accepted
+//  4. the other rules' first match, if it is an Ask, unless a grant a
+//     person added to the session covers the call;
+//  5. the tool's own Allow;
+//  6. grants a person added to the session (AlwaysAllow, an accepted
 //     suggestion): allow;
-//  6. the tool's own Ask;
-//  7. the other rules' first match (Allow or Ask);
-//  8. the mode, for calls nothing above decided.
+//  7. the tool's own Ask;
+//  8. the other rules' first match, an Allow;
+//  9. the mode, for calls nothing above decided.
 //
 // Deny gives the model a "denied" result it can act on; ask suspends the
 // call and sends an approval event, with suggested rules, until code calls
@@ -233,7 +237,7 @@ type permDecision struct {
 }
 
 func (p *Permissions) decide(ctx context.Context, inv *toolkit.Invocation) permDecision {
-	return p.decideFor(ctx, inv.SessionValues(), inv.Call.Name, inv.Call.Args, inv.Spec())
+	return p.decideFor(ctx, inv.SessionValues(), toolName(inv), inv.Call.Args, inv.Spec())
 }
 
 // decideFor is decide from the parts of a call, for the interceptor and for
@@ -335,7 +339,7 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 	if pd, ok := ctx.Value(priorKey{}).(*priorDecision); ok && pd.session == inv.Session && pd.call == inv.Call.ID {
 		// Decided before this process ran the call (package durable): the
 		// person is not asked again, and the decision ends as theirs would.
-		req := ApprovalRequest{Session: inv.Session, CallID: inv.Call.ID, Tool: inv.Call.Name, Args: inv.Call.Args, Reason: d.reason}
+		req := ApprovalRequest{Session: inv.Session, CallID: inv.Call.ID, Tool: toolName(inv), Args: inv.Call.Args, Reason: d.reason}
 		return p.conclude(ctx, inv, next, req, permVerdict{approve: pd.d.Approve, args: pd.d.Args, reason: pd.d.Reason}, "decided before a restart")
 	}
 	var suggestions []Suggestion
@@ -349,10 +353,17 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, reason string, suggestions []Suggestion) toolkit.Outcome {
 	key := permKey{inv.Session, inv.Call.ID}
 	pd := &permPending{ch: make(chan permVerdict, 1), req: ApprovalRequest{
-		Session: inv.Session, CallID: inv.Call.ID, Tool: inv.Call.Name, Args: inv.Call.Args,
+		Session: inv.Session, CallID: inv.Call.ID, Tool: toolName(inv), Args: inv.Call.Args,
 		Reason: reason, Suggestions: suggestions, Status: "pending", Expires: time.Now().Add(p.wait),
 	}}
-	defer p.hold(key, pd)()
+	release, ok := p.hold(key, pd)
+	if !ok {
+		// Approve and Reject name a call by session and id: a second
+		// request under the same key would take the first one's place.
+		return toolkit.Failure(toolkit.StateError, fmt.Errorf("%w: call id %q is in use by another call of this session that waits for approval; "+
+			"every call needs its own id. This call did not run: make it again with a new id", toolkit.ErrInvalidCall, inv.Call.ID))
+	}
+	defer release()
 
 	wait, resume := inv.Suspend("approval")
 	_ = inv.Emit(ApprovalEvent, pd.req)
@@ -402,7 +413,7 @@ func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, nex
 		note = permJoin(note, "arguments edited")
 	}
 	if v.always {
-		v.grants = append(v.grants, Grant{Tool: inv.Call.Name})
+		v.grants = append(v.grants, Grant{Tool: toolName(inv)})
 	}
 	if len(v.grants) > 0 {
 		grants := loadOrNew(inv.SessionValues(), sessionGrantsKey{}, func() *sessionGrants { return &sessionGrants{} })
@@ -473,12 +484,18 @@ func WithPriorDecision(ctx context.Context, session, callID string, d PriorDecis
 	return context.WithValue(ctx, priorKey{}, &priorDecision{session: session, call: callID, d: d})
 }
 
-// hold lists a request as pending until the returned function is called.
-func (p *Permissions) hold(key permKey, pd *permPending) (release func()) {
+// hold lists a request as pending until the returned function is called,
+// unless another request waits under the same key (ok false): a call of
+// the same id in a batch running beside this one (the model chose the
+// ids), which Approve could not tell from this one.
+func (p *Permissions) hold(key permKey, pd *permPending) (release func(), ok bool) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, taken := p.pending[key]; taken {
+		return nil, false
+	}
 	p.pending[key] = pd
-	p.mu.Unlock()
-	return func() { p.withdraw(key, pd) }
+	return func() { p.withdraw(key, pd) }, true
 }
 
 // withdraw takes pd off the pending list and reports whether it did. It

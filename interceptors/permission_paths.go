@@ -56,10 +56,17 @@ func looksLikePath(s string) bool {
 
 func isASCIILetter(b byte) bool { return b|0x20 >= 'a' && b|0x20 <= 'z' }
 
+// keyIsPath is true for an object key that names a file rather than a
+// property: one with a slash, a backslash or a dot in it, or that looks
+// like a path (a map of path to content, {"files": {"notes/a.md": "..."}}).
+// Property names have none of these.
+func keyIsPath(k string) bool { return strings.ContainsAny(k, `/\.`) || looksLikePath(k) }
+
 // pathArgs walks decoded JSON arguments and returns every string that is a
 // path: by its key (path, file, dir, src, ...; arrays inherit the key of
-// their field) or by its look. Nested objects and arrays are walked too, so
-// a path cannot hide one level down.
+// their field) or by its look, and every object key that is one
+// (keyIsPath). Nested objects and arrays are walked too, so a path cannot
+// hide one level down.
 func pathArgs(args any) []pathArg {
 	var out []pathArg
 	var walk func(key string, v any)
@@ -67,6 +74,9 @@ func pathArgs(args any) []pathArg {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
+				if keyIsPath(k) {
+					out = append(out, pathArg{key: strings.ToLower(key), value: k})
+				}
 				walk(k, x)
 			}
 		case []any:

@@ -108,7 +108,8 @@ func init() {
 //
 // Every string argument is checked (see [DangerousPath]) when it is named
 // or looks like a path, or is a single word; the words of command
-// arguments (command, cmd, script) are checked one by one. This is a
+// arguments (command, cmd, script) are checked one by one, also with their
+// quotes and backslashes removed, as a shell reads them. This is a
 // tripwire, not a sandbox: a shell command can spell a file in ways no
 // pattern sees, and symbolic links are not followed.
 func DangerousFiles() []Rule {
@@ -165,6 +166,15 @@ func dangerCannot(raw json.RawMessage) bool {
 	for i := 0; i+1 < len(l); i++ {
 		for _, t := range dangerByByte[l[i]][l[i+1]] {
 			if bytes.HasPrefix(l[i:], []byte(t)) {
+				return false
+			}
+		}
+	}
+	// A command's words are read with their quotes removed too, which
+	// can join pieces into a token: those arguments are decoded.
+	if bytes.ContainsAny(l, `'\`) {
+		for _, k := range commandKeys {
+			if bytes.Contains(l, []byte(k)) {
 				return false
 			}
 		}
@@ -245,7 +255,8 @@ func dangerReading(l string) (kind int, dotdot bool) {
 
 // DangerousPath reports whether p names a dangerous file (see
 // DangerousFiles) and why, for a tool's own permission check. It reads p
-// the widest way: case-insensitively, with both slashes as separators,
+// the widest way: case-insensitively (as Unicode folds case), without
+// the code points HFS+ ignores in names, with both slashes as separators,
 // before and after resolving "..", with Windows' trailing dots and
 // spaces and stream names (":$DATA") dropped, up to a NUL.
 func DangerousPath(p string) (reason string, ok bool) {
@@ -256,11 +267,15 @@ func DangerousPath(p string) (reason string, ok bool) {
 }
 
 // anyString calls f on every string in v, with the nearest key above it,
-// until f returns true.
+// and on every object key that names a file (keyIsPath), until f returns
+// true.
 func anyString(v any, key string, f func(key, s string) bool) bool {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, x := range v {
+			if keyIsPath(k) && f("path", k) { // a path, whatever the key above it
+				return true
+			}
 			if anyString(x, k, f) {
 				return true
 			}
@@ -291,8 +306,29 @@ func dangerCandidates(key, s string, f func(string) bool) bool {
 				return true
 			}
 		}
+		// The words as the shell reads them too: quotes and backslashes
+		// removed (.e''nv, .s"s"h and .e\nv are .env and .ssh to sh).
+		if strings.ContainsAny(s, shellQuotes) {
+			for w := range strings.FieldsFuncSeq(s, func(r rune) bool {
+				return unicode.IsSpace(r) || strings.ContainsRune(";|&<>()`=,$", r)
+			}) {
+				if strings.ContainsAny(w, shellQuotes) && f(strings.Map(dropShellQuote, w)) {
+					return true
+				}
+			}
+		}
 	}
 	return false
+}
+
+// shellQuotes are the characters a shell removes from a word.
+const shellQuotes = `'"\`
+
+func dropShellQuote(r rune) rune {
+	if strings.ContainsRune(shellQuotes, r) {
+		return -1
+	}
+	return r
 }
 
 func isCommandKey(key string) bool {
@@ -305,16 +341,37 @@ func isCommandKey(key string) bool {
 }
 
 // dangerLower is p as the check reads it before splitting: up to a NUL,
-// lower case, backslashes as slashes.
+// lower case (as Unicode folds it: U+017F LONG S is an s), without the
+// code points HFS+ ignores in names, backslashes as slashes.
 func dangerLower(p string) string {
 	if i := strings.IndexByte(p, 0); i >= 0 {
 		p = p[:i]
 	}
 	p = strings.ToLower(p) // no copy for a path with no upper case
+	if strings.IndexFunc(p, dangerNonASCII) >= 0 {
+		p = strings.Map(dangerFold, p)
+	}
 	if strings.IndexByte(p, '\\') >= 0 {
 		p = strings.ReplaceAll(p, `\`, "/")
 	}
 	return p
+}
+
+func dangerNonASCII(r rune) bool { return r >= utf8.RuneSelf }
+
+// dangerFold maps a lower-cased rune to the one a case-insensitive or
+// HFS+ disk compares it as, or drops it (-1). The only non-ASCII runes
+// that fold to ASCII letters are the Kelvin sign (lower-cased to k
+// already) and the long s. HFS+ ignores zero-width joiners, direction
+// marks and U+FEFF in names (git's CVE-2014-9390: ".g\u200cit" is ".git").
+func dangerFold(r rune) rune {
+	switch {
+	case r == '\u017f':
+		return 's'
+	case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
+		return -1
+	}
+	return r
 }
 
 // windowsName is the name Windows opens for c: without a stream name

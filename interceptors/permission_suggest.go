@@ -31,8 +31,10 @@ type Grant struct {
 	// boundaries ("./notes/../etc" and "./notes-evil" are not inside
 	// "./notes"). Paths with a backslash or a NUL never match. Path
 	// arguments are strings named like paths (path, file, dir, src, ...) or
-	// looking like one (/, ./, ../, ~), at any depth. Symbolic links are
-	// not followed: the grant is about the arguments' text.
+	// looking like one (/, ./, ../, ~), at any depth, and object keys with
+	// a slash, backslash or dot in them (a map of path to content).
+	// Symbolic links are not followed: the grant is about the arguments'
+	// text.
 	Under string `json:"under,omitempty"`
 	// Args, if set, are the exact arguments (as JSON; key order and spacing
 	// do not matter, numbers must be written the same).

@@ -81,7 +81,7 @@ func (cfg *rateConfig) limiter(tool string) *rate.Limiter {
 }
 
 func (cfg *rateConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
-	name := inv.Call.Name
+	name := toolName(inv)
 	lim := cfg.limiter(name)
 	if lim == nil {
 		return next(ctx, inv)

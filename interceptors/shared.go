@@ -42,3 +42,15 @@ func decodeJSON(raw []byte) (any, error) {
 	}
 	return v, nil
 }
+
+// toolName is the name by which per-tool options, rules and counters know
+// a call: the name of the tool that runs. It differs from the called name
+// (Invocation.Call.Name, the model's choice) when a ToolResolver or an
+// Unknown interceptor ran the call as a tool of another name, and toolkit
+// scopes interceptors (Tools) by it too.
+func toolName(inv *toolkit.Invocation) string {
+	if inv.Tool == nil { // an outer interceptor cleared it: the call will fail
+		return inv.Call.Name
+	}
+	return inv.Spec().Name
+}

@@ -68,7 +68,7 @@ func Timeout(d time.Duration, opts ...TimeoutOption) toolkit.Interceptor {
 }
 
 func (cfg *timeoutConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
-	d, ok := cfg.perTool[inv.Call.Name]
+	d, ok := cfg.perTool[toolName(inv)]
 	if !ok {
 		d = cfg.def
 	}
