@@ -80,7 +80,15 @@ type libraryState struct {
 	sorted   []*Skill
 	byName   map[string]*Skill
 	problems []Problem
+	// byDir holds every skill the scan read or kept, listed or not, by
+	// dirKey: what the next scan keeps when a SKILL.md turns broken.
+	byDir map[string]*Skill
+	// kept are skills whose SKILL.md could not be used at this scan, kept
+	// as last read, with what is wrong with the file now.
+	kept map[*Skill]error
 }
+
+func dirKey(repo, dir string) string { return repo + "\x00" + dir }
 
 // NewLibrary loads every skill of the repositories. Every folder, at any
 // depth, that holds a file named SKILL.md is a skill; folders are visited in
@@ -101,7 +109,15 @@ type libraryState struct {
 // archives) or that nobody hostile can write to.
 //
 // A skill whose SKILL.md is broken is left out and reported by
-// [Library.Problems]; the others still load. When two skills of one
+// [Library.Problems]; the others still load. A skill already in the library
+// whose SKILL.md turns unreadable or invalid at a later scan (an editor
+// that truncates the file and writes it again, a half-copied file) is
+// kept as last read, still listed, while [Library.Problems] reports the
+// file and [Library.Refresh] (every load) says what is wrong with it; the
+// first scan that reads a valid file again (any load that notices the
+// change, or Reload) replaces it. A SKILL.md or skill folder removed, or a
+// SKILL.md that is no longer a regular file in the skill folder (a link
+// out of it, a named pipe), removes the skill. When two skills of one
 // repository share a name the first one wins and the second is a Problem.
 // An error is returned only when a repository cannot be walked at all, or
 // when the repositories are misconfigured (nil FS, empty or repeated name).
@@ -131,9 +147,10 @@ func NewLibrary(repos ...Repository) (*Library, error) {
 func (l *Library) Reload() error {
 	l.reloading.Lock()
 	defer l.reloading.Unlock()
-	st := &libraryState{byName: map[string]*Skill{}}
+	prev := l.state.Load()
+	st := &libraryState{byName: map[string]*Skill{}, byDir: map[string]*Skill{}, kept: map[*Skill]error{}}
 	for _, r := range l.repos {
-		found, problems, err := scanRepository(r, l.byRepo[r.Name])
+		found, problems, err := scanRepository(r, l.byRepo[r.Name], prev, st)
 		if err != nil {
 			return fmt.Errorf("skills: repository %q: %w", r.Name, err)
 		}
@@ -204,7 +221,12 @@ var scanHook func(dir string)
 
 // scanRepository finds the skills of r in walk order. Only a failure to read
 // the repository's root is an error; anything else is a Problem.
-func scanRepository(r Repository, src *source) ([]*Skill, []Problem, error) {
+//
+// A SKILL.md that cannot be used but is there, in a folder that held a
+// skill at the previous scan (prev), keeps that skill as it was read, in
+// st.kept with the reason, besides the Problem. Every skill found or kept
+// goes in st.byDir.
+func scanRepository(r Repository, src *source, prev, st *libraryState) ([]*Skill, []Problem, error) {
 	var (
 		found    []*Skill
 		problems []Problem
@@ -232,9 +254,20 @@ func scanRepository(r Repository, src *source) ([]*Skill, []Problem, error) {
 				s, err := loadSkill(r.Name, src, dir)
 				if err != nil {
 					problems = append(problems, Problem{r.Name, path.Join(dir, skillFileName), err})
-				} else {
-					found = append(found, s)
+					// Removed since the listing, or no longer a regular
+					// file inside the folder (a link out, a pipe): gone.
+					// Otherwise (being written, say) keep the last good
+					// version, if any.
+					if prev == nil || errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrBadPath) {
+						return nil
+					}
+					if s = prev.byDir[dirKey(r.Name, dir)]; s == nil {
+						return nil
+					}
+					st.kept[s] = err
 				}
+				st.byDir[dirKey(r.Name, dir)] = s
+				found = append(found, s)
 				return nil // a skill's subfolders are its resources
 			}
 		}
