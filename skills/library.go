@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -27,20 +28,38 @@ type Repository struct {
 }
 
 // Dir returns a repository over a folder on disk, the safe form for skills
-// on disk. The folder is opened with os.OpenRoot and stays open for the
-// life of the process. Every read of a skill's file opens that skill's own
+// on disk.
+//
+// The folder is named by its absolute path (path made absolute now) and
+// opened with os.OpenRoot at every scan and every read, not held open: a
+// new folder renamed into place at that path, or a symbolic link at that
+// path switched to another folder (a deploy's atomic swap), is what the
+// next [Library.Reload] reads, and the next load that notices a changed
+// SKILL.md (see [Library.Refresh]) too. The path itself is trusted:
+// symbolic links in it are followed, as the operating system resolves
+// them at each open. Dir fails when the folder cannot be opened now; a
+// scan that cannot open it later fails (Reload keeps the previous state),
+// and so does a read.
+//
+// Inside the folder, every read of a skill's file opens that skill's own
 // folder as an os.Root and the file inside it, so the operating system
 // refuses any way out of the skill folder: "..", a symbolic link that
 // leaves it, or a file or folder swapped for such a link while reads run.
 // Symbolic links that stay inside the skill folder are followed. Files and
 // folders are opened without waiting, so a named pipe swapped in is
-// refused rather than waited on.
+// refused rather than waited on. The FS of the Repository opens the
+// folder the same way for each call.
 func Dir(name, path string) (Repository, error) {
-	root, err := os.OpenRoot(path)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Repository{}, fmt.Errorf("skills: repository %q: %w", name, err)
+	}
+	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return Repository{}, fmt.Errorf("skills: opening repository %q: %w", name, err)
 	}
-	return Repository{Name: name, FS: &diskFS{waitFreeFS{root.FS().(rootFS), root}}}, nil
+	root.Close()
+	return Repository{Name: name, FS: &diskFS{dir: abs}}, nil
 }
 
 // Problem is a skill that could not be loaded: which file, and why.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"time"
 )
@@ -35,8 +36,8 @@ func (a stamp) same(b stamp) bool { return a.size == b.size && a.mod.Equal(b.mod
 // file, but stays listed as last read (see [NewLibrary]): the first
 // Refresh after the file is valid again returns the skill as read then.
 //
-// The check is one stat of the SKILL.md through the repository (its
-// os.Root for [Dir]); reading a changed skill goes through the same
+// The check is one stat of the SKILL.md through the repository (for
+// [Dir], the folder now at its path, opened as an os.Root); reading a changed skill goes through the same
 // confinement as every read.
 func (l *Library) Refresh(s *Skill) (*Skill, error) {
 	if s == nil {
@@ -78,8 +79,8 @@ func (l *Library) Refresh(s *Skill) (*Skill, error) {
 }
 
 // statSkill stats the SKILL.md of s: one stat call. Only metadata is
-// read, so the stat goes through the repository (for a folder from Dir, its
-// os.Root) rather than opening the skill's folder as a Root of its own as
+// read, so the stat goes through the repository (for a folder on disk, the
+// folder now at its path, opened as an os.Root) rather than opening the skill's folder as a Root of its own as
 // reads do; the worst a link swapped in meanwhile can do is cause a rescan,
 // which reads through the full confinement.
 func (l *Library) statSkill(s *Skill) (stamp, error) {
@@ -90,8 +91,13 @@ func (l *Library) statSkill(s *Skill) (stamp, error) {
 	p := path.Join(s.Dir, skillFileName)
 	var info fs.FileInfo
 	var err error
-	if src.root != nil {
-		info, err = src.root.Stat(p)
+	if src.dir != "" {
+		var root *os.Root
+		if root, err = os.OpenRoot(src.dir); err != nil {
+			return stamp{}, err
+		}
+		defer root.Close()
+		info, err = root.Stat(p)
 	} else {
 		info, err = fs.Stat(src.fsys, p)
 	}
