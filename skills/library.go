@@ -206,7 +206,8 @@ func (l *Library) Skill(name string) (*Skill, bool) {
 }
 
 // Problems returns the skills that the last load or reload had to leave
-// out, by repository and then path.
+// out, and those it kept as last read because their SKILL.md cannot be
+// used now (see [NewLibrary]), by repository and then path.
 func (l *Library) Problems() []Problem {
 	return slices.Clone(l.state.Load().problems)
 }
