@@ -21,8 +21,7 @@ import (
 // runs before the open (see [NewLibrary]).
 type source struct {
 	fsys fs.FS
-	root *os.Root // the repository's folder, held open ([Dir])
-	dir  string   // the repository's folder, opened for each read (os.DirFS)
+	dir  string // the repository's folder, opened for each scan and read ([Dir], os.DirFS)
 }
 
 // dirFSType is the type of os.DirFS's file systems. The package recognises
@@ -33,7 +32,7 @@ var dirFSType = reflect.TypeOf(os.DirFS("."))
 func newSource(fsys fs.FS) *source {
 	src := &source{fsys: fsys}
 	if d, ok := fsys.(*diskFS); ok {
-		src.root = d.root
+		src.dir = d.dir
 	} else if v := reflect.ValueOf(fsys); v.Type() == dirFSType && v.Kind() == reflect.String {
 		src.dir = v.String()
 	}
@@ -48,11 +47,81 @@ type rootFS interface {
 	fs.StatFS
 }
 
-// diskFS is the file system of a repository made by Dir: the Root's, with
-// the Root itself at hand for confined reads. Its opens do not wait (see
-// waitFreeFS).
+// diskFS is the file system of a repository made by Dir: each call opens
+// the folder at dir (an absolute path) as an os.Root and works through it,
+// so that a folder swapped in at that path is the one read. Its opens do
+// not wait (see waitFreeFS). Files it returns stay open after the Root is
+// closed.
 type diskFS struct {
-	waitFreeFS
+	dir string
+}
+
+func (d *diskFS) root() (waitFreeFS, func(), error) {
+	r, err := os.OpenRoot(d.dir)
+	if err != nil {
+		return waitFreeFS{}, nil, err
+	}
+	return waitFreeFS{r.FS().(rootFS), r}, func() { r.Close() }, nil
+}
+
+// Open implements fs.FS.
+func (d *diskFS) Open(name string) (fs.File, error) {
+	w, done, err := d.root()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return w.Open(name)
+}
+
+// ReadDir implements fs.ReadDirFS.
+func (d *diskFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	w, done, err := d.root()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return w.ReadDir(name)
+}
+
+// ReadFile implements fs.ReadFileFS.
+func (d *diskFS) ReadFile(name string) ([]byte, error) {
+	w, done, err := d.root()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return w.ReadFile(name)
+}
+
+// Stat implements fs.StatFS.
+func (d *diskFS) Stat(name string) (fs.FileInfo, error) {
+	w, done, err := d.root()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return w.Stat(name)
+}
+
+// ReadLink implements fs.ReadLinkFS.
+func (d *diskFS) ReadLink(name string) (string, error) {
+	w, done, err := d.root()
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	return w.ReadLink(name)
+}
+
+// Lstat implements fs.ReadLinkFS.
+func (d *diskFS) Lstat(name string) (fs.FileInfo, error) {
+	w, done, err := d.root()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return w.Lstat(name)
 }
 
 // waitFreeFS is the file system of a folder opened as an os.Root, whose
@@ -104,9 +173,10 @@ func (w waitFreeFS) ReadFile(name string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// scanFS returns the file system to look for skills in (the repository's
-// own, its folders listed without waiting for an os.DirFS too) and a
-// function to call when done.
+// scanFS returns the file system to look for skills in and a function to
+// call when done. For a repository on disk it is the folder now at the
+// repository's path, opened once for the whole scan, its folders listed
+// without waiting.
 func (src *source) scanFS() (fs.FS, func(), error) {
 	if src.dir == "" {
 		return src.fsys, func() {}, nil
@@ -119,7 +189,7 @@ func (src *source) scanFS() (fs.FS, func(), error) {
 }
 
 // confined reports whether reads are confined by the operating system.
-func (src *source) confined() bool { return src.root != nil || src.dir != "" }
+func (src *source) confined() bool { return src.dir != "" }
 
 // openSkill returns the file system to read the skill folder dir through,
 // the folder's path in it, and a function to call when done. For a
@@ -130,15 +200,13 @@ func (src *source) openSkill(dir string) (fs.FS, string, func(), error) {
 	if !src.confined() {
 		return src.fsys, dir, func() {}, nil
 	}
-	repo := src.root
-	if repo == nil {
-		r, err := os.OpenRoot(src.dir)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		defer r.Close()
-		repo = r
+	// The folder now at the repository's path (a deploy may have swapped
+	// another in since the last read).
+	repo, err := os.OpenRoot(src.dir)
+	if err != nil {
+		return nil, "", nil, err
 	}
+	defer repo.Close()
 	sr, err := openFolder(repo, dir)
 	if err != nil {
 		return nil, "", nil, err

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -27,20 +28,38 @@ type Repository struct {
 }
 
 // Dir returns a repository over a folder on disk, the safe form for skills
-// on disk. The folder is opened with os.OpenRoot and stays open for the
-// life of the process. Every read of a skill's file opens that skill's own
+// on disk.
+//
+// The folder is named by its absolute path (path made absolute now) and
+// opened with os.OpenRoot at every scan and every read, not held open: a
+// new folder renamed into place at that path, or a symbolic link at that
+// path switched to another folder (a deploy's atomic swap), is what the
+// next [Library.Reload] reads, and the next load that notices a changed
+// SKILL.md (see [Library.Refresh]) too. The path itself is trusted:
+// symbolic links in it are followed, as the operating system resolves
+// them at each open. Dir fails when the folder cannot be opened now; a
+// scan that cannot open it later fails (Reload keeps the previous state),
+// and so does a read.
+//
+// Inside the folder, every read of a skill's file opens that skill's own
 // folder as an os.Root and the file inside it, so the operating system
 // refuses any way out of the skill folder: "..", a symbolic link that
 // leaves it, or a file or folder swapped for such a link while reads run.
 // Symbolic links that stay inside the skill folder are followed. Files and
 // folders are opened without waiting, so a named pipe swapped in is
-// refused rather than waited on.
+// refused rather than waited on. The FS of the Repository opens the
+// folder the same way for each call.
 func Dir(name, path string) (Repository, error) {
-	root, err := os.OpenRoot(path)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Repository{}, fmt.Errorf("skills: repository %q: %w", name, err)
+	}
+	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return Repository{}, fmt.Errorf("skills: opening repository %q: %w", name, err)
 	}
-	return Repository{Name: name, FS: &diskFS{waitFreeFS{root.FS().(rootFS), root}}}, nil
+	root.Close()
+	return Repository{Name: name, FS: &diskFS{dir: abs}}, nil
 }
 
 // Problem is a skill that could not be loaded: which file, and why.
@@ -80,7 +99,15 @@ type libraryState struct {
 	sorted   []*Skill
 	byName   map[string]*Skill
 	problems []Problem
+	// byDir holds every skill the scan read or kept, listed or not, by
+	// dirKey: what the next scan keeps when a SKILL.md turns broken.
+	byDir map[string]*Skill
+	// kept are skills whose SKILL.md could not be used at this scan, kept
+	// as last read, with what is wrong with the file now.
+	kept map[*Skill]error
 }
+
+func dirKey(repo, dir string) string { return repo + "\x00" + dir }
 
 // NewLibrary loads every skill of the repositories. Every folder, at any
 // depth, that holds a file named SKILL.md is a skill; folders are visited in
@@ -101,7 +128,15 @@ type libraryState struct {
 // archives) or that nobody hostile can write to.
 //
 // A skill whose SKILL.md is broken is left out and reported by
-// [Library.Problems]; the others still load. When two skills of one
+// [Library.Problems]; the others still load. A skill already in the library
+// whose SKILL.md turns unreadable or invalid at a later scan (an editor
+// that truncates the file and writes it again, a half-copied file) is
+// kept as last read, still listed, while [Library.Problems] reports the
+// file and [Library.Refresh] (every load) says what is wrong with it; the
+// first scan that reads a valid file again (any load that notices the
+// change, or Reload) replaces it. A SKILL.md or skill folder removed, or a
+// SKILL.md that is no longer a regular file in the skill folder (a link
+// out of it, a named pipe), removes the skill. When two skills of one
 // repository share a name the first one wins and the second is a Problem.
 // An error is returned only when a repository cannot be walked at all, or
 // when the repositories are misconfigured (nil FS, empty or repeated name).
@@ -131,9 +166,10 @@ func NewLibrary(repos ...Repository) (*Library, error) {
 func (l *Library) Reload() error {
 	l.reloading.Lock()
 	defer l.reloading.Unlock()
-	st := &libraryState{byName: map[string]*Skill{}}
+	prev := l.state.Load()
+	st := &libraryState{byName: map[string]*Skill{}, byDir: map[string]*Skill{}, kept: map[*Skill]error{}}
 	for _, r := range l.repos {
-		found, problems, err := scanRepository(r, l.byRepo[r.Name])
+		found, problems, err := scanRepository(r, l.byRepo[r.Name], prev, st)
 		if err != nil {
 			return fmt.Errorf("skills: repository %q: %w", r.Name, err)
 		}
@@ -170,7 +206,8 @@ func (l *Library) Skill(name string) (*Skill, bool) {
 }
 
 // Problems returns the skills that the last load or reload had to leave
-// out, by repository and then path.
+// out, and those it kept as last read because their SKILL.md cannot be
+// used now (see [NewLibrary]), by repository and then path.
 func (l *Library) Problems() []Problem {
 	return slices.Clone(l.state.Load().problems)
 }
@@ -204,7 +241,12 @@ var scanHook func(dir string)
 
 // scanRepository finds the skills of r in walk order. Only a failure to read
 // the repository's root is an error; anything else is a Problem.
-func scanRepository(r Repository, src *source) ([]*Skill, []Problem, error) {
+//
+// A SKILL.md that cannot be used but is there, in a folder that held a
+// skill at the previous scan (prev), keeps that skill as it was read, in
+// st.kept with the reason, besides the Problem. Every skill found or kept
+// goes in st.byDir.
+func scanRepository(r Repository, src *source, prev, st *libraryState) ([]*Skill, []Problem, error) {
 	var (
 		found    []*Skill
 		problems []Problem
@@ -232,9 +274,20 @@ func scanRepository(r Repository, src *source) ([]*Skill, []Problem, error) {
 				s, err := loadSkill(r.Name, src, dir)
 				if err != nil {
 					problems = append(problems, Problem{r.Name, path.Join(dir, skillFileName), err})
-				} else {
-					found = append(found, s)
+					// Removed since the listing, or no longer a regular
+					// file inside the folder (a link out, a pipe): gone.
+					// Otherwise (being written, say) keep the last good
+					// version, if any.
+					if prev == nil || errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrBadPath) {
+						return nil
+					}
+					if s = prev.byDir[dirKey(r.Name, dir)]; s == nil {
+						return nil
+					}
+					st.kept[s] = err
 				}
+				st.byDir[dirKey(r.Name, dir)] = s
+				found = append(found, s)
 				return nil // a skill's subfolders are its resources
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"time"
 )
@@ -28,11 +29,15 @@ func (a stamp) same(b stamp) bool { return a.size == b.size && a.mod.Equal(b.mod
 // when it was read (one stat), that is s itself. When it changed, the
 // library scans its repositories again (as [Library.Reload]) and returns
 // the skill of the same name as read now. A skill whose SKILL.md was
-// removed, now names another skill or no longer parses gives an error
-// wrapping [ErrSkillGone] that says which; the library no longer lists it.
+// removed or now names another skill gives an error wrapping
+// [ErrSkillGone] that says which; the library no longer lists it. One
+// whose SKILL.md cannot be read or parsed now (an editor writing it, say)
+// gives an error wrapping ErrSkillGone that says what is wrong with the
+// file, but stays listed as last read (see [NewLibrary]): the first
+// Refresh after the file is valid again returns the skill as read then.
 //
-// The check is one stat of the SKILL.md through the repository (its
-// os.Root for [Dir]); reading a changed skill goes through the same
+// The check is one stat of the SKILL.md through the repository (for
+// [Dir], the folder now at its path, opened as an os.Root); reading a changed skill goes through the same
 // confinement as every read.
 func (l *Library) Refresh(s *Skill) (*Skill, error) {
 	if s == nil {
@@ -52,7 +57,13 @@ func (l *Library) Refresh(s *Skill) (*Skill, error) {
 	if rerr := l.Reload(); rerr != nil {
 		return nil, fmt.Errorf("skills: skill %q changed on disk and the library could not be read again: %w", s.Name, rerr)
 	}
-	if now, ok := l.Skill(s.Name); ok {
+	st := l.state.Load()
+	if now, ok := st.byName[s.Name]; ok {
+		if why, bad := st.kept[now]; bad {
+			// Kept as last read: its SKILL.md is broken now (being
+			// written, maybe); the first load after it is fixed gets it.
+			return nil, fmt.Errorf("%w: skill %q changed on disk and its %s is now broken: %v (the skill stays listed; load it again once the file is fixed)", ErrSkillGone, now.Name, skillFileName, why)
+		}
 		return now, nil
 	}
 	file := path.Join(s.Dir, skillFileName)
@@ -68,8 +79,8 @@ func (l *Library) Refresh(s *Skill) (*Skill, error) {
 }
 
 // statSkill stats the SKILL.md of s: one stat call. Only metadata is
-// read, so the stat goes through the repository (for a folder from Dir, its
-// os.Root) rather than opening the skill's folder as a Root of its own as
+// read, so the stat goes through the repository (for a folder on disk, the
+// folder now at its path, opened as an os.Root) rather than opening the skill's folder as a Root of its own as
 // reads do; the worst a link swapped in meanwhile can do is cause a rescan,
 // which reads through the full confinement.
 func (l *Library) statSkill(s *Skill) (stamp, error) {
@@ -80,8 +91,13 @@ func (l *Library) statSkill(s *Skill) (stamp, error) {
 	p := path.Join(s.Dir, skillFileName)
 	var info fs.FileInfo
 	var err error
-	if src.root != nil {
-		info, err = src.root.Stat(p)
+	if src.dir != "" {
+		var root *os.Root
+		if root, err = os.OpenRoot(src.dir); err != nil {
+			return stamp{}, err
+		}
+		defer root.Close()
+		info, err = root.Stat(p)
 	} else {
 		info, err = fs.Stat(src.fsys, p)
 	}
