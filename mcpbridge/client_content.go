@@ -32,7 +32,7 @@ func resultParts(res *mcp.CallToolResult, server, tool string, structured bool) 
 			}
 		}
 		if len(texts) == 0 {
-			return nil, errors.New("the MCP server reported an error without a message")
+			return nil, fmt.Errorf("MCP server %q reported an error without a message (it sent %s)", server, contentKinds(res.Content))
 		}
 		return nil, errors.New(strings.Join(texts, "\n"))
 	}

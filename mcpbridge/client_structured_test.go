@@ -55,3 +55,34 @@ func TestClientOutputSchemaWithoutStructuredContent(t *testing.T) {
 		t.Errorf("with structuredContent: %v %+v", r.State, r.Content)
 	}
 }
+
+// TestClientErrorWithoutText: an isError result with no text block gives an
+// error that names the server and the kinds of blocks it sent (it said only
+// "the MCP server reported an error without a message").
+func TestClientErrorWithoutText(t *testing.T) {
+	ts := newTestServer(t)
+	add := func(name string, res *mcp.CallToolResult) {
+		ts.srv.AddTool(&mcp.Tool{Name: name, Description: "Fails.", InputSchema: objectSchema},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return res, nil })
+	}
+	add("pictured", &mcp.CallToolResult{IsError: true, Content: []mcp.Content{
+		&mcp.ImageContent{Data: []byte("\x89PNG"), MIMEType: "image/png"},
+		&mcp.ResourceLink{URI: "file:///log", Name: "log"}, &mcp.ResourceLink{URI: "file:///log2", Name: "log2"}}})
+	add("empty", &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{}}})
+	add("none", &mcp.CallToolResult{IsError: true, Content: []mcp.Content{}})
+	tk := testutil.Kit(t)
+	connect(t, tk, "srv", ts.endpoint())
+	res := testutil.Run(t, tk, "s",
+		testutil.Call("1", "mcp__srv__pictured", `{}`),
+		testutil.Call("2", "mcp__srv__empty", `{}`),
+		testutil.Call("3", "mcp__srv__none", `{}`))
+	for i, want := range []string{
+		`MCP server "srv" reported an error without a message (it sent 1 image, 2 resource_link)`,
+		`MCP server "srv" reported an error without a message (it sent 1 empty text)`,
+		`MCP server "srv" reported an error without a message (it sent no content)`,
+	} {
+		if !res[i].IsError() || !strings.Contains(res[i].Text(), want) {
+			t.Errorf("call %d: %v %q, want %q", i+1, res[i].State, res[i].Text(), want)
+		}
+	}
+}
