@@ -254,7 +254,8 @@ const maxQuotedStructured = 200
 // tool unless the result is an error, and the TypeScript SDK's client
 // throws on a success without it. So it is an isError result that says
 // why, followed by the content that was there (less the text copy of a
-// structured value that is not an object). last is the last JSON part (nil
+// structured value that is not an object). An interceptor that replaced a
+// large result by a reference (Evict) is such a result too. last is the last JSON part (nil
 // if none), copyAt the index of its text in out.Content.
 func noStructured(tool string, out *mcp.CallToolResult, last json.RawMessage, copyAt int) *mcp.CallToolResult {
 	var what string
@@ -266,12 +267,15 @@ func noStructured(tool string, out *mcp.CallToolResult, last json.RawMessage, co
 		}
 		what = "its structured value is " + q + ", not an object"
 	case len(out.Content) == 0:
-		what = "it returned nothing"
+		what = "the tool returned nothing"
 	default:
-		what = "its result has no JSON value"
+		what = "it has no JSON value"
 	}
-	msg := fmt.Sprintf("The tool %q ran without an error but gave no structured result (%s), and over MCP a tool "+
+	msg := fmt.Sprintf("The call of tool %q succeeded, but its result has no structured result (%s), and over MCP a tool "+
 		"with an output schema must give one that conforms to it, so this result is sent as an error.", tool, what)
+	if len(out.Content) > 1 || (len(out.Content) == 1 && copyAt != 0) {
+		msg += " Its content follows."
+	}
 	content := []mcp.Content{&mcp.TextContent{Text: msg}}
 	for i, c := range out.Content {
 		if i != copyAt {

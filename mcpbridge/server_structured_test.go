@@ -2,11 +2,13 @@ package mcpbridge_test
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -31,12 +33,20 @@ func srvNilOutputTools(t testing.TB, tk *toolkit.Toolkit) {
 // which MCP forbids for a tool with an output schema and the TypeScript
 // SDK's client throws on ("has an output schema but did not return
 // structured content"). Before, the client got content [] (nil pointer) or
-// the text "null" (nil map) and no structuredContent.
+// the text "null" (nil map) and no structuredContent. So is a result Evict
+// replaced by its reference, which follows the explanation.
 func TestServerNoStructuredResult(t *testing.T) {
 	for _, v := range srvVersions {
 		t.Run("version="+v, func(t *testing.T) {
 			tk := srvToolkit(t)
 			srvNilOutputTools(t, tk)
+			tk.Use(interceptors.Evict(interceptors.EvictLimit(1000), interceptors.EvictDir(filepath.Join(t.TempDir(), "toolstream-evict-test"))))
+			if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "bigout", Description: "A large structured result."},
+				func(ctx context.Context, _ struct{}) (srvWeatherOut, error) {
+					return srvWeatherOut{City: strings.Repeat("x", 5000)}, nil
+				})); err != nil {
+				t.Fatal(err)
+			}
 			cs := srvConnect(t, srvNew(t, tk), nil, v)
 			list, err := cs.ListTools(context.Background(), nil)
 			if err != nil {
@@ -58,8 +68,19 @@ func TestServerNoStructuredResult(t *testing.T) {
 					t.Errorf("%s: isError %v, structuredContent %v, %d blocks, text %q", name, res.IsError, res.StructuredContent, len(res.Content), text)
 				}
 			}
+			// A result Evict replaced by a reference (text): the reference
+			// follows the explanation.
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bigout"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if text := srvText(res); !res.IsError || res.StructuredContent != nil || len(res.Content) != 2 ||
+				!strings.Contains(text, "no structured result (it has no JSON value)") || !strings.Contains(text, "Its content follows.") ||
+				!strings.Contains(text, "toolstream-evict-test") {
+				t.Errorf("bigout: isError %v, structuredContent %v, %d blocks, text %q", res.IsError, res.StructuredContent, len(res.Content), text)
+			}
 			// A tool that returns its value is unchanged.
-			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "weather", Arguments: map[string]any{"city": "Lima"}})
+			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "weather", Arguments: map[string]any{"city": "Lima"}})
 			if err != nil || res.IsError || res.StructuredContent == nil {
 				t.Fatalf("weather: %+v %v", res, err)
 			}
