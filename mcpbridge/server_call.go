@@ -271,7 +271,7 @@ func noStructured(tool string, out *mcp.CallToolResult, last json.RawMessage, co
 	default:
 		what = "it has no JSON value"
 	}
-	msg := fmt.Sprintf("The call of tool %q succeeded, but its result has no structured result (%s), and over MCP a tool "+
+	msg := fmt.Sprintf("The call of tool %q succeeded, but its result holds no structured value (%s), and over MCP a tool "+
 		"with an output schema must give one that conforms to it, so this result is sent as an error.", tool, what)
 	if len(out.Content) > 1 || (len(out.Content) == 1 && copyAt != 0) {
 		msg += " Its content follows."

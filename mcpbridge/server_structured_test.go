@@ -64,7 +64,7 @@ func TestServerNoStructuredResult(t *testing.T) {
 				}
 				text := srvText(res)
 				if !res.IsError || res.StructuredContent != nil || !strings.Contains(text, `tool "`+name+`"`) ||
-					!strings.Contains(text, "no structured result") || !strings.Contains(text, "output schema") {
+					!strings.Contains(text, "no structured value") || !strings.Contains(text, "output schema") {
 					t.Errorf("%s: isError %v, structuredContent %v, %d blocks, text %q", name, res.IsError, res.StructuredContent, len(res.Content), text)
 				}
 			}
@@ -75,7 +75,7 @@ func TestServerNoStructuredResult(t *testing.T) {
 				t.Fatal(err)
 			}
 			if text := srvText(res); !res.IsError || res.StructuredContent != nil || len(res.Content) != 2 ||
-				!strings.Contains(text, "no structured result (it has no JSON value)") || !strings.Contains(text, "Its content follows.") ||
+				!strings.Contains(text, "no structured value (it has no JSON value)") || !strings.Contains(text, "Its content follows.") ||
 				!strings.Contains(text, "toolstream-evict-test") {
 				t.Errorf("bigout: isError %v, structuredContent %v, %d blocks, text %q", res.IsError, res.StructuredContent, len(res.Content), text)
 			}

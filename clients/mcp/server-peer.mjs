@@ -82,7 +82,7 @@ for (const name of ["nilptr", "nilmap"]) {
     report.noStructured[name] = "threw: " + String(e && e.message ? e.message : e);
     check(false, `${name}: the client refused the result`);
   }
-  check(r.isError === true && r.content.length > 0 && /no structured result/.test(r.content[0].text), `${name} is an isError result`);
+  check(r.isError === true && r.content.length > 0 && /no structured value/.test(r.content[0].text), `${name} is an isError result`);
   report.noStructured[name] = r.content[0].text;
 }
 
