@@ -779,13 +779,16 @@ func (c *Client) newTool(name string, t *mcp.Tool) (tool *toolkit.Tool, note, er
 			spec.OpenWorld = a.OpenWorldHint
 		}
 	}
-	h := c.handler(t.Name)
+	// The handler asks for structuredContent only when the tool has the
+	// server's output schema: registered without it, the engine checks
+	// nothing.
+	h := c.handler(t.Name, false)
 	if t.OutputSchema != nil {
 		out, merr := json.Marshal(t.OutputSchema)
 		if merr == nil {
 			s := spec
 			s.OutputSchema = out
-			if tool, err := toolkit.NewRawTool(s, in, h); err == nil {
+			if tool, err := toolkit.NewRawTool(s, in, c.handler(t.Name, true)); err == nil {
 				return tool, nil, nil
 			} else if tool, err2 := toolkit.NewRawTool(spec, in, h); err2 == nil {
 				return tool, fmt.Errorf("output schema ignored: %v", err), nil
@@ -803,8 +806,10 @@ func cmpErr(err error, otherwise string) string {
 	return otherwise
 }
 
-// handler calls the MCP tool named tool.
-func (c *Client) handler(tool string) toolkit.RawHandler {
+// handler calls the MCP tool named tool; structured says the tool is
+// registered with an output schema, so its results must carry
+// structuredContent.
+func (c *Client) handler(tool string, structured bool) toolkit.RawHandler {
 	return func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
 		cn, err := c.session(ctx)
 		if err != nil {
@@ -832,7 +837,7 @@ func (c *Client) handler(tool string) toolkit.RawHandler {
 			}
 			return nil, c.callFailed(cn, err)
 		}
-		return resultParts(res)
+		return resultParts(res, c.name, tool, structured)
 	}
 }
 

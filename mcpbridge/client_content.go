@@ -18,8 +18,12 @@ const octetStream = "application/octet-stream"
 
 // resultParts maps an MCP tool result to toolstream parts (see docs/mcp.md,
 // "Content"). An isError result becomes the call's error, with the server's
-// text.
-func resultParts(res *mcp.CallToolResult) ([]toolkit.Part, error) {
+// text. server and tool name the server and its (MCP) tool for errors;
+// structured says the tool is registered with the server's output schema,
+// whose result must then carry structuredContent: the engine checks the
+// last JSON part, and a resource link or an embedded text resource, mapped
+// to a JSON part, would otherwise pass for the structured result.
+func resultParts(res *mcp.CallToolResult, server, tool string, structured bool) ([]toolkit.Part, error) {
 	if res.IsError {
 		var texts []string
 		for _, c := range res.Content {
@@ -28,17 +32,21 @@ func resultParts(res *mcp.CallToolResult) ([]toolkit.Part, error) {
 			}
 		}
 		if len(texts) == 0 {
-			return nil, errors.New("the MCP server reported an error without a message")
+			return nil, fmt.Errorf("MCP server %q reported an error without a message (it sent %s)", server, contentKinds(res.Content))
 		}
 		return nil, errors.New(strings.Join(texts, "\n"))
 	}
-	var structured json.RawMessage
+	if structured && res.StructuredContent == nil {
+		return nil, fmt.Errorf("MCP server %q: its tool %q has an output schema but its result has no structuredContent (it sent %s), which MCP requires of such a tool",
+			server, tool, contentKinds(res.Content))
+	}
+	var structuredJSON json.RawMessage
 	if res.StructuredContent != nil {
 		b, err := json.Marshal(res.StructuredContent)
 		if err != nil {
 			return nil, fmt.Errorf("the MCP server's structuredContent cannot be encoded: %v", err)
 		}
-		structured = b
+		structuredJSON = b
 	}
 	var parts []toolkit.Part
 	for _, c := range res.Content {
@@ -48,13 +56,13 @@ func resultParts(res *mcp.CallToolResult) ([]toolkit.Part, error) {
 		}
 		// A server repeats its structured content as text for older
 		// clients: once is enough, as the JSON part below.
-		if structured != nil && p.Type == events.PartText && sameJSON(p.Text, structured) {
+		if structuredJSON != nil && p.Type == events.PartText && sameJSON(p.Text, structuredJSON) {
 			continue
 		}
 		parts = events.AppendPart(parts, p)
 	}
-	if structured != nil {
-		parts = append(parts, toolkit.Part{Type: events.PartJSON, JSON: structured})
+	if structuredJSON != nil {
+		parts = append(parts, toolkit.Part{Type: events.PartJSON, JSON: structuredJSON})
 	}
 	return parts, nil
 }
@@ -81,6 +89,52 @@ func contentPart(c mcp.Content) (toolkit.Part, error) {
 		return toolkit.Part{}, fmt.Errorf("the MCP server's content cannot be encoded: %v", err)
 	}
 	return toolkit.Part{Type: events.PartJSON, JSON: b}, nil
+}
+
+// contentKinds says what blocks a result has, for errors: "no content", or
+// the count of each kind in order of appearance ("1 image, 2
+// resource_link"; an empty text block is an "empty text").
+func contentKinds(content []mcp.Content) string {
+	if len(content) == 0 {
+		return "no content"
+	}
+	var kinds []string
+	count := map[string]int{}
+	for _, c := range content {
+		k := contentKind(c)
+		if count[k] == 0 {
+			kinds = append(kinds, k)
+		}
+		count[k]++
+	}
+	for i, k := range kinds {
+		kinds[i] = fmt.Sprintf("%d %s", count[k], k)
+	}
+	return strings.Join(kinds, ", ")
+}
+
+// contentKind is the MCP type of a content block.
+func contentKind(c mcp.Content) string {
+	switch c := c.(type) {
+	case *mcp.TextContent:
+		if c.Text == "" {
+			return "empty text"
+		}
+		return "text"
+	case *mcp.ImageContent:
+		return "image"
+	case *mcp.AudioContent:
+		return "audio"
+	case *mcp.ResourceLink:
+		return "resource_link"
+	case *mcp.EmbeddedResource:
+		return "resource"
+	}
+	var typed struct{ Type string }
+	if b, err := c.MarshalJSON(); err == nil && json.Unmarshal(b, &typed) == nil && typed.Type != "" {
+		return typed.Type
+	}
+	return fmt.Sprintf("%T", c)
 }
 
 func orOctet(mediaType string) string {

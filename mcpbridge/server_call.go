@@ -220,11 +220,69 @@ func (s *Server) result(res toolkit.Result) *mcp.CallToolResult {
 		}
 		return s.fit(res, out, -1)
 	}
-	if lastJSON != nil && s.hasOutputSchema(res.Call.Name) {
+	if s.hasOutputSchema(res.Call.Name) {
+		if !isJSONObject(lastJSON) {
+			return s.fit(res, noStructured(res.Call.Name, out, lastJSON, copyAt), -1)
+		}
 		out.StructuredContent = lastJSON
 		return s.fit(res, out, copyAt)
 	}
 	return s.fit(res, out, -1)
+}
+
+// isJSONObject reports whether v is a JSON object (structuredContent must
+// be one).
+func isJSONObject(v json.RawMessage) bool {
+	for _, b := range v {
+		switch b {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return b == '{'
+	}
+	return false
+}
+
+// maxQuotedStructured bounds the structured value quoted in noStructured's
+// message, in bytes.
+const maxQuotedStructured = 200
+
+// noStructured is what a client gets for a successful call of a tool with
+// an output schema whose result has no structured value (a typed tool that
+// returned a nil pointer or map, which the engine lets through, or a result
+// an interceptor reshaped): MCP requires structuredContent from such a
+// tool unless the result is an error, and the TypeScript SDK's client
+// throws on a success without it. So it is an isError result that says
+// why, followed by the content that was there (less the text copy of a
+// structured value that is not an object). An interceptor that replaced a
+// large result by a reference (Evict) is such a result too. last is the last JSON part (nil
+// if none), copyAt the index of its text in out.Content.
+func noStructured(tool string, out *mcp.CallToolResult, last json.RawMessage, copyAt int) *mcp.CallToolResult {
+	var what string
+	switch {
+	case last != nil:
+		q := string(last)
+		if len(q) > maxQuotedStructured {
+			q = fmt.Sprintf("%s… (cut: %d bytes in all)", cutAt(q, maxQuotedStructured), len(q))
+		}
+		what = "its structured value is " + q + ", not an object"
+	case len(out.Content) == 0:
+		what = "the tool returned nothing"
+	default:
+		what = "it has no JSON value"
+	}
+	msg := fmt.Sprintf("The call of tool %q succeeded, but its result holds no structured value (%s), and over MCP a tool "+
+		"with an output schema must give one that conforms to it, so this result is sent as an error.", tool, what)
+	if len(out.Content) > 1 || (len(out.Content) == 1 && copyAt != 0) {
+		msg += " Its content follows."
+	}
+	content := []mcp.Content{&mcp.TextContent{Text: msg}}
+	for i, c := range out.Content {
+		if i != copyAt {
+			content = append(content, c)
+		}
+	}
+	return &mcp.CallToolResult{Content: content, IsError: true}
 }
 
 // mcpContent maps one part: text as text, JSON as its text (clients that

@@ -49,6 +49,7 @@ func TestServerTypeScriptPeer(t *testing.T) {
 	node, dir := serverPeerNode(t)
 	rs := &srvResults{ch: make(chan *events.Event, 64)}
 	tk := srvToolkit(t, toolkit.WithInlineObserver(rs))
+	srvNilOutputTools(t, tk)
 	perms := interceptors.NewPermissions(
 		interceptors.WithRules(
 			interceptors.Rule{Tool: "noop", Decision: interceptors.Ask, Reason: "a test"},
@@ -82,11 +83,12 @@ func TestServerTypeScriptPeer(t *testing.T) {
 		Progress        []struct{ Progress, Total float64 }
 		Structured      map[string]any `json:"structuredContent"`
 		Elicited        []string
+		NoStructured    map[string]string
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &report); err != nil || !report.OK {
 		t.Fatalf("report %s: %v", stdout.Bytes(), err)
 	}
-	if len(report.Tools) != 4 || len(report.Progress) == 0 || report.Structured["temp_c"] != 21.5 || len(report.Elicited) != 2 {
+	if len(report.Tools) != 6 || len(report.NoStructured) != 2 || len(report.Progress) == 0 || report.Structured["temp_c"] != 21.5 || len(report.Elicited) != 2 {
 		t.Fatalf("report = %+v", report)
 	}
 	// The cancelled call ended interrupted in the toolkit, and the

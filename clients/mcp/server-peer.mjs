@@ -6,7 +6,8 @@
 //
 // It lists the tools, calls one with a progress token, cancels a long call
 // after its first progress, and reads a typed tool's structured content
-// (which the SDK checks against the listed outputSchema), and answers the
+// (which the SDK checks against the listed outputSchema) and the isError
+// result of typed tools that returned no structured value, and answers the
 // elicitation a permission "ask" becomes: yes for "noop", no for "weather"
 // in Quito (the Go test's rules ask for both). It prints one JSON
 // object with what it saw and exits 1 on the first failed check.
@@ -67,6 +68,23 @@ report.progress = progress;
 const w = await client.callTool({ name: "weather", arguments: { city: "Lima" } });
 check(!w.isError && w.structuredContent && w.structuredContent.city === "Lima", "weather has structured content");
 report.structuredContent = w.structuredContent;
+
+// A tool with an output schema that returned no structured value (a typed
+// Go tool's nil pointer or nil map): MCP requires structuredContent from it
+// unless the result is an error, and this SDK throws on a success without
+// one, so the server must send isError with a message.
+report.noStructured = {};
+for (const name of ["nilptr", "nilmap"]) {
+  let r;
+  try {
+    r = await client.callTool({ name, arguments: {} });
+  } catch (e) {
+    report.noStructured[name] = "threw: " + String(e && e.message ? e.message : e);
+    check(false, `${name}: the client refused the result`);
+  }
+  check(r.isError === true && r.content.length > 0 && /no structured value/.test(r.content[0].text), `${name} is an isError result`);
+  report.noStructured[name] = r.content[0].text;
+}
 
 // Invalid arguments: an isError result with "path: message".
 const bad = await client.callTool({ name: "weather", arguments: { city: 5 } });
