@@ -386,8 +386,24 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 		return toolkit.Failure(toolkit.StateDenied, fmt.Errorf("%w: nobody approved this call of %q within %v, so it did not run. Ask the user before trying again",
 			ErrNoDecision, inv.Call.Name, p.wait))
 	case <-wait.Done():
+		if interruptHook != nil {
+			interruptHook()
+		}
 		// An interrupted call does not run, even if a decision came at the
-		// same moment: its deadline or its batch's cancellation won.
+		// same moment: its deadline or its batch's cancellation won. But a
+		// decision that took the request first (its Approve or Reject
+		// returned nil) was given: what it adds to the session (AlwaysAllow,
+		// an accepted suggestion) stands, and its event says the call did
+		// not run.
+		if !p.withdraw(key, pd) {
+			v := <-pd.ch
+			note := "the call was interrupted before it could run"
+			if !v.approve {
+				p.announce(inv, pd.req, "rejected", permJoin(note, v.reason))
+			} else {
+				p.announce(inv, pd.req, "approved", p.grant(inv, v, note))
+			}
+		}
 		return inv.ContextFailure(wait)
 	}
 	return p.conclude(resume(), inv, next, pd.req, v, "")
@@ -412,6 +428,15 @@ func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, nex
 		}
 		note = permJoin(note, "arguments edited")
 	}
+	note = p.grant(inv, v, note)
+	p.announce(inv, req, "approved", note)
+	inv.Meta("approved", true)
+	return next(ctx, inv)
+}
+
+// grant adds to the session the rules an approval accepted (AlwaysAllow,
+// suggestions) and returns note with what it added.
+func (p *Permissions) grant(inv *toolkit.Invocation, v permVerdict, note string) string {
 	if v.always {
 		v.grants = append(v.grants, Grant{Tool: toolName(inv)})
 	}
@@ -422,9 +447,7 @@ func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, nex
 			note = permJoin(note, fmt.Sprintf("allowed for the rest of the session: %s", grantLabel(g)))
 		}
 	}
-	p.announce(inv, req, "approved", note)
-	inv.Meta("approved", true)
-	return next(ctx, inv)
+	return note
 }
 
 // edit puts a person's edited arguments in the call and reports whether a
@@ -517,9 +540,14 @@ func (p *Permissions) withdraw(key permKey, pd *permPending) bool {
 // which a decision may still take it.
 var expiryHook func()
 
+// interruptHook, when set (tests only; nil in production), is called when
+// a waiting call's wait is interrupted, before its request is withdrawn:
+// the window in which a decision may still take it.
+var interruptHook func()
+
 func permJoin(a, b string) string {
-	if a == "" {
-		return b
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + "; " + b
 }
@@ -548,7 +576,11 @@ func WithSuggestion(id string) ApproveOption {
 
 // Approve lets a waiting call run. It returns ErrNotPending when no call with
 // that id waits in that session, and ErrUnknownSuggestion (the call still
-// waits) for a suggestion id the request did not offer.
+// waits) for a suggestion id the request did not offer. Once it returned
+// nil the decision is taken: if the call is interrupted at that moment
+// (its batch cancelled) it does not run, but the rules the approval adds
+// for the session (AlwaysAllow, WithSuggestion) stand, and the "approved"
+// event's note says the call was interrupted.
 func (p *Permissions) Approve(session, callID string, opts ...ApproveOption) error {
 	v := permVerdict{approve: true}
 	for _, o := range opts {
