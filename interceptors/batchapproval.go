@@ -89,7 +89,7 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 	pd := &permPending{ch: make(chan permVerdict, 1), req: ApprovalRequest{
 		Session: session, CallID: batchID, Tool: strings.Join(tools, ", "), Args: argsJSON,
 		Reason: batchReason(reqs, plan.Len()), Status: "pending", Expires: time.Now().Add(p.wait), Calls: reqs,
-	}}
+	}.shown()}
 	release, ok := p.hold(key, pd)
 	if !ok {
 		return // a call of the session waits under the batch's id: its calls ask one by one
@@ -107,7 +107,7 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 	}
 	announce := func(status, note string) {
 		req := pd.req
-		req.Status, req.Note, req.Expires = status, note, time.Time{}
+		req.Status, req.Note, req.Expires = status, visibleText(note), time.Time{}
 		_ = plan.Emit(ApprovalEvent, req)
 	}
 	// alwaysAllow adds an AlwaysAllow's grants to the session: the tools

@@ -138,6 +138,15 @@ type ApprovalRequest struct {
 	// Suggestions are rules the person can accept with the approval, for
 	// the rest of the session (Approve with WithSuggestion).
 	Suggestions []Suggestion `json:"suggestions,omitempty"`
+	// Tool, Reason, Note and the suggestions' labels show the characters
+	// that change how text reads without showing themselves (bidirectional
+	// controls such as U+202E, zero-width and other invisible characters,
+	// control characters, line breaks, spaces other than U+0020) escaped,
+	// as \u202e: they are partly the model's text, and a label must read
+	// as what it grants. Args are the call's arguments with such
+	// characters in their strings written as JSON escapes: the same value,
+	// which a UI that decodes them must show escaped too.
+	//
 	// Status is "pending", "approved", "rejected" or "expired"; "denied"
 	// when a person approved the call with edited arguments that a rule
 	// denies (it does not run).
@@ -339,7 +348,7 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 	if pd, ok := ctx.Value(priorKey{}).(*priorDecision); ok && pd.session == inv.Session && pd.call == inv.Call.ID {
 		// Decided before this process ran the call (package durable): the
 		// person is not asked again, and the decision ends as theirs would.
-		req := ApprovalRequest{Session: inv.Session, CallID: inv.Call.ID, Tool: toolName(inv), Args: inv.Call.Args, Reason: d.reason}
+		req := ApprovalRequest{Session: inv.Session, CallID: inv.Call.ID, Tool: toolName(inv), Args: inv.Call.Args, Reason: d.reason}.shown()
 		return p.conclude(ctx, inv, next, req, permVerdict{approve: pd.d.Approve, args: pd.d.Args, reason: pd.d.Reason}, "decided before a restart")
 	}
 	var suggestions []Suggestion
@@ -355,7 +364,7 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 	pd := &permPending{ch: make(chan permVerdict, 1), req: ApprovalRequest{
 		Session: inv.Session, CallID: inv.Call.ID, Tool: toolName(inv), Args: inv.Call.Args,
 		Reason: reason, Suggestions: suggestions, Status: "pending", Expires: time.Now().Add(p.wait),
-	}}
+	}.shown()}
 	release, ok := p.hold(key, pd)
 	if !ok {
 		// Approve and Reject name a call by session and id: a second
@@ -553,7 +562,7 @@ func permJoin(a, b string) string {
 }
 
 func (p *Permissions) announce(inv *toolkit.Invocation, req ApprovalRequest, status, note string) {
-	req.Status, req.Note, req.Expires = status, note, time.Time{}
+	req.Status, req.Note, req.Expires = status, visibleText(note), time.Time{}
 	_ = inv.Emit(ApprovalEvent, req)
 }
 
