@@ -54,6 +54,28 @@ func TestAlwaysAllowAsTheCallIsInterrupted(t *testing.T) {
 	}
 }
 
+// TestRejectAsTheCallIsInterrupted: a rejection Reject accepted in the
+// same window is reported too: the call ends interrupted, the event says
+// rejected, with the person's reason.
+func TestRejectAsTheCallIsInterrupted(t *testing.T) {
+	f := newPermFixture(t, interceptors.WithApprovalTimeout(time.Second))
+	decided := make(chan error, 1)
+	defer interceptors.SetInterruptHook(func() { decided <- f.perms.Reject("s", "w", "not now") })()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sess, _ := f.tk.Session("s")
+	b := sess.Start(ctx, []toolkit.Call{permCall("w", "write", `{"path":"a"}`)})
+	f.nextAsk(t)
+	cancel()
+	if r := b.Wait()[0]; r.State != toolkit.StateInterrupted {
+		t.Fatalf("the call ended %s %q", r.State, r.Text())
+	}
+	if err := <-decided; err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, f, "rejected", "the call was interrupted before it could run; not now")
+}
+
 // TestBatchAlwaysAllowAsTheBatchIsCancelled: the same for a batch's
 // request.
 func TestBatchAlwaysAllowAsTheBatchIsCancelled(t *testing.T) {
