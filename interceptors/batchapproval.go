@@ -89,7 +89,7 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 	pd := &permPending{ch: make(chan permVerdict, 1), req: ApprovalRequest{
 		Session: session, CallID: batchID, Tool: strings.Join(tools, ", "), Args: argsJSON,
 		Reason: batchReason(reqs, plan.Len()), Status: "pending", Expires: time.Now().Add(p.wait), Calls: reqs,
-	}}
+	}.shown()}
 	release, ok := p.hold(key, pd)
 	if !ok {
 		return // a call of the session waits under the batch's id: its calls ask one by one
@@ -107,8 +107,30 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 	}
 	announce := func(status, note string) {
 		req := pd.req
-		req.Status, req.Note, req.Expires = status, note, time.Time{}
+		req.Status, req.Note, req.Expires = status, visibleText(note), time.Time{}
 		_ = plan.Emit(ApprovalEvent, req)
+	}
+	// alwaysAllow adds an AlwaysAllow's grants to the session: the tools
+	// of the calls approved, not of the calls excepted. It says what it
+	// added.
+	alwaysAllow := func(v permVerdict) string {
+		if !v.always {
+			return ""
+		}
+		var allowed []string
+		for _, i := range asked {
+			if c, name := plan.Call(i), plan.Tool(i).Spec().Name; !hasKey(v.except, c.ID) && !slices.Contains(allowed, name) {
+				allowed = append(allowed, name)
+			}
+		}
+		grants := loadOrNew(plan.SessionValues(), sessionGrantsKey{}, func() *sessionGrants { return &sessionGrants{} })
+		for _, t := range allowed {
+			grants.add(Grant{Tool: t})
+		}
+		if len(allowed) == 0 {
+			return ""
+		}
+		return fmt.Sprintf("allowed for the rest of the session: %s", strings.Join(allowed, ", "))
 	}
 	var v permVerdict
 	select {
@@ -128,7 +150,22 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 		})
 		return
 	case <-ctx.Done():
-		return // the batch was cancelled: its calls are interrupted
+		if interruptHook != nil {
+			interruptHook()
+		}
+		// The batch was cancelled: its calls are interrupted. A decision
+		// that took the request first was given (see ask): its AlwaysAllow
+		// stands.
+		if !p.withdraw(key, pd) {
+			v := <-pd.ch
+			note := "the batch was interrupted before its calls could run"
+			if !v.approve {
+				announce("rejected", permJoin(note, v.reason))
+			} else {
+				announce("approved", permJoin(note, alwaysAllow(v)))
+			}
+		}
+		return
 	}
 	if !v.approve {
 		announce("rejected", v.reason)
@@ -145,21 +182,8 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 	if v.args != nil {
 		notes = append(notes, applyBatchEdits(plan, asked, reqs, v.args)...)
 	}
-	if v.always {
-		// The tools of the calls approved, not of the calls excepted.
-		var allowed []string
-		for _, i := range asked {
-			if c, name := plan.Call(i), plan.Tool(i).Spec().Name; !hasKey(v.except, c.ID) && !slices.Contains(allowed, name) {
-				allowed = append(allowed, name)
-			}
-		}
-		grants := loadOrNew(plan.SessionValues(), sessionGrantsKey{}, func() *sessionGrants { return &sessionGrants{} })
-		for _, t := range allowed {
-			grants.add(Grant{Tool: t})
-		}
-		if len(allowed) > 0 {
-			notes = append(notes, fmt.Sprintf("allowed for the rest of the session: %s", strings.Join(allowed, ", ")))
-		}
+	if n := alwaysAllow(v); n != "" {
+		notes = append(notes, n)
 	}
 	for _, i := range asked {
 		c := plan.Call(i)

@@ -8,3 +8,12 @@ func SetExpiryHook(f func()) (restore func()) {
 	expiryHook = f
 	return func() { expiryHook = old }
 }
+
+// SetInterruptHook sets the hook called when a waiting call's (or batch's)
+// wait is interrupted, before its request is withdrawn (nil: none); the
+// returned func puts back the one before.
+func SetInterruptHook(f func()) (restore func()) {
+	old := interruptHook
+	interruptHook = f
+	return func() { interruptHook = old }
+}

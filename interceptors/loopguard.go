@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,8 +53,10 @@ const LoopGuardRemembered = 1024
 // state error and a message telling the model it repeats itself and should
 // change its approach; its cause matches [ErrLoop].
 //
-// Arguments are the same when they are equal as JSON (key order and
-// spacing do not matter). Refused calls count too, so a model that keeps
+// Arguments are the same when they are equal as JSON: key order, spacing,
+// string escapes (\u0041 is A) and the spelling of numbers (1.5, 1.50 and
+// 15e-1 are one number; numbers are compared as exact decimals) do not
+// matter. Refused calls count too, so a model that keeps
 // repeating stays refused until it pauses for a window. n below 2 means 2;
 // window <= 0 means the whole session. Another attempt of the same call
 // (a retry) is not a repetition.
@@ -177,8 +182,10 @@ func (st *loopState) forgetOldest() {
 }
 
 // loopHash hashes the tool name and the arguments as compact JSON with
-// sorted keys (as they are when they are not JSON; no arguments is the
-// empty object). The canonical form is written into the hash, not kept.
+// sorted keys, strings with their escapes decoded and numbers in one
+// spelling per value (see sameNumbers); as they are when they are not
+// JSON; no arguments is the empty object. The canonical form is written
+// into the hash, not kept.
 func loopHash(tool string, args json.RawMessage) loopKey {
 	h := sha256.New()
 	h.Write([]byte(tool))
@@ -200,7 +207,7 @@ func loopCanonical(w io.Writer, args json.RawMessage) {
 		w.Write(args)
 		return
 	}
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(sameNumbers(v))
 	if err != nil {
 		w.Write(args)
 		return
@@ -225,3 +232,57 @@ func (e *loopError) Error() string {
 }
 
 func (e *loopError) Is(target error) bool { return target == ErrLoop }
+
+// sameNumbers rewrites, in place, the numbers of a value decodeJSON made
+// into one spelling per decimal value (canonicalNumber), so that 1.5, 1.50
+// and 15e-1 are one number. The engine rewrites integral numbers (2.0,
+// 1e2) before interceptors run, but no other number.
+func sameNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		return json.Number(canonicalNumber(string(x)))
+	case map[string]any:
+		for k, e := range x {
+			x[k] = sameNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = sameNumbers(e)
+		}
+	}
+	return v
+}
+
+// canonicalNumber writes a JSON number as its exact decimal value: "0"
+// for zero (-0 too), else an optional minus, the significant digits
+// without leading or trailing zeros, "e" and the power of ten they are
+// multiplied by (15e-1 for 1.5, 1.50 and 0.15e1). Two numbers get the same
+// text exactly when they are equal as decimals: 1.5000000000000001 is not
+// 1.5, though a float64 cannot tell them apart. s must be a valid JSON
+// number (as json.Number from a decoder is).
+func canonicalNumber(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	mant, exp, _ := strings.Cut(strings.ToLower(s), "e")
+	ip, fp, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(ip+fp, "0")
+	if digits == "" {
+		return "0"
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	shift := int64(len(digits)-len(trimmed)) - int64(len(fp))
+	var power string
+	if e, err := strconv.ParseInt(exp, 10, 64); err == nil || exp == "" {
+		if p := e + shift; (shift >= 0) == (p >= e) { // no overflow
+			power = strconv.FormatInt(p, 10)
+		}
+	}
+	if power == "" { // an exponent beyond int64: exact all the same
+		e, _ := new(big.Int).SetString(strings.TrimPrefix(exp, "+"), 10)
+		power = e.Add(e, big.NewInt(shift)).String()
+	}
+	if neg {
+		return "-" + trimmed + "e" + power
+	}
+	return trimmed + "e" + power
+}

@@ -138,6 +138,15 @@ type ApprovalRequest struct {
 	// Suggestions are rules the person can accept with the approval, for
 	// the rest of the session (Approve with WithSuggestion).
 	Suggestions []Suggestion `json:"suggestions,omitempty"`
+	// Tool, Reason, Note and the suggestions' labels show the characters
+	// that change how text reads without showing themselves (bidirectional
+	// controls such as U+202E, zero-width and other invisible characters,
+	// control characters, line breaks, spaces other than U+0020) escaped,
+	// as \u202e: they are partly the model's text, and a label must read
+	// as what it grants. Args are the call's arguments with such
+	// characters in their strings written as JSON escapes: the same value,
+	// which a UI that decodes them must show escaped too.
+	//
 	// Status is "pending", "approved", "rejected" or "expired"; "denied"
 	// when a person approved the call with edited arguments that a rule
 	// denies (it does not run).
@@ -339,7 +348,7 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 	if pd, ok := ctx.Value(priorKey{}).(*priorDecision); ok && pd.session == inv.Session && pd.call == inv.Call.ID {
 		// Decided before this process ran the call (package durable): the
 		// person is not asked again, and the decision ends as theirs would.
-		req := ApprovalRequest{Session: inv.Session, CallID: inv.Call.ID, Tool: toolName(inv), Args: inv.Call.Args, Reason: d.reason}
+		req := ApprovalRequest{Session: inv.Session, CallID: inv.Call.ID, Tool: toolName(inv), Args: inv.Call.Args, Reason: d.reason}.shown()
 		return p.conclude(ctx, inv, next, req, permVerdict{approve: pd.d.Approve, args: pd.d.Args, reason: pd.d.Reason}, "decided before a restart")
 	}
 	var suggestions []Suggestion
@@ -355,7 +364,7 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 	pd := &permPending{ch: make(chan permVerdict, 1), req: ApprovalRequest{
 		Session: inv.Session, CallID: inv.Call.ID, Tool: toolName(inv), Args: inv.Call.Args,
 		Reason: reason, Suggestions: suggestions, Status: "pending", Expires: time.Now().Add(p.wait),
-	}}
+	}.shown()}
 	release, ok := p.hold(key, pd)
 	if !ok {
 		// Approve and Reject name a call by session and id: a second
@@ -386,8 +395,24 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 		return toolkit.Failure(toolkit.StateDenied, fmt.Errorf("%w: nobody approved this call of %q within %v, so it did not run. Ask the user before trying again",
 			ErrNoDecision, inv.Call.Name, p.wait))
 	case <-wait.Done():
+		if interruptHook != nil {
+			interruptHook()
+		}
 		// An interrupted call does not run, even if a decision came at the
-		// same moment: its deadline or its batch's cancellation won.
+		// same moment: its deadline or its batch's cancellation won. But a
+		// decision that took the request first (its Approve or Reject
+		// returned nil) was given: what it adds to the session (AlwaysAllow,
+		// an accepted suggestion) stands, and its event says the call did
+		// not run.
+		if !p.withdraw(key, pd) {
+			v := <-pd.ch
+			note := "the call was interrupted before it could run"
+			if !v.approve {
+				p.announce(inv, pd.req, "rejected", permJoin(note, v.reason))
+			} else {
+				p.announce(inv, pd.req, "approved", p.grant(inv, v, note))
+			}
+		}
 		return inv.ContextFailure(wait)
 	}
 	return p.conclude(resume(), inv, next, pd.req, v, "")
@@ -412,6 +437,15 @@ func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, nex
 		}
 		note = permJoin(note, "arguments edited")
 	}
+	note = p.grant(inv, v, note)
+	p.announce(inv, req, "approved", note)
+	inv.Meta("approved", true)
+	return next(ctx, inv)
+}
+
+// grant adds to the session the rules an approval accepted (AlwaysAllow,
+// suggestions) and returns note with what it added.
+func (p *Permissions) grant(inv *toolkit.Invocation, v permVerdict, note string) string {
 	if v.always {
 		v.grants = append(v.grants, Grant{Tool: toolName(inv)})
 	}
@@ -422,9 +456,7 @@ func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, nex
 			note = permJoin(note, fmt.Sprintf("allowed for the rest of the session: %s", grantLabel(g)))
 		}
 	}
-	p.announce(inv, req, "approved", note)
-	inv.Meta("approved", true)
-	return next(ctx, inv)
+	return note
 }
 
 // edit puts a person's edited arguments in the call and reports whether a
@@ -517,15 +549,20 @@ func (p *Permissions) withdraw(key permKey, pd *permPending) bool {
 // which a decision may still take it.
 var expiryHook func()
 
+// interruptHook, when set (tests only; nil in production), is called when
+// a waiting call's wait is interrupted, before its request is withdrawn:
+// the window in which a decision may still take it.
+var interruptHook func()
+
 func permJoin(a, b string) string {
-	if a == "" {
-		return b
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + "; " + b
 }
 
 func (p *Permissions) announce(inv *toolkit.Invocation, req ApprovalRequest, status, note string) {
-	req.Status, req.Note, req.Expires = status, note, time.Time{}
+	req.Status, req.Note, req.Expires = status, visibleText(note), time.Time{}
 	_ = inv.Emit(ApprovalEvent, req)
 }
 
@@ -548,7 +585,11 @@ func WithSuggestion(id string) ApproveOption {
 
 // Approve lets a waiting call run. It returns ErrNotPending when no call with
 // that id waits in that session, and ErrUnknownSuggestion (the call still
-// waits) for a suggestion id the request did not offer.
+// waits) for a suggestion id the request did not offer. Once it returned
+// nil the decision is taken: if the call is interrupted at that moment
+// (its batch cancelled) it does not run, but the rules the approval adds
+// for the session (AlwaysAllow, WithSuggestion) stand, and the "approved"
+// event's note says the call was interrupted.
 func (p *Permissions) Approve(session, callID string, opts ...ApproveOption) error {
 	v := permVerdict{approve: true}
 	for _, o := range opts {

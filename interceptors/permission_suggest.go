@@ -46,7 +46,9 @@ type Grant struct {
 type Suggestion struct {
 	// ID is stable: the same rule has the same id in every request.
 	ID string `json:"id"`
-	// Label says what accepting it does, for people.
+	// Label says what accepting it does, for people. In a request it
+	// shows invisible and bidirectional-control characters escaped (see
+	// ApprovalRequest).
 	Label string `json:"label"`
 	// Grant is the rule it adds to the session.
 	Grant Grant `json:"grant"`
@@ -114,8 +116,12 @@ func DefaultSuggestions(spec toolkit.Spec, args json.RawMessage) []Suggestion {
 	return append(out, NewSuggestion(fmt.Sprintf("Always allow %s in this session", spec.Name), Grant{Tool: spec.Name}))
 }
 
+// clipLabel shortens a command for a label: runs of spaces (U+0020 only)
+// become one, and more than 80 characters are cut with "…". Other
+// whitespace stays, to be shown escaped (see ApprovalRequest): a newline
+// shown as a space would join two commands into one.
 func clipLabel(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == ' ' }), " ")
 	if r := []rune(s); len(r) > 80 {
 		return string(r[:79]) + "…"
 	}

@@ -55,6 +55,21 @@
     }
   }
 
+  // shownJSON writes, in JSON text, the characters that change how text
+  // reads without showing themselves (bidirectional controls such as
+  // U+202E, zero-width and other invisible characters, controls, line
+  // breaks, spaces other than U+0020, variation selectors) as \u escapes:
+  // the same value, which a person sees. Package interceptors shows them
+  // so in an approval's texts (display.go); arguments, decoded here, need
+  // it again. Outside its strings JSON text is ASCII and JSON.stringify
+  // escapes C0 controls in strings: the space and newline of indentation
+  // are left alone.
+  const HIDDEN = /[\p{Cc}\p{Cf}\p{Zs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\p{Variation_Selector}]/gu;
+  function shownJSON(s) {
+    return s.replace(HIDDEN, (ch) => (ch === ' ' || ch === '\n' ? ch
+      : Array.from({ length: ch.length }, (_, i) => '\\u' + ch.charCodeAt(i).toString(16).padStart(4, '0')).join('')));
+  }
+
   // prettyJSON puts what fits on one line on one line: arrays of small
   // objects come out one object per line.
   function prettyJSON(v, indent = '', width = 80) {
@@ -686,12 +701,12 @@
     ui.args.replaceChildren();
     if (!c.hasArgs) return;
     if (key.length <= 96) {
-      ui.args.append(h('code', { class: 'args-short', text: key }));
+      ui.args.append(h('code', { class: 'args-short', text: shownJSON(key) }));
       return;
     }
     ui.args.append(h('details', null,
-      h('summary', { title: 'show all arguments' }, h('code', { class: 'args-short', text: truncate(key, 96) })),
-      h('pre', { class: 'args-full', text: prettyJSON(c.args) })));
+      h('summary', { title: 'show all arguments' }, h('code', { class: 'args-short', text: truncate(shownJSON(key), 96) })),
+      h('pre', { class: 'args-full', text: shownJSON(prettyJSON(c.args)) })));
   }
 
   function drawProgress(c, ui, state) {
@@ -817,7 +832,7 @@
 
   function pendingBox(S, c, a, keep) {
     const tool = str(a.tool) || c.tool;
-    const initial = a.args === undefined ? '{}' : JSON.stringify(a.args, null, 2);
+    const initial = a.args === undefined ? '{}' : shownJSON(JSON.stringify(a.args, null, 2));
     const ta = h('textarea', { class: 'approval-args', spellcheck: 'false', rows: String(Math.min(10, initial.split('\n').length + 1)), 'aria-label': `arguments of ${tool}` });
     ta.value = keep && keep.ta.value !== keep.initial ? keep.ta.value : initial;
     const reason = h('input', { class: 'reject-reason', type: 'text', placeholder: 'reason for rejecting (optional)', 'aria-label': 'reason for rejecting' });
@@ -1189,7 +1204,7 @@
   }
 
   // for debugging in the console; the page does not depend on it
-  window.toolstream = { page };
+  window.toolstream = { page, shownJSON };
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
   else start();
