@@ -154,3 +154,17 @@ func (req ApprovalRequest) shown() ApprovalRequest {
 	}
 	return req
 }
+
+// VisibleText returns s as an approval request shows it: the characters
+// that change how text reads without showing themselves (bidirectional
+// controls, zero-width and other invisible characters, control
+// characters, spaces other than U+0020) and bytes that are not UTF-8
+// escaped, as \u202e or \xff. Code that builds an [ApprovalRequest] from
+// text it did not write (an MCP server's elicitation, in package
+// mcpbridge) shows it this way, as Permissions does.
+func VisibleText(s string) string { return visibleText(s) }
+
+// VisibleJSON returns raw JSON with those characters in its strings
+// written as JSON escapes: the same value for every decoder, and text in
+// which a person reading the JSON sees them.
+func VisibleJSON(raw json.RawMessage) json.RawMessage { return visibleJSON(raw) }

@@ -126,13 +126,16 @@ func (d *Elicitations) ask(ctx context.Context, c *Client, call toolkit.CallInfo
 	if err != nil {
 		return nil, err
 	}
-	reason := fmt.Sprintf("MCP server %q asks: %s", c.name, p.Message)
+	// The server's words go to a person: shown so that none can hide or
+	// turn text around (interceptors.VisibleText).
+	reason := fmt.Sprintf("MCP server %q asks: %s", c.name, interceptors.VisibleText(p.Message))
 	if p.URL != "" {
-		reason += " (open " + p.URL + ")"
+		reason += " (open " + interceptors.VisibleText(p.URL) + ")"
 	}
 	var schema json.RawMessage
 	if p.RequestedSchema != nil {
 		schema, _ = json.Marshal(p.RequestedSchema)
+		schema = interceptors.VisibleJSON(schema)
 	}
 	pd := &elicitPending{ch: make(chan *mcp.ElicitResult, 1), req: interceptors.ApprovalRequest{
 		Session: call.Session, Tool: call.Tool, Args: schema, Reason: reason,

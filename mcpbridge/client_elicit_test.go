@@ -136,3 +136,44 @@ func TestClientElicitationByCode(t *testing.T) {
 		t.Errorf("attributed to %+v", seen)
 	}
 }
+
+// TestClientElicitationShowsHiddenCharacters: what an MCP server asks a
+// person reaches the approval desk with its invisible and bidirectional
+// characters escaped, in the question and in the requested schema (the
+// same value), as the permission interceptor shows the model's text.
+func TestClientElicitationShowsHiddenCharacters(t *testing.T) {
+	ts := newTestServer(t)
+	ts.srv.AddTool(&mcp.Tool{Name: "ask", Description: "Asks.", InputSchema: objectSchema},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if _, ok := req.Params.InputResponses["ok"].(*mcp.ElicitResult); !ok {
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"ok": &mcp.ElicitParams{
+					Message:         "Allow reading notes\u202etxt.exe?",
+					RequestedSchema: json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean","description":"yes\u200b or no"}}}`),
+				}}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "asked"}}}, nil
+		})
+	tk := testutil.Kit(t)
+	desk := mcpbridge.NewElicitations(time.Minute)
+	connect(t, tk, "srv", ts.endpoint(), mcpbridge.WithElicitations(desk))
+	b := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("c1", "mcp__srv__ask", `{}`)})
+	req := waitPending(t, desk, "s")
+	if strings.ContainsRune(req.Reason, '\u202e') || !strings.Contains(req.Reason, `notes\u202etxt.exe`) {
+		t.Errorf("the question: %q", req.Reason)
+	}
+	if strings.ContainsRune(string(req.Args), '\u200b') || !strings.Contains(string(req.Args), `yes\u200b or no`) {
+		t.Errorf("the schema: %s", req.Args)
+	}
+	var schema struct {
+		Properties map[string]struct{ Description string } `json:"properties"`
+	}
+	if err := json.Unmarshal(req.Args, &schema); err != nil || schema.Properties["ok"].Description != "yes\u200b or no" {
+		t.Errorf("the schema's value changed: %+v %v", schema, err)
+	}
+	if err := desk.Accept("s", "c1", map[string]any{"ok": true}); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.Wait()[0]; r.Text() != "asked" {
+		t.Errorf("%s %q", r.State, r.Text())
+	}
+}
