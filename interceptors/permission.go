@@ -360,6 +360,16 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 
 // ask suspends the call until a decision, the wait timeout or the run's end.
 func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, reason string, suggestions []Suggestion) toolkit.Outcome {
+	if args := inv.Call.Args; len(args) > 0 && !json.Valid(args) {
+		// Arguments an interceptor outside this one rewrote (the engine
+		// checks them only when the tool is about to run): no request
+		// can carry them, so nobody could be asked, and they would fail
+		// anyway.
+		var syntax json.RawMessage
+		err := json.Unmarshal(args, &syntax)
+		return toolkit.Failure(toolkit.StateError, &toolkit.ArgumentError{Tool: toolName(inv),
+			Err: fmt.Errorf("arguments are not valid JSON (%w), so nobody was asked to approve this call and it did not run", err)})
+	}
 	key := permKey{inv.Session, inv.Call.ID}
 	pd := &permPending{ch: make(chan permVerdict, 1), req: ApprovalRequest{
 		Session: inv.Session, CallID: inv.Call.ID, Tool: toolName(inv), Args: inv.Call.Args,
@@ -375,7 +385,12 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 	defer release()
 
 	wait, resume := inv.Suspend("approval")
-	_ = inv.Emit(ApprovalEvent, pd.req)
+	if err := inv.Emit(ApprovalEvent, pd.req); err != nil && p.withdraw(key, pd) {
+		// Nobody received the question: do not wait for an answer. (If a
+		// decision took the request first, from Pending, it stands.)
+		return toolkit.Failure(toolkit.StateError, fmt.Errorf("the request to approve this call of %q could not be sent (%v), so nobody was asked and it did not run",
+			inv.Call.Name, err))
+	}
 	timer := time.NewTimer(p.wait)
 	defer timer.Stop()
 	var v permVerdict

@@ -3,10 +3,12 @@ package interceptors
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"mime"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -224,7 +226,12 @@ const (
 // then start over, redacted). Redaction runs before truncation, so a secret is never cut
 // into a piece that no longer matches.
 //
-// The state and error of the outcome are kept. Used with [Evict], add
+// A structured result that a redaction made break the tool's output schema
+// (the engine checks it as the filter let it through) is withheld: the
+// call fails with an error that says so and names the paths, wrapping the
+// engine's *[toolkit.OutputError]; the value before redaction holds the
+// secret, the one after it breaks what the schema promises. Otherwise the
+// state and error of the outcome are kept. Used with [Evict], add
 // Evict first: Sanitize then runs inside it, so the stored result is
 // redacted too (Evict's message is redacted either way); turn Sanitize's
 // truncation off with SanitizeMaxBytes(0), or large results are cut before
@@ -248,7 +255,15 @@ func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
 			}
 			count.redactions.Store(0)
 			count.uninspected.Store(0)
-			out := cfg.apply(next(ctx, inv), count)
+			out := next(ctx, inv)
+			if oe := (*toolkit.OutputError)(nil); out.State == toolkit.StateError && errors.As(out.Err, &oe) {
+				if n := count.redactions.Load(); n > 0 {
+					// The engine checked the result as the filter let it
+					// through: redacted. The tool is not to blame.
+					out = toolkit.Failure(toolkit.StateError, &sanitizeSchemaError{tool: inv.Call.Name, n: n, cause: oe})
+				}
+			}
+			out = cfg.apply(out, count)
 			if n := count.redactions.Load(); n > 0 {
 				inv.Meta(SanitizeMetaRedactions, n)
 			}
@@ -263,6 +278,44 @@ func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
 }
 
 type sanitizeFilterKey struct{ cfg *sanitizeConfig }
+
+// sanitizeSchemaError is the cause of a call whose structured result,
+// redacted, no longer matched the tool's output schema (a pattern, enum,
+// format or maxLength that bound a value a redaction replaced). The result
+// is withheld: the redacted one breaks the schema that code and MCP clients
+// rely on, the one before redaction holds the secret. It names the paths,
+// not the schema's problems (an enum's values would tell what was
+// redacted), and wraps the engine's *toolkit.OutputError.
+type sanitizeSchemaError struct {
+	tool  string
+	n     int64
+	cause *toolkit.OutputError
+}
+
+func (e *sanitizeSchemaError) Error() string {
+	var paths []string
+	for _, p := range e.cause.Problems {
+		path := p.Path
+		if path == "" {
+			path = "(root)"
+		}
+		if !slices.Contains(paths, path) {
+			paths = append(paths, path)
+		}
+	}
+	return fmt.Sprintf("the result of tool %q is withheld: it held data that may not be shown here (%d %s), and with that data redacted "+
+		"it no longer matches the tool's output schema at %s. The tool ran; do not call it again for the same data, "+
+		"and tell the user if they need it", e.tool, e.n, redactionsWord(e.n), strings.Join(paths, ", "))
+}
+
+func (e *sanitizeSchemaError) Unwrap() error { return e.cause }
+
+func redactionsWord(n int64) string {
+	if n == 1 {
+		return "redaction"
+	}
+	return "redactions"
+}
 
 // sanitizeCount is one call's redaction state. The delta filter runs under
 // the call's lock, where it cannot set metadata: it counts here and the

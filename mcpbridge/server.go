@@ -15,10 +15,12 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/schema"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -53,9 +55,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*toolkit.Session
-	tools    map[string]bool // names listed now (Sync), true for those with an output schema
-	synced   uint64          // the ticket of the Sync that set tools
-	syncSeq  atomic.Uint64   // Sync's tickets
+	tools    map[string]*listedOutput // names listed now (Sync), with their output schema (nil: none)
+	synced   uint64                   // the ticket of the Sync that set tools
+	syncSeq  atomic.Uint64            // Sync's tickets
 	closed   bool
 	watchers sync.WaitGroup
 }
@@ -145,7 +147,7 @@ func NewServer(tk *toolkit.Toolkit, opts ...ServerOption) (*Server, error) {
 		opts:     o,
 		idBase:   hex.EncodeToString(b[:]),
 		sessions: make(map[*mcp.ServerSession]*toolkit.Session),
-		tools:    make(map[string]bool),
+		tools:    make(map[string]*listedOutput),
 	}
 	s.closing, s.closeCalls = context.WithCancel(context.Background())
 	impl := o.impl
@@ -184,8 +186,15 @@ func (s *Server) Sync() error {
 		syncHook() // tests: another Sync between reading and applying
 	}
 	tools := make([]*mcp.Tool, 0, len(defs))
+	outputs := make(map[string]*listedOutput, len(defs))
+	s.mu.Lock()
+	prev := s.tools
+	s.mu.Unlock()
 	var trial *mcp.Server
 	for _, d := range defs {
+		if len(d.OutputSchema) > 0 {
+			outputs[d.Name] = compileListedOutput(prev[d.Name], d.OutputSchema)
+		}
 		t, err := mcpTool(d)
 		if err == nil {
 			if trial == nil {
@@ -204,9 +213,9 @@ func (s *Server) Sync() error {
 		return nil // a later Sync applied a newer reading already
 	}
 	s.synced = ticket
-	keep := make(map[string]bool, len(tools))
+	keep := make(map[string]*listedOutput, len(tools))
 	for _, t := range tools {
-		keep[t.Name] = t.OutputSchema != nil
+		keep[t.Name] = outputs[t.Name]
 		s.srv.AddTool(t, s.handle)
 	}
 	var gone []string
@@ -399,8 +408,42 @@ func (s *Server) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	return s.result(res), nil
 }
 
-// hasOutputSchema reports whether the listed tool has an output schema.
-func (s *Server) hasOutputSchema(name string) bool {
+// listedOutput is the output schema a tool is listed with, compiled: the
+// schema the client checks structuredContent against.
+type listedOutput struct {
+	raw string
+	v   *schema.Validator // nil if it did not compile (the engine compiled it: not expected)
+}
+
+// compileListedOutput compiles a listed output schema, or returns prev
+// when it is the same schema.
+func compileListedOutput(prev *listedOutput, raw json.RawMessage) *listedOutput {
+	if prev != nil && prev.raw == string(raw) {
+		return prev
+	}
+	o := &listedOutput{raw: string(raw)}
+	var js jsonschema.Schema
+	if json.Unmarshal(raw, &js) == nil {
+		o.v, _ = schema.Compile(&js)
+	}
+	return o
+}
+
+// problems validates a structured value against the listed schema.
+func (o *listedOutput) problems(v json.RawMessage) []schema.Problem {
+	if o.v == nil {
+		return nil
+	}
+	inst, err := schema.Decode(v)
+	if err != nil {
+		return []schema.Problem{{Message: err.Error()}}
+	}
+	return o.v.Validate(inst)
+}
+
+// outputSchema returns the listed tool's output schema, or nil when it has
+// none.
+func (s *Server) outputSchema(name string) *listedOutput {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tools[name]

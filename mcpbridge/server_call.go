@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/schema"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -194,7 +196,8 @@ func (s *Server) elicit(ctx context.Context, req *mcp.CallToolRequest, session s
 }
 
 // result maps a toolkit result to MCP: the parts as content, the last JSON
-// part as structuredContent for a tool with an output schema, failures as
+// part as structuredContent for a tool with an output schema (an isError
+// result when there is none, or it does not conform), failures as
 // isError with the text the model would read; and what is over the size
 // limit as fit says.
 func (s *Server) result(res toolkit.Result) *mcp.CallToolResult {
@@ -220,9 +223,12 @@ func (s *Server) result(res toolkit.Result) *mcp.CallToolResult {
 		}
 		return s.fit(res, out, -1)
 	}
-	if s.hasOutputSchema(res.Call.Name) {
+	if o := s.outputSchema(res.Call.Name); o != nil {
 		if !isJSONObject(lastJSON) {
 			return s.fit(res, noStructured(res.Call.Name, out, lastJSON, copyAt), -1)
+		}
+		if probs := o.problems(lastJSON); len(probs) > 0 {
+			return s.fit(res, nonconforming(res.Call.Name, out, probs), -1)
 		}
 		out.StructuredContent = lastJSON
 		return s.fit(res, out, copyAt)
@@ -282,6 +288,46 @@ func noStructured(tool string, out *mcp.CallToolResult, last json.RawMessage, co
 			content = append(content, c)
 		}
 	}
+	return &mcp.CallToolResult{Content: content, IsError: true}
+}
+
+// maxListedProblems bounds the paths nonconforming lists.
+const maxListedProblems = 5
+
+// nonconforming is what a client gets for a successful call of a tool with
+// an output schema whose structured value does not conform to the schema
+// the tool is listed with. The engine checked the tool's own result, so an
+// interceptor changed it afterwards: a redaction (Sanitize) that replaced
+// a value a pattern, enum, format or maxLength bound, say. Sent as
+// structuredContent it would break the contract the client checks (the
+// TypeScript SDK's client throws: "Structured content does not match the
+// tool's output schema"); undoing the change could undo a redaction. So it
+// is an isError result that says why, followed by the content as it is
+// (the structured value as text included). It names the paths of the
+// values that do not conform, not the problems: an enum's or a const's
+// allowed values would tell what a redaction took out.
+func nonconforming(tool string, out *mcp.CallToolResult, probs []schema.Problem) *mcp.CallToolResult {
+	var paths []string
+	for _, p := range probs {
+		path := p.Path
+		if path == "" {
+			path = "(root)"
+		}
+		if !slices.Contains(paths, path) {
+			paths = append(paths, path)
+		}
+	}
+	at := strings.Join(paths, ", ")
+	if len(paths) > maxListedProblems {
+		at = fmt.Sprintf("%s and %d more", strings.Join(paths[:maxListedProblems], ", "), len(paths)-maxListedProblems)
+	}
+	msg := fmt.Sprintf("The call of tool %q succeeded, but its structured value does not conform to the tool's output schema at %s: "+
+		"an interceptor changed it after the tool returned it (a redaction, for example), and over MCP a tool with an output schema "+
+		"must give a value that conforms to it, so this result is sent as an error.", tool, at)
+	if len(out.Content) > 0 {
+		msg += " Its content follows."
+	}
+	content := append([]mcp.Content{&mcp.TextContent{Text: msg}}, out.Content...)
 	return &mcp.CallToolResult{Content: content, IsError: true}
 }
 

@@ -59,6 +59,7 @@ func TestServerTypeScriptPeer(t *testing.T) {
 		interceptors.WithApprovalTimeout(30*time.Second),
 	)
 	tk.Use(perms.Interceptor())
+	srvRedactedContact(t, tk)
 	s := srvNew(t, tk, mcpbridge.WithPermissions(perms))
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.Handler(nil))
@@ -84,11 +85,12 @@ func TestServerTypeScriptPeer(t *testing.T) {
 		Structured      map[string]any `json:"structuredContent"`
 		Elicited        []string
 		NoStructured    map[string]string
+		Redacted        string
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &report); err != nil || !report.OK {
 		t.Fatalf("report %s: %v", stdout.Bytes(), err)
 	}
-	if len(report.Tools) != 6 || len(report.NoStructured) != 2 || len(report.Progress) == 0 || report.Structured["temp_c"] != 21.5 || len(report.Elicited) != 2 {
+	if len(report.Tools) != 7 || report.Redacted == "" || len(report.NoStructured) != 2 || len(report.Progress) == 0 || report.Structured["temp_c"] != 21.5 || len(report.Elicited) != 2 {
 		t.Fatalf("report = %+v", report)
 	}
 	// The cancelled call ended interrupted in the toolkit, and the

@@ -9,7 +9,8 @@
 // (which the SDK checks against the listed outputSchema) and the isError
 // result of typed tools that returned no structured value, and answers the
 // elicitation a permission "ask" becomes: yes for "noop", no for "weather"
-// in Quito (the Go test's rules ask for both). It prints one JSON
+// in Quito (the Go test's rules ask for both), and reads a structured
+// result a redaction made break its schema (an isError result). It prints one JSON
 // object with what it saw and exits 1 on the first failed check.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -84,6 +85,23 @@ for (const name of ["nilptr", "nilmap"]) {
   }
   check(r.isError === true && r.content.length > 0 && /no structured value/.test(r.content[0].text), `${name} is an isError result`);
   report.noStructured[name] = r.content[0].text;
+}
+
+// A structured result an interceptor redacted after the engine checked it
+// ("owner" no longer in its enum): the server must not send it as
+// structuredContent (this SDK throws: "Structured content does not match
+// the tool's output schema"), but as an isError result that says why.
+{
+  let r;
+  try {
+    r = await client.callTool({ name: "contact", arguments: { field: "add-owner" } });
+  } catch (e) {
+    report.redacted = "threw: " + String(e && e.message ? e.message : e);
+    check(false, "contact: the client refused the redacted result");
+  }
+  check(r.isError === true && /does not conform to the tool's output schema/.test(r.content[0].text), "a redacted result that breaks the schema is an isError result");
+  check(!JSON.stringify(r).includes("@example.com"), "the redacted secret does not reach the client");
+  report.redacted = r.content[0].text;
 }
 
 // Invalid arguments: an isError result with "path: message".
