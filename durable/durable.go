@@ -246,7 +246,10 @@ func (s *Store) Pending(ctx context.Context, session string) ([]Record, error) {
 // Answer answers a suspended call of an external tool: content is its
 // result, or errText its failure. The answer is kept in the bucket: a
 // process that runs the call now gets it (Deliver), and one that runs it
-// again after a restart returns it at once.
+// again after a restart returns it at once. A successful answer that does
+// not match the tool's output schema fails the call with the problems
+// (a *toolkit.OutputError), as a handler's result would: it cannot be
+// given again.
 func (s *Store) Answer(ctx context.Context, session, callID string, content []events.Part, errText string) error {
 	return s.settle(ctx, session, callID, "external", "an answer", "answered", func(r *Record) bool {
 		if r.Answer != nil {
@@ -433,10 +436,14 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 			inv.Meta(MetaReplayed, true)
 			return rec.Result.outcome()
 		case rec.State == Suspended && rec.Answer != nil:
-			// Answered while no process ran it: the answer is the result.
+			// Answered while no process ran it: the answer is the result,
+			// checked as Session.Submit checks it (it cannot be given
+			// again: one that breaks the output schema fails the call).
 			out := rec.Answer.outcome()
 			if out.Err != nil {
 				out.Content = append(out.Content, events.Text("Error: "+out.Err.Error()))
+			} else if err := inv.Tool.CheckOutput(out.Content); err != nil {
+				out = toolkit.Failure(toolkit.StateError, err)
 			}
 			rec.State, rec.Reason, rec.Result, rec.Owner = Done, "", stored(out), owner
 			if err := s.put(bctx, k, rec, rev); err != nil {
@@ -634,7 +641,16 @@ func (s *Store) Deliver(ctx context.Context, tk *toolkit.Toolkit, opts ...Delive
 			if rec.Answer.Error != "" {
 				aerr = errors.New(rec.Answer.Error)
 			}
-			_ = sess.Submit(rec.Call.ID, rec.Answer.Content, aerr)
+			if err := sess.Submit(rec.Call.ID, rec.Answer.Content, aerr); errors.Is(err, toolkit.ErrInvalidOutput) {
+				// The answer breaks the tool's output schema and cannot be
+				// given again: the call fails with the problems, as a
+				// handler's result that breaks it does.
+				var oe *toolkit.OutputError
+				if errors.As(err, &oe) {
+					err = oe
+				}
+				_ = sess.Submit(rec.Call.ID, nil, err)
+			}
 		}
 	}()
 	return func() {

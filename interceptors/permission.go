@@ -233,7 +233,11 @@ func NewPermissions(opts ...PermissionOption) *Permissions {
 	return p
 }
 
-// Interceptor returns the interceptor (name "permissions").
+// Interceptor returns the interceptor (name "permissions"). Set its
+// Unknown to have it judge calls of tools nobody registered too; a call
+// that certainly cannot run ([toolkit.Invocation.CannotRun]: nothing inside
+// it may answer or alias the call) is then not put to a person, and the
+// model gets the unknown-tool answer (deny rules still deny it).
 func (p *Permissions) Interceptor() toolkit.Interceptor {
 	return toolkit.Interceptor{Name: PermissionsName, Intercept: p.intercept}
 }
@@ -350,6 +354,13 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 		// person is not asked again, and the decision ends as theirs would.
 		req := ApprovalRequest{Session: inv.Session, CallID: inv.Call.ID, Tool: toolName(inv), Args: inv.Call.Args, Reason: d.reason}.shown()
 		return p.conclude(ctx, inv, next, req, permVerdict{approve: pd.d.Approve, args: pd.d.Args, reason: pd.d.Reason}, "decided before a restart")
+	}
+	if inv.CannotRun(ctx) {
+		// A tool nobody registered, that nothing inside this interceptor
+		// may answer or alias (installed with Unknown set): the call fails
+		// whatever a person decides, so nobody is asked; the model gets the
+		// unknown-tool answer, with the names it may have meant.
+		return next(ctx, inv)
 	}
 	var suggestions []Suggestion
 	if !d.firm && p.suggest != nil {

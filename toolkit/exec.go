@@ -268,21 +268,12 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 	switch {
 	case err == nil:
 		out := c.outcome(n, StateSuccess, one, parts, nil)
-		if o := c.exe.output; o != nil && out.Content != nil {
-			// Checked inside the interceptors: they see, and may reshape,
-			// a result that conforms or the failure that says it did not.
+		if c.exe.typed != nil && len(parts) == 0 && one.IsEmpty() {
 			// A typed tool that returned nothing (a nil pointer or map)
-			// has no structured result; a raw tool that declared a
-			// schema must give one.
-			typed := c.exe.typed != nil
-			if typed && len(parts) == 0 && one.IsEmpty() {
-				return out
-			}
-			if err := o.check(c.call.Name, out.Content, typed); err != nil {
-				return Failure(StateError, err)
-			}
+			// has no structured result.
+			return out
 		}
-		return out
+		return c.checkOutput(out)
 	case errors.Is(err, ErrPanic):
 		return c.outcome(n, StateError, Part{}, nil, err)
 	case ctx.Err() != nil:
@@ -291,6 +282,23 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 	default:
 		return c.outcome(n, StateError, one, parts, err)
 	}
+}
+
+// checkOutput checks a successful outcome's structured result against the
+// output schema of the tool the call runs (a handler's, or an external
+// tool's as Session.Submit gave it), as the call's stream filters let it
+// through. It is checked inside the interceptors: they see, and may
+// reshape, a result that conforms or the failure that says it did not. A
+// raw tool (an external one too) that declared a schema must give one.
+func (c *call) checkOutput(out Outcome) Outcome {
+	o := c.exe.output
+	if o == nil || out.State != StateSuccess || out.Content == nil {
+		return out
+	}
+	if err := o.check(c.call.Name, out.Content, c.exe.typed != nil); err != nil {
+		return Failure(StateError, err)
+	}
+	return out
 }
 
 // argsFor returns the tool attempt n runs and its arguments. Arguments an

@@ -45,7 +45,7 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	c.makeWay() // waiting outside uses no local capacity
 	select {
 	case r := <-ext:
-		return c.outcome(attempt, r.state, Part{}, r.parts, r.err)
+		return c.checkOutput(c.outcome(attempt, r.state, Part{}, r.parts, r.err))
 	case <-ctx.Done():
 		if !c.batch.sess.unsuspend(c) {
 			// Submit (or Session.Close) took the call just in time and is
@@ -56,7 +56,7 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 				extTaken()
 			}
 			r := <-ext
-			return c.outcome(attempt, r.state, Part{}, r.parts, r.err)
+			return c.checkOutput(c.outcome(attempt, r.state, Part{}, r.parts, r.err))
 		}
 		state, err := c.ctxFailure(ctx, nil)
 		return c.outcome(attempt, state, Part{}, nil, err)

@@ -102,6 +102,19 @@ func typedOutputSchema[Out any](name string) (*outputSchema, error) {
 	return newOutputSchema(name, s)
 }
 
+// CheckOutput checks content, a successful result of the tool, against
+// the tool's output schema, as the engine does before the model sees it:
+// nil when the tool has no output schema or the result conforms, else an
+// *[OutputError] (errors.Is [ErrInvalidOutput]) that lists the problems.
+// [Session.Submit] uses it for an external tool's result; it is there for
+// code that hands a tool's result over on its own.
+func (t *Tool) CheckOutput(content []Part) error {
+	if t == nil || t.output == nil {
+		return nil
+	}
+	return t.output.check(t.spec.Name, content, t.typed != nil)
+}
+
 // check validates a successful call's structured result: the last JSON
 // part of its content (a typed tool's is the value it returned, which comes
 // last). A raw tool's result must have one; a typed tool's null (a nil map)

@@ -87,11 +87,32 @@ func (s *Session) Toolkit() *Toolkit { return s.tk }
 // content as the call's deltas and then its result, and the batch the call
 // belongs to goes on. It returns ErrUnknownCall when no call with that id is
 // suspended in the session, and ErrClosed once the session is closed.
+//
+// A successful result (err nil) of a tool that declares an output schema
+// ([Spec.OutputSchema]) must hold a structured result that conforms, as a
+// handler's must ([Tool.CheckOutput]). One that does not is refused: Submit
+// returns an *[OutputError] (errors.Is [ErrInvalidOutput]) that lists the
+// problems, nothing of it reaches the model or the observers, and the call
+// keeps waiting for a valid result (or an error). A failure is not checked.
 func (s *Session) Submit(callID string, content []Part, err error) error {
 	s.mu.Lock()
 	c, ok := s.suspended[callID]
+	s.mu.Unlock()
+	if ok && err == nil {
+		c.mu.Lock()
+		exe := c.exe
+		c.mu.Unlock()
+		if cerr := exe.CheckOutput(content); cerr != nil {
+			return fmt.Errorf("toolkit: result refused; call %q of session %q still waits for a valid one: %w", callID, s.id, cerr)
+		}
+	}
+	s.mu.Lock()
 	if ok {
-		delete(s.suspended, callID)
+		// Checked outside the lock: taken only if still the same wait.
+		c2, still := s.suspended[callID]
+		if ok = still && c2 == c; ok {
+			delete(s.suspended, callID)
+		}
 	}
 	closed := s.closed
 	s.mu.Unlock()

@@ -46,6 +46,23 @@ func WithToolResolver(r ToolResolver) Option { return func(o *options) { o.resol
 // with Unknown set see such calls.
 func (inv *Invocation) Unknown() bool { return inv.Tool == nil || inv.Tool.args == nil }
 
+// lastUnknownKey marks the context the innermost Unknown interceptor of an
+// unknown call gets; its value is the call's *Invocation.
+type lastUnknownKey struct{}
+
+// CannotRun reports whether the call certainly will not run: it is
+// [Invocation.Unknown] (no tool is registered under its name and no
+// resolver supplied one), and no interceptor inside the one asking may
+// answer it or point it at a tool, so next gives the unknown-tool answer.
+// ctx is the context the asking interceptor was given. An interceptor
+// that would spend something on the call first (a person's approval, a
+// quota) can call next at once instead. It is false for a call that may
+// run, and for one an interceptor with Unknown set inside the one asking
+// may still handle (an alias, an emulation, a proxy), whatever it will do.
+func (inv *Invocation) CannotRun(ctx context.Context) bool {
+	return inv.Unknown() && ctx.Value(lastUnknownKey{}) == inv
+}
+
 // resolve asks the toolkit's resolver for the tool of an unknown call, on a
 // pool worker under a guard (guard.go), by the call's deadline: start plus
 // the unknown call's timeout.
@@ -114,7 +131,16 @@ func (c *call) execUnknown() bool {
 			continue
 		}
 		ic, next := r.Intercept, h
-		h, wrapped = func(ctx context.Context, inv *Invocation) Outcome { return ic(ctx, inv, next) }, true
+		if !wrapped {
+			// The innermost: its next is the unknown-tool answer, unless
+			// it points the call at a tool (CannotRun).
+			h = func(ctx context.Context, inv *Invocation) Outcome {
+				return ic(context.WithValue(ctx, lastUnknownKey{}, inv), inv, next)
+			}
+		} else {
+			h = func(ctx context.Context, inv *Invocation) Outcome { return ic(ctx, inv, next) }
+		}
+		wrapped = true
 	}
 	if !wrapped {
 		return c.finish(StateError, nil, c.unknownErr())
