@@ -137,7 +137,7 @@ func jsonPart(s string) toolkit.Part {
 
 // TestToolCheckOutput: Tool.CheckOutput is the engine's check, for code that
 // hands a result over on its own (package durable).
-func testToolCheckOutputLater(t *testing.T) {
+func TestToolCheckOutput(t *testing.T) {
 	tool := externalWithOutput(t, "pick_colour")
 	if err := tool.CheckOutput([]toolkit.Part{jsonPart(`{"colour":"red"}`)}); err != nil {
 		t.Fatal(err)
