@@ -44,18 +44,25 @@ func startAgent(t *testing.T, js jetstream.JetStream) *agentProcess {
 		t.Fatal(err)
 	}
 	no := false
-	if err := tk.Register([]*toolkit.Tool{ask,
+	return runAgent(t, tk, st, ask,
 		toolkit.MustTool(toolkit.Spec{Name: "write", Idempotent: &no}, func(context.Context, struct{}) (string, error) {
 			return "written " + string(rune('0'+writes.Add(1))), nil
 		}),
-		toolkit.MustTool(toolkit.Spec{Name: "look", ReadOnly: true}, func(context.Context, struct{}) (string, error) { return "looked", nil }),
-	}); err != nil {
+		toolkit.MustTool(toolkit.Spec{Name: "look", ReadOnly: true}, func(context.Context, struct{}) (string, error) { return "looked", nil }))
+}
+
+// runAgent registers the tools on tk behind the store's interceptor, has
+// the store deliver answers, and opens the session "conv": one life of an
+// agent's process, closed with the test.
+func runAgent(t *testing.T, tk *toolkit.Toolkit, st *durable.Store, tools ...*toolkit.Tool) *agentProcess {
+	t.Helper()
+	if err := tk.Register(tools); err != nil {
 		t.Fatal(err)
 	}
 	if err := tk.Use(st.Interceptor()); err != nil {
 		t.Fatal(err)
 	}
-	stop, err := st.Deliver(ctx, tk)
+	stop, err := st.Deliver(context.Background(), tk)
 	if err != nil {
 		t.Fatal(err)
 	}

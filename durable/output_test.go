@@ -33,23 +33,7 @@ func startSchemaAgent(t *testing.T, js jetstream.JetStream) *agentProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tk.Register([]*toolkit.Tool{pick}); err != nil {
-		t.Fatal(err)
-	}
-	if err := tk.Use(st.Interceptor()); err != nil {
-		t.Fatal(err)
-	}
-	stop, err := st.Deliver(ctx, tk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := tk.Session("conv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &agentProcess{tk: tk, sess: sess, store: st, stop: stop}
-	t.Cleanup(p.close)
-	return p
+	return runAgent(t, tk, st, pick)
 }
 
 func green() []events.Part {
