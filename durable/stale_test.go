@@ -18,10 +18,7 @@ import (
 // each of its runs sends runs a channel and returns what it then receives.
 func startFetcher(t *testing.T, js jetstream.JetStream, runs chan chan string) *agentProcess {
 	t.Helper()
-	st, err := durable.New(context.Background(), js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newStore(t, js)
 	yes := true
 	return runAgent(t, toolkit.New(), st, toolkit.MustTool(toolkit.Spec{Name: "fetch", Idempotent: &yes}, func(ctx context.Context, _ struct{}) (string, error) {
 		ch := make(chan string)
