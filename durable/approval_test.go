@@ -45,10 +45,7 @@ type approvalProcess struct {
 func startApprovals(t *testing.T, js jetstream.JetStream, opts ...interceptors.PermissionOption) *approvalProcess {
 	t.Helper()
 	ctx := context.Background()
-	st, err := durable.New(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newStore(t, js)
 	// A call asked about again fails the test in seconds, not minutes.
 	opts = append([]interceptors.PermissionOption{interceptors.WithApprovalTimeout(3 * time.Second)}, opts...)
 	p := &approvalProcess{perms: interceptors.NewPermissions(opts...), notes: make(chan string, 16)}
@@ -136,10 +133,7 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	pendingApproval(t, js, call)
 
 	// No process runs: the person approves, editing the path.
-	st, err := durable.New(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newStore(t, js)
 	if err := st.Approve(ctx, "conv", "p1", []byte(`{"path":"b.txt"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -176,10 +170,7 @@ func TestRejectionSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	call := testutil.Call("p2", "edit", `{"path":"a.txt"}`)
 	pendingApproval(t, js, call)
-	st, err := durable.New(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newStore(t, js)
 	if err := st.Reject(ctx, "conv", "p2", "not that file"); err != nil {
 		t.Fatal(err)
 	}
@@ -236,10 +227,7 @@ func TestStoredApprovalNeverLiftsDeny(t *testing.T) {
 	js := natstest.JetStream(t)
 	edits.paths = nil
 	ctx := context.Background()
-	st, err := durable.New(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newStore(t, js)
 	for _, c := range []toolkit.Call{testutil.Call("p4", "edit", `{"path":"/etc/hosts"}`), testutil.Call("p5", "edit", `{"path":"a.txt"}`)} {
 		pendingApproval(t, js, c)
 		if err := st.Approve(ctx, "conv", c.ID, nil); err != nil {
@@ -277,10 +265,7 @@ func TestApprovedCallInterruptedKeepsDecision(t *testing.T) {
 	ctx := context.Background()
 	call := testutil.Call("p6", "edit", `{"path":"block"}`)
 	pendingApproval(t, js, call)
-	st, err := durable.New(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newStore(t, js)
 	if err := st.Approve(ctx, "conv", "p6", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -317,10 +302,7 @@ func TestDecisionFollowsTheArgumentsAsked(t *testing.T) {
 	edits.paths = nil
 	ctx := context.Background()
 	pendingApproval(t, js, testutil.Call("p7", "edit", `{"path":"a.txt"}`))
-	st, err := durable.New(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newStore(t, js)
 	if err := st.Approve(ctx, "conv", "p7", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -40,11 +40,7 @@ func script(_ context.Context, req *agent.Request) (*agent.Reply, error) {
 // its "slow" tool blocks until its context ends when hang is set.
 func loopProcess(t *testing.T, js jetstream.JetStream, writes *atomic.Int64, hang bool, started chan struct{}) (*durable.Store, *toolkit.Toolkit, *toolkit.Session) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := durable.New(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newStore(t, js)
 	tk := toolkit.New(toolkit.WithObserver(st))
 	no := false
 	if err := tk.Register([]*toolkit.Tool{
@@ -138,10 +134,7 @@ func TestConversationResumes(t *testing.T) {
 func TestIDsReusedAcrossTurns(t *testing.T) {
 	js := natstest.JetStream(t)
 	ctx := context.Background()
-	st, err := durable.New(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newStore(t, js)
 	tk := toolkit.New(toolkit.WithObserver(st))
 	defer tk.Close(ctx)
 	if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "echo"}, func(_ context.Context, in struct {

@@ -186,10 +186,7 @@ func TestLateSuspendEventChangesNothing(t *testing.T) {
 	edits.paths = nil
 	ctx := context.Background()
 	call := testutil.Call("s1", "edit", `{"path":"block"}`) // its first run waits until its process stops
-	st, err := durable.New(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newStore(t, js)
 
 	// The first process asks; its observer falls behind; it stops.
 	release := observerBehind(t, "s1")

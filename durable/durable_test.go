@@ -29,13 +29,19 @@ type agentProcess struct {
 // writes counts the runs of the tool that is not idempotent.
 var writes atomic.Int64
 
-func startAgent(t *testing.T, js jetstream.JetStream) *agentProcess {
+// newStore opens the store on the test's bucket, as a process does.
+func newStore(t *testing.T, js jetstream.JetStream) *durable.Store {
 	t.Helper()
-	ctx := context.Background()
-	st, err := durable.New(ctx, js, "")
+	st, err := durable.New(context.Background(), js, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+func startAgent(t *testing.T, js jetstream.JetStream) *agentProcess {
+	t.Helper()
+	st := newStore(t, js)
 	// Attached as an observer as set-ups did when the store recorded waits
 	// from suspend events: it must change nothing now.
 	tk := toolkit.New(toolkit.WithObserver(st))

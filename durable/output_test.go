@@ -21,11 +21,7 @@ import (
 // an output schema.
 func startSchemaAgent(t *testing.T, js jetstream.JetStream) *agentProcess {
 	t.Helper()
-	ctx := context.Background()
-	st, err := durable.New(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newStore(t, js)
 	tk := toolkit.New()
 	pick, err := toolkit.NewExternalTool(toolkit.Spec{Name: "pick",
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"colour":{"enum":["red","blue"]}},"required":["colour"]}`)},

@@ -18,13 +18,9 @@ import (
 // each of its runs sends runs a channel and returns what it then receives.
 func startFetcher(t *testing.T, js jetstream.JetStream, runs chan chan string) *agentProcess {
 	t.Helper()
-	st, err := durable.New(context.Background(), js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk := toolkit.New()
+	st := newStore(t, js)
 	yes := true
-	if err := tk.Register([]*toolkit.Tool{toolkit.MustTool(toolkit.Spec{Name: "fetch", Idempotent: &yes}, func(ctx context.Context, _ struct{}) (string, error) {
+	return runAgent(t, toolkit.New(), st, toolkit.MustTool(toolkit.Spec{Name: "fetch", Idempotent: &yes}, func(ctx context.Context, _ struct{}) (string, error) {
 		ch := make(chan string)
 		runs <- ch
 		select {
@@ -33,19 +29,7 @@ func startFetcher(t *testing.T, js jetstream.JetStream, runs chan chan string) *
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
-	})}); err != nil {
-		t.Fatal(err)
-	}
-	if err := tk.Use(st.Interceptor()); err != nil {
-		t.Fatal(err)
-	}
-	sess, err := tk.Session("conv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &agentProcess{tk: tk, sess: sess, store: st, stop: func() {}}
-	t.Cleanup(p.close)
-	return p
+	}))
 }
 
 func started(t *testing.T, runs chan chan string) chan string {

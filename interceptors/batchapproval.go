@@ -54,7 +54,7 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 			continue // unknown tools and decided calls have nothing to approve
 		}
 		c := plan.Call(i)
-		name := t.Spec().Name // the tool that runs, as the interceptor names it
+		name := t.Name() // the tool that runs, as the interceptor names it
 		// The arguments as the interceptor, the tool's own check and the
 		// handler see them: unwrapped, presets and defaults in. Arguments
 		// that do not prepare fail when the call starts: nothing to ask.
@@ -119,7 +119,7 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 		}
 		var allowed []string
 		for _, i := range asked {
-			if c, name := plan.Call(i), plan.Tool(i).Spec().Name; !hasKey(v.except, c.ID) && !slices.Contains(allowed, name) {
+			if c, name := plan.Call(i), plan.Tool(i).Name(); !hasKey(v.except, c.ID) && !slices.Contains(allowed, name) {
 				allowed = append(allowed, name)
 			}
 		}

@@ -52,5 +52,5 @@ func toolName(inv *toolkit.Invocation) string {
 	if inv.Tool == nil { // an outer interceptor cleared it: the call will fail
 		return inv.Call.Name
 	}
-	return inv.Spec().Name
+	return inv.Tool.Name()
 }
