@@ -228,13 +228,27 @@ func applyBatchEdits(plan *toolkit.BatchPlan, asked []int, reqs []ApprovalReques
 	for n, i := range asked {
 		c := plan.Call(i)
 		a, ok := edits[c.ID]
-		if !ok || string(a) == string(reqs[n].Args) || string(a) == string(c.Args) {
-			continue
+		if !ok || sameJSONValue(a, reqs[n].Args) || sameJSONValue(a, c.Args) {
+			continue // sent back as shown (escapes differ, the value does not)
 		}
 		plan.Rewrite(i, "", a) // checked against the tool's schema when the call starts
 		notes = append(notes, fmt.Sprintf("arguments of %s edited", c.ID))
 	}
 	return notes
+}
+
+// sameJSONValue reports whether a and b are the same JSON value, however
+// written (escapes, spacing, key order), as grants compare arguments.
+func sameJSONValue(a, b json.RawMessage) bool {
+	if string(a) == string(b) {
+		return true
+	}
+	ca, err := canonicalJSON(a)
+	if err != nil {
+		return false
+	}
+	cb, err := canonicalJSON(b)
+	return err == nil && string(ca) == string(cb)
 }
 
 func hasKey[V any](m map[string]V, k string) bool {

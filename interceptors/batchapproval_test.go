@@ -304,3 +304,24 @@ func TestBatchApprovalPerCall(t *testing.T) {
 	}
 	run.Wait()
 }
+
+// TestBatchApprovalUnchangedArgsNotEdited: arguments a person sends back
+// as the request showed them (hidden characters escaped, <, > and & as
+// JSON writes them) are the same value, not an edit.
+func TestBatchApprovalUnchangedArgsNotEdited(t *testing.T) {
+	f := newPermFixture(t)
+	if err := f.tk.UseBatchHook(f.perms.BatchHook()); err != nil {
+		t.Fatal(err)
+	}
+	run := f.start("s", permCall("w1", "write", `{"path":"a<b>&c\u202ed"}`), permCall("w2", "write", `{"path":"e"}`))
+	req := f.nextAsk(t)
+	if err := f.perms.Approve("s", run.ID(), interceptors.WithArgs(req.Args)); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range run.Wait() {
+		if r.State != toolkit.StateSuccess {
+			t.Fatalf("%s: %s %q", r.Call.ID, r.State, r.Text())
+		}
+	}
+	waitStatus(t, f, "approved", "")
+}
