@@ -73,25 +73,13 @@ func (s *Server) fit(res toolkit.Result, out *mcp.CallToolResult, copyAt int) *m
 		// A failure's output ends with its error: that much is told.
 		why := string(res.State)
 		if res.Err != nil {
-			why = headOf(res.Err.Error(), 500)
+			why = trimQuote(res.Err.Error(), 500)
 		}
 		what = fmt.Sprintf("The call failed (%s), and its output is not sent", why)
 	}
 	return errorResult(fmt.Sprintf(
 		"The result of tool %q is too large to send over MCP: %s encoded, over this server's limit of %s. %s: if you call it again, ask for less (a narrower query, a page, a summary).",
 		res.Call.Name, bytesText(size), bytesText(limit), what))
-}
-
-// headOf returns s, or its first n bytes or fewer (whole characters) and
-// "...".
-func headOf(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }
 
 // warn logs a result changed for its size, with the server's logger if
