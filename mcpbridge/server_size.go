@@ -123,14 +123,10 @@ func encodedSize(out *mcp.CallToolResult, limit int) (int, error) {
 				shell.Content[i] = &t
 			}
 		case *mcp.EmbeddedResource:
-			if c.Resource != nil && (len(c.Resource.Blob) > 0 || c.Resource.Text != "") {
+			// mcpContent's resources hold a blob, never a text.
+			if c.Resource != nil && len(c.Resource.Blob) > 0 {
 				t, r := *c, *c.Resource
-				if len(r.Blob) > 0 {
-					r.Blob, extra = placeholder, extra+base64.StdEncoding.EncodedLen(len(c.Resource.Blob))-len("AA==")
-				}
-				if r.Text != "" {
-					r.Text, extra = "x", extra+stringSize(c.Resource.Text)-len(`"x"`)
-				}
+				r.Blob, extra = placeholder, extra+base64.StdEncoding.EncodedLen(len(c.Resource.Blob))-len("AA==")
 				t.Resource = &r
 				shell.Content[i] = &t
 			}
