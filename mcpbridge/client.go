@@ -583,6 +583,15 @@ func trimQuote(s string, n int) string {
 	return cutAt(s, n) + "..."
 }
 
+// cutNoted cuts s to at most n bytes (on a rune boundary), marking the cut
+// with s's length: "… (cut: N bytes in all)".
+func cutNoted(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return fmt.Sprintf("%s… (cut: %d bytes in all)", cutAt(s, n), len(s))
+}
+
 // cutAt returns the longest prefix of s of at most n bytes that does not
 // split a rune.
 func cutAt(s string, n int) string {

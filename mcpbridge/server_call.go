@@ -93,7 +93,7 @@ func (s *Server) relay(ctx context.Context, req *mcp.CallToolRequest, ts *toolki
 		}
 		if p != nil && token != nil {
 			var n mcp.ProgressNotificationParams
-			n.ProgressToken, n.Message = token, progressMessage(p.Message)
+			n.ProgressToken, n.Message = token, cutNoted(p.Message, maxProgressMessage)
 			last, total = nextProgress(last, total, p.Fraction)
 			n.Progress, n.Total = last, total
 			// A client that went away ends ctx, and with it the call.
@@ -112,15 +112,6 @@ func (s *Server) relay(ctx context.Context, req *mcp.CallToolRequest, ts *toolki
 // bytes: progress is for people, and a message over the client's frame (the
 // go-sdk's 16 MiB) closed its connection, failing every call on it.
 const maxProgressMessage = 16 << 10
-
-// progressMessage is m cut to maxProgressMessage bytes (on a rune boundary),
-// with a note of its length.
-func progressMessage(m string) string {
-	if len(m) <= maxProgressMessage {
-		return m
-	}
-	return fmt.Sprintf("%s… (cut: %d bytes in all)", cutAt(m, maxProgressMessage), len(m))
-}
 
 // nextProgress returns MCP's progress and total for a toolstream progress
 // event: percent of the work (total 100) once the tool gives a fraction, and
@@ -149,10 +140,8 @@ const maxElicitArgs = 4 << 10
 // the tool, its arguments (cut to maxElicitArgs bytes) and the reason.
 func approvalQuestion(a *interceptors.ApprovalRequest) string {
 	msg := fmt.Sprintf("Allow the tool %q to run", a.Tool)
-	if len(a.Args) > maxElicitArgs {
-		msg += fmt.Sprintf(" with %s… (cut: %d bytes in all)", cutAt(string(a.Args), maxElicitArgs), len(a.Args))
-	} else if len(a.Args) > 0 {
-		msg += " with " + string(a.Args)
+	if len(a.Args) > 0 {
+		msg += " with " + cutNoted(string(a.Args), maxElicitArgs)
 	}
 	msg += "?"
 	if a.Reason != "" {
@@ -267,11 +256,7 @@ func noStructured(tool string, out *mcp.CallToolResult, last json.RawMessage, co
 	var what string
 	switch {
 	case last != nil:
-		q := string(last)
-		if len(q) > maxQuotedStructured {
-			q = fmt.Sprintf("%s… (cut: %d bytes in all)", cutAt(q, maxQuotedStructured), len(q))
-		}
-		what = "its structured value is " + q + ", not an object"
+		what = "its structured value is " + cutNoted(string(last), maxQuotedStructured) + ", not an object"
 	case len(out.Content) == 0:
 		what = "the tool returned nothing"
 	default:

@@ -73,25 +73,13 @@ func (s *Server) fit(res toolkit.Result, out *mcp.CallToolResult, copyAt int) *m
 		// A failure's output ends with its error: that much is told.
 		why := string(res.State)
 		if res.Err != nil {
-			why = headOf(res.Err.Error(), 500)
+			why = trimQuote(res.Err.Error(), 500)
 		}
 		what = fmt.Sprintf("The call failed (%s), and its output is not sent", why)
 	}
 	return errorResult(fmt.Sprintf(
 		"The result of tool %q is too large to send over MCP: %s encoded, over this server's limit of %s. %s: if you call it again, ask for less (a narrower query, a page, a summary).",
 		res.Call.Name, bytesText(size), bytesText(limit), what))
-}
-
-// headOf returns s, or its first n bytes or fewer (whole characters) and
-// "...".
-func headOf(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }
 
 // warn logs a result changed for its size, with the server's logger if
@@ -135,14 +123,10 @@ func encodedSize(out *mcp.CallToolResult, limit int) (int, error) {
 				shell.Content[i] = &t
 			}
 		case *mcp.EmbeddedResource:
-			if c.Resource != nil && (len(c.Resource.Blob) > 0 || c.Resource.Text != "") {
+			// mcpContent's resources hold a blob, never a text.
+			if c.Resource != nil && len(c.Resource.Blob) > 0 {
 				t, r := *c, *c.Resource
-				if len(r.Blob) > 0 {
-					r.Blob, extra = placeholder, extra+base64.StdEncoding.EncodedLen(len(c.Resource.Blob))-len("AA==")
-				}
-				if r.Text != "" {
-					r.Text, extra = "x", extra+stringSize(c.Resource.Text)-len(`"x"`)
-				}
+				r.Blob, extra = placeholder, extra+base64.StdEncoding.EncodedLen(len(c.Resource.Blob))-len("AA==")
 				t.Resource = &r
 				shell.Content[i] = &t
 			}

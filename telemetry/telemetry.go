@@ -436,7 +436,7 @@ func (t *Telemetry) StartOp(ctx context.Context, name string) (context.Context, 
 		return ctx, nil
 	}
 	ctx, span := tr.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
-	return ctx, opTrace{span, t.cfg.errText}
+	return ctx, opTrace{span, t}
 }
 
 // traceHeaders returns the W3C traceparent and tracestate of a span.
@@ -554,8 +554,8 @@ func (c *callTrace) end(ev *events.Event) {
 	c.span.End(trace.WithTimestamp(ev.Time))
 }
 
-// errorText is a failed call's status description: its error with
-// WithErrorText, none without.
+// errorText is a failed call's or operation's status description: its
+// error with WithErrorText, none without.
 func (t *Telemetry) errorText(err string) string {
 	if t.cfg.errText {
 		return err
@@ -644,8 +644,8 @@ func (bt *batchTrace) End(results []toolkit.Result) {
 
 // opTrace is an operation's span.
 type opTrace struct {
-	span    trace.Span
-	errText bool // WithErrorText: its error may quote the model's arguments
+	span trace.Span
+	t    *Telemetry // its errorText: the error may quote the model's arguments
 }
 
 func (o opTrace) SetAttr(key string, value any) {
@@ -665,11 +665,7 @@ func (o opTrace) SetAttr(key string, value any) {
 func (o opTrace) End(err error) {
 	if err != nil {
 		o.span.SetAttributes(ErrorType.String("error"))
-		desc := ""
-		if o.errText {
-			desc = err.Error()
-		}
-		o.span.SetStatus(codes.Error, desc)
+		o.span.SetStatus(codes.Error, o.t.errorText(err.Error()))
 	}
 	o.span.End()
 }
