@@ -278,18 +278,14 @@ func FuzzWholeReply(f *testing.F) {
 // words and the thinking likewise, and every chunk handed on is whole
 // characters that add up to them.
 func FuzzArgumentsCut(f *testing.F) {
-	f.Add(`{"s":"😀 \n\u00e9 \ud83d\ude00 😀"}`, []byte{6, 7, 3, 2}, false)
-	f.Add(`{"s":"😀 \n\u00e9 \ud83d\ude00 😀"}`, []byte{6, 7, 3, 2}, true)
+	f.Add(jsonpiece.CutWhole, []byte{6, 7, 3, 2}, false)
+	f.Add(jsonpiece.CutWhole, []byte{6, 7, 3, 2}, true)
 	f.Add("héllo 😀 wörld", []byte{1, 5, 1}, false)
 	f.Fuzz(func(t *testing.T, s string, cuts []byte, byBytes bool) {
 		if !utf8.ValidString(s) || len(cuts) > 64 {
 			return
 		}
-		args := s
-		if !json.Valid([]byte(s)) {
-			b, _ := json.Marshal(map[string]string{"s": s})
-			args = string(b)
-		}
+		args := jsonpiece.Args(s)
 		var chunks []agent.Chunk
 		a := newAccumulator(func(c agent.Chunk) { chunks = append(chunks, c) })
 		feed := func(ev string) {
