@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -353,10 +352,6 @@ func FuzzArgumentsCut(f *testing.F) {
 		}
 		if len(reply.Calls) != 1 || string(reply.Calls[0].Args) != args {
 			t.Fatalf("arguments %q, want %q (pieces %q)", reply.Calls[0].Args, args, argPieces)
-		}
-		var got, want any
-		if json.Unmarshal(reply.Calls[0].Args, &got) != nil || json.Unmarshal([]byte(args), &want) != nil || !reflect.DeepEqual(got, want) {
-			t.Fatalf("arguments decode to %v, want %v", got, want)
 		}
 		if reply.Text != s {
 			t.Fatalf("text %q, want %q (pieces %q)", reply.Text, s, textPieces)
