@@ -103,32 +103,6 @@ func TestDropsAreExplicit(t *testing.T) {
 	}
 }
 
-// countGate is an inline observer that takes the first n progress events
-// and declines the rest (toolkit.ProgressGate), recording what it gets.
-type countGate struct {
-	n      int
-	mu     sync.Mutex
-	asked  int
-	evs    []*events.Event
-	result chan struct{}
-}
-
-func (g *countGate) AcceptProgress() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.asked++
-	return g.asked <= g.n
-}
-
-func (g *countGate) Observe(ev *events.Event) {
-	g.mu.Lock()
-	g.evs = append(g.evs, ev)
-	g.mu.Unlock()
-	if ev.Type == events.TypeResult {
-		close(g.result)
-	}
-}
-
 // TestPublisherDropsAtTheEndToldByTheResult: when NATS is behind at the end
 // of a call (the publisher's goroutine is not running: its queue of 3
 // progress events fills and stays full), the progress dropped after the
@@ -184,7 +158,7 @@ func publisherDropsAtTheEnd(t *testing.T, late bool) {
 	// The gate comes first, so the publisher is asked only once the gate
 	// declines: progress 4 to 10 is built for the gate and dropped by the
 	// publisher, 11 to 50 is built for no one.
-	g := &countGate{n: accepted, result: make(chan struct{})}
+	g := newAskGate(func(asked int) bool { return asked <= accepted })
 	tk := toolkit.New(toolkit.WithInlineObserver(g), toolkit.WithInlineObserver(p))
 	defer tk.Close(ctx)
 	burstDone, resume := make(chan struct{}), make(chan struct{})
