@@ -3,7 +3,6 @@ package natsbus
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -129,30 +128,8 @@ func publisherDropsAtTheEnd(t *testing.T, late bool) {
 		t.Fatal(err)
 	}
 	defer bus.Close(ctx)
-	var mu sync.Mutex
-	var got []*events.Event
-	var result *events.Event
-	arrived := make(chan struct{})
-	sub, err := bus.Conn().Subscribe(bus.Subjects().Session("end"), func(m *nats.Msg) {
-		testutil.CheckEvent(t, m.Data)
-		ev, err := events.Decode(m.Data)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		mu.Lock()
-		got = append(got, ev)
-		mu.Unlock()
-		if ev.Type == events.TypeResult {
-			result = ev
-			close(arrived)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	bus.Conn().Flush()
+	got, arrived, unsubscribe := subscribeCall(t, bus, "end")
+	defer unsubscribe()
 
 	p := makePublisher(bus, limit) // NATS is behind until p.run runs
 	// The gate comes first, so the publisher is asked only once the gate
@@ -225,16 +202,17 @@ func publisherDropsAtTheEnd(t *testing.T, late bool) {
 	}
 
 	// NATS's view.
-	mu.Lock()
-	onNATS := got
-	mu.Unlock()
 	var seqs []uint64
 	var seen, told uint64
-	for _, ev := range onNATS {
+	var result *events.Event
+	for _, ev := range got() {
 		seqs = append(seqs, ev.Seq)
-		if ev.Type == events.TypeProgress {
+		switch ev.Type {
+		case events.TypeProgress:
 			seen++
 			told += ev.Progress.Dropped
+		case events.TypeResult:
+			result = ev
 		}
 	}
 	if want := uint64(1 + limit + 1 + 1); !slices.Equal(seqs, seqsTo(want)) {
