@@ -56,73 +56,50 @@ type diskFS struct {
 	dir string
 }
 
-func (d *diskFS) root() (waitFreeFS, func(), error) {
-	r, err := os.OpenRoot(d.dir)
-	if err != nil {
-		return waitFreeFS{}, nil, err
-	}
-	return waitFreeFS{r.FS().(rootFS), r}, func() { r.Close() }, nil
-}
-
 // Open implements fs.FS.
-func (d *diskFS) Open(name string) (fs.File, error) {
-	w, done, err := d.root()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return w.Open(name)
-}
+func (d *diskFS) Open(name string) (fs.File, error) { return inRoot(d, name, waitFreeFS.Open) }
 
 // ReadDir implements fs.ReadDirFS.
 func (d *diskFS) ReadDir(name string) ([]fs.DirEntry, error) {
-	w, done, err := d.root()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return w.ReadDir(name)
+	return inRoot(d, name, waitFreeFS.ReadDir)
 }
 
 // ReadFile implements fs.ReadFileFS.
-func (d *diskFS) ReadFile(name string) ([]byte, error) {
-	w, done, err := d.root()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return w.ReadFile(name)
-}
+func (d *diskFS) ReadFile(name string) ([]byte, error) { return inRoot(d, name, waitFreeFS.ReadFile) }
 
 // Stat implements fs.StatFS.
-func (d *diskFS) Stat(name string) (fs.FileInfo, error) {
-	w, done, err := d.root()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return w.Stat(name)
-}
+func (d *diskFS) Stat(name string) (fs.FileInfo, error) { return inRoot(d, name, waitFreeFS.Stat) }
 
 // ReadLink implements fs.ReadLinkFS.
-func (d *diskFS) ReadLink(name string) (string, error) {
-	w, done, err := d.root()
-	if err != nil {
-		return "", err
-	}
-	defer done()
-	return w.ReadLink(name)
-}
+func (d *diskFS) ReadLink(name string) (string, error) { return inRoot(d, name, waitFreeFS.ReadLink) }
 
 // Lstat implements fs.ReadLinkFS.
-func (d *diskFS) Lstat(name string) (fs.FileInfo, error) {
-	w, done, err := d.root()
+func (d *diskFS) Lstat(name string) (fs.FileInfo, error) { return inRoot(d, name, waitFreeFS.Lstat) }
+
+// inRoot applies op to name in the folder now at d's path, opened for the
+// call.
+func inRoot[T any](d *diskFS, name string, op func(waitFreeFS, string) (T, error)) (T, error) {
+	w, done, err := openWaitFree(d.dir)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
 	defer done()
-	return w.Lstat(name)
+	return op(w, name)
 }
+
+// openWaitFree opens the folder at dir as an os.Root and returns its file
+// system, whose opens do not wait, and the function that closes the Root.
+func openWaitFree(dir string) (waitFreeFS, func(), error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return waitFreeFS{}, nil, err
+	}
+	return waitFree(r), func() { r.Close() }, nil
+}
+
+// waitFree returns r's file system, whose opens do not wait.
+func waitFree(r *os.Root) waitFreeFS { return waitFreeFS{r.FS().(rootFS), r} }
 
 // waitFreeFS is the file system of a folder opened as an os.Root, whose
 // Open and ReadDir do not wait: files are opened with O_NONBLOCK, so that a
@@ -181,11 +158,11 @@ func (src *source) scanFS() (fs.FS, func(), error) {
 	if src.dir == "" {
 		return src.fsys, func() {}, nil
 	}
-	r, err := os.OpenRoot(src.dir)
+	w, done, err := openWaitFree(src.dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	return waitFreeFS{r.FS().(rootFS), r}, func() { r.Close() }, nil
+	return w, done, nil
 }
 
 // confined reports whether reads are confined by the operating system.
@@ -211,7 +188,7 @@ func (src *source) openSkill(dir string) (fs.FS, string, func(), error) {
 	if err != nil {
 		return nil, "", nil, err
 	}
-	return waitFreeFS{sr.FS().(rootFS), sr}, ".", func() { sr.Close() }, nil
+	return waitFree(sr), ".", func() { sr.Close() }, nil
 }
 
 // openFolder opens the folder dir (a valid fs path) of root as a Root of

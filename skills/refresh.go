@@ -37,8 +37,8 @@ func (a stamp) same(b stamp) bool { return a.size == b.size && a.mod.Equal(b.mod
 // Refresh after the file is valid again returns the skill as read then.
 //
 // The check is one stat of the SKILL.md through the repository (for
-// [Dir], the folder now at its path, opened as an os.Root); reading a changed skill goes through the same
-// confinement as every read.
+// [Dir], the folder now at its path, opened as an os.Root); reading a
+// changed skill goes through the same confinement as every read.
 func (l *Library) Refresh(s *Skill) (*Skill, error) {
 	if s == nil {
 		return nil, errors.New("skills: nil skill")
@@ -80,9 +80,10 @@ func (l *Library) Refresh(s *Skill) (*Skill, error) {
 
 // statSkill stats the SKILL.md of s: one stat call. Only metadata is
 // read, so the stat goes through the repository (for a folder on disk, the
-// folder now at its path, opened as an os.Root) rather than opening the skill's folder as a Root of its own as
-// reads do; the worst a link swapped in meanwhile can do is cause a rescan,
-// which reads through the full confinement.
+// folder now at its path, opened as an os.Root) rather than opening the
+// skill's folder as a Root of its own as reads do; the worst a link swapped
+// in meanwhile can do is cause a rescan, which reads through the full
+// confinement.
 func (l *Library) statSkill(s *Skill) (stamp, error) {
 	src, ok := l.byRepo[s.Repository]
 	if !ok || !fs.ValidPath(s.Dir) {

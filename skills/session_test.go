@@ -54,6 +54,27 @@ func loadIn(t *testing.T, tk *toolkit.Toolkit, session, skill, path string) tool
 	return s.Run(context.Background(), []toolkit.Call{{ID: "l", Name: skills.LoadTool, Args: args}})[0]
 }
 
+// guideAndOther writes the skills guide ("version one") and other in a new
+// directory and installs the loader of that directory's library on a new
+// toolkit.
+func guideAndOther(t *testing.T) (root string, lib *skills.Library, tk *toolkit.Toolkit, ld *skills.Loader) {
+	t.Helper()
+	root = t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"guide/SKILL.md": skillText("guide", "A guide.", "version one"),
+		"other/SKILL.md": skillText("other", "Another.", "other body"),
+	})
+	lib = dirLibrary(t, "disk", root)
+	tk = toolkit.New()
+	t.Cleanup(func() { tk.Close(context.Background()) })
+	var err error
+	ld, err = skills.Install(tk, lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, lib, tk, ld
+}
+
 // skillEnum returns the skillId enum of the loader as a session sees it
 // (nil when the session does not see the loader).
 func skillEnum(t *testing.T, tk *toolkit.Toolkit, session string) []string {
@@ -196,18 +217,7 @@ func TestNoSharedLibrary(t *testing.T) {
 // the next load, with no Reload; a broken or removed one gives a clear
 // error and leaves the list.
 func TestSkillRefreshesOnChange(t *testing.T) {
-	root := t.TempDir()
-	writeFiles(t, root, map[string]string{
-		"guide/SKILL.md": skillText("guide", "A guide.", "version one"),
-		"other/SKILL.md": skillText("other", "Another.", "other body"),
-	})
-	lib := dirLibrary(t, "disk", root)
-	tk := toolkit.New()
-	t.Cleanup(func() { tk.Close(context.Background()) })
-	ld, err := skills.Install(tk, lib)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, lib, tk, ld := guideAndOther(t)
 	file := filepath.Join(root, "guide", "SKILL.md")
 	if r := loadIn(t, tk, "s", "guide", "SKILL.md"); !strings.Contains(r.Text(), "version one") {
 		t.Fatalf("%q", r.Text())

@@ -1,7 +1,6 @@
 package skills_test
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -17,18 +16,7 @@ import (
 // skill stays in the session's list, so that once the file is valid again
 // the next load gets it, with no Reload.
 func TestHalfWrittenSkillComesBack(t *testing.T) {
-	root := t.TempDir()
-	writeFiles(t, root, map[string]string{
-		"guide/SKILL.md": skillText("guide", "A guide.", "version one"),
-		"other/SKILL.md": skillText("other", "Another.", "other body"),
-	})
-	lib := dirLibrary(t, "disk", root)
-	tk := toolkit.New()
-	t.Cleanup(func() { tk.Close(context.Background()) })
-	ld, err := skills.Install(tk, lib)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, lib, tk, ld := guideAndOther(t)
 	if r := loadIn(t, tk, "s", "guide", "SKILL.md"); !strings.Contains(r.Text(), "version one") {
 		t.Fatalf("%q", r.Text())
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/agent/anthropicmodel"
+	"github.com/toolstream/toolstream/agent/internal/jsonpiece"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -23,21 +24,6 @@ func rawDelta(i int, typ, field, body string) ev {
 	return ev{"content_block_delta", `{"type":"content_block_delta","index":` + string(rune('0'+i)) +
 		`,"delta":{"type":"` + typ + `","` + field + `":"` + body + `"}}`}
 }
-
-// cutArgs are the pieces of cutWhole as a server may stream them: an emoji
-// cut between its UTF-16 halves, the arguments' own escapes cut (a
-// backslash alone, \u00 without its digits, an escaped pair cut in two),
-// an emoji cut between its UTF-8 bytes.
-var cutArgs = []string{
-	`{\"s\":\"\ud83d`,
-	`\ude00 \\`,
-	`n\\u00`,
-	`e9 \\ud83d`,
-	`\\ude00 ` + "\xf0\x9f",
-	"\x98\x80" + `\"}`,
-}
-
-const cutWhole = `{"s":"😀 \n\u00e9 \ud83d\ude00 😀"}`
 
 // Words, arguments and thinking streamed cut inside characters and
 // escapes: the reply has them exactly as the model wrote them (the
@@ -57,7 +43,7 @@ func TestStreamCharactersCutBetweenDeltas(t *testing.T) {
 			blockStop(1),
 			toolStart(2, "toolu_1", "echo"),
 		}
-		for _, p := range cutArgs {
+		for _, p := range jsonpiece.CutArgs {
 			evs = append(evs, rawDelta(2, "input_json_delta", "partial_json", p))
 		}
 		writeSSE(w, append(evs, blockStop(2), msgDelta("tool_use", 5), msgStop())...)
@@ -70,8 +56,8 @@ func TestStreamCharactersCutBetweenDeltas(t *testing.T) {
 	if reply.Text != "Hi 😀!" || len(reply.Calls) != 1 {
 		t.Fatalf("reply %+v", reply)
 	}
-	if string(reply.Calls[0].Args) != cutWhole || c.args()[0] != cutWhole {
-		t.Errorf("arguments %q, chunks %q, want %q", reply.Calls[0].Args, c.args()[0], cutWhole)
+	if string(reply.Calls[0].Args) != jsonpiece.CutWhole || c.args()[0] != jsonpiece.CutWhole {
+		t.Errorf("arguments %q, chunks %q, want %q", reply.Calls[0].Args, c.args()[0], jsonpiece.CutWhole)
 	}
 	var extra struct {
 		Thinking []struct{ Thinking string } `json:"anthropic_thinking"`

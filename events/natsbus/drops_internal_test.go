@@ -3,7 +3,6 @@ package natsbus
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -103,32 +102,6 @@ func TestDropsAreExplicit(t *testing.T) {
 	}
 }
 
-// countGate is an inline observer that takes the first n progress events
-// and declines the rest (toolkit.ProgressGate), recording what it gets.
-type countGate struct {
-	n      int
-	mu     sync.Mutex
-	asked  int
-	evs    []*events.Event
-	result chan struct{}
-}
-
-func (g *countGate) AcceptProgress() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.asked++
-	return g.asked <= g.n
-}
-
-func (g *countGate) Observe(ev *events.Event) {
-	g.mu.Lock()
-	g.evs = append(g.evs, ev)
-	g.mu.Unlock()
-	if ev.Type == events.TypeResult {
-		close(g.result)
-	}
-}
-
 // TestPublisherDropsAtTheEndToldByTheResult: when NATS is behind at the end
 // of a call (the publisher's goroutine is not running: its queue of 3
 // progress events fills and stays full), the progress dropped after the
@@ -155,36 +128,14 @@ func publisherDropsAtTheEnd(t *testing.T, late bool) {
 		t.Fatal(err)
 	}
 	defer bus.Close(ctx)
-	var mu sync.Mutex
-	var got []*events.Event
-	var result *events.Event
-	arrived := make(chan struct{})
-	sub, err := bus.Conn().Subscribe(bus.Subjects().Session("end"), func(m *nats.Msg) {
-		testutil.CheckEvent(t, m.Data)
-		ev, err := events.Decode(m.Data)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		mu.Lock()
-		got = append(got, ev)
-		mu.Unlock()
-		if ev.Type == events.TypeResult {
-			result = ev
-			close(arrived)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	bus.Conn().Flush()
+	got, arrived, unsubscribe := subscribeCall(t, bus, "end")
+	defer unsubscribe()
 
 	p := makePublisher(bus, limit) // NATS is behind until p.run runs
 	// The gate comes first, so the publisher is asked only once the gate
 	// declines: progress 4 to 10 is built for the gate and dropped by the
 	// publisher, 11 to 50 is built for no one.
-	g := &countGate{n: accepted, result: make(chan struct{})}
+	g := newAskGate(func(asked int) bool { return asked <= accepted })
 	tk := toolkit.New(toolkit.WithInlineObserver(g), toolkit.WithInlineObserver(p))
 	defer tk.Close(ctx)
 	burstDone, resume := make(chan struct{}), make(chan struct{})
@@ -251,16 +202,17 @@ func publisherDropsAtTheEnd(t *testing.T, late bool) {
 	}
 
 	// NATS's view.
-	mu.Lock()
-	onNATS := got
-	mu.Unlock()
 	var seqs []uint64
 	var seen, told uint64
-	for _, ev := range onNATS {
+	var result *events.Event
+	for _, ev := range got() {
 		seqs = append(seqs, ev.Seq)
-		if ev.Type == events.TypeProgress {
+		switch ev.Type {
+		case events.TypeProgress:
 			seen++
 			told += ev.Progress.Dropped
+		case events.TypeResult:
+			result = ev
 		}
 	}
 	if want := uint64(1 + limit + 1 + 1); !slices.Equal(seqs, seqsTo(want)) {

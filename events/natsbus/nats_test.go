@@ -3,7 +3,6 @@ package natsbus_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -214,16 +213,7 @@ func TestPublisherDropsProgressUnderPressure(t *testing.T) {
 	}))
 	col := subscribe(t, bus, bus.Subjects().Session("p"))
 	sess, _ := tk.Session("p")
-	batch := make([]toolkit.Call, calls)
-	for i := range batch {
-		batch[i] = toolkit.Call{ID: fmt.Sprintf("call-%d", i), Name: "burst"}
-	}
-	rs := sess.Run(context.Background(), batch)
-	for _, r := range rs {
-		if r.State != toolkit.StateSuccess {
-			t.Fatalf("%s: %s %v", r.Call.ID, r.State, r.Err)
-		}
-	}
+	runCalls(t, sess, "burst", calls)
 	bus.Conn().Flush()
 	evs := col.waitUntil(t, "8 results", func(evs []*events.Event) bool { return countType(evs, events.TypeResult) == calls })
 	checkCalls(t, evs)

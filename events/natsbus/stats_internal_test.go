@@ -2,6 +2,7 @@ package natsbus
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
@@ -105,28 +106,8 @@ func gateAfterPublisher(t *testing.T, limit, burst int, g *askGate, pp **Publish
 		t.Fatal(err)
 	}
 	defer bus.Close(ctx)
-	var mu sync.Mutex
-	var got []*events.Event
-	arrived := make(chan struct{})
-	sub, err := bus.Conn().Subscribe(bus.Subjects().Session("gates"), func(m *nats.Msg) {
-		testutil.CheckEvent(t, m.Data)
-		ev, err := events.Decode(m.Data)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		mu.Lock()
-		got = append(got, ev)
-		mu.Unlock()
-		if ev.Type == events.TypeResult {
-			close(arrived)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	bus.Conn().Flush()
+	got, arrived, unsubscribe := subscribeCall(t, bus, "gates")
+	defer unsubscribe()
 
 	p := makePublisher(bus, limit)
 	if pp != nil {
@@ -156,9 +137,7 @@ func gateAfterPublisher(t *testing.T, limit, burst int, g *askGate, pp **Publish
 		t.Fatalf("result %s %q, want success \"done\"", rs[0].State, events.ContentText(rs[0].Content))
 	}
 	testutil.WaitFor(t, arrived, "the result on NATS")
-	mu.Lock()
-	defer mu.Unlock()
-	for i, ev := range got {
+	for i, ev := range got() {
 		if ev.Seq != uint64(i+1) {
 			t.Fatalf("event %d on NATS has seq %d: the wire must be gap-free", i, ev.Seq)
 		}
@@ -177,4 +156,38 @@ func gateAfterPublisher(t *testing.T, limit, burst int, g *askGate, pp **Publish
 		t.Errorf("NATS got %d progress events and was told of %d drops: %d, but the tool reported %d", received, told, received+told, burst)
 	}
 	return received, told, p.Stats().DroppedProgress
+}
+
+// subscribeCall subscribes to the events of session, a session of one call,
+// on bus, checking each against the schema. got returns the events
+// received; arrived is closed when the call's result is received.
+func subscribeCall(t *testing.T, bus *Bus, session string) (got func() []*events.Event, arrived <-chan struct{}, unsubscribe func() error) {
+	t.Helper()
+	var mu sync.Mutex
+	var evs []*events.Event
+	result := make(chan struct{})
+	sub, err := bus.Conn().Subscribe(bus.Subjects().Session(session), func(m *nats.Msg) {
+		testutil.CheckEvent(t, m.Data)
+		ev, err := events.Decode(m.Data)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		evs = append(evs, ev)
+		mu.Unlock()
+		if ev.Type == events.TypeResult {
+			close(result)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus.Conn().Flush()
+	got = func() []*events.Event {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(evs)
+	}
+	return got, result, sub.Unsubscribe
 }

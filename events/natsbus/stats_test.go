@@ -80,16 +80,7 @@ func TestStatsMatchWhatNATSDelivered(t *testing.T) {
 			}
 			col := subscribe(t, bus, bus.Subjects().Session("stats"))
 			sess, _ := tk.Session("stats")
-			batch := make([]toolkit.Call, calls)
-			for i := range batch {
-				batch[i] = toolkit.Call{ID: fmt.Sprintf("call-%d", i), Name: "reporter"}
-			}
-			rs := sess.Run(context.Background(), batch)
-			for _, r := range rs {
-				if r.State != toolkit.StateSuccess {
-					t.Fatalf("call %s: %s", r.Call.ID, r.State)
-				}
-			}
+			runCalls(t, sess, "reporter", calls)
 			evs := col.waitUntil(t, "every result on NATS", func(evs []*events.Event) bool { return countType(evs, events.TypeResult) == calls })
 			var told uint64
 			for key, list := range checkCalls(t, evs) {
@@ -116,5 +107,20 @@ func TestStatsMatchWhatNATSDelivered(t *testing.T) {
 			}
 			t.Logf("%d of %d progress events dropped", told, calls*lines)
 		})
+	}
+}
+
+// runCalls runs n calls of tool, call-0 to call-n-1, in one batch of sess
+// and fails unless each succeeds.
+func runCalls(t testing.TB, sess *toolkit.Session, tool string, n int) {
+	t.Helper()
+	batch := make([]toolkit.Call, n)
+	for i := range batch {
+		batch[i] = toolkit.Call{ID: fmt.Sprintf("call-%d", i), Name: tool}
+	}
+	for _, r := range sess.Run(context.Background(), batch) {
+		if r.State != toolkit.StateSuccess {
+			t.Fatalf("%s: %s %v", r.Call.ID, r.State, r.Err)
+		}
 	}
 }

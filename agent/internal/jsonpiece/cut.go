@@ -1,6 +1,7 @@
 package jsonpiece
 
 import (
+	"encoding/json"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -31,6 +32,34 @@ func Cut(text string, cuts []byte, byBytes bool) []string {
 		units = units[n:]
 	}
 	return append(out, literalUnits(units))
+}
+
+// CutArgs are the pieces of CutWhole as a server may stream them, for
+// tests: each the body of a JSON string in an event. An emoji cut between
+// its UTF-16 halves (lone surrogates, escaped, as a JavaScript server
+// writes them), the arguments' own escapes cut (a backslash alone, \u00
+// without its digits, an escaped pair cut in two) and an emoji cut between
+// its UTF-8 bytes (raw).
+var CutArgs = []string{
+	`{\"s\":\"\ud83d`,
+	`\ude00 \\`,
+	`n\\u00`,
+	`e9 \\ud83d`,
+	`\\ude00 ` + "\xf0\x9f",
+	"\x98\x80" + `\"}`,
+}
+
+// CutWhole is the arguments the model wrote, which CutArgs add up to.
+const CutWhole = `{"s":"😀 \n\u00e9 \ud83d\ude00 😀"}`
+
+// Args makes valid tool-call arguments of a fuzz string, for tests: the
+// string itself when it is JSON, else an object holding it.
+func Args(s string) string {
+	if json.Valid([]byte(s)) {
+		return s
+	}
+	b, _ := json.Marshal(map[string]string{"s": s})
+	return string(b)
 }
 
 func literalUnits(units []uint16) string {
