@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/groups/natskv"
@@ -19,16 +18,7 @@ import (
 // so), and every New dropped a TTL or history the operator had set.
 // WithReplicas, given, still sets the replicas.
 func TestNewKeepsTheBucketsConfig(t *testing.T) {
-	cl := natstest.NewCluster(t, 3)
-	nc, err := nats.Connect(cl.URLs(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.NewCluster(t, 3).JetStream(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	config := func() jetstream.StreamConfig {

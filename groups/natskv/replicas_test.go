@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/toolstream/toolstream/groups/natskv"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 )
@@ -18,14 +15,7 @@ import (
 func TestReplicatedBucketAnswersOnceNewReturns(t *testing.T) {
 	cl := natstest.NewCluster(t, 3)
 	for i := range 3 {
-		nc, err := nats.Connect(cl.URLs(i % 3))
-		if err != nil {
-			t.Fatal(err)
-		}
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		js := cl.JetStream(t, i)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		bucket := []string{"TS_R3_A", "TS_R3_B", "TS_R3_C"}[i]
 		store, err := natskv.New(ctx, js, bucket, natskv.WithReplicas(3))
@@ -45,6 +35,5 @@ func TestReplicatedBucketAnswersOnceNewReturns(t *testing.T) {
 		}
 		cancelQuick()
 		cancel()
-		nc.Close()
 	}
 }

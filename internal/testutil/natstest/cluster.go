@@ -103,6 +103,22 @@ func (c *Cluster) URLs(first int) string {
 	return strings.Join(urls, ",")
 }
 
+// JetStream connects to the cluster, server first first (see URLs), and
+// returns its JetStream; the connection closes at the end of the test.
+func (c *Cluster) JetStream(t testing.TB, first int) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(c.URLs(first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
 // Kill shuts server i down, as a crash would for its clients: their
 // connections drop.
 func (c *Cluster) Kill(i int) {
