@@ -122,7 +122,7 @@ func (g *guard) interrupt(cause error) {
 	switch {
 	case l.timer == nil:
 		l.timer = time.AfterFunc(grace, g.expire)
-	case time.Now().Add(grace).Before(g.res.deadline.Add(grace)):
+	case time.Now().Before(g.res.deadline): // the grace period from now ends sooner
 		l.timer.Reset(grace)
 	}
 }
