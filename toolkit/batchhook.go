@@ -60,6 +60,7 @@ type BatchHook struct {
 type batchHooks struct {
 	list   []BatchHook
 	before bool // one of them has a Before
+	after  bool // one of them has an After
 }
 
 // UseBatchHook adds batch hooks after the ones already there. A hook with
@@ -89,7 +90,9 @@ func (tk *Toolkit) UseBatchHook(hooks ...BatchHook) error {
 }
 
 func newBatchHooks(list []BatchHook) *batchHooks {
-	return &batchHooks{list: list, before: slices.ContainsFunc(list, func(h BatchHook) bool { return h.Before != nil })}
+	return &batchHooks{list: list,
+		before: slices.ContainsFunc(list, func(h BatchHook) bool { return h.Before != nil }),
+		after:  slices.ContainsFunc(list, func(h BatchHook) bool { return h.After != nil })}
 }
 
 // RemoveBatchHook removes a batch hook; it reports whether there was one.
@@ -361,11 +364,7 @@ func (b *Batch) runBefore(g *guard) {
 // Toolkit.Close end it. A hook that has not returned a grace period later
 // is abandoned: it reports false, and a pool worker ends the batch.
 func (b *Batch) after() bool {
-	has := false
-	for i := range b.hooks.list {
-		has = has || b.hooks.list[i].After != nil
-	}
-	if !has {
+	if !b.hooks.after {
 		return true
 	}
 	if b.unwatch != nil {

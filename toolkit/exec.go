@@ -106,7 +106,7 @@ func (c *call) exec() bool {
 		return true
 	}
 	if c.preErr != nil {
-		if d, ok := c.preErr.(*decided); ok { // a batch hook gave the call its outcome
+		if d, ok := c.preErr.(*decided); ok { // a batch hook or WithOutcome gave the call its outcome
 			c.em.Init(c, c.observed())
 			return c.finishOutcome(d.out)
 		}

@@ -84,10 +84,7 @@ func (c *call) suspend(reason string) (context.Context, func() context.Context) 
 	st := c.stage
 	wait := st.callScope(c, 0) // no deadline: only the run's end (or Session.Close) stops a wait
 	c.batch.sess.holdWait(wait)
-	c.mu.Lock()
-	hooks := c.waitHooks()
-	c.mu.Unlock()
-	callWaitHooks(hooks, reason)
+	c.tellWait(reason)
 	c.mu.Lock()
 	c.cur = wait
 	c.announceSuspension(reason)
@@ -95,10 +92,7 @@ func (c *call) suspend(reason string) (context.Context, func() context.Context) 
 	c.makeWay()
 	return wait, func() context.Context {
 		c.batch.sess.dropWait(wait)
-		c.mu.Lock()
-		hooks := c.waitHooks()
-		c.mu.Unlock()
-		callWaitHooks(hooks, "")
+		c.tellWait("")
 		s := st.callScope(c, c.timeout) // the deadline starts after the hooks
 		c.mu.Lock()
 		c.cur = s

@@ -68,10 +68,10 @@ const (
 	guardAbandoned            // the batch went on without it
 )
 
-// newGuard prepares a guard for a resolver.
-func (b *Batch) newGuard(inline bool, res *resolution) *guard {
+// newGuard prepares a guard for a resolver, which runs on a pool worker.
+func (b *Batch) newGuard(res *resolution) *guard {
 	g := &guard{}
-	b.initGuard(g, inline, res)
+	b.initGuard(g, false, res)
 	return g
 }
 
@@ -122,7 +122,7 @@ func (g *guard) interrupt(cause error) {
 	switch {
 	case l.timer == nil:
 		l.timer = time.AfterFunc(grace, g.expire)
-	case time.Now().Add(grace).Before(g.res.deadline.Add(grace)):
+	case time.Now().Before(g.res.deadline): // the grace period from now ends sooner
 		l.timer.Reset(grace)
 	}
 }
@@ -203,14 +203,9 @@ func (g *guard) close(abandoned bool) {
 	}
 }
 
-// run runs the code on a pool worker (task runGuard).
+// run runs a resolver on a pool worker (task runGuard).
 func (g *guard) run() {
 	res := g.res
-	if res == nil {
-		g.b.runBefore(g)
-		g.finish()
-		return
-	}
 	t, err := (*Tool)(nil), g.ctx.Err()
 	if err == nil { // else its time was over before a worker took it
 		t, err = func() (t *Tool, err error) {

@@ -290,6 +290,15 @@ func (c *call) waitHooks() []*func(string) {
 	return c.ic.onWait
 }
 
+// tellWait calls the call's OnWait hooks with reason; c.mu must not be
+// held.
+func (c *call) tellWait(reason string) {
+	c.mu.Lock()
+	hooks := c.waitHooks()
+	c.mu.Unlock()
+	callWaitHooks(hooks, reason)
+}
+
 func callWaitHooks(hooks []*func(string), reason string) {
 	for _, f := range hooks {
 		(*f)(reason)

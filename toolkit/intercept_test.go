@@ -608,3 +608,32 @@ func TestStreamFilterHoldsTextBack(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamFilterResetWhenResultReplaced: when an interceptor replaces
+// the result while nothing has gone out but a filter holds text back (here
+// streamed after next, the attempt's output empty), what the filter holds
+// is dropped: the result is the replacement alone, and the deltas add up to
+// it (finishOutcome resets the filters even with nothing out).
+func TestStreamFilterResetWhenResultReplaced(t *testing.T) {
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
+	tk.Use(toolkit.Interceptor{Name: "redact", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		inv.FilterStream(&holdSecret{})
+		next(ctx, inv)
+		stream.From(ctx).Text("SEC") // held back whole: it could start the secret
+		return toolkit.Success(events.Text("answered"))
+	}})
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "t"}, func(context.Context, none) (string, error) {
+		return "", nil
+	}))
+	r := testutil.Run(t, tk, "s", testutil.Call("1", "t", `{}`))[0]
+	if r.State != toolkit.StateSuccess || r.Text() != "answered" {
+		t.Errorf("%s %q, want success %q", r.State, r.Text(), "answered")
+	}
+	testutil.CheckDeltasAddUp(t, rec, r)
+	for _, d := range rec.DeltaTexts("1") {
+		if strings.Contains(d, "SEC") {
+			t.Errorf("a delta shows what the filter held: %q", d)
+		}
+	}
+}

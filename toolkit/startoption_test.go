@@ -90,3 +90,27 @@ func TestWithOutcome(t *testing.T) {
 		t.Errorf("Run: %s %v, ran %v", rs[0].State, rs[0].Err, ran)
 	}
 }
+
+// TestWithOutcomeLaterHookDecides: a batch hook may decide a call given its
+// outcome at Start otherwise (as WithOutcome's godoc says): the hook's
+// outcome is the result, and the call still does not run.
+func TestWithOutcomeLaterHookDecides(t *testing.T) {
+	tk := testutil.Kit(t)
+	ran := false
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "write"}, func(context.Context, struct{}) (string, error) {
+		ran = true
+		return "written", nil
+	}))
+	if err := tk.UseBatchHook(toolkit.BatchHook{Name: "override", Before: func(ctx context.Context, p *toolkit.BatchPlan) {
+		if p.Decided(0) {
+			p.Decide(0, toolkit.Success(events.Text("the hook's")))
+		}
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "write", `{}`)},
+		toolkit.WithOutcome(0, toolkit.Failure(toolkit.StateError, errors.New("the caller's"))))
+	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "the hook's" || ran {
+		t.Errorf("%s %q (ran %v), want success %q without running", rs[0].State, rs[0].Text(), ran, "the hook's")
+	}
+}

@@ -39,6 +39,7 @@ type deafHook struct {
 	returned chan struct{}
 	batch    atomic.Pointer[toolkit.Batch]
 	lateErr  atomic.Value // what the plan's Emit said after the hook's time was over
+	lateSaw  atomic.Bool  // the plan still showed a call (Call, Tool, Decided) after it
 }
 
 // newDeafHook makes a deaf hook released at the end of the test, before the
@@ -65,7 +66,9 @@ func (h *deafHook) before(_ context.Context, p *toolkit.BatchPlan) {
 	<-h.release
 	// Too late: none of this may reach the batch, nor panic, nor race.
 	for i := range p.Len() {
-		_, _, _ = p.Call(i), p.Tool(i), p.Decided(i)
+		if p.Call(i).ID != "" || p.Tool(i) != nil || p.Decided(i) {
+			h.lateSaw.Store(true)
+		}
 		p.Approve(i)
 		p.Rewrite(i, "b", json.RawMessage(`{"late":true}`))
 		p.Deny(i, errors.New("denied too late"))
@@ -144,6 +147,9 @@ func checkLateIgnored(t *testing.T, h *deafHook, rs []toolkit.Result, ran *atomi
 	}
 	if s, ok := b.Stop(); ok {
 		t.Errorf("a stop requested after the hook's time was over counted: %+v", s)
+	}
+	if h.lateSaw.Load() {
+		t.Error("the plan still showed a call after the hook's time was over (Call, Tool and Decided must give zero values)")
 	}
 	if got, _ := h.lateErr.Load().(string); !strings.Contains(got, "deaf") {
 		t.Errorf("Emit after the hook's time was over said %q", got)

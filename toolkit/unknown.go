@@ -74,7 +74,7 @@ func (c *call) resolve(r ToolResolver, start time.Time) {
 		deadline = start.Add(timeout)
 	}
 	res := &resolution{r: r, call: c.call, deadline: deadline}
-	g := b.newGuard(false, res)
+	g := b.newGuard(res)
 	g.begin()
 	b.tk.pool.submit(task{kind: runGuard, guard: g})
 	g.wait()
