@@ -383,7 +383,7 @@ func (b *Batch) after() bool {
 		parent = context.WithoutCancel(parent) // its values, not its end
 	}
 	g.ctx, g.cancel = context.WithCancelCause(parent)
-	g.b.guard.Store(g) // Cancel and Close reach it from now on (not an earlier interruption)
+	b.guard.Store(g) // Cancel and Close reach it from now on (not an earlier interruption)
 	for i := range b.hooks.list {
 		h := &b.hooks.list[i]
 		if h.After == nil {

@@ -78,8 +78,8 @@ func (c *call) resolve(r ToolResolver, start time.Time) {
 	g.begin()
 	b.tk.pool.submit(task{kind: runGuard, guard: g})
 	g.wait()
-	g.close(g.state == guardAbandoned) // final: wait saw it change
 	// The guard's state is final (wait saw it change): no lock needed.
+	g.close(g.state == guardAbandoned)
 	grace := b.tk.opts.cancelGrace
 	switch {
 	// A timeout's deadline has passed: the stage reports it with this
