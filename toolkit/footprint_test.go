@@ -87,28 +87,25 @@ func TestNoOpenTelemetryBelowTelemetry(t *testing.T) {
 
 // Size budgets of testdata/embed, a 30-line program with one typed tool and
 // one run. A release build (symbols and DWARF stripped) must stay under
-// 4.0 MB; a default build, which carries DWARF in proportion to the code,
-// under 5.75 MB (hello world: 1.6 MB and 2.4 MB). docs/benchmarks.md says
-// where the bytes go.
+// 4.0 MB. A default build, which carries DWARF in proportion to the code,
+// is held by what the engine adds to testdata/schemafloor, a program that
+// only does with the pinned schema library what the engine needs it for:
+// that floor (4.42 MB with Go 1.26.8, hello world 2.4 MB) is already above
+// issue 11's 4.0 MB, so the engine's own share is what this repository can
+// keep in check. docs/benchmarks.md says where the bytes go.
 const (
-	releaseBudget = 4_000_000
-	defaultBudget = 5_750_000
+	releaseBudget     = 4_000_000
+	engineShareBudget = 1_400_000 // default build, over the schema floor
 )
 
-// TestFootprint builds testdata/embed both ways and prints the sizes.
+// TestFootprint builds testdata/embed both ways and testdata/schemafloor by
+// default, prints the sizes and checks the budgets.
 func TestFootprint(t *testing.T) {
 	goCmd := goTool(t)
 	dir := t.TempDir()
-	for _, b := range []struct {
-		name   string
-		flags  []string
-		budget int64
-	}{
-		{"default", nil, defaultBudget},
-		{"release", []string{"-ldflags=-s -w"}, releaseBudget},
-	} {
-		bin := filepath.Join(dir, b.name)
-		args := append(append([]string{"build", "-o", bin}, b.flags...), "./testdata/embed")
+	build := func(name, pkg string, flags ...string) int64 {
+		bin := filepath.Join(dir, name)
+		args := append(append([]string{"build", "-o", bin}, flags...), pkg)
 		if out, err := exec.Command(goCmd, args...).CombinedOutput(); err != nil {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
@@ -116,11 +113,29 @@ func TestFootprint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Printed, not logged: CI shows the figures on every run.
-		fmt.Printf("footprint: %s build of a program embedding the toolkit: %.2f MB (budget %.2f MB)\n",
-			b.name, float64(fi.Size())/1e6, float64(b.budget)/1e6)
-		if fi.Size() > b.budget {
-			t.Errorf("%s build is %d bytes, over its budget of %d", b.name, fi.Size(), b.budget)
-		}
+		return fi.Size()
 	}
+	mb := func(n int64) float64 { return float64(n) / 1e6 }
+	floor := build("floor", "./testdata/schemafloor")
+	def := build("default", "./testdata/embed")
+	rel := build("release", "./testdata/embed", "-ldflags=-s -w")
+	// Printed, not logged: CI shows the figures on every run.
+	fmt.Printf("footprint: a program embedding the toolkit: default build %.2f MB (issue 11's target 4.00 MB: %s), "+
+		"release build %.2f MB (budget %.2f MB)\n", mb(def), metOrNot(def <= 4_000_000), mb(rel), mb(releaseBudget))
+	fmt.Printf("footprint: the pinned schema library alone (testdata/schemafloor), default build %.2f MB; "+
+		"the engine adds %.2f MB (budget %.2f MB)\n", mb(floor), mb(def-floor), mb(engineShareBudget))
+	if rel > releaseBudget {
+		t.Errorf("release build is %d bytes, over its budget of %d", rel, releaseBudget)
+	}
+	if def-floor > engineShareBudget {
+		t.Errorf("the engine adds %d bytes to the schema floor's %d (default builds), over its budget of %d",
+			def-floor, floor, engineShareBudget)
+	}
+}
+
+func metOrNot(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "not met"
 }
