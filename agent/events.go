@@ -41,6 +41,9 @@ type TextDelta struct {
 
 // ArgsDelta is the body of an args_delta event. The first one of a call
 // has an empty Delta when the model names the call before its arguments.
+// Call is the id the call runs with: when the loop replaces the model's id
+// (missing, repeated, used earlier in the conversation), the events name
+// the loop's from the first piece on.
 type ArgsDelta struct {
 	Turn  int    `json:"turn"`
 	Index int    `json:"index"`

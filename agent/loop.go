@@ -285,8 +285,10 @@ func interrupted(results []toolkit.Result) int {
 // calls per reply (call_0 every turn), and whatever keys by call id would
 // take two calls for one (a durable store would answer the second with the
 // first's stored result; a UI would merge their parts; Anthropic refuses a
-// history with a tool_use id twice).
-func fixCalls(calls []toolkit.Call, earlier []Message) {
+// history with a tool_use id twice). A replaced id that the stream's
+// events already announced under a new id (renamed, from the streamer)
+// takes that id, so that the events name one call from first to last.
+func fixCalls(calls []toolkit.Call, earlier []Message, renamed func(wire string) string) {
 	var seen map[string]bool // only for many calls: a few compare in place
 	if len(calls) > 8 {
 		seen = make(map[string]bool, len(calls))
@@ -295,7 +297,11 @@ func fixCalls(calls []toolkit.Call, earlier []Message) {
 	for i := range calls {
 		c := &calls[i]
 		if !usableID(c.ID) || taken(calls[:i], seen, c.ID) || used[c.ID] {
-			c.ID = NewCallID()
+			id := renamed(c.ID)
+			if id == "" || taken(calls[:i], seen, id) {
+				id = NewCallID()
+			}
+			c.ID = id
 		}
 		if seen != nil {
 			seen[c.ID] = true

@@ -1,0 +1,73 @@
+package agent_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// TestRunStreamedIDsMatchTheCalls: a streaming server that numbers calls
+// per reply (call_0 every turn, as some compatible servers do) announces
+// turn 2's call as call_0 again; the loop gives it an id of its own, and
+// the args_delta events that announced it must name that id too: a UI
+// keys argument pieces by call (docs/events.md), and pieces under call_0
+// would join turn 1's call and never meet the call that starts.
+func TestRunStreamedIDsMatchTheCalls(t *testing.T) {
+	ctx := context.Background()
+	tk, rec := record(t, "ids")
+	tk.Add(weatherTool(t))
+	sess, _ := tk.Session("ids")
+	turn := func(city string) step {
+		args := `{"city":"` + city + `"}`
+		return step{
+			chunks: []agent.Chunk{
+				{Kind: agent.ChunkCall, Index: 0, CallID: "call_0", Name: "weather"},
+				{Kind: agent.ChunkArgs, Index: 0, Text: args},
+				{Kind: agent.ChunkCall, Index: 1, CallID: "call_0", Name: "weather"}, // repeated in the reply too
+				{Kind: agent.ChunkArgs, Index: 1, Text: `{"city":"Bern"}`},
+			},
+			reply: &agent.Reply{Calls: []toolkit.Call{call("call_0", "weather", args), call("call_0", "weather", `{"city":"Bern"}`)}, Finish: agent.FinishToolCalls},
+		}
+	}
+	m := &script{steps: []step{turn("Oslo"), turn("Rome"), {reply: &agent.Reply{Text: "Sunny."}}}}
+	conv := agent.NewConversation("", "Weather?")
+	if _, err := agent.New(m).Run(ctx, sess, conv); err != nil {
+		t.Fatal(err)
+	}
+	evs := rec.waitFor(t, agent.EventAnswer)
+	args := map[string]string{}  // call id -> arguments streamed
+	ended := map[string]string{} // call id -> arguments in turn_end
+	started := map[string]bool{}
+	for _, ev := range evs {
+		switch ev.Type {
+		case agent.EventArgs:
+			d := body[agent.ArgsDelta](t, ev)
+			args[d.Call] += d.Delta
+		case agent.EventTurnEnd:
+			for _, c := range body[agent.TurnEnd](t, ev).Calls {
+				ended[c.ID] = string(c.Args)
+			}
+		case events.TypeStart:
+			started[ev.Call] = true
+		}
+	}
+	if len(ended) != 4 {
+		t.Fatalf("turn_end events name %d calls, want 4: %v", len(ended), ended)
+	}
+	for id, a := range ended {
+		if args[id] != a {
+			t.Errorf("call %s: args_delta pieces add up to %q, turn_end says %q\n%s", id, args[id], a, describe(evs))
+		}
+		if !started[id] {
+			t.Errorf("call %s never started", id)
+		}
+	}
+	for id := range args {
+		if _, ok := ended[id]; !ok {
+			t.Errorf("args_delta events name call %q, which no turn_end has (%q)", id, args[id])
+		}
+	}
+}
