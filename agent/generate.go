@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -81,6 +82,9 @@ func (l *Loop) generate(ctx context.Context, r *run, turn int, conv *Conversatio
 			err = fmt.Errorf("%s returned no reply and no error", l.describe())
 		}
 		if err == nil {
+			err = l.nameless(reply)
+		}
+		if err == nil {
 			r.cut = truncated(reply) // before fixCalls makes blank arguments {}
 			fixCalls(reply.Calls, conv.Messages, st.renamed)
 			st.finish(reply)
@@ -109,6 +113,20 @@ func (l *Loop) generate(ctx context.Context, r *run, turn int, conv *Conversatio
 			return nil, fmt.Errorf("%w (while waiting %v to retry: %w)", err, wait.Round(time.Millisecond), context.Cause(ctx))
 		}
 	}
+}
+
+// nameless returns a retryable error when a call of reply has no tool
+// name: such a call can be neither run nor recorded (Conversation.Check
+// refuses it, and so do the providers' APIs in a history), so the reply is
+// malformed, like a stream cut short, and the model is asked again.
+func (l *Loop) nameless(reply *Reply) error {
+	for i, c := range reply.Calls {
+		if c.Name == "" {
+			msg := fmt.Sprintf("the reply's call %d (id %q) has no tool name", i, c.ID)
+			return &APIError{Provider: l.describe(), Message: msg, Retryable: true, Err: errors.New(msg)}
+		}
+	}
+	return nil
 }
 
 func (l *Loop) describe() string {

@@ -2,7 +2,10 @@ package agent_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/events"
@@ -69,5 +72,40 @@ func TestRunStreamedIDsMatchTheCalls(t *testing.T) {
 		if _, ok := ended[id]; !ok {
 			t.Errorf("args_delta events name call %q, which no turn_end has (%q)", id, args[id])
 		}
+	}
+}
+
+// TestRunNamelessCallAskedAgain: a reply with a call that names no tool
+// can be neither run nor recorded (Conversation.Check refuses it, the
+// providers' APIs refuse it in a history). It is a malformed reply, asked
+// again like a stream cut short; when the retries run out, the run ends
+// with the error and the conversation is as it was, valid.
+func TestRunNamelessCallAskedAgain(t *testing.T) {
+	ctx := context.Background()
+	tk := toolkit.New()
+	defer tk.Close(ctx)
+	tk.Add(weatherTool(t))
+	sess, _ := tk.Session("x")
+	nameless := step{reply: &agent.Reply{Calls: []toolkit.Call{call("c1", "weather", `{"city":"Oslo"}`), call("c2", "", `{}`)}}}
+	m := &script{steps: []step{nameless, {reply: &agent.Reply{Text: "Sunny."}}}}
+	conv := agent.NewConversation("", "Weather?")
+	fast := agent.WithRetry(agent.RetryPolicy{Attempts: 2, Backoff: time.Millisecond})
+	out, err := agent.New(m, fast).Run(ctx, sess, conv)
+	if err != nil || out.Answer != "Sunny." || len(out.Results) != 0 {
+		t.Fatalf("outcome %+v, %v; want the second reply's answer, no call run", out, err)
+	}
+	if err := conv.Check(); err != nil {
+		t.Fatal(err)
+	}
+
+	m = &script{steps: []step{nameless, nameless}}
+	conv = agent.NewConversation("", "Weather?")
+	out, err = agent.New(m, fast).Run(ctx, sess, conv)
+	var api *agent.APIError
+	if !errors.As(err, &api) || !strings.Contains(err.Error(), `call 1 (id "c2") has no tool name`) || out.End != agent.EndError {
+		t.Fatalf("outcome %+v, %v; want an error naming the call", out, err)
+	}
+	if err := conv.Check(); err != nil || len(conv.Messages) != 1 {
+		t.Fatalf("conversation of %d messages after the failed run: %v", len(conv.Messages), err)
 	}
 }
