@@ -29,7 +29,7 @@ const InvalidArgumentsKey = "_invalid_arguments"
 // params builds the request for one turn.
 func (m *Model) params(req *agent.Request) (anthropic.MessageNewParams, error) {
 	p := anthropic.MessageNewParams{Model: anthropic.Model(m.model), MaxTokens: m.cfg.maxTokens}
-	if req.System != "" {
+	if nonBlank(req.System) != "" {
 		p.System = []anthropic.TextBlockParam{{Text: req.System}}
 	}
 	msgs, err := messages(req.Messages)
@@ -97,8 +97,10 @@ func messages(msgs []agent.Message) ([]anthropic.MessageParam, error) {
 		case agent.RoleTool:
 			user = append(user, anthropic.ContentBlockParamUnion{OfToolResult: toolResult(m)})
 		case agent.RoleAssistant:
-			flush()
+			// One with nothing to send does not split the user's content
+			// around it.
 			if blocks := assistantContent(m); len(blocks) > 0 {
+				flush()
 				out = append(out, anthropic.MessageParam{OfAssistant: &anthropic.AssistantMessageParam{Content: blocks}})
 			}
 		default:
@@ -111,7 +113,8 @@ func messages(msgs []agent.Message) ([]anthropic.MessageParam, error) {
 
 // userContent maps a user message's parts: text, JSON as its text, images
 // and PDFs as base64 blocks, other binary as a note saying what was left
-// out. Empty text is dropped (the API refuses empty text blocks).
+// out. Blank text is dropped (the API refuses a text block that is empty
+// or only whitespace).
 func userContent(parts []toolkit.Part) []anthropic.ContentBlockParamUnion {
 	var out []anthropic.ContentBlockParamUnion
 	for _, p := range parts {
@@ -127,8 +130,12 @@ func userContent(parts []toolkit.Part) []anthropic.ContentBlockParamUnion {
 	return out
 }
 
+// failedWithoutContent is the content of a failed tool_result that has
+// none to send: the API refuses is_error without content.
+const failedWithoutContent = "Error: the tool failed without saying why"
+
 // toolResult maps a tool message: its content as text, image and document
-// blocks, is_error for a failed call.
+// blocks (blank text dropped, as for a user), is_error for a failed call.
 func toolResult(m agent.Message) *anthropic.ToolResultBlockParam {
 	r := &anthropic.ToolResultBlockParam{ToolUseID: wireID(m.CallID)}
 	if m.IsError {
@@ -144,6 +151,9 @@ func toolResult(m agent.Message) *anthropic.ToolResultBlockParam {
 			r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfDocument: b.document})
 		}
 	}
+	if m.IsError && len(r.Content) == 0 {
+		r.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: failedWithoutContent}}}
+	}
 	return r
 }
 
@@ -154,13 +164,22 @@ type mapped struct {
 	document *anthropic.DocumentBlockParam
 }
 
+// media maps one part. Blank text maps to nothing: the API refuses text
+// blocks that are empty or only whitespace. So does an image or a document
+// without data: it becomes a note.
 func media(p toolkit.Part) mapped {
 	switch p.Type {
 	case events.PartText:
-		return mapped{text: p.Text}
+		return mapped{text: nonBlank(p.Text)}
 	case events.PartJSON:
-		return mapped{text: string(p.JSON)}
+		return mapped{text: nonBlank(string(p.JSON))}
 	case events.PartBinary:
+		switch p.MediaType {
+		case "image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf":
+			if len(p.Data) == 0 {
+				return mapped{text: fmt.Sprintf("[empty %s left out: 0 bytes]", p.MediaType)}
+			}
+		}
 		switch p.MediaType {
 		case "image/png", "image/jpeg", "image/gif", "image/webp":
 			return mapped{image: &anthropic.ImageBlockParam{Source: anthropic.ImageBlockParamSourceUnion{
@@ -198,7 +217,7 @@ func assistantContent(m agent.Message) []anthropic.ContentBlockParamUnion {
 			out = append(out, anthropic.ContentBlockParamUnion{OfRedactedThinking: &anthropic.RedactedThinkingBlockParam{Data: t.Data}})
 		}
 	}
-	if text := assistantText(m.Content); text != "" {
+	if text := assistantText(m.Content); nonBlank(text) != "" {
 		out = append(out, anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{Text: text}})
 	}
 	for _, c := range m.Calls {
@@ -209,6 +228,16 @@ func assistantContent(m agent.Message) []anthropic.ContentBlockParamUnion {
 		}})
 	}
 	return out
+}
+
+// nonBlank returns s, or "" when it is only whitespace (which the API
+// refuses as a text block). Anything else goes as it is: a blank line
+// around words is part of them.
+func nonBlank(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	return s
 }
 
 // assistantText joins an assistant message's text and JSON parts; binary
