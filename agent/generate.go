@@ -86,7 +86,7 @@ func (l *Loop) generate(ctx context.Context, r *run, turn int, conv *Conversatio
 		}
 		if err == nil {
 			r.cut = truncated(reply) // before fixCalls makes blank arguments {}
-			fixCalls(reply.Calls, conv.Messages, st.renamed)
+			fixCalls(reply.Calls, conv.Messages, st.renamed, r.cut)
 			st.finish(reply)
 			return reply, nil
 		}

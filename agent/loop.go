@@ -288,7 +288,10 @@ func interrupted(results []toolkit.Result) int {
 // history with a tool_use id twice). A replaced id that the stream's
 // events already announced under a new id (renamed, from the streamer)
 // takes that id, so that the events name one call from first to last.
-func fixCalls(calls []toolkit.Call, earlier []Message, renamed func(wire string) string) {
+// The arguments of the call a cut reply was writing (cut) stay blank when
+// they are: it does not run, and the conversation says that the model was
+// cut before it wrote them (a durable.Resume must not run it with {}).
+func fixCalls(calls []toolkit.Call, earlier []Message, renamed func(wire string) string, cut *truncation) {
 	var seen map[string]bool // only for many calls: a few compare in place
 	if len(calls) > 8 {
 		seen = make(map[string]bool, len(calls))
@@ -306,7 +309,7 @@ func fixCalls(calls []toolkit.Call, earlier []Message, renamed func(wire string)
 		if seen != nil {
 			seen[c.ID] = true
 		}
-		if len(bytes.TrimSpace(c.Args)) == 0 {
+		if len(bytes.TrimSpace(c.Args)) == 0 && (cut == nil || cut.index != i) {
 			c.Args = json.RawMessage("{}")
 		}
 	}
