@@ -243,8 +243,17 @@ func (s *streamer) finish(r *Reply) {
 		emit(s.ctx, s.sess, EventText, TextDelta{Turn: s.turn, Delta: r.Text})
 	}
 	for i, c := range r.Calls {
-		if i >= len(s.calls) || !s.calls[i].args {
-			emit(s.ctx, s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: i, Call: c.ID, Tool: c.Name, Delta: string(c.Args)})
+		// By id: the chunks may number calls in the order they began,
+		// not the reply's.
+		index, streamed := i, false
+		for j := range s.calls {
+			if s.calls[j].id == c.ID {
+				index, streamed = j, s.calls[j].args
+				break
+			}
+		}
+		if !streamed {
+			emit(s.ctx, s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: index, Call: c.ID, Tool: c.Name, Delta: string(c.Args)})
 		}
 	}
 }

@@ -109,3 +109,40 @@ func TestRunNamelessCallAskedAgain(t *testing.T) {
 		t.Fatalf("conversation of %d messages after the failed run: %v", len(conv.Messages), err)
 	}
 }
+
+// TestRunStreamedOutOfOrder: a server that began the model's second call
+// before its first (chunks number calls in the order they began, the reply
+// has them in the model's order) and streamed no arguments for the other
+// (a call without parameters, {} in the reply): the args_delta events of
+// each call add up to its arguments, neither doubled nor missing.
+func TestRunStreamedOutOfOrder(t *testing.T) {
+	ctx := context.Background()
+	tk, rec := record(t, "order")
+	tk.Add(weatherTool(t))
+	sess, _ := tk.Session("order")
+	m := &script{steps: []step{
+		{
+			chunks: []agent.Chunk{
+				{Kind: agent.ChunkCall, Index: 0, CallID: "b", Name: "weather"},
+				{Kind: agent.ChunkArgs, Index: 0, Text: `{"city":"Rome"}`},
+				{Kind: agent.ChunkCall, Index: 1, CallID: "a", Name: "weather"},
+			},
+			reply: &agent.Reply{Calls: []toolkit.Call{call("a", "weather", `{}`), call("b", "weather", `{"city":"Rome"}`)}, Finish: agent.FinishToolCalls},
+		},
+		{reply: &agent.Reply{Text: "Sunny."}},
+	}}
+	if _, err := agent.New(m).Run(ctx, sess, agent.NewConversation("", "Weather?")); err != nil {
+		t.Fatal(err)
+	}
+	evs := rec.waitFor(t, agent.EventAnswer)
+	args := map[string]string{}
+	for _, ev := range evs {
+		if ev.Type == agent.EventArgs {
+			d := body[agent.ArgsDelta](t, ev)
+			args[d.Call] += d.Delta
+		}
+	}
+	if args["a"] != `{}` || args["b"] != `{"city":"Rome"}` {
+		t.Errorf("args_delta pieces add up to a=%q b=%q, want {} and the streamed ones\n%s", args["a"], args["b"], describe(evs))
+	}
+}
