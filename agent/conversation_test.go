@@ -168,3 +168,41 @@ func FuzzRetryAfter(f *testing.F) {
 		}
 	})
 }
+
+// FuzzConversationJSON: a stored conversation, whatever its bytes, decodes
+// without a panic; one that decodes marshals to JSON that decodes to the
+// same conversation (it marshals the same again) and Check judges it
+// alike, so storing it between runs changes nothing.
+func FuzzConversationJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"system":"s","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","calls":[{"id":"c1","name":"t","arguments":{"a" : [1, 2]}},{"id":"c2","name":"t"}]},` +
+			`{"role":"tool","call_id":"c1","tool":"t","content":[{"type":"json","json":{"b":"\u003c"}}],"is_error":true},{"role":"tool","call_id":"c2","content":[{"type":"binary","media_type":"image/png","data":"iVBORw=="}]}]}`,
+		`{"messages":[{"role":"assistant","extra":{"x":[1]},"content":[{"type":"text"}]}]}`,
+		`{"messages":null}`, `null`, `{"messages":[{"role":"tool","call_id":"x"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c1 agent.Conversation
+		if json.Unmarshal(data, &c1) != nil {
+			return
+		}
+		err1 := c1.Check()
+		b1, err := json.Marshal(&c1)
+		if err != nil {
+			t.Fatalf("a decoded conversation does not marshal: %v", err)
+		}
+		var c2 agent.Conversation
+		if err := json.Unmarshal(b1, &c2); err != nil {
+			t.Fatalf("the conversation's own JSON does not decode: %v\n%s", err, b1)
+		}
+		b2, err := json.Marshal(&c2)
+		if err != nil || string(b1) != string(b2) {
+			t.Fatalf("stored again it changed:\n%s\n%s (%v)", b1, b2, err)
+		}
+		if err2 := c2.Check(); (err1 == nil) != (err2 == nil) {
+			t.Fatalf("Check said %v before storing, %v after\n%s", err1, err2, b1)
+		}
+	})
+}
