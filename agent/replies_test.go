@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -144,5 +145,42 @@ func TestRunStreamedOutOfOrder(t *testing.T) {
 	}
 	if args["a"] != `{}` || args["b"] != `{"city":"Rome"}` {
 		t.Errorf("args_delta pieces add up to a=%q b=%q, want {} and the streamed ones\n%s", args["a"], args["b"], describe(evs))
+	}
+}
+
+// TestRunInvalidArgumentsReported: a model that writes arguments that are
+// not JSON (a mistake, or a call cut at the token limit) is answered by
+// the toolkit, and the turn is reported like any other: its turn_end
+// event carries the call, the arguments as a JSON string holding the text
+// (as a call's start event does). json.Marshal refuses such arguments as a
+// json.RawMessage, and the event was dropped.
+func TestRunInvalidArgumentsReported(t *testing.T) {
+	ctx := context.Background()
+	tk, rec := record(t, "bad")
+	tk.Add(weatherTool(t))
+	sess, _ := tk.Session("bad")
+	m := &script{steps: []step{
+		{reply: &agent.Reply{Calls: []toolkit.Call{call("c1", "weather", `{"city":"Ro`), call("c2", "weather", `{"city":"Bern"}`)}, Finish: agent.FinishToolCalls}},
+		{reply: &agent.Reply{Text: "Sunny."}},
+	}}
+	if _, err := agent.New(m).Run(ctx, sess, agent.NewConversation("", "Weather?")); err != nil {
+		t.Fatal(err)
+	}
+	evs := rec.waitFor(t, agent.EventAnswer)
+	var ends []agent.TurnEnd
+	for _, ev := range evs {
+		if ev.Type == agent.EventTurnEnd {
+			ends = append(ends, body[agent.TurnEnd](t, ev))
+		}
+	}
+	if len(ends) != 2 || len(ends[0].Calls) != 2 {
+		t.Fatalf("turn_end events %+v, want 2, the first with both calls\n%s", ends, describe(evs))
+	}
+	var text string
+	if err := json.Unmarshal(ends[0].Calls[0].Args, &text); err != nil || text != `{"city":"Ro` {
+		t.Errorf("the invalid arguments in turn_end: %s (%v), want a JSON string of the text", ends[0].Calls[0].Args, err)
+	}
+	if string(ends[0].Calls[1].Args) != `{"city":"Bern"}` {
+		t.Errorf("the valid arguments in turn_end: %s", ends[0].Calls[1].Args)
 	}
 }

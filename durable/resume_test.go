@@ -71,3 +71,41 @@ func TestResumeTruncatedCall(t *testing.T) {
 		t.Fatalf("the cut call's answer: %+v", w1)
 	}
 }
+
+// TestSaveConversationWithInvalidArguments: a model that writes arguments
+// that are not JSON gets the toolkit's argument error, and the turn's
+// conversation is saved all the same (json.Marshal refused such arguments
+// as a json.RawMessage: SaveEachTurn failed for that turn and every later
+// one) and loads back with the arguments as written.
+func TestSaveConversationWithInvalidArguments(t *testing.T) {
+	js := natstest.JetStream(t)
+	var writes atomic.Int64
+	ctx := context.Background()
+	st, _, sess := loopProcess(t, js, &writes, false, nil)
+	turn := 0
+	model := agent.ModelFunc(func(context.Context, *agent.Request) (*agent.Reply, error) {
+		turn++
+		if turn == 1 {
+			return &agent.Reply{Finish: agent.FinishToolCalls, Calls: []toolkit.Call{{ID: "w1", Name: "write", Args: []byte(`{"x":`)}}}, nil
+		}
+		return &agent.Reply{Finish: agent.FinishStop, Text: "done"}, nil
+	})
+	conv := agent.NewConversation("", "do the work")
+	var saveErr error
+	if _, err := agent.New(model, st.SaveEachTurn("inv", conv, func(err error) { saveErr = err })).Run(ctx, sess, conv); err != nil {
+		t.Fatal(err)
+	}
+	if saveErr != nil {
+		t.Fatalf("the turn's conversation was not saved: %v", saveErr)
+	}
+	if writes.Load() != 0 || !conv.Messages[2].IsError || !strings.Contains(conv.Messages[2].Text(), "JSON") {
+		t.Fatalf("the call's result: %+v (%d writes)", conv.Messages[2], writes.Load())
+	}
+	if err := st.SaveConversation(ctx, "inv", conv); err != nil {
+		t.Fatal(err)
+	}
+	back, err := st.LoadConversation(ctx, "inv")
+	if err != nil || back == nil || string(back.Messages[1].Calls[0].Args) != `{"x":` {
+		t.Fatalf("loaded %+v, %v", back, err)
+	}
+}
