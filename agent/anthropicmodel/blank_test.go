@@ -1,6 +1,7 @@
 package anthropicmodel_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -98,4 +99,65 @@ func TestBlankContentNotSent(t *testing.T) {
 			obj{"type": "text", "text": "And now?"},
 		}},
 	})
+}
+
+// TestMediaLimits: the Messages API refuses an image over 5 MB of base64
+// ("image exceeds 5 MB maximum: ... bytes > 5242880 bytes") and a request
+// with more than 100 images and documents ("too many images and
+// documents: 104 + 1 > 100"), each a 400 that every later turn of the
+// conversation repeats: a large screenshot, or a long conversation with a
+// screenshot per turn. The large image becomes a note saying so; of too
+// many, the oldest do, and the newest 100 go.
+func TestMediaLimits(t *testing.T) {
+	big := make([]byte, 4<<20) // 5.6 MB as base64
+	conv := []agent.Message{agent.UserText("Look.")}
+	for i := range 52 {
+		id := "toolu_" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		conv = append(conv,
+			agent.Message{Role: agent.RoleAssistant, Calls: []toolkit.Call{{ID: id, Name: "shot", Args: json.RawMessage(`{}`)}}},
+			agent.Message{Role: agent.RoleTool, CallID: id, Tool: "shot", Content: []toolkit.Part{
+				events.Binary("image/png", []byte{byte(i)}), events.Binary("application/pdf", []byte{byte(i)})}})
+	}
+	conv = append(conv, agent.Message{Role: agent.RoleAssistant, Calls: []toolkit.Call{{ID: "toolu_big", Name: "shot", Args: json.RawMessage(`{}`)}}},
+		agent.Message{Role: agent.RoleTool, CallID: "toolu_big", Tool: "shot", Content: []toolkit.Part{events.Binary("image/png", big)}})
+	s := newServer(t, okStream)
+	if _, err := s.model().Generate(ctx(t), &agent.Request{Messages: conv}); err != nil {
+		t.Fatal(err)
+	}
+	var media, notes []string // in order: the parts that went as blocks, and as notes
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case map[string]any:
+			switch v["type"] {
+			case "image", "document":
+				data := v["source"].(map[string]any)["data"].(string)
+				if len(data) > 5<<20 {
+					t.Errorf("an image of %d bytes of base64 went out", len(data))
+				}
+				media = append(media, data)
+			case "text":
+				if s, _ := v["text"].(string); strings.Contains(s, "left out") {
+					notes = append(notes, s)
+				}
+			}
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(get(t, s.body(t, 0), "messages"))
+	if len(media) != 100 {
+		t.Errorf("%d images and documents went out, want the API's 100", len(media))
+	}
+	if len(notes) != 5 || !strings.Contains(notes[4], "image/png") || !strings.Contains(notes[4], "5 MB") {
+		t.Fatalf("notes %q, want the 4 oldest and the large image", notes)
+	}
+	if want := base64.StdEncoding.EncodeToString([]byte{2}); len(media) > 0 && media[0] != want {
+		t.Errorf("the oldest part that went is %q, want the third turn's image %q", media[0], want)
+	}
 }
