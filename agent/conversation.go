@@ -42,6 +42,73 @@ type Message struct {
 	Extra json.RawMessage `json:"extra,omitempty"`
 }
 
+// MarshalJSON writes the message as its fields say, except that a call's
+// arguments that are not JSON (a model's mistake, a call cut at the token
+// limit) go as "arguments_text", a string holding them, which
+// json.RawMessage cannot write: the conversation stores whatever the model
+// wrote.
+func (m Message) MarshalJSON() ([]byte, error) {
+	type plain Message
+	invalid := false
+	for _, c := range m.Calls {
+		invalid = invalid || !argsJSON(c.Args)
+	}
+	if !invalid {
+		return json.Marshal(plain(m))
+	}
+	w := struct {
+		plain
+		Calls []storedCall `json:"calls,omitempty"`
+	}{plain: plain(m), Calls: make([]storedCall, len(m.Calls))}
+	for i, c := range m.Calls {
+		w.Calls[i] = storedCall{ID: c.ID, Name: c.Name, Args: c.Args}
+		if !argsJSON(c.Args) {
+			text := string(c.Args)
+			w.Calls[i].Args, w.Calls[i].Text = nil, &text
+		}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	type plain Message
+	w := struct {
+		*plain
+		Calls []storedCall `json:"calls,omitempty"`
+	}{plain: (*plain)(m)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	m.Calls = nil
+	if w.Calls != nil {
+		m.Calls = make([]toolkit.Call, len(w.Calls))
+	}
+	for i, c := range w.Calls {
+		m.Calls[i] = toolkit.Call{ID: c.ID, Name: c.Name, Args: c.Args}
+		if c.Text != nil && len(c.Args) == 0 {
+			m.Calls[i].Args = json.RawMessage(*c.Text)
+		}
+	}
+	return nil
+}
+
+// storedCall is a call as a stored message writes it (toolkit.Call's
+// fields): arguments that are JSON as "arguments", others as
+// "arguments_text".
+type storedCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"arguments,omitempty"`
+	Text *string         `json:"arguments_text,omitempty"`
+}
+
+// argsJSON reports whether args can be written as JSON: blank (left out)
+// or valid.
+func argsJSON(args json.RawMessage) bool {
+	return len(args) == 0 || json.Valid(args)
+}
+
 // UserText returns a user message holding text.
 func UserText(text string) Message {
 	return Message{Role: RoleUser, Content: []toolkit.Part{events.Text(text)}}
@@ -64,7 +131,8 @@ func (m Message) Text() string {
 
 // Conversation is a message history in a provider-neutral form, with
 // its system prompt. It marshals to JSON and back unchanged, so a caller
-// can store it between runs (binary parts as base64):
+// can store it between runs (binary parts as base64, a call's arguments
+// that are not JSON as "arguments_text"):
 //
 //	{"system":"...","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}
 //

@@ -168,3 +168,81 @@ func FuzzRetryAfter(f *testing.F) {
 		}
 	})
 }
+
+// FuzzConversationJSON: a stored conversation, whatever its bytes, decodes
+// without a panic; one that decodes marshals to JSON that decodes to the
+// same conversation (it marshals the same again) and Check judges it
+// alike, so storing it between runs changes nothing.
+func FuzzConversationJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"system":"s","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","calls":[{"id":"c1","name":"t","arguments":{"a" : [1, 2]}},{"id":"c2","name":"t"}]},` +
+			`{"role":"tool","call_id":"c1","tool":"t","content":[{"type":"json","json":{"b":"\u003c"}}],"is_error":true},{"role":"tool","call_id":"c2","content":[{"type":"binary","media_type":"image/png","data":"iVBORw=="}]}]}`,
+		`{"messages":[{"role":"assistant","extra":{"x":[1]},"content":[{"type":"text"}]}]}`,
+		`{"messages":null}`, `null`, `{"messages":[{"role":"tool","call_id":"x"}]}`,
+		`{"messages":[{"role":"assistant","calls":[{"id":"c1","name":"t","arguments_text":"{\"a\":"},{"id":"c2","name":"t","arguments":{},"arguments_text":"x"}]}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c1 agent.Conversation
+		if json.Unmarshal(data, &c1) != nil {
+			return
+		}
+		err1 := c1.Check()
+		b1, err := json.Marshal(&c1)
+		if err != nil {
+			t.Fatalf("a decoded conversation does not marshal: %v", err)
+		}
+		var c2 agent.Conversation
+		if err := json.Unmarshal(b1, &c2); err != nil {
+			t.Fatalf("the conversation's own JSON does not decode: %v\n%s", err, b1)
+		}
+		b2, err := json.Marshal(&c2)
+		if err != nil || string(b1) != string(b2) {
+			t.Fatalf("stored again it changed:\n%s\n%s (%v)", b1, b2, err)
+		}
+		if err2 := c2.Check(); (err1 == nil) != (err2 == nil) {
+			t.Fatalf("Check said %v before storing, %v after\n%s", err1, err2, b1)
+		}
+	})
+}
+
+// TestConversationKeepsInvalidArguments: a conversation holds calls as the
+// model wrote them, arguments that are not JSON included (the toolkit
+// answered them with its argument error; a call cut at the token limit
+// keeps what came). It must still store and come back unchanged:
+// json.Marshal refused such arguments as a json.RawMessage, so saving the
+// conversation (durable.SaveEachTurn, a UI's store) failed for every later
+// turn.
+func TestConversationKeepsInvalidArguments(t *testing.T) {
+	calls := []toolkit.Call{
+		{ID: "c1", Name: "t", Args: json.RawMessage(`{"city":"Ro`)},
+		{ID: "c2", Name: "t", Args: json.RawMessage(`{"city":"Rome"}`)},
+		{ID: "c3", Name: "t"},
+		{ID: "c4", Name: "t", Args: json.RawMessage("not json at all \x01")},
+		{ID: "c5", Name: "t", Args: json.RawMessage(`"a string"`)},
+	}
+	conv := agent.NewConversation("s", "go")
+	conv.Add(agent.Message{Role: agent.RoleAssistant, Calls: calls})
+	for _, c := range calls {
+		conv.Add(agent.Message{Role: agent.RoleTool, CallID: c.ID, Tool: c.Name, IsError: true, Content: []toolkit.Part{events.Text("Error: bad")}})
+	}
+	b, err := json.Marshal(conv)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	var back agent.Conversation
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("unmarshal: %v\n%s", err, b)
+	}
+	if !reflect.DeepEqual(back.Messages[1].Calls, calls) {
+		t.Errorf("calls came back as %q, want %q\n%s", back.Messages[1].Calls, calls, b)
+	}
+	if !reflect.DeepEqual(back, *conv) {
+		t.Errorf("the conversation changed:\n%+v\n%+v", back, *conv)
+	}
+	if !strings.Contains(string(b), `{"id":"c2","name":"t","arguments":{"city":"Rome"}}`) {
+		t.Errorf("valid arguments are not written as JSON: %s", b)
+	}
+}

@@ -2,6 +2,9 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
+
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -41,6 +44,9 @@ type TextDelta struct {
 
 // ArgsDelta is the body of an args_delta event. The first one of a call
 // has an empty Delta when the model names the call before its arguments.
+// Call is the id the call runs with: when the loop replaces the model's id
+// (missing, repeated, used earlier in the conversation), the events name
+// the loop's from the first piece on.
 type ArgsDelta struct {
 	Turn  int    `json:"turn"`
 	Index int    `json:"index"`
@@ -66,6 +72,26 @@ type TurnEnd struct {
 	Finish     Finish         `json:"finish,omitempty"`
 	Usage      Usage          `json:"usage"`
 	DurationMS float64        `json:"duration_ms"`
+}
+
+// MarshalJSON writes the body as its fields say, except that a call's
+// arguments that are not JSON (a model's mistake, a call cut at the token
+// limit) go as a JSON string holding them, as a call's start event has
+// them: json.RawMessage cannot write them, and the event would be lost.
+func (t TurnEnd) MarshalJSON() ([]byte, error) {
+	type plain TurnEnd
+	p := plain(t)
+	cloned := false
+	for i, c := range t.Calls {
+		if argsJSON(c.Args) {
+			continue
+		}
+		if !cloned {
+			p.Calls, cloned = slices.Clone(t.Calls), true // the reply's calls stay as they are
+		}
+		p.Calls[i].Args, _ = json.Marshal(string(c.Args))
+	}
+	return json.Marshal(p)
 }
 
 // Answer is the body of an answer event.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -70,7 +71,7 @@ func (l *Loop) generate(ctx context.Context, r *run, turn int, conv *Conversatio
 	sess := r.sess
 	for attempt := 1; ; attempt++ {
 		st := &r.st
-		*st = streamer{ctx: ctx, sess: sess, turn: turn, observed: sess.Observed(), calls: st.calls[:0]}
+		*st = streamer{ctx: ctx, sess: sess, turn: turn, observed: sess.Observed(), calls: st.calls[:0], earlier: conv.Messages}
 		req := &r.req
 		*req = Request{System: conv.System, Messages: conv.Messages, Tools: defs}
 		if st.observed {
@@ -81,8 +82,11 @@ func (l *Loop) generate(ctx context.Context, r *run, turn int, conv *Conversatio
 			err = fmt.Errorf("%s returned no reply and no error", l.describe())
 		}
 		if err == nil {
+			err = l.nameless(reply)
+		}
+		if err == nil {
 			r.cut = truncated(reply) // before fixCalls makes blank arguments {}
-			fixCalls(reply.Calls, conv.Messages)
+			fixCalls(reply.Calls, conv.Messages, st.renamed, r.cut)
 			st.finish(reply)
 			return reply, nil
 		}
@@ -111,6 +115,20 @@ func (l *Loop) generate(ctx context.Context, r *run, turn int, conv *Conversatio
 	}
 }
 
+// nameless returns a retryable error when a call of reply has no tool
+// name: such a call can be neither run nor recorded (Conversation.Check
+// refuses it, and so do the providers' APIs in a history), so the reply is
+// malformed, like a stream cut short, and the model is asked again.
+func (l *Loop) nameless(reply *Reply) error {
+	for i, c := range reply.Calls {
+		if c.Name == "" {
+			msg := fmt.Sprintf("the reply's call %d (id %q) has no tool name", i, c.ID)
+			return &APIError{Provider: l.describe(), Message: msg, Retryable: true, Err: errors.New(msg)}
+		}
+	}
+	return nil
+}
+
 func (l *Loop) describe() string {
 	if l.name != "" {
 		return "model " + l.name
@@ -129,11 +147,17 @@ type streamer struct {
 	observed bool      // some observer gets session events (checked per attempt)
 	text     bool      // some text streamed
 	calls    []callRef // calls announced, by index
+	earlier  []Message // the conversation before the reply
 }
 
 type callRef struct {
 	id, name string
 	args     bool // some arguments streamed
+	// wire is the id the model announced when the loop gave the call
+	// another (see fixCalls); claimed once a call of the reply took it.
+	wire    string
+	renamed bool
+	claimed bool
 }
 
 // ref returns the entry for call i, growing the list to hold it.
@@ -156,8 +180,14 @@ func (s *streamer) send(c Chunk) {
 		s.text = true
 		emit(s.ctx, s.sess, EventText, TextDelta{Turn: s.turn, Delta: c.Text})
 	case ChunkCall:
-		*s.ref(c.Index) = callRef{id: c.CallID, name: c.Name}
-		emit(s.ctx, s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: c.Index, Call: c.CallID, Tool: c.Name})
+		ref := callRef{id: c.CallID, name: c.Name}
+		if !usableID(ref.id) || s.announced(c.Index, ref.id) || usedEarlier(ref.id, s.earlier) {
+			// The id fixCalls will replace: the events name the call's
+			// final id from its first piece on.
+			ref.wire, ref.renamed, ref.id = ref.id, true, NewCallID()
+		}
+		*s.ref(c.Index) = ref
+		emit(s.ctx, s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: c.Index, Call: ref.id, Tool: c.Name})
 	case ChunkArgs:
 		if c.Text == "" {
 			return
@@ -166,6 +196,42 @@ func (s *streamer) send(c Chunk) {
 		ref.args = true
 		emit(s.ctx, s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: c.Index, Call: ref.id, Tool: ref.name, Delta: c.Text})
 	}
+}
+
+// usedEarlier reports whether a call of an earlier message has id.
+func usedEarlier(id string, earlier []Message) bool {
+	for _, m := range earlier {
+		for _, c := range m.Calls {
+			if c.ID == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// announced reports whether a call other than number index was announced
+// with id.
+func (s *streamer) announced(index int, id string) bool {
+	for i := range s.calls {
+		if i != index && s.calls[i].id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// renamed returns the id the events gave a call the model announced as
+// wire and fixCalls must give another id, or "" when no announcement is
+// left for it. Each announcement serves one call, in the order announced.
+func (s *streamer) renamed(wire string) string {
+	for i := range s.calls {
+		if r := &s.calls[i]; r.renamed && !r.claimed && r.wire == wire {
+			r.claimed = true
+			return r.id
+		}
+	}
+	return ""
 }
 
 // finish sends, in one piece, what the model did not stream.
@@ -177,8 +243,17 @@ func (s *streamer) finish(r *Reply) {
 		emit(s.ctx, s.sess, EventText, TextDelta{Turn: s.turn, Delta: r.Text})
 	}
 	for i, c := range r.Calls {
-		if i >= len(s.calls) || !s.calls[i].args {
-			emit(s.ctx, s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: i, Call: c.ID, Tool: c.Name, Delta: string(c.Args)})
+		// By id: the chunks may number calls in the order they began,
+		// not the reply's.
+		index, streamed := i, false
+		for j := range s.calls {
+			if s.calls[j].id == c.ID {
+				index, streamed = j, s.calls[j].args
+				break
+			}
+		}
+		if !streamed {
+			emit(s.ctx, s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: index, Call: c.ID, Tool: c.Name, Delta: string(c.Args)})
 		}
 	}
 }

@@ -285,8 +285,13 @@ func interrupted(results []toolkit.Result) int {
 // calls per reply (call_0 every turn), and whatever keys by call id would
 // take two calls for one (a durable store would answer the second with the
 // first's stored result; a UI would merge their parts; Anthropic refuses a
-// history with a tool_use id twice).
-func fixCalls(calls []toolkit.Call, earlier []Message) {
+// history with a tool_use id twice). A replaced id that the stream's
+// events already announced under a new id (renamed, from the streamer)
+// takes that id, so that the events name one call from first to last.
+// The arguments of the call a cut reply was writing (cut) stay blank when
+// they are: it does not run, and the conversation says that the model was
+// cut before it wrote them (a durable.Resume must not run it with {}).
+func fixCalls(calls []toolkit.Call, earlier []Message, renamed func(wire string) string, cut *truncation) {
 	var seen map[string]bool // only for many calls: a few compare in place
 	if len(calls) > 8 {
 		seen = make(map[string]bool, len(calls))
@@ -295,12 +300,16 @@ func fixCalls(calls []toolkit.Call, earlier []Message) {
 	for i := range calls {
 		c := &calls[i]
 		if !usableID(c.ID) || taken(calls[:i], seen, c.ID) || used[c.ID] {
-			c.ID = NewCallID()
+			id := renamed(c.ID)
+			if id == "" || taken(calls[:i], seen, id) {
+				id = NewCallID()
+			}
+			c.ID = id
 		}
 		if seen != nil {
 			seen[c.ID] = true
 		}
-		if len(bytes.TrimSpace(c.Args)) == 0 {
+		if len(bytes.TrimSpace(c.Args)) == 0 && (cut == nil || cut.index != i) {
 			c.Args = json.RawMessage("{}")
 		}
 	}

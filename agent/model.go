@@ -94,7 +94,8 @@ type Reply struct {
 	// empty arguments {}, except for the last call of a reply cut at the
 	// token limit (FinishLength): that one the model may have been cut in
 	// before its arguments began, and the loop does not run a call it was
-	// cut in (ErrTruncatedCall).
+	// cut in (ErrTruncatedCall). Every call needs a name: the loop takes a
+	// reply with a nameless call for a malformed one and asks again.
 	Calls []toolkit.Call
 	// Finish is why the model stopped.
 	Finish Finish

@@ -94,6 +94,15 @@ func TestRunTruncatedCall(t *testing.T) {
 	if out.End != agent.EndAnswer || len(out.Results) != 5 {
 		t.Fatalf("outcome %+v", out)
 	}
+	// The conversation says that c3 was cut before its arguments (blank,
+	// not {}: a turn resumed elsewhere must not run it with {}).
+	for _, msg := range conv.Messages {
+		for _, c := range msg.Calls {
+			if c.ID == "c3" && len(c.Args) != 0 {
+				t.Errorf("c3's arguments in the conversation: %q, want blank", c.Args)
+			}
+		}
+	}
 	if w, l := runs(ran, "weather"), runs(ran, "list"); w != 1 || l != 1 {
 		t.Errorf("weather ran %d times, list %d; want 1 and 1 (c1 and c4)", w, l)
 	}

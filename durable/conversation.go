@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -64,6 +65,12 @@ func (s *Store) SaveEachTurn(session string, conv *agent.Conversation, onErr fun
 // returns its stored result instead of running again) and their results are
 // added. Then agent.Loop.Run can go on with it. It returns how many calls
 // it answered.
+//
+// A call the loop did not run because the model's reply was cut at the
+// output token limit before its arguments were written (the message's last
+// call, its arguments blank) is not run here either: it gets the loop's
+// refusal again (agent.ErrTruncatedCall), never a run with {}. No
+// interceptor saw it, so the bucket has no result for it.
 func Resume(ctx context.Context, sess *toolkit.Session, conv *agent.Conversation) (int, error) {
 	last := -1
 	for i := len(conv.Messages) - 1; i >= 0; i-- {
@@ -83,19 +90,32 @@ func Resume(ctx context.Context, sess *toolkit.Session, conv *agent.Conversation
 		answered[m.CallID] = true
 	}
 	var calls []toolkit.Call
-	for _, c := range conv.Messages[last].Calls {
-		if !answered[c.ID] {
-			calls = append(calls, c)
+	var opts []toolkit.StartOption
+	made := conv.Messages[last].Calls
+	for i, c := range made {
+		if answered[c.ID] {
+			continue
 		}
+		if i == len(made)-1 && len(bytes.TrimSpace(c.Args)) == 0 {
+			opts = append(opts, toolkit.WithOutcome(len(calls), toolkit.Failure(toolkit.StateError, cutBeforeArgs(c.Name))))
+		}
+		calls = append(calls, c)
 	}
 	if len(calls) == 0 {
 		return 0, nil
 	}
-	for _, r := range sess.Run(ctx, calls) {
+	for _, r := range sess.Run(ctx, calls, opts...) {
 		conv.Add(agent.Message{Role: agent.RoleTool, CallID: r.Call.ID, Tool: r.Call.Name, Content: r.Content, IsError: r.IsError()})
 	}
 	if err := conv.Check(); err != nil {
 		return len(calls), fmt.Errorf("durable: the resumed conversation: %w", err)
 	}
 	return len(calls), ctx.Err()
+}
+
+// cutBeforeArgs is the failure of a call whose reply was cut at the output
+// token limit before its arguments were written, in the words of the agent
+// loop's own refusal (agent/truncated.go).
+func cutBeforeArgs(tool string) error {
+	return fmt.Errorf("%w before its arguments were written. Call %s again, writing less before the call", agent.ErrTruncatedCall, tool)
 }

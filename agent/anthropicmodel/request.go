@@ -29,7 +29,7 @@ const InvalidArgumentsKey = "_invalid_arguments"
 // params builds the request for one turn.
 func (m *Model) params(req *agent.Request) (anthropic.MessageNewParams, error) {
 	p := anthropic.MessageNewParams{Model: anthropic.Model(m.model), MaxTokens: m.cfg.maxTokens}
-	if req.System != "" {
+	if nonBlank(req.System) != "" {
 		p.System = []anthropic.TextBlockParam{{Text: req.System}}
 	}
 	msgs, err := messages(req.Messages)
@@ -83,6 +83,7 @@ func tool(d toolkit.Definition) (anthropic.ToolUnionParam, error) {
 // messages.
 func messages(msgs []agent.Message) ([]anthropic.MessageParam, error) {
 	out := make([]anthropic.MessageParam, 0, len(msgs))
+	b := &mediaBudget{skip: max(0, countMedia(msgs)-maxMediaBlocks)}
 	var user []anthropic.ContentBlockParamUnion
 	flush := func() {
 		if len(user) > 0 {
@@ -93,12 +94,14 @@ func messages(msgs []agent.Message) ([]anthropic.MessageParam, error) {
 	for i, m := range msgs {
 		switch m.Role {
 		case agent.RoleUser:
-			user = append(user, userContent(m.Content)...)
+			user = append(user, userContent(m.Content, b)...)
 		case agent.RoleTool:
-			user = append(user, anthropic.ContentBlockParamUnion{OfToolResult: toolResult(m)})
+			user = append(user, anthropic.ContentBlockParamUnion{OfToolResult: toolResult(m, b)})
 		case agent.RoleAssistant:
-			flush()
+			// One with nothing to send does not split the user's content
+			// around it.
 			if blocks := assistantContent(m); len(blocks) > 0 {
+				flush()
 				out = append(out, anthropic.MessageParam{OfAssistant: &anthropic.AssistantMessageParam{Content: blocks}})
 			}
 		default:
@@ -111,11 +114,12 @@ func messages(msgs []agent.Message) ([]anthropic.MessageParam, error) {
 
 // userContent maps a user message's parts: text, JSON as its text, images
 // and PDFs as base64 blocks, other binary as a note saying what was left
-// out. Empty text is dropped (the API refuses empty text blocks).
-func userContent(parts []toolkit.Part) []anthropic.ContentBlockParamUnion {
+// out. Blank text is dropped (the API refuses a text block that is empty
+// or only whitespace).
+func userContent(parts []toolkit.Part, budget *mediaBudget) []anthropic.ContentBlockParamUnion {
 	var out []anthropic.ContentBlockParamUnion
 	for _, p := range parts {
-		switch b := media(p); {
+		switch b := budget.media(p); {
 		case b.text != "":
 			out = append(out, anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{Text: b.text}})
 		case b.image != nil:
@@ -127,15 +131,19 @@ func userContent(parts []toolkit.Part) []anthropic.ContentBlockParamUnion {
 	return out
 }
 
+// failedWithoutContent is the content of a failed tool_result that has
+// none to send: the API refuses is_error without content.
+const failedWithoutContent = "Error: the tool failed without saying why"
+
 // toolResult maps a tool message: its content as text, image and document
-// blocks, is_error for a failed call.
-func toolResult(m agent.Message) *anthropic.ToolResultBlockParam {
+// blocks (blank text dropped, as for a user), is_error for a failed call.
+func toolResult(m agent.Message, budget *mediaBudget) *anthropic.ToolResultBlockParam {
 	r := &anthropic.ToolResultBlockParam{ToolUseID: wireID(m.CallID)}
 	if m.IsError {
 		r.IsError = param.NewOpt(true)
 	}
 	for _, p := range m.Content {
-		switch b := media(p); {
+		switch b := budget.media(p); {
 		case b.text != "":
 			r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfText: &anthropic.TextBlockParam{Text: b.text}})
 		case b.image != nil:
@@ -143,6 +151,9 @@ func toolResult(m agent.Message) *anthropic.ToolResultBlockParam {
 		case b.document != nil:
 			r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfDocument: b.document})
 		}
+	}
+	if m.IsError && len(r.Content) == 0 {
+		r.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: failedWithoutContent}}}
 	}
 	return r
 }
@@ -154,13 +165,71 @@ type mapped struct {
 	document *anthropic.DocumentBlockParam
 }
 
-func media(p toolkit.Part) mapped {
+// The API's limits on images and documents: an image's base64 is at most
+// 5 MB ("image exceeds 5 MB maximum"), and a request holds at most 100
+// images and documents ("too many images and documents"). Each refusal is
+// a 400 that every later turn would repeat.
+const (
+	maxImageBase64 = 5 << 20
+	maxMediaBlocks = 100
+)
+
+// mediaBudget says how many of a request's images and documents, the
+// oldest first, go as notes so that the newest maxMediaBlocks go.
+type mediaBudget struct{ skip int }
+
+// countMedia counts the parts of msgs that go as image or document blocks.
+func countMedia(msgs []agent.Message) int {
+	n := 0
+	for _, m := range msgs {
+		if m.Role != agent.RoleUser && m.Role != agent.RoleTool {
+			continue // an assistant's binary parts go as notes
+		}
+		for _, p := range m.Content {
+			if isMedia, note := sendable(p); p.Type == events.PartBinary && isMedia && note == "" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// sendable reports whether a binary part is of a type the API takes as an
+// image or document block, and if so, the note that stands for it when the
+// API would refuse it anyway ("" when it can go).
+func sendable(p toolkit.Part) (isMedia bool, note string) {
+	switch p.MediaType {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		if n := base64.StdEncoding.EncodedLen(len(p.Data)); n > maxImageBase64 {
+			return true, fmt.Sprintf("[%s of %d bytes left out: the Anthropic Messages API takes images up to 5 MB (base64), this one is %d bytes]", p.MediaType, len(p.Data), n)
+		}
+	case "application/pdf":
+	default:
+		return false, ""
+	}
+	if len(p.Data) == 0 {
+		return true, fmt.Sprintf("[empty %s left out: 0 bytes]", p.MediaType)
+	}
+	return true, ""
+}
+
+// media maps one part. Blank text maps to nothing: the API refuses text
+// blocks that are empty or only whitespace. An image or a document the API
+// would refuse (without data, an image over 5 MB) becomes a note, and so
+// does one of the oldest when the request has more than the API takes.
+func (budget *mediaBudget) media(p toolkit.Part) mapped {
 	switch p.Type {
 	case events.PartText:
-		return mapped{text: p.Text}
+		return mapped{text: nonBlank(p.Text)}
 	case events.PartJSON:
-		return mapped{text: string(p.JSON)}
+		return mapped{text: nonBlank(string(p.JSON))}
 	case events.PartBinary:
+		if isMedia, note := sendable(p); note != "" {
+			return mapped{text: note}
+		} else if isMedia && budget.skip > 0 {
+			budget.skip--
+			return mapped{text: fmt.Sprintf("[%s of %d bytes left out: a request to the Anthropic Messages API holds at most %d images and documents, and this is one of the oldest]", p.MediaType, len(p.Data), maxMediaBlocks)}
+		}
 		switch p.MediaType {
 		case "image/png", "image/jpeg", "image/gif", "image/webp":
 			return mapped{image: &anthropic.ImageBlockParam{Source: anthropic.ImageBlockParamSourceUnion{
@@ -198,7 +267,7 @@ func assistantContent(m agent.Message) []anthropic.ContentBlockParamUnion {
 			out = append(out, anthropic.ContentBlockParamUnion{OfRedactedThinking: &anthropic.RedactedThinkingBlockParam{Data: t.Data}})
 		}
 	}
-	if text := assistantText(m.Content); text != "" {
+	if text := assistantText(m.Content); nonBlank(text) != "" {
 		out = append(out, anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{Text: text}})
 	}
 	for _, c := range m.Calls {
@@ -209,6 +278,16 @@ func assistantContent(m agent.Message) []anthropic.ContentBlockParamUnion {
 		}})
 	}
 	return out
+}
+
+// nonBlank returns s, or "" when it is only whitespace (which the API
+// refuses as a text block). Anything else goes as it is: a blank line
+// around words is part of them.
+func nonBlank(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	return s
 }
 
 // assistantText joins an assistant message's text and JSON parts; binary

@@ -358,6 +358,13 @@ func replyFromMessage(msg *anthropic.Message) *agent.Reply {
 	}
 	r.Text = text.String()
 	r.Finish = finishReason(string(msg.StopReason), len(r.Calls) > 0)
+	if n := len(msg.Content); r.Finish == agent.FinishLength && n > 0 && msg.Content[n-1].Type == "tool_use" {
+		// Cut while the model wrote its last call: an empty input is one
+		// it never began (as the stream's finish says), not {}.
+		if c := &r.Calls[len(r.Calls)-1]; strings.Join(strings.Fields(string(c.Args)), "") == "{}" {
+			c.Args = nil
+		}
+	}
 	r.Extra = thinkingExtra(think)
 	return r
 }

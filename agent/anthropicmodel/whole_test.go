@@ -155,3 +155,32 @@ func TestJSONWithStatus200(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeCutCall: a whole reply (not streamed, or a JSON answer to a
+// streamed request) cut at max_tokens while the model was writing its last
+// call, before any input: the API gives the block an empty input. Its
+// arguments stay blank, as the stream's do, so that the loop does not run
+// it with {} (ErrTruncatedCall); the calls before it keep theirs.
+func TestWholeCutCall(t *testing.T) {
+	msg := message("max_tokens",
+		obj{"type": "tool_use", "id": "toolu_1", "name": "list", "input": obj{}},
+		obj{"type": "tool_use", "id": "toolu_2", "name": "read", "input": obj{}},
+	)
+	for _, stream := range []bool{false, true} {
+		s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, msg) })
+		var c collect
+		reply, err := s.model(anthropicmodel.WithStreaming(stream)).Generate(ctx(t), request(&c, agent.UserText("go")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reply.Finish != agent.FinishLength || len(reply.Calls) != 2 {
+			t.Fatalf("streaming %v: reply %+v", stream, reply)
+		}
+		if string(reply.Calls[0].Args) != "{}" || len(reply.Calls[1].Args) != 0 {
+			t.Errorf("streaming %v: arguments %q and %q, want {} and blank (the cut call)", stream, reply.Calls[0].Args, reply.Calls[1].Args)
+		}
+		if stream && (c.args()[0] != "{}" || c.args()[1] != "") {
+			t.Errorf("chunks' arguments %v, want them to add up to the reply's", c.args())
+		}
+	}
+}

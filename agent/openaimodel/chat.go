@@ -368,7 +368,7 @@ func chatMessages(req *agent.Request) ([]openai.ChatCompletionMessageParamUnion,
 			for _, c := range msg.Calls {
 				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
 					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID: c.ID,
+						ID: wireID(c.ID, chatIDLimit),
 						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
 							Name:      c.Name,
 							Arguments: string(orEmptyObject(c.Args)),
@@ -383,7 +383,7 @@ func chatMessages(req *agent.Request) ([]openai.ChatCompletionMessageParamUnion,
 			}
 			segs := toolSegments(msg)
 			if hasImage(segs) {
-				images = append(images, openai.TextContentPart(fmt.Sprintf("Result of call %s (%s):", msg.CallID, msg.Tool)))
+				images = append(images, openai.TextContentPart(fmt.Sprintf("Result of call %s (%s):", wireID(msg.CallID, chatIDLimit), msg.Tool)))
 				for _, s := range segs {
 					if s.image != "" {
 						images = append(images, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: s.image}))
@@ -393,7 +393,7 @@ func chatMessages(req *agent.Request) ([]openai.ChatCompletionMessageParamUnion,
 			text := joinText(segs, func(n int) string {
 				return fmt.Sprintf("[image %d: in the user message after the tool results]", n)
 			})
-			out = append(out, openai.ToolMessage(text, msg.CallID))
+			out = append(out, openai.ToolMessage(text, wireID(msg.CallID, chatIDLimit)))
 		default:
 			return nil, fmt.Errorf("openaimodel: message %d: unknown role %q", i, msg.Role)
 		}

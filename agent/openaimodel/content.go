@@ -2,7 +2,9 @@ package openaimodel
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -162,4 +164,25 @@ func functionJSON(d toolkit.Definition, responses bool) (json.RawMessage, error)
 		fn.Strict = new(bool)
 	}
 	return json.Marshal(fn)
+}
+
+// The longest call ids the APIs take back: Chat Completions refuses a
+// tool_calls id (and tool_call_id) over 40 characters, the Responses API a
+// call_id over 64 (400 string_above_max_length). The toolkit carries ids up
+// to toolkit.MaxCallIDLen; a conversation from another provider, a store or
+// a UI may have longer ones.
+const (
+	chatIDLimit      = 40
+	responsesIDLimit = 64
+)
+
+// wireID returns the id a call goes out with: id itself when the API takes
+// it, else "call_" and 24 hex digits of its SHA-256, the same for the call
+// and its result.
+func wireID(id string, limit int) string {
+	if len(id) <= limit {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "call_" + hex.EncodeToString(sum[:12])
 }

@@ -219,7 +219,7 @@ func TestTruncatedCall(t *testing.T) {
 		turn    http.HandlerFunc
 		next    http.HandlerFunc
 		model   func(openai.Client) agent.Model
-		cutArgs string // the cut call's arguments in the next request
+		cutArgs string // the cut call's arguments in the conversation (blank: none came; {} in the next request)
 		say     string
 	}{
 		{"chat, half written", sse(
@@ -232,7 +232,7 @@ func TestTruncatedCall(t *testing.T) {
 			chunk(`{"role":"assistant","content":"Counting.","tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"count_lines","arguments":"{\"dir\":\"a\"}"}}]}`, ""),
 			chunk(`{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"snapshot","arguments":""}}]}`, ""),
 			chunk(`{}`, "length"), "[DONE]"), chatNext,
-			func(c openai.Client) agent.Model { return NewChat(c, "gpt-test") }, `{}`, "before its arguments were written"},
+			func(c openai.Client) agent.Model { return NewChat(c, "gpt-test") }, ``, "before its arguments were written"},
 		{"chat, whole reply", completion("length", `{"role":"assistant","content":"Counting.","tool_calls":[
 			{"id":"call_a","type":"function","function":{"name":"count_lines","arguments":"{\"dir\":\"a\"}"}},
 			{"id":"call_b","type":"function","function":{"name":"count_lines","arguments":"{\"dir\":\"very/lo"}}]}`),
@@ -250,7 +250,7 @@ func TestTruncatedCall(t *testing.T) {
 			event("response.output_item.done", `"output_index":0,"item":`+fcA),
 			event("response.output_item.added", `"output_index":1,"item":{"type":"function_call","id":"fc_2","call_id":"call_b","name":"snapshot","arguments":""}`),
 			incomplete(fcA)), respNext,
-			func(c openai.Client) agent.Model { return NewResponses(c, "gpt-test") }, `{}`, "before its arguments were written"},
+			func(c openai.Client) agent.Model { return NewResponses(c, "gpt-test") }, ``, "before its arguments were written"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newServer(t, tt.turn, tt.next)
@@ -276,6 +276,9 @@ func TestTruncatedCall(t *testing.T) {
 			body := string(f.requests()[1].body)
 			if !strings.Contains(body, "the reply reached the output token limit") || !strings.Contains(body, "call_b") {
 				t.Errorf("the next request does not tell the model:\n%s", body)
+			}
+			if tt.cutArgs == "" && !strings.Contains(body, `"arguments":"{}"`) {
+				t.Errorf("the next request does not send the blank arguments as {}:\n%s", body)
 			}
 		})
 	}

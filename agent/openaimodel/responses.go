@@ -449,14 +449,14 @@ func responsesInput(req *agent.Request) (responses.ResponseInputParam, error) {
 			}
 			for _, c := range msg.Calls {
 				out = append(out, responses.ResponseInputItemUnionParam{OfFunctionCall: &responses.ResponseFunctionToolCallParam{
-					CallID: c.ID, Name: c.Name, Arguments: string(orEmptyObject(c.Args)),
+					CallID: wireID(c.ID, responsesIDLimit), Name: c.Name, Arguments: string(orEmptyObject(c.Args)),
 				}})
 			}
 		case agent.RoleTool:
 			if msg.CallID == "" {
 				return nil, fmt.Errorf("openaimodel: message %d: tool result without a call id", i)
 			}
-			item := &responses.ResponseInputItemFunctionCallOutputParam{CallID: openai.String(msg.CallID)}
+			item := &responses.ResponseInputItemFunctionCallOutputParam{CallID: openai.String(wireID(msg.CallID, responsesIDLimit))}
 			segs := toolSegments(msg)
 			if !hasImage(segs) {
 				item.Output.OfString = openai.String(joinText(segs, nil))
