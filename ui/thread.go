@@ -382,7 +382,8 @@ func (t *Thread) Seen(id string) bool {
 // Input is what a request brings to a thread.
 type Input struct {
 	// Messages are new messages for the conversation (a new run starts
-	// with them), by id: ids the thread took in before are skipped.
+	// with them), by id: ids the thread took in before are skipped, and
+	// a request that repeats an id is refused (Begin's error).
 	Messages []IDMessage
 	// Answers decide calls waiting for approval; the paused run goes on.
 	Answers []Answer
@@ -403,6 +404,9 @@ type IDMessage struct {
 // an *AnswersError, some answers were given and some could not be (see
 // the package documentation), and the response must be read all the same.
 func (t *Thread) Begin(in Input) (*Log, error) {
+	if err := distinctIDs(in.Messages); err != nil {
+		return nil, err
+	}
 	t.mu.Lock()
 	var fresh []IDMessage
 	var paused []interceptors.ApprovalRequest
@@ -525,6 +529,26 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 		t.mu.Unlock()
 	}()
 	return l, nil
+}
+
+// distinctIDs refuses a request whose messages repeat an id: the thread
+// takes in each id once, and which of the two the client meant is not
+// the server's guess.
+func distinctIDs(msgs []IDMessage) error {
+	if len(msgs) < 2 {
+		return nil
+	}
+	seen := make(map[string]bool, len(msgs))
+	for _, m := range msgs {
+		if m.ID == "" {
+			continue
+		}
+		if seen[m.ID] {
+			return fmt.Errorf("ui: message id %q comes twice in the request: give each message an id of its own (a thread takes in each id once)", m.ID)
+		}
+		seen[m.ID] = true
+	}
+	return nil
 }
 
 // decide gives answers to the permissions interceptor, all or nothing as

@@ -345,6 +345,7 @@ func TestBadRequests(t *testing.T) {
 		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"u4","role":"user","content":[null]}]}`, 400, `messages[0] (user message "u4"): content[0]: "" parts are not supported`},
 		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"u5","role":"user","content":[{"type":"text"}]}]}`, 400, `content[0]: a text part needs its text`},
 		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"u6","role":"user","content":{"type":"text","text":"hi"}}]}`, 400, `content must be a string or an array of parts`},
+		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"u7","role":"user","content":"a"},{"id":"u7","role":"user","content":"b"}]}`, 400, `message id "u7" comes twice`},
 		{"POST", `{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"x","status":"maybe"}]}`, 400, `status "maybe"`},
 		{"POST", `{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"x","status":"resolved","payload":{"approved":true,"args":[1]}}]}`, 400, "args must be a JSON object"},
 		{"POST", `{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"x","status":"resolved"}]}`, 409, "no call waits for approval"},

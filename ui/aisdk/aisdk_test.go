@@ -334,6 +334,7 @@ func TestBadRequests(t *testing.T) {
 		{`{"id":"x","messages":[{"id":"m","role":"robot","parts":[]}]}`, 400, `unknown role "robot"`},
 		{`{"id":"x","messages":[{"id":"m","role":"user","parts":[{"type":"file"}]}]}`, 400, `"file" parts are not supported`},
 		{`{"id":"x","messages":[]}`, 400, "nothing to run"},
+		{`{"id":"x","messages":[{"id":"u","role":"user","parts":[{"type":"text","text":"a"}]},{"id":"u","role":"user","parts":[{"type":"text","text":"b"}]}]}`, 400, `message id "u" comes twice`},
 		{`{"id":"x","messages":[{"id":"a","role":"assistant","parts":[{"type":"dynamic-tool","toolCallId":"c","state":"approval-responded","approval":{"id":"c","approved":true}}]}]}`, 409, "no call waits for approval"},
 	} {
 		resp, err := http.Post(url+"/api/chat", "application/json", strings.NewReader(c.body))
