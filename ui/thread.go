@@ -121,7 +121,7 @@ func (h *Host) Close() {
 	for _, t := range threads {
 		t.sess.Close()
 		t.mu.Lock()
-		t.closeLog(&End{Kind: EndError, Error: &agent.RunError{Error: ErrClosed.Error(), Canceled: true}})
+		t.closeLog(&End{Kind: EndError, Error: &agent.RunError{Error: ErrClosed.Error(), Canceled: true}, Closed: true})
 		t.mu.Unlock()
 	}
 }
@@ -220,7 +220,7 @@ func (h *Host) Forget(id string) {
 	}
 	t.sess.Close()
 	t.mu.Lock()
-	t.closeLog(&End{Kind: EndError, Error: &agent.RunError{Error: "ui: the thread was forgotten", Canceled: true}})
+	t.closeLog(&End{Kind: EndError, Error: &agent.RunError{Error: "ui: the thread was forgotten", Canceled: true}, Closed: true})
 	t.mu.Unlock()
 }
 
@@ -832,6 +832,13 @@ func newLog(n, run int) *Log {
 
 // Done is closed when the response is over.
 func (l *Log) Done() <-chan struct{} { return l.done }
+
+// End returns how the response ended, or nil while it goes on.
+func (l *Log) End() *End {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.end
+}
 
 func (l *Log) over() bool {
 	l.mu.Lock()

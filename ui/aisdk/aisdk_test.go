@@ -566,3 +566,39 @@ func TestAnswersPartlyGiven(t *testing.T) {
 		t.Errorf("the response:\n%s", dump(second))
 	}
 }
+
+// A resume read from the durable stream ends when the thread ends without
+// a cut: Host.Close (the server shuts down) or Host.Forget while the
+// response streams. The thread's last mark never reaches the stream then
+// (Close detaches the host before the runs end; Forget closes the session
+// the mark goes out on), and the replay waited for it for ever: no
+// finish, no [DONE], until the client gave up.
+func TestResumeEndsWhenTheThreadEnds(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		end  func(a *uitest.Agent, id string)
+	}{
+		{"close", func(a *uitest.Agent, _ string) { a.Host.Close() }},
+		{"forget", func(a *uitest.Agent, id string) { a.Host.Forget(id) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, url := serve(t, withReplay)
+			live := post(t, url, chunk{"id": "chat13", "messages": []any{userMsg("u1", "gate")}})
+			live.untilToolAsked()
+			client := &http.Client{Timeout: 5 * time.Second} // a resume that hangs fails
+			resp, err := client.Get(url + "/api/chat/chat13/stream")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resumed := open(t, resp)
+			resumed.next() // under way
+			c.end(a, "chat13")
+			for _, s := range []*stream{live, resumed} {
+				cs := s.all()
+				if last(cs, "finish")["finishReason"] != "error" || last(cs, "error") == nil {
+					t.Errorf("want error and finish:\n%s", dump(cs))
+				}
+			}
+		})
+	}
+}

@@ -131,7 +131,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 	read := func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) { return readLog(ctx, log, fn) }
 	if h.bus != nil {
 		read = func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) {
-			end, err := h.replay(ctx, t, log.N, fn)
+			end, err := h.replay(ctx, t, log, fn)
 			if errors.Is(err, errNoReplay) {
 				// Nothing was sent yet: the response kept in memory is the same.
 				return readLog(ctx, log, fn)
@@ -198,9 +198,12 @@ func readLog(ctx context.Context, log *ui.Log, fn func(*events.Event)) (*ui.End,
 // sent from it.
 var errNoReplay = errors.New("aisdk: resume from the durable stream")
 
-// replay reads response n of the thread back from the durable stream:
+// replay reads response log of the thread back from the durable stream:
 // the session's events from the start, cut as the live thread cut them.
-func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*events.Event)) (*ui.End, error) {
+// When the host closes or forgets the thread meanwhile, the response
+// ends without a mark in the stream: it ends as the log did.
+func (h *Handler) replay(ctx context.Context, t *ui.Thread, log *ui.Log, fn func(*events.Event)) (*ui.End, error) {
+	n := log.N
 	subject := h.bus.Subjects().Session(t.Session().ID())
 	// Where the stored session ends now: a replay that gets there without
 	// the thread's first mark (the stream's limits dropped it, or it is
@@ -253,6 +256,8 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*even
 		return nil, fmt.Errorf("%w: %w", errNoReplay, err)
 	}
 	defer stop()
+	logDone := log.Done()
+	var closed *ui.End // the log ended with no mark to come
 	for {
 		mu.Lock()
 		evs, e, none := queue, end, absent
@@ -267,8 +272,16 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*even
 		if e != nil {
 			return e, nil
 		}
+		if closed != nil {
+			return closed, nil
+		}
 		select {
 		case <-wake:
+		case <-logDone:
+			logDone = nil
+			if e := log.End(); e.Closed {
+				closed = e // what the replay queued meanwhile goes first
+			}
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
