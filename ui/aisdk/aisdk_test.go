@@ -602,3 +602,41 @@ func TestResumeEndsWhenTheThreadEnds(t *testing.T) {
 		})
 	}
 }
+
+// A response that ends paused asks for every call it waits for, those
+// asked in an earlier response included. When two calls of one stage ask,
+// the second's request may come after the first response was cut (a
+// response of its own that nobody reads), and the response that answers
+// the first ended paused on the second without a tool-approval-request:
+// the client had nothing to approve, and the call waited until its
+// approval expired.
+func TestPausedResponseAsksForEveryWaitingCall(t *testing.T) {
+	a, url := serve(t)
+	first := post(t, url, chunk{"id": "chat14", "messages": []any{userMsg("u1", "two")}}).all()
+	calls := a.WaitPaused(t, "chat14", 2)
+	var asked string
+	for _, c := range first {
+		if c["type"] == "tool-approval-request" {
+			asked, _ = c["toolCallId"].(string)
+			break
+		}
+	}
+	other := calls[0]
+	if other == asked {
+		other = calls[1]
+	}
+	parts := []any{chunk{"type": "dynamic-tool", "toolName": "ask", "toolCallId": asked, "state": "approval-responded", "approval": chunk{"id": asked, "approved": true}}}
+	second := post(t, url, chunk{"id": "chat14", "messages": []any{userMsg("u1", "two"), chunk{"id": first[0]["messageId"], "role": "assistant", "parts": parts}}}).all()
+	if last(second, "finish")["finishReason"] != "tool-calls" || tools(second)[asked] == nil || tools(second)[asked].output != "asked" {
+		t.Fatalf("the answer's response:\n%s", dump(second))
+	}
+	var req chunk
+	for _, c := range second {
+		if c["type"] == "tool-approval-request" && c["toolCallId"] == other {
+			req = c
+		}
+	}
+	if req == nil || req["approvalId"] != other {
+		t.Fatalf("the response ends paused on %s but does not ask for it:\n%s", other, dump(second))
+	}
+}
