@@ -96,6 +96,20 @@ const user = (id, t) => ({ id, role: "user", parts: [{ type: "text", text: t }] 
   check(part(after, other)?.state === "approval-requested" && part(after, other).approval?.id === other, "two: the other call is asked for", part(after, other));
 }
 
+// A long history: useChat sends the whole conversation with every
+// request, the large outputs toolstream sent included (1.5 MiB each);
+// requests go on past 4 MiB of history.
+{
+  const messages = [];
+  for (let i = 1; i <= 4; i++) {
+    messages.push(user("u" + i, "big"));
+    const msg = (await send("node-big", messages)).at(-1);
+    check(msg.parts.some((p) => p.type === "dynamic-tool" && p.state === "output-available"), `long history: request ${i} is answered`, msg.parts.map((p) => p.type));
+    messages.push(msg);
+  }
+  check(JSON.stringify(messages).length > 6 << 20, "long history: the chat holds more than 6 MiB", JSON.stringify(messages).length);
+}
+
 // Tool groups: a data part the message keeps.
 {
   const msg = (await send("node-groups", [user("u1", "groups")])).at(-1);

@@ -617,3 +617,38 @@ func TestResumePartlyGiven(t *testing.T) {
 		t.Errorf("the run:\n%s", dump(second))
 	}
 }
+
+// HttpAgent sends the whole conversation with every run, the tool
+// results toolstream sent included, which the handler does not read: a
+// thread with a few large results (1.5 MiB each here, screenshots or
+// files in life) is continued all the same. The body used to be read
+// whole and refused past 4 MiB (413), so every later run of the thread
+// was refused. What the handler keeps is still bounded (MaxBody).
+func TestLongHistory(t *testing.T) {
+	_, url := serve(t)
+	big := strings.Repeat("x", 3<<19)
+	msgs := []map[string]any{user("u1", "hi")}
+	for i := range 4 {
+		id := fmt.Sprintf("c%d", i)
+		msgs = append(msgs,
+			map[string]any{"id": "a" + id, "role": "assistant", "toolCalls": []any{map[string]any{"id": id, "type": "function", "function": map[string]any{"name": "big", "arguments": "{}"}}}},
+			map[string]any{"id": "result-" + id, "role": "tool", "toolCallId": id, "content": big})
+	}
+	msgs = append(msgs, user("u2", "hi"))
+	evs := run(t, url, input("t15", "r1", msgs...))
+	if text(evs) != "Hello." {
+		t.Fatalf("the run:\n%s", dump(evs))
+	}
+
+	// What the handler keeps is bounded: user messages past MaxBody are refused.
+	body, _ := json.Marshal(input("t15", "r2", user("u3", strings.Repeat("y", agui.MaxBody))))
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "MaxBody") {
+		t.Errorf("a user message past MaxBody: %d %s", resp.StatusCode, b)
+	}
+}

@@ -15,8 +15,6 @@ package agui
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -46,14 +44,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ui.HTTPError(w, http.StatusMethodNotAllowed, "POST a RunAgentInput (JSON) with Accept: text/event-stream")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	in, err := readRunAgentInput(http.MaxBytesReader(w, r.Body, MaxWire))
 	if err != nil {
-		ui.HTTPError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("reading the body: %v (at most %d bytes)", err, MaxBody))
-		return
-	}
-	in, err := ParseRunAgentInput(body)
-	if err != nil {
-		ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) || errors.Is(err, errTooMuch) {
+			ui.HTTPError(w, http.StatusRequestEntityTooLarge, err.Error())
+		} else {
+			ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		}
 		return
 	}
 	t, err := h.host.Thread(in.ThreadID)

@@ -640,3 +640,37 @@ func TestPausedResponseAsksForEveryWaitingCall(t *testing.T) {
 		t.Fatalf("the response ends paused on %s but does not ask for it:\n%s", other, dump(second))
 	}
 }
+
+// useChat sends the whole conversation with every request, the tool
+// parts' outputs toolstream sent included, which the handler does not
+// read: a chat with a few large results (1.5 MiB each here, screenshots
+// or files in life) is continued all the same. The body used to be read
+// whole and refused past 4 MiB (413), so every later request of the chat
+// was refused. What the handler keeps is still bounded (MaxBody).
+func TestLongHistory(t *testing.T) {
+	_, url := serve(t)
+	big := strings.Repeat("x", 3<<19)
+	var parts []any
+	for i := range 4 {
+		id := fmt.Sprintf("c%d", i)
+		parts = append(parts, chunk{"type": "step-start"}, chunk{"type": "text", "text": "Let me look.", "state": "done"},
+			chunk{"type": "dynamic-tool", "toolName": "big", "toolCallId": id, "state": "output-available", "input": chunk{}, "output": big})
+	}
+	msgs := []any{userMsg("u1", "hi"), chunk{"id": "a1", "role": "assistant", "parts": parts}, userMsg("u2", "hi")}
+	cs := post(t, url, chunk{"id": "chat15", "messages": msgs}).all()
+	if text(cs) != "Hello." || last(cs, "finish")["finishReason"] != "stop" {
+		t.Fatalf("the response:\n%s", dump(cs))
+	}
+
+	// What the handler keeps is bounded: user messages past MaxBody are refused.
+	b, _ := json.Marshal(chunk{"id": "chat15", "messages": []any{userMsg("u3", strings.Repeat("y", aisdk.MaxBody))}})
+	resp, err := http.Post(url+"/api/chat", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(got), "MaxBody") {
+		t.Errorf("a user message past MaxBody: %d %s", resp.StatusCode, got)
+	}
+}

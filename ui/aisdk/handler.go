@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -72,14 +71,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	req, err := readChatRequest(http.MaxBytesReader(w, r.Body, MaxWire))
 	if err != nil {
-		ui.HTTPError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("reading the body: %v (at most %d bytes)", err, MaxBody))
-		return
-	}
-	req, err := ParseChatRequest(body)
-	if err != nil {
-		ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) || errors.Is(err, errTooMuch) {
+			ui.HTTPError(w, http.StatusRequestEntityTooLarge, err.Error())
+		} else {
+			ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		}
 		return
 	}
 	t, err := h.host.Thread(req.ID)
