@@ -674,3 +674,23 @@ func TestLongHistory(t *testing.T) {
 		t.Errorf("a user message past MaxBody: %d %s", resp.StatusCode, got)
 	}
 }
+
+// A resume after the host closed, of a response no client read to its
+// end, is the response kept in memory, whole: the durable stream has no
+// end for it (the closing host sends no mark).
+func TestResumeAfterClose(t *testing.T) {
+	a, url := serve(t, withReplay)
+	live := post(t, url, chunk{"id": "chat16", "messages": []any{userMsg("u1", "gate")}})
+	live.untilToolAsked()
+	live.resp.Body.Close()
+	a.Host.Close()
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(url + "/api/chat/chat16/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := open(t, resp).all()
+	if tools(cs)["g_1"] == nil || text(cs) != "Waiting." || last(cs, "finish")["finishReason"] != "error" {
+		t.Errorf("resumed:\n%s", dump(cs))
+	}
+}

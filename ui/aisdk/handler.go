@@ -128,7 +128,9 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	read := func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) { return readLog(ctx, log, fn) }
-	if h.bus != nil {
+	if e := log.End(); h.bus != nil && (e == nil || !e.Closed) {
+		// (A response the host's closing ended has no end in the stream:
+		// memory has it whole.)
 		read = func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) {
 			end, err := h.replay(ctx, t, log, fn)
 			if errors.Is(err, errNoReplay) {
