@@ -314,6 +314,9 @@ func (t *Thread) add(ev *events.Event) {
 	}
 	if s.end != nil {
 		next := newLog(t.tr.resp, t.tr.run)
+		if next.Run == t.cur.Run {
+			next.prev = t.cur // the run goes on: see Log.Earlier
+		}
 		t.closeLog(s.end)
 		t.last, t.cur = t.cur, next
 	}
@@ -811,6 +814,8 @@ type Log struct {
 	// of the loop run it belongs to (several responses when a run pauses).
 	N, Run int
 
+	prev *Log // the response before it in the same run, or nil
+
 	mu        sync.Mutex
 	evs       []*events.Event
 	end       *End
@@ -832,6 +837,20 @@ func newLog(n, run int) *Log {
 
 // Done is closed when the response is over.
 func (l *Log) Done() <-chan struct{} { return l.done }
+
+// Earlier returns the responses of the same run before l, oldest first
+// (none for a run's first response): a run that paused for approvals
+// and went on is several responses, and a client that rebuilds the run's
+// message from its start (a resume) needs all of them. The thread keeps
+// them while it keeps l.
+func (l *Log) Earlier() []*Log {
+	var out []*Log
+	for p := l.prev; p != nil; p = p.prev {
+		out = append(out, p)
+	}
+	slices.Reverse(out)
+	return out
+}
 
 // End returns how the response ended, or nil while it goes on.
 func (l *Log) End() *End {

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -693,4 +695,74 @@ func TestResumeAfterClose(t *testing.T) {
 	if tools(cs)["g_1"] == nil || text(cs) != "Waiting." || last(cs, "finish")["finishReason"] != "error" {
 		t.Errorf("resumed:\n%s", dump(cs))
 	}
+}
+
+// A resume of a response that continues a run after an approval sends
+// the run's message from its start: the responses before it, then it.
+// useChat starts the message over on a resume (its transport's
+// resumeStreamIsReplay), and the response alone went on with tool parts
+// it never began: ai's reader failed with "No tool invocation found for
+// tool call ID" on the approved call's output (TestAISDKReadsResumeAfterAnApproval).
+func TestResumeAfterAnApproval(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []func(*uitest.Agent) []aisdk.Option
+	}{{"durable stream", []func(*uitest.Agent) []aisdk.Option{withReplay}}, {"memory", nil}} {
+		t.Run(c.name, func(t *testing.T) {
+			first, second, resumed := resumeAfterAnApproval(t, c.opts...)
+			whole := append(append([]chunk{}, first[:len(first)-1]...), second[1:]...) // one start, one finish
+			if !reflect.DeepEqual(resumed, whole) {
+				t.Errorf("resumed:\n%s\nwant the run's message from its start:\n%s", dump(resumed), dump(whole))
+			}
+			if tl := tools(resumed); tl["s1_1"] == nil || tl["s1_1"].output != "saved: s" || tl["s2_3"] == nil || tl["s2_3"].output != "opened" {
+				t.Errorf("resumed tools %+v", tl)
+			}
+		})
+	}
+}
+
+// The `ai` package's own reader makes the same message of the resumed
+// stream as of the live ones (the first response, then the one that
+// continued it after the approval).
+func TestAISDKReadsResumeAfterAnApproval(t *testing.T) {
+	uitest.Node(t)
+	first, second, resumed := resumeAfterAnApproval(t, withReplay)
+	message := func(streams ...[]chunk) string {
+		b, _ := json.Marshal(streams)
+		f := filepath.Join(t.TempDir(), "streams.json")
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := uitest.RunNode(t, "aisdk-read.mjs", f)
+		for _, line := range strings.Split(out, "\n") {
+			if m, ok := strings.CutPrefix(line, "message "); ok {
+				return m
+			}
+		}
+		t.Fatalf("no message in %s", out)
+		return ""
+	}
+	live, again := message(first, second), message(resumed)
+	if live != again || !strings.Contains(again, `"output":"saved: s"`) {
+		t.Errorf("live: %s\nresumed: %s", live, again)
+	}
+}
+
+// resumeAfterAnApproval runs "slow": its first response asks for
+// write_note's approval; the answer's response runs it and waits at the
+// gate, where the chat is resumed. It returns the live responses and the
+// resumed stream.
+func resumeAfterAnApproval(t *testing.T, opts ...func(*uitest.Agent) []aisdk.Option) (first, second, resumed []chunk) {
+	t.Helper()
+	a, url := serve(t, opts...)
+	first = post(t, url, chunk{"id": "chat17", "messages": []any{userMsg("u1", "slow")}}).all()
+	if tools(first)["s1_1"] == nil || tools(first)["s1_1"].state != "approval-requested" {
+		t.Fatalf("the first response:\n%s", dump(first))
+	}
+	answer := chunk{"id": first[0]["messageId"], "role": "assistant", "parts": []any{chunk{"type": "dynamic-tool", "toolName": "write_note",
+		"toolCallId": "s1_1", "state": "approval-responded", "approval": chunk{"id": "s1_1", "approved": true}}}}
+	live := post(t, url, chunk{"id": "chat17", "messages": []any{userMsg("u1", "slow"), answer}})
+	live.untilToolAsked()
+	second, resumed = resumeAtTheGate(t, a, url, "chat17", live)
+	return first, second, resumed
 }

@@ -208,6 +208,20 @@ func (t *translator) closeText() {
 
 // finish ends the message as the response ended.
 func (t *translator) finish(end *ui.End) {
+	t.out.chunk(map[string]any{"type": "finish", "finishReason": t.end(end)})
+}
+
+// between ends a response that a later one of the same run continues, in
+// one stream (a resume sends the run's message from its start): what the
+// live response sent at its end but the finish chunk.
+func (t *translator) between(end *ui.End) {
+	t.end(end)
+	clear(t.asked) // per response, as live
+}
+
+// end closes what the response leaves open and says why it ended; it
+// returns the finish reason.
+func (t *translator) end(end *ui.End) string {
 	t.closeText()
 	if t.step {
 		t.out.chunk(map[string]any{"type": "finish-step"})
@@ -233,7 +247,7 @@ func (t *translator) finish(end *ui.End) {
 		}
 		t.out.chunk(map[string]any{"type": "error", "errorText": msg})
 	}
-	t.out.chunk(map[string]any{"type": "finish", "finishReason": reason})
+	return reason
 }
 
 // Output renders model-visible content as a tool part's output: a string
