@@ -56,8 +56,11 @@ type Approval struct {
 // dropped a message at a time; the whole body is bounded by MaxWire.
 const MaxBody = 4 << 20
 
-// MaxWire bounds a request body as a whole (see MaxBody).
-const MaxWire = 256 << 20
+// MaxWire bounds a request body as a whole (see MaxBody): a conversation
+// that outgrows it would outgrow the model providers' request limits
+// too (32 MB at Anthropic), and one message of it is held in memory at a
+// time while it is read.
+const MaxWire = 64 << 20
 
 // errTooMuch: a request keeps more than MaxBody.
 var errTooMuch = body.ErrTooMuch
