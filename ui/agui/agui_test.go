@@ -651,4 +651,28 @@ func TestLongHistory(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "MaxBody") {
 		t.Errorf("a user message past MaxBody: %d %s", resp.StatusCode, b)
 	}
+
+	// The body as a whole is bounded too (here at 8 MiB, not MaxWire).
+	agui.SetMaxWire(8 << 20)
+	t.Cleanup(func() { agui.SetMaxWire(0) })
+	huge := io.MultiReader(strings.NewReader(`{"threadId":"t15","runId":"r3","x":"`), io.LimitReader(zeros{}, 8<<20), strings.NewReader(`"}`))
+	resp, err = http.Post(url, "application/json", huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "MaxWire") {
+		t.Errorf("a body past MaxWire: %d %s", resp.StatusCode, b)
+	}
+}
+
+// zeros reads as an endless run of '0'.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '0'
+	}
+	return len(p), nil
 }

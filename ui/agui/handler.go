@@ -44,7 +44,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ui.HTTPError(w, http.StatusMethodNotAllowed, "POST a RunAgentInput (JSON) with Accept: text/event-stream")
 		return
 	}
-	in, err := readRunAgentInput(http.MaxBytesReader(w, r.Body, MaxWire))
+	in, err := readRunAgentInput(http.MaxBytesReader(w, r.Body, maxWire))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) || errors.Is(err, errTooMuch) {

@@ -74,6 +74,9 @@ const MaxBody = 4 << 20
 // time while it is read.
 const MaxWire = 64 << 20
 
+// maxWire is MaxWire, lowered by tests.
+var maxWire int64 = MaxWire
+
 // errTooMuch: a request keeps more than MaxBody.
 var errTooMuch = body.ErrTooMuch
 

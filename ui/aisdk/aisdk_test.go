@@ -675,6 +675,30 @@ func TestLongHistory(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(got), "MaxBody") {
 		t.Errorf("a user message past MaxBody: %d %s", resp.StatusCode, got)
 	}
+
+	// The body as a whole is bounded too (here at 8 MiB, not MaxWire).
+	aisdk.SetMaxWire(8 << 20)
+	t.Cleanup(func() { aisdk.SetMaxWire(0) })
+	huge := io.MultiReader(strings.NewReader(`{"id":"chat15","x":"`), io.LimitReader(zeros{}, 8<<20), strings.NewReader(`"}`))
+	resp, err = http.Post(url+"/api/chat", "application/json", huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(got), "MaxWire") {
+		t.Errorf("a body past MaxWire: %d %s", resp.StatusCode, got)
+	}
+}
+
+// zeros reads as an endless run of '0'.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '0'
+	}
+	return len(p), nil
 }
 
 // A resume after the host closed, of a response no client read to its

@@ -71,7 +71,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
-	req, err := readChatRequest(http.MaxBytesReader(w, r.Body, MaxWire))
+	req, err := readChatRequest(http.MaxBytesReader(w, r.Body, maxWire))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) || errors.Is(err, errTooMuch) {
