@@ -676,3 +676,18 @@ func (zeros) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// Text message ids are the thread's own, not made of the client's runId:
+// a client that sends one runId for every run (runId is the client's to
+// choose) got the same message id in each run, and HttpAgent, which finds
+// a message by id, appended the second run's words to the first run's
+// message.
+func TestMessageIDsUniqueWhateverTheRunID(t *testing.T) {
+	_, url := serve(t)
+	first := run(t, url, input("t16", "same", user("u1", "hi")))
+	second := run(t, url, input("t16", "same", user("u1", "hi"), user("u2", "hi")))
+	a, b := of(first, "TEXT_MESSAGE_START"), of(second, "TEXT_MESSAGE_START")
+	if len(a) != 1 || len(b) != 1 || a[0]["messageId"] == b[0]["messageId"] {
+		t.Fatalf("text messages %v and %v", a, b)
+	}
+}

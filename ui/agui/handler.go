@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/toolstream/toolstream/interceptors"
@@ -87,6 +88,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	out := newWriter(w)
 	tr := newTranslator(out, in.ThreadID, in.RunID)
+	if log != nil {
+		tr.ids = t.Nonce() + "-" + strconv.Itoa(log.Run)
+	}
 	started := map[string]any{"type": "RUN_STARTED", "threadId": in.ThreadID, "runId": in.RunID}
 	if in.ParentRunID != "" {
 		started["parentRunId"] = in.ParentRunID
