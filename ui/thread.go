@@ -121,7 +121,7 @@ func (h *Host) Close() {
 	for _, t := range threads {
 		t.sess.Close()
 		t.mu.Lock()
-		t.closeLog(&End{Kind: EndError, Error: &agent.RunError{Error: ErrClosed.Error(), Canceled: true}})
+		t.closeLog(&End{Kind: EndError, Error: &agent.RunError{Error: ErrClosed.Error(), Canceled: true}, Closed: true})
 		t.mu.Unlock()
 	}
 }
@@ -220,7 +220,7 @@ func (h *Host) Forget(id string) {
 	}
 	t.sess.Close()
 	t.mu.Lock()
-	t.closeLog(&End{Kind: EndError, Error: &agent.RunError{Error: "ui: the thread was forgotten", Canceled: true}})
+	t.closeLog(&End{Kind: EndError, Error: &agent.RunError{Error: "ui: the thread was forgotten", Canceled: true}, Closed: true})
 	t.mu.Unlock()
 }
 
@@ -314,6 +314,9 @@ func (t *Thread) add(ev *events.Event) {
 	}
 	if s.end != nil {
 		next := newLog(t.tr.resp, t.tr.run)
+		if next.Run == t.cur.Run {
+			next.prev = t.cur // the run goes on: see Log.Earlier
+		}
 		t.closeLog(s.end)
 		t.last, t.cur = t.cur, next
 	}
@@ -382,7 +385,8 @@ func (t *Thread) Seen(id string) bool {
 // Input is what a request brings to a thread.
 type Input struct {
 	// Messages are new messages for the conversation (a new run starts
-	// with them), by id: ids the thread took in before are skipped.
+	// with them), by id: ids the thread took in before are skipped, and
+	// a request that repeats an id is refused (Begin's error).
 	Messages []IDMessage
 	// Answers decide calls waiting for approval; the paused run goes on.
 	Answers []Answer
@@ -403,6 +407,9 @@ type IDMessage struct {
 // an *AnswersError, some answers were given and some could not be (see
 // the package documentation), and the response must be read all the same.
 func (t *Thread) Begin(in Input) (*Log, error) {
+	if err := distinctIDs(in.Messages); err != nil {
+		return nil, err
+	}
 	t.mu.Lock()
 	var fresh []IDMessage
 	var paused []interceptors.ApprovalRequest
@@ -525,6 +532,26 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 		t.mu.Unlock()
 	}()
 	return l, nil
+}
+
+// distinctIDs refuses a request whose messages repeat an id: the thread
+// takes in each id once, and which of the two the client meant is not
+// the server's guess.
+func distinctIDs(msgs []IDMessage) error {
+	if len(msgs) < 2 {
+		return nil
+	}
+	seen := make(map[string]bool, len(msgs))
+	for _, m := range msgs {
+		if m.ID == "" {
+			continue
+		}
+		if seen[m.ID] {
+			return fmt.Errorf("ui: message id %q comes twice in the request: give each message an id of its own (a thread takes in each id once)", m.ID)
+		}
+		seen[m.ID] = true
+	}
+	return nil
 }
 
 // decide gives answers to the permissions interceptor, all or nothing as
@@ -787,6 +814,8 @@ type Log struct {
 	// of the loop run it belongs to (several responses when a run pauses).
 	N, Run int
 
+	prev *Log // the response before it in the same run, or nil
+
 	mu        sync.Mutex
 	evs       []*events.Event
 	end       *End
@@ -808,6 +837,27 @@ func newLog(n, run int) *Log {
 
 // Done is closed when the response is over.
 func (l *Log) Done() <-chan struct{} { return l.done }
+
+// Earlier returns the responses of the same run before l, oldest first
+// (none for a run's first response): a run that paused for approvals
+// and went on is several responses, and a client that rebuilds the run's
+// message from its start (a resume) needs all of them. The thread keeps
+// them while it keeps l.
+func (l *Log) Earlier() []*Log {
+	var out []*Log
+	for p := l.prev; p != nil; p = p.prev {
+		out = append(out, p)
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// End returns how the response ended, or nil while it goes on.
+func (l *Log) End() *End {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.end
+}
 
 func (l *Log) over() bool {
 	l.mu.Lock()

@@ -464,3 +464,28 @@ func TestAnswerWhileTheRunPausesAgain(t *testing.T) {
 		t.Errorf("the response does not show %s's result", calls[0])
 	}
 }
+
+// A request that brings two messages with one id is refused, nothing
+// taken: the thread takes in each id once, and which of the two a client
+// meant is not the server's guess. Both used to go into the conversation.
+func TestSameIDTwiceInOneRequest(t *testing.T) {
+	a := uitest.New(t)
+	th, _ := a.Host.Thread("dup")
+	in := ui.Input{Messages: []ui.IDMessage{{ID: "u1", Message: agentUser("hi")}, {ID: "u1", Message: agentUser("hi again")}}}
+	if l, err := th.Begin(in); err == nil || !strings.Contains(err.Error(), `"u1"`) {
+		if l != nil {
+			read(t, l)
+		}
+		t.Fatalf("Begin with id u1 twice: %v; the conversation's user messages: %q", err, ui.UserTexts(th))
+	}
+	if th.Seen("u1") || len(ui.UserTexts(th)) != 0 {
+		t.Fatalf("the refused request was taken in: %q", ui.UserTexts(th))
+	}
+	l, err := th.Begin(user("u1", "hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, end := read(t, l); end.Kind != ui.EndAnswer {
+		t.Fatalf("end %+v", end)
+	}
+}

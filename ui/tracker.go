@@ -60,6 +60,11 @@ type End struct {
 	// Approvals are the calls that wait for a decision (EndPaused), in the
 	// order they asked.
 	Approvals []interceptors.ApprovalRequest
+	// Closed says the host closed (Host.Close) or forgot (Host.Forget) the
+	// thread while the response went on (Kind EndError): it ended without
+	// a mark, so a replay of the durable stream never finds this end; the
+	// response kept in memory has it (Log.End).
+	Closed bool
 }
 
 // callState is where a call of the current run is.

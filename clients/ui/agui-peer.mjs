@@ -106,4 +106,29 @@ const assistantText = (agent) => agent.messages.filter((m) => m.role === "assist
   check(agent.messages.at(-1).role === "assistant" && agent.messages.at(-1).content === "Hello.", "retry: the retry's message comes last", agent.messages);
 }
 
+// One runId for every run (the client's to choose): each run's words are
+// a message of their own.
+{
+  const agent = new HttpAgent({ url, threadId: "node-runid" });
+  agent.addMessage({ id: "u1", role: "user", content: "hi" });
+  await run(agent, { runId: "same" });
+  agent.addMessage({ id: "u2", role: "user", content: "hi" });
+  await run(agent, { runId: "same" });
+  const said = agent.messages.filter((m) => m.role === "assistant").map((m) => m.content);
+  check(said.length === 2 && said.every((c) => c === "Hello."), "one runId: a message per run", said);
+}
+
+// A long history: HttpAgent sends every run the whole conversation, the
+// large results toolstream sent included (1.5 MiB each); runs go on past
+// 4 MiB of history.
+{
+  const agent = new HttpAgent({ url, threadId: "node-big" });
+  for (let i = 1; i <= 4; i++) {
+    agent.addMessage({ id: "u" + i, role: "user", content: "big" });
+    const seen = await run(agent, { runId: "r" + i });
+    check(seen.at(-1) === "RUN_FINISHED", `long history: run ${i} finishes`, seen.slice(-3));
+  }
+  check(JSON.stringify(agent.messages).length > 6 << 20, "long history: the client holds more than 6 MiB", JSON.stringify(agent.messages).length);
+}
+
 console.log("agui peer: all checks passed");

@@ -78,6 +78,38 @@ const user = (id, t) => ({ id, role: "user", parts: [{ type: "text", text: t }] 
   check(part(after, "n2_1")?.state === "approval-requested", "note: the second call waits", part(after, "n2_1"));
 }
 
+// Two calls of one stage ask: the person answers the one asked first; the
+// response that runs it ends paused on the other, and asks for it (its
+// own request may have gone to a response the client never read).
+{
+  const u = user("u1", "two");
+  const msg = (await send("node-two", [u])).at(-1);
+  const asked = msg.parts.filter((p) => p.type === "dynamic-tool" && p.state === "approval-requested");
+  check(asked.length >= 1, "two: a call waits", msg.parts);
+  const first = asked[0];
+  const other = first.toolCallId === "a1_1" ? "a2_1" : "a1_1";
+  first.state = "approval-responded";
+  first.approval = { ...first.approval, approved: true };
+  for (const p of asked.slice(1)) { p.state = "input-available"; delete p.approval; } // as if never asked
+  const after = (await send("node-two", [u, msg], msg)).at(-1);
+  check(part(after, first.toolCallId)?.state === "output-available", "two: the answered call ran", part(after, first.toolCallId));
+  check(part(after, other)?.state === "approval-requested" && part(after, other).approval?.id === other, "two: the other call is asked for", part(after, other));
+}
+
+// A long history: useChat sends the whole conversation with every
+// request, the large outputs toolstream sent included (1.5 MiB each);
+// requests go on past 4 MiB of history.
+{
+  const messages = [];
+  for (let i = 1; i <= 4; i++) {
+    messages.push(user("u" + i, "big"));
+    const msg = (await send("node-big", messages)).at(-1);
+    check(msg.parts.some((p) => p.type === "dynamic-tool" && p.state === "output-available"), `long history: request ${i} is answered`, msg.parts.map((p) => p.type));
+    messages.push(msg);
+  }
+  check(JSON.stringify(messages).length > 6 << 20, "long history: the chat holds more than 6 MiB", JSON.stringify(messages).length);
+}
+
 // Tool groups: a data part the message keeps.
 {
   const msg = (await send("node-groups", [user("u1", "groups")])).at(-1);

@@ -345,6 +345,7 @@ func TestBadRequests(t *testing.T) {
 		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"u4","role":"user","content":[null]}]}`, 400, `messages[0] (user message "u4"): content[0]: "" parts are not supported`},
 		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"u5","role":"user","content":[{"type":"text"}]}]}`, 400, `content[0]: a text part needs its text`},
 		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"u6","role":"user","content":{"type":"text","text":"hi"}}]}`, 400, `content must be a string or an array of parts`},
+		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"u7","role":"user","content":"a"},{"id":"u7","role":"user","content":"b"}]}`, 400, `message id "u7" comes twice`},
 		{"POST", `{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"x","status":"maybe"}]}`, 400, `status "maybe"`},
 		{"POST", `{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"x","status":"resolved","payload":{"approved":true,"args":[1]}}]}`, 400, "args must be a JSON object"},
 		{"POST", `{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"x","status":"resolved"}]}`, 409, "no call waits for approval"},
@@ -614,5 +615,79 @@ func TestResumePartlyGiven(t *testing.T) {
 	}
 	if text(second) != "Done." || second[len(second)-1]["type"] != "RUN_FINISHED" {
 		t.Errorf("the run:\n%s", dump(second))
+	}
+}
+
+// HttpAgent sends the whole conversation with every run, the tool
+// results toolstream sent included, which the handler does not read: a
+// thread with a few large results (1.5 MiB each here, screenshots or
+// files in life) is continued all the same. The body used to be read
+// whole and refused past 4 MiB (413), so every later run of the thread
+// was refused. What the handler keeps is still bounded (MaxBody).
+func TestLongHistory(t *testing.T) {
+	_, url := serve(t)
+	big := strings.Repeat("x", 3<<19)
+	msgs := []map[string]any{user("u1", "hi")}
+	for i := range 4 {
+		id := fmt.Sprintf("c%d", i)
+		msgs = append(msgs,
+			map[string]any{"id": "a" + id, "role": "assistant", "toolCalls": []any{map[string]any{"id": id, "type": "function", "function": map[string]any{"name": "big", "arguments": "{}"}}}},
+			map[string]any{"id": "result-" + id, "role": "tool", "toolCallId": id, "content": big})
+	}
+	msgs = append(msgs, user("u2", "hi"))
+	evs := run(t, url, input("t15", "r1", msgs...))
+	if text(evs) != "Hello." {
+		t.Fatalf("the run:\n%s", dump(evs))
+	}
+
+	// What the handler keeps is bounded: user messages past MaxBody are refused.
+	body, _ := json.Marshal(input("t15", "r2", user("u3", strings.Repeat("y", agui.MaxBody))))
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "MaxBody") {
+		t.Errorf("a user message past MaxBody: %d %s", resp.StatusCode, b)
+	}
+
+	// The body as a whole is bounded too (here at 8 MiB, not MaxWire).
+	agui.SetMaxWire(8 << 20)
+	t.Cleanup(func() { agui.SetMaxWire(0) })
+	huge := io.MultiReader(strings.NewReader(`{"threadId":"t15","runId":"r3","x":"`), io.LimitReader(zeros{}, 8<<20), strings.NewReader(`"}`))
+	resp, err = http.Post(url, "application/json", huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "MaxWire") {
+		t.Errorf("a body past MaxWire: %d %s", resp.StatusCode, b)
+	}
+}
+
+// zeros reads as an endless run of '0'.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '0'
+	}
+	return len(p), nil
+}
+
+// Text message ids are the thread's own, not made of the client's runId:
+// a client that sends one runId for every run (runId is the client's to
+// choose) got the same message id in each run, and HttpAgent, which finds
+// a message by id, appended the second run's words to the first run's
+// message.
+func TestMessageIDsUniqueWhateverTheRunID(t *testing.T) {
+	_, url := serve(t)
+	first := run(t, url, input("t16", "same", user("u1", "hi")))
+	second := run(t, url, input("t16", "same", user("u1", "hi"), user("u2", "hi")))
+	a, b := of(first, "TEXT_MESSAGE_START"), of(second, "TEXT_MESSAGE_START")
+	if len(a) != 1 || len(b) != 1 || a[0]["messageId"] == b[0]["messageId"] {
+		t.Fatalf("text messages %v and %v", a, b)
 	}
 }

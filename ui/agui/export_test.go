@@ -1,5 +1,34 @@
 package agui
 
+import (
+	"net/http"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/ui"
+)
+
 // SetClientGoneHook sets the function the handler calls when it found
 // its client gone, before it cancels (tests only; nil resets it).
 func SetClientGoneHook(f func()) { clientGoneHook = f }
+
+// Translate writes the AG-UI run that a response of these events, ending
+// with end, makes (tests only): RUN_STARTED, the events' translation, the
+// finish.
+func Translate(w http.ResponseWriter, thread, runID string, evs []*events.Event, end *ui.End) {
+	out := newWriter(w)
+	tr := newTranslator(out, thread, runID)
+	out.event(map[string]any{"type": "RUN_STARTED", "threadId": thread, "runId": runID})
+	for _, ev := range evs {
+		tr.event(ev)
+	}
+	tr.finish(end)
+}
+
+// SetMaxWire bounds request bodies at n bytes instead of MaxWire (tests
+// only; 0 resets it).
+func SetMaxWire(n int64) {
+	if n == 0 {
+		n = MaxWire
+	}
+	maxWire = n
+}

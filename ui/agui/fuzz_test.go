@@ -21,17 +21,43 @@ func FuzzParseRunAgentInput(f *testing.F) {
 		`{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":null}]}`,
 		`{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user"}]}`,
 		`{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":[{"type":"text"}]}]}`,
-		`{"threadId":"","runId":"r"}`, `{`, `null`, `[]`, `{"threadId":"t","runId":"r","messages":[{"id":"m","role":"user","content":7}]}`,
+		`{"threadId":"","runId":"r"}`, `{`, `null`, `[]`, `{"threadId":"t","THREADID":"u","runId":"r","x":[{"y":null}]} `, `{"threadId":"t","runId":"r"} {}`,
+		`{"threadId":"t","runId":"r","messages":null,"resume":null,"tools":[{"name":"n","parameters":{}}]}`, `{"threadId":"t","runId":"r","messages":[{"id":"m","role":"user","content":7}]}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in, err := ParseRunAgentInput(data)
+		// The body is read a value at a time: it must read as
+		// encoding/json reads it whole.
+		var ref RunAgentInput
+		refErr := json.Unmarshal(data, &ref)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "agui: ") {
 				t.Fatalf("error %q does not say where it comes from", err)
 			}
+			if refErr == nil && strings.Contains(err.Error(), "not a RunAgentInput") {
+				t.Fatalf("refused as %v; encoding/json reads it", err)
+			}
 			return
+		}
+		if refErr != nil {
+			t.Fatalf("taken; encoding/json refuses it: %v", refErr)
+		}
+		if ref.ThreadID != in.ThreadID || ref.RunID != in.RunID || ref.ParentRunID != in.ParentRunID || len(ref.Messages) != len(in.Messages) ||
+			len(ref.Resume) != len(in.Resume) || len(ref.Tools) != len(in.Tools) || string(ref.State) != string(in.State) {
+			t.Fatalf("read as %+v; encoding/json reads %+v", in, ref)
+		}
+		for i, m := range in.Messages {
+			r := ref.Messages[i]
+			if m.ID != r.ID || m.Role != r.Role || m.Role == "user" && string(m.Content) != string(r.Content) {
+				t.Fatalf("message %d read as %+v; encoding/json reads %+v", i, m, r)
+			}
+		}
+		for i, e := range in.Resume {
+			if r := ref.Resume[i]; e.InterruptID != r.InterruptID || e.Status != r.Status || string(e.Payload) != string(r.Payload) {
+				t.Fatalf("resume %d read as %+v; encoding/json reads %+v", i, e, r)
+			}
 		}
 		if in.ThreadID == "" || in.RunID == "" {
 			t.Fatal("parsed without ids")

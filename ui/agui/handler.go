@@ -15,9 +15,8 @@ package agui
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/toolstream/toolstream/interceptors"
@@ -46,14 +45,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ui.HTTPError(w, http.StatusMethodNotAllowed, "POST a RunAgentInput (JSON) with Accept: text/event-stream")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	in, err := readRunAgentInput(http.MaxBytesReader(w, r.Body, maxWire))
 	if err != nil {
-		ui.HTTPError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("reading the body: %v (at most %d bytes)", err, MaxBody))
-		return
-	}
-	in, err := ParseRunAgentInput(body)
-	if err != nil {
-		ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) || errors.Is(err, errTooMuch) {
+			ui.HTTPError(w, http.StatusRequestEntityTooLarge, err.Error())
+		} else {
+			ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		}
 		return
 	}
 	t, err := h.host.Thread(in.ThreadID)
@@ -89,6 +88,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	out := newWriter(w)
 	tr := newTranslator(out, in.ThreadID, in.RunID)
+	if log != nil {
+		tr.ids = t.Nonce() + "-" + strconv.Itoa(log.Run)
+	}
 	started := map[string]any{"type": "RUN_STARTED", "threadId": in.ThreadID, "runId": in.RunID}
 	if in.ParentRunID != "" {
 		started["parentRunId"] = in.ParentRunID

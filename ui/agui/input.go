@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/body"
 )
 
 // RunAgentInput is the body of an AG-UI run request (the fields
@@ -56,14 +59,116 @@ type ApprovalPayload struct {
 	Args     json.RawMessage `json:"args,omitempty"`
 }
 
-// MaxBody bounds a request body.
+// MaxBody bounds what a request brings that the handler keeps: the
+// messages' ids and roles, the user messages' content, the resume
+// entries, the tools' names, state, context and forwardedProps. The
+// rest of the body, the content of the other messages (the conversation's
+// assistant and tool messages, which HttpAgent sends with every run and
+// the thread does not read), is read and dropped a message at a time;
+// the whole body is bounded by MaxWire.
 const MaxBody = 4 << 20
+
+// MaxWire bounds a request body as a whole (see MaxBody): a conversation
+// that outgrows it would outgrow the model providers' request limits
+// too (32 MB at Anthropic), and one message of it is held in memory at a
+// time while it is read.
+const MaxWire = 64 << 20
+
+// maxWire is MaxWire, lowered by tests.
+var maxWire int64 = MaxWire
+
+// errTooMuch: a request keeps more than MaxBody.
+var errTooMuch = body.ErrTooMuch
 
 // ParseRunAgentInput reads and checks a RunAgentInput. Its errors say
 // what is wrong in words a client developer can act on.
 func ParseRunAgentInput(data []byte) (*RunAgentInput, error) {
+	return readRunAgentInput(bytes.NewReader(data))
+}
+
+// perValue is what each value kept counts besides its bytes.
+const perValue = 16
+
+// readRunAgentInput reads a RunAgentInput from r a value at a time and
+// checks it: the content of messages other than the user's is dropped as
+// it is read (see MaxBody). Fields are matched as encoding/json matches
+// them (case-insensitively; the last of a key wins).
+func readRunAgentInput(r io.Reader) (*RunAgentInput, error) {
 	var in RunAgentInput
-	if err := json.Unmarshal(data, &in); err != nil {
+	b := body.New(r, MaxBody)
+	str := func(s *string) error {
+		if err := b.Decode(s); err != nil {
+			return err
+		}
+		return b.Keep(len(*s) + perValue)
+	}
+	raw := func(m *json.RawMessage) error {
+		if err := b.Decode(m); err != nil {
+			return err
+		}
+		return b.Keep(len(*m) + perValue)
+	}
+	err := b.Object(func(key string) error {
+		switch {
+		case strings.EqualFold(key, "threadId"):
+			return str(&in.ThreadID)
+		case strings.EqualFold(key, "runId"):
+			return str(&in.RunID)
+		case strings.EqualFold(key, "parentRunId"):
+			return str(&in.ParentRunID)
+		case strings.EqualFold(key, "state"):
+			return raw(&in.State)
+		case strings.EqualFold(key, "context"):
+			return raw(&in.Context)
+		case strings.EqualFold(key, "forwardedProps"):
+			return raw(&in.ForwardedProps)
+		case strings.EqualFold(key, "messages"):
+			in.Messages = nil
+			return b.Array(func() error {
+				var m Message
+				if err := b.Decode(&m); err != nil {
+					return err
+				}
+				if m.Role != "user" {
+					m.Content = nil // not read: dropped here
+				}
+				in.Messages = append(in.Messages, m)
+				return b.Keep(len(m.ID) + len(m.Role) + len(m.Content) + perValue)
+			})
+		case strings.EqualFold(key, "tools"):
+			in.Tools = nil
+			return b.Array(func() error {
+				var t Tool
+				if err := b.Decode(&t); err != nil {
+					return err
+				}
+				in.Tools = append(in.Tools, t)
+				return b.Keep(len(t.Name) + perValue)
+			})
+		case strings.EqualFold(key, "resume"):
+			in.Resume = nil
+			return b.Array(func() error {
+				var e ResumeEntry
+				if err := b.Decode(&e); err != nil {
+					return err
+				}
+				in.Resume = append(in.Resume, e)
+				return b.Keep(len(e.InterruptID) + len(e.Status) + len(e.Payload) + perValue)
+			})
+		}
+		return b.Skip()
+	})
+	if err == nil {
+		err = b.End()
+	}
+	if errors.Is(err, errTooMuch) {
+		return nil, fmt.Errorf("agui: the request's user messages, ids, resume entries, tools, state and context are %w (MaxBody): send less history", err)
+	}
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, fmt.Errorf("agui: the body is larger than %d bytes (MaxWire): %w", tooLarge.Limit, err)
+		}
 		return nil, fmt.Errorf("agui: the body is not a RunAgentInput: %w", err)
 	}
 	if in.ThreadID == "" || in.RunID == "" {

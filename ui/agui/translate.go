@@ -37,6 +37,10 @@ type Activity struct {
 type translator struct {
 	out           *writer
 	thread, runID string
+	// ids begins the text messages' ids: the thread's nonce and the loop
+	// run's number, so that ids never repeat in a thread whatever runIds
+	// the client sends (HttpAgent finds messages by id).
+	ids string
 
 	step     string // the open step ("" for none)
 	text     string // the open text message's id
@@ -48,7 +52,7 @@ type translator struct {
 }
 
 func newTranslator(out *writer, thread, runID string) *translator {
-	return &translator{out: out, thread: thread, runID: runID, opened: map[string]bool{}, activity: map[string]*Activity{}}
+	return &translator{out: out, thread: thread, runID: runID, ids: runID, opened: map[string]bool{}, activity: map[string]*Activity{}}
 }
 
 func (t *translator) event(ev *events.Event) {
@@ -67,7 +71,7 @@ func (t *translator) event(ev *events.Event) {
 			return
 		}
 		if t.text == "" {
-			t.text = fmt.Sprintf("msg-%s-%d-%d", t.runID, t.turn, t.attempt)
+			t.text = fmt.Sprintf("msg-%s-%d-%d", t.ids, t.turn, t.attempt)
 			t.out.event(map[string]any{"type": "TEXT_MESSAGE_START", "messageId": t.text, "role": "assistant"})
 		}
 		t.out.event(map[string]any{"type": "TEXT_MESSAGE_CONTENT", "messageId": t.text, "delta": b.Delta})

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -334,6 +336,7 @@ func TestBadRequests(t *testing.T) {
 		{`{"id":"x","messages":[{"id":"m","role":"robot","parts":[]}]}`, 400, `unknown role "robot"`},
 		{`{"id":"x","messages":[{"id":"m","role":"user","parts":[{"type":"file"}]}]}`, 400, `"file" parts are not supported`},
 		{`{"id":"x","messages":[]}`, 400, "nothing to run"},
+		{`{"id":"x","messages":[{"id":"u","role":"user","parts":[{"type":"text","text":"a"}]},{"id":"u","role":"user","parts":[{"type":"text","text":"b"}]}]}`, 400, `message id "u" comes twice`},
 		{`{"id":"x","messages":[{"id":"a","role":"assistant","parts":[{"type":"dynamic-tool","toolCallId":"c","state":"approval-responded","approval":{"id":"c","approved":true}}]}]}`, 409, "no call waits for approval"},
 	} {
 		resp, err := http.Post(url+"/api/chat", "application/json", strings.NewReader(c.body))
@@ -564,4 +567,226 @@ func TestAnswersPartlyGiven(t *testing.T) {
 	if text(second) != "Done." || last(second, "finish")["finishReason"] != "stop" {
 		t.Errorf("the response:\n%s", dump(second))
 	}
+}
+
+// A resume read from the durable stream ends when the thread ends without
+// a cut: Host.Close (the server shuts down) or Host.Forget while the
+// response streams. The thread's last mark never reaches the stream then
+// (Close detaches the host before the runs end; Forget closes the session
+// the mark goes out on), and the replay waited for it for ever: no
+// finish, no [DONE], until the client gave up.
+func TestResumeEndsWhenTheThreadEnds(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		end  func(a *uitest.Agent, id string)
+	}{
+		{"close", func(a *uitest.Agent, _ string) { a.Host.Close() }},
+		{"forget", func(a *uitest.Agent, id string) { a.Host.Forget(id) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, url := serve(t, withReplay)
+			live := post(t, url, chunk{"id": "chat13", "messages": []any{userMsg("u1", "gate")}})
+			live.untilToolAsked()
+			client := &http.Client{Timeout: 5 * time.Second} // a resume that hangs fails
+			resp, err := client.Get(url + "/api/chat/chat13/stream")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resumed := open(t, resp)
+			resumed.next() // under way
+			c.end(a, "chat13")
+			for _, s := range []*stream{live, resumed} {
+				cs := s.all()
+				if last(cs, "finish")["finishReason"] != "error" || last(cs, "error") == nil {
+					t.Errorf("want error and finish:\n%s", dump(cs))
+				}
+			}
+		})
+	}
+}
+
+// A response that ends paused asks for every call it waits for, those
+// asked in an earlier response included. When two calls of one stage ask,
+// the second's request may come after the first response was cut (a
+// response of its own that nobody reads), and the response that answers
+// the first ended paused on the second without a tool-approval-request:
+// the client had nothing to approve, and the call waited until its
+// approval expired.
+func TestPausedResponseAsksForEveryWaitingCall(t *testing.T) {
+	a, url := serve(t)
+	first := post(t, url, chunk{"id": "chat14", "messages": []any{userMsg("u1", "two")}}).all()
+	calls := a.WaitPaused(t, "chat14", 2)
+	var asked string
+	for _, c := range first {
+		if c["type"] == "tool-approval-request" {
+			asked, _ = c["toolCallId"].(string)
+			break
+		}
+	}
+	other := calls[0]
+	if other == asked {
+		other = calls[1]
+	}
+	parts := []any{chunk{"type": "dynamic-tool", "toolName": "ask", "toolCallId": asked, "state": "approval-responded", "approval": chunk{"id": asked, "approved": true}}}
+	second := post(t, url, chunk{"id": "chat14", "messages": []any{userMsg("u1", "two"), chunk{"id": first[0]["messageId"], "role": "assistant", "parts": parts}}}).all()
+	if last(second, "finish")["finishReason"] != "tool-calls" || tools(second)[asked] == nil || tools(second)[asked].output != "asked" {
+		t.Fatalf("the answer's response:\n%s", dump(second))
+	}
+	var req chunk
+	for _, c := range second {
+		if c["type"] == "tool-approval-request" && c["toolCallId"] == other {
+			req = c
+		}
+	}
+	if req == nil || req["approvalId"] != other {
+		t.Fatalf("the response ends paused on %s but does not ask for it:\n%s", other, dump(second))
+	}
+}
+
+// useChat sends the whole conversation with every request, the tool
+// parts' outputs toolstream sent included, which the handler does not
+// read: a chat with a few large results (1.5 MiB each here, screenshots
+// or files in life) is continued all the same. The body used to be read
+// whole and refused past 4 MiB (413), so every later request of the chat
+// was refused. What the handler keeps is still bounded (MaxBody).
+func TestLongHistory(t *testing.T) {
+	_, url := serve(t)
+	big := strings.Repeat("x", 3<<19)
+	var parts []any
+	for i := range 4 {
+		id := fmt.Sprintf("c%d", i)
+		parts = append(parts, chunk{"type": "step-start"}, chunk{"type": "text", "text": "Let me look.", "state": "done"},
+			chunk{"type": "dynamic-tool", "toolName": "big", "toolCallId": id, "state": "output-available", "input": chunk{}, "output": big})
+	}
+	msgs := []any{userMsg("u1", "hi"), chunk{"id": "a1", "role": "assistant", "parts": parts}, userMsg("u2", "hi")}
+	cs := post(t, url, chunk{"id": "chat15", "messages": msgs}).all()
+	if text(cs) != "Hello." || last(cs, "finish")["finishReason"] != "stop" {
+		t.Fatalf("the response:\n%s", dump(cs))
+	}
+
+	// What the handler keeps is bounded: user messages past MaxBody are refused.
+	b, _ := json.Marshal(chunk{"id": "chat15", "messages": []any{userMsg("u3", strings.Repeat("y", aisdk.MaxBody))}})
+	resp, err := http.Post(url+"/api/chat", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(got), "MaxBody") {
+		t.Errorf("a user message past MaxBody: %d %s", resp.StatusCode, got)
+	}
+
+	// The body as a whole is bounded too (here at 8 MiB, not MaxWire).
+	aisdk.SetMaxWire(8 << 20)
+	t.Cleanup(func() { aisdk.SetMaxWire(0) })
+	huge := io.MultiReader(strings.NewReader(`{"id":"chat15","x":"`), io.LimitReader(zeros{}, 8<<20), strings.NewReader(`"}`))
+	resp, err = http.Post(url+"/api/chat", "application/json", huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(got), "MaxWire") {
+		t.Errorf("a body past MaxWire: %d %s", resp.StatusCode, got)
+	}
+}
+
+// zeros reads as an endless run of '0'.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '0'
+	}
+	return len(p), nil
+}
+
+// A resume after the host closed, of a response no client read to its
+// end, is the response kept in memory, whole: the durable stream has no
+// end for it (the closing host sends no mark).
+func TestResumeAfterClose(t *testing.T) {
+	a, url := serve(t, withReplay)
+	live := post(t, url, chunk{"id": "chat16", "messages": []any{userMsg("u1", "gate")}})
+	live.untilToolAsked()
+	live.resp.Body.Close()
+	a.Host.Close()
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(url + "/api/chat/chat16/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := open(t, resp).all()
+	if tools(cs)["g_1"] == nil || text(cs) != "Waiting." || last(cs, "finish")["finishReason"] != "error" {
+		t.Errorf("resumed:\n%s", dump(cs))
+	}
+}
+
+// A resume of a response that continues a run after an approval sends
+// the run's message from its start: the responses before it, then it.
+// useChat starts the message over on a resume (its transport's
+// resumeStreamIsReplay), and the response alone went on with tool parts
+// it never began: ai's reader failed with "No tool invocation found for
+// tool call ID" on the approved call's output (TestAISDKReadsResumeAfterAnApproval).
+func TestResumeAfterAnApproval(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []func(*uitest.Agent) []aisdk.Option
+	}{{"durable stream", []func(*uitest.Agent) []aisdk.Option{withReplay}}, {"memory", nil}} {
+		t.Run(c.name, func(t *testing.T) {
+			first, second, resumed := resumeAfterAnApproval(t, c.opts...)
+			whole := append(append([]chunk{}, first[:len(first)-1]...), second[1:]...) // one start, one finish
+			if !reflect.DeepEqual(resumed, whole) {
+				t.Errorf("resumed:\n%s\nwant the run's message from its start:\n%s", dump(resumed), dump(whole))
+			}
+			if tl := tools(resumed); tl["s1_1"] == nil || tl["s1_1"].output != "saved: s" || tl["s2_3"] == nil || tl["s2_3"].output != "opened" {
+				t.Errorf("resumed tools %+v", tl)
+			}
+		})
+	}
+}
+
+// The `ai` package's own reader makes the same message of the resumed
+// stream as of the live ones (the first response, then the one that
+// continued it after the approval).
+func TestAISDKReadsResumeAfterAnApproval(t *testing.T) {
+	uitest.Node(t)
+	first, second, resumed := resumeAfterAnApproval(t, withReplay)
+	message := func(streams ...[]chunk) string {
+		b, _ := json.Marshal(streams)
+		f := filepath.Join(t.TempDir(), "streams.json")
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := uitest.RunNode(t, "aisdk-read.mjs", f)
+		for _, line := range strings.Split(out, "\n") {
+			if m, ok := strings.CutPrefix(line, "message "); ok {
+				return m
+			}
+		}
+		t.Fatalf("no message in %s", out)
+		return ""
+	}
+	live, again := message(first, second), message(resumed)
+	if live != again || !strings.Contains(again, `"output":"saved: s"`) {
+		t.Errorf("live: %s\nresumed: %s", live, again)
+	}
+}
+
+// resumeAfterAnApproval runs "slow": its first response asks for
+// write_note's approval; the answer's response runs it and waits at the
+// gate, where the chat is resumed. It returns the live responses and the
+// resumed stream.
+func resumeAfterAnApproval(t *testing.T, opts ...func(*uitest.Agent) []aisdk.Option) (first, second, resumed []chunk) {
+	t.Helper()
+	a, url := serve(t, opts...)
+	first = post(t, url, chunk{"id": "chat17", "messages": []any{userMsg("u1", "slow")}}).all()
+	if tools(first)["s1_1"] == nil || tools(first)["s1_1"].state != "approval-requested" {
+		t.Fatalf("the first response:\n%s", dump(first))
+	}
+	answer := chunk{"id": first[0]["messageId"], "role": "assistant", "parts": []any{chunk{"type": "dynamic-tool", "toolName": "write_note",
+		"toolCallId": "s1_1", "state": "approval-responded", "approval": chunk{"id": "s1_1", "approved": true}}}}
+	live := post(t, url, chunk{"id": "chat17", "messages": []any{userMsg("u1", "slow"), answer}})
+	live.untilToolAsked()
+	second, resumed = resumeAtTheGate(t, a, url, "chat17", live)
+	return first, second, resumed
 }

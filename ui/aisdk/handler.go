@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -72,14 +71,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	req, err := readChatRequest(http.MaxBytesReader(w, r.Body, maxWire))
 	if err != nil {
-		ui.HTTPError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("reading the body: %v (at most %d bytes)", err, MaxBody))
-		return
-	}
-	req, err := ParseChatRequest(body)
-	if err != nil {
-		ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) || errors.Is(err, errTooMuch) {
+			ui.HTTPError(w, http.StatusRequestEntityTooLarge, err.Error())
+		} else {
+			ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		}
 		return
 	}
 	t, err := h.host.Thread(req.ID)
@@ -101,7 +100,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The client may go: the run goes on, and a reload resumes it.
-	h.stream(w, r.Context(), t, log, partly, func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) {
+	h.stream(w, r.Context(), t, log, partly, func(ctx context.Context, fn func(*events.Event), _ func(*ui.End)) (*ui.End, error) {
 		return readLog(ctx, log, fn)
 	})
 }
@@ -128,13 +127,21 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	read := func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) { return readLog(ctx, log, fn) }
-	if h.bus != nil {
-		read = func(ctx context.Context, fn func(*events.Event)) (*ui.End, error) {
-			end, err := h.replay(ctx, t, log.N, fn)
+	// The client starts the message over (useChat's resume is a replay):
+	// a response that continues a run after a pause comes with the run's
+	// responses before it, whose tool parts it goes on with.
+	logs := append(log.Earlier(), log)
+	read := func(ctx context.Context, fn func(*events.Event), between func(*ui.End)) (*ui.End, error) {
+		return readLogs(ctx, logs, fn, between)
+	}
+	if e := log.End(); h.bus != nil && (e == nil || !e.Closed) {
+		// (A response the host's closing ended has no end in the stream:
+		// memory has it whole.)
+		read = func(ctx context.Context, fn func(*events.Event), between func(*ui.End)) (*ui.End, error) {
+			end, err := h.replay(ctx, t, logs, fn, between)
 			if errors.Is(err, errNoReplay) {
-				// Nothing was sent yet: the response kept in memory is the same.
-				return readLog(ctx, log, fn)
+				// Nothing was sent yet: the responses kept in memory are the same.
+				return readLogs(ctx, logs, fn, between)
 			}
 			return end, err
 		}
@@ -142,9 +149,23 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 	h.stream(w, r.Context(), t, log, nil, read)
 }
 
+// readLogs hands the responses' events to fn, one response after the
+// other, and the ends before the last one to between; it returns the
+// last one's end.
+func readLogs(ctx context.Context, logs []*ui.Log, fn func(*events.Event), between func(*ui.End)) (*ui.End, error) {
+	for _, l := range logs[:len(logs)-1] {
+		end, err := readLog(ctx, l, fn)
+		if err != nil {
+			return nil, err
+		}
+		between(end)
+	}
+	return readLog(ctx, logs[len(logs)-1], fn)
+}
+
 // stream writes one response; partly, if set, is said first.
 func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Thread, log *ui.Log, partly *ui.AnswersError,
-	read func(context.Context, func(*events.Event)) (*ui.End, error)) {
+	read func(ctx context.Context, fn func(*events.Event), between func(*ui.End)) (*ui.End, error)) {
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-cache")
@@ -161,7 +182,7 @@ func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Threa
 	end, err := read(ctx, func(ev *events.Event) {
 		tr.event(ev)
 		out.Flush()
-	})
+	}, tr.between)
 	if err != nil {
 		return // the client went
 	}
@@ -198,9 +219,13 @@ func readLog(ctx context.Context, log *ui.Log, fn func(*events.Event)) (*ui.End,
 // sent from it.
 var errNoReplay = errors.New("aisdk: resume from the durable stream")
 
-// replay reads response n of the thread back from the durable stream:
-// the session's events from the start, cut as the live thread cut them.
-func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*events.Event)) (*ui.End, error) {
+// replay reads responses logs of the thread (one run's, in order) back
+// from the durable stream: the session's events from the start, cut as
+// the live thread cut them, until the last one's end. When the host
+// closes or forgets the thread meanwhile, the last response ends without
+// a mark in the stream: it ends as its log did.
+func (h *Handler) replay(ctx context.Context, t *ui.Thread, logs []*ui.Log, fn func(*events.Event), between func(*ui.End)) (*ui.End, error) {
+	log := logs[len(logs)-1]
 	subject := h.bus.Subjects().Session(t.Session().ID())
 	// Where the stored session ends now: a replay that gets there without
 	// the thread's first mark (the stream's limits dropped it, or it is
@@ -219,25 +244,33 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*even
 	}
 	var (
 		mu     sync.Mutex
-		queue  []*events.Event
+		queue  []item
 		wake   = make(chan struct{}, 1)
-		rp     = t.NewReplayer()
+		rps    = make([]*ui.Replayer, len(logs)) // one per response
 		end    *ui.End
 		first  bool // the thread's first mark was found
 		absent bool // the stored events up to last do not hold it
 	)
+	for i := range rps {
+		rps[i] = t.NewReplayer()
+	}
 	stop, err := h.bus.Replay(ctx, subject, 1, func(seq uint64, ev *events.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		if end != nil || absent {
 			return
 		}
-		keep, e := rp.Add(ev, n)
-		if keep {
-			queue = append(queue, ev)
-		}
-		if e != nil {
-			end = e
+		for i, rp := range rps {
+			keep, e := rp.Add(ev, logs[i].N)
+			if keep {
+				queue = append(queue, item{ev: ev})
+			}
+			switch {
+			case e != nil && i == len(rps)-1:
+				end = e
+			case e != nil:
+				queue = append(queue, item{end: e}) // an earlier response's end
+			}
 		}
 		if !first && ev.Type == ui.MarkEvent {
 			var m ui.Mark
@@ -253,6 +286,8 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*even
 		return nil, fmt.Errorf("%w: %w", errNoReplay, err)
 	}
 	defer stop()
+	logDone := log.Done()
+	var closed *ui.End // the log ended with no mark to come
 	for {
 		mu.Lock()
 		evs, e, none := queue, end, absent
@@ -261,18 +296,37 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, n int, fn func(*even
 		if none {
 			return nil, fmt.Errorf("%w: the stream no longer holds the thread's start", errNoReplay)
 		}
-		for _, ev := range evs {
-			fn(ev)
+		for _, it := range evs {
+			if it.ev != nil {
+				fn(it.ev)
+			} else {
+				between(it.end)
+			}
 		}
 		if e != nil {
 			return e, nil
 		}
+		if closed != nil {
+			return closed, nil
+		}
 		select {
 		case <-wake:
+		case <-logDone:
+			logDone = nil
+			if e := log.End(); e.Closed {
+				closed = e // what the replay queued meanwhile goes first
+			}
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
 	}
+}
+
+// item is an event of a replayed response, or the end of a response
+// before the last one.
+type item struct {
+	ev  *events.Event
+	end *ui.End
 }
 
 // status is the HTTP status of a refused request: 503 while the host

@@ -1,13 +1,16 @@
 package aisdk
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/body"
 )
 
 // ChatRequest is the body useChat's default transport posts: the chat's
@@ -45,13 +48,90 @@ type Approval struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-// MaxBody bounds a request body.
+// MaxBody bounds what a request brings that the handler keeps: the
+// chat's and the messages' ids, roles and parts, the user messages'
+// text. The rest of the body, the text of the other messages and the
+// tool parts' inputs and outputs (useChat sends the whole conversation
+// with every request; the thread does not read them), is read and
+// dropped a message at a time; the whole body is bounded by MaxWire.
 const MaxBody = 4 << 20
+
+// MaxWire bounds a request body as a whole (see MaxBody): a conversation
+// that outgrows it would outgrow the model providers' request limits
+// too (32 MB at Anthropic), and one message of it is held in memory at a
+// time while it is read.
+const MaxWire = 64 << 20
+
+// maxWire is MaxWire, lowered by tests.
+var maxWire int64 = MaxWire
+
+// errTooMuch: a request keeps more than MaxBody.
+var errTooMuch = body.ErrTooMuch
+
+// perValue is what each value kept counts besides its bytes.
+const perValue = 16
 
 // ParseChatRequest reads and checks a useChat request.
 func ParseChatRequest(data []byte) (*ChatRequest, error) {
+	return readChatRequest(bytes.NewReader(data))
+}
+
+// readChatRequest reads a useChat request from r a message at a time and
+// checks it: what the thread does not read is dropped as it is read (see
+// MaxBody). Fields are matched as encoding/json matches them
+// (case-insensitively; the last of a key wins).
+func readChatRequest(r io.Reader) (*ChatRequest, error) {
 	var req ChatRequest
-	if err := json.Unmarshal(data, &req); err != nil {
+	b := body.New(r, MaxBody)
+	str := func(s *string) error {
+		if err := b.Decode(s); err != nil {
+			return err
+		}
+		return b.Keep(len(*s) + perValue)
+	}
+	err := b.Object(func(key string) error {
+		switch {
+		case strings.EqualFold(key, "id"):
+			return str(&req.ID)
+		case strings.EqualFold(key, "trigger"):
+			return str(&req.Trigger)
+		case strings.EqualFold(key, "messageId"):
+			return str(&req.MessageID)
+		case strings.EqualFold(key, "messages"):
+			req.Messages = nil
+			return b.Array(func() error {
+				var m UIMessage
+				if err := b.Decode(&m); err != nil {
+					return err
+				}
+				n := len(m.ID) + len(m.Role) + perValue
+				for i := range m.Parts {
+					p := &m.Parts[i]
+					if m.Role != "user" {
+						p.Text = "" // not read: dropped here
+					}
+					n += len(p.Type) + len(p.Text) + len(p.ToolCallID) + len(p.State) + perValue
+					if p.Approval != nil {
+						n += len(p.Approval.ID) + len(p.Approval.Reason) + perValue
+					}
+				}
+				req.Messages = append(req.Messages, m)
+				return b.Keep(n)
+			})
+		}
+		return b.Skip()
+	})
+	if err == nil {
+		err = b.End()
+	}
+	if errors.Is(err, errTooMuch) {
+		return nil, fmt.Errorf("aisdk: the request's ids, parts and user messages' text are %w (MaxBody): send less history", err)
+	}
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, fmt.Errorf("aisdk: the body is larger than %d bytes (MaxWire): %w", tooLarge.Limit, err)
+		}
 		return nil, fmt.Errorf("aisdk: the body is not a useChat request ({id, messages}): %w", err)
 	}
 	if req.ID == "" {

@@ -48,11 +48,12 @@ type translator struct {
 	turn    int
 	attempt int
 	started map[string]bool // tool parts begun in this response
+	asked   map[string]bool // calls whose approval this response requested
 	content map[string]*events.Reassembler
 }
 
 func newTranslator(out *writer, messageID string, run int) *translator {
-	return &translator{out: out, messageID: messageID, run: run, started: map[string]bool{}, content: map[string]*events.Reassembler{}}
+	return &translator{out: out, messageID: messageID, run: run, started: map[string]bool{}, asked: map[string]bool{}, content: map[string]*events.Reassembler{}}
 }
 
 func (t *translator) begin() {
@@ -127,11 +128,8 @@ func (t *translator) event(ev *events.Event) {
 		if json.Unmarshal(ev.Data, &req) != nil || req.Status != "pending" {
 			return // the outcome shows in the call's result
 		}
-		c := map[string]any{"type": "tool-approval-request", "approvalId": ev.Call, "toolCallId": ev.Call}
-		if req.Reason != "" {
-			c["reason"] = req.Reason
-		}
-		t.out.chunk(c)
+		req.CallID = ev.Call
+		t.approvalRequest(req)
 	case events.TypeResult:
 		res := ev.Result
 		content := res.Content
@@ -184,6 +182,15 @@ func (t *translator) reassembler(call string) *events.Reassembler {
 	return r
 }
 
+func (t *translator) approvalRequest(req interceptors.ApprovalRequest) {
+	t.asked[req.CallID] = true
+	c := map[string]any{"type": "tool-approval-request", "approvalId": req.CallID, "toolCallId": req.CallID}
+	if req.Reason != "" {
+		c["reason"] = req.Reason
+	}
+	t.out.chunk(c)
+}
+
 func (t *translator) startTool(id, name string) {
 	if t.started[id] {
 		return
@@ -201,6 +208,20 @@ func (t *translator) closeText() {
 
 // finish ends the message as the response ended.
 func (t *translator) finish(end *ui.End) {
+	t.out.chunk(map[string]any{"type": "finish", "finishReason": t.end(end)})
+}
+
+// between ends a response that a later one of the same run continues, in
+// one stream (a resume sends the run's message from its start): what the
+// live response sent at its end but the finish chunk.
+func (t *translator) between(end *ui.End) {
+	t.end(end)
+	clear(t.asked) // per response, as live
+}
+
+// end closes what the response leaves open and says why it ended; it
+// returns the finish reason.
+func (t *translator) end(end *ui.End) string {
 	t.closeText()
 	if t.step {
 		t.out.chunk(map[string]any{"type": "finish-step"})
@@ -210,6 +231,14 @@ func (t *translator) finish(end *ui.End) {
 	switch end.Kind {
 	case ui.EndPaused:
 		reason = "tool-calls" // the approvals wait: the next request answers them
+		// Every call the run waits for is asked for here, also one whose
+		// request went to a response no client read (it asked after the
+		// response before was cut), as AG-UI's interrupts list them all.
+		for _, req := range end.Approvals {
+			if !t.asked[req.CallID] {
+				t.approvalRequest(req)
+			}
+		}
 	case ui.EndError:
 		reason = "error"
 		msg := "the run failed"
@@ -218,7 +247,7 @@ func (t *translator) finish(end *ui.End) {
 		}
 		t.out.chunk(map[string]any{"type": "error", "errorText": msg})
 	}
-	t.out.chunk(map[string]any{"type": "finish", "finishReason": reason})
+	return reason
 }
 
 // Output renders model-visible content as a tool part's output: a string

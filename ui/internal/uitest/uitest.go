@@ -157,6 +157,8 @@ func Replace() toolkit.Interceptor {
 //     answers.
 //   - "both": calls count and ask (which needs approval) in one stage.
 //   - "two": calls ask twice in one stage: two approvals wait at once.
+//   - "slow": calls write_note (which asks for approval), then gate,
+//     then answers.
 //   - "retry": the first attempt says "Oops " and fails (retryable); the
 //     retry answers "Hello.".
 //   - anything else: answers "Hello." at once.
@@ -218,6 +220,11 @@ func Model() agent.Model {
 				say("Oops ")
 				return nil, &agent.APIError{Provider: "test", StatusCode: 503, Message: "overloaded", Retryable: true}
 			}
+		case task == "slow" && turn == 0:
+			return &agent.Reply{Calls: calls(call(id("s1"), "write_note", `{"text":"s"}`)), Finish: agent.FinishToolCalls}, nil
+		case task == "slow" && turn == 1:
+			say("Now the gate.")
+			return &agent.Reply{Text: "Now the gate.", Calls: calls(call(id("s2"), "gate", `{}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "gate" && turn == 0:
 			say("Waiting.")
 			return &agent.Reply{Text: "Waiting.", Calls: calls(call(id("g"), "gate", `{}`)), Finish: agent.FinishToolCalls}, nil
@@ -262,8 +269,8 @@ func Node(t *testing.T) (node, dir string) {
 }
 
 // RunNode runs a script of clients/ui with args and fails the test with
-// its output when it fails.
-func RunNode(t *testing.T, script string, args ...string) {
+// its output when it fails; it returns the script's output.
+func RunNode(t *testing.T, script string, args ...string) string {
 	t.Helper()
 	node, dir := Node(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -280,6 +287,7 @@ func RunNode(t *testing.T, script string, args ...string) {
 	if !strings.Contains(stdout.String(), "all checks passed") {
 		t.Fatalf("%s did not finish its checks\n%s", script, stderr.Bytes())
 	}
+	return stdout.String()
 }
 
 // BigJSON is big's result: a JSON value of 1.5 MiB, more than the
