@@ -99,8 +99,8 @@ func (t *translator) event(ev *events.Event) {
 		for _, c := range b.Calls {
 			if !t.opened[c.ID] {
 				t.startCall(c.ID, c.Name)
-				if len(c.Args) > 0 {
-					t.out.event(map[string]any{"type": "TOOL_CALL_ARGS", "toolCallId": c.ID, "delta": string(c.Args)})
+				if args := argsText(c.Args); args != "" {
+					t.out.event(map[string]any{"type": "TOOL_CALL_ARGS", "toolCallId": c.ID, "delta": args})
 				}
 			}
 		}
@@ -331,4 +331,15 @@ func Text(content []events.Part) string {
 
 func emptyPart(p events.Part) bool {
 	return p.Type == events.PartText && p.Text == "" || p.Type == events.PartBinary && len(p.Data) == 0
+}
+
+// argsText is a call's arguments as the model wrote them. turn_end carries
+// arguments that are not JSON as a JSON string of their text (arguments are
+// an object otherwise), and the client shows TOOL_CALL_ARGS as written.
+func argsText(args json.RawMessage) string {
+	var text string
+	if len(args) > 0 && args[0] == '"' && json.Unmarshal(args, &text) == nil {
+		return text
+	}
+	return string(args)
 }
