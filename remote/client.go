@@ -25,6 +25,11 @@ import (
 // the id of the worker that ran it (UIs show it; the model never sees it).
 const MetaWorker = "worker"
 
+// MetaOmitted is the result metadata key set (to true) when the worker's
+// result was too large for one NATS message even without its content, and
+// its metadata was left out.
+const MetaOmitted = "meta_omitted"
+
 var (
 	// ErrNoWorkers: no worker serves the tool (NATS answered "no
 	// responders"). The call was not run; it fails at once.
@@ -508,6 +513,14 @@ type follower struct {
 	next    uint64             // the frame number expected next
 	gap     bool               // a frame was lost: the result frame's content is the truth
 	relayed events.Reassembler // what reached the engine, to compare with the result
+
+	// A part too large for one message comes in chunks (HeaderChunk): its
+	// JSON so far, the index due next, the count, and whether its first
+	// chunk started the content over. count is 0 outside a run.
+	chunks     []byte
+	chunkNext  int
+	chunkCount int
+	chunkReset bool
 }
 
 func (f *follower) follow(ctx context.Context) ([]toolkit.Part, error) {
@@ -581,12 +594,28 @@ func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err erro
 			f.em.Report(p.Message, frac, nil)
 		}
 	case frameDelta:
+		if f.gap {
+			return
+		}
+		data, reset := m.Data, m.Header.Get(HeaderReset) != ""
+		if c := m.Header.Get(HeaderChunk); c != "" || f.chunkCount > 0 {
+			whole, ok := f.chunk(c, data, reset)
+			if !ok {
+				f.gap = true // a chunk missing or out of place
+				return
+			}
+			if whole == nil {
+				return // more chunks to come
+			}
+			data, reset = whole, f.chunkReset
+			f.chunks, f.chunkNext, f.chunkCount, f.chunkReset = nil, 0, 0, false
+		}
 		var p events.Part
-		if f.gap || json.Unmarshal(m.Data, &p) != nil {
+		if json.Unmarshal(data, &p) != nil {
 			f.gap = true
 			return
 		}
-		if m.Header.Get(HeaderReset) != "" {
+		if reset {
 			if f.em.Reset() == nil {
 				f.relayed = events.Reassembler{}
 			}
@@ -607,6 +636,30 @@ func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err erro
 	return
 }
 
+// chunk takes one chunk of a part: the part's JSON once its last chunk
+// came, nil before; ok is false when the chunk is not the one due (or a
+// plain delta came in the middle of a run).
+func (f *follower) chunk(h string, data []byte, reset bool) (whole []byte, ok bool) {
+	i, n, ok := parseChunk(h)
+	if !ok {
+		return nil, false
+	}
+	if f.chunkCount == 0 {
+		if i != 0 {
+			return nil, false
+		}
+		f.chunkCount, f.chunkReset = n, reset
+	} else if i != f.chunkNext || n != f.chunkCount {
+		return nil, false
+	}
+	f.chunks = append(f.chunks, data...)
+	f.chunkNext++
+	if f.chunkNext < f.chunkCount {
+		return nil, true
+	}
+	return f.chunks, true
+}
+
 // settle makes the call's content the worker's: what was relayed stands
 // when it is that; otherwise (a lost frame) the content starts over with the
 // result's.
@@ -621,7 +674,7 @@ func (f *follower) settle(r *wireResult) ([]toolkit.Part, error) {
 	relayed := f.relayed.Content()
 	want := r.Content
 	if r.Omitted {
-		if f.gap {
+		if f.gap || f.chunkCount > 0 {
 			return nil, fmt.Errorf("remote: worker %s's result of %q was larger than one NATS message and some of its pieces were lost", f.worker, f.tool)
 		}
 		want = relayed
@@ -643,6 +696,9 @@ func (f *follower) settle(r *wireResult) ([]toolkit.Part, error) {
 	}
 	for k, v := range r.Meta {
 		f.em.SetMeta(k, v)
+	}
+	if r.MetaOmitted {
+		f.em.SetMeta(MetaOmitted, true)
 	}
 	if f.worker != "" {
 		f.em.SetMeta(MetaWorker, f.worker)

@@ -23,7 +23,8 @@ import (
 // FuzzFrames: whatever frames a worker sends (any kinds, numbers, bodies,
 // resets, garbage, nothing at all), the call ends within the heartbeat bound
 // with exactly one final result whose content is what its deltas add up to.
-// A script is lines "kind|seq|reset|data". After its lines the scripted
+// A script is lines "kind|seq|reset|data", where reset is "1" for a reset
+// delta and may end with "c<index>/<count>" for a chunk. After its lines the scripted
 // worker refuses the call (the error headers of micro), which ends a call
 // that the script left open at once, whatever the frames before; a script
 // whose last line is "silent" leaves the worker silent instead, and the call
@@ -42,6 +43,13 @@ func FuzzFrames(f *testing.F) {
 		"accept|1|0|\ndelta|2|0|" + part("a") + "\nsilent",
 		"hb|1|0|\nsilent",
 		"accept|1|0|\ncancel|0|0|\ndelta|2|0|" + part("a") + "\nresult|3|0|{\"state\":\"success\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]}",
+		// A part in chunks, whole and broken.
+		"accept|1|0|\ndelta|2|c0/2|{\"type\":\"json\",\ndelta|3|c1/2|\"json\":[1]}\nresult|4|0|{\"state\":\"success\",\"content_omitted\":true}",
+		"accept|1|0|\ndelta|2|0|" + part("a") + "\ndelta|3|1c0/2|{\"type\":\"json\",\ndelta|4|c1/2|\"json\":[1]}\nresult|5|0|{\"state\":\"success\",\"content\":[{\"type\":\"json\",\"json\":[1]}]}",
+		"accept|1|0|\ndelta|2|c0/3|{\"type\":\"json\",\ndelta|3|c1/3|\"json\":[1]}\nresult|4|0|{\"state\":\"success\",\"content_omitted\":true}",
+		"accept|1|0|\ndelta|2|c1/2|{\"type\":\"json\",\ndelta|3|c0/2|\"json\":[1]}\nresult|4|0|{\"state\":\"success\",\"content\":[]}",
+		"accept|1|0|\ndelta|2|c0/2|{\"type\":\"json\",\ndelta|3|0|" + part("a") + "\nresult|4|0|{\"state\":\"success\",\"content_omitted\":true}",
+		"accept|1|0|\ndelta|2|c0/1|{\"type\":\"text\",\"text\":\"a\"}\nresult|3|0|{\"state\":\"success\",\"content_omitted\":true,\"meta_omitted\":true}",
 	} {
 		f.Add(s)
 	}
@@ -67,6 +75,10 @@ func FuzzFrames(f *testing.F) {
 			seq, rest, _ := strings.Cut(rest, "|")
 			reset, data, _ := strings.Cut(rest, "|")
 			h := nats.Header{remote.HeaderFrame: {kind}, remote.HeaderSeq: {seq}, remote.HeaderWorker: {"W"}}
+			if r, chunk, ok := strings.Cut(reset, "c"); ok {
+				h.Set(remote.HeaderChunk, chunk)
+				reset = r
+			}
 			if reset == "1" {
 				h.Set(remote.HeaderReset, "1")
 			}

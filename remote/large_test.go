@@ -2,10 +2,16 @@ package remote_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/remote"
@@ -69,4 +75,126 @@ func TestShortHeartbeat(t *testing.T) {
 	if r.State != toolkit.StateSuccess || r.Text() != "done" {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
+}
+
+type bigOut struct {
+	Data string `json:"data"`
+}
+
+// TestLargeResultAtOnce: a result larger than one NATS message that a tool
+// returns at once, not streamed, reaches the agent whole and as in process:
+// a long text (cut into several text deltas on the way), a structured
+// output (its JSON part cut into chunks, put together again), a result
+// whose meta or error text is too large even without its content (the meta
+// left out and said so, the error cut and said so), and a progress report
+// too large for a message (dropped: it leaves no gap that would lose a
+// streamed result). Before, the first two failed with "larger than one NATS
+// message and some of its pieces were lost", the next two found no result
+// frame at all and gave the worker up as lost ("stopped answering ... may
+// or may not have done its work") though it was alive, and the last failed
+// like the first two.
+func TestLargeResultAtOnce(t *testing.T) {
+	// A server that takes messages of 64 KiB at most, and 96 KiB of text
+	// with characters that take more room escaped.
+	srv := smallServer(t, 64<<10)
+	big := strings.Repeat("héllo <wörld> \"quoted\"\n", 96<<10/26)
+	line := strings.Repeat("z", 1023) + "\n"
+	tools := []*toolkit.Tool{
+		toolkit.MustTool(toolkit.Spec{Name: "text", ReadOnly: true}, func(context.Context, struct{}) (string, error) {
+			return big, nil
+		}),
+		toolkit.MustTool(toolkit.Spec{Name: "structured", ReadOnly: true}, func(context.Context, struct{}) (bigOut, error) {
+			return bigOut{Data: big}, nil
+		}),
+		toolkit.MustTool(toolkit.Spec{Name: "meta", ReadOnly: true}, func(ctx context.Context, _ struct{}) (string, error) {
+			stream.From(ctx).SetMeta("big", big)
+			return "ok", nil
+		}),
+		toolkit.MustTool(toolkit.Spec{Name: "error", ReadOnly: true}, func(context.Context, struct{}) (string, error) {
+			return "", errors.New(big)
+		}),
+		toolkit.MustTool(toolkit.Spec{Name: "progress", ReadOnly: true}, func(ctx context.Context, _ struct{}) (string, error) {
+			em := stream.From(ctx)
+			em.Report("a report too large", 0.5, map[string]string{"big": big})
+			for range 100 {
+				if err := em.Text(line); err != nil {
+					return "", err
+				}
+			}
+			return "", nil
+		}),
+	}
+	wk := testutil.Kit(t)
+	testutil.Add(t, wk, tools...)
+	w, err := remote.Serve(connTo(t, srv), wk, remote.WorkerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop(context.Background()) })
+	c := remote.NewClient(connTo(t, srv), remote.ClientOptions{})
+	rec := &testutil.Recorder{}
+	agent := testutil.Kit(t, toolkit.WithObserver(rec))
+	testutil.Add(t, agent, discover(t, c, len(tools))...)
+	local := testutil.Kit(t)
+	testutil.Add(t, local, tools...)
+	for _, tl := range tools {
+		name := tl.Name()
+		t.Run(name, func(t *testing.T) {
+			r := testutil.Run(t, agent, "s", testutil.Call(name, name, `{}`))[0]
+			if errors.Is(r.Err, remote.ErrWorkerLost) {
+				t.Fatalf("the worker was given up as lost: %v", r.Err)
+			}
+			if d := testutil.Deltas(rec.Of(name)); !events.EqualContent(d, r.Content) {
+				t.Errorf("the deltas (%d parts) do not add up to the result (%d parts)", len(d), len(r.Content))
+			}
+			switch name {
+			case "meta":
+				if r.State != toolkit.StateSuccess || r.Text() != "ok" || r.Meta[remote.MetaOmitted] != true || r.Meta["big"] != nil {
+					t.Fatalf("%s %q %v, meta %v", r.State, r.Text(), r.Err, r.Meta[remote.MetaOmitted])
+				}
+				return
+			case "error":
+				want := fmt.Sprintf(" [cut to fit one message: %d bytes in all]", len(big))
+				if r.State != toolkit.StateError || r.Err == nil || !strings.HasSuffix(r.Err.Error(), want) ||
+					!strings.HasPrefix(r.Err.Error(), big[:1000]) {
+					t.Fatalf("%s: %.200v", r.State, r.Err)
+				}
+				return
+			}
+			want := testutil.Run(t, local, "s", testutil.Call(name, name, `{}`))[0]
+			if r.State != toolkit.StateSuccess || !events.EqualContent(r.Content, want.Content) {
+				t.Fatalf("%s, %d bytes, %.200v; in process %d bytes", r.State, len(r.Text()), r.Err, len(want.Text()))
+			}
+		})
+	}
+}
+
+// smallServer starts a NATS server, closed at the end of the test, that
+// takes messages of maxPayload bytes at most.
+func smallServer(t *testing.T, maxPayload int32) *server.Server {
+	t.Helper()
+	srv, err := server.NewServer(&server.Options{MaxPayload: maxPayload, DontListen: true, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the server did not start")
+	}
+	t.Cleanup(func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	})
+	return srv
+}
+
+// connTo connects to srv in process; closed at the end of the test.
+func connTo(t *testing.T, srv *server.Server) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect("", nats.InProcessServer(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }

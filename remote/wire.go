@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -56,6 +57,11 @@ const (
 	HeaderWorker  = "Toolstream-Worker"
 	HeaderControl = "Toolstream-Control" // where the caller sends a cancellation
 	HeaderReset   = "Toolstream-Reset"   // on a delta that starts the content over
+	// HeaderChunk, "<index>/<count>" on a delta frame, marks one piece of a
+	// part too large for one message: the bodies of pieces 0 to count-1, in
+	// a row, put together, are the part's JSON (as in the events' chunks,
+	// docs/events.md, "Large content").
+	HeaderChunk = "Toolstream-Chunk"
 )
 
 // Frame types.
@@ -139,6 +145,36 @@ type wireResult struct {
 	// (interceptors.IsTransient); the caller marks it again.
 	Transient bool           `json:"transient,omitempty"`
 	Meta      map[string]any `json:"meta,omitempty"`
+	// MetaOmitted: the meta was too large for the message even without
+	// the content, and was left out.
+	MetaOmitted bool `json:"meta_omitted,omitempty"`
+}
+
+// frameRoom is what a frame keeps free for its headers: a frame's body is
+// at most the server's max payload less this.
+const frameRoom = 4096
+
+// frameLimit is the largest frame body a connection sends.
+func frameLimit(nc *nats.Conn) int {
+	n := int(nc.MaxPayload())
+	if n <= 0 {
+		n = 1 << 20 // nats-server's default, while the server's is unknown
+	}
+	return n - frameRoom
+}
+
+// parseChunk reads a HeaderChunk value: index and count, 0 <= index < count.
+func parseChunk(s string) (index, count int, ok bool) {
+	i, n, found := strings.Cut(s, "/")
+	if !found {
+		return 0, 0, false
+	}
+	index, err1 := strconv.Atoi(i)
+	count, err2 := strconv.Atoi(n)
+	if err1 != nil || err2 != nil || index < 0 || index >= count {
+		return 0, 0, false
+	}
+	return index, count, true
 }
 
 func frameSeq(m *nats.Msg) uint64 {
