@@ -532,7 +532,17 @@ func (f *follower) follow(ctx context.Context) ([]toolkit.Part, error) {
 		case <-ctx.Done():
 			return nil, f.cancel()
 		case <-timer.C:
-			return nil, &LostError{Worker: f.worker, Tool: f.tool, After: lost}
+			// The time it took to handle the last frame (the agent's engine
+			// and its inline observers) is not the worker's silence: a frame
+			// that came meanwhile says it is alive.
+			m := f.ch.take()
+			if m == nil {
+				return nil, &LostError{Worker: f.worker, Tool: f.tool, After: lost}
+			}
+			timer.Reset(lost)
+			if done, parts, err := f.frame(m); done {
+				return parts, err
+			}
 		case <-f.c.r.closed:
 			return nil, fmt.Errorf("remote: the call of %q: %w (the worker may still run it)", f.tool, ErrClientClosed)
 		case <-f.ch.ready:

@@ -198,3 +198,38 @@ func connTo(t *testing.T, srv *server.Server) *nats.Conn {
 	t.Cleanup(nc.Close)
 	return nc
 }
+
+// TestSlowAgentIsNotSilentWorker: the time the agent takes to handle a
+// frame (its engine, its inline observers: here 60 ms per delta, three of
+// the client's heartbeat bounds) is not the worker's silence. The worker
+// sends its heartbeats meanwhile; before, the client's timer fired during
+// the handling and, the next frame and the timer both ready, the call
+// failed with ErrWorkerLost one time in two for each delta though the
+// worker never stopped answering.
+func TestSlowAgentIsNotSilentWorker(t *testing.T) {
+	bus := natstest.Bus(t)
+	wk := testutil.Kit(t)
+	const n = 8
+	testutil.Add(t, wk, toolkit.MustTool(toolkit.Spec{Name: "chatty", ReadOnly: true}, func(ctx context.Context, _ struct{}) (string, error) {
+		em := stream.From(ctx)
+		for i := range n {
+			if err := em.Text(fmt.Sprintf("line %d\n", i)); err != nil {
+				return "", err
+			}
+		}
+		return "", nil
+	}))
+	serve(t, bus, wk, remote.WorkerOptions{})
+	c := remote.NewClient(conn(t, bus), remote.ClientOptions{Heartbeat: 10 * time.Millisecond, MissedHeartbeats: 2})
+	slow := toolkit.ObserverFunc(func(ev *events.Event) {
+		if ev.Type == events.TypeDelta {
+			time.Sleep(60 * time.Millisecond) // an inline observer that takes its time
+		}
+	})
+	agent := testutil.Kit(t, toolkit.WithInlineObserver(slow))
+	testutil.Add(t, agent, discover(t, c, 1)...)
+	r := testutil.Run(t, agent, "s", testutil.Call("c1", "chatty", `{}`))[0]
+	if r.State != toolkit.StateSuccess || strings.Count(r.Text(), "\n") != n {
+		t.Fatalf("%s %q %v", r.State, r.Text(), r.Err)
+	}
+}
