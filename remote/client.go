@@ -48,7 +48,8 @@ var (
 // default.
 type ClientOptions struct {
 	// Service and Prefix must match the workers' (DefaultService,
-	// DefaultPrefix).
+	// DefaultPrefix). A tool's calls go to <Prefix>.<tool> only: Discover
+	// and Tool leave out an endpoint whose subject is another.
 	Service string
 	Prefix  string
 	// Heartbeat is how often workers are asked to send a heartbeat while
@@ -383,11 +384,17 @@ func (c *Client) fromEndpoint(ep micro.EndpointInfo) (*toolkit.Tool, error) {
 	if ws.Name != ep.Name {
 		return nil, fmt.Errorf("endpoint %q describes a tool named %q", ep.Name, ws.Name)
 	}
+	// The calls go to <Prefix>.<tool> and nowhere else: a service that
+	// answers under the workers' name must not make the agent publish the
+	// model's arguments, with its credentials, on any subject it names.
+	subject := c.opts.Prefix + "." + ep.Name
+	if ep.Subject != subject {
+		return nil, fmt.Errorf("endpoint %q serves subject %q, not %q (the client's Prefix must be the workers'): its calls are not sent there", ep.Name, ep.Subject, subject)
+	}
 	spec := ws.spec()
 	if out := ep.Metadata[MetaOutputSchema]; out != "" {
 		spec.OutputSchema = json.RawMessage(out)
 	}
-	subject := ep.Subject
 	t, err := toolkit.NewRawTool(spec, json.RawMessage(ep.Metadata[MetaSchema]), func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
 		return c.call(ctx, spec.Name, subject, args)
 	})
