@@ -14,6 +14,7 @@ import (
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/remote"
+	"github.com/toolstream/toolstream/toolkit"
 )
 
 // fakeInfo answers the client's $SRV.INFO with one service whose endpoints
@@ -94,6 +95,28 @@ func TestDiscoverKeepsToThePrefix(t *testing.T) {
 	for _, tl := range tools {
 		if tl.Name() == "x" || tl.Name() == "purge" || tl.Name() == "any" {
 			t.Fatalf("discovered %s", tl.Name())
+		}
+	}
+}
+
+// TestFarDeadline: a call whose context's deadline is further than a
+// request may say (30 days) runs; the worker's own bound is a fallback and
+// needs no more. Before, the client sent the whole time left and every
+// worker refused the call ("400 ... Toolstream-Timeout-Ms: not a number of
+// milliseconds from 1 to 2592000000"), and likewise for a heartbeat that
+// long.
+func TestFarDeadline(t *testing.T) {
+	bus := natstest.Bus(t)
+	serve(t, bus, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
+	for _, beat := range []time.Duration{0, 40 * 24 * time.Hour} {
+		c := remote.NewClient(conn(t, bus), remote.ClientOptions{Heartbeat: beat})
+		agent := testutil.Kit(t, toolkit.WithDefaultTimeout(0)) // the context's deadline is the call's
+		testutil.Add(t, agent, discover(t, c, 1)...)
+		ctx, cancel := context.WithTimeout(context.Background(), 40*24*time.Hour)
+		r := testutil.Session(t, agent, "s").Run(ctx, []toolkit.Call{testutil.Call("c1", "count", `{"words":["x"]}`)})[0]
+		cancel()
+		if r.State != toolkit.StateSuccess {
+			t.Fatalf("heartbeat %v: %s %q", beat, r.State, r.Text())
 		}
 	}
 }

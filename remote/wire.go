@@ -182,8 +182,10 @@ func frameSeq(m *nats.Msg) uint64 {
 	return n
 }
 
+// msHeader writes a duration for a request: 1 ms to maxMS, what parseMS
+// takes (a longer deadline or heartbeat is sent as the longest).
 func msHeader(d time.Duration) string {
-	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+	return strconv.FormatInt(min(max(d.Milliseconds(), 1), maxMS), 10)
 }
 
 // maxMS bounds the durations a request may carry (30 days), far from
