@@ -149,3 +149,181 @@ func FuzzFrames(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWorkerRequest: whatever headers and body a request carries (session,
+// call, timeout, heartbeat, arguments), a worker answers it, at once and
+// precisely: a refusal with micro's error headers (400 for a malformed
+// call), or an accept, frames numbered from 1 without a gap, and a result
+// frame that decodes; and whatever body a cancellation carries, the worker
+// answers it with a cancel frame (400: no call named; 404: no such call).
+// It never panics, never stays silent, and keeps no call in flight after.
+func FuzzWorkerRequest(f *testing.F) {
+	for _, s := range [][5]string{
+		{"s", "c", "", "", `{"a":1}`},
+		{"s", "c", "1", "10", `not json`},
+		{"", "c", "", "", `{}`},
+		{"s", "", "5000", "", `{}`},
+		{"s", "c", "-1", "", `{}`},
+		{"s", "c", "", "99999999999999999999", `{}`},
+		{" s ", "c\r\nToolstream-Session: t", "0x10", "1e3", `{"a":` + strings.Repeat("[", 10000)},
+		{strings.Repeat("é", 300), "c", "1", "1", `null`},
+		{"s", "c", "2592000000", "30000", ``},
+	} {
+		f.Add(s[0], s[1], s[2], s[3], s[4])
+	}
+	bus := natstest.Bus(f)
+	wnc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer wnc.Close()
+	wk := toolkit.New()
+	defer func() { _ = wk.Close(context.Background()) }()
+	echo, err := toolkit.NewRawTool(toolkit.Spec{Name: "echo", ConcurrencySafe: true}, json.RawMessage(`{"type":"object"}`),
+		func(_ context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+			return []toolkit.Part{events.Text(string(args))}, nil
+		})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := wk.Add(echo); err != nil {
+		f.Fatal(err)
+	}
+	w, err := remote.Serve(wnc, wk, remote.WorkerOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer func() { _ = w.Stop(context.Background()) }()
+	nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer nc.Close()
+	f.Fuzz(func(t *testing.T, session, call, timeout, beat, body string) {
+		inbox := nats.NewInbox()
+		ch := make(chan *nats.Msg, 64)
+		sub, err := nc.ChanSubscribe(inbox, ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+		next := func(what string) *nats.Msg {
+			select {
+			case m := <-ch:
+				return m
+			case <-time.After(3 * time.Second):
+				t.Fatalf("no answer (%s)", what)
+				return nil
+			}
+		}
+		// A cancellation naming whatever the body says: no call runs with
+		// that reply subject.
+		if err := nc.PublishMsg(&nats.Msg{Subject: remote.DefaultPrefix + "._cancel." + w.ID(), Reply: inbox, Data: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+		m := next("the cancellation")
+		if m.Header.Get(remote.HeaderFrame) != "cancel" || (m.Header.Get(micro.ErrorCodeHeader) != "400" && m.Header.Get(micro.ErrorCodeHeader) != "404") {
+			t.Fatalf("the answer to a cancellation: %v", m.Header)
+		}
+		h := nats.Header{}
+		for k, v := range map[string]string{remote.HeaderSession: session, remote.HeaderCall: call, remote.HeaderTimeout: timeout, remote.HeaderHeartbeat: beat} {
+			if v != "" {
+				h.Set(k, v)
+			}
+		}
+		if err := nc.PublishMsg(&nats.Msg{Subject: remote.DefaultPrefix + ".echo", Reply: inbox, Header: h, Data: []byte(body)}); err != nil {
+			return // a request the client refuses to send (too large)
+		}
+		for seq := uint64(1); ; seq++ {
+			m := next("the call")
+			if code := m.Header.Get(micro.ErrorCodeHeader); code != "" {
+				if seq != 1 || code != "400" && code != "409" || m.Header.Get(micro.ErrorHeader) == "" {
+					t.Fatalf("refusal %s after %d frames: %v", code, seq-1, m.Header)
+				}
+				break
+			}
+			if got, _ := strconv.ParseUint(m.Header.Get(remote.HeaderSeq), 10, 64); got != seq {
+				t.Fatalf("frame %q numbered %d, want %d", m.Header.Get(remote.HeaderFrame), got, seq)
+			}
+			if m.Header.Get(remote.HeaderFrame) == "result" {
+				var r struct {
+					State events.State `json:"state"`
+				}
+				if err := json.Unmarshal(m.Data, &r); err != nil || r.State == "" {
+					t.Fatalf("result frame %q: %v", m.Data, err)
+				}
+				break
+			}
+		}
+		for start := time.Now(); w.Stats().InFlight != 0; time.Sleep(time.Millisecond) {
+			if time.Since(start) > 2*time.Second {
+				t.Fatalf("%d calls in flight after the result", w.Stats().InFlight)
+			}
+		}
+	})
+}
+
+// FuzzDiscover: whatever a service answering $SRV.INFO under the workers'
+// name says, Discover returns within its wait, without a panic, and only
+// tools that the answer describes, on the client's prefix.
+func FuzzDiscover(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"toolstream_tools","id":"A","version":"1.0.0","endpoints":[{"name":"x","subject":"toolstream._tools.x","metadata":{"toolstream.spec":"{\"name\":\"x\"}","toolstream.schema":"{\"type\":\"object\"}"}}]}`,
+		`{"endpoints":[{"name":"x","subject":"elsewhere","metadata":{"toolstream.spec":"{\"name\":\"x\"}","toolstream.schema":"{}"}}]}`,
+		`{"endpoints":[{"name":"x.*","subject":"toolstream._tools.x.*","metadata":{"toolstream.spec":"{\"name\":\"x.*\"}","toolstream.schema":"{}"}}]}`,
+		`{"endpoints":[{"name":"x","subject":"toolstream._tools.x","metadata":{"toolstream.spec":"{\"name\":\"x\",\"timeout_ms\":-5}","toolstream.schema":"{\"type\":7}","toolstream.output_schema":"[]"}}]}`,
+		`{"endpoints":null}`,
+		`[]`,
+		``,
+		`{"endpoints":[{"name":"","subject":"toolstream._tools.","metadata":null}]}`,
+	} {
+		f.Add(s)
+	}
+	bus := natstest.Bus(f)
+	nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer nc.Close()
+	var mu sync.Mutex
+	var answer string
+	subj, err := micro.ControlSubject(micro.InfoVerb, remote.DefaultService, "")
+	if err != nil {
+		f.Fatal(err)
+	}
+	sub, err := nc.Subscribe(subj, func(m *nats.Msg) {
+		mu.Lock()
+		a := answer
+		mu.Unlock()
+		_ = m.Respond([]byte(a))
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.Flush(); err != nil {
+		f.Fatal(err)
+	}
+	c := remote.NewClient(nc, remote.ClientOptions{DiscoverWait: 200 * time.Millisecond})
+	f.Fuzz(func(t *testing.T, s string) {
+		mu.Lock()
+		answer = s
+		mu.Unlock()
+		start := time.Now()
+		tools, _ := c.Discover(context.Background())
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("took %v", took)
+		}
+		var info micro.Info
+		_ = json.Unmarshal([]byte(s), &info)
+		for _, tl := range tools {
+			ok := false
+			for _, ep := range info.Endpoints {
+				ok = ok || ep.Name == tl.Name() && ep.Subject == remote.DefaultPrefix+"."+tl.Name()
+			}
+			if !ok {
+				t.Fatalf("tool %q is no endpoint of the answer on the client's prefix", tl.Name())
+			}
+		}
+	})
+}
