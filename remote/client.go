@@ -25,6 +25,12 @@ import (
 // the id of the worker that ran it (UIs show it; the model never sees it).
 const MetaWorker = "worker"
 
+// MetaAlsoTakenBy is the result metadata key that lists the other workers
+// that took the same call ([]string), which happens only when workers of
+// the tool are in different queue groups: each was told to stop as soon as
+// its accept frame came, but its tool may have begun its work.
+const MetaAlsoTakenBy = "also_taken_by"
+
 // MetaOmitted is the result metadata key set (to true) when the worker's
 // result was too large for one NATS message even without its content, and
 // its metadata was left out.
@@ -518,6 +524,7 @@ type follower struct {
 	worker  string
 	control string
 	next    uint64             // the frame number expected next
+	others  []string           // other workers that took the same send (told to stop)
 	gap     bool               // a frame was lost: the result frame's content is the truth
 	relayed events.Reassembler // what reached the engine, to compare with the result
 
@@ -592,7 +599,20 @@ func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err erro
 	f.next = seq + 1
 	switch m.Header.Get(HeaderFrame) {
 	case frameAccept:
-		f.worker, f.control = m.Header.Get(HeaderWorker), m.Header.Get(HeaderControl)
+		w, ctl := m.Header.Get(HeaderWorker), m.Header.Get(HeaderControl)
+		if f.worker == "" || w == f.worker {
+			f.worker, f.control = w, ctl
+			return
+		}
+		// A second worker took the same send: two queue groups serve the
+		// tool. The call goes on with the first; the second is told to stop
+		// at once, and the result says it was taken twice. Their frames
+		// are mixed now: the first one's result frame is the content.
+		f.gap = true
+		f.others = append(f.others, w)
+		if ctl != "" {
+			_ = f.c.nc.PublishMsg(&nats.Msg{Subject: ctl, Data: []byte(f.inbox)})
+		}
 	case frameProgress:
 		if !f.em.Listening() {
 			return
@@ -643,6 +663,9 @@ func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err erro
 			f.relayed.Add(&events.Event{Type: events.TypeDelta, Delta: &p})
 		}
 	case frameResult:
+		if w := m.Header.Get(HeaderWorker); w != "" && f.worker != "" && w != f.worker {
+			return // the result of a second worker that took the call (stopped)
+		}
 		var r wireResult
 		if err := json.Unmarshal(m.Data, &r); err != nil {
 			return true, nil, fmt.Errorf("remote: worker %s sent a result that does not decode: %v", f.worker, err)
@@ -691,6 +714,9 @@ func (f *follower) settle(r *wireResult) ([]toolkit.Part, error) {
 	relayed := f.relayed.Content()
 	want := r.Content
 	if r.Omitted {
+		if len(f.others) > 0 {
+			return nil, fmt.Errorf("remote: worker %s's result of %q was larger than one NATS message, and workers %s took the call too: their frames mixed, the content cannot be put together (the tool's workers are in different queue groups)", f.worker, f.tool, strings.Join(f.others, ", "))
+		}
 		if f.gap || f.chunkCount > 0 {
 			return nil, fmt.Errorf("remote: worker %s's result of %q was larger than one NATS message and some of its pieces were lost", f.worker, f.tool)
 		}
@@ -719,6 +745,9 @@ func (f *follower) settle(r *wireResult) ([]toolkit.Part, error) {
 	}
 	if f.worker != "" {
 		f.em.SetMeta(MetaWorker, f.worker)
+	}
+	if len(f.others) > 0 {
+		f.em.SetMeta(MetaAlsoTakenBy, f.others)
 	}
 	return out, rerr
 }

@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,9 +12,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/remote"
+	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -118,5 +121,63 @@ func TestFarDeadline(t *testing.T) {
 		if r.State != toolkit.StateSuccess {
 			t.Fatalf("heartbeat %v: %s %q", beat, r.State, r.Text())
 		}
+	}
+}
+
+// TestTwoWorkersTakeOneCall: workers of a tool in two queue groups both
+// take a call sent once. The call goes on with the worker that accepted
+// first; the other is told to stop at once (its handler's context is
+// cancelled, so it does not finish the work), its frames and result are
+// not the call's, and the result names it (MetaAlsoTakenBy). Before, both
+// ran the call to its end silently, and the content was whichever result
+// came first while meta.worker named whichever accept came last.
+func TestTwoWorkersTakeOneCall(t *testing.T) {
+	bus := natstest.Bus(t)
+	var finished atomic.Int64
+	ended := make(chan struct{}, 2) // each handler as it returns
+	kit := func(name string) *toolkit.Toolkit {
+		wk := testutil.Kit(t)
+		testutil.Add(t, wk, toolkit.MustTool(toolkit.Spec{Name: "work"}, func(ctx context.Context, _ struct{}) (string, error) {
+			defer func() { ended <- struct{}{} }()
+			for i := range 3 {
+				_ = stream.From(ctx).Text(fmt.Sprintf("%s %d\n", name, i))
+				select {
+				case <-ctx.Done():
+					return "", ctx.Err()
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			finished.Add(1)
+			return "done by " + name, nil
+		}))
+		return wk
+	}
+	ids := map[string]string{}
+	for _, g := range []string{"a", "b"} {
+		w := serve(t, bus, kit(g), remote.WorkerOptions{QueueGroup: g})
+		ids[w.ID()] = g
+	}
+	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	rec := &testutil.Recorder{}
+	agent := testutil.Kit(t, toolkit.WithObserver(rec))
+	testutil.Add(t, agent, discover(t, c, 1)...)
+	r := testutil.Run(t, agent, "s", testutil.Call("c1", "work", `{}`))[0]
+	ran, _ := r.Meta[remote.MetaWorker].(string)
+	g := ids[ran]
+	if r.State != toolkit.StateSuccess || g == "" || r.Text() != fmt.Sprintf("%[1]s 0\n%[1]s 1\n%[1]s 2\ndone by %[1]s", g) {
+		t.Fatalf("%s %q by %q (%s)", r.State, r.Text(), ran, g)
+	}
+	others, _ := r.Meta[remote.MetaAlsoTakenBy].([]string)
+	if len(others) != 1 || ids[others[0]] == "" || others[0] == ran {
+		t.Fatalf("also taken by %v", r.Meta[remote.MetaAlsoTakenBy])
+	}
+	if d := testutil.Deltas(rec.Of("c1")); !events.EqualContent(d, r.Content) {
+		t.Fatalf("deltas %+v != result %+v", d, r.Content)
+	}
+	for range 2 {
+		testutil.WaitFor(t, ended, "both handlers to return")
+	}
+	if n := finished.Load(); n != 1 {
+		t.Fatalf("the work was done %d times", n)
 	}
 }

@@ -642,12 +642,14 @@ func (r *relay) finish(res toolkit.Result) {
 		data, _ = json.Marshal(wr)
 	}
 	data = fitResult(wr, data, frameLimit(r.w.nc))
-	r.sendLocked(frameResult, data, nil)
+	// The result names its worker: a caller whose call two workers took
+	// (two queue groups serve the tool) keeps the one it followed.
+	r.sendLocked(frameResult, data, nats.Header{HeaderWorker: {r.w.ID()}})
 	// The result goes out twice more, a heartbeat apart: a caller whose
 	// connection was down when it went (its server died) has reconnected
 	// by then, within the time it waits for a heartbeat. It keeps the first.
 	again := &nats.Msg{Subject: r.reply, Data: data, Header: nats.Header{
-		HeaderFrame: {frameResult}, HeaderSeq: {strconv.FormatUint(r.seq, 10)}}}
+		HeaderFrame: {frameResult}, HeaderSeq: {strconv.FormatUint(r.seq, 10)}, HeaderWorker: {r.w.ID()}}}
 	for i := 1; i <= 2; i++ {
 		time.AfterFunc(time.Duration(i)*r.every, func() { _ = r.w.nc.PublishMsg(again) })
 	}
