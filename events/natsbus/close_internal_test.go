@@ -341,3 +341,48 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestBufferedThenSentNotCountedAtClose: without JetStream, events
+// published while the server was away wait in the reconnect buffer and go
+// out when the connection is back. When the server goes away once more and
+// the bus closes then, those events are not counted undelivered: they were
+// sent at the reconnection. Before, the count of buffered events was reset
+// only by a publish made while connected, so Close counted the 20 events
+// undelivered and said they "were still in the reconnect buffer at close".
+// Events buffered in the second outage still count.
+func TestBufferedThenSentNotCountedAtClose(t *testing.T) {
+	bus, srv, port, dir := ownServer(t)
+	ctx := context.Background()
+	p := bus.Publisher()
+	away := func(srv *server.Server) {
+		stopServer(srv)
+		for bus.nc.IsConnected() {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	publish := func(n int, prefix string) {
+		for i := range n {
+			p.Observe(resultEvent("s", fmt.Sprint(prefix, i)))
+		}
+		if err := p.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	away(srv)
+	publish(20, "first")
+	srv = fileServer(t, port, dir)
+	for !bus.nc.IsConnected() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A round trip: the server has what the reconnection sent.
+	if err := bus.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	away(srv)
+	publish(3, "second")
+	closeErr, _ := closeWhileServerAway(t, bus, port, dir, false)
+	st := p.Stats()
+	if st.Undelivered != 3 || closeErr == nil || !strings.Contains(closeErr.Error(), "events: 3 events published while NATS was away") {
+		t.Fatalf("20 events sent at the reconnection, 3 left in the buffer at close: %d counted undelivered, Close: %v", st.Undelivered, closeErr)
+	}
+}

@@ -101,8 +101,21 @@ type Publisher struct {
 	// unsent counts core publishes made since the connection was last seen
 	// connected: they wait in nats.go's reconnect buffer, which Close
 	// drops. A reconnect sends the buffer before the connection reports
-	// connected again.
-	unsent atomic.Int64
+	// connected again: unsentAt is the connection's count of reconnections
+	// when they were buffered, and once it has moved they were sent.
+	unsent   atomic.Int64
+	unsentAt atomic.Uint64
+}
+
+// buffered returns how many core publishes wait in the reconnect buffer:
+// those made while the connection was away, unless it has reconnected
+// since (which sent them).
+func (p *Publisher) buffered() int64 {
+	n := p.unsent.Load()
+	if n == 0 || p.bus.nc.IsConnected() || p.bus.nc.Stats().Reconnects != p.unsentAt.Load() {
+		return 0
+	}
+	return n
 }
 
 type callKey struct{ session, call string }
@@ -597,6 +610,11 @@ func (p *Publisher) send(subject, idBase string, seq uint64, trace events.Trace)
 		if p.bus.nc.IsConnected() {
 			p.unsent.Store(0)
 		} else {
+			// Those buffered before a reconnection went with it.
+			if rc := p.bus.nc.Stats().Reconnects; rc != p.unsentAt.Load() {
+				p.unsent.Store(0)
+				p.unsentAt.Store(rc)
+			}
 			p.unsent.Add(1)
 		}
 		p.published.Add(1)
@@ -760,7 +778,8 @@ func (p *Publisher) close(ctx context.Context) error {
 	if n := p.stop(); n > 0 {
 		err = errors.Join(err, fmt.Errorf("events: %d events given up at close, not acknowledged by NATS (counted in Stats.Undelivered)", n))
 	}
-	if n := p.unsent.Swap(0); n > 0 && !p.bus.nc.IsConnected() {
+	if n := p.buffered(); n > 0 {
+		p.unsent.Store(0)
 		p.failed.Add(uint64(n))
 		p.bus.log.Error().Int64("events", n).Msg("toolstream: events not delivered to NATS: the bus closed while NATS was away")
 		err = errors.Join(err, fmt.Errorf("events: %d events published while NATS was away were still in the reconnect buffer at close (counted in Stats.Undelivered)", n))
@@ -771,7 +790,7 @@ func (p *Publisher) close(ctx context.Context) error {
 // reconnected waits, when core publishes wait in the reconnect buffer,
 // until the connection is back (and has sent them) or ctx ends.
 func (p *Publisher) reconnected(ctx context.Context) error {
-	for p.unsent.Load() > 0 && !p.bus.nc.IsConnected() {
+	for p.buffered() > 0 {
 		t := time.NewTimer(50 * time.Millisecond)
 		select {
 		case <-t.C:
