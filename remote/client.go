@@ -471,8 +471,8 @@ func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMe
 		m := nats.NewMsg(subject)
 		m.Reply = inbox
 		m.Data = args
-		m.Header.Set(HeaderSession, info.Session)
-		m.Header.Set(HeaderCall, info.CallID)
+		setID(m.Header, HeaderSession, HeaderSessionQuoted, info.Session)
+		setID(m.Header, HeaderCall, HeaderCallQuoted, info.CallID)
 		if info.Agent != "" {
 			m.Header.Set(HeaderAgent, info.Agent)
 		}

@@ -168,6 +168,8 @@ func FuzzWorkerRequest(f *testing.F) {
 		{" s ", "c\r\nToolstream-Session: t", "0x10", "1e3", `{"a":` + strings.Repeat("[", 10000)},
 		{strings.Repeat("é", 300), "c", "1", "1", `null`},
 		{"s", "c", "2592000000", "30000", ``},
+		{`" s "`, `" "`, "", "", `{}`},
+		{`"s`, `""`, "", "", `{}`},
 	} {
 		f.Add(s[0], s[1], s[2], s[3], s[4])
 	}
@@ -230,6 +232,13 @@ func FuzzWorkerRequest(f *testing.F) {
 			if v != "" {
 				h.Set(k, v)
 			}
+		}
+		// An id that starts with a quote goes (also) as a quoted id.
+		if strings.HasPrefix(session, `"`) {
+			h.Set(remote.HeaderSessionQuoted, session)
+		}
+		if strings.HasPrefix(call, `"`) {
+			h.Set(remote.HeaderCallQuoted, call)
 		}
 		if err := nc.PublishMsg(&nats.Msg{Subject: remote.DefaultPrefix + ".echo", Reply: inbox, Header: h, Data: []byte(body)}); err != nil {
 			return // a request the client refuses to send (too large)

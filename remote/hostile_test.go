@@ -181,3 +181,29 @@ func TestTwoWorkersTakeOneCall(t *testing.T) {
 		t.Fatalf("the work was done %d times", n)
 	}
 }
+
+// TestIDsWithSpacesCrossTheWire: a session or call id that starts or ends
+// with spaces (valid for the toolkit) reaches the worker's tool as it is.
+// NATS trims header values: before, the tool saw "s" for " s ", and a call
+// id of spaces only was refused ("400 a call needs the headers
+// Toolstream-Session and Toolstream-Call") though the agent gave one.
+func TestIDsWithSpacesCrossTheWire(t *testing.T) {
+	bus := natstest.Bus(t)
+	s := &seen{}
+	serve(t, bus, workerKit(t, s), remote.WorkerOptions{Tools: []string{"count"}})
+	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	agent := testutil.Kit(t)
+	testutil.Add(t, agent, discover(t, c, 1)...)
+	for _, id := range [][2]string{{" s ", "c1"}, {"s", "  "}, {"  ", " c\u00a0"}, {"\"q\" ", "\"c\""}} {
+		r := testutil.Run(t, agent, id[0], testutil.Call(id[1], "count", `{"words":["x"]}`))[0]
+		if r.State != toolkit.StateSuccess {
+			t.Fatalf("session %q call %q: %s %q", id[0], id[1], r.State, r.Text())
+		}
+		s.mu.Lock()
+		got := s.info[len(s.info)-1]
+		s.mu.Unlock()
+		if got.Session != id[0] || got.CallID != id[1] {
+			t.Fatalf("the tool saw session %q call %q, the agent sent %q %q", got.Session, got.CallID, id[0], id[1])
+		}
+	}
+}

@@ -3,6 +3,7 @@ package remote
 import (
 	"encoding/json"
 	"fmt"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,11 @@ const (
 	HeaderAgent     = "Toolstream-Agent"
 	HeaderTimeout   = "Toolstream-Timeout-Ms"   // time left to the call's deadline
 	HeaderHeartbeat = "Toolstream-Heartbeat-Ms" // how often the caller wants to hear
+	// NATS trims header values: a session or call id that starts or ends
+	// with a space also goes quoted (strconv.Quote) in these, which a
+	// worker reads first.
+	HeaderSessionQuoted = "Toolstream-Session-Quoted"
+	HeaderCallQuoted    = "Toolstream-Call-Quoted"
 	// W3C trace context, passed on untouched.
 	HeaderTraceParent = "traceparent"
 	HeaderTraceState  = "tracestate"
@@ -201,4 +207,27 @@ func parseMS(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("not a number of milliseconds from 1 to %d: %q", maxMS, s)
 	}
 	return time.Duration(n) * time.Millisecond, nil
+}
+
+// setID sets an id's header, and its quoted header too when NATS would not
+// carry the id as it is (it trims header values, and turns line breaks into
+// spaces).
+func setID(h nats.Header, key, quoted, id string) {
+	h.Set(key, id)
+	if id != textproto.TrimString(id) || strings.ContainsAny(id, "\r\n") {
+		h.Set(quoted, strconv.Quote(id))
+	}
+}
+
+// getID reads an id that setID set.
+func getID(h nats.Header, key, quoted string) (string, error) {
+	q := h.Get(quoted)
+	if q == "" {
+		return h.Get(key), nil
+	}
+	id, err := strconv.Unquote(q)
+	if err != nil {
+		return "", fmt.Errorf("%s: not a quoted string: %q", quoted, q)
+	}
+	return id, nil
 }

@@ -267,7 +267,16 @@ func (w *Worker) handler(tool string) micro.HandlerFunc {
 			return // nobody to answer: not a call
 		}
 		h := nats.Header(req.Headers())
-		session, call := h.Get(HeaderSession), h.Get(HeaderCall)
+		session, err := getID(h, HeaderSession, HeaderSessionQuoted)
+		if err != nil {
+			w.refuse(req, codeBadRequest, err.Error())
+			return
+		}
+		call, err := getID(h, HeaderCall, HeaderCallQuoted)
+		if err != nil {
+			w.refuse(req, codeBadRequest, err.Error())
+			return
+		}
 		if session == "" || call == "" {
 			w.refuse(req, codeBadRequest, "a call needs the headers "+HeaderSession+" and "+HeaderCall)
 			return
