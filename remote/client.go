@@ -351,6 +351,11 @@ func (c *Client) discover(ctx context.Context, only string) ([]*toolkit.Tool, er
 				problems = append(problems, "an answer that is not service info: "+err.Error())
 				continue
 			}
+			if p := info.Metadata[MetaProtocol]; p != protocol {
+				problems = append(problems, fmt.Sprintf("worker %s speaks toolstream protocol %q, this client %q: its tools are left out", info.ID, p, protocol))
+				quiet.Reset(100 * time.Millisecond)
+				continue
+			}
 			for _, ep := range info.Endpoints {
 				if only != "" && ep.Name != only || found[ep.Name] != nil {
 					continue

@@ -274,11 +274,13 @@ func FuzzWorkerRequest(f *testing.F) {
 
 // FuzzDiscover: whatever a service answering $SRV.INFO under the workers'
 // name says, Discover returns within its wait, without a panic, and only
-// tools that the answer describes, on the client's prefix.
+// tools that the answer describes, on the client's prefix, from a service
+// that speaks the client's protocol.
 func FuzzDiscover(f *testing.F) {
 	for _, s := range []string{
-		`{"name":"toolstream_tools","id":"A","version":"1.0.0","endpoints":[{"name":"x","subject":"toolstream._tools.x","metadata":{"toolstream.spec":"{\"name\":\"x\"}","toolstream.schema":"{\"type\":\"object\"}"}}]}`,
-		`{"endpoints":[{"name":"x","subject":"elsewhere","metadata":{"toolstream.spec":"{\"name\":\"x\"}","toolstream.schema":"{}"}}]}`,
+		`{"name":"toolstream_tools","id":"A","version":"1.0.0","metadata":{"toolstream.protocol":"1"},"endpoints":[{"name":"x","subject":"toolstream._tools.x","metadata":{"toolstream.spec":"{\"name\":\"x\"}","toolstream.schema":"{\"type\":\"object\"}"}}]}`,
+		`{"metadata":{"toolstream.protocol":"2"},"endpoints":[{"name":"x","subject":"toolstream._tools.x","metadata":{"toolstream.spec":"{\"name\":\"x\"}","toolstream.schema":"{}"}}]}`,
+		`{"metadata":{"toolstream.protocol":"1"},"endpoints":[{"name":"x","subject":"elsewhere","metadata":{"toolstream.spec":"{\"name\":\"x\"}","toolstream.schema":"{}"}}]}`,
 		`{"endpoints":[{"name":"x.*","subject":"toolstream._tools.x.*","metadata":{"toolstream.spec":"{\"name\":\"x.*\"}","toolstream.schema":"{}"}}]}`,
 		`{"endpoints":[{"name":"x","subject":"toolstream._tools.x","metadata":{"toolstream.spec":"{\"name\":\"x\",\"timeout_ms\":-5}","toolstream.schema":"{\"type\":7}","toolstream.output_schema":"[]"}}]}`,
 		`{"endpoints":null}`,
@@ -325,6 +327,9 @@ func FuzzDiscover(f *testing.F) {
 		}
 		var info micro.Info
 		_ = json.Unmarshal([]byte(s), &info)
+		if len(tools) > 0 && info.Metadata[remote.MetaProtocol] != "1" {
+			t.Fatalf("%d tools of a service of protocol %q", len(tools), info.Metadata[remote.MetaProtocol])
+		}
 		for _, tl := range tools {
 			ok := false
 			for _, ep := range info.Endpoints {

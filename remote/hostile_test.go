@@ -24,11 +24,17 @@ import (
 // are eps, as a worker that is not one of ours (or a hostile one) would.
 func fakeInfo(t *testing.T, nc *nats.Conn, eps ...micro.EndpointInfo) {
 	t.Helper()
+	fakeInfoOf(t, nc, map[string]string{remote.MetaProtocol: "1"}, eps...)
+}
+
+// fakeInfoOf is fakeInfo with the service's metadata.
+func fakeInfoOf(t *testing.T, nc *nats.Conn, md map[string]string, eps ...micro.EndpointInfo) {
+	t.Helper()
 	subj, err := micro.ControlSubject(micro.InfoVerb, remote.DefaultService, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := json.Marshal(micro.Info{ServiceIdentity: micro.ServiceIdentity{Name: remote.DefaultService, ID: "FAKE", Version: "1.0.0"},
+	info, err := json.Marshal(micro.Info{ServiceIdentity: micro.ServiceIdentity{Name: remote.DefaultService, ID: "FAKE", Version: "1.0.0", Metadata: md},
 		Type: micro.InfoResponseType, Endpoints: eps})
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +210,26 @@ func TestIDsWithSpacesCrossTheWire(t *testing.T) {
 		s.mu.Unlock()
 		if got.Session != id[0] || got.CallID != id[1] {
 			t.Fatalf("the tool saw session %q call %q, the agent sent %q %q", got.Session, got.CallID, id[0], id[1])
+		}
+	}
+}
+
+// TestDiscoverChecksTheProtocol: a service that speaks another version of
+// the wire protocol (toolstream.protocol in its metadata), or says none, is
+// not taken for a worker: its tools are left out, and Discover's error
+// says why. Before, the client used them and sent them calls in a protocol
+// they do not speak.
+func TestDiscoverChecksTheProtocol(t *testing.T) {
+	for _, md := range []map[string]string{{remote.MetaProtocol: "2"}, nil} {
+		bus := natstest.Bus(t)
+		fakeInfoOf(t, conn(t, bus), md, micro.EndpointInfo{Name: "x", Subject: remote.DefaultPrefix + ".x",
+			Metadata: map[string]string{remote.MetaSpec: `{"name":"x"}`, remote.MetaSchema: `{"type":"object"}`}})
+		c := remote.NewClient(conn(t, bus), remote.ClientOptions{DiscoverWait: 300 * time.Millisecond})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		tools, err := c.Discover(ctx)
+		cancel()
+		if len(tools) != 0 || err == nil || !strings.Contains(err.Error(), "protocol") {
+			t.Fatalf("metadata %v: %d tools, %v", md, len(tools), err)
 		}
 	}
 }
