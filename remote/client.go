@@ -437,11 +437,23 @@ type LostError struct {
 	Worker string // "" when no worker took the call
 	Tool   string
 	After  time.Duration
+	// Conn, when not "", is why the silence may be the agent's own: its
+	// NATS connection was closed or away ("closed", "reconnecting") when
+	// the call was given up.
+	Conn string
 }
 
 // Error says which worker went silent, for how long, and that the call may
 // have done its work.
 func (e *LostError) Error() string {
+	if e.Conn != "" {
+		who := "a worker (none had said it took the call)"
+		if e.Worker != "" {
+			who = "worker " + e.Worker
+		}
+		return fmt.Sprintf("remote: no word on the call of %q for %v: this agent's own NATS connection is %s, so nothing from %s could reach it; the call may or may not have done its work",
+			e.Tool, e.After, e.Conn, who)
+	}
 	if e.Worker == "" {
 		return fmt.Sprintf("remote: no worker took the call of %q within %v (it was lost, or its worker died)", e.Tool, e.After)
 	}
@@ -456,6 +468,18 @@ func (e *LostError) Unwrap() error { return ErrWorkerLost }
 // retries it for tools that are read-only, idempotent or silent about it,
 // never for a tool that says it is not idempotent.
 func (e *LostError) Temporary() bool { return true }
+
+// connTrouble says what is wrong with the agent's own connection, or "".
+func connTrouble(nc *nats.Conn) string {
+	switch nc.Status() {
+	case nats.CONNECTED, nats.DRAINING_SUBS, nats.DRAINING_PUBS:
+		return ""
+	case nats.CLOSED:
+		return "closed"
+	default:
+		return strings.ToLower(nc.Status().String())
+	}
+}
 
 // call sends one call and follows it to its end.
 func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMessage) ([]toolkit.Part, error) {
@@ -556,7 +580,7 @@ func (f *follower) follow(ctx context.Context) ([]toolkit.Part, error) {
 			// that came meanwhile says it is alive.
 			m := f.ch.take()
 			if m == nil {
-				return nil, &LostError{Worker: f.worker, Tool: f.tool, After: lost}
+				return nil, &LostError{Worker: f.worker, Tool: f.tool, After: lost, Conn: connTrouble(f.c.nc)}
 			}
 			timer.Reset(lost)
 			if done, parts, err := f.frame(m); done {

@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -231,5 +232,39 @@ func TestDiscoverChecksTheProtocol(t *testing.T) {
 		if len(tools) != 0 || err == nil || !strings.Contains(err.Error(), "protocol") {
 			t.Fatalf("metadata %v: %d tools, %v", md, len(tools), err)
 		}
+	}
+}
+
+// TestAgentConnectionLost: when the agent's own NATS connection is gone
+// (closed here; away and reconnecting alike), a call that hears nothing
+// more says so instead of blaming its worker, which is alive. It is still
+// an ErrWorkerLost (the call may have done its work). Before, the error
+// said "worker W stopped answering ...: it died, hangs or lost its
+// connection".
+func TestAgentConnectionLost(t *testing.T) {
+	bus := natstest.Bus(t)
+	wk := testutil.Kit(t)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	testutil.Add(t, wk, toolkit.MustTool(toolkit.Spec{Name: "wait", ReadOnly: true}, func(ctx context.Context, _ struct{}) (string, error) {
+		started <- struct{}{}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-release:
+			return "done", nil
+		}
+	}))
+	serve(t, bus, wk, remote.WorkerOptions{})
+	defer close(release) // before the worker stops (cleanups run later)
+	nc := conn(t, bus)
+	c := remote.NewClient(nc, remote.ClientOptions{Heartbeat: 20 * time.Millisecond})
+	agent := testutil.Kit(t)
+	testutil.Add(t, agent, discover(t, c, 1)...)
+	batch := testutil.Session(t, agent, "s").Start(context.Background(), []toolkit.Call{testutil.Call("c1", "wait", `{}`)})
+	testutil.WaitFor(t, started, "the worker to run the call")
+	nc.Close()
+	r := batch.Wait()[0]
+	if !errors.Is(r.Err, remote.ErrWorkerLost) || !strings.Contains(r.Err.Error(), "this agent's own NATS connection is closed") {
+		t.Fatalf("%s: %v", r.State, r.Err)
 	}
 }
