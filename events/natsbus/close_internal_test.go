@@ -386,3 +386,55 @@ func TestBufferedThenSentNotCountedAtClose(t *testing.T) {
 		t.Fatalf("20 events sent at the reconnection, 3 left in the buffer at close: %d counted undelivered, Close: %v", st.Undelivered, closeErr)
 	}
 }
+
+// TestLongOutageDoesNotStallThePublisher: while NATS is away, durable
+// publishes wait for their acknowledgements; once nats.go holds its limit
+// of them (4,096), each further publish waited 200 ms for room (nats.go's
+// stall wait) before it failed: the publisher handed over 5 events a
+// second, and every run's Flush waited its whole bound (here 2 s, which
+// expired with the last events of 4,200 not handed over). Now events beyond the
+// limit wait for NATS to come back among the retries, at once. When it is
+// back, every event is stored once, and the counters add up: Published
+// counts each event handed to NATS once, also one whose first hand-over
+// failed and a retry made (before, such events were stored but never
+// counted).
+func TestLongOutageDoesNotStallThePublisher(t *testing.T) {
+	bus, srv, port, dir := ownServer(t, WithDurable(Durable{}))
+	p := bus.Publisher()
+	stopServer(srv)
+	for bus.nc.IsConnected() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	const n = 4200
+	for i := range n {
+		p.Observe(resultEvent("s", fmt.Sprint(i)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	err := p.Flush(ctx)
+	cancel()
+	if err != nil {
+		t.Fatalf("Flush while NATS is away: %v (%d of %d events handed over)", err, p.handled.Load(), n)
+	}
+	srv = fileServer(t, port, dir)
+	defer stopServer(srv)
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+	closeErr := bus.Close(ctx)
+	cancel()
+	st := p.Stats()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(context.Background(), "TOOLSTREAM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored := stream.CachedInfo().State.Msgs; stored != n || closeErr != nil || st.Undelivered != 0 || st.Published != n {
+		t.Fatalf("%d of %d stored, stats %+v, Close: %v", stored, n, st, closeErr)
+	}
+}
