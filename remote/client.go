@@ -81,7 +81,9 @@ type ClientOptions struct {
 	DiscoverWait time.Duration
 	// Inject, if set, writes the trace context of ctx into a call's
 	// headers (an OpenTelemetry propagator's Inject on a header carrier).
-	// By default the context's WithTraceContext values are sent.
+	// By default the context's WithTraceContext values are sent, or else
+	// the call's own trace context (toolkit.TraceOf) when the agent's
+	// toolkit is traced.
 	Inject func(ctx context.Context, h nats.Header)
 }
 
