@@ -233,3 +233,32 @@ func TestSlowAgentIsNotSilentWorker(t *testing.T) {
 		t.Fatalf("%s %q %v", r.State, r.Text(), r.Err)
 	}
 }
+
+// TestSmallMaxPayload: on a server that takes messages of 4 KiB at most, a
+// result that fits in one message goes in one delta frame, and a larger one
+// in pieces: a frame keeps room for its headers in proportion, not a fixed
+// 4 KiB that left nothing for the body.
+func TestSmallMaxPayload(t *testing.T) {
+	srv := smallServer(t, 4<<10)
+	wk := testutil.Kit(t)
+	for _, n := range []int{3000, 10000} {
+		text := strings.Repeat("y", n)
+		testutil.Add(t, wk, toolkit.MustTool(toolkit.Spec{Name: fmt.Sprint("t", n), ReadOnly: true}, func(context.Context, struct{}) (string, error) {
+			return text, nil
+		}))
+	}
+	w, err := remote.Serve(connTo(t, srv), wk, remote.WorkerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop(context.Background()) })
+	c := remote.NewClient(connTo(t, srv), remote.ClientOptions{})
+	agent := testutil.Kit(t)
+	testutil.Add(t, agent, discover(t, c, 2)...)
+	for _, n := range []int{3000, 10000} {
+		r := testutil.Run(t, agent, "s", testutil.Call(fmt.Sprint("c", n), fmt.Sprint("t", n), `{}`))[0]
+		if r.State != toolkit.StateSuccess || r.Text() != strings.Repeat("y", n) {
+			t.Fatalf("%d bytes: %s, %d bytes, %v", n, r.State, len(r.Text()), r.Err)
+		}
+	}
+}

@@ -156,9 +156,10 @@ type wireResult struct {
 	MetaOmitted bool `json:"meta_omitted,omitempty"`
 }
 
-// frameRoom is what a frame keeps free for its headers: a frame's body is
-// at most the server's max payload less this.
-const frameRoom = 4096
+// frameRoom is what a frame keeps free for its headers (a result frame's
+// take about 150 bytes): a frame's body is at most the server's max
+// payload less this, or half of it on a server that takes tiny messages.
+const frameRoom = 512
 
 // frameLimit is the largest frame body a connection sends.
 func frameLimit(nc *nats.Conn) int {
@@ -166,7 +167,7 @@ func frameLimit(nc *nats.Conn) int {
 	if n <= 0 {
 		n = 1 << 20 // nats-server's default, while the server's is unknown
 	}
-	return n - frameRoom
+	return n - min(frameRoom, n/2)
 }
 
 // parseChunk reads a HeaderChunk value: index and count, 0 <= index < count.
