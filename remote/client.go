@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -264,6 +265,9 @@ func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
 // LostAfter is how long a call waits without a word from its worker before
 // it fails with ErrWorkerLost.
 func (c *Client) LostAfter() time.Duration {
+	if n := time.Duration(c.opts.MissedHeartbeats); n > math.MaxInt64/c.opts.Heartbeat {
+		return math.MaxInt64 // "never": no overflow into a bound already past
+	}
 	return c.opts.Heartbeat * time.Duration(c.opts.MissedHeartbeats)
 }
 

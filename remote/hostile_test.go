@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -266,5 +267,24 @@ func TestAgentConnectionLost(t *testing.T) {
 	r := batch.Wait()[0]
 	if !errors.Is(r.Err, remote.ErrWorkerLost) || !strings.Contains(r.Err.Error(), "this agent's own NATS connection is closed") {
 		t.Fatalf("%s: %v", r.State, r.Err)
+	}
+}
+
+// TestNeverGiveUp: MissedHeartbeats large enough to mean "never give the
+// worker up" does so. Before, Heartbeat × MissedHeartbeats overflowed into
+// a negative duration and every call failed at once with ErrWorkerLost
+// ("no heartbeat for -2562047h47m16.854775808s" and the like).
+func TestNeverGiveUp(t *testing.T) {
+	bus := natstest.Bus(t)
+	serve(t, bus, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
+	c := remote.NewClient(conn(t, bus), remote.ClientOptions{Heartbeat: time.Hour, MissedHeartbeats: math.MaxInt})
+	if c.LostAfter() <= 0 {
+		t.Errorf("LostAfter %v", c.LostAfter())
+	}
+	agent := testutil.Kit(t)
+	testutil.Add(t, agent, discover(t, c, 1)...)
+	r := testutil.Run(t, agent, "s", testutil.Call("c1", "count", `{"words":["x"]}`))[0]
+	if r.State != toolkit.StateSuccess {
+		t.Fatalf("%s %q", r.State, r.Text())
 	}
 }
