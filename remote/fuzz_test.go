@@ -24,7 +24,8 @@ import (
 // resets, garbage, nothing at all), the call ends within the heartbeat bound
 // with exactly one final result whose content is what its deltas add up to.
 // A script is lines "kind|seq|reset|data", where reset is "1" for a reset
-// delta and may end with "c<index>/<count>" for a chunk. After its lines the scripted
+// delta and may end with "c<index>/<count>" for a chunk, and kind may end
+// with "@<worker>" for a frame of another worker than W. After its lines the scripted
 // worker refuses the call (the error headers of micro), which ends a call
 // that the script left open at once, whatever the frames before; a script
 // whose last line is "silent" leaves the worker silent instead, and the call
@@ -43,6 +44,10 @@ func FuzzFrames(f *testing.F) {
 		"accept|1|0|\ndelta|2|0|" + part("a") + "\nsilent",
 		"hb|1|0|\nsilent",
 		"accept|1|0|\ncancel|0|0|\ndelta|2|0|" + part("a") + "\nresult|3|0|{\"state\":\"success\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]}",
+		// A second worker that takes the call: its frames mix in, its
+		// result is not the call's.
+		"accept|1|0|\naccept@V|1|0|\ndelta@V|2|0|" + part("v") + "\ndelta|2|0|" + part("a") + "\nresult@V|3|0|{\"state\":\"success\",\"content\":[{\"type\":\"text\",\"text\":\"v\"}]}\nresult|3|0|{\"state\":\"success\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]}",
+		"accept@V|1|0|\naccept|1|0|\nresult|2|0|{\"state\":\"success\",\"content_omitted\":true}",
 		// A part in chunks, whole and broken.
 		"accept|1|0|\ndelta|2|c0/2|{\"type\":\"json\",\ndelta|3|c1/2|\"json\":[1]}\nresult|4|0|{\"state\":\"success\",\"content_omitted\":true}",
 		"accept|1|0|\ndelta|2|0|" + part("a") + "\ndelta|3|1c0/2|{\"type\":\"json\",\ndelta|4|c1/2|\"json\":[1]}\nresult|5|0|{\"state\":\"success\",\"content\":[{\"type\":\"json\",\"json\":[1]}]}",
@@ -74,7 +79,11 @@ func FuzzFrames(f *testing.F) {
 			kind, rest, _ := strings.Cut(line, "|")
 			seq, rest, _ := strings.Cut(rest, "|")
 			reset, data, _ := strings.Cut(rest, "|")
-			h := nats.Header{remote.HeaderFrame: {kind}, remote.HeaderSeq: {seq}, remote.HeaderWorker: {"W"}}
+			kind, worker, _ := strings.Cut(kind, "@")
+			if worker == "" {
+				worker = "W"
+			}
+			h := nats.Header{remote.HeaderFrame: {kind}, remote.HeaderSeq: {seq}, remote.HeaderWorker: {worker}}
 			if r, chunk, ok := strings.Cut(reset, "c"); ok {
 				h.Set(remote.HeaderChunk, chunk)
 				reset = r
