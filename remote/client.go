@@ -70,7 +70,8 @@ type ClientOptions struct {
 	MissedHeartbeats int
 	// BusyRetries is how many more times a call refused as busy is sent
 	// (to whichever worker NATS picks), with a short jittered backoff
-	// (default 3; negative: none). A refused call never ran.
+	// (5 ms doubling to at most 200 ms; default 3; negative: none). A
+	// refused call never ran.
 	BusyRetries int
 	// CancelWait is how long a cancelled call waits for the worker to
 	// confirm that its handler stopped (default 200 ms, inside the
@@ -526,7 +527,7 @@ func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMe
 		f := follower{c: c, tool: tool, inbox: inbox, ch: ch, em: em, next: 1}
 		parts, err := f.follow(ctx)
 		if errors.Is(err, ErrBusy) && attempt < c.opts.BusyRetries {
-			wait := time.Duration(5<<attempt)*time.Millisecond + rand.N(5*time.Millisecond)
+			wait := busyBackoff(attempt) + rand.N(5*time.Millisecond)
 			if c.onBackoff != nil {
 				c.onBackoff()
 			}
@@ -546,6 +547,18 @@ func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMe
 		}
 		return parts, err
 	}
+}
+
+// maxBusyBackoff bounds the wait before a call refused as busy is sent
+// again: it doubles from 5 ms, and stays short however many retries
+// ClientOptions.BusyRetries allows.
+const maxBusyBackoff = 200 * time.Millisecond
+
+func busyBackoff(attempt int) time.Duration {
+	if attempt >= 6 { // 5 ms << 6 = 320 ms; also keeps the shift from overflowing
+		return maxBusyBackoff
+	}
+	return min(time.Duration(5<<attempt)*time.Millisecond, maxBusyBackoff)
 }
 
 // follower follows one sent call: its frames, its worker's heartbeats, the

@@ -288,3 +288,29 @@ func TestNeverGiveUp(t *testing.T) {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 }
+
+// TestManyBusyRetriesStayShort: the backoff between busy retries stays
+// short however many retries are allowed (at most 200 ms, plus jitter).
+// Before, it doubled without bound from 5 ms: with BusyRetries 12 the last
+// wait was 10 s and the whole 20 s, so that a call meant to keep trying
+// while workers are busy hung instead (here it ran into its 4 s deadline).
+func TestManyBusyRetriesStayShort(t *testing.T) {
+	bus := natstest.Bus(t)
+	b := newBlock()
+	wk := testutil.Kit(t)
+	testutil.Add(t, wk, b.tool(toolkit.Spec{Name: "hold", ConcurrencySafe: true}))
+	serve(t, bus, wk, remote.WorkerOptions{MaxInFlight: 1})
+	defer close(b.release)
+	c := remote.NewClient(conn(t, bus), remote.ClientOptions{BusyRetries: 12})
+	agent := testutil.Kit(t)
+	testutil.Add(t, agent, discover(t, c, 1)...)
+	sess := testutil.Session(t, agent, "s")
+	sess.Start(context.Background(), []toolkit.Call{testutil.Call("c1", "hold", `{}`)})
+	testutil.WaitFor(t, b.started, "the first call to start")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	r := sess.Run(ctx, []toolkit.Call{testutil.Call("c2", "hold", `{}`)})[0]
+	if !errors.Is(r.Err, remote.ErrBusy) || !strings.Contains(r.Text(), "tried 13 times") {
+		t.Fatalf("%s %q", r.State, r.Text())
+	}
+}
