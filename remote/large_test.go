@@ -87,9 +87,10 @@ type bigOut struct {
 // output (its JSON part cut into chunks, put together again), a result
 // whose meta or error text is too large even without its content (the meta
 // left out and said so, the error cut and said so), and a progress report
-// too large for a message (dropped: it leaves no gap that would lose a
-// streamed result). Before, the first two failed with "larger than one NATS
-// message and some of its pieces were lost", the next two found no result
+// too large for a message (it goes without its data, and leaves no gap
+// that would lose a streamed result). Before, the first two failed with
+// "larger than one NATS message and some of its pieces were lost", the
+// next two found no result
 // frame at all and gave the worker up as lost ("stopped answering ... may
 // or may not have done its work") though it was alive, and the last failed
 // like the first two.
@@ -146,6 +147,17 @@ func TestLargeResultAtOnce(t *testing.T) {
 			}
 			if d := testutil.Deltas(rec.Of(name)); !events.EqualContent(d, r.Content) {
 				t.Errorf("the deltas (%d parts) do not add up to the result (%d parts)", len(d), len(r.Content))
+			}
+			if name == "progress" {
+				reports := 0
+				for _, ev := range rec.Of(name) {
+					if ev.Type == events.TypeProgress && ev.Progress.Message == "a report too large" && len(ev.Progress.Data) == 0 {
+						reports++
+					}
+				}
+				if reports != 1 {
+					t.Errorf("%d progress reports without their data, want the one too large with its data", reports)
+				}
 			}
 			switch name {
 			case "meta":

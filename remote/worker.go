@@ -520,9 +520,8 @@ func (r *relay) sendLocked(frame string, data []byte, h nats.Header) {
 	// Errors (a closed connection) surface to the caller as missed
 	// heartbeats, or as a gap in the numbering, which the caller notices.
 	// A frame the connection refuses as too large never left: it takes no
-	// number, so that it leaves no gap. Deltas and results are made to fit
-	// (flushPending, finish); only a progress frame with too much data is
-	// refused, and dropped: progress is for people.
+	// number, so that it leaves no gap (deltas, progress and results are
+	// made to fit: flushPending, event, finish).
 	if err := r.w.nc.PublishMsg(&nats.Msg{Subject: r.reply, Header: h, Data: data}); errors.Is(err, nats.ErrMaxPayload) {
 		r.seq--
 	}
@@ -613,7 +612,21 @@ func (r *relay) event(ev *events.Event) {
 		if p == nil {
 			return
 		}
-		data, _ := json.Marshal(wireProgress{Message: p.Message, Fraction: p.Fraction, Data: p.Data})
+		wp := wireProgress{Message: p.Message, Fraction: p.Fraction, Data: p.Data}
+		data, _ := json.Marshal(wp)
+		if limit := frameLimit(r.w.nc); len(data) > limit {
+			// Too large for one message: the report goes without its data,
+			// and with its message cut if need be, rather than not at all.
+			wp.Data = nil
+			if data, _ = json.Marshal(wp); len(data) > limit {
+				n := max(len(wp.Message)-(len(data)-limit), 0) // each byte cut takes one or more
+				for n > 0 && !utf8.RuneStart(wp.Message[n]) {
+					n--
+				}
+				wp.Message = wp.Message[:n]
+				data, _ = json.Marshal(wp)
+			}
+		}
 		r.sendLocked(frameProgress, data, nil)
 	case events.TypeResult:
 		if r.pending != nil {
