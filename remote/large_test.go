@@ -156,7 +156,7 @@ func TestLargeResultAtOnce(t *testing.T) {
 					}
 				}
 				if reports != 1 {
-					t.Errorf("%d progress reports without their data, want the one too large with its data", reports)
+					t.Errorf("%d progress reports without their data, want the one too large, sent without its data", reports)
 				}
 			}
 			switch name {
