@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -25,6 +26,17 @@ import (
 // the id of the worker that ran it (UIs show it; the model never sees it).
 const MetaWorker = "worker"
 
+// MetaAlsoTakenBy is the result metadata key that lists the other workers
+// that took the same call ([]string), which happens only when workers of
+// the tool are in different queue groups: each was told to stop as soon as
+// its accept frame came, but its tool may have begun its work.
+const MetaAlsoTakenBy = "also_taken_by"
+
+// MetaOmitted is the result metadata key set (to true) when the worker's
+// result was too large for one NATS message even without its content, and
+// its metadata was left out.
+const MetaOmitted = "meta_omitted"
+
 var (
 	// ErrNoWorkers: no worker serves the tool (NATS answered "no
 	// responders"). The call was not run; it fails at once.
@@ -43,7 +55,8 @@ var (
 // default.
 type ClientOptions struct {
 	// Service and Prefix must match the workers' (DefaultService,
-	// DefaultPrefix).
+	// DefaultPrefix). A tool's calls go to <Prefix>.<tool> only: Discover
+	// and Tool leave out an endpoint whose subject is another.
 	Service string
 	Prefix  string
 	// Heartbeat is how often workers are asked to send a heartbeat while
@@ -57,7 +70,8 @@ type ClientOptions struct {
 	MissedHeartbeats int
 	// BusyRetries is how many more times a call refused as busy is sent
 	// (to whichever worker NATS picks), with a short jittered backoff
-	// (default 3; negative: none). A refused call never ran.
+	// (5 ms doubling to at most 200 ms; default 3; negative: none). A
+	// refused call never ran.
 	BusyRetries int
 	// CancelWait is how long a cancelled call waits for the worker to
 	// confirm that its handler stopped (default 200 ms, inside the
@@ -69,7 +83,9 @@ type ClientOptions struct {
 	DiscoverWait time.Duration
 	// Inject, if set, writes the trace context of ctx into a call's
 	// headers (an OpenTelemetry propagator's Inject on a header carrier).
-	// By default the context's WithTraceContext values are sent.
+	// By default the context's WithTraceContext values are sent, or else
+	// the call's own trace context (toolkit.TraceOf) when the agent's
+	// toolkit is traced.
 	Inject func(ctx context.Context, h nats.Header)
 }
 
@@ -250,6 +266,9 @@ func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
 // LostAfter is how long a call waits without a word from its worker before
 // it fails with ErrWorkerLost.
 func (c *Client) LostAfter() time.Duration {
+	if n := time.Duration(c.opts.MissedHeartbeats); n > math.MaxInt64/c.opts.Heartbeat {
+		return math.MaxInt64 // "never": no overflow into a bound already past
+	}
 	return c.opts.Heartbeat * time.Duration(c.opts.MissedHeartbeats)
 }
 
@@ -339,6 +358,11 @@ func (c *Client) discover(ctx context.Context, only string) ([]*toolkit.Tool, er
 				problems = append(problems, "an answer that is not service info: "+err.Error())
 				continue
 			}
+			if p := info.Metadata[MetaProtocol]; p != protocol {
+				problems = append(problems, fmt.Sprintf("worker %s speaks toolstream protocol %q, this client %q: its tools are left out", info.ID, p, protocol))
+				quiet.Reset(100 * time.Millisecond)
+				continue
+			}
 			for _, ep := range info.Endpoints {
 				if only != "" && ep.Name != only || found[ep.Name] != nil {
 					continue
@@ -378,11 +402,17 @@ func (c *Client) fromEndpoint(ep micro.EndpointInfo) (*toolkit.Tool, error) {
 	if ws.Name != ep.Name {
 		return nil, fmt.Errorf("endpoint %q describes a tool named %q", ep.Name, ws.Name)
 	}
+	// The calls go to <Prefix>.<tool> and nowhere else: a service that
+	// answers under the workers' name must not make the agent publish the
+	// model's arguments, with its credentials, on any subject it names.
+	subject := c.opts.Prefix + "." + ep.Name
+	if ep.Subject != subject {
+		return nil, fmt.Errorf("endpoint %q serves subject %q, not %q (the client's Prefix must be the workers'): its calls are not sent there", ep.Name, ep.Subject, subject)
+	}
 	spec := ws.spec()
 	if out := ep.Metadata[MetaOutputSchema]; out != "" {
 		spec.OutputSchema = json.RawMessage(out)
 	}
-	subject := ep.Subject
 	t, err := toolkit.NewRawTool(spec, json.RawMessage(ep.Metadata[MetaSchema]), func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
 		return c.call(ctx, spec.Name, subject, args)
 	})
@@ -414,11 +444,23 @@ type LostError struct {
 	Worker string // "" when no worker took the call
 	Tool   string
 	After  time.Duration
+	// Conn, when not "", is why the silence may be the agent's own: its
+	// NATS connection was closed or away ("closed", "reconnecting") when
+	// the call was given up.
+	Conn string
 }
 
 // Error says which worker went silent, for how long, and that the call may
 // have done its work.
 func (e *LostError) Error() string {
+	if e.Conn != "" {
+		who := "a worker (none had said it took the call)"
+		if e.Worker != "" {
+			who = "worker " + e.Worker
+		}
+		return fmt.Sprintf("remote: no word on the call of %q for %v: this agent's own NATS connection is %s, so nothing from %s could reach it; the call may or may not have done its work",
+			e.Tool, e.After, e.Conn, who)
+	}
 	if e.Worker == "" {
 		return fmt.Sprintf("remote: no worker took the call of %q within %v (it was lost, or its worker died)", e.Tool, e.After)
 	}
@@ -433,6 +475,18 @@ func (e *LostError) Unwrap() error { return ErrWorkerLost }
 // retries it for tools that are read-only, idempotent or silent about it,
 // never for a tool that says it is not idempotent.
 func (e *LostError) Temporary() bool { return true }
+
+// connTrouble says what is wrong with the agent's own connection, or "".
+func connTrouble(nc *nats.Conn) string {
+	switch nc.Status() {
+	case nats.CONNECTED, nats.DRAINING_SUBS, nats.DRAINING_PUBS:
+		return ""
+	case nats.CLOSED:
+		return "closed"
+	default:
+		return strings.ToLower(nc.Status().String())
+	}
+}
 
 // call sends one call and follows it to its end.
 func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMessage) ([]toolkit.Part, error) {
@@ -453,8 +507,8 @@ func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMe
 		m := nats.NewMsg(subject)
 		m.Reply = inbox
 		m.Data = args
-		m.Header.Set(HeaderSession, info.Session)
-		m.Header.Set(HeaderCall, info.CallID)
+		setID(m.Header, HeaderSession, HeaderSessionQuoted, info.Session)
+		setID(m.Header, HeaderCall, HeaderCallQuoted, info.CallID)
 		if info.Agent != "" {
 			m.Header.Set(HeaderAgent, info.Agent)
 		}
@@ -473,7 +527,7 @@ func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMe
 		f := follower{c: c, tool: tool, inbox: inbox, ch: ch, em: em, next: 1}
 		parts, err := f.follow(ctx)
 		if errors.Is(err, ErrBusy) && attempt < c.opts.BusyRetries {
-			wait := time.Duration(5<<attempt)*time.Millisecond + rand.N(5*time.Millisecond)
+			wait := busyBackoff(attempt) + rand.N(5*time.Millisecond)
 			if c.onBackoff != nil {
 				c.onBackoff()
 			}
@@ -495,6 +549,18 @@ func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMe
 	}
 }
 
+// maxBusyBackoff bounds the wait before a call refused as busy is sent
+// again: it doubles from 5 ms, and stays short however many retries
+// ClientOptions.BusyRetries allows.
+const maxBusyBackoff = 200 * time.Millisecond
+
+func busyBackoff(attempt int) time.Duration {
+	if attempt >= 6 { // 5 ms << 6 = 320 ms; also keeps the shift from overflowing
+		return maxBusyBackoff
+	}
+	return min(time.Duration(5<<attempt)*time.Millisecond, maxBusyBackoff)
+}
+
 // follower follows one sent call: its frames, its worker's heartbeats, the
 // caller's cancellation.
 type follower struct {
@@ -506,8 +572,17 @@ type follower struct {
 	worker  string
 	control string
 	next    uint64             // the frame number expected next
+	others  []string           // other workers that took the same send (told to stop)
 	gap     bool               // a frame was lost: the result frame's content is the truth
 	relayed events.Reassembler // what reached the engine, to compare with the result
+
+	// A part too large for one message comes in chunks (HeaderChunk): its
+	// JSON so far, the index due next, the count, and whether its first
+	// chunk started the content over. count is 0 outside a run.
+	chunks     []byte
+	chunkNext  int
+	chunkCount int
+	chunkReset bool
 }
 
 func (f *follower) follow(ctx context.Context) ([]toolkit.Part, error) {
@@ -519,7 +594,17 @@ func (f *follower) follow(ctx context.Context) ([]toolkit.Part, error) {
 		case <-ctx.Done():
 			return nil, f.cancel()
 		case <-timer.C:
-			return nil, &LostError{Worker: f.worker, Tool: f.tool, After: lost}
+			// The time it took to handle the last frame (the agent's engine
+			// and its inline observers) is not the worker's silence: a frame
+			// that came meanwhile says it is alive.
+			m := f.ch.take()
+			if m == nil {
+				return nil, &LostError{Worker: f.worker, Tool: f.tool, After: lost, Conn: connTrouble(f.c.nc)}
+			}
+			timer.Reset(lost)
+			if done, parts, err := f.frame(m); done {
+				return parts, err
+			}
 		case <-f.c.r.closed:
 			return nil, fmt.Errorf("remote: the call of %q: %w (the worker may still run it)", f.tool, ErrClientClosed)
 		case <-f.ch.ready:
@@ -562,7 +647,20 @@ func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err erro
 	f.next = seq + 1
 	switch m.Header.Get(HeaderFrame) {
 	case frameAccept:
-		f.worker, f.control = m.Header.Get(HeaderWorker), m.Header.Get(HeaderControl)
+		w, ctl := m.Header.Get(HeaderWorker), m.Header.Get(HeaderControl)
+		if f.worker == "" || w == f.worker {
+			f.worker, f.control = w, ctl
+			return
+		}
+		// A second worker took the same send: two queue groups serve the
+		// tool. The call goes on with the first; the second is told to stop
+		// at once, and the result says it was taken twice. Their frames
+		// are mixed now: the first one's result frame is the content.
+		f.gap = true
+		f.others = append(f.others, w)
+		if ctl != "" {
+			_ = f.c.nc.PublishMsg(&nats.Msg{Subject: ctl, Data: []byte(f.inbox)})
+		}
 	case frameProgress:
 		if !f.em.Listening() {
 			return
@@ -581,12 +679,28 @@ func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err erro
 			f.em.Report(p.Message, frac, nil)
 		}
 	case frameDelta:
+		if f.gap {
+			return
+		}
+		data, reset := m.Data, m.Header.Get(HeaderReset) != ""
+		if c := m.Header.Get(HeaderChunk); c != "" || f.chunkCount > 0 {
+			whole, ok := f.chunk(c, data, reset)
+			if !ok {
+				f.gap = true // a chunk missing or out of place
+				return
+			}
+			if whole == nil {
+				return // more chunks to come
+			}
+			data, reset = whole, f.chunkReset
+			f.chunks, f.chunkNext, f.chunkCount, f.chunkReset = nil, 0, 0, false
+		}
 		var p events.Part
-		if f.gap || json.Unmarshal(m.Data, &p) != nil {
+		if json.Unmarshal(data, &p) != nil {
 			f.gap = true
 			return
 		}
-		if m.Header.Get(HeaderReset) != "" {
+		if reset {
 			if f.em.Reset() == nil {
 				f.relayed = events.Reassembler{}
 			}
@@ -597,6 +711,9 @@ func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err erro
 			f.relayed.Add(&events.Event{Type: events.TypeDelta, Delta: &p})
 		}
 	case frameResult:
+		if w := m.Header.Get(HeaderWorker); w != "" && f.worker != "" && w != f.worker {
+			return // the result of a second worker that took the call (stopped)
+		}
 		var r wireResult
 		if err := json.Unmarshal(m.Data, &r); err != nil {
 			return true, nil, fmt.Errorf("remote: worker %s sent a result that does not decode: %v", f.worker, err)
@@ -605,6 +722,30 @@ func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err erro
 		return true, parts, err
 	}
 	return
+}
+
+// chunk takes one chunk of a part: the part's JSON once its last chunk
+// came, nil before; ok is false when the chunk is not the one due (or a
+// plain delta came in the middle of a run).
+func (f *follower) chunk(h string, data []byte, reset bool) (whole []byte, ok bool) {
+	i, n, ok := parseChunk(h)
+	if !ok {
+		return nil, false
+	}
+	if f.chunkCount == 0 {
+		if i != 0 {
+			return nil, false
+		}
+		f.chunkCount, f.chunkReset = n, reset
+	} else if i != f.chunkNext || n != f.chunkCount {
+		return nil, false
+	}
+	f.chunks = append(f.chunks, data...)
+	f.chunkNext++
+	if f.chunkNext < f.chunkCount {
+		return nil, true
+	}
+	return f.chunks, true
 }
 
 // settle makes the call's content the worker's: what was relayed stands
@@ -621,7 +762,10 @@ func (f *follower) settle(r *wireResult) ([]toolkit.Part, error) {
 	relayed := f.relayed.Content()
 	want := r.Content
 	if r.Omitted {
-		if f.gap {
+		if len(f.others) > 0 {
+			return nil, fmt.Errorf("remote: worker %s's result of %q was larger than one NATS message, and workers %s took the call too: their frames mixed, the content cannot be put together (the tool's workers are in different queue groups)", f.worker, f.tool, strings.Join(f.others, ", "))
+		}
+		if f.gap || f.chunkCount > 0 {
 			return nil, fmt.Errorf("remote: worker %s's result of %q was larger than one NATS message and some of its pieces were lost", f.worker, f.tool)
 		}
 		want = relayed
@@ -644,8 +788,14 @@ func (f *follower) settle(r *wireResult) ([]toolkit.Part, error) {
 	for k, v := range r.Meta {
 		f.em.SetMeta(k, v)
 	}
+	if r.MetaOmitted {
+		f.em.SetMeta(MetaOmitted, true)
+	}
 	if f.worker != "" {
 		f.em.SetMeta(MetaWorker, f.worker)
+	}
+	if len(f.others) > 0 {
+		f.em.SetMeta(MetaAlsoTakenBy, f.others)
 	}
 	return out, rerr
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/toolstream/toolstream/toolkit"
 )
 
 // Trace is W3C trace context as it travels with a call: the traceparent and
@@ -16,9 +18,10 @@ type Trace struct {
 type traceKey struct{}
 
 // WithTraceContext returns a context whose remote calls carry traceparent
-// and tracestate, when no ClientOptions.Inject is set. An OpenTelemetry
-// propagator plugs in through ClientOptions.Inject and WorkerOptions.Extract
-// instead.
+// and tracestate, when no ClientOptions.Inject is set. Without it they
+// carry the call's own trace context when the agent's toolkit is traced
+// (toolkit.TraceOf: the call's span). An OpenTelemetry propagator plugs in
+// through ClientOptions.Inject and WorkerOptions.Extract instead.
 func WithTraceContext(ctx context.Context, traceparent, tracestate string) context.Context {
 	return withTrace(ctx, traceparent, tracestate)
 }
@@ -38,14 +41,22 @@ func TraceContext(ctx context.Context) (Trace, bool) {
 	return t, ok
 }
 
-// injectTrace is the default Inject: the trace context of ctx, if any.
+// injectTrace is the default Inject: the trace context WithTraceContext
+// set on ctx, or else that of the call (toolkit.TraceOf: the call's span,
+// when the agent's toolkit is traced), if any.
 func injectTrace(ctx context.Context, h nats.Header) {
-	if t, ok := TraceContext(ctx); ok {
-		if t.Parent != "" {
-			h.Set(HeaderTraceParent, t.Parent)
+	t, ok := TraceContext(ctx)
+	if !ok {
+		tr := toolkit.TraceOf(ctx)
+		if tr == nil {
+			return
 		}
-		if t.State != "" {
-			h.Set(HeaderTraceState, t.State)
-		}
+		t = Trace{Parent: tr.TraceParent(), State: tr.TraceState()}
+	}
+	if t.Parent != "" {
+		h.Set(HeaderTraceParent, t.Parent)
+	}
+	if t.State != "" {
+		h.Set(HeaderTraceState, t.State)
 	}
 }

@@ -3,7 +3,9 @@ package remote
 import (
 	"encoding/json"
 	"fmt"
+	"net/textproto"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -44,6 +46,11 @@ const (
 	HeaderAgent     = "Toolstream-Agent"
 	HeaderTimeout   = "Toolstream-Timeout-Ms"   // time left to the call's deadline
 	HeaderHeartbeat = "Toolstream-Heartbeat-Ms" // how often the caller wants to hear
+	// NATS trims header values: a session or call id that starts or ends
+	// with a space also goes quoted (strconv.Quote) in these, which a
+	// worker reads first.
+	HeaderSessionQuoted = "Toolstream-Session-Quoted"
+	HeaderCallQuoted    = "Toolstream-Call-Quoted"
 	// W3C trace context, passed on untouched.
 	HeaderTraceParent = "traceparent"
 	HeaderTraceState  = "tracestate"
@@ -56,6 +63,11 @@ const (
 	HeaderWorker  = "Toolstream-Worker"
 	HeaderControl = "Toolstream-Control" // where the caller sends a cancellation
 	HeaderReset   = "Toolstream-Reset"   // on a delta that starts the content over
+	// HeaderChunk, "<index>/<count>" on a delta frame, marks one piece of a
+	// part too large for one message: the bodies of pieces 0 to count-1, in
+	// a row, put together, are the part's JSON (as in the events' chunks,
+	// docs/events.md, "Large content").
+	HeaderChunk = "Toolstream-Chunk"
 )
 
 // Frame types.
@@ -139,6 +151,37 @@ type wireResult struct {
 	// (interceptors.IsTransient); the caller marks it again.
 	Transient bool           `json:"transient,omitempty"`
 	Meta      map[string]any `json:"meta,omitempty"`
+	// MetaOmitted: the meta was too large for the message even without
+	// the content, and was left out.
+	MetaOmitted bool `json:"meta_omitted,omitempty"`
+}
+
+// frameRoom is what a frame keeps free for its headers (a result frame's
+// take about 150 bytes): a frame's body is at most the server's max
+// payload less this, or half of it on a server that takes tiny messages.
+const frameRoom = 512
+
+// frameLimit is the largest frame body a connection sends.
+func frameLimit(nc *nats.Conn) int {
+	n := int(nc.MaxPayload())
+	if n <= 0 {
+		n = 1 << 20 // nats-server's default, while the server's is unknown
+	}
+	return n - min(frameRoom, n/2)
+}
+
+// parseChunk reads a HeaderChunk value: index and count, 0 <= index < count.
+func parseChunk(s string) (index, count int, ok bool) {
+	i, n, found := strings.Cut(s, "/")
+	if !found {
+		return 0, 0, false
+	}
+	index, err1 := strconv.Atoi(i)
+	count, err2 := strconv.Atoi(n)
+	if err1 != nil || err2 != nil || index < 0 || index >= count {
+		return 0, 0, false
+	}
+	return index, count, true
 }
 
 func frameSeq(m *nats.Msg) uint64 {
@@ -146,8 +189,10 @@ func frameSeq(m *nats.Msg) uint64 {
 	return n
 }
 
+// msHeader writes a duration for a request: 1 ms to maxMS, what parseMS
+// takes (a longer deadline or heartbeat is sent as the longest).
 func msHeader(d time.Duration) string {
-	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+	return strconv.FormatInt(min(max(d.Milliseconds(), 1), maxMS), 10)
 }
 
 // maxMS bounds the durations a request may carry (30 days), far from
@@ -163,4 +208,27 @@ func parseMS(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("not a number of milliseconds from 1 to %d: %q", maxMS, s)
 	}
 	return time.Duration(n) * time.Millisecond, nil
+}
+
+// setID sets an id's header, and its quoted header too when NATS would not
+// carry the id as it is (it trims header values, and turns line breaks into
+// spaces).
+func setID(h nats.Header, key, quoted, id string) {
+	h.Set(key, id)
+	if id != textproto.TrimString(id) || strings.ContainsAny(id, "\r\n") {
+		h.Set(quoted, strconv.Quote(id))
+	}
+}
+
+// getID reads an id that setID set.
+func getID(h nats.Header, key, quoted string) (string, error) {
+	q := h.Get(quoted)
+	if q == "" {
+		return h.Get(key), nil
+	}
+	id, err := strconv.Unquote(q)
+	if err != nil {
+		return "", fmt.Errorf("%s: not a quoted string: %q", quoted, q)
+	}
+	return id, nil
 }

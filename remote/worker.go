@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -266,7 +267,16 @@ func (w *Worker) handler(tool string) micro.HandlerFunc {
 			return // nobody to answer: not a call
 		}
 		h := nats.Header(req.Headers())
-		session, call := h.Get(HeaderSession), h.Get(HeaderCall)
+		session, err := getID(h, HeaderSession, HeaderSessionQuoted)
+		if err != nil {
+			w.refuse(req, codeBadRequest, err.Error())
+			return
+		}
+		call, err := getID(h, HeaderCall, HeaderCallQuoted)
+		if err != nil {
+			w.refuse(req, codeBadRequest, err.Error())
+			return
+		}
 		if session == "" || call == "" {
 			w.refuse(req, codeBadRequest, "a call needs the headers "+HeaderSession+" and "+HeaderCall)
 			return
@@ -508,9 +518,13 @@ func (r *relay) sendLocked(frame string, data []byte, h nats.Header) {
 	h.Set(HeaderFrame, frame)
 	h.Set(HeaderSeq, strconv.FormatUint(r.seq, 10))
 	// Errors (a closed connection) surface to the caller as missed
-	// heartbeats; a frame too large leaves a gap in the numbering, which
-	// the caller notices.
-	_ = r.w.nc.PublishMsg(&nats.Msg{Subject: r.reply, Header: h, Data: data})
+	// heartbeats, or as a gap in the numbering, which the caller notices.
+	// A frame the connection refuses as too large never left: it takes no
+	// number, so that it leaves no gap (deltas, progress and results are
+	// made to fit: flushPending, event, finish).
+	if err := r.w.nc.PublishMsg(&nats.Msg{Subject: r.reply, Header: h, Data: data}); errors.Is(err, nats.ErrMaxPayload) {
+		r.seq--
+	}
 }
 
 func (r *relay) beat() {
@@ -533,10 +547,41 @@ func mayBeErrorLine(ev *events.Event) bool {
 func (r *relay) flushPending() {
 	ev := r.pending
 	r.pending = nil
-	data, _ := json.Marshal(ev.Delta)
+	data, _ := ev.Delta.MarshalJSON() // events' encoding, as events.Fit measures it
+	limit := frameLimit(r.w.nc)
+	if len(data) <= limit {
+		r.sendDelta(data, ev.Reset, "")
+		return
+	}
+	// Too large for one message (a tool that returns a long text at once):
+	// cut as the publisher cuts events (docs/events.md, "Large content"),
+	// a text into several text deltas, any other part into chunks. The
+	// pieces' envelope, left out here, makes them smaller than limit.
+	pieces, _, err := events.Fit(&events.Event{Type: events.TypeDelta, Delta: ev.Delta, Reset: ev.Reset}, limit)
+	if err != nil {
+		r.seq++ // cannot be with a limit this large: a gap, which the caller notices
+		return
+	}
+	for _, p := range pieces {
+		if p.Chunk != nil {
+			r.sendDelta([]byte(p.Chunk.Data), p.Reset, strconv.Itoa(p.Chunk.Index)+"/"+strconv.Itoa(p.Chunk.Count))
+			continue
+		}
+		d, _ := p.Delta.MarshalJSON()
+		r.sendDelta(d, p.Reset, "")
+	}
+}
+
+func (r *relay) sendDelta(data []byte, reset bool, chunk string) {
 	var h nats.Header
-	if ev.Reset {
-		h = nats.Header{HeaderReset: {"1"}}
+	if reset || chunk != "" {
+		h = nats.Header{}
+		if reset {
+			h.Set(HeaderReset, "1")
+		}
+		if chunk != "" {
+			h.Set(HeaderChunk, chunk)
+		}
 	}
 	r.sendLocked(frameDelta, data, h)
 }
@@ -567,7 +612,21 @@ func (r *relay) event(ev *events.Event) {
 		if p == nil {
 			return
 		}
-		data, _ := json.Marshal(wireProgress{Message: p.Message, Fraction: p.Fraction, Data: p.Data})
+		wp := wireProgress{Message: p.Message, Fraction: p.Fraction, Data: p.Data}
+		data, _ := json.Marshal(wp)
+		if limit := frameLimit(r.w.nc); len(data) > limit {
+			// Too large for one message: the report goes without its data,
+			// and with its message cut if need be, rather than not at all.
+			wp.Data = nil
+			if data, _ = json.Marshal(wp); len(data) > limit {
+				n := max(len(wp.Message)-(len(data)-limit), 0) // each byte cut takes one or more
+				for n > 0 && !utf8.RuneStart(wp.Message[n]) {
+					n--
+				}
+				wp.Message = wp.Message[:n]
+				data, _ = json.Marshal(wp)
+			}
+		}
 		r.sendLocked(frameProgress, data, nil)
 	case events.TypeResult:
 		if r.pending != nil {
@@ -604,17 +663,46 @@ func (r *relay) finish(res toolkit.Result) {
 		wr.Meta = nil
 		data, _ = json.Marshal(wr)
 	}
-	if limit := r.w.nc.MaxPayload() - 4096; int64(len(data)) > limit {
-		wr.Content, wr.Omitted = nil, true
-		data, _ = json.Marshal(wr)
-	}
-	r.sendLocked(frameResult, data, nil)
+	data = fitResult(wr, data, frameLimit(r.w.nc))
+	// The result names its worker: a caller whose call two workers took
+	// (two queue groups serve the tool) keeps the one it followed.
+	r.sendLocked(frameResult, data, nats.Header{HeaderWorker: {r.w.ID()}})
 	// The result goes out twice more, a heartbeat apart: a caller whose
 	// connection was down when it went (its server died) has reconnected
 	// by then, within the time it waits for a heartbeat. It keeps the first.
 	again := &nats.Msg{Subject: r.reply, Data: data, Header: nats.Header{
-		HeaderFrame: {frameResult}, HeaderSeq: {strconv.FormatUint(r.seq, 10)}}}
+		HeaderFrame: {frameResult}, HeaderSeq: {strconv.FormatUint(r.seq, 10)}, HeaderWorker: {r.w.ID()}}}
 	for i := 1; i <= 2; i++ {
 		time.AfterFunc(time.Duration(i)*r.every, func() { _ = r.w.nc.PublishMsg(again) })
 	}
+}
+
+// fitResult makes a result frame's body fit in limit bytes: too large, it
+// leaves the content out (the deltas, all sent, are the content); still too
+// large, the meta; then it cuts the error text, saying so, as the events
+// publisher does. A result frame that did not fit never went, and the
+// caller, hearing nothing more, gave the worker up as lost.
+func fitResult(wr wireResult, data []byte, limit int) []byte {
+	if len(data) <= limit {
+		return data
+	}
+	wr.Content, wr.Omitted = nil, true
+	data, _ = json.Marshal(wr)
+	if len(data) > limit && wr.Meta != nil {
+		wr.Meta, wr.MetaOmitted = nil, true
+		data, _ = json.Marshal(wr)
+	}
+	orig := wr.Error
+	note := fmt.Sprintf(" [cut to fit one message: %d bytes in all]", len(orig))
+	keep := len(orig) - len(note)
+	for len(data) > limit && keep > 0 {
+		// Each byte cut takes at least one byte of its escaped form.
+		keep = max(keep-(len(data)-limit), 0)
+		for keep > 0 && !utf8.RuneStart(orig[keep]) {
+			keep--
+		}
+		wr.Error = orig[:keep] + note
+		data, _ = json.Marshal(wr)
+	}
+	return data
 }

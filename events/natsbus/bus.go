@@ -394,7 +394,7 @@ func connectCause(ctx context.Context, urls string, timeout time.Duration, err e
 
 func (b *Bus) setUpStream(ctx context.Context, d Durable) error {
 	js, err := jetstream.New(b.nc,
-		jetstream.WithPublishAsyncMaxPending(4096),
+		jetstream.WithPublishAsyncMaxPending(asyncMaxPending),
 		jetstream.WithPublishAsyncTimeout(10*time.Second),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
 			if b.pub != nil {

@@ -341,3 +341,100 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestBufferedThenSentNotCountedAtClose: without JetStream, events
+// published while the server was away wait in the reconnect buffer and go
+// out when the connection is back. When the server goes away once more and
+// the bus closes then, those events are not counted undelivered: they were
+// sent at the reconnection. Before, the count of buffered events was reset
+// only by a publish made while connected, so Close counted the 20 events
+// undelivered and said they "were still in the reconnect buffer at close".
+// Events buffered in the second outage still count.
+func TestBufferedThenSentNotCountedAtClose(t *testing.T) {
+	bus, srv, port, dir := ownServer(t)
+	ctx := context.Background()
+	p := bus.Publisher()
+	away := func(srv *server.Server) {
+		stopServer(srv)
+		for bus.nc.IsConnected() {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	publish := func(n int, prefix string) {
+		for i := range n {
+			p.Observe(resultEvent("s", fmt.Sprint(prefix, i)))
+		}
+		if err := p.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	away(srv)
+	publish(20, "first")
+	srv = fileServer(t, port, dir)
+	for !bus.nc.IsConnected() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A round trip: the server has what the reconnection sent.
+	if err := bus.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	away(srv)
+	publish(3, "second")
+	closeErr, _ := closeWhileServerAway(t, bus, port, dir, false)
+	st := p.Stats()
+	if st.Undelivered != 3 || closeErr == nil || !strings.Contains(closeErr.Error(), "events: 3 events published while NATS was away") {
+		t.Fatalf("20 events sent at the reconnection, 3 left in the buffer at close: %d counted undelivered, Close: %v", st.Undelivered, closeErr)
+	}
+}
+
+// TestLongOutageDoesNotStallThePublisher: while NATS is away, durable
+// publishes wait for their acknowledgements; once nats.go holds its limit
+// of them (4,096), each further publish waited 200 ms for room (nats.go's
+// stall wait) before it failed: the publisher handed over 5 events a
+// second, and every run's Flush waited its whole bound (here 2 s, which
+// expired with the last events of 4,200 not handed over). Now events beyond the
+// limit wait for NATS to come back among the retries, at once. When it is
+// back, every event is stored once, and the counters add up: Published
+// counts each event handed to NATS once, also one whose first hand-over
+// failed and a retry made (before, such events were stored but never
+// counted).
+func TestLongOutageDoesNotStallThePublisher(t *testing.T) {
+	bus, srv, port, dir := ownServer(t, WithDurable(Durable{}))
+	p := bus.Publisher()
+	stopServer(srv)
+	for bus.nc.IsConnected() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	const n = 4200
+	for i := range n {
+		p.Observe(resultEvent("s", fmt.Sprint(i)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	err := p.Flush(ctx)
+	cancel()
+	if err != nil {
+		t.Fatalf("Flush while NATS is away: %v (%d of %d events handed over)", err, p.handled.Load(), n)
+	}
+	srv = fileServer(t, port, dir)
+	defer stopServer(srv)
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+	closeErr := bus.Close(ctx)
+	cancel()
+	st := p.Stats()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(context.Background(), "TOOLSTREAM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored := stream.CachedInfo().State.Msgs; stored != n || closeErr != nil || st.Undelivered != 0 || st.Published != n {
+		t.Fatalf("%d of %d stored, stats %+v, Close: %v", stored, n, st, closeErr)
+	}
+}

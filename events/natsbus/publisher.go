@@ -90,22 +90,43 @@ type Publisher struct {
 	// message passes from in flight to retries (or to given up) under
 	// retryMu, so that when close gives up, each one is counted once.
 	retryMu sync.Mutex
-	retries []*nats.Msg
-	// Handed to PublishMsgAsync, neither acknowledged nor failed. A set,
-	// not a count: the async handlers of the bus's JetStream context also
-	// see what other code publishes on it (Bus.JetStream), which is none
-	// of the publisher's business.
-	inflight map[*nats.Msg]struct{}
+	retries []outMsg
+	// Handed to PublishMsgAsync, neither acknowledged nor failed, each with
+	// whether it is counted in Published. A set, not a count: the async
+	// handlers of the bus's JetStream context also see what other code
+	// publishes on it (Bus.JetStream), which is none of the publisher's
+	// business.
+	inflight map[*nats.Msg]bool
 	stopped  bool // close gave up: what was in flight or waiting is counted
 
 	// unsent counts core publishes made since the connection was last seen
 	// connected: they wait in nats.go's reconnect buffer, which Close
 	// drops. A reconnect sends the buffer before the connection reports
-	// connected again.
-	unsent atomic.Int64
+	// connected again: unsentAt is the connection's count of reconnections
+	// when they were buffered, and once it has moved they were sent.
+	unsent   atomic.Int64
+	unsentAt atomic.Uint64
+}
+
+// buffered returns how many core publishes wait in the reconnect buffer:
+// those made while the connection was away, unless it has reconnected
+// since (which sent them).
+func (p *Publisher) buffered() int64 {
+	n := p.unsent.Load()
+	if n == 0 || p.bus.nc.IsConnected() || p.bus.nc.Stats().Reconnects != p.unsentAt.Load() {
+		return 0
+	}
+	return n
 }
 
 type callKey struct{ session, call string }
+
+// outMsg is a durable publish waiting to be handed to NATS again, and
+// whether it is counted in Published (it was handed over once already).
+type outMsg struct {
+	m       *nats.Msg
+	counted bool
+}
 
 // wire is the publisher's per-call numbering. It lives from a call's
 // first event to its result.
@@ -163,7 +184,8 @@ var callTypes = [...]events.Type{events.TypeStart, events.TypeProgress, events.T
 
 // PublisherStats are the publisher's counters.
 type PublisherStats struct {
-	// Published counts events handed to NATS.
+	// Published counts events handed to NATS, each once (a durable
+	// publish that failed and was handed over again is counted once).
 	Published uint64
 	// DroppedProgress counts progress events the publisher did not
 	// publish because its queue was full (NATS slower than the tools) or
@@ -180,9 +202,11 @@ type PublisherStats struct {
 	// bus closed before the server acknowledged them (durable; one whose
 	// acknowledgement was lost may be stored all the same) or while they
 	// waited in the reconnect buffer (core NATS). Those given up at close
-	// were counted in Published too.
+	// that NATS had taken were counted in Published too.
 	Undelivered uint64
-	// Retried counts durable publishes retried after a failure.
+	// Retried counts durable publishes retried after a failure, or held
+	// back while NATS was away and nats.go held as many unacknowledged
+	// publishes as it takes (4,096).
 	Retried uint64
 	// Split counts events too large for one message that went out whole
 	// all the same: as several deltas, as chunks, or as a result whose
@@ -597,6 +621,11 @@ func (p *Publisher) send(subject, idBase string, seq uint64, trace events.Trace)
 		if p.bus.nc.IsConnected() {
 			p.unsent.Store(0)
 		} else {
+			// Those buffered before a reconnection went with it.
+			if rc := p.bus.nc.Stats().Reconnects; rc != p.unsentAt.Load() {
+				p.unsent.Store(0)
+				p.unsentAt.Store(rc)
+			}
 			p.unsent.Add(1)
 		}
 		p.published.Add(1)
@@ -611,34 +640,59 @@ func (p *Publisher) send(subject, idBase string, seq uint64, trace events.Trace)
 	// the publisher first saw the call keeps two calls that reuse an id (a
 	// rerun conversation, a new process) from passing for duplicates.
 	m.Header.Set(jetstream.MsgIDHeader, idBase+strconv.FormatUint(seq, 10))
-	if p.handOff(m) {
-		p.published.Add(1)
-	}
+	p.handOff(m, false)
 }
 
 // errGaveUp is why a durable publish is given up at close.
 var errGaveUp = errors.New("events: the bus closed before NATS acknowledged the event")
 
+// asyncMaxPending is how many durable publishes nats.go holds unacknowledged
+// before a further one waits for room (its stall wait, 200 ms) and fails.
+const asyncMaxPending = 4096
+
+// errAway is why a durable publish waits among the retries without being
+// tried: NATS is away and nats.go holds as many as it takes.
+var errAway = errors.New("events: NATS is away and as many events as nats.go holds wait for it")
+
 // handOff publishes m asynchronously and counts it in flight until the
-// server acknowledges it (acked) or the publish fails (retry). It reports
-// whether m was handed to NATS.
-func (p *Publisher) handOff(m *nats.Msg) bool {
+// server acknowledges it (acked) or the publish fails (retry). The first
+// time m is handed to NATS it is counted in Published (counted says it was
+// already). Called on the publishing goroutine, or by close once that has
+// returned.
+func (p *Publisher) handOff(m *nats.Msg, counted bool) {
 	p.retryMu.Lock()
 	if p.stopped {
 		p.retryMu.Unlock()
 		p.giveUp(m.Subject, errGaveUp)
-		return false
+		return
+	}
+	if !p.bus.nc.IsConnected() && p.bus.js.PublishAsyncPending() >= asyncMaxPending {
+		// nats.go would make each publish wait 200 ms for room before it
+		// fails: the publisher would hand over 5 events a second, and every
+		// Flush would wait its whole bound. It waits for NATS here instead.
+		p.retryMu.Unlock()
+		p.requeue(m, counted, errAway)
+		return
 	}
 	if p.inflight == nil {
-		p.inflight = make(map[*nats.Msg]struct{})
+		p.inflight = make(map[*nats.Msg]bool)
 	}
-	p.inflight[m] = struct{}{}
+	p.inflight[m] = true // an async failure of m retries it as counted
 	p.retryMu.Unlock()
 	if _, err := p.bus.js.PublishMsgAsync(m); err != nil {
-		p.retry(m, err)
-		return false
+		// Not handed over: no async handler sees m.
+		p.retryMu.Lock()
+		_, mine := p.inflight[m]
+		delete(p.inflight, m)
+		p.retryMu.Unlock()
+		if mine {
+			p.requeue(m, counted, err)
+		}
+		return
 	}
-	return true
+	if !counted {
+		p.published.Add(1)
+	}
 }
 
 // acked takes a durable publish the server acknowledged out of flight. One
@@ -672,22 +726,37 @@ func (p *Publisher) retrying() bool {
 	return len(p.retries) > 0
 }
 
-// retry takes a failed durable publish out of flight and keeps it for
-// another attempt, unless it can never succeed. A message not in flight is
-// another's (Bus.JetStream), or one close gave up on and counted.
+// retry takes a durable publish whose acknowledgement failed out of flight
+// and keeps it for another attempt, unless it can never succeed. A message
+// not in flight is another's (Bus.JetStream), or one close gave up on and
+// counted.
 func (p *Publisher) retry(m *nats.Msg, err error) {
 	p.retryMu.Lock()
-	if _, ok := p.inflight[m]; !ok {
+	counted, ok := p.inflight[m]
+	if !ok {
 		p.retryMu.Unlock()
 		return
 	}
 	delete(p.inflight, m)
+	p.retryMu.Unlock()
+	p.requeue(m, counted, err)
+}
+
+// requeue keeps a durable publish not in flight for another attempt, unless
+// it can never succeed.
+func (p *Publisher) requeue(m *nats.Msg, counted bool, err error) {
+	p.retryMu.Lock()
+	if p.stopped {
+		p.retryMu.Unlock()
+		p.giveUp(m.Subject, errGaveUp)
+		return
+	}
 	if permanent(err) || len(p.retries) >= maxRetries {
 		p.retryMu.Unlock()
 		p.giveUp(m.Subject, err)
 		return
 	}
-	p.retries = append(p.retries, m)
+	p.retries = append(p.retries, outMsg{m, counted})
 	p.retryMu.Unlock()
 	p.bus.log.Debug().Err(err).Str("subject", m.Subject).Msg("toolstream: publish failed; will retry")
 	select {
@@ -708,8 +777,8 @@ func (p *Publisher) publishRetries() {
 		p.retryMu.Lock()
 		if p.stopped {
 			p.retryMu.Unlock()
-			for _, m := range pending {
-				p.giveUp(m.Subject, errGaveUp)
+			for _, o := range pending {
+				p.giveUp(o.m.Subject, errGaveUp)
 			}
 			return
 		}
@@ -717,9 +786,9 @@ func (p *Publisher) publishRetries() {
 		p.retryMu.Unlock()
 		return
 	}
-	for _, m := range pending {
+	for _, o := range pending {
 		p.retried.Add(1)
-		p.handOff(m)
+		p.handOff(o.m, o.counted)
 	}
 }
 
@@ -760,7 +829,8 @@ func (p *Publisher) close(ctx context.Context) error {
 	if n := p.stop(); n > 0 {
 		err = errors.Join(err, fmt.Errorf("events: %d events given up at close, not acknowledged by NATS (counted in Stats.Undelivered)", n))
 	}
-	if n := p.unsent.Swap(0); n > 0 && !p.bus.nc.IsConnected() {
+	if n := p.buffered(); n > 0 {
+		p.unsent.Store(0)
 		p.failed.Add(uint64(n))
 		p.bus.log.Error().Int64("events", n).Msg("toolstream: events not delivered to NATS: the bus closed while NATS was away")
 		err = errors.Join(err, fmt.Errorf("events: %d events published while NATS was away were still in the reconnect buffer at close (counted in Stats.Undelivered)", n))
@@ -771,7 +841,7 @@ func (p *Publisher) close(ctx context.Context) error {
 // reconnected waits, when core publishes wait in the reconnect buffer,
 // until the connection is back (and has sent them) or ctx ends.
 func (p *Publisher) reconnected(ctx context.Context) error {
-	for p.unsent.Load() > 0 && !p.bus.nc.IsConnected() {
+	for p.buffered() > 0 {
 		t := time.NewTimer(50 * time.Millisecond)
 		select {
 		case <-t.C:
