@@ -30,6 +30,11 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	ext := c.side.ext
 	if err := c.batch.sess.suspend(c); err != nil {
 		c.mu.Unlock()
+		if err == ErrClosed {
+			// The session was closed while the batch ran: nobody can
+			// Submit, and the call ends like those that waited at Close.
+			return c.outcome(attempt, StateInterrupted, Part{}, nil, closedWaitErr(c.call.Name))
+		}
 		return c.outcome(attempt, StateError, Part{}, nil, &callError{kind: ErrInvalidCall, cause: err,
 			msg: fmt.Sprintf("call %q of tool %q cannot be suspended: %v", c.call.ID, c.call.Name, err)})
 	}

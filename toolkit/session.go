@@ -156,9 +156,12 @@ func (s *Session) Suspended() []Call {
 
 // Close removes the session from the toolkit. Its suspended calls are
 // reported as interrupted (an interceptor's wait, Invocation.Suspend, ends
-// with ErrClosed as its cause), and so are the batches whose Before hook
-// suspended them (BatchPlan.Suspend); later batches in it fail with
-// ErrClosed as the cause. It never waits for any of them.
+// with ErrClosed as its cause, as Invocation.ContextFailure reports it;
+// context.Cause of the wait says only context.Canceled), and so are the
+// batches whose Before hook suspended them (BatchPlan.Suspend); a wait that
+// begins after Close (a batch still running reaches an external call, an
+// interceptor suspends) ends at once the same way, and later batches in it
+// fail with ErrClosed as the cause. It never waits for any of them.
 func (s *Session) Close() {
 	s.tk.sessMu.Lock()
 	if s.tk.sessions[s.id] == s {
@@ -184,8 +187,7 @@ func (s *Session) Close() {
 		}
 	}
 	for _, c := range pending {
-		c.side.ext <- extResult{state: StateInterrupted, err: &callError{kind: ErrInterrupted, cause: ErrClosed,
-			msg: fmt.Sprintf("tool %q was interrupted: the session was closed", c.call.Name)}}
+		c.side.ext <- extResult{state: StateInterrupted, err: closedWaitErr(c.call.Name)}
 	}
 	if sc, ok := s.tk.visibility().(SessionCloser); ok {
 		sc.SessionClosed(s.id)
@@ -275,6 +277,13 @@ func (s *Session) suspend(c *call) error {
 	}
 	s.suspended[c.call.ID] = c
 	return nil
+}
+
+// closedWaitErr is the error of an external call that cannot wait, or
+// waits no more, because its session was closed.
+func closedWaitErr(name string) error {
+	return &callError{kind: ErrInterrupted, cause: ErrClosed,
+		msg: fmt.Sprintf("tool %q was interrupted: the session was closed", shownName(name))}
 }
 
 // closedErr is why the waits of a closed session ended.
