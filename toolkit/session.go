@@ -106,6 +106,9 @@ func (s *Session) Submit(callID string, content []Part, err error) error {
 			return fmt.Errorf("toolkit: result refused; call %q of session %q still waits for a valid one: %w", callID, s.id, cerr)
 		}
 	}
+	if submitChecked != nil {
+		submitChecked()
+	}
 	s.mu.Lock()
 	if ok {
 		// Checked outside the lock: taken only if still the same wait.
@@ -351,7 +354,9 @@ func (s *Session) unsuspend(c *call) bool {
 	return false
 }
 
-// Test hooks, nil in production: submitTaken runs in Submit between taking
-// the call and handing it the result; extTaken when an external wait that
-// ended finds that Submit or Close took its call.
-var submitTaken, extTaken func()
+// Test hooks, nil in production: submitChecked runs in Submit between its
+// first look for the call (and the output check) and its second, under the
+// lock; submitTaken between taking the call and handing it the result;
+// extTaken when an external wait that ended finds that Submit or Close took
+// its call.
+var submitChecked, submitTaken, extTaken func()
