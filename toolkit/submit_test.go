@@ -92,7 +92,9 @@ func TestSubmitTwiceAtOnce(t *testing.T) {
 	var s *toolkit.Session
 	var once sync.Once
 	// The held Submit lets the other one run to its end first.
-	held := holdSubmit(t, func() { once.Do(func() { second <- s.Submit("x", []toolkit.Part{jsonPart(`{"colour":"blue"}`)}, nil) }) })
+	held := holdSubmit(t, func() {
+		once.Do(func() { second <- s.Submit("x", []toolkit.Part{jsonPart(`{"colour":"blue"}`)}, nil) })
+	})
 	_, s, b := suspendedKit(t, 0)
 	first := submitAsync(s, "x", []toolkit.Part{jsonPart(`{"colour":"red"}`)})
 	await(t, held, "the first Submit's second look")
