@@ -197,20 +197,19 @@ func (c *call) panicked(where string, v any) error {
 
 // begin starts the call: the start event goes out. It reports false when
 // the deadline passed or the batch was cancelled between the slot and here:
-// the call is then finished without starting.
+// the call is then finished without starting. A call that runs nothing (it
+// fails before running, or its outcome was decided: preErr) has nothing to
+// time out: past its deadline it still starts, and exec ends it with its
+// own outcome.
 func (c *call) begin() bool {
 	c.mu.Lock()
-	if c.Err() != nil {
+	if c.Err() != nil && (c.preErr == nil || !c.cur.timedOut()) {
 		c.started = time.Time{} // it never started
 		c.mu.Unlock()
-		timedOut := c.currentScope().timedOut()
-		switch {
-		case timedOut && preState(c.preErr) == StateTimeout:
-			c.finish(StateTimeout, nil, c.preErr) // its resolver used its time up
-		case timedOut:
+		if c.currentScope().timedOut() {
 			c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
 				msg: fmt.Sprintf("tool %q timed out after %v before it could start", shownName(c.call.Name), c.timeout)})
-		default:
+		} else {
 			c.finish(StateInterrupted, nil, c.batch.notStarted(c))
 		}
 		return false

@@ -163,31 +163,37 @@ func (c *call) makeWay() {
 }
 
 // expire finishes the calls of scope s that no runner has taken when its
-// deadline passes: they time out in the queue, reported at once.
+// deadline passes: they time out in the queue, reported at once. A call
+// that runs nothing (it fails before running, or its outcome was decided:
+// preErr) has nothing to time out: it ends now with its own outcome, as a
+// runner would have ended it (a batch hook's denial must not reach the
+// model as a timeout).
 func (st *stage) expire(s *scope) {
-	st.finishWaiting(s, func(c *call) (State, error) {
-		if preState(c.preErr) == StateTimeout {
-			return StateTimeout, c.preErr // its resolver used its time up
+	for k := int(st.next.Load()); k < len(st.calls); k++ {
+		c := &st.calls[k]
+		if c.scope != s || !c.claimed.CompareAndSwap(false, true) {
+			continue
+		}
+		if c.preErr != nil {
+			c.exec() // no user code: a start, its outcome, its result
+			continue
 		}
 		why := "before it could start"
 		if len(st.calls) > st.batch.tk.opts.maxParallel {
 			why = fmt.Sprintf("waiting for a free slot (at most %d calls run in parallel)", st.batch.tk.opts.maxParallel)
 		}
-		return StateTimeout, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
-			msg: fmt.Sprintf("tool %q timed out after %v %s", shownName(c.call.Name), c.timeout, why)}
-	})
+		c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
+			msg: fmt.Sprintf("tool %q timed out after %v %s", shownName(c.call.Name), c.timeout, why)})
+	}
 }
 
-// finishWaiting finishes the calls no runner has taken (on scope s, or all
-// when s is nil) with the state and error why gives.
-func (st *stage) finishWaiting(s *scope, why func(c *call) (State, error)) {
+// finishWaiting reports the calls no runner has taken interrupted: the
+// batch was cancelled before they started.
+func (st *stage) finishWaiting() {
 	for k := int(st.next.Load()); k < len(st.calls); k++ {
-		c := &st.calls[k]
-		if s != nil && c.scope != s || !c.claimed.CompareAndSwap(false, true) {
-			continue
+		if c := &st.calls[k]; c.claimed.CompareAndSwap(false, true) {
+			c.finish(StateInterrupted, nil, st.batch.notStarted(c))
 		}
-		state, err := why(c)
-		c.finish(state, nil, err)
 	}
 }
 
@@ -279,7 +285,7 @@ func (st *stage) interrupt(err, cause error) {
 		}
 		st.batch.tk.clock.schedule(s, end, phaseGrace)
 	}
-	st.finishWaiting(nil, func(c *call) (State, error) { return StateInterrupted, st.batch.notStarted(c) })
+	st.finishWaiting()
 }
 
 func earliest(a, b time.Time) time.Time {
