@@ -127,7 +127,9 @@ func (inv *Invocation) MetaValue(key string) (any, bool) {
 // interceptor waited (a backoff sleep, a rate limiter, an approval): a
 // timeout when the call's deadline or one an interceptor set has passed,
 // otherwise an interruption with the cause the batch was stopped with (see
-// Batch.Err), worded as the engine words its own.
+// Batch.Err), worded as the engine words its own. When only a context an
+// interceptor ended itself is over, its cause (context.Cause) is the
+// interruption's.
 func (inv *Invocation) ContextFailure(ctx context.Context) Outcome {
 	state, err := inv.c.ctxFailure(ctx, nil)
 	return Failure(state, err)
