@@ -309,9 +309,9 @@ func TestInterceptorForeignContext(t *testing.T) {
 // cancels early are let go of (the call's context forgets them, without a
 // goroutine each), and those it still holds end with the call's deadline.
 func TestHandlerDerivedContexts(t *testing.T) {
-	tk := testutil.Kit(t)
-	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "derive", Timeout: 20 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
-		for range 100 {
+	tk := testutil.Kit(t, toolkit.WithCancelGrace(5*time.Second))
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "derive", Timeout: 100 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+		for range 10 {
 			sub, cancel := context.WithCancel(ctx)
 			cancel()
 			if sub.Err() == nil {
@@ -334,7 +334,7 @@ func TestHandlerDerivedContexts(t *testing.T) {
 		return "", ctx.Err()
 	}))
 	r := testutil.Run(t, tk, "s", testutil.Call("1", "derive", `{}`))[0]
-	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, context.DeadlineExceeded) || r.Text() != `Error: tool "derive" timed out after 20ms: context deadline exceeded` {
+	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, context.DeadlineExceeded) || r.Text() != `Error: tool "derive" timed out after 100ms: context deadline exceeded` {
 		t.Errorf("%s %v %q", r.State, r.Err, r.Text())
 	}
 }
