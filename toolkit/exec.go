@@ -117,16 +117,11 @@ func (c *call) exec() bool {
 	}
 	c.exe = c.tool
 	if v := c.batch.vis; v != nil {
-		t, err := c.visResolve(v, c.tool)
+		t, err := c.runsAs(v, c.tool)
 		if err != nil {
-			return c.finish(StateError, nil, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()})
+			return c.finish(StateError, nil, err)
 		}
-		if t != nil && t != c.tool {
-			if t.spec.Name != c.tool.spec.Name {
-				return c.finish(StateError, nil, fmt.Errorf("toolkit: the visibility resolved tool %q to a tool named %q", c.tool.spec.Name, t.spec.Name))
-			}
-			c.exe = t
-		}
+		c.exe = t
 	}
 	// Every interceptor sees the arguments the handler will receive: they
 	// are prepared (unwrapped, presets, nulls, defaults, validated) first.
@@ -173,6 +168,23 @@ func (c *call) runChain(h Handler) (out Outcome) {
 		}
 	}()
 	return h(c, &c.ic.inv)
+}
+
+// runsAs asks the visibility which tool a call to t runs as: t, a variant
+// of it, or an error that refuses the call (ErrUnavailable with the
+// visibility's words, or a tool of another name, which it may not give).
+func (c *call) runsAs(v Visibility, t *Tool) (*Tool, error) {
+	rt, err := c.visResolve(v, t)
+	if err != nil {
+		return nil, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()}
+	}
+	if rt == nil || rt == t {
+		return t, nil
+	}
+	if rt.spec.Name != t.spec.Name {
+		return nil, fmt.Errorf("toolkit: the visibility resolved tool %q to a tool named %q", t.spec.Name, rt.spec.Name)
+	}
+	return rt, nil
 }
 
 // visResolve asks the visibility which tool the call runs as; a panic in it
