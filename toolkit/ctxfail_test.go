@@ -34,11 +34,18 @@ func TestInterceptorCancelsItsOwnContext(t *testing.T) {
 		case "asked": // the interceptor words it itself
 			cancel(won)
 			return inv.ContextFailure(inner)
+		case "live": // asked about a context nothing ended: a misuse, still worded
+			defer cancel(nil)
+			return inv.ContextFailure(inner)
 		}
 		go func() { <-entered; cancel(won) }()
 		return next(inner, inv)
 	}}); err != nil {
 		t.Fatal(err)
+	}
+	if r := testutil.Run(t, tk, "s", testutil.Call("live", "slow", `{}`))[0]; r.State != toolkit.StateInterrupted ||
+		!errors.Is(r.Err, context.Canceled) || strings.Contains(r.Text(), "<nil>") {
+		t.Errorf("ContextFailure of a live context: %s %v %q", r.State, r.Err, r.Text())
 	}
 	for _, id := range []string{"before", "asked", "while"} {
 		r := testutil.Run(t, tk, "s", testutil.Call(id, "slow", `{}`))[0]

@@ -3,6 +3,7 @@ package toolkit_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"testing"
@@ -97,6 +98,52 @@ func TestZeroFlushTimeout(t *testing.T) {
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatalf("the observer got %d events, want 3", want)
+		}
+	}
+}
+
+// TestCloseAfterAMiddleBatchEnded: of three batches running at once, the
+// middle one ends first; Toolkit.Close still finds and interrupts the two
+// others (ErrClosed) and returns once they are done.
+func TestCloseAfterAMiddleBatchEnded(t *testing.T) {
+	tk := toolkit.New()
+	entered := make(chan string, 3)
+	releaseB := make(chan struct{})
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "wait"}, func(ctx context.Context, _ none) (string, error) {
+		info, _ := toolkit.CallInfoFrom(ctx)
+		entered <- info.CallID
+		if info.CallID == "B" {
+			<-releaseB
+			return "B done", nil
+		}
+		<-ctx.Done()
+		return "", ctx.Err()
+	}))
+	s := testutil.Session(t, tk, "s")
+	var bs []*toolkit.Batch
+	for _, id := range []string{"A", "B", "C"} {
+		bs = append(bs, s.Start(context.Background(), []toolkit.Call{testutil.Call(id, "wait", `{}`)}))
+		if got := <-entered; got != id {
+			t.Fatalf("call %s ran, want %s", got, id)
+		}
+	}
+	close(releaseB)
+	testutil.WaitFor(t, bs[1].Done(), "the middle batch to end")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tk.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for i, b := range bs {
+		r := b.Wait()[0]
+		if i == 1 {
+			if r.State != toolkit.StateSuccess {
+				t.Errorf("B: %s %v", r.State, r.Err)
+			}
+			continue
+		}
+		if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
+			t.Errorf("%s: %s %v", r.Call.ID, r.State, r.Err)
 		}
 	}
 }
