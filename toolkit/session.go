@@ -182,7 +182,7 @@ func (s *Session) Close() {
 	s.hookWaits = nil
 	s.mu.Unlock()
 	for w := range waits {
-		w.cancel(context.Canceled, s.closedErr())
+		w.endWait(s.closedErr())
 	}
 	for g := range hooks {
 		if g.running() {
@@ -301,7 +301,7 @@ func (s *Session) holdWait(w *scope) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		w.cancel(context.Canceled, s.closedErr())
+		w.endWait(s.closedErr())
 		return
 	}
 	if s.waits == nil {

@@ -239,7 +239,7 @@ func (st *stage) callScope(c *call, timeout time.Duration) *scope {
 		return s
 	}
 	if err := st.batch.err(); err != nil {
-		s.cancel(context.Canceled, err)
+		s.endWait(err) // interrupted before the scope was there: Batch.interrupt did not see it
 	} else if !s.deadline.IsZero() {
 		st.batch.tk.clock.schedule(s, s.deadline, phaseDeadline)
 	}

@@ -1,0 +1,121 @@
+package toolkit_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// TestSuspendAfterCancelGetsGrace: an interceptor that suspends its call
+// only after the batch was interrupted (here by itself: AbortBatch), and
+// then ignores the wait (which is over at once), is given the cancel grace
+// period like any code that ignores its context: the call is reported
+// interrupted and the batch ends on time (Start's godoc: results are final
+// no later than the deadline plus the grace, whatever a handler does); Run
+// returns once the interceptor does, with that result.
+func TestSuspendAfterCancelGetsGrace(t *testing.T) {
+	for _, run := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Start", true: "Run"}[run], func(t *testing.T) {
+			t.Cleanup(leak.Check(t))
+			stop := errors.New("the user pressed stop")
+			suspended, release := make(chan struct{}), make(chan struct{})
+			tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond))
+			t.Cleanup(func() {
+				select {
+				case <-release:
+				default:
+					close(release)
+				}
+			})
+			testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "a"}, func(context.Context, none) (string, error) { return "ran", nil }))
+			if err := tk.Use(toolkit.Interceptor{Name: "late", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+				inv.AbortBatch(stop) // the batch is interrupted before the call asks to wait
+				wait, _ := inv.Suspend("approval")
+				close(suspended)
+				<-release // ignores that the wait is over
+				return inv.ContextFailure(wait)
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			s := testutil.Session(t, tk, "s")
+			got := make(chan []toolkit.Result, 1)
+			if run {
+				go func() { got <- s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`)}) }()
+			} else {
+				b := s.Start(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`)})
+				go func() {
+					<-b.Done()
+					got <- b.Wait()
+				}()
+			}
+			testutil.WaitFor(t, suspended, "the call to ask to wait")
+			if run {
+				close(release) // Run returns only once the interceptor does
+			}
+			select {
+			case rs := <-got:
+				if r := rs[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, stop) {
+					t.Errorf("%s %v", r.State, r.Err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no result 5 s after the interruption (grace 20 ms): the batch waits for an interceptor that ignores its wait")
+			}
+		})
+	}
+}
+
+// TestWaitEndedBySessionCloseGetsGrace: an interceptor whose wait
+// Session.Close ends (it waited when the session was closed, or asked to
+// wait after) and that ignores it is given the cancel grace period: the
+// call is reported interrupted by ErrClosed and the batch ends on time.
+func TestWaitEndedBySessionCloseGetsGrace(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		t.Run(map[bool]string{false: "waiting", true: "after"}[after], func(t *testing.T) {
+			t.Cleanup(leak.Check(t))
+			entered, closed, suspended, release := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+			tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond))
+			t.Cleanup(func() {
+				select {
+				case <-release:
+				default:
+					close(release)
+				}
+			})
+			testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "a"}, func(context.Context, none) (string, error) { return "ran", nil }))
+			if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+				close(entered)
+				if after {
+					<-closed
+				}
+				wait, _ := inv.Suspend("approval")
+				close(suspended)
+				<-release // ignores the end of its wait
+				return inv.ContextFailure(wait)
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			s := testutil.Session(t, tk, "s")
+			b := s.Start(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`)})
+			testutil.WaitFor(t, entered, "the interceptor to run")
+			if !after {
+				testutil.WaitFor(t, suspended, "the call to wait")
+			}
+			s.Close()
+			close(closed)
+			testutil.WaitFor(t, suspended, "the call to ask to wait")
+			select {
+			case <-b.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("no result 5 s after Session.Close (grace 20 ms): the batch waits for an interceptor that ignores its wait")
+			}
+			if r := b.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
+				t.Errorf("%s %v", r.State, r.Err)
+			}
+		})
+	}
+}
