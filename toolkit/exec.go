@@ -365,6 +365,13 @@ func sameSlice[T any](a, b []T) bool {
 // not return within the grace period. The handler's goroutine is left to
 // finish on its own; its later writes are refused. It reports whether it
 // finished the call.
+//
+// A call of an external tool is abandoned too: the engine's own wait ends
+// with the context, so what holds it is code around the wait (an
+// interceptor, an OnWait hook). If it is registered for Session.Submit, it
+// is taken out of the session first and its wait handed the ending, as
+// Session.Close does: no Submit succeeds for a call reported already, and
+// the wait, when its goroutine gets there, ends at once.
 func (c *call) abandon() bool {
 	c.mu.Lock()
 	running := c.running && !c.out.finished
@@ -373,6 +380,9 @@ func (c *call) abandon() bool {
 		return false
 	}
 	state, err := c.ctxFailure(c.currentScope(), nil)
+	if c.external() && c.batch.sess.unsuspend(c) {
+		c.side.ext <- extResult{state: state, err: err} // room: only who unsuspends sends
+	}
 	return c.finish(state, nil, err)
 }
 

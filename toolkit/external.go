@@ -3,6 +3,7 @@ package toolkit
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/toolstream/toolstream/events"
 )
@@ -69,8 +70,12 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 }
 
 // announceSuspension emits the suspend event and the batch's notice. c.mu must
-// be held.
+// be held. A call reported already (abandoned while code around it ran)
+// announces nothing: its result was its last event.
 func (c *call) announceSuspension(reason string) {
+	if c.out.finished {
+		return
+	}
 	if c.side == nil {
 		c.side = &aside{}
 	}
@@ -87,6 +92,19 @@ func (c *call) announceSuspension(reason string) {
 // suspend implements Invocation.Suspend.
 func (c *call) suspend(reason string) (context.Context, func() context.Context) {
 	st := c.stage
+	c.mu.Lock()
+	finished := c.out.finished
+	c.mu.Unlock()
+	if finished {
+		// Reported already (left behind at its grace period): a wait now
+		// changes nothing and tells nobody (OnWait hooks, observers, the
+		// batch's notices); it is over at once, and so is the resume.
+		over := new(scope)
+		over.init(st, 0, time.Now())
+		over.call = c
+		over.cancel(context.Canceled, nil)
+		return over, func() context.Context { return over }
+	}
 	wait := st.callScope(c, 0) // no deadline: only the run's end (or Session.Close) stops a wait
 	c.batch.sess.holdWait(wait)
 	c.tellWait(reason)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -117,5 +118,128 @@ func TestWaitEndedBySessionCloseGetsGrace(t *testing.T) {
 				t.Errorf("%s %v", r.State, r.Err)
 			}
 		})
+	}
+}
+
+// TestDeafCodeAroundExternalCall: code that ignores its context around a
+// call of an external tool (an interceptor before the call waits, or an
+// OnWait hook while the call is registered for Submit) is left behind at
+// the cancel grace period like around any call: the call is reported
+// interrupted and the batch ends on time. A Submit for the call once it was
+// reported gets ErrUnknownCall (never nil for a result nobody gets); the
+// deaf code, once released, sends nothing after the result (no suspend
+// event) and leaves no goroutine behind.
+func TestDeafCodeAroundExternalCall(t *testing.T) {
+	for _, where := range []string{"interceptor", "OnWait"} {
+		t.Run(where, func(t *testing.T) {
+			t.Cleanup(leak.Check(t))
+			entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			rec := &testutil.Recorder{}
+			tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond), toolkit.WithInlineObserver(rec))
+			t.Cleanup(func() {
+				select {
+				case <-release:
+				default:
+					close(release)
+				}
+			})
+			testutil.Add(t, tk, externalTool(t, toolkit.Spec{Name: "ask"}))
+			if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+				defer close(returned)
+				if where == "interceptor" {
+					close(entered)
+					<-release // ignores its context
+				} else {
+					inv.OnWait(func(reason string) {
+						if reason != "" {
+							close(entered)
+							<-release // ignores the call's context: a store that hangs
+						}
+					})
+				}
+				return next(ctx, inv)
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			s := testutil.Session(t, tk, "s")
+			b := s.Start(context.Background(), []toolkit.Call{testutil.Call("1", "ask", `{"question":"?"}`)})
+			testutil.WaitFor(t, entered, "the deaf code to run")
+			b.Cancel()
+			select {
+			case <-b.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("no result 5 s after the cancellation (grace 20 ms): the batch waits for deaf code around an external call")
+			}
+			if r := b.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
+				t.Errorf("%s %v", r.State, r.Err)
+			}
+			if err := s.Submit("1", nil, nil); !errors.Is(err, toolkit.ErrUnknownCall) {
+				t.Errorf("Submit for the call reported interrupted: %v, want ErrUnknownCall", err)
+			}
+			if got := s.Suspended(); len(got) != 0 {
+				t.Errorf("Suspended() = %v", got)
+			}
+			close(release)
+			testutil.WaitFor(t, returned, "the interceptor to return once released")
+			if got := testutil.Types(rec.Of("1")); len(got) == 0 || got[len(got)-1] != events.TypeResult {
+				t.Errorf("events %v: the result must be the last", got)
+			}
+		})
+	}
+}
+
+// TestLateSuspendOfAFinishedCall: an interceptor left behind at the grace
+// period that asks to wait only afterwards changes nothing: no suspend event
+// follows the call's result, Batch.Results yields no suspension notice after
+// the batch ended, its OnWait hooks are not told of a wait (a store would
+// record a finished call as waiting), and the wait it gets is over.
+func TestLateSuspendOfAFinishedCall(t *testing.T) {
+	t.Cleanup(leak.Check(t))
+	rec := &testutil.Recorder{}
+	entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond), toolkit.WithInlineObserver(rec))
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "a"}, func(context.Context, none) (string, error) { return "ran", nil }))
+	told := make(chan string, 4)
+	lateWait := make(chan error, 1)
+	if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		defer close(returned)
+		inv.OnWait(func(reason string) { told <- reason })
+		close(entered)
+		<-release // ignores its context past the grace period
+		wait, resume := inv.Suspend("approval")
+		lateWait <- wait.Err()
+		return next(resume(), inv)
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	b := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`)})
+	testutil.WaitFor(t, entered, "the interceptor to run")
+	b.Cancel()
+	testutil.WaitFor(t, b.Done(), "the batch to end")
+	close(release)
+	testutil.WaitFor(t, returned, "the interceptor to return")
+	if err := <-lateWait; err == nil {
+		t.Error("the late wait is not over")
+	}
+	if got := testutil.Types(rec.Of("1")); len(got) == 0 || got[len(got)-1] != events.TypeResult {
+		t.Errorf("events %v: the result must be the last", got)
+	}
+	var notices []toolkit.State
+	for r := range b.Results() {
+		notices = append(notices, r.State)
+	}
+	if len(notices) != 1 || notices[0] != toolkit.StateInterrupted {
+		t.Errorf("Results after the end: %v", notices)
+	}
+	close(told)
+	for reason := range told {
+		t.Errorf("OnWait told %q after the call was final", reason)
 	}
 }

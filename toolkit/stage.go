@@ -310,7 +310,9 @@ func (st *stage) abandon(s *scope) {
 		// A call that fails before running (preErr) runs no user code and
 		// finishes on its own with its own error, even one whose deadline
 		// passed before its stage began (a resolver that used its time up).
-		if c.preErr != nil || c.currentScope() != s || c.external() || !c.abandon() {
+		// A call of an external tool is abandoned like any other: what holds
+		// it past its grace is code around its wait (call.abandon).
+		if c.preErr != nil || c.currentScope() != s || !c.abandon() {
 			continue
 		}
 		if c.inline {
