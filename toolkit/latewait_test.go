@@ -3,6 +3,7 @@ package toolkit_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,5 +242,35 @@ func TestLateSuspendOfAFinishedCall(t *testing.T) {
 	close(told)
 	for reason := range told {
 		t.Errorf("OnWait told %q after the call was final", reason)
+	}
+}
+
+// TestDeafBeforeHookInterruptedTwice: a second interruption of a batch
+// whose deaf Before hook is in its grace period (the toolkit closing after
+// Batch.Cancel) keeps the first cause and the first grace period: the calls
+// are interrupted by context.Canceled, naming the hook, and Close returns.
+func TestDeafBeforeHookInterruptedTwice(t *testing.T) {
+	t.Cleanup(leak.Check(t))
+	tk := testutil.Kit(t, toolkit.WithCancelGrace(stuckGrace))
+	var ran atomic.Int32
+	testutil.Add(t, tk, countTool(t, "a", &ran))
+	h := newDeafHook(t, false)
+	if err := tk.UseBatchHook(toolkit.BatchHook{Name: "deaf", Before: h.before}); err != nil {
+		t.Fatal(err)
+	}
+	got := start(testutil.Session(t, tk, "s"), context.Background(), false, testutil.Call("1", "a", `{}`))
+	testutil.WaitFor(t, h.entered, "the hook to start")
+	h.batch.Load().Cancel()
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		closed <- tk.Close(ctx)
+	}()
+	rs := results(t, got, "a deaf Before hook, cancelled then closed")
+	checkHookAbandoned(t, rs, context.Canceled)
+	checkLateIgnored(t, h, rs, &ran)
+	if err := <-closed; err != nil {
+		t.Errorf("Close: %v", err)
 	}
 }
