@@ -366,8 +366,8 @@ func sameSlice[T any](a, b []T) bool {
 // finish on its own; its later writes are refused. It reports whether it
 // finished the call.
 //
-// A call of an external tool is abandoned too: the engine's own wait ends
-// with the context, so what holds it is code around the wait (an
+// A call that waits outside the process is abandoned too: the engine's own
+// wait ends with the context, so what holds it is code around the wait (an
 // interceptor, an OnWait hook). If it is registered for Session.Submit, it
 // is taken out of the session first and its wait handed the ending, as
 // Session.Close does: no Submit succeeds for a call reported already, and
@@ -380,7 +380,7 @@ func (c *call) abandon() bool {
 		return false
 	}
 	state, err := c.ctxFailure(c.currentScope(), nil)
-	if c.external() && c.batch.sess.unsuspend(c) {
+	if c.batch.sess.unsuspend(c) { // an external tool's, or one an Unknown interceptor aliased to it
 		c.side.ext <- extResult{state: state, err: err} // room: only who unsuspends sends
 	}
 	return c.finish(state, nil, err)

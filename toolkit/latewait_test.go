@@ -129,9 +129,10 @@ func TestWaitEndedBySessionCloseGetsGrace(t *testing.T) {
 // interrupted and the batch ends on time. A Submit for the call once it was
 // reported gets ErrUnknownCall (never nil for a result nobody gets); the
 // deaf code, once released, sends nothing after the result (no suspend
-// event) and leaves no goroutine behind.
+// event) and leaves no goroutine behind. The same for an unknown call an
+// Unknown interceptor points at the external tool.
 func TestDeafCodeAroundExternalCall(t *testing.T) {
-	for _, where := range []string{"interceptor", "OnWait"} {
+	for _, where := range []string{"interceptor", "OnWait", "alias"} {
 		t.Run(where, func(t *testing.T) {
 			t.Cleanup(leak.Check(t))
 			entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
@@ -145,8 +146,12 @@ func TestDeafCodeAroundExternalCall(t *testing.T) {
 				}
 			})
 			testutil.Add(t, tk, externalTool(t, toolkit.Spec{Name: "ask"}))
-			if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+			ask, _ := tk.Tool("ask")
+			if err := tk.Use(toolkit.Interceptor{Name: "deaf", Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 				defer close(returned)
+				if inv.Unknown() { // "old_ask", the external tool's old name
+					inv.Tool = ask
+				}
 				if where == "interceptor" {
 					close(entered)
 					<-release // ignores its context
@@ -163,7 +168,11 @@ func TestDeafCodeAroundExternalCall(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := testutil.Session(t, tk, "s")
-			b := s.Start(context.Background(), []toolkit.Call{testutil.Call("1", "ask", `{"question":"?"}`)})
+			name := "ask"
+			if where == "alias" {
+				name = "old_ask" // an unknown call an interceptor points at the external tool, deaf OnWait hook
+			}
+			b := s.Start(context.Background(), []toolkit.Call{testutil.Call("1", name, `{"question":"?"}`)})
 			testutil.WaitFor(t, entered, "the deaf code to run")
 			b.Cancel()
 			select {
