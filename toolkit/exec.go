@@ -77,7 +77,6 @@ func (c *call) parallel() bool {
 	return c.tool.spec.ConcurrencySafe
 }
 
-
 // setTimeout picks the call's timeout: the tool's, else the toolkit's
 // default (which external tools do not get: people and browsers take their
 // time).
