@@ -238,7 +238,11 @@ func (inv *Invocation) Emit(typ events.Type, data any) error {
 // its parallelism slot. Wait with the returned context: the batch's
 // cancellation ends it, the call's deadline does not. When the wait is
 // over, call resume and continue with the context it returns: the call's
-// deadline starts over from then, with its full timeout.
+// deadline starts over from then, with its full timeout. Like any code of
+// the call, an interceptor that ignores the end of its wait is left behind
+// after the cancel grace period (WithCancelGrace), and one that suspends a
+// call already reported that way gets a wait that is over at once and
+// announces nothing.
 func (inv *Invocation) Suspend(reason string) (wait context.Context, resume func() context.Context) {
 	return inv.c.suspend(reason)
 }
