@@ -410,6 +410,9 @@ func (c *call) finish(state State, parts []Part, err error) bool {
 	}
 	c.addLast(state, Part{}, parts, err)
 	c.flushFilters()
+	if c.ic != nil && c.ic.broken != nil {
+		state, err = c.withhold() // an ending the engine decided fails closed too
+	}
 	c.complete(state, err)
 	return true
 }
@@ -434,12 +437,7 @@ func (c *call) finishOutcome(out Outcome) bool {
 		c.flushFilters()
 	}
 	if c.ic != nil && c.ic.broken != nil {
-		// Fail closed: none of the output goes out, whatever the outcome,
-		// and the message does not pass through the filters again.
-		out = Outcome{State: StateError, Err: c.ic.broken}
-		c.resetContent()
-		c.putDelta(events.Text(fmt.Sprintf("Error: the output of tool %q was withheld: a stream filter failed on it. This is a fault in the application, not in the call",
-			shownName(c.call.Name))))
+		out.State, out.Err = c.withhold()
 	}
 	state := out.State
 	if state == "" {
@@ -448,6 +446,17 @@ func (c *call) finishOutcome(out Outcome) bool {
 	c.direct = state == StateSuccess && c.exe != nil && c.exe.spec.ReturnDirect && answers(c.out.content.parts())
 	c.complete(state, out.Err)
 	return true
+}
+
+// withhold fails a call whose stream filter broke closed: none of its
+// output goes out, whatever its ending, and the message does not pass
+// through the filters again. It returns the call's state and error. c.mu
+// must be held.
+func (c *call) withhold() (State, error) {
+	c.resetContent()
+	c.putDelta(events.Text(fmt.Sprintf("Error: the output of tool %q was withheld: a stream filter failed on it. This is a fault in the application, not in the call",
+		shownName(c.call.Name))))
+	return StateError, c.ic.broken
 }
 
 // answers reports whether content can be a final answer for the user: it

@@ -3,6 +3,7 @@ package toolkit_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -282,4 +284,57 @@ func TestDeafBeforeHookInterruptedTwice(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Errorf("Close: %v", err)
 	}
+}
+
+// TestBrokenFilterOnAnAbandonedCall: a call whose stream filter panicked
+// and whose handler then ignores its deadline is reported at the grace
+// period failing closed, as a call whose handler returns is
+// (TestStreamFilterPanics): an error caused by the filter's *PanicError, and
+// the model reads that the output was withheld, nothing of it.
+func TestBrokenFilterOnAnAbandonedCall(t *testing.T) {
+	t.Cleanup(leak.Check(t))
+	release := make(chan struct{})
+	rec := &testutil.Recorder{}
+	tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond), toolkit.WithObserver(rec))
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "leaky", Timeout: 20 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
+		em := stream.From(ctx)
+		_ = em.Text("public ")
+		_ = em.Text("secret ")
+		<-release // ignores its deadline
+		return "", nil
+	}))
+	if err := tk.Use(toolkit.Interceptor{Name: "filters", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		inv.FilterStream(&bombFilter{at: "filter"})
+		return next(ctx, inv)
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	b := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "leaky", `{}`)})
+	select {
+	case <-b.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the batch did not end")
+	}
+	r := b.Wait()[0]
+	var pe *toolkit.PanicError
+	if r.State != toolkit.StateError || !errors.As(r.Err, &pe) || pe.In != "a stream filter" {
+		t.Errorf("%s %v", r.State, r.Err)
+	}
+	if strings.Contains(r.Text(), "secret") || !strings.Contains(r.Text(), "withheld") {
+		t.Errorf("the model reads %q", r.Text())
+	}
+	for _, d := range rec.DeltaTexts("1") {
+		if strings.Contains(d, "secret") {
+			t.Errorf("an observer saw %q", d)
+		}
+	}
+	testutil.CheckDeltasAddUp(t, rec, r)
+	close(release)
 }
