@@ -92,17 +92,11 @@ func (c *call) announceSuspension(reason string) {
 // suspend implements Invocation.Suspend.
 func (c *call) suspend(reason string) (context.Context, func() context.Context) {
 	st := c.stage
-	c.mu.Lock()
-	finished := c.out.finished
-	c.mu.Unlock()
-	if finished {
+	if c.final() {
 		// Reported already (left behind at its grace period): a wait now
 		// changes nothing and tells nobody (OnWait hooks, observers, the
 		// batch's notices); it is over at once, and so is the resume.
-		over := new(scope)
-		over.init(st, 0, time.Now())
-		over.call = c
-		over.cancel(context.Canceled, nil)
+		over := c.overScope()
 		return over, func() context.Context { return over }
 	}
 	wait := st.callScope(c, 0) // no deadline: only the run's end (or Session.Close) stops a wait
@@ -115,6 +109,9 @@ func (c *call) suspend(reason string) (context.Context, func() context.Context) 
 	c.makeWay()
 	return wait, func() context.Context {
 		c.batch.sess.dropWait(wait)
+		if c.final() {
+			return c.overScope() // reported while it waited: the call does not go on, nobody is told
+		}
 		c.tellWait("")
 		s := st.callScope(c, c.timeout) // the deadline starts after the hooks
 		c.mu.Lock()
@@ -123,4 +120,21 @@ func (c *call) suspend(reason string) (context.Context, func() context.Context) 
 		c.mu.Unlock()
 		return s
 	}
+}
+
+// final reports whether the call's result is final.
+func (c *call) final() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.finished
+}
+
+// overScope returns a scope of the call that is over already: what a wait
+// or a resume of a call reported already gets.
+func (c *call) overScope() *scope {
+	over := new(scope)
+	over.init(c.stage, 0, time.Now())
+	over.call = c
+	over.cancel(context.Canceled, nil)
+	return over
 }

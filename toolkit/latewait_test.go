@@ -338,3 +338,54 @@ func TestBrokenFilterOnAnAbandonedCall(t *testing.T) {
 	testutil.CheckDeltasAddUp(t, rec, r)
 	close(release)
 }
+
+// TestLateResumeOfAFinishedCall: an interceptor left behind at the grace
+// period while its call waited, that resumes afterwards, gets a context that
+// is over, and its OnWait hooks are told of the wait's start only, not of an
+// end after which the call would go on (a store would record a finished
+// call as running).
+func TestLateResumeOfAFinishedCall(t *testing.T) {
+	t.Cleanup(leak.Check(t))
+	suspended, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond))
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	var ran atomic.Int32
+	testutil.Add(t, tk, countTool(t, "a", &ran))
+	told := make(chan string, 4)
+	resumed := make(chan error, 1)
+	if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		defer close(returned)
+		inv.OnWait(func(reason string) { told <- reason })
+		_, resume := inv.Suspend("approval")
+		close(suspended)
+		<-release // ignores the end of its wait past the grace period
+		rctx := resume()
+		resumed <- rctx.Err()
+		return next(rctx, inv)
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	b := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`)})
+	testutil.WaitFor(t, suspended, "the call to wait")
+	b.Cancel()
+	testutil.WaitFor(t, b.Done(), "the batch to end")
+	close(release)
+	testutil.WaitFor(t, returned, "the interceptor to return")
+	if err := <-resumed; err == nil {
+		t.Error("the late resume gave a live context")
+	}
+	close(told)
+	var reasons []string
+	for r := range told {
+		reasons = append(reasons, r)
+	}
+	if len(reasons) != 1 || reasons[0] != "approval" || ran.Load() != 0 {
+		t.Errorf("OnWait told %q; the tool ran %d times", reasons, ran.Load())
+	}
+}
