@@ -147,8 +147,13 @@ func (inv *Invocation) SessionValues() *sync.Map { return inv.c.batch.sess.value
 // AbortBatch stops the whole batch because of this call (an error policy made
 // its failure fatal): calls not started yet are reported as interrupted with
 // cause, running ones have their context cancelled. The call itself ends
-// with the outcome its interceptors return.
-func (inv *Invocation) AbortBatch(cause error) { inv.c.batch.interrupt(cause) }
+// with the outcome its interceptors return. Once the call's result is final
+// (an interceptor left behind at the grace period) it does nothing.
+func (inv *Invocation) AbortBatch(cause error) {
+	if !inv.c.final() {
+		inv.c.batch.interrupt(cause)
+	}
+}
 
 // CallValues is scratch space for interceptors' state that lives as long as
 // the call, across attempts: a retry re-runs the inner interceptors with

@@ -389,3 +389,64 @@ func TestLateResumeOfAFinishedCall(t *testing.T) {
 		t.Errorf("OnWait told %q; the tool ran %d times", reasons, ran.Load())
 	}
 }
+
+// TestLateRequestsOfAFinishedCall: an interceptor left behind at the grace
+// period changes nothing of its batch afterwards: a StopLoop does not change
+// Batch.Stop once the batch is done (its godoc: final after Wait), and an
+// AbortBatch does not interrupt the calls that still run nor change
+// Batch.Err.
+func TestLateRequestsOfAFinishedCall(t *testing.T) {
+	t.Cleanup(leak.Check(t))
+	entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond))
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	nextStarted, nextGo := make(chan struct{}), make(chan struct{})
+	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "deaf", Timeout: 20 * time.Millisecond, ConcurrencySafe: true}, func(context.Context, none) (string, error) {
+		close(entered)
+		<-release
+		return "too late", nil
+	}), testutil.Tool(t, toolkit.Spec{Name: "later", ConcurrencySafe: true}, func(ctx context.Context, _ none) (string, error) {
+		close(nextStarted)
+		<-nextGo
+		return "later ran", ctx.Err()
+	}))
+	if err := tk.Use(toolkit.Interceptor{Name: "late", Tools: []string{"deaf"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		defer close(returned)
+		out := next(ctx, inv) // held by the deaf handler past the grace period
+		inv.StopLoop(toolkit.StopCallLimit, "too late")
+		inv.AbortBatch(errors.New("too late"))
+		return out
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	b := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "deaf", `{}`), testutil.Call("2", "later", `{}`)})
+	testutil.WaitFor(t, entered, "the deaf handler to run")
+	testutil.WaitFor(t, nextStarted, "the other call to run")
+	for r := range b.Results() {
+		if r.Call.ID == "1" {
+			break // reported at its grace period
+		}
+	}
+	close(release)
+	testutil.WaitFor(t, returned, "the interceptor to return")
+	close(nextGo)
+	rs := b.Wait()
+	if rs[0].State != toolkit.StateTimeout {
+		t.Errorf("the deaf call: %s %v", rs[0].State, rs[0].Err)
+	}
+	if rs[1].State != toolkit.StateSuccess || rs[1].Text() != "later ran" {
+		t.Errorf("the other call: %s %v", rs[1].State, rs[1].Err)
+	}
+	if st, ok := b.Stop(); ok {
+		t.Errorf("Stop() = %+v after a late StopLoop", st)
+	}
+	if err := b.Err(); err != nil {
+		t.Errorf("Err() = %v after a late AbortBatch", err)
+	}
+}
