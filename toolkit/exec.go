@@ -77,8 +77,6 @@ func (c *call) parallel() bool {
 	return c.tool.spec.ConcurrencySafe
 }
 
-func (c *call) external() bool { return c.tool != nil && c.tool.spec.External }
-
 // setTimeout picks the call's timeout: the tool's, else the toolkit's
 // default (which external tools do not get: people and browsers take their
 // time).
@@ -117,16 +115,11 @@ func (c *call) exec() bool {
 	}
 	c.exe = c.tool
 	if v := c.batch.vis; v != nil {
-		t, err := c.visResolve(v, c.tool)
+		t, err := c.runsAs(v, c.tool)
 		if err != nil {
-			return c.finish(StateError, nil, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()})
+			return c.finish(StateError, nil, err)
 		}
-		if t != nil && t != c.tool {
-			if t.spec.Name != c.tool.spec.Name {
-				return c.finish(StateError, nil, fmt.Errorf("toolkit: the visibility resolved tool %q to a tool named %q", c.tool.spec.Name, t.spec.Name))
-			}
-			c.exe = t
-		}
+		c.exe = t
 	}
 	// Every interceptor sees the arguments the handler will receive: they
 	// are prepared (unwrapped, presets, nulls, defaults, validated) first.
@@ -175,6 +168,23 @@ func (c *call) runChain(h Handler) (out Outcome) {
 	return h(c, &c.ic.inv)
 }
 
+// runsAs asks the visibility which tool a call to t runs as: t, a variant
+// of it, or an error that refuses the call (ErrUnavailable with the
+// visibility's words, or a tool of another name, which it may not give).
+func (c *call) runsAs(v Visibility, t *Tool) (*Tool, error) {
+	rt, err := c.visResolve(v, t)
+	if err != nil {
+		return nil, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()}
+	}
+	if rt == nil || rt == t {
+		return t, nil
+	}
+	if rt.spec.Name != t.spec.Name {
+		return nil, fmt.Errorf("toolkit: the visibility resolved tool %q to a tool named %q", t.spec.Name, rt.spec.Name)
+	}
+	return rt, nil
+}
+
 // visResolve asks the visibility which tool the call runs as; a panic in it
 // refuses the call like an error would.
 func (c *call) visResolve(v Visibility, t *Tool) (rt *Tool, err error) {
@@ -197,20 +207,19 @@ func (c *call) panicked(where string, v any) error {
 
 // begin starts the call: the start event goes out. It reports false when
 // the deadline passed or the batch was cancelled between the slot and here:
-// the call is then finished without starting.
+// the call is then finished without starting. A call that runs nothing (it
+// fails before running, or its outcome was decided: preErr) has nothing to
+// time out: past its deadline it still starts, and exec ends it with its
+// own outcome.
 func (c *call) begin() bool {
 	c.mu.Lock()
-	if c.Err() != nil {
+	if c.Err() != nil && (c.preErr == nil || !c.cur.timedOut()) {
 		c.started = time.Time{} // it never started
 		c.mu.Unlock()
-		timedOut := c.currentScope().timedOut()
-		switch {
-		case timedOut && preState(c.preErr) == StateTimeout:
-			c.finish(StateTimeout, nil, c.preErr) // its resolver used its time up
-		case timedOut:
+		if c.currentScope().timedOut() {
 			c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
 				msg: fmt.Sprintf("tool %q timed out after %v before it could start", shownName(c.call.Name), c.timeout)})
-		default:
+		} else {
 			c.finish(StateInterrupted, nil, c.batch.notStarted(c))
 		}
 		return false
@@ -354,6 +363,13 @@ func sameSlice[T any](a, b []T) bool {
 // not return within the grace period. The handler's goroutine is left to
 // finish on its own; its later writes are refused. It reports whether it
 // finished the call.
+//
+// A call that waits outside the process is abandoned too: the engine's own
+// wait ends with the context, so what holds it is code around the wait (an
+// interceptor, an OnWait hook). If it is registered for Session.Submit, it
+// is taken out of the session first and its wait handed the ending, as
+// Session.Close does: no Submit succeeds for a call reported already, and
+// the wait, when its goroutine gets there, ends at once.
 func (c *call) abandon() bool {
 	c.mu.Lock()
 	running := c.running && !c.out.finished
@@ -362,6 +378,9 @@ func (c *call) abandon() bool {
 		return false
 	}
 	state, err := c.ctxFailure(c.currentScope(), nil)
+	if c.batch.sess.unsuspend(c) { // an external tool's, or one an Unknown interceptor aliased to it
+		c.side.ext <- extResult{state: state, err: err} // room: only who unsuspends sends
+	}
 	return c.finish(state, nil, err)
 }
 
@@ -391,6 +410,9 @@ func (c *call) finish(state State, parts []Part, err error) bool {
 	}
 	c.addLast(state, Part{}, parts, err)
 	c.flushFilters()
+	if c.ic != nil && c.ic.broken != nil {
+		state, err = c.withhold() // an ending the engine decided fails closed too
+	}
 	c.complete(state, err)
 	return true
 }
@@ -415,12 +437,7 @@ func (c *call) finishOutcome(out Outcome) bool {
 		c.flushFilters()
 	}
 	if c.ic != nil && c.ic.broken != nil {
-		// Fail closed: none of the output goes out, whatever the outcome,
-		// and the message does not pass through the filters again.
-		out = Outcome{State: StateError, Err: c.ic.broken}
-		c.resetContent()
-		c.putDelta(events.Text(fmt.Sprintf("Error: the output of tool %q was withheld: a stream filter failed on it. This is a fault in the application, not in the call",
-			shownName(c.call.Name))))
+		out.State, out.Err = c.withhold()
 	}
 	state := out.State
 	if state == "" {
@@ -429,6 +446,17 @@ func (c *call) finishOutcome(out Outcome) bool {
 	c.direct = state == StateSuccess && c.exe != nil && c.exe.spec.ReturnDirect && answers(c.out.content.parts())
 	c.complete(state, out.Err)
 	return true
+}
+
+// withhold fails a call whose stream filter broke closed: none of its
+// output goes out, whatever its ending, and the message does not pass
+// through the filters again. It returns the call's state and error. c.mu
+// must be held.
+func (c *call) withhold() (State, error) {
+	c.resetContent()
+	c.putDelta(events.Text(fmt.Sprintf("Error: the output of tool %q was withheld: a stream filter failed on it. This is a fault in the application, not in the call",
+		shownName(c.call.Name))))
+	return StateError, c.ic.broken
 }
 
 // answers reports whether content can be a final answer for the user: it

@@ -36,3 +36,18 @@ func SetTracerForTest(tk *Toolkit, t Tracer) { tk.opts.tracer = t }
 // SetSubmitHooksForTest sets the hooks of the race between Session.Submit and
 // the end of an external call's wait (nil to clear them).
 func SetSubmitHooksForTest(taken, extTakenFn func()) { submitTaken, extTaken = taken, extTakenFn }
+
+// SetSubmitCheckedHookForTest sets the hook that runs in Session.Submit
+// between its first look for the call and its second (nil to clear it).
+func SetSubmitCheckedHookForTest(f func()) { submitChecked = f }
+
+// SetRunnerHookForTest sets the hook that runs in a stage's runner with the
+// call it is about to take, before it takes it from the queue (claimed
+// false) and just before the call begins (claimed true); nil clears it.
+func SetRunnerHookForTest(f func(c context.Context, claimed bool)) {
+	if f == nil {
+		runnerHook.Store(nil)
+		return
+	}
+	runnerHook.Store(&f)
+}

@@ -3,6 +3,7 @@ package toolkit
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/toolstream/toolstream/events"
 )
@@ -30,6 +31,11 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	ext := c.side.ext
 	if err := c.batch.sess.suspend(c); err != nil {
 		c.mu.Unlock()
+		if err == ErrClosed {
+			// The session was closed while the batch ran: nobody can
+			// Submit, and the call ends like those that waited at Close.
+			return c.outcome(attempt, StateInterrupted, Part{}, nil, closedWaitErr(c.call.Name))
+		}
 		return c.outcome(attempt, StateError, Part{}, nil, &callError{kind: ErrInvalidCall, cause: err,
 			msg: fmt.Sprintf("call %q of tool %q cannot be suspended: %v", c.call.ID, c.call.Name, err)})
 	}
@@ -64,8 +70,12 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 }
 
 // announceSuspension emits the suspend event and the batch's notice. c.mu must
-// be held.
+// be held. A call reported already (abandoned while code around it ran)
+// announces nothing: its result was its last event.
 func (c *call) announceSuspension(reason string) {
+	if c.out.finished {
+		return
+	}
 	if c.side == nil {
 		c.side = &aside{}
 	}
@@ -82,6 +92,13 @@ func (c *call) announceSuspension(reason string) {
 // suspend implements Invocation.Suspend.
 func (c *call) suspend(reason string) (context.Context, func() context.Context) {
 	st := c.stage
+	if c.final() {
+		// Reported already (left behind at its grace period): a wait now
+		// changes nothing and tells nobody (OnWait hooks, observers, the
+		// batch's notices); it is over at once, and so is the resume.
+		over := c.overScope()
+		return over, func() context.Context { return over }
+	}
 	wait := st.callScope(c, 0) // no deadline: only the run's end (or Session.Close) stops a wait
 	c.batch.sess.holdWait(wait)
 	c.tellWait(reason)
@@ -92,6 +109,9 @@ func (c *call) suspend(reason string) (context.Context, func() context.Context) 
 	c.makeWay()
 	return wait, func() context.Context {
 		c.batch.sess.dropWait(wait)
+		if c.final() {
+			return c.overScope() // reported while it waited: the call does not go on, nobody is told
+		}
 		c.tellWait("")
 		s := st.callScope(c, c.timeout) // the deadline starts after the hooks
 		c.mu.Lock()
@@ -100,4 +120,21 @@ func (c *call) suspend(reason string) (context.Context, func() context.Context) 
 		c.mu.Unlock()
 		return s
 	}
+}
+
+// final reports whether the call's result is final.
+func (c *call) final() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.finished
+}
+
+// overScope returns a scope of the call that is over already: what a wait
+// or a resume of a call reported already gets.
+func (c *call) overScope() *scope {
+	over := new(scope)
+	over.init(c.stage, 0, time.Now())
+	over.call = c
+	over.cancel(context.Canceled, nil)
+	return over
 }

@@ -46,7 +46,13 @@ func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) 
 		why = s.why() // a wait Session.Close ended
 	}
 	if why == nil {
-		why = context.Cause(c) // the caller's context, seen through ours
+		// Neither the batch nor the call's scope ended: an interceptor
+		// ended the context it handed on (its cause says why), or asked
+		// ContextFailure about one that has not ended.
+		why = context.Cause(ctx)
+		if why == nil {
+			why = context.Canceled
+		}
 	}
 	cause := why
 	msg := fmt.Sprintf("tool %q was interrupted (%v)", name, why)

@@ -127,7 +127,9 @@ func (inv *Invocation) MetaValue(key string) (any, bool) {
 // interceptor waited (a backoff sleep, a rate limiter, an approval): a
 // timeout when the call's deadline or one an interceptor set has passed,
 // otherwise an interruption with the cause the batch was stopped with (see
-// Batch.Err), worded as the engine words its own.
+// Batch.Err), worded as the engine words its own. When only a context an
+// interceptor ended itself is over, its cause (context.Cause) is the
+// interruption's.
 func (inv *Invocation) ContextFailure(ctx context.Context) Outcome {
 	state, err := inv.c.ctxFailure(ctx, nil)
 	return Failure(state, err)
@@ -145,8 +147,13 @@ func (inv *Invocation) SessionValues() *sync.Map { return inv.c.batch.sess.value
 // AbortBatch stops the whole batch because of this call (an error policy made
 // its failure fatal): calls not started yet are reported as interrupted with
 // cause, running ones have their context cancelled. The call itself ends
-// with the outcome its interceptors return.
-func (inv *Invocation) AbortBatch(cause error) { inv.c.batch.interrupt(cause) }
+// with the outcome its interceptors return. Once the call's result is final
+// (an interceptor left behind at the grace period) it does nothing.
+func (inv *Invocation) AbortBatch(cause error) {
+	if !inv.c.final() {
+		inv.c.batch.interrupt(cause)
+	}
+}
 
 // CallValues is scratch space for interceptors' state that lives as long as
 // the call, across attempts: a retry re-runs the inner interceptors with
@@ -236,7 +243,11 @@ func (inv *Invocation) Emit(typ events.Type, data any) error {
 // its parallelism slot. Wait with the returned context: the batch's
 // cancellation ends it, the call's deadline does not. When the wait is
 // over, call resume and continue with the context it returns: the call's
-// deadline starts over from then, with its full timeout.
+// deadline starts over from then, with its full timeout. Like any code of
+// the call, an interceptor that ignores the end of its wait is left behind
+// after the cancel grace period (WithCancelGrace), and one that suspends a
+// call already reported that way gets a wait that is over at once and
+// announces nothing.
 func (inv *Invocation) Suspend(reason string) (wait context.Context, resume func() context.Context) {
 	return inv.c.suspend(reason)
 }

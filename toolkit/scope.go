@@ -147,12 +147,13 @@ func (s *scope) AfterFunc(f func()) (stop func() bool) {
 	}
 }
 
-// cancel ends the scope; the first error and cause stay.
-func (s *scope) cancel(err, cause error) {
+// cancel ends the scope; the first error and cause stay. It reports whether
+// this call ended it.
+func (s *scope) cancel(err, cause error) bool {
 	s.mu.Lock()
 	if s.err != nil {
 		s.mu.Unlock()
-		return
+		return false
 	}
 	s.err, s.cause = err, cause
 	if s.done == nil {
@@ -165,6 +166,21 @@ func (s *scope) cancel(err, cause error) {
 	s.mu.Unlock()
 	for _, a := range afters {
 		a.f()
+	}
+	return true
+}
+
+// endWait ends a call's own scope (an interceptor's wait, or the deadline
+// after a resume) that an interruption reaches on its own: the batch was
+// interrupted before the scope was made, or Session.Close ended the wait.
+// Like the scopes Batch.interrupt ends, it gets the cancel grace period on
+// the clock, so that code that ignores it is left behind on time (the
+// call is abandoned) instead of holding its batch for ever. A scope that
+// was over already keeps the end of its grace period.
+func (s *scope) endWait(cause error) {
+	if s.cancel(context.Canceled, cause) {
+		tk := s.stage.batch.tk
+		tk.clock.schedule(s, time.Now().Add(tk.opts.cancelGrace), phaseGrace)
 	}
 }
 

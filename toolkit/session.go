@@ -106,6 +106,9 @@ func (s *Session) Submit(callID string, content []Part, err error) error {
 			return fmt.Errorf("toolkit: result refused; call %q of session %q still waits for a valid one: %w", callID, s.id, cerr)
 		}
 	}
+	if submitChecked != nil {
+		submitChecked()
+	}
 	s.mu.Lock()
 	if ok {
 		// Checked outside the lock: taken only if still the same wait.
@@ -156,9 +159,12 @@ func (s *Session) Suspended() []Call {
 
 // Close removes the session from the toolkit. Its suspended calls are
 // reported as interrupted (an interceptor's wait, Invocation.Suspend, ends
-// with ErrClosed as its cause), and so are the batches whose Before hook
-// suspended them (BatchPlan.Suspend); later batches in it fail with
-// ErrClosed as the cause. It never waits for any of them.
+// with ErrClosed as its cause, as Invocation.ContextFailure reports it;
+// context.Cause of the wait says only context.Canceled), and so are the
+// batches whose Before hook suspended them (BatchPlan.Suspend); a wait that
+// begins after Close (a batch still running reaches an external call, an
+// interceptor suspends) ends at once the same way, and later batches in it
+// fail with ErrClosed as the cause. It never waits for any of them.
 func (s *Session) Close() {
 	s.tk.sessMu.Lock()
 	if s.tk.sessions[s.id] == s {
@@ -176,7 +182,7 @@ func (s *Session) Close() {
 	s.hookWaits = nil
 	s.mu.Unlock()
 	for w := range waits {
-		w.cancel(context.Canceled, s.closedErr())
+		w.endWait(s.closedErr())
 	}
 	for g := range hooks {
 		if g.running() {
@@ -184,8 +190,7 @@ func (s *Session) Close() {
 		}
 	}
 	for _, c := range pending {
-		c.side.ext <- extResult{state: StateInterrupted, err: &callError{kind: ErrInterrupted, cause: ErrClosed,
-			msg: fmt.Sprintf("tool %q was interrupted: the session was closed", c.call.Name)}}
+		c.side.ext <- extResult{state: StateInterrupted, err: closedWaitErr(c.call.Name)}
 	}
 	if sc, ok := s.tk.visibility().(SessionCloser); ok {
 		sc.SessionClosed(s.id)
@@ -277,6 +282,13 @@ func (s *Session) suspend(c *call) error {
 	return nil
 }
 
+// closedWaitErr is the error of an external call that cannot wait, or
+// waits no more, because its session was closed.
+func closedWaitErr(name string) error {
+	return &callError{kind: ErrInterrupted, cause: ErrClosed,
+		msg: fmt.Sprintf("tool %q was interrupted: the session was closed", shownName(name))}
+}
+
 // closedErr is why the waits of a closed session ended.
 func (s *Session) closedErr() error {
 	return fmt.Errorf("%w: session %q was closed", ErrClosed, s.id)
@@ -289,7 +301,7 @@ func (s *Session) holdWait(w *scope) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		w.cancel(context.Canceled, s.closedErr())
+		w.endWait(s.closedErr())
 		return
 	}
 	if s.waits == nil {
@@ -342,7 +354,9 @@ func (s *Session) unsuspend(c *call) bool {
 	return false
 }
 
-// Test hooks, nil in production: submitTaken runs in Submit between taking
-// the call and handing it the result; extTaken when an external wait that
-// ended finds that Submit or Close took its call.
-var submitTaken, extTaken func()
+// Test hooks, nil in production: submitChecked runs in Submit between its
+// first look for the call (and the output check) and its second, under the
+// lock; submitTaken between taking the call and handing it the result;
+// extTaken when an external wait that ended finds that Submit or Close took
+// its call.
+var submitChecked, submitTaken, extTaken func()

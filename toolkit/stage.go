@@ -119,6 +119,11 @@ func (b *Batch) beginStage() *stage {
 // came back late and must leave the batch alone.
 func (st *stage) runCalls(driver bool) bool {
 	for first := driver; ; first = false {
+		if h := runnerHook.Load(); h != nil {
+			if k := int(st.next.Load()); k < len(st.calls) {
+				(*h)(&st.calls[k], false)
+			}
+		}
 		k := int(st.next.Add(1)) - 1
 		if k >= len(st.calls) {
 			return true
@@ -136,6 +141,9 @@ func (st *stage) runCalls(driver bool) bool {
 			c.started = st.start // the stage began a moment ago: no need to ask the clock again
 		}
 		c.counts.Store(true)
+		if h := runnerHook.Load(); h != nil {
+			(*h)(c, true)
+		}
 		if !c.exec() {
 			return false
 		}
@@ -155,31 +163,37 @@ func (c *call) makeWay() {
 }
 
 // expire finishes the calls of scope s that no runner has taken when its
-// deadline passes: they time out in the queue, reported at once.
+// deadline passes: they time out in the queue, reported at once. A call
+// that runs nothing (it fails before running, or its outcome was decided:
+// preErr) has nothing to time out: it ends now with its own outcome, as a
+// runner would have ended it (a batch hook's denial must not reach the
+// model as a timeout).
 func (st *stage) expire(s *scope) {
-	st.finishWaiting(s, func(c *call) (State, error) {
-		if preState(c.preErr) == StateTimeout {
-			return StateTimeout, c.preErr // its resolver used its time up
+	for k := int(st.next.Load()); k < len(st.calls); k++ {
+		c := &st.calls[k]
+		if c.scope != s || !c.claimed.CompareAndSwap(false, true) {
+			continue
+		}
+		if c.preErr != nil {
+			c.exec() // no user code: a start, its outcome, its result
+			continue
 		}
 		why := "before it could start"
 		if len(st.calls) > st.batch.tk.opts.maxParallel {
 			why = fmt.Sprintf("waiting for a free slot (at most %d calls run in parallel)", st.batch.tk.opts.maxParallel)
 		}
-		return StateTimeout, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
-			msg: fmt.Sprintf("tool %q timed out after %v %s", shownName(c.call.Name), c.timeout, why)}
-	})
+		c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
+			msg: fmt.Sprintf("tool %q timed out after %v %s", shownName(c.call.Name), c.timeout, why)})
+	}
 }
 
-// finishWaiting finishes the calls no runner has taken (on scope s, or all
-// when s is nil) with the state and error why gives.
-func (st *stage) finishWaiting(s *scope, why func(c *call) (State, error)) {
+// finishWaiting reports the calls no runner has taken interrupted: the
+// batch was cancelled before they started.
+func (st *stage) finishWaiting() {
 	for k := int(st.next.Load()); k < len(st.calls); k++ {
-		c := &st.calls[k]
-		if s != nil && c.scope != s || !c.claimed.CompareAndSwap(false, true) {
-			continue
+		if c := &st.calls[k]; c.claimed.CompareAndSwap(false, true) {
+			c.finish(StateInterrupted, nil, st.batch.notStarted(c))
 		}
-		state, err := why(c)
-		c.finish(state, nil, err)
 	}
 }
 
@@ -225,7 +239,7 @@ func (st *stage) callScope(c *call, timeout time.Duration) *scope {
 		return s
 	}
 	if err := st.batch.err(); err != nil {
-		s.cancel(context.Canceled, err)
+		s.endWait(err) // interrupted before the scope was there: Batch.interrupt did not see it
 	} else if !s.deadline.IsZero() {
 		st.batch.tk.clock.schedule(s, s.deadline, phaseDeadline)
 	}
@@ -271,7 +285,7 @@ func (st *stage) interrupt(err, cause error) {
 		}
 		st.batch.tk.clock.schedule(s, end, phaseGrace)
 	}
-	st.finishWaiting(nil, func(c *call) (State, error) { return StateInterrupted, st.batch.notStarted(c) })
+	st.finishWaiting()
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -296,7 +310,9 @@ func (st *stage) abandon(s *scope) {
 		// A call that fails before running (preErr) runs no user code and
 		// finishes on its own with its own error, even one whose deadline
 		// passed before its stage began (a resolver that used its time up).
-		if c.preErr != nil || c.currentScope() != s || c.external() || !c.abandon() {
+		// A call of an external tool is abandoned like any other: what holds
+		// it past its grace is code around its wait (call.abandon).
+		if c.preErr != nil || c.currentScope() != s || !c.abandon() {
 			continue
 		}
 		if c.inline {
@@ -307,3 +323,9 @@ func (st *stage) abandon(s *scope) {
 		}
 	}
 }
+
+// Test hook, nil in production: runnerHook runs in a stage's runner with the
+// call it is about to take (its context, the call's): before it takes it
+// from the queue (claimed false), and once it did, just before the call
+// begins (claimed true). Atomic: runners of an earlier test may still read it.
+var runnerHook atomic.Pointer[func(c context.Context, claimed bool)]

@@ -72,7 +72,11 @@ func (b *Batch) decideStop() {
 // StopLoop asks the agent loop to stop after this call's batch (see
 // [Batch.Stop]): for example a call limit that ends the run. The call
 // itself ends with the outcome its interceptors return, and the batch's
-// other calls run as usual. The first request of a batch wins.
+// other calls run as usual. The first request of a batch wins. Once the
+// call's result is final (an interceptor left behind at the grace period)
+// it does nothing.
 func (inv *Invocation) StopLoop(reason StopReason, detail string) {
-	inv.c.batch.setStop(Stop{Reason: reason, Detail: detail, Call: inv.Call.ID})
+	if !inv.c.final() {
+		inv.c.batch.setStop(Stop{Reason: reason, Detail: detail, Call: inv.Call.ID})
+	}
 }

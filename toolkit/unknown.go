@@ -163,13 +163,11 @@ func unknownCore(ctx context.Context, inv *Invocation) Outcome {
 		return Failure(StateError, c.unknownErr())
 	}
 	if v := c.batch.vis; v != nil {
-		rt, err := c.visResolve(v, t)
+		rt, err := c.runsAs(v, t)
 		if err != nil {
-			return Failure(StateError, &callError{kind: ErrUnavailable, cause: err, msg: err.Error()})
+			return Failure(StateError, err)
 		}
-		if rt != nil {
-			t = rt
-		}
+		t = rt
 	}
 	args, err := t.prepare(inv.Call.Args)
 	if err != nil {
