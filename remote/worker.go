@@ -135,7 +135,7 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, err
 	w.svc = svc
 	id := svc.Info().ID
 	w.id = id
-	w.controlSubject = opts.Prefix + "._cancel." + id
+	w.controlSubject = controlSubject(opts.Prefix, id)
 	w.ctl, err = nc.Subscribe(w.controlSubject, w.onCancel)
 	if err != nil {
 		_ = svc.Stop()
