@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/toolstream/toolstream/events"
@@ -418,6 +419,79 @@ func TestControlSubjectKeepsToThePrefix(t *testing.T) {
 				if !strings.Contains(r.Text(), s) {
 					t.Errorf("the result %q does not say %s", r.Text(), s)
 				}
+			}
+		})
+	}
+}
+
+// TestWorkerPublishesNothingOnServerSubjects: a worker answers a call, a
+// refusal or a cancellation on the reply subject the message gives, but
+// never on one of the server's own ("$JS.API...", any "$" subject): its
+// frames, refusals and cancel answers have empty bodies, and an empty
+// message to $JS.API.STREAM.DELETE.<stream> deletes the stream. Before,
+// whoever could publish to the tools' subjects could make a worker delete
+// any stream of its account with the worker's credentials: each of the
+// three messages below deleted the stream ("stream not found"). Now the
+// call is dropped unanswered (counted as refused) and the cancellation is
+// not answered; nothing reaches JetStream.
+func TestWorkerPublishesNothingOnServerSubjects(t *testing.T) {
+	bus := natstest.Bus(t)
+	nc := conn(t, bus)
+	wnc := conn(t, bus)
+	w, err := remote.Serve(wnc, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	handled := func() uint64 { s := w.Stats(); return s.Calls + s.Refused }
+	for i, tc := range []struct {
+		name   string
+		msg    *nats.Msg
+		cancel bool
+	}{
+		{"a call", &nats.Msg{Subject: remote.DefaultPrefix + ".count", Data: []byte(`{"words":["a"]}`),
+			Header: nats.Header{remote.HeaderSession: {"s"}, remote.HeaderCall: {"c1"}}}, false},
+		{"a malformed call", &nats.Msg{Subject: remote.DefaultPrefix + ".count", Data: []byte(`{}`)}, false},
+		{"a cancellation", &nats.Msg{Subject: remote.DefaultPrefix + "._cancel." + w.ID(), Data: []byte("_INBOX.none")}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("VICTIM%d", i)
+			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"victim" + name + ".>"}}); err != nil {
+				t.Fatal(err)
+			}
+			before := handled()
+			tc.msg.Reply = "$JS.API.STREAM.DELETE." + name
+			if err := nc.PublishMsg(tc.msg); err != nil {
+				t.Fatal(err)
+			}
+			if tc.cancel {
+				// The cancellation: the worker handles its cancellations in
+				// order, so the answer to a second one says it took the first.
+				if _, err := nc.Request(tc.msg.Subject, []byte("_INBOX.none"), 5*time.Second); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				for deadline := time.Now().Add(5 * time.Second); handled() == before || w.Stats().InFlight > 0; time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the worker did not take the call")
+					}
+				}
+			}
+			if err := wnc.Flush(); err != nil { // what the worker sent is at the server
+				t.Fatal(err)
+			}
+			if _, err := js.Stream(ctx, name); err != nil {
+				t.Fatalf("after %s with reply subject %s: %v", tc.name, tc.msg.Reply, err)
 			}
 		})
 	}

@@ -94,6 +94,15 @@ func checkControl(prefix, worker, control string) error {
 	return nil
 }
 
+// serverAPI reports whether a reply subject is one of the server's own
+// ($JS.API..., $KV..., $SYS..., any subject that starts with "$"), which
+// no caller's inbox is. A worker publishes nothing there: its frames and
+// refusals, and its answers to cancellations, have empty bodies, and an
+// empty message to $JS.API.STREAM.DELETE.<stream> deletes the stream, so
+// a request or cancellation naming such a reply subject would make the
+// worker act on JetStream with its own credentials for whoever sent it.
+func serverAPI(reply string) bool { return strings.HasPrefix(reply, "$") }
+
 // Frame types.
 const (
 	frameAccept   = "accept"
