@@ -735,3 +735,20 @@ func TestStuckClientDropped(t *testing.T) {
 	}
 	t.Logf("handler returned %v after the request (write timeout %v)", took.Round(time.Millisecond), bound)
 }
+
+// TestTruncatedAnswer: an answer the output token limit cut (the model's
+// reply finished with FinishLength) ends the run with RUN_FINISHED whose
+// result (the answer event's body) says "truncated": true; a whole
+// answer's result does not have the field.
+func TestTruncatedAnswer(t *testing.T) {
+	_, url := serve(t)
+	evs := run(t, url, input("t-cut", "R1", user("u1", "cut")))
+	res, _ := evs[len(evs)-1]["result"].(map[string]any)
+	if evs[len(evs)-1]["type"] != "RUN_FINISHED" || res["truncated"] != true || res["text"] != "The three causes are: first, the" {
+		t.Errorf("the run's end: %v\n%s", evs[len(evs)-1], dump(evs))
+	}
+	evs = run(t, url, input("t-whole", "R1", user("u1", "hi")))
+	if res, _ := evs[len(evs)-1]["result"].(map[string]any); res == nil || res["truncated"] != nil {
+		t.Errorf("a whole answer's end: %v", evs[len(evs)-1])
+	}
+}

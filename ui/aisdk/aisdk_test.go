@@ -851,3 +851,19 @@ func TestStuckClientDropped(t *testing.T) {
 	}
 	t.Logf("handler returned %v after the request (write timeout %v)", took.Round(time.Millisecond), bound)
 }
+
+// TestTruncatedAnswer: an answer the output token limit cut (the model's
+// reply finished with FinishLength) ends the stream with finishReason
+// "length", the protocol's word for it, so that useChat does not show half
+// an answer as whole. Before, it was "stop", as for a whole answer.
+func TestTruncatedAnswer(t *testing.T) {
+	_, url := serve(t)
+	cs := post(t, url, chunk{"id": "chat-cut", "messages": []any{userMsg("u1", "cut")}}).all()
+	if got := last(cs, "finish")["finishReason"]; got != "length" || text(cs) != "The three causes are: first, the" {
+		t.Errorf("finish %v, text %q\n%s", got, text(cs), dump(cs))
+	}
+	cs = post(t, url, chunk{"id": "chat-whole", "messages": []any{userMsg("u1", "hi")}}).all()
+	if got := last(cs, "finish")["finishReason"]; got != "stop" {
+		t.Errorf("a whole answer: finish %v\n%s", got, dump(cs))
+	}
+}

@@ -156,6 +156,8 @@ func Replace() toolkit.Interceptor {
 //   - "gate": says "Waiting." and calls gate, then answers.
 //   - "big": calls big, then answers.
 //   - "bigwait": calls big, then gate, then answers.
+//   - "cut": answers "The three causes are: first, the", cut at the
+//     output token limit (FinishLength).
 //   - "groups": switches the extras group on (reset_tools), calls extra
 //     (in it), then answers.
 //   - "skill": loads the tips skill (which switches extras on), then
@@ -212,6 +214,9 @@ func Model() agent.Model {
 			return &agent.Reply{Calls: calls(call(id("s"), skills.LoadTool, `{"skillId":"tips","path":"SKILL.md"}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "big" && turn == 0:
 			return &agent.Reply{Calls: calls(call(id("big"), "big", `{}`)), Finish: agent.FinishToolCalls}, nil
+		case task == "cut":
+			say("The three causes are: first, the")
+			return &agent.Reply{Text: "The three causes are: first, the", Finish: agent.FinishLength}, nil
 		case task == "bigwait" && turn == 0:
 			return &agent.Reply{Calls: calls(call(id("big"), "big", `{}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "bigwait" && turn == 1:
