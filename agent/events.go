@@ -96,12 +96,15 @@ func (t TurnEnd) MarshalJSON() ([]byte, error) {
 
 // Answer is the body of an answer event.
 type Answer struct {
-	Text  string        `json:"text"`
-	End   End           `json:"end"`
-	Stop  *toolkit.Stop `json:"stop,omitempty"`
-	Turns int           `json:"turns"`
-	Calls int           `json:"calls"`
-	Usage Usage         `json:"usage"`
+	Text string `json:"text"`
+	End  End    `json:"end"`
+	// Truncated: the text is cut short at the output token limit
+	// (Outcome.Truncated); omitted when false.
+	Truncated bool          `json:"truncated,omitempty"`
+	Stop      *toolkit.Stop `json:"stop,omitempty"`
+	Turns     int           `json:"turns"`
+	Calls     int           `json:"calls"`
+	Usage     Usage         `json:"usage"`
 }
 
 // RunError is the body of a run_error event.

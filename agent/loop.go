@@ -98,7 +98,8 @@ type End string
 
 // The ways a run ends.
 const (
-	// EndAnswer: the model answered without calls.
+	// EndAnswer: the model answered without calls. Outcome.Truncated
+	// says when the answer was cut at the output token limit.
 	EndAnswer End = "answer"
 	// EndStopped: the toolkit said to stop after a batch (Outcome.Stop): a
 	// return-direct batch (its results are the answer), a call limit, an
@@ -117,6 +118,13 @@ type Outcome struct {
 	// the return-direct results (or what stopped it).
 	Answer string
 	End    End
+	// Truncated: the answer is cut short (End == EndAnswer): the model's
+	// last reply reached the output token limit (FinishLength) without a
+	// call, so Answer is what it wrote until then, not a whole answer. Show
+	// it as such, or ask for the rest (the conversation holds it as the
+	// model's reply: a user message such as "go on" continues it), or give
+	// the model room (the adapters' max tokens option).
+	Truncated bool
 	// Stop is why the toolkit stopped the run (End == EndStopped).
 	Stop *toolkit.Stop
 	// Turns counts the model's replies.
@@ -132,7 +140,8 @@ type Outcome struct {
 // them), asks the model, records its reply in conv, runs its calls and
 // records their results in conv. A call the model was still writing when
 // its reply reached the output token limit does not run: its result is an
-// error (ErrTruncatedCall) that tells the model so. It stops on an answer,
+// error (ErrTruncatedCall) that tells the model so; an answer cut there
+// ends the run as an answer with Outcome.Truncated set. It stops on an answer,
 // a stop from the toolkit (see End), the turn bound, a model failure that
 // retries did not cure, or the end of ctx.
 //
@@ -188,8 +197,9 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 				Finish: reply.Finish, Usage: reply.Usage, DurationMS: ms(time.Since(began))})
 		}
 		if len(reply.Calls) == 0 {
-			out.End, out.Answer = EndAnswer, reply.Text
-			emit(ctx, sess, EventAnswer, Answer{Text: out.Answer, End: out.End, Turns: out.Turns, Calls: len(out.Results), Usage: out.Usage})
+			out.End, out.Answer, out.Truncated = EndAnswer, reply.Text, reply.Finish == FinishLength
+			emit(ctx, sess, EventAnswer, Answer{Text: out.Answer, End: out.End, Truncated: out.Truncated,
+				Turns: out.Turns, Calls: len(out.Results), Usage: out.Usage})
 			return out, nil
 		}
 		results, stop, err := l.runCalls(ctx, sess, turn, reply.Calls, r.cut)

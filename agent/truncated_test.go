@@ -198,3 +198,44 @@ func TestRunTruncatedCallsConcurrently(t *testing.T) {
 		t.Errorf("weather ran %d times, list %d; want %d each", w, l, n)
 	}
 }
+
+// TestAnswerCutAtTheTokenLimit: an answer the output token limit cut (the
+// reply finished with FinishLength and no call) ends the run as an answer
+// that says so: Outcome.Truncated and "truncated": true in the answer
+// event. Before, the run ended as with a whole answer, and neither said it
+// was cut: an application showed half an answer as whole. A whole answer
+// has neither (the event leaves the field out).
+func TestAnswerCutAtTheTokenLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		finish agent.Finish
+		cut    bool
+	}{{"cut", agent.FinishLength, true}, {"whole", agent.FinishStop, false}, {"no finish", "", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tk, rec := record(t, "cut-answer")
+			sess := testutil.Session(t, tk, "cut-answer")
+			text := "The three causes are: first, the"
+			m := &script{steps: []step{{reply: &agent.Reply{Text: text, Finish: tc.finish}}}}
+			conv := agent.NewConversation("", "Why?")
+			out, err := agent.New(m).Run(context.Background(), sess, conv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.End != agent.EndAnswer || out.Answer != text || out.Truncated != tc.cut {
+				t.Errorf("outcome: end %s, truncated %v, answer %q; want answer, truncated %v", out.End, out.Truncated, out.Answer, tc.cut)
+			}
+			evs := rec.waitFor(t, agent.EventAnswer)
+			ev := evs[len(evs)-1]
+			raw := body[map[string]any](t, ev)
+			if got, ok := raw["truncated"]; tc.cut && got != true || !tc.cut && ok {
+				t.Errorf("answer event %s: truncated %v (present %v), want %v", ev.Data, got, ok, tc.cut)
+			}
+			if a := body[agent.Answer](t, ev); a.Truncated != tc.cut || a.End != agent.EndAnswer || a.Text != text {
+				t.Errorf("answer event: %+v", a)
+			}
+			if err := conv.Check(); err != nil || conv.Messages[len(conv.Messages)-1].Text() != text {
+				t.Errorf("the conversation: %v, last %+v", err, conv.Messages[len(conv.Messages)-1])
+			}
+		})
+	}
+}

@@ -163,7 +163,7 @@ func TestWorkerAnswersCancellations(t *testing.T) {
 func TestCancelAfterTheCallEnded(t *testing.T) {
 	bus := natstest.Bus(t)
 	nc := conn(t, bus)
-	ctl, err := nc.Subscribe("scripted.cancel", func(m *nats.Msg) {
+	ctl, err := nc.Subscribe(remote.DefaultPrefix+"._cancel.W", func(m *nats.Msg) {
 		_ = nc.PublishMsg(&nats.Msg{Subject: string(m.Data), Data: []byte(`{"state":"success","content":[{"type":"text","text":"done"}]}`),
 			Header: nats.Header{remote.HeaderFrame: {"result"}, remote.HeaderSeq: {"2"}}})
 	})
@@ -174,7 +174,7 @@ func TestCancelAfterTheCallEnded(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	r := cancelHeldCall(t, bus, "W", "scripted.cancel")
+	r := cancelHeldCall(t, bus, "W", remote.DefaultPrefix+"._cancel.W")
 	if r.State != toolkit.StateInterrupted || !strings.Contains(r.Text(), "worker W had finished the call (success) before the cancellation reached it") {
 		t.Fatalf("cancelled call: %s %q", r.State, r.Text())
 	}

@@ -648,17 +648,26 @@ func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err erro
 	switch m.Header.Get(HeaderFrame) {
 	case frameAccept:
 		w, ctl := m.Header.Get(HeaderWorker), m.Header.Get(HeaderControl)
-		if f.worker == "" || w == f.worker {
+		bad := checkControl(f.c.opts.Prefix, w, ctl)
+		if f.worker == "" {
+			if bad != nil {
+				return true, nil, f.foreignControl(w, bad)
+			}
 			f.worker, f.control = w, ctl
 			return
+		}
+		if w == f.worker {
+			return // the same accept again
 		}
 		// A second worker took the same send: two queue groups serve the
 		// tool. The call goes on with the first; the second is told to stop
 		// at once, and the result says it was taken twice. Their frames
-		// are mixed now: the first one's result frame is the content.
+		// are mixed now: the first one's result frame is the content. A
+		// second responder that names a foreign control subject is not
+		// told (its frames are ignored like any second worker's).
 		f.gap = true
 		f.others = append(f.others, w)
-		if ctl != "" {
+		if bad == nil {
 			_ = f.c.nc.PublishMsg(&nats.Msg{Subject: ctl, Data: []byte(f.inbox)})
 		}
 	case frameProgress:
@@ -847,7 +856,19 @@ func (f *follower) cancel() error {
 			code, desc := m.Header.Get(micro.ErrorCodeHeader), m.Header.Get(micro.ErrorHeader)
 			switch m.Header.Get(HeaderFrame) {
 			case frameAccept:
-				f.worker, f.control = m.Header.Get(HeaderWorker), m.Header.Get(HeaderControl)
+				w, ctl := m.Header.Get(HeaderWorker), m.Header.Get(HeaderControl)
+				bad := checkControl(f.c.opts.Prefix, w, ctl)
+				if f.worker != "" {
+					if w != f.worker && bad == nil {
+						// A second worker took the call: it stops too.
+						_ = f.c.nc.PublishMsg(&nats.Msg{Subject: ctl, Data: []byte(f.inbox)})
+					}
+					continue
+				}
+				if bad != nil {
+					return f.foreignControl(w, bad)
+				}
+				f.worker, f.control = w, ctl
 				f.sendCancel()
 			case frameResult:
 				// A result that was on its way when the caller cancelled says
@@ -874,6 +895,17 @@ func (f *follower) cancel() error {
 			}
 		}
 	}
+}
+
+// foreignControl is the error of a call whose first accept frame breaks the
+// protocol's rule for the control subject. The call fails at once rather
+// than going on without a way to stop it: the client cannot keep its
+// promise that a cancellation reaches the worker's handler, and a responder
+// that breaks the protocol in its first frame is not one to trust with the
+// call's result. Its own deadline bound (the request's timeout header) is
+// what stops it.
+func (f *follower) foreignControl(worker string, why error) error {
+	return fmt.Errorf("remote: the worker %q that took the call of %q breaks the protocol: %w (the worker may still run the call; it was told nothing)", worker, f.tool, why)
 }
 
 // sendCancel sends the cancellation to the worker that took the call, if

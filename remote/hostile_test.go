@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/toolstream/toolstream/events"
@@ -312,5 +313,186 @@ func TestManyBusyRetriesStayShort(t *testing.T) {
 	r := sess.Run(ctx, []toolkit.Call{testutil.Call("c2", "hold", `{}`)})[0]
 	if !errors.Is(r.Err, remote.ErrBusy) || !strings.Contains(r.Text(), "tried 13 times") {
 		t.Fatalf("%s %q", r.State, r.Text())
+	}
+}
+
+// TestControlSubjectKeepsToThePrefix: the client sends a cancellation only
+// to <Prefix>._cancel.<worker>, the subject a worker of its prefix names in
+// its accept frame. Before, it sent it to whatever subject the frame named,
+// so a responder on a tool's subject could make the agent publish on any
+// subject (another service's, JetStream's API): the cancelled call's
+// message landed on "victim.cancel" and on "$JS.API.STREAM.PURGE.X". Now a
+// first accept frame that names another subject fails the call at once,
+// with the subject it named and the one expected; a second worker's (two
+// queue groups) is not told to stop, and the first one's result stands.
+func TestControlSubjectKeepsToThePrefix(t *testing.T) {
+	ok := remote.DefaultPrefix + "._cancel.W1"
+	accept := func(worker, control string) nats.Header {
+		return nats.Header{remote.HeaderFrame: {"accept"}, remote.HeaderWorker: {worker}, remote.HeaderControl: {control}}
+	}
+	result := nats.Header{remote.HeaderFrame: {"result"}, remote.HeaderWorker: {"W1"}}
+	cases := []struct {
+		name   string
+		frames []nats.Header // numbered 1, 2, ... as sent; a result frame carries a success
+		state  toolkit.State
+		text   []string // in the result's text
+	}{
+		{"foreign subject", []nats.Header{accept("W1", "victim.cancel")}, toolkit.StateError,
+			[]string{`"victim.cancel"`, `"` + ok + `"`, `worker "W1"`}},
+		{"JetStream API", []nats.Header{accept("W1", "$JS.API.STREAM.PURGE.X")}, toolkit.StateError,
+			[]string{`"$JS.API.STREAM.PURGE.X"`, `"` + ok + `"`}},
+		{"another worker's", []nats.Header{accept("W1", remote.DefaultPrefix+"._cancel.W2")}, toolkit.StateError,
+			[]string{`"` + remote.DefaultPrefix + `._cancel.W2"`, `"` + ok + `"`}},
+		{"worker id not a token", []nats.Header{accept("victim.>", remote.DefaultPrefix+"._cancel.victim.>")}, toolkit.StateError,
+			[]string{`"victim.>" is not a worker id`}},
+		{"second worker", []nats.Header{accept("W1", ok), accept("W2", "victim.cancel"), result}, toolkit.StateSuccess,
+			[]string{"done"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			bus := natstest.Bus(t)
+			wnc, vnc, anc := conn(t, bus), conn(t, bus), conn(t, bus)
+			var victims []*nats.Subscription
+			for _, s := range []string{"victim.>", "$JS.API.>", remote.DefaultPrefix + "._cancel.>"} {
+				sub, err := vnc.SubscribeSync(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				victims = append(victims, sub)
+			}
+			took := make(chan struct{}, 1)
+			sub, err := wnc.Subscribe(remote.DefaultPrefix+".x", func(m *nats.Msg) {
+				for i, h := range tc.frames {
+					h.Set(remote.HeaderSeq, fmt.Sprint(i+1))
+					var data []byte
+					if h.Get(remote.HeaderFrame) == "result" {
+						data = []byte(`{"state":"success","content":[{"type":"text","text":"done"}]}`)
+					}
+					_ = wnc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: h, Data: data})
+				}
+				took <- struct{}{}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = sub.Unsubscribe() })
+			if err := wnc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := vnc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			c := remote.NewClient(anc, remote.ClientOptions{CancelWait: 50 * time.Millisecond})
+			tl, err := c.NewTool(toolkit.Spec{Name: "x"}, json.RawMessage(`{"type":"object"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			agent := testutil.Kit(t)
+			testutil.Add(t, agent, tl)
+			batch := testutil.Session(t, agent, "s").Start(context.Background(), []toolkit.Call{testutil.Call("c1", "x", `{}`)})
+			testutil.WaitFor(t, took, "the scripted worker to take the call")
+			select {
+			case <-batch.Done():
+			case <-time.After(time.Second):
+				// Held (the code before the fix): the cancellation is what
+				// went to the named subject.
+				batch.Cancel()
+				<-batch.Done()
+			}
+			r := batch.Wait()[0]
+			if err := anc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := vnc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range victims {
+				if n, _, _ := v.Pending(); n > 0 {
+					m, _ := v.NextMsg(0)
+					t.Errorf("the agent published %d message(s) on %s (%q)", n, m.Subject, m.Data)
+				}
+			}
+			if r.State != tc.state {
+				t.Fatalf("%s %q, want %s", r.State, r.Text(), tc.state)
+			}
+			for _, s := range tc.text {
+				if !strings.Contains(r.Text(), s) {
+					t.Errorf("the result %q does not say %s", r.Text(), s)
+				}
+			}
+		})
+	}
+}
+
+// TestWorkerPublishesNothingOnServerSubjects: a worker answers a call, a
+// refusal or a cancellation on the reply subject the message gives, but
+// never on one of the server's own ("$JS.API...", any "$" subject): its
+// frames, refusals and cancel answers have empty bodies, and an empty
+// message to $JS.API.STREAM.DELETE.<stream> deletes the stream. Before,
+// whoever could publish to the tools' subjects could make a worker delete
+// any stream of its account with the worker's credentials: each of the
+// three messages below deleted the stream ("stream not found"). Now the
+// call is dropped unanswered (counted as refused) and the cancellation is
+// not answered; nothing reaches JetStream.
+func TestWorkerPublishesNothingOnServerSubjects(t *testing.T) {
+	bus := natstest.Bus(t)
+	nc := conn(t, bus)
+	wnc := conn(t, bus)
+	w, err := remote.Serve(wnc, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	handled := func() uint64 { s := w.Stats(); return s.Calls + s.Refused }
+	for i, tc := range []struct {
+		name   string
+		msg    *nats.Msg
+		cancel bool
+	}{
+		{"a call", &nats.Msg{Subject: remote.DefaultPrefix + ".count", Data: []byte(`{"words":["a"]}`),
+			Header: nats.Header{remote.HeaderSession: {"s"}, remote.HeaderCall: {"c1"}}}, false},
+		{"a malformed call", &nats.Msg{Subject: remote.DefaultPrefix + ".count", Data: []byte(`{}`)}, false},
+		{"a cancellation", &nats.Msg{Subject: remote.DefaultPrefix + "._cancel." + w.ID(), Data: []byte("_INBOX.none")}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("VICTIM%d", i)
+			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"victim" + name + ".>"}}); err != nil {
+				t.Fatal(err)
+			}
+			before := handled()
+			tc.msg.Reply = "$JS.API.STREAM.DELETE." + name
+			if err := nc.PublishMsg(tc.msg); err != nil {
+				t.Fatal(err)
+			}
+			if tc.cancel {
+				// The cancellation: the worker handles its cancellations in
+				// order, so the answer to a second one says it took the first.
+				if _, err := nc.Request(tc.msg.Subject, []byte("_INBOX.none"), 5*time.Second); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				for deadline := time.Now().Add(5 * time.Second); handled() == before || w.Stats().InFlight > 0; time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the worker did not take the call")
+					}
+				}
+			}
+			if err := wnc.Flush(); err != nil { // what the worker sent is at the server
+				t.Fatal(err)
+			}
+			if _, err := js.Stream(ctx, name); err != nil {
+				t.Fatalf("after %s with reply subject %s: %v", tc.name, tc.msg.Reply, err)
+			}
+		})
 	}
 }

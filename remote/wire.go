@@ -58,17 +58,50 @@ const (
 
 // Reply headers (worker to agent, on the request's reply subject).
 const (
-	HeaderFrame   = "Toolstream-Frame" // accept, hb, progress, delta, result
-	HeaderSeq     = "Toolstream-Seq"   // 1, 2, ... per call: a gap means a lost frame
-	HeaderWorker  = "Toolstream-Worker"
-	HeaderControl = "Toolstream-Control" // where the caller sends a cancellation
-	HeaderReset   = "Toolstream-Reset"   // on a delta that starts the content over
+	HeaderFrame  = "Toolstream-Frame" // accept, hb, progress, delta, result
+	HeaderSeq    = "Toolstream-Seq"   // 1, 2, ... per call: a gap means a lost frame
+	HeaderWorker = "Toolstream-Worker"
+	// HeaderControl, on an accept frame, is where the caller sends a
+	// cancellation: <prefix>._cancel.<worker id>, and nothing else. A
+	// client fails a call whose first accept frame names another subject
+	// (and never publishes there), so that a responder cannot make the
+	// agent publish on any subject it likes.
+	HeaderControl = "Toolstream-Control"
+	HeaderReset   = "Toolstream-Reset" // on a delta that starts the content over
 	// HeaderChunk, "<index>/<count>" on a delta frame, marks one piece of a
 	// part too large for one message: the bodies of pieces 0 to count-1, in
 	// a row, put together, are the part's JSON (as in the events' chunks,
 	// docs/events.md, "Large content").
 	HeaderChunk = "Toolstream-Chunk"
 )
+
+// controlSubject is the subject a worker of the prefix receives its
+// cancellations on, the one its accept frames name in HeaderControl.
+func controlSubject(prefix, worker string) string { return prefix + "._cancel." + worker }
+
+// checkControl checks the control subject an accept frame names: a client
+// sends cancellations only to <prefix>._cancel.<worker>, the worker being
+// the frame's HeaderWorker, one plain subject token. A responder that names
+// another subject (another service's, JetStream's API, a wildcard) could
+// otherwise make the agent publish there.
+func checkControl(prefix, worker, control string) error {
+	if worker == "" || strings.ContainsAny(worker, ".*> \t\r\n") {
+		return fmt.Errorf("its accept frame's %s %q is not a worker id (one subject token)", HeaderWorker, worker)
+	}
+	if want := controlSubject(prefix, worker); control != want {
+		return fmt.Errorf("its accept frame names %q as the subject for cancellations, not %q: the client sends cancellations to no other subject", control, want)
+	}
+	return nil
+}
+
+// serverAPI reports whether a reply subject is one of the server's own
+// ($JS.API..., $KV..., $SYS..., any subject that starts with "$"), which
+// no caller's inbox is. A worker publishes nothing there: its frames and
+// refusals, and its answers to cancellations, have empty bodies, and an
+// empty message to $JS.API.STREAM.DELETE.<stream> deletes the stream, so
+// a request or cancellation naming such a reply subject would make the
+// worker act on JetStream with its own credentials for whoever sent it.
+func serverAPI(reply string) bool { return strings.HasPrefix(reply, "$") }
 
 // Frame types.
 const (

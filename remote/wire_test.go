@@ -33,7 +33,7 @@ func peer(t *testing.T, nc *nats.Conn, frames []frame) {
 			h := nats.Header{remote.HeaderFrame: {f.kind}, remote.HeaderSeq: {strconv.Itoa(f.seq)}}
 			if f.kind == "accept" {
 				h.Set(remote.HeaderWorker, "W1")
-				h.Set(remote.HeaderControl, "nowhere")
+				h.Set(remote.HeaderControl, remote.DefaultPrefix+"._cancel.W1")
 			}
 			if f.reset {
 				h.Set(remote.HeaderReset, "1")

@@ -135,7 +135,7 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, err
 	w.svc = svc
 	id := svc.Info().ID
 	w.id = id
-	w.controlSubject = opts.Prefix + "._cancel." + id
+	w.controlSubject = controlSubject(opts.Prefix, id)
 	w.ctl, err = nc.Subscribe(w.controlSubject, w.onCancel)
 	if err != nil {
 		_ = svc.Stop()
@@ -257,7 +257,9 @@ func (w *Worker) stopNow() {
 
 // handler takes a call of one tool: it checks the request, refuses it above
 // the in-flight bound or once Stop began, and runs it on a goroutine of its
-// own so that the endpoint's subscription goes on to the next request.
+// own so that the endpoint's subscription goes on to the next request. A
+// request whose reply subject is one of the server's own (serverAPI) is
+// dropped unanswered, counted as refused.
 func (w *Worker) handler(tool string) micro.HandlerFunc {
 	return func(req micro.Request) {
 		if hook := w.onRequest.Load(); hook != nil {
@@ -265,6 +267,10 @@ func (w *Worker) handler(tool string) micro.HandlerFunc {
 		}
 		if req.Reply() == "" {
 			return // nobody to answer: not a call
+		}
+		if serverAPI(req.Reply()) {
+			w.refused.Add(1) // not answered: the reply subject is the server's API
+			return
 		}
 		h := nats.Header(req.Headers())
 		session, err := getID(h, HeaderSession, HeaderSessionQuoted)
@@ -424,7 +430,8 @@ func (w *Worker) run(ctx context.Context, r *relay, tool string, args json.RawMe
 const deadlineSlack = 100 * time.Millisecond
 
 // onCancel stops the call whose reply subject the message names. A
-// cancellation with a reply subject gets an answer there: a cancel frame,
+// cancellation with a reply subject gets an answer there (unless it is
+// one of the server's own, serverAPI): a cancel frame,
 // with micro's error headers when the worker refuses it (400: it names no
 // call; 404: no such call runs here), so that the caller stops waiting at
 // once. An accepted cancellation is answered before the call's result
@@ -458,8 +465,8 @@ func (w *Worker) onCancel(m *nats.Msg) {
 
 // answerCancel answers a cancellation, if it asks for an answer.
 func (w *Worker) answerCancel(m *nats.Msg, code, why string) {
-	if m.Reply == "" {
-		return // a caller that does not wait for one
+	if m.Reply == "" || serverAPI(m.Reply) {
+		return // a caller that does not wait for one, or not a caller's inbox
 	}
 	h := nats.Header{HeaderFrame: {frameCancel}, HeaderWorker: {w.ID()}}
 	if code != "" {

@@ -2,24 +2,59 @@ package ui
 
 import (
 	"encoding/json"
-	"io"
+	"errors"
 	"net/http"
+	"time"
 )
+
+// DefaultWriteTimeout bounds each frame's write (WithWriteTimeout): a
+// client that stops reading, its connection open, is dropped once a write
+// has waited this long for it, as a client that went away.
+const DefaultWriteTimeout = 30 * time.Second
 
 // Frames writes a response of Server-Sent Events `data:` frames, the
 // framing AG-UI and the AI SDK's stream share. After a failed write it
 // writes nothing more; Err says why.
+//
+// Each write and flush has a deadline (http.ResponseController's
+// SetWriteDeadline), DefaultWriteTimeout or the host's WithWriteTimeout
+// from its start, a large frame's every 32 KiB piece its own: a client
+// that connects and stops reading fails the write that its full buffers
+// block, instead of holding the handler and the response for ever, while
+// a slow client that goes on reading is not dropped for a large frame. The deadline replaces the server's
+// http.Server.WriteTimeout for the response's writes (the server clears
+// it when the response is done). A ResponseWriter that cannot set a
+// deadline is written without one.
 type Frames struct {
-	w   io.Writer
-	f   http.Flusher
-	buf []byte
-	err error
+	rc      *http.ResponseController
+	w       http.ResponseWriter
+	timeout time.Duration // 0: no deadline
+	buf     []byte
+	err     error
 }
 
-// NewFrames writes frames to w, flushing it when it can.
+// NewFrames writes frames to w, flushing it when it can, each write
+// bounded by DefaultWriteTimeout.
 func NewFrames(w http.ResponseWriter) *Frames {
-	f, _ := w.(http.Flusher)
-	return &Frames{w: w, f: f}
+	return newFrames(w, DefaultWriteTimeout)
+}
+
+func newFrames(w http.ResponseWriter, timeout time.Duration) *Frames {
+	return &Frames{rc: http.NewResponseController(w), w: w, timeout: max(timeout, 0)}
+}
+
+// Frames writes frames to w, each write bounded by the host's write
+// timeout (WithWriteTimeout): the writer of the UI protocol handlers.
+func (h *Host) Frames(w http.ResponseWriter) *Frames { return newFrames(w, h.writeTimeout) }
+
+// deadline sets the next write's deadline.
+func (o *Frames) deadline() {
+	if o.timeout <= 0 {
+		return
+	}
+	if err := o.rc.SetWriteDeadline(time.Now().Add(o.timeout)); errors.Is(err, http.ErrNotSupported) {
+		o.timeout = 0 // a writer without deadlines (a test recorder, a wrapper)
+	}
 }
 
 // Data writes one frame: "data: " b "\n\n".
@@ -30,17 +65,32 @@ func (o *Frames) Data(b []byte) {
 	o.buf = append(o.buf[:0], "data: "...)
 	o.buf = append(o.buf, b...)
 	o.buf = append(o.buf, "\n\n"...)
-	_, o.err = o.w.Write(o.buf)
-}
-
-// Flush sends what was written to the client.
-func (o *Frames) Flush() {
-	if o.f != nil && o.err == nil {
-		o.f.Flush()
+	// In pieces, each with its own deadline: the bound is on a client
+	// that takes nothing, not on a slow one that takes a large frame.
+	for b := o.buf; len(b) > 0 && o.err == nil; {
+		n := min(len(b), writePiece)
+		o.deadline()
+		_, o.err = o.w.Write(b[:n])
+		b = b[n:]
 	}
 }
 
-// Err is the first write error, or nil.
+// writePiece is the most a frame's write sends under one deadline.
+const writePiece = 32 << 10
+
+// Flush sends what was written to the client.
+func (o *Frames) Flush() {
+	if o.err != nil {
+		return
+	}
+	o.deadline()
+	if err := o.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		o.err = err
+	}
+}
+
+// Err is the first write error, or nil: a write that failed, or that
+// waited longer than the write timeout for a client that does not read.
 func (o *Frames) Err() error { return o.err }
 
 // HTTPError answers a request the handler refuses: status and a JSON body

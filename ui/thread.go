@@ -53,6 +53,8 @@ type Host struct {
 	perms  *interceptors.Permissions
 	system string
 	prefix string
+	// writeTimeout bounds each frame's write (Frames); 0: none.
+	writeTimeout time.Duration
 
 	ctx    context.Context // ends every run on Close
 	cancel context.CancelFunc
@@ -79,10 +81,29 @@ func WithSystem(prompt string) Option { return func(h *Host) { h.system = prompt
 // (default "ui-"), so that they never meet sessions of other origins.
 func WithSessionPrefix(prefix string) Option { return func(h *Host) { h.prefix = prefix } }
 
+// WithWriteTimeout bounds each frame's write to a client at d
+// (DefaultWriteTimeout, 30 s, by default; d < 0: no bound): a client
+// that keeps its connection open but stops reading is dropped when a
+// write has waited d, and the handler treats it as a client that went
+// away (AG-UI: its run is cancelled; the AI SDK stream: the run goes on,
+// for a resume). The bound is on each write of at most 32 KiB (a large
+// frame is written in such pieces), so a slow client that goes on
+// reading is not dropped; and a write waits only while the client's
+// buffers are full, so d does not bound the time between frames either:
+// a run may be silent for longer.
+func WithWriteTimeout(d time.Duration) Option {
+	return func(h *Host) {
+		if d == 0 {
+			d = DefaultWriteTimeout
+		}
+		h.writeTimeout = max(d, 0)
+	}
+}
+
 // NewHost returns a host running loop on tk's sessions. Close it to end
 // the runs and detach it from the toolkit.
 func NewHost(tk *toolkit.Toolkit, loop *agent.Loop, opts ...Option) *Host {
-	h := &Host{tk: tk, loop: loop, prefix: "ui-", threads: map[string]*Thread{}, forgetting: map[string]chan struct{}{}}
+	h := &Host{tk: tk, loop: loop, prefix: "ui-", writeTimeout: DefaultWriteTimeout, threads: map[string]*Thread{}, forgetting: map[string]chan struct{}{}}
 	for _, o := range opts {
 		o(h)
 	}

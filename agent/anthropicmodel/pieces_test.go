@@ -140,3 +140,39 @@ func TestTruncatedCall(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopAnswerCut: a reply that stopped at max_tokens (or at the context
+// window) with no tool_use ends the loop's run as an answer marked
+// Truncated, streamed or whole; one that ended its turn is not.
+func TestLoopAnswerCut(t *testing.T) {
+	tk := testutil.Kit(t)
+	for _, tt := range []struct {
+		name   string
+		reason string
+		stream bool
+		cut    bool
+	}{
+		{"streamed", "max_tokens", true, true},
+		{"whole", "max_tokens", false, true},
+		{"context window", "model_context_window_exceeded", true, true},
+		{"end turn", "end_turn", true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				if !tt.stream {
+					writeJSON(w, 200, message(tt.reason, obj{"type": "text", "text": "The repos"}))
+					return
+				}
+				writeSSE(w, msgStart("claude-test-1", 10), textStart(0), textDelta(0, "The repos"), blockStop(0), msgDelta(tt.reason, 8192), msgStop())
+			})
+			sess := testutil.Session(t, tk, "answer-cut-"+strings.ReplaceAll(tt.name, " ", "-"))
+			out, err := agent.New(s.model(anthropicmodel.WithStreaming(tt.stream))).Run(ctx(t), sess, agent.NewConversation("", "count"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.End != agent.EndAnswer || out.Answer != "The repos" || out.Truncated != tt.cut {
+				t.Errorf("outcome: %s %q truncated %v, want truncated %v", out.End, out.Answer, out.Truncated, tt.cut)
+			}
+		})
+	}
+}

@@ -363,3 +363,37 @@ func FuzzArgumentsCut(f *testing.F) {
 		checkUTF8(t, chunks)
 	})
 }
+
+// TestLoopAnswerCut: a reply that the output token limit cut with no call
+// (finish_reason "length", a response incomplete for max_output_tokens)
+// ends the loop's run as an answer marked Truncated; a whole one is not.
+func TestLoopAnswerCut(t *testing.T) {
+	text := event("response.output_text.delta", `"item_id":"msg_1","output_index":0,"delta":"The repos"`)
+	for _, tt := range []struct {
+		name  string
+		turn  http.HandlerFunc
+		model func(openai.Client) agent.Model
+		cut   bool
+	}{
+		{"chat, streamed", sse(chunk(`{"role":"assistant","content":"The repos"}`, ""), chunk(`{}`, "length"), "[DONE]"),
+			func(c openai.Client) agent.Model { return NewChat(c, "gpt-test") }, true},
+		{"chat, whole reply", completion("length", `{"role":"assistant","content":"The repos"}`),
+			func(c openai.Client) agent.Model { return NewChat(c, "gpt-test", WithStreaming(false)) }, true},
+		{"chat, stop", completion("stop", `{"role":"assistant","content":"The repos"}`),
+			func(c openai.Client) agent.Model { return NewChat(c, "gpt-test", WithStreaming(false)) }, false},
+		{"responses", sse(created(), text,
+			event("response.incomplete", `"response":`+response("incomplete", "", `"incomplete_details":{"reason":"max_output_tokens"}`))),
+			func(c openai.Client) agent.Model { return NewResponses(c, "gpt-test") }, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newServer(t, tt.turn)
+			out, err := agent.New(tt.model(f.client())).Run(t.Context(), e2eToolkit(t), agent.NewConversation("", "count"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.End != agent.EndAnswer || out.Answer != "The repos" || out.Truncated != tt.cut {
+				t.Errorf("outcome: %s %q truncated %v, want truncated %v", out.End, out.Answer, out.Truncated, tt.cut)
+			}
+		})
+	}
+}

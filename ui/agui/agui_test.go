@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/agui"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
@@ -689,5 +690,65 @@ func TestMessageIDsUniqueWhateverTheRunID(t *testing.T) {
 	a, b := of(first, "TEXT_MESSAGE_START"), of(second, "TEXT_MESSAGE_START")
 	if len(a) != 1 || len(b) != 1 || a[0]["messageId"] == b[0]["messageId"] {
 		t.Fatalf("text messages %v and %v", a, b)
+	}
+}
+
+// TestStuckClientDropped: a client that sends its run and then stops
+// reading, its connection open (a raw TCP connection with small socket
+// buffers, the run's frames larger than they hold: big's 1.5 MiB result),
+// is dropped once a write has waited the host's write timeout, and
+// treated as a client that went away: its run is cancelled. Before, the
+// handler waited in the write for ever, holding its goroutine and the
+// response (the test gave up after 10 s), and the run waited in the gate.
+func TestStuckClientDropped(t *testing.T) {
+	const bound = 200 * time.Millisecond
+	a := uitest.New(t, ui.WithWriteTimeout(bound))
+	gone := make(chan struct{}, 1)
+	agui.SetClientGoneHook(func() { gone <- struct{}{} })
+	t.Cleanup(func() { agui.SetClientGoneHook(nil) })
+	addr, returned := uitest.SmallBuffers(t, agui.NewHandler(a.Host))
+	body, _ := json.Marshal(input("t-stuck", "R1", user("u1", "bigwait")))
+	start := time.Now()
+	uitest.StuckClient(t, addr, http.MethodPost, "/", body)
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the handler still writes to a client that does not read, %v after the request (write timeout %v)", time.Since(start), bound)
+	}
+	took := time.Since(start)
+	select {
+	case <-gone:
+	default:
+		t.Fatal("the handler returned without treating the client as gone")
+	}
+	if took > bound+3*time.Second {
+		t.Errorf("the handler returned %v after the request, with a write timeout of %v", took, bound)
+	}
+	th := a.Host.Lookup("t-stuck")
+	l := th.Undelivered()
+	if l == nil {
+		t.Fatal("no response")
+	}
+	testutil.WaitFor(t, l.Done(), "the stuck client's run to be cancelled (it waits in the gate)")
+	if e := l.End(); e.Kind != ui.EndError || e.Error == nil || !e.Error.Canceled {
+		t.Fatalf("the run ended %+v, not cancelled", e)
+	}
+	t.Logf("handler returned %v after the request (write timeout %v)", took.Round(time.Millisecond), bound)
+}
+
+// TestTruncatedAnswer: an answer the output token limit cut (the model's
+// reply finished with FinishLength) ends the run with RUN_FINISHED whose
+// result (the answer event's body) says "truncated": true; a whole
+// answer's result does not have the field.
+func TestTruncatedAnswer(t *testing.T) {
+	_, url := serve(t)
+	evs := run(t, url, input("t-cut", "R1", user("u1", "cut")))
+	res, _ := evs[len(evs)-1]["result"].(map[string]any)
+	if evs[len(evs)-1]["type"] != "RUN_FINISHED" || res["truncated"] != true || res["text"] != "The three causes are: first, the" {
+		t.Errorf("the run's end: %v\n%s", evs[len(evs)-1], dump(evs))
+	}
+	evs = run(t, url, input("t-whole", "R1", user("u1", "hi")))
+	if res, _ := evs[len(evs)-1]["result"].(map[string]any); res == nil || res["truncated"] != nil {
+		t.Errorf("a whole answer's end: %v", evs[len(evs)-1])
 	}
 }

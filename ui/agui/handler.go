@@ -86,7 +86,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	out := newWriter(w)
+	out := &writer{h.host.Frames(w)} // each write bounded (ui.WithWriteTimeout)
 	tr := newTranslator(out, in.ThreadID, in.RunID)
 	if log != nil {
 		tr.ids = t.Nonce() + "-" + strconv.Itoa(log.Run)
@@ -160,7 +160,9 @@ func status(err error) int {
 	return http.StatusBadRequest
 }
 
-// writer writes the protocol's chunks as JSON data: frames.
+// writer writes the protocol's chunks as JSON data: frames. A write that
+// fails, or waits longer than the host's write timeout for a client that
+// does not read, makes the handler treat the client as gone.
 type writer struct{ *ui.Frames }
 
 func newWriter(w http.ResponseWriter) *writer { return &writer{ui.NewFrames(w)} }

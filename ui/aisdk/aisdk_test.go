@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/aisdk"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
@@ -789,4 +790,80 @@ func resumeAfterAnApproval(t *testing.T, opts ...func(*uitest.Agent) []aisdk.Opt
 	live.untilToolAsked()
 	second, resumed = resumeAtTheGate(t, a, url, "chat17", live)
 	return first, second, resumed
+}
+
+// TestStuckClientDropped: a client that posts its message and then stops
+// reading, its connection open (a raw TCP connection with small socket
+// buffers, the response's frames larger than they hold: big's 1.5 MiB
+// result), is dropped once a write has waited the host's write timeout,
+// and treated as a client that went away: the run goes on, and its
+// response stays undelivered for a resume. Before, the handler waited in
+// the write for ever, holding its goroutine and the response (the test
+// gave up after 10 s).
+func TestStuckClientDropped(t *testing.T) {
+	const bound = 200 * time.Millisecond
+	a := uitest.New(t, ui.WithWriteTimeout(bound))
+	h := aisdk.NewHandler(a.Host)
+	mux := http.NewServeMux()
+	mux.Handle("POST /api/chat", h)
+	mux.Handle("GET /api/chat/{id}/stream", h)
+	addr, returned := uitest.SmallBuffers(t, mux)
+	body, _ := json.Marshal(chunk{"id": "chat-stuck", "messages": []any{userMsg("u1", "bigwait")}})
+	start := time.Now()
+	uitest.StuckClient(t, addr, http.MethodPost, "/api/chat", body)
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the handler still writes to a client that does not read, %v after the request (write timeout %v)", time.Since(start), bound)
+	}
+	took := time.Since(start)
+	if took > bound+3*time.Second {
+		t.Errorf("the handler returned %v after the request, with a write timeout of %v", took, bound)
+	}
+	th := a.Host.Lookup("chat-stuck")
+	l := th.Undelivered()
+	if l == nil {
+		t.Fatal("no response")
+	}
+	select {
+	case <-l.Done():
+		t.Fatalf("the run ended when its client was dropped: %+v", l.End())
+	default:
+	}
+	close(a.Gate)
+	testutil.WaitFor(t, l.Done(), "the run to go on through the gate")
+	if e := l.End(); e.Kind != ui.EndAnswer {
+		t.Fatalf("the run ended %+v", e)
+	}
+	resp, err := http.Get("http://" + addr + "/api/chat/chat-stuck/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("resume: %d %v", resp.StatusCode, err)
+	}
+	for _, want := range []string{`"output":"opened"`, `"finishReason":"stop"`, "data: [DONE]"} {
+		if !bytes.Contains(all, []byte(want)) {
+			t.Errorf("the resumed response (%d bytes) has no %s", len(all), want)
+		}
+	}
+	t.Logf("handler returned %v after the request (write timeout %v)", took.Round(time.Millisecond), bound)
+}
+
+// TestTruncatedAnswer: an answer the output token limit cut (the model's
+// reply finished with FinishLength) ends the stream with finishReason
+// "length", the protocol's word for it, so that useChat does not show half
+// an answer as whole. Before, it was "stop", as for a whole answer.
+func TestTruncatedAnswer(t *testing.T) {
+	_, url := serve(t)
+	cs := post(t, url, chunk{"id": "chat-cut", "messages": []any{userMsg("u1", "cut")}}).all()
+	if got := last(cs, "finish")["finishReason"]; got != "length" || text(cs) != "The three causes are: first, the" {
+		t.Errorf("finish %v, text %q\n%s", got, text(cs), dump(cs))
+	}
+	cs = post(t, url, chunk{"id": "chat-whole", "messages": []any{userMsg("u1", "hi")}}).all()
+	if got := last(cs, "finish")["finishReason"]; got != "stop" {
+		t.Errorf("a whole answer: finish %v\n%s", got, dump(cs))
+	}
 }

@@ -173,7 +173,12 @@ func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Threa
 	hd.Set("X-Vercel-AI-UI-Message-Stream", "v1")
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	out := newWriter(w)
+	out := &writer{h.host.Frames(w)} // each write bounded (ui.WithWriteTimeout)
+	// A failed write (a client that went, or stopped reading for longer
+	// than the write timeout) ends the reading as a client that went:
+	// the run goes on, and the response stays undelivered for a resume.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	tr := newTranslator(out, fmt.Sprintf("msg-%s-%d", t.Nonce(), log.Run), log.Run)
 	tr.begin()
 	if partly != nil {
@@ -182,6 +187,9 @@ func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Threa
 	end, err := read(ctx, func(ev *events.Event) {
 		tr.event(ev)
 		out.Flush()
+		if out.Err() != nil {
+			stop()
+		}
 	}, tr.between)
 	if err != nil {
 		return // the client went

@@ -229,6 +229,10 @@ func (t *translator) end(end *ui.End) string {
 	}
 	reason := "stop"
 	switch end.Kind {
+	case ui.EndAnswer:
+		if end.Answer != nil && end.Answer.Truncated {
+			reason = "length" // cut at the output token limit: not a whole answer
+		}
 	case ui.EndPaused:
 		reason = "tool-calls" // the approvals wait: the next request answers them
 		// Every call the run waits for is asked for here, also one whose

@@ -10,6 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,8 +45,9 @@ type Agent struct {
 	Gate chan struct{}
 }
 
-// New builds the agent; everything is closed when the test ends.
-func New(t testing.TB) *Agent {
+// New builds the agent, its host with opts besides the test's own;
+// everything is closed when the test ends.
+func New(t testing.TB, opts ...ui.Option) *Agent {
 	t.Helper()
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{}))
 	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()))
@@ -75,7 +79,7 @@ func New(t testing.TB) *Agent {
 		t.Fatal(err)
 	}
 	loop := agent.New(Model(), agent.WithName("scripted"), agent.WithRetry(agent.RetryPolicy{Attempts: 2, Backoff: time.Millisecond}))
-	host := ui.NewHost(tk, loop, ui.WithPermissions(perms), ui.WithSystem("You are a test."))
+	host := ui.NewHost(tk, loop, append([]ui.Option{ui.WithPermissions(perms), ui.WithSystem("You are a test.")}, opts...)...)
 	t.Cleanup(host.Close)
 	return &Agent{Bus: bus, TK: tk, Perms: perms, Host: host, Gate: gate}
 }
@@ -151,6 +155,9 @@ func Replace() toolkit.Interceptor {
 //   - "note": calls write_note twice, then answers.
 //   - "gate": says "Waiting." and calls gate, then answers.
 //   - "big": calls big, then answers.
+//   - "bigwait": calls big, then gate, then answers.
+//   - "cut": answers "The three causes are: first, the", cut at the
+//     output token limit (FinishLength).
 //   - "groups": switches the extras group on (reset_tools), calls extra
 //     (in it), then answers.
 //   - "skill": loads the tips skill (which switches extras on), then
@@ -207,6 +214,13 @@ func Model() agent.Model {
 			return &agent.Reply{Calls: calls(call(id("s"), skills.LoadTool, `{"skillId":"tips","path":"SKILL.md"}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "big" && turn == 0:
 			return &agent.Reply{Calls: calls(call(id("big"), "big", `{}`)), Finish: agent.FinishToolCalls}, nil
+		case task == "cut":
+			say("The three causes are: first, the")
+			return &agent.Reply{Text: "The three causes are: first, the", Finish: agent.FinishLength}, nil
+		case task == "bigwait" && turn == 0:
+			return &agent.Reply{Calls: calls(call(id("big"), "big", `{}`)), Finish: agent.FinishToolCalls}, nil
+		case task == "bigwait" && turn == 1:
+			return &agent.Reply{Calls: calls(call(id("g"), "gate", `{}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "both" && turn == 0:
 			return &agent.Reply{Calls: calls(call(id("b1"), "count", `{}`), call(id("b2"), "ask", `{}`)), Finish: agent.FinishToolCalls}, nil
 		case task == "two" && turn == 0:
@@ -335,4 +349,49 @@ func (a *Agent) RejectInTheWindow(t testing.TB, id string, i int, call string) {
 		}
 	}
 	t.Cleanup(func() { hook.BeforeAnswer = nil })
+}
+
+// SmallBuffers serves h on loopback with small socket send buffers, and
+// reports each return of h on the channel: a client that stops reading
+// blocks the handler's writes soon (with StuckClient).
+func SmallBuffers(t testing.TB, h http.Handler) (addr string, returned <-chan struct{}) {
+	t.Helper()
+	ret := make(chan struct{}, 16)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { ret <- struct{}{} }()
+		h.ServeHTTP(w, r)
+	}))
+	srv.Listener = smallListener{srv.Listener}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String(), ret
+}
+
+type smallListener struct{ net.Listener }
+
+func (l smallListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(4096)
+	}
+	return c, err
+}
+
+// StuckClient sends a request (method, path, JSON body) over a raw TCP
+// connection with a small receive buffer and never reads the answer: a
+// client that connects and then stops reading, its connection open. The
+// connection is closed when the test ends.
+func StuckClient(t testing.TB, addr, method, path string, body []byte) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.(*net.TCPConn).SetReadBuffer(4096)
+	req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n",
+		method, path, addr, len(body))
+	if _, err := c.Write(append([]byte(req), body...)); err != nil {
+		t.Fatal(err)
+	}
 }
