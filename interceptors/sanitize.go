@@ -456,6 +456,12 @@ func (f *sanitizeStream) Filter(p toolkit.Part) []toolkit.Part {
 		cut = len(text) - sanitizeHoldTail
 		if i := strings.LastIndexAny(text[:cut], " \t"); i >= 0 {
 			cut = i + 1
+		} else {
+			// Between two characters: a delta that ends inside one is not
+			// UTF-8, and goes on the wire as U+FFFD.
+			for cut > 0 && !utf8.RuneStart(text[cut]) {
+				cut--
+			}
 		}
 		f.split = true
 	} else if cut > 0 && f.cfg.spansLines() {

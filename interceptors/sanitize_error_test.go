@@ -2,9 +2,11 @@ package interceptors_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -50,5 +52,42 @@ func TestSanitizeRedactsTheErrorToo(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), key) {
 		t.Errorf("the audit line holds the key: %s", buf.String())
+	}
+}
+
+// A line longer than Sanitize holds back goes out before its end. Without
+// a space to cut at, the cut must still fall between characters: a delta
+// that ends inside one is not UTF-8, goes on the wire with U+FFFD in place
+// of each piece, and the deltas no longer add up to the result for anyone
+// who reads them from NATS.
+func TestSanitizeLongLineCutBetweenCharacters(t *testing.T) {
+	for _, r := range []string{"€", "é", "𝄞"} {
+		text := strings.Repeat(r, (70<<10)/len(r)+1)
+		parts := []events.Part{events.Text(text[:len(text)/2]), events.Text(text[len(text)/2:])}
+		if !utf8.ValidString(parts[0].Text) {
+			parts = []events.Part{events.Text(text), events.Text("\n")}
+		}
+		tk, rec := sanPartsKit(t, parts, interceptors.RedactAPIKeys(), interceptors.SanitizeMaxBytes(0))
+		res := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "parts", `{}`))
+		if res.Text() != events.ContentText(parts) {
+			t.Fatalf("%s: the result differs from what the tool returned", r)
+		}
+		var wire []events.Part
+		for i, d := range rec.DeltaTexts("c1") {
+			if !utf8.ValidString(d) {
+				t.Errorf("%s: delta %d (%d bytes) is not UTF-8: it ends with % x", r, i, len(d), d[max(len(d)-4, 0):])
+			}
+			// What a client reading the events from NATS adds up.
+			var p events.Part
+			if err := json.Unmarshal(events.AppendJSON(nil, &events.Event{Type: events.TypeDelta, Delta: &events.Part{Type: events.PartText, Text: d}}), &struct {
+				Delta *events.Part `json:"delta"`
+			}{&p}); err != nil {
+				t.Fatal(err)
+			}
+			wire = events.AppendPart(wire, p)
+		}
+		if got := events.ContentText(wire); got != res.Text() {
+			t.Errorf("%s: the deltas as sent add up to %d bytes with %d U+FFFD, not the %d-byte result", r, len(got), strings.Count(got, "\uFFFD"), len(res.Text()))
+		}
 	}
 }
