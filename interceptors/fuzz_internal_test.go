@@ -1,0 +1,148 @@
+package interceptors
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/big"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/toolkit"
+)
+
+// FuzzCanonicalNumber: two JSON numbers get the same canonical text
+// exactly when they are the same decimal value (LoopGuard counts them as
+// one call only then).
+func FuzzCanonicalNumber(f *testing.F) {
+	for _, s := range [][2]string{{"1.5", "15e-1"}, {"0", "-0.0e5"}, {"1e2", "100"}, {"1.5000000000000001", "1.5"},
+		{"10e9223372036854775807", "1e9223372036854775808"}, {"-2.5e-1", "-0.25"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if !jsonNumber(a) || !jsonNumber(b) || len(a) > 40 || len(b) > 40 {
+			return
+		}
+		ca, cb := canonicalNumber(a), canonicalNumber(b)
+		ra, rb, ok := ratOf(a), ratOf(b), true
+		if ra == nil || rb == nil {
+			ok = false // an exponent too large to evaluate: compare the texts' parts instead
+		}
+		if ok && (ca == cb) != (ra.Cmp(rb) == 0) {
+			t.Fatalf("%s -> %s, %s -> %s: same text %v, same value %v", a, ca, b, cb, ca == cb, ra.Cmp(rb) == 0)
+		}
+		if canonicalNumber(ca) != ca {
+			t.Fatalf("%s -> %s is not a fixed point (-> %s)", a, ca, canonicalNumber(ca))
+		}
+	})
+}
+
+func jsonNumber(s string) bool {
+	var n json.Number
+	return json.Unmarshal([]byte(s), &n) == nil && string(n) == s && s != ""
+}
+
+// ratOf evaluates a JSON number exactly, or returns nil when its exponent
+// is too large to evaluate.
+func ratOf(s string) *big.Rat {
+	mant, exp, _ := strings.Cut(strings.ToLower(s), "e")
+	r, ok := new(big.Rat).SetString(mant)
+	if !ok {
+		return nil
+	}
+	if exp == "" {
+		return r
+	}
+	e, ok := new(big.Int).SetString(strings.TrimPrefix(exp, "+"), 10)
+	if !ok || e.CmpAbs(big.NewInt(400)) > 0 {
+		return nil
+	}
+	p := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), new(big.Int).Abs(e), nil))
+	if e.Sign() < 0 {
+		return r.Quo(r, p)
+	}
+	return r.Mul(r, p)
+}
+
+// FuzzVisibleJSON: what a person is shown of valid JSON arguments is valid
+// JSON of the same value, with no hidden character and no invalid UTF-8
+// left unescaped; visibleText leaves nothing hidden either and is
+// idempotent.
+func FuzzVisibleJSON(f *testing.F) {
+	for _, s := range []string{`{"a":"b"}`, "{\"a\u202e\":\"x\u2066y\"}", "[\"\U000e0041\",1.5,\"\u00a0\"]",
+		"{\"a\":\"\xff\x7f\"}", `{"a":"\\\"\u202e"}`, "\"\u2028\"", `"\ud800"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		vt := visibleText(raw)
+		if visibleText(vt) != vt || !utf8.ValidString(vt) || strings.ContainsFunc(vt, hidden) {
+			t.Fatalf("visibleText(%q) = %q", raw, vt)
+		}
+		if !json.Valid([]byte(raw)) {
+			return
+		}
+		got := visibleJSON(json.RawMessage(raw))
+		var a, b any
+		if json.Unmarshal([]byte(raw), &a) != nil || json.Unmarshal(got, &b) != nil || !reflect.DeepEqual(a, b) {
+			t.Fatalf("visibleJSON(%q) = %q: not the same value", raw, got)
+		}
+		var compact bytes.Buffer // whitespace between tokens is not shown text
+		if err := json.Compact(&compact, got); err != nil || !utf8.Valid(got) || strings.ContainsFunc(compact.String(), hidden) {
+			t.Fatalf("visibleJSON(%q) = %q: something hidden is left", raw, got)
+		}
+	})
+}
+
+// FuzzSanitizeTruncate: a truncated result is at most the limit plus its
+// marker (and a failure's kept Error line), valid UTF-8 when the parts
+// were, a prefix of the original text, and the marker counts exactly the
+// bytes left out.
+func FuzzSanitizeTruncate(f *testing.F) {
+	f.Add("héllo wörld €€€", `{"a":"ü"}`, 7, false)
+	f.Add("x", `[1,2,3]`, 1, true)
+	f.Add("𝄞𝄞𝄞𝄞", `"€"`, 5, false)
+	f.Fuzz(func(t *testing.T, text, js string, limit int, fail bool) {
+		if limit < 1 || limit > 1<<12 || !utf8.ValidString(text) || !json.Valid([]byte(js)) {
+			return
+		}
+		out := toolkit.Outcome{State: toolkit.StateSuccess,
+			Content: []toolkit.Part{events.Text(text), {Type: events.PartJSON, JSON: json.RawMessage(js)}, events.Binary("image/png", []byte{1, 2})}}
+		if fail {
+			err := &timeoutError{tool: "t", after: 1}
+			out = toolkit.Outcome{State: toolkit.StateError, Err: err,
+				Content: append(out.Content[:2:2], events.Text("Error: "+err.Error()))}
+		}
+		before := events.ContentText(out.Content)
+		omitted := -1
+		got := sanitizeTruncate(out, limit, func(n int) string { omitted = n; return "\x00MARK\x00" })
+		if events.ContentText(out.Content) != before {
+			t.Fatal("the outcome's content was changed in place")
+		}
+		s := events.ContentText(got)
+		head, tail, ok := strings.Cut(s, "\x00MARK\x00")
+		if !ok {
+			t.Fatalf("no marker in %q", s)
+		}
+		if len(head) > limit {
+			t.Fatalf("kept %d bytes over a limit of %d: %q", len(head), limit, head)
+		}
+		if utf8.ValidString(before) && !utf8.ValidString(head) {
+			t.Fatalf("the cut split a character: %q", head)
+		}
+		body := before
+		if tail != "" {
+			if !fail || !strings.HasSuffix(before, tail) {
+				t.Fatalf("tail %q after the marker", tail)
+			}
+			body = strings.TrimSuffix(before, tail)
+		}
+		if !strings.HasPrefix(body, head) {
+			t.Fatalf("%q is not a prefix of %q", head, body)
+		}
+		if omitted != len(body)-len(head) {
+			t.Fatalf("marker says %d bytes left out, %d were (limit %d, %q -> %q)", omitted, len(body)-len(head), limit, body, head)
+		}
+	})
+}
