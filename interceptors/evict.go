@@ -142,7 +142,7 @@ func Evict(opts ...EvictOption) toolkit.Interceptor {
 	return toolkit.Interceptor{
 		Name: EvictName,
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
-			if cfg.excluded[inv.Tool.Name()] {
+			if cfg.excluded[toolName(inv)] {
 				return next(ctx, inv)
 			}
 			passes, _ := inv.CallValues().LoadOrStore(evictPassesKey{}, new(atomic.Int64))
