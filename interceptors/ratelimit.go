@@ -44,13 +44,15 @@ type rateConfig struct {
 // RateLimit returns an interceptor (named "ratelimit") that limits how
 // often each tool runs, across all sessions: perTool maps a tool name (or
 // [RateLimitAll]) to calls per second (rate.Every(d) for one call every
-// d; rate.Inf for no limit), with bursts of up to burst calls (at least 1).
-// Tools without an entry are not limited.
+// d; rate.Inf for no limit; 0 for the first burst and no call after it),
+// with bursts of up to burst calls (at least 1). Tools without an entry
+// are not limited.
 //
 // By default a call waits for its turn within its own deadline (the wait
 // counts against it); a call whose turn would come after the deadline
 // fails at once with state timeout. With [RateLimitNoWait] a call fails at
-// once with state error instead. Both causes match [ErrRateLimited].
+// once with state error instead, as does a call past the burst of a rate
+// of 0, which has no turn to wait for. Both causes match [ErrRateLimited].
 func RateLimit(perTool map[string]rate.Limit, burst int, opts ...RateLimitOption) toolkit.Interceptor {
 	cfg := &rateConfig{burst: max(burst, 1), fixed: map[string]*rate.Limiter{}}
 	for _, o := range opts {
@@ -86,14 +88,21 @@ func (cfg *rateConfig) intercept(ctx context.Context, inv *toolkit.Invocation, n
 	if lim == nil {
 		return next(ctx, inv)
 	}
-	if cfg.noWait {
+	// A rate of 0 (or less) allows the first burst and no call after it:
+	// there is no turn to wait for.
+	never := lim.Limit() <= 0
+	if cfg.noWait || never {
 		r := lim.Reserve()
 		if !r.OK() {
 			return toolkit.Failure(toolkit.StateError, &rateError{tool: name, limit: lim.Limit(), burst: lim.Burst()})
 		}
 		if d := r.Delay(); d > 0 {
 			r.Cancel()
-			return toolkit.Failure(toolkit.StateError, &rateError{tool: name, limit: lim.Limit(), burst: lim.Burst(), retryIn: d})
+			e := &rateError{tool: name, limit: lim.Limit(), burst: lim.Burst()}
+			if !never {
+				e.retryIn = d
+			}
+			return toolkit.Failure(toolkit.StateError, e)
 		}
 		return next(ctx, inv)
 	}
