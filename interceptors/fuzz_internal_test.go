@@ -146,3 +146,26 @@ func FuzzSanitizeTruncate(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecimalAdd: canonicalNumber's addition for exponents beyond int64
+// agrees with big.Int.
+func FuzzDecimalAdd(f *testing.F) {
+	f.Add("99999999999999999999", int64(1))
+	f.Add("-10000000000000000000000", int64(-5))
+	f.Add("+00010000000000000000000000", int64(-9223372036854775808))
+	f.Add("-100000000000000000000", int64(9223372036854775807))
+	f.Fuzz(func(t *testing.T, e string, shift int64) {
+		digits := strings.TrimLeft(e, "+-")
+		if len(e)-len(digits) > 1 || digits == "" || len(digits) > 200 || strings.Trim(digits, "0123456789") != "" {
+			return
+		}
+		be, _ := new(big.Int).SetString(strings.TrimPrefix(e, "+"), 10)
+		if be.CmpAbs(new(big.Int).Abs(big.NewInt(shift))) <= 0 {
+			return // decimalAdd's precondition: |e| > |shift|
+		}
+		want := new(big.Int).Add(be, big.NewInt(shift)).String()
+		if got := decimalAdd(e, shift); got != want {
+			t.Fatalf("decimalAdd(%s, %d) = %s, want %s", e, shift, got, want)
+		}
+	})
+}
