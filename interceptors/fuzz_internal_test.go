@@ -3,6 +3,7 @@ package interceptors
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"reflect"
 	"strings"
@@ -166,6 +167,40 @@ func FuzzDecimalAdd(f *testing.F) {
 		want := new(big.Int).Add(be, big.NewInt(shift)).String()
 		if got := decimalAdd(e, shift); got != want {
 			t.Fatalf("decimalAdd(%s, %d) = %s, want %s", e, shift, got, want)
+		}
+	})
+}
+
+// FuzzEvictNameAndMessage: any tool name and ids make a name every
+// backend accepts, and the message that stands for a stored result counts
+// its lines right, shows whole characters only and stays short.
+func FuzzEvictNameAndMessage(f *testing.F) {
+	f.Add("read_file", "s1", "c1", "line 1\nline 2\n", 2, 5)
+	f.Add("../../etc/passwd", "", "\x00", "€€€€€€\r\n\n\n", 1, 4)
+	f.Add("ünïcødé tool", "a/b", "..", "no newline at all", 0, 1)
+	f.Fuzz(func(t *testing.T, tool, session, call, text string, lines, lineBytes int) {
+		name := EvictFileName(tool, session, call)
+		if !ValidResultName(name) || len(name) > 80 {
+			t.Fatalf("EvictFileName(%q, %q, %q) = %q", tool, session, call, name)
+		}
+		if lines < 0 || lines > 50 || lineBytes < 1 || lineBytes > 300 || len(text) > 4096 || !utf8.ValidString(text) {
+			return
+		}
+		cfg := &evictConfig{lines: lines, lineBytes: lineBytes}
+		msg := cfg.message(text, "/x/"+name)
+		if !utf8.ValidString(msg) {
+			t.Fatalf("message of %q is not UTF-8: %q", text, msg)
+		}
+		total := strings.Count(text, "\n")
+		if !strings.HasSuffix(text, "\n") {
+			total++
+		}
+		if want := fmt.Sprintf("(%d bytes, %d line", len(text), total); !strings.Contains(msg, want) {
+			t.Fatalf("message of %q lacks %q: %q", text, want, msg)
+		}
+		// Each preview line holds at most lineBytes of the text and " [...]".
+		if most := 200 + len(name) + (lines+1)*(lineBytes+20) + 40; len(msg) > most {
+			t.Fatalf("message of %d bytes for %d lines of %d bytes: %q", len(msg), lines, lineBytes, msg)
 		}
 	})
 }
