@@ -44,3 +44,22 @@ func TestRateLimitZeroRate(t *testing.T) {
 		}
 	}
 }
+
+// rate.Inf is no limit, in either mode, for any number of calls.
+func TestRateLimitInfinite(t *testing.T) {
+	for _, noWait := range []bool{false, true} {
+		var opts []interceptors.RateLimitOption
+		if noWait {
+			opts = append(opts, interceptors.RateLimitNoWait())
+		}
+		tk := icKit(t, nil, interceptors.RateLimit(map[string]rate.Limit{"free": rate.Inf}, 1, opts...))
+		var ran icCounter
+		testutil.Add(t, tk, rateTool(t, "free", &ran))
+		s := testutil.Session(t, tk, "s")
+		for i := range 5 {
+			if r := icRun(t, s, testutil.Call("c"+string(rune('0'+i)), "free", `{}`)); r.State != toolkit.StateSuccess {
+				t.Fatalf("noWait %v: call %d: %s %q", noWait, i, r.State, r.Text())
+			}
+		}
+	}
+}
