@@ -117,10 +117,10 @@ func (rl *rateLimiter) wait(ctx context.Context) (late bool, err error) {
 // By default a call waits for its turn within its own deadline (the wait
 // counts against it), in order of arrival; one that stops waiting (its
 // batch cancelled) gives its turn to the next. A call whose turn would
-// come after the deadline
-// fails at once with state timeout. With [RateLimitNoWait] a call fails at
-// once with state error instead, as does a call past the burst of a rate
-// of 0, which has no turn to wait for. Both causes match [ErrRateLimited].
+// come after the deadline fails at once with state timeout. With
+// [RateLimitNoWait] a call fails at once with state error instead, as does
+// a call past the burst of a rate of 0, which has no turn to wait for.
+// Both causes match [ErrRateLimited].
 func RateLimit(perTool map[string]rate.Limit, burst int, opts ...RateLimitOption) toolkit.Interceptor {
 	cfg := &rateConfig{burst: max(burst, 1), fixed: map[string]*rateLimiter{}}
 	for _, o := range opts {
