@@ -661,9 +661,13 @@ const (
 func sanitizeTextual(mediaType string) int {
 	mt, _, err := mime.ParseMediaType(mediaType)
 	if err != nil {
-		mt = strings.ToLower(strings.TrimSpace(mediaType))
+		// Parameters ParseMediaType refuses are still not part of the
+		// type: "application/json; charset" is JSON.
+		mt, _, _ = strings.Cut(mediaType, ";")
+		mt = strings.ToLower(strings.TrimSpace(mt))
 	}
 	typ, sub, _ := strings.Cut(mt, "/")
+	typ, sub = strings.TrimSpace(typ), strings.TrimSpace(sub)
 	switch {
 	case sub == "json" || strings.HasSuffix(sub, "+json"):
 		return textualJSON

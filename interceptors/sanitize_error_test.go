@@ -91,3 +91,21 @@ func TestSanitizeLongLineCutBetweenCharacters(t *testing.T) {
 		}
 	}
 }
+
+// A textual media type that mime.ParseMediaType refuses (a parameter
+// without a value, a stray semicolon, upper case with a bad parameter) is
+// still textual: its parameters are not part of the type. Read as a type
+// of its own, "application/json; charset" was not text, so a key in it
+// reached the model unredacted.
+func TestSanitizeTextualBinaryWithMalformedParameters(t *testing.T) {
+	key := "ghp_" + strings.Repeat("a1B2", 9)
+	for _, mt := range []string{"application/json; charset", "TEXT/PLAIN; charset=utf-8; x", "text/plain;;", "application/ld+json ; q", "Application / JSON"} {
+		body := []byte("log: token " + key + "\n")
+		if strings.Contains(mt, "json") {
+			body = []byte(`{"t":"` + key + `"}`)
+		}
+		tk, rec := sanPartsKit(t, []events.Part{events.Binary(mt, body)}, interceptors.RedactAPIKeys(), interceptors.SanitizeMaxBytes(0))
+		res := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c", "parts", `{}`))
+		sanNoKey(t, rec, res, key)
+	}
+}
