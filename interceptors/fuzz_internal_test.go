@@ -204,3 +204,22 @@ func FuzzEvictNameAndMessage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSanitizeTextualParams: whatever parameters follow a media type,
+// well formed or not, Sanitize reads the part as the type says (a textual
+// type's part is redacted, a JSON type's read as JSON).
+func FuzzSanitizeTextualParams(f *testing.F) {
+	for _, s := range [][2]string{{"application/json", " charset"}, {"text/plain", "charset=utf-8"}, {"application/ld+json", ";"},
+		{"TEXT/CSV", `q="x`}, {"image/png", "a=b"}, {"application/x-ndjson", "=="}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, base, params string) {
+		if strings.ContainsAny(base, ";\"") || strings.TrimSpace(base) != base {
+			return
+		}
+		want := sanitizeTextual(base)
+		if got := sanitizeTextual(base + ";" + params); got != want {
+			t.Fatalf("%q is %d, %q is %d", base, want, base+";"+params, got)
+		}
+	})
+}
