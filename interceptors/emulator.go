@@ -91,12 +91,16 @@ func EmulatePromptFor(inv *toolkit.Invocation) string {
 	var b strings.Builder
 	b.WriteString("You are emulating a software tool for a test. The tool is not available; reply as it would.\n\n")
 	fmt.Fprintf(&b, "Tool: %s\n", inv.Call.Name)
-	desc := inv.Spec().Description
+	desc := toolSpec(inv).Description
 	if desc == "" {
 		desc = "(none)"
 	}
 	fmt.Fprintf(&b, "Description: %s\n", desc)
-	fmt.Fprintf(&b, "Input schema: %s\n", inv.Tool.InputSchema())
+	var schema []byte
+	if inv.Tool != nil {
+		schema = inv.Tool.InputSchema()
+	}
+	fmt.Fprintf(&b, "Input schema: %s\n", schema)
 	args := string(inv.Call.Args)
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
@@ -108,7 +112,7 @@ func EmulatePromptFor(inv *toolkit.Invocation) string {
 }
 
 func (cfg *emulateConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
-	if cfg.model == nil {
+	if cfg.model == nil || inv.Tool == nil { // no tool: an outer interceptor cleared it, the call fails
 		return next(ctx, inv)
 	}
 	text, err := cfg.model.Generate(ctx, cfg.prompt(inv))

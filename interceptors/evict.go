@@ -121,8 +121,9 @@ func EvictExcludeFilesystemTools() EvictOption { return EvictExclude(filesystemT
 // result. The outcome's state and error are kept: an evicted failure is
 // still a failure.
 //
-// If storing fails, the result is truncated to the limit instead, with a
-// note saying why: the model is never pointed at a file that does not exist.
+// If storing fails, the result's text is truncated to the limit instead,
+// with a note saying why (binary parts stay): the model is never pointed at
+// a file that does not exist.
 //
 // EvictExclude and EvictExcludeFilesystemTools leave some tools alone, such
 // as the one that reads stored results back (or set the returned
@@ -142,7 +143,7 @@ func Evict(opts ...EvictOption) toolkit.Interceptor {
 	return toolkit.Interceptor{
 		Name: EvictName,
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
-			if cfg.excluded[inv.Tool.Name()] {
+			if cfg.excluded[toolName(inv)] {
 				return next(ctx, inv)
 			}
 			passes, _ := inv.CallValues().LoadOrStore(evictPassesKey{}, new(atomic.Int64))
@@ -189,9 +190,19 @@ func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out 
 		if passes.Load() == pass {
 			inv.Meta(EvictMetaError, err.Error())
 		}
-		out.Content = sanitizeTruncate(out, cfg.limit, func(int) string {
+		// The text is cut; binary parts stay, as they do when it is stored.
+		textual, binary := out, []toolkit.Part(nil)
+		textual.Content = nil
+		for _, p := range out.Content {
+			if p.Type == events.PartBinary {
+				binary = append(binary, p)
+			} else {
+				textual.Content = append(textual.Content, p)
+			}
+		}
+		out.Content = append(sanitizeTruncate(textual, cfg.limit, func(int) string {
 			return fmt.Sprintf("\n[truncated: the full result (%d bytes) could not be stored: %s]\n", len(text), reason)
-		})
+		}), binary...)
 		return out
 	}
 	if passes.Load() == pass {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"strconv"
 	"strings"
 	"sync"
@@ -278,11 +277,59 @@ func canonicalNumber(s string) string {
 		}
 	}
 	if power == "" { // an exponent beyond int64: exact all the same
-		e, _ := new(big.Int).SetString(strings.TrimPrefix(exp, "+"), 10)
-		power = e.Add(e, big.NewInt(shift)).String()
+		power = decimalAdd(exp, shift)
 	}
 	if neg {
 		return "-" + trimmed + "e" + power
 	}
 	return trimmed + "e" + power
+}
+
+// decimalAdd returns the decimal text of e+shift, where e is the text of an
+// integer (an optional sign, digits) whose magnitude is larger than
+// shift's. It takes time linear in the length of e: a model's arguments
+// may hold an exponent of millions of digits, which big.Int would parse
+// in time growing with the square of its length.
+func decimalAdd(e string, shift int64) string {
+	neg := strings.HasPrefix(e, "-")
+	e = strings.TrimLeft(strings.TrimLeft(e, "+-"), "0")
+	mag := uint64(shift)
+	if shift < 0 {
+		mag = uint64(-(shift + 1)) + 1 // no overflow at math.MinInt64
+	}
+	b := []byte(e)
+	if (shift < 0) == neg || shift == 0 {
+		// |e| + |shift|
+		for i := len(b) - 1; mag > 0 && i >= 0; i-- {
+			v := uint64(b[i]-'0') + mag%10
+			mag /= 10
+			if v >= 10 {
+				v -= 10
+				mag++
+			}
+			b[i] = byte('0' + v)
+		}
+		if mag > 0 {
+			b = append([]byte(strconv.FormatUint(mag, 10)), b...)
+		}
+	} else {
+		// |e| - |shift|, |e| being the larger
+		for i := len(b) - 1; mag > 0 && i >= 0; i-- {
+			v := int(b[i]-'0') - int(mag%10)
+			mag /= 10
+			if v < 0 {
+				v += 10
+				mag++
+			}
+			b[i] = byte('0' + v)
+		}
+		b = []byte(strings.TrimLeft(string(b), "0"))
+	}
+	if len(b) == 0 {
+		return "0"
+	}
+	if neg {
+		return "-" + string(b)
+	}
+	return string(b)
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -35,24 +37,92 @@ func RateLimitNoWait() RateLimitOption { return func(c *rateConfig) { c.noWait =
 type rateConfig struct {
 	burst   int
 	noWait  bool
-	fixed   map[string]*rate.Limiter
+	fixed   map[string]*rateLimiter
 	all     rate.Limit
 	hasAll  bool
-	dynamic sync.Map // tool name -> *rate.Limiter, for RateLimitAll
+	dynamic sync.Map // tool name -> *rateLimiter, for RateLimitAll
+}
+
+// rateLimiter is one tool's token bucket and the queue of calls waiting
+// for its tokens. Calls wait their turn in a queue of their own, not with
+// reservations of the bucket's: x/time/rate cannot give back a
+// reservation that others were made after, so every waiting call that
+// gave up (its batch cancelled) would cost the tool a turn for good.
+type rateLimiter struct {
+	lim    *rate.Limiter
+	turn   chan struct{} // holding it: the head of the queue, the only one taking tokens while waiting
+	queued atomic.Int64  // calls waiting, the head included
+}
+
+func newRateLimiter(l rate.Limit, burst int) *rateLimiter {
+	return &rateLimiter{lim: rate.NewLimiter(l, burst), turn: make(chan struct{}, 1)}
+}
+
+// until returns how long from now until n tokens are there, at most
+// about 292 years.
+func (rl *rateLimiter) until(now time.Time, n int64) time.Duration {
+	missing := float64(n) - rl.lim.TokensAt(now)
+	if missing <= 0 || math.IsNaN(missing) {
+		return 0
+	}
+	if l := float64(rl.lim.Limit()); l > 0 {
+		if d := missing / l * float64(time.Second); d < float64(math.MaxInt64) {
+			return time.Duration(d)
+		}
+	}
+	return math.MaxInt64
+}
+
+// wait waits for a token within ctx, after the calls queued before this
+// one. late reports a turn that would come after ctx's deadline: then it
+// returns at once.
+func (rl *rateLimiter) wait(ctx context.Context) (late bool, err error) {
+	ahead := rl.queued.Add(1) - 1
+	defer rl.queued.Add(-1)
+	dl, hasDL := ctx.Deadline()
+	if hasDL && rl.until(time.Now(), 1+ahead) > time.Until(dl) {
+		return true, nil
+	}
+	select {
+	case rl.turn <- struct{}{}:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	defer func() { <-rl.turn }()
+	for {
+		if rl.lim.Allow() {
+			return false, nil
+		}
+		d := max(rl.until(time.Now(), 1), 100*time.Microsecond)
+		if hasDL && d > time.Until(dl) {
+			return true, nil
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		}
+	}
 }
 
 // RateLimit returns an interceptor (named "ratelimit") that limits how
 // often each tool runs, across all sessions: perTool maps a tool name (or
 // [RateLimitAll]) to calls per second (rate.Every(d) for one call every
-// d; rate.Inf for no limit), with bursts of up to burst calls (at least 1).
-// Tools without an entry are not limited.
+// d; rate.Inf for no limit; 0 for the first burst and no call after it),
+// with bursts of up to burst calls (at least 1). Tools without an entry
+// are not limited.
 //
 // By default a call waits for its turn within its own deadline (the wait
-// counts against it); a call whose turn would come after the deadline
-// fails at once with state timeout. With [RateLimitNoWait] a call fails at
-// once with state error instead. Both causes match [ErrRateLimited].
+// counts against it), in order of arrival; one that stops waiting (its
+// batch cancelled) gives its turn to the next. A call whose turn would
+// come after the deadline fails at once with state timeout. With
+// [RateLimitNoWait] a call fails at once with state error instead, as does
+// a call past the burst of a rate of 0, which has no turn to wait for.
+// Both causes match [ErrRateLimited].
 func RateLimit(perTool map[string]rate.Limit, burst int, opts ...RateLimitOption) toolkit.Interceptor {
-	cfg := &rateConfig{burst: max(burst, 1), fixed: map[string]*rate.Limiter{}}
+	cfg := &rateConfig{burst: max(burst, 1), fixed: map[string]*rateLimiter{}}
 	for _, o := range opts {
 		o(cfg)
 	}
@@ -61,7 +131,7 @@ func RateLimit(perTool map[string]rate.Limit, burst int, opts ...RateLimitOption
 			cfg.all, cfg.hasAll = l, true
 			continue
 		}
-		cfg.fixed[name] = rate.NewLimiter(l, cfg.burst)
+		cfg.fixed[name] = newRateLimiter(l, cfg.burst)
 	}
 	ic := toolkit.Interceptor{Name: RateLimitName, Intercept: cfg.intercept}
 	if !cfg.hasAll {
@@ -70,37 +140,44 @@ func RateLimit(perTool map[string]rate.Limit, burst int, opts ...RateLimitOption
 	return ic
 }
 
-func (cfg *rateConfig) limiter(tool string) *rate.Limiter {
+func (cfg *rateConfig) limiter(tool string) *rateLimiter {
 	if l, ok := cfg.fixed[tool]; ok {
 		return l
 	}
 	if !cfg.hasAll {
 		return nil
 	}
-	return loadOrNew(&cfg.dynamic, tool, func() *rate.Limiter { return rate.NewLimiter(cfg.all, cfg.burst) })
+	return loadOrNew(&cfg.dynamic, tool, func() *rateLimiter { return newRateLimiter(cfg.all, cfg.burst) })
 }
 
 func (cfg *rateConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	name := toolName(inv)
-	lim := cfg.limiter(name)
-	if lim == nil {
+	rl := cfg.limiter(name)
+	if rl == nil {
 		return next(ctx, inv)
 	}
-	if cfg.noWait {
-		r := lim.Reserve()
-		if !r.OK() {
-			return toolkit.Failure(toolkit.StateError, &rateError{tool: name, limit: lim.Limit(), burst: lim.Burst()})
-		}
-		if d := r.Delay(); d > 0 {
-			r.Cancel()
-			return toolkit.Failure(toolkit.StateError, &rateError{tool: name, limit: lim.Limit(), burst: lim.Burst(), retryIn: d})
-		}
+	lim := rl.lim
+	if lim.Limit() == rate.Inf {
 		return next(ctx, inv)
 	}
-	if err := lim.Wait(ctx); err != nil {
-		if ctx.Err() != nil {
-			return inv.ContextFailure(ctx)
+	// A rate of 0 (or less) allows the first burst and no call after it:
+	// there is no turn to wait for.
+	never := lim.Limit() <= 0
+	if cfg.noWait || never {
+		if lim.Allow() {
+			return next(ctx, inv)
 		}
+		e := &rateError{tool: name, limit: lim.Limit(), burst: lim.Burst()}
+		if !never {
+			e.retryIn = max(rl.until(time.Now(), 1), time.Millisecond)
+		}
+		return toolkit.Failure(toolkit.StateError, e)
+	}
+	late, err := rl.wait(ctx)
+	switch {
+	case err != nil:
+		return inv.ContextFailure(ctx)
+	case late:
 		return toolkit.Failure(toolkit.StateTimeout, &rateError{tool: name, limit: lim.Limit(), burst: lim.Burst(), deadline: true})
 	}
 	return next(ctx, inv)

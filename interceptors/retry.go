@@ -172,7 +172,7 @@ func (cfg *retryConfig) retryable(inv *toolkit.Invocation, out toolkit.Outcome) 
 	if cfg.retryIf != nil {
 		return cfg.retryIf(out)
 	}
-	if !retrySafe(inv.Spec()) {
+	if !retrySafe(toolSpec(inv)) {
 		// A timeout or a failed request may have done the work: only the
 		// tool itself can vouch that an attempt had no effect.
 		return retryDefault(out) && out.State == toolkit.StateError && retryMarked(out.Err)

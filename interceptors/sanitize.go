@@ -223,7 +223,10 @@ const (
 // parts are redacted one delta at a time. The pass over the whole result
 // catches what a pattern of your own finds across lines, and a secret a
 // long line's cut split, so the model never sees it (the result's deltas
-// then start over, redacted). Redaction runs before truncation, so a secret is never cut
+// then start over, redacted). The message of a failure's cause is redacted
+// too, since the result event's error field, an [Audit] line and
+// Result.Err carry it: a cause it changes is wrapped, so errors.Is and
+// errors.As still find what it wrapped. Redaction runs before truncation, so a secret is never cut
 // into a piece that no longer matches.
 //
 // A structured result that a redaction made break the tool's output schema
@@ -263,6 +266,7 @@ func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
 					out = toolkit.Failure(toolkit.StateError, &sanitizeSchemaError{tool: inv.Call.Name, n: n, cause: oe})
 				}
 			}
+			out.Err = cfg.redactErr(out.Err)
 			out = cfg.apply(out, count)
 			if n := count.redactions.Load(); n > 0 {
 				inv.Meta(SanitizeMetaRedactions, n)
@@ -278,6 +282,33 @@ func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
 }
 
 type sanitizeFilterKey struct{ cfg *sanitizeConfig }
+
+// redactErr returns err with its message redacted. The message goes out
+// of the process beside the content: in the result event's error field,
+// in Audit's line, in Result.Err; the model's "Error: ..." line, made of
+// it, is redacted as a delta. An error whose message holds nothing to
+// redact is returned as it is; one that does is wrapped, so errors.Is and
+// errors.As still find its causes (in process, where code may read them).
+func (cfg *sanitizeConfig) redactErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	red, n := cfg.redact(msg)
+	if n == 0 || red == msg {
+		return err
+	}
+	return &sanitizedError{msg: red, err: err}
+}
+
+// sanitizedError is a cause whose message Sanitize redacted.
+type sanitizedError struct {
+	msg string
+	err error
+}
+
+func (e *sanitizedError) Error() string { return e.msg }
+func (e *sanitizedError) Unwrap() error { return e.err }
 
 // sanitizeSchemaError is the cause of a call whose structured result,
 // redacted, no longer matched the tool's output schema (a pattern, enum,
@@ -425,6 +456,12 @@ func (f *sanitizeStream) Filter(p toolkit.Part) []toolkit.Part {
 		cut = len(text) - sanitizeHoldTail
 		if i := strings.LastIndexAny(text[:cut], " \t"); i >= 0 {
 			cut = i + 1
+		} else {
+			// Between two characters: a delta that ends inside one is not
+			// UTF-8, and goes on the wire as U+FFFD.
+			for cut > 0 && !utf8.RuneStart(text[cut]) {
+				cut--
+			}
 		}
 		f.split = true
 	} else if cut > 0 && f.cfg.spansLines() {
@@ -624,9 +661,13 @@ const (
 func sanitizeTextual(mediaType string) int {
 	mt, _, err := mime.ParseMediaType(mediaType)
 	if err != nil {
-		mt = strings.ToLower(strings.TrimSpace(mediaType))
+		// Parameters ParseMediaType refuses are still not part of the
+		// type: "application/json; charset" is JSON.
+		mt, _, _ = strings.Cut(mediaType, ";")
+		mt = strings.ToLower(strings.TrimSpace(mt))
 	}
 	typ, sub, _ := strings.Cut(mt, "/")
+	typ, sub = strings.TrimSpace(typ), strings.TrimSpace(sub)
 	switch {
 	case sub == "json" || strings.HasSuffix(sub, "+json"):
 		return textualJSON

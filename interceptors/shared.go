@@ -54,3 +54,13 @@ func toolName(inv *toolkit.Invocation) string {
 	}
 	return inv.Tool.Name()
 }
+
+// toolSpec is the spec of the tool that runs, or, when an outer
+// interceptor cleared Invocation.Tool (the call will fail), a spec with the
+// called name only.
+func toolSpec(inv *toolkit.Invocation) toolkit.Spec {
+	if inv.Tool == nil {
+		return toolkit.Spec{Name: inv.Call.Name}
+	}
+	return inv.Spec()
+}
