@@ -34,7 +34,7 @@ func (s *Store) SaveConversation(ctx context.Context, session string, conv *agen
 // LoadConversation returns the session's saved conversation, or nil and no
 // error when there is none.
 func (s *Store) LoadConversation(ctx context.Context, session string) (*agent.Conversation, error) {
-	e, err := s.kv.Get(ctx, convKey(session))
+	value, _, err := s.lead.Get(ctx, convKey(session))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}
@@ -42,7 +42,7 @@ func (s *Store) LoadConversation(ctx context.Context, session string) (*agent.Co
 		return nil, fmt.Errorf("durable: loading the conversation of %q: %w", session, err)
 	}
 	conv := &agent.Conversation{}
-	if err := json.Unmarshal(e.Value(), conv); err != nil {
+	if err := json.Unmarshal(value, conv); err != nil {
 		return nil, fmt.Errorf("durable: the conversation of %q: %w", session, err)
 	}
 	return conv, nil

@@ -51,6 +51,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/kvlead"
 	"github.com/toolstream/toolstream/internal/kvready"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -125,7 +126,8 @@ func WithTTL(d time.Duration) Option { return func(c *jetstream.KeyValueConfig) 
 
 // Store keeps calls in a key-value bucket.
 type Store struct {
-	kv jetstream.KeyValue
+	kv   jetstream.KeyValue
+	lead *kvlead.Reader // reads: see every acknowledged write (package kvlead)
 }
 
 // New opens (creating if needed) the bucket; an empty name means
@@ -145,7 +147,11 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Opt
 	if err := kvready.Wait(ctx, kv); err != nil {
 		return nil, fmt.Errorf("durable: key-value bucket %s: %w", bucket, err)
 	}
-	return &Store{kv: kv}, nil
+	lead, err := kvlead.New(js, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("durable: key-value bucket %s: %w", bucket, err)
+	}
+	return &Store{kv: kv, lead: lead}, nil
 }
 
 // key is the call's key: session and call id base64url-encoded (keys allow
@@ -165,15 +171,15 @@ func (s *Store) Get(ctx context.Context, session, callID string) (Record, error)
 }
 
 func (s *Store) get(ctx context.Context, k string) (Record, uint64, error) {
-	e, err := s.kv.Get(ctx, k)
+	value, rev, err := s.lead.Get(ctx, k)
 	if err != nil {
 		return Record{}, 0, err
 	}
 	var rec Record
-	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+	if err := json.Unmarshal(value, &rec); err != nil {
 		return Record{}, 0, fmt.Errorf("durable: record %s: %w", k, err)
 	}
-	return rec, e.Revision(), nil
+	return rec, rev, nil
 }
 
 func (s *Store) put(ctx context.Context, k string, rec Record, rev uint64) error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
+	"github.com/toolstream/toolstream/internal/kvlead"
 	"github.com/toolstream/toolstream/internal/kvready"
 )
 
@@ -26,7 +27,8 @@ const DefaultBucket = "toolstream_groups"
 // process sees the same state, and concurrent updates use the bucket's
 // revisions (optimistic concurrency) so that none is lost.
 type Store struct {
-	kv jetstream.KeyValue
+	kv   jetstream.KeyValue
+	lead *kvlead.Reader // reads: see every acknowledged write (package kvlead)
 }
 
 // Option configures New.
@@ -64,7 +66,11 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Opt
 	if err := kvready.Wait(ctx, kv); err != nil {
 		return nil, fmt.Errorf("natskv: key-value bucket %s: %w", bucket, err)
 	}
-	return &Store{kv: kv}, nil
+	lead, err := kvlead.New(js, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("natskv: key-value bucket %s: %w", bucket, err)
+	}
+	return &Store{kv: kv, lead: lead}, nil
 }
 
 // open opens the bucket of cfg, creating it with cfg when it does not
@@ -130,14 +136,14 @@ func (s *Store) Load(ctx context.Context, session string) (map[string]bool, erro
 	if err != nil {
 		return nil, err
 	}
-	e, err := s.kv.Get(ctx, k)
+	value, _, err := s.lead.Get(ctx, k)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("natskv: loading session %q: %w", session, err)
 	}
-	return s.decodeState(session, k, e.Value())
+	return s.decodeState(session, k, value)
 }
 
 // maxConflicts bounds retries under contention; reaching it means something
@@ -153,16 +159,16 @@ func (s *Store) Update(ctx context.Context, session string, fn func(map[string]b
 	for range maxConflicts {
 		var cur map[string]bool
 		var rev uint64
-		e, err := s.kv.Get(ctx, k)
+		value, r, err := s.lead.Get(ctx, k)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		case err != nil:
 			return nil, fmt.Errorf("natskv: loading session %q: %w", session, err)
 		default:
-			if cur, err = s.decodeState(session, k, e.Value()); err != nil {
+			if cur, err = s.decodeState(session, k, value); err != nil {
 				return nil, err
 			}
-			rev = e.Revision()
+			rev = r
 		}
 		next, err := fn(cur)
 		if err != nil {

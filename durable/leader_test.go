@@ -1,0 +1,65 @@
+package durable_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/internal/testutil/natstest"
+)
+
+// TestReadsFromTheLeader: the store reads calls and conversations from the
+// leader of the bucket's stream, never with a direct get, which any
+// replica answers with what it has applied, possibly from before a write
+// already acknowledged (a finished call read as running, a conversation a
+// turn behind). The requests are counted on the server's API subjects.
+func TestReadsFromTheLeader(t *testing.T) {
+	bus := natstest.Bus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js, err := jetstream.New(bus.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newStore(t, js)
+	watch, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	direct, err := watch.SubscribeSync("$JS.API.DIRECT.GET.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, err := watch.SubscribeSync("$JS.API.STREAM.MSG.GET.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	conv := &agent.Conversation{}
+	conv.Messages = append(conv.Messages, agent.UserText("hello"))
+	if err := st.SaveConversation(ctx, "s", conv); err != nil {
+		t.Fatal(err)
+	}
+	back, err := st.LoadConversation(ctx, "s")
+	if err != nil || back == nil || len(back.Messages) != 1 {
+		t.Fatalf("LoadConversation: %+v %v", back, err)
+	}
+	if _, err := st.Get(ctx, "s", "c1"); err != jetstream.ErrKeyNotFound {
+		t.Fatalf("Get of a call never stored: %v", err)
+	}
+	if err := watch.Flush(); err != nil { // every request is queued before its answer
+		t.Fatal(err)
+	}
+	nd, _, _ := direct.Pending()
+	nl, _, _ := leader.Pending()
+	if nd != 0 || nl < 2 {
+		t.Errorf("%d direct gets and %d leader reads for a load and a get; want none and at least 2", nd, nl)
+	}
+}
