@@ -117,7 +117,7 @@ func FuzzEventWire(f *testing.F) {
 	f.Add(uint8(2), "日本", "c c", "t", strings.Repeat("é\n😀\xff", 200), []byte(`1e400`), []byte{0}, math.Inf(1), uint64(2), uint16(350), true)
 	f.Add(uint8(4), "s", "c", "t", strings.Repeat("\\\"", 300), []byte("{\"k\":\"\u2029\"}"), []byte("d\xff"), 12.5, uint64(7), uint16(512), false)
 	f.Add(uint8(6), "s", "call", "tool", "error text \xe2\x80", []byte(nil), []byte(nil), 3.0, uint64(39), uint16(600), false)
-	f.Add(uint8(2), "s", "c", "t", "", []byte(`[` + strings.Repeat(`"\u0000",`, 100) + `0]`), []byte(nil), 0.0, uint64(1), uint16(256), true)
+	f.Add(uint8(2), "s", "c", "t", "", []byte(`[`+strings.Repeat(`"\u0000",`, 100)+`0]`), []byte(nil), 0.0, uint64(1), uint16(256), true)
 	f.Fuzz(func(t *testing.T, kind uint8, session, call, tool, text string, raw, data []byte, fl float64, n uint64, limit uint16, reset bool) {
 		if !utf8.ValidString(session) || !utf8.ValidString(call) {
 			return // the toolkit refuses such ids
