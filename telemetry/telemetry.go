@@ -637,7 +637,15 @@ func (bt *batchTrace) End(results []toolkit.Result) {
 	bt.span.SetAttributes(attrs...)
 	if err := bt.b.Err(); err != nil {
 		bt.span.SetAttributes(ErrorType.String(string(events.StateInterrupted)))
-		bt.span.SetStatus(codes.Error, err.Error())
+		// The cause may be a call's failure that aborted the batch
+		// (interceptors' ErrorPolicy with Fatal): its error, which may quote
+		// the tool's input or data, is said only with WithErrorText, as on
+		// the call's span. A cancelled context says nothing of the kind.
+		desc := bt.t.errorText(err.Error())
+		if err == context.Canceled || err == context.DeadlineExceeded {
+			desc = err.Error()
+		}
+		bt.span.SetStatus(codes.Error, desc)
 	}
 	bt.span.End()
 }

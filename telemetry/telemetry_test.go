@@ -872,3 +872,67 @@ func TestErrorTextOptIn(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchErrorTextOptIn: a batch aborted by a failure (interceptors'
+// ErrorPolicy with Fatal) has that failure's error as Batch.Err, and a
+// tool's error may quote its input or data: the batch span's status
+// description says it only with WithErrorText (or WithContent), as the
+// call span's does. A batch cancelled by its context still says
+// "context canceled", which quotes nothing.
+func TestBatchErrorTextOptIn(t *testing.T) {
+	const secret = "SECRET-CONTENT"
+	for _, tc := range []struct {
+		name string
+		opts []telemetry.Option
+		text bool
+	}{
+		{"default", nil, false},
+		{"WithErrorText", []telemetry.Option{telemetry.WithErrorText()}, true},
+		{"WithContent", []telemetry.Option{telemetry.WithContent()}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, tc.opts)
+			r.tk.Use(interceptors.ErrorPolicy(interceptors.Fatal(func(error) bool { return true })))
+			release := make(chan struct{})
+			testutil.Add(t, r.tk,
+				tool(t, toolkit.Spec{Name: "fail"}, func(context.Context, struct{}) (string, error) {
+					return "", errors.New("cannot read " + secret)
+				}),
+				tool(t, toolkit.Spec{Name: "wait"}, func(ctx context.Context, in struct{}) (string, error) {
+					close(release)
+					<-ctx.Done()
+					return "", ctx.Err()
+				}))
+			testutil.Run(t, r.tk, "s", testutil.Call("c1", "fail", `{}`))
+			sess := testutil.Session(t, r.tk, "s2")
+			b := sess.Start(context.Background(), []toolkit.Call{testutil.Call("c2", "wait", `{}`)})
+			<-release
+			b.Cancel()
+			b.Wait()
+			batches, cancelled := 0, 0
+			defer func() {
+				if batches != 2 || cancelled != 1 {
+					t.Errorf("%d batch spans, %d cancelled", batches, cancelled)
+				}
+			}()
+			for _, s := range r.exp.GetSpans() {
+				if s.Name != telemetry.BatchSpan {
+					continue
+				}
+				batches++
+				if s.Status.Code != codes.Error || attrs(s)[telemetry.ErrorType].AsString() != "interrupted" {
+					t.Errorf("batch %s: status %+v, error.type %v", batchID(t, s), s.Status, attrs(s)[telemetry.ErrorType])
+				}
+				switch d := s.Status.Description; {
+				case strings.HasSuffix(batchID(t, s), "-2"):
+					cancelled++
+					if d != "context canceled" {
+						t.Errorf("the cancelled batch's description: %q", d)
+					}
+				case strings.Contains(d, secret) != tc.text || !tc.text && d != "":
+					t.Errorf("the aborted batch's description: %q", d)
+				}
+			}
+		})
+	}
+}
