@@ -468,7 +468,8 @@ func BenchmarkFitText(b *testing.B) {
 func TestContentSizeAsOnTheWire(t *testing.T) {
 	// Latin-1 output of a command: é and ü as single bytes.
 	text := strings.Repeat("caf\xe9 m\xfcde \xe6\x97 ", 4000)
-	content := []Part{Text(text), {Type: PartJSON, JSON: json.RawMessage("{\"name\":\"M\xfcller\"}")}}
+	content := []Part{Text(text), {Type: PartJSON, JSON: json.RawMessage("{\"name\":\"M\xfcller\"}")},
+		{Type: PartJSON, JSON: json.RawMessage("{not JSON <\xff>")}} // sent as a JSON string of its text
 	const max = 16 << 10
 	var deltas []Event
 	for i := range content {

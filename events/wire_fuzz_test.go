@@ -28,8 +28,8 @@ func wireEvent(kind uint8, session, call, tool, text string, raw, data []byte, f
 	}
 	ev := &events.Event{Version: events.Version, Session: session, Call: call, Tool: tool, Seq: max(n%1000, 1),
 		Time: time.Unix(int64(n%4e9), int64(n%1e9)).UTC()}
-	if !json.Valid(raw) {
-		raw = nil
+	if !json.Valid(raw) && n&8 == 0 {
+		raw = nil // else kept: a tool may write a JSON part that is not JSON
 	}
 	frac := math.Abs(f)
 	if !(frac <= 1) {
@@ -81,7 +81,7 @@ func wireEvent(kind uint8, session, call, tool, text string, raw, data []byte, f
 		ev.Type, ev.Result = events.TypeResult, r
 	case 5:
 		ev.Type, ev.Data = "approval", raw
-		if raw == nil {
+		if len(raw) == 0 {
 			ev.Data = json.RawMessage("null")
 		}
 	case 6:
@@ -97,7 +97,7 @@ func wireEvent(kind uint8, session, call, tool, text string, raw, data []byte, f
 	case 7:
 		ev.Call, ev.Tool = "", ""
 		ev.Type, ev.Data = "text_delta", raw
-		if raw == nil {
+		if len(raw) == 0 {
 			ev.Data = json.RawMessage(`{"turn":1,"delta":""}`)
 		}
 	}
