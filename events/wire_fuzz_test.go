@@ -118,6 +118,7 @@ func FuzzEventWire(f *testing.F) {
 	f.Add(uint8(4), "s", "c", "t", strings.Repeat("\\\"", 300), []byte("{\"k\":\"\u2029\"}"), []byte("d\xff"), 12.5, uint64(7), uint16(512), false)
 	f.Add(uint8(6), "s", "call", "tool", "error text \xe2\x80", []byte(nil), []byte(nil), 3.0, uint64(39), uint16(600), false)
 	f.Add(uint8(2), "s", "c", "t", "", []byte(`[`+strings.Repeat(`"\u0000",`, 100)+`0]`), []byte(nil), 0.0, uint64(1), uint16(256), true)
+	f.Add(uint8(4), "s", "c", "t", strings.Repeat("\xfc", 200), []byte("{not JSON <\xff>"), []byte("d"), 1.0, uint64(15), uint16(400), false)
 	f.Fuzz(func(t *testing.T, kind uint8, session, call, tool, text string, raw, data []byte, fl float64, n uint64, limit uint16, reset bool) {
 		if !utf8.ValidString(session) || !utf8.ValidString(call) {
 			return // the toolkit refuses such ids
