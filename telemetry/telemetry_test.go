@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -934,5 +935,49 @@ func TestBatchErrorTextOptIn(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRecordedTextIsUTF8: what a call's span records of its content (with
+// WithContent: arguments, result, error text) is valid UTF-8 even when the
+// tool wrote bytes that are not (a command's Latin-1 output, an error that
+// quotes a Latin-1 file name). OTLP carries attributes and status
+// descriptions as protobuf strings, which must be UTF-8: the Go exporter
+// fails to marshal a batch holding one that is not, and every span of the
+// batch is lost.
+func TestRecordedTextIsUTF8(t *testing.T) {
+	r := newRig(t, []telemetry.Option{telemetry.WithContent()})
+	testutil.Add(t, r.tk,
+		tool(t, toolkit.Spec{Name: "cat"}, func(ctx context.Context, in pathIn) (string, error) {
+			return "caf\xe9 cr\xe8me", nil
+		}),
+		tool(t, toolkit.Spec{Name: "open"}, func(ctx context.Context, in pathIn) (string, error) {
+			return "", errors.New("open /data/caf\xe9.txt: no such file")
+		}))
+	testutil.Run(t, r.tk, "s", testutil.Call("c1", "cat", `{"path":"a.txt"}`), testutil.Call("c2", "open", `{"path":"b.txt"}`),
+		testutil.Call("c3", "caf\xe9", `{}`)) // an unknown tool, named in Latin-1
+	spans := r.exp.GetSpans()
+	if len(spans) < 3 {
+		t.Fatalf("spans %v", names(spans))
+	}
+	check := func(s tracetest.SpanStub, what, v string) {
+		if !utf8.ValidString(v) {
+			t.Errorf("%s: %s %q is not UTF-8", s.Name, what, v)
+		}
+	}
+	for _, s := range spans {
+		check(s, "name", s.Name)
+		check(s, "status description", s.Status.Description)
+		for _, kv := range s.Attributes {
+			check(s, string(kv.Key), kv.Value.Emit())
+		}
+		for _, e := range s.Events {
+			for _, kv := range e.Attributes {
+				check(s, e.Name+" "+string(kv.Key), kv.Value.Emit())
+			}
+		}
+	}
+	if got := attrs(r.span(t, "execute_tool cat"))[telemetry.ToolResult].AsString(); got != "caf\ufffd cr\ufffdme" {
+		t.Errorf("result %q", got)
 	}
 }
