@@ -558,7 +558,8 @@ func needsRewrite(raw []byte) bool {
 //
 // The event comes back in the form AppendJSON writes, so that encoding it
 // again loses nothing: json.RawMessage fields compacted as json.Marshal
-// writes them, empty Data and Meta as nil, a time at offset zero in UTC.
+// writes them (invalid UTF-8 as \ufffd), empty Data and Meta as nil, a time
+// at offset zero in UTC.
 func Decode(data []byte) (*Event, error) {
 	ev := new(Event)
 	err := json.Unmarshal(data, ev)
