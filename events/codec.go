@@ -34,7 +34,11 @@ var ErrNewerVersion = errors.New("events: unsupported newer event version")
 // when omitted, absent): strings are escaped the same way, and '<', '>' and
 // '&' are escaped too although JSON does not need it, because json.Marshal
 // also escapes them inside json.RawMessage fields and matching it there
-// keeps decoded events equal. Where json.Marshal would fail, AppendJSON
+// keeps decoded events equal. One difference: invalid UTF-8 inside a
+// json.RawMessage field (or a json.RawMessage in Result.Meta), which
+// json.Marshal copies as it is, becomes \ufffd for each bad byte, as
+// encoding/json reads it, so that the output is always UTF-8 (as in strings,
+// where json.Marshal does the same). Where json.Marshal would fail, AppendJSON
 // still writes valid JSON: a json.RawMessage field that is not valid JSON
 // becomes a JSON string of its bytes, a non-finite float and a time that
 // RFC 3339 cannot express (year outside 0..9999) become null, and a
@@ -167,6 +171,9 @@ func appendResult(dst []byte, r *Result) []byte {
 		// Arbitrary values: reflection is unavoidable, and encoding/json
 		// sorts the keys.
 		if m, err := json.Marshal(r.Meta); err == nil {
+			if !utf8.Valid(m) { // a json.RawMessage value, copied as it is
+				m = replaceInvalidUTF8(m)
+			}
 			dst = append(dst, `,"meta":`...)
 			dst = append(dst, m...)
 		}
@@ -457,7 +464,7 @@ func appendRaw(dst []byte, raw json.RawMessage) []byte {
 	if !needsRewrite(raw) && json.Valid(raw) {
 		return append(dst, raw...)
 	}
-	if b, err := json.Marshal(raw); err == nil {
+	if b, err := marshalRaw(raw); err == nil {
 		return append(dst, b...)
 	}
 	// json.Marshal would fail on the whole event. Keep the text for whoever
@@ -470,14 +477,43 @@ func canonicalRaw(raw json.RawMessage) json.RawMessage {
 	if !needsRewrite(raw) {
 		return raw
 	}
-	if b, err := json.Marshal(raw); err == nil {
+	if b, err := marshalRaw(raw); err == nil {
 		return b
 	}
 	return raw
 }
 
-// needsRewrite reports whether json.Marshal would write the valid JSON raw
-// differently: whitespace between tokens, or a byte it escapes.
+// marshalRaw is json.Marshal(raw), except that invalid UTF-8, which
+// json.Marshal copies into its output as it is, becomes \ufffd, one for each
+// bad byte, as encoding/json reads it: the wire is UTF-8, and a strict
+// decoder (Python's json.loads) refuses anything else. In valid JSON such
+// bytes can only be inside strings.
+func marshalRaw(raw json.RawMessage) ([]byte, error) {
+	if !utf8.Valid(raw) {
+		raw = replaceInvalidUTF8(raw)
+	}
+	return json.Marshal(raw)
+}
+
+// replaceInvalidUTF8 returns b with each byte that is not part of a valid
+// UTF-8 sequence written as the JSON escape \ufffd.
+func replaceInvalidUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, `\ufffd`...)
+		} else {
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
+}
+
+// needsRewrite reports whether the valid JSON raw is not in the form
+// appendRaw writes: whitespace between tokens, a byte json.Marshal escapes,
+// or invalid UTF-8.
 func needsRewrite(raw []byte) bool {
 	inString := false
 	for i := 0; i < len(raw); i++ {
@@ -494,10 +530,17 @@ func needsRewrite(raw []byte) bool {
 			}
 		case '<', '>', '&':
 			return true
-		case 0xe2: // U+2028 and U+2029 are e2 80 a8 and e2 80 a9
-			if i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xa8 {
+		default:
+			if c < utf8.RuneSelf {
+				continue
+			}
+			// Invalid UTF-8, and U+2028 and U+2029, which json.Marshal
+			// escapes.
+			r, size := utf8.DecodeRune(raw[i:])
+			if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
 				return true
 			}
+			i += size - 1
 		}
 	}
 	return false
@@ -515,7 +558,8 @@ func needsRewrite(raw []byte) bool {
 //
 // The event comes back in the form AppendJSON writes, so that encoding it
 // again loses nothing: json.RawMessage fields compacted as json.Marshal
-// writes them, empty Data and Meta as nil, a time at offset zero in UTC.
+// writes them (invalid UTF-8 as \ufffd), empty Data and Meta as nil, a time
+// at offset zero in UTC.
 func Decode(data []byte) (*Event, error) {
 	ev := new(Event)
 	err := json.Unmarshal(data, ev)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // nastyStrings break naive JSON encoders.
@@ -174,7 +175,7 @@ func unmarshal(t testing.TB, data []byte) *Event {
 func TestAppendJSONMatchesMarshal(t *testing.T) {
 	buf := []byte("prefix that must be kept")
 	for i, ev := range testEvents() {
-		want, err := json.Marshal(ev)
+		want, err := marshalWire(ev)
 		if err != nil {
 			t.Fatalf("event %d: json.Marshal: %v", i, err)
 		}
@@ -460,4 +461,15 @@ func TestDecodeTraceFields(t *testing.T) {
 			t.Errorf("%s: trace %+v, want %+v", body, ev.Trace, want)
 		}
 	}
+}
+
+// marshalWire is json.Marshal(v) as AppendJSON writes it: invalid UTF-8,
+// which json.Marshal copies from a json.RawMessage as it is, becomes
+// \ufffd (the wire is UTF-8).
+func marshalWire(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err == nil && !utf8.Valid(b) {
+		b = replaceInvalidUTF8(b)
+	}
+	return b, err
 }

@@ -163,20 +163,52 @@ func fitStart(probe Event, max int) ([]Event, bool, error) {
 }
 
 // ContentSize is the size of content as a result that omits it reports it
-// (Result.ContentSize): UTF-8 bytes of text parts, bytes of the JSON text of
-// JSON parts as published, decoded bytes of binary parts.
+// (Result.ContentSize): UTF-8 bytes of text parts as they go on the wire
+// (each byte of invalid UTF-8 is U+FFFD there, three bytes), bytes of the
+// JSON text of JSON parts as published (a JSON part that is not JSON goes as
+// a JSON string of its text), decoded bytes of binary parts: the
+// size of what a client rebuilds from the deltas.
 func ContentSize(content []Part) int64 {
 	var n int64
 	for i := range content {
 		p := &content[i]
 		switch p.Type {
 		case PartText:
-			n += int64(len(p.Text))
+			n += textWireSize(p.Text)
 		case PartJSON:
-			n += int64(len(canonicalRaw(p.JSON)))
+			n += int64(rawWireSize(p.JSON))
 		default:
 			n += int64(len(p.Data))
 		}
+	}
+	return n
+}
+
+// rawWireSize is the length of raw as appendRaw writes it: as it is when
+// it is canonical JSON, else compacted, or as a JSON string of its text when
+// it is not JSON at all.
+func rawWireSize(raw json.RawMessage) int {
+	if !needsRewrite(raw) && json.Valid(raw) {
+		return len(raw)
+	}
+	return len(appendRaw(nil, raw))
+}
+
+// textWireSize is the length of s once decoded from the wire, where each
+// byte of invalid UTF-8 became U+FFFD.
+func textWireSize(s string) int64 {
+	if utf8.ValidString(s) {
+		return int64(len(s))
+	}
+	var n int64
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n += int64(utf8.RuneLen(utf8.RuneError))
+		} else {
+			n += int64(size)
+		}
+		i += size
 	}
 	return n
 }

@@ -74,7 +74,7 @@ func TestPartAndResultMatchReflection(t *testing.T) {
 			for _, p := range r.Content {
 				skip = skip || p.Type == PartText && p.Text == "" || p.JSON != nil && !json.Valid(p.JSON)
 			}
-			want, err := json.Marshal(ref)
+			want, err := marshalWire(ref)
 			if err != nil || skip {
 				continue
 			}
@@ -87,7 +87,7 @@ func TestPartAndResultMatchReflection(t *testing.T) {
 			if p.Type == PartText && p.Text == "" || p.JSON != nil && !json.Valid(p.JSON) {
 				continue
 			}
-			want, err := json.Marshal(refPart(p))
+			want, err := marshalWire(refPart(p))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -457,6 +457,93 @@ func BenchmarkFitText(b *testing.B) {
 	for b.Loop() {
 		if _, _, err := Fit(ev, 1<<20); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestContentSizeAsOnTheWire: a result too large for one message says the
+// size of its content as the client rebuilds it from the deltas on the
+// wire, where each byte of invalid UTF-8 in a text part is U+FFFD (three
+// bytes) and a JSON part is written as AppendJSON writes it.
+func TestContentSizeAsOnTheWire(t *testing.T) {
+	// Latin-1 output of a command: é and ü as single bytes.
+	text := strings.Repeat("caf\xe9 m\xfcde \xe6\x97 ", 4000)
+	content := []Part{Text(text), {Type: PartJSON, JSON: json.RawMessage("{\"name\":\"M\xfcller\"}")},
+		{Type: PartJSON, JSON: json.RawMessage("{not JSON <\xff>")}} // sent as a JSON string of its text
+	const max = 16 << 10
+	var deltas []Event
+	for i := range content {
+		ev := &Event{Version: Version, Type: TypeDelta, Session: "s", Call: "c", Seq: uint64(i + 1), Delta: &content[i]}
+		out, _, err := Fit(ev, max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deltas = append(deltas, out...)
+	}
+	rebuilt := rebuild(t, deltas)
+	res := &Event{Version: Version, Type: TypeResult, Session: "s", Call: "c", Seq: 3,
+		Result: &Result{State: StateSuccess, Content: content}}
+	out, _, err := Fit(res, max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := Decode(AppendJSON(nil, &out[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := dec.Result
+	if got := ContentSize(rebuilt); !r.ContentOmitted || r.ContentSize != got || r.ContentParts != len(rebuilt) {
+		t.Fatalf("the result says %d parts of %d bytes, the deltas add up to %d parts of %d bytes",
+			r.ContentParts, r.ContentSize, len(rebuilt), got)
+	}
+}
+
+// TestRawJSONIsUTF8: a JSON value (arguments, a JSON part, progress data,
+// an event's data) with invalid UTF-8 in a string goes on the wire as UTF-8,
+// with U+FFFD for each bad byte as encoding/json reads it: the message is
+// UTF-8, as docs/events.md promises, and a strict decoder (Python's
+// json.loads, a TextDecoder with fatal set) takes it.
+func TestRawJSONIsUTF8(t *testing.T) {
+	raw := json.RawMessage("{\"name\":\"M\xfcller\",\"b\":\"\xe6\x97<\"}")
+	part := Part{Type: PartJSON, JSON: raw}
+	for _, ev := range []*Event{
+		{Version: Version, Type: TypeStart, Session: "s", Call: "c", Start: &Start{Args: raw}},
+		{Version: Version, Type: TypeProgress, Session: "s", Call: "c", Progress: &Progress{Data: raw}},
+		{Version: Version, Type: TypeDelta, Session: "s", Call: "c", Delta: &part},
+		{Version: Version, Type: TypeResult, Session: "s", Call: "c", Result: &Result{State: StateSuccess, Content: []Part{part}}},
+		{Version: Version, Type: "groups", Session: "s", Data: raw},
+	} {
+		b := AppendJSON(nil, ev)
+		if !utf8.Valid(b) {
+			t.Fatalf("%s: not UTF-8: %q", ev.Type, b)
+		}
+		// What encoding/json reads from the original, it reads from the wire.
+		var want, got any
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		dec, err := Decode(b)
+		if err != nil {
+			t.Fatalf("%s: %v", ev.Type, err)
+		}
+		var v json.RawMessage
+		switch {
+		case dec.Start != nil:
+			v = dec.Start.Args
+		case dec.Progress != nil:
+			v = dec.Progress.Data
+		case dec.Delta != nil:
+			v = dec.Delta.JSON
+		case dec.Result != nil:
+			v = dec.Result.Content[0].JSON
+		default:
+			v = dec.Data
+		}
+		if err := json.Unmarshal(v, &got); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: decoded %q (%v), want %v", ev.Type, v, err, want)
+		}
+		if !utf8.Valid(v) {
+			t.Fatalf("%s: Decode gives %q", ev.Type, v)
 		}
 	}
 }

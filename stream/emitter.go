@@ -17,6 +17,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/toolstream/toolstream/events"
 )
@@ -51,6 +53,15 @@ type Resetter interface {
 type Emitter struct {
 	sink      Sink
 	listening bool
+
+	// held is the first bytes of a character that a Write cut (io.Copy
+	// writes what each read returned), kept until the next write completes
+	// it, or until Flush: a delta holds text, which goes on the wire as
+	// UTF-8, so the halves of a character sent apart would each become
+	// U+FFFD there while the result, their concatenation, has the
+	// character. Up to 3 bytes (the low 24 bits) and their number (the
+	// high 8 bits); 0 when none. Swapped, so that each byte goes out once.
+	held atomic.Uint32
 }
 
 // NewEmitter returns an emitter that writes to sink. listening says whether
@@ -63,6 +74,7 @@ func NewEmitter(sink Sink, listening bool) *Emitter {
 // save an allocation per call.
 func (e *Emitter) Init(sink Sink, listening bool) {
 	e.sink, e.listening = sink, listening
+	e.held.Store(0)
 }
 
 // ContextKey is the key under which a context carries a call's emitter.
@@ -140,7 +152,46 @@ func (e *Emitter) Text(s string) error {
 	if e == nil {
 		return nil
 	}
+	if e.held.Load() != 0 {
+		s = e.take() + s
+	}
 	return e.sink.Delta(events.Text(s))
+}
+
+// take returns the held bytes and forgets them.
+func (e *Emitter) take() string {
+	h := e.held.Swap(0)
+	n := int(h >> 24)
+	var b [utf8.UTFMax - 1]byte
+	for i := range n {
+		b[i] = byte(h >> (8 * i))
+	}
+	return string(b[:n])
+}
+
+// hold keeps tail (at most 3 bytes) until the next write, and reports
+// false when another write holds bytes already (then tail goes out now).
+func (e *Emitter) hold(tail string) bool {
+	h := uint32(len(tail)) << 24
+	for i := range len(tail) {
+		h |= uint32(tail[i]) << (8 * i)
+	}
+	return e.held.CompareAndSwap(0, h)
+}
+
+// Flush sends what Write holds back: the first bytes of a character that
+// the last write cut, kept to go out with the bytes that complete it. The
+// toolkit flushes each call's emitter when its handler returns; code that
+// gives an emitter a sink of its own and writes to it with Write calls
+// Flush after the last write.
+func (e *Emitter) Flush() error {
+	if e == nil || e.held.Load() == 0 {
+		return nil
+	}
+	if h := e.take(); h != "" {
+		return e.sink.Delta(events.Text(h))
+	}
+	return nil
 }
 
 // Data appends a JSON value to the model-visible result.
@@ -152,7 +203,7 @@ func (e *Emitter) Data(v any) error {
 	if err != nil {
 		return err
 	}
-	return e.sink.Delta(p)
+	return e.Part(p)
 }
 
 // Part appends any content part to the model-visible result.
@@ -160,19 +211,56 @@ func (e *Emitter) Part(p events.Part) error {
 	if e == nil {
 		return nil
 	}
+	if e.held.Load() != 0 {
+		if p.Type == events.PartText {
+			return e.Text(p.Text)
+		}
+		if err := e.Flush(); err != nil {
+			return err
+		}
+	}
 	return e.sink.Delta(p)
 }
 
 // Write appends p as text to the model-visible result, so that a tool can
-// stream a command's output with io.Copy. It implements io.Writer.
+// stream a command's output with io.Copy. It implements io.Writer. A
+// character of several bytes that p cuts at its end is held back until the
+// next write (or text) completes it, so that each delta carries whole
+// characters: bytes that never make a character go out with the next
+// write, or when the handler returns ([Emitter.Flush]).
 func (e *Emitter) Write(p []byte) (int, error) {
 	if e == nil {
 		return len(p), nil
 	}
-	if err := e.sink.Delta(events.Text(string(p))); err != nil {
+	text := string(p)
+	if e.held.Load() != 0 {
+		text = e.take() + text
+	}
+	if cut := completeLen(text); cut < len(text) && e.hold(text[cut:]) {
+		text = text[:cut]
+	}
+	if text == "" {
+		return len(p), nil
+	}
+	if err := e.sink.Delta(events.Text(text)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// completeLen is the length of s without the first bytes of a character
+// cut at its end: bytes that the bytes after them could make a valid
+// character of.
+func completeLen(s string) int {
+	for i := len(s) - 1; i >= 0 && i >= len(s)-(utf8.UTFMax-1); i-- {
+		if c := s[i]; c&0xc0 != 0x80 { // the last character's first byte
+			if c >= utf8.RuneSelf && !utf8.FullRuneInString(s[i:]) {
+				return i
+			}
+			return len(s)
+		}
+	}
+	return len(s)
 }
 
 // Reset takes back everything the call streamed for the model so far: the
@@ -188,6 +276,9 @@ func (e *Emitter) Reset() error {
 	r, ok := e.sink.(Resetter)
 	if !ok {
 		return errors.New("stream: this emitter cannot reset")
+	}
+	if e.held.Load() != 0 {
+		e.take() // void, with the rest
 	}
 	return r.Reset()
 }

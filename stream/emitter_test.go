@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/stream"
@@ -121,4 +124,46 @@ func TestNilEmitter(t *testing.T) {
 	if n, err := em.Write([]byte("abc")); n != 3 || err != nil {
 		t.Fatal(n, err)
 	}
+}
+
+// TestWriteHoldsACutCharacter: Write holds back the first bytes of a
+// character its input cuts, and sends them with the bytes that complete
+// it; text, a part of another kind, Flush and Reset each deal with what is
+// held, so that every delta carries whole characters and, in order, they
+// add up to every byte written.
+func TestWriteHoldsACutCharacter(t *testing.T) {
+	s := &resetSink{}
+	em := stream.NewEmitter(s, false)
+	em.Write([]byte("caf\xc3"))
+	em.Write([]byte("\xa9 \xf0\x9f"))
+	em.Write([]byte("\x98"))
+	em.Write([]byte("\x80!\xe6"))
+	em.Text("\x97\xa5")           // text completes it too
+	em.Write([]byte("a\xe6\x97")) // held, then a JSON part comes
+	em.Data(1)
+	em.Write([]byte("\xff\x80")) // not the start of a character: sent as is
+	em.Write([]byte("\xe6"))
+	em.Flush()
+	em.Flush() // nothing left
+	em.Write([]byte("x\xe6"))
+	em.Reset() // voids what is held with the rest
+	em.Write([]byte("\x97"))
+	var got []string
+	for _, p := range s.deltas {
+		if p.Type == events.PartText && !utf8.ValidString(p.Text) && strings.ContainsAny(p.Text, "é😀日") {
+			t.Errorf("a delta with a cut character: %q", p.Text)
+		}
+		got = append(got, p.String())
+	}
+	want := []string{"caf", "é ", "😀!", "日", "a", "\xe6\x97", "1", "\xff\x80", "\xe6", "x", "RESET", "\x97"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("deltas %q, want %q", got, want)
+	}
+}
+
+type resetSink struct{ sink }
+
+func (s *resetSink) Reset() error {
+	s.deltas = append(s.deltas, events.Text("RESET"))
+	return nil
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/toolstream/toolstream/events"
@@ -126,5 +128,66 @@ func TestEmitterFromManyGoroutinesOnNATS(t *testing.T) {
 	}
 	if s := bus.Publisher().Stats(); s.Undelivered != 0 {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestWriteCutsNoCharacterOnNATS: a tool that streams a command's output
+// with io.Copy writes whatever each read returned, which cuts characters
+// of several bytes anywhere. On NATS the call's deltas still add up to its
+// result, and to what the model reads: a character cut between two writes
+// goes out whole, not as U+FFFD for each half. Only bytes that never make a
+// character (the output's last ones, here) are U+FFFD, in the deltas and
+// in the result alike.
+func TestWriteCutsNoCharacterOnNATS(t *testing.T) {
+	bus := natstest.Bus(t)
+	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()))
+	defer tk.Close(context.Background())
+	const output = "café 日本 😀 naïve\n\xe6\x97"
+	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "cat"}, func(ctx context.Context, _ struct{}) (string, error) {
+		_, err := io.Copy(stream.From(ctx), iotest.OneByteReader(strings.NewReader(output)))
+		return "", err
+	}))
+	var mu sync.Mutex
+	var evs []*events.Event
+	done := make(chan struct{})
+	sub, err := bus.Subscribe(bus.Subjects().Session("cut"), func(ev *events.Event) {
+		mu.Lock()
+		evs = append(evs, ev)
+		mu.Unlock()
+		if ev.Type == events.TypeResult {
+			close(done)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	bus.Conn().Flush()
+	sess, _ := tk.Session("cut")
+	rs := sess.Run(context.Background(), []toolkit.Call{{ID: "c", Name: "cat"}})
+	if rs[0].Text() != output {
+		t.Fatalf("the model reads %q", rs[0].Text())
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no result on NATS")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var re events.Reassembler
+	var result *events.Result
+	for _, ev := range evs {
+		re.Add(ev)
+		if ev.Type == events.TypeResult {
+			result = ev.Result
+		}
+	}
+	want := strings.ToValidUTF8(output, "\ufffd\ufffd") // the two last bytes, one U+FFFD each
+	if got := events.ContentText(re.Content()); got != want {
+		t.Fatalf("the deltas add up to %q, want %q", got, want)
+	}
+	if got := events.ContentText(result.Content); got != want {
+		t.Fatalf("the result says %q, want %q", got, want)
 	}
 }

@@ -43,9 +43,11 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"go.opentelemetry.io/otel"
@@ -400,7 +402,8 @@ func (t *Telemetry) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolk
 		return ctx, nil
 	}
 	tr, measuring := bt.tracer, bt.measuring
-	ct := &callTrace{t: t, tool: c.Tool, measuring: measuring}
+	name := utf8Text(c.Tool) // a name the model made up, for an unknown tool
+	ct := &callTrace{t: t, tool: name, measuring: measuring}
 	if tr != nil {
 		typ := "function"
 		if t.cfg.toolType != nil {
@@ -409,7 +412,7 @@ func (t *Telemetry) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolk
 		attrs := make([]attribute.KeyValue, 0, 7)
 		attrs = append(attrs,
 			OperationName.String(OperationExecuteTool),
-			ToolName.String(c.Tool),
+			ToolName.String(name),
 			ToolCallID.String(c.CallID),
 			ToolType.String(typ),
 			ConversationID.String(c.Session))
@@ -421,7 +424,7 @@ func (t *Telemetry) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolk
 		if c.Agent != "" {
 			attrs = append(attrs, AgentID.String(c.Agent))
 		}
-		ctx, ct.span = tr.Start(ctx, OperationExecuteTool+" "+c.Tool,
+		ctx, ct.span = tr.Start(ctx, OperationExecuteTool+" "+name,
 			trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 		ct.parent, ct.state = traceHeaders(ct.span.SpanContext())
 	}
@@ -502,7 +505,7 @@ func (c *callTrace) Observe(ev *events.Event) {
 			c.t.active.Add(context.Background(), 1, metric.WithAttributes(ToolName.String(c.tool)))
 		}
 		if c.span != nil && c.t.cfg.content && ev.Start != nil {
-			c.span.SetAttributes(ToolArguments.String(string(ev.Start.Args)))
+			c.span.SetAttributes(ToolArguments.String(utf8Text(string(ev.Start.Args))))
 		}
 	case events.TypeSuspend:
 		if c.span != nil && ev.Suspend != nil {
@@ -549,7 +552,7 @@ func (c *callTrace) end(ev *events.Event) {
 		c.span.SetStatus(codes.Error, c.t.errorText(r.Error))
 	}
 	if c.t.cfg.content {
-		c.span.SetAttributes(ToolResult.String(events.ContentText(r.Content)))
+		c.span.SetAttributes(ToolResult.String(utf8Text(events.ContentText(r.Content))))
 	}
 	c.span.End(trace.WithTimestamp(ev.Time))
 }
@@ -558,9 +561,21 @@ func (c *callTrace) end(ev *events.Event) {
 // error with WithErrorText, none without.
 func (t *Telemetry) errorText(err string) string {
 	if t.cfg.errText {
-		return err
+		return utf8Text(err)
 	}
 	return ""
+}
+
+// utf8Text is s with each run of invalid UTF-8 as U+FFFD. What a span
+// records of a tool's content or error may hold bytes that are not UTF-8 (a
+// command's Latin-1 output), and OTLP carries strings as protobuf strings,
+// which must be UTF-8: the exporter fails to marshal a batch holding one
+// that is not, and loses every span of it.
+func utf8Text(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // approval records an approval event (interceptors.Permissions): the
@@ -578,10 +593,10 @@ func approval(t *Telemetry, span trace.Span, tool string, asked time.Time, ev *e
 	if span != nil {
 		attrs := []attribute.KeyValue{ApprovalStatus.String(req.Status)}
 		if req.Reason != "" && req.Status == "pending" {
-			attrs = append(attrs, ApprovalReason.String(req.Reason))
+			attrs = append(attrs, ApprovalReason.String(utf8Text(req.Reason)))
 		}
 		if req.Note != "" && t.cfg.errText {
-			attrs = append(attrs, ApprovalNote.String(req.Note))
+			attrs = append(attrs, ApprovalNote.String(utf8Text(req.Note)))
 		}
 		span.AddEvent(EventApproval, trace.WithTimestamp(ev.Time), trace.WithAttributes(attrs...))
 	}
@@ -637,7 +652,15 @@ func (bt *batchTrace) End(results []toolkit.Result) {
 	bt.span.SetAttributes(attrs...)
 	if err := bt.b.Err(); err != nil {
 		bt.span.SetAttributes(ErrorType.String(string(events.StateInterrupted)))
-		bt.span.SetStatus(codes.Error, err.Error())
+		// The cause may be a call's failure that aborted the batch
+		// (interceptors' ErrorPolicy with Fatal): its error, which may quote
+		// the tool's input or data, is said only with WithErrorText, as on
+		// the call's span. A cancelled context says nothing of the kind.
+		desc := bt.t.errorText(err.Error())
+		if err == context.Canceled || err == context.DeadlineExceeded {
+			desc = err.Error()
+		}
+		bt.span.SetStatus(codes.Error, desc)
 	}
 	bt.span.End()
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -870,5 +871,113 @@ func TestErrorTextOptIn(t *testing.T) {
 				t.Errorf("approval note recorded: %v, want %v", note, tc.text)
 			}
 		})
+	}
+}
+
+// TestBatchErrorTextOptIn: a batch aborted by a failure (interceptors'
+// ErrorPolicy with Fatal) has that failure's error as Batch.Err, and a
+// tool's error may quote its input or data: the batch span's status
+// description says it only with WithErrorText (or WithContent), as the
+// call span's does. A batch cancelled by its context still says
+// "context canceled", which quotes nothing.
+func TestBatchErrorTextOptIn(t *testing.T) {
+	const secret = "SECRET-CONTENT"
+	for _, tc := range []struct {
+		name string
+		opts []telemetry.Option
+		text bool
+	}{
+		{"default", nil, false},
+		{"WithErrorText", []telemetry.Option{telemetry.WithErrorText()}, true},
+		{"WithContent", []telemetry.Option{telemetry.WithContent()}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, tc.opts)
+			r.tk.Use(interceptors.ErrorPolicy(interceptors.Fatal(func(error) bool { return true })))
+			release := make(chan struct{})
+			testutil.Add(t, r.tk,
+				tool(t, toolkit.Spec{Name: "fail"}, func(context.Context, struct{}) (string, error) {
+					return "", errors.New("cannot read " + secret)
+				}),
+				tool(t, toolkit.Spec{Name: "wait"}, func(ctx context.Context, in struct{}) (string, error) {
+					close(release)
+					<-ctx.Done()
+					return "", ctx.Err()
+				}))
+			testutil.Run(t, r.tk, "s", testutil.Call("c1", "fail", `{}`))
+			sess := testutil.Session(t, r.tk, "s2")
+			b := sess.Start(context.Background(), []toolkit.Call{testutil.Call("c2", "wait", `{}`)})
+			<-release
+			b.Cancel()
+			b.Wait()
+			batches, cancelled := 0, 0
+			defer func() {
+				if batches != 2 || cancelled != 1 {
+					t.Errorf("%d batch spans, %d cancelled", batches, cancelled)
+				}
+			}()
+			for _, s := range r.exp.GetSpans() {
+				if s.Name != telemetry.BatchSpan {
+					continue
+				}
+				batches++
+				if s.Status.Code != codes.Error || attrs(s)[telemetry.ErrorType].AsString() != "interrupted" {
+					t.Errorf("batch %s: status %+v, error.type %v", batchID(t, s), s.Status, attrs(s)[telemetry.ErrorType])
+				}
+				switch d := s.Status.Description; {
+				case strings.HasSuffix(batchID(t, s), "-2"):
+					cancelled++
+					if d != "context canceled" {
+						t.Errorf("the cancelled batch's description: %q", d)
+					}
+				case strings.Contains(d, secret) != tc.text || !tc.text && d != "":
+					t.Errorf("the aborted batch's description: %q", d)
+				}
+			}
+		})
+	}
+}
+
+// TestRecordedTextIsUTF8: what a call's span records of its content (with
+// WithContent: arguments, result, error text) is valid UTF-8 even when the
+// tool wrote bytes that are not (a command's Latin-1 output, an error that
+// quotes a Latin-1 file name). OTLP carries attributes and status
+// descriptions as protobuf strings, which must be UTF-8: the Go exporter
+// fails to marshal a batch holding one that is not, and every span of the
+// batch is lost.
+func TestRecordedTextIsUTF8(t *testing.T) {
+	r := newRig(t, []telemetry.Option{telemetry.WithContent()})
+	testutil.Add(t, r.tk,
+		tool(t, toolkit.Spec{Name: "cat"}, func(ctx context.Context, in pathIn) (string, error) {
+			return "caf\xe9 cr\xe8me", nil
+		}),
+		tool(t, toolkit.Spec{Name: "open"}, func(ctx context.Context, in pathIn) (string, error) {
+			return "", errors.New("open /data/caf\xe9.txt: no such file")
+		}))
+	testutil.Run(t, r.tk, "s", testutil.Call("c1", "cat", `{"path":"a.txt"}`), testutil.Call("c2", "open", `{"path":"b.txt"}`),
+		testutil.Call("c3", "caf\xe9", `{}`)) // an unknown tool, named in Latin-1
+	spans := r.exp.GetSpans()
+	if len(spans) < 3 {
+		t.Fatalf("spans %v", names(spans))
+	}
+	check := func(s tracetest.SpanStub, what, v string) {
+		if !utf8.ValidString(v) {
+			t.Errorf("%s: %s %q is not UTF-8", s.Name, what, v)
+		}
+	}
+	for _, s := range spans {
+		check(s, "name", s.Name)
+		check(s, "status description", s.Status.Description)
+		for _, kv := range s.Attributes {
+			check(s, string(kv.Key), kv.Value.Emit())
+		}
+		for _, e := range s.Events {
+			for _, kv := range e.Attributes {
+				check(s, e.Name+" "+string(kv.Key), kv.Value.Emit())
+			}
+		}
+	}
+	if got := attrs(r.span(t, "execute_tool cat"))[telemetry.ToolResult].AsString(); got != "caf\ufffd cr\ufffdme" {
+		t.Errorf("result %q", got)
 	}
 }

@@ -267,13 +267,15 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 	if exe.spec.External {
 		return c.waitExternal(ctx, n)
 	}
-	hctx := ctx // the first attempt's emitter is the call's own (call.Value)
+	hctx, em := ctx, &c.em // the first attempt's emitter is the call's own (call.Value)
 	if n > 1 {
-		hctx = stream.NewContext(ctx, stream.NewEmitter(&attemptSink{c: c, n: n}, c.em.Listening()))
+		em = stream.NewEmitter(&attemptSink{c: c, n: n}, c.em.Listening())
+		hctx = stream.NewContext(ctx, em)
 	} else if stream.From(ctx) != &c.em { // an interceptor's context not derived from the call's
 		hctx = stream.NewContext(ctx, &c.em)
 	}
 	one, parts, err := c.invoke(hctx, exe, args)
+	em.Flush() // the start of a character a last Write cut, before what the handler returned
 	switch {
 	case err == nil:
 		out := c.outcome(n, StateSuccess, one, parts, nil)

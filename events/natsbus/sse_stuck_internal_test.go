@@ -129,3 +129,58 @@ func TestSSEClientThatStopsReading(t *testing.T) {
 		}
 	})
 }
+
+// TestSSESlowViewerMemory: the live events waiting for a viewer that does
+// not keep up are bounded in bytes, not only in number: a client that stops
+// reading while its session streams large events (a tool's large output
+// goes out as deltas up to the max payload, 1 MiB) does not hold hundreds
+// of megabytes until its write times out. It drops them and reads them back
+// from the stream, as it does past viewerQueue events.
+func TestSSESlowViewerMemory(t *testing.T) {
+	ctx := context.Background()
+	bus, err := Open(ctx, WithDurable(Durable{Memory: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close(ctx)
+	returned, stop := stuckViewer(t, bus, SSEOptions{WriteTimeout: time.Hour}, true)
+	defer stop()
+	defer func() { bus.Close(ctx); <-returned }()
+
+	// 64 live events of 256 KiB while the viewer is stuck: 16 MiB.
+	p := bus.Publisher()
+	big := strings.Repeat("y", 256<<10)
+	for i := range 64 {
+		d := events.Text(big)
+		p.Observe(&events.Event{Version: events.Version, Type: events.TypeDelta, Session: "stuck", Call: "live", Tool: "t",
+			Seq: uint64(i + 1), Time: time.Now(), Delta: &d})
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-bus.js.PublishAsyncComplete()
+	info, err := bus.js.Stream(ctx, bus.durable.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := info.CachedInfo().State.LastSeq
+	for deadline := time.Now().Add(10 * time.Second); bus.hub.last.Load() < end; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the shared consumer delivered up to %d of %d", bus.hub.last.Load(), end)
+		}
+	}
+	bus.hub.mu.Lock()
+	var queued, frames int
+	for v := range bus.hub.viewers[events.EncodeToken("stuck")] {
+		v.mu.Lock()
+		for _, f := range v.q {
+			queued += len(f.b)
+		}
+		frames += len(v.q)
+		v.mu.Unlock()
+	}
+	bus.hub.mu.Unlock()
+	if queued > 8<<20 {
+		t.Fatalf("a stuck viewer holds %d live frames of %d bytes in all", frames, queued)
+	}
+}

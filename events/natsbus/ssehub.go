@@ -35,6 +35,11 @@ var (
 	// further behind (a slow client) drops them and catches up from the
 	// stream instead: the hub never waits for a viewer.
 	viewerQueue = 512
+	// viewerQueueBytes bounds the same in bytes: a session's events can be
+	// as large as the max payload (a tool's large output goes out as deltas
+	// of up to 1 MiB), and 512 of them held for one stuck client would be
+	// half a gigabyte. An empty queue takes one frame whatever its size.
+	viewerQueueBytes = 4 << 20
 )
 
 const (
@@ -66,10 +71,11 @@ type viewer struct {
 	tok  string
 	wake chan struct{} // capacity 1: something changed
 
-	mu   sync.Mutex
-	q    []sseFrame
-	lost bool // frames were dropped: catch up from the stream
-	done bool // the bus is closing
+	mu     sync.Mutex
+	q      []sseFrame
+	qBytes int  // the bytes of the frames in q
+	lost   bool // frames were dropped: catch up from the stream
+	done   bool // the bus is closing
 
 	// The client's connection: its write deadline, which Bus.Close sets in
 	// the past so that a write blocked on a client that stopped reading
@@ -104,10 +110,11 @@ func (v *viewer) push(f sseFrame) {
 	v.mu.Lock()
 	switch {
 	case v.lost:
-	case len(v.q) >= viewerQueue:
-		v.lost, v.q = true, nil
+	case len(v.q) >= viewerQueue || len(v.q) > 0 && v.qBytes+len(f.b) > viewerQueueBytes:
+		v.lost, v.q, v.qBytes = true, nil, 0
 	default:
 		v.q = append(v.q, f)
+		v.qBytes += len(f.b)
 	}
 	v.mu.Unlock()
 	v.signal()
@@ -125,7 +132,7 @@ func (v *viewer) signal() {
 func (v *viewer) take(spare []sseFrame) (q []sseFrame, lost, done bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	q, v.q = v.q, spare[:0]
+	q, v.q, v.qBytes = v.q, spare[:0], 0
 	lost, v.lost = v.lost, false
 	return q, lost, v.done
 }
