@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -706,10 +707,33 @@ func (zeros) Read(p []byte) (int, error) {
 // end, is the response kept in memory, whole: the durable stream has no
 // end for it (the closing host sends no mark).
 func TestResumeAfterClose(t *testing.T) {
-	a, url := serve(t, withReplay)
+	a := uitest.New(t)
+	h := aisdk.NewHandler(a.Host, withReplay(a)...)
+	mux := http.NewServeMux()
+	mux.Handle("POST /api/chat", h)
+	mux.Handle("GET /api/chat/{id}/stream", h)
+	srv := httptest.NewUnstartedServer(mux)
+	closed := make(chan struct{}, 4)
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	url := srv.URL
 	live := post(t, url, chunk{"id": "chat16", "messages": []any{userMsg("u1", "gate")}})
 	live.untilToolAsked()
 	live.resp.Body.Close()
+	// The server saw the client go (its handler returned) before the host
+	// closes: otherwise the handler could still write the response's end
+	// into the closed connection, count it delivered, and the resume would
+	// rightly find nothing to send (204; it failed so about once in 75).
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server never saw the client's connection close")
+	}
 	a.Host.Close()
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get(url + "/api/chat/chat16/stream")
