@@ -81,6 +81,26 @@ func (r *Reader) open(delim json.Delim, what string) (bool, error) {
 	return true, nil
 }
 
+// PerValue is what each value kept counts besides its bytes.
+const PerValue = 16
+
+// String reads the next value into s and keeps it (its length and PerValue).
+func (r *Reader) String(s *string) error {
+	if err := r.dec.Decode(s); err != nil {
+		return err
+	}
+	return r.Keep(len(*s) + PerValue)
+}
+
+// Raw reads the next value into m as it is and keeps it (its length and
+// PerValue).
+func (r *Reader) Raw(m *json.RawMessage) error {
+	if err := r.dec.Decode(m); err != nil {
+		return err
+	}
+	return r.Keep(len(*m) + PerValue)
+}
+
 // Decode reads the next value into v, as json.Unmarshal would.
 func (r *Reader) Decode(v any) error { return r.dec.Decode(v) }
 
