@@ -77,9 +77,6 @@ const MaxWire = 64 << 20
 // maxWire is MaxWire, lowered by tests.
 var maxWire int64 = MaxWire
 
-// errTooMuch: a request keeps more than MaxBody.
-var errTooMuch = body.ErrTooMuch
-
 // ParseRunAgentInput reads and checks a RunAgentInput. Its errors say
 // what is wrong in words a client developer can act on.
 func ParseRunAgentInput(data []byte) (*RunAgentInput, error) {
@@ -146,7 +143,7 @@ func readRunAgentInput(r io.Reader) (*RunAgentInput, error) {
 	if err == nil {
 		err = b.End()
 	}
-	if errors.Is(err, errTooMuch) {
+	if errors.Is(err, body.ErrTooMuch) {
 		return nil, fmt.Errorf("agui: the request's user messages, ids, resume entries, tools, state and context are %w (MaxBody): send less history", err)
 	}
 	if err != nil {

@@ -65,9 +65,6 @@ const MaxWire = 64 << 20
 // maxWire is MaxWire, lowered by tests.
 var maxWire int64 = MaxWire
 
-// errTooMuch: a request keeps more than MaxBody.
-var errTooMuch = body.ErrTooMuch
-
 // ParseChatRequest reads and checks a useChat request.
 func ParseChatRequest(data []byte) (*ChatRequest, error) {
 	return readChatRequest(bytes.NewReader(data))
@@ -115,7 +112,7 @@ func readChatRequest(r io.Reader) (*ChatRequest, error) {
 	if err == nil {
 		err = b.End()
 	}
-	if errors.Is(err, errTooMuch) {
+	if errors.Is(err, body.ErrTooMuch) {
 		return nil, fmt.Errorf("aisdk: the request's ids, parts and user messages' text are %w (MaxBody): send less history", err)
 	}
 	if err != nil {

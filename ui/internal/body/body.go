@@ -15,10 +15,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 )
 
 // ErrTooMuch is Keep's error when what the caller keeps passes its limit.
 var ErrTooMuch = errors.New("too much to keep")
+
+// TooLarge reports whether err says that a body was too large: more kept
+// than the caller's limit (ErrTooMuch), or more than its
+// http.MaxBytesReader took.
+func TooLarge(err error) bool {
+	var tooLarge *http.MaxBytesError
+	return errors.Is(err, ErrTooMuch) || errors.As(err, &tooLarge)
+}
 
 // Reader reads one JSON value from a body, piecewise.
 type Reader struct {
