@@ -165,8 +165,6 @@ func status(err error) int {
 // does not read, makes the handler treat the client as gone.
 type writer struct{ *ui.Frames }
 
-func newWriter(w http.ResponseWriter) *writer { return &writer{ui.NewFrames(w)} }
-
 func (o *writer) event(v any) {
 	if o.Err() != nil {
 		return

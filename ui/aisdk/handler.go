@@ -350,8 +350,6 @@ func status(err error) int {
 // writer writes the protocol's chunks as JSON data: frames.
 type writer struct{ *ui.Frames }
 
-func newWriter(w http.ResponseWriter) *writer { return &writer{ui.NewFrames(w)} }
-
 func (o *writer) chunk(v any) {
 	if o.Err() != nil {
 		return
