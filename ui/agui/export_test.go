@@ -32,3 +32,7 @@ func SetMaxWire(n int64) {
 	}
 	maxWire = n
 }
+
+// newWriter writes frames to w with the default write timeout (tests
+// only: the handlers write with their host's, Host.Frames).
+func newWriter(w http.ResponseWriter) *writer { return &writer{ui.NewFrames(w)} }

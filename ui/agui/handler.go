@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/body"
 )
 
 // CustomAnswers is the name of the CUSTOM event (value ui.AnswersReport)
@@ -47,12 +48,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	in, err := readRunAgentInput(http.MaxBytesReader(w, r.Body, maxWire))
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) || errors.Is(err, errTooMuch) {
-			ui.HTTPError(w, http.StatusRequestEntityTooLarge, err.Error())
-		} else {
-			ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		status := http.StatusBadRequest
+		if body.TooLarge(err) {
+			status = http.StatusRequestEntityTooLarge
 		}
+		ui.HTTPError(w, status, err.Error())
 		return
 	}
 	t, err := h.host.Thread(in.ThreadID)
@@ -164,8 +164,6 @@ func status(err error) int {
 // fails, or waits longer than the host's write timeout for a client that
 // does not read, makes the handler treat the client as gone.
 type writer struct{ *ui.Frames }
-
-func newWriter(w http.ResponseWriter) *writer { return &writer{ui.NewFrames(w)} }
 
 func (o *writer) event(v any) {
 	if o.Err() != nil {

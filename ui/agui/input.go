@@ -77,17 +77,11 @@ const MaxWire = 64 << 20
 // maxWire is MaxWire, lowered by tests.
 var maxWire int64 = MaxWire
 
-// errTooMuch: a request keeps more than MaxBody.
-var errTooMuch = body.ErrTooMuch
-
 // ParseRunAgentInput reads and checks a RunAgentInput. Its errors say
 // what is wrong in words a client developer can act on.
 func ParseRunAgentInput(data []byte) (*RunAgentInput, error) {
 	return readRunAgentInput(bytes.NewReader(data))
 }
-
-// perValue is what each value kept counts besides its bytes.
-const perValue = 16
 
 // readRunAgentInput reads a RunAgentInput from r a value at a time and
 // checks it: the content of messages other than the user's is dropped as
@@ -96,32 +90,20 @@ const perValue = 16
 func readRunAgentInput(r io.Reader) (*RunAgentInput, error) {
 	var in RunAgentInput
 	b := body.New(r, MaxBody)
-	str := func(s *string) error {
-		if err := b.Decode(s); err != nil {
-			return err
-		}
-		return b.Keep(len(*s) + perValue)
-	}
-	raw := func(m *json.RawMessage) error {
-		if err := b.Decode(m); err != nil {
-			return err
-		}
-		return b.Keep(len(*m) + perValue)
-	}
 	err := b.Object(func(key string) error {
 		switch {
 		case strings.EqualFold(key, "threadId"):
-			return str(&in.ThreadID)
+			return b.String(&in.ThreadID)
 		case strings.EqualFold(key, "runId"):
-			return str(&in.RunID)
+			return b.String(&in.RunID)
 		case strings.EqualFold(key, "parentRunId"):
-			return str(&in.ParentRunID)
+			return b.String(&in.ParentRunID)
 		case strings.EqualFold(key, "state"):
-			return raw(&in.State)
+			return b.Raw(&in.State)
 		case strings.EqualFold(key, "context"):
-			return raw(&in.Context)
+			return b.Raw(&in.Context)
 		case strings.EqualFold(key, "forwardedProps"):
-			return raw(&in.ForwardedProps)
+			return b.Raw(&in.ForwardedProps)
 		case strings.EqualFold(key, "messages"):
 			in.Messages = nil
 			return b.Array(func() error {
@@ -133,7 +115,7 @@ func readRunAgentInput(r io.Reader) (*RunAgentInput, error) {
 					m.Content = nil // not read: dropped here
 				}
 				in.Messages = append(in.Messages, m)
-				return b.Keep(len(m.ID) + len(m.Role) + len(m.Content) + perValue)
+				return b.Keep(len(m.ID) + len(m.Role) + len(m.Content) + body.PerValue)
 			})
 		case strings.EqualFold(key, "tools"):
 			in.Tools = nil
@@ -143,7 +125,7 @@ func readRunAgentInput(r io.Reader) (*RunAgentInput, error) {
 					return err
 				}
 				in.Tools = append(in.Tools, t)
-				return b.Keep(len(t.Name) + perValue)
+				return b.Keep(len(t.Name) + body.PerValue)
 			})
 		case strings.EqualFold(key, "resume"):
 			in.Resume = nil
@@ -153,7 +135,7 @@ func readRunAgentInput(r io.Reader) (*RunAgentInput, error) {
 					return err
 				}
 				in.Resume = append(in.Resume, e)
-				return b.Keep(len(e.InterruptID) + len(e.Status) + len(e.Payload) + perValue)
+				return b.Keep(len(e.InterruptID) + len(e.Status) + len(e.Payload) + body.PerValue)
 			})
 		}
 		return b.Skip()
@@ -161,7 +143,7 @@ func readRunAgentInput(r io.Reader) (*RunAgentInput, error) {
 	if err == nil {
 		err = b.End()
 	}
-	if errors.Is(err, errTooMuch) {
+	if errors.Is(err, body.ErrTooMuch) {
 		return nil, fmt.Errorf("agui: the request's user messages, ids, resume entries, tools, state and context are %w (MaxBody): send less history", err)
 	}
 	if err != nil {

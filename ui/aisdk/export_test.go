@@ -1,5 +1,11 @@
 package aisdk
 
+import (
+	"net/http"
+
+	"github.com/toolstream/toolstream/ui"
+)
+
 // SetMaxWire bounds request bodies at n bytes instead of MaxWire (tests
 // only; 0 resets it).
 func SetMaxWire(n int64) {
@@ -8,3 +14,7 @@ func SetMaxWire(n int64) {
 	}
 	maxWire = n
 }
+
+// newWriter writes frames to w with the default write timeout (tests
+// only: the handlers write with their host's, Host.Frames).
+func newWriter(w http.ResponseWriter) *writer { return &writer{ui.NewFrames(w)} }

@@ -31,6 +31,7 @@ import (
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/body"
 )
 
 // Handler serves useChat's requests and resumes on a ui.Host.
@@ -73,12 +74,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	req, err := readChatRequest(http.MaxBytesReader(w, r.Body, maxWire))
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) || errors.Is(err, errTooMuch) {
-			ui.HTTPError(w, http.StatusRequestEntityTooLarge, err.Error())
-		} else {
-			ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		status := http.StatusBadRequest
+		if body.TooLarge(err) {
+			status = http.StatusRequestEntityTooLarge
 		}
+		ui.HTTPError(w, status, err.Error())
 		return
 	}
 	t, err := h.host.Thread(req.ID)
@@ -349,8 +349,6 @@ func status(err error) int {
 
 // writer writes the protocol's chunks as JSON data: frames.
 type writer struct{ *ui.Frames }
-
-func newWriter(w http.ResponseWriter) *writer { return &writer{ui.NewFrames(w)} }
 
 func (o *writer) chunk(v any) {
 	if o.Err() != nil {

@@ -65,12 +65,6 @@ const MaxWire = 64 << 20
 // maxWire is MaxWire, lowered by tests.
 var maxWire int64 = MaxWire
 
-// errTooMuch: a request keeps more than MaxBody.
-var errTooMuch = body.ErrTooMuch
-
-// perValue is what each value kept counts besides its bytes.
-const perValue = 16
-
 // ParseChatRequest reads and checks a useChat request.
 func ParseChatRequest(data []byte) (*ChatRequest, error) {
 	return readChatRequest(bytes.NewReader(data))
@@ -83,20 +77,14 @@ func ParseChatRequest(data []byte) (*ChatRequest, error) {
 func readChatRequest(r io.Reader) (*ChatRequest, error) {
 	var req ChatRequest
 	b := body.New(r, MaxBody)
-	str := func(s *string) error {
-		if err := b.Decode(s); err != nil {
-			return err
-		}
-		return b.Keep(len(*s) + perValue)
-	}
 	err := b.Object(func(key string) error {
 		switch {
 		case strings.EqualFold(key, "id"):
-			return str(&req.ID)
+			return b.String(&req.ID)
 		case strings.EqualFold(key, "trigger"):
-			return str(&req.Trigger)
+			return b.String(&req.Trigger)
 		case strings.EqualFold(key, "messageId"):
-			return str(&req.MessageID)
+			return b.String(&req.MessageID)
 		case strings.EqualFold(key, "messages"):
 			req.Messages = nil
 			return b.Array(func() error {
@@ -104,15 +92,15 @@ func readChatRequest(r io.Reader) (*ChatRequest, error) {
 				if err := b.Decode(&m); err != nil {
 					return err
 				}
-				n := len(m.ID) + len(m.Role) + perValue
+				n := len(m.ID) + len(m.Role) + body.PerValue
 				for i := range m.Parts {
 					p := &m.Parts[i]
 					if m.Role != "user" {
 						p.Text = "" // not read: dropped here
 					}
-					n += len(p.Type) + len(p.Text) + len(p.ToolCallID) + len(p.State) + perValue
+					n += len(p.Type) + len(p.Text) + len(p.ToolCallID) + len(p.State) + body.PerValue
 					if p.Approval != nil {
-						n += len(p.Approval.ID) + len(p.Approval.Reason) + perValue
+						n += len(p.Approval.ID) + len(p.Approval.Reason) + body.PerValue
 					}
 				}
 				req.Messages = append(req.Messages, m)
@@ -124,7 +112,7 @@ func readChatRequest(r io.Reader) (*ChatRequest, error) {
 	if err == nil {
 		err = b.End()
 	}
-	if errors.Is(err, errTooMuch) {
+	if errors.Is(err, body.ErrTooMuch) {
 		return nil, fmt.Errorf("aisdk: the request's ids, parts and user messages' text are %w (MaxBody): send less history", err)
 	}
 	if err != nil {

@@ -15,10 +15,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 )
 
 // ErrTooMuch is Keep's error when what the caller keeps passes its limit.
 var ErrTooMuch = errors.New("too much to keep")
+
+// TooLarge reports whether err says that a body was too large: more kept
+// than the caller's limit (ErrTooMuch), or more than its
+// http.MaxBytesReader took.
+func TooLarge(err error) bool {
+	var tooLarge *http.MaxBytesError
+	return errors.Is(err, ErrTooMuch) || errors.As(err, &tooLarge)
+}
 
 // Reader reads one JSON value from a body, piecewise.
 type Reader struct {
@@ -33,15 +42,8 @@ func New(r io.Reader, max int) *Reader { return &Reader{dec: json.NewDecoder(r),
 // with each key; field must read the key's value (Decode, Skip, Object or
 // Array).
 func (r *Reader) Object(field func(key string) error) error {
-	tok, err := r.dec.Token()
-	if err != nil {
+	if ok, err := r.open('{', "an object"); !ok {
 		return err
-	}
-	if tok == nil {
-		return nil
-	}
-	if tok != json.Delim('{') {
-		return fmt.Errorf("want an object, not %s", describe(tok))
 	}
 	for r.dec.More() {
 		tok, err := r.dec.Token()
@@ -56,30 +58,56 @@ func (r *Reader) Object(field func(key string) error) error {
 			return err
 		}
 	}
-	_, err = r.dec.Token() // the closing brace (More said so)
+	_, err := r.dec.Token() // the closing brace (More said so)
 	return err
 }
 
 // Array reads an array (or null, which has no elements), calling elem
 // for each element; elem must read it.
 func (r *Reader) Array(elem func() error) error {
-	tok, err := r.dec.Token()
-	if err != nil {
+	if ok, err := r.open('[', "an array"); !ok {
 		return err
-	}
-	if tok == nil {
-		return nil
-	}
-	if tok != json.Delim('[') {
-		return fmt.Errorf("want an array, not %s", describe(tok))
 	}
 	for r.dec.More() {
 		if err := elem(); err != nil {
 			return err
 		}
 	}
-	_, err = r.dec.Token()
+	_, err := r.dec.Token()
 	return err
+}
+
+// open reads the token that opens an object or array (delim), reporting
+// whether its elements follow: not for null (nil error) or on an error.
+func (r *Reader) open(delim json.Delim, what string) (bool, error) {
+	tok, err := r.dec.Token()
+	if err != nil || tok == nil {
+		return false, err
+	}
+	if tok != delim {
+		return false, fmt.Errorf("want %s, not %s", what, describe(tok))
+	}
+	return true, nil
+}
+
+// PerValue is what each value kept counts besides its bytes.
+const PerValue = 16
+
+// String reads the next value into s and keeps it (its length and PerValue).
+func (r *Reader) String(s *string) error {
+	if err := r.dec.Decode(s); err != nil {
+		return err
+	}
+	return r.Keep(len(*s) + PerValue)
+}
+
+// Raw reads the next value into m as it is and keeps it (its length and
+// PerValue).
+func (r *Reader) Raw(m *json.RawMessage) error {
+	if err := r.dec.Decode(m); err != nil {
+		return err
+	}
+	return r.Keep(len(*m) + PerValue)
 }
 
 // Decode reads the next value into v, as json.Unmarshal would.
