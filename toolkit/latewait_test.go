@@ -40,28 +40,14 @@ func TestSuspendAfterCancelGetsGrace(t *testing.T) {
 			}}); err != nil {
 				t.Fatal(err)
 			}
-			s := testutil.Session(t, tk, "s")
-			got := make(chan []toolkit.Result, 1)
-			if run {
-				go func() { got <- s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`)}) }()
-			} else {
-				b := s.Start(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`)})
-				go func() {
-					<-b.Done()
-					got <- b.Wait()
-				}()
-			}
+			got := start(testutil.Session(t, tk, "s"), context.Background(), run, testutil.Call("1", "a", `{}`))
 			testutil.WaitFor(t, suspended, "the call to ask to wait")
 			if run {
 				close(release) // Run returns only once the interceptor does
 			}
-			select {
-			case rs := <-got:
-				if r := rs[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, stop) {
-					t.Errorf("%s %v", r.State, r.Err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("no result 5 s after the interruption (grace 20 ms): the batch waits for an interceptor that ignores its wait")
+			rs := results(t, got, "an interceptor that ignores a wait it asked for after the interruption")
+			if r := rs[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, stop) {
+				t.Errorf("%s %v", r.State, r.Err)
 			}
 		})
 	}
