@@ -104,11 +104,7 @@ func TestExternalCallIDAlreadyWaiting(t *testing.T) {
 	testutil.Add(t, tk, externalTool(t, toolkit.Spec{Name: "ask"}))
 	s := testutil.Session(t, tk, "s")
 	first := s.Start(context.Background(), []toolkit.Call{testutil.Call("x", "ask", `{"question":"first"}`)})
-	for r := range first.Results() {
-		if r.State == toolkit.StateSuspended {
-			break
-		}
-	}
+	waitSuspended(t, first)
 	rs := s.Run(context.Background(), []toolkit.Call{testutil.Call("x", "ask", `{"question":"second"}`)})
 	if r := rs[0]; r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrInvalidCall) ||
 		!strings.Contains(r.Text(), "already suspended") || !strings.Contains(r.Text(), `call "x"`) {

@@ -24,16 +24,9 @@ import (
 // from the model.
 func TestDecidedCallNeverTimesOut(t *testing.T) {
 	t.Cleanup(leak.Check(t))
-	release := make(chan struct{})
 	rec := &testutil.Recorder{}
 	tk := testutil.Kit(t, toolkit.WithMaxParallel(2), toolkit.WithCancelGrace(20*time.Millisecond), toolkit.WithObserver(rec))
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
+	release := releaseAtEnd(t)
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "deaf", ConcurrencySafe: true, Timeout: 100 * time.Millisecond}, func(context.Context, none) (string, error) {
 		<-release // ignores its context: both runners are held past the deadline
 		return "too late", nil

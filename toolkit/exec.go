@@ -213,16 +213,18 @@ func (c *call) panicked(where string, v any) error {
 // own outcome.
 func (c *call) begin() bool {
 	c.mu.Lock()
-	if c.Err() != nil && (c.preErr == nil || !c.cur.timedOut()) {
-		c.started = time.Time{} // it never started
-		c.mu.Unlock()
-		if c.currentScope().timedOut() {
-			c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
-				msg: fmt.Sprintf("tool %q timed out after %v before it could start", shownName(c.call.Name), c.timeout)})
-		} else {
-			c.finish(StateInterrupted, nil, c.batch.notStarted(c))
+	if c.Err() != nil {
+		if timedOut := c.cur.timedOut(); c.preErr == nil || !timedOut {
+			c.started = time.Time{} // it never started
+			c.mu.Unlock()
+			if timedOut {
+				c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
+					msg: fmt.Sprintf("tool %q timed out after %v before it could start", shownName(c.call.Name), c.timeout)})
+			} else {
+				c.finish(StateInterrupted, nil, c.batch.notStarted(c))
+			}
+			return false
 		}
-		return false
 	}
 	if c.started.IsZero() {
 		c.started = time.Now()

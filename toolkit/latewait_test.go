@@ -27,15 +27,9 @@ func TestSuspendAfterCancelGetsGrace(t *testing.T) {
 		t.Run(map[bool]string{false: "Start", true: "Run"}[run], func(t *testing.T) {
 			t.Cleanup(leak.Check(t))
 			stop := errors.New("the user pressed stop")
-			suspended, release := make(chan struct{}), make(chan struct{})
+			suspended := make(chan struct{})
 			tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond))
-			t.Cleanup(func() {
-				select {
-				case <-release:
-				default:
-					close(release)
-				}
-			})
+			release := releaseAtEnd(t)
 			testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "a"}, func(context.Context, none) (string, error) { return "ran", nil }))
 			if err := tk.Use(toolkit.Interceptor{Name: "late", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 				inv.AbortBatch(stop) // the batch is interrupted before the call asks to wait
@@ -46,28 +40,14 @@ func TestSuspendAfterCancelGetsGrace(t *testing.T) {
 			}}); err != nil {
 				t.Fatal(err)
 			}
-			s := testutil.Session(t, tk, "s")
-			got := make(chan []toolkit.Result, 1)
-			if run {
-				go func() { got <- s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`)}) }()
-			} else {
-				b := s.Start(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`)})
-				go func() {
-					<-b.Done()
-					got <- b.Wait()
-				}()
-			}
+			got := start(testutil.Session(t, tk, "s"), context.Background(), run, testutil.Call("1", "a", `{}`))
 			testutil.WaitFor(t, suspended, "the call to ask to wait")
 			if run {
 				close(release) // Run returns only once the interceptor does
 			}
-			select {
-			case rs := <-got:
-				if r := rs[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, stop) {
-					t.Errorf("%s %v", r.State, r.Err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("no result 5 s after the interruption (grace 20 ms): the batch waits for an interceptor that ignores its wait")
+			rs := results(t, got, "an interceptor that ignores a wait it asked for after the interruption")
+			if r := rs[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, stop) {
+				t.Errorf("%s %v", r.State, r.Err)
 			}
 		})
 	}
@@ -81,15 +61,9 @@ func TestWaitEndedBySessionCloseGetsGrace(t *testing.T) {
 	for _, after := range []bool{false, true} {
 		t.Run(map[bool]string{false: "waiting", true: "after"}[after], func(t *testing.T) {
 			t.Cleanup(leak.Check(t))
-			entered, closed, suspended, release := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+			entered, closed, suspended := make(chan struct{}), make(chan struct{}), make(chan struct{})
 			tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond))
-			t.Cleanup(func() {
-				select {
-				case <-release:
-				default:
-					close(release)
-				}
-			})
+			release := releaseAtEnd(t)
 			testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "a"}, func(context.Context, none) (string, error) { return "ran", nil }))
 			if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 				close(entered)
@@ -137,16 +111,10 @@ func TestDeafCodeAroundExternalCall(t *testing.T) {
 	for _, where := range []string{"interceptor", "OnWait", "alias"} {
 		t.Run(where, func(t *testing.T) {
 			t.Cleanup(leak.Check(t))
-			entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			entered, returned := make(chan struct{}), make(chan struct{})
 			rec := &testutil.Recorder{}
 			tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond), toolkit.WithInlineObserver(rec))
-			t.Cleanup(func() {
-				select {
-				case <-release:
-				default:
-					close(release)
-				}
-			})
+			release := releaseAtEnd(t)
 			testutil.Add(t, tk, externalTool(t, toolkit.Spec{Name: "ask"}))
 			ask, _ := tk.Tool("ask")
 			if err := tk.Use(toolkit.Interceptor{Name: "deaf", Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
@@ -208,15 +176,9 @@ func TestDeafCodeAroundExternalCall(t *testing.T) {
 func TestLateSuspendOfAFinishedCall(t *testing.T) {
 	t.Cleanup(leak.Check(t))
 	rec := &testutil.Recorder{}
-	entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	entered, returned := make(chan struct{}), make(chan struct{})
 	tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond), toolkit.WithInlineObserver(rec))
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
+	release := releaseAtEnd(t)
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "a"}, func(context.Context, none) (string, error) { return "ran", nil }))
 	told := make(chan string, 4)
 	lateWait := make(chan error, 1)
@@ -293,16 +255,9 @@ func TestDeafBeforeHookInterruptedTwice(t *testing.T) {
 // the model reads that the output was withheld, nothing of it.
 func TestBrokenFilterOnAnAbandonedCall(t *testing.T) {
 	t.Cleanup(leak.Check(t))
-	release := make(chan struct{})
 	rec := &testutil.Recorder{}
 	tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond), toolkit.WithObserver(rec))
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
+	release := releaseAtEnd(t)
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "leaky", Timeout: 20 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
 		em := stream.From(ctx)
 		_ = em.Text("public ")
@@ -346,15 +301,9 @@ func TestBrokenFilterOnAnAbandonedCall(t *testing.T) {
 // call as running).
 func TestLateResumeOfAFinishedCall(t *testing.T) {
 	t.Cleanup(leak.Check(t))
-	suspended, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	suspended, returned := make(chan struct{}), make(chan struct{})
 	tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond))
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
+	release := releaseAtEnd(t)
 	var ran atomic.Int32
 	testutil.Add(t, tk, countTool(t, "a", &ran))
 	told := make(chan string, 4)
@@ -397,15 +346,9 @@ func TestLateResumeOfAFinishedCall(t *testing.T) {
 // Batch.Err.
 func TestLateRequestsOfAFinishedCall(t *testing.T) {
 	t.Cleanup(leak.Check(t))
-	entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	entered, returned := make(chan struct{}), make(chan struct{})
 	tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond))
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
+	release := releaseAtEnd(t)
 	nextStarted, nextGo := make(chan struct{}), make(chan struct{})
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "deaf", Timeout: 20 * time.Millisecond, ConcurrencySafe: true}, func(context.Context, none) (string, error) {
 		close(entered)

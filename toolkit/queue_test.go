@@ -62,16 +62,9 @@ func TestCancelWithCallsQueued(t *testing.T) {
 // a slow machine, the call times out without running: the same result.)
 func TestTakeOverStuckToo(t *testing.T) {
 	t.Cleanup(leak.Check(t))
-	release := make(chan struct{})
 	entered := make(chan string, 2)
 	tk := testutil.Kit(t, toolkit.WithMaxParallel(1), toolkit.WithCancelGrace(10*time.Millisecond))
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
+	release := releaseAtEnd(t)
 	deaf := func(ctx context.Context, _ none) (string, error) {
 		info, _ := toolkit.CallInfoFrom(ctx)
 		entered <- info.CallID
@@ -113,7 +106,7 @@ func TestResumeAfterTheBatchEnded(t *testing.T) {
 	tk := testutil.Kit(t, toolkit.WithCancelGrace(10*time.Millisecond))
 	var ran atomic.Int32
 	testutil.Add(t, tk, countTool(t, "a", &ran))
-	suspended, release := make(chan struct{}), make(chan struct{})
+	suspended, release := make(chan struct{}), releaseAtEnd(t)
 	resumed := make(chan error, 1)
 	late := make(chan toolkit.Outcome, 1)
 	if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
@@ -128,13 +121,6 @@ func TestResumeAfterTheBatchEnded(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
 	b := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`)})
 	testutil.WaitFor(t, suspended, "the call to wait")
 	b.Cancel()

@@ -45,15 +45,23 @@ type deafHook struct {
 // newDeafHook makes a deaf hook released at the end of the test, before the
 // toolkit is closed.
 func newDeafHook(t *testing.T, suspend bool) *deafHook {
-	h := &deafHook{suspend: suspend, entered: make(chan struct{}), release: make(chan struct{}), returned: make(chan struct{})}
+	return &deafHook{suspend: suspend, entered: make(chan struct{}), release: releaseAtEnd(t), returned: make(chan struct{})}
+}
+
+// releaseAtEnd returns a channel that releases code a test holds: the test
+// closes it, or, if it has not, the cleanup it registers does (register it
+// after testutil.Kit, so that the code is released before the toolkit is
+// closed).
+func releaseAtEnd(t *testing.T) chan struct{} {
+	release := make(chan struct{})
 	t.Cleanup(func() {
 		select {
-		case <-h.release:
+		case <-release:
 		default:
-			close(h.release)
+			close(release)
 		}
 	})
-	return h
+	return release
 }
 
 func (h *deafHook) before(_ context.Context, p *toolkit.BatchPlan) {
@@ -575,14 +583,7 @@ func TestStuckAfterHook(t *testing.T) {
 			tk := testutil.Kit(t, toolkit.WithCancelGrace(stuckGrace), toolkit.WithObserver(rec), toolkit.WithBatchEndEvents())
 			var ran atomic.Int32
 			testutil.Add(t, tk, countTool(t, "a", &ran))
-			entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
-			t.Cleanup(func() {
-				select {
-				case <-release:
-				default:
-					close(release)
-				}
-			})
+			entered, release, returned := make(chan struct{}), releaseAtEnd(t), make(chan struct{})
 			var next atomic.Bool
 			_ = tk.UseBatchHook(toolkit.BatchHook{Name: "deaf", After: func(_ context.Context, _ *toolkit.Batch, _ []toolkit.Result) {
 				defer close(returned)

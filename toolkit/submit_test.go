@@ -87,14 +87,13 @@ func submitted(t *testing.T, done <-chan error) error {
 // other gets ErrUnknownCall and never blocks, and the call's result is the
 // winner's content (a nil from Submit is never a result nobody gets).
 func TestSubmitTwiceAtOnce(t *testing.T) {
+	_, s, b := suspendedKit(t, 0)
 	second := make(chan error, 1)
-	var s *toolkit.Session
 	var once sync.Once
 	// The held Submit lets the other one run to its end first.
 	held := holdSubmit(t, func() {
 		once.Do(func() { second <- s.Submit("x", []toolkit.Part{jsonPart(`{"colour":"blue"}`)}, nil) })
 	})
-	_, s, b := suspendedKit(t, 0)
 	first := submitAsync(s, "x", []toolkit.Part{jsonPart(`{"colour":"red"}`)})
 	await(t, held, "the first Submit's second look")
 	if err := <-second; err != nil {
@@ -114,13 +113,8 @@ func TestSubmitTwiceAtOnce(t *testing.T) {
 // ErrUnknownCall, and the call's result is the timeout (nothing submitted
 // reaches it).
 func TestSubmitAsWaitTimesOut(t *testing.T) {
-	var b *toolkit.Batch
-	var ready sync.WaitGroup
-	ready.Add(1)
-	held := holdSubmit(t, func() { ready.Wait(); await(t, b.Done(), "the call's timeout") })
-	_, s, b0 := suspendedKit(t, 50*time.Millisecond)
-	b = b0
-	ready.Done()
+	_, s, b := suspendedKit(t, 50*time.Millisecond)
+	held := holdSubmit(t, func() { await(t, b.Done(), "the call's timeout") })
 	done := submitAsync(s, "x", []toolkit.Part{jsonPart(`{"colour":"red"}`)})
 	await(t, held, "Submit's second look")
 	if err := submitted(t, done); !errors.Is(err, toolkit.ErrUnknownCall) {
@@ -135,13 +129,8 @@ func TestSubmitAsWaitTimesOut(t *testing.T) {
 // its looks: Submit reports ErrClosed (not "unknown"), and the call is
 // interrupted by the Close.
 func TestSubmitAsSessionCloses(t *testing.T) {
-	var s *toolkit.Session
-	var ready sync.WaitGroup
-	ready.Add(1)
-	held := holdSubmit(t, func() { ready.Wait(); s.Close() })
-	_, s0, b := suspendedKit(t, 0)
-	s = s0
-	ready.Done()
+	_, s, b := suspendedKit(t, 0)
+	held := holdSubmit(t, s.Close)
 	done := submitAsync(s, "x", []toolkit.Part{jsonPart(`{"colour":"red"}`)})
 	await(t, held, "Submit's second look")
 	if err := submitted(t, done); !errors.Is(err, toolkit.ErrClosed) {
@@ -160,20 +149,13 @@ func TestSubmitAsSessionCloses(t *testing.T) {
 // when no call with that id waited), and the new call still waits for a
 // Submit of its own.
 func TestSubmitToACallThatLeftAndCameBack(t *testing.T) {
-	var s *toolkit.Session
-	var b *toolkit.Batch
+	_, s, b := suspendedKit(t, 50*time.Millisecond)
 	var next *toolkit.Batch
-	var ready sync.WaitGroup
-	ready.Add(1)
 	held := holdSubmit(t, func() {
-		ready.Wait()
 		await(t, b.Done(), "the first call's timeout")
 		next = s.Start(context.Background(), []toolkit.Call{testutil.Call("x", "ask", `{}`)})
 		waitSuspended(t, next)
 	})
-	_, s0, b0 := suspendedKit(t, 50*time.Millisecond)
-	s, b = s0, b0
-	ready.Done()
 	done := submitAsync(s, "x", []toolkit.Part{jsonPart(`{"colour":"red"}`)})
 	await(t, held, "Submit's second look")
 	if err := submitted(t, done); !errors.Is(err, toolkit.ErrUnknownCall) {

@@ -188,16 +188,9 @@ func TestCancelBetweenSlotAndStart(t *testing.T) {
 // its call timed out without running: the same results.)
 func TestStuckHandlersOnEveryRunner(t *testing.T) {
 	t.Cleanup(leak.Check(t))
-	release := make(chan struct{})
 	entered := make(chan struct{}, 2)
 	tk := testutil.Kit(t, toolkit.WithMaxParallel(2), toolkit.WithCancelGrace(10*time.Millisecond))
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
+	release := releaseAtEnd(t)
 	var ran atomic.Int32
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "deaf", ConcurrencySafe: true, Timeout: 200 * time.Millisecond}, func(context.Context, none) (string, error) {
 		entered <- struct{}{}
