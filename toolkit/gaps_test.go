@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -105,6 +106,14 @@ func TestObserverRemovedMidBatch(t *testing.T) {
 	}
 	if r := b.Wait()[0]; r.State != toolkit.StateSuccess {
 		t.Errorf("%s %v", r.State, r.Err)
+	}
+	// Close drains every observer still attached: one that was not let go
+	// of would have its result event now.
+	if err := tk.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := seen.Load(); n > 1 {
+		t.Errorf("the removed observer saw %d events; at most the start, before it was removed", n)
 	}
 }
 
@@ -317,6 +326,16 @@ func TestHandlerDerivedContexts(t *testing.T) {
 			if sub.Err() == nil {
 				return "", errors.New("a cancelled sub-context is not done")
 			}
+		}
+		// Held sub-contexts cost no goroutine each: the context package
+		// starts one per child of a parent it cannot register with.
+		before := runtime.NumGoroutine()
+		for range 20 {
+			_, cancel := context.WithCancel(ctx)
+			defer cancel()
+		}
+		if grew := runtime.NumGoroutine() - before; grew >= 10 {
+			return "", fmt.Errorf("20 held sub-contexts started %d goroutines", grew)
 		}
 		held, cancel := context.WithCancel(ctx)
 		defer cancel()
