@@ -169,6 +169,9 @@ func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out 
 		return out // measured without building the text: most results stay
 	}
 	text := events.ContentText(out.Content)
+	// Binary parts stay as they are (the file holds only their
+	// placeholder), beside the reference or beside the cut text.
+	nonBinary, binary := splitBinary(out.Content)
 	// Run ids are unique across processes and restarts; models reuse call
 	// ids (call_0, ...), so the call id alone would overwrite results.
 	ids := []string{inv.Session, inv.BatchID(), inv.Call.ID}
@@ -190,16 +193,9 @@ func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out 
 		if passes.Load() == pass {
 			inv.Meta(EvictMetaError, err.Error())
 		}
-		// The text is cut; binary parts stay, as they do when it is stored.
-		textual, binary := out, []toolkit.Part(nil)
-		textual.Content = nil
-		for _, p := range out.Content {
-			if p.Type == events.PartBinary {
-				binary = append(binary, p)
-			} else {
-				textual.Content = append(textual.Content, p)
-			}
-		}
+		// The text is cut.
+		textual := out
+		textual.Content = nonBinary
 		out.Content = append(sanitizeTruncate(textual, cfg.limit, func(int) string {
 			return fmt.Sprintf("\n[truncated: the full result (%d bytes) could not be stored: %s]\n", len(text), reason)
 		}), binary...)
@@ -211,14 +207,21 @@ func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out 
 		inv.Meta(EvictMetaLocation, loc)
 		inv.Meta(EvictMetaBytes, len(text))
 	}
-	content := []toolkit.Part{events.Text(cfg.message(text, loc))}
-	for _, p := range out.Content {
+	out.Content = append([]toolkit.Part{events.Text(cfg.message(text, loc))}, binary...)
+	return out
+}
+
+// splitBinary returns parts' non-binary parts and its binary ones, each in
+// their order.
+func splitBinary(parts []toolkit.Part) (nonBinary, binary []toolkit.Part) {
+	for _, p := range parts {
 		if p.Type == events.PartBinary {
-			content = append(content, p)
+			binary = append(binary, p)
+		} else {
+			nonBinary = append(nonBinary, p)
 		}
 	}
-	out.Content = content
-	return out
+	return nonBinary, binary
 }
 
 // message builds what the model reads instead of the result:

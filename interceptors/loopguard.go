@@ -323,7 +323,7 @@ func decimalAdd(e string, shift int64) string {
 			}
 			b[i] = byte('0' + v)
 		}
-		b = []byte(strings.TrimLeft(string(b), "0"))
+		b = bytes.TrimLeft(b, "0")
 	}
 	if len(b) == 0 {
 		return "0"

@@ -91,12 +91,13 @@ type Publisher struct {
 	// retryMu, so that when close gives up, each one is counted once.
 	retryMu sync.Mutex
 	retries []outMsg
-	// Handed to PublishMsgAsync, neither acknowledged nor failed, each with
-	// whether it is counted in Published. A set, not a count: the async
+	// Handed to PublishMsgAsync, neither acknowledged nor failed: one whose
+	// publish fails asynchronously was handed over, so is counted in
+	// Published (handOff takes one that fails at once back out). A set, not a count: the async
 	// handlers of the bus's JetStream context also see what other code
 	// publishes on it (Bus.JetStream), which is none of the publisher's
 	// business.
-	inflight map[*nats.Msg]bool
+	inflight map[*nats.Msg]struct{}
 	stopped  bool // close gave up: what was in flight or waiting is counted
 
 	// unsent counts core publishes made since the connection was last seen
@@ -675,9 +676,9 @@ func (p *Publisher) handOff(m *nats.Msg, counted bool) {
 		return
 	}
 	if p.inflight == nil {
-		p.inflight = make(map[*nats.Msg]bool)
+		p.inflight = make(map[*nats.Msg]struct{})
 	}
-	p.inflight[m] = true // an async failure of m retries it as counted
+	p.inflight[m] = struct{}{}
 	p.retryMu.Unlock()
 	if _, err := p.bus.js.PublishMsgAsync(m); err != nil {
 		// Not handed over: no async handler sees m.
@@ -732,14 +733,13 @@ func (p *Publisher) retrying() bool {
 // counted.
 func (p *Publisher) retry(m *nats.Msg, err error) {
 	p.retryMu.Lock()
-	counted, ok := p.inflight[m]
-	if !ok {
+	if _, ok := p.inflight[m]; !ok {
 		p.retryMu.Unlock()
 		return
 	}
 	delete(p.inflight, m)
 	p.retryMu.Unlock()
-	p.requeue(m, counted, err)
+	p.requeue(m, true, err) // it was handed over: counted in Published
 }
 
 // requeue keeps a durable publish not in flight for another attempt, unless

@@ -48,7 +48,7 @@ func TestRetryIsStoredOnce(t *testing.T) {
 	}
 	m.Header.Set(jetstream.MsgIDHeader, id)
 	p.retryMu.Lock()
-	p.inflight[m] = true // as it was, until its acknowledgement was lost
+	p.inflight[m] = struct{}{} // as it was, until its acknowledgement was lost
 	p.retryMu.Unlock()
 	p.retry(m, nats.ErrTimeout)
 	p.publishRetries()

@@ -170,8 +170,9 @@ func TestSSESlowViewerMemory(t *testing.T) {
 		}
 	}
 	bus.hub.mu.Lock()
-	var queued, frames int
+	var queued, frames, viewers int
 	for v := range bus.hub.viewers[events.EncodeToken("stuck")] {
+		viewers++
 		v.mu.Lock()
 		for _, f := range v.q {
 			queued += len(f.b)
@@ -180,6 +181,9 @@ func TestSSESlowViewerMemory(t *testing.T) {
 		v.mu.Unlock()
 	}
 	bus.hub.mu.Unlock()
+	if viewers != 1 {
+		t.Fatalf("%d viewers of the session, want the stuck one", viewers)
+	}
 	if queued > 8<<20 {
 		t.Fatalf("a stuck viewer holds %d live frames of %d bytes in all", frames, queued)
 	}
