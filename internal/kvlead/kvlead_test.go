@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/internal/kvlead"
@@ -58,6 +59,51 @@ func TestGetAgreesWithTheBucket(t *testing.T) {
 	for _, k := range []string{"a", "b"} {
 		if _, _, err := r.Get(ctx, k); !errors.Is(err, jetstream.ErrKeyNotFound) {
 			t.Fatalf("Get(%s) after a delete or purge: %v, want ErrKeyNotFound", k, err)
+		}
+	}
+}
+
+// TestReaderKeepsTheAPIPrefixAndDomain: a Reader sends its requests with
+// the API prefix or the domain of the JetStream context it is made from
+// (a bucket in another domain or account is reached only so). Here they
+// name an API nobody serves, so a read that went out under them fails
+// with no responders, while the default context reads the value.
+func TestReaderKeepsTheAPIPrefixAndDomain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bus := natstest.Bus(t)
+	js, err := jetstream.New(bus.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "where"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	prefixed, err := jetstream.NewWithAPIPrefix(bus.Conn(), "$NOBODY.API")
+	if err != nil {
+		t.Fatal(err)
+	}
+	domained, err := jetstream.NewWithDomain(bus.Conn(), "elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]jetstream.JetStream{"default": js, "prefix": prefixed, "domain": domained} {
+		r, err := kvlead.New(c, "where")
+		if err != nil {
+			t.Fatal(err)
+		}
+		quick, cancelQuick := context.WithTimeout(ctx, 2*time.Second)
+		value, _, err := r.Get(quick, "k")
+		cancelQuick()
+		switch {
+		case name == "default" && (err != nil || string(value) != "v"):
+			t.Errorf("the default context: %q %v", value, err)
+		case name != "default" && !errors.Is(err, nats.ErrNoResponders):
+			t.Errorf("the %s context read %q, %v; want no responders (its requests go elsewhere)", name, value, err)
 		}
 	}
 }
