@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -954,12 +955,26 @@ func TestRecordedTextIsUTF8(t *testing.T) {
 		tool(t, toolkit.Spec{Name: "open"}, func(ctx context.Context, in pathIn) (string, error) {
 			return "", errors.New("open /data/caf\xe9.txt: no such file")
 		}))
-	testutil.Run(t, r.tk, "s", testutil.Call("c1", "cat", `{"path":"a.txt"}`), testutil.Call("c2", "open", `{"path":"b.txt"}`),
+	testutil.Run(t, r.tk, "s", testutil.Call("c1", "cat", "{\"path\":\"caf\xe9.txt\"}"), // Latin-1 arguments
+		testutil.Call("c2", "open", `{"path":"b.txt"}`),
 		testutil.Call("c3", "caf\xe9", `{}`)) // an unknown tool, named in Latin-1
-	spans := r.exp.GetSpans()
-	if len(spans) < 3 {
+	if spans := r.exp.GetSpans(); len(spans) < 3 {
 		t.Fatalf("spans %v", names(spans))
 	}
+	checkUTF8(t, r.exp.GetSpans())
+	a := attrs(r.span(t, "execute_tool cat"))
+	if got := a[telemetry.ToolResult].AsString(); got != "caf\ufffd cr\ufffdme" {
+		t.Errorf("result %q", got)
+	}
+	if got := a[telemetry.ToolArguments].AsString(); got != "{\"path\":\"caf\ufffd.txt\"}" {
+		t.Errorf("arguments %q", got)
+	}
+}
+
+// checkUTF8 holds every string the spans record to UTF-8: names, status
+// descriptions, attributes and events' attributes.
+func checkUTF8(t *testing.T, spans tracetest.SpanStubs) {
+	t.Helper()
 	check := func(s tracetest.SpanStub, what, v string) {
 		if !utf8.ValidString(v) {
 			t.Errorf("%s: %s %q is not UTF-8", s.Name, what, v)
@@ -977,7 +992,93 @@ func TestRecordedTextIsUTF8(t *testing.T) {
 			}
 		}
 	}
-	if got := attrs(r.span(t, "execute_tool cat"))[telemetry.ToolResult].AsString(); got != "caf\ufffd cr\ufffdme" {
-		t.Errorf("result %q", got)
+}
+
+// TestApprovalTextIsUTF8: an approval whose rule's reason and whose
+// rejection's note hold invalid UTF-8 (Latin-1), asked and decided through
+// interceptors.Permissions, is recorded in UTF-8: the pending event's
+// reason and the decision's note (WithContent) are there, valid, and what
+// the approval events said.
+func TestApprovalTextIsUTF8(t *testing.T) {
+	var mu sync.Mutex
+	var said []interceptors.ApprovalRequest // the approval events' data
+	asked := make(chan struct{})
+	var once sync.Once
+	r := newRig(t, []telemetry.Option{telemetry.WithContent()}, toolkit.WithInlineObserver(toolkit.ObserverFunc(func(ev *events.Event) {
+		if ev.Type != interceptors.ApprovalEvent {
+			return
+		}
+		var req interceptors.ApprovalRequest
+		_ = json.Unmarshal(ev.Data, &req)
+		mu.Lock()
+		said = append(said, req)
+		mu.Unlock()
+		once.Do(func() { close(asked) })
+	})))
+	perms := interceptors.NewPermissions(interceptors.WithMode(interceptors.AllowAll),
+		interceptors.WithRules(interceptors.Rule{Tool: "write", Decision: interceptors.Ask, Reason: "writes to caf\xe9/"}))
+	r.tk.Use(perms.Interceptor())
+	testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "write"}, func(ctx context.Context, in pathIn) (string, error) {
+		return "written", nil
+	}))
+	sess := testutil.Session(t, r.tk, "s")
+	b := sess.Start(context.Background(), []toolkit.Call{testutil.Call("c1", "write", `{"path":"x"}`)})
+	testutil.WaitFor(t, asked, "the approval request")
+	if err := perms.Reject("s", "c1", "not in caf\xe9/, please"); err != nil {
+		t.Fatal(err)
+	}
+	if rs := b.Wait(); rs[0].State != toolkit.StateDenied {
+		t.Fatalf("state %s: %v", rs[0].State, rs[0].Err)
+	}
+	spans := r.exp.GetSpans()
+	checkUTF8(t, spans)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(said) != 2 || said[0].Reason == "" || said[1].Note == "" {
+		t.Fatalf("approval events: %+v", said)
+	}
+	var reason, note string
+	for _, e := range r.span(t, "execute_tool write").Events {
+		if e.Name != telemetry.EventApproval {
+			continue
+		}
+		for _, kv := range e.Attributes {
+			switch kv.Key {
+			case telemetry.ApprovalReason:
+				reason = kv.Value.AsString()
+			case telemetry.ApprovalNote:
+				note = kv.Value.AsString()
+			}
+		}
+	}
+	if reason != said[0].Reason || !strings.Contains(reason, "caf") {
+		t.Errorf("recorded reason %q, the request said %q", reason, said[0].Reason)
+	}
+	if note != said[1].Note || !strings.Contains(note, "please") {
+		t.Errorf("recorded note %q, the decision said %q", note, said[1].Note)
+	}
+	t.Logf("reason %q, note %q", reason, note)
+}
+
+// TestApprovalTextIsUTF8Raw: approval events from another emitter than
+// Permissions (an interceptor of the host's own), whose data hold bytes
+// that are not UTF-8, are recorded with U+FFFD in their place.
+func TestApprovalTextIsUTF8Raw(t *testing.T) {
+	r := newRig(t, []telemetry.Option{telemetry.WithContent()})
+	r.tk.Use(toolkit.Interceptor{Name: "asker", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		_ = inv.Emit(interceptors.ApprovalEvent, json.RawMessage("{\"status\":\"pending\",\"reason\":\"caf\xe9\"}"))
+		_ = inv.Emit(interceptors.ApprovalEvent, json.RawMessage("{\"status\":\"approved\",\"note\":\"cr\xe8me\"}"))
+		return next(ctx, inv)
+	}})
+	testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "write"}, func(ctx context.Context, in pathIn) (string, error) {
+		return "written", nil
+	}))
+	testutil.Run(t, r.tk, "s", testutil.Call("c1", "write", `{"path":"x"}`))
+	s := r.span(t, "execute_tool write")
+	checkUTF8(t, tracetest.SpanStubs{s})
+	got := eventNames(s)
+	if len(got) < 2 || got[0] != "toolstream.approval toolstream.approval.status=pending toolstream.approval.reason=caf\ufffd" ||
+		got[1] != "toolstream.approval toolstream.approval.status=approved toolstream.approval.note=cr\ufffdme" {
+		t.Errorf("events: %q", got)
 	}
 }

@@ -42,3 +42,12 @@ func UserTexts(t *Thread) []string {
 	}
 	return out
 }
+
+// SetDefaultWriteTimeout makes d the write timeout of hosts and Frames
+// that take the default (tests only; 0 resets it to DefaultWriteTimeout).
+func SetDefaultWriteTimeout(d time.Duration) {
+	if d == 0 {
+		d = DefaultWriteTimeout
+	}
+	defaultWriteTimeout = d
+}

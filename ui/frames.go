@@ -12,6 +12,10 @@ import (
 // has waited this long for it, as a client that went away.
 const DefaultWriteTimeout = 30 * time.Second
 
+// defaultWriteTimeout is DefaultWriteTimeout, shorter in tests
+// (SetDefaultWriteTimeout).
+var defaultWriteTimeout = DefaultWriteTimeout
+
 // Frames writes a response of Server-Sent Events `data:` frames, the
 // framing AG-UI and the AI SDK's stream share. After a failed write it
 // writes nothing more; Err says why.
@@ -36,7 +40,7 @@ type Frames struct {
 // NewFrames writes frames to w, flushing it when it can, each write
 // bounded by DefaultWriteTimeout.
 func NewFrames(w http.ResponseWriter) *Frames {
-	return newFrames(w, DefaultWriteTimeout)
+	return newFrames(w, defaultWriteTimeout)
 }
 
 func newFrames(w http.ResponseWriter, timeout time.Duration) *Frames {

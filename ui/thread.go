@@ -94,7 +94,7 @@ func WithSessionPrefix(prefix string) Option { return func(h *Host) { h.prefix =
 func WithWriteTimeout(d time.Duration) Option {
 	return func(h *Host) {
 		if d == 0 {
-			d = DefaultWriteTimeout
+			d = defaultWriteTimeout
 		}
 		h.writeTimeout = max(d, 0)
 	}
@@ -103,7 +103,7 @@ func WithWriteTimeout(d time.Duration) Option {
 // NewHost returns a host running loop on tk's sessions. Close it to end
 // the runs and detach it from the toolkit.
 func NewHost(tk *toolkit.Toolkit, loop *agent.Loop, opts ...Option) *Host {
-	h := &Host{tk: tk, loop: loop, prefix: "ui-", writeTimeout: DefaultWriteTimeout, threads: map[string]*Thread{}, forgetting: map[string]chan struct{}{}}
+	h := &Host{tk: tk, loop: loop, prefix: "ui-", writeTimeout: defaultWriteTimeout, threads: map[string]*Thread{}, forgetting: map[string]chan struct{}{}}
 	for _, o := range opts {
 		o(h)
 	}

@@ -54,9 +54,16 @@ func run(t *testing.T, url string, in map[string]any) []ev {
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("content type %q", ct)
 	}
+	return parse(t, resp.Body)
+}
+
+// parse reads a run's frames from body and checks them with the rules of
+// @ag-ui/client's verifier.
+func parse(t *testing.T, body io.Reader) []ev {
+	t.Helper()
 	var out []ev
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
+	sc := bufio.NewScanner(body)
+	sc.Buffer(nil, 4<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "" {
@@ -68,9 +75,12 @@ func run(t *testing.T, url string, in map[string]any) []ev {
 		}
 		var e ev
 		if err := json.Unmarshal([]byte(data), &e); err != nil {
-			t.Fatalf("frame %q: %v", data, err)
+			t.Fatalf("frame %.200q (%d bytes): %v", data, len(data), err)
 		}
 		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("reading the stream after %d events: %v", len(out), err)
 	}
 	if err := verify(out); err != nil {
 		t.Fatalf("%v\n%s", err, dump(out))
@@ -734,6 +744,49 @@ func TestStuckClientDropped(t *testing.T) {
 		t.Fatalf("the run ended %+v, not cancelled", e)
 	}
 	t.Logf("handler returned %v after the request (write timeout %v)", took.Round(time.Millisecond), bound)
+}
+
+// TestSlowClientNotDropped: a client that reads slowly but steadily (a
+// raw TCP connection with small socket buffers, taking 4 KiB every 4 ms,
+// about 1 MiB/s) gets the whole of a large frame (big's 1.5 MiB result,
+// some 1.5 s on the wire) although the host's write timeout (300 ms) is
+// far shorter than the frame's transfer: the bound is on each 32 KiB
+// piece (some 32 ms here), not on the frame (ui.WithWriteTimeout).
+func TestSlowClientNotDropped(t *testing.T) {
+	const bound = 500 * time.Millisecond
+	a := uitest.New(t, ui.WithWriteTimeout(bound))
+	gone := make(chan struct{}, 1)
+	agui.SetClientGoneHook(func() { gone <- struct{}{} })
+	t.Cleanup(func() { agui.SetClientGoneHook(nil) })
+	addr, returned := uitest.SmallBuffers(t, agui.NewHandler(a.Host))
+	body, _ := json.Marshal(input("t-slow", "R1", user("u1", "big")))
+	start := time.Now()
+	resp := uitest.SlowClient(t, addr, http.MethodPost, "/", body, 1<<20)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	evs := parse(t, resp.Body)
+	took := time.Since(start)
+	testutil.WaitFor(t, returned, "the handler to return")
+	select {
+	case <-gone:
+		t.Fatalf("the handler dropped the slow client (write timeout %v, the stream took %v)", bound, took)
+	default:
+	}
+	var got string
+	for _, c := range results(evs) {
+		got = c
+	}
+	if want := string(uitest.BigJSON()); got != want {
+		t.Fatalf("the big result: %d bytes, want %d", len(got), len(want))
+	}
+	if last := evs[len(evs)-1]; last["type"] != "RUN_FINISHED" || text(evs) != "Done." {
+		t.Fatalf("the run's end: %v, text %q", last, text(evs))
+	}
+	if took < 2*bound {
+		t.Errorf("the stream took %v, not much longer than the write timeout %v: the test proves nothing", took, bound)
+	}
+	t.Logf("the slow client read the whole stream in %v (write timeout %v)", took.Round(time.Millisecond), bound)
 }
 
 // TestTruncatedAnswer: an answer the output token limit cut (the model's

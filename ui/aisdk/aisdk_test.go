@@ -95,7 +95,7 @@ func (s *stream) next() chunk {
 		}
 		var c chunk
 		if err := json.Unmarshal([]byte(data), &c); err != nil {
-			s.t.Fatalf("%q: %v", data, err)
+			s.t.Fatalf("%.200q (%d bytes): %v", data, len(data), err)
 		}
 		s.got = append(s.got, c)
 		return c
@@ -814,6 +814,44 @@ func resumeAfterAnApproval(t *testing.T, opts ...func(*uitest.Agent) []aisdk.Opt
 	live.untilToolAsked()
 	second, resumed = resumeAtTheGate(t, a, url, "chat17", live)
 	return first, second, resumed
+}
+
+// TestSlowClientNotDropped: a client that reads slowly but steadily (a
+// raw TCP connection with small socket buffers, reading about 1 MiB/s)
+// gets the whole of two large frames (big's 1.5 MiB result as a
+// preliminary output and as the output, each some 1.5 s on the wire)
+// although the host's write timeout (500 ms) is far shorter than a frame's
+// transfer: the bound is on each 32 KiB piece, not on the frame
+// (ui.WithWriteTimeout). With the frame written under one deadline, the
+// handler drops the client and the stream ends without [DONE].
+func TestSlowClientNotDropped(t *testing.T) {
+	const bound = 500 * time.Millisecond
+	a := uitest.New(t, ui.WithWriteTimeout(bound))
+	mux := http.NewServeMux()
+	mux.Handle("POST /api/chat", aisdk.NewHandler(a.Host))
+	addr, returned := uitest.SmallBuffers(t, mux)
+	body, _ := json.Marshal(chunk{"id": "chat-slow", "messages": []any{userMsg("u1", "big")}})
+	start := time.Now()
+	cs := open(t, uitest.SlowClient(t, addr, http.MethodPost, "/api/chat", body, 1<<20)).all()
+	took := time.Since(start)
+	testutil.WaitFor(t, returned, "the handler to return")
+	got := tools(cs)["big_1"]
+	if got == nil || got.state != "output-available" || len(got.preliminary) != 1 {
+		t.Fatalf("big: %+v", got)
+	}
+	parts, _ := got.output.([]any)
+	want := map[string]any{}
+	_ = json.Unmarshal(uitest.BigJSON(), &want)
+	if len(parts) != 1 || !reflect.DeepEqual(parts[0].(map[string]any)["json"], want) {
+		t.Errorf("big's output is not its result (%d parts)", len(parts))
+	}
+	if text(cs) != "Done." {
+		t.Errorf("text %q", text(cs))
+	}
+	if took < 2*bound {
+		t.Errorf("the stream took %v, not much longer than the write timeout %v: the test proves nothing", took, bound)
+	}
+	t.Logf("the slow client read the whole stream in %v (write timeout %v)", took.Round(time.Millisecond), bound)
 }
 
 // TestStuckClientDropped: a client that posts its message and then stops

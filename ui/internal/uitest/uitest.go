@@ -5,11 +5,13 @@
 package uitest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -394,4 +396,50 @@ func StuckClient(t testing.TB, addr, method, path string, body []byte) {
 	if _, err := c.Write(append([]byte(req), body...)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// SlowClient sends a request (method, path, JSON body) over a raw TCP
+// connection with a small receive buffer (128 KiB) and reads the answer slowly but
+// steadily, at about rate bytes a second (a 32 KiB piece takes 32 ms at
+// 1 MiB/s). It returns the response, whose body reads at that pace; the
+// connection is closed when the test ends.
+func SlowClient(t testing.TB, addr, method, path string, body []byte, rate int) *http.Response {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	// Small, but more than a loopback segment (64 KiB): a receive buffer
+	// smaller than that stalls the sender on TCP's persist timer (a
+	// client that pauses, not a steady one).
+	_ = c.(*net.TCPConn).SetReadBuffer(128 << 10)
+	req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n",
+		method, path, addr, len(body))
+	if _, err := c.Write(append([]byte(req), body...)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReaderSize(&slowReader{r: c, rate: rate, start: time.Now()}, 4096), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	return resp
+}
+
+// slowReader reads r at about rate bytes a second: before each read it
+// waits until the bytes read so far are due, and it reads at most 4 KiB.
+type slowReader struct {
+	r     io.Reader
+	rate  int
+	start time.Time
+	n     int
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	due := s.start.Add(time.Duration(float64(s.n) / float64(s.rate) * float64(time.Second)))
+	time.Sleep(time.Until(due)) // pacing, not synchronisation
+	n, err := s.r.Read(p[:min(len(p), 4096)])
+	s.n += n
+	return n, err
 }
