@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/agent"
@@ -26,22 +25,7 @@ func TestReadsFromTheLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := newStore(t, js)
-	watch, err := nats.Connect("", nats.InProcessServer(bus.Server()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close()
-	direct, err := watch.SubscribeSync("$JS.API.DIRECT.GET.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader, err := watch.SubscribeSync("$JS.API.STREAM.MSG.GET.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := watch.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	watch := natstest.WatchAPI(t, bus)
 	conv := &agent.Conversation{}
 	conv.Messages = append(conv.Messages, agent.UserText("hello"))
 	if err := st.SaveConversation(ctx, "s", conv); err != nil {
@@ -54,11 +38,7 @@ func TestReadsFromTheLeader(t *testing.T) {
 	if _, err := st.Get(ctx, "s", "c1"); err != jetstream.ErrKeyNotFound {
 		t.Fatalf("Get of a call never stored: %v", err)
 	}
-	if err := watch.Flush(); err != nil { // every request is queued before its answer
-		t.Fatal(err)
-	}
-	nd, _, _ := direct.Pending()
-	nl, _, _ := leader.Pending()
+	nd, nl := watch.Counts(t)
 	if nd != 0 || nl < 2 {
 		t.Errorf("%d direct gets and %d leader reads for a load and a get; want none and at least 2", nd, nl)
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/groups/natskv"
@@ -31,22 +30,7 @@ func TestReadsFromTheLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	watch, err := nats.Connect("", nats.InProcessServer(bus.Server()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close()
-	direct, err := watch.SubscribeSync("$JS.API.DIRECT.GET.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader, err := watch.SubscribeSync("$JS.API.STREAM.MSG.GET.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := watch.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	watch := natstest.WatchAPI(t, bus)
 	if _, err := st.Update(ctx, "conv", func(map[string]bool) (map[string]bool, error) { return map[string]bool{"notes": true}, nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -60,13 +44,7 @@ func TestReadsFromTheLeader(t *testing.T) {
 	if missing, err := st.Load(ctx, "nobody"); err != nil || missing != nil {
 		t.Fatalf("Load of a session never stored: %v %v", missing, err)
 	}
-	// The server sent the watcher every request before the answer to
-	// this flush: they are all in the subscriptions' queues now.
-	if err := watch.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	nd, _, _ := direct.Pending()
-	nl, _, _ := leader.Pending()
+	nd, nl := watch.Counts(t)
 	if nd != 0 || nl < 4 {
 		t.Errorf("%d direct gets and %d leader reads for two updates and two loads; want none and at least 4", nd, nl)
 	}

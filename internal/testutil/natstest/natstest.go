@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/events/natsbus"
@@ -41,4 +42,46 @@ func JetStream(t testing.TB) jetstream.JetStream {
 		t.Fatal(err)
 	}
 	return js
+}
+
+// APIWatch counts the JetStream API requests a test makes on bus's server:
+// direct gets (answered by any replica) and message gets (answered by the
+// stream's leader).
+type APIWatch struct {
+	nc             *nats.Conn
+	direct, leader *nats.Subscription
+}
+
+// WatchAPI starts counting; the connection closes with the test.
+func WatchAPI(t testing.TB, bus *natsbus.Bus) *APIWatch {
+	t.Helper()
+	nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	w := &APIWatch{nc: nc}
+	if w.direct, err = nc.SubscribeSync("$JS.API.DIRECT.GET.>"); err == nil {
+		w.leader, err = nc.SubscribeSync("$JS.API.STREAM.MSG.GET.>")
+	}
+	if err == nil {
+		err = nc.Flush()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// Counts returns the direct and leader gets made so far. The server sends
+// the watcher each request before the answer to this flush, so every
+// request made before the call is counted.
+func (w *APIWatch) Counts(t testing.TB) (direct, leader int) {
+	t.Helper()
+	if err := w.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	direct, _, _ = w.direct.Pending()
+	leader, _, _ = w.leader.Pending()
+	return direct, leader
 }
