@@ -500,8 +500,11 @@ func (f *follower) cancel() error {
 				// A result that was on its way when the caller cancelled says
 				// the call ended on its own: the cancellation stopped nothing.
 				var r wireResult
-				if json.Unmarshal(m.Data, &r) == nil && r.State != "" &&
-					r.State != events.StateInterrupted && r.State != events.StateTimeout {
+				switch {
+				case json.Unmarshal(m.Data, &r) != nil:
+				case r.NotRun:
+					return fmt.Errorf("worker %s dropped the call, which waited for a free slot and never ran", f.worker)
+				case r.State != "" && r.State != events.StateInterrupted && r.State != events.StateTimeout:
 					return fmt.Errorf("worker %s had finished the call (%s) before the cancellation reached it", f.worker, r.State)
 				}
 				return fmt.Errorf("worker %s stopped the call", f.worker)

@@ -276,14 +276,14 @@ func (r *relay) event(ev *events.Event) {
 // content. The frame is kept for KeepResults, to be sent again when the
 // caller asks (a resync after its reconnection, a late cancellation) or
 // this worker reconnects.
-func (r *relay) finish(res toolkit.Result) {
+func (r *relay) finish(res toolkit.Result, notRun bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
 		return
 	}
 	r.done = true
-	wr := wireResult{State: res.State, Content: res.Content, Meta: res.Meta}
+	wr := wireResult{State: res.State, Content: res.Content, Meta: res.Meta, NotRun: notRun}
 	if wr.Content == nil {
 		wr.Content = []events.Part{}
 	}

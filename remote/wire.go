@@ -230,6 +230,9 @@ type wireResult struct {
 	// MetaOmitted: the meta was too large for the message even without
 	// the content, and was left out.
 	MetaOmitted bool `json:"meta_omitted,omitempty"`
+	// NotRun: the call ended while it waited for a slot on the worker: its
+	// tool never ran.
+	NotRun bool `json:"not_run,omitempty"`
 }
 
 // frameRoom is what a frame keeps free for its headers (a result frame's

@@ -436,7 +436,7 @@ func (w *Worker) refuse(req micro.Request, code, msg string) {
 // runs the next call that waits, if any.
 func (w *Worker) run(r *relay) {
 	for r != nil {
-		res, sess := w.runOne(r)
+		res, sess, notRun := w.runOne(r)
 		if res.IsError() {
 			w.failed.Add(1)
 		}
@@ -451,18 +451,18 @@ func (w *Worker) run(r *relay) {
 			w.inFlight.Add(-1)
 		}
 		w.mu.Unlock()
-		r.finish(res)
+		r.finish(res, notRun)
 		w.closeSession(r, sess)
 		w.held.Done()
 		r = next
 	}
 }
 
-// runOne runs the call.
-func (w *Worker) runOne(r *relay) (toolkit.Result, *toolkit.Session) {
+// runOne runs the call, unless it ended while it waited.
+func (w *Worker) runOne(r *relay) (res toolkit.Result, sess *toolkit.Session, notRun bool) {
 	defer r.cancel()
 	if err := r.ctx.Err(); err != nil {
-		return w.notRun(r, err), nil
+		return w.notRun(r, err), nil, true
 	}
 	ctx := withTrace(r.ctx, r.h.Get(HeaderTraceParent), r.h.Get(HeaderTraceState))
 	if w.opts.Extract != nil {
@@ -473,9 +473,9 @@ func (w *Worker) runOne(r *relay) (toolkit.Result, *toolkit.Session) {
 	}
 	sess, err := w.tk.Session(r.key.session)
 	if err != nil {
-		return toolkit.Result{State: toolkit.StateError, Err: err, Content: []toolkit.Part{events.Text("Error: " + err.Error())}}, nil
+		return toolkit.Result{State: toolkit.StateError, Err: err, Content: []toolkit.Part{events.Text("Error: " + err.Error())}}, nil, true
 	}
-	return sess.Run(ctx, []toolkit.Call{{ID: r.key.call, Name: r.tool, Args: r.args}})[0], sess
+	return sess.Run(ctx, []toolkit.Call{{ID: r.key.call, Name: r.tool, Args: r.args}})[0], sess, false
 }
 
 // notRun is the result of a call that ended while it waited for a slot.
@@ -600,7 +600,7 @@ func (w *Worker) onControl(m *nats.Msg) {
 		w.mu.Lock()
 		w.forgetLocked(r)
 		w.mu.Unlock()
-		r.finish(w.notRun(r, context.Canceled))
+		r.finish(w.notRun(r, context.Canceled), true)
 		w.closeSession(r, nil)
 		w.held.Done()
 	}
@@ -692,7 +692,7 @@ func (w *Worker) pulse() {
 			r.tick(now)
 		}
 		for _, r := range expired {
-			r.finish(w.notRun(r, r.ctx.Err()))
+			r.finish(w.notRun(r, r.ctx.Err()), true)
 			r.cancel()
 			w.closeSession(r, nil)
 			w.held.Done()
