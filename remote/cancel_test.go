@@ -19,7 +19,11 @@ import (
 )
 
 // control is the control subject of the default prefix and service.
-var control = remote.ControlSubject(remote.DefaultPrefix, remote.DefaultService)
+// control is the control subject of a kind, under the default prefix and
+// service.
+func control(kind string) string {
+	return remote.ControlSubject(remote.DefaultPrefix, remote.DefaultService, kind)
+}
 
 // heldCall is a call of "held" taken by a scripted worker W, which answers
 // with an accept frame and then does what onCancel says when a
@@ -38,8 +42,8 @@ func heldCall(t *testing.T, bus *natsbus.Bus, opts remote.ClientOptions, onCance
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	var inbox atomic.Pointer[string]
-	ctl, err := nc.Subscribe(control, func(m *nats.Msg) {
-		if in := inbox.Load(); in != nil && m.Header.Get(remote.HeaderControl) == remote.ControlCancel && string(m.Data) == remote.CallKey(*in) {
+	ctl, err := nc.Subscribe(control(remote.ControlCancel), func(m *nats.Msg) {
+		if in := inbox.Load(); in != nil && string(m.Data) == remote.CallKey(*in) {
 			onCancel(nc, *in)
 		}
 	})
@@ -155,8 +159,7 @@ func TestWorkerAnswersCancellations(t *testing.T) {
 	}
 	cancel := func(key string) {
 		t.Helper()
-		if err := nc.PublishMsg(&nats.Msg{Subject: control, Data: []byte(key),
-			Header: nats.Header{remote.HeaderControl: {remote.ControlCancel}}}); err != nil {
+		if err := nc.PublishMsg(&nats.Msg{Subject: control(remote.ControlCancel), Data: []byte(key)}); err != nil {
 			t.Fatal(err)
 		}
 	}

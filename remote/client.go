@@ -93,7 +93,7 @@ type ClientOptions struct {
 type Client struct {
 	nc      *nats.Conn
 	opts    ClientOptions
-	control string // ControlSubject of the prefix and service
+	control string // ControlSubject of the prefix and service, but for the kind
 	r       router
 	stats   clientCounters
 	// onBackoff, if set, runs when a call refused as busy starts waiting to
@@ -154,7 +154,7 @@ func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
 	if opts.Inject == nil {
 		opts.Inject = injectTrace
 	}
-	return &Client{nc: nc, opts: opts, control: ControlSubject(opts.Prefix, opts.Service),
+	return &Client{nc: nc, opts: opts, control: ControlSubject(opts.Prefix, opts.Service, ""),
 		r: router{closed: make(chan struct{})}}
 }
 

@@ -210,7 +210,6 @@ func FuzzWorkerRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer nc.Close()
-	control := remote.ControlSubject(remote.DefaultPrefix, remote.DefaultService)
 	f.Fuzz(func(t *testing.T, session, call, timeout, beat, body string) {
 		inbox := nats.NewInbox()
 		ch := make(chan *nats.Msg, 64)
@@ -231,9 +230,8 @@ func FuzzWorkerRequest(f *testing.F) {
 		// A control message whose body is whatever the input says: it
 		// names no call of the worker, which goes on serving (the call
 		// below is answered).
-		for _, kind := range []string{remote.ControlCancel, remote.ControlResync, body} {
-			if err := nc.PublishMsg(&nats.Msg{Subject: control, Reply: inbox, Data: []byte(body),
-				Header: nats.Header{remote.HeaderControl: {kind}}}); err != nil {
+		for _, kind := range []string{remote.ControlCancel, remote.ControlResync, "other"} {
+			if err := nc.PublishMsg(&nats.Msg{Subject: control(kind), Reply: inbox, Data: []byte(body)}); err != nil {
 				t.Fatal(err)
 			}
 		}

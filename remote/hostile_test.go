@@ -387,12 +387,12 @@ func TestClientPublishesOnlyItsSubjects(t *testing.T) {
 						break
 					}
 					got = append(got, m.Subject+" "+string(m.Data))
-					if m.Subject == control && (string(m.Data) != remote.CallKey(inbox) || strings.Contains(string(m.Data), inbox)) {
+					if m.Subject == control(remote.ControlCancel) && (string(m.Data) != remote.CallKey(inbox) || strings.Contains(string(m.Data), inbox)) {
 						t.Errorf("the cancellation says %q, not the call's key", m.Data)
 					}
 				}
 			}
-			want := []string{remote.DefaultPrefix + ".x {}", control + " " + remote.CallKey(inbox)}
+			want := []string{remote.DefaultPrefix + ".x {}", control(remote.ControlCancel) + " " + remote.CallKey(inbox)}
 			if !slices.Equal(got, want) {
 				t.Errorf("the agent published %q, want %q", got, want)
 			}
@@ -456,8 +456,7 @@ func TestWorkerPublishesNothingOnServerSubjects(t *testing.T) {
 	result() // the call's own
 	ask := func() *nats.Msg {
 		t.Helper()
-		if err := nc.PublishMsg(&nats.Msg{Subject: control, Data: []byte(remote.CallKey(known)),
-			Header: nats.Header{remote.HeaderControl: {remote.ControlResync}}}); err != nil {
+		if err := nc.PublishMsg(&nats.Msg{Subject: control(remote.ControlResync), Data: []byte(remote.CallKey(known))}); err != nil {
 			t.Fatal(err)
 		}
 		return result()
@@ -470,8 +469,7 @@ func TestWorkerPublishesNothingOnServerSubjects(t *testing.T) {
 		{"a call", &nats.Msg{Subject: remote.DefaultPrefix + ".count", Data: []byte(`{"words":["a"]}`),
 			Header: nats.Header{remote.HeaderSession: {"s"}, remote.HeaderCall: {"c1"}}}, false},
 		{"a malformed call", &nats.Msg{Subject: remote.DefaultPrefix + ".count", Data: []byte(`{}`)}, false},
-		{"a control message", &nats.Msg{Subject: control, Data: []byte(remote.CallKey("_INBOX.none")),
-			Header: nats.Header{remote.HeaderControl: {remote.ControlCancel}}}, true},
+		{"a control message", &nats.Msg{Subject: control(remote.ControlCancel), Data: []byte(remote.CallKey("_INBOX.none"))}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := fmt.Sprintf("VICTIM%d", i)

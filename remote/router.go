@@ -129,11 +129,11 @@ func (c *Client) resync() {
 // sendControl sends a control message to the service's workers: to the
 // one named, or to all.
 func (c *Client) sendControl(kind, worker, body string) {
-	h := nats.Header{HeaderControl: {kind}}
+	var h nats.Header
 	if worker != "" {
-		h.Set(HeaderWorker, worker)
+		h = nats.Header{HeaderWorker: {worker}}
 	}
-	_ = c.nc.PublishMsg(&nats.Msg{Subject: c.control, Header: h, Data: []byte(body)})
+	_ = c.nc.PublishMsg(&nats.Msg{Subject: c.control + kind, Header: h, Data: []byte(body)})
 }
 
 // epochNow returns the number of reconnections so far.

@@ -264,3 +264,22 @@ func TestCloseBeforeAnyCall(t *testing.T) {
 		t.Errorf("%d subscriptions on a client closed before any call", got)
 	}
 }
+
+// TestControlSubjectIsNoEvent: a control message never lands where events
+// do: its subject is not an event's (the events' parser refuses it) and
+// has five tokens, so no stream or subscription over the events
+// (toolstream.*.*.*) takes it. A four-token control subject, in an early
+// version of protocol 2, was kept in the durable bus's stream after a
+// cancellation.
+func TestControlSubjectIsNoEvent(t *testing.T) {
+	bus := natstest.Bus(t)
+	for _, kind := range []string{remote.ControlCancel, remote.ControlResync} {
+		subj := remote.ControlSubject(remote.DefaultPrefix, remote.DefaultService, kind)
+		if n := strings.Count(subj, ".") + 1; n == 4 {
+			t.Errorf("%s has four tokens, as an event's subject", subj)
+		}
+		if _, _, _, err := bus.Subjects().Parse(subj); err == nil {
+			t.Errorf("%s parses as an event's subject", subj)
+		}
+	}
+}

@@ -104,13 +104,7 @@ const (
 	HeaderChunk = "Toolstream-Chunk"
 )
 
-// HeaderControl says what a control message asks (ControlCancel or
-// ControlResync). A control message goes to ControlSubject, every worker
-// of the service receives it, and only the worker that holds a call it
-// names acts; with HeaderWorker set, only that worker.
-const HeaderControl = "Toolstream-Control"
-
-// Control message kinds.
+// Control message kinds: the last token of a control subject.
 const (
 	// ControlCancel: stop the calls named (one key per line in the body).
 	// The worker that holds one answers on its inbox with a cancel frame,
@@ -123,9 +117,15 @@ const (
 )
 
 // ControlSubject is where a client of the prefix and service sends its
-// control messages: <prefix>._control.<service>, four tokens where a
-// call's subject has three, so that no tool's subject is ever one.
-func ControlSubject(prefix, service string) string { return prefix + "._control." + service }
+// control messages of a kind: <prefix>._control.<service>.<kind>. Every
+// worker of the service receives them, and only the worker that holds a
+// call one names acts (with a Toolstream-Worker header, only that worker).
+// Under the default prefix it has five tokens, where a call's subject has
+// three and an event's four: no tool's subject is ever one, and no stream
+// or subscription over the events (toolstream.*.*.*) takes it.
+func ControlSubject(prefix, service, kind string) string {
+	return prefix + "._control." + service + "." + kind
+}
 
 // CallKey names a call in control messages: the hex of the first 16 bytes
 // of the SHA-256 of its inbox. Every worker of the service receives a

@@ -165,7 +165,7 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, err
 	w.svc = svc
 	w.id = svc.Info().ID
 	go w.pulse()
-	w.ctl, err = nc.Subscribe(ControlSubject(opts.Prefix, opts.Service), w.onControl)
+	w.ctl, err = nc.Subscribe(ControlSubject(opts.Prefix, opts.Service, "*"), w.onControl)
 	if err != nil {
 		w.abort()
 		return nil, fmt.Errorf("remote: subscribing to control messages: %w", err)
@@ -552,7 +552,7 @@ func (w *Worker) onControl(m *nats.Msg) {
 	if to := m.Header.Get(HeaderWorker); to != "" && to != w.id {
 		return
 	}
-	kind := m.Header.Get(HeaderControl)
+	kind := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 	if kind != ControlCancel && kind != ControlResync {
 		return
 	}
