@@ -10,11 +10,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	neturl "net/url"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/toolstream/toolstream/mcpbridge"
 	"github.com/toolstream/toolstream/toolkit"
@@ -60,13 +67,20 @@ func run(url, scenario, rawContext string) error {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
 		})}
 	ep := mcpbridge.HTTP{URL: url}
+	if strings.HasPrefix(scenario, "auth/") {
+		h, err := oauthHandler(scenario, sc)
+		if err != nil {
+			return err
+		}
+		ep.OAuth = h
+	}
 	c, err := mcpbridge.Connect(ctx, tk, "server", ep, opts...)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	call, ok := scenarioCall[scenario]
-	if !ok && len(scenario) > 5 && scenario[:5] == "auth/" {
+	if !ok && strings.HasPrefix(scenario, "auth/") {
 		call.tool, call.args, ok = "test-tool", `{}`, true
 	}
 	if !ok {
@@ -81,4 +95,64 @@ func run(url, scenario, rawContext string) error {
 		return fmt.Errorf("calling %s: %s", call.tool, res.Text())
 	}
 	return nil
+}
+
+// redirectURL is where the authorization server sends the browser back.
+const redirectURL = "http://127.0.0.1:3000/callback"
+
+// oauthHandler is the grant a host would configure: client credentials
+// for the scenarios of that extension (a service, no user), else the
+// authorization code with PKCE, the client identified by a metadata
+// document URL, pre-registered credentials (when the scenario gives them)
+// or dynamic registration, whichever the authorization server supports.
+func oauthHandler(scenario string, sc map[string]any) (auth.OAuthHandler, error) {
+	id, _ := sc["client_id"].(string)
+	secret, _ := sc["client_secret"].(string)
+	if strings.HasPrefix(scenario, "auth/client-credentials-") {
+		if secret == "" {
+			return nil, errors.New("client credentials: the scenario gives no client_secret (private_key_jwt is not supported)")
+		}
+		return extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+			Credentials: &oauthex.ClientCredentials{ClientID: id, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: secret}},
+		})
+	}
+	cfg := &auth.AuthorizationCodeHandlerConfig{
+		RedirectURL:                    redirectURL,
+		AuthorizationCodeFetcher:       browser,
+		ClientIDMetadataDocumentConfig: &auth.ClientIDMetadataDocumentConfig{URL: "https://conformance-test.local/client-metadata.json"},
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{
+			Metadata: &oauthex.ClientRegistrationMetadata{RedirectURIs: []string{redirectURL}, ClientName: "toolstream conformance client"},
+		},
+		RequestRefreshToken: true,
+	}
+	if id != "" && secret != "" {
+		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: id, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: secret}}
+	}
+	return auth.NewAuthorizationCodeHandler(cfg)
+}
+
+// browser is the host's browser step: a person would open args.URL, sign
+// in, and the authorization server would redirect to redirectURL with the
+// code. The suite's authorization server redirects at once, so the step is
+// one request whose redirect is read instead of followed.
+func browser(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	loc, err := neturl.Parse(resp.Header.Get("Location"))
+	if err != nil || !strings.HasPrefix(loc.String(), redirectURL) {
+		return nil, fmt.Errorf("the authorization server answered %s without a redirect to %s (Location %q)", resp.Status, redirectURL, resp.Header.Get("Location"))
+	}
+	q := loc.Query()
+	if e := q.Get("error"); e != "" {
+		return nil, fmt.Errorf("authorization refused: %s %s", e, q.Get("error_description"))
+	}
+	return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
 }
