@@ -108,7 +108,9 @@ func TestServerOriginCheck(t *testing.T) {
 // TestServerHTTPOptionsRefused: origins and authorization settings that
 // cannot work fail NewServer with an error that says what to give.
 func TestServerHTTPOptionsRefused(t *testing.T) {
-	verify := func(context.Context, string, *http.Request) (*auth.TokenInfo, error) { return nil, auth.ErrInvalidToken }
+	verify := func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
+		return nil, auth.ErrInvalidToken
+	}
 	for _, c := range []struct {
 		opt  mcpbridge.ServerOption
 		want string
