@@ -1,6 +1,7 @@
 package mcpbridge_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -275,4 +277,61 @@ func runOne(t *testing.T, tk *toolkit.Toolkit, name, args string) toolkit.Result
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return sess.Run(ctx, []toolkit.Call{{ID: "1", Name: name, Args: json.RawMessage(args)}})[0]
+}
+
+// TestServerAuthorizationTypeScriptPeer runs the official TypeScript SDK's
+// client (clients/mcp/auth-peer.mjs) against a server with
+// WithAuthorization: no token and a wrong one get 401 (the SDK's client
+// does not connect), the SDK finds the protected-resource metadata from the
+// server URL alone and accepts its resource, the valid token connects and
+// the tool runs as its user, and another Origin gets 403.
+func TestServerAuthorizationTypeScriptPeer(t *testing.T) {
+	node, dir := serverPeerNode(t)
+	as := newAuthServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "auth-peer.mjs", as.url)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	t.Logf("node: %s", stdout.Bytes())
+	if err != nil {
+		t.Fatalf("node auth-peer.mjs: %v\nstderr: %s", err, stderr.Bytes())
+	}
+	type attempt struct {
+		Status           int
+		ResourceMetadata string
+		Scope            string
+		ClientError      *struct {
+			Message string
+			Code    int
+		}
+	}
+	var report struct {
+		OK          bool
+		None, Wrong attempt
+		Resource    string
+		Metadata    struct {
+			Resource             string   `json:"resource"`
+			AuthorizationServers []string `json:"authorization_servers"`
+		}
+		Tools       int
+		Whoami      string
+		OtherOrigin int
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &report); err != nil || !report.OK {
+		t.Fatalf("report %s: %v", stdout.Bytes(), err)
+	}
+	for name, a := range map[string]attempt{"none": report.None, "wrong": report.Wrong} {
+		if a.Status != http.StatusUnauthorized || a.ResourceMetadata != as.metaURL || a.Scope != "tools" || a.ClientError == nil || a.ClientError.Code != http.StatusUnauthorized {
+			t.Errorf("%s: %+v", name, a)
+		}
+	}
+	if report.Resource != as.url || report.Metadata.Resource != as.url || len(report.Metadata.AuthorizationServers) != 1 {
+		t.Errorf("metadata: %+v, resource %q", report.Metadata, report.Resource)
+	}
+	if report.Whoami != "user=alice" || report.Tools < 2 || report.OtherOrigin != http.StatusForbidden {
+		t.Errorf("report = %+v", report)
+	}
 }
