@@ -11,10 +11,12 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
@@ -138,9 +140,10 @@ type authServer struct {
 	hs           *httptest.Server
 }
 
-func newAuthServer(t *testing.T, opts ...mcpbridge.ServerOption) *authServer {
+func newAuthServer(t *testing.T, issuer string, opts ...mcpbridge.ServerOption) *authServer {
 	t.Helper()
 	tk := srvToolkit(t)
+	srvSizeTools(t, tk)
 	whoami := toolkit.MustTool(toolkit.Spec{Name: "whoami", Description: "Says on whose behalf it runs."},
 		func(ctx context.Context, _ struct{}) (string, error) { return "user=" + toolkit.User(ctx), nil })
 	if err := tk.Register([]*toolkit.Tool{whoami}); err != nil {
@@ -162,7 +165,7 @@ func newAuthServer(t *testing.T, opts ...mcpbridge.ServerOption) *authServer {
 	opts = append(opts,
 		mcpbridge.WithAuthorization(mcpbridge.Authorization{
 			Resource:             base + "/mcp",
-			AuthorizationServers: []string{"https://as.example"},
+			AuthorizationServers: []string{issuer},
 			Scopes:               []string{"tools"},
 			Verify:               verify,
 			ResourceName:         "toolstream test",
@@ -187,7 +190,7 @@ func newAuthServer(t *testing.T, opts ...mcpbridge.ServerOption) *authServer {
 // a token without the required scope gets 403; a valid token's user
 // reaches the tool.
 func TestServerBearerAuthorization(t *testing.T) {
-	as := newAuthServer(t)
+	as := newAuthServer(t, "https://as.example")
 	for _, token := range []string{"", "wrong"} {
 		h := map[string]string{}
 		if token != "" {
@@ -228,7 +231,7 @@ func TestServerBearerAuthorization(t *testing.T) {
 // that the header's token was refused. Before, the error ended with the
 // SDK's "Unauthorized" and did not say what to do.
 func TestClientUnauthorizedSaysWhy(t *testing.T) {
-	as := newAuthServer(t)
+	as := newAuthServer(t, "https://as.example")
 	for _, c := range []struct {
 		h    http.Header
 		want string
@@ -287,7 +290,7 @@ func runOne(t *testing.T, tk *toolkit.Toolkit, name, args string) toolkit.Result
 // the tool runs as its user, and another Origin gets 403.
 func TestServerAuthorizationTypeScriptPeer(t *testing.T) {
 	node, dir := serverPeerNode(t)
-	as := newAuthServer(t)
+	as := newAuthServer(t, "https://as.example")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "auth-peer.mjs", as.url)
@@ -333,5 +336,73 @@ func TestServerAuthorizationTypeScriptPeer(t *testing.T) {
 	}
 	if report.Whoami != "user=alice" || report.Tools < 2 || report.OtherOrigin != http.StatusForbidden {
 		t.Errorf("report = %+v", report)
+	}
+}
+
+// tokenServer is an OAuth authorization server for the client-credentials
+// grant: it publishes its metadata (RFC 8414) and issues the token "good"
+// to the client "svc" with the secret "s3cret", counting the tokens issued.
+func tokenServer(t *testing.T) (issuer string, issued *atomic.Int32) {
+	t.Helper()
+	issued = new(atomic.Int32)
+	mux := http.NewServeMux()
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"issuer":%q,"token_endpoint":%q,"authorization_endpoint":%q,"grant_types_supported":["client_credentials"],"token_endpoint_auth_methods_supported":["client_secret_basic"],"code_challenge_methods_supported":["S256"],"response_types_supported":["code"]}`,
+			hs.URL, hs.URL+"/token", hs.URL+"/authorize")
+	})
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		id, secret, ok := r.BasicAuth()
+		if !ok || id != "svc" || secret != "s3cret" || r.FormValue("grant_type") != "client_credentials" {
+			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+			return
+		}
+		issued.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"access_token":"good","token_type":"Bearer","expires_in":3600,"scope":"tools"}`)
+	})
+	return hs.URL, issued
+}
+
+// TestClientOAuthKeepsItsBounds: HTTP.OAuth gets a token the way MCP says
+// (the 401's challenge, the protected-resource metadata, the authorization
+// server's metadata, the client-credentials grant of the SDK's handler),
+// the call runs as the token's user, and HTTP's own settings stay: a
+// streamed message over MaxEventSize fails its call naming the bound, and
+// the reconnection that follows reuses the token (one token issued).
+// Passing the handler through TransportFunc, the only way before, lost the
+// bound (the SDK's streamable client takes 0 as none).
+func TestClientOAuthKeepsItsBounds(t *testing.T) {
+	issuer, issued := tokenServer(t)
+	as := newAuthServer(t, issuer)
+	h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+		Credentials: &oauthex.ClientCredentials{ClientID: "svc", ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: "s3cret"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := srvToolkit(t)
+	connect(t, tk, "authed", mcpbridge.HTTP{URL: as.url, OAuth: h, MaxEventSize: 4096})
+	if res := runOne(t, tk, "mcp__authed__whoami", `{}`); res.IsError() || res.Text() != "user=alice" {
+		t.Fatalf("whoami: %v %q", res.State, res.Text())
+	}
+	if res := runOne(t, tk, "mcp__authed__blob", `{"n":8192}`); !res.IsError() || !strings.Contains(res.Text(), "exceeded 4096 bytes") {
+		t.Fatalf("a message over MaxEventSize: %v %.300s", res.State, res.Text())
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res := runOne(t, tk, "mcp__authed__blob", `{"n":5}`)
+		if res.Text() == "bbbbb" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no call served after the failure: %v %.300s", res.State, res.Text())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := issued.Load(); n != 1 {
+		t.Fatalf("%d tokens issued, want 1: the reconnection asked again", n)
 	}
 }
