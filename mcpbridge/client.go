@@ -357,6 +357,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		if tail := stderrOf(tr); tail != "" {
 			msg += "; its standard error ends with: " + tail
 		}
+		msg += unauthorizedHint(tr)
 		return nil, errors.New(msg)
 	}
 	cn := &conn{sess: sess, tr: tr, gone: make(chan struct{})}

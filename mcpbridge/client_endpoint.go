@@ -11,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolstream/toolstream/interceptors"
 )
 
 // Endpoint says how to reach an MCP server. Each (re)connection asks it for
@@ -143,8 +146,8 @@ func isBlank(b byte) bool {
 type HTTP struct {
 	// URL is the server's MCP endpoint, for example http://host/mcp.
 	URL string
-	// Headers are sent with every request (an Authorization header, for
-	// example).
+	// Headers are sent with every request (a fixed Authorization header,
+	// for example; not with OAuth, which sets that header itself).
 	Headers http.Header
 	// Client makes the requests (http.DefaultClient when nil).
 	Client *http.Client
@@ -156,6 +159,18 @@ type HTTP struct {
 	// to take results larger than 16 MiB from a server that sends them
 	// (an mcpbridge server's WithMaxResultSize).
 	MaxEventSize int
+	// OAuth gets the access tokens of MCP's authorization for HTTP: when
+	// the server answers 401 (or 403 insufficient_scope), the handler runs
+	// its grant (the server's protected-resource metadata, the
+	// authorization server's metadata, client registration, the token
+	// request) and the request is sent again with the token. The SDK's
+	// handlers fit: auth.NewAuthorizationCodeHandler (authorization code
+	// with PKCE; the host's AuthorizationCodeFetcher is the browser step)
+	// and extauth.NewClientCredentialsHandler (no user). One handler serves
+	// every connection of the endpoint, so a reconnection reuses its token.
+	// nil: no authorization, and a 401 fails Connect with an error that
+	// says so. docs/mcp.md ("Authorization") lists the grants.
+	OAuth auth.OAuthHandler
 }
 
 // Transport implements Endpoint.
@@ -163,19 +178,24 @@ func (h HTTP) Transport(context.Context) (mcp.Transport, error) {
 	if h.URL == "" {
 		return nil, errors.New("mcpbridge: HTTP needs a URL")
 	}
+	if h.OAuth != nil && h.Headers.Get("Authorization") != "" {
+		return nil, errors.New("mcpbridge: HTTP has both OAuth and an Authorization header in Headers: the header would replace the OAuth token; keep one")
+	}
 	client := h.Client
 	if client == nil {
 		client = http.DefaultClient
 	}
-	if len(h.Headers) > 0 {
-		c := *client
-		base := c.Transport
-		if base == nil {
-			base = http.DefaultTransport
-		}
-		c.Transport = headerTransport{base: base, h: h.Headers}
-		client = &c
+	c := *client
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
 	}
+	if len(h.Headers) > 0 {
+		base = headerTransport{base: base, h: h.Headers}
+	}
+	// Remembers a 401, so that a failed Connect can say the server wants
+	// authorization rather than only "Unauthorized".
+	c.Transport = &authRecorder{base: base, oauth: h.OAuth != nil}
 	// The client's own reconnection policy (calls failing, tools answering
 	// "unavailable", backoff) decides; the SDK's retries would only delay it.
 	// The SDK's streamable client takes 0 as no bound (v1.8.0), whatever
@@ -184,7 +204,7 @@ func (h HTTP) Transport(context.Context) (mcp.Transport, error) {
 	if maxEvent == 0 {
 		maxEvent = mcp.DefaultMaxEventSize
 	}
-	return &mcp.StreamableClientTransport{Endpoint: h.URL, HTTPClient: client, MaxRetries: 2, MaxEventSize: maxEvent}, nil
+	return &mcp.StreamableClientTransport{Endpoint: h.URL, HTTPClient: &c, MaxRetries: 2, MaxEventSize: maxEvent, OAuthHandler: h.OAuth}, nil
 }
 
 // headerTransport adds fixed headers to every request.
@@ -202,4 +222,65 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	return t.base.RoundTrip(r)
+}
+
+// authRecorder keeps the last 401 answer's challenge (WWW-Authenticate).
+type authRecorder struct {
+	base  http.RoundTripper
+	oauth bool // HTTP.OAuth is set
+	mu    sync.Mutex
+	last  string // "" until a 401
+	token bool   // that request carried an Authorization header
+}
+
+func (t *authRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	token := r.Header.Get("Authorization") != ""
+	if ht, ok := t.base.(headerTransport); ok && ht.h.Get("Authorization") != "" {
+		token = true
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		ch := strings.Join(resp.Header.Values("WWW-Authenticate"), ", ")
+		t.mu.Lock()
+		t.last = interceptors.VisibleText(cutAt(ch, 300)) + " " // never "", even without a challenge
+		t.token = token
+		t.mu.Unlock()
+	}
+	return resp, err
+}
+
+// unauthorizedHint says what to do when an HTTP endpoint's connection
+// failed after the server answered 401; "" for other failures.
+func unauthorizedHint(tr mcp.Transport) string {
+	st, ok := tr.(*mcp.StreamableClientTransport)
+	if !ok || st.HTTPClient == nil {
+		return ""
+	}
+	rt := st.HTTPClient.Transport
+	if pr, ok := rt.(progressRoundTripper); ok {
+		rt = pr.base // Client.withProgress wraps it
+	}
+	rec, ok := rt.(*authRecorder)
+	if !ok {
+		return ""
+	}
+	rec.mu.Lock()
+	last, token := strings.TrimSpace(rec.last), rec.token
+	seen := rec.last != ""
+	rec.mu.Unlock()
+	if !seen {
+		return ""
+	}
+	if last == "" {
+		last = "no WWW-Authenticate challenge"
+	} else {
+		last = "WWW-Authenticate: " + last
+	}
+	switch {
+	case rec.oauth:
+		return fmt.Sprintf("; the server answered 401 Unauthorized (%s) and the OAuth handler got no token it accepts", last)
+	case token:
+		return fmt.Sprintf("; the server answered 401 Unauthorized (%s) to the Authorization header of HTTP.Headers: the token is wrong or expired (HTTP.OAuth gets and renews tokens, docs/mcp.md \"Authorization\")", last)
+	}
+	return fmt.Sprintf("; the server answered 401 Unauthorized (%s): it wants authorization, so set HTTP.OAuth (an OAuth grant, docs/mcp.md \"Authorization\") or an Authorization header in HTTP.Headers", last)
 }

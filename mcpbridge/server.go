@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +44,7 @@ type Server struct {
 	tk     *toolkit.Toolkit
 	srv    *mcp.Server
 	opts   serverOptions
+	http   *httpAuth // the HTTP handler's origin and token checks
 	callID atomic.Uint64
 	idBase string // random, so call ids do not repeat across Servers
 
@@ -74,7 +74,9 @@ type serverOptions struct {
 	logger        *slog.Logger
 	perms         *interceptors.Permissions
 	callContext   func(ctx context.Context, req *mcp.CallToolRequest) context.Context
-	maxResult     int // WithMaxResultSize
+	maxResult     int            // WithMaxResultSize
+	origins       []string       // WithAllowedOrigins
+	authz         *Authorization // WithAuthorization
 }
 
 // WithImplementation sets the name and version the server reports to
@@ -138,6 +140,10 @@ func NewServer(tk *toolkit.Toolkit, opts ...ServerOption) (*Server, error) {
 	if err := events.CheckSessionID(o.sessionPrefix + strings.Repeat("0", 24)); err != nil {
 		return nil, fmt.Errorf("mcpbridge: session prefix %q: %w", o.sessionPrefix, err)
 	}
+	ha, err := checkHTTPOptions(&o)
+	if err != nil {
+		return nil, err
+	}
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("mcpbridge: %w", err)
@@ -145,6 +151,7 @@ func NewServer(tk *toolkit.Toolkit, opts ...ServerOption) (*Server, error) {
 	s := &Server{
 		tk:       tk,
 		opts:     o,
+		http:     ha,
 		idBase:   hex.EncodeToString(b[:]),
 		sessions: make(map[*mcp.ServerSession]*toolkit.Session),
 		tools:    make(map[string]*listedOutput),
@@ -295,16 +302,6 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 // until the client disconnects or ctx ends.
 func (s *Server) ServeStdio(ctx context.Context) error {
 	return s.Serve(ctx, &mcp.StdioTransport{})
-}
-
-// Handler returns an http.Handler that serves MCP's streamable HTTP
-// transport, to mount where the user wants (for example at /mcp). opts may be
-// nil: stateful sessions (Mcp-Session-Id, protocol revisions up to
-// 2025-11-25), each with its own toolstream session, closed with it. With
-// opts.Stateless the handler serves the sessionless newest revision, and each
-// request is a toolstream session of its own.
-func (s *Server) Handler(opts *mcp.StreamableHTTPOptions) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, opts)
 }
 
 // Close closes the MCP sessions this Server serves and the toolstream

@@ -460,7 +460,10 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		// The toolkit over MCP at /mcp: an MCP client (the Inspector, a
 		// desktop app) lists and calls the tour's tools; its calls show on
 		// the page under sessions named mcp-..., and a call that needs
-		// approval becomes a question to that client.
+		// approval becomes a question to that client. No token, like the
+		// page: it listens on loopback by default, where the SDK refuses
+		// foreign Host names, and mcpbridge refuses browser pages on other
+		// origins (403).
 		mcpSrv, err := mcpbridge.NewServer(tk, mcpbridge.WithImplementation("toolstream-demo", "dev"), mcpbridge.WithPermissions(perms))
 		if err != nil {
 			return err

@@ -24,6 +24,7 @@ import (
 // /mcp (the official Go SDK's client over streamable HTTP, as a desktop
 // app would connect): it lists the tour's tools with their annotations and
 // runs a call through the toolkit, whose events show under an mcp- session.
+// A request from a browser page on another origin is refused (403).
 func TestDemoServesMCP(t *testing.T) {
 	ctx, addr, _ := startDemoPage(t)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -81,6 +82,26 @@ func TestDemoServesMCP(t *testing.T) {
 	_, _ = body.ReadFrom(resp.Body)
 	if !strings.Contains(body.String(), `"mcp-`) {
 		t.Errorf("no mcp- session in %s", body.String())
+	}
+	// Browsers: the page's own origin may use /mcp, a page elsewhere may
+	// not (the client above, like desktop apps, sends no Origin).
+	for origin, want := range map[string]int{"http://" + addr: http.StatusOK, "http://evil.example": http.StatusForbidden} {
+		req, err := http.NewRequestWithContext(cctx, http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"page","version":"1"}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Origin", origin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("/mcp with Origin %s: %s, want %d", origin, resp.Status, want)
+		}
 	}
 }
 
