@@ -174,23 +174,6 @@ func TestWorkerConfined(t *testing.T) {
 	w.refused(t, "Publish", "$JS.API.STREAM.INFO.KV_toolstream_calls")
 }
 
-// waitRefusal waits for a refusal whose text contains what.
-func waitRefusal(t *testing.T, c *client, what string) {
-	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case err := <-c.errs:
-			if strings.Contains(err.Error(), what) {
-				return
-			}
-			t.Errorf("%s: while waiting for the refusal %s: %v", c.who, what, err)
-		case <-timeout:
-			t.Fatalf("%s: no refusal %s within 10s", c.who, what)
-		}
-	}
-}
-
 // TestViewerConfined: the viewer of one session reads that session's
 // events as they are published and nothing else (another session, every
 // session, the calls, the inboxes, the buckets), and publishes nothing at
