@@ -162,10 +162,10 @@ func FuzzFrames(f *testing.F) {
 // FuzzWorkerRequest: whatever headers and body a request carries (session,
 // call, timeout, heartbeat, arguments), a worker answers it, at once and
 // precisely: a refusal with micro's error headers (400 for a malformed
-// call), or an accept, frames numbered from 1 without a gap, and a result
-// frame that decodes; and whatever body a cancellation carries, the worker
-// answers it with a cancel frame (400: no call named; 404: no such call).
-// It never panics, never stays silent, and keeps no call in flight after.
+// call), or frames numbered from 1 without a gap, each naming the worker,
+// ending with a result frame that decodes; a control message whatever its
+// body names no call and changes nothing. It never panics, never stays
+// silent, and keeps no call in flight after.
 func FuzzWorkerRequest(f *testing.F) {
 	for _, s := range [][5]string{
 		{"s", "c", "", "", `{"a":1}`},
@@ -210,6 +210,7 @@ func FuzzWorkerRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer nc.Close()
+	control := remote.ControlSubject(remote.DefaultPrefix, remote.DefaultService)
 	f.Fuzz(func(t *testing.T, session, call, timeout, beat, body string) {
 		inbox := nats.NewInbox()
 		ch := make(chan *nats.Msg, 64)
@@ -227,14 +228,14 @@ func FuzzWorkerRequest(f *testing.F) {
 				return nil
 			}
 		}
-		// A cancellation naming whatever the body says: no call runs with
-		// that reply subject.
-		if err := nc.PublishMsg(&nats.Msg{Subject: remote.DefaultPrefix + "._cancel." + w.ID(), Reply: inbox, Data: []byte(body)}); err != nil {
-			t.Fatal(err)
-		}
-		m := next("the cancellation")
-		if m.Header.Get(remote.HeaderFrame) != "cancel" || (m.Header.Get(micro.ErrorCodeHeader) != "400" && m.Header.Get(micro.ErrorCodeHeader) != "404") {
-			t.Fatalf("the answer to a cancellation: %v", m.Header)
+		// A control message whose body is whatever the input says: it
+		// names no call of the worker, which goes on serving (the call
+		// below is answered).
+		for _, kind := range []string{remote.ControlCancel, remote.ControlResync, body} {
+			if err := nc.PublishMsg(&nats.Msg{Subject: control, Reply: inbox, Data: []byte(body),
+				Header: nats.Header{remote.HeaderControl: {kind}}}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		h := nats.Header{}
 		for k, v := range map[string]string{remote.HeaderSession: session, remote.HeaderCall: call, remote.HeaderTimeout: timeout, remote.HeaderHeartbeat: beat} {
@@ -259,6 +260,9 @@ func FuzzWorkerRequest(f *testing.F) {
 					t.Fatalf("refusal %s after %d frames: %v", code, seq-1, m.Header)
 				}
 				break
+			}
+			if m.Header.Get(remote.HeaderWorker) != w.ID() {
+				t.Fatalf("frame %q names worker %q, not %q", m.Header.Get(remote.HeaderFrame), m.Header.Get(remote.HeaderWorker), w.ID())
 			}
 			if got, _ := strconv.ParseUint(m.Header.Get(remote.HeaderSeq), 10, 64); got != seq {
 				t.Fatalf("frame %q numbered %d, want %d", m.Header.Get(remote.HeaderFrame), got, seq)
@@ -287,9 +291,9 @@ func FuzzWorkerRequest(f *testing.F) {
 // that speaks the client's protocol.
 func FuzzDiscover(f *testing.F) {
 	for _, s := range []string{
-		`{"name":"toolstream_tools","id":"A","version":"1.0.0","metadata":{"toolstream.protocol":"1"},"endpoints":[{"name":"x","subject":"toolstream._tools.x","metadata":{"toolstream.spec":"{\"name\":\"x\"}","toolstream.schema":"{\"type\":\"object\"}"}}]}`,
-		`{"metadata":{"toolstream.protocol":"2"},"endpoints":[{"name":"x","subject":"toolstream._tools.x","metadata":{"toolstream.spec":"{\"name\":\"x\"}","toolstream.schema":"{}"}}]}`,
-		`{"metadata":{"toolstream.protocol":"1"},"endpoints":[{"name":"x","subject":"elsewhere","metadata":{"toolstream.spec":"{\"name\":\"x\"}","toolstream.schema":"{}"}}]}`,
+		`{"name":"toolstream_tools","id":"A","version":"1.0.0","metadata":{"toolstream.protocol":"2"},"endpoints":[{"name":"x","subject":"toolstream._tools.x","metadata":{"toolstream.spec":"{\"name\":\"x\"}","toolstream.schema":"{\"type\":\"object\"}"}}]}`,
+		`{"metadata":{"toolstream.protocol":"1"},"endpoints":[{"name":"x","subject":"toolstream._tools.x","metadata":{"toolstream.spec":"{\"name\":\"x\"}","toolstream.schema":"{}"}}]}`,
+		`{"metadata":{"toolstream.protocol":"2"},"endpoints":[{"name":"x","subject":"elsewhere","metadata":{"toolstream.spec":"{\"name\":\"x\"}","toolstream.schema":"{}"}}]}`,
 		`{"endpoints":[{"name":"x.*","subject":"toolstream._tools.x.*","metadata":{"toolstream.spec":"{\"name\":\"x.*\"}","toolstream.schema":"{}"}}]}`,
 		`{"endpoints":[{"name":"x","subject":"toolstream._tools.x","metadata":{"toolstream.spec":"{\"name\":\"x\",\"timeout_ms\":-5}","toolstream.schema":"{\"type\":7}","toolstream.output_schema":"[]"}}]}`,
 		`{"endpoints":null}`,
@@ -336,7 +340,7 @@ func FuzzDiscover(f *testing.F) {
 		}
 		var info micro.Info
 		_ = json.Unmarshal([]byte(s), &info)
-		if len(tools) > 0 && info.Metadata[remote.MetaProtocol] != "1" {
+		if len(tools) > 0 && info.Metadata[remote.MetaProtocol] != "2" {
 			t.Fatalf("%d tools of a service of protocol %q", len(tools), info.Metadata[remote.MetaProtocol])
 		}
 		for _, tl := range tools {

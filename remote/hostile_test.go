@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -27,7 +28,7 @@ import (
 // are eps, as a worker that is not one of ours (or a hostile one) would.
 func fakeInfo(t *testing.T, nc *nats.Conn, eps ...micro.EndpointInfo) {
 	t.Helper()
-	fakeInfoOf(t, nc, map[string]string{remote.MetaProtocol: "1"}, eps...)
+	fakeInfoOf(t, nc, map[string]string{remote.MetaProtocol: "2"}, eps...)
 }
 
 // fakeInfoOf is fakeInfo with the service's metadata.
@@ -223,7 +224,7 @@ func TestIDsWithSpacesCrossTheWire(t *testing.T) {
 // says why. Before, the client used them and sent them calls in a protocol
 // they do not speak.
 func TestDiscoverChecksTheProtocol(t *testing.T) {
-	for _, md := range []map[string]string{{remote.MetaProtocol: "2"}, nil} {
+	for _, md := range []map[string]string{{remote.MetaProtocol: "1"}, {remote.MetaProtocol: "3"}, nil} {
 		bus := natstest.Bus(t)
 		fakeInfoOf(t, conn(t, bus), md, micro.EndpointInfo{Name: "x", Subject: remote.DefaultPrefix + ".x",
 			Metadata: map[string]string{remote.MetaSpec: `{"name":"x"}`, remote.MetaSchema: `{"type":"object"}`}})
@@ -300,7 +301,7 @@ func TestManyBusyRetriesStayShort(t *testing.T) {
 	b := newBlock()
 	wk := testutil.Kit(t)
 	testutil.Add(t, wk, b.tool(toolkit.Spec{Name: "hold", ConcurrencySafe: true}))
-	serve(t, bus, wk, remote.WorkerOptions{MaxInFlight: 1})
+	serve(t, bus, wk, remote.WorkerOptions{MaxInFlight: 1, MaxQueued: -1})
 	defer close(b.release)
 	c := remote.NewClient(conn(t, bus), remote.ClientOptions{BusyRetries: 12})
 	agent := testutil.Kit(t)
@@ -316,61 +317,32 @@ func TestManyBusyRetriesStayShort(t *testing.T) {
 	}
 }
 
-// TestControlSubjectKeepsToThePrefix: the client sends a cancellation only
-// to <Prefix>._cancel.<worker>, the subject a worker of its prefix names in
-// its accept frame. Before, it sent it to whatever subject the frame named,
-// so a responder on a tool's subject could make the agent publish on any
-// subject (another service's, JetStream's API): the cancelled call's
-// message landed on "victim.cancel" and on "$JS.API.STREAM.PURGE.X". Now a
-// first accept frame that names another subject fails the call at once,
-// with the subject it named and the one expected; a second worker's (two
-// queue groups) is not told to stop, and the first one's result stands.
-func TestControlSubjectKeepsToThePrefix(t *testing.T) {
-	ok := remote.DefaultPrefix + "._cancel.W1"
-	accept := func(worker, control string) nats.Header {
-		return nats.Header{remote.HeaderFrame: {"accept"}, remote.HeaderWorker: {worker}, remote.HeaderControl: {control}}
-	}
-	result := nats.Header{remote.HeaderFrame: {"result"}, remote.HeaderWorker: {"W1"}}
-	cases := []struct {
-		name   string
-		frames []nats.Header // numbered 1, 2, ... as sent; a result frame carries a success
-		state  toolkit.State
-		text   []string // in the result's text
-	}{
-		{"foreign subject", []nats.Header{accept("W1", "victim.cancel")}, toolkit.StateError,
-			[]string{`"victim.cancel"`, `"` + ok + `"`, `worker "W1"`}},
-		{"JetStream API", []nats.Header{accept("W1", "$JS.API.STREAM.PURGE.X")}, toolkit.StateError,
-			[]string{`"$JS.API.STREAM.PURGE.X"`, `"` + ok + `"`}},
-		{"another worker's", []nats.Header{accept("W1", remote.DefaultPrefix+"._cancel.W2")}, toolkit.StateError,
-			[]string{`"` + remote.DefaultPrefix + `._cancel.W2"`, `"` + ok + `"`}},
-		{"worker id not a token", []nats.Header{accept("victim.>", remote.DefaultPrefix+"._cancel.victim.>")}, toolkit.StateError,
-			[]string{`"victim.>" is not a worker id`}},
-		{"second worker", []nats.Header{accept("W1", ok), accept("W2", "victim.cancel"), result}, toolkit.StateSuccess,
-			[]string{"done"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+// TestClientPublishesOnlyItsSubjects: whatever a responder on a tool's
+// subject writes in its frames (a subject for cancellations, as protocol 1
+// took from the accept frame; a worker id that is a wildcard), the client
+// publishes only the call, on <Prefix>.<tool>, and its cancellation, on the
+// control subject, naming the call by its key and never its inbox. In
+// protocol 1 a responder could make the agent publish on any subject it
+// named (before a check was added): the cancelled call's message landed on
+// "victim.cancel" and on "$JS.API.STREAM.PURGE.X".
+func TestClientPublishesOnlyItsSubjects(t *testing.T) {
+	for _, worker := range []string{"W1", "victim.>", "$JS.API.STREAM.PURGE.X"} {
+		t.Run(worker, func(t *testing.T) {
 			bus := natstest.Bus(t)
 			wnc, vnc, anc := conn(t, bus), conn(t, bus), conn(t, bus)
 			var victims []*nats.Subscription
-			for _, s := range []string{"victim.>", "$JS.API.>", remote.DefaultPrefix + "._cancel.>"} {
+			for _, s := range []string{"victim.>", "$JS.API.>", remote.DefaultPrefix + ".>"} {
 				sub, err := vnc.SubscribeSync(s)
 				if err != nil {
 					t.Fatal(err)
 				}
 				victims = append(victims, sub)
 			}
-			took := make(chan struct{}, 1)
+			took := make(chan string, 1)
 			sub, err := wnc.Subscribe(remote.DefaultPrefix+".x", func(m *nats.Msg) {
-				for i, h := range tc.frames {
-					h.Set(remote.HeaderSeq, fmt.Sprint(i+1))
-					var data []byte
-					if h.Get(remote.HeaderFrame) == "result" {
-						data = []byte(`{"state":"success","content":[{"type":"text","text":"done"}]}`)
-					}
-					_ = wnc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: h, Data: data})
-				}
-				took <- struct{}{}
+				_ = wnc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{remote.HeaderFrame: {"accept"}, remote.HeaderSeq: {"1"},
+					remote.HeaderWorker: {worker}, "Toolstream-Control": {"victim.cancel"}}})
+				took <- m.Reply
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -390,35 +362,39 @@ func TestControlSubjectKeepsToThePrefix(t *testing.T) {
 			agent := testutil.Kit(t)
 			testutil.Add(t, agent, tl)
 			batch := testutil.Session(t, agent, "s").Start(context.Background(), []toolkit.Call{testutil.Call("c1", "x", `{}`)})
-			testutil.WaitFor(t, took, "the scripted worker to take the call")
+			var inbox string
 			select {
-			case <-batch.Done():
-			case <-time.After(time.Second):
-				// Held (the code before the fix): the cancellation is what
-				// went to the named subject.
-				batch.Cancel()
-				<-batch.Done()
+			case inbox = <-took:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the scripted worker did not take the call")
 			}
+			batch.Cancel()
 			r := batch.Wait()[0]
+			if r.State != toolkit.StateInterrupted || !strings.Contains(r.Text(), "did not confirm") {
+				t.Fatalf("%s %q", r.State, r.Text())
+			}
 			if err := anc.Flush(); err != nil {
 				t.Fatal(err)
 			}
 			if err := vnc.Flush(); err != nil {
 				t.Fatal(err)
 			}
+			var got []string
 			for _, v := range victims {
-				if n, _, _ := v.Pending(); n > 0 {
-					m, _ := v.NextMsg(0)
-					t.Errorf("the agent published %d message(s) on %s (%q)", n, m.Subject, m.Data)
+				for {
+					m, err := v.NextMsg(0)
+					if err != nil {
+						break
+					}
+					got = append(got, m.Subject+" "+string(m.Data))
+					if m.Subject == control && (string(m.Data) != remote.CallKey(inbox) || strings.Contains(string(m.Data), inbox)) {
+						t.Errorf("the cancellation says %q, not the call's key", m.Data)
+					}
 				}
 			}
-			if r.State != tc.state {
-				t.Fatalf("%s %q, want %s", r.State, r.Text(), tc.state)
-			}
-			for _, s := range tc.text {
-				if !strings.Contains(r.Text(), s) {
-					t.Errorf("the result %q does not say %s", r.Text(), s)
-				}
+			want := []string{remote.DefaultPrefix + ".x {}", control + " " + remote.CallKey(inbox)}
+			if !slices.Equal(got, want) {
+				t.Errorf("the agent published %q, want %q", got, want)
 			}
 		})
 	}
@@ -454,6 +430,38 @@ func TestWorkerPublishesNothingOnServerSubjects(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	handled := func() uint64 { s := w.Stats(); return s.Calls + s.Refused }
+	// A call made by hand whose result the worker keeps: a resync naming it
+	// gets that result again, after the control messages before it.
+	known := nc.NewInbox()
+	frames, err := nc.SubscribeSync(known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.PublishMsg(&nats.Msg{Subject: remote.DefaultPrefix + ".count", Reply: known, Data: []byte(`{"words":["a"]}`),
+		Header: nats.Header{remote.HeaderSession: {"s"}, remote.HeaderCall: {"known"}}}); err != nil {
+		t.Fatal(err)
+	}
+	result := func() *nats.Msg {
+		t.Helper()
+		for {
+			m, err := frames.NextMsg(5 * time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Header.Get(remote.HeaderFrame) == "result" {
+				return m
+			}
+		}
+	}
+	result() // the call's own
+	ask := func() *nats.Msg {
+		t.Helper()
+		if err := nc.PublishMsg(&nats.Msg{Subject: control, Data: []byte(remote.CallKey(known)),
+			Header: nats.Header{remote.HeaderControl: {remote.ControlResync}}}); err != nil {
+			t.Fatal(err)
+		}
+		return result()
+	}
 	for i, tc := range []struct {
 		name   string
 		msg    *nats.Msg
@@ -462,7 +470,8 @@ func TestWorkerPublishesNothingOnServerSubjects(t *testing.T) {
 		{"a call", &nats.Msg{Subject: remote.DefaultPrefix + ".count", Data: []byte(`{"words":["a"]}`),
 			Header: nats.Header{remote.HeaderSession: {"s"}, remote.HeaderCall: {"c1"}}}, false},
 		{"a malformed call", &nats.Msg{Subject: remote.DefaultPrefix + ".count", Data: []byte(`{}`)}, false},
-		{"a cancellation", &nats.Msg{Subject: remote.DefaultPrefix + "._cancel." + w.ID(), Data: []byte("_INBOX.none")}, true},
+		{"a control message", &nats.Msg{Subject: control, Data: []byte(remote.CallKey("_INBOX.none")),
+			Header: nats.Header{remote.HeaderControl: {remote.ControlCancel}}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := fmt.Sprintf("VICTIM%d", i)
@@ -475,10 +484,11 @@ func TestWorkerPublishesNothingOnServerSubjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.cancel {
-				// The cancellation: the worker handles its cancellations in
-				// order, so the answer to a second one says it took the first.
-				if _, err := nc.Request(tc.msg.Subject, []byte("_INBOX.none"), 5*time.Second); err != nil {
-					t.Fatal(err)
+				// The worker handles its control messages in order: once it
+				// has answered a resync of a call it runs, it has handled the
+				// message before.
+				if m := ask(); m.Header.Get(remote.HeaderWorker) != w.ID() {
+					t.Fatalf("the resync's answer: %v", m.Header)
 				}
 			} else {
 				for deadline := time.Now().Add(5 * time.Second); handled() == before || w.Stats().InFlight > 0; time.Sleep(time.Millisecond) {

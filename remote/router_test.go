@@ -99,16 +99,23 @@ func TestOneSubscriptionForAllCalls(t *testing.T) {
 // TestDurableBusKeepsEventsOnly: on a bus that keeps events in JetStream, a
 // remote call's request (on <prefix>._tools.<tool>, under the events'
 // prefix) is not stored, nor acknowledged to the call's inbox, and the
-// call's streamed pieces reach the agent's observers as they come (no
-// reset and replay at the result, which a lost frame would force).
+// call's streamed pieces (the tool writes the next once the agent saw the
+// last) reach the agent's observers as they come (no reset and replay at
+// the result, which a lost frame would force).
 func TestDurableBusKeepsEventsOnly(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	seen := make(chan struct{}, 8) // a delta reached the agent
 	wk := testutil.Kit(t)
 	testutil.Add(t, wk, toolkit.MustTool(toolkit.Spec{Name: "pieces"}, func(ctx context.Context, _ struct{}) (string, error) {
 		em := stream.From(ctx)
 		for _, p := range []string{"a", "b"} {
 			if err := em.Text(p); err != nil {
 				return "", err
+			}
+			select {
+			case <-seen:
+			case <-time.After(10 * time.Second):
+				return "", errors.New("the agent never saw the delta " + p)
 			}
 		}
 		return "c", nil
@@ -117,7 +124,12 @@ func TestDurableBusKeepsEventsOnly(t *testing.T) {
 	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
 	t.Cleanup(func() { _ = c.Close() })
 	rec := &testutil.Recorder{}
-	agent := testutil.Kit(t, toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithInlineObserver(rec))
+	signal := toolkit.ObserverFunc(func(ev *events.Event) {
+		if ev.Type == events.TypeDelta && ev.Delta != nil && ev.Delta.Text != "c" {
+			seen <- struct{}{}
+		}
+	})
+	agent := testutil.Kit(t, toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithInlineObserver(rec), toolkit.WithInlineObserver(signal))
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	r := testutil.Run(t, agent, "conv", testutil.Call("p1", "pieces", `{}`))[0]
 	if r.State != toolkit.StateSuccess || r.Text() != "abc" {

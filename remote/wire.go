@@ -1,6 +1,8 @@
 package remote
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/textproto"
@@ -29,6 +31,16 @@ const (
 	DefaultQueueGroup = "toolstream"
 	// DefaultMaxInFlight bounds the calls one worker runs at once.
 	DefaultMaxInFlight = 64
+	// DefaultMaxQueued bounds the calls a worker holds, waiting for a free
+	// slot, beyond those it runs: a spike waits in the worker's queue, in
+	// the order it came, instead of failing.
+	DefaultMaxQueued = 8192
+	// DefaultMaxQueuedBytes bounds the arguments those waiting calls hold
+	// (NATS's own default bound of a subscription's pending bytes).
+	DefaultMaxQueuedBytes = 64 << 20
+	// DefaultKeepResults is how long a worker keeps a call's result frame
+	// after sending it, to send it again to a client that reconnected.
+	DefaultKeepResults = 10 * time.Second
 	// DefaultHeartbeat is how often a worker tells the caller it is alive.
 	DefaultHeartbeat = time.Second
 	// DefaultMissedHeartbeats is how many heartbeats a caller misses before
@@ -38,6 +50,26 @@ const (
 
 // minHeartbeat is the shortest heartbeat interval a worker keeps to.
 const minHeartbeat = 10 * time.Millisecond
+
+// A worker's timings that are not options.
+const (
+	// acceptAfter: a call still held this long after it came gets its
+	// accept frame (a call that declares itself not idempotent gets it at
+	// once, before it runs). A call that ends sooner costs two messages,
+	// the request and its result, as a bare NATS request does.
+	acceptAfter = 20 * time.Millisecond
+	// flushAfter: a delta waits at most this long on the worker before it
+	// goes out, so that a tool's stream reaches people as it is written,
+	// while a tool that returns at once sends its content in the result
+	// frame only.
+	flushAfter = 20 * time.Millisecond
+	// flushBytes: deltas held back that add up to this many bytes go out
+	// at once.
+	flushBytes = 64 << 10
+	// pulse is how often a worker looks for frames that are due (accepts,
+	// heartbeats, deltas held back), while it holds calls.
+	pulse = 10 * time.Millisecond
+)
 
 // Request headers (agent to worker).
 const (
@@ -58,16 +90,13 @@ const (
 
 // Reply headers (worker to agent, on the request's reply subject).
 const (
-	HeaderFrame  = "Toolstream-Frame" // accept, hb, progress, delta, result
-	HeaderSeq    = "Toolstream-Seq"   // 1, 2, ... per call: a gap means a lost frame
+	HeaderFrame = "Toolstream-Frame" // accept, hb, progress, delta, result, cancel
+	HeaderSeq   = "Toolstream-Seq"   // 1, 2, ... per call: a gap means a lost frame
+	// HeaderWorker names the worker on every frame and refusal. The first
+	// worker that speaks binds the call: a frame that names another worker,
+	// or none, is dropped (ClientStats.Dropped).
 	HeaderWorker = "Toolstream-Worker"
-	// HeaderControl, on an accept frame, is where the caller sends a
-	// cancellation: <prefix>._cancel.<worker id>, and nothing else. A
-	// client fails a call whose first accept frame names another subject
-	// (and never publishes there), so that a responder cannot make the
-	// agent publish on any subject it likes.
-	HeaderControl = "Toolstream-Control"
-	HeaderReset   = "Toolstream-Reset" // on a delta that starts the content over
+	HeaderReset  = "Toolstream-Reset" // on a delta that starts the content over
 	// HeaderChunk, "<index>/<count>" on a delta frame, marks one piece of a
 	// part too large for one message: the bodies of pieces 0 to count-1, in
 	// a row, put together, are the part's JSON (as in the events' chunks,
@@ -75,32 +104,45 @@ const (
 	HeaderChunk = "Toolstream-Chunk"
 )
 
-// controlSubject is the subject a worker of the prefix receives its
-// cancellations on, the one its accept frames name in HeaderControl.
-func controlSubject(prefix, worker string) string { return prefix + "._cancel." + worker }
+// HeaderControl says what a control message asks (ControlCancel or
+// ControlResync). A control message goes to ControlSubject, every worker
+// of the service receives it, and only the worker that holds a call it
+// names acts; with HeaderWorker set, only that worker.
+const HeaderControl = "Toolstream-Control"
 
-// checkControl checks the control subject an accept frame names: a client
-// sends cancellations only to <prefix>._cancel.<worker>, the worker being
-// the frame's HeaderWorker, one plain subject token. A responder that names
-// another subject (another service's, JetStream's API, a wildcard) could
-// otherwise make the agent publish there.
-func checkControl(prefix, worker, control string) error {
-	if worker == "" || strings.ContainsAny(worker, ".*> \t\r\n") {
-		return fmt.Errorf("its accept frame's %s %q is not a worker id (one subject token)", HeaderWorker, worker)
-	}
-	if want := controlSubject(prefix, worker); control != want {
-		return fmt.Errorf("its accept frame names %q as the subject for cancellations, not %q: the client sends cancellations to no other subject", control, want)
-	}
-	return nil
+// Control message kinds.
+const (
+	// ControlCancel: stop the calls named (one key per line in the body).
+	// The worker that holds one answers on its inbox with a cancel frame,
+	// then its result; a call that ended meanwhile gets its result again.
+	ControlCancel = "cancel"
+	// ControlResync: this client reconnected and may have missed frames of
+	// the calls named. The worker that holds one sends a heartbeat on its
+	// inbox, or its result again if it ended in the last KeepResults.
+	ControlResync = "resync"
+)
+
+// ControlSubject is where a client of the prefix and service sends its
+// control messages: <prefix>._control.<service>, four tokens where a
+// call's subject has three, so that no tool's subject is ever one.
+func ControlSubject(prefix, service string) string { return prefix + "._control." + service }
+
+// CallKey names a call in control messages: the hex of the first 16 bytes
+// of the SHA-256 of its inbox. Every worker of the service receives a
+// control message; a key tells them which call without telling them its
+// inbox, which only the worker that took the call knows.
+func CallKey(inbox string) string {
+	sum := sha256.Sum256([]byte(inbox))
+	return hex.EncodeToString(sum[:16])
 }
 
 // serverAPI reports whether a reply subject is one of the server's own
 // ($JS.API..., $KV..., $SYS..., any subject that starts with "$"), which
 // no caller's inbox is. A worker publishes nothing there: its frames and
-// refusals, and its answers to cancellations, have empty bodies, and an
-// empty message to $JS.API.STREAM.DELETE.<stream> deletes the stream, so
-// a request or cancellation naming such a reply subject would make the
-// worker act on JetStream with its own credentials for whoever sent it.
+// refusals have empty bodies, and an empty message to
+// $JS.API.STREAM.DELETE.<stream> deletes the stream, so a request naming
+// such a reply subject would make the worker act on JetStream with its own
+// credentials for whoever sent it.
 func serverAPI(reply string) bool { return strings.HasPrefix(reply, "$") }
 
 // Frame types.
@@ -110,9 +152,7 @@ const (
 	frameProgress = "progress"
 	frameDelta    = "delta"
 	frameResult   = "result"
-	// frameCancel is not one of the call's numbered frames: the worker's
-	// answer to a cancellation, on the reply subject the cancellation gave.
-	frameCancel = "cancel"
+	frameCancel   = "cancel" // the worker took a cancellation: the result follows
 )
 
 // Endpoint metadata keys.
@@ -123,8 +163,11 @@ const (
 	MetaProtocol     = "toolstream.protocol"
 )
 
-// protocol is the wire protocol's version, in the service metadata.
-const protocol = "1"
+// protocol is the wire protocol's version, in the service metadata. Version
+// 2 (see docs/scale-out.md) replaced version 1's accept-at-once, per-worker
+// cancel subjects and repeated results; a client speaks one version and
+// leaves out workers of another.
+const protocol = "2"
 
 // Refusal codes a worker answers with (micro's Nats-Service-Error-Code).
 const (
@@ -187,6 +230,9 @@ type wireResult struct {
 	// MetaOmitted: the meta was too large for the message even without
 	// the content, and was left out.
 	MetaOmitted bool `json:"meta_omitted,omitempty"`
+	// NotRun: the call ended while it waited for a slot on the worker: its
+	// tool never ran.
+	NotRun bool `json:"not_run,omitempty"`
 }
 
 // frameRoom is what a frame keeps free for its headers (a result frame's

@@ -30,11 +30,7 @@ func peer(t *testing.T, nc *nats.Conn, frames []frame) {
 	t.Helper()
 	sub, err := nc.Subscribe(remote.DefaultPrefix+".x", func(m *nats.Msg) {
 		for _, f := range frames {
-			h := nats.Header{remote.HeaderFrame: {f.kind}, remote.HeaderSeq: {strconv.Itoa(f.seq)}}
-			if f.kind == "accept" {
-				h.Set(remote.HeaderWorker, "W1")
-				h.Set(remote.HeaderControl, remote.DefaultPrefix+"._cancel.W1")
-			}
+			h := nats.Header{remote.HeaderFrame: {f.kind}, remote.HeaderSeq: {strconv.Itoa(f.seq)}, remote.HeaderWorker: {"W1"}}
 			if f.reset {
 				h.Set(remote.HeaderReset, "1")
 			}
@@ -56,9 +52,10 @@ func part(s string) string {
 }
 
 // TestLostFrames: when frames are lost on the way (a gap in their numbers),
-// the call's content starts over with the result frame's, so the model gets
-// the worker's content exactly and the deltas still add up; a failure's
-// "Error:" line is written once.
+// the call's content is mended from the result frame's: what reached the
+// agent is kept when it begins the content and the rest follows, or else
+// the content starts over; so the model gets the worker's content exactly
+// and the deltas still add up. A failure's "Error:" line is written once.
 func TestLostFrames(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -70,7 +67,10 @@ func TestLostFrames(t *testing.T) {
 		{"no gap", []frame{{"accept", 1, "", false}, {"delta", 2, part("a"), false}, {"delta", 3, part("b"), false},
 			{"result", 4, `{"state":"success","content":[{"type":"text","text":"ab"}]}`, false}}, toolkit.StateSuccess, "ab", 0},
 		{"gap", []frame{{"accept", 1, "", false}, {"delta", 2, part("a"), false}, {"delta", 4, part("c"), false},
-			{"result", 5, `{"state":"success","content":[{"type":"text","text":"abc"}]}`, false}}, toolkit.StateSuccess, "abc", 1},
+			{"result", 5, `{"state":"success","content":[{"type":"text","text":"abc"}]}`, false}}, toolkit.StateSuccess, "abc", 0},
+		{"gap in a reset", []frame{{"accept", 1, "", false}, {"delta", 2, part("old"), false}, {"delta", 4, part("new"), false},
+			{"result", 5, `{"state":"success","content":[{"type":"text","text":"new"}]}`, false}}, toolkit.StateSuccess, "new", 1},
+		{"result only", []frame{{"result", 1, `{"state":"success","content":[{"type":"text","text":"all"}]}`, false}}, toolkit.StateSuccess, "all", 0},
 		{"worker reset", []frame{{"accept", 1, "", false}, {"delta", 2, part("old"), false}, {"delta", 3, part(""), true}, {"delta", 4, part("new"), false},
 			{"result", 5, `{"state":"success","content":[{"type":"text","text":"new"}]}`, false}}, toolkit.StateSuccess, "new", 1},
 		{"failure", []frame{{"accept", 1, "", false}, {"delta", 2, part("partial\n"), false},

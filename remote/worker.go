@@ -5,17 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/toolstream/toolstream/events"
-	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -30,9 +28,21 @@ type WorkerOptions struct {
 	// (DefaultQueueGroup).
 	QueueGroup string
 	// MaxInFlight bounds the calls this worker runs at once
-	// (DefaultMaxInFlight). A call above it is refused at once with code
-	// 503, and the caller tries another worker.
+	// (DefaultMaxInFlight). The calls above it wait in the worker's
+	// queue, in the order they came, bounded by their deadlines.
 	MaxInFlight int
+	// MaxQueued bounds the calls that wait for a free slot
+	// (DefaultMaxQueued; negative: none wait). A call above it is refused
+	// with code 503, and its caller sends it again, to whichever worker
+	// NATS picks, until its deadline.
+	MaxQueued int
+	// MaxQueuedBytes bounds the arguments of the calls that wait
+	// (DefaultMaxQueuedBytes).
+	MaxQueuedBytes int
+	// KeepResults is how long the worker keeps a call's result after
+	// sending it, to send it again when the caller reconnects or cancels
+	// (DefaultKeepResults); at most 16 MiB of results are kept.
+	KeepResults time.Duration
 	// Version is the service's semantic version ("1.0.0").
 	Version string
 	// Metadata is added to the service's metadata (a worker's host name,
@@ -51,29 +61,34 @@ type WorkerOptions struct {
 // worker runs each call in it, in the call's session, with the toolkit's
 // interceptors.
 type Worker struct {
-	nc   *nats.Conn
-	tk   *toolkit.Toolkit
-	opts WorkerOptions
-	svc  micro.Service
-	ctl  *nats.Subscription
-	// controlSubject receives cancellations: the body is the reply subject
-	// of the call to stop.
-	controlSubject string
+	nc             *nats.Conn
+	tk             *toolkit.Toolkit
+	opts           WorkerOptions
+	svc            micro.Service
+	ctl            *nats.Subscription
 	id             string
 	removeObserver func()
+	status         chan nats.Status
 
 	base     context.Context
 	stopBase context.CancelFunc
 
 	mu       sync.Mutex
-	relays   map[relayKey]*relay // running calls by session and call id
-	byReply  map[string]*relay   // the same by reply subject, until their result went
+	relays   map[relayKey]*relay // calls held (waiting or running) by session and call id
+	byInbox  map[string]*relay   // the same by inbox
+	queue    []*relay            // calls waiting for a slot, oldest first
+	qbytes   int                 // their arguments' bytes
+	running  int                 // calls running, at most MaxInFlight
 	stopping bool                // Stop began: calls are refused, under mu
+	recent   recentResults       // results sent, kept for resends
+	ticking  bool                // the pulse runs
+	wake     chan struct{}       // starts the pulse
 	smu      sync.Mutex
-	sessions map[string]int // calls running per session, under smu
-	running  sync.WaitGroup
+	sessions map[string]int // calls held per session, under smu
+	held     sync.WaitGroup // one per call held
 
 	inFlight atomic.Int64
+	queued   atomic.Int64
 	calls    atomic.Uint64
 	refused  atomic.Uint64
 	failed   atomic.Uint64
@@ -89,7 +104,9 @@ type relayKey struct{ session, call string }
 // stats data ($SRV.STATS).
 type WorkerStats struct {
 	InFlight    int64  `json:"in_flight"`
+	Queued      int64  `json:"queued"`
 	MaxInFlight int    `json:"max_in_flight"`
+	MaxQueued   int    `json:"max_queued"`
 	Calls       uint64 `json:"calls"`
 	Refused     uint64 `json:"refused"`
 	Failed      uint64 `json:"failed"`
@@ -110,11 +127,24 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, err
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
+	switch {
+	case opts.MaxQueued == 0:
+		opts.MaxQueued = DefaultMaxQueued
+	case opts.MaxQueued < 0:
+		opts.MaxQueued = 0
+	}
+	if opts.MaxQueuedBytes <= 0 {
+		opts.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
+	if opts.KeepResults <= 0 {
+		opts.KeepResults = DefaultKeepResults
+	}
 	if opts.Version == "" {
 		opts.Version = "1.0.0"
 	}
-	w := &Worker{nc: nc, tk: tk, opts: opts,
-		relays: map[relayKey]*relay{}, byReply: map[string]*relay{}, sessions: map[string]int{}}
+	w := &Worker{nc: nc, tk: tk, opts: opts, wake: make(chan struct{}, 1),
+		relays: map[relayKey]*relay{}, byInbox: map[string]*relay{}, sessions: map[string]int{},
+		recent: recentResults{keep: opts.KeepResults, byInbox: map[string]*kept{}}}
 	w.base, w.stopBase = context.WithCancel(context.Background())
 	tools, err := w.served()
 	if err != nil {
@@ -133,14 +163,15 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, err
 		return nil, fmt.Errorf("remote: starting the service: %w", err)
 	}
 	w.svc = svc
-	id := svc.Info().ID
-	w.id = id
-	w.controlSubject = controlSubject(opts.Prefix, id)
-	w.ctl, err = nc.Subscribe(w.controlSubject, w.onCancel)
+	w.id = svc.Info().ID
+	go w.pulse()
+	w.ctl, err = nc.Subscribe(ControlSubject(opts.Prefix, opts.Service), w.onControl)
 	if err != nil {
-		_ = svc.Stop()
-		return nil, fmt.Errorf("remote: subscribing to cancellations: %w", err)
+		w.abort()
+		return nil, fmt.Errorf("remote: subscribing to control messages: %w", err)
 	}
+	w.status = nc.StatusChanged(nats.CONNECTED)
+	go w.watch(w.status)
 	w.removeObserver = tk.ObserveInline(toolkit.ObserverFunc(w.observe))
 	for _, t := range tools {
 		md := map[string]string{MetaSchema: string(t.InputSchema())}
@@ -149,7 +180,7 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, err
 		if out := t.OutputSchema(); len(out) > 0 {
 			md[MetaOutputSchema] = string(out)
 		}
-		if err := svc.AddEndpoint(t.Name(), w.handler(t.Name()), micro.WithEndpointSubject(opts.Prefix+"."+t.Name()),
+		if err := svc.AddEndpoint(t.Name(), w.handler(t), micro.WithEndpointSubject(opts.Prefix+"."+t.Name()),
 			micro.WithEndpointMetadata(md)); err != nil {
 			w.abort()
 			return nil, fmt.Errorf("remote: serving tool %q: %w", t.Name(), err)
@@ -199,24 +230,35 @@ func (w *Worker) Service() micro.Service { return w.svc }
 
 // Stats returns the worker's counters.
 func (w *Worker) Stats() WorkerStats {
-	return WorkerStats{InFlight: w.inFlight.Load(), MaxInFlight: w.opts.MaxInFlight,
+	return WorkerStats{InFlight: w.inFlight.Load(), Queued: w.queued.Load(),
+		MaxInFlight: w.opts.MaxInFlight, MaxQueued: w.opts.MaxQueued,
 		Calls: w.calls.Load(), Refused: w.refused.Load(), Failed: w.failed.Load()}
 }
 
-// Stop stops taking calls and waits for the running ones until ctx ends;
-// then it interrupts them (their callers get the interrupted results) and
-// waits for them to return. A call that reaches the worker once Stop has
-// begun is refused with 503 (the caller tries another worker) and never
-// runs, even when micro hands it over after Stop returns.
+// Stop stops taking calls and hands the calls that wait for a slot back to
+// their callers (refused with 503: they never ran, and go to another
+// worker); it waits for the running ones until ctx ends, then interrupts
+// them (their callers get the interrupted results) and waits for them to
+// return. A call that reaches the worker once Stop has begun is refused
+// with 503 too, even when micro hands it over after Stop returns.
 func (w *Worker) Stop(ctx context.Context) error {
 	// micro's Stop drains the endpoints' subscriptions: the requests already
 	// on their way are still handed to the handlers, on micro's goroutines,
 	// possibly after Stop returns. From here on the handlers refuse them;
-	// stopping is set under mu, where a handler counts its call in running,
+	// stopping is set under mu, where a handler counts its call in held,
 	// so the wait below sees every call that will ever run.
 	w.mu.Lock()
 	w.stopping = true
+	waiting := w.queue
+	w.queue, w.qbytes = nil, 0
 	w.mu.Unlock()
+	for _, r := range waiting {
+		w.queued.Add(-1)
+		w.release(r)
+		r.refuse(codeBusy, fmt.Sprintf("worker %s is stopping: it takes no new calls (the call waited for a slot and never ran)", w.id))
+		r.cancel()
+		w.held.Done()
+	}
 	err := w.svc.Stop()
 	// A round trip after the drain's unsubscription: once Stop returns,
 	// NATS sends this worker no more calls (best effort: the connection may
@@ -225,7 +267,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	_ = w.nc.FlushWithContext(fctx)
 	fcancel()
 	done := make(chan struct{})
-	go func() { w.running.Wait(); close(done) }()
+	go func() { w.held.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -250,17 +292,28 @@ func (w *Worker) stopNow() {
 	if w.ctl != nil {
 		_ = w.ctl.Unsubscribe()
 	}
+	if w.status != nil {
+		w.nc.RemoveStatusListener(w.status)
+	}
 	if w.removeObserver != nil {
 		w.removeObserver()
 	}
 }
 
-// handler takes a call of one tool: it checks the request, refuses it above
-// the in-flight bound or once Stop began, and runs it on a goroutine of its
-// own so that the endpoint's subscription goes on to the next request. A
-// request whose reply subject is one of the server's own (serverAPI) is
-// dropped unanswered, counted as refused.
-func (w *Worker) handler(tool string) micro.HandlerFunc {
+// idempotentTool reports whether another run of a call of the tool is
+// harmless, by the rule of the Retry interceptor: a tool that declares
+// itself not idempotent, and is not read-only, is not.
+func idempotentTool(s toolkit.Spec) bool {
+	return s.ReadOnly || s.Idempotent == nil || *s.Idempotent
+}
+
+// handler takes a call of one tool: it checks the request, refuses it when
+// the worker's queue is full or Stop began, and runs it on a goroutine of
+// its own, or queues it, so that the endpoint's subscription goes on to the
+// next request. A request whose reply subject is one of the server's own
+// (serverAPI) is dropped unanswered, counted as refused.
+func (w *Worker) handler(t *toolkit.Tool) micro.HandlerFunc {
+	tool, acceptNow := t.Name(), !idempotentTool(t.Spec())
 	return func(req micro.Request) {
 		if hook := w.onRequest.Load(); hook != nil {
 			(*hook)()
@@ -301,8 +354,9 @@ func (w *Worker) handler(tool string) micro.HandlerFunc {
 			beat = DefaultHeartbeat
 		}
 		beat = min(max(beat, minHeartbeat), 30*time.Second)
-		// The call's context exists before the call is known, so that a
-		// cancellation finds something to cancel from the first moment.
+		// The call's context exists before the call runs, so that a
+		// cancellation finds something to cancel from the first moment,
+		// and its deadline counts the time it waits for a slot.
 		var ctx context.Context
 		var cancel context.CancelFunc
 		if timeout > 0 {
@@ -313,40 +367,64 @@ func (w *Worker) handler(tool string) micro.HandlerFunc {
 		} else {
 			ctx, cancel = context.WithCancel(w.base)
 		}
-		r := &relay{w: w, reply: req.Reply(), key: relayKey{session, call}, every: beat, cancel: cancel}
-		code, why := w.take(r)
+		r := &relay{w: w, reply: req.Reply(), key: relayKey{session, call}, every: beat, ctx: ctx, cancel: cancel,
+			tool: tool, args: append(json.RawMessage(nil), req.Data()...), h: h, taken: time.Now()}
+		start, code, why := w.take(r)
 		if code != "" {
 			cancel()
 			w.refuse(req, code, why)
 			return
 		}
-		w.smu.Lock()
-		w.sessions[session]++
-		w.smu.Unlock()
 		w.calls.Add(1)
-		args := append(json.RawMessage(nil), req.Data()...)
-		go w.run(ctx, r, tool, args, h, beat)
+		if acceptNow {
+			// A tool that is not idempotent: its caller knows the call was
+			// taken before it can have run, so that no refusal or "no
+			// responders" status that comes later is believed.
+			r.accept()
+		}
+		if start {
+			go w.run(r)
+		}
 	}
 }
 
-// take registers a call, or says why it is refused.
-func (w *Worker) take(r *relay) (code, why string) {
+// take registers a call and says whether it starts now (or waits in the
+// queue), or why it is refused.
+func (w *Worker) take(r *relay) (start bool, code, why string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stopping {
-		return codeBusy, fmt.Sprintf("worker %s is stopping: it takes no new calls", w.ID())
+		return false, codeBusy, fmt.Sprintf("worker %s is stopping: it takes no new calls", w.id)
 	}
 	if w.relays[r.key] != nil {
-		return codeConflict, fmt.Sprintf("call %q of session %q is already running on worker %s", r.key.call, r.key.session, w.ID())
+		return false, codeConflict, fmt.Sprintf("call %q of session %q is already running on worker %s", r.key.call, r.key.session, w.id)
 	}
-	if n := w.inFlight.Add(1); n > int64(w.opts.MaxInFlight) {
-		w.inFlight.Add(-1)
-		return codeBusy, fmt.Sprintf("worker %s is busy: %d calls in flight, its limit", w.ID(), w.opts.MaxInFlight)
+	start = w.running < w.opts.MaxInFlight
+	if !start && (len(w.queue) >= w.opts.MaxQueued || w.qbytes+len(r.args) > w.opts.MaxQueuedBytes) {
+		return false, codeBusy, fmt.Sprintf("worker %s is busy: %d calls running and %d waiting, its limits", w.id, w.running, len(w.queue))
+	}
+	if start {
+		w.running++
+		w.inFlight.Add(1)
+	} else {
+		w.queue = append(w.queue, r)
+		w.qbytes += len(r.args)
+		w.queued.Add(1)
 	}
 	w.relays[r.key] = r
-	w.byReply[r.reply] = r
-	w.running.Add(1)
-	return "", ""
+	w.byInbox[r.reply] = r
+	w.held.Add(1)
+	if !w.ticking {
+		w.ticking = true
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	w.smu.Lock()
+	w.sessions[r.key.session]++
+	w.smu.Unlock()
+	return start, "", ""
 }
 
 func (w *Worker) refuse(req micro.Request, code, msg string) {
@@ -354,126 +432,283 @@ func (w *Worker) refuse(req micro.Request, code, msg string) {
 	_ = req.Error(code, msg, nil, micro.WithHeaders(micro.Headers{HeaderWorker: []string{w.ID()}}))
 }
 
-// run runs one call in the worker's toolkit and sends its frames.
-func (w *Worker) run(ctx context.Context, r *relay, tool string, args json.RawMessage, h nats.Header, beat time.Duration) {
-	defer w.running.Done()
-	defer r.cancel()
-	ctx = withTrace(ctx, h.Get(HeaderTraceParent), h.Get(HeaderTraceState))
-	if w.opts.Extract != nil {
-		ctx = w.opts.Extract(ctx, h)
+// run runs one call in the worker's toolkit and sends its result; then it
+// runs the next call that waits, if any.
+func (w *Worker) run(r *relay) {
+	for r != nil {
+		res, sess, notRun := w.runOne(r)
+		if res.IsError() {
+			w.failed.Add(1)
+		}
+		// The call is forgotten before its result goes: the caller may send
+		// the same call id again at once (a retry), and must not be refused
+		// as running; likewise its slot is free for the caller's next call.
+		w.mu.Lock()
+		w.forgetLocked(r)
+		next := w.nextLocked()
+		if next == nil {
+			w.running--
+			w.inFlight.Add(-1)
+		}
+		w.mu.Unlock()
+		r.finish(res, notRun)
+		w.closeSession(r, sess)
+		w.held.Done()
+		r = next
 	}
-	if a := h.Get(HeaderAgent); a != "" {
+}
+
+// runOne runs the call, unless it ended while it waited.
+func (w *Worker) runOne(r *relay) (res toolkit.Result, sess *toolkit.Session, notRun bool) {
+	defer r.cancel()
+	if err := r.ctx.Err(); err != nil {
+		return w.notRun(r, err), nil, true
+	}
+	ctx := withTrace(r.ctx, r.h.Get(HeaderTraceParent), r.h.Get(HeaderTraceState))
+	if w.opts.Extract != nil {
+		ctx = w.opts.Extract(ctx, r.h)
+	}
+	if a := r.h.Get(HeaderAgent); a != "" {
 		ctx = toolkit.WithAgent(ctx, a)
 	}
-	r.send(frameAccept, nil, nats.Header{HeaderWorker: {w.ID()}, HeaderControl: {w.controlSubject}})
-
-	stopBeat := make(chan struct{})
-	beatDone := make(chan struct{})
-	go func() {
-		defer close(beatDone)
-		t := time.NewTicker(beat)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopBeat:
-				return
-			case <-t.C:
-				r.beat()
-			}
-		}
-	}()
-
-	var res toolkit.Result
 	sess, err := w.tk.Session(r.key.session)
 	if err != nil {
-		res = toolkit.Result{State: toolkit.StateError, Err: err, Content: []toolkit.Part{events.Text("Error: " + err.Error())}}
-	} else {
-		res = sess.Run(ctx, []toolkit.Call{{ID: r.key.call, Name: tool, Args: args}})[0]
+		return toolkit.Result{State: toolkit.StateError, Err: err, Content: []toolkit.Part{events.Text("Error: " + err.Error())}}, nil, true
 	}
-	close(stopBeat)
-	<-beatDone
-	if res.IsError() {
-		w.failed.Add(1)
-	}
-	// The call is forgotten before its result goes: the caller may send
-	// the same call id again at once (a retry), and must not be refused as
-	// running.
-	w.mu.Lock()
-	delete(w.relays, r.key)
-	w.mu.Unlock()
-	w.inFlight.Add(-1) // likewise: the caller's next call must find room
-	r.finish(res)
-	// Its reply subject is forgotten after the result went, on the same
-	// connection as any answer to a cancellation: a caller that is told
-	// "no such call" has had the call's result first.
-	w.mu.Lock()
-	if w.byReply[r.reply] == r {
-		delete(w.byReply, r.reply)
-	}
-	w.mu.Unlock()
+	return sess.Run(ctx, []toolkit.Call{{ID: r.key.call, Name: r.tool, Args: r.args}})[0], sess, false
+}
 
-	// The worker keeps nothing per session between calls. smu (not mu,
-	// which the observer takes) orders this with the next call's count.
+// notRun is the result of a call that ended while it waited for a slot.
+func (w *Worker) notRun(r *relay, err error) toolkit.Result {
+	if errors.Is(err, context.DeadlineExceeded) {
+		e := fmt.Errorf("%w: the call waited for a free slot on worker %s past its deadline and never ran", toolkit.ErrTimeout, w.id)
+		return toolkit.Result{State: toolkit.StateTimeout, Err: e, Content: []toolkit.Part{events.Text("Error: " + e.Error())}}
+	}
+	e := fmt.Errorf("%w: the call was cancelled while it waited for a free slot on worker %s, and never ran", toolkit.ErrInterrupted, w.id)
+	return toolkit.Result{State: toolkit.StateInterrupted, Err: e, Content: []toolkit.Part{events.Text("Error: " + e.Error())}}
+}
+
+// forgetLocked drops a call from the calls held.
+func (w *Worker) forgetLocked(r *relay) {
+	if w.relays[r.key] == r {
+		delete(w.relays, r.key)
+	}
+	if w.byInbox[r.reply] == r {
+		delete(w.byInbox, r.reply)
+	}
+}
+
+// nextLocked takes the oldest call that waits, which takes over the slot.
+func (w *Worker) nextLocked() *relay {
+	if len(w.queue) == 0 {
+		return nil
+	}
+	r := w.queue[0]
+	w.queue[0] = nil
+	w.queue = w.queue[1:]
+	w.qbytes -= len(r.args)
+	w.queued.Add(-1)
+	return r
+}
+
+// release forgets a call that leaves without running (Stop).
+func (w *Worker) release(r *relay) {
+	w.mu.Lock()
+	w.forgetLocked(r)
+	w.mu.Unlock()
+	w.closeSession(r, nil)
+}
+
+// closeSession counts a call out of its session: the worker keeps nothing
+// per session between calls. smu (not mu, which the observer takes)
+// orders this with the next call's count.
+func (w *Worker) closeSession(r *relay, sess *toolkit.Session) {
 	w.smu.Lock()
+	defer w.smu.Unlock()
 	w.sessions[r.key.session]--
-	if w.sessions[r.key.session] == 0 {
-		delete(w.sessions, r.key.session)
-		if sess != nil {
-			sess.Close()
+	if w.sessions[r.key.session] > 0 {
+		return
+	}
+	delete(w.sessions, r.key.session)
+	if sess == nil {
+		if s, ok := w.tk.Session(r.key.session); ok == nil {
+			sess = s
 		}
 	}
-	w.smu.Unlock()
+	if sess != nil {
+		sess.Close()
+	}
 }
 
 // deadlineSlack is how long after the caller's deadline a worker stops a
 // call on its own.
 const deadlineSlack = 100 * time.Millisecond
 
-// onCancel stops the call whose reply subject the message names. A
-// cancellation with a reply subject gets an answer there (unless it is
-// one of the server's own, serverAPI): a cancel frame,
-// with micro's error headers when the worker refuses it (400: it names no
-// call; 404: no such call runs here), so that the caller stops waiting at
-// once. An accepted cancellation is answered before the call's result
-// frame, which confirms it.
-func (w *Worker) onCancel(m *nats.Msg) {
-	reply := string(m.Data)
-	if reply == "" {
-		w.answerCancel(m, codeBadRequest, "a cancellation names the call's reply subject in its body")
+// onControl acts on a control message: the calls it names that this worker
+// holds are cancelled (ControlCancel) or get a heartbeat (ControlResync);
+// those whose result it keeps get their result again. A message addressed
+// to another worker, or naming no call of this one, changes nothing.
+func (w *Worker) onControl(m *nats.Msg) {
+	if to := m.Header.Get(HeaderWorker); to != "" && to != w.id {
 		return
 	}
+	kind := m.Header.Get(HeaderControl)
+	if kind != ControlCancel && kind != ControlResync {
+		return
+	}
+	keys := map[string]bool{}
+	for k := range strings.SplitSeq(string(m.Data), "\n") {
+		if len(k) == 32 {
+			keys[k] = true
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	var hit []*relay
 	w.mu.Lock()
-	r := w.byReply[reply]
+	for _, r := range w.byInbox {
+		if keys[r.callKey()] {
+			hit = append(hit, r)
+		}
+	}
+	again := w.recent.named(keys)
+	var dequeued []*relay
+	if kind == ControlCancel {
+		for _, r := range hit {
+			if i := w.queuedAt(r); i >= 0 {
+				w.queue = append(w.queue[:i], w.queue[i+1:]...)
+				w.qbytes -= len(r.args)
+				w.queued.Add(-1)
+				dequeued = append(dequeued, r)
+			}
+		}
+	}
 	w.mu.Unlock()
-	if r == nil {
-		w.answerCancel(m, codeUnknown, fmt.Sprintf("worker %s runs no call with reply subject %q: it has ended or never started here", w.ID(), reply))
-		return
+	for _, msg := range again {
+		_ = w.nc.PublishMsg(msg)
 	}
-	// Under the relay's lock, which its result frame is sent under: the
-	// answer says what the caller will see, a result already sent or one
-	// still to come.
-	r.mu.Lock()
-	if r.done {
-		r.mu.Unlock()
-		w.answerCancel(m, codeUnknown, fmt.Sprintf("the call has ended on worker %s: its result was sent", w.ID()))
-		return
+	for _, r := range hit {
+		if kind == ControlResync {
+			r.beat(true)
+			continue
+		}
+		r.cancelled()
 	}
-	w.answerCancel(m, "", "")
-	r.mu.Unlock()
-	r.cancel()
+	for _, r := range dequeued {
+		// It never ran: its result says so, and its slot was never taken.
+		w.mu.Lock()
+		w.forgetLocked(r)
+		w.mu.Unlock()
+		r.finish(w.notRun(r, context.Canceled), true)
+		w.closeSession(r, nil)
+		w.held.Done()
+	}
 }
 
-// answerCancel answers a cancellation, if it asks for an answer.
-func (w *Worker) answerCancel(m *nats.Msg, code, why string) {
-	if m.Reply == "" || serverAPI(m.Reply) {
-		return // a caller that does not wait for one, or not a caller's inbox
+// queuedAt returns the index of r in the queue, or -1.
+func (w *Worker) queuedAt(r *relay) int {
+	for i, q := range w.queue {
+		if q == r {
+			return i
+		}
 	}
-	h := nats.Header{HeaderFrame: {frameCancel}, HeaderWorker: {w.ID()}}
-	if code != "" {
-		h.Set(micro.ErrorCodeHeader, code)
-		h.Set(micro.ErrorHeader, why)
+	return -1
+}
+
+// watch sends, after each reconnection of the worker's connection, a
+// heartbeat for every call held and the results kept again: what it sent
+// just before its server died may be lost.
+func (w *Worker) watch(status chan nats.Status) {
+	for {
+		select {
+		case <-w.base.Done():
+			return
+		case s, ok := <-status:
+			if !ok {
+				return
+			}
+			if s != nats.CONNECTED {
+				continue
+			}
+			w.mu.Lock()
+			held := make([]*relay, 0, len(w.byInbox))
+			for _, r := range w.byInbox {
+				held = append(held, r)
+			}
+			again := w.recent.all()
+			w.mu.Unlock()
+			for _, r := range held {
+				r.beat(true)
+			}
+			for _, m := range again {
+				_ = w.nc.PublishMsg(m)
+			}
+		}
 	}
-	_ = w.nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: h})
+}
+
+// pulse sends the frames that are due (accepts, heartbeats, deltas held
+// back) and ends calls that waited past their deadlines, every pulse
+// interval while the worker holds calls or keeps results.
+func (w *Worker) pulse() {
+	t := time.NewTicker(pulse)
+	defer t.Stop()
+	var held []*relay
+	var expired []*relay
+	for {
+		select {
+		case <-w.base.Done():
+			return
+		case <-t.C:
+		case <-w.wake:
+			t.Reset(pulse)
+			continue
+		}
+		now := time.Now()
+		held, expired = held[:0], expired[:0]
+		w.mu.Lock()
+		for _, r := range w.byInbox {
+			held = append(held, r)
+		}
+		for i := 0; i < len(w.queue); {
+			if r := w.queue[i]; r.ctx.Err() != nil {
+				w.queue = append(w.queue[:i], w.queue[i+1:]...)
+				w.qbytes -= len(r.args)
+				w.queued.Add(-1)
+				w.forgetLocked(r)
+				expired = append(expired, r)
+				continue
+			}
+			i++
+		}
+		w.recent.evict(now)
+		if len(w.byInbox) == 0 && w.recent.empty() {
+			w.ticking = false
+		}
+		idle := !w.ticking
+		w.mu.Unlock()
+		for _, r := range held {
+			r.tick(now)
+		}
+		for _, r := range expired {
+			r.finish(w.notRun(r, r.ctx.Err()), true)
+			r.cancel()
+			w.closeSession(r, nil)
+			w.held.Done()
+		}
+		clear(held)
+		clear(expired)
+		if idle {
+			t.Stop()
+			select {
+			case <-w.base.Done():
+				return
+			case <-w.wake:
+				t.Reset(pulse)
+			}
+		}
+	}
 }
 
 // observe routes the worker toolkit's events to the relays of the calls
@@ -493,223 +728,4 @@ func (w *Worker) observe(ev *events.Event) {
 	if r != nil {
 		r.event(ev)
 	}
-}
-
-// relay sends one call's frames to its caller, in order, numbered.
-type relay struct {
-	w      *Worker
-	reply  string
-	key    relayKey
-	mu     sync.Mutex
-	seq    uint64
-	cancel context.CancelFunc
-	// pending is the last delta, held back until the next event: when the
-	// call fails, the engine's last delta is the "Error: ..." line, which
-	// the caller's engine writes itself.
-	pending *events.Event
-	done    bool
-	every   time.Duration
-}
-
-func (r *relay) send(frame string, data []byte, h nats.Header) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sendLocked(frame, data, h)
-}
-
-func (r *relay) sendLocked(frame string, data []byte, h nats.Header) {
-	if h == nil {
-		h = nats.Header{}
-	}
-	r.seq++
-	h.Set(HeaderFrame, frame)
-	h.Set(HeaderSeq, strconv.FormatUint(r.seq, 10))
-	// Errors (a closed connection) surface to the caller as missed
-	// heartbeats, or as a gap in the numbering, which the caller notices.
-	// A frame the connection refuses as too large never left: it takes no
-	// number, so that it leaves no gap (deltas, progress and results are
-	// made to fit: flushPending, event, finish).
-	if err := r.w.nc.PublishMsg(&nats.Msg{Subject: r.reply, Header: h, Data: data}); errors.Is(err, nats.ErrMaxPayload) {
-		r.seq--
-	}
-}
-
-func (r *relay) beat() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.done {
-		return
-	}
-	// A delta held back goes out now unless it may be the error line.
-	if r.pending != nil && !mayBeErrorLine(r.pending) {
-		r.flushPending()
-	}
-	r.sendLocked(frameBeat, nil, nil)
-}
-
-func mayBeErrorLine(ev *events.Event) bool {
-	return ev.Delta != nil && ev.Delta.Type == events.PartText && !ev.Reset && len(ev.Delta.Text) >= 7 && ev.Delta.Text[:7] == "Error: "
-}
-
-func (r *relay) flushPending() {
-	ev := r.pending
-	r.pending = nil
-	data, _ := ev.Delta.MarshalJSON() // events' encoding, as events.Fit measures it
-	limit := frameLimit(r.w.nc)
-	if len(data) <= limit {
-		r.sendDelta(data, ev.Reset, "")
-		return
-	}
-	// Too large for one message (a tool that returns a long text at once):
-	// cut as the publisher cuts events (docs/events.md, "Large content"),
-	// a text into several text deltas, any other part into chunks. The
-	// pieces' envelope, left out here, makes them smaller than limit.
-	pieces, _, err := events.Fit(&events.Event{Type: events.TypeDelta, Delta: ev.Delta, Reset: ev.Reset}, limit)
-	if err != nil {
-		r.seq++ // cannot be with a limit this large: a gap, which the caller notices
-		return
-	}
-	for _, p := range pieces {
-		if p.Chunk != nil {
-			r.sendDelta([]byte(p.Chunk.Data), p.Reset, strconv.Itoa(p.Chunk.Index)+"/"+strconv.Itoa(p.Chunk.Count))
-			continue
-		}
-		d, _ := p.Delta.MarshalJSON()
-		r.sendDelta(d, p.Reset, "")
-	}
-}
-
-func (r *relay) sendDelta(data []byte, reset bool, chunk string) {
-	var h nats.Header
-	if reset || chunk != "" {
-		h = nats.Header{}
-		if reset {
-			h.Set(HeaderReset, "1")
-		}
-		if chunk != "" {
-			h.Set(HeaderChunk, chunk)
-		}
-	}
-	r.sendLocked(frameDelta, data, h)
-}
-
-func (r *relay) event(ev *events.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.done {
-		return
-	}
-	switch ev.Type {
-	case events.TypeDelta:
-		if ev.Delta == nil {
-			return
-		}
-		if r.pending != nil {
-			r.flushPending()
-		}
-		cp := *ev
-		part := *ev.Delta
-		cp.Delta = &part
-		r.pending = &cp
-	case events.TypeProgress:
-		if r.pending != nil {
-			r.flushPending()
-		}
-		p := ev.Progress
-		if p == nil {
-			return
-		}
-		wp := wireProgress{Message: p.Message, Fraction: p.Fraction, Data: p.Data}
-		data, _ := json.Marshal(wp)
-		if limit := frameLimit(r.w.nc); len(data) > limit {
-			// Too large for one message: the report goes without its data,
-			// and with its message cut if need be, rather than not at all.
-			wp.Data = nil
-			if data, _ = json.Marshal(wp); len(data) > limit {
-				n := max(len(wp.Message)-(len(data)-limit), 0) // each byte cut takes one or more
-				for n > 0 && !utf8.RuneStart(wp.Message[n]) {
-					n--
-				}
-				wp.Message = wp.Message[:n]
-				data, _ = json.Marshal(wp)
-			}
-		}
-		r.sendLocked(frameProgress, data, nil)
-	case events.TypeResult:
-		if r.pending != nil {
-			res := ev.Result
-			if res != nil && res.State.IsError() && r.pending.Delta.Type == events.PartText && !r.pending.Reset &&
-				r.pending.Delta.Text == "Error: "+res.Error {
-				r.pending = nil // the caller's engine writes this line
-			} else {
-				r.flushPending()
-			}
-		}
-	}
-}
-
-// finish sends the result frame.
-func (r *relay) finish(res toolkit.Result) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.pending != nil {
-		r.flushPending()
-	}
-	r.done = true
-	wr := wireResult{State: res.State, Content: res.Content, Meta: res.Meta}
-	if wr.Content == nil {
-		wr.Content = []events.Part{}
-	}
-	if res.Err != nil {
-		wr.Error = res.Err.Error()
-		wr.Transient = interceptors.IsTransient(res.Err)
-	}
-	wr.Timeout = res.State == toolkit.StateTimeout
-	data, err := json.Marshal(wr)
-	if err != nil { // meta that does not marshal
-		wr.Meta = nil
-		data, _ = json.Marshal(wr)
-	}
-	data = fitResult(wr, data, frameLimit(r.w.nc))
-	// The result names its worker: a caller whose call two workers took
-	// (two queue groups serve the tool) keeps the one it followed.
-	r.sendLocked(frameResult, data, nats.Header{HeaderWorker: {r.w.ID()}})
-	// The result goes out twice more, a heartbeat apart: a caller whose
-	// connection was down when it went (its server died) has reconnected
-	// by then, within the time it waits for a heartbeat. It keeps the first.
-	again := &nats.Msg{Subject: r.reply, Data: data, Header: nats.Header{
-		HeaderFrame: {frameResult}, HeaderSeq: {strconv.FormatUint(r.seq, 10)}, HeaderWorker: {r.w.ID()}}}
-	for i := 1; i <= 2; i++ {
-		time.AfterFunc(time.Duration(i)*r.every, func() { _ = r.w.nc.PublishMsg(again) })
-	}
-}
-
-// fitResult makes a result frame's body fit in limit bytes: too large, it
-// leaves the content out (the deltas, all sent, are the content); still too
-// large, the meta; then it cuts the error text, saying so, as the events
-// publisher does. A result frame that did not fit never went, and the
-// caller, hearing nothing more, gave the worker up as lost.
-func fitResult(wr wireResult, data []byte, limit int) []byte {
-	if len(data) <= limit {
-		return data
-	}
-	wr.Content, wr.Omitted = nil, true
-	data, _ = json.Marshal(wr)
-	if len(data) > limit && wr.Meta != nil {
-		wr.Meta, wr.MetaOmitted = nil, true
-		data, _ = json.Marshal(wr)
-	}
-	orig := wr.Error
-	note := fmt.Sprintf(" [cut to fit one message: %d bytes in all]", len(orig))
-	keep := len(orig) - len(note)
-	for len(data) > limit && keep > 0 {
-		// Each byte cut takes at least one byte of its escaped form.
-		keep = max(keep-(len(data)-limit), 0)
-		for keep > 0 && !utf8.RuneStart(orig[keep]) {
-			keep--
-		}
-		wr.Error = orig[:keep] + note
-		data, _ = json.Marshal(wr)
-	}
-	return data
 }
