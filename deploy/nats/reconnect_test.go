@@ -18,7 +18,7 @@ import (
 // withWorkerFile copies this folder's configuration to a temporary folder,
 // with toolstream.conf including file for the workers (the one line a
 // deployment changes to switch), and returns the copy's toolstream.conf.
-func withWorkerFile(t *testing.T, file string) string {
+func withWorkerFile(t testing.TB, file string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range []string{"toolstream.conf", "worker-responses.conf", "worker-inbox-prefix.conf"} {
