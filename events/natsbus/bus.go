@@ -70,10 +70,11 @@ type Durable struct {
 	Replicas int
 	// Bind uses the stream as another party (the agent, an operator)
 	// created it: Open neither creates nor updates it, nor asks for its
-	// configuration, so that a NATS user that may only read (a viewer of
-	// one session, docs/security.md) can open a durable bus to Replay. The
-	// fields other than Stream are then unused, and a stream that does not
-	// exist is reported by the first Replay.
+	// configuration, so that a NATS user that may only read the stream (an
+	// SSE bridge in a process of its own, docs/security.md) can open a
+	// durable bus to Replay and serve SSE. The fields other than Stream are
+	// then unused, and a stream that does not exist is reported by the
+	// first Replay.
 	Bind bool
 }
 
