@@ -141,6 +141,7 @@ type config struct {
 	otel                        string   // -otel: none, stdout or otlp (otel.go)
 	workers                     int      // tool worker processes (workers.go)
 	workerOf                    string   // run as a tool worker on this NATS URL
+	auth                        natsAuth // -nats-nkey, -nats-ca, ...: the user and TLS for -nats (natsauth.go)
 }
 
 // usageError is a flag the demo cannot work with: reported in one line
@@ -190,6 +191,7 @@ func parseFlags(args []string, stdin io.Reader, stdout io.Writer) (*config, erro
 	fs.IntVar(&c.largeMiB, "large-result", 0, "add export_table, a tool whose result (this many MiB of text, and JSON) is larger than one NATS message, and a scripted turn that calls it (0: none)")
 	fs.IntVar(&c.workers, "workers", 0, "run the folder tools in this many worker processes (this binary started again with -worker-of), over NATS")
 	fs.StringVar(&c.workerOf, "worker-of", "", "run as a tool worker serving the folder tools on this NATS URL (what -workers starts)")
+	natsAuthFlags(fs, &c.auth)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printUsage(fs, stdout)
@@ -247,6 +249,9 @@ func (c *config) check(set map[string]bool, stdin io.Reader) error {
 		return usagef("-speed %v: must be 0 (flat out) or from 0.01 up", c.speed)
 	}
 	if err := c.checkWorkers(); err != nil {
+		return err
+	}
+	if err := c.checkNATSAuth(); err != nil {
 		return err
 	}
 	if c.maxTurns < 1 {
@@ -485,7 +490,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if page != "" {
 		view.printf("live page: %s\n", pageURL(page, sess.ID()))
 	}
-	printWatch(view, bus, sess.ID())
+	printWatch(view, bus, sess.ID(), cfg.auth.secured())
 
 	a := &runner{sess: sess, model: model, view: view, desk: desk, maxTurns: cfg.maxTurns, loader: ld, store: store}
 	tourCtx, endTour := ot.tour(ctx, sess.ID(), modelName(model))
@@ -565,8 +570,12 @@ func openBus(ctx context.Context, cfg *config, log zerolog.Logger) (*natsbus.Bus
 		opts = append(opts, natsbus.WithStoreDir(cfg.store))
 	}
 	if cfg.natsURL != "" {
+		auth, err := cfg.auth.options()
+		if err != nil {
+			return nil, err
+		}
 		// A server that does not answer is an error now, not a wait for it.
-		bus, err := natsbus.Open(ctx, append(opts, natsbus.WithNATSOptions(nats.RetryOnFailedConnect(false)))...)
+		bus, err := natsbus.Open(ctx, append(opts, natsbus.WithNATSOptions(append(auth, nats.RetryOnFailedConnect(false))...))...)
 		if err != nil && ctx.Err() == nil {
 			return nil, fmt.Errorf("%w (is a NATS server running there? without -nats the demo runs its own)", err)
 		}
@@ -600,13 +609,16 @@ func addrInUse(err error) bool {
 }
 
 // printWatch tells how to watch the events with the nats CLI.
-func printWatch(v *termView, bus *natsbus.Bus, session string) {
+func printWatch(v *termView, bus *natsbus.Bus, session string, secured bool) {
 	url := bus.ClientURL()
 	if url == "" {
 		return
 	}
 	subj := bus.Subjects()
 	v.printf("NATS: %s — watch with the nats CLI (go install github.com/nats-io/natscli/nats@v0.5.0):\n", url)
+	if secured {
+		v.printf("  (the server asks for a user: add --nkey or --creds, and --tlsca, for one that may read these subjects)\n")
+	}
 	v.printf("  nats sub '%s' --server %s            # this session, everything\n", subj.Session(session), url)
 	v.printf("  nats sub '%s' --server %s      # final results, all sessions\n", subj.AllOfType(events.TypeResult), url)
 	if bus.Stream() != "" {

@@ -41,7 +41,17 @@ func (c *config) checkWorkers() error {
 // closes (the demo ended) or a signal stops it, and says "worker <id>"
 // when it serves.
 func runWorker(ctx context.Context, cfg *config, root string, stdin io.Reader, stdout io.Writer) error {
-	nc, err := nats.Connect(cfg.workerOf, nats.Name("toolstream-demo-worker"), nats.MaxReconnects(-1))
+	auth, err := cfg.auth.options()
+	if err != nil {
+		return err
+	}
+	// What the server refuses this worker (a subject its user may not use)
+	// goes to stderr, the demo's: silently dropped, it would look like a
+	// worker that does not answer.
+	refused := nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		fmt.Fprintf(os.Stderr, "worker %d: NATS: %v\n", os.Getpid(), err)
+	})
+	nc, err := nats.Connect(cfg.workerOf, append(auth, nats.Name("toolstream-demo-worker"), nats.MaxReconnects(-1), refused)...)
 	if err != nil {
 		return fmt.Errorf("worker: cannot connect to NATS at %s: %w", cfg.workerOf, err)
 	}
@@ -114,7 +124,8 @@ func useWorkers(ctx context.Context, cfg *config, tk *toolkit.Toolkit, bus *nats
 	}
 	var ids []string
 	for range cfg.workers {
-		cmd := exec.Command(self, "-worker-of", url, "-dir", root, "-speed", strconv.FormatFloat(cfg.speed, 'g', -1, 64))
+		args := []string{"-worker-of", url, "-dir", root, "-speed", strconv.FormatFloat(cfg.speed, 'g', -1, 64)}
+		cmd := exec.Command(self, append(args, cfg.auth.workerArgs()...)...)
 		cmd.Stderr = os.Stderr
 		in, err := cmd.StdinPipe()
 		if err != nil {
@@ -151,7 +162,9 @@ func useWorkers(ctx context.Context, cfg *config, tk *toolkit.Toolkit, bus *nats
 		}
 	}
 	view.printf("tool workers: %s serve %s (result meta \"worker\" says which ran a call)\n", strings.Join(ids, ", "), strings.Join(workerTools, ", "))
-	view.printf("  nats micro ls --server %s\n", url)
+	if !cfg.auth.secured() {
+		view.printf("  nats micro ls --server %s\n", url)
+	}
 	stopWorkers := stop
 	return func() { _ = c.Close(); stopWorkers() }, nil
 }

@@ -68,6 +68,14 @@ type Durable struct {
 	// (1 to 5; default 1). With 3, the stream survives the loss of one
 	// server.
 	Replicas int
+	// Bind uses the stream as another party (the agent, an operator)
+	// created it: Open neither creates nor updates it, nor asks for its
+	// configuration, so that a NATS user that may only read the stream (an
+	// SSE bridge in a process of its own, docs/security.md) can open a
+	// durable bus to Replay and serve SSE. The fields other than Stream are
+	// then unused, and a stream that does not exist is reported by the
+	// first Replay.
+	Bind bool
 }
 
 func (d Durable) withDefaults() Durable {
@@ -409,6 +417,11 @@ func (b *Bus) setUpStream(ctx context.Context, d Durable) error {
 	if err != nil {
 		return fmt.Errorf("events: JetStream: %w", err)
 	}
+	if d.Bind {
+		b.js, b.durable = js, &d
+		b.hub = newHub(b)
+		return nil
+	}
 	storage := jetstream.FileStorage
 	if d.Memory {
 		storage = jetstream.MemoryStorage
@@ -429,6 +442,9 @@ func (b *Bus) setUpStream(ctx context.Context, d Durable) error {
 		Replicas:    d.Replicas,
 	}
 	if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		if err, ok := denied(b.nc, err); ok {
+			return fmt.Errorf("events: creating stream %s over %s: %w; a user that may only read the stream opens the bus with Durable{Bind: true}", d.Stream, cfg.Subjects[0], err)
+		}
 		return fmt.Errorf("events: creating stream %s over %s: %w", d.Stream, cfg.Subjects[0], err)
 	}
 	b.js, b.durable = js, &d

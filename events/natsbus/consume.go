@@ -77,6 +77,7 @@ func (b *Bus) replayRaw(ctx context.Context, subject string, from uint64, fn fun
 	}
 	cons, err := b.js.OrderedConsumer(ctx, b.durable.Stream, cfg)
 	if err != nil {
+		err, _ = denied(b.nc, err)
 		return nil, fmt.Errorf("events: replaying %s from %d: %w", subject, from, err)
 	}
 	// nats.go may still be inside (or about to enter) the callback when its
