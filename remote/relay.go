@@ -37,6 +37,7 @@ type relay struct {
 	ckey   string // CallKey(reply), made when a control message first asks, under w.mu
 
 	mu        sync.Mutex
+	started   time.Time // when it began to run; zero while it waits for a slot
 	seq       uint64
 	spoke     bool      // a frame went: the caller knows this worker holds the call
 	last      time.Time // when the last frame went
@@ -79,6 +80,13 @@ func (r *relay) sendLocked(frame string, data []byte, h nats.Header) {
 	}
 }
 
+// begin marks the call running.
+func (r *relay) begin() {
+	r.mu.Lock()
+	r.started = time.Now()
+	r.mu.Unlock()
+}
+
 // accept tells the caller at once that this worker holds the call.
 func (r *relay) accept() {
 	r.mu.Lock()
@@ -88,8 +96,10 @@ func (r *relay) accept() {
 	}
 }
 
-// tick sends what is due at now: the accept of a call held for acceptAfter,
-// a heartbeat, deltas held for flushAfter.
+// tick sends what is due at now: the accept of a call that has run for
+// acceptAfter (or waited for a slot for a heartbeat interval: a call that
+// waits in a spike costs no more messages for it), a heartbeat, deltas held
+// for flushAfter.
 func (r *relay) tick(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -100,7 +110,7 @@ func (r *relay) tick(now time.Time) {
 		r.flushHeld(true)
 	}
 	switch {
-	case !r.spoke && now.Sub(r.taken) >= acceptAfter:
+	case !r.spoke && (!r.started.IsZero() && now.Sub(r.started) >= acceptAfter || now.Sub(r.taken) >= r.every):
 		r.sendLocked(frameAccept, nil, nil)
 	case r.spoke && now.Sub(r.last) >= r.every:
 		r.sendLocked(frameBeat, nil, nil)
@@ -292,10 +302,10 @@ func (r *relay) finish(res toolkit.Result, notRun bool) {
 		wr.Transient = interceptors.IsTransient(res.Err)
 	}
 	wr.Timeout = res.State == toolkit.StateTimeout
-	data, err := json.Marshal(wr)
+	data, err := wr.MarshalJSON()
 	if err != nil { // meta that does not marshal
 		wr.Meta = nil
-		data, _ = json.Marshal(wr)
+		data, _ = wr.MarshalJSON()
 	}
 	limit := frameLimit(r.w.nc)
 	if len(data) > limit && len(r.held) > 0 {
@@ -327,10 +337,10 @@ func fitResult(wr wireResult, data []byte, limit int) []byte {
 		return data
 	}
 	wr.Content, wr.Omitted = nil, true
-	data, _ = json.Marshal(wr)
+	data, _ = wr.MarshalJSON()
 	if len(data) > limit && wr.Meta != nil {
 		wr.Meta, wr.MetaOmitted = nil, true
-		data, _ = json.Marshal(wr)
+		data, _ = wr.MarshalJSON()
 	}
 	orig := wr.Error
 	note := fmt.Sprintf(" [cut to fit one message: %d bytes in all]", len(orig))
@@ -342,7 +352,7 @@ func fitResult(wr wireResult, data []byte, limit int) []byte {
 			keep--
 		}
 		wr.Error = orig[:keep] + note
-		data, _ = json.Marshal(wr)
+		data, _ = wr.MarshalJSON()
 	}
 	return data
 }

@@ -235,6 +235,65 @@ type wireResult struct {
 	NotRun bool `json:"not_run,omitempty"`
 }
 
+// MarshalJSON writes the result frame's body without reflection but for
+// the meta: a worker writes one per call, and encoding/json took a fifth of
+// its time. The parts go in the events' encoding (events.Part.MarshalJSON).
+func (r wireResult) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 64+contentSize(r.Content))
+	b = append(b, `{"state":`...)
+	b = appendJSONString(b, string(r.State))
+	if r.Omitted {
+		b = append(b, `,"content_omitted":true`...)
+	} else {
+		b = append(b, `,"content":[`...)
+		for i, p := range r.Content {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			pj, _ := p.MarshalJSON()
+			b = append(b, pj...)
+		}
+		b = append(b, ']')
+	}
+	if r.Error != "" {
+		b = append(b, `,"error":`...)
+		b = appendJSONString(b, r.Error)
+	}
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{r.Timeout, "timeout"}, {r.Transient, "transient"}, {r.MetaOmitted, "meta_omitted"}, {r.NotRun, "not_run"}} {
+		if f.on {
+			b = append(b, `,"`...)
+			b = append(b, f.name...)
+			b = append(b, `":true`...)
+		}
+	}
+	if len(r.Meta) > 0 {
+		m, err := json.Marshal(r.Meta)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"meta":`...)
+		b = append(b, m...)
+	}
+	return append(b, '}'), nil
+}
+
+func contentSize(content []events.Part) int {
+	n := 0
+	for _, p := range content {
+		n += len(p.Text) + len(p.JSON) + len(p.Data)*4/3 + 32
+	}
+	return n
+}
+
+// appendJSONString writes s as a JSON string, by encoding/json's rules.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
+}
+
 // frameRoom is what a frame keeps free for its headers (a result frame's
 // take about 150 bytes): a frame's body is at most the server's max
 // payload less this, or half of it on a server that takes tiny messages.

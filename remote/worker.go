@@ -83,6 +83,7 @@ type Worker struct {
 	recent   recentResults       // results sent, kept for resends
 	ticking  bool                // the pulse runs
 	wake     chan struct{}       // starts the pulse
+	handoff  chan *relay         // to a runner that is idle
 	smu      sync.Mutex
 	sessions map[string]int // calls held per session, under smu
 	held     sync.WaitGroup // one per call held
@@ -142,7 +143,7 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, err
 	if opts.Version == "" {
 		opts.Version = "1.0.0"
 	}
-	w := &Worker{nc: nc, tk: tk, opts: opts, wake: make(chan struct{}, 1),
+	w := &Worker{nc: nc, tk: tk, opts: opts, wake: make(chan struct{}, 1), handoff: make(chan *relay),
 		relays: map[relayKey]*relay{}, byInbox: map[string]*relay{}, sessions: map[string]int{},
 		recent: recentResults{keep: opts.KeepResults, byInbox: map[string]*kept{}}}
 	w.base, w.stopBase = context.WithCancel(context.Background())
@@ -383,7 +384,7 @@ func (w *Worker) handler(t *toolkit.Tool) micro.HandlerFunc {
 			r.accept()
 		}
 		if start {
-			go w.run(r)
+			w.start(r)
 		}
 	}
 }
@@ -432,9 +433,27 @@ func (w *Worker) refuse(req micro.Request, code, msg string) {
 	_ = req.Error(code, msg, nil, micro.WithHeaders(micro.Headers{HeaderWorker: []string{w.ID()}}))
 }
 
-// run runs one call in the worker's toolkit and sends its result; then it
-// runs the next call that waits, if any.
+// runnerIdle is how long a runner whose calls ran out waits for another
+// before its goroutine ends: a worker under load keeps its runners, whose
+// stacks have grown to what a call needs.
+const runnerIdle = time.Second
+
+// start gives a call that takes a slot to a runner: one that is idle, or a
+// new one.
+func (w *Worker) start(r *relay) {
+	select {
+	case w.handoff <- r:
+	default:
+		go w.run(r)
+	}
+}
+
+// run runs calls in the worker's toolkit and sends their results: the one
+// given, the next one that waits, if any, and the ones handed over while it
+// is idle.
 func (w *Worker) run(r *relay) {
+	idle := time.NewTimer(runnerIdle)
+	defer idle.Stop()
 	for r != nil {
 		res, sess, notRun := w.runOne(r)
 		if res.IsError() {
@@ -455,6 +474,14 @@ func (w *Worker) run(r *relay) {
 		w.closeSession(r, sess)
 		w.held.Done()
 		r = next
+		if r == nil {
+			idle.Reset(runnerIdle)
+			select {
+			case r = <-w.handoff:
+			case <-idle.C:
+			case <-w.base.Done():
+			}
+		}
 	}
 }
 
@@ -464,6 +491,7 @@ func (w *Worker) runOne(r *relay) (res toolkit.Result, sess *toolkit.Session, no
 	if err := r.ctx.Err(); err != nil {
 		return w.notRun(r, err), nil, true
 	}
+	r.begin()
 	ctx := withTrace(r.ctx, r.h.Get(HeaderTraceParent), r.h.Get(HeaderTraceState))
 	if w.opts.Extract != nil {
 		ctx = w.opts.Extract(ctx, r.h)
