@@ -134,3 +134,42 @@ func BenchmarkRemoteThroughput(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRemoteEcho runs one call at a time of the benchmarks' echo tool
+// (five fields in, the same out) on a worker, agent and worker in this
+// process over an in-process connection each: its allocations per call are
+// the remote path's, both sides.
+func BenchmarkRemoteEcho(b *testing.B) {
+	bus := natstest.Bus(b)
+	wk := testutil.Kit(b)
+	testutil.Add(b, wk, echoTool())
+	w, err := remote.Serve(connB(b, bus), wk, remote.WorkerOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = w.Stop(context.Background()) })
+	c := remote.NewClient(connB(b, bus), remote.ClientOptions{})
+	tools, err := c.Discover(context.Background())
+	if err != nil || len(tools) != 1 {
+		b.Fatal(tools, err)
+	}
+	agent := testutil.Kit(b)
+	testutil.Add(b, agent, tools...)
+	sess := testutil.Session(b, agent, "s")
+	calls := []toolkit.Call{{ID: "c", Name: "echo", Args: []byte(echoArgs)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := sess.Run(context.Background(), calls)[0]; r.State != toolkit.StateSuccess {
+			b.Fatal(r.Text())
+		}
+	}
+}
+
+func connB(b *testing.B, bus *natsbus.Bus) *nats.Conn {
+	nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	return nc
+}

@@ -53,6 +53,15 @@ type heldDelta struct {
 	reset bool
 }
 
+// frameValues are the header values of the frame types, shared.
+var frameValues = map[string][]string{}
+
+func init() {
+	for _, f := range []string{frameAccept, frameBeat, frameProgress, frameDelta, frameResult, frameCancel} {
+		frameValues[f] = []string{f}
+	}
+}
+
 func (r *relay) callKey() string {
 	if r.ckey == "" {
 		r.ckey = CallKey(r.reply)
@@ -62,12 +71,14 @@ func (r *relay) callKey() string {
 
 func (r *relay) sendLocked(frame string, data []byte, h nats.Header) {
 	if h == nil {
-		h = nats.Header{}
+		h = make(nats.Header, 3)
 	}
 	r.seq++
-	h.Set(HeaderFrame, frame)
-	h.Set(HeaderSeq, strconv.FormatUint(r.seq, 10))
-	h.Set(HeaderWorker, r.w.id)
+	// The frame's and the worker's values are shared slices: nats.go only
+	// reads a message's headers.
+	h[HeaderFrame] = frameValues[frame]
+	h[HeaderSeq] = []string{strconv.FormatUint(r.seq, 10)}
+	h[HeaderWorker] = r.w.idValue
 	r.spoke = true
 	r.last = time.Now()
 	// Errors (a closed connection) surface to the caller as missed
@@ -320,10 +331,8 @@ func (r *relay) finish(res toolkit.Result, notRun bool) {
 	r.held = nil
 	data = fitResult(wr, data, limit)
 	r.sendLocked(frameResult, data, nil)
-	m := &nats.Msg{Subject: r.reply, Data: data, Header: nats.Header{
-		HeaderFrame: {frameResult}, HeaderSeq: {strconv.FormatUint(r.seq, 10)}, HeaderWorker: {r.w.id}}}
 	r.w.mu.Lock()
-	r.w.recent.add(r.reply, m, r.last)
+	r.w.recent.add(&kept{inbox: r.reply, data: data, seq: r.seq, at: r.last})
 	r.w.mu.Unlock()
 }
 
@@ -372,20 +381,26 @@ type recentResults struct {
 type kept struct {
 	inbox string
 	key   string // CallKey(inbox), made when first asked
-	msg   *nats.Msg
+	data  []byte // the result frame's body
+	seq   uint64 // and number
 	at    time.Time
 }
 
-func (k *kept) size() int { return len(k.msg.Data) + len(k.inbox) + 64 }
+func (k *kept) size() int { return len(k.data) + len(k.inbox) + 64 }
 
-func (rr *recentResults) add(inbox string, m *nats.Msg, at time.Time) {
-	if old := rr.byInbox[inbox]; old != nil {
-		old.msg = m // the same inbox cannot come twice; keep the newest if it did
+// msg makes the result frame again, to send it again.
+func (k *kept) msg(worker string) *nats.Msg {
+	return &nats.Msg{Subject: k.inbox, Data: k.data, Header: nats.Header{
+		HeaderFrame: {frameResult}, HeaderSeq: {strconv.FormatUint(k.seq, 10)}, HeaderWorker: {worker}}}
+}
+
+func (rr *recentResults) add(k *kept) {
+	if old := rr.byInbox[k.inbox]; old != nil {
+		*old = *k // the same inbox cannot come twice; keep the newest if it did
 		return
 	}
-	k := &kept{inbox: inbox, msg: m, at: at}
 	rr.list = append(rr.list, k)
-	rr.byInbox[inbox] = k
+	rr.byInbox[k.inbox] = k
 	rr.bytes += k.size()
 	for rr.bytes > maxKeptBytes && len(rr.list) > 0 {
 		rr.dropOldest()
@@ -412,24 +427,24 @@ func (rr *recentResults) evict(now time.Time) {
 func (rr *recentResults) empty() bool { return len(rr.list) == 0 }
 
 // named returns the kept results of the calls whose keys are given.
-func (rr *recentResults) named(keys map[string]bool) []*nats.Msg {
+func (rr *recentResults) named(keys map[string]bool, worker string) []*nats.Msg {
 	var out []*nats.Msg
 	for _, k := range rr.list {
 		if k.key == "" {
 			k.key = CallKey(k.inbox)
 		}
 		if keys[k.key] {
-			out = append(out, k.msg)
+			out = append(out, k.msg(worker))
 		}
 	}
 	return out
 }
 
 // all returns every kept result.
-func (rr *recentResults) all() []*nats.Msg {
+func (rr *recentResults) all(worker string) []*nats.Msg {
 	out := make([]*nats.Msg, len(rr.list))
 	for i, k := range rr.list {
-		out[i] = k.msg
+		out[i] = k.msg(worker)
 	}
 	return out
 }

@@ -67,6 +67,7 @@ type Worker struct {
 	svc            micro.Service
 	ctl            *nats.Subscription
 	id             string
+	idValue        []string // {id}, the Toolstream-Worker header's value, shared
 	removeObserver func()
 	status         chan nats.Status
 
@@ -165,6 +166,7 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, err
 	}
 	w.svc = svc
 	w.id = svc.Info().ID
+	w.idValue = []string{w.id}
 	go w.pulse()
 	w.ctl, err = nc.Subscribe(ControlSubject(opts.Prefix, opts.Service, "*"), w.onControl)
 	if err != nil {
@@ -600,7 +602,7 @@ func (w *Worker) onControl(m *nats.Msg) {
 			hit = append(hit, r)
 		}
 	}
-	again := w.recent.named(keys)
+	again := w.recent.named(keys, w.id)
 	var dequeued []*relay
 	if kind == ControlCancel {
 		for _, r := range hit {
@@ -664,7 +666,7 @@ func (w *Worker) watch(status chan nats.Status) {
 			for _, r := range w.byInbox {
 				held = append(held, r)
 			}
-			again := w.recent.all()
+			again := w.recent.all(w.id)
 			w.mu.Unlock()
 			for _, r := range held {
 				r.beat(true)
