@@ -37,7 +37,10 @@ type Handler struct {
 }
 
 // NewHandler returns a handler running the host's agent. Mount it where
-// the front end posts its runs (HttpAgent's url).
+// the front end posts its runs (HttpAgent's url), with no method in the
+// pattern if another origin is allowed (its CORS preflights come as
+// OPTIONS). Who may call is the host's: ui.Host.Admit (origins, JSON)
+// and its ui.WithAuthorize hook.
 func NewHandler(h *ui.Host) *Handler { return &Handler{host: h} }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -50,7 +50,10 @@ func WithReplay(bus *natsbus.Bus) Option { return func(h *Handler) { h.bus = bus
 
 // NewHandler returns a handler running the host's agent. Mount it for
 // POST at useChat's api (default /api/chat) and for GET at
-// <api>/{id}/stream (the resume route); it serves both.
+// <api>/{id}/stream (the resume route); it serves both (with no method
+// in the patterns if another origin is allowed: its CORS preflights come
+// as OPTIONS). Who may call is the host's: ui.Host.Admit (origins, JSON)
+// and its ui.WithAuthorize hook, asked ActionRead on the resume route.
 func NewHandler(host *ui.Host, opts ...Option) *Handler {
 	h := &Handler{host: host}
 	for _, o := range opts {
