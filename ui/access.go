@@ -138,7 +138,8 @@ func (t *Thread) asks(id string, in Input) []Access {
 	for _, a := range in.Answers {
 		acc := Access{Thread: id, Action: ActionAnswer, Call: a.Call, Approve: a.Approve}
 		if i := slices.IndexFunc(waiting, func(r interceptors.ApprovalRequest) bool { return r.CallID == a.Call }); i >= 0 {
-			acc.Approval = &waiting[i]
+			r := waiting[i] // the hook's own copy
+			acc.Approval = &r
 		}
 		out = append(out, acc)
 	}
