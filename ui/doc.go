@@ -22,5 +22,16 @@
 // thread sends a ui_answers event (AnswersEvent), so that a response does
 // not end paused on a call whose decision is on its way.
 //
+// # Who may call
+//
+// Handlers call Host.Admit first: a browser request from another origin
+// than the server's own (net/http's CrossOriginProtection rule; GET
+// included) is refused unless WithAllowedOrigins allows it, and a body
+// not declared as JSON is refused, since a page on any site can make a
+// browser post text/plain or a form without a preflight. Then Host.Open
+// asks the host's WithAuthorize hook about everything the request asks
+// of the thread (Access: run, read, answer a call) before any of it is
+// done.
+//
 // docs/ui-protocols.md has the protocols' mapping and the limits.
 package ui

@@ -55,6 +55,11 @@ type Host struct {
 	prefix string
 	// writeTimeout bounds each frame's write (Frames); 0: none.
 	writeTimeout time.Duration
+	// origins are WithAllowedOrigins' entries, cross the policy made of
+	// them (Admit), authorize the hook of WithAuthorize or nil.
+	origins   []string
+	cross     *originPolicy
+	authorize AuthorizeFunc
 
 	ctx    context.Context // ends every run on Close
 	cancel context.CancelFunc
@@ -107,6 +112,7 @@ func NewHost(tk *toolkit.Toolkit, loop *agent.Loop, opts ...Option) *Host {
 	for _, o := range opts {
 		o(h)
 	}
+	h.cross = newOrigins(h.origins)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.remove = tk.ObserveInline(h)
 	return h

@@ -32,28 +32,19 @@ func newUIProtocols(tk *toolkit.Toolkit, bus *natsbus.Bus, perms *interceptors.P
 	return &uiProtocols{agui: host("agui-"), chat: host("chat-"), bus: bus}
 }
 
-// mount adds the routes. Requests from pages on other origins are
-// refused: they would run the agent (and answer its approvals) for
-// whoever serves that page.
+// mount adds the routes. Requests from pages on other origins, and
+// bodies not declared as JSON, are refused (pageOnly, and the handlers'
+// own ui.Host.Admit): they would run the agent, and answer its approvals,
+// for whoever serves that page.
 func (u *uiProtocols) mount(mux *http.ServeMux) {
 	chat := aisdk.NewHandler(u.chat, aisdk.WithReplay(u.bus))
-	mux.Handle("POST /agui", sameOriginOnly(agui.NewHandler(u.agui)))
-	mux.Handle("POST /api/chat", sameOriginOnly(chat))
-	mux.Handle("GET /api/chat/{id}/stream", sameOriginOnly(chat))
+	mux.Handle("POST /agui", pageOnly(agui.NewHandler(u.agui)))
+	mux.Handle("POST /api/chat", pageOnly(chat))
+	mux.Handle("GET /api/chat/{id}/stream", pageOnly(chat))
 }
 
 // Close ends the threads' runs.
 func (u *uiProtocols) Close() {
 	u.agui.Close()
 	u.chat.Close()
-}
-
-func sameOriginOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-origin requests are not accepted: serve the front end from this origin, or call from its server"})
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }

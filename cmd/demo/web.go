@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"mime"
 	"net"
 	"net/http"
 	"slices"
@@ -50,9 +51,9 @@ func (a *webApp) handler() http.Handler {
 	mux.Handle("GET /events", a.bus.SSEHandler(natsbus.SSEOptions{}))
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("GET /api/info", a.info)
-	mux.HandleFunc("POST /api/approve", a.approve)
+	mux.Handle("POST /api/approve", pageOnly(http.HandlerFunc(a.approve)))
 	if a.mcp != nil {
-		mux.Handle("/mcp", a.mcp)
+		mux.Handle("/mcp", pageOnly(a.mcp))
 	}
 	if a.ui != nil {
 		a.ui.mount(mux)
@@ -113,17 +114,9 @@ type approveBody struct {
 	Suggestion string `json:"suggestion,omitempty"`
 }
 
+// approve answers an approval request (behind pageOnly: the page's own
+// origin, JSON).
 func (a *webApp) approve(w http.ResponseWriter, r *http.Request) {
-	// A page on another origin must not answer approvals: browsers send
-	// Origin on cross-site POSTs, and JSON needs a preflight anyway.
-	if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-origin requests are not accepted"})
-		return
-	}
-	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "send application/json"})
-		return
-	}
 	var body approveBody
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 	dec.DisallowUnknownFields()
@@ -169,12 +162,40 @@ func (a *webApp) approve(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
 
-func sameOrigin(origin, host string) bool {
-	rest, ok := strings.CutPrefix(origin, "http://")
-	if !ok {
-		rest, ok = strings.CutPrefix(origin, "https://")
-	}
-	return ok && rest == host
+// pageOnly refuses what a page on another origin can make a browser
+// send: the checks of ui.Host.Admit, with no origin allowed but the
+// page's own. A browser request from another origin is refused (403),
+// as net/http's CrossOriginProtection decides (Sec-Fetch-Site, else
+// Origin against Host), GET included (a resume reads a chat and marks its
+// response delivered); a body not declared as JSON gets 415 (text/plain
+// and forms need no preflight). Requests without browser headers (curl,
+// an MCP client) go on.
+func pageOnly(h http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		check := r
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
+			check = r.WithContext(r.Context())
+			check.Method = http.MethodPost
+		}
+		if cop.Check(check) != nil {
+			from := fmt.Sprintf("origin %q", r.Header.Get("Origin"))
+			if r.Header.Get("Origin") == "" {
+				from = fmt.Sprintf("a %s page (Sec-Fetch-Site: %s)", r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Sec-Fetch-Site"))
+			}
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": fmt.Sprintf(
+				"a request from %s is refused: the demo answers its own page (http://%s) only, which a page elsewhere must not stand in for; call from a server or the command line instead", from, r.Host)})
+			return
+		}
+		if r.Method == http.MethodPost {
+			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+				writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": fmt.Sprintf(
+					"Content-Type %q is refused: send the body as JSON with Content-Type: application/json (a page on any site can make a browser send text/plain or a form here, not JSON)", r.Header.Get("Content-Type"))})
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -31,11 +31,12 @@ func FuzzApprove(f *testing.F) {
 	perms := interceptors.NewPermissions()
 	desk := &approvalDesk{perms: perms, view: newTermView(io.Discard, false)}
 	app := &webApp{desk: desk}
+	h := pageOnly(http.HandlerFunc(app.approve)) // as the page's route serves it
 	f.Fuzz(func(t *testing.T, body, ctype string) {
 		req := httptest.NewRequest(http.MethodPost, "/api/approve", strings.NewReader(body))
 		req.Header.Set("Content-Type", ctype)
 		rec := httptest.NewRecorder()
-		app.approve(rec, req)
+		h.ServeHTTP(rec, req)
 		if rec.Code < 400 || rec.Code >= 500 {
 			t.Fatalf("%q (%s): status %d", body, ctype, rec.Code)
 		}

@@ -347,6 +347,8 @@ func TestBadRequests(t *testing.T) {
 		says         string
 	}{
 		{"GET", "", 405, "POST a RunAgentInput"},
+		{"POST no type", `{"threadId":"t","runId":"r","messages":[]}`, 415, "no Content-Type"},
+		{"POST text/plain", `{"threadId":"t","runId":"r","messages":[]}`, 415, `Content-Type "text/plain" is refused`},
 		{"POST", `{`, 400, "not a RunAgentInput"},
 		{"POST", `{"threadId":"t","messages":[]}`, 400, "threadId and runId are required"},
 		{"POST", `{"threadId":"t","runId":"r","messages":[{"id":"m","role":"robot"}]}`, 400, `unknown role "robot"`},
@@ -361,7 +363,14 @@ func TestBadRequests(t *testing.T) {
 		{"POST", `{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"x","status":"resolved","payload":{"approved":true,"args":[1]}}]}`, 400, "args must be a JSON object"},
 		{"POST", `{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"x","status":"resolved"}]}`, 409, "no call waits for approval"},
 	} {
-		req, _ := http.NewRequest(c.method, url, strings.NewReader(c.body))
+		method, ctype, _ := strings.Cut(c.method, " ")
+		req, _ := http.NewRequest(method, url, strings.NewReader(c.body))
+		switch {
+		case ctype == "text/plain":
+			req.Header.Set("Content-Type", "text/plain;charset=UTF-8")
+		case method == "POST" && ctype == "":
+			req.Header.Set("Content-Type", "application/json; charset=utf-8")
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -547,9 +556,13 @@ func TestClientGoneCancelsOnlyItsRun(t *testing.T) {
 	body, _ := json.Marshal(input("t13", "A", user("u1", "gate")))
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, bytes.NewReader(body))
 	req.Header.Set("X-Test-Run", "A")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("run A: status %d", resp.StatusCode)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {

@@ -37,10 +37,16 @@ type Handler struct {
 }
 
 // NewHandler returns a handler running the host's agent. Mount it where
-// the front end posts its runs (HttpAgent's url).
+// the front end posts its runs (HttpAgent's url), with no method in the
+// pattern if another origin is allowed (its CORS preflights come as
+// OPTIONS). Who may call is the host's: ui.Host.Admit (origins, JSON)
+// and its ui.WithAuthorize hook.
 func NewHandler(h *ui.Host) *Handler { return &Handler{host: h} }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.host.Admit(w, r) { // another origin, not JSON, a preflight
+		return
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		ui.HTTPError(w, http.StatusMethodNotAllowed, "POST a RunAgentInput (JSON) with Accept: text/event-stream")
@@ -55,12 +61,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ui.HTTPError(w, status, err.Error())
 		return
 	}
-	t, err := h.host.Thread(in.ThreadID)
+	input := in.input()
+	t, err := h.host.Open(r, in.ThreadID, input) // the host's WithAuthorize decides
 	if err != nil {
 		ui.HTTPError(w, status(err), err.Error())
 		return
 	}
-	log, err := t.Begin(in.input())
+	log, err := t.Begin(input)
 	var partly *ui.AnswersError
 	switch {
 	case errors.As(err, &partly):
@@ -150,10 +157,14 @@ func clientGone(t *ui.Thread, log *ui.Log) {
 	t.CancelResponse(log)
 }
 
-// status is the HTTP status of a refused request: 503 while the host
-// closes or when the thread was forgotten meanwhile (the request may be
-// tried again), else 400.
+// status is the HTTP status of a refused request: the authorization
+// hook's (401, 403), 503 while the host closes or when the thread was
+// forgotten meanwhile (the request may be tried again), else 400.
 func status(err error) int {
+	var denied *ui.AccessError
+	if errors.As(err, &denied) {
+		return denied.Status
+	}
 	if errors.Is(err, ui.ErrClosed) || errors.Is(err, ui.ErrForgotten) {
 		return http.StatusServiceUnavailable
 	}

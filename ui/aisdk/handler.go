@@ -50,7 +50,10 @@ func WithReplay(bus *natsbus.Bus) Option { return func(h *Handler) { h.bus = bus
 
 // NewHandler returns a handler running the host's agent. Mount it for
 // POST at useChat's api (default /api/chat) and for GET at
-// <api>/{id}/stream (the resume route); it serves both.
+// <api>/{id}/stream (the resume route); it serves both (with no method
+// in the patterns if another origin is allowed: its CORS preflights come
+// as OPTIONS). Who may call is the host's: ui.Host.Admit (origins, JSON)
+// and its ui.WithAuthorize hook, asked ActionRead on the resume route.
 func NewHandler(host *ui.Host, opts ...Option) *Handler {
 	h := &Handler{host: host}
 	for _, o := range opts {
@@ -60,6 +63,9 @@ func NewHandler(host *ui.Host, opts ...Option) *Handler {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.host.Admit(w, r) { // another origin, not JSON, a preflight
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		h.chat(w, r)
@@ -81,12 +87,13 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		ui.HTTPError(w, status, err.Error())
 		return
 	}
-	t, err := h.host.Thread(req.ID)
+	input := req.input()
+	t, err := h.host.Open(r, req.ID, input) // the host's WithAuthorize decides
 	if err != nil {
 		ui.HTTPError(w, status(err), err.Error())
 		return
 	}
-	log, err := t.Begin(req.input())
+	log, err := t.Begin(input)
 	var partly *ui.AnswersError
 	switch {
 	case errors.As(err, &partly):
@@ -117,6 +124,11 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		id = rest[strings.LastIndexByte(rest, '/')+1:]
+	}
+	// Asked whether the chat exists or not: a refusal says nothing of it.
+	if err := h.host.Authorize(r, ui.Access{Thread: id, Action: ui.ActionRead}); err != nil {
+		ui.HTTPError(w, status(err), err.Error())
+		return
 	}
 	t := h.host.Lookup(id)
 	var log *ui.Log
@@ -337,10 +349,14 @@ type item struct {
 	end *ui.End
 }
 
-// status is the HTTP status of a refused request: 503 while the host
-// closes or when the thread was forgotten meanwhile (the request may be
-// tried again), else 400.
+// status is the HTTP status of a refused request: the authorization
+// hook's (401, 403), 503 while the host closes or when the thread was
+// forgotten meanwhile (the request may be tried again), else 400.
 func status(err error) int {
+	var denied *ui.AccessError
+	if errors.As(err, &denied) {
+		return denied.Status
+	}
 	if errors.Is(err, ui.ErrClosed) || errors.Is(err, ui.ErrForgotten) {
 		return http.StatusServiceUnavailable
 	}
