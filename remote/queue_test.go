@@ -124,7 +124,7 @@ func TestQueueOrderAndDeadline(t *testing.T) {
 	tools := discover(t, c, 1)
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, tools...)
-	hasty := testutil.Kit(t, toolkit.WithDefaultTimeout(300*time.Millisecond))
+	hasty := testutil.Kit(t, toolkit.WithDefaultTimeout(time.Second))
 	testutil.Add(t, hasty, tools...)
 	run := func(session string, timeout time.Duration) *toolkit.Batch {
 		kit := agent
@@ -145,7 +145,7 @@ func TestQueueOrderAndDeadline(t *testing.T) {
 	}
 	second := run("s1", 0)
 	waitQueued(1)
-	late := run("late", 300*time.Millisecond)
+	late := run("late", time.Second)
 	waitQueued(2)
 	third := run("s2", 0)
 	waitQueued(3)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math/bits"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -180,7 +181,9 @@ func TestQuickCallIsTwoMessages(t *testing.T) {
 	if err := mon.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	drain := func() (subjects []string) {
+	// drain returns what the monitor saw since the last drain: subject and
+	// frame type of each message.
+	drain := func() (seen []string) {
 		t.Helper()
 		// Once the monitor's round trip is back, whatever the server had
 		// routed to it waits in the subscription.
@@ -190,9 +193,9 @@ func TestQuickCallIsTwoMessages(t *testing.T) {
 		for {
 			m, err := sub.NextMsg(0)
 			if err != nil {
-				return subjects
+				return seen
 			}
-			subjects = append(subjects, m.Subject)
+			seen = append(seen, strings.TrimSpace(m.Subject+" "+m.Header.Get(remote.HeaderFrame)))
 		}
 	}
 	c := remote.NewClient(conn(t, bus), remote.ClientOptions{Heartbeat: 50 * time.Millisecond})
@@ -201,12 +204,21 @@ func TestQuickCallIsTwoMessages(t *testing.T) {
 	testutil.Run(t, agent, "s", testutil.Call("warm", "count", `{"words":[]}`))
 	time.Sleep(300 * time.Millisecond)
 	drain()
+	start := time.Now()
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "count", `{"words":[]}`))[0]
+	took := time.Since(start)
 	if r.State != toolkit.StateSuccess || r.Text() != `{"n":0}` {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	time.Sleep(300 * time.Millisecond) // what protocol 1 sent later
-	if got := drain(); len(got) != 2 || got[0] != remote.DefaultPrefix+".count" {
-		t.Fatalf("one quick call sent %d messages, want the request and its result: %q", len(got), got)
+	got := drain()
+	if len(got) == 3 && strings.HasSuffix(got[1], " accept") && took >= 20*time.Millisecond {
+		// A machine so busy that the call ran for 20 ms: its accept frame
+		// is due then.
+		t.Logf("the call took %v: an accept frame came", took)
+		got = slices.Delete(got, 1, 2)
+	}
+	if len(got) != 2 || got[0] != remote.DefaultPrefix+".count" || !strings.HasSuffix(got[1], " result") {
+		t.Fatalf("one quick call (%v) sent %d messages, want the request and its result: %q", took, len(got), got)
 	}
 }
