@@ -3,7 +3,9 @@ package remote_test
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
+	"github.com/nats-io/nats.go/micro"
 	"slices"
 	"testing"
 	"time"
@@ -136,9 +138,11 @@ func BenchmarkRemoteThroughput(b *testing.B) {
 }
 
 // BenchmarkRemoteEcho runs one call at a time of the benchmarks' echo tool
-// (five fields in, the same out) on a worker, agent and worker in this
-// process over an in-process connection each: its allocations per call are
-// the remote path's, both sides.
+// (five fields in, the same out) on a worker, and the same work on a bare
+// micro service with nc.Request, side by side: agent, worker and service
+// in this process over in-process connections, so that allocations and CPU
+// profiles show the remote path of both sides (bench/remote measures
+// processes).
 func BenchmarkRemoteEcho(b *testing.B) {
 	bus := natstest.Bus(b)
 	wk := testutil.Kit(b)
@@ -157,12 +161,43 @@ func BenchmarkRemoteEcho(b *testing.B) {
 	testutil.Add(b, agent, tools...)
 	sess := testutil.Session(b, agent, "s")
 	calls := []toolkit.Call{{ID: "c", Name: "echo", Args: []byte(echoArgs)}}
-	b.ReportAllocs()
-	for b.Loop() {
-		if r := sess.Run(context.Background(), calls)[0]; r.State != toolkit.StateSuccess {
-			b.Fatal(r.Text())
+	b.Run("toolstream", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if r := sess.Run(context.Background(), calls)[0]; r.State != toolkit.StateSuccess {
+				b.Fatal(r.Text())
+			}
 		}
+	})
+	svc, err := micro.AddService(connB(b, bus), micro.Config{Name: "anchor", Version: "1.0.0"})
+	if err != nil {
+		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = svc.Stop() })
+	if err := svc.AddEndpoint("echo", micro.HandlerFunc(func(req micro.Request) {
+		var in echoIn
+		if err := json.Unmarshal(req.Data(), &in); err != nil {
+			_ = req.Error("400", err.Error(), nil)
+			return
+		}
+		_ = req.RespondJSON(in)
+	}), micro.WithEndpointSubject("anchor.echo")); err != nil {
+		b.Fatal(err)
+	}
+	nc := connB(b, bus)
+	b.Run("micro", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m, err := nc.Request("anchor.echo", []byte(echoArgs), 5*time.Second)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var out echoIn
+			if err := json.Unmarshal(m.Data, &out); err != nil || out.Name != "seven" {
+				b.Fatal(string(m.Data), err)
+			}
+		}
+	})
 }
 
 func connB(b *testing.B, bus *natsbus.Bus) *nats.Conn {
