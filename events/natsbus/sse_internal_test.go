@@ -103,3 +103,7 @@ func FuzzSSEFrame(f *testing.F) {
 		}
 	})
 }
+
+// HubLinger is how long the SSE bridge's shared consumer outlives its last
+// viewer.
+func HubLinger() time.Duration { return hubLinger }
