@@ -122,7 +122,11 @@ func BenchmarkSSEStuckReaders(b *testing.B) {
 	n := 0
 	call := func() (toNATS, toViewer float64) {
 		n++
-		id := fmt.Sprint("c", n)
+		// Call ids come back: a session of thousands of distinct calls
+		// would make each direct get cost the server a walk over as many
+		// subjects (the filter is a wildcard), which a conversation does
+		// not have.
+		id := fmt.Sprint("c", n%50)
 		start := time.Now()
 		if r := sess.Run(context.Background(), []toolkit.Call{{ID: id, Name: "streamer", Args: []byte(`{"lines":5}`)}}); r[0].State != toolkit.StateSuccess {
 			b.Fatalf("call %s: %s", id, r[0].State)
@@ -158,6 +162,7 @@ func BenchmarkSSEStuckReaders(b *testing.B) {
 		for r := range rounds {
 			withStuck := r%4 == 1 || r%4 == 2
 			var conns []net.Conn
+			cpu0 := processCPU()
 			if withStuck {
 				conns = openStuckReaders(b, srv.Listener.Addr().String(), session, stuck)
 			}
@@ -169,6 +174,7 @@ func BenchmarkSSEStuckReaders(b *testing.B) {
 					without, viewerWithout = append(without, d), append(viewerWithout, v)
 				}
 			}
+			fmt.Fprintf(os.Stderr, "round %d stuck=%v cpu %v\n", r, withStuck, processCPU()-cpu0)
 			for _, c := range conns {
 				c.Close()
 			}

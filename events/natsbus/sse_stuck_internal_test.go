@@ -195,7 +195,9 @@ func TestSSESlowViewerMemory(t *testing.T) {
 // parsed headers are several times their data). Viewers whose clients read
 // nothing, blocked writing their history, each hold a little more than
 // getBytes; they used to hold about 330 kB each (256 messages and a 64 kB
-// buffer), and 2,000 viewers catching up 1.2 GB.
+// buffer), and 2,000 viewers catching up 1.2 GB. Nor does a catch-up add a
+// subscription on the server: each change to the subscriptions takes the
+// lock that routing every publish reads, and empties its cache.
 func TestSSECatchUpHoldsOneBatch(t *testing.T) {
 	ctx := context.Background()
 	bus, err := Open(ctx, WithDurable(Durable{Memory: true}))
@@ -228,6 +230,19 @@ func TestSSECatchUpHoldsOneBatch(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 
+	// A first viewer (of another session) starts what viewers share.
+	first, err := http.Get(srv.URL + "?session=other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Body.Close()
+	if line, err := bufio.NewReader(first.Body).ReadString('\n'); err != nil || !strings.HasPrefix(line, "retry: ") {
+		t.Fatalf("%q %v", line, err)
+	}
+	started.Store(0)
+	finished.Store(0)
+	subs := bus.srv.NumSubscriptions()
+
 	const n = 20
 	before := liveHeap()
 	var conns []net.Conn
@@ -258,6 +273,9 @@ func TestSSECatchUpHoldsOneBatch(t *testing.T) {
 			t.Fatalf("%d of %d handlers blocked writing", s-f, n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	if more := int(bus.srv.NumSubscriptions()) - int(subs); more != 0 {
+		t.Errorf("%d viewers catching up added %d subscriptions on the server, want none", n, more)
 	}
 	held := (int64(liveHeap()) - int64(before)) / n
 	t.Logf("a viewer blocked writing its history holds %d kB", held>>10)

@@ -88,12 +88,54 @@ type hubConn struct {
 	js   jetstream.JetStream // on nc
 	gets *nats.Conn          // direct gets
 	gone chan struct{}       // closed when the hub closed the connections
+
+	// Every direct get's answers come to one wildcard subscription, each
+	// catch-up's to a token of its own under inbox, routed here: a
+	// subscription per catch-up would make the server add and remove one
+	// for each viewer that connects, and each change takes the lock every
+	// publish's routing reads and empties its cache.
+	inbox   string // "<inbox>."
+	mu      sync.Mutex
+	next    uint64
+	waiting map[string]chan *nats.Msg
 }
 
 func (c *hubConn) close() {
 	c.nc.Close()
 	c.gets.Close()
 	close(c.gone)
+}
+
+// expect returns a reply subject of its own and the channel its messages
+// come to, with room for a whole batch and its end marker: one batch is
+// asked for at a time and read to its end, so the channel never overflows.
+func (c *hubConn) expect() (reply string, replies chan *nats.Msg) {
+	replies = make(chan *nats.Msg, getBatch+2)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next++
+	token := strconv.FormatUint(c.next, 36)
+	c.waiting[token] = replies
+	return c.inbox + token, replies
+}
+
+// forget stops routing a reply subject's messages.
+func (c *hubConn) forget(reply string) {
+	c.mu.Lock()
+	delete(c.waiting, reply[len(c.inbox):])
+	c.mu.Unlock()
+}
+
+// route hands a direct get's answer to the catch-up that asked for it. One
+// nobody waits for any more (a get that timed out) is dropped.
+func (c *hubConn) route(m *nats.Msg) {
+	c.mu.Lock()
+	replies := c.waiting[strings.TrimPrefix(m.Subject, c.inbox)]
+	c.mu.Unlock()
+	select {
+	case replies <- m: // a nil channel never takes one
+	default:
+	}
 }
 
 // viewer is one SSE client of the hub.
@@ -269,8 +311,14 @@ func (h *sseHub) start(ctx context.Context) error {
 		nc.Close()
 		return fmt.Errorf("events: following %s: connecting to NATS at %s: %w", b.subjects.All(), redact(b.url), err)
 	}
-	c := &hubConn{nc: nc, gets: gets, gone: make(chan struct{})}
-	if c.js, err = jetstream.New(nc); err != nil {
+	c := &hubConn{nc: nc, gets: gets, gone: make(chan struct{}), inbox: gets.NewInbox() + ".", waiting: map[string]chan *nats.Msg{}}
+	if c.js, err = jetstream.New(nc); err == nil {
+		_, err = gets.Subscribe(c.inbox+"*", c.route)
+	}
+	if err == nil {
+		err = gets.Flush() // the subscription is in place before the first get
+	}
+	if err != nil {
 		c.close()
 		return fmt.Errorf("events: following %s: %w", b.subjects.All(), err)
 	}
@@ -481,16 +529,8 @@ var errNoDirectGet = errors.New("the stream does not answer direct gets (allow_d
 func (h *sseHub) readStored(ctx context.Context, c *hubConn, subject string, from uint64,
 	each func(seq uint64, subject string, data []byte, h nats.Header), flush func() error) (last uint64, err error) {
 	b := h.b
-	inbox := c.gets.NewInbox()
-	// Room for a whole batch and its end marker: one batch is asked for at a
-	// time and read to its end, so the channel never overflows (a
-	// synchronous subscription would allocate room for 65,536 messages).
-	replies := make(chan *nats.Msg, getBatch+2)
-	sub, err := c.gets.ChanSubscribe(inbox, replies)
-	if err != nil {
-		return 0, fmt.Errorf("events: reading %s: %w", subject, err)
-	}
-	defer sub.Unsubscribe()
+	inbox, replies := c.expect()
+	defer c.forget(inbox)
 	api := jetstream.DefaultAPIPrefix + "DIRECT.GET." + b.durable.Stream
 	type request struct {
 		Seq      uint64 `json:"seq"`
