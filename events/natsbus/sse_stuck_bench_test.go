@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,24 +24,28 @@ import (
 
 // BenchmarkSSEStuckReaders measures what clients that open an SSE stream and
 // never read (TOOLSTREAM_SSE_STUCK, default 200) do to the calls of the
-// session they watch, side by side in one run: rounds of calls without them
-// alternate with rounds during which they are there, each such round (1 s
-// of calls, 2 ms apart) starting as they connect (so their catch-up of the
-// session's 1 MB history and their getting stuck fall inside it) and ending
-// as they go.
+// session they watch, side by side in one run: 1 s rounds of calls (2 ms
+// apart) of three kinds, interleaved: without them; while they arrive (they
+// connect as the round starts, so their catch-up of the session's history,
+// 1 MB and more, and their getting stuck fall inside it); and once they are
+// stuck (every one's handler blocked writing to it).
 //
 // A call's latency is the time from the start of Session.Run (one call of a
 // tool that streams 5 lines: 13 events) to its result event reaching a NATS
 // subscriber on a connection of its own: what the agent's other consumers
-// see. Reported: the p50 and p99 of each side and p99-ratio (with / without;
-// the target is at most 2), and the same for a viewer that does read
-// (viewer-p99-ratio: the result's frame reaching it), since a stuck viewer
-// must not slow the other viewers either.
+// see. Reported: p50 and p99 of each kind, p99-ratio (arriving / without;
+// the target is at most 2) and p99-ratio-stuck (stuck / without), the same
+// for a viewer that does read (viewer-p99-ratio, viewer-p99-ratio-stuck:
+// the result's frame reaching it), since a stuck viewer must not slow the
+// other viewers either, and the CPU the readers cost the process in a
+// round (ms-cpu-arriving, ms-cpu-stuck).
 //
 // The server's sockets have 64 kB send buffers, so that a client that never
-// reads blocks its handler's writes soon (with Linux's autotuning a socket
-// takes up to 4 MB first, and such a client is stuck only later). Run it
-// with
+// reads blocks its handler's writes soon. With Linux's autotuning a socket
+// takes up to 4 MB first: until then such a client costs what a viewer
+// that reads does, and 200 of them arriving at once on a long history are
+// a load of hundreds of megabytes of catch-up (see docs/benchmarks.md). Run
+// it with
 //
 //	go test -run '^$' -bench BenchmarkSSEStuckReaders -benchtime 1x ./events/natsbus/
 func BenchmarkSSEStuckReaders(b *testing.B) {
@@ -53,7 +58,7 @@ func BenchmarkSSEStuckReaders(b *testing.B) {
 		stuck = n
 	}
 	const (
-		rounds  = 8 // half of them with the stuck readers, in the order ABBA ABBA
+		rounds  = 12
 		round   = time.Second
 		pace    = 2 * time.Millisecond // between the end of a call and the next
 		session = "stuck-bench"
@@ -157,38 +162,77 @@ func BenchmarkSSEStuckReaders(b *testing.B) {
 		call()
 	}
 
+	// Three kinds of rounds, interleaved so that what changes over the run
+	// (the machine's other work) falls on each alike.
+	const (
+		none       = iota // no stuck reader
+		arriving          // they connect as the round starts
+		stuckRound        // they connected before it and are all blocked
+	)
+	kinds := []int{none, arriving, stuckRound, stuckRound, arriving, none}
+	blocked := natsbus.CountBlockedWrites(b)
 	for i := 0; i < b.N; i++ {
-		var without, with, viewerWithout, viewerWith []float64
+		var lat, viewer [3][]float64
+		var cpu [3]time.Duration
 		for r := range rounds {
-			withStuck := r%4 == 1 || r%4 == 2
+			kind := kinds[r%len(kinds)]
+			settled := runtime.NumGoroutine()
 			var conns []net.Conn
+			if kind == stuckRound {
+				conns = openStuckReaders(b, srv.Listener.Addr().String(), session, stuck)
+				waitBlocked(b, blocked, stuck)
+			}
 			cpu0 := processCPU()
-			if withStuck {
+			if kind == arriving {
 				conns = openStuckReaders(b, srv.Listener.Addr().String(), session, stuck)
 			}
 			for end := time.Now().Add(round); time.Now().Before(end); time.Sleep(pace) {
 				d, v := call()
-				if withStuck {
-					with, viewerWith = append(with, d), append(viewerWith, v)
-				} else {
-					without, viewerWithout = append(without, d), append(viewerWithout, v)
-				}
+				lat[kind], viewer[kind] = append(lat[kind], d), append(viewer[kind], v)
 			}
-			fmt.Fprintf(os.Stderr, "round %d stuck=%v cpu %v\n", r, withStuck, processCPU()-cpu0)
+			cpu[kind] += processCPU() - cpu0
 			for _, c := range conns {
 				c.Close()
 			}
+			// Their handlers end before the next round begins, which
+			// would otherwise pay for it.
+			settleGoroutines(settled, 5*time.Second)
 		}
-		p99, p99With := testutil.Quantile(without, 0.99), testutil.Quantile(with, 0.99)
-		v99, v99With := testutil.Quantile(viewerWithout, 0.99), testutil.Quantile(viewerWith, 0.99)
+		p99 := func(kind int) float64 { return testutil.Quantile(lat[kind], 0.99) }
+		v99 := func(kind int) float64 { return testutil.Quantile(viewer[kind], 0.99) }
+		perRound := float64(rounds / len(kinds) * 2)
 		b.ReportMetric(float64(stuck), "stuck-readers")
-		b.ReportMetric(float64(len(with)), "calls-stuck")
-		b.ReportMetric(testutil.Median(without), "ms-p50")
-		b.ReportMetric(testutil.Median(with), "ms-p50-stuck")
-		b.ReportMetric(p99, "ms-p99")
-		b.ReportMetric(p99With, "ms-p99-stuck")
-		b.ReportMetric(p99With/p99, "p99-ratio")
-		b.ReportMetric(v99With/v99, "viewer-p99-ratio")
+		b.ReportMetric(testutil.Median(lat[none]), "ms-p50")
+		b.ReportMetric(testutil.Median(lat[arriving]), "ms-p50-arriving")
+		b.ReportMetric(p99(none), "ms-p99")
+		b.ReportMetric(p99(arriving), "ms-p99-arriving")
+		b.ReportMetric(p99(stuckRound), "ms-p99-stuck")
+		b.ReportMetric(p99(arriving)/p99(none), "p99-ratio")
+		b.ReportMetric(p99(stuckRound)/p99(none), "p99-ratio-stuck")
+		b.ReportMetric(v99(arriving)/v99(none), "viewer-p99-ratio")
+		b.ReportMetric(v99(stuckRound)/v99(none), "viewer-p99-ratio-stuck")
+		// What the readers cost the process in a round (0 where the
+		// platform does not say): arriving, catching up and getting stuck;
+		// and once stuck.
+		b.ReportMetric(ms(cpu[arriving]-cpu[none])/perRound, "ms-cpu-arriving")
+		b.ReportMetric(ms(cpu[stuckRound]-cpu[none])/perRound, "ms-cpu-stuck")
+	}
+}
+
+// waitBlocked waits until n handlers are blocked writing to their clients:
+// that many writes under way, and none ending for a while.
+func waitBlocked(tb testing.TB, blocked func() int64, n int) {
+	tb.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if w := blocked(); w >= int64(n) {
+			time.Sleep(100 * time.Millisecond)
+			if blocked() >= int64(n) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d of %d handlers blocked writing after 30s", blocked(), n)
+		}
 	}
 }
 
