@@ -57,7 +57,10 @@ type SSEOptions struct {
 // A viewer costs no JetStream consumer: the stored events are read with
 // direct gets and the live ones come from one consumer the bus shares
 // between all viewers, so nothing is left on the server when a client goes.
-// At most MaxViewers clients are served at once.
+// Both come on two NATS connections of the bridge's own (made with the
+// bus's options with the first viewer, closed 5s after the last), never on
+// the publisher's, so that viewers do not slow the agent's events. At most
+// MaxViewers clients are served at once.
 //
 // The session id is untrusted input: it is checked like a toolkit session id
 // and encoded into the subject, so one session's stream can never carry

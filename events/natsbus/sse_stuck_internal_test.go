@@ -239,8 +239,13 @@ func TestSSECatchUpHoldsOneBatch(t *testing.T) {
 	if line, err := bufio.NewReader(first.Body).ReadString('\n'); err != nil || !strings.HasPrefix(line, "retry: ") {
 		t.Fatalf("%q %v", line, err)
 	}
-	started.Store(0)
-	finished.Store(0)
+	// Its first write is over: the client has its data as the handler
+	// returns from the write.
+	for deadline := time.Now().Add(10 * time.Second); started.Load() != finished.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first viewer's write never ended")
+		}
+	}
 	subs := bus.srv.NumSubscriptions()
 
 	const n = 20
