@@ -334,7 +334,7 @@ func (b *Bus) connect(ctx context.Context, o *busOptions) error {
 	if b.srv != nil {
 		b.url = ""
 	}
-	nc, err := b.dial("toolstream", timeout)
+	nc, err := b.dial("toolstream", timeout, false)
 	if err != nil {
 		return fmt.Errorf("events: cannot connect to NATS at %s: %w", redact(b.url), connectCause(ctx, b.url, timeout, err))
 	}
@@ -343,11 +343,14 @@ func (b *Bus) connect(ctx context.Context, o *busOptions) error {
 }
 
 // dial opens a connection to the bus's NATS (its embedded server or its
-// URL) with the options Open was given. name is the connection's name
-// unless those options set one.
-func (b *Bus) dial(name string, timeout time.Duration) (*nats.Conn, error) {
+// URL) with the options Open was given (credentials, TLS). name is the
+// connection's name unless those options set one. A connection of the bus's
+// own (own: the SSE bridge's) keeps its name and handlers over the caller's:
+// their handlers are about the connection they asked for, and its closing
+// when the last viewer has gone is nothing they need to hear of.
+func (b *Bus) dial(name string, timeout time.Duration, own bool) (*nats.Conn, error) {
 	log := b.log
-	opts := []nats.Option{
+	mine := []nats.Option{
 		nats.Name(name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
@@ -369,10 +372,17 @@ func (b *Bus) dial(name string, timeout time.Duration) (*nats.Conn, error) {
 			e.Msg("toolstream: NATS error")
 		}),
 	}
+	var opts []nats.Option
 	if b.srv != nil {
 		opts = append(opts, nats.InProcessServer(b.srv))
 	}
-	return nats.Connect(b.url, append(opts, b.natsOpts...)...)
+	if own {
+		opts = append(append(opts, b.natsOpts...), mine...)
+		opts = append(opts, nats.ClosedHandler(nil), nats.ConnectHandler(nil))
+	} else {
+		opts = append(append(opts, mine...), b.natsOpts...)
+	}
+	return nats.Connect(b.url, opts...)
 }
 
 // connectCause explains a failed first connection. nats.go reports a refused

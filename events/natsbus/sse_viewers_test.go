@@ -12,9 +12,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -452,5 +454,44 @@ func TestSSEViewersStayOffThePublishersConnection(t *testing.T) {
 	}
 	if n := bus.Conn().Stats().InMsgs - before; n != 0 {
 		t.Fatalf("a viewer's 1,200 events brought %d messages to the bus's own connection, want none", n)
+	}
+}
+
+// TestSSEConnectionsTakeTheBusOptions: the bridge's own connections log in
+// with the options the bus was opened with (here a user and password the
+// server requires), and a closed handler among them hears of the bus's
+// connection only, not of the bridge's closing once the last viewer left.
+func TestSSEConnectionsTakeTheBusOptions(t *testing.T) {
+	natsbus.SetHubLinger(t, 50*time.Millisecond)
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
+		Username: "agent", Password: "secret", NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	var closed atomic.Int32
+	bus := natstest.Bus(t, natsbus.WithURL(srv.ClientURL()), natsbus.WithDurable(natsbus.Durable{Memory: true}),
+		natsbus.WithNATSOptions(nats.UserInfo("agent", "secret"), nats.ClosedHandler(func(*nats.Conn) { closed.Add(1) })))
+	web := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	defer web.Close()
+	clients := srv.NumClients()
+	seqs := publishRaw(t, bus, "auth", 3)
+	resp := sseGet(t, web.URL, "auth", "")
+	got := readSSE(t, resp, 3)
+	resp.Body.Close()
+	if len(got) != 3 || got[2].id != seqs[2] {
+		t.Fatalf("got %+v", got)
+	}
+	for deadline := time.Now().Add(5 * time.Second); srv.NumClients() != clients; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections after the viewer left, %d before", srv.NumClients(), clients)
+		}
+	}
+	if n := closed.Load(); n != 0 {
+		t.Fatalf("the closed handler given to the bus ran %d times as the bridge's connections closed", n)
 	}
 }

@@ -2,6 +2,7 @@ package natsbus
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -302,11 +303,14 @@ func (h *sseHub) start(ctx context.Context) error {
 	if d, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(d))
 	}
-	nc, err := b.dial("toolstream-sse", timeout)
+	if err := ctx.Err(); err != nil || timeout <= 0 {
+		return fmt.Errorf("events: following %s: %w", b.subjects.All(), cmp.Or(err, context.DeadlineExceeded))
+	}
+	nc, err := b.dial("toolstream-sse", timeout, true)
 	if err != nil {
 		return fmt.Errorf("events: following %s: connecting to NATS at %s: %w", b.subjects.All(), redact(b.url), err)
 	}
-	gets, err := b.dial("toolstream-sse-gets", timeout)
+	gets, err := b.dial("toolstream-sse-gets", timeout, true)
 	if err != nil {
 		nc.Close()
 		return fmt.Errorf("events: following %s: connecting to NATS at %s: %w", b.subjects.All(), redact(b.url), err)
