@@ -41,7 +41,7 @@ const minPiece = 64
 func Fit(ev *Event, max int) (out []Event, lossy bool, err error) {
 	probe := *ev
 	probe.Seq = math.MaxUint64 // the widest sequence number any piece may get
-	if len(AppendJSON(nil, &probe)) <= max {
+	if !Exceeds(ev, max) && len(AppendJSON(nil, &probe)) <= max {
 		return []Event{*ev}, false, nil
 	}
 	switch {
@@ -67,6 +67,37 @@ func Fit(ev *Event, max int) (out []Event, lossy bool, err error) {
 		out[i].Seq = ev.Seq
 	}
 	return out, lossy, nil
+}
+
+// Exceeds reports whether ev's JSON ([AppendJSON]) is surely longer than
+// max, reading at most about max bytes of it: a start whose arguments alone
+// are. Encoding arguments of a hundred megabytes only to find that they do
+// not fit takes a publisher seconds on a busy machine, and every other
+// call's events wait behind it; [Fit] leaves them out at once. false says
+// nothing: the event may still be too large.
+func Exceeds(ev *Event, max int) bool {
+	return ev.Type == TypeStart && ev.Start != nil && rawLonger(ev.Start.Args, max)
+}
+
+// rawLonger reports whether raw as appendRaw writes it is surely longer
+// than n. appendRaw keeps every byte that is not whitespace (escapes only
+// make bytes longer, and what is not JSON goes as a string of its text), so
+// more than n of those settle it, whatever follows.
+func rawLonger(raw []byte, n int) bool {
+	if len(raw) <= n {
+		return false
+	}
+	kept := 0
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			if kept++; kept > n {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // room is what is left of max for content after the envelope env.

@@ -33,6 +33,8 @@ const EnvURL = "TOOLSTREAM_NATS_URL"
 // keeps them, and the publisher that sends a toolkit's events.
 type Bus struct {
 	nc       *nats.Conn
+	url      string              // "" for the embedded server
+	natsOpts []nats.Option       // Open's, for the SSE bridge's own connection
 	js       jetstream.JetStream // nil unless durable
 	srv      *server.Server      // nil when connected to a URL
 	storeDir string              // removed on Close when we made it
@@ -329,7 +331,6 @@ func splitHostPort(addr string) (string, int, error) {
 const connectTimeout = 2 * time.Second
 
 func (b *Bus) connect(ctx context.Context, o *busOptions) error {
-	log := b.log
 	timeout := connectTimeout
 	if d, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(d))
@@ -337,8 +338,28 @@ func (b *Bus) connect(ctx context.Context, o *busOptions) error {
 	if err := ctx.Err(); err != nil || timeout <= 0 {
 		return fmt.Errorf("events: cannot connect to NATS at %s: %w", redact(o.url), cmp.Or(err, context.DeadlineExceeded))
 	}
-	base := []nats.Option{
-		nats.Name("toolstream"),
+	b.url, b.natsOpts = o.url, o.natsOpts
+	if b.srv != nil {
+		b.url = ""
+	}
+	nc, err := b.dial("toolstream", timeout, false)
+	if err != nil {
+		return fmt.Errorf("events: cannot connect to NATS at %s: %w", redact(b.url), connectCause(ctx, b.url, timeout, err))
+	}
+	b.nc = nc
+	return nil
+}
+
+// dial opens a connection to the bus's NATS (its embedded server or its
+// URL) with the options Open was given (credentials, TLS). name is the
+// connection's name unless those options set one. A connection of the bus's
+// own (own: the SSE bridge's) keeps its name and handlers over the caller's:
+// their handlers are about the connection they asked for, and its closing
+// when the last viewer has gone is nothing they need to hear of.
+func (b *Bus) dial(name string, timeout time.Duration, own bool) (*nats.Conn, error) {
+	log := b.log
+	mine := []nats.Option{
+		nats.Name(name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		// The first connection must succeed (a wrong URL is an error the
@@ -346,30 +367,30 @@ func (b *Bus) connect(ctx context.Context, o *busOptions) error {
 		nats.RetryOnFailedConnect(false),
 		nats.Timeout(timeout),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			log.Warn().Err(err).Msg("toolstream: disconnected from NATS; events are buffered until it is back")
+			log.Warn().Err(err).Str("connection", name).Msg("toolstream: disconnected from NATS; events are buffered until it is back")
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("toolstream: reconnected to NATS")
+			log.Info().Str("url", nc.ConnectedUrlRedacted()).Str("connection", name).Msg("toolstream: reconnected to NATS")
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-			e := log.Error().Err(err)
+			e := log.Error().Err(err).Str("connection", name)
 			if sub != nil {
 				e = e.Str("subject", sub.Subject)
 			}
 			e.Msg("toolstream: NATS error")
 		}),
 	}
-	url := o.url
+	var opts []nats.Option
 	if b.srv != nil {
-		url = ""
-		base = append(base, nats.InProcessServer(b.srv))
+		opts = append(opts, nats.InProcessServer(b.srv))
 	}
-	nc, err := nats.Connect(url, append(base, o.natsOpts...)...)
-	if err != nil {
-		return fmt.Errorf("events: cannot connect to NATS at %s: %w", redact(url), connectCause(ctx, url, timeout, err))
+	if own {
+		opts = append(append(opts, b.natsOpts...), mine...)
+		opts = append(opts, nats.ClosedHandler(nil), nats.ConnectHandler(nil))
+	} else {
+		opts = append(append(opts, mine...), b.natsOpts...)
 	}
-	b.nc = nc
-	return nil
+	return nats.Connect(b.url, opts...)
 }
 
 // connectCause explains a failed first connection. nats.go reports a refused

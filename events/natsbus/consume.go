@@ -101,7 +101,7 @@ func (b *Bus) replayRaw(ctx context.Context, subject string, from uint64, fn fun
 		fn(md.Sequence.Stream, m.Subject(), m.Data(), m.Headers())
 	})
 	if err != nil {
-		deleteConsumer(b, cons)
+		deleteConsumer(b, b.nc, b.js, cons)
 		return nil, fmt.Errorf("events: replaying %s: %w", subject, err)
 	}
 	var once sync.Once
@@ -114,7 +114,7 @@ func (b *Bus) replayRaw(ctx context.Context, subject string, from uint64, fn fun
 			<-cc.Closed()
 			// A stopped ordered consumer stays on the server until it has
 			// been idle for 5 minutes: delete it now.
-			deleteConsumer(b, cons)
+			deleteConsumer(b, b.nc, b.js, cons)
 		})
 	}, nil
 }

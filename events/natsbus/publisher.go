@@ -529,11 +529,15 @@ func (p *Publisher) publish(in *events.Event) {
 	}
 	limit := p.payload - idRoom - traceRoom(ev.Trace)
 	ev.Seq = w.seq + 1
-	p.buf = events.AppendJSON(p.buf[:0], &ev)
-	if len(p.buf) <= limit {
-		w.seq++
-		p.send(subject, w.idBase, ev.Seq, ev.Trace)
-		return
+	// Arguments far too large are not encoded only to be left out: the
+	// events of every other call wait while this goroutine works.
+	if !events.Exceeds(&ev, limit) {
+		p.buf = events.AppendJSON(p.buf[:0], &ev)
+		if len(p.buf) <= limit {
+			w.seq++
+			p.send(subject, w.idBase, ev.Seq, ev.Trace)
+			return
+		}
 	}
 	pieces, lossy, err := events.Fit(&ev, limit)
 	if err != nil {

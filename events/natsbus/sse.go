@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,7 +57,10 @@ type SSEOptions struct {
 // A viewer costs no JetStream consumer: the stored events are read with
 // direct gets and the live ones come from one consumer the bus shares
 // between all viewers, so nothing is left on the server when a client goes.
-// At most MaxViewers clients are served at once.
+// Both come on two NATS connections of the bridge's own (made with the
+// bus's options with the first viewer, closed 5s after the last), never on
+// the publisher's, so that viewers do not slow the agent's events. At most
+// MaxViewers clients are served at once.
 //
 // The session id is untrusted input: it is checked like a toolkit session id
 // and encoded into the subject, so one session's stream can never carry
@@ -145,9 +149,6 @@ func (s *sseWriter) flush() error {
 	if len(s.buf) > 0 {
 		_, err := s.w.Write(s.buf)
 		s.buf = s.buf[:0]
-		if cap(s.buf) > 8<<10 {
-			s.buf = nil // a catch-up's buffer is not kept for the viewer's life
-		}
 		if err != nil {
 			return err
 		}
@@ -155,6 +156,36 @@ func (s *sseWriter) flush() error {
 	s.f.Flush()
 	return nil
 }
+
+// trim lets a large buffer go (a catch-up's, a large event's): an idle
+// viewer keeps at most a small one. A catch-up's goes back to the pool.
+func (s *sseWriter) trim() {
+	if cap(s.buf) <= 8<<10 {
+		return
+	}
+	if cap(s.buf) <= 2*getBytes {
+		b := s.buf[:0]
+		catchUpBufs.Put(&b)
+	}
+	s.buf = nil
+}
+
+// forBatch makes the buffer room for a direct get's answer, from the pool.
+func (s *sseWriter) forBatch() {
+	if cap(s.buf) >= getBytes {
+		return
+	}
+	b := *catchUpBufs.Get().(*[]byte)
+	s.buf = append(b, s.buf...)
+}
+
+// catchUpBufs holds the buffers in which viewers frame a direct get's answer
+// (about getBytes), between batches: thousands of viewers catching up hold
+// one only while they write it, and allocate none per batch.
+var catchUpBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, getBytes+4<<10)
+	return &b
+}}
 
 func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions, active *atomic.Int64) {
 	if r.Method != http.MethodGet {
@@ -215,14 +246,17 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 	sw := newSSEWriter(w, flusher, v, opts.WriteTimeout, opts.Retry)
 	// catchUp writes the stored events after next-1 and returns the next
 	// sequence the client needs: everything the viewer is sent from then on
-	// comes live, and a live frame below it is one the client has.
+	// comes live, and a live frame below it is one the client has. It holds
+	// one direct get's worth of frames at a time (getBytes and a message).
 	catchUp := func(next uint64) (uint64, error) {
-		end, err := b.hub.readStored(ctx, subject, next, func(seq uint64, subj string, data []byte, h nats.Header) error {
+		defer sw.trim()
+		end, err := b.hub.readStored(ctx, v.conn, subject, next, func(seq uint64, subj string, data []byte, h nats.Header) {
+			sw.forBatch()
 			sw.buf, _ = b.frame(sw.buf, seq, subj, data, h)
-			if len(sw.buf) < 32<<10 {
-				return nil
-			}
-			return sw.flush()
+		}, func() error {
+			err := sw.flush()
+			sw.trim()
+			return err
 		})
 		if err != nil {
 			return next, err
@@ -247,7 +281,7 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 			// is not past the end: no need to ask the server.
 			end := b.hub.last.Load()
 			if seen > end {
-				end, err = b.hub.lastSeq(ctx)
+				end, err = b.hub.lastSeq(ctx, v.conn)
 			}
 			next = min(seen, end) + 1
 		}
@@ -283,7 +317,7 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 				// back from the stream instead.
 				b.hub.catchUps.Add(1)
 				if next, err = catchUp(next); err != nil {
-					if !errors.Is(err, context.Canceled) {
+					if !errors.Is(err, context.Canceled) && !errors.Is(err, errHubClosed) {
 						b.log.Warn().Err(err).Str("session", session).Msg("toolstream: SSE stream ended")
 					}
 					return
@@ -301,5 +335,6 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 		if sw.flush() != nil {
 			return
 		}
+		sw.trim()
 	}
 }

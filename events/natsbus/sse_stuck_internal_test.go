@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -187,4 +188,112 @@ func TestSSESlowViewerMemory(t *testing.T) {
 	if queued > 8<<20 {
 		t.Fatalf("a stuck viewer holds %d live frames of %d bytes in all", frames, queued)
 	}
+}
+
+// TestSSECatchUpHoldsOneBatch: a viewer catching up holds one direct get's
+// worth of frames while it writes them, not the batch's messages (whose
+// parsed headers are several times their data). Viewers whose clients read
+// nothing, blocked writing their history, each hold a little more than
+// getBytes; they used to hold about 330 kB each (256 messages and a 64 kB
+// buffer), and 2,000 viewers catching up 1.2 GB. Nor does a catch-up add a
+// subscription on the server: each change to the subscriptions takes the
+// lock that routing every publish reads, and empties its cache.
+func TestSSECatchUpHoldsOneBatch(t *testing.T) {
+	ctx := context.Background()
+	bus, err := Open(ctx, WithDurable(Durable{Memory: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close(ctx)
+	// 4,000 small events: 800 kB of history, far more than a socket takes.
+	p := bus.Publisher()
+	for i := range 4000 {
+		p.Observe(&events.Event{Version: events.Version, Type: events.TypeProgress, Session: "hist", Call: "c", Tool: "t",
+			Seq: uint64(i + 1), Time: time.Now(), Progress: &events.Progress{Message: strings.Repeat("p", 100)}})
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-bus.js.PublishAsyncComplete()
+
+	var started, finished atomic.Int64
+	sseFlushHook = func(done bool) {
+		if done {
+			finished.Add(1)
+		} else {
+			started.Add(1)
+		}
+	}
+	t.Cleanup(func() { sseFlushHook = nil })
+	srv := httptest.NewUnstartedServer(bus.SSEHandler(SSEOptions{WriteTimeout: time.Hour}))
+	srv.Listener = smallBuffers{srv.Listener}
+	srv.Start()
+	defer srv.Close()
+
+	// A first viewer (of another session) starts what viewers share.
+	first, err := http.Get(srv.URL + "?session=other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Body.Close()
+	if line, err := bufio.NewReader(first.Body).ReadString('\n'); err != nil || !strings.HasPrefix(line, "retry: ") {
+		t.Fatalf("%q %v", line, err)
+	}
+	// Its first write is over: the client has its data as the handler
+	// returns from the write.
+	for deadline := time.Now().Add(10 * time.Second); started.Load() != finished.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first viewer's write never ended")
+		}
+	}
+	subs := bus.srv.NumSubscriptions()
+
+	const n = 20
+	before := liveHeap()
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.(*net.TCPConn).SetReadBuffer(4 << 10)
+		fmt.Fprintf(c, "GET /?session=hist HTTP/1.1\r\nHost: x\r\n\r\n")
+		conns = append(conns, c)
+	}
+	// Every handler blocked: n flushes under way, and none ends for a while.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		s, f := started.Load(), finished.Load()
+		if s-f == n {
+			time.Sleep(200 * time.Millisecond)
+			if started.Load() == s && finished.Load() == f {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d handlers blocked writing", s-f, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if more := int(bus.srv.NumSubscriptions()) - int(subs); more != 0 {
+		t.Errorf("%d viewers catching up added %d subscriptions on the server, want none", n, more)
+	}
+	held := (int64(liveHeap()) - int64(before)) / n
+	t.Logf("a viewer blocked writing its history holds %d kB", held>>10)
+	if held > 2*getBytes+32<<10 {
+		t.Errorf("a viewer blocked writing its history holds %d kB, want at most about one direct get's worth (%d kB)", held>>10, getBytes>>10)
+	}
+}
+
+// liveHeap is the heap in use once garbage is collected.
+func liveHeap() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

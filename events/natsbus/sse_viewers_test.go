@@ -12,8 +12,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
@@ -305,13 +310,14 @@ func TestSSESlowViewerCatchesUp(t *testing.T) {
 }
 
 // TestSSESharedConsumerGoesWhenIdle: the consumer the viewers share is
-// deleted on the server a while after the last viewer left, and comes back
-// with the next viewer.
+// deleted on the server a while after the last viewer left, and the bridge's
+// connections are closed, and both come back with the next viewer.
 func TestSSESharedConsumerGoesWhenIdle(t *testing.T) {
 	natsbus.SetHubLinger(t, 50*time.Millisecond)
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
 	defer srv.Close()
+	clients := bus.Server().NumClients()
 	for round := range 2 {
 		resp := sseGet(t, srv.URL, "idle", "")
 		line, err := bufio.NewReader(resp.Body).ReadString('\n')
@@ -332,6 +338,12 @@ func TestSSESharedConsumerGoesWhenIdle(t *testing.T) {
 		for consumers(t, bus) != 0 {
 			if time.Now().After(deadline) {
 				t.Fatalf("round %d: the shared consumer is still there after its viewers left", round)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		for bus.Server().NumClients() != clients {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d connections to the server after the viewers left, %d before", round, bus.Server().NumClients(), clients)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -397,4 +409,89 @@ func TestSSEWithoutDirectGets(t *testing.T) {
 		t.Fatalf("took %v", took)
 	}
 	t.Logf("%s", body)
+}
+
+// TestSSEViewersStayOffThePublishersConnection: what viewers ask of NATS
+// (their catch-up's direct gets, the live events of the consumer they
+// share) never crosses the bus's own connection, which the publisher uses:
+// the server answers a connection's direct gets one after another in its
+// read loop, so there a publish waited behind every viewer's catch-up (200
+// viewers that never read made a call's p99 ten to a hundred times
+// longer: BenchmarkSSEStuckReaders).
+func TestSSEViewersStayOffThePublishersConnection(t *testing.T) {
+	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
+	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	defer srv.Close()
+	// Another publisher, on a connection of its own: its acknowledgements
+	// do not come to the bus's connection either.
+	nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(n int) {
+		for i := range n {
+			body := fmt.Sprintf(`{"v":1,"type":"progress","session":"off","call":"c","tool":"t","seq":%d,"time":"2026-11-29T12:00:00Z","progress":{"message":"m"}}`, i+1)
+			if _, err := js.Publish(context.Background(), bus.Subjects().Call("off", "c", "progress"), []byte(body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	publish(1000) // four direct gets' worth
+	before := bus.Conn().Stats().InMsgs
+	resp := sseGet(t, srv.URL, "off", "")
+	defer resp.Body.Close()
+	if got := readSSE(t, resp, 1000); len(got) != 1000 {
+		t.Fatalf("history: %d of 1000 events", len(got))
+	}
+	publish(200)
+	if got := readSSE(t, resp, 200); len(got) != 200 {
+		t.Fatalf("live: %d of 200 events", len(got))
+	}
+	if n := bus.Conn().Stats().InMsgs - before; n != 0 {
+		t.Fatalf("a viewer's 1,200 events brought %d messages to the bus's own connection, want none", n)
+	}
+}
+
+// TestSSEConnectionsTakeTheBusOptions: the bridge's own connections log in
+// with the options the bus was opened with (here a user and password the
+// server requires), and a closed handler among them hears of the bus's
+// connection only, not of the bridge's closing once the last viewer left.
+func TestSSEConnectionsTakeTheBusOptions(t *testing.T) {
+	natsbus.SetHubLinger(t, 50*time.Millisecond)
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
+		Username: "agent", Password: "secret", NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	var closed atomic.Int32
+	bus := natstest.Bus(t, natsbus.WithURL(srv.ClientURL()), natsbus.WithDurable(natsbus.Durable{Memory: true}),
+		natsbus.WithNATSOptions(nats.UserInfo("agent", "secret"), nats.ClosedHandler(func(*nats.Conn) { closed.Add(1) })))
+	web := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	defer web.Close()
+	clients := srv.NumClients()
+	seqs := publishRaw(t, bus, "auth", 3)
+	resp := sseGet(t, web.URL, "auth", "")
+	got := readSSE(t, resp, 3)
+	resp.Body.Close()
+	if len(got) != 3 || got[2].id != seqs[2] {
+		t.Fatalf("got %+v", got)
+	}
+	for deadline := time.Now().Add(5 * time.Second); srv.NumClients() != clients; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections after the viewer left, %d before", srv.NumClients(), clients)
+		}
+	}
+	if n := closed.Load(); n != 0 {
+		t.Fatalf("the closed handler given to the bus ran %d times as the bridge's connections closed", n)
+	}
 }

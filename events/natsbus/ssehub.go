@@ -2,6 +2,7 @@ package natsbus
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,11 +27,22 @@ import (
 // and fanned out here by session. A consumer per viewer costs the server a
 // consumer with its goroutines, lingers after the client is gone, and runs
 // into JetStream's limit of consumers per stream (1,000 by default).
+//
+// The hub talks to NATS on connections of its own, opened with the shared
+// consumer and closed with it: the server answers a connection's direct
+// gets in that connection's read loop, one after another, so on the
+// publisher's connection a publish would wait behind every viewer's
+// catch-up (200 viewers catching up at once made a call's p99 ten to a
+// hundred times longer), and nats.go parses all of a connection's messages
+// in one loop, the publisher's acknowledgements among them. For the same
+// reason the live events and the stored ones come on two connections.
 
 var (
-	// hubLinger is how long the shared consumer outlives its last viewer, so
-	// that reloads and reconnect storms do not create and delete it each time.
-	hubLinger = 30 * time.Second
+	// hubLinger is how long the shared consumer and the hub's connections
+	// outlive the last viewer, so that reloads and reconnect storms (a
+	// browser reconnects after 1s) do not create and delete them each time;
+	// then the bus is back to what it was before the first viewer.
+	hubLinger = 5 * time.Second
 	// viewerQueue is how many live frames may wait for one viewer. A viewer
 	// further behind (a slow client) drops them and catches up from the
 	// stream instead: the hub never waits for a viewer.
@@ -50,8 +62,11 @@ const (
 	getBytes = 64 << 10
 	// getConcurrency bounds the direct gets in flight for the whole bus:
 	// thousands of viewers connecting at once queue here rather than on the
-	// server.
-	getConcurrency = 32
+	// server, which answers a connection's direct gets one after another
+	// anyway. Four keep it busy while viewers frame their batches; more
+	// only hold answers in memory and stretch the bursts of work that
+	// other goroutines (the calls, the live viewers) wait behind.
+	getConcurrency = 4
 	// getTimeout bounds the wait for the server's answers to one direct get.
 	getTimeout = 10 * time.Second
 	// numPendingHeader is in every message of a batched direct get: how many
@@ -66,10 +81,69 @@ type sseFrame struct {
 	b   []byte
 }
 
+// hubConn is the hub's way to NATS while the shared consumer runs: two
+// connections of its own, one for the live events and one for the stored
+// ones, so that a live event never waits behind catch-ups' answers.
+type hubConn struct {
+	nc   *nats.Conn          // the shared consumer's
+	js   jetstream.JetStream // on nc
+	gets *nats.Conn          // direct gets
+	gone chan struct{}       // closed when the hub closed the connections
+
+	// Every direct get's answers come to one wildcard subscription, each
+	// catch-up's to a token of its own under inbox, routed here: a
+	// subscription per catch-up would make the server add and remove one
+	// for each viewer that connects, and each change takes the lock every
+	// publish's routing reads and empties its cache.
+	inbox   string // "<inbox>."
+	mu      sync.Mutex
+	next    uint64
+	waiting map[string]chan *nats.Msg
+}
+
+func (c *hubConn) close() {
+	c.nc.Close()
+	c.gets.Close()
+	close(c.gone)
+}
+
+// expect returns a reply subject of its own and the channel its messages
+// come to, with room for a whole batch and its end marker: one batch is
+// asked for at a time and read to its end, so the channel never overflows.
+func (c *hubConn) expect() (reply string, replies chan *nats.Msg) {
+	replies = make(chan *nats.Msg, getBatch+2)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next++
+	token := strconv.FormatUint(c.next, 36)
+	c.waiting[token] = replies
+	return c.inbox + token, replies
+}
+
+// forget stops routing a reply subject's messages.
+func (c *hubConn) forget(reply string) {
+	c.mu.Lock()
+	delete(c.waiting, reply[len(c.inbox):])
+	c.mu.Unlock()
+}
+
+// route hands a direct get's answer to the catch-up that asked for it. One
+// nobody waits for any more (a get that timed out) is dropped.
+func (c *hubConn) route(m *nats.Msg) {
+	c.mu.Lock()
+	replies := c.waiting[strings.TrimPrefix(m.Subject, c.inbox)]
+	c.mu.Unlock()
+	select {
+	case replies <- m: // a nil channel never takes one
+	default:
+	}
+}
+
 // viewer is one SSE client of the hub.
 type viewer struct {
 	tok  string
 	wake chan struct{} // capacity 1: something changed
+	conn *hubConn      // the hub's connection while the viewer is joined
 
 	mu     sync.Mutex
 	q      []sseFrame
@@ -147,7 +221,8 @@ type sseHub struct {
 	// stream.
 	catchUps atomic.Int64
 
-	run    sync.Mutex // serializes starting and stopping; guards cons, cc, closed
+	run    sync.Mutex // serializes starting and stopping; guards conn, cons, cc, closed
+	conn   *hubConn
 	cons   jetstream.Consumer
 	cc     jetstream.ConsumeContext
 	closed bool
@@ -182,7 +257,7 @@ func (h *sseHub) join(ctx context.Context, tok string, rc *http.ResponseControll
 			return nil, err
 		}
 	}
-	v := &viewer{tok: tok, wake: make(chan struct{}, 1), rc: rc}
+	v := &viewer{tok: tok, wake: make(chan struct{}, 1), conn: h.conn, rc: rc}
 	h.mu.Lock()
 	set := h.viewers[tok]
 	if set == nil {
@@ -219,11 +294,50 @@ func (h *sseHub) leave(v *viewer) {
 	}
 }
 
-// start creates the shared consumer: the events under the prefix stored
-// after the stream's current end. Called holding run.
+// start connects and creates the shared consumer: the events under the
+// prefix stored after the stream's current end. Called holding run.
+// Connecting costs the first viewer after an idle spell a round trip or two.
 func (h *sseHub) start(ctx context.Context) error {
 	b := h.b
-	stream, err := b.js.Stream(ctx, b.durable.Stream)
+	timeout := connectTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	if err := ctx.Err(); err != nil || timeout <= 0 {
+		return fmt.Errorf("events: following %s: %w", b.subjects.All(), cmp.Or(err, context.DeadlineExceeded))
+	}
+	nc, err := b.dial("toolstream-sse", timeout, true)
+	if err != nil {
+		return fmt.Errorf("events: following %s: connecting to NATS at %s: %w", b.subjects.All(), redact(b.url), err)
+	}
+	gets, err := b.dial("toolstream-sse-gets", timeout, true)
+	if err != nil {
+		nc.Close()
+		return fmt.Errorf("events: following %s: connecting to NATS at %s: %w", b.subjects.All(), redact(b.url), err)
+	}
+	c := &hubConn{nc: nc, gets: gets, gone: make(chan struct{}), inbox: gets.NewInbox() + ".", waiting: map[string]chan *nats.Msg{}}
+	if c.js, err = jetstream.New(nc); err == nil {
+		_, err = gets.Subscribe(c.inbox+"*", c.route)
+	}
+	if err == nil {
+		err = gets.Flush() // the subscription is in place before the first get
+	}
+	if err != nil {
+		c.close()
+		return fmt.Errorf("events: following %s: %w", b.subjects.All(), err)
+	}
+	if err := h.follow(ctx, c); err != nil {
+		c.close()
+		return err
+	}
+	h.conn = c
+	return nil
+}
+
+// follow creates the shared consumer on c and starts it.
+func (h *sseHub) follow(ctx context.Context, c *hubConn) error {
+	b := h.b
+	stream, err := c.js.Stream(ctx, b.durable.Stream)
 	if err != nil {
 		return fmt.Errorf("events: following %s: %w", b.subjects.All(), err)
 	}
@@ -232,7 +346,7 @@ func (h *sseHub) start(ctx context.Context) error {
 	// be recreated before it delivered anything (a reconnect), it starts at
 	// the same place instead of at the end of then, which would skip what
 	// came between.
-	cons, err := b.js.OrderedConsumer(ctx, b.durable.Stream, jetstream.OrderedConsumerConfig{
+	cons, err := c.js.OrderedConsumer(ctx, b.durable.Stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.subjects.Events()},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    end + 1,
@@ -243,23 +357,24 @@ func (h *sseHub) start(ctx context.Context) error {
 	h.noteSeq(end)
 	cc, err := cons.Consume(h.dispatch)
 	if err != nil {
-		deleteConsumer(b, cons)
+		deleteConsumer(b, c.nc, c.js, cons)
 		return fmt.Errorf("events: following %s: %w", b.subjects.All(), err)
 	}
 	h.cons, h.cc = cons, cc
 	return nil
 }
 
-// stop ends the shared consumer and deletes it on the server. Called
-// holding run.
+// stop ends the shared consumer, deletes it on the server and closes the
+// hub's connection. Called holding run.
 func (h *sseHub) stop() {
 	if h.cc == nil {
 		return
 	}
 	h.cc.Stop()
 	<-h.cc.Closed()
-	deleteConsumer(h.b, h.cons)
-	h.cons, h.cc = nil, nil
+	deleteConsumer(h.b, h.conn.nc, h.conn.js, h.cons)
+	h.conn.close()
+	h.conn, h.cons, h.cc = nil, nil, nil
 }
 
 func (h *sseHub) stopIfIdle() {
@@ -407,21 +522,19 @@ func plainHeaderValue(v string) bool {
 var errNoDirectGet = errors.New("the stream does not answer direct gets (allow_direct is off, or the stream is gone)")
 
 // readStored passes the events stored on subject from stream sequence from
-// on to fn, in stream order, one batched direct get at a time, and returns
-// the sequence of the last one (0 if there was none). fn may write to a
-// client between batches: no server resource is held meanwhile.
-func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte, h nats.Header) error) (last uint64, err error) {
+// on to each, in stream order, one batched direct get at a time on c, and
+// after each batch calls flush; it returns the sequence of the last event
+// (0 if there was none). each runs as the answers come and must keep
+// nothing of a message but what it copies: a batch is never held as
+// messages (their parsed headers are ten times their data). flush may
+// write to a client and block: it runs once the batch has left the
+// bus-wide bound on direct gets, so a client that does not read holds up
+// no other viewer.
+func (h *sseHub) readStored(ctx context.Context, c *hubConn, subject string, from uint64,
+	each func(seq uint64, subject string, data []byte, h nats.Header), flush func() error) (last uint64, err error) {
 	b := h.b
-	inbox := b.nc.NewInbox()
-	// Room for a whole batch and its end marker: one batch is asked for at a
-	// time and read to its end, so the channel never overflows (a
-	// synchronous subscription would allocate room for 65,536 messages).
-	replies := make(chan *nats.Msg, getBatch+2)
-	sub, err := b.nc.ChanSubscribe(inbox, replies)
-	if err != nil {
-		return 0, fmt.Errorf("events: reading %s: %w", subject, err)
-	}
-	defer sub.Unsubscribe()
+	inbox, replies := c.expect()
+	defer c.forget(inbox)
 	api := jetstream.DefaultAPIPrefix + "DIRECT.GET." + b.durable.Stream
 	type request struct {
 		Seq      uint64 `json:"seq"`
@@ -429,31 +542,25 @@ func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn
 		Batch    int    `json:"batch"`
 		MaxBytes int    `json:"max_bytes"`
 	}
-	type stored struct {
-		seq     uint64
-		subject string
-		data    []byte
-		header  nats.Header
-	}
-	var got []stored
 	from = max(from, 1)
 	for {
 		req, _ := json.Marshal(request{Seq: from, Next: subject, Batch: getBatch, MaxBytes: getBytes})
-		got = got[:0]
-		more, err := h.getBatch(ctx, replies, &nats.Msg{Subject: api, Reply: inbox, Data: req}, func(m *nats.Msg) {
+		got := 0
+		more, err := h.getBatch(ctx, c, replies, &nats.Msg{Subject: api, Reply: inbox, Data: req}, func(m *nats.Msg) {
 			seq, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-			got = append(got, stored{seq, m.Header.Get(jetstream.SubjectHeader), m.Data, m.Header})
+			each(seq, m.Header.Get(jetstream.SubjectHeader), m.Data, m.Header)
+			last = seq
+			got++
 		})
 		if err != nil {
 			return last, fmt.Errorf("events: reading %s from %d: %w", subject, from, err)
 		}
-		for _, s := range got {
-			if err := fn(s.seq, s.subject, s.data, s.header); err != nil {
+		if got > 0 {
+			if err := flush(); err != nil {
 				return last, err
 			}
-			last = s.seq
 		}
-		if !more || len(got) == 0 {
+		if !more || got == 0 {
 			break
 		}
 		from = last + 1
@@ -461,18 +568,20 @@ func (h *sseHub) readStored(ctx context.Context, subject string, from uint64, fn
 	return last, nil
 }
 
-// getBatch sends one direct get and collects its answer. more reports that
-// the server stopped at the batch's limits with more to come.
-func (h *sseHub) getBatch(ctx context.Context, replies <-chan *nats.Msg, req *nats.Msg, fn func(*nats.Msg)) (more bool, err error) {
+// getBatch sends one direct get on c and passes its answers to fn. more
+// reports that the server stopped at the batch's limits with more to come.
+func (h *sseHub) getBatch(ctx context.Context, c *hubConn, replies <-chan *nats.Msg, req *nats.Msg, fn func(*nats.Msg)) (more bool, err error) {
 	select {
 	case h.gets <- struct{}{}:
 	case <-ctx.Done():
 		return false, ctx.Err()
+	case <-c.gone:
+		return false, errHubClosed
 	}
 	defer func() { <-h.gets }()
 	ctx, cancel := context.WithTimeout(ctx, getTimeout)
 	defer cancel()
-	if err := h.b.nc.PublishMsg(req); err != nil {
+	if err := c.gets.PublishMsg(req); err != nil {
 		return false, err
 	}
 	for {
@@ -481,6 +590,8 @@ func (h *sseHub) getBatch(ctx context.Context, replies <-chan *nats.Msg, req *na
 		case m = <-replies:
 		case <-ctx.Done():
 			return false, context.Cause(ctx)
+		case <-c.gone:
+			return false, errHubClosed
 		}
 		switch status := m.Header.Get("Status"); status {
 		case "":
@@ -500,13 +611,16 @@ func (h *sseHub) getBatch(ctx context.Context, replies <-chan *nats.Msg, req *na
 	}
 }
 
+// errHubClosed ends what a viewer asked NATS for when the bus closes.
+var errHubClosed = errors.New("events: the bus is closed")
+
 // lastSeq returns a lower bound of the stream's last sequence that is at
 // least its value when the caller's viewer joined: the last stored message,
 // or what the shared consumer has seen.
-func (h *sseHub) lastSeq(ctx context.Context) (uint64, error) {
+func (h *sseHub) lastSeq(ctx context.Context, c *hubConn) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, getTimeout)
 	defer cancel()
-	m, err := h.b.nc.RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"DIRECT.GET."+h.b.durable.Stream, []byte(`{"last_by_subj":">"}`))
+	m, err := c.gets.RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"DIRECT.GET."+h.b.durable.Stream, []byte(`{"last_by_subj":">"}`))
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			err = errNoDirectGet
@@ -526,14 +640,14 @@ func (h *sseHub) lastSeq(ctx context.Context) (uint64, error) {
 // leaving it there until its inactivity threshold (5 minutes) counting
 // against the stream's consumer limit. Best effort: when the connection is
 // down, the threshold does it.
-func deleteConsumer(b *Bus, cons jetstream.Consumer) {
+func deleteConsumer(b *Bus, nc *nats.Conn, js jetstream.JetStream, cons jetstream.Consumer) {
 	info := cons.CachedInfo()
-	if info == nil || !b.nc.IsConnected() {
+	if info == nil || !nc.IsConnected() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := b.js.DeleteConsumer(ctx, b.durable.Stream, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if err := js.DeleteConsumer(ctx, b.durable.Stream, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		b.log.Warn().Err(err).Str("consumer", info.Name).Msg("toolstream: could not delete a consumer; the server drops it after 5 minutes idle")
 	}
 }
