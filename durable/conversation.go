@@ -25,7 +25,7 @@ func (s *Store) SaveConversation(ctx context.Context, session string, conv *agen
 	if err != nil {
 		return fmt.Errorf("durable: conversation of %q: %w", session, err)
 	}
-	if _, err := s.kv.Put(ctx, convKey(session), data); err != nil {
+	if _, err := s.b.Put(ctx, convKey(session), data); err != nil {
 		return fmt.Errorf("durable: saving the conversation of %q (%d bytes): %w", session, len(data), err)
 	}
 	return nil
@@ -34,7 +34,7 @@ func (s *Store) SaveConversation(ctx context.Context, session string, conv *agen
 // LoadConversation returns the session's saved conversation, or nil and no
 // error when there is none.
 func (s *Store) LoadConversation(ctx context.Context, session string) (*agent.Conversation, error) {
-	value, _, err := s.lead.Get(ctx, convKey(session))
+	value, _, err := s.b.Get(ctx, convKey(session))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}

@@ -247,13 +247,13 @@ func TestLateSuspendEventChangesNothing(t *testing.T) {
 }
 
 // TestOutcomeStoredAfterALongWait: the outcome of a call that waited longer
-// than the bound of one bookkeeping write (10 s; 200 ms here) is stored, for
+// than the bound of one read or write (DefaultElectionWait; 200 ms here) is stored, for
 // an external call and an approved one. Before, the bound counted from the
 // call's start: after such a wait every write failed ("context deadline
 // exceeded", logged), the outcome was not stored and the call, run again,
 // waited again (the approved tool ran a second time).
 func TestOutcomeStoredAfterALongWait(t *testing.T) {
-	t.Cleanup(durable.SetBookkeepingTimeout(200 * time.Millisecond))
+	t.Cleanup(durable.SetDefaultElectionWait(200 * time.Millisecond))
 	js := natstest.JetStream(t)
 	edits.paths = nil
 	ctx := context.Background()

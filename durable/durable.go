@@ -31,6 +31,13 @@
 // "running" in the bucket, and nobody knows whether its work was done. Run
 // again, such a call of a read-only or idempotent tool runs again; any other
 // gets an error result saying it may have done its work (ErrMaybeRan).
+//
+// On a cluster (WithReplicas), the loss of the server that leads the
+// bucket is not such a death: every read and write goes to the bucket's
+// leader and on through the election of the next one (WithElectionWait),
+// and writes are sent again safely (a write whose answer was lost is
+// stored once and reported stored). A call's claim and outcome are stored
+// and the run stalls about as long as the election.
 // docs/scale-out.md has the whole account.
 package durable
 
@@ -43,6 +50,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -74,6 +82,11 @@ const MetaReplayed = "replayed"
 // stopped and whose tool is neither read-only nor idempotent: it is not run
 // again, since it may have done its work.
 var ErrMaybeRan = errors.New("the call was running when its process stopped and may have done its work: it is not run again")
+
+// ErrMaybeStored is the cause of a write to the bucket that gave up (its
+// context ended, or WithElectionWait passed) while a request of it went
+// unanswered: the bucket may have stored it. Reading the record tells.
+var ErrMaybeStored = kvlead.ErrMaybeStored
 
 // Record is a call as the bucket keeps it.
 type Record struct {
@@ -116,18 +129,48 @@ type Stored struct {
 }
 
 // Option configures New.
-type Option func(*jetstream.KeyValueConfig)
+type Option func(*config)
+
+type config struct {
+	kv   jetstream.KeyValueConfig
+	wait time.Duration
+}
 
 // WithReplicas keeps the bucket on n servers of a cluster.
-func WithReplicas(n int) Option { return func(c *jetstream.KeyValueConfig) { c.Replicas = n } }
+func WithReplicas(n int) Option { return func(c *config) { c.kv.Replicas = n } }
 
 // WithTTL forgets calls this long after their last change (default: never).
-func WithTTL(d time.Duration) Option { return func(c *jetstream.KeyValueConfig) { c.TTL = d } }
+func WithTTL(d time.Duration) Option { return func(c *config) { c.kv.TTL = d } }
+
+// DefaultElectionWait is how long one read or write of the bucket goes on,
+// unless WithElectionWait says otherwise, while the bucket does not answer
+// it: a crashed leader's peers elect another within about 10 s with the
+// NATS server's defaults, and 30 s leaves room for a second round.
+const DefaultElectionWait = kvlead.DefaultWait
+
+// WithElectionWait bounds how long one read or write of the bucket goes on
+// while the bucket does not answer it: its stream elects a new leader, or
+// an answer was lost (0 or less: DefaultElectionWait). Each read or write
+// is sent again until answered, so it goes on within about 250 ms of the
+// stream having a leader again. A call's own deadline (or cancellation)
+// also ends the reads that decide whether it runs; the writes that record
+// its claim and its outcome are bounded by d only, so that a call that
+// timed out still has its outcome stored. Keep d under the bucket's
+// duplicate window (2 minutes, or its TTL if shorter): within it, a write
+// sent again is never stored twice.
+func WithElectionWait(d time.Duration) Option { return func(c *config) { c.wait = d } }
+
+// defaultWait is DefaultElectionWait, but for tests (export_test.go).
+var defaultWait atomic.Int64
+
+func init() { defaultWait.Store(int64(DefaultElectionWait)) }
 
 // Store keeps calls in a key-value bucket.
 type Store struct {
-	kv   jetstream.KeyValue
-	lead *kvlead.Reader // reads: see every acknowledged write (package kvlead)
+	kv jetstream.KeyValue // watches (Deliver, settle)
+	// b reads and writes through the stream's leader, through elections
+	// (package kvlead): a read sees every acknowledged write.
+	b *kvlead.Bucket
 }
 
 // New opens (creating if needed) the bucket; an empty name means
@@ -136,22 +179,26 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Opt
 	if bucket == "" {
 		bucket = DefaultBucket
 	}
-	cfg := jetstream.KeyValueConfig{Bucket: bucket, Description: "toolstream: calls by session and call id", History: 1}
+	cfg := config{
+		kv:   jetstream.KeyValueConfig{Bucket: bucket, Description: "toolstream: calls by session and call id", History: 1},
+		wait: time.Duration(defaultWait.Load()),
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
+	if cfg.wait <= 0 {
+		cfg.wait = DefaultElectionWait
+	}
+	kv, err := kvlead.Open(ctx, cfg.wait, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, cfg.kv)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("durable: key-value bucket %s: %w", bucket, err)
 	}
 	if err := kvready.Wait(ctx, kv); err != nil {
 		return nil, fmt.Errorf("durable: key-value bucket %s: %w", bucket, err)
 	}
-	lead, err := kvlead.New(js, bucket)
-	if err != nil {
-		return nil, fmt.Errorf("durable: key-value bucket %s: %w", bucket, err)
-	}
-	return &Store{kv: kv, lead: lead}, nil
+	return &Store{kv: kv, b: kvlead.New(js, bucket, cfg.wait)}, nil
 }
 
 // key is the call's key: session and call id base64url-encoded (keys allow
@@ -171,7 +218,7 @@ func (s *Store) Get(ctx context.Context, session, callID string) (Record, error)
 }
 
 func (s *Store) get(ctx context.Context, k string) (Record, uint64, error) {
-	value, rev, err := s.lead.Get(ctx, k)
+	value, rev, err := s.b.Get(ctx, k)
 	if err != nil {
 		return Record{}, 0, err
 	}
@@ -189,9 +236,9 @@ func (s *Store) put(ctx context.Context, k string, rec Record, rev uint64) error
 		return err
 	}
 	if rev == 0 {
-		_, err = s.kv.Create(ctx, k, data)
+		_, err = s.b.Create(ctx, k, data)
 	} else {
-		_, err = s.kv.Update(ctx, k, data, rev)
+		_, err = s.b.Update(ctx, k, data, rev)
 	}
 	return err
 }
@@ -217,25 +264,24 @@ func (s *Store) update(ctx context.Context, k string, fn func(*Record) bool) err
 // conflict reports whether a create or compare-and-set failed because the
 // record changed (or came to be) since it was read.
 func conflict(err error) bool {
-	return errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err)
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
 }
 
-func isWrongSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
-}
-
-// Pending lists the session's calls that wait (suspended), oldest first.
-// A call decided with Approve or Reject but not run again yet is listed
-// with its Decision.
+// Pending lists the session's calls that wait (suspended), oldest first
+// (by their last change). A call decided with Approve or Reject but not
+// run again yet is listed with its Decision.
 func (s *Store) Pending(ctx context.Context, session string) ([]Record, error) {
-	lister, err := s.kv.ListKeysFiltered(ctx, sessionPrefix(session)+">")
+	keys, err := s.b.Keys(ctx, sessionPrefix(session)+">")
 	if err != nil {
 		return nil, fmt.Errorf("durable: listing calls: %w", err)
 	}
-	var out []Record
-	for k := range lister.Keys() {
-		rec, _, err := s.get(ctx, k)
+	type pending struct {
+		rec Record
+		rev uint64
+	}
+	var found []pending
+	for _, k := range keys {
+		rec, rev, err := s.get(ctx, k)
 		if err != nil {
 			if errors.Is(err, jetstream.ErrKeyNotFound) {
 				continue
@@ -243,8 +289,13 @@ func (s *Store) Pending(ctx context.Context, session string) ([]Record, error) {
 			return nil, err
 		}
 		if rec.State == Suspended {
-			out = append(out, rec)
+			found = append(found, pending{rec, rev})
 		}
+	}
+	slices.SortFunc(found, func(a, b pending) int { return cmp.Compare(a.rev, b.rev) })
+	out := make([]Record, 0, len(found))
+	for _, p := range found {
+		out = append(out, p.rec)
 	}
 	return out, nil
 }
@@ -379,12 +430,6 @@ func (s *Store) Observe(ev *events.Event) {
 // event.
 var observeHook atomic.Pointer[func(*events.Event)]
 
-// bookkeepingTimeout bounds each of the interceptor's reads and writes
-// (nanoseconds; tests shorten it).
-var bookkeepingTimeout atomic.Int64
-
-func init() { bookkeepingTimeout.Store(int64(10 * time.Second)) }
-
 func (st *Stored) outcome() toolkit.Outcome {
 	out := toolkit.Outcome{State: st.State, Content: st.Content}
 	if st.Error != "" {
@@ -411,20 +456,21 @@ func (s *Store) Interceptor() toolkit.Interceptor {
 	return toolkit.Interceptor{Name: "durable", Intercept: s.intercept}
 }
 
-// bookkeeping is a context for one of the interceptor's reads or writes:
-// it outlives the call's context (a cancelled call's record must still be
-// written) and starts its own clock (a call may wait for hours).
-func bookkeeping(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), time.Duration(bookkeepingTimeout.Load()))
-}
+// bookkeeping is the context of the interceptor's writes, and of the
+// reads that decide them once the call ran: it outlives the call's context
+// (a cancelled call's record must still be written). Each read or write is
+// bounded by the store's election wait from its own start (a call may wait
+// for hours).
+func bookkeeping(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	k := key(inv.Session, inv.Call.ID)
-	bctx, cancel := bookkeeping(ctx)
-	defer cancel()
+	bctx := bookkeeping(ctx)
 	owner := nuid.Next() // this run of the call
 	for range 4 {
-		rec, rev, err := s.get(bctx, k)
+		// Nothing is written yet: the call's deadline and cancellation
+		// end the read.
+		rec, rev, err := s.get(ctx, k)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 			err = s.put(bctx, k, Record{Session: inv.Session, Call: inv.Call, State: Running, Owner: owner}, 0)
@@ -434,8 +480,9 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 			if err != nil {
 				return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: cannot record call %q: %w", inv.Call.ID, err))
 			}
-			cancel()
 			return s.run(ctx, k, owner, inv, next)
+		case err != nil && ctx.Err() != nil:
+			return inv.ContextFailure(ctx)
 		case err != nil:
 			return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: cannot read call %q: %w", inv.Call.ID, err))
 		case rec.State == Done && rec.Result != nil:
@@ -473,20 +520,22 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 				rec.Decision, rec.Call = nil, inv.Call
 			}
 			rec.State, rec.Reason, rec.Owner = Running, "", owner
-			if err := s.put(bctx, k, rec, rev); err != nil {
-				continue
+			if err := s.put(bctx, k, rec, rev); conflict(err) {
+				continue // changed meanwhile: look again
+			} else if err != nil {
+				return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: cannot record call %q: %w", inv.Call.ID, err))
 			}
-			cancel()
 			return s.run(rctx, k, owner, inv, next)
 		default: // running: its process stopped, or it runs elsewhere now
 			if !inv.Spec().IsIdempotent() { // read-only tools are idempotent
 				return toolkit.Failure(toolkit.StateError, fmt.Errorf("call %q of tool %q: %w", inv.Call.ID, inv.Call.Name, ErrMaybeRan))
 			}
 			rec.Owner = owner
-			if err := s.put(bctx, k, rec, rev); err != nil {
+			if err := s.put(bctx, k, rec, rev); conflict(err) {
 				continue // someone else took it over
+			} else if err != nil {
+				return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: cannot record call %q: %w", inv.Call.ID, err))
 			}
-			cancel()
 			return s.run(ctx, k, owner, inv, next)
 		}
 	}
@@ -502,8 +551,7 @@ func (s *Store) run(ctx context.Context, k, owner string, inv *toolkit.Invocatio
 	remove := inv.OnWait(func(reason string) { s.recordWait(ctx, k, owner, reason, inv) })
 	out := next(ctx, inv)
 	remove()
-	bctx, cancel := bookkeeping(ctx)
-	defer cancel()
+	bctx := bookkeeping(ctx)
 	if out.State == toolkit.StateInterrupted {
 		rec, rev, err := s.get(bctx, k)
 		switch {
@@ -518,7 +566,7 @@ func (s *Store) run(ctx context.Context, k, owner string, inv *toolkit.Invocatio
 			rec.State, rec.Reason = Suspended, inv.Waiting()
 			_ = s.put(bctx, k, rec, rev)
 		default:
-			_ = s.kv.Delete(bctx, k, jetstream.LastRevision(rev))
+			_ = s.b.Delete(bctx, k, rev)
 		}
 		return out
 	}
@@ -535,9 +583,7 @@ func (s *Store) run(ctx context.Context, k, owner string, inv *toolkit.Invocatio
 // logged: the call goes on (a process killed while it waits then leaves it
 // running, and running it again gives ErrMaybeRan).
 func (s *Store) recordWait(ctx context.Context, k, owner, reason string, inv *toolkit.Invocation) {
-	bctx, cancel := bookkeeping(ctx)
-	defer cancel()
-	err := s.update(bctx, k, func(r *Record) bool {
+	err := s.update(bookkeeping(ctx), k, func(r *Record) bool {
 		if r.Owner != owner {
 			return false
 		}

@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"context"
 	"time"
 
 	"github.com/toolstream/toolstream/events"
@@ -18,9 +19,16 @@ func SetObserveHook(f func(*events.Event)) {
 	observeHook.Store(&f)
 }
 
-// SetBookkeepingTimeout bounds each of the interceptor's reads and writes
-// (default 10 s) and returns a function that restores it.
-func SetBookkeepingTimeout(d time.Duration) (restore func()) {
-	old := bookkeepingTimeout.Swap(int64(d))
-	return func() { bookkeepingTimeout.Store(old) }
+// SetDefaultElectionWait sets the bound of each read and write of the
+// stores New opens without WithElectionWait (default DefaultElectionWait)
+// and returns a function that restores it.
+func SetDefaultElectionWait(d time.Duration) (restore func()) {
+	old := defaultWait.Swap(int64(d))
+	return func() { defaultWait.Store(old) }
+}
+
+// Change applies fn to the stored call with the store's compare-and-set
+// loop (what recordWait, finish and settle use).
+func (s *Store) Change(ctx context.Context, session, call string, fn func(*Record) bool) error {
+	return s.update(ctx, key(session, call), fn)
 }

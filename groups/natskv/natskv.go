@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,22 +26,49 @@ const DefaultBucket = "toolstream_groups"
 
 // Store keeps session state in a NATS JetStream key-value bucket: every
 // process sees the same state, and concurrent updates use the bucket's
-// revisions (optimistic concurrency) so that none is lost.
+// revisions (optimistic concurrency) so that none is lost. Reads and
+// writes go to the leader of the bucket's stream, and on through a leader
+// election (see WithElectionWait).
 type Store struct {
-	kv   jetstream.KeyValue
-	lead *kvlead.Reader // reads: see every acknowledged write (package kvlead)
+	b *kvlead.Bucket
 }
 
+// ErrMaybeStored is the cause of an Update that gave up (its context
+// ended, or WithElectionWait passed) while its write went unanswered: the
+// bucket may have stored the new state. Load tells.
+var ErrMaybeStored = kvlead.ErrMaybeStored
+
 // Option configures New.
-type Option func(*jetstream.KeyValueConfig)
+type Option func(*config)
+
+type config struct {
+	kv   jetstream.KeyValueConfig
+	wait time.Duration
+}
 
 // WithReplicas makes a JetStream cluster keep the bucket on n servers (1 to
 // 5; default 1): with 3, the state survives the loss of one server. Given
 // to New for a bucket that exists, it changes the bucket's replicas (and
 // nothing else).
 func WithReplicas(n int) Option {
-	return func(c *jetstream.KeyValueConfig) { c.Replicas = n }
+	return func(c *config) { c.kv.Replicas = n }
 }
+
+// DefaultElectionWait is how long one read or write of the bucket goes on,
+// unless WithElectionWait says otherwise, while the bucket does not answer
+// it: a crashed leader's peers elect another within about 10 s with the
+// NATS server's defaults, and 30 s leaves room for a second round.
+const DefaultElectionWait = kvlead.DefaultWait
+
+// WithElectionWait bounds how long one read or write of the bucket (in
+// Load, and each of Update's) goes on while the bucket does not answer it:
+// its stream elects a new leader, or an answer was lost (0 or less:
+// DefaultElectionWait). The caller's context ends it too. Each read or
+// write is sent again until answered, so it goes on within about 250 ms of
+// the stream having a leader again. Keep d under the bucket's duplicate
+// window (2 minutes, or its TTL if shorter): within it, a write sent again
+// is never stored twice.
+func WithElectionWait(d time.Duration) Option { return func(c *config) { c.wait = d } }
 
 // New opens a key-value bucket for group state, creating it if needed. An
 // empty bucket name means DefaultBucket. A bucket that exists is used as it
@@ -51,26 +79,25 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Opt
 	if bucket == "" {
 		bucket = DefaultBucket
 	}
-	cfg := jetstream.KeyValueConfig{
+	cfg := config{kv: jetstream.KeyValueConfig{
 		Bucket:      bucket,
 		Description: "toolstream: active tool groups per session",
 		History:     1,
-	}
+	}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	kv, err := open(ctx, js, cfg)
+	if cfg.wait <= 0 {
+		cfg.wait = DefaultElectionWait
+	}
+	kv, err := kvlead.Open(ctx, cfg.wait, func(ctx context.Context) (jetstream.KeyValue, error) { return open(ctx, js, cfg.kv) })
 	if err != nil {
 		return nil, fmt.Errorf("natskv: key-value bucket %s: %w", bucket, err)
 	}
 	if err := kvready.Wait(ctx, kv); err != nil {
 		return nil, fmt.Errorf("natskv: key-value bucket %s: %w", bucket, err)
 	}
-	lead, err := kvlead.New(js, bucket)
-	if err != nil {
-		return nil, fmt.Errorf("natskv: key-value bucket %s: %w", bucket, err)
-	}
-	return &Store{kv: kv, lead: lead}, nil
+	return &Store{b: kvlead.New(js, bucket, cfg.wait)}, nil
 }
 
 // open opens the bucket of cfg, creating it with cfg when it does not
@@ -136,7 +163,7 @@ func (s *Store) Load(ctx context.Context, session string) (map[string]bool, erro
 	if err != nil {
 		return nil, err
 	}
-	value, _, err := s.lead.Get(ctx, k)
+	value, _, err := s.b.Get(ctx, k)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}
@@ -159,7 +186,7 @@ func (s *Store) Update(ctx context.Context, session string, fn func(map[string]b
 	for range maxConflicts {
 		var cur map[string]bool
 		var rev uint64
-		value, r, err := s.lead.Get(ctx, k)
+		value, r, err := s.b.Get(ctx, k)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		case err != nil:
@@ -179,12 +206,12 @@ func (s *Store) Update(ctx context.Context, session string, fn func(map[string]b
 			return nil, err
 		}
 		if rev == 0 {
-			_, err = s.kv.Create(ctx, k, data)
+			_, err = s.b.Create(ctx, k, data)
 			if errors.Is(err, jetstream.ErrKeyExists) {
 				continue // another process created it first: start over
 			}
 		} else {
-			_, err = s.kv.Update(ctx, k, data, rev)
+			_, err = s.b.Update(ctx, k, data, rev)
 			if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 				continue // another process changed it: start over
 			}
@@ -205,7 +232,7 @@ func (s *Store) decodeState(session, k string, data []byte) (map[string]bool, er
 	var m map[string]bool
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("natskv: session %s: the state stored under key %q of bucket %q is not valid (%w); "+
-			"delete the key to start the session from its groups' defaults", shortQuote(session), k, s.kv.Bucket(), err)
+			"delete the key to start the session from its groups' defaults", shortQuote(session), k, s.b.Name(), err)
 	}
 	return m, nil
 }

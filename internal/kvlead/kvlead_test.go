@@ -27,10 +27,7 @@ func TestGetAgreesWithTheBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := kvlead.New(js, "lead")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := kvlead.New(js, "lead", 0)
 	if _, _, err := r.Get(ctx, "never"); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("a key never written: %v, want ErrKeyNotFound", err)
 	}
@@ -67,7 +64,8 @@ func TestGetAgreesWithTheBucket(t *testing.T) {
 // the API prefix or the domain of the JetStream context it is made from
 // (a bucket in another domain or account is reached only so). Here they
 // name an API nobody serves, so a read that went out under them fails
-// with no responders, while the default context reads the value.
+// with no responders (sent again until the context ends: nobody answers
+// during an election either), while the default context reads the value.
 func TestReaderKeepsTheAPIPrefixAndDomain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -92,11 +90,8 @@ func TestReaderKeepsTheAPIPrefixAndDomain(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, c := range map[string]jetstream.JetStream{"default": js, "prefix": prefixed, "domain": domained} {
-		r, err := kvlead.New(c, "where")
-		if err != nil {
-			t.Fatal(err)
-		}
-		quick, cancelQuick := context.WithTimeout(ctx, 2*time.Second)
+		r := kvlead.New(c, "where", 0)
+		quick, cancelQuick := context.WithTimeout(ctx, 500*time.Millisecond)
 		value, _, err := r.Get(quick, "k")
 		cancelQuick()
 		switch {

@@ -1,9 +1,7 @@
 package natstest
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -24,25 +22,19 @@ type Cluster struct {
 // meta leader; the servers are shut down at the end of the test.
 func NewCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
-	ports := make([]int, n)
+	ports := freePorts(t, 2*n) // a client and a cluster port each, all different
 	routes := make([]string, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", ports[i])
+	for i := range n {
+		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", ports[2*i+1])
 	}
 	c := &Cluster{}
 	for i := range n {
 		o := &server.Options{
-			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: -1,
+			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: ports[2*i],
 			NoSigs: true, NoLog: true,
 			JetStream: true, StoreDir: t.TempDir(),
 			JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 1 << 30,
-			Cluster: server.ClusterOpts{Name: "toolstream-test", Host: "127.0.0.1", Port: ports[i]},
+			Cluster: server.ClusterOpts{Name: "toolstream-test", Host: "127.0.0.1", Port: ports[2*i+1]},
 			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
 		}
 		s, err := server.NewServer(o)
@@ -62,28 +54,7 @@ func NewCluster(t testing.TB, n int) *Cluster {
 		}
 	}
 	// JetStream answers once the servers have elected a meta leader.
-	nc, err := nats.Connect(c.URLs(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cluster's JetStream is not ready: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitJetStream(t, c.URLs(0))
 	return c
 }
 
@@ -94,13 +65,11 @@ func (c *Cluster) URL(i int) string { return c.Servers[i].ClientURL() }
 // given them with nats.DontRandomize connects to that server and fails
 // over to the others.
 func (c *Cluster) URLs(first int) string {
-	urls := []string{c.URL(first)}
+	urls := make([]string, len(c.Servers))
 	for i := range c.Servers {
-		if i != first {
-			urls = append(urls, c.URL(i))
-		}
+		urls[i] = c.URL(i)
 	}
-	return strings.Join(urls, ",")
+	return orderURLs(urls, first)
 }
 
 // JetStream connects to the cluster, server first first (see URLs), and
