@@ -61,19 +61,7 @@ func TestAuthorize(t *testing.T) {
 	t.Cleanup(srv.Close)
 	as := func(user string, in map[string]any) (int, string) {
 		t.Helper()
-		body, _ := json.Marshal(in)
-		req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if user != "" {
-			req.Header.Set("Authorization", "Bearer "+user)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return uitest.SendAs(t, user, http.MethodPost, srv.URL, in)
 	}
 	answer := func(runID, call string, approve bool, msgs ...map[string]any) map[string]any {
 		in := input("a1", runID, append([]map[string]any{user("u1", "note")}, msgs...)...)

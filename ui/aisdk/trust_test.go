@@ -1,9 +1,7 @@
 package aisdk_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -99,23 +97,7 @@ func TestAuthorize(t *testing.T) {
 	t.Cleanup(srv.Close)
 	as := func(user, method, path string, body any) (int, string) {
 		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = bytes.NewReader(b)
-		}
-		req, _ := http.NewRequest(method, srv.URL+path, rd)
-		req.Header.Set("Content-Type", "application/json")
-		if user != "" {
-			req.Header.Set("Authorization", "Bearer "+user)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return uitest.SendAs(t, user, method, srv.URL+path, body)
 	}
 	start := chunk{"id": "a1", "messages": []any{userMsg("u1", "note")}}
 	if code, msg := as("bob", "POST", "/api/chat", start); code != http.StatusForbidden || a.Host.Lookup("a1") != nil {

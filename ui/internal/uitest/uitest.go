@@ -443,3 +443,32 @@ func (s *slowReader) Read(p []byte) (int, error) {
 	s.n += n
 	return n, err
 }
+
+// SendAs sends a JSON request as a user (a bearer token naming them, as
+// Policy reads it; none for ""), and returns the status and the body.
+func SendAs(t testing.TB, user, method, url string, body any) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if user != "" {
+		req.Header.Set("Authorization", "Bearer "+user)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
