@@ -279,8 +279,11 @@ func TestSSECatchUpHoldsOneBatch(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if more := int(bus.srv.NumSubscriptions()) - int(subs); more != 0 {
-		t.Errorf("%d viewers catching up added %d subscriptions on the server, want none", n, more)
+	// A subscription a viewer would make per catch-up shows as n more; the
+	// shared consumer recreating its own on a busy machine (an ordered
+	// consumer does after a missed heartbeat) as one.
+	if more := int(bus.srv.NumSubscriptions()) - int(subs); more > 1 {
+		t.Errorf("%d viewers catching up added %d subscriptions on the server, want none (one at most, the shared consumer's)", n, more)
 	}
 	held := (int64(liveHeap()) - int64(before)) / n
 	t.Logf("a viewer blocked writing its history holds %d kB", held>>10)
