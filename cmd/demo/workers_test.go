@@ -53,6 +53,11 @@ func TestDemoWorkers(t *testing.T) {
 	text := strings.Join(lines, "\n")
 	for _, want := range []string{"tool workers: ", "=== Summary: 6 turns, 13 calls", "states: 1 interrupted, 10 success, 2 error"} {
 		if !strings.Contains(text, want) {
+			// Its standard error is read once the process is gone: exec's
+			// copier writes it until then (a data race under -race when the
+			// demo failed early, seen once).
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 			t.Fatalf("output lacks %q:\n%s\n%s", want, text, stderr.String())
 		}
 	}
