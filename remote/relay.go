@@ -54,13 +54,8 @@ type heldDelta struct {
 }
 
 // frameValues are the header values of the frame types, shared.
-var frameValues = map[string][]string{}
-
-func init() {
-	for _, f := range []string{frameAccept, frameBeat, frameProgress, frameDelta, frameResult, frameCancel} {
-		frameValues[f] = []string{f}
-	}
-}
+var frameValues = map[string][]string{frameAccept: {frameAccept}, frameBeat: {frameBeat},
+	frameProgress: {frameProgress}, frameDelta: {frameDelta}, frameResult: {frameResult}, frameCancel: {frameCancel}}
 
 func (r *relay) callKey() string {
 	if r.ckey == "" {
@@ -130,10 +125,10 @@ func (r *relay) tick(now time.Time) {
 
 // beat sends a heartbeat now (after a reconnection, or asked by the
 // caller's resync).
-func (r *relay) beat(force bool) {
+func (r *relay) beat() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.done || !force && time.Since(r.last) < r.every {
+	if r.done {
 		return
 	}
 	r.sendLocked(frameBeat, nil, nil)

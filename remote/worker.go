@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -252,15 +253,14 @@ func (w *Worker) Stop(ctx context.Context) error {
 	// so the wait below sees every call that will ever run.
 	w.mu.Lock()
 	w.stopping = true
-	waiting := w.queue
-	w.queue, w.qbytes = nil, 0
+	var waiting []*relay
+	for len(w.queue) > 0 {
+		waiting = append(waiting, w.unqueueLocked(0))
+	}
 	w.mu.Unlock()
 	for _, r := range waiting {
-		w.queued.Add(-1)
-		w.release(r)
 		r.refuse(codeBusy, fmt.Sprintf("worker %s is stopping: it takes no new calls (the call waited for a slot and never ran)", w.id))
-		r.cancel()
-		w.held.Done()
+		w.leave(r, nil)
 	}
 	err := w.svc.Stop()
 	// A round trip after the drain's unsubscription: once Stop returns,
@@ -304,11 +304,9 @@ func (w *Worker) stopNow() {
 }
 
 // idempotentTool reports whether another run of a call of the tool is
-// harmless, by the rule of the Retry interceptor: a tool that declares
-// itself not idempotent, and is not read-only, is not.
-func idempotentTool(s toolkit.Spec) bool {
-	return s.ReadOnly || s.Idempotent == nil || *s.Idempotent
-}
+// harmless, by the rule of the Retry interceptor: only a tool that
+// declares itself not idempotent, and is not read-only, is not.
+func idempotentTool(s toolkit.Spec) bool { return s.Idempotent == nil || s.IsIdempotent() }
 
 // handler takes a call of one tool: it checks the request, refuses it when
 // the worker's queue is full or Stop began, and runs it on a goroutine of
@@ -473,8 +471,7 @@ func (w *Worker) run(r *relay) {
 		}
 		w.mu.Unlock()
 		r.finish(res, notRun)
-		w.closeSession(r, sess)
-		w.held.Done()
+		w.leave(r, sess)
 		r = next
 		if r == nil {
 			idle.Reset(runnerIdle)
@@ -489,7 +486,6 @@ func (w *Worker) run(r *relay) {
 
 // runOne runs the call, unless it ended while it waited.
 func (w *Worker) runOne(r *relay) (res toolkit.Result, sess *toolkit.Session, notRun bool) {
-	defer r.cancel()
 	if err := r.ctx.Err(); err != nil {
 		return w.notRun(r, err), nil, true
 	}
@@ -541,12 +537,23 @@ func (w *Worker) nextLocked() *relay {
 	return r
 }
 
-// release forgets a call that leaves without running (Stop).
-func (w *Worker) release(r *relay) {
-	w.mu.Lock()
+// unqueueLocked takes the call at index i out of the queue and forgets it:
+// it leaves without running.
+func (w *Worker) unqueueLocked(i int) *relay {
+	r := w.queue[i]
+	w.queue = slices.Delete(w.queue, i, i+1)
+	w.qbytes -= len(r.args)
+	w.queued.Add(-1)
 	w.forgetLocked(r)
-	w.mu.Unlock()
-	w.closeSession(r, nil)
+	return r
+}
+
+// leave ends what the worker holds of a call once its result or refusal
+// went: its context, its count in its session, its count in held.
+func (w *Worker) leave(r *relay, sess *toolkit.Session) {
+	r.cancel()
+	w.closeSession(r, sess)
+	w.held.Done()
 }
 
 // closeSession counts a call out of its session: the worker keeps nothing
@@ -560,10 +567,8 @@ func (w *Worker) closeSession(r *relay, sess *toolkit.Session) {
 		return
 	}
 	delete(w.sessions, r.key.session)
-	if sess == nil {
-		if s, ok := w.tk.Session(r.key.session); ok == nil {
-			sess = s
-		}
+	if sess == nil { // the call never ran: the session an earlier call opened, if any
+		sess, _ = w.tk.Session(r.key.session)
 	}
 	if sess != nil {
 		sess.Close()
@@ -606,11 +611,8 @@ func (w *Worker) onControl(m *nats.Msg) {
 	var dequeued []*relay
 	if kind == ControlCancel {
 		for _, r := range hit {
-			if i := w.queuedAt(r); i >= 0 {
-				w.queue = append(w.queue[:i], w.queue[i+1:]...)
-				w.qbytes -= len(r.args)
-				w.queued.Add(-1)
-				dequeued = append(dequeued, r)
+			if i := slices.Index(w.queue, r); i >= 0 {
+				dequeued = append(dequeued, w.unqueueLocked(i))
 			}
 		}
 	}
@@ -620,30 +622,16 @@ func (w *Worker) onControl(m *nats.Msg) {
 	}
 	for _, r := range hit {
 		if kind == ControlResync {
-			r.beat(true)
+			r.beat()
 			continue
 		}
 		r.cancelled()
 	}
 	for _, r := range dequeued {
 		// It never ran: its result says so, and its slot was never taken.
-		w.mu.Lock()
-		w.forgetLocked(r)
-		w.mu.Unlock()
 		r.finish(w.notRun(r, context.Canceled), true)
-		w.closeSession(r, nil)
-		w.held.Done()
+		w.leave(r, nil)
 	}
-}
-
-// queuedAt returns the index of r in the queue, or -1.
-func (w *Worker) queuedAt(r *relay) int {
-	for i, q := range w.queue {
-		if q == r {
-			return i
-		}
-	}
-	return -1
 }
 
 // watch sends, after each reconnection of the worker's connection, a
@@ -669,7 +657,7 @@ func (w *Worker) watch(status chan nats.Status) {
 			again := w.recent.all(w.id)
 			w.mu.Unlock()
 			for _, r := range held {
-				r.beat(true)
+				r.beat()
 			}
 			for _, m := range again {
 				_ = w.nc.PublishMsg(m)
@@ -702,12 +690,8 @@ func (w *Worker) pulse() {
 			held = append(held, r)
 		}
 		for i := 0; i < len(w.queue); {
-			if r := w.queue[i]; r.ctx.Err() != nil {
-				w.queue = append(w.queue[:i], w.queue[i+1:]...)
-				w.qbytes -= len(r.args)
-				w.queued.Add(-1)
-				w.forgetLocked(r)
-				expired = append(expired, r)
+			if w.queue[i].ctx.Err() != nil {
+				expired = append(expired, w.unqueueLocked(i))
 				continue
 			}
 			i++
@@ -723,9 +707,7 @@ func (w *Worker) pulse() {
 		}
 		for _, r := range expired {
 			r.finish(w.notRun(r, r.ctx.Err()), true)
-			r.cancel()
-			w.closeSession(r, nil)
-			w.held.Done()
+			w.leave(r, nil)
 		}
 		clear(held)
 		clear(expired)
