@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -228,5 +229,63 @@ func TestStopHandsBackWaitingCalls(t *testing.T) {
 	})
 	if st := c.Stats(); st.Resent != 1 {
 		t.Errorf("client stats %+v", st)
+	}
+}
+
+// TestQueueBounds: a worker holds at most MaxQueued calls, and at most
+// MaxQueuedBytes of their arguments, waiting for a slot; the next one is
+// refused at once (503, with the worker's count) and, with BusyRetries
+// negative, fails with ErrBusy, never having run.
+func TestQueueBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts remote.WorkerOptions
+		args string // the third call's
+	}{
+		{"count", remote.WorkerOptions{MaxInFlight: 1, MaxQueued: 1}, `{}`},
+		{"bytes", remote.WorkerOptions{MaxInFlight: 1, MaxQueuedBytes: 64}, `{"pad":"` + strings.Repeat("x", 64) + `"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bus := natstest.Bus(t)
+			b := newBlock()
+			wk := testutil.Kit(t)
+			testutil.Add(t, wk, toolkit.MustTool(toolkit.Spec{Name: "hold", ConcurrencySafe: true}, func(ctx context.Context, _ map[string]any) (string, error) {
+				b.started <- struct{}{}
+				select {
+				case <-b.release:
+					return "released", nil
+				case <-ctx.Done():
+					return "", ctx.Err()
+				}
+			}))
+			w := serve(t, bus, wk, tc.opts)
+			c := remote.NewClient(conn(t, bus), remote.ClientOptions{BusyRetries: -1})
+			agent := testutil.Kit(t)
+			testutil.Add(t, agent, discover(t, c, 1)...)
+			first := testutil.Session(t, agent, "s0").Start(context.Background(), []toolkit.Call{testutil.Call("c", "hold", `{}`)})
+			testutil.WaitFor(t, b.started, "the first call to run")
+			second := testutil.Session(t, agent, "s1").Start(context.Background(), []toolkit.Call{testutil.Call("c", "hold", `{}`)})
+			for deadline := time.Now().Add(5 * time.Second); w.Stats().Queued != 1; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the second call does not wait")
+				}
+			}
+			// Were it queued, the call would wait for the release: 5 s end it.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			r := testutil.Session(t, agent, "s2").Run(ctx, []toolkit.Call{testutil.Call("c", "hold", tc.args)})[0]
+			if !errors.Is(r.Err, remote.ErrBusy) || !strings.Contains(r.Text(), "1 calls running and 1 waiting, its limits") {
+				t.Fatalf("the call past the queue: %s %q", r.State, r.Text())
+			}
+			close(b.release)
+			for _, bt := range []*toolkit.Batch{first, second} {
+				if r := bt.Wait()[0]; r.State != toolkit.StateSuccess {
+					t.Fatalf("%s %q", r.State, r.Text())
+				}
+			}
+			if st := w.Stats(); st.Calls != 2 || st.Refused != 1 {
+				t.Fatalf("worker stats %+v", st)
+			}
+		})
 	}
 }
