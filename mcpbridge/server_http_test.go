@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -293,15 +292,7 @@ func TestServerAuthorizationTypeScriptPeer(t *testing.T) {
 	as := newAuthServer(t, "https://as.example")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "auth-peer.mjs", as.url)
-	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	t.Logf("node: %s", stdout.Bytes())
-	if err != nil {
-		t.Fatalf("node auth-peer.mjs: %v\nstderr: %s", err, stderr.Bytes())
-	}
+	stdout := runPeer(ctx, t, node, dir, "auth-peer.mjs", as.url)
 	type attempt struct {
 		Status           int
 		ResourceMetadata string
@@ -323,8 +314,8 @@ func TestServerAuthorizationTypeScriptPeer(t *testing.T) {
 		Whoami      string
 		OtherOrigin int
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &report); err != nil || !report.OK {
-		t.Fatalf("report %s: %v", stdout.Bytes(), err)
+	if err := json.Unmarshal(bytes.TrimSpace(stdout), &report); err != nil || !report.OK {
+		t.Fatalf("report %s: %v", stdout, err)
 	}
 	for name, a := range map[string]attempt{"none": report.None, "wrong": report.Wrong} {
 		if a.Status != http.StatusUnauthorized || a.ResourceMetadata != as.metaURL || a.Scope != "tools" || a.ClientError == nil || a.ClientError.Code != http.StatusUnauthorized {

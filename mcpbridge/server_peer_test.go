@@ -68,15 +68,7 @@ func TestServerTypeScriptPeer(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "server-peer.mjs", hs.URL+"/mcp")
-	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	t.Logf("node: %s", stdout.Bytes())
-	if err != nil {
-		t.Fatalf("node server-peer.mjs: %v\nstderr: %s", err, stderr.Bytes())
-	}
+	stdout := runPeer(ctx, t, node, dir, "server-peer.mjs", hs.URL+"/mcp")
 	var report struct {
 		OK              bool
 		ProtocolVersion string
@@ -87,8 +79,8 @@ func TestServerTypeScriptPeer(t *testing.T) {
 		NoStructured    map[string]string
 		Redacted        string
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &report); err != nil || !report.OK {
-		t.Fatalf("report %s: %v", stdout.Bytes(), err)
+	if err := json.Unmarshal(bytes.TrimSpace(stdout), &report); err != nil || !report.OK {
+		t.Fatalf("report %s: %v", stdout, err)
 	}
 	if len(report.Tools) != 7 || report.Redacted == "" || len(report.NoStructured) != 2 || len(report.Progress) == 0 || report.Structured["temp_c"] != 21.5 || len(report.Elicited) != 2 {
 		t.Fatalf("report = %+v", report)
@@ -113,4 +105,21 @@ func TestServerTypeScriptPeer(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// runPeer runs a script of clients/mcp with node and returns what it wrote
+// on its standard output; a script that fails fails the test, with its
+// standard error.
+func runPeer(ctx context.Context, t *testing.T, node, dir, script string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	t.Logf("node: %s", stdout.Bytes())
+	if err != nil {
+		t.Fatalf("node %s: %v\nstderr: %s", script, err, stderr.Bytes())
+	}
+	return stdout.Bytes()
 }

@@ -46,15 +46,7 @@ func stuckViewer(t *testing.T, bus *Bus, opts SSEOptions, waitBlocked bool) (ret
 	}
 	<-bus.js.PublishAsyncComplete()
 
-	var started, finished atomic.Int64
-	sseFlushHook = func(done bool) {
-		if done {
-			finished.Add(1)
-		} else {
-			started.Add(1)
-		}
-	}
-	t.Cleanup(func() { sseFlushHook = nil })
+	started, finished := countFlushes(t)
 	returned = make(chan struct{})
 	h := bus.SSEHandler(opts)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -216,15 +208,7 @@ func TestSSECatchUpHoldsOneBatch(t *testing.T) {
 	}
 	<-bus.js.PublishAsyncComplete()
 
-	var started, finished atomic.Int64
-	sseFlushHook = func(done bool) {
-		if done {
-			finished.Add(1)
-		} else {
-			started.Add(1)
-		}
-	}
-	t.Cleanup(func() { sseFlushHook = nil })
+	started, finished := countFlushes(t)
 	srv := httptest.NewUnstartedServer(bus.SSEHandler(SSEOptions{WriteTimeout: time.Hour}))
 	srv.Listener = smallBuffers{srv.Listener}
 	srv.Start()
@@ -299,4 +283,19 @@ func liveHeap() uint64 {
 	runtime.GC()
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// countFlushes counts the SSE handlers' flushes as they start and as they
+// end, until the end of the test.
+func countFlushes(t testing.TB) (started, finished *atomic.Int64) {
+	started, finished = new(atomic.Int64), new(atomic.Int64)
+	sseFlushHook = func(done bool) {
+		if done {
+			finished.Add(1)
+		} else {
+			started.Add(1)
+		}
+	}
+	t.Cleanup(func() { sseFlushHook = nil })
+	return started, finished
 }
