@@ -45,45 +45,11 @@ func TestBrowserCrossSite(t *testing.T) {
 	demo := startDemo(t, "--dir", "../..", "--approve", "page", "--speed", "0", "--once=false", "--session", "xsite")
 	defer demo.Stop()
 	base := demo.URL()
-	waitForPage(t, base+"/api/info", demo.Failed)
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(demo.stdout.String(), "waiting for an answer on the web page"); time.Sleep(20 * time.Millisecond) {
-		if msg := demo.Failed(); msg != "" {
-			t.Fatal(msg)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the tour never asked the page:\n%s", demo.stdout.String())
-		}
-	}
+	waitForAsk(t, demo)
 	bare := newBareUI(t)
 
 	// Threads that wait: the demo's AG-UI thread and chat, and the bare
 	// handlers' (asked from Go, as their own front ends would).
-	const overview = "Give me an overview of this folder."
-	aguiAsk := func(url string) string {
-		run := frames(t, url, `{"threadId":"xsite","runId":"r1","messages":[{"id":"u1","role":"user","content":"`+overview+`"}]}`)
-		var last struct {
-			Outcome struct{ Interrupts []struct{ ID string } }
-		}
-		if json.Unmarshal([]byte(run[len(run)-1]), &last) != nil || len(last.Outcome.Interrupts) != 1 {
-			t.Fatalf("%s: the run ends with %s", url, run[len(run)-1])
-		}
-		return last.Outcome.Interrupts[0].ID
-	}
-	chatAsk := func(url string) (msgID, call string) {
-		chat := frames(t, url, `{"id":"xsite","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"`+overview+`"}]}]}`)
-		var start struct{ MessageID string }
-		_ = json.Unmarshal([]byte(chat[0]), &start)
-		var asked struct{ ToolCallID string }
-		for _, f := range chat {
-			if strings.Contains(f, `"tool-approval-request"`) {
-				_ = json.Unmarshal([]byte(f), &asked)
-			}
-		}
-		if asked.ToolCallID == "" {
-			t.Fatalf("%s: the chat asks for no approval", url)
-		}
-		return start.MessageID, asked.ToolCallID
-	}
 	aguiResume := func(id string) string {
 		return `{"threadId":"xsite","runId":"r2","messages":[{"id":"u1","role":"user","content":"` + overview + `"}],"resume":[{"interruptId":"` + id + `","status":"resolved","payload":{"approved":true}}]}`
 	}
@@ -91,10 +57,10 @@ func TestBrowserCrossSite(t *testing.T) {
 		return `{"id":"xsite","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"` + overview + `"}]},` +
 			`{"id":"` + msgID + `","role":"assistant","parts":[{"type":"dynamic-tool","toolName":"write_note","toolCallId":"` + call + `","state":"approval-responded","approval":{"id":"` + call + `","approved":true}}]}]}`
 	}
-	demoInterrupt := aguiAsk(base + "/agui")
-	demoMsg, demoCall := chatAsk(base + "/api/chat")
-	bareInterrupt := aguiAsk(bare.url + "/agui")
-	bareMsg, bareCall := chatAsk(bare.url + "/api/chat")
+	demoInterrupt := aguiAsk(t, base+"/agui", "xsite")
+	demoMsg, demoCall := chatAsk(t, base+"/api/chat", "xsite")
+	bareInterrupt := aguiAsk(t, bare.url+"/agui", "xsite")
+	bareMsg, bareCall := chatAsk(t, bare.url+"/api/chat", "xsite")
 
 	type attack struct {
 		URL    string `json:"url"`

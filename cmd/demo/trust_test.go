@@ -88,44 +88,17 @@ func send(t *testing.T, method, url string, c crossSite, body string, until ...s
 func TestDemoRefusesCrossSite(t *testing.T) {
 	d := startDemo(t, "--dir", "../..", "--approve", "page", "--speed", "0", "--once=false", "--session", "trust")
 	base := d.URL()
-	waitForPage(t, base+"/api/info", d.Failed)
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(d.stdout.String(), "waiting for an answer on the web page"); time.Sleep(20 * time.Millisecond) {
-		if msg := d.Failed(); msg != "" {
-			t.Fatal(msg)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the tour never asked the page:\n%s", d.stdout.String())
-		}
-	}
+	waitForAsk(t, d)
 
 	// An AG-UI thread and a chat that wait for an approval each.
-	const overview = "Give me an overview of this folder."
-	run := frames(t, base+"/agui", `{"threadId":"trust","runId":"r1","messages":[{"id":"u1","role":"user","content":"`+overview+`"}]}`)
-	var last struct {
-		Outcome struct{ Interrupts []struct{ ID string } }
-	}
-	if json.Unmarshal([]byte(run[len(run)-1]), &last) != nil || len(last.Outcome.Interrupts) != 1 {
-		t.Fatalf("the AG-UI run ends with %s", run[len(run)-1])
-	}
-	interrupt := last.Outcome.Interrupts[0].ID
-	chat := frames(t, base+"/api/chat", `{"id":"trust","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"`+overview+`"}]}]}`)
-	var start struct{ MessageID string }
-	_ = json.Unmarshal([]byte(chat[0]), &start)
-	var asked struct{ ToolCallID string }
-	for _, f := range chat {
-		if strings.Contains(f, `"tool-approval-request"`) {
-			_ = json.Unmarshal([]byte(f), &asked)
-		}
-	}
-	if asked.ToolCallID == "" {
-		t.Fatalf("the chat asks for no approval:\n%s", strings.Join(chat, "\n"))
-	}
+	interrupt := aguiAsk(t, base+"/agui", "trust")
+	startID, askedID := chatAsk(t, base+"/api/chat", "trust")
 
 	routes := []struct{ method, path, body, until string }{
 		{"POST", "/api/approve", `{"session":"trust","call":"call_6","approve":true}`, ""},
 		{"POST", "/agui", `{"threadId":"trust","runId":"r2","messages":[{"id":"u1","role":"user","content":"` + overview + `"}],"resume":[{"interruptId":"` + interrupt + `","status":"resolved","payload":{"approved":true}}]}`, `"TOOL_CALL_RESULT"`},
 		{"POST", "/api/chat", `{"id":"trust","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"` + overview + `"}]},` +
-			`{"id":"` + start.MessageID + `","role":"assistant","parts":[{"type":"dynamic-tool","toolName":"write_note","toolCallId":"` + asked.ToolCallID + `","state":"approval-responded","approval":{"id":"` + asked.ToolCallID + `","approved":true}}]}]}`, `"tool-output-available"`},
+			`{"id":"` + startID + `","role":"assistant","parts":[{"type":"dynamic-tool","toolName":"write_note","toolCallId":"` + askedID + `","state":"approval-responded","approval":{"id":"` + askedID + `","approved":true}}]}]}`, `"tool-output-available"`},
 		{"GET", "/api/chat/trust/stream", "", ""},
 		{"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"evil","version":"1"}}}`, ""},
 	}
@@ -155,4 +128,55 @@ func TestDemoRefusesCrossSite(t *testing.T) {
 	if out := d.stdout.String(); !strings.Contains(out, "approved call_6") {
 		t.Errorf("the page's approval did not reach call_6:\n%s", out)
 	}
+}
+
+// overview is what the tests ask the demo's agent, which makes it ask for
+// an approval.
+const overview = "Give me an overview of this folder."
+
+// waitForAsk waits until the demo's tour asks the page for an approval.
+func waitForAsk(t *testing.T, d *demoRun) {
+	t.Helper()
+	waitForPage(t, d.URL()+"/api/info", d.Failed)
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(d.stdout.String(), "waiting for an answer on the web page"); time.Sleep(20 * time.Millisecond) {
+		if msg := d.Failed(); msg != "" {
+			t.Fatal(msg)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tour never asked the page:\n%s", d.stdout.String())
+		}
+	}
+}
+
+// aguiAsk starts an AG-UI run of the thread at url and returns the
+// interrupt it ends with, an approval to give.
+func aguiAsk(t *testing.T, url, thread string) string {
+	t.Helper()
+	run := frames(t, url, `{"threadId":"`+thread+`","runId":"r1","messages":[{"id":"u1","role":"user","content":"`+overview+`"}]}`)
+	var last struct {
+		Outcome struct{ Interrupts []struct{ ID string } }
+	}
+	if json.Unmarshal([]byte(run[len(run)-1]), &last) != nil || len(last.Outcome.Interrupts) != 1 {
+		t.Fatalf("%s: the AG-UI run ends with %s", url, run[len(run)-1])
+	}
+	return last.Outcome.Interrupts[0].ID
+}
+
+// chatAsk starts the AI SDK chat at url and returns its message's id and
+// the call whose approval it asks for.
+func chatAsk(t *testing.T, url, chat string) (msgID, call string) {
+	t.Helper()
+	got := frames(t, url, `{"id":"`+chat+`","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"`+overview+`"}]}]}`)
+	var start struct{ MessageID string }
+	_ = json.Unmarshal([]byte(got[0]), &start)
+	var asked struct{ ToolCallID string }
+	for _, f := range got {
+		if strings.Contains(f, `"tool-approval-request"`) {
+			_ = json.Unmarshal([]byte(f), &asked)
+		}
+	}
+	if asked.ToolCallID == "" {
+		t.Fatalf("%s: the chat asks for no approval:\n%s", url, strings.Join(got, "\n"))
+	}
+	return start.MessageID, asked.ToolCallID
 }
