@@ -11,6 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/toolstream/toolstream/internal/weborigin"
 )
 
 // WithAllowedOrigins lets browser pages on these origins (for example
@@ -74,7 +76,7 @@ type httpAuth struct {
 func checkHTTPOptions(o *serverOptions) (*httpAuth, error) {
 	h := &httpAuth{origins: map[string]bool{}}
 	for _, s := range o.origins {
-		origin, err := parseOrigin(s)
+		origin, err := weborigin.Parse(s)
 		if err != nil {
 			return nil, fmt.Errorf("mcpbridge: allowed origin %q: %v", s, err)
 		}
@@ -111,18 +113,6 @@ func checkHTTPOptions(o *serverOptions) (*httpAuth, error) {
 		ResourceName:           a.ResourceName,
 	}
 	return h, nil
-}
-
-// parseOrigin returns an origin in the form browsers send it, lower case.
-func parseOrigin(s string) (string, error) {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "", err
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return "", errors.New("an origin is scheme://host[:port], such as https://app.example.com")
-	}
-	return strings.ToLower(u.Scheme + "://" + u.Host), nil
 }
 
 // Handler returns an http.Handler that serves MCP's streamable HTTP
@@ -171,7 +161,7 @@ func (s *Server) checkOrigin(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // not a browser's request
 			return
 		}
-		o, err := parseOrigin(origin)
+		o, err := weborigin.Parse(origin)
 		same := err == nil && strings.EqualFold(o[strings.Index(o, "://")+3:], r.Host)
 		allowed := err == nil && s.http.origins[o]
 		if !same && !allowed {

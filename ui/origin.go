@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
+
+	"github.com/toolstream/toolstream/internal/weborigin"
 )
 
 // WithAllowedOrigins lets pages served from these origins
@@ -32,7 +33,7 @@ type originPolicy struct {
 func newOrigins(list []string) *originPolicy {
 	o := &originPolicy{cop: http.NewCrossOriginProtection(), allowed: map[string]bool{}}
 	for _, s := range list {
-		n, err := normalOrigin(s)
+		n, err := weborigin.Parse(s)
 		if err == nil {
 			err = o.cop.AddTrustedOrigin(n)
 		}
@@ -43,23 +44,6 @@ func newOrigins(list []string) *originPolicy {
 		o.allowed[n] = true
 	}
 	return o
-}
-
-// normalOrigin writes an origin as a browser sends it: lower case, no
-// default port, no trailing slash.
-func normalOrigin(s string) (string, error) {
-	u, err := url.Parse(strings.TrimSuffix(strings.TrimSpace(s), "/"))
-	if err != nil {
-		return "", err
-	}
-	if u.Scheme == "" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("not an origin: want scheme://host[:port], as in %q", "https://app.example.com")
-	}
-	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
-	if p := u.Port(); (scheme == "https" && p == "443") || (scheme == "http" && p == "80") {
-		host = strings.TrimSuffix(host, ":"+p)
-	}
-	return scheme + "://" + host, nil
 }
 
 // Admit makes the checks the handlers make before they read a request,

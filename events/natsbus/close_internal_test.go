@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil"
 )
 
 // ownServer starts a JetStream server of its own (fileServer) on a free
@@ -286,7 +287,7 @@ func TestCloseRacingObserve(t *testing.T) {
 	for _, durable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
 			ctx := context.Background()
-			var logs syncBuffer
+			var logs testutil.SyncBuffer
 			opts := []Option{WithLogger(zerolog.New(&logs))}
 			if durable {
 				opts = append(opts, WithDurable(Durable{Memory: true}))
@@ -323,23 +324,6 @@ func TestCloseRacingObserve(t *testing.T) {
 			}
 		})
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestBufferedThenSentNotCountedAtClose: without JetStream, events

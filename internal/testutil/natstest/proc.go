@@ -2,7 +2,6 @@ package natstest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,13 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolstream/toolstream/internal/testutil"
 )
 
 // childEnv carries a child server's settings (JSON) to the test binary run
@@ -86,7 +86,7 @@ type ProcCluster struct {
 	monitors []string // the servers' monitoring URLs
 	procs    []*exec.Cmd
 	stdin    []io.WriteCloser
-	errs     []*syncBuffer
+	errs     []*testutil.SyncBuffer
 }
 
 // NewProcCluster starts n servers in child processes and waits until
@@ -116,7 +116,7 @@ func NewProcCluster(t testing.TB, n int) *ProcCluster {
 		if err != nil {
 			t.Fatal(err)
 		}
-		errs := &syncBuffer{}
+		errs := &testutil.SyncBuffer{}
 		cmd.Stderr = errs
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -372,23 +372,4 @@ func orderURLs(all []string, first int) string {
 		}
 	}
 	return strings.Join(urls, ",")
-}
-
-// syncBuffer is a child's standard error, written by exec's copier and read
-// by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
