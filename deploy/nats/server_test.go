@@ -43,7 +43,12 @@ func deploy(t *testing.T, conf string) *deployment {
 func (d *deployment) url() string { return d.URL() }
 
 // restart stops the server and starts it again: the clients reconnect.
-func (d *deployment) restart() { d.Restart() }
+func (d *deployment) restart() {
+	d.t.Helper()
+	if err := d.Restart(); err != nil {
+		d.t.Fatal(err)
+	}
+}
 
 // options are what a party's program passes to nats.Connect (or to
 // natsbus.WithNATSOptions): its seed, the CA that signed the server's

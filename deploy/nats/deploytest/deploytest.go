@@ -1,7 +1,8 @@
 // Package deploytest starts a real nats-server from deploy/nats's
-// configuration for tests: a fresh nkey per party, a certificate authority
-// and a server certificate made for the test, JetStream in a temporary
-// folder. deploy/nats's tests and the demo's use it.
+// configuration: a fresh nkey per party, a certificate authority and a
+// server certificate made for it, JetStream in a folder of its own. New
+// starts one anywhere (a local try of the deployment), Start for a test;
+// deploy/nats's tests and the demo's use it.
 package deploytest
 
 import (
@@ -11,12 +12,14 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,61 +46,98 @@ var Parties = []Party{Agent, Worker, Viewer, Approver, Bridge}
 
 // Server is a nats-server started from a configuration file.
 type Server struct {
-	t     testing.TB
 	conf  string
+	vars  map[string]string // the file's variables
 	port  int
 	srv   *server.Server
 	seeds map[Party]string
 	ca    string
 }
 
-// Start starts a server with the configuration file conf, stopped at the
-// end of the test. It sets the file's variables in the environment
-// (t.Setenv): a new nkey per party, whose seed file Seed names, the server's
-// certificate and key, signed by the CA in the file CA, and a JetStream
-// folder. Only the listen address is the test's own: loopback and a free
-// port.
-func Start(t testing.TB, conf string) *Server {
-	t.Helper()
-	dir := t.TempDir()
-	s := &Server{t: t, conf: conf, seeds: map[Party]string{}}
+// New starts a server with the configuration file conf. It makes in dir
+// (which must exist) a new nkey per party, whose seed file Seed names, a
+// certificate authority (CA) and the server's certificate and key it
+// signs, and a JetStream folder, and gives the file's variables their
+// values while it reads the file: the process's environment is as it was
+// once New returns. Only the listen address is New's own: loopback and a
+// free port. Stop the server with Stop.
+func New(conf, dir string) (*Server, error) {
+	s := &Server{conf: conf, vars: map[string]string{}, seeds: map[Party]string{}}
 	for _, p := range Parties {
 		kp, err := nkeys.CreateUser()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		seed, _ := kp.Seed()
 		pub, _ := kp.PublicKey()
 		s.seeds[p] = filepath.Join(dir, strings.ToLower(string(p))+".nk")
 		if err := os.WriteFile(s.seeds[p], seed, 0o600); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		setenv(t, "TOOLSTREAM_"+string(p)+"_NKEY", pub)
+		s.vars["TOOLSTREAM_"+string(p)+"_NKEY"] = pub
 	}
-	s.ca = writeCerts(t, dir)
-	setenv(t, "TOOLSTREAM_TLS_CERT", filepath.Join(dir, "server.pem"))
-	setenv(t, "TOOLSTREAM_TLS_KEY", filepath.Join(dir, "server-key.pem"))
-	setenv(t, "TOOLSTREAM_STORE_DIR", t.TempDir())
-	s.start()
+	ca, err := writeCerts(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.ca = ca
+	store := filepath.Join(dir, "jetstream")
+	if err := os.MkdirAll(store, 0o700); err != nil {
+		return nil, err
+	}
+	s.vars["TOOLSTREAM_TLS_CERT"] = filepath.Join(dir, "server.pem")
+	s.vars["TOOLSTREAM_TLS_KEY"] = filepath.Join(dir, "server-key.pem")
+	s.vars["TOOLSTREAM_STORE_DIR"] = store
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Start is New for a test: the files in a temporary folder of the test's,
+// the server stopped at its end, an error fatal.
+func Start(t testing.TB, conf string) *Server {
+	t.Helper()
+	s, err := New(conf, t.TempDir())
+	if err != nil {
+		t.Fatalf("deploytest: %v", err)
+	}
 	t.Cleanup(s.Stop)
 	return s
 }
 
-// setenv is t.Setenv for a testing.TB.
-func setenv(t testing.TB, key, value string) {
-	t.Helper()
-	if st, ok := t.(interface{ Setenv(string, string) }); ok {
-		st.Setenv(key, value)
-		return
-	}
-	t.Fatalf("deploytest: %T cannot set %s", t, key)
-}
+// envMu orders the servers that read their files: each sets the
+// process's environment while it does.
+var envMu sync.Mutex
 
-func (s *Server) start() {
-	s.t.Helper()
+// options reads the configuration file with its variables set.
+func (s *Server) options() (*server.Options, error) {
+	envMu.Lock()
+	defer envMu.Unlock()
+	for k, v := range s.vars {
+		old, had := os.LookupEnv(k)
+		if err := os.Setenv(k, v); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if had {
+				_ = os.Setenv(k, old)
+			} else {
+				_ = os.Unsetenv(k)
+			}
+		}()
+	}
 	opts, err := server.ProcessConfigFile(s.conf)
 	if err != nil {
-		s.t.Fatalf("loading %s: %v", s.conf, err)
+		return nil, fmt.Errorf("loading %s: %w", s.conf, err)
+	}
+	return opts, nil
+}
+
+func (s *Server) start() error {
+	opts, err := s.options()
+	if err != nil {
+		return err
 	}
 	opts.Host, opts.Port = "127.0.0.1", s.port
 	if s.port == 0 {
@@ -106,15 +146,16 @@ func (s *Server) start() {
 	opts.NoLog, opts.NoSigs = true, true
 	srv, err := server.NewServer(opts)
 	if err != nil {
-		s.t.Fatal(err)
+		return err
 	}
 	srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		srv.Shutdown()
-		s.t.Fatal("the server did not start within 10s")
+		return errors.New("the server did not start within 10s")
 	}
 	s.srv = srv
 	s.port = srv.Addr().(*net.TCPAddr).Port
+	return nil
 }
 
 // Stop shuts the server down.
@@ -128,10 +169,9 @@ func (s *Server) Stop() {
 
 // Restart stops the server and starts it again on the same port with the
 // same store: its clients reconnect.
-func (s *Server) Restart() {
-	s.t.Helper()
+func (s *Server) Restart() error {
 	s.Stop()
-	s.start()
+	return s.start()
 }
 
 // URL is the server's address (TLS).
@@ -145,22 +185,21 @@ func (s *Server) Seed(p Party) string { return s.seeds[p] }
 func (s *Server) CA() string { return s.ca }
 
 // Options are what p's program passes to nats.Connect: its seed and the CA.
+// A seed that cannot be read fails the connection, saying so.
 func (s *Server) Options(p Party) []nats.Option {
-	s.t.Helper()
 	nkey, err := nats.NkeyOptionFromSeed(s.seeds[p])
 	if err != nil {
-		s.t.Fatal(err)
+		nkey = func(*nats.Options) error { return fmt.Errorf("deploytest: %s's seed: %w", p, err) }
 	}
 	return []nats.Option{nkey, nats.RootCAs(s.ca), nats.Name("toolstream-" + strings.ToLower(string(p)))}
 }
 
 // writeCerts makes a CA and a certificate for 127.0.0.1 and localhost that
 // it signs; it returns the CA's file.
-func writeCerts(t testing.TB, dir string) string {
-	t.Helper()
+func writeCerts(dir string) (string, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	now := time.Now()
 	caTmpl := &x509.Certificate{
@@ -170,12 +209,12 @@ func writeCerts(t testing.TB, dir string) string {
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	ca, _ := x509.ParseCertificate(caDER)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "toolstream nats"},
@@ -185,19 +224,19 @@ func writeCerts(t testing.TB, dir string) string {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	write := func(name, typ string, b []byte) {
-		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
-			t.Fatal(err)
+	for _, f := range []struct {
+		name, typ string
+		der       []byte
+	}{{"ca.pem", "CERTIFICATE", caDER}, {"server.pem", "CERTIFICATE", der}, {"server-key.pem", "EC PRIVATE KEY", keyDER}} {
+		if err := os.WriteFile(filepath.Join(dir, f.name), pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der}), 0o600); err != nil {
+			return "", err
 		}
 	}
-	write("ca.pem", "CERTIFICATE", caDER)
-	write("server.pem", "CERTIFICATE", der)
-	write("server-key.pem", "EC PRIVATE KEY", keyDER)
-	return filepath.Join(dir, "ca.pem")
+	return filepath.Join(dir, "ca.pem"), nil
 }

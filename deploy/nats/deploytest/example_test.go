@@ -1,38 +1,38 @@
 package deploytest_test
 
 import (
-	"os/exec"
-	"testing"
+	"fmt"
+	"log"
+	"os"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolstream/toolstream/deploy/nats/deploytest"
 )
 
-// A test starts a nats-server from deploy/nats's toolstream.conf and
-// connects as the parties it tests. This example is compiled, not run:
-// Start needs a test's t (it sets the file's variables with t.Setenv and
-// stops the server in t.Cleanup), which an example has not.
-func ExampleStart() {
-	var t *testing.T // in a test: the test's own
-	srv := deploytest.Start(t, "../toolstream.conf")
-
-	// A party in the test process: its nkey and the test's CA.
-	viewer, err := nats.Connect(srv.URL(), srv.Options(deploytest.Viewer)...)
+// A nats-server from deploy/nats's toolstream.conf, with keys and
+// certificates made for it, and an agent connecting with its own user:
+// the files a program of its own would be given are Seed and CA.
+func ExampleNew() {
+	dir, err := os.MkdirTemp("", "deploy")
 	if err != nil {
-		t.Fatal(err)
+		log.Fatal(err)
 	}
-	defer viewer.Close()
-
-	// A party in a process of its own (here cmd/demo, built by the test)
-	// gets the files: its seed and the CA.
-	demo := exec.Command("./demo", "-nats", srv.URL(), "-nats-nkey", srv.Seed(deploytest.Agent), "-nats-ca", srv.CA())
-	if err := demo.Start(); err != nil {
-		t.Fatal(err)
+	defer os.RemoveAll(dir)
+	srv, err := deploytest.New("../toolstream.conf", dir)
+	if err != nil {
+		log.Fatal(err)
 	}
-	defer demo.Process.Kill()
+	defer srv.Stop()
 
-	// The server stops and starts again on its port, with its store: the
-	// clients reconnect.
-	srv.Restart()
+	agent, err := nats.Connect(srv.URL(), srv.Options(deploytest.Agent)...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer agent.Close()
+	fmt.Println("the agent is connected:", agent.IsConnected())
+	fmt.Println("a process of its own gets:", "-nats-nkey", srv.Seed(deploytest.Agent) != "", "-nats-ca", srv.CA() != "")
+	// Output:
+	// the agent is connected: true
+	// a process of its own gets: -nats-nkey true -nats-ca true
 }
