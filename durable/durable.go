@@ -176,6 +176,9 @@ type Store struct {
 // New opens (creating if needed) the bucket; an empty name means
 // DefaultBucket.
 func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Option) (*Store, error) {
+	if js == nil {
+		return nil, errNoJetStream
+	}
 	if bucket == "" {
 		bucket = DefaultBucket
 	}
@@ -732,3 +735,7 @@ func waiting(tk *toolkit.Toolkit, session, callID string) bool {
 	}
 	return found
 }
+
+// errNoJetStream is New's error for a nil JetStream context, which it would
+// otherwise take to the first request and panic there.
+var errNoJetStream = errors.New("durable: no JetStream context (nil): natsbus.Bus.JetStream is nil unless the bus was opened WithDurable; pass jetstream.New(bus.Conn()) or open the bus durable")

@@ -76,6 +76,9 @@ func WithElectionWait(d time.Duration) Option { return func(c *config) { c.wait 
 // options, or none, does not reconfigure the bucket the others use: only
 // WithReplicas, given, changes its replicas.
 func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Option) (*Store, error) {
+	if js == nil {
+		return nil, errNoJetStream
+	}
 	if bucket == "" {
 		bucket = DefaultBucket
 	}
@@ -236,3 +239,7 @@ func (s *Store) decodeState(session, k string, data []byte) (map[string]bool, er
 	}
 	return m, nil
 }
+
+// errNoJetStream is New's error for a nil JetStream context, which it would
+// otherwise take to the first request and panic there.
+var errNoJetStream = errors.New("natskv: no JetStream context (nil): natsbus.Bus.JetStream is nil unless the bus was opened WithDurable; pass jetstream.New(bus.Conn()) or open the bus durable")

@@ -53,6 +53,9 @@ func TTL(d time.Duration) Option {
 // error that says so (Evict then truncates it). Give it a bucket of its
 // own.
 func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Option) (interceptors.Backend, error) {
+	if js == nil {
+		return nil, errNoJetStream
+	}
 	cfg := config{maxBytes: interceptors.DefaultEvictMaxBytes}
 	for _, o := range opts {
 		o(&cfg)
@@ -183,3 +186,7 @@ func (b *objects) makeRoom(ctx context.Context, name string, need int64) error {
 	}
 	return nil
 }
+
+// errNoJetStream is New's error for a nil JetStream context, which it would
+// otherwise take to the first request and panic there.
+var errNoJetStream = errors.New("natsobj: no JetStream context (nil): natsbus.Bus.JetStream is nil unless the bus was opened WithDurable; pass jetstream.New(bus.Conn()) or open the bus durable")
