@@ -48,11 +48,13 @@ func JetStream(t testing.TB) jetstream.JetStream {
 // direct gets (answered by any replica) and message gets (answered by the
 // stream's leader).
 type APIWatch struct {
-	nc             *nats.Conn
-	direct, leader *nats.Subscription
+	nc                      *nats.Conn
+	from                    *nats.Conn // the bus's connection, which makes the requests
+	direct, leader, barrier *nats.Subscription
 }
 
-// WatchAPI starts counting; the connection closes with the test.
+// WatchAPI starts counting the requests made on bus's connection; the
+// watching connection closes with the test.
 func WatchAPI(t testing.TB, bus *natsbus.Bus) *APIWatch {
 	t.Helper()
 	nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
@@ -60,9 +62,12 @@ func WatchAPI(t testing.TB, bus *natsbus.Bus) *APIWatch {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	w := &APIWatch{nc: nc}
+	w := &APIWatch{nc: nc, from: bus.Conn()}
 	if w.direct, err = nc.SubscribeSync("$JS.API.DIRECT.GET.>"); err == nil {
 		w.leader, err = nc.SubscribeSync("$JS.API.STREAM.MSG.GET.>")
+	}
+	if err == nil {
+		w.barrier, err = nc.SubscribeSync(nats.NewInbox())
 	}
 	if err == nil {
 		err = nc.Flush()
@@ -73,13 +78,20 @@ func WatchAPI(t testing.TB, bus *natsbus.Bus) *APIWatch {
 	return w
 }
 
-// Counts returns the direct and leader gets made so far. The server sends
-// the watcher each request before the answer to this flush, so every
-// request made before the call is counted.
+// Counts returns the direct and leader gets made so far on the bus's
+// connection. A flush of the watcher is not enough: the server can answer
+// a request (and the test go on to its next) before it hands the watcher
+// its copy. Counts publishes a marker on the bus's connection instead: the
+// server hands a connection's messages to a subscriber in the order that
+// connection sent them, so once the marker is back, every earlier request
+// is too.
 func (w *APIWatch) Counts(t testing.TB) (direct, leader int) {
 	t.Helper()
-	if err := w.nc.Flush(); err != nil {
+	if err := w.from.Publish(w.barrier.Subject, nil); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := w.barrier.NextMsg(10 * time.Second); err != nil {
+		t.Fatalf("the marker after the requests: %v", err)
 	}
 	direct, _, _ = w.direct.Pending()
 	leader, _, _ = w.leader.Pending()
