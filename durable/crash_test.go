@@ -191,20 +191,31 @@ func TestLateSuspendEventChangesNothing(t *testing.T) {
 	// The first process asks; its observer falls behind; it stops.
 	release := observerBehind(t, "s1")
 	first := startApprovals(t, js)
-	first.sess.Start(ctx, []toolkit.Call{call})
+	batch := first.sess.Start(ctx, []toolkit.Call{call})
 	for deadline := time.Now().Add(5 * time.Second); first.asked.Load() == 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("nobody was asked")
 		}
 	}
+	// The first process stops delivering decisions, then closes; its
+	// observer holds the close. The approval comes once its call is
+	// interrupted: before, a decision could reach the first process while
+	// it stopped, and it ran the tool itself (a test of ordering, not of
+	// the late event).
+	delivering := make(chan struct{})
 	closed := make(chan error, 1)
 	go func() {
 		first.stop()
 		first.stop = nil
+		close(delivering)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		closed <- first.tk.Close(ctx) // returns once its observer is through
 	}()
+	<-delivering
+	if r := batch.Wait()[0]; r.State != toolkit.StateInterrupted {
+		t.Fatalf("the first process's run ended %s %q: want interrupted", r.State, r.Text())
+	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if pending, _ := st.Pending(ctx, "conv"); len(pending) == 1 {
 			break
