@@ -233,6 +233,7 @@ func (l *electionLoad) stall(kind string) time.Duration {
 }
 
 func leaderKilled(t *testing.T, agentOnLeader bool) {
+	testutil.Long(t)
 	if testing.Short() {
 		t.Skip("a cluster of three server processes and an election take seconds")
 	}

@@ -34,6 +34,7 @@ type counter struct{ n atomic.Int64 }
 func (c *counter) Observe(*events.Event) { c.n.Add(1) }
 
 func clusterRun(t *testing.T, victim int) {
+	testutil.Long(t)
 	if testing.Short() {
 		t.Skip("a three-node cluster takes seconds")
 	}

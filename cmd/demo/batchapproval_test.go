@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/toolstream/toolstream/internal/testutil"
 )
 
 // TestDemoBatchApproval runs the scripted tour with -approve-batches: the
@@ -47,6 +49,7 @@ func TestDemoBatchApproval(t *testing.T) {
 // waits none of the batch's calls has run; one click on Approve runs them
 // all.
 func TestBrowserBatchApproval(t *testing.T) {
+	testutil.Long(t)
 	chrome := findChromium(t)
 	if testing.Short() {
 		t.Skip("drives a browser")

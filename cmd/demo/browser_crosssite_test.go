@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/agui"
@@ -35,6 +36,7 @@ import (
 // call is approved: the demo's tour still waits for the page, and every
 // UI thread still waits for its answer.
 func TestBrowserCrossSite(t *testing.T) {
+	testutil.Long(t)
 	chrome := findChromium(t)
 	if testing.Short() {
 		t.Skip("drives a browser")

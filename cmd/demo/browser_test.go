@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -26,6 +27,7 @@ import (
 // given on the page, and a reload in the middle of the run rebuilds the
 // page from the replayed events.
 func TestBrowser(t *testing.T) {
+	testutil.Long(t)
 	chrome := findChromium(t)
 	if testing.Short() {
 		t.Skip("drives a browser for about half a minute")
@@ -490,6 +492,7 @@ func sortedKeys(m map[string]bool) []string {
 // after a reload: the page keeps it whole, shows only its start, and never
 // freezes while it comes in.
 func TestBrowserLargeResult(t *testing.T) {
+	testutil.Long(t)
 	chrome := findChromium(t)
 	if testing.Short() {
 		t.Skip("drives a browser")

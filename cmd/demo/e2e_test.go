@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/testutil"
 )
 
 // demoBinDir holds the binary buildDemo built, if it did; TestMain removes
@@ -140,6 +141,7 @@ func demoAndCollector(t *testing.T, subject string) (bin, url string, col *colle
 // page's API, and checks from the events alone that every capability the
 // scripted model exercises really happened.
 func TestDemoBinaryEndToEnd(t *testing.T) {
+	testutil.Long(t)
 	if testing.Short() {
 		t.Skip("builds and runs the demo binary")
 	}

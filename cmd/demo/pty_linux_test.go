@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/toolstream/toolstream/internal/testutil"
 )
 
 // pty is a pseudo-terminal the demo runs on, as it would in a person's
@@ -159,6 +161,7 @@ func waitExit(t *testing.T, exited <-chan error, within time.Duration) error {
 // cursor moves reached the terminal, although the 40-column run works on
 // a folder of hostile file names and contents that the bars show.
 func TestDemoOnTerminal(t *testing.T) {
+	testutil.Long(t)
 	if testing.Short() {
 		t.Skip("builds and runs the demo binary")
 	}
@@ -204,6 +207,7 @@ func TestDemoOnTerminal(t *testing.T) {
 // the window is resized (SIGWINCH): started at 40 columns and widened to
 // 100, it writes wider lines afterwards, never wider than the terminal.
 func TestDemoOnTerminalResize(t *testing.T) {
+	testutil.Long(t)
 	if testing.Short() {
 		t.Skip("builds and runs the demo binary")
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolstream/toolstream/internal/testutil"
 )
 
 // TestDemoResumesAfterKill: the demo's process killed outright (SIGKILL,
@@ -15,6 +17,7 @@ import (
 // 5's calls started, answers that turn's call (the finished calls of
 // turns 1 to 4 are not asked for or run again) and finishes the tour.
 func TestDemoResumesAfterKill(t *testing.T) {
+	testutil.Long(t)
 	bin, err := buildDemo()
 	if err != nil {
 		t.Fatal(err)

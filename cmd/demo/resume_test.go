@@ -16,6 +16,7 @@ import (
 // finished call runs again, and the saved conversation goes on to the
 // answer. A third start finds the run over.
 func TestDemoResumesAfterRestart(t *testing.T) {
+	testutil.Long(t)
 	store := t.TempDir()
 	args := []string{"-listen", "", "-nats-listen", "", "-once", "-plain", "-speed", "1", "-store", store, "-session", "resumed", "-dir", "../.."}
 

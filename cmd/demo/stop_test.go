@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolstream/toolstream/internal/testutil"
 )
 
 // lineWatcher keeps what a process writes and tells when a line with a
@@ -82,6 +84,7 @@ func natsDirs(t *testing.T, dir string) []string {
 // its own failure), and leaves no folder of its embedded NATS server in
 // the temporary folder.
 func TestDemoStopsOnSignal(t *testing.T) {
+	testutil.Long(t)
 	if testing.Short() {
 		t.Skip("builds and runs the demo binary")
 	}

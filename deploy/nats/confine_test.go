@@ -11,6 +11,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/groups/natskv"
+	"github.com/toolstream/toolstream/internal/testutil"
 )
 
 // withState deploys toolstream.conf and has the agent make what the others
@@ -283,6 +284,7 @@ func TestBridgeIsTrustedWithTheBuckets(t *testing.T) {
 // (creating the stream, replaying a session it may not read) gets an error
 // that says the server refused it and what to do, not a bare timeout.
 func TestRefusalsSaySo(t *testing.T) {
+	testutil.Long(t)
 	d := withState(t)
 	c := &client{who: bridge, errs: make(chan error, 256)}
 	_, err := natsbus.Open(within(t, 3*time.Second), natsbus.WithURL(d.url()),

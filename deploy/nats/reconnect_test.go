@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/remote"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -114,6 +115,7 @@ func callAcrossRestart(t *testing.T, d *deployment, tools ...nats.Option) (toolk
 // restarted while it ran a call is refused every frame of that call on its
 // new connection, and the agent gives the call up as lost.
 func TestWorkerLosesItsCallsOnReconnect(t *testing.T) {
+	testutil.Long(t)
 	d := deploy(t, "toolstream.conf")
 	res, w := callAcrossRestart(t, d)
 	if !errors.Is(res.Err, remote.ErrWorkerLost) {

@@ -224,6 +224,7 @@ func onTheWire(t *testing.T, content []events.Part) []events.Part {
 // (with and without durable mode) and a durable replay, losslessly: every
 // message fits, validates, and the deltas rebuild each result exactly.
 func TestLargeResultsArrive(t *testing.T) {
+	testutil.Long(t)
 	for _, durable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
 			var opts []natsbus.Option
