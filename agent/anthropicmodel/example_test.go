@@ -74,3 +74,32 @@ func Example() {
 	// args 0: "\"Paris\"}"
 	// tool_calls weather {"city": "Paris"} 42 17
 }
+
+// A model with its options, asked for one turn directly (the agent loop
+// does this for every turn). Compiled, not run: it needs
+// ANTHROPIC_API_KEY and the network.
+func ExampleNew() {
+	ctx := context.Background()
+	tk := toolkit.New()
+	defer tk.Close(ctx)
+	sess, _ := tk.Session("conversation-1")
+	conv := agent.NewConversation("You are brief.", "Weather in Oslo?")
+	defs, _ := sess.Definitions(ctx)
+
+	client := anthropic.NewClient() // ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL from the environment
+	model := anthropicmodel.New(client, "claude-sonnet-4-5",
+		anthropicmodel.WithMaxTokens(16000),       // the API requires a bound; 8192 by default
+		anthropicmodel.WithParallelToolUse(false), // default: several tool calls per turn
+	)
+	reply, err := model.Generate(ctx, &agent.Request{
+		System:   conv.System,
+		Messages: conv.Messages,
+		Tools:    defs,
+		Stream:   func(c agent.Chunk) { fmt.Print(c.Text) }, // text and argument pieces as they arrive
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(reply.Finish, len(reply.Calls), "calls")
+}

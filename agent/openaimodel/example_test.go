@@ -75,3 +75,19 @@ func ExampleNewResponses() {
 			option.WithJSONSet("include", []string{"reasoning.encrypted_content"})))
 	_ = model // an agent.Model: give it to the agent loop
 }
+
+// Both APIs, and a local server that speaks Chat Completions. Nothing is
+// sent here: a model is a client and a model id until the loop asks it.
+func ExampleNewChat() {
+	client := openai.NewClient() // OPENAI_API_KEY, OPENAI_BASE_URL from the environment
+
+	chat := openaimodel.NewChat(client, "gpt-4.1-mini")         // POST /chat/completions
+	responses := openaimodel.NewResponses(client, "gpt-5-mini") // POST /responses
+
+	// Any OpenAI-compatible server (vLLM, Ollama, LM Studio, llama.cpp) speaks Chat Completions:
+	local := openaimodel.NewChat(openai.NewClient(
+		option.WithBaseURL("http://localhost:11434/v1"), option.WithAPIKey("ollama")), "qwen3")
+	fmt.Println(chat.Name(), responses.Name(), local.Name())
+	// Output:
+	// gpt-4.1-mini gpt-5-mini qwen3
+}
