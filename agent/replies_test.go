@@ -184,3 +184,46 @@ func TestRunInvalidArgumentsReported(t *testing.T) {
 		t.Errorf("the valid arguments in turn_end: %s", ends[0].Calls[1].Args)
 	}
 }
+
+// TestRunManyCallsWithRepeatedIDs: a reply of more than 8 calls (where the
+// loop checks ids against a set, not in place) that repeats ids gets an id
+// of its own for each call, runs them all, and leaves a conversation Check
+// accepts. With the set not updated as ids were given, the repeats stayed
+// and Run returned no error.
+func TestRunManyCallsWithRepeatedIDs(t *testing.T) {
+	ctx := context.Background()
+	tk, _ := record(t, "many")
+	tk.Add(weatherTool(t))
+	sess, _ := tk.Session("many")
+	var calls []toolkit.Call
+	for i := range 12 {
+		calls = append(calls, call([]string{"a", "b", "a"}[i%3], "weather", `{"city":"Oslo"}`))
+	}
+	m := &script{steps: []step{
+		{reply: &agent.Reply{Calls: calls, Finish: agent.FinishToolCalls}},
+		{reply: &agent.Reply{Text: "Sunny."}},
+	}}
+	conv := agent.NewConversation("", "Weather?")
+	if _, err := agent.New(m).Run(ctx, sess, conv); err != nil {
+		t.Fatal(err)
+	}
+	if err := conv.Check(); err != nil {
+		t.Fatalf("the conversation after Run: %v", err)
+	}
+	ids := map[string]bool{}
+	results := 0
+	for _, msg := range conv.Messages {
+		for _, c := range msg.Calls {
+			if ids[c.ID] {
+				t.Errorf("call id %q is used twice", c.ID)
+			}
+			ids[c.ID] = true
+		}
+		if msg.CallID != "" && !msg.IsError {
+			results++
+		}
+	}
+	if len(ids) != 12 || results != 12 {
+		t.Fatalf("%d distinct call ids and %d results, want 12 of each", len(ids), results)
+	}
+}
