@@ -119,6 +119,14 @@ func TestParallelismCap(t *testing.T) {
 		testutil.Call("1", "w", ``), testutil.Call("2", "w", ``), testutil.Call("3", "w", ``), testutil.Call("4", "w", ``), testutil.Call("5", "w", ``),
 	})
 	testutil.WaitFor(t, twoIn, "two calls running")
+	// The other three must not start while two run. Nothing tells when an
+	// engine that ignored the cap would have started them: watch for a
+	// while (a window of sensitivity only: with the cap kept, no wait
+	// long or short makes the test fail). Released at once, a third
+	// runner was caught in 8 of 300 runs.
+	for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end) && active.Load() <= 2; {
+		time.Sleep(time.Millisecond)
+	}
 	close(release)
 	for _, r := range run.Wait() {
 		if r.State != toolkit.StateSuccess {
