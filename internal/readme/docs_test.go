@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,15 +54,16 @@ func firstIsProgram(d doc) string {
 	return ""
 }
 
-// checkDocs builds and vets every Go block of docs in one module, then runs
+// checkDocs builds and vets every Go block of docs in one module, reports
+// what is wrong (and the problems more holds) in a subtest per doc, then runs
 // each doc's programs in a subtest of its own (docs and programs in
 // parallel; servers beside the program that needs them) when run is true.
-func checkDocs(t *testing.T, docs []doc, run bool) {
+func checkDocs(t *testing.T, docs []doc, more map[string][]string, run bool) {
 	t.Helper()
 	b := buildDocs(t, docs)
 	for _, d := range docs {
 		t.Run(filepath.Base(d.name), func(t *testing.T) {
-			for _, p := range b.problems[d.name] {
+			for _, p := range append(more[d.name], b.problems[d.name]...) {
 				t.Error(p)
 			}
 			if !run {
@@ -99,16 +101,15 @@ func TestDocPrograms(t *testing.T) {
 		t.Fatalf("no docs/*.md: %v", err)
 	}
 	docs := readDocs(t, paths...)
+	first := map[string][]string{}
 	for _, d := range docs {
-		for _, name := range docPrograms {
-			if filepath.Base(d.name) == name {
-				if p := firstIsProgram(d); p != "" {
-					t.Error(p)
-				}
+		if slices.Contains(docPrograms, filepath.Base(d.name)) {
+			if p := firstIsProgram(d); p != "" {
+				first[d.name] = []string{p}
 			}
 		}
 	}
-	checkDocs(t, docs, testutil.LongOn())
+	checkDocs(t, docs, first, testutil.LongOn())
 }
 
 // TestDocCheckCatches: the check finds a fragment that drifted from the
