@@ -278,11 +278,16 @@ func slug(name string) string {
 	return regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(base, "_")
 }
 
-// lines are a text's lines, trimmed, without the blank lines at its ends.
+// squeeze is a line as the comparison of a fragment with its source sees
+// it: trimmed, and each run of white space inside one space (gofmt aligns
+// comments by their neighbours, which differ in a fragment).
+func squeeze(l string) string { return strings.Join(strings.Fields(l), " ") }
+
+// lines are a text's lines, squeezed, without the blank lines at its ends.
 func lines(text string) []string {
 	ls := strings.Split(text, "\n")
 	for i := range ls {
-		ls[i] = strings.TrimSpace(ls[i])
+		ls[i] = squeeze(ls[i])
 	}
 	for len(ls) > 0 && ls[0] == "" {
 		ls = ls[1:]
@@ -294,13 +299,13 @@ func lines(text string) []string {
 }
 
 // drift returns "" when the fragment's lines are a contiguous run of
-// src's (leading and trailing white space aside), else where the nearest
+// src's (white space aside, as squeeze says), else where the nearest
 // run parts from it, and how many lines of the fragment that run matched.
 // src is named name, and its first line is line first there.
 func drift(fragment, src, name string, first int) (string, int) {
 	frag, all := lines(fragment), strings.Split(src, "\n")
 	for i := range all {
-		all[i] = strings.TrimSpace(all[i])
+		all[i] = squeeze(all[i])
 	}
 	if len(frag) == 0 {
 		return "it is empty", 0

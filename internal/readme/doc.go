@@ -22,10 +22,12 @@
 //   - <!-- not run: REASON --> on a package main: built and vetted, not
 //     run. For a program that needs what a test does not have (an API key,
 //     a person at a browser), with the reason for the reader of the doc.
-//   - <!-- cut from PATH --> on a fragment: its lines (leading and
-//     trailing white space aside) must appear, in a row, in the file PATH
-//     (relative to the repository's root, such as an example_test.go that
-//     go test runs), and the fragment is not compiled on its own. A
+//   - <!-- cut from PATH --> on a fragment: its lines (white space at
+//     their ends aside, and runs of it inside counted as one space: gofmt
+//     aligns comments by their neighbours) must appear, in a row, in the
+//     file PATH (relative to the repository's root, such as an
+//     example_test.go that go test runs), and the fragment is not compiled
+//     on its own. A
 //     fragment without it that appears so in one of the doc's own whole
 //     programs needs no directive; any other fragment must compile by the
 //     wrapping rule.
