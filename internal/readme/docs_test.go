@@ -116,7 +116,7 @@ func TestDocPrograms(t *testing.T) {
 // doc's program, one that drifted from the file it is cut from, a name no
 // one declares, a program that fails beside its server, a directive on the
 // wrong block and a doc that does not start with a program, each at the
-// doc's line; and it passes what is right (a fragment cut from the doc's
+// doc's line (in a list item's indented block too); and it passes what is right (a fragment cut from the doc's
 // program with other indentation, a server and the program beside it).
 func TestDocCheckCatches(t *testing.T) {
 	if testing.Short() {
@@ -133,6 +133,7 @@ func TestDocCheckCatches(t *testing.T) {
 		drifted.name + ":40: the fragment is not in internal/readme/testdata/source.go as written: its line 2 \"return \\\"hello, \\\" + name\" differs from internal/readme/testdata/source.go:5 \"return \\\"hi, \\\" + name\"",
 		drifted.name + ":46:", "undefined: nobodyDeclaresThis",
 		drifted.name + ":49: <!-- not run: a fragment --> is for a whole program",
+		drifted.name + ":63:", "undefined: indentedUndefined",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the check does not report %q:\n%s", want, all)

@@ -85,23 +85,28 @@ type block struct {
 	before string // the line just before its fence, trimmed: a directive or not
 }
 
-var fence = regexp.MustCompile("(?m)^```go[ \t]*\n")
+// fence opens a ```go block, at the start of a line or indented (in a
+// list item): the block's lines lose that indentation.
+var fence = regexp.MustCompile("(?m)^([ \t]*)```go[ \t]*\n")
 
 // goBlocks returns the ```go blocks of a Markdown text.
 func goBlocks(md string) ([]block, error) {
 	var out []block
-	for _, loc := range fence.FindAllStringIndex(md, -1) {
-		start := loc[1]
-		end := strings.Index(md[start:], "\n```")
+	for _, loc := range fence.FindAllStringSubmatchIndex(md, -1) {
+		start, indent := loc[1], md[loc[2]:loc[3]]
+		end := strings.Index(md[start:], "\n"+indent+"```")
 		if end < 0 {
 			return nil, fmt.Errorf("line %d: a ```go block that never ends", strings.Count(md[:start], "\n"))
 		}
-		code := md[start : start+end+1]
+		lines := strings.SplitAfter(md[start:start+end+1], "\n")
+		for i, l := range lines {
+			lines[i] = strings.TrimPrefix(l, indent)
+		}
 		before := ""
 		if prev := strings.LastIndex(md[:max(loc[0]-1, 0)], "\n"); loc[0] > 0 {
 			before = strings.TrimSpace(md[prev+1 : loc[0]-1])
 		}
-		out = append(out, block{line: strings.Count(md[:start], "\n") + 1, code: code, before: before})
+		out = append(out, block{line: strings.Count(md[:start], "\n") + 1, code: strings.Join(lines, ""), before: before})
 	}
 	return out, nil
 }
