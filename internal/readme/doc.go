@@ -11,8 +11,7 @@
 // interceptors, llm-sdk, mcp, observability, scale-out, ui-protocols) must
 // start with a whole package main a person can paste. A doc's programs run
 // with a private TMPDIR, must exit 0 within a minute and leave no embedded
-// NATS server's folder behind (TestDocPrograms runs them with
-// TOOLSTREAM_LONG=1, as .ci/run does; it always builds and vets).
+// NATS server's folder behind.
 //
 // # Directives
 //
