@@ -59,6 +59,7 @@ type pkg struct {
 	doc  string
 	dir  string
 	line int
+	main bool     // a whole package main, linked
 	prog *program // nil for a block that is not run
 	hint string   // for a fragment: where it parts from the doc's program
 }
@@ -162,6 +163,7 @@ func buildDocs(t *testing.T, docs []doc) *built {
 			pkgs[dir] = p
 			order = append(order, dir)
 			isMain := strings.HasPrefix(strings.TrimSpace(stripComments(b.code)), "package main")
+			p.main = isMain
 			switch {
 			case !isMain && (notRun != nil || beside):
 				problem(d.name, "%s:%d: %s is for a package main, and this file is not one", d.name, b.line-2, b.before)
@@ -213,8 +215,26 @@ func buildDocs(t *testing.T, docs []doc) *built {
 		}
 		order = kept
 	}
-	if output, err := goCmd(append([]string{"build", "-o", out.bin + string(filepath.Separator)}, paths()...)...); err != nil {
-		report("go build", output)
+	// Fragments are packages of their own, not main: go build compiles
+	// them without linking. Programs are linked into bin (a whole file of
+	// another package is only compiled there too).
+	var mains, others []string
+	for _, dir := range order {
+		if pkgs[dir].main {
+			mains = append(mains, "./"+dir)
+		} else {
+			others = append(others, "./"+dir)
+		}
+	}
+	if len(others) > 0 {
+		if output, err := goCmd(append([]string{"build"}, others...)...); err != nil {
+			report("go build", output)
+		}
+	}
+	if len(mains) > 0 {
+		if output, err := goCmd(append([]string{"build", "-o", out.bin + string(filepath.Separator)}, mains...)...); err != nil {
+			report("go build", output)
+		}
 	}
 	if len(order) > 0 {
 		if output, err := goCmd(append([]string{"vet"}, paths()...)...); err != nil {

@@ -27,13 +27,15 @@ func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
 //     compiled as it is, must be gofmt-formatted, and if it is package main
 //     it is also run (see below).
 //   - Any other block is a fragment: it becomes the body of a function
-//     `func example()` in a file of package main, which is where statements
-//     and type, const and var declarations can stand. The test adds an
-//     import for each package the fragment names without declaring it
-//     (context, fmt, json, nats, and every public package of this module
-//     by its name: toolkit, natsbus, stream, events, remote, ...) and one placeholder the prose leaves to the
-//     reader, ctx (a context.Context), if the fragment uses it. Nothing
-//     else: a name the fragment uses but never declares is an error.
+//     `func example()` in a file of a package of its own (not main: it is
+//     compiled, never linked, and linking is what takes the time), which
+//     is where statements and type, const and var declarations can stand.
+//     The test adds an import for each package the fragment names without
+//     declaring it (context, fmt, json, nats, and every public package of
+//     this module by its name: toolkit, natsbus, stream, events, remote,
+//     ...) and one placeholder the prose leaves to the reader, ctx (a
+//     context.Context), if the fragment uses it. Nothing else: a name the
+//     fragment uses but never declares is an error.
 //
 // Every file starts with a //line comment, so that errors point at the
 // README's own lines. The files are checked with go vet (which type-checks:
@@ -150,14 +152,14 @@ func source(name string, b block) (string, error) {
 	sort.Strings(paths)
 	sort.Strings(decls)
 	var src strings.Builder
-	src.WriteString("package main\n\n")
+	src.WriteString("package fragment\n\n")
 	if len(paths) > 0 {
 		src.WriteString("import (\n\t" + strings.Join(paths, "\n\t") + "\n)\n\n")
 	}
 	for _, d := range decls {
 		src.WriteString(d + "\n")
 	}
-	src.WriteString("\nfunc main() { example() }\n\n" + body)
+	src.WriteString("\n" + body)
 	return src.String(), nil
 }
 
