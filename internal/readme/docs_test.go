@@ -110,10 +110,12 @@ func TestDocPrograms(t *testing.T) {
 
 // TestDocCheckCatches: the check finds a fragment that drifted from the
 // doc's program, one that drifted from the file it is cut from, a name no
-// one declares, a program that fails beside its server, a directive on the
-// wrong block and a doc that does not start with a program, each at the
-// doc's line (in a list item's indented block too); and it passes what is right (a fragment cut from the doc's
-// program with other indentation, a server and the program beside it).
+// one declares (in a list item's indented block too), a directive on the
+// wrong block, a program that fails beside its server, a server that
+// fails when it is stopped and a doc that does not start with a program,
+// each at the doc's line; and it passes what is right (a fragment cut from
+// the doc's program with other indentation, a server and the program
+// beside it).
 func TestDocCheckCatches(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
@@ -153,13 +155,16 @@ func TestDocCheckCatches(t *testing.T) {
 			ran[p.line] = p.run(t, b.bin)
 		}
 	}
-	if len(ran) != 2 {
-		t.Fatalf("beside.md: %d programs run beside a server, want 2: %v", len(ran), ran)
+	if len(ran) != 3 {
+		t.Fatalf("beside.md: %d programs run beside a server, want 3: %v", len(ran), ran)
 	}
 	if ran[46] != nil {
 		t.Errorf("the client beside its server: %v", ran[46])
 	}
 	if got := strings.Join(ran[75], "\n"); !strings.Contains(got, beside.name+":75: running it: exit status 3") || !strings.Contains(got, "the server answered: hello") {
 		t.Errorf("a client that fails beside its server is reported as: %q", got)
+	}
+	if got := strings.Join(ran[121], "\n"); !strings.Contains(got, beside.name+":101: stopped with an interrupt (Ctrl-C): exit status 4") {
+		t.Errorf("a server that fails when it is stopped is reported as: %q", got)
 	}
 }
