@@ -17,10 +17,9 @@ import (
 
 // run runs a program with a private TMPDIR (beside its server, if it has
 // one) and returns what went wrong.
-func (p *program) run(t *testing.T, bin string) []string {
+func (p *program) run(t *testing.T, bin string) (problems []string) {
 	t.Helper()
 	env := os.Environ()
-	var problems []string
 	if p.beside != nil {
 		url, err := freeURL()
 		if err != nil {
