@@ -1,21 +1,16 @@
 package readme
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"go/ast"
-	"go/format"
 	"go/parser"
 	"go/token"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolstream/toolstream/internal/leak"
 )
@@ -32,13 +27,15 @@ func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
 //     compiled as it is, must be gofmt-formatted, and if it is package main
 //     it is also run (see below).
 //   - Any other block is a fragment: it becomes the body of a function
-//     `func example()` in a file of package main, which is where statements
-//     and type, const and var declarations can stand. The test adds an
-//     import for each package the fragment names without declaring it
-//     (context, fmt, json, toolkit, natsbus, stream, events, interceptors,
-//     groups, skills, ...) and one placeholder the prose leaves to the
-//     reader, ctx (a context.Context), if the fragment uses it. Nothing
-//     else: a name the fragment uses but never declares is an error.
+//     `func example()` in a file of a package of its own (not main: it is
+//     compiled, never linked, and linking is what takes the time), which
+//     is where statements and type, const and var declarations can stand.
+//     The test adds an import for each package the fragment names without
+//     declaring it (context, fmt, json, nats, and every public package of
+//     this module by its name: toolkit, natsbus, stream, events, remote,
+//     ...) and one placeholder the prose leaves to the reader, ctx (a
+//     context.Context), if the fragment uses it. Nothing else: a name the
+//     fragment uses but never declares is an error.
 //
 // Every file starts with a //line comment, so that errors point at the
 // README's own lines. The files are checked with go vet (which type-checks:
@@ -51,13 +48,30 @@ func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
 var knownImports = map[string]string{
 	"context": "context", "errors": "errors", "fmt": "fmt", "io": "io", "log": "log", "os": "os",
 	"strings": "strings", "time": "time", "json": "encoding/json", "http": "net/http",
-	"toolkit":      "github.com/toolstream/toolstream/toolkit",
-	"natsbus":      "github.com/toolstream/toolstream/events/natsbus",
-	"events":       "github.com/toolstream/toolstream/events",
-	"stream":       "github.com/toolstream/toolstream/stream",
-	"interceptors": "github.com/toolstream/toolstream/interceptors",
-	"groups":       "github.com/toolstream/toolstream/groups",
-	"skills":       "github.com/toolstream/toolstream/skills",
+	"toolkit":        "github.com/toolstream/toolstream/toolkit",
+	"natsbus":        "github.com/toolstream/toolstream/events/natsbus",
+	"events":         "github.com/toolstream/toolstream/events",
+	"stream":         "github.com/toolstream/toolstream/stream",
+	"interceptors":   "github.com/toolstream/toolstream/interceptors",
+	"groups":         "github.com/toolstream/toolstream/groups",
+	"skills":         "github.com/toolstream/toolstream/skills",
+	"agent":          "github.com/toolstream/toolstream/agent",
+	"anthropicmodel": "github.com/toolstream/toolstream/agent/anthropicmodel",
+	"openaimodel":    "github.com/toolstream/toolstream/agent/openaimodel",
+	"durable":        "github.com/toolstream/toolstream/durable",
+	"natskv":         "github.com/toolstream/toolstream/groups/natskv",
+	"natsobj":        "github.com/toolstream/toolstream/interceptors/natsobj",
+	"mcpbridge":      "github.com/toolstream/toolstream/mcpbridge",
+	"remote":         "github.com/toolstream/toolstream/remote",
+	"rx":             "github.com/toolstream/toolstream/stream/rx",
+	"telemetry":      "github.com/toolstream/toolstream/telemetry",
+	"ui":             "github.com/toolstream/toolstream/ui",
+	"agui":           "github.com/toolstream/toolstream/ui/agui",
+	"aisdk":          "github.com/toolstream/toolstream/ui/aisdk",
+	"nats":           "github.com/nats-io/nats.go",
+	"jetstream":      "github.com/nats-io/nats.go/jetstream",
+	"slog":           "log/slog",
+	"sync":           "sync",
 }
 
 // placeholders are the names the prose leaves to the reader, declared for
@@ -68,23 +82,33 @@ var placeholders = map[string]struct{ decl, pkg string }{
 
 // block is one ```go block of a Markdown file.
 type block struct {
-	line int // of its first line of code, 1-based
-	code string
+	line   int // of its first line of code, 1-based
+	code   string
+	before string // the line just before its fence, trimmed: a directive or not
 }
 
-var fence = regexp.MustCompile("(?m)^```go[ \t]*\n")
+// fence opens a ```go block, at the start of a line or indented (in a
+// list item): the block's lines lose that indentation.
+var fence = regexp.MustCompile("(?m)^([ \t]*)```go[ \t]*\n")
 
 // goBlocks returns the ```go blocks of a Markdown text.
 func goBlocks(md string) ([]block, error) {
 	var out []block
-	for _, loc := range fence.FindAllStringIndex(md, -1) {
-		start := loc[1]
-		end := strings.Index(md[start:], "\n```")
+	for _, loc := range fence.FindAllStringSubmatchIndex(md, -1) {
+		start, indent := loc[1], md[loc[2]:loc[3]]
+		end := strings.Index(md[start:], "\n"+indent+"```")
 		if end < 0 {
 			return nil, fmt.Errorf("line %d: a ```go block that never ends", strings.Count(md[:start], "\n"))
 		}
-		code := md[start : start+end+1]
-		out = append(out, block{line: strings.Count(md[:start], "\n") + 1, code: code})
+		lines := strings.SplitAfter(md[start:start+end+1], "\n")
+		for i, l := range lines {
+			lines[i] = strings.TrimPrefix(l, indent)
+		}
+		before := ""
+		if prev := strings.LastIndex(md[:max(loc[0]-1, 0)], "\n"); loc[0] > 0 {
+			before = strings.TrimSpace(md[prev+1 : loc[0]-1])
+		}
+		out = append(out, block{line: strings.Count(md[:start], "\n") + 1, code: strings.Join(lines, ""), before: before})
 	}
 	return out, nil
 }
@@ -128,14 +152,14 @@ func source(name string, b block) (string, error) {
 	sort.Strings(paths)
 	sort.Strings(decls)
 	var src strings.Builder
-	src.WriteString("package main\n\n")
+	src.WriteString("package fragment\n\n")
 	if len(paths) > 0 {
 		src.WriteString("import (\n\t" + strings.Join(paths, "\n\t") + "\n)\n\n")
 	}
 	for _, d := range decls {
 		src.WriteString(d + "\n")
 	}
-	src.WriteString("\nfunc main() { example() }\n\n" + body)
+	src.WriteString("\n" + body)
 	return src.String(), nil
 }
 
@@ -176,83 +200,17 @@ func goVersion(t *testing.T, root string) string {
 }
 
 // checkBlocks builds, vets and runs the blocks of the Markdown file name
-// (as the wrapping rule says) and returns what is wrong with them.
+// (as the wrapping rule and the directives of doc.go say) and returns what
+// is wrong with them.
 func checkBlocks(t *testing.T, name string, blocks []block) []string {
 	t.Helper()
-	root := repoRoot(t)
-	mod := t.TempDir()
-	gomod := fmt.Sprintf("module readme.example\n\ngo %s\n\nrequire github.com/toolstream/toolstream v0.0.0\n\nreplace github.com/toolstream/toolstream => %s\n", goVersion(t, root), root)
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte(gomod), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(mod, "go.sum"), sum, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var problems []string
-	var pkgs, mains []string
-	for i, b := range blocks {
-		src, err := source(name, b)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
+	b := buildDocs(t, []doc{{name: name, blocks: blocks}})
+	problems := b.problems[name]
+	for _, p := range b.programs {
+		if p.server {
+			continue // runs beside the next one
 		}
-		if isFile(b.code) {
-			if formatted, err := format.Source([]byte(b.code)); err == nil && !bytes.Equal(formatted, []byte(b.code)) {
-				problems = append(problems, fmt.Sprintf("%s:%d: the block is not gofmt-formatted", name, b.line))
-			}
-		}
-		dir := fmt.Sprintf("block%d", i+1)
-		if err := os.MkdirAll(filepath.Join(mod, dir), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(mod, dir, "main.go"), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		pkgs = append(pkgs, "./"+dir)
-		if isFile(b.code) && strings.HasPrefix(strings.TrimSpace(stripComments(b.code)), "package main") {
-			mains = append(mains, dir)
-		}
-	}
-	if len(pkgs) == 0 {
-		return problems
-	}
-	goCmd := func(args ...string) (string, error) {
-		cmd := exec.Command("go", args...)
-		cmd.Dir = mod
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	// go build first: the compiler lists all the errors of a file, vet
-	// only the first.
-	if out, err := goCmd(append([]string{"build", "-o", os.DevNull}, pkgs...)...); err != nil {
-		return append(problems, "go build: "+out)
-	}
-	if out, err := goCmd(append([]string{"vet"}, pkgs...)...); err != nil {
-		return append(problems, "go vet: "+out)
-	}
-	for _, dir := range mains {
-		bin := filepath.Join(mod, "bin", dir)
-		if out, err := goCmd("build", "-o", bin, "./"+dir); err != nil {
-			problems = append(problems, "go build: "+out)
-			continue
-		}
-		tmp := t.TempDir()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, bin)
-		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-		out, err := cmd.CombinedOutput()
-		cancel()
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s (%s): running it: %v\n%s", name, dir, err, out))
-		}
-		if left, _ := filepath.Glob(filepath.Join(tmp, "toolstream-nats-*")); len(left) > 0 {
-			problems = append(problems, fmt.Sprintf("%s (%s): the program left %v behind: it does not close its bus", name, dir, left))
-		}
+		problems = append(problems, p.run(t, b.bin)...)
 	}
 	return problems
 }
