@@ -23,9 +23,9 @@ import (
 	"github.com/toolstream/toolstream/events"
 )
 
-// EnvURL names the environment variable that, when set and no URL is given
-// with WithURL, makes Open connect to that NATS server instead of embedding
-// one.
+// EnvURL names the environment variable that, when set and neither WithURL
+// nor WithListen is given, makes Open connect to that NATS server instead of
+// embedding one.
 const EnvURL = "TOOLSTREAM_NATS_URL"
 
 // Bus is the NATS side of toolstream: a connection (to an embedded server by
@@ -164,7 +164,9 @@ func Open(ctx context.Context, opts ...Option) (*Bus, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.url == "" {
+	if o.url == "" && o.listen == "" {
+		// A program that asks for a listening embedded server gets one:
+		// the variable only stands in for WithURL.
 		o.url = os.Getenv(EnvURL)
 	}
 	subjects, err := events.NewSubjects(o.prefix)

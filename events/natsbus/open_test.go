@@ -37,6 +37,26 @@ func TestOpenWithURLFromEnv(t *testing.T) {
 	}
 }
 
+// TestListenWinsOverTheURLFromEnv: a program that asks for a listening
+// embedded server (WithListen) gets one with TOOLSTREAM_NATS_URL set too:
+// the variable stands in for WithURL only. Before, Open connected to the
+// variable's server, Server() was nil and nothing listened on the address.
+func TestListenWinsOverTheURLFromEnv(t *testing.T) {
+	ns := startNATS(t)
+	t.Setenv(natsbus.EnvURL, ns.url())
+	bus := natstest.Bus(t, natsbus.WithListen("127.0.0.1:0"))
+	if bus.Server() == nil {
+		t.Fatalf("WithListen gave no embedded server: connected to %s", bus.Conn().ConnectedUrl())
+	}
+	url := bus.Server().ClientURL()
+	if url == ns.url() {
+		t.Fatalf("the embedded server's URL is the variable's, %s", url)
+	}
+	if m := clientGets(t, bus, url, bus.Subjects().Session("listen"), "listen"); !strings.HasPrefix(m.Subject, "toolstream.listen.call-0.") {
+		t.Fatalf("subject %s", m.Subject)
+	}
+}
+
 // clientGets connects another client to url, subscribes it to subject, runs
 // one call in session through bus and returns the first message the client
 // gets.
