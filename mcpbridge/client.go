@@ -845,7 +845,7 @@ func (c *Client) handler(tool string, structured bool) toolkit.RawHandler {
 			}
 			return nil, c.callFailed(cn, err)
 		}
-		return resultParts(res, c.name, tool, structured)
+		return resultParts(res, c.name, tool, structured, stream.From(ctx).SetMeta)
 	}
 }
 
