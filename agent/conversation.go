@@ -115,16 +115,21 @@ func UserText(text string) Message {
 }
 
 // Text returns the message's text parts joined, and JSON parts as their
-// JSON text: what a provider that takes only text sees.
+// JSON text, each set off from its neighbours by a newline (a value never
+// glued to the next; see events.PartBreak): what a provider that takes
+// only text sees.
 func (m Message) Text() string {
 	var b strings.Builder
+	var prev toolkit.Part
 	for _, p := range m.Content {
-		switch p.Type {
-		case events.PartText:
-			b.WriteString(p.Text)
-		case events.PartJSON:
-			b.Write(p.JSON)
+		if p.Type != events.PartText && p.Type != events.PartJSON || p.IsEmpty() {
+			continue
 		}
+		if events.PartBreak(prev, p) {
+			b.WriteByte('\n')
+		}
+		b.WriteString(p.String())
+		prev = p
 	}
 	return b.String()
 }

@@ -246,3 +246,17 @@ func TestConversationKeepsInvalidArguments(t *testing.T) {
 		t.Errorf("valid arguments are not written as JSON: %s", b)
 	}
 }
+
+// Message.Text sets a JSON value off from the text and values beside it
+// (an MCP resource link and a structured result were read glued:
+// `{"type":"resource_link",...}{"files":1}`); pieces of one text stream
+// join as they are.
+func TestMessageTextSetsValuesApart(t *testing.T) {
+	link := toolkit.Part{Type: events.PartJSON, JSON: json.RawMessage(`{"type":"resource_link","uri":"file:///a.txt"}`)}
+	value := toolkit.Part{Type: events.PartJSON, JSON: json.RawMessage(`{"files":1}`)}
+	m := agent.Message{Role: agent.RoleTool, Content: []toolkit.Part{events.Text("found "), events.Text("one:"), link, value, events.Text("done"), events.Binary("image/png", []byte{1})}}
+	want := "found one:\n{\"type\":\"resource_link\",\"uri\":\"file:///a.txt\"}\n{\"files\":1}\ndone"
+	if got := m.Text(); got != want {
+		t.Errorf("Text() = %q, want %q", got, want)
+	}
+}

@@ -131,14 +131,42 @@ func Concat(deltas ...Part) []Part {
 	return out
 }
 
-// ContentText renders content as one string (see [Part.String]).
+// ContentText renders content as one string (see [Part.String]). A JSON or
+// binary part is set off from its neighbours by a newline (see
+// [PartBreak]), so that a model never reads one value glued to the next
+// (`a.txt{"files":1}`); adjacent text parts, the pieces of one stream, join
+// as they are.
 func ContentText(content []Part) string {
 	if len(content) == 1 {
 		return content[0].String()
 	}
 	var b strings.Builder
+	var prev Part
 	for _, p := range content {
+		if p.IsEmpty() {
+			continue
+		}
+		if PartBreak(prev, p) {
+			b.WriteByte('\n')
+		}
 		b.WriteString(p.String())
+		prev = p
 	}
 	return b.String()
+}
+
+// PartBreak reports whether a rendering of content as one string puts a
+// newline between the non-empty parts prev and next: when either is a
+// JSON or binary part and no newline is there already (at the end of a
+// text prev or the start of a text next). It is false when prev is the
+// zero Part (next comes first).
+func PartBreak(prev, next Part) bool {
+	switch {
+	case prev.IsEmpty() || next.IsEmpty(), prev.Type == PartText && next.Type == PartText:
+		return false
+	case prev.Type == PartText && strings.HasSuffix(prev.Text, "\n"),
+		next.Type == PartText && strings.HasPrefix(next.Text, "\n"):
+		return false
+	}
+	return true
 }

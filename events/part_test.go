@@ -20,8 +20,13 @@ func TestAppendPart(t *testing.T) {
 			t.Errorf("part %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if s := ContentText(got); s != `ab{"n":1}cd[binary image/png, 1 bytes]` {
+	// A JSON or binary part is set off by newlines: never glued to text or
+	// to another value.
+	if s := ContentText(got); s != "ab\n{\"n\":1}\ncd\n[binary image/png, 1 bytes]" {
 		t.Fatalf("ContentText %q", s)
+	}
+	if s := ContentText([]Part{j, j, Text("")}); s != "{\"n\":1}\n{\"n\":1}" {
+		t.Fatalf("ContentText of two values %q", s)
 	}
 	if _, err := JSON(make(chan int)); err == nil {
 		t.Fatal("JSON of a channel succeeded")

@@ -708,7 +708,15 @@ func sanitizeEmpty(content []toolkit.Part) bool {
 // without building the text.
 func sanitizeSize(content []toolkit.Part) int {
 	n := 0
+	var prev toolkit.Part
 	for _, p := range content {
+		if p.IsEmpty() {
+			continue
+		}
+		if events.PartBreak(prev, p) {
+			n++ // the newline that sets a JSON or binary part off
+		}
+		prev = p
 		switch p.Type {
 		case events.PartText:
 			n += len(p.Text)
@@ -738,24 +746,46 @@ func sanitizeTruncate(out toolkit.Outcome, limit int, marker func(omitted int) s
 		}
 	}
 	budget := max(limit-len(tail), 0)
-	var kept []toolkit.Part
-	omitted := 0
+	var kept []toolkit.Part // AppendPart keeps no empty part
 	for _, p := range body {
-		size := sanitizeSize([]toolkit.Part{p})
-		switch {
-		case size <= budget:
-			kept = events.AppendPart(kept, p)
-			budget -= size
-		case budget > 0 && p.Type != events.PartBinary:
-			s := sanitizeCutString(p.String(), budget) // a cut JSON value is no JSON: keep it as text
-			kept = events.AppendPart(kept, events.Text(s))
-			omitted += size - len(s)
-			budget = 0
-		default:
-			omitted += size
-			budget = 0
+		if p.IsEmpty() {
+			continue
 		}
+		// The newline the text rendering sets before a JSON or binary
+		// part, or after one, costs a byte like the rest; one is kept
+		// in reserve after a whole non-text part, for what follows it.
+		sep := 0
+		if n := len(kept); n > 0 && events.PartBreak(kept[n-1], p) {
+			sep = 1
+		}
+		size := sanitizeSize([]toolkit.Part{p})
+		reserve := 0
+		if p.Type != events.PartText {
+			reserve = 1
+		}
+		if sep+size+reserve <= budget {
+			kept = events.AppendPart(kept, p)
+			budget -= sep + size
+			continue
+		}
+		if budget > sep && p.Type != events.PartBinary {
+			s := sanitizeCutString(p.String(), budget-sep) // a cut JSON value is no JSON: keep it as text
+			if sep == 1 {
+				s = "\n" + s // written out: text beside text gets none
+			}
+			kept = events.AppendPart(kept, events.Text(s))
+		}
+		break
 	}
+	// Left out: the text of the body (the whole content less the kept
+	// Error line) after what is kept, up to the marker; whether a newline
+	// comes before the marker depends on its first byte.
+	probe := "m"
+	if m := marker(0); m != "" {
+		probe = m[:1]
+	}
+	head := sanitizeSize(append(slices.Clip(kept), events.Text(probe))) - 1
+	omitted := max(sanitizeSize(out.Content)-len(tail)-head, 0)
 	kept = events.AppendPart(kept, events.Text(marker(omitted)))
 	if tail != "" {
 		kept = events.AppendPart(kept, events.Text(tail))

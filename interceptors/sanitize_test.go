@@ -241,7 +241,7 @@ func TestSanitizeRedactsJSON(t *testing.T) {
 	evCheckDeltas(t, rec, res)
 	// Only the changed strings are written again: key order and the
 	// escapes of the rest (\u003c from encoding/json) stay as they were.
-	want := `{"streamed":"[redacted email]"}{"name":"Al \u003cadmin\u003e","email":"[redacted email]","tags":["x","cc: [redacted email]"],"age":42}`
+	want := `{"streamed":"[redacted email]"}` + "\n" + `{"name":"Al \u003cadmin\u003e","email":"[redacted email]","tags":["x","cc: [redacted email]"],"age":42}`
 	if res.Text() != want {
 		t.Fatalf("got  %s\nwant %s", res.Text(), want)
 	}

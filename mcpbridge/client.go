@@ -143,7 +143,9 @@ func WithReconnect(attempts int, base time.Duration) ClientOption {
 }
 
 // WithDialTimeout bounds one connection attempt, initialization and tool
-// listing included (default 30 s).
+// listing included (default 30 s). A stdio server that `npx -y` must
+// download first can take a minute to answer: give it 2*time.Minute (and
+// Connect a context that lasts as long).
 func WithDialTimeout(d time.Duration) ClientOption {
 	return func(o *clientOptions) { o.dialTimeout = d }
 }
@@ -338,8 +340,9 @@ func (c *Client) unregister() {
 }
 
 // dial makes one connection, within the dial timeout.
-func (c *Client) dial(ctx context.Context) (*conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
+func (c *Client) dial(parent context.Context) (*conn, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(parent, c.o.dialTimeout)
 	defer cancel()
 	tr, err := c.ep.Transport(ctx)
 	if err != nil {
@@ -353,12 +356,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	cl.AddSendingMiddleware(keepListedTools)
 	sess, err := cl.Connect(ctx, c.withProgress(tr), nil)
 	if err != nil {
-		msg := fmt.Sprintf("mcpbridge: connecting to MCP server %q: %v", c.name, err)
-		if tail := stderrOf(tr); tail != "" {
-			msg += "; its standard error ends with: " + tail
-		}
-		msg += unauthorizedHint(tr)
-		return nil, errors.New(msg)
+		return nil, c.dialFailed(parent, ctx, tr, err, start)
 	}
 	cn := &conn{sess: sess, tr: tr, gone: make(chan struct{})}
 	// Under c.mu, so that Close (which sets closed under it, then waits for
@@ -847,7 +845,7 @@ func (c *Client) handler(tool string, structured bool) toolkit.RawHandler {
 			}
 			return nil, c.callFailed(cn, err)
 		}
-		return resultParts(res, c.name, tool, structured)
+		return resultParts(res, c.name, tool, structured, stream.From(ctx).SetMeta)
 	}
 }
 

@@ -16,6 +16,11 @@ import (
 // octetStream is the media type of binary content that names none.
 const octetStream = "application/octet-stream"
 
+// metaText is the Result.Meta key under which a result with
+// structuredContent keeps its text blocks (joined by newlines), for code
+// and UIs: the model sees the structured value instead.
+const metaText = "mcp_text"
+
 // resultParts maps an MCP tool result to toolstream parts (see docs/mcp.md,
 // "Content"). An isError result becomes the call's error, with the server's
 // text. server and tool name the server and its (MCP) tool for errors;
@@ -23,7 +28,16 @@ const octetStream = "application/octet-stream"
 // whose result must then carry structuredContent: the engine checks the
 // last JSON part, and a resource link or an embedded text resource, mapped
 // to a JSON part, would otherwise pass for the structured result.
-func resultParts(res *mcp.CallToolResult, server, tool string, structured bool) ([]toolkit.Part, error) {
+//
+// A result with structuredContent gives the model the structured value
+// once, as its last part, and no text blocks: MCP has such a tool return
+// its value serialized as text too, for clients that cannot read
+// structuredContent, so the text is the same thing a second time (as
+// JSON, or worded: server-filesystem's `[FILE] a.txt` beside
+// {"content":"[FILE] a.txt"}), and the model read both, glued. Text that
+// is not the same JSON value is not lost: setMeta (nil for none) gets it
+// under metaText.
+func resultParts(res *mcp.CallToolResult, server, tool string, structured bool, setMeta func(key string, value any)) ([]toolkit.Part, error) {
 	if res.IsError {
 		var texts []string
 		for _, c := range res.Content {
@@ -49,20 +63,25 @@ func resultParts(res *mcp.CallToolResult, server, tool string, structured bool) 
 		structuredJSON = b
 	}
 	var parts []toolkit.Part
+	var texts []string // the text blocks beside structuredContent
 	for _, c := range res.Content {
 		p, err := contentPart(c)
 		if err != nil {
 			return nil, err
 		}
-		// A server repeats its structured content as text for older
-		// clients: once is enough, as the JSON part below.
-		if structuredJSON != nil && p.Type == events.PartText && sameJSON(p.Text, structuredJSON) {
+		if structuredJSON != nil && p.Type == events.PartText {
+			if p.Text != "" && !sameJSON(p.Text, structuredJSON) {
+				texts = append(texts, p.Text)
+			}
 			continue
 		}
 		parts = events.AppendPart(parts, p)
 	}
 	if structuredJSON != nil {
 		parts = append(parts, toolkit.Part{Type: events.PartJSON, JSON: structuredJSON})
+	}
+	if len(texts) > 0 && setMeta != nil {
+		setMeta(metaText, strings.Join(texts, "\n"))
 	}
 	return parts, nil
 }

@@ -44,8 +44,12 @@ type Stdio struct {
 }
 
 // stderrTail is how much of a stdio server's standard error is kept, to say
-// why it went away.
-const stderrTail = 2048
+// why it went away, and stderrLines how many of its last lines an error
+// quotes.
+const (
+	stderrTail  = 2048
+	stderrLines = 10
+)
 
 // Transport implements Endpoint: a new process per connection.
 func (s Stdio) Transport(context.Context) (mcp.Transport, error) {
@@ -75,9 +79,10 @@ func stderrOf(tr mcp.Transport) string {
 
 // tailWriter keeps the last max bytes written to it.
 type tailWriter struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
+	mu   sync.Mutex
+	max  int
+	buf  []byte
+	over bool // bytes were dropped from the front
 }
 
 func (w *tailWriter) Write(p []byte) (int, error) {
@@ -86,14 +91,26 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 	w.buf = append(w.buf, p...)
 	if over := len(w.buf) - w.max; over > 0 {
 		w.buf = append(w.buf[:0], w.buf[over:]...)
+		w.over = true
 	}
 	return len(p), nil
 }
 
+// String returns the last stderrLines lines kept, without the partial line
+// the byte bound cut (unless it is all there is).
 func (w *tailWriter) String() string {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.TrimSpace(string(w.buf))
+	s := string(w.buf)
+	over := w.over
+	w.mu.Unlock()
+	if i := strings.IndexByte(s, '\n'); over && i >= 0 && i < len(s)-1 {
+		s = s[i+1:]
+	}
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > stderrLines {
+		lines = lines[len(lines)-stderrLines:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // ParseCommand splits a command line such as `npx -y some-server --flag "a b"`

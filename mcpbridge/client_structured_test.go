@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/toolkit"
 )
 
 // TestClientOutputSchemaWithoutStructuredContent: a server's tool with an
@@ -83,6 +84,62 @@ func TestClientErrorWithoutText(t *testing.T) {
 	} {
 		if !res[i].IsError() || !strings.Contains(res[i].Text(), want) {
 			t.Errorf("call %d: %v %q, want %q", i+1, res[i].State, res[i].Text(), want)
+		}
+	}
+}
+
+// TestClientStructuredAndText: what the model sees of a result with text,
+// with structuredContent, and with both. MCP has a tool that returns
+// structuredContent also return it as text, for older clients: the model
+// used to read both, glued (`[FILE] a.txt{"content":"[FILE] a.txt"}` from
+// server-filesystem's shape). Now it reads the structured value once; text
+// that is not the same JSON value stays in Result.Meta["mcp_text"].
+func TestClientStructuredAndText(t *testing.T) {
+	ts := newTestServer(t)
+	add := func(name string, res *mcp.CallToolResult) {
+		ts.srv.AddTool(&mcp.Tool{Name: name, Description: "Content.", InputSchema: objectSchema},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return res, nil })
+	}
+	link := &mcp.ResourceLink{URI: "file:///a.txt", Name: "a.txt"}
+	add("worded", &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "[FILE] a.txt"}}, StructuredContent: map[string]any{"content": "[FILE] a.txt"}})
+	add("copy", &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "{\n  \"n\": 1\n}"}}, StructuredContent: map[string]any{"n": 1}})
+	add("text", &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "plain"}}})
+	add("structured", &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: map[string]any{"n": 2}})
+	add("linked", &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "one file:"}, link, &mcp.TextContent{Text: `{"files":1}`}}, StructuredContent: map[string]any{"files": 1}})
+	tk := testutil.Kit(t)
+	connect(t, tk, "srv", ts.endpoint())
+	res := testutil.Run(t, tk, "s",
+		testutil.Call("1", "mcp__srv__worded", `{}`),
+		testutil.Call("2", "mcp__srv__copy", `{}`),
+		testutil.Call("3", "mcp__srv__text", `{}`),
+		testutil.Call("4", "mcp__srv__structured", `{}`),
+		testutil.Call("5", "mcp__srv__linked", `{}`))
+	linkJSON := `{"type":"resource_link","uri":"file:///a.txt","name":"a.txt"}`
+	for i, want := range []struct {
+		parts []toolkit.Part
+		text  string // Result.Text
+		meta  any    // Meta["mcp_text"]
+	}{
+		{[]toolkit.Part{{Type: events.PartJSON, JSON: json.RawMessage(`{"content":"[FILE] a.txt"}`)}}, `{"content":"[FILE] a.txt"}`, "[FILE] a.txt"},
+		{[]toolkit.Part{{Type: events.PartJSON, JSON: json.RawMessage(`{"n":1}`)}}, `{"n":1}`, nil}, // the copy says nothing more
+		{[]toolkit.Part{events.Text("plain")}, "plain", nil},
+		{[]toolkit.Part{{Type: events.PartJSON, JSON: json.RawMessage(`{"n":2}`)}}, `{"n":2}`, nil},
+		{[]toolkit.Part{{Type: events.PartJSON, JSON: json.RawMessage(linkJSON)}, {Type: events.PartJSON, JSON: json.RawMessage(`{"files":1}`)}},
+			linkJSON + "\n" + `{"files":1}`, "one file:"}, // never glued
+	} {
+		r := res[i]
+		if r.IsError() {
+			t.Errorf("call %d: %q", i+1, r.Text())
+			continue
+		}
+		if !events.EqualContent(r.Content, want.parts) {
+			t.Errorf("call %d: the model sees %q (%+v), want %+v", i+1, r.Text(), r.Content, want.parts)
+		}
+		if r.Text() != want.text {
+			t.Errorf("call %d: Text() = %q, want %q", i+1, r.Text(), want.text)
+		}
+		if got := r.Meta["mcp_text"]; got != want.meta {
+			t.Errorf("call %d: Meta[mcp_text] = %#v, want %#v", i+1, got, want.meta)
 		}
 	}
 }

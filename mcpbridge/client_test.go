@@ -318,37 +318,39 @@ func TestClientProgressAndContent(t *testing.T) {
 	if k.IsError() {
 		t.Fatalf("kinds: %q", k.Text())
 	}
+	// The text blocks beside structuredContent are its copy for older
+	// clients: out of what the model sees, "hello" kept in Meta.
+	if got := k.Meta["mcp_text"]; got != "hello" {
+		t.Errorf("Meta[mcp_text] = %#v", got)
+	}
 	c := k.Content
-	if len(c) != 7 {
+	if len(c) != 6 {
 		t.Fatalf("kinds: %d parts: %v", len(c), c)
 	}
-	if c[0].Type != events.PartText || c[0].Text != "hello" {
-		t.Errorf("text: %v", c[0])
+	if c[0].MediaType != "image/png" || string(c[0].Data) != "\x01\x02\x03" {
+		t.Errorf("image: %v", c[0])
 	}
-	if c[1].MediaType != "image/png" || string(c[1].Data) != "\x01\x02\x03" {
-		t.Errorf("image: %v", c[1])
-	}
-	if c[2].MediaType != "audio/wav" || string(c[2].Data) != "\x04\x05" {
-		t.Errorf("audio: %v", c[2])
+	if c[1].MediaType != "audio/wav" || string(c[1].Data) != "\x04\x05" {
+		t.Errorf("audio: %v", c[1])
 	}
 	var link struct{ Type, URI, Name string }
-	if err := json.Unmarshal(c[3].JSON, &link); err != nil || link.Type != "resource_link" || link.URI != "file:///a.txt" || link.Name != "a.txt" {
-		t.Errorf("resource link: %s", c[3].JSON)
+	if err := json.Unmarshal(c[2].JSON, &link); err != nil || link.Type != "resource_link" || link.URI != "file:///a.txt" || link.Name != "a.txt" {
+		t.Errorf("resource link: %s", c[2].JSON)
 	}
 	var emb struct {
 		Type     string
 		Resource struct{ URI, Text string }
 	}
-	if err := json.Unmarshal(c[4].JSON, &emb); err != nil || emb.Type != "resource" || emb.Resource.URI != "mem://t" || emb.Resource.Text != "inside" {
-		t.Errorf("embedded text resource: %s", c[4].JSON)
+	if err := json.Unmarshal(c[3].JSON, &emb); err != nil || emb.Type != "resource" || emb.Resource.URI != "mem://t" || emb.Resource.Text != "inside" {
+		t.Errorf("embedded text resource: %s", c[3].JSON)
 	}
-	if c[5].MediaType != "application/x-bin" || string(c[5].Data) != "\x09\x08" {
-		t.Errorf("embedded blob: %v", c[5])
+	if c[4].MediaType != "application/x-bin" || string(c[4].Data) != "\x09\x08" {
+		t.Errorf("embedded blob: %v", c[4])
 	}
 	// The text copy of the structured content is dropped; the structured
 	// content comes last as JSON.
-	if c[6].Type != events.PartJSON || string(c[6].JSON) != `{"n":1}` {
-		t.Errorf("structured content: %v", c[6])
+	if c[5].Type != events.PartJSON || string(c[5].JSON) != `{"n":1}` {
+		t.Errorf("structured content: %v", c[5])
 	}
 	testutil.CheckDeltasAddUp(t, rec, k)
 

@@ -25,6 +25,7 @@ const envStdioServer = "MCPBRIDGE_TEST_STDIO_SERVER"
 // serveStdio is the MCP server a stdio test spawns: this test binary, run
 // again with envStdioServer set.
 func serveStdio() int {
+	slowStart()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "stdio-test", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "pid", Description: "The server's process id.", InputSchema: objectSchema},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

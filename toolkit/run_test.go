@@ -230,7 +230,7 @@ func TestDeltasEqualResult(t *testing.T) {
 		testutil.Call("s1", "streamer", ``), testutil.Call("f1", "failer", ``), testutil.Call("q1", "silent", ``),
 	})
 	want := map[string]string{
-		"s1": "line 1\nline 2\n{\"count\":2}tail",
+		"s1": "line 1\nline 2\n{\"count\":2}\ntail", // a value is set off by a newline
 		"f1": "partial output\nError: disk full",
 		"q1": "only streamed",
 	}
@@ -544,7 +544,7 @@ func TestOutputKinds(t *testing.T) {
 	if c := rs[0].Content; len(c) != 1 || c[0].Type != events.PartJSON || string(c[0].JSON) != `{"x":3}` {
 		t.Errorf("json: %+v", c)
 	}
-	if c := rs[1].Content; len(c) != 2 || c[1].MediaType != "image/png" || rs[1].Text() != "see [binary image/png, 2 bytes]" {
+	if c := rs[1].Content; len(c) != 2 || c[1].MediaType != "image/png" || rs[1].Text() != "see \n[binary image/png, 2 bytes]" {
 		t.Errorf("parts: %+v", c)
 	}
 	if c := rs[2].Content; len(c) != 1 || c[0].Type != events.PartBinary || string(c[0].Data) != "raw" {

@@ -107,7 +107,11 @@ func WithParams(edit func(*anthropic.MessageNewParams)) Option {
 // example "claude-sonnet-5-5"). The client carries the key and the base URL
 // (anthropic.NewClient reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL).
 // Requests go out with option.WithMaxRetries(0): the agent loop owns
-// retries; [WithRequestOptions] can give the SDK its retries back.
+// retries; [WithRequestOptions] can give the SDK its retries back. A
+// request to Anthropic's own API without a credential fails at the first
+// Generate, before it leaves, with a non-retryable [*agent.APIError] that
+// says to set ANTHROPIC_API_KEY or pass option.WithAPIKey; a client pointed
+// at another server (option.WithBaseURL) is never stopped.
 func New(client anthropic.Client, model string, opts ...Option) *Model {
 	m := &Model{client: client, model: model, cfg: config{stream: true, maxTokens: DefaultMaxTokens}}
 	for _, o := range opts {
@@ -141,7 +145,7 @@ func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Reply,
 	// proxy that ignored "stream", or an error sent with status 200): the
 	// SDK would read it as an event stream without events.
 	var whole atomic.Pointer[[]byte]
-	opts := make([]option.RequestOption, 0, 2+len(m.cfg.requestOpts))
+	opts := make([]option.RequestOption, 0, 3+len(m.cfg.requestOpts))
 	opts = append(opts, option.WithMaxRetries(0), option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		res, err := next(r)
 		if err == nil && res.StatusCode >= 200 && res.StatusCode < 300 {
@@ -159,6 +163,7 @@ func (m *Model) Generate(ctx context.Context, req *agent.Request) (*agent.Reply,
 		return res, err
 	}))
 	opts = append(opts, m.cfg.requestOpts...)
+	opts = append(opts, option.WithMiddleware(requireKey)) // innermost: the others may set the key
 	if !m.cfg.stream {
 		msg, err := m.client.Messages.New(ctx, params, opts...)
 		if err != nil {

@@ -116,7 +116,7 @@ func TestChatRequestBody(t *testing.T) {
 				map[string]any{"id": "call_b", "type": "function", "function": map[string]any{"name": "snapshot", "arguments": `{}`}},
 			}},
 			map[string]any{"role": "tool", "tool_call_id": "call_a",
-				"content": `{"lines":42}[binary content application/pdf (4 bytes) left out: this model's API cannot take it]`},
+				"content": "{\"lines\":42}\n[binary content application/pdf (4 bytes) left out: this model's API cannot take it]"},
 			map[string]any{"role": "tool", "tool_call_id": "call_b",
 				"content": "shot: [image 1: in the user message after the tool results]"},
 			map[string]any{"role": "user", "content": []any{

@@ -28,33 +28,41 @@ var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/g
 // segments turns parts into text and images: text parts as they are, JSON
 // parts as their JSON text, images as data URLs, and any other binary part
 // as a short text saying what was left out (never silently dropped).
-// Adjacent text is merged.
+// Adjacent text is merged; a JSON value or a note is set off from the text
+// beside it by a newline, as events.ContentText does, so that the model
+// never reads two values glued together (`{"a":1}{"b":2}`).
 func segments(parts []toolkit.Part) []segment {
 	var out []segment
-	addText := func(s string) {
+	var prev toolkit.Part                                          // the last part in the text segment at the end
+	note := toolkit.Part{Type: events.PartBinary, Data: []byte{0}} // a note is set off like a value
+	addText := func(p toolkit.Part, s string) {
 		if s == "" {
 			return
 		}
 		if n := len(out); n > 0 && out[n-1].image == "" {
+			if events.PartBreak(prev, p) {
+				s = "\n" + s
+			}
 			out[n-1].text += s
-			return
+		} else {
+			out = append(out, segment{text: s})
 		}
-		out = append(out, segment{text: s})
+		prev = p
 	}
 	for _, p := range parts {
 		switch p.Type {
 		case events.PartText:
-			addText(p.Text)
+			addText(p, p.Text)
 		case events.PartJSON:
-			addText(string(p.JSON))
+			addText(p, string(p.JSON))
 		case events.PartBinary:
 			if mt := mediaType(p.MediaType); imageTypes[mt] && len(p.Data) > 0 {
 				out = append(out, segment{image: "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(p.Data)})
 			} else {
-				addText(leftOut(p))
+				addText(note, leftOut(p))
 			}
 		default:
-			addText(fmt.Sprintf("[content of unknown type %q left out]", p.Type))
+			addText(note, fmt.Sprintf("[content of unknown type %q left out]", p.Type))
 		}
 	}
 	return out

@@ -11,6 +11,12 @@
 // last chunk or never, finish_reason "stop" with tool calls, a JSON body
 // where a stream was asked for).
 //
+// A request to OpenAI's own API (api.openai.com, the SDK's default base
+// URL) without a key fails at the first Generate, before it leaves, with a
+// non-retryable [*agent.APIError] that says to set OPENAI_API_KEY or pass
+// option.WithAPIKey to openai.NewClient. A client pointed at another server
+// with option.WithBaseURL (Ollama, vLLM) needs no key and is never stopped.
+//
 // Retries belong to the agent loop: the adapters turn the SDK's own retries
 // off (option.WithMaxRetries(0)) and report every provider failure as an
 // [*agent.APIError] that says whether asking again may work and how long

@@ -29,12 +29,15 @@ func newConfig(opts []Option) config {
 }
 
 // requestOptions are the options of every request: the SDK's retries off
-// (the loop retries), then the caller's, which may bring them back.
+// (the loop retries), then the caller's, which may bring them back, and
+// last the check that a request to OpenAI's own API has a key (the
+// innermost middleware: the others may set it).
 func (c *config) requestOptions(extra ...option.RequestOption) []option.RequestOption {
-	out := make([]option.RequestOption, 0, 1+len(c.reqOpts)+len(extra))
+	out := make([]option.RequestOption, 0, 2+len(c.reqOpts)+len(extra))
 	out = append(out, option.WithMaxRetries(0))
 	out = append(out, c.reqOpts...)
-	return append(out, extra...)
+	out = append(out, extra...)
+	return append(out, option.WithMiddleware(requireKey))
 }
 
 // WithStreaming turns streaming on (the default) or off. Without it the

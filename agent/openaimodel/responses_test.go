@@ -84,7 +84,7 @@ func TestResponsesRequestBody(t *testing.T) {
 			map[string]any{"type": "function_call", "call_id": "call_a", "name": "count_lines", "arguments": `{"dir":"."}`},
 			map[string]any{"type": "function_call", "call_id": "call_b", "name": "snapshot", "arguments": `{}`},
 			map[string]any{"type": "function_call_output", "call_id": "call_a",
-				"output": `{"lines":42}[binary content application/pdf (4 bytes) left out: this model's API cannot take it]`},
+				"output": "{\"lines\":42}\n[binary content application/pdf (4 bytes) left out: this model's API cannot take it]"},
 			map[string]any{"type": "function_call_output", "call_id": "call_b", "output": []any{
 				map[string]any{"type": "input_text", "text": "shot: "}, image}},
 			map[string]any{"type": "message", "role": "assistant", "content": "Retrying."},

@@ -58,10 +58,16 @@ const user = (id, t) => ({ id, role: "user", parts: [{ type: "text", text: t }] 
 
   note.state = "approval-responded";
   note.approval = { ...note.approval, approved: true };
-  const after = (await send("node-tour", [u, msg], msg)).at(-1);
+  const afterVersions = await send("node-tour", [u, msg], msg);
+  const after = afterVersions.at(-1);
   check(after.id === msg.id, "tour: the answer continues the same message", [after.id, msg.id]);
   const done = part(after, "c4_4");
   check(done?.state === "output-available" && done.output === "saved: hi", "tour: write_note ran after its approval", done);
+  // write_note returns its result without streaming it: one final output,
+  // as the AI SDK sends a tool's plain return (preliminary outputs are a
+  // streaming tool's yields), never the same output first as preliminary.
+  const notePrelim = afterVersions.map((v) => part(v, "c4_4")).filter((p) => p?.preliminary);
+  check(notePrelim.length === 0, "tour: write_note's plain return is one final output, no preliminary", notePrelim);
   check(text(after).endsWith("Done."), "tour: the answer", text(after));
 }
 

@@ -250,6 +250,19 @@ func TestTourWithApproval(t *testing.T) {
 	if progress != 3 || resets != 2 {
 		t.Errorf("%d progress patches, %d reset snapshots\n%s", progress, resets, dump(first))
 	}
+	// A result's patch sets /error for a failure only: an empty error
+	// field said nothing, and a client reading its presence saw a failure.
+	errs := map[string]any{}
+	for _, e := range of(first, "ACTIVITY_DELTA") {
+		for _, op := range e["patch"].([]any) {
+			if op := op.(map[string]any); op["path"] == "/error" {
+				errs[strings.TrimPrefix(e["messageId"].(string), "activity-")] = op["value"]
+			}
+		}
+	}
+	if len(errs) != 1 || !strings.Contains(fmt.Sprint(errs["c2_1"]), "the disk is on fire") {
+		t.Errorf("/error patches: %v, want broken's (c2_1) only", errs)
+	}
 	if n := len(of(first, "STEP_STARTED")); n != 2 {
 		t.Errorf("%d steps, want 2 (turns)", n)
 	}

@@ -150,7 +150,11 @@ func (t *translator) event(ev *events.Event) {
 	case events.TypeResult:
 		a, fresh := t.touch(ev)
 		a.State, a.Error = string(ev.Result.State), ev.Result.Error
-		t.update(ev.Call, fresh, patchOp{Op: "replace", Path: "/state", Value: a.State}, patchOp{Op: "add", Path: "/error", Value: a.Error})
+		ops := []patchOp{{Op: "replace", Path: "/state", Value: a.State}}
+		if a.Error != "" { // as in a snapshot (omitempty): no error field for a success
+			ops = append(ops, patchOp{Op: "add", Path: "/error", Value: a.Error})
+		}
+		t.update(ev.Call, fresh, ops...)
 		content := ev.Result.Content
 		if ev.Result.ContentOmitted {
 			content = events.Concat(a.Deltas...)

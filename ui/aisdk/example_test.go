@@ -22,8 +22,9 @@ type place struct {
 
 // One chat request, as useChat posts it: the agent (a scripted model that
 // calls a tool, then answers) streams its turns as steps, the call as a
-// dynamic tool part (its output first preliminary, while the call runs,
-// then final) and the answer as text. The message id is random per chat,
+// dynamic tool part (a tool that returns its result, without streaming
+// it, has one final output, as the AI SDK's own tools do) and the answer
+// as text. The message id is random per chat,
 // so this prints each chunk's type, text delta and output only.
 func Example() {
 	tk := toolkit.New()
@@ -64,7 +65,6 @@ func Example() {
 	// tool-input-start
 	// tool-input-delta
 	// tool-input-available
-	// tool-output-available sunny in Oslo
 	// tool-output-available sunny in Oslo
 	// finish-step
 	// start-step

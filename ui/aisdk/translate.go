@@ -3,6 +3,7 @@ package aisdk
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/toolstream/toolstream/agent"
@@ -50,10 +51,42 @@ type translator struct {
 	started map[string]bool // tool parts begun in this response
 	asked   map[string]bool // calls whose approval this response requested
 	content map[string]*events.Reassembler
+	// A call's first output is held until the call's next event: if that
+	// is the result, the output was what the tool returned, and only the
+	// final output goes, as the AI SDK sends a tool's plain return (one
+	// final output; preliminary ones are a streaming tool's yields).
+	// Otherwise it goes then, before what follows.
+	outputs map[string]bool // calls with an output in this response
+	held    []heldOutput    // in the order they came
+}
+
+// heldOutput is a call's first output, not sent yet.
+type heldOutput struct {
+	call   string
+	output any
 }
 
 func newTranslator(out *writer, messageID string, run int) *translator {
-	return &translator{out: out, messageID: messageID, run: run, started: map[string]bool{}, asked: map[string]bool{}, content: map[string]*events.Reassembler{}}
+	return &translator{out: out, messageID: messageID, run: run, started: map[string]bool{}, asked: map[string]bool{},
+		content: map[string]*events.Reassembler{}, outputs: map[string]bool{}}
+}
+
+// preliminary sends a call's output so far.
+func (t *translator) preliminary(call string, output any) {
+	t.out.chunk(map[string]any{"type": "tool-output-available", "toolCallId": call, "output": output, "preliminary": true, "dynamic": true})
+}
+
+// release sends call's held output, if any; drop forgets it instead.
+func (t *translator) release(call string, drop bool) {
+	for i, h := range t.held {
+		if h.call == call {
+			t.held = slices.Delete(t.held, i, i+1)
+			if !drop {
+				t.preliminary(h.call, h.output)
+			}
+			return
+		}
+	}
 }
 
 func (t *translator) begin() {
@@ -61,6 +94,9 @@ func (t *translator) begin() {
 }
 
 func (t *translator) event(ev *events.Event) {
+	if ev.Call != "" && ev.Type != events.TypeDelta {
+		t.release(ev.Call, ev.Type == events.TypeResult) // a result makes the held output the final one
+	}
 	switch ev.Type {
 	case agent.EventTurnStart:
 		var b agent.TurnStart
@@ -118,7 +154,13 @@ func (t *translator) event(ev *events.Event) {
 		if r.Add(ev) != nil || r.Pending() {
 			return // a chunk of a part not whole yet (or a broken run of chunks: the result says it all)
 		}
-		t.out.chunk(map[string]any{"type": "tool-output-available", "toolCallId": ev.Call, "output": Output(r.Content()), "preliminary": true, "dynamic": true})
+		if !t.outputs[ev.Call] {
+			t.outputs[ev.Call] = true
+			t.held = append(t.held, heldOutput{ev.Call, Output(r.Content())})
+			return
+		}
+		t.release(ev.Call, false)
+		t.preliminary(ev.Call, Output(r.Content()))
 	case interceptors.ApprovalEvent:
 		if ev.Call == "" {
 			t.data(ev)
@@ -217,11 +259,16 @@ func (t *translator) finish(end *ui.End) {
 func (t *translator) between(end *ui.End) {
 	t.end(end)
 	clear(t.asked) // per response, as live
+	clear(t.outputs)
 }
 
 // end closes what the response leaves open and says why it ended; it
 // returns the finish reason.
 func (t *translator) end(end *ui.End) string {
+	for _, h := range t.held { // calls the response ends without a result for
+		t.preliminary(h.call, h.output)
+	}
+	t.held = nil
 	t.closeText()
 	if t.step {
 		t.out.chunk(map[string]any{"type": "finish-step"})
