@@ -61,6 +61,8 @@ func (e *UnknownToolError) Error() string {
 			fmt.Fprintf(&b, "%q", s)
 		}
 		b.WriteString("?")
+	} else {
+		b.WriteString(".") // the sentence ends before the list
 	}
 	if len(e.Available) > 0 {
 		b.WriteString(" Available tools: ")
