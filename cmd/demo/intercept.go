@@ -25,16 +25,16 @@ import (
 // does any call that names a dangerous file such as .env or ~/.ssh), eviction
 // of results over 8 KiB, redaction of e-mail addresses and API keys, and
 // retries of transient failures.
-func useInterceptors(tk *toolkit.Toolkit) (*interceptors.Permissions, error) {
-	perms := interceptors.NewPermissions(
+func useInterceptors(tk *toolkit.Toolkit, opts ...interceptors.PermissionOption) (*interceptors.Permissions, error) {
+	perms := interceptors.NewPermissions(append([]interceptors.PermissionOption{
 		interceptors.WithMode(interceptors.ReadOnly),
 		interceptors.WithRules(
 			interceptors.Rule{Tool: groups.MetaTool, Decision: interceptors.Allow},
 			interceptors.Rule{Tool: skills.LoadTool, Decision: interceptors.Allow},
 		),
 		interceptors.WithRules(interceptors.DangerousFiles()...),
-		interceptors.WithApprovalTimeout(5*time.Minute),
-	)
+		interceptors.WithApprovalTimeout(5 * time.Minute),
+	}, opts...)...)
 	// export_table (-large-result) makes a generated table larger than one
 	// NATS message: kept whole (not evicted) and not scanned for secrets.
 	notLarge := func(t *toolkit.Tool) bool { return t.Name() != largeToolName }

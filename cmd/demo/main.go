@@ -404,8 +404,12 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	defer closeWithin(5*time.Second, tk.Close)
 	ot.watch(tk, bus)
 
+	stores, err := openStores(ctx, cfg, bus)
+	if err != nil {
+		return err
+	}
 	env := &toolEnv{root: root, notes: filepath.Join(os.TempDir(), "toolstream-demo-notes"), step: cfg.scaled(6 * time.Millisecond)}
-	gm, ld, err := registerTools(tk, env)
+	gm, ld, err := registerTools(tk, env, stores.groupOptions(), stores.skillOptions())
 	if err != nil {
 		return err
 	}
@@ -427,12 +431,12 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	defer disconnect()
-	store, stopStore, err := useStore(ctx, cfg, tk, bus) // before the other interceptors: outermost
+	stopStore, err := useStore(ctx, stores.calls, tk) // before the other interceptors: outermost
 	if err != nil {
 		return err
 	}
 	defer stopStore()
-	perms, err := useInterceptors(tk)
+	perms, err := useInterceptors(tk, stores.permissionOptions()...)
 	if err != nil {
 		return err
 	}
@@ -492,7 +496,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	printWatch(view, bus, sess.ID(), cfg.auth.secured())
 
-	a := &runner{sess: sess, model: model, view: view, desk: desk, maxTurns: cfg.maxTurns, loader: ld, store: store}
+	a := &runner{sess: sess, model: model, view: view, desk: desk, maxTurns: cfg.maxTurns, loader: ld, groups: gm, store: stores.calls}
 	tourCtx, endTour := ot.tour(ctx, sess.ID(), modelName(model))
 	sum, err := a.run(tourCtx, cfg.task)
 	endTour()

@@ -61,7 +61,7 @@ func runWorker(ctx context.Context, cfg *config, root string, stdin io.Reader, s
 	all := toolkit.New()
 	defer closeWithin(time.Second, all.Close)
 	env := &toolEnv{root: root, notes: filepath.Join(os.TempDir(), "toolstream-demo-notes"), step: cfg.scaled(6 * time.Millisecond)}
-	if _, _, err := registerTools(all, env); err != nil {
+	if _, _, err := registerTools(all, env, nil, nil); err != nil {
 		return err
 	}
 	tk := toolkit.New()
