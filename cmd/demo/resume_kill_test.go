@@ -3,10 +3,18 @@
 package main
 
 import (
+	"context"
+	"encoding/base64"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/toolstream/toolstream/durable"
 )
 
 // TestDemoResumesAfterKill: the demo's process killed outright (SIGKILL,
@@ -20,8 +28,11 @@ func TestDemoResumesAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := t.TempDir()
-	args := []string{"-dir", "../..", "-listen", "", "-nats-listen", "", "-once", "-plain", "-speed", "4", "-store", store, "-session", "killed"}
-	cmd := exec.Command(bin, args...)
+	// Flat out on a small folder: the kill comes when turn 5's call has
+	// started, which then runs until the user's stop at 1.5 s.
+	args := []string{"-dir", ".", "-listen", "", "-once", "-plain", "-speed", "0", "-store", store, "-session", "killed"}
+	natsAddr := freeAddr(t)
+	cmd := exec.Command(bin, append([]string{"-nats-listen", natsAddr}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -33,19 +44,24 @@ func TestDemoResumesAfterKill(t *testing.T) {
 	read := make(chan struct{})
 	go func() { out.read(stdout); close(read) }()
 	select {
-	case <-out.when("=== Turn 5"):
-	case <-time.After(time.Minute):
-		_ = cmd.Process.Kill()
-		t.Fatalf("turn 5 never came:\n%s", out)
+	case <-out.when("start       call_10"): // watch_folder runs
+	case <-read:
+		_ = cmd.Wait()
+		t.Fatalf("the demo ended before turn 5's call started:\n%s", out)
 	}
-	time.Sleep(100 * time.Millisecond) // watch_folder runs (the user would stop it at 375 ms)
+	// The conversation is saved as the turn's calls start, beside them:
+	// the kill comes once the bucket holds it with turn 5's call.
+	if err := waitSavedCall(natsAddr, "killed", "call_10"); err != nil {
+		_ = cmd.Process.Kill()
+		t.Fatalf("%v\n%s", err, out)
+	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-read
 	_ = cmd.Wait()
 
-	again, err := exec.Command(bin, args...).CombinedOutput()
+	again, err := exec.Command(bin, append([]string{"-nats-listen", ""}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("the second run: %v\n%s", err, again)
 	}
@@ -58,6 +74,41 @@ func TestDemoResumesAfterKill(t *testing.T) {
 	for _, not := range []string{"=== Turn 1", "=== Turn 4", "approval call_6"} {
 		if strings.Contains(s, not) {
 			t.Errorf("second run repeats %q:\n%s", not, s)
+		}
+	}
+}
+
+// waitSavedCall waits until the demo's durable bucket holds the session's
+// conversation with the call callID in it.
+func waitSavedCall(addr, session, callID string) error {
+	nc, err := nats.Connect("nats://" + addr)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, durable.DefaultBucket)
+	if err != nil {
+		return fmt.Errorf("the durable bucket: %w", err)
+	}
+	w, err := kv.Watch(ctx, "conv."+base64.RawURLEncoding.EncodeToString([]byte(session)))
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for {
+		select {
+		case e := <-w.Updates():
+			if e != nil && strings.Contains(string(e.Value()), `"`+callID+`"`) {
+				return nil
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("the conversation with %s was not saved within 30 s", callID)
 		}
 	}
 }
