@@ -138,7 +138,7 @@ func (d *approvalDesk) suspended(ctx context.Context, session string, c toolkit.
 	if req == nil {
 		return d.suspendedInBatch(ctx, session, c)
 	}
-	d.view.printf("  approval %-8s %s %s asks: %s\n", c.ID, req.Tool, req.Args, req.Reason)
+	d.view.afterSuspend(c.ID, "  approval %-8s %s %s asks: %s\n", c.ID, req.Tool, req.Args, req.Reason)
 	return d.answer(ctx, session, *req, "", scriptedDecision(*req))
 }
 
@@ -146,14 +146,30 @@ func (d *approvalDesk) suspended(ctx context.Context, session string, c toolkit.
 // the web page, the terminal, or the scripted agent after its pause (what
 // names what it approves in its line, " the batch" for a batch).
 func (d *approvalDesk) answer(ctx context.Context, session string, req interceptors.ApprovalRequest, what string, scripted decision) error {
+	// A call's request prints after its wait (afterSuspend); a batch's
+	// has its own line already.
+	say := func(format string, args ...any) {
+		if what == "" {
+			d.view.afterSuspend(req.CallID, format, args...)
+		} else {
+			d.view.printf(format, args...)
+		}
+	}
 	switch d.mode {
 	case "page":
-		d.view.printf("  waiting for an answer on the web page\n")
+		say("  waiting for an answer on the web page\n")
 	case "terminal":
+		if what == "" {
+			select {
+			case <-d.view.suspendShownCh(req.CallID):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		return d.askTerminal(ctx, session, req)
 	default:
 		if d.pause > 0 {
-			d.view.printf("  the scripted agent approves%s in %v unless the web page answers first\n", what, d.pause.Round(time.Millisecond))
+			say("  the scripted agent approves%s in %v unless the web page answers first\n", what, d.pause.Round(time.Millisecond))
 		}
 		go func() {
 			t := time.NewTimer(d.pause)

@@ -55,6 +55,11 @@ type callRow struct {
 	waiting  string // why the call is suspended, as a label; "" while it runs
 	lastStep int    // plain mode: the last quarter printed
 	events   int
+	// suspendShown: the view printed the call's wait; lines about the
+	// wait (afterSuspend) print after it, so wait for it in after.
+	suspendShown bool
+	after        []string
+	shown        chan struct{} // closed when suspendShown is set; nil until asked for
 }
 
 // newTermView returns a view writing to w, with live bars when live is
@@ -377,7 +382,9 @@ func (v *termView) Observe(ev *events.Event) {
 		r.waiting = waitLabel(ev.Suspend.Reason)
 		v.dirty = true
 		v.line("  %-11s %-8s %s (%s)\n", "waiting", ev.Call, ev.Tool, ev.Suspend.Reason)
+		v.flushAfter(r)
 	case events.TypeResult:
+		v.flushAfter(r) // the wait's lines, if its event never came
 		for i, id := range v.running {
 			if id == ev.Call {
 				v.running = append(v.running[:i], v.running[i+1:]...)
@@ -386,6 +393,58 @@ func (v *termView) Observe(ev *events.Event) {
 		}
 		v.line("  %-11s %-8s %s in %s\n", ev.Result.State, ev.Call, ev.Tool, ms(ev.Result.DurationMS))
 	}
+}
+
+// afterSuspend prints a line about a call's wait (an approval request,
+// who answers it) once the view has shown the call's start and wait: the
+// view is handed the events on its own goroutine, later than the approval
+// desk learns of the wait. Arguments are escaped as printf's.
+func (v *termView) afterSuspend(call, format string, args ...any) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	r := v.calls[call]
+	if r == nil {
+		r = &callRow{fraction: -1}
+		v.calls[call] = r
+	}
+	s := fmt.Sprintf(format, safeArgs(args)...)
+	if r.suspendShown {
+		v.put(s)
+		return
+	}
+	r.after = append(r.after, s)
+}
+
+// suspendShownCh is closed once the view has shown the call's wait (or its
+// result): a question asked on the terminal comes after it.
+func (v *termView) suspendShownCh(call string) <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	r := v.calls[call]
+	if r == nil {
+		r = &callRow{fraction: -1}
+		v.calls[call] = r
+	}
+	if r.shown == nil {
+		r.shown = make(chan struct{})
+		if r.suspendShown {
+			close(r.shown)
+		}
+	}
+	return r.shown
+}
+
+// flushAfter prints the lines that waited for the call's wait to show
+// (the lock is held).
+func (v *termView) flushAfter(r *callRow) {
+	if !r.suspendShown && r.shown != nil {
+		close(r.shown)
+	}
+	r.suspendShown = true
+	for _, s := range r.after {
+		v.put(s)
+	}
+	r.after = nil
 }
 
 // resumed labels a call that was waiting (for an approval, say) as running
