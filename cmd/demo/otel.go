@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
