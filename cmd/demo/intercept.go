@@ -238,11 +238,12 @@ func (d *approvalDesk) decide(session, call string, dec decision) error {
 	if err != nil {
 		return err
 	}
+	// After the request's lines, which wait for the call's wait to show.
 	if dec.approve {
 		d.view.resumed(call, "approved, running")
-		d.view.printf("  approved %-8s by %s\n", call, dec.who)
+		d.view.afterSuspendOf(call, "  approved %-8s by %s\n", call, dec.who)
 	} else {
-		d.view.printf("  rejected %-8s by %s: %s\n", call, dec.who, dec.reason)
+		d.view.afterSuspendOf(call, "  rejected %-8s by %s: %s\n", call, dec.who, dec.reason)
 	}
 	return nil
 }

@@ -434,7 +434,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		defer stopWorkers()
 	}
 	elicit := mcpbridge.NewElicitations(5 * time.Minute)
-	disconnect, err := connectMCPServers(ctx, tk, gm, elicit, cfg.mcp, view)
+	disconnect, mcpPicks, err := connectMCPServers(ctx, tk, gm, elicit, cfg.mcp, view)
 	if err != nil {
 		return err
 	}
@@ -469,6 +469,9 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	if c, ok := model.(io.Closer); ok {
 		defer c.Close()
+	}
+	if s, ok := model.(*scriptedModel); ok {
+		s.mcp = mcpPicks // the tour keeps the servers' groups and calls a tool of each
 	}
 	desk := newApprovalDesk(perms, cfg, view, stdin)
 

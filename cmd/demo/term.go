@@ -434,6 +434,20 @@ func (v *termView) suspendShownCh(call string) <-chan struct{} {
 	return r.shown
 }
 
+// afterSuspendOf is afterSuspend for a call the view knows (a call of a
+// turn it showed); anything else (a batch's id, a call of another session)
+// prints at once.
+func (v *termView) afterSuspendOf(call, format string, args ...any) {
+	v.mu.Lock()
+	_, known := v.calls[call]
+	v.mu.Unlock()
+	if known {
+		v.afterSuspend(call, format, args...)
+		return
+	}
+	v.printf(format, args...)
+}
+
 // flushAfter prints the lines that waited for the call's wait to show
 // (the lock is held).
 func (v *termView) flushAfter(r *callRow) {
