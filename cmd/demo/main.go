@@ -426,8 +426,9 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return err
 		}
 	}
+	loss := newWorkerLoss(view)
 	if cfg.workers > 0 {
-		stopWorkers, err := useWorkers(ctx, cfg, tk, bus, root, view)
+		stopWorkers, err := useWorkers(ctx, cfg, tk, bus, root, view, loss)
 		if err != nil {
 			return err
 		}
@@ -447,6 +448,12 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	perms, err := useInterceptors(tk, stores.permissionOptions()...)
 	if err != nil {
 		return err
+	}
+	if cfg.workers > 0 {
+		// After Retry: it sees each attempt, and says when a worker was lost.
+		if err := tk.Use(loss.interceptor(workerTools)); err != nil {
+			return err
+		}
 	}
 	if cfg.approveBatches {
 		if err := tk.UseBatchHook(perms.BatchHook()); err != nil {
