@@ -240,10 +240,10 @@ func (d *approvalDesk) decide(session, call string, dec decision) error {
 	}
 	// After the request's lines, which wait for the call's wait to show.
 	if dec.approve {
-		d.view.resumed(call, "approved, running")
-		d.view.afterSuspendOf(call, "  approved %-8s by %s\n", call, dec.who)
+		d.view.resumed(session, call, "approved, running")
+		d.view.afterSuspendOf(session, call, "  %sapproved %-8s by %s\n", d.view.labelOf(session), call, dec.who)
 	} else {
-		d.view.afterSuspendOf(call, "  rejected %-8s by %s: %s\n", call, dec.who, dec.reason)
+		d.view.afterSuspendOf(session, call, "  %srejected %-8s by %s: %s\n", d.view.labelOf(session), call, dec.who, dec.reason)
 	}
 	return nil
 }

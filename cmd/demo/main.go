@@ -464,6 +464,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
+	view.setTour(sess.ID()) // other sessions' calls (/agui, /api/chat, /mcp) are labelled
 	stopAnswering, err := answerQuestions(bus, tk)
 	if err != nil {
 		return err
