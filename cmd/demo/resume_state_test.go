@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -65,5 +66,39 @@ func TestDemoResumedSessionAsItWas(t *testing.T) {
 	}
 	if m := regexp.MustCompile(`(?m)^=== Turn 5.*\n\s*offered: (.*)$`).FindStringSubmatch(s); m == nil || len(strings.Split(m[1], ", ")) != 11 {
 		t.Errorf("turn 5 should be offered the 11 tools of the session as it was:\n%s", s)
+	}
+}
+
+// TestDemoResumedSessionKeepsGrants: an "always allow" given on the page
+// (write_note, in turn 3) is kept in the store; the run stopped in turn 5
+// resumes with it. Before, grants lived in the process only.
+func TestDemoResumedSessionKeepsGrants(t *testing.T) {
+	store := t.TempDir()
+	web := freeAddr(t)
+	args := []string{"-listen", web, "-approve", "page", "-once", "-plain", "-speed", "0", "-store", store, "-session", "grants", "-dir", "."}
+	natsAddr := freeAddr(t)
+	first := runPiped(t, append([]string{"-nats-listen", natsAddr}, args...)...)
+	first.wait(t, "waiting for an answer on the web page")
+	resp, err := http.Post("http://"+web+"/api/approve", "application/json",
+		strings.NewReader(`{"session":"grants","call":"call_6","approve":true,"always":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("approving on the page: %s", resp.Status)
+	}
+	first.wait(t, "start       call_10")
+	if err := waitSavedCall(natsAddr, "grants", "call_10"); err != nil {
+		t.Fatalf("%v\n%s", err, first.out)
+	}
+	if err := first.stop(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("first run: %v", err)
+	}
+
+	second := runPiped(t, append([]string{"-nats-listen", ""}, args...)...)
+	second.wait(t, "=== Summary")
+	if s := second.out.String(); !strings.Contains(s, "as it was: tool groups files, notes; skills file-analysis; allowed for the session write_note") {
+		t.Errorf("the resumed session lacks its grant:\n%s", s)
 	}
 }
