@@ -57,12 +57,13 @@ func TestDemoResumesAfterKill(t *testing.T) {
 		t.Fatalf("the second run: %v\n%s", err, again)
 	}
 	s := string(again)
-	for _, want := range []string{"=== Session killed resumes after turn 5", "turn 5's 1 unanswered calls answered", "=== Turn 6: the model answers", "=== Summary"} {
+	for _, want := range []string{"=== Session killed resumes after turn 5", "as it was: tool groups files, notes; skills file-analysis",
+		"turn 5's 1 unanswered calls answered", "=== Turn 6: the model answers", "=== Summary"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("second run lacks %q:\n%s", want, s)
 		}
 	}
-	for _, not := range []string{"=== Turn 1", "=== Turn 4", "approval call_6"} {
+	for _, not := range []string{"=== Turn 1", "=== Turn 4", "approval call_6", "which is not active"} {
 		if strings.Contains(s, not) {
 			t.Errorf("second run repeats %q:\n%s", not, s)
 		}
