@@ -45,6 +45,7 @@ func (p *Permissions) BatchHook() toolkit.BatchHook {
 
 func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) {
 	session := plan.Session().ID()
+	p.restoreGrants(ctx, session, plan.SessionValues())
 	var asked []int
 	var reqs []ApprovalRequest
 	var tools []string
@@ -124,13 +125,15 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 			}
 		}
 		grants := loadOrNew(plan.SessionValues(), sessionGrantsKey{}, func() *sessionGrants { return &sessionGrants{} })
-		for _, t := range allowed {
-			grants.add(Grant{Tool: t})
+		added := make([]Grant, len(allowed))
+		for i, t := range allowed {
+			added[i] = Grant{Tool: t}
+			grants.add(added[i])
 		}
 		if len(allowed) == 0 {
 			return ""
 		}
-		return fmt.Sprintf("allowed for the rest of the session: %s", strings.Join(allowed, ", "))
+		return p.keepGrants(ctx, session, added, fmt.Sprintf("allowed for the rest of the session: %s", strings.Join(allowed, ", ")))
 	}
 	var v permVerdict
 	select {

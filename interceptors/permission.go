@@ -182,6 +182,8 @@ type Permissions struct {
 	mode    Mode
 	wait    time.Duration
 	suggest Suggester
+	// grantStore keeps grants beyond the process (WithGrantStore); nil: none.
+	grantStore GrantStore
 
 	mu      sync.Mutex
 	pending map[permKey]*permPending
@@ -250,6 +252,7 @@ type permDecision struct {
 }
 
 func (p *Permissions) decide(ctx context.Context, inv *toolkit.Invocation) permDecision {
+	p.restoreGrants(ctx, inv.Session, inv.SessionValues())
 	return p.decideFor(ctx, inv.SessionValues(), toolName(inv), inv.Call.Args, inv.Spec())
 }
 
@@ -436,7 +439,7 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 			if !v.approve {
 				p.announce(inv, pd.req, "rejected", permJoin(note, v.reason))
 			} else {
-				p.announce(inv, pd.req, "approved", p.grant(inv, v, note))
+				p.announce(inv, pd.req, "approved", p.grant(ctx, inv, v, note))
 			}
 		}
 		return inv.ContextFailure(wait)
@@ -463,7 +466,7 @@ func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, nex
 		}
 		note = permJoin(note, "arguments edited")
 	}
-	note = p.grant(inv, v, note)
+	note = p.grant(ctx, inv, v, note)
 	p.announce(inv, req, "approved", note)
 	inv.Meta("approved", true)
 	return next(ctx, inv)
@@ -471,7 +474,7 @@ func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, nex
 
 // grant adds to the session the rules an approval accepted (AlwaysAllow,
 // suggestions) and returns note with what it added.
-func (p *Permissions) grant(inv *toolkit.Invocation, v permVerdict, note string) string {
+func (p *Permissions) grant(ctx context.Context, inv *toolkit.Invocation, v permVerdict, note string) string {
 	if v.always {
 		v.grants = append(v.grants, Grant{Tool: toolName(inv)})
 	}
@@ -481,6 +484,7 @@ func (p *Permissions) grant(inv *toolkit.Invocation, v permVerdict, note string)
 			grants.add(g)
 			note = permJoin(note, fmt.Sprintf("allowed for the rest of the session: %s", grantLabel(g)))
 		}
+		note = p.keepGrants(ctx, inv.Session, v.grants, note)
 	}
 	return note
 }

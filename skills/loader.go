@@ -46,6 +46,7 @@ type Loader struct {
 	filter func(session string, s *Skill) bool
 	limit  int64
 	tool   *toolkit.Tool
+	store  Store // WithStore: loads kept beyond the process; nil: none
 
 	mu       sync.Mutex
 	binds    map[string][]string        // skill -> groups bound by code
@@ -360,6 +361,11 @@ func (l *Loader) activate(ctx context.Context, info toolkit.CallInfo, s *Skill, 
 	if !ok || sess.ID() != info.Session || sess.Toolkit() != l.tk {
 		if sess, err = l.tk.Session(info.Session); err != nil {
 			return "", nil, err
+		}
+	}
+	if l.store != nil && !slices.Contains(l.Loaded(info.Session), s.Name) {
+		if err := l.store.AddSkillLoaded(context.WithoutCancel(ctx), info.Session, s.Name); err != nil {
+			return "", nil, fmt.Errorf("skills: recording that session %q loaded skill %q: %w", info.Session, s.Name, err)
 		}
 	}
 	l.mu.Lock()

@@ -62,7 +62,7 @@ func (e *UnknownToolError) Error() string {
 		}
 		b.WriteString("?")
 	} else {
-		b.WriteString(".")
+		b.WriteString(".") // the sentence ends before the list
 	}
 	if len(e.Available) > 0 {
 		b.WriteString(" Available tools: ")

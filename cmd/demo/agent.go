@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/durable"
+	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -45,6 +46,7 @@ type runner struct {
 	view     *termView
 	desk     *approvalDesk
 	loader   *skills.Loader
+	groups   *groups.Manager
 	maxTurns int
 	store    *durable.Store // with -store: the conversation is saved, and resumed
 
@@ -78,7 +80,17 @@ func (r *runner) run(ctx context.Context, task string) (runSummary, error) {
 		opts = append(opts, r.store.SaveEachTurn(r.sess.ID(), conv, func(err error) {
 			r.view.printf("  (the conversation could not be saved: %s)\n", safeLine(err.Error()))
 		}))
-		defer func() { _ = r.store.SaveConversation(context.WithoutCancel(ctx), r.sess.ID(), conv) }()
+		// The conversation as the run left it, unless the process is being
+		// stopped (Ctrl-C): then the calls it interrupted must run again
+		// when the run resumes (the store forgets them), as after a crash,
+		// from the conversation saved when the turn's calls started. Saved
+		// with their interrupted results, the model would read that its
+		// calls failed.
+		defer func() {
+			if ctx.Err() == nil {
+				_ = r.store.SaveConversation(context.WithoutCancel(ctx), r.sess.ID(), conv)
+			}
+		}()
 	}
 	if len(conv.Messages) == 1 {
 		r.view.user(task)
@@ -130,8 +142,24 @@ func (r *runner) resume(ctx context.Context) (savedRun, bool, error) {
 		return savedRun{conv: conv, answer: last.Text()}, true, nil
 	}
 	r.view.printf("\n=== Session %s resumes after turn %d (%d messages saved) ===\n", safeLine(r.sess.ID()), turns, len(conv.Messages))
-	n, err := durable.Resume(ctx, r.sess, conv)
-	if err != nil {
+	if err := r.restoreSession(ctx); err != nil {
+		return savedRun{}, false, err
+	}
+	// The person watching stops the turn's calls when its script says so,
+	// as in the run that was cut short.
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	if a, ok := r.model.(annotated); ok {
+		if _, after := a.turnInfo(turns); after > 0 {
+			t := time.AfterFunc(after, func() {
+				r.view.printf("  (the user presses stop after %v)\n", after.Round(time.Millisecond))
+				stop()
+			})
+			defer t.Stop()
+		}
+	}
+	n, err := durable.Resume(rctx, r.sess, conv)
+	if err != nil && (ctx.Err() != nil || !errors.Is(err, context.Canceled)) {
 		return savedRun{}, false, err
 	}
 	if n > 0 {
@@ -263,3 +291,37 @@ type stopError struct {
 
 func (e *stopError) Error() string { return fmt.Sprintf("turn %d: %s: %v", e.turn, e.where, e.err) }
 func (e *stopError) Unwrap() error { return e.err }
+
+// restoreSession gives the resumed session what it had before the
+// restart, and says so: the skills it loaded (kept in the durable store),
+// its tool groups (kept in the groups store, read as they are) and the
+// grants people added (kept in the durable store, read by the permissions
+// at the session's first decision).
+func (r *runner) restoreSession(ctx context.Context) error {
+	loaded, err := r.loader.Restore(ctx, r.sess.ID())
+	if err != nil {
+		return err
+	}
+	active, err := r.groups.Active(ctx, r.sess.ID())
+	if err != nil {
+		return err
+	}
+	grants, err := r.store.Grants(ctx, r.sess.ID())
+	if err != nil {
+		return err
+	}
+	granted := make([]string, len(grants))
+	for i, g := range grants {
+		granted[i] = g.Tool
+	}
+	r.view.printf("  as it was: tool groups %s; skills %s; allowed for the session %s\n",
+		listOrNone(active), listOrNone(loaded), listOrNone(granted))
+	return nil
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "(none)"
+	}
+	return safeLine(strings.Join(names, ", "))
+}

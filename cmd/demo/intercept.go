@@ -25,16 +25,16 @@ import (
 // does any call that names a dangerous file such as .env or ~/.ssh), eviction
 // of results over 8 KiB, redaction of e-mail addresses and API keys, and
 // retries of transient failures.
-func useInterceptors(tk *toolkit.Toolkit) (*interceptors.Permissions, error) {
-	perms := interceptors.NewPermissions(
+func useInterceptors(tk *toolkit.Toolkit, opts ...interceptors.PermissionOption) (*interceptors.Permissions, error) {
+	perms := interceptors.NewPermissions(append([]interceptors.PermissionOption{
 		interceptors.WithMode(interceptors.ReadOnly),
 		interceptors.WithRules(
 			interceptors.Rule{Tool: groups.MetaTool, Decision: interceptors.Allow},
 			interceptors.Rule{Tool: skills.LoadTool, Decision: interceptors.Allow},
 		),
 		interceptors.WithRules(interceptors.DangerousFiles()...),
-		interceptors.WithApprovalTimeout(5*time.Minute),
-	)
+		interceptors.WithApprovalTimeout(5 * time.Minute),
+	}, opts...)...)
 	// export_table (-large-result) makes a generated table larger than one
 	// NATS message: kept whole (not evicted) and not scanned for secrets.
 	notLarge := func(t *toolkit.Tool) bool { return t.Name() != largeToolName }
@@ -138,7 +138,7 @@ func (d *approvalDesk) suspended(ctx context.Context, session string, c toolkit.
 	if req == nil {
 		return d.suspendedInBatch(ctx, session, c)
 	}
-	d.view.printf("  approval %-8s %s %s asks: %s\n", c.ID, req.Tool, req.Args, req.Reason)
+	d.view.afterSuspend(c.ID, "  approval %-8s %s %s asks: %s\n", c.ID, req.Tool, req.Args, req.Reason)
 	return d.answer(ctx, session, *req, "", scriptedDecision(*req))
 }
 
@@ -146,14 +146,30 @@ func (d *approvalDesk) suspended(ctx context.Context, session string, c toolkit.
 // the web page, the terminal, or the scripted agent after its pause (what
 // names what it approves in its line, " the batch" for a batch).
 func (d *approvalDesk) answer(ctx context.Context, session string, req interceptors.ApprovalRequest, what string, scripted decision) error {
+	// A call's request prints after its wait (afterSuspend); a batch's
+	// has its own line already.
+	say := func(format string, args ...any) {
+		if what == "" {
+			d.view.afterSuspend(req.CallID, format, args...)
+		} else {
+			d.view.printf(format, args...)
+		}
+	}
 	switch d.mode {
 	case "page":
-		d.view.printf("  waiting for an answer on the web page\n")
+		say("  waiting for an answer on the web page\n")
 	case "terminal":
+		if what == "" {
+			select {
+			case <-d.view.suspendShownCh(req.CallID):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		return d.askTerminal(ctx, session, req)
 	default:
 		if d.pause > 0 {
-			d.view.printf("  the scripted agent approves%s in %v unless the web page answers first\n", what, d.pause.Round(time.Millisecond))
+			say("  the scripted agent approves%s in %v unless the web page answers first\n", what, d.pause.Round(time.Millisecond))
 		}
 		go func() {
 			t := time.NewTimer(d.pause)
@@ -222,11 +238,12 @@ func (d *approvalDesk) decide(session, call string, dec decision) error {
 	if err != nil {
 		return err
 	}
+	// After the request's lines, which wait for the call's wait to show.
 	if dec.approve {
-		d.view.resumed(call, "approved, running")
-		d.view.printf("  approved %-8s by %s\n", call, dec.who)
+		d.view.resumed(session, call, "approved, running")
+		d.view.afterSuspendOf(session, call, "  %sapproved %-8s by %s\n", d.view.labelOf(session), call, dec.who)
 	} else {
-		d.view.printf("  rejected %-8s by %s: %s\n", call, dec.who, dec.reason)
+		d.view.afterSuspendOf(session, call, "  %srejected %-8s by %s: %s\n", d.view.labelOf(session), call, dec.who, dec.reason)
 	}
 	return nil
 }

@@ -14,7 +14,11 @@ import (
 // answers: "y" lets the call run, "a" also allows the tool for the rest of
 // the session, anything else rejects with that text as the reason.
 func TestTerminalApprovals(t *testing.T) {
-	tk := toolkit.New()
+	// The view observes the toolkit, as in the demo: the desk's question
+	// comes after the view showed the call's wait.
+	var out syncBuffer
+	view := newTermView(&out, false)
+	tk := toolkit.New(toolkit.WithObserver(view))
 	defer closeWithin(5*time.Second, tk.Close)
 	ran := 0
 	if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "write_note"}, func(context.Context, struct{}) (string, error) {
@@ -27,8 +31,7 @@ func TestTerminalApprovals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
-	desk := &approvalDesk{perms: perms, mode: "terminal", view: newTermView(&out, false),
+	desk := &approvalDesk{perms: perms, mode: "terminal", view: view,
 		in: bufio.NewReader(strings.NewReader("not today\ny\na\n"))}
 	sess, _ := tk.Session("t")
 	turn := func(id string) toolkit.Result {
@@ -73,7 +76,11 @@ func TestTerminalApprovals(t *testing.T) {
 // number; answering a number approves with that rule, which then lets the
 // same call run without a question, and only that call.
 func TestTerminalSuggestions(t *testing.T) {
-	tk := toolkit.New()
+	// The view observes the toolkit, as in the demo: the desk's question
+	// comes after the view showed the call's wait.
+	var out syncBuffer
+	view := newTermView(&out, false)
+	tk := toolkit.New(toolkit.WithObserver(view))
 	defer closeWithin(5*time.Second, tk.Close)
 	if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "write_note"}, func(_ context.Context, in struct {
 		Title string `json:"title"`
@@ -86,8 +93,7 @@ func TestTerminalSuggestions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
-	desk := &approvalDesk{perms: perms, mode: "terminal", view: newTermView(&out, false),
+	desk := &approvalDesk{perms: perms, mode: "terminal", view: view,
 		in: bufio.NewReader(strings.NewReader("1\nno\n"))}
 	sess, _ := tk.Session("t")
 	turn := func(id, args string) toolkit.Result {

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -138,7 +139,8 @@ type config struct {
 	maxTurns                    int
 	largeMiB                    int
 	mcp                         []string // command lines of MCP servers whose tools join the toolkit
-	otel                        string   // -otel: none, stdout or otlp (otel.go)
+	otel                        string   // -otel: none, stderr, file or otlp (otel.go)
+	otelFile                    string   // -otel file:PATH
 	workers                     int      // tool worker processes (workers.go)
 	workerOf                    string   // run as a tool worker on this NATS URL
 	auth                        natsAuth // -nats-nkey, -nats-ca, ...: the user and TLS for -nats (natsauth.go)
@@ -168,7 +170,9 @@ func parseFlags(args []string, stdin io.Reader, stdout io.Writer) (*config, erro
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7070", "host:port of the live web page (empty: no page; taken: any free port)")
 	fs.StringVar(&c.store, "store", "", "keep the embedded NATS server's JetStream files (events, calls, the conversation) in this folder: the demo run again with the same -store and -session resumes an unfinished run without repeating a finished call")
 	fs.BoolVar(&c.durable, "durable", true, "keep events in a JetStream stream (the web page replays the history from it; -durable=false needs -listen '')")
-	fs.BoolVar(&c.once, "once", !interactive, "exit after the run instead of keeping the page up until Ctrl-C (on by default when stdout is not a terminal)")
+	// -once's default depends on stdout (set after parsing): the flag's own
+	// default is false, so that -help says it once, in the text.
+	fs.BoolVar(&c.once, "once", false, "exit after the run instead of keeping the page up until Ctrl-C (default: on when stdout is not a terminal, off on a terminal)")
 	fs.Float64Var(&c.speed, "speed", 1, "pace of the scripted run: 1 is easy to watch, 4 is faster, 0 runs flat out (0, or 0.01 and more)")
 	fs.StringVar(&c.approve, "approve", "auto", "who answers approval requests: auto (the scripted agent, after a pause in which the page can answer first), page (only the web page), terminal (you, here; needs a terminal on stdin)")
 	fs.BoolVar(&c.approveBatches, "approve-batches", false, "ask once per batch: a batch with calls that need approval waits, before any of its calls runs, for one decision on the whole batch")
@@ -204,6 +208,9 @@ func parseFlags(args []string, stdin io.Reader, stdout io.Writer) (*config, erro
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["once"] {
+		c.once = !interactive
+	}
 	if err := c.check(set, stdin); err != nil {
 		return nil, err
 	}
@@ -380,6 +387,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if cfg.workerOf != "" {
 		return runWorker(ctx, cfg, root, stdin, stdout)
 	}
+	stderr = &lockedWriter{w: stderr} // the log (-v) and the spans (-otel stderr) write it from several goroutines
 	logger := zerolog.Nop()
 	if cfg.verbose {
 		// The log quotes tool names, arguments and errors: escaped like the
@@ -387,7 +395,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		logger = zerolog.New(zerolog.ConsoleWriter{Out: safeWriter{stderr}, NoColor: true}).With().Timestamp().Logger()
 	}
 
-	bus, err := openBus(ctx, cfg, logger)
+	bus, natsTaken, err := openBus(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -395,7 +403,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 	view := newTermView(stdout, !cfg.plain && isTerminal(stdout))
 	defer view.stop()
-	ot, err := startOtel(ctx, cfg.otel, view)
+	ot, err := startOtel(ctx, cfg.otel, cfg.otelFile, stderr)
 	if err != nil {
 		return err
 	}
@@ -404,8 +412,12 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	defer closeWithin(5*time.Second, tk.Close)
 	ot.watch(tk, bus)
 
+	stores, err := openStores(ctx, cfg, bus)
+	if err != nil {
+		return err
+	}
 	env := &toolEnv{root: root, notes: filepath.Join(os.TempDir(), "toolstream-demo-notes"), step: cfg.scaled(6 * time.Millisecond)}
-	gm, ld, err := registerTools(tk, env)
+	gm, ld, err := registerTools(tk, env, stores.groupOptions(), stores.skillOptions())
 	if err != nil {
 		return err
 	}
@@ -414,27 +426,34 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return err
 		}
 	}
+	loss := newWorkerLoss(view)
 	if cfg.workers > 0 {
-		stopWorkers, err := useWorkers(ctx, cfg, tk, bus, root, view)
+		stopWorkers, err := useWorkers(ctx, cfg, tk, bus, root, view, loss)
 		if err != nil {
 			return err
 		}
 		defer stopWorkers()
 	}
 	elicit := mcpbridge.NewElicitations(5 * time.Minute)
-	disconnect, err := connectMCPServers(ctx, tk, gm, elicit, cfg.mcp, view)
+	disconnect, mcpPicks, err := connectMCPServers(ctx, tk, gm, elicit, cfg.mcp, view)
 	if err != nil {
 		return err
 	}
 	defer disconnect()
-	store, stopStore, err := useStore(ctx, cfg, tk, bus) // before the other interceptors: outermost
+	stopStore, err := useStore(ctx, stores.calls, tk) // before the other interceptors: outermost
 	if err != nil {
 		return err
 	}
 	defer stopStore()
-	perms, err := useInterceptors(tk)
+	perms, err := useInterceptors(tk, stores.permissionOptions()...)
 	if err != nil {
 		return err
+	}
+	if cfg.workers > 0 {
+		// After Retry: it sees each attempt, and says when a worker was lost.
+		if err := tk.Use(loss.interceptor(workerTools)); err != nil {
+			return err
+		}
 	}
 	if cfg.approveBatches {
 		if err := tk.UseBatchHook(perms.BatchHook()); err != nil {
@@ -445,6 +464,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
+	view.setTour(sess.ID()) // other sessions' calls (/agui, /api/chat, /mcp) are labelled
 	stopAnswering, err := answerQuestions(bus, tk)
 	if err != nil {
 		return err
@@ -457,6 +477,9 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	if c, ok := model.(io.Closer); ok {
 		defer c.Close()
+	}
+	if s, ok := model.(*scriptedModel); ok {
+		s.mcp = mcpPicks // the tour keeps the servers' groups and calls a tool of each
 	}
 	desk := newApprovalDesk(perms, cfg, view, stdin)
 
@@ -483,6 +506,12 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		defer closeWithin(2*time.Second, srv.Shutdown)
 		defer mcpSrv.Close() // first: its open streams would hold Shutdown up
 		page = srv.URL
+		if srv.taken != "" {
+			view.printf("web page: %s is taken; the page listens on %s instead\n", srv.taken, strings.TrimPrefix(srv.URL, "http://"))
+		}
+	}
+	if natsTaken != "" {
+		view.printf("NATS: %s is taken; the embedded server listens on %s instead\n", natsTaken, strings.TrimPrefix(bus.ClientURL(), "nats://"))
 	}
 
 	view.printf("toolstream demo: %d tools in %d groups, %d skills, working on %s\n", len(tk.Tools()), len(gm.Groups()), len(ld.Skills(sess.ID())), root)
@@ -492,7 +521,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	printWatch(view, bus, sess.ID(), cfg.auth.secured())
 
-	a := &runner{sess: sess, model: model, view: view, desk: desk, maxTurns: cfg.maxTurns, loader: ld, store: store}
+	a := &runner{sess: sess, model: model, view: view, desk: desk, maxTurns: cfg.maxTurns, loader: ld, groups: gm, store: stores.calls}
 	tourCtx, endTour := ot.tour(ctx, sess.ID(), modelName(model))
 	sum, err := a.run(tourCtx, cfg.task)
 	endTour()
@@ -557,8 +586,8 @@ func scripted(cfg *config) *scriptedModel {
 
 // openBus opens the NATS side: the given server, or an embedded one that
 // outside clients reach on the listen address (any free port if that one
-// is taken).
-func openBus(ctx context.Context, cfg *config, log zerolog.Logger) (*natsbus.Bus, error) {
+// is taken: taken is then the address asked for, for the run to say so).
+func openBus(ctx context.Context, cfg *config, log zerolog.Logger) (bus *natsbus.Bus, taken string, err error) {
 	opts := []natsbus.Option{natsbus.WithLogger(log)}
 	if cfg.natsURL != "" {
 		opts = append(opts, natsbus.WithURL(cfg.natsURL))
@@ -572,17 +601,18 @@ func openBus(ctx context.Context, cfg *config, log zerolog.Logger) (*natsbus.Bus
 	if cfg.natsURL != "" {
 		auth, err := cfg.auth.options()
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		// A server that does not answer is an error now, not a wait for it.
 		bus, err := natsbus.Open(ctx, append(opts, natsbus.WithNATSOptions(append(auth, nats.RetryOnFailedConnect(false))...))...)
 		if err != nil && ctx.Err() == nil {
-			return nil, fmt.Errorf("%w (is a NATS server running there? without -nats the demo runs its own)", err)
+			return nil, "", fmt.Errorf("%w (is a NATS server running there? without -nats the demo runs its own)", err)
 		}
-		return bus, err
+		return bus, "", err
 	}
 	if cfg.natsListen == "" {
-		return natsbus.Open(ctx, opts...)
+		bus, err := natsbus.Open(ctx, opts...)
+		return bus, "", err
 	}
 	listen := cfg.natsListen
 	host, _, _ := net.SplitHostPort(listen)
@@ -596,11 +626,15 @@ func openBus(ctx context.Context, cfg *config, log zerolog.Logger) (*natsbus.Bus
 	} else {
 		l.Close()
 	}
-	bus, err := natsbus.Open(ctx, append(opts, natsbus.WithListen(listen))...)
+	bus, err = natsbus.Open(ctx, append(opts, natsbus.WithListen(listen))...)
 	if err != nil && addrInUse(err) && listen != anyPort {
+		listen = anyPort
 		bus, err = natsbus.Open(ctx, append(opts, natsbus.WithListen(anyPort))...)
 	}
-	return bus, err
+	if err == nil && listen == anyPort && cfg.natsListen != anyPort {
+		taken = cfg.natsListen
+	}
+	return bus, taken, err
 }
 
 // addrInUse reports whether err says that an address is taken.
@@ -624,6 +658,18 @@ func printWatch(v *termView, bus *natsbus.Bus, session string, secured bool) {
 	if bus.Stream() != "" {
 		v.printf("  nats stream view %s --server %s          # replay what was kept\n", bus.Stream(), url)
 	}
+}
+
+// lockedWriter serializes the writes of several goroutines to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func closeWithin(d time.Duration, f func(context.Context) error) {

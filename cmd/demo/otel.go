@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -20,38 +22,49 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// The tour's traces: -otel stdout prints each span as one line of JSON
-// (the SDK's stdout exporter) on the demo's output; -otel otlp, or the
-// standard OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) alone,
-// sends them over OTLP/HTTP wherever the OTEL_* variables say
-// (docs/observability.md).
+// The tour's traces: -otel stderr prints each span as one line of JSON
+// (the SDK's stdout exporter) on the demo's stderr, -otel file:PATH in a
+// file, so that the tour's own lines on stdout never mix with them (-otel
+// stdout, the old name, is stderr now); -otel otlp, or the standard
+// OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) alone, sends them
+// over OTLP/HTTP wherever the OTEL_* variables say (docs/observability.md).
 
-// otelModes are the values of -otel.
-var otelModes = []string{"none", "stdout", "otlp"}
+// otelModes are the values of -otel (and file:PATH).
+var otelModes = []string{"none", "stderr", "stdout", "otlp"}
 
 // otelFlag adds -otel to fs. Its default follows the standard variables:
 // OTEL_TRACES_EXPORTER (console, otlp, none), else otlp when an OTLP
 // endpoint is set, else none.
 func otelFlag(fs *flag.FlagSet, c *config) {
 	c.otel = otelDefault()
-	fs.Func("otel", "trace the tour with OpenTelemetry: stdout (spans as JSON lines on stdout; implies -plain), otlp (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables) or none (default: otlp when an OTLP endpoint is set, else none)", func(v string) error {
+	fs.Func("otel", "trace the tour with OpenTelemetry: stderr (spans as JSON lines on stderr, apart from the tour's lines on stdout; implies -plain), file:PATH (JSON lines in that file), otlp (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables) or none; stdout is the old name of stderr (default: otlp when an OTLP endpoint is set, else none)", func(v string) error {
+		if path, ok := strings.CutPrefix(v, "file:"); ok {
+			if path == "" {
+				return errors.New("file: needs a path, such as file:spans.jsonl")
+			}
+			c.otel, c.otelFile = "file", path
+			return nil
+		}
 		for _, m := range otelModes {
 			if v == m {
-				c.otel = v
 				if v == "stdout" {
-					c.plain = true // the live block's redraws would cut through the spans
+					v = "stderr" // the spans no longer share stdout with the tour
+				}
+				c.otel = v
+				if v == "stderr" {
+					c.plain = true // on one terminal, the live block's redraws would cut through the spans
 				}
 				return nil
 			}
 		}
-		return fmt.Errorf("want %s", strings.Join(otelModes, ", "))
+		return fmt.Errorf("want %s or file:PATH", strings.Join(otelModes, ", "))
 	})
 }
 
 func otelDefault() string {
 	switch os.Getenv("OTEL_TRACES_EXPORTER") {
 	case "console":
-		return "stdout"
+		return "stderr"
 	case "otlp":
 		return "otlp"
 	case "none":
@@ -65,21 +78,35 @@ func otelDefault() string {
 
 // demoOtel is the tour's tracing: nothing when -otel is none.
 type demoOtel struct {
-	tp  *sdktrace.TracerProvider
-	tel *telemetry.Telemetry
+	tp        *sdktrace.TracerProvider
+	tel       *telemetry.Telemetry
+	closeFile func() error // -otel file:PATH
 }
 
-// startOtel sets up the exporter -otel names; stdout spans go through the
-// terminal view, one line each between its lines. The demo does not touch
-// OpenTelemetry's global providers: the toolkit's telemetry gets its own.
-func startOtel(ctx context.Context, mode string, view *termView) (*demoOtel, error) {
+// startOtel sets up the exporter -otel names: stderr spans are escaped as
+// everything the demo prints on a terminal (JSON strings stay JSON), a
+// file's are written as they are. The demo does not touch OpenTelemetry's
+// global providers: the toolkit's telemetry gets its own.
+func startOtel(ctx context.Context, mode, file string, stderr io.Writer) (_ *demoOtel, err error) {
 	var exp sdktrace.SpanExporter
-	var err error
+	var closeFile func() error
+	defer func() {
+		if err != nil && closeFile != nil {
+			_ = closeFile()
+		}
+	}()
 	switch mode {
 	case "", "none":
 		return &demoOtel{}, nil
-	case "stdout":
-		exp, err = stdouttrace.New(stdouttrace.WithWriter(viewWriter{view}))
+	case "stderr":
+		exp, err = stdouttrace.New(stdouttrace.WithWriter(safeWriter{stderr}))
+	case "file":
+		f, ferr := os.Create(file)
+		if ferr != nil {
+			return nil, fmt.Errorf("-otel file:%s: %w", file, ferr)
+		}
+		closeFile = f.Close
+		exp, err = stdouttrace.New(stdouttrace.WithWriter(f))
 	case "otlp":
 		exp, err = otlptracehttp.New(ctx) // endpoint, headers, TLS from the OTEL_* variables
 	}
@@ -94,8 +121,8 @@ func startOtel(ctx context.Context, mode string, view *termView) (*demoOtel, err
 		return nil, fmt.Errorf("-otel: %w", err)
 	}
 	var process sdktrace.TracerProviderOption
-	if mode == "stdout" {
-		process = sdktrace.WithSyncer(exp) // each span printed as it ends
+	if mode == "stderr" || mode == "file" {
+		process = sdktrace.WithSyncer(exp) // each span written as it ends
 	} else {
 		process = sdktrace.WithBatcher(exp) // its goroutine starts here
 	}
@@ -106,18 +133,7 @@ func startOtel(ctx context.Context, mode string, view *termView) (*demoOtel, err
 	if err != nil {
 		return nil, err
 	}
-	return &demoOtel{tp: tp, tel: tel}, nil
-}
-
-// viewWriter writes through the terminal view, under its lock (the view
-// writes the same stdout from its own goroutine).
-type viewWriter struct{ v *termView }
-
-func (w viewWriter) Write(p []byte) (int, error) {
-	w.v.mu.Lock()
-	defer w.v.mu.Unlock()
-	w.v.put(string(p)) // escaped as every line the view prints; newlines kept
-	return len(p), nil
+	return &demoOtel{tp: tp, tel: tel, closeFile: closeFile}, nil
 }
 
 // options are the toolkit options of the tour's tracing.
@@ -164,4 +180,7 @@ func (o *demoOtel) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = o.tp.Shutdown(ctx)
+	if o.closeFile != nil {
+		_ = o.closeFile()
+	}
 }

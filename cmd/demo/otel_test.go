@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -60,21 +62,24 @@ func (s stdoutSpan) events() []string {
 	return out
 }
 
-// TestOtelStdout runs the tour with -otel stdout and reads its spans: one
-// trace, the tour's span over one span per batch over one span per call,
-// with the retry's attempts, the approval, the interruption, reset_tools
-// and the skill load where they happened.
+// TestOtelStdout runs the tour with -otel stdout (the old name of stderr)
+// and reads its spans: one trace, the tour's span over one span per batch
+// over one span per call, with the retry's attempts, the approval, the
+// interruption, reset_tools and the skill load where they happened. The
+// spans are on stderr, every line of it one span's JSON (`2>&1 >/dev/null
+// | jq` reads them), and none on stdout with the tour's lines: there,
+// `| jq` failed on the first line of the tour.
 func TestOtelStdout(t *testing.T) {
 	var out, errOut bytes.Buffer
 	args := []string{"-dir", "../..", "-listen", "", "-nats-listen", "", "-speed", "0", "-once", "-session", "tour", "-otel", "stdout"}
 	if err := run(context.Background(), args, &out, &errOut); err != nil {
 		t.Fatalf("demo failed: %v\n%s", err, errOut.String())
 	}
+	if strings.Contains(out.String(), `{"Name":`) {
+		t.Errorf("spans on stdout, among the tour's lines")
+	}
 	var spans []stdoutSpan
-	for _, line := range strings.Split(out.String(), "\n") {
-		if !strings.HasPrefix(line, `{"Name":`) {
-			continue
-		}
+	for _, line := range strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n") {
 		var s stdoutSpan
 		if err := json.Unmarshal([]byte(line), &s); err != nil {
 			t.Fatalf("a span that is not JSON: %v\n%s", err, line)
@@ -153,14 +158,15 @@ func TestOtelStdout(t *testing.T) {
 	}
 }
 
-// TestOtelFlag: -otel takes none, stdout or otlp, and nothing else.
+// TestOtelFlag: -otel takes none, stderr (stdout, its old name), otlp or
+// file:PATH, and nothing else.
 func TestOtelFlag(t *testing.T) {
 	t.Setenv("OTEL_TRACES_EXPORTER", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"-otel", "jaeger"}, &out, &errOut)
-	if err == nil || !strings.Contains(err.Error(), "want none, stdout, otlp") {
+	if err == nil || !strings.Contains(err.Error(), "want none, stderr, stdout, otlp or file:PATH") {
 		t.Errorf("-otel jaeger: %v", err)
 	}
 	c, err := parseFlags([]string{"-listen", ""}, strings.NewReader(""), &out)
@@ -233,5 +239,37 @@ func TestOtelOTLP(t *testing.T) {
 	}
 	if !services["tour-under-test"] || len(services) != 1 {
 		t.Errorf("service names %v, want OTEL_SERVICE_NAME's", services)
+	}
+}
+
+// TestOtelFile: -otel file:PATH writes the spans, one JSON line each, in
+// that file and nothing of them on stdout or stderr.
+func TestOtelFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spans.jsonl")
+	var out, errOut bytes.Buffer
+	args := []string{"-dir", ".", "-listen", "", "-nats-listen", "", "-speed", "0", "-once", "-max-turns", "2", "-otel", "file:" + path}
+	if err := run(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("demo failed: %v\n%s", err, errOut.String())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		var s stdoutSpan
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("a line that is not a span: %v\n%s", err, line)
+		}
+		names[s.Name] = true
+	}
+	if !names["invoke_agent toolstream-demo"] || !names["execute_tool reset_tools"] {
+		t.Errorf("spans: %v", names)
+	}
+	if strings.Contains(out.String()+errOut.String(), `{"Name":`) {
+		t.Errorf("spans outside the file:\n%s\n%s", out.String(), errOut.String())
+	}
+	if _, err := parseFlags([]string{"-otel", "file:"}, strings.NewReader(""), &out); err == nil {
+		t.Error("-otel file: with no path: no error")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolstream/toolstream/internal/testutil"
 )
@@ -16,29 +15,21 @@ import (
 // finished call runs again, and the saved conversation goes on to the
 // answer. A third start finds the run over.
 func TestDemoResumesAfterRestart(t *testing.T) {
-	testutil.Long(t)
 	store := t.TempDir()
-	args := []string{"-listen", "", "-nats-listen", "", "-once", "-plain", "-speed", "1", "-store", store, "-session", "resumed", "-dir", "../.."}
+	args := []string{"-listen", "", "-once", "-plain", "-speed", "0", "-store", store, "-session", "resumed", "-dir", "."}
 
-	// First process: stopped while turn 5's long call runs.
-	var out1, err1 testutil.SyncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	exited := make(chan error, 1)
-	go func() { exited <- run(ctx, args, &out1, &err1) }()
-	deadline := time.After(60 * time.Second)
-	for !strings.Contains(out1.String(), "=== Turn 5") {
-		select {
-		case err := <-exited:
-			t.Fatalf("the first run ended before turn 5: %v\n%s", err, out1.String())
-		case <-deadline:
-			t.Fatalf("no turn 5 within 60 s:\n%s", out1.String())
-		case <-time.After(10 * time.Millisecond):
-		}
+	// First process: stopped while turn 5's long call runs, once the
+	// conversation saved as its calls started is in the bucket.
+	natsAddr := freeAddr(t)
+	first := runPiped(t, append([]string{"-nats-listen", natsAddr}, args...)...)
+	first.wait(t, "start       call_10")
+	if err := waitSavedCall(natsAddr, "resumed", "call_10"); err != nil {
+		t.Fatalf("%v\n%s", err, first.out)
 	}
-	cancel()
-	if err := <-exited; err == nil || !errors.Is(err, context.Canceled) {
+	if err := first.stop(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("first run: %v", err)
 	}
+	args = append([]string{"-nats-listen", ""}, args...)
 
 	// Second process: resumes after turn 5 and answers.
 	var out2, err2 testutil.SyncBuffer

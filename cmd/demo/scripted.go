@@ -21,6 +21,7 @@ import (
 type scriptedModel struct {
 	think time.Duration // a model's latency, so that turns can be watched
 	extra []scriptTurn  // turns after the script's (-large-result)
+	mcp   []mcpPick     // a tool of each -mcp server, called in a turn of its own
 }
 
 func newScriptedModel(think time.Duration) *scriptedModel { return &scriptedModel{think: think} }
@@ -80,7 +81,17 @@ func (m *scriptedModel) turnInfo(n int) (string, time.Duration) {
 	return script[n-1].Note, script[n-1].StopAfter
 }
 
-func (m *scriptedModel) script() []scriptTurn { return append(scriptedTurns(), m.extra...) }
+func (m *scriptedModel) script() []scriptTurn {
+	groups := make([]string, len(m.mcp))
+	for i, p := range m.mcp {
+		groups[i] = p.group
+	}
+	turns := scriptedTurns(groups)
+	if len(m.mcp) > 0 {
+		turns = append(turns, mcpTurn(m.mcp))
+	}
+	return append(turns, m.extra...)
+}
 
 // streamText sends text a word at a time.
 func streamText(req *agent.Request, text string) {
@@ -128,14 +139,24 @@ func call(id, name string, args any) toolkit.Call {
 }
 
 // scriptedTurns is the script. Each turn's Note says what it shows.
-func scriptedTurns() []scriptTurn {
+// keep are the groups that are on and stay on (the -mcp servers'): the
+// reset_tools of turn 1 names them, as tool_search's result asks.
+func scriptedTurns(keep []string) []scriptTurn {
+	reset := map[string]any{"notes": true}
+	note := "tool_search finds the group that saves notes; reset_tools switches it on"
+	if len(keep) > 0 {
+		note += " and keeps the MCP servers' groups on"
+	}
+	for _, g := range keep {
+		reset[g] = true
+	}
 	return []scriptTurn{
 		{Turn: Turn{
-			Note: "tool_search finds the group that saves notes; reset_tools switches it on",
+			Note: note,
 			Text: "I will need to save a note later: I look for the tools and switch them on.",
 			Calls: []toolkit.Call{
 				call("call_q", groups.SearchTool, map[string]any{"query": "save a note for the user", "limit": 1}),
-				call("call_0", groups.MetaTool, map[string]any{"notes": true}),
+				call("call_0", groups.MetaTool, reset),
 			},
 		}},
 		{Turn: Turn{
@@ -203,7 +224,14 @@ func finalAnswer(conv []agent.Message) string {
 		b.WriteString("The note is saved. ")
 	}
 	if r, ok := results["call_10"]; ok && strings.Contains(r, "interrupted") {
-		b.WriteString("I stopped watching when you asked.")
+		b.WriteString("I stopped watching when you asked. ")
+	}
+	for i := 1; ; i++ {
+		r, ok := results[fmt.Sprintf("call_m%d", i)]
+		if !ok {
+			break
+		}
+		fmt.Fprintf(&b, "The MCP server answered: %s ", clipRunes(strings.TrimSpace(r), 80))
 	}
 	return strings.TrimSpace(b.String())
 }

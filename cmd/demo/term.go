@@ -44,6 +44,36 @@ type termView struct {
 	quit       chan struct{}
 	done       chan struct{}
 	stopped    bool
+	// tour is the tour's session: the calls of other sessions (runs over
+	// /agui, /api/chat or /mcp on the same toolkit) are labelled with
+	// theirs, and kept apart (their call ids are the model's, like the
+	// tour's).
+	tour string
+}
+
+// setTour names the tour's session.
+func (v *termView) setTour(session string) {
+	v.mu.Lock()
+	v.tour = session
+	v.mu.Unlock()
+}
+
+// labelOf is the label of a session's lines: "" for the tour's.
+func (v *termView) labelOf(session string) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, label := v.rowKey(session, "")
+	return label
+}
+
+// rowKey is where the view keeps a call, and the label its lines carry:
+// the tour's calls by id, unlabelled; another session's by session and id,
+// labelled "[session] " (the lock is held).
+func (v *termView) rowKey(session, call string) (key, label string) {
+	if v.tour == "" || session == "" || session == v.tour {
+		return call, ""
+	}
+	return session + "\x00" + call, "[" + session + "] "
 }
 
 // callRow is what the view knows about one call.
@@ -55,6 +85,13 @@ type callRow struct {
 	waiting  string // why the call is suspended, as a label; "" while it runs
 	lastStep int    // plain mode: the last quarter printed
 	events   int
+	label    string // "[session] " for a call of another session than the tour's
+	id       string // the call's id, as shown
+	// suspendShown: the view printed the call's wait; lines about the
+	// wait (afterSuspend) print after it, so wait for it in after.
+	suspendShown bool
+	after        []string
+	shown        chan struct{} // closed when suspendShown is set; nil until asked for
 }
 
 // newTermView returns a view writing to w, with live bars when live is
@@ -282,6 +319,9 @@ func (v *termView) drawLine(l string) {
 // a bar and the last progress message, or why it waits.
 func (v *termView) barLine(id string) string {
 	r := v.calls[id]
+	if r.id != "" {
+		id = r.label + r.id
+	}
 	lim := v.limit()
 	if lim <= 0 {
 		return fmt.Sprintf("  %-8s %-15s %s %s", safeLine(id), safeLine(r.tool), v.barOf(r, 24), clipRunes(safeLine(r.message), 48))
@@ -333,20 +373,21 @@ func (v *termView) Observe(ev *events.Event) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	r := v.calls[ev.Call]
+	key, label := v.rowKey(ev.Session, ev.Call)
+	r := v.calls[key]
 	if r == nil {
-		r = &callRow{tool: ev.Tool, fraction: -1}
-		v.calls[ev.Call] = r
+		r = &callRow{tool: ev.Tool, fraction: -1, label: label, id: ev.Call}
+		v.calls[key] = r
 	}
 	r.events++
 	switch ev.Type {
 	case events.TypeStart:
 		if v.live {
-			v.running = append(v.running, ev.Call)
+			v.running = append(v.running, key)
 			v.dirty = true
 			return
 		}
-		v.line("  %-11s %-8s %s\n", "start", ev.Call, ev.Tool)
+		v.line("  %s%-11s %-8s %s\n", label, "start", ev.Call, ev.Tool)
 	case events.TypeProgress:
 		p := ev.Progress
 		r.waiting = ""
@@ -361,12 +402,12 @@ func (v *termView) Observe(ev *events.Event) {
 			return
 		}
 		if p.Fraction == nil {
-			v.line("  %-11s %-8s %s\n", "...", ev.Call, p.Message)
+			v.line("  %s%-11s %-8s %s\n", label, "...", ev.Call, p.Message)
 			return
 		}
 		if q := int(*p.Fraction * 4); q > r.lastStep {
 			r.lastStep = q
-			v.line("  %-11s %-8s %s\n", fmt.Sprintf("%3d%%", int(*p.Fraction*100)), ev.Call, p.Message)
+			v.line("  %s%-11s %-8s %s\n", label, fmt.Sprintf("%3d%%", int(*p.Fraction*100)), ev.Call, p.Message)
 		}
 	case events.TypeDelta:
 		if r.waiting != "" {
@@ -376,24 +417,94 @@ func (v *termView) Observe(ev *events.Event) {
 	case events.TypeSuspend:
 		r.waiting = waitLabel(ev.Suspend.Reason)
 		v.dirty = true
-		v.line("  %-11s %-8s %s (%s)\n", "waiting", ev.Call, ev.Tool, ev.Suspend.Reason)
+		v.line("  %s%-11s %-8s %s (%s)\n", label, "waiting", ev.Call, ev.Tool, ev.Suspend.Reason)
+		v.flushAfter(r)
 	case events.TypeResult:
+		v.flushAfter(r) // the wait's lines, if its event never came
 		for i, id := range v.running {
-			if id == ev.Call {
+			if id == key {
 				v.running = append(v.running[:i], v.running[i+1:]...)
 				break
 			}
 		}
-		v.line("  %-11s %-8s %s in %s\n", ev.Result.State, ev.Call, ev.Tool, ms(ev.Result.DurationMS))
+		v.line("  %s%-11s %-8s %s in %s\n", label, ev.Result.State, ev.Call, ev.Tool, ms(ev.Result.DurationMS))
 	}
+}
+
+// afterSuspend prints a line about a call's wait (an approval request,
+// who answers it) once the view has shown the call's start and wait: the
+// view is handed the events on its own goroutine, later than the approval
+// desk learns of the wait. Arguments are escaped as printf's.
+func (v *termView) afterSuspend(call, format string, args ...any) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	r := v.calls[call]
+	if r == nil {
+		r = &callRow{fraction: -1}
+		v.calls[call] = r
+	}
+	s := fmt.Sprintf(format, safeArgs(args)...)
+	if r.suspendShown {
+		v.put(s)
+		return
+	}
+	r.after = append(r.after, s)
+}
+
+// suspendShownCh is closed once the view has shown the call's wait (or its
+// result): a question asked on the terminal comes after it.
+func (v *termView) suspendShownCh(call string) <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	r := v.calls[call]
+	if r == nil {
+		r = &callRow{fraction: -1}
+		v.calls[call] = r
+	}
+	if r.shown == nil {
+		r.shown = make(chan struct{})
+		if r.suspendShown {
+			close(r.shown)
+		}
+	}
+	return r.shown
+}
+
+// afterSuspendOf is afterSuspend for a call the view knows (a call of a
+// turn it showed); anything else (a batch's id, a call of another session)
+// prints at once.
+func (v *termView) afterSuspendOf(session, call, format string, args ...any) {
+	v.mu.Lock()
+	_, known := v.calls[call]
+	known = known && (session == v.tour || v.tour == "")
+	v.mu.Unlock()
+	if known {
+		v.afterSuspend(call, format, args...)
+		return
+	}
+	v.printf(format, args...)
+}
+
+// flushAfter prints the lines that waited for the call's wait to show
+// (the lock is held).
+func (v *termView) flushAfter(r *callRow) {
+	if !r.suspendShown && r.shown != nil {
+		close(r.shown)
+	}
+	r.suspendShown = true
+	for _, s := range r.after {
+		v.put(s)
+	}
+	r.after = nil
 }
 
 // resumed labels a call that was waiting (for an approval, say) as running
 // again, until its next progress report.
-func (v *termView) resumed(call, label string) {
+func (v *termView) resumed(session, call, label string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if r := v.calls[call]; r != nil && r.waiting != "" {
+	key, _ := v.rowKey(session, call)
+	if r := v.calls[key]; r != nil && r.waiting != "" {
 		r.waiting = ""
 		r.message = label
 		v.dirty = true
@@ -404,7 +515,8 @@ func (v *termView) sessionEvent(ev *events.Event) {
 	switch ev.Type {
 	case "groups", "skills": // approvals are the desk's to print
 		v.mu.Lock()
-		v.line("  %-11s %s\n", ev.Type, ev.Data)
+		_, label := v.rowKey(ev.Session, "")
+		v.line("  %s%-11s %s\n", label, ev.Type, ev.Data)
 		v.mu.Unlock()
 	}
 }

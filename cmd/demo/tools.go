@@ -377,7 +377,7 @@ var demoSkills embed.FS
 // registerTools registers the demo's tools: count_lines, watch_folder and
 // ask_user are basic (always there), the others come in two groups the
 // model switches on, by reset_tools or by loading a skill bound to them.
-func registerTools(tk *toolkit.Toolkit, e *toolEnv) (*groups.Manager, *skills.Loader, error) {
+func registerTools(tk *toolkit.Toolkit, e *toolEnv, gopts []groups.Option, sopts []skills.Option) (*groups.Manager, *skills.Loader, error) {
 	ask, err := toolkit.NewExternalTool(toolkit.Spec{Name: "ask_user", Description: "Ask the user a question and wait for the answer (answered outside this process).", ReadOnly: true, Timeout: 2 * time.Minute}, json.RawMessage(askUserSchema))
 	if err != nil {
 		return nil, nil, err
@@ -394,7 +394,7 @@ func registerTools(tk *toolkit.Toolkit, e *toolEnv) (*groups.Manager, *skills.Lo
 	}); err != nil {
 		return nil, nil, err
 	}
-	gm, err := groups.Install(tk, groups.WithToolSearch()) // tool_search beside reset_tools
+	gm, err := groups.Install(tk, append([]groups.Option{groups.WithToolSearch()}, gopts...)...) // tool_search beside reset_tools
 	if err != nil {
 		return nil, nil, err
 	}
@@ -419,7 +419,7 @@ func registerTools(tk *toolkit.Toolkit, e *toolEnv) (*groups.Manager, *skills.Lo
 	for _, p := range lib.Problems() {
 		return nil, nil, fmt.Errorf("demo skill: %v", p)
 	}
-	ld, err := skills.Install(tk, lib, skills.WithGroups(gm))
+	ld, err := skills.Install(tk, lib, append([]skills.Option{skills.WithGroups(gm)}, sopts...)...)
 	return gm, ld, err
 }
 

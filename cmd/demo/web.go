@@ -208,15 +208,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 type webServer struct {
 	URL string
 	srv *http.Server
+	// taken is the address asked for when it was taken and the page
+	// listens on another port ("" when it got the one asked for).
+	taken string
 }
 
 // serveWeb listens on addr (any free loopback port if it is taken) and
 // serves the app until Shutdown.
 func serveWeb(addr string, app *webApp) (*webServer, error) {
 	l, err := net.Listen("tcp", addr)
+	taken := ""
 	if err != nil && addrInUse(err) {
 		host, _, _ := net.SplitHostPort(addr)
 		l, err = net.Listen("tcp", net.JoinHostPort(host, "0"))
+		taken = addr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("web page on %s: %w", addr, err)
@@ -232,7 +237,7 @@ func serveWeb(addr string, app *webApp) (*webServer, error) {
 	if tcp, ok := l.Addr().(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
 		host = fmt.Sprintf("127.0.0.1:%d", tcp.Port)
 	}
-	return &webServer{URL: "http://" + host, srv: srv}, nil
+	return &webServer{URL: "http://" + host, srv: srv, taken: taken}, nil
 }
 
 // Shutdown stops the server; open event streams are cut when ctx ends.

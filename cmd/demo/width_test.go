@@ -61,7 +61,7 @@ func feedTour(v *termView, check func(step string)) {
 	v.redraw()
 	check("waiting")
 	v.printf("  approval %-8s %s %s asks: %s\n", "call_with_a_long_id_0123456789", "write_note", long, long)
-	v.resumed("call_with_a_long_id_0123456789", "approved, running")
+	v.resumed("", "call_with_a_long_id_0123456789", "approved, running")
 	v.redraw()
 	check("approved")
 	var results []toolkit.Result

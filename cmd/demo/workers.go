@@ -61,7 +61,7 @@ func runWorker(ctx context.Context, cfg *config, root string, stdin io.Reader, s
 	all := toolkit.New()
 	defer closeWithin(time.Second, all.Close)
 	env := &toolEnv{root: root, notes: filepath.Join(os.TempDir(), "toolstream-demo-notes"), step: cfg.scaled(6 * time.Millisecond)}
-	if _, _, err := registerTools(all, env); err != nil {
+	if _, _, err := registerTools(all, env, nil, nil); err != nil {
 		return err
 	}
 	tk := toolkit.New()
@@ -99,7 +99,7 @@ func runWorker(ctx context.Context, cfg *config, root string, stdin io.Reader, s
 // puts their folder tools in tk in place of the local ones: same names,
 // so groups and skills keep them, and the agent's interceptors run around
 // them. stop ends the workers.
-func useWorkers(ctx context.Context, cfg *config, tk *toolkit.Toolkit, bus *natsbus.Bus, root string, view *termView) (stop func(), err error) {
+func useWorkers(ctx context.Context, cfg *config, tk *toolkit.Toolkit, bus *natsbus.Bus, root string, view *termView, loss *workerLoss) (stop func(), err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -147,7 +147,9 @@ func useWorkers(ctx context.Context, cfg *config, tk *toolkit.Toolkit, bus *nats
 			stop()
 			return nil, fmt.Errorf("tool worker %d did not start: %q %v", cmd.Process.Pid, line, err)
 		}
-		ids = append(ids, fmt.Sprintf("%s (pid %d)", strings.TrimSpace(strings.TrimPrefix(line, "worker ")), cmd.Process.Pid))
+		id := strings.TrimSpace(strings.TrimPrefix(line, "worker "))
+		loss.started(id, cmd.Process.Pid)
+		ids = append(ids, fmt.Sprintf("%s (pid %d)", id, cmd.Process.Pid))
 	}
 	c := remote.NewClient(bus.Conn(), remote.ClientOptions{})
 	for _, name := range workerTools {

@@ -716,25 +716,37 @@
       return;
     }
     ui.progress.hidden = false;
-    const frac = num(p.fraction);
-    const final = !!c.result;
-    let width;
-    if (final) {
-      width = state === 'success' ? 1 : (frac !== undefined ? clamp01(frac) : 1);
-    } else if (frac !== undefined) {
-      width = clamp01(frac);
-    }
-    const indeterminate = width === undefined;
-    ui.progress.classList.toggle('indeterminate', indeterminate);
-    ui.progress.classList.toggle('finished', final);
-    const w = indeterminate ? '' : `${(width * 100).toFixed(1)}%`;
+    const v = progressView(p, !!c.result, state);
+    ui.progress.classList.toggle('indeterminate', v.indeterminate);
+    ui.progress.classList.toggle('finished', v.finished);
+    const w = v.indeterminate ? '' : `${(v.width * 100).toFixed(1)}%`;
     if (ui.bar.style.width !== w) ui.bar.style.width = w;
-    setText(ui.pct, frac !== undefined ? `${Math.round(clamp01(frac) * 100)}%` : '');
+    setText(ui.pct, v.label);
     let msg = str(p.message);
     if (!msg && p.data !== undefined) msg = truncate(compactJSON(p.data), 120);
     if (c.dropped > 0) msg += ` (${c.dropped} progress update${c.dropped === 1 ? '' : 's'} dropped)`;
     setText(ui.pmsg, msg);
     ui.pmsg.title = msg;
+  }
+
+  // progressView is how a call's bar looks: its width (0 to 1, undefined
+  // while the progress is unknown) and its label. A call that succeeded is
+  // done, its bar full, whatever its last report said (a search that
+  // stops at its match limit reports 18% last); one that ended otherwise
+  // keeps the bar where it stopped.
+  function progressView(p, final, state) {
+    const frac = num(p.fraction);
+    let width;
+    let label = frac !== undefined ? `${Math.round(clamp01(frac) * 100)}%` : '';
+    if (final && state === 'success') {
+      width = 1;
+      label = 'done';
+    } else if (final) {
+      width = frac !== undefined ? clamp01(frac) : 1;
+    } else if (frac !== undefined) {
+      width = clamp01(frac);
+    }
+    return { width, label, finished: final, indeterminate: width === undefined };
   }
 
   function drawResult(c, ui) {
@@ -1204,7 +1216,7 @@
   }
 
   // for debugging in the console; the page does not depend on it
-  window.toolstream = { page, shownJSON };
+  window.toolstream = { page, shownJSON, progressView };
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
   else start();
