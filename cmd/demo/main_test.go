@@ -67,6 +67,21 @@ func TestDemoRuns(t *testing.T) {
 			t.Errorf("output lacks %q\n%s", want, s)
 		}
 	}
+	// Event lines are columns (state, call id, tool): an interrupted call's
+	// line has no extra spaces, its tool stands where the start line's does
+	// (issue 29 read "interrupted call_1" followed by the id's padding as
+	// stray spaces).
+	for _, id := range []string{"call_1 ", "call_10"} {
+		var cols []int
+		for _, l := range strings.Split(s, "\n") {
+			if f := strings.Fields(l); len(f) >= 3 && f[1] == strings.TrimSpace(id) && (f[0] == "start" || f[0] == "success" || f[0] == "interrupted") {
+				cols = append(cols, strings.Index(l, f[2]))
+			}
+		}
+		if len(cols) < 2 || slices.Min(cols) != slices.Max(cols) || cols[0] != len("  interrupted call_10  ") {
+			t.Errorf("%s: the tool's column on its event lines is %v, want %d on each", id, cols, len("  interrupted call_10  "))
+		}
+	}
 	if _, after, _ := strings.Cut(s, "[call_6] write_note"); strings.Contains(after, "ops@example.com") {
 		t.Error("the e-mail address reached the model")
 	}
