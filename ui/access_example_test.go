@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -115,6 +116,9 @@ func ExampleWithAuthorize() {
 			return
 		}
 		defer resp.Body.Close()
+		// Read to the end, as a browser does: a stream the client left
+		// unread is kept, and a resume would get it (200, not 204).
+		_, _ = io.Copy(io.Discard, resp.Body)
 		fmt.Println(method, path, session, origin, "->", resp.Status)
 	}
 	const hi = `{"id":"c1","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi"}]}]}`
