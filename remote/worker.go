@@ -191,12 +191,41 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, err
 		}
 	}
 	// A round trip: the server has the subscriptions when Serve returns,
-	// so a call sent right after finds the worker.
+	// so a call sent right after finds the worker. The server refuses a
+	// subscription its user may not make with an asynchronous error, sent
+	// before the round trip's answer: a worker that could not take a tool's
+	// subject (or discovery's, or control's) says so here instead of
+	// serving nothing while calls fail with "no worker serves the tool".
 	if err := nc.Flush(); err != nil {
 		w.abort()
 		return nil, fmt.Errorf("remote: %w", err)
 	}
+	if err := refusedSubscription(nc, opts, tools); err != nil {
+		w.abort()
+		return nil, err
+	}
 	return w, nil
+}
+
+// refusedSubscription returns the permission violation the server sent
+// for one of the worker's subscriptions, if its connection's last error is
+// one.
+func refusedSubscription(nc *nats.Conn, opts WorkerOptions, tools []*toolkit.Tool) error {
+	last := nc.LastError()
+	if !errors.Is(last, nats.ErrPermissionViolation) || !strings.Contains(strings.ToLower(last.Error()), "subscription") {
+		return nil
+	}
+	mine := []string{`"$SRV.`, `"` + ControlSubject(opts.Prefix, opts.Service, "*") + `"`}
+	for _, t := range tools {
+		mine = append(mine, `"`+opts.Prefix+"."+t.Name()+`"`)
+	}
+	for _, subject := range mine {
+		if strings.Contains(last.Error(), subject) {
+			return fmt.Errorf("remote: the NATS server refused a subscription this worker needs (its user's permissions): %w; allow the worker's user to subscribe to each tool's subject %s.<tool> in queue group %q, to %s and to service discovery ($SRV.*): deploy/nats/worker-responses.conf shows how",
+				last, opts.Prefix, opts.QueueGroup, ControlSubject(opts.Prefix, opts.Service, "*"))
+		}
+	}
+	return nil
 }
 
 func (w *Worker) served() ([]*toolkit.Tool, error) {
