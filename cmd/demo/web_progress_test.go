@@ -1,10 +1,6 @@
 package main
 
-import (
-	"os/exec"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // TestPageFinishedCallBarIsDone: the card of a call that succeeded shows a
 // full bar labelled done, also when its last progress report said 18% (a
@@ -12,14 +8,7 @@ import (
 // 18%. A call that ended otherwise keeps its bar and label where it
 // stopped. Runs app.js in Node (skipped without it).
 func TestPageFinishedCallBarIsDone(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node")
-	}
-	script := `
-globalThis.window = { addEventListener() {} };
-globalThis.document = { readyState: 'loading', addEventListener() {} };
-eval(require('fs').readFileSync('web/app.js', 'utf8'));
+	runAppJS(t, `
 const view = window.toolstream.progressView;
 if (typeof view !== 'function') { console.log('FAIL the page has no progressView'); process.exit(0); }
 const show = (v) => JSON.stringify({ width: v.width, label: v.label, finished: v.finished });
@@ -33,13 +22,5 @@ for (const [p, final, state, want] of cases) {
   const got = show(view(p, final, state));
   if (got !== JSON.stringify(want)) console.log('FAIL ' + JSON.stringify([p, final, state]) + ': ' + got + ', want ' + JSON.stringify(want));
 }
-console.log('done');
-`
-	out, err := exec.Command(node, "-e", script).CombinedOutput()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, out)
-	}
-	if s := string(out); !strings.HasSuffix(s, "done\n") || strings.Contains(s, "FAIL") {
-		t.Fatalf("%s", s)
-	}
+`)
 }

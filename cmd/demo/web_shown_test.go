@@ -1,10 +1,6 @@
 package main
 
-import (
-	"os/exec"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // TestPageShowsHiddenCharactersInArguments: the page shows a call's
 // arguments (in its card and in an approval's editable text) as JSON it
@@ -16,14 +12,7 @@ import (
 // approval sends), and indentation stays as it is. Runs app.js in Node
 // (skipped without it).
 func TestPageShowsHiddenCharactersInArguments(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node")
-	}
-	script := `
-globalThis.window = { addEventListener() {} };
-globalThis.document = { readyState: 'loading', addEventListener() {} };
-eval(require('fs').readFileSync('web/app.js', 'utf8'));
+	runAppJS(t, `
 const shownJSON = window.toolstream.shownJSON;
 if (typeof shownJSON !== 'function') { console.log('FAIL the page has no shownJSON'); process.exit(0); }
 const hidden = ['\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069',
@@ -41,15 +30,5 @@ for (const ch of hidden) {
 }
 const plain = JSON.stringify({ a: 'b c', d: [1, 2] }, null, 2);
 if (shownJSON(plain) !== plain) console.log('FAIL changed plain JSON: ' + shownJSON(plain));
-console.log('done');
-`
-	cmd := exec.Command(node, "-e", script)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, out)
-	}
-	s := string(out)
-	if !strings.HasSuffix(s, "done\n") || strings.Contains(s, "FAIL") {
-		t.Fatalf("%s", s)
-	}
+`)
 }
