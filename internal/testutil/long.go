@@ -5,18 +5,13 @@ import (
 	"testing"
 )
 
-// LongEnv is the switch that turns on the long tests: soaks, load and
-// size tests, clusters, process kills and the browser. The README's test
-// command leaves it off so that it stays quick; .ci/run turns it on.
-const LongEnv = "TOOLSTREAM_LONG"
-
-// Long skips t unless the long tests are on (LongEnv=1).
+// Long skips t unless the long tests are on: soaks, load and size tests,
+// clusters, process kills and the browser run with TOOLSTREAM_LONG=1. The
+// README's test command leaves it off so that it stays quick; .ci/run
+// turns it on.
 func Long(t testing.TB) {
 	t.Helper()
-	if !LongOn() {
-		t.Skipf("a long test: %s=1 runs it (.ci/run does)", LongEnv)
+	if os.Getenv("TOOLSTREAM_LONG") != "1" {
+		t.Skip("a long test: TOOLSTREAM_LONG=1 runs it (.ci/run does)")
 	}
 }
-
-// LongOn reports whether the long tests are on.
-func LongOn() bool { return os.Getenv(LongEnv) == "1" }

@@ -1,0 +1,4 @@
+package deep
+
+// Skipped: internal.
+func Gone() {}

@@ -1,0 +1,4 @@
+package sample
+
+// Skipped: a test file.
+func TestOnly() {}
