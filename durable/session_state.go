@@ -23,18 +23,16 @@ var (
 	_ skills.Store            = (*Store)(nil)
 )
 
-func grantsKey(session string) string {
-	return "grants." + base64.RawURLEncoding.EncodeToString([]byte(session))
-}
-
-func skillsKey(session string) string {
-	return "skills." + base64.RawURLEncoding.EncodeToString([]byte(session))
+// stateKey is the key of a session's state of one kind ("grants",
+// "skills").
+func stateKey(kind, session string) string {
+	return kind + "." + base64.RawURLEncoding.EncodeToString([]byte(session))
 }
 
 // Grants implements interceptors.GrantStore.
 func (s *Store) Grants(ctx context.Context, session string) ([]interceptors.Grant, error) {
 	var gs []interceptors.Grant
-	if err := s.getJSON(ctx, grantsKey(session), &gs); err != nil {
+	if err := s.getJSON(ctx, stateKey("grants", session), &gs); err != nil {
 		return nil, fmt.Errorf("durable: the grants of %q: %w", session, err)
 	}
 	return gs, nil
@@ -42,23 +40,16 @@ func (s *Store) Grants(ctx context.Context, session string) ([]interceptors.Gran
 
 // AddGrants implements interceptors.GrantStore.
 func (s *Store) AddGrants(ctx context.Context, session string, grants []interceptors.Grant) error {
-	err := s.updateJSON(ctx, grantsKey(session), func(raw []byte) ([]byte, bool, error) {
-		var gs []interceptors.Grant
-		if raw != nil {
-			if err := json.Unmarshal(raw, &gs); err != nil {
-				return nil, false, err
-			}
-		}
-		n := len(gs)
+	err := updateJSON(ctx, s, stateKey("grants", session), func(gs *[]interceptors.Grant) bool {
+		n := len(*gs)
 		for _, g := range grants {
-			if !slices.ContainsFunc(gs, func(x interceptors.Grant) bool {
+			if !slices.ContainsFunc(*gs, func(x interceptors.Grant) bool {
 				return x.Tool == g.Tool && x.Under == g.Under && string(x.Args) == string(g.Args)
 			}) {
-				gs = append(gs, g)
+				*gs = append(*gs, g)
 			}
 		}
-		out, err := json.Marshal(gs)
-		return out, len(gs) > n, err
+		return len(*gs) > n
 	})
 	if err != nil {
 		return fmt.Errorf("durable: keeping the grants of %q: %w", session, err)
@@ -69,7 +60,7 @@ func (s *Store) AddGrants(ctx context.Context, session string, grants []intercep
 // SkillsLoaded implements skills.Store.
 func (s *Store) SkillsLoaded(ctx context.Context, session string) ([]string, error) {
 	var names []string
-	if err := s.getJSON(ctx, skillsKey(session), &names); err != nil {
+	if err := s.getJSON(ctx, stateKey("skills", session), &names); err != nil {
 		return nil, fmt.Errorf("durable: the skills %q loaded: %w", session, err)
 	}
 	return names, nil
@@ -77,18 +68,12 @@ func (s *Store) SkillsLoaded(ctx context.Context, session string) ([]string, err
 
 // AddSkillLoaded implements skills.Store.
 func (s *Store) AddSkillLoaded(ctx context.Context, session, skill string) error {
-	err := s.updateJSON(ctx, skillsKey(session), func(raw []byte) ([]byte, bool, error) {
-		var names []string
-		if raw != nil {
-			if err := json.Unmarshal(raw, &names); err != nil {
-				return nil, false, err
-			}
+	err := updateJSON(ctx, s, stateKey("skills", session), func(names *[]string) bool {
+		if slices.Contains(*names, skill) {
+			return false
 		}
-		if slices.Contains(names, skill) {
-			return nil, false, nil
-		}
-		out, err := json.Marshal(append(names, skill))
-		return out, true, err
+		*names = append(*names, skill)
+		return true
 	})
 	if err != nil {
 		return fmt.Errorf("durable: recording that %q loaded skill %q: %w", session, skill, err)
@@ -108,10 +93,10 @@ func (s *Store) getJSON(ctx context.Context, k string, v any) error {
 	return json.Unmarshal(value, v)
 }
 
-// updateJSON changes a key's value with compare-and-set, again on a
-// concurrent change: fn gets the value (nil when none) and returns the new
-// one, and whether to write it.
-func (s *Store) updateJSON(ctx context.Context, k string, fn func(raw []byte) ([]byte, bool, error)) error {
+// updateJSON changes a key's JSON value with compare-and-set, again on a
+// concurrent change: fn gets the value (zero when the key has none),
+// changes it and reports whether to write it.
+func updateJSON[T any](ctx context.Context, s *Store, k string, fn func(*T) bool) error {
 	for range 16 {
 		raw, rev, err := s.b.Get(ctx, k)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -120,8 +105,17 @@ func (s *Store) updateJSON(ctx context.Context, k string, fn func(raw []byte) ([
 		if err != nil {
 			return err
 		}
-		next, write, err := fn(raw)
-		if err != nil || !write {
+		var v T
+		if raw != nil {
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return err
+			}
+		}
+		if !fn(&v) {
+			return nil
+		}
+		next, err := json.Marshal(v)
+		if err != nil {
 			return err
 		}
 		if rev == 0 {
