@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
@@ -114,24 +114,17 @@ func UserText(text string) Message {
 	return Message{Role: RoleUser, Content: []toolkit.Part{events.Text(text)}}
 }
 
-// Text returns the message's text parts joined, and JSON parts as their
-// JSON text, each set off from its neighbours by a newline (a value never
-// glued to the next; see events.PartBreak): what a provider that takes
-// only text sees.
+// Text returns the message's text and JSON parts as events.ContentText
+// renders them (a value set off from its neighbours by a newline, never
+// glued to the next), its binary parts left out: what a provider that
+// takes only text sees.
 func (m Message) Text() string {
-	var b strings.Builder
-	var prev toolkit.Part
-	for _, p := range m.Content {
-		if p.Type != events.PartText && p.Type != events.PartJSON || p.IsEmpty() {
-			continue
-		}
-		if events.PartBreak(prev, p) {
-			b.WriteByte('\n')
-		}
-		b.WriteString(p.String())
-		prev = p
+	binary := func(p toolkit.Part) bool { return p.Type == events.PartBinary }
+	parts := m.Content
+	if slices.ContainsFunc(parts, binary) {
+		parts = slices.DeleteFunc(slices.Clone(parts), binary)
 	}
-	return b.String()
+	return events.ContentText(parts)
 }
 
 // Conversation is a message history in a provider-neutral form, with
