@@ -433,15 +433,15 @@ func (s *Store) Observe(ev *events.Event) {
 // event.
 var observeHook atomic.Pointer[func(*events.Event)]
 
-func (st *Stored) outcome() toolkit.Outcome {
-	out := toolkit.Outcome{State: st.State, Content: st.Content}
+func (st *Stored) outcome() toolkit.Result {
+	out := toolkit.Result{State: st.State, Content: st.Content}
 	if st.Error != "" {
 		out.Err = errors.New(st.Error)
 	}
 	return out
 }
 
-func stored(out toolkit.Outcome) *Stored {
+func stored(out toolkit.Result) *Stored {
 	st := &Stored{State: out.State, Content: out.Content}
 	if st.Content == nil {
 		st.Content = []events.Part{}
@@ -466,7 +466,7 @@ func (s *Store) Interceptor() toolkit.Interceptor {
 // for hours).
 func bookkeeping(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
-func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 	k := key(inv.Session, inv.Call.ID)
 	bctx := bookkeeping(ctx)
 	owner := nuid.Next() // this run of the call
@@ -550,7 +550,7 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 // interrupted while it waited stays pending; another interrupted call is
 // forgotten, so that running it again runs it (one a person decided about
 // goes back to pending with the decision, which applies again).
-func (s *Store) run(ctx context.Context, k, owner string, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+func (s *Store) run(ctx context.Context, k, owner string, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 	remove := inv.OnWait(func(reason string) { s.recordWait(ctx, k, owner, reason, inv) })
 	out := next(ctx, inv)
 	remove()
@@ -616,7 +616,7 @@ func sameArgs(a, b json.RawMessage) bool {
 
 // finish stores owner's outcome of the call, unless another run holds the
 // record now (or stored its outcome): that run's stands.
-func (s *Store) finish(ctx context.Context, k, owner string, out toolkit.Outcome) error {
+func (s *Store) finish(ctx context.Context, k, owner string, out toolkit.Result) error {
 	var held string
 	err := s.update(ctx, k, func(r *Record) bool {
 		if r.Owner != owner || r.State == Done {

@@ -111,7 +111,7 @@ func EmulatePromptFor(inv *toolkit.Invocation) string {
 	return b.String()
 }
 
-func (cfg *emulateConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+func (cfg *emulateConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 	if cfg.model == nil || inv.Tool == nil { // no tool: an outer interceptor cleared it, the call fails
 		return next(ctx, inv)
 	}

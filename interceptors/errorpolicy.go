@@ -14,14 +14,14 @@ const ErrorPolicyName = "errors"
 type ErrorOption func(*errpolConfig)
 
 type errpolConfig struct {
-	message func(toolkit.Outcome) string
+	message func(toolkit.Result) string
 	fatal   func(error) bool
 }
 
 // Message sets what the model reads for a failed call: f gets the failed
 // outcome and returns the whole model-visible text (add an "Error: " prefix
 // yourself if you want one). An empty string keeps the engine's message.
-func Message(f func(toolkit.Outcome) string) ErrorOption {
+func Message(f func(toolkit.Result) string) ErrorOption {
 	return func(c *errpolConfig) { c.message = f }
 }
 
@@ -46,7 +46,7 @@ func ErrorPolicy(opts ...ErrorOption) toolkit.Interceptor {
 	return toolkit.Interceptor{Name: ErrorPolicyName, Intercept: cfg.intercept}
 }
 
-func (cfg *errpolConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+func (cfg *errpolConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 	out := next(ctx, inv)
 	if !out.State.IsError() {
 		return out

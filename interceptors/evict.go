@@ -142,7 +142,7 @@ func Evict(opts ...EvictOption) toolkit.Interceptor {
 	}
 	return toolkit.Interceptor{
 		Name: EvictName,
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 			if cfg.excluded[toolName(inv)] {
 				return next(ctx, inv)
 			}
@@ -160,7 +160,7 @@ type evictPassesKey struct{}
 
 // evict stores out if it is too large. pass is this pass's number among the
 // call's passes through Evict, passes their count so far.
-func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out toolkit.Outcome, pass int64, passes *atomic.Int64) toolkit.Outcome {
+func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out toolkit.Result, pass int64, passes *atomic.Int64) toolkit.Result {
 	success := out.State == "" || out.State == toolkit.StateSuccess
 	if out.State == toolkit.StateSuspended || cfg.successOnly && !success {
 		return out

@@ -108,11 +108,11 @@ func FuzzSanitizeTruncate(f *testing.F) {
 		if limit < 1 || limit > 1<<12 || !utf8.ValidString(text) || !json.Valid([]byte(js)) {
 			return
 		}
-		out := toolkit.Outcome{State: toolkit.StateSuccess,
+		out := toolkit.Result{State: toolkit.StateSuccess,
 			Content: []toolkit.Part{events.Text(text), {Type: events.PartJSON, JSON: json.RawMessage(js)}, events.Binary("image/png", []byte{1, 2})}}
 		if fail {
 			err := &timeoutError{tool: "t", after: 1}
-			out = toolkit.Outcome{State: toolkit.StateError, Err: err,
+			out = toolkit.Result{State: toolkit.StateError, Err: err,
 				Content: append(out.Content[:2:2], events.Text("Error: "+err.Error()))}
 		}
 		before := events.ContentText(out.Content)

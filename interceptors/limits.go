@@ -171,7 +171,7 @@ type limitHold struct {
 	released bool // the place was given back: a later pass takes a new one
 }
 
-func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 	key := limitCountedKey{cfg}
 	h := &limitHold{users: 1}
 	h.mu.Lock() // a retry passing meanwhile waits for the place to be taken
@@ -222,7 +222,7 @@ func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 // run runs the rest of the chain on the place h, and gives the place back
 // if this was its last pass and the tool never started (refused further
 // in).
-func (cfg *limitConfig) run(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, h *limitHold) toolkit.Outcome {
+func (cfg *limitConfig) run(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, h *limitHold) toolkit.Result {
 	before := inv.Attempts()
 	out := next(ctx, inv)
 	h.mu.Lock()

@@ -102,7 +102,7 @@ func TestCallLimitsOverall(t *testing.T) {
 
 func TestCallLimitsRefusedCallsDoNotCount(t *testing.T) {
 	deny := toolkit.Interceptor{Name: "deny", Tools: []string{"denied"},
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 			return toolkit.Failure(toolkit.StateDenied, errors.New("not allowed"))
 		}}
 	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(2), interceptors.PerToolPerBatch("a", 1)), deny)

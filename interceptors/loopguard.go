@@ -100,7 +100,7 @@ type loopEntry struct {
 // through: a retry passing through again is not a repeat.
 type loopSeenKey struct{ cfg *loopConfig }
 
-func (cfg *loopConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+func (cfg *loopConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 	if _, ok := inv.CallValues().Load(loopSeenKey{cfg}); ok {
 		return next(ctx, inv)
 	}

@@ -26,7 +26,7 @@ func TestAskWithArgumentsThatAreNotJSON(t *testing.T) {
 	f := newPermFixture(t, interceptors.WithApprovalTimeout(wait))
 	f.tk.RemoveInterceptor(interceptors.PermissionsName)
 	breaker := toolkit.Interceptor{Name: "template", Tools: []string{"write"},
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 			inv.Call.Args = json.RawMessage(`{"path": "notes/a.txt"`) // a template that lost its brace
 			return next(ctx, inv)
 		}}

@@ -34,7 +34,7 @@ type retryConfig struct {
 	initial, limit time.Duration
 	factor         float64
 	jitter         bool
-	retryIf        func(toolkit.Outcome) bool
+	retryIf        func(toolkit.Result) bool
 	tools          []string
 	sleep          func(ctx context.Context, d time.Duration) error
 }
@@ -73,7 +73,7 @@ func RetryJitter(on bool) RetryOption { return func(c *retryConfig) { c.jitter =
 // RetryIf replaces the default choice of which failures to retry (see
 // [Retry]). f is asked only about error-state outcomes; a call whose
 // context has ended is never retried, whatever f says.
-func RetryIf(f func(toolkit.Outcome) bool) RetryOption {
+func RetryIf(f func(toolkit.Result) bool) RetryOption {
 	return func(c *retryConfig) { c.retryIf = f }
 }
 
@@ -147,7 +147,7 @@ func Retry(opts ...RetryOption) toolkit.Interceptor {
 	return toolkit.Interceptor{Name: RetryName, Tools: cfg.tools, Intercept: cfg.intercept}
 }
 
-func (cfg *retryConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+func (cfg *retryConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 	for n := 1; ; n++ {
 		out := next(ctx, inv)
 		inv.Meta(MetaAttempts, n)
@@ -168,7 +168,7 @@ func (cfg *retryConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 	}
 }
 
-func (cfg *retryConfig) retryable(inv *toolkit.Invocation, out toolkit.Outcome) bool {
+func (cfg *retryConfig) retryable(inv *toolkit.Invocation, out toolkit.Result) bool {
 	if cfg.retryIf != nil {
 		return cfg.retryIf(out)
 	}
@@ -203,7 +203,7 @@ func (cfg *retryConfig) delay(n int) time.Duration {
 
 // retryGiveUp reports a call whose retries are over. One attempt alone is
 // left as it is: nothing was retried.
-func retryGiveUp(inv *toolkit.Invocation, out toolkit.Outcome, n int) toolkit.Outcome {
+func retryGiveUp(inv *toolkit.Invocation, out toolkit.Result, n int) toolkit.Result {
 	if n <= 1 {
 		return out
 	}
@@ -221,7 +221,7 @@ var retryNever = []error{
 }
 
 // retryDefault is the default choice of outcomes worth another attempt.
-func retryDefault(out toolkit.Outcome) bool {
+func retryDefault(out toolkit.Result) bool {
 	switch out.State {
 	case toolkit.StateError, toolkit.StateTimeout:
 	default:

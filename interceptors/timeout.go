@@ -67,7 +67,7 @@ func Timeout(d time.Duration, opts ...TimeoutOption) toolkit.Interceptor {
 	return ic
 }
 
-func (cfg *timeoutConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+func (cfg *timeoutConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 	d, ok := cfg.perTool[toolName(inv)]
 	if !ok {
 		d = cfg.def
@@ -82,7 +82,7 @@ func (cfg *timeoutConfig) intercept(ctx context.Context, inv *toolkit.Invocation
 	// invocation: if it is left behind, it must not race with the next
 	// attempt on the original.
 	cp := *inv
-	done := make(chan toolkit.Outcome, 1)
+	done := make(chan toolkit.Result, 1)
 	go func() { done <- next(tctx, &cp) }()
 	select {
 	case out := <-done:

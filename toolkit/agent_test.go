@@ -23,7 +23,7 @@ func TestAgentInContextAndEvents(t *testing.T) {
 		mu.Unlock()
 		return "ok", nil
 	}))
-	if err := tk.Use(toolkit.Interceptor{Name: "spy", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+	if err := tk.Use(toolkit.Interceptor{Name: "spy", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		mu.Lock()
 		seen[inv.Call.ID] += "ic=" + inv.Agent() + "/" + toolkit.Agent(ctx) + " "
 		mu.Unlock()

@@ -214,7 +214,7 @@ func (p *BatchPlan) Approve(i int) {
 // no handler sees it, and its events are a start, the outcome's content as
 // deltas and the result. Use [Failure] for a refusal the model reads. A
 // malformed call (a bad or duplicate id) keeps its own failure.
-func (p *BatchPlan) Decide(i int, out Outcome) {
+func (p *BatchPlan) Decide(i int, out Result) {
 	c := p.lock(i)
 	if c == nil {
 		return
@@ -225,7 +225,7 @@ func (p *BatchPlan) Decide(i int, out Outcome) {
 
 // decide gives the call its outcome without running it, unless it is
 // malformed (a bad or duplicate id), which keeps its own failure.
-func (c *call) decide(out Outcome) {
+func (c *call) decide(out Result) {
 	if _, malformed := c.preErr.(*callError); malformed {
 		return
 	}
@@ -235,10 +235,10 @@ func (c *call) decide(out Outcome) {
 	c.preErr = &decided{out: out}
 }
 
-// decided is the outcome a batch hook or the caller ([WithOutcome]) gave a
+// decided is the outcome a batch hook or the caller ([WithResult]) gave a
 // call, kept as its preErr: like a call that fails before running, it
 // touches nothing and runs in any stage.
-type decided struct{ out Outcome }
+type decided struct{ out Result }
 
 func (d *decided) Error() string { return "decided without running: " + d.out.Text() }
 

@@ -104,7 +104,7 @@ func (c *call) exec() bool {
 		return true
 	}
 	if c.preErr != nil {
-		if d, ok := c.preErr.(*decided); ok { // a batch hook or WithOutcome gave the call its outcome
+		if d, ok := c.preErr.(*decided); ok { // a batch hook or WithResult gave the call its outcome
 			c.em.Init(c, c.observed())
 			return c.finishOutcome(d.out)
 		}
@@ -159,7 +159,7 @@ func (c *call) setChained(ic *chained) {
 // runChain runs the call's interceptor chain. An interceptor that panics
 // (the handler's own panics are caught in invoke) costs its call a
 // *PanicError result, not the process.
-func (c *call) runChain(h Handler) (out Outcome) {
+func (c *call) runChain(h Handler) (out Result) {
 	defer func() {
 		if v := recover(); v != nil {
 			out = Failure(StateError, c.panicked("an interceptor", v))
@@ -246,14 +246,14 @@ func (c *call) begin() bool {
 
 // runCore is the center of every interceptor chain. It is a plain function,
 // not a method value, so that a chain built once serves every call.
-func runCore(ctx context.Context, inv *Invocation) Outcome { return inv.c.core(ctx, inv) }
+func runCore(ctx context.Context, inv *Invocation) Result { return inv.c.core(ctx, inv) }
 
 // core runs the tool itself, inside the interceptors (inv is nil without
 // any). It may run several times for one call (a retry); each run is a new
 // attempt that starts the content over, and only the latest attempt may
 // write (output.go): an attempt an interceptor gave up on cannot leak into
 // the one after it.
-func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
+func (c *call) core(ctx context.Context, inv *Invocation) Result {
 	n := c.newAttempt()
 	if t := c.trace(); t != nil {
 		t.Attempt(n)
@@ -303,7 +303,7 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 // through. It is checked inside the interceptors: they see, and may
 // reshape, a result that conforms or the failure that says it did not. A
 // raw tool (an external one too) that declared a schema must give one.
-func (c *call) checkOutput(out Outcome) Outcome {
+func (c *call) checkOutput(out Result) Result {
 	o := c.exe.output
 	if o == nil || out.State != StateSuccess || out.Content == nil {
 		return out
@@ -425,7 +425,7 @@ func (c *call) finish(state State, parts []Part, err error) bool {
 // the call's result. When the interceptors replaced the content, the deltas
 // start over (a reset delta, then the new content), so that they still add
 // up to the result. It reports whether this ending counted.
-func (c *call) finishOutcome(out Outcome) bool {
+func (c *call) finishOutcome(out Result) bool {
 	c.mu.Lock()
 	if c.out.finished {
 		c.mu.Unlock()

@@ -51,7 +51,7 @@ func TestRetryAttemptsWriteOnlyTheirOwn(t *testing.T) {
 		_ = em.Text("try 2 says ")
 		return "ok", nil
 	}))
-	if err := tk.Use(toolkit.Interceptor{Name: "retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+	if err := tk.Use(toolkit.Interceptor{Name: "retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		if out := next(ctx, inv); out.State == toolkit.StateSuccess {
 			return out
 		}
@@ -259,22 +259,22 @@ func TestNegativeToolTimeout(t *testing.T) {
 }
 
 // TestOutcomeWithoutState: an outcome without a state is a success,
-// whether an interceptor returns it or the caller gives it (WithOutcome).
+// whether an interceptor returns it or the caller gives it (WithResult).
 func TestOutcomeWithoutState(t *testing.T) {
 	rec := &testutil.Recorder{}
 	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
 	var ran atomic.Int32
 	testutil.Add(t, tk, countTool(t, "a", &ran))
-	if err := tk.Use(toolkit.Interceptor{Name: "cache", Tools: []string{"a"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+	if err := tk.Use(toolkit.Interceptor{Name: "cache", Tools: []string{"a"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		if inv.Call.ID == "cached" {
-			return toolkit.Outcome{Content: []toolkit.Part{events.Text("from the cache")}}
+			return toolkit.Result{Content: []toolkit.Part{events.Text("from the cache")}}
 		}
 		return next(ctx, inv)
 	}}); err != nil {
 		t.Fatal(err)
 	}
 	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("cached", "a", `{}`), testutil.Call("given", "a", `{}`)},
-		toolkit.WithOutcome(1, toolkit.Outcome{Content: []toolkit.Part{events.Text("given")}}))
+		toolkit.WithResult(1, toolkit.Result{Content: []toolkit.Part{events.Text("given")}}))
 	for i, want := range []string{"from the cache", "given"} {
 		if r := rs[i]; r.State != toolkit.StateSuccess || r.IsError() || r.Text() != want {
 			t.Errorf("call %s: %s %q", r.Call.ID, r.State, r.Text())
@@ -302,7 +302,7 @@ func TestInterceptorForeignContext(t *testing.T) {
 		v, _ := ctx.Value(key{}).(string)
 		return v, nil
 	}))
-	if err := tk.Use(toolkit.Interceptor{Name: "detach", Intercept: func(_ context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+	if err := tk.Use(toolkit.Interceptor{Name: "detach", Intercept: func(_ context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		return next(context.WithValue(context.Background(), key{}, "detached"), inv)
 	}}); err != nil {
 		t.Fatal(err)

@@ -194,7 +194,7 @@ func TestInvocationScratchAndAbort(t *testing.T) {
 	fatal := errors.New("a fatal failure")
 	var mu sync.Mutex
 	var batchN, sessN []int
-	if err := tk.Use(toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+	if err := tk.Use(toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		bn, _ := inv.BatchValues().LoadOrStore(key{}, new(atomic.Int32))
 		sn, _ := inv.SessionValues().LoadOrStore(key{}, new(atomic.Int32))
 		mu.Lock()
@@ -344,7 +344,7 @@ func TestTraceAcrossSuspension(t *testing.T) {
 		}
 		return "seen", nil
 	}))
-	if err := tk.Use(toolkit.Interceptor{Name: "pause", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+	if err := tk.Use(toolkit.Interceptor{Name: "pause", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		wait, resume := inv.Suspend("a moment")
 		if wait.Value(ctxKey{}) != "c1" || toolkit.TraceOf(wait) == nil {
 			t.Error("the wait's context lost the trace")

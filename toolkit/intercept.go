@@ -36,7 +36,7 @@ type Interceptor struct {
 	Tools []string
 	Match func(t *Tool) bool
 	// Intercept does the work.
-	Intercept func(ctx context.Context, inv *Invocation, next Handler) Outcome
+	Intercept func(ctx context.Context, inv *Invocation, next Handler) Result
 
 	// Unknown makes the interceptor also wrap calls to tools that are not
 	// registered (and that no ToolResolver supplied): Invocation.Unknown
@@ -54,38 +54,19 @@ type Interceptor struct {
 
 // Handler runs an invocation: the next interceptor, or the tool itself at
 // the center.
-type Handler func(ctx context.Context, inv *Invocation) Outcome
-
-// Outcome is what a call produced, as interceptors see and shape it.
-type Outcome struct {
-	State State
-	// Content is the model-visible result: what the tool streamed plus what
-	// it returned (and the "Error: ..." line of a failure). Each outcome
-	// from next is the interceptor's own copy of the list (the bytes of
-	// JSON and binary parts are shared: do not write to them). An
-	// interceptor that returns different content replaces it: the engine
-	// emits a reset delta and the new content, which goes through the
-	// call's delta filters (FilterDeltas, FilterStream) like every delta, so the deltas
-	// still add up to the result.
-	Content []Part
-	// Err is the cause of a failure, for errors.Is and errors.As.
-	Err error
-}
+type Handler func(ctx context.Context, inv *Invocation) Result
 
 // Failure builds the outcome of a failure an interceptor decides on (for
 // example a denied call): state, cause, and the "Error: ..." line the
 // model reads.
-func Failure(state State, err error) Outcome {
-	return Outcome{State: state, Err: err, Content: []Part{events.Text("Error: " + err.Error())}}
+func Failure(state State, err error) Result {
+	return Result{State: state, Err: err, Content: []Part{events.Text("Error: " + err.Error())}}
 }
 
 // Success builds the outcome of a call an interceptor answers itself.
-func Success(content ...Part) Outcome {
-	return Outcome{State: StateSuccess, Content: content}
+func Success(content ...Part) Result {
+	return Result{State: StateSuccess, Content: content}
 }
-
-// Text renders the outcome's content as one string.
-func (o Outcome) Text() string { return events.ContentText(o.Content) }
 
 // Invocation is one call as interceptors see it.
 type Invocation struct {
@@ -130,7 +111,7 @@ func (inv *Invocation) MetaValue(key string) (any, bool) {
 // Batch.Err), worded as the engine words its own. When only a context an
 // interceptor ended itself is over, its cause (context.Cause) is the
 // interruption's.
-func (inv *Invocation) ContextFailure(ctx context.Context) Outcome {
+func (inv *Invocation) ContextFailure(ctx context.Context) Result {
 	state, err := inv.c.ctxFailure(ctx, nil)
 	return Failure(state, err)
 }
@@ -431,7 +412,7 @@ func buildChain(list []*registered, t *Tool, skipUnknown bool) Handler {
 			continue
 		}
 		ic, next := r.Intercept, h
-		h = func(ctx context.Context, inv *Invocation) Outcome { return ic(ctx, inv, next) }
+		h = func(ctx context.Context, inv *Invocation) Result { return ic(ctx, inv, next) }
 	}
 	return h
 }

@@ -59,11 +59,11 @@ func (c *call) addLast(state State, one Part, parts []Part, err error) {
 // that tells the model about a failure) become the last deltas, and the
 // content so far is the outcome's. An attempt that is no longer the latest
 // adds nothing.
-func (c *call) outcome(attempt int, state State, one Part, parts []Part, err error) Outcome {
+func (c *call) outcome(attempt int, state State, one Part, parts []Part, err error) Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.out.finished || int32(attempt) != c.out.attempt {
-		return Outcome{State: state, Err: err}
+		return Result{State: state, Err: err}
 	}
 	c.addLast(state, one, parts, err)
 	c.flushFilters()
@@ -73,7 +73,7 @@ func (c *call) outcome(attempt int, state State, one Part, parts []Part, err err
 		// not edit the call's record of what was streamed.
 		content = slices.Clone(content)
 	}
-	return Outcome{State: state, Content: content, Err: err}
+	return Result{State: state, Content: content, Err: err}
 }
 
 // observed reports whether the batch has observers.

@@ -134,11 +134,11 @@ func (c *call) execUnknown() bool {
 		if !wrapped {
 			// The innermost: its next is the unknown-tool answer, unless
 			// it points the call at a tool (CannotRun).
-			h = func(ctx context.Context, inv *Invocation) Outcome {
+			h = func(ctx context.Context, inv *Invocation) Result {
 				return ic(context.WithValue(ctx, lastUnknownKey{}, inv), inv, next)
 			}
 		} else {
-			h = func(ctx context.Context, inv *Invocation) Outcome { return ic(ctx, inv, next) }
+			h = func(ctx context.Context, inv *Invocation) Result { return ic(ctx, inv, next) }
 		}
 		wrapped = true
 	}
@@ -156,7 +156,7 @@ func (c *call) execUnknown() bool {
 // runs as that tool: the session's Visibility decides, the arguments are
 // prepared and validated against its schema, and the interceptors that
 // apply to it (but for those the call went through already) wrap it.
-func unknownCore(ctx context.Context, inv *Invocation) Outcome {
+func unknownCore(ctx context.Context, inv *Invocation) Result {
 	c := inv.c
 	t := inv.Tool
 	if inv.Unknown() {
