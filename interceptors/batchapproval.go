@@ -45,7 +45,7 @@ func (p *Permissions) BatchHook() toolkit.BatchHook {
 
 func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) {
 	session := plan.Session().ID()
-	p.restoreGrants(ctx, session, plan.SessionValues())
+	p.restoreGrants(ctx, session, plan)
 	var asked []int
 	var reqs []ApprovalRequest
 	var tools []string
@@ -63,7 +63,7 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 		if err != nil {
 			continue
 		}
-		d := p.decideFor(ctx, plan.SessionValues(), name, args, t.Spec())
+		d := p.decideFor(ctx, plan, name, args, t.Spec())
 		if d.decision != Ask {
 			continue
 		}
@@ -124,7 +124,7 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 				allowed = append(allowed, name)
 			}
 		}
-		grants := loadOrNew(plan.SessionValues(), sessionGrantsKey{}, func() *sessionGrants { return &sessionGrants{} })
+		grants := sessionGrantsOf.LoadOrInit(plan, newSessionGrants)
 		added := make([]Grant, len(allowed))
 		for i, t := range allowed {
 			added[i] = Grant{Tool: t}

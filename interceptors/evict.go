@@ -44,6 +44,7 @@ const (
 type EvictOption func(*evictConfig)
 
 type evictConfig struct {
+	passes      *toolkit.Local[*atomic.Int64] // how many times a call entered Evict: more than once inside Retry
 	limit       int
 	lines       int
 	lineBytes   int
@@ -132,7 +133,7 @@ func Evict(opts ...EvictOption) toolkit.Interceptor {
 	cfg := &evictConfig{
 		limit: DefaultEvictLimit, lines: DefaultEvictPreviewLines, lineBytes: DefaultEvictLineBytes,
 		dir: DefaultEvictDir(), maxFiles: DefaultEvictMaxFiles, maxBytes: DefaultEvictMaxBytes,
-		hint: DefaultEvictHint,
+		hint: DefaultEvictHint, passes: toolkit.NewCallLocal[*atomic.Int64](),
 	}
 	for _, o := range opts {
 		o(cfg)
@@ -146,17 +147,12 @@ func Evict(opts ...EvictOption) toolkit.Interceptor {
 			if cfg.excluded[toolName(inv)] {
 				return next(ctx, inv)
 			}
-			passes, _ := inv.CallValues().LoadOrStore(evictPassesKey{}, new(atomic.Int64))
-			n := passes.(*atomic.Int64)
+			n := cfg.passes.LoadOrInit(inv, func() *atomic.Int64 { return new(atomic.Int64) })
 			pass := n.Add(1)
 			return cfg.evict(ctx, inv, next(ctx, inv), pass, n)
 		},
 	}
 }
-
-// evictPassesKey keys, in a call's CallValues, how many times the call has
-// entered Evict: more than once when Evict runs inside Retry.
-type evictPassesKey struct{}
 
 // evict stores out if it is too large. pass is this pass's number among the
 // call's passes through Evict, passes their count so far.

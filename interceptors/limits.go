@@ -67,16 +67,18 @@ type limitRuleKey struct {
 	tool    string
 }
 
-// limitRule is one limit; its address keys its counters.
+// limitRule is one limit.
 type limitRule struct {
 	limitRuleKey
-	n int64
+	n     int64
+	count *toolkit.Local[*atomic.Int64] // the calls counted, per batch or per session
 }
 
 type limitConfig struct {
 	set    map[limitRuleKey]int
-	rules  []*limitRule // per-tool rules first: their message is the more precise
-	endRun bool         // a call over a limit also ends the agent loop
+	rules  []*limitRule               // per-tool rules first: their message is the more precise
+	endRun bool                       // a call over a limit also ends the agent loop
+	held   *toolkit.Local[*limitHold] // per call: a retry passing through again is not a new call
 }
 
 // EndRun makes a call over a limit also end the run (Spring AI Alibaba's
@@ -115,7 +117,7 @@ func limitSet(session bool, tool string, n int) LimitOption {
 // and a retried call counts once wherever Retry is (also while an attempt
 // a Timeout gave up on is still running).
 func CallLimits(opts ...LimitOption) toolkit.Interceptor {
-	cfg := &limitConfig{set: map[limitRuleKey]int{}}
+	cfg := &limitConfig{set: map[limitRuleKey]int{}, held: toolkit.NewCallLocal[*limitHold]()}
 	for _, o := range opts {
 		o(cfg)
 	}
@@ -125,7 +127,11 @@ func CallLimits(opts ...LimitOption) toolkit.Interceptor {
 		if n < 0 {
 			continue
 		}
-		cfg.rules = append(cfg.rules, &limitRule{limitRuleKey: k, n: int64(n)})
+		r := &limitRule{limitRuleKey: k, n: int64(n), count: toolkit.NewBatchLocal[*atomic.Int64]()}
+		if k.session {
+			r.count = toolkit.NewSessionLocal[*atomic.Int64]()
+		}
+		cfg.rules = append(cfg.rules, r)
 		all = all || k.tool == ""
 		tools = append(tools, k.tool)
 	}
@@ -152,17 +158,12 @@ func CallLimits(opts ...LimitOption) toolkit.Interceptor {
 	return ic
 }
 
-// limitCountedKey keys, in the call's values, the place this CallLimits
-// holds for the call: a retry passing through again is not a new call.
-type limitCountedKey struct{ cfg *limitConfig }
-
-type limitCounterKey struct{ rule *limitRule }
-
 // limitHold is the place a call holds under each of its limits. It is
 // taken when the call first passes and kept by every later pass (a
 // retry), even one that comes while an attempt left behind by a timeout
 // is still inside: it is given back only when no pass relying on it is
-// left and no attempt of the tool started.
+// left and no attempt of the tool started. A pass after that takes a
+// place again.
 type limitHold struct {
 	mu       sync.Mutex
 	held     []*atomic.Int64
@@ -172,37 +173,24 @@ type limitHold struct {
 }
 
 func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
-	key := limitCountedKey{cfg}
-	h := &limitHold{users: 1}
+	h := cfg.held.LoadOrInit(inv, func() *limitHold { return &limitHold{released: true} })
 	h.mu.Lock() // a retry passing meanwhile waits for the place to be taken
-	for {
-		v, loaded := inv.CallValues().LoadOrStore(key, h)
-		if !loaded {
-			break
-		}
-		other := v.(*limitHold)
-		other.mu.Lock()
-		if !other.released {
-			other.users++
-			other.mu.Unlock()
-			return cfg.run(ctx, inv, next, other)
-		}
-		other.mu.Unlock()
-		inv.CallValues().CompareAndDelete(key, other)
+	if !h.released {
+		h.users++
+		h.mu.Unlock()
+		return cfg.run(ctx, inv, next, h)
 	}
+	// No place held (the first pass, or one after the place was given
+	// back): take one. No pass is inside relying on the old one.
+	h.released, h.ran = false, false
 	for _, r := range cfg.rules {
 		if r.tool != "" && r.tool != toolName(inv) {
 			continue
 		}
-		vals := inv.BatchValues()
-		if r.session {
-			vals = inv.SessionValues()
-		}
-		c := loadOrNew(vals, limitCounterKey{r}, func() *atomic.Int64 { return new(atomic.Int64) })
+		c := r.count.LoadOrInit(inv, func() *atomic.Int64 { return new(atomic.Int64) })
 		if !limitReserve(c, r.n) {
 			h.release()
 			h.mu.Unlock()
-			inv.CallValues().CompareAndDelete(key, h)
 			scope := "run"
 			if r.session {
 				scope = "session"
@@ -215,6 +203,7 @@ func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 		}
 		h.held = append(h.held, c)
 	}
+	h.users = 1
 	h.mu.Unlock()
 	return cfg.run(ctx, inv, next, h)
 }
@@ -228,14 +217,10 @@ func (cfg *limitConfig) run(ctx context.Context, inv *toolkit.Invocation, next t
 	h.mu.Lock()
 	h.users--
 	h.ran = h.ran || inv.Attempts() != before || !out.State.IsError()
-	done := h.users == 0 && !h.ran
-	if done {
+	if h.users == 0 && !h.ran {
 		h.release()
 	}
 	h.mu.Unlock()
-	if done {
-		inv.CallValues().CompareAndDelete(limitCountedKey{cfg}, h)
-	}
 	return out
 }
 

@@ -32,6 +32,7 @@ const (
 type SanitizeOption func(*sanitizeConfig)
 
 type sanitizeConfig struct {
+	count       *toolkit.Local[*sanitizeCount] // per call: the stream filter's, added once
 	placeholder string
 	maxBytes    int
 	redactors   []sanitizeRedactor
@@ -240,7 +241,8 @@ const (
 // truncation off with SanitizeMaxBytes(0), or large results are cut before
 // they can be stored.
 func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
-	cfg := &sanitizeConfig{placeholder: DefaultSanitizePlaceholder, maxBytes: DefaultSanitizeMaxBytes}
+	cfg := &sanitizeConfig{placeholder: DefaultSanitizePlaceholder, maxBytes: DefaultSanitizeMaxBytes,
+		count: toolkit.NewCallLocal[*sanitizeCount]()}
 	for _, o := range opts {
 		o(cfg)
 	}
@@ -251,11 +253,11 @@ func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
 				return cfg.apply(next(ctx, inv), nil)
 			}
 			// Once per call: a retry outside runs this again.
-			v, loaded := inv.CallValues().LoadOrStore(sanitizeFilterKey{cfg}, &sanitizeCount{})
-			count := v.(*sanitizeCount)
-			if !loaded {
+			count := cfg.count.LoadOrInit(inv, func() *sanitizeCount {
+				count := &sanitizeCount{}
 				inv.FilterStream(&sanitizeStream{cfg: cfg, count: count})
-			}
+				return count
+			})
 			count.redactions.Store(0)
 			count.uninspected.Store(0)
 			out := next(ctx, inv)
@@ -280,8 +282,6 @@ func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
 		},
 	}
 }
-
-type sanitizeFilterKey struct{ cfg *sanitizeConfig }
 
 // redactErr returns err with its message redacted. The message goes out
 // of the process beside the content: in the result event's error field,

@@ -58,8 +58,8 @@ type Batch struct {
 	ended   bool          // every call final and observers flushed
 	done    chan struct{} // made on demand by Done
 	flush   flush
-	values  *sync.Map // interceptors' per-batch state, made on first use
-	stop    *Stop     // why the agent loop must stop after the batch (stop.go)
+	locals  *localStore // batch locals (local.go), made on first use, dropped at the end
+	stop    *Stop       // why the agent loop must stop after the batch (stop.go)
 
 	tracer Tracer     // the toolkit's tracer, nil without one (trace.go)
 	trace  BatchTrace // the batch's trace, nil when not traced
@@ -367,14 +367,14 @@ func (b *Batch) Wait() []Result {
 	return b.results
 }
 
-// valueMap returns the batch's scratch map for interceptors.
-func (b *Batch) valueMap() *sync.Map {
+// localStore returns the batch's locals, made if create is set.
+func (b *Batch) localStore(create bool) *localStore {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.values == nil {
-		b.values = new(sync.Map)
+	if b.locals == nil && create {
+		b.locals = new(localStore)
 	}
-	return b.values
+	return b.locals
 }
 
 // record logs a final result or a suspension notice.
@@ -424,11 +424,16 @@ func (b *Batch) end() {
 	b.flush.wait(b)
 	b.mu.Lock()
 	b.ended = true
+	locals := b.locals
+	b.locals = nil
 	if b.done != nil {
 		close(b.done)
 	}
 	b.changed.Broadcast()
 	b.mu.Unlock()
+	if locals != nil {
+		locals.clear()
+	}
 	if b.unwatch != nil {
 		b.unwatch()
 	}

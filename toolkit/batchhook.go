@@ -6,7 +6,6 @@ import (
 	"errors"
 	"runtime/debug"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/toolstream/toolstream/events"
@@ -296,14 +295,6 @@ func (p *BatchPlan) Emit(typ events.Type, data any) error {
 	// Not under g.mu: an inline observer may cancel the batch.
 	return g.b.sess.emit(typ, data, g.b.trace, nil)
 }
-
-// BatchValues is the batch's scratch space, the one interceptors get from
-// [Invocation.BatchValues].
-func (p *BatchPlan) BatchValues() *sync.Map { return p.g.b.valueMap() }
-
-// SessionValues is the session's scratch space, the one interceptors get
-// from [Invocation.SessionValues].
-func (p *BatchPlan) SessionValues() *sync.Map { return p.g.b.sess.valueMap() }
 
 // StopLoop asks the agent loop to stop after this batch (see [Batch.Stop]).
 func (p *BatchPlan) StopLoop(reason StopReason, detail string) {

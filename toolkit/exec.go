@@ -53,13 +53,13 @@ type call struct {
 
 // chained is what only a call wrapped by interceptors needs, in one
 // allocation: the invocation they share, the arguments as they were handed
-// to them, their delta filters and scratch values.
+// to them, their delta filters and call locals.
 type chained struct {
 	inv      Invocation
 	argsJSON json.RawMessage
-	filters  []StreamFilter // under c.mu
-	broken   error          // a filter panicked: the output is withheld and the call fails (under c.mu)
-	values   sync.Map
+	filters  []StreamFilter  // under c.mu
+	broken   error           // a filter panicked: the output is withheld and the call fails (under c.mu)
+	locals   localStore      // call locals (local.go), dropped when the chain returns
 	onWait   []*func(string) // Invocation.OnWait hooks (under c.mu; replaced, never changed in place)
 	side     aside           // the call's aside when it had none (setChained)
 }
@@ -160,6 +160,7 @@ func (c *call) setChained(ic *chained) {
 // (the handler's own panics are caught in invoke) costs its call a
 // *PanicError result, not the process.
 func (c *call) runChain(h Handler) (out Result) {
+	defer c.ic.locals.clear()
 	defer func() {
 		if v := recover(); v != nil {
 			out = Failure(StateError, c.panicked("an interceptor", v))

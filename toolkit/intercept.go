@@ -116,15 +116,6 @@ func (inv *Invocation) ContextFailure(ctx context.Context) Result {
 	return Failure(state, err)
 }
 
-// BatchValues is scratch space for interceptors' state that lives as long as
-// the batch (per-batch counters, say). Keys should be unexported types.
-func (inv *Invocation) BatchValues() *sync.Map { return inv.c.batch.valueMap() }
-
-// SessionValues is scratch space for interceptors' state that lives as long
-// as the session (per-session counters, rules a person approved). It is
-// dropped by Session.Close.
-func (inv *Invocation) SessionValues() *sync.Map { return inv.c.batch.sess.valueMap() }
-
 // AbortBatch stops the whole batch because of this call (an error policy made
 // its failure fatal): calls not started yet are reported as interrupted with
 // cause, running ones have their context cancelled. The call itself ends
@@ -135,12 +126,6 @@ func (inv *Invocation) AbortBatch(cause error) {
 		inv.c.batch.interrupt(cause)
 	}
 }
-
-// CallValues is scratch space for interceptors' state that lives as long as
-// the call, across attempts: a retry re-runs the inner interceptors with
-// the same Invocation, so an interceptor that must act once per call (add
-// a delta filter, count the call) keeps its mark here.
-func (inv *Invocation) CallValues() *sync.Map { return &inv.c.ic.values }
 
 // Logger returns the toolkit's logger (silent unless WithLogger set one).
 func (inv *Invocation) Logger() *zerolog.Logger { return &inv.c.batch.tk.log }
