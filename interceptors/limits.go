@@ -12,15 +12,12 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// CallLimitsName is the name of the interceptor [CallLimits] returns.
-const CallLimitsName = "limits"
-
 // ErrLimit is the cause (for errors.Is) of a call refused by [CallLimits].
 var ErrLimit = errors.New("call limit reached")
 
-// LimitError is the cause of a call refused by [CallLimits]. It matches
-// [ErrLimit].
-type LimitError struct {
+// limitError is the cause of a call refused by [CallLimits]: it matches
+// [ErrLimit], and its message names the limit.
+type limitError struct {
 	// Tool is the limited tool, or "" for a limit on all tools together.
 	Tool string
 	// Scope is "session" or "run".
@@ -30,7 +27,7 @@ type LimitError struct {
 }
 
 // Error tells the model which limit it reached and to stop.
-func (e *LimitError) Error() string {
+func (e *limitError) Error() string {
 	who, it := "tools", "tools"
 	has, total := "have", " in total"
 	if e.Tool != "" {
@@ -48,7 +45,7 @@ func (e *LimitError) Error() string {
 }
 
 // summary says, for the user, which limit ended the run.
-func (e *LimitError) summary() string {
+func (e *limitError) summary() string {
 	who := "tool calls"
 	if e.Tool != "" {
 		who = fmt.Sprintf("calls of %q", e.Tool)
@@ -57,7 +54,7 @@ func (e *LimitError) summary() string {
 }
 
 // Is makes errors.Is(err, ErrLimit) true.
-func (e *LimitError) Is(target error) bool { return target == ErrLimit }
+func (e *limitError) Is(target error) bool { return target == ErrLimit }
 
 // LimitOption configures [CallLimits].
 type LimitOption func(*limitConfig)
@@ -89,26 +86,29 @@ type limitConfig struct {
 // stop calling the tool and the loop goes on.
 func EndRun() LimitOption { return func(c *limitConfig) { c.endRun = true } }
 
-// PerSession limits the calls of all tools together in a session, across
-// its runs. A negative n removes the limit; 0 allows no call.
-func PerSession(n int) LimitOption { return limitSet(true, "", n) }
+// PerSession limits the calls in a session, across its runs: of all tools
+// together, or, given tools, of each of them. A negative n removes the
+// limit; 0 allows no call.
+func PerSession(n int, tools ...string) LimitOption { return limitSet(true, n, tools) }
 
-// PerBatch limits the calls of all tools together in one run (one batch).
-func PerBatch(n int) LimitOption { return limitSet(false, "", n) }
+// PerBatch limits the calls in one run (one batch): of all tools together,
+// or, given tools, of each of them.
+func PerBatch(n int, tools ...string) LimitOption { return limitSet(false, n, tools) }
 
-// PerToolPerSession limits one tool's calls in a session.
-func PerToolPerSession(tool string, n int) LimitOption { return limitSet(true, tool, n) }
-
-// PerToolPerBatch limits one tool's calls in one run.
-func PerToolPerBatch(tool string, n int) LimitOption { return limitSet(false, tool, n) }
-
-func limitSet(session bool, tool string, n int) LimitOption {
-	return func(c *limitConfig) { c.set[limitRuleKey{session, tool}] = n }
+func limitSet(session bool, n int, tools []string) LimitOption {
+	return func(c *limitConfig) {
+		if len(tools) == 0 {
+			c.set[limitRuleKey{session, ""}] = n
+		}
+		for _, tool := range tools {
+			c.set[limitRuleKey{session, tool}] = n
+		}
+	}
 }
 
 // CallLimits returns an interceptor (named "limits") that caps how many
 // calls run per session and per run, over all tools and per tool. A call
-// over a limit does not run: it gets state error, a [*LimitError] cause
+// over a limit does not run: it gets state error, a [*limitError] cause
 // and a message telling the model to stop calling the tool.
 //
 // Only calls that went through count: a refused call does not, nor one
@@ -151,7 +151,7 @@ func CallLimits(opts ...LimitOption) toolkit.Interceptor {
 		}
 		return cmp.Compare(a.tool, b.tool)
 	})
-	ic := toolkit.Interceptor{Name: CallLimitsName, Intercept: cfg.intercept}
+	ic := toolkit.Interceptor{Name: "limits", Intercept: cfg.intercept}
 	if !all {
 		scopeTo(&ic, tools)
 	}
@@ -195,7 +195,7 @@ func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 			if r.session {
 				scope = "session"
 			}
-			le := &LimitError{Tool: r.tool, Scope: scope, Limit: int(r.n)}
+			le := &limitError{Tool: r.tool, Scope: scope, Limit: int(r.n)}
 			if cfg.endRun {
 				inv.StopLoop(toolkit.StopCallLimit, le.summary())
 			}

@@ -16,24 +16,8 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// LoopGuardName is the name of the interceptor [LoopGuard] returns.
-const LoopGuardName = "loopguard"
-
 // ErrLoop is the cause (for errors.Is) of a call refused by [LoopGuard].
 var ErrLoop = errors.New("repeated tool call")
-
-// LoopOption configures [LoopGuard].
-type LoopOption func(*loopConfig)
-
-// LoopGuardClock replaces the clock LoopGuard measures its window with,
-// for tests.
-func LoopGuardClock(now func() time.Time) LoopOption {
-	return func(c *loopConfig) {
-		if now != nil {
-			c.now = now
-		}
-	}
-}
 
 type loopConfig struct {
 	n      int
@@ -67,13 +51,15 @@ const LoopGuardRemembered = 1024
 // calls. A session's state is at most [LoopGuardRemembered] such entries
 // (about 100 bytes plus 8 bytes per n each, whatever the size of the
 // arguments) and goes with the session when it is closed.
-func LoopGuard(n int, window time.Duration, opts ...LoopOption) toolkit.Interceptor {
-	cfg := &loopConfig{n: max(n, 2), window: window, now: time.Now,
+func LoopGuard(n int, window time.Duration) toolkit.Interceptor {
+	return loopGuard(n, window, time.Now)
+}
+
+// loopGuard is LoopGuard measuring its window with the clock now.
+func loopGuard(n int, window time.Duration, now func() time.Time) toolkit.Interceptor {
+	cfg := &loopConfig{n: max(n, 2), window: window, now: now,
 		state: toolkit.NewSessionLocal[*loopState](), seen: toolkit.NewCallLocal[bool]()}
-	for _, o := range opts {
-		o(cfg)
-	}
-	return toolkit.Interceptor{Name: LoopGuardName, Intercept: cfg.intercept}
+	return toolkit.Interceptor{Name: "loopguard", Intercept: cfg.intercept}
 }
 
 // loopKey identifies a call by the first 128 bits of the SHA-256 of its

@@ -119,10 +119,6 @@ var (
 	}
 )
 
-// PermissionsName is the name of the interceptor Permissions.Interceptor
-// returns.
-const PermissionsName = "permissions"
-
 // ApprovalEvent is the call-level event type of approval requests and their
 // outcome. Its Data is an ApprovalRequest.
 const ApprovalEvent events.Type = "approval"
@@ -241,7 +237,7 @@ func NewPermissions(opts ...PermissionOption) *Permissions {
 // it may answer or alias the call) is then not put to a person, and the
 // model gets the unknown-tool answer (deny rules still deny it).
 func (p *Permissions) Interceptor() toolkit.Interceptor {
-	return toolkit.Interceptor{Name: PermissionsName, Intercept: p.intercept}
+	return toolkit.Interceptor{Name: "permissions", Intercept: p.intercept}
 }
 
 // permDecision is what decide says about a call.

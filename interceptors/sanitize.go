@@ -19,13 +19,10 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// SanitizeName is the name of the interceptor [Sanitize] returns.
-const SanitizeName = "sanitize"
-
 // Defaults of [Sanitize].
 const (
-	DefaultSanitizePlaceholder = "[the tool returned no output]"
-	DefaultSanitizeMaxBytes    = 64 << 10
+	defaultSanitizePlaceholder = "[the tool returned no output]"
+	defaultSanitizeMaxBytes    = 64 << 10
 )
 
 // SanitizeOption configures [Sanitize].
@@ -241,13 +238,13 @@ const (
 // truncation off with SanitizeMaxBytes(0), or large results are cut before
 // they can be stored.
 func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
-	cfg := &sanitizeConfig{placeholder: DefaultSanitizePlaceholder, maxBytes: DefaultSanitizeMaxBytes,
+	cfg := &sanitizeConfig{placeholder: defaultSanitizePlaceholder, maxBytes: defaultSanitizeMaxBytes,
 		count: toolkit.NewCallLocal[*sanitizeCount]()}
 	for _, o := range opts {
 		o(cfg)
 	}
 	return toolkit.Interceptor{
-		Name: SanitizeName,
+		Name: "sanitize",
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 			if len(cfg.redactors) == 0 {
 				return cfg.apply(next(ctx, inv), nil)
