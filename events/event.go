@@ -141,7 +141,7 @@ type Event struct {
 	// Publishers carry it in message headers (traceparent, tracestate on
 	// NATS), and subscribers read it back as a [TraceContext]. Where a
 	// transport has no headers (the SSE bridge), the JSON carries it in two
-	// fields, [FieldTraceParent] and [FieldTraceState], which [Decode] reads;
+	// fields, "traceparent" and "tracestate", which [Decode] reads;
 	// [AppendJSON] does not write them.
 	Trace Trace `json:"-"`
 }
@@ -173,8 +173,7 @@ func (ev *Event) WithDropped(n uint64) (*Event, bool) {
 // The JSON fields that carry an event's trace context where its transport
 // has no headers (see Event.Trace).
 const (
-	FieldTraceParent = "traceparent"
-	FieldTraceState  = "tracestate"
+	fieldTraceParent = "traceparent"
 )
 
 // Trace is the W3C Trace Context of a span (https://www.w3.org/TR/trace-context/):
