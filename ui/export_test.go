@@ -44,10 +44,10 @@ func UserTexts(t *Thread) []string {
 }
 
 // SetDefaultWriteTimeout makes d the write timeout of hosts and Frames
-// that take the default (tests only; 0 resets it to DefaultWriteTimeout).
+// that take the default (tests only; 0 resets it to 30 s).
 func SetDefaultWriteTimeout(d time.Duration) {
 	if d == 0 {
-		d = DefaultWriteTimeout
+		d = writeTimeout
 	}
 	defaultWriteTimeout = d
 }

@@ -7,21 +7,21 @@ import (
 	"time"
 )
 
-// DefaultWriteTimeout bounds each frame's write (WithWriteTimeout): a
-// client that stops reading, its connection open, is dropped once a write
-// has waited this long for it, as a client that went away.
-const DefaultWriteTimeout = 30 * time.Second
+// writeTimeout bounds each frame's write unless WithWriteTimeout says
+// otherwise: a client that stops reading, its connection open, is dropped
+// once a write has waited this long for it, as a client that went away.
+const writeTimeout = 30 * time.Second
 
-// defaultWriteTimeout is DefaultWriteTimeout, shorter in tests
+// defaultWriteTimeout is writeTimeout, shorter in tests
 // (SetDefaultWriteTimeout).
-var defaultWriteTimeout = DefaultWriteTimeout
+var defaultWriteTimeout = writeTimeout
 
 // Frames writes a response of Server-Sent Events `data:` frames, the
 // framing AG-UI and the AI SDK's stream share. After a failed write it
 // writes nothing more; Err says why.
 //
 // Each write and flush has a deadline (http.ResponseController's
-// SetWriteDeadline), DefaultWriteTimeout or the host's WithWriteTimeout
+// SetWriteDeadline), 30 s or the host's WithWriteTimeout
 // from its start, a large frame's every 32 KiB piece its own: a client
 // that connects and stops reading fails the write that its full buffers
 // block, instead of holding the handler and the response for ever, while
@@ -38,7 +38,7 @@ type Frames struct {
 }
 
 // NewFrames writes frames to w, flushing it when it can, each write
-// bounded by DefaultWriteTimeout.
+// bounded by the default 30 s.
 func NewFrames(w http.ResponseWriter) *Frames {
 	return newFrames(w, defaultWriteTimeout)
 }

@@ -39,7 +39,7 @@ func serveBigFrame(t *testing.T, h *ui.Host) (addr string, out <-chan written) {
 }
 
 // TestWriteTimeoutDefaultAndNone: WithWriteTimeout(0) means the default
-// (DefaultWriteTimeout, here shortened to 100 ms by a test hook), as does
+// (30 s, here shortened to 100 ms by a test hook), as does
 // no option: a client that stops reading is dropped once a write waited
 // that long (the writer's error is a deadline). A negative timeout means
 // no bound: the same client is still waited for at six times the

@@ -59,7 +59,7 @@ type Host struct {
 	// them (Admit), authorize the hook of WithAuthorize or nil.
 	origins   []string
 	cross     *originPolicy
-	authorize AuthorizeFunc
+	authorize authorizeFunc
 
 	ctx    context.Context // ends every run on Close
 	cancel context.CancelFunc
@@ -87,7 +87,7 @@ func WithSystem(prompt string) Option { return func(h *Host) { h.system = prompt
 func WithSessionPrefix(prefix string) Option { return func(h *Host) { h.prefix = prefix } }
 
 // WithWriteTimeout bounds each frame's write to a client at d
-// (DefaultWriteTimeout, 30 s, by default; d < 0: no bound): a client
+// (30 s by default; d < 0: no bound): a client
 // that keeps its connection open but stops reading is dropped when a
 // write has waited d, and the handler treats it as a client that went
 // away (AG-UI: its run is cancelled; the AI SDK stream: the run goes on,

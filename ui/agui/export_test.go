@@ -24,11 +24,11 @@ func Translate(w http.ResponseWriter, thread, runID string, evs []*events.Event,
 	tr.finish(end)
 }
 
-// SetMaxWire bounds request bodies at n bytes instead of MaxWire (tests
+// SetMaxWire bounds request bodies at n bytes instead of wireLimit (tests
 // only; 0 resets it).
 func SetMaxWire(n int64) {
 	if n == 0 {
-		n = MaxWire
+		n = wireLimit
 	}
 	maxWire = n
 }
@@ -36,3 +36,6 @@ func SetMaxWire(n int64) {
 // newWriter writes frames to w with the default write timeout (tests
 // only: the handlers write with their host's, Host.Frames).
 func newWriter(w http.ResponseWriter) *writer { return &writer{ui.NewFrames(w)} }
+
+// MaxBody bounds what the handler keeps of a request (tests only).
+const MaxBody = maxBody

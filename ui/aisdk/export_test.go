@@ -6,11 +6,11 @@ import (
 	"github.com/toolstream/toolstream/ui"
 )
 
-// SetMaxWire bounds request bodies at n bytes instead of MaxWire (tests
+// SetMaxWire bounds request bodies at n bytes instead of wireLimit (tests
 // only; 0 resets it).
 func SetMaxWire(n int64) {
 	if n == 0 {
-		n = MaxWire
+		n = wireLimit
 	}
 	maxWire = n
 }
@@ -18,3 +18,13 @@ func SetMaxWire(n int64) {
 // newWriter writes frames to w with the default write timeout (tests
 // only: the handlers write with their host's, Host.Frames).
 func newWriter(w http.ResponseWriter) *writer { return &writer{ui.NewFrames(w)} }
+
+// MaxBody bounds what the handler keeps of a request (tests only).
+const MaxBody = maxBody
+
+// The data parts' names (tests only).
+const (
+	DataSkills  = dataSkills
+	DataGroups  = dataGroups
+	DataAnswers = dataAnswers
+)

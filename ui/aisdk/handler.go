@@ -194,7 +194,7 @@ func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Threa
 	tr := newTranslator(out, fmt.Sprintf("msg-%s-%d", t.Nonce(), log.Run), log.Run)
 	tr.begin()
 	if partly != nil {
-		out.chunk(map[string]any{"type": "data-" + DataAnswers, "id": fmt.Sprintf("answers-%d", log.N), "data": partly.Report()})
+		out.chunk(map[string]any{"type": "data-" + dataAnswers, "id": fmt.Sprintf("answers-%d", log.N), "data": partly.Report()})
 	}
 	end, err := read(ctx, func(ev *events.Event) {
 		tr.event(ev)
