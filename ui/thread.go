@@ -53,7 +53,7 @@ type Host struct {
 	perms  *interceptors.Permissions
 	system string
 	prefix string
-	// writeTimeout bounds each frame's write (Frames); 0: none.
+	// writeTimeout bounds each frame's write (WriteTimeout); 0: none.
 	writeTimeout time.Duration
 	// origins are WithAllowedOrigins' entries, cross the policy made of
 	// them (Admit), authorize the hook of WithAuthorize or nil.
@@ -99,7 +99,7 @@ func WithSessionPrefix(prefix string) Option { return func(h *Host) { h.prefix =
 func WithWriteTimeout(d time.Duration) Option {
 	return func(h *Host) {
 		if d == 0 {
-			d = defaultWriteTimeout
+			d = defaultWriteTimeout()
 		}
 		h.writeTimeout = max(d, 0)
 	}
@@ -108,7 +108,7 @@ func WithWriteTimeout(d time.Duration) Option {
 // NewHost returns a host running loop on tk's sessions. Close it to end
 // the runs and detach it from the toolkit.
 func NewHost(tk *toolkit.Toolkit, loop *agent.Loop, opts ...Option) *Host {
-	h := &Host{tk: tk, loop: loop, prefix: "ui-", writeTimeout: defaultWriteTimeout, threads: map[string]*Thread{}, forgetting: map[string]chan struct{}{}}
+	h := &Host{tk: tk, loop: loop, prefix: "ui-", writeTimeout: defaultWriteTimeout(), threads: map[string]*Thread{}, forgetting: map[string]chan struct{}{}}
 	for _, o := range opts {
 		o(h)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/frames"
 )
 
 // SetClientGoneHook sets the function the handler calls when it found
@@ -34,8 +35,8 @@ func SetMaxWire(n int64) {
 }
 
 // newWriter writes frames to w with the default write timeout (tests
-// only: the handlers write with their host's, Host.Frames).
-func newWriter(w http.ResponseWriter) *writer { return &writer{ui.NewFrames(w)} }
+// only: the handlers write with their host's, Host.WriteTimeout).
+func newWriter(w http.ResponseWriter) *writer { return &writer{frames.New(w, frames.DefaultTimeout)} }
 
 // MaxBody bounds what the handler keeps of a request (tests only).
 const MaxBody = maxBody

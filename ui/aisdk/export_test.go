@@ -3,7 +3,7 @@ package aisdk
 import (
 	"net/http"
 
-	"github.com/toolstream/toolstream/ui"
+	sse "github.com/toolstream/toolstream/ui/internal/frames"
 )
 
 // SetMaxWire bounds request bodies at n bytes instead of wireLimit (tests
@@ -16,8 +16,8 @@ func SetMaxWire(n int64) {
 }
 
 // newWriter writes frames to w with the default write timeout (tests
-// only: the handlers write with their host's, Host.Frames).
-func newWriter(w http.ResponseWriter) *writer { return &writer{ui.NewFrames(w)} }
+// only: the handlers write with their host's, Host.WriteTimeout).
+func newWriter(w http.ResponseWriter) *writer { return &writer{sse.New(w, sse.DefaultTimeout)} }
 
 // MaxBody bounds what the handler keeps of a request (tests only).
 const MaxBody = maxBody
