@@ -20,7 +20,7 @@ func SetObserveHook(f func(*events.Event)) {
 }
 
 // SetDefaultElectionWait sets the bound of each read and write of the
-// stores New opens without WithElectionWait (default DefaultElectionWait)
+// stores New opens without WithElectionWait (default defaultElectionWait)
 // and returns a function that restores it.
 func SetDefaultElectionWait(d time.Duration) (restore func()) {
 	old := defaultWait.Swap(int64(d))

@@ -70,15 +70,15 @@ func CheckSessionID(id string) error {
 	return nil
 }
 
-// MaxTypeLen is the longest event type name.
-const MaxTypeLen = 64
+// maxTypeLen is the longest event type name.
+const maxTypeLen = 64
 
-// CheckType reports whether t can name an event type: 1 to MaxTypeLen
+// CheckType reports whether t can name an event type: 1 to 64
 // ASCII letters, digits, '_' or '-'. Such a name is one plain subject token
 // and one line of a Server-Sent Event, so it needs no escaping anywhere.
 func CheckType(t Type) error {
-	if t == "" || len(t) > MaxTypeLen {
-		return fmt.Errorf("events: event type %q: 1 to %d characters", t, MaxTypeLen)
+	if t == "" || len(t) > maxTypeLen {
+		return fmt.Errorf("events: event type %q: 1 to %d characters", t, maxTypeLen)
 	}
 	for i := 0; i < len(t); i++ {
 		c := t[i]
