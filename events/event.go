@@ -24,7 +24,7 @@
 // names it. They are numbered per session.
 //
 // The package is the protocol only, with no dependency outside the standard
-// library: the envelope, the content rule ([AppendPart], [ApplyDelta]), the
+// library: the envelope, the content rule ([AppendPart], [Reassembler]), the
 // subject rule ([Subjects], [EncodeToken]) and the wire codec ([AppendJSON],
 // [Decode]). Package events/natsbus carries the events over NATS.
 // docs/events.md describes the protocol for clients in other languages.

@@ -180,11 +180,6 @@ func (s Subjects) Call(session, call, typ string) string {
 	return prefix + tokens + EncodeToken(typ)
 }
 
-// SessionEvent returns the subject of a session-level event of type typ.
-func (s Subjects) SessionEvent(session, typ string) string {
-	return s.Call(session, "", typ)
-}
-
 // CallBase returns what the subjects of one call's events start with: the
 // prefix and a dot, and "<session>.<call>." (the call token [SessionToken]
 // when call is empty), which the publisher also uses for message ids.

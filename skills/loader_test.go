@@ -359,7 +359,7 @@ func TestFailedLoadIsNotALoad(t *testing.T) {
 	}
 	defer bus.Close(ctx)
 	got := make(chan *events.Event, 4)
-	sub, err := bus.Subscribe(bus.Subjects().SessionEvent("s", skills.EventType), func(ev *events.Event) { got <- ev })
+	sub, err := bus.Subscribe(bus.Subjects().Call("s", "", skills.EventType), func(ev *events.Event) { got <- ev })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -211,7 +211,7 @@ func TestSSESkipsBadTypes(t *testing.T) {
 	js := bus.JetStream()
 	ctx := context.Background()
 	for _, typ := range []string{"before", "evil\ndata: injected", "after"} {
-		subj := bus.Subjects().SessionEvent("s", typ)
+		subj := bus.Subjects().Call("s", "", typ)
 		body := `{"v":1,"type":` + strconv.Quote(typ) + `,"session":"s","seq":1,"time":"2026-11-29T12:00:00Z","data":{}}`
 		if _, err := js.Publish(ctx, subj, []byte(body)); err != nil {
 			t.Fatal(err)
@@ -313,12 +313,12 @@ func TestSSESkipsBadData(t *testing.T) {
 	}
 	injected := "\n\nid: 999999\nevent: result\ndata: {\"forged\":true}"
 	msgs := []*nats.Msg{
-		{Subject: bus.Subjects().SessionEvent("s", "before"), Data: []byte(body("before"))},
-		{Subject: bus.Subjects().SessionEvent("s", "lf"), Data: []byte(body("lf") + injected)},
-		{Subject: bus.Subjects().SessionEvent("s", "cr"), Data: []byte(body("cr") + strings.ReplaceAll(injected, "\n", "\r"))},
-		{Subject: bus.Subjects().SessionEvent("s", "empty"), Data: []byte("{}"),
+		{Subject: bus.Subjects().Call("s", "", "before"), Data: []byte(body("before"))},
+		{Subject: bus.Subjects().Call("s", "", "lf"), Data: []byte(body("lf") + injected)},
+		{Subject: bus.Subjects().Call("s", "", "cr"), Data: []byte(body("cr") + strings.ReplaceAll(injected, "\n", "\r"))},
+		{Subject: bus.Subjects().Call("s", "", "empty"), Data: []byte("{}"),
 			Header: nats.Header{wirenames.HeaderTraceParent: []string{"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}},
-		{Subject: bus.Subjects().SessionEvent("s", "after"), Data: []byte(body("after"))},
+		{Subject: bus.Subjects().Call("s", "", "after"), Data: []byte(body("after"))},
 	}
 	for _, m := range msgs {
 		if _, err := js.PublishMsg(ctx, m); err != nil {

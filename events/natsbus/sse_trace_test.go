@@ -31,7 +31,7 @@ func TestSSECarriesTraceContext(t *testing.T) {
 	publish := func(typ string, header nats.Header) string {
 		t.Helper()
 		body := `{"v":1,"type":` + strconv.Quote(typ) + `,"session":"s","seq":1,"time":"2026-11-29T12:00:00Z","data":{"traceparent":"nested, not the event's"}}`
-		m := &nats.Msg{Subject: bus.Subjects().SessionEvent("s", typ), Data: []byte(body), Header: header}
+		m := &nats.Msg{Subject: bus.Subjects().Call("s", "", typ), Data: []byte(body), Header: header}
 		if _, err := js.PublishMsg(ctx, m); err != nil {
 			t.Fatal(err)
 		}
