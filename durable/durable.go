@@ -417,22 +417,6 @@ func (s *Store) settle(ctx context.Context, session, callID, reason, waitsFor, g
 // recorded as running to be recorded as waiting before they refuse.
 const settleWait = 5 * time.Second
 
-// Observe implements toolkit.Observer and changes nothing: the interceptor
-// records a call's waits itself, before the call is seen waiting, and only
-// for the run that holds the call (an observer records them late, possibly
-// after the call moved on or another process took it over).
-//
-// Deprecated: the store need not be attached as an observer.
-func (s *Store) Observe(ev *events.Event) {
-	if h := observeHook.Load(); h != nil && ev.Type == events.TypeSuspend {
-		(*h)(ev) // tests: an observer that falls behind
-	}
-}
-
-// observeHook, when set (export_test.go), runs when Observe gets a suspend
-// event.
-var observeHook atomic.Pointer[func(*events.Event)]
-
 func (st *Stored) outcome() toolkit.Result {
 	out := toolkit.Result{State: st.State, Content: st.Content}
 	if st.Error != "" {
