@@ -298,12 +298,6 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	return err
 }
 
-// ServeStdio serves one client over the process's standard input and output
-// until the client disconnects or ctx ends.
-func (s *Server) ServeStdio(ctx context.Context) error {
-	return s.Serve(ctx, &mcp.StdioTransport{})
-}
-
 // Close closes the MCP sessions this Server serves and the toolstream
 // sessions it opened (their suspended calls are reported as interrupted),
 // and detaches it from the toolkit. Calls after Close fail with an error
