@@ -114,15 +114,12 @@ func NewHost(tk *toolkit.Toolkit, loop *agent.Loop, opts ...Option) *Host {
 	}
 	h.cross = newOrigins(h.origins)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
-	h.remove = tk.ObserveInline(h)
+	h.remove = tk.ObserveInline(toolkit.ObserverFunc(h.observe))
 	return h
 }
 
-// Toolkit returns the host's toolkit.
-func (h *Host) Toolkit() *toolkit.Toolkit { return h.tk }
-
-// Observe hands an event to its thread. It only appends to a buffer.
-func (h *Host) Observe(ev *events.Event) {
+// observe hands an event to its thread. It only appends to a buffer.
+func (h *Host) observe(ev *events.Event) {
 	h.mu.RLock()
 	t := h.threads[ev.Session]
 	h.mu.RUnlock()
