@@ -372,7 +372,7 @@ func (m *Manager) sessionClosed(session string) {
 }
 
 // forgetter is a store that drops the state of closed sessions
-// (MemoryStore).
+// (NewMemoryStore's).
 type forgetter interface{ Forget(session string) }
 
 // tools is toolkit.Visibility's Tools: the basic tools, the tools of active
