@@ -46,6 +46,7 @@ type Batch struct {
 	counted bool                  // tracked by the toolkit (for Close)
 	hooked  bool                  // the Before hooks ran or were abandoned: never again (a take-over drives on)
 	ending  bool                  // end began: the After hooks ran or were abandoned (a pool worker ends the batch)
+	ended   bool                  // every call final and observers flushed (b.mu; beside the flags above, where the padding was)
 
 	prevActive, nextActive *Batch // the toolkit's list of batches in progress
 
@@ -55,7 +56,6 @@ type Batch struct {
 	changed sync.Cond // broadcast when the log grows and when the run ends
 	log     []notice
 	logBuf  [2]notice
-	ended   bool          // every call final and observers flushed
 	done    chan struct{} // made on demand by Done
 	flush   flush
 	values  *sync.Map // interceptors' per-batch state, made on first use
@@ -161,7 +161,7 @@ func (s *Session) newBatch(ctx context.Context, calls []Call, opts []StartOption
 	reg := tk.reg.Load()
 	for i, in := range calls {
 		c := &b.calls[i]
-		c.batch, c.index, c.call = b, int32(i), in
+		c.batch, c.index, c.call, c.out.c = b, int32(i), in, c
 		if c.call.ID == "" {
 			c.call.ID = newCallID()
 		}

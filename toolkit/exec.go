@@ -16,11 +16,14 @@ import (
 )
 
 // call is the engine's state for one call of a batch: who it is, where it
-// runs, how far it got. Its life is in this file. Two more roles live
-// elsewhere: the call is the context its handler runs with (the embedded
-// Context is its scope, see scope.go; Value answers the call's own keys
-// without an allocation), and the stream.Sink its emitter writes to
-// (output.go).
+// runs, how far it got. Its life is in this file: begin, run, finish,
+// abandon. Its other roles are types of their own that it holds: its
+// output (output.go), the stream.Sink its tool writes to, and its scope
+// (deadline.go), the context its handler runs with (Value answers the
+// call's own keys without an allocation).
+// Locking: mu guards the fields marked (c.mu) and the output, so that the
+// call's state and its events change together; the rest is set before the
+// call runs.
 type call struct {
 	*scope // the stage's scope, the call's context; c.cur under c.mu is where it runs now
 
@@ -41,13 +44,12 @@ type call struct {
 	direct   bool        // it succeeded on a return-direct tool (c.mu, set when final)
 
 	args prepared // the arguments the handler receives (c.mu once interceptors run)
-	em   stream.Emitter
 	ic   *chained // set when interceptors wrap the call
 	side *aside   // set for a traced call, one that may wait outside and one interceptors wrap, before the handler or an interceptor runs (c.mu)
 
 	mu      sync.Mutex
-	cur     *scope // the scope the call runs on now; it changes on resume
-	started time.Time
+	cur     *scope    // the scope the call runs on now; it changes on resume (c.mu)
+	started time.Time // (c.mu)
 	out     output
 }
 
@@ -57,8 +59,7 @@ type call struct {
 type chained struct {
 	inv      Invocation
 	argsJSON json.RawMessage
-	filters  []StreamFilter // under c.mu
-	broken   error          // a filter panicked: the output is withheld and the call fails (under c.mu)
+	filt     filtering // the output's stream filters (under c.mu)
 	values   sync.Map
 	onWait   []*func(string) // Invocation.OnWait hooks (under c.mu; replaced, never changed in place)
 	side     aside           // the call's aside when it had none (setChained)
@@ -105,7 +106,7 @@ func (c *call) exec() bool {
 	}
 	if c.preErr != nil {
 		if d, ok := c.preErr.(*decided); ok { // a batch hook or WithResult gave the call its outcome
-			c.em.Init(c, c.observed())
+			c.out.em.Init(&c.out, c.out.observed())
 			return c.finishOutcome(d.out)
 		}
 		return c.finish(preState(c.preErr), nil, c.preErr)
@@ -128,7 +129,7 @@ func (c *call) exec() bool {
 		return c.finish(StateError, nil, err)
 	}
 	c.args = args
-	c.em.Init(c, c.observed())
+	c.out.em.Init(&c.out, c.out.observed())
 	chain := c.batch.tk.ics.Load()
 	if len(chain.list) == 0 {
 		return c.finishOutcome(c.core(c, nil)) // no interceptors: no chain to build
@@ -149,7 +150,7 @@ func (c *call) exec() bool {
 // later, it would race with them. It costs no allocation of its own.
 func (c *call) setChained(ic *chained) {
 	c.mu.Lock()
-	c.ic = ic
+	c.ic, c.out.filters = ic, &ic.filt
 	if c.side == nil {
 		c.side = &ic.side
 	}
@@ -234,11 +235,11 @@ func (c *call) begin() bool {
 	}
 	c.startTrace()
 	c.running = true
-	if c.emits() {
-		ev, body := newEvent[events.Start](c, events.TypeStart)
+	if c.out.emits() {
+		ev, body := newEvent[events.Start](&c.out, events.TypeStart)
 		body.Args, body.Index = c.call.Args, int(c.index)
 		ev.Start = body
-		c.dispatch(ev, nil)
+		c.out.dispatch(ev, nil)
 	}
 	c.mu.Unlock()
 	return true
@@ -254,33 +255,33 @@ func runCore(ctx context.Context, inv *Invocation) Result { return inv.c.core(ct
 // write (output.go): an attempt an interceptor gave up on cannot leak into
 // the one after it.
 func (c *call) core(ctx context.Context, inv *Invocation) Result {
-	n := c.newAttempt()
+	n := c.out.newAttempt()
 	if t := c.trace(); t != nil {
 		t.Attempt(n)
 	}
 	if ctx.Err() != nil {
 		state, err := c.ctxFailure(ctx, nil)
-		return c.outcome(n, state, Part{}, nil, err)
+		return c.out.outcome(n, state, Part{}, nil, err)
 	}
 	exe, args, err := c.argsFor(n, inv)
 	if err != nil {
-		return c.outcome(n, StateError, Part{}, nil, err)
+		return c.out.outcome(n, StateError, Part{}, nil, err)
 	}
 	if exe.spec.External {
 		return c.waitExternal(ctx, n)
 	}
-	hctx, em := ctx, &c.em // the first attempt's emitter is the call's own (call.Value)
+	hctx, em := ctx, &c.out.em // the first attempt's emitter is the call's own (call.Value)
 	if n > 1 {
-		em = stream.NewEmitter(&attemptSink{c: c, n: n}, c.em.Listening())
+		em = stream.NewEmitter(&attemptSink{o: &c.out, n: n}, c.out.em.Listening())
 		hctx = stream.NewContext(ctx, em)
-	} else if stream.From(ctx) != &c.em { // an interceptor's context not derived from the call's
-		hctx = stream.NewContext(ctx, &c.em)
+	} else if stream.From(ctx) != &c.out.em { // an interceptor's context not derived from the call's
+		hctx = stream.NewContext(ctx, &c.out.em)
 	}
 	one, parts, err := c.invoke(hctx, exe, args)
 	em.Flush() // the start of a character a last Write cut, before what the handler returned
 	switch {
 	case err == nil:
-		out := c.outcome(n, StateSuccess, one, parts, nil)
+		out := c.out.outcome(n, StateSuccess, one, parts, nil)
 		if c.exe.typed != nil && len(parts) == 0 && one.IsEmpty() {
 			// A typed tool that returned nothing (a nil pointer or map)
 			// has no structured result.
@@ -288,12 +289,12 @@ func (c *call) core(ctx context.Context, inv *Invocation) Result {
 		}
 		return c.checkOutput(out)
 	case errors.Is(err, ErrPanic):
-		return c.outcome(n, StateError, Part{}, nil, err)
+		return c.out.outcome(n, StateError, Part{}, nil, err)
 	case ctx.Err() != nil:
 		state, cerr := c.ctxFailure(ctx, err)
-		return c.outcome(n, state, one, parts, cerr)
+		return c.out.outcome(n, state, one, parts, cerr)
 	default:
-		return c.outcome(n, StateError, one, parts, err)
+		return c.out.outcome(n, StateError, one, parts, err)
 	}
 }
 
@@ -412,10 +413,10 @@ func (c *call) finish(state State, parts []Part, err error) bool {
 		c.mu.Unlock()
 		return false
 	}
-	c.addLast(state, Part{}, parts, err)
-	c.flushFilters()
-	if c.ic != nil && c.ic.broken != nil {
-		state, err = c.withhold() // an ending the engine decided fails closed too
+	c.out.addLast(state, Part{}, parts, err)
+	c.out.flushFilters()
+	if c.out.broken() != nil {
+		state, err = c.out.withhold() // an ending the engine decided fails closed too
 	}
 	c.complete(state, err)
 	return true
@@ -431,17 +432,9 @@ func (c *call) finishOutcome(out Result) bool {
 		c.mu.Unlock()
 		return false
 	}
-	if cur := c.out.content.parts(); !sameSlice(out.Content, cur) && !events.EqualContent(out.Content, cur) {
-		if len(cur) > 0 || c.ic != nil && len(c.ic.filters) > 0 {
-			c.resetContent() // void what went out (or a filter holds)
-		}
-		for _, p := range out.Content {
-			c.addDelta(p)
-		}
-		c.flushFilters()
-	}
-	if c.ic != nil && c.ic.broken != nil {
-		out.State, out.Err = c.withhold()
+	c.out.replace(out.Content)
+	if c.out.broken() != nil {
+		out.State, out.Err = c.out.withhold()
 	}
 	state := out.State
 	if state == "" {
@@ -450,17 +443,6 @@ func (c *call) finishOutcome(out Result) bool {
 	c.direct = state == StateSuccess && c.exe != nil && c.exe.spec.ReturnDirect && answers(c.out.content.parts())
 	c.complete(state, out.Err)
 	return true
-}
-
-// withhold fails a call whose stream filter broke closed: none of its
-// output goes out, whatever its ending, and the message does not pass
-// through the filters again. It returns the call's state and error. c.mu
-// must be held.
-func (c *call) withhold() (State, error) {
-	c.resetContent()
-	c.putDelta(events.Text(fmt.Sprintf("Error: the output of tool %q was withheld: a stream filter failed on it. This is a fault in the application, not in the call",
-		shownName(c.call.Name))))
-	return StateError, c.ic.broken
 }
 
 // answers reports whether content can be a final answer for the user: it
@@ -478,28 +460,10 @@ func answers(content []Part) bool {
 // complete emits the result event and hands the result to the batch. c.mu
 // must be held; it is released.
 func (c *call) complete(state State, err error) {
-	c.out.finished = true
 	if c.started.IsZero() {
 		c.startTrace() // a call that never started is traced all the same
 	}
-	res := Result{Call: c.call, State: state, Content: c.out.content.parts(), Err: err, Meta: c.out.meta, Started: c.started}
-	if !c.started.IsZero() {
-		res.Duration = time.Since(c.started) // the monotonic clock alone
-	}
-	if c.emits() {
-		ev, body := newEvent[events.Result](c, events.TypeResult)
-		ev.Time = time.Now()
-		body.State, body.Content, body.Meta, body.Err = state, res.Content, res.Meta, err
-		body.DurationMS = float64(res.Duration) / float64(time.Millisecond)
-		// Progress not built since the last one that was: no progress
-		// event follows to tell it, so the result does.
-		body.Dropped, c.out.dropped = uint64(c.out.dropped), 0
-		if err != nil {
-			body.Error = err.Error()
-		}
-		ev.Result = body
-		c.dispatch(ev, &c.batch.flush)
-	}
+	res := c.out.result(state, err, c.started)
 	c.running = false
 	c.mu.Unlock()
 	c.logResult(&res)

@@ -90,18 +90,13 @@ type Invocation struct {
 // Only the latest attempt can stream or add to the result: one an
 // interceptor gave up on (a per-attempt timeout) is cut off.
 func (inv *Invocation) Attempts() int {
-	inv.c.mu.Lock()
-	defer inv.c.mu.Unlock()
-	return int(inv.c.out.attempt)
+	return inv.c.out.attempts()
 }
 
 // MetaValue returns metadata set on the call so far, by the tool or by an
 // interceptor (see Meta).
 func (inv *Invocation) MetaValue(key string) (any, bool) {
-	inv.c.mu.Lock()
-	defer inv.c.mu.Unlock()
-	v, ok := inv.c.out.meta[key]
-	return v, ok
+	return inv.c.out.metaValue(key)
 }
 
 // ContextFailure is the outcome for a call whose ctx ended while an
@@ -131,7 +126,7 @@ func (inv *Invocation) SessionValues() *sync.Map { return inv.c.batch.sess.value
 // with the outcome its interceptors return. Once the call's result is final
 // (an interceptor left behind at the grace period) it does nothing.
 func (inv *Invocation) AbortBatch(cause error) {
-	if !inv.c.final() {
+	if !inv.c.out.final() {
 		inv.c.batch.interrupt(cause)
 	}
 }
@@ -153,7 +148,7 @@ func (inv *Invocation) Spec() Spec { return inv.Tool.Spec() }
 
 // Meta attaches metadata to the call's result (code and UIs see it, the
 // model does not).
-func (inv *Invocation) Meta(key string, value any) { inv.c.setMeta(0, key, value) }
+func (inv *Invocation) Meta(key string, value any) { inv.c.out.setMeta(0, key, value) }
 
 // FilterDeltas makes every delta the call emits from now on go through f
 // first (a redactor, for example). Filters apply in the order they were
@@ -183,7 +178,7 @@ type StreamFilter interface {
 // FilterDeltas' among them.
 func (inv *Invocation) FilterStream(f StreamFilter) {
 	inv.c.mu.Lock()
-	inv.c.ic.filters = append(inv.c.ic.filters, f)
+	inv.c.ic.filt.list = append(inv.c.ic.filt.list, f)
 	inv.c.mu.Unlock()
 }
 
@@ -206,15 +201,7 @@ func (inv *Invocation) Emit(typ events.Type, data any) error {
 	if err != nil {
 		return err
 	}
-	c := inv.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.out.finished || !c.emits() {
-		return nil
-	}
-	ev, _ := newEvent[struct{}](c, typ)
-	ev.Data = body
-	c.dispatch(ev, nil)
+	inv.c.out.emit(typ, body)
 	return nil
 }
 

@@ -85,7 +85,7 @@ func (c *call) Value(key any) any {
 	// is one instruction each, where comparing values calls the runtime
 	// (and a type switch hashes). The emitter first: tools look it up.
 	if _, ok := key.(stream.ContextKey); ok {
-		return &c.em
+		return &c.out.em
 	}
 	if _, ok := key.(callKey); ok {
 		return c
@@ -109,7 +109,7 @@ func (s *scope) Value(key any) any {
 	}
 	if s.call != nil {
 		if _, ok := key.(stream.ContextKey); ok {
-			return &s.call.em
+			return &s.call.out.em
 		}
 		if _, ok := key.(callKey); ok {
 			return s.call

@@ -31,13 +31,13 @@ type stage struct {
 	calls   []call
 	start   time.Time
 	next    atomic.Int32   // the next call a runner takes
+	ended   bool           // st.mu (beside next, where the padding was)
 	pending sync.WaitGroup // calls of the stage without a final result
 
 	mu       sync.Mutex // scopes grow when a suspended call resumes
 	scopes   []*scope
 	scopeBuf [2]*scope
 	first    scope // storage for the stage's first scope
-	ended    bool
 }
 
 // drive runs the stages in order on the calling goroutine.

@@ -193,12 +193,6 @@ func (c *call) startTrace() {
 	c.side.t, c.side.ctx = t, ctx
 }
 
-// traceEvent shows the call's trace one of its events, recovering a panic
-// as for an inline observer. c.mu must be held.
-func (c *call) traceEvent(ev *events.Event) {
-	c.batch.tk.deliverInline(c.side.t, ev)
-}
-
 // startBatchTrace asks the tracer, if any, to trace the batch; it runs
 // before anything derives from the batch's context.
 func (b *Batch) startBatchTrace(calls []Call) {

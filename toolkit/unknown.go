@@ -146,7 +146,7 @@ func (c *call) execUnknown() bool {
 		return c.finish(StateError, nil, c.unknownErr())
 	}
 	c.exe = ph
-	c.em.Init(c, c.observed())
+	c.out.em.Init(&c.out, c.out.observed())
 	c.setChained(&chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: ph, c: c}, argsJSON: c.call.Args})
 	return c.finishOutcome(c.runChain(h))
 }
