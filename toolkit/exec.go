@@ -78,23 +78,6 @@ func (c *call) parallel() bool {
 	return c.tool.spec.ConcurrencySafe
 }
 
-// setTimeout picks the call's timeout: the tool's, else the toolkit's
-// default (which external tools do not get: people and browsers take their
-// time).
-func (c *call) setTimeout() {
-	c.timeout = c.batch.tk.opts.timeout
-	if c.tool != nil {
-		switch t := c.tool.spec.Timeout; {
-		case t > 0:
-			c.timeout = t
-		case t < 0:
-			c.timeout = 0
-		case c.tool.spec.External:
-			c.timeout = 0
-		}
-	}
-}
-
 // exec runs the call from its start to its result: the start event, the
 // visibility's say, the arguments, the interceptors around the tool. It
 // reports false only when the call was abandoned (reported while its
@@ -219,8 +202,7 @@ func (c *call) begin() bool {
 			c.started = time.Time{} // it never started
 			c.mu.Unlock()
 			if timedOut {
-				c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
-					msg: fmt.Sprintf("tool %q timed out after %v before it could start", shownName(c.call.Name), c.timeout)})
+				c.finish(StateTimeout, nil, c.timedOutWaiting("before it could start"))
 			} else {
 				c.finish(StateInterrupted, nil, c.batch.notStarted(c))
 			}

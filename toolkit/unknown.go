@@ -68,11 +68,7 @@ func (inv *Invocation) CannotRun(ctx context.Context) bool {
 // the unknown call's timeout.
 func (c *call) resolve(r ToolResolver, start time.Time) {
 	b := c.batch
-	timeout := b.tk.opts.timeout // an unknown call's
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = start.Add(timeout)
-	}
+	timeout, deadline := b.resolverDeadline(start)
 	res := &resolution{r: r, call: c.call, deadline: deadline}
 	g := b.newGuard(res)
 	g.begin()
