@@ -223,25 +223,6 @@ func (p *BatchPlan) Decide(i int, out Result) {
 	c.decide(out)
 }
 
-// decide gives the call its outcome without running it, unless it is
-// malformed (a bad or duplicate id), which keeps its own failure.
-func (c *call) decide(out Result) {
-	if _, malformed := c.preErr.(*callError); malformed {
-		return
-	}
-	if out.State == "" {
-		out.State = StateSuccess
-	}
-	c.preErr = &decided{out: out}
-}
-
-// decided is the outcome a batch hook or the caller ([WithResult]) gave a
-// call, kept as its preErr: like a call that fails before running, it
-// touches nothing and runs in any stage.
-type decided struct{ out Result }
-
-func (d *decided) Error() string { return "decided without running: " + d.out.Text() }
-
 // Deny refuses call i without running it: state denied, err the message
 // the model reads.
 func (p *BatchPlan) Deny(i int, err error) { p.Decide(i, Failure(StateDenied, err)) }

@@ -390,7 +390,7 @@ func (st *stage) abandon(s *scope) {
 		}
 		if c.inline {
 			c.counts.Store(false) // the new driver runs the calls still waiting
-			st.batch.tk.pool.submit(task{kind: takeOverBatch, batch: st.batch})
+			st.batch.tk.pool.submit(takeOver{st.batch})
 		} else {
 			c.makeWay()
 		}
@@ -503,6 +503,18 @@ func (s *scope) grace(g time.Duration) time.Duration {
 		return s.pass.grace
 	}
 	return g
+}
+
+// ContextFailure is the outcome for a call whose ctx ended while an
+// interceptor waited (a backoff sleep, a rate limiter, an approval): a
+// timeout when the call's deadline or one an interceptor set has passed,
+// otherwise an interruption with the cause the batch was stopped with (see
+// Batch.Err), worded as the engine words its own. When only a context an
+// interceptor ended itself is over, its cause (context.Cause) is the
+// interruption's.
+func (inv *Invocation) ContextFailure(ctx context.Context) Result {
+	state, err := inv.c.ctxFailure(ctx, nil)
+	return Failure(state, err)
 }
 
 // errCallDeadline is the cancellation cause of a call's own deadline, which

@@ -15,6 +15,24 @@ import (
 	"github.com/toolstream/toolstream/stream"
 )
 
+type callKey struct{}
+
+// CallInfoFrom returns the identity of the call running with ctx, for tools
+// and interceptors.
+func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
+	c, ok := ctx.Value(callKey{}).(*call)
+	if !ok {
+		return CallInfo{}, false
+	}
+	return CallInfo{Session: c.batch.sess.id, CallID: c.call.ID, Tool: c.call.Name, Agent: c.batch.agent}, true
+}
+
+// SessionID returns the session of the call running with ctx, or "".
+func SessionID(ctx context.Context) string {
+	c, _ := CallInfoFrom(ctx)
+	return c.Session
+}
+
 // call is the engine's state for one call of a batch: who it is, where it
 // runs, how far it got. Its life is in this file: begin, run, finish,
 // abandon. Its other roles are types of their own that it holds: its
@@ -51,6 +69,18 @@ type call struct {
 	cur     *scope    // the scope the call runs on now; it changes on resume (c.mu)
 	started time.Time // (c.mu)
 	out     output
+}
+
+// aside is what only some calls need, in one allocation, so that every
+// call stays small: a traced call's trace and the context the tracer gave
+// it, the channel of a call that waits outside the process and why a
+// suspended call waits (external.go).
+type aside struct {
+	t   CallTrace       // nil when the call is not traced
+	ctx context.Context // the tracer's context, set with t
+	ext chan extResult  // made when the call first waits outside
+
+	waiting string // why the call is suspended now (Invocation.Waiting), "" when it is not
 }
 
 // chained is what only a call wrapped by interceptors needs, in one
@@ -464,3 +494,22 @@ func (c *call) logResult(res *Result) {
 	e.Str("session", c.batch.sess.id).Str("run", c.batch.ID()).Str("call", c.call.ID).Str("tool", c.call.Name).
 		Str("state", string(res.State)).Dur("duration", res.Duration).Err(res.Err).Msg("toolstream: call finished")
 }
+
+// decide gives the call its outcome without running it, unless it is
+// malformed (a bad or duplicate id), which keeps its own failure.
+func (c *call) decide(out Result) {
+	if _, malformed := c.preErr.(*callError); malformed {
+		return
+	}
+	if out.State == "" {
+		out.State = StateSuccess
+	}
+	c.preErr = &decided{out: out}
+}
+
+// decided is the outcome a batch hook or the caller ([WithResult]) gave a
+// call, kept as its preErr: like a call that fails before running, it
+// touches nothing and runs in any stage.
+type decided struct{ out Result }
+
+func (d *decided) Error() string { return "decided without running: " + d.out.Text() }

@@ -131,3 +131,27 @@ func (c *call) overScope() *scope {
 	over.cancel(context.Canceled, nil)
 	return over
 }
+
+// waitHooks returns the call's OnWait hooks. c.mu must be held; call them
+// without it.
+func (c *call) waitHooks() []*func(string) {
+	if c.ic == nil {
+		return nil
+	}
+	return c.ic.onWait
+}
+
+// tellWait calls the call's OnWait hooks with reason; c.mu must not be
+// held.
+func (c *call) tellWait(reason string) {
+	c.mu.Lock()
+	hooks := c.waitHooks()
+	c.mu.Unlock()
+	callWaitHooks(hooks, reason)
+}
+
+func callWaitHooks(hooks []*func(string), reason string) {
+	for _, f := range hooks {
+		(*f)(reason)
+	}
+}

@@ -176,7 +176,7 @@ func (g *guard) end() {
 		g.b.sess.dropHooks(g)
 	}
 	if abandoned && g.inline {
-		g.b.tk.pool.submit(task{kind: driveBatch, batch: g.b})
+		g.b.tk.pool.submit(g.b)
 	}
 }
 
@@ -203,7 +203,10 @@ func (g *guard) close(abandoned bool) {
 	}
 }
 
-// run runs a resolver on a pool worker (task runGuard).
+// do runs a resolver on a pool worker.
+func (g *guard) do() { g.run() }
+
+// run runs a resolver on a pool worker.
 func (g *guard) run() {
 	res := g.res
 	t, err := (*Tool)(nil), g.ctx.Err()

@@ -99,18 +99,6 @@ func (inv *Invocation) MetaValue(key string) (any, bool) {
 	return inv.c.out.metaValue(key)
 }
 
-// ContextFailure is the outcome for a call whose ctx ended while an
-// interceptor waited (a backoff sleep, a rate limiter, an approval): a
-// timeout when the call's deadline or one an interceptor set has passed,
-// otherwise an interruption with the cause the batch was stopped with (see
-// Batch.Err), worded as the engine words its own. When only a context an
-// interceptor ended itself is over, its cause (context.Cause) is the
-// interruption's.
-func (inv *Invocation) ContextFailure(ctx context.Context) Result {
-	state, err := inv.c.ctxFailure(ctx, nil)
-	return Failure(state, err)
-}
-
 // BatchValues is scratch space for interceptors' state that lives as long as
 // the batch (per-batch counters, say). Keys should be unexported types.
 func (inv *Invocation) BatchValues() *sync.Map { return inv.c.batch.valueMap() }
@@ -155,24 +143,6 @@ func (inv *Invocation) Meta(key string, value any) { inv.c.out.setMeta(0, key, v
 // added, FilterStream's among them.
 func (inv *Invocation) FilterDeltas(f func(Part) Part) { inv.FilterStream(partFilter(f)) }
 
-// StreamFilter sees a call's deltas before anyone else and may hold text
-// back until it knows what it is: a redactor that must not let half of a
-// secret out before it has seen the other half. The engine calls its
-// methods one at a time, under the call's lock: they must be quick and
-// must not call back into the call.
-type StreamFilter interface {
-	// Filter returns what goes out in place of p: nothing yet, p as it is
-	// or changed, and what it held back before p.
-	Filter(p Part) []Part
-	// Flush returns everything held back. It is called when an attempt's
-	// content is complete: what the handler returned has gone through
-	// Filter, and the result is about to be taken.
-	Flush() []Part
-	// Reset drops what is held back: the content started over (a retry, or
-	// an interceptor replaced the result).
-	Reset()
-}
-
 // FilterStream makes every delta the call emits from now on go through f
 // first; see [StreamFilter]. Filters apply in the order they were added,
 // FilterDeltas' among them.
@@ -181,13 +151,6 @@ func (inv *Invocation) FilterStream(f StreamFilter) {
 	inv.c.ic.filt.list = append(inv.c.ic.filt.list, f)
 	inv.c.mu.Unlock()
 }
-
-// partFilter is a filter that holds nothing back.
-type partFilter func(Part) Part
-
-func (f partFilter) Filter(p Part) []Part { return []Part{f(p)} }
-func (f partFilter) Flush() []Part        { return nil }
-func (f partFilter) Reset()               {}
 
 // Emit sends a call-level event of the given type (a valid name, see
 // [events.CheckType], and not a lifecycle type) with data as its body
@@ -257,30 +220,6 @@ func (inv *Invocation) OnWait(f func(reason string)) (remove func()) {
 		if i := slices.Index(ic.onWait, h); i >= 0 {
 			ic.onWait = slices.Delete(slices.Clone(ic.onWait), i, i+1)
 		}
-	}
-}
-
-// waitHooks returns the call's OnWait hooks. c.mu must be held; call them
-// without it.
-func (c *call) waitHooks() []*func(string) {
-	if c.ic == nil {
-		return nil
-	}
-	return c.ic.onWait
-}
-
-// tellWait calls the call's OnWait hooks with reason; c.mu must not be
-// held.
-func (c *call) tellWait(reason string) {
-	c.mu.Lock()
-	hooks := c.waitHooks()
-	c.mu.Unlock()
-	callWaitHooks(hooks, reason)
-}
-
-func callWaitHooks(hooks []*func(string), reason string) {
-	for _, f := range hooks {
-		(*f)(reason)
 	}
 }
 

@@ -30,6 +30,31 @@ type output struct {
 	meta     map[string]any
 }
 
+// StreamFilter sees a call's deltas before anyone else and may hold text
+// back until it knows what it is: a redactor that must not let half of a
+// secret out before it has seen the other half. The engine calls its
+// methods one at a time, under the call's lock: they must be quick and
+// must not call back into the call.
+type StreamFilter interface {
+	// Filter returns what goes out in place of p: nothing yet, p as it is
+	// or changed, and what it held back before p.
+	Filter(p Part) []Part
+	// Flush returns everything held back. It is called when an attempt's
+	// content is complete: what the handler returned has gone through
+	// Filter, and the result is about to be taken.
+	Flush() []Part
+	// Reset drops what is held back: the content started over (a retry, or
+	// an interceptor replaced the result).
+	Reset()
+}
+
+// partFilter is a filter that holds nothing back.
+type partFilter func(Part) Part
+
+func (f partFilter) Filter(p Part) []Part { return []Part{f(p)} }
+func (f partFilter) Flush() []Part        { return nil }
+func (f partFilter) Reset()               {}
+
 // filtering is a call's stream filters, in the allocation of its chained
 // (FilterStream adds them).
 type filtering struct {

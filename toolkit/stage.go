@@ -56,6 +56,14 @@ func (b *Batch) drive() {
 	b.end()
 }
 
+// do drives the batch from its first stage on a pool worker (Session.Start).
+func (b *Batch) do() { b.drive() }
+
+// takeOver is the task of driving on a batch whose driver is stuck.
+type takeOver struct{ b *Batch }
+
+func (t takeOver) do() { t.b.takeOver() }
+
 // takeOver drives a batch whose driver is stuck in a handler that outlived its
 // deadline and grace period: it runs the stage's calls still waiting, waits
 // for the rest of the stage, then goes on with the next.
@@ -106,10 +114,13 @@ func (b *Batch) beginStage() *stage {
 		return st // the toolkit is closed: the driver alone reports the calls interrupted
 	}
 	for range min(len(st.calls), b.tk.opts.maxParallel) - 1 {
-		b.tk.pool.submit(task{kind: runStage, stage: st})
+		b.tk.pool.submit(st)
 	}
 	return st
 }
+
+// do takes calls of the stage and executes them on a pool worker.
+func (st *stage) do() { st.runCalls(false) }
 
 // runCalls takes the stage's calls in order and executes them until none is
 // left to take. driver says whether the goroutine drives the batch. It
@@ -156,7 +167,7 @@ func (c *call) makeWay() {
 		return
 	}
 	if st := c.stage; int(st.next.Load()) < len(st.calls) {
-		st.batch.tk.pool.submit(task{kind: runStage, stage: st})
+		st.batch.tk.pool.submit(st)
 	}
 }
 

@@ -151,18 +151,6 @@ func TraceOf(ctx context.Context) events.Trace {
 	return c.trace()
 }
 
-// aside is what only some calls need, in one allocation, so that every
-// call stays small: a traced call's trace and the context the tracer gave
-// it, the channel of a call that waits outside the process and why a
-// suspended call waits (external.go).
-type aside struct {
-	t   CallTrace       // nil when the call is not traced
-	ctx context.Context // the tracer's context, set with t
-	ext chan extResult  // made when the call first waits outside
-
-	waiting string // why the call is suspended now (Invocation.Waiting), "" when it is not
-}
-
 // trace returns the call's trace, or nil.
 func (c *call) trace() CallTrace {
 	if c.side == nil {

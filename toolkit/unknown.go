@@ -72,7 +72,7 @@ func (c *call) resolve(r ToolResolver, start time.Time) {
 	res := &resolution{r: r, call: c.call, deadline: deadline}
 	g := b.newGuard(res)
 	g.begin()
-	b.tk.pool.submit(task{kind: runGuard, guard: g})
+	b.tk.pool.submit(g)
 	g.wait()
 	// The guard's state is final (wait saw it change): no lock needed.
 	g.close(g.state == guardAbandoned)
