@@ -395,9 +395,7 @@ func (c *call) abandon() bool {
 		return false
 	}
 	state, err := c.ctxFailure(c.currentScope(), nil)
-	if c.batch.sess.unsuspend(c) { // an external tool's, or one an Unknown interceptor aliased to it
-		c.side.ext <- extResult{state: state, err: err} // room: only who unsuspends sends
-	}
+	c.endExternalWait(state, err)
 	return c.finish(state, nil, err)
 }
 

@@ -69,6 +69,15 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Result {
 	}
 }
 
+// endExternalWait takes a call that waits for Session.Submit out of its
+// session and hands its wait the ending (call.abandon), as Session.Close
+// does; a call that does not wait there is left alone.
+func (c *call) endExternalWait(state State, err error) {
+	if c.batch.sess.unsuspend(c) { // an external tool's, or one an Unknown interceptor aliased to it
+		c.side.ext <- extResult{state: state, err: err} // room: only who unsuspends sends
+	}
+}
+
 // announceSuspension emits the suspend event and the batch's notice. c.mu must
 // be held. A call reported already (abandoned while code around it ran)
 // announces nothing: its result was its last event.
