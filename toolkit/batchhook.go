@@ -115,13 +115,6 @@ func (tk *Toolkit) RemoveBatchHook(name string) bool {
 	return true
 }
 
-// WithBatchEndEvents makes the toolkit send a session-level batch_end event
-// (events.TypeBatchEnd, its Data an events.BatchEnd) when a batch is over:
-// each call's final state in call order and whether the agent loop must
-// stop. Observers see it after the batch's result events. Off by default:
-// it is one more event per batch.
-func WithBatchEndEvents() Option { return func(o *options) { o.batchEnd = true } }
-
 // BatchPlan is a batch as its Before hooks see it, before any call runs.
 // Its methods are not safe for use by several goroutines at once. Once the
 // hooks' time is over (they returned, or the batch went on without one that

@@ -98,10 +98,6 @@ type OpTrace interface {
 	End(err error)
 }
 
-// WithTracer installs a tracer (see [Tracer]). Toolkits derived from this
-// one (Toolkit.Derive) use it too.
-func WithTracer(t Tracer) Option { return func(o *options) { o.tracer = t } }
-
 // Op is an operation traced inside a call, for packages built on the
 // engine that must not depend on a tracing library (groups' reset_tools,
 // skills' loads). The zero Op records nothing.

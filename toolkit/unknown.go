@@ -36,10 +36,6 @@ import (
 // deadline.
 type ToolResolver func(ctx context.Context, s *Session, call Call) (*Tool, error)
 
-// WithToolResolver installs a resolver for calls to tools nobody
-// registered; see [ToolResolver].
-func WithToolResolver(r ToolResolver) Option { return func(o *options) { o.resolver = r } }
-
 // Unknown reports whether the call names a tool that is neither registered
 // nor supplied by a resolver: Tool is then a placeholder that has only the
 // called name (Spec().Name) and that no handler runs. Only interceptors
