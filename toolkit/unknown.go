@@ -65,8 +65,15 @@ func (inv *Invocation) CannotRun(ctx context.Context) bool {
 func (c *call) resolve(r ToolResolver, start time.Time) {
 	b := c.batch
 	timeout, deadline := b.resolverDeadline(start)
-	res := &resolution{r: r, call: c.call, deadline: deadline}
-	g := b.newGuard(res)
+	var res struct {
+		tool *Tool
+		err  error
+	}
+	sess, call := b.sess, c.call
+	g := b.newGuard(&job{deadline: deadline, run: func(ctx context.Context) func() {
+		t, err := askResolver(ctx, r, sess, call)
+		return func() { res.tool, res.err = t, err }
+	}})
 	g.begin()
 	b.tk.pool.submit(g)
 	g.wait()
@@ -88,6 +95,45 @@ func (c *call) resolve(r ToolResolver, start time.Time) {
 	case res.tool != nil:
 		c.tool = res.tool
 	}
+}
+
+// askResolver asks r for the tool of call, a panic turned into an error;
+// a context already over (its time was over before a worker took it) is
+// the answer.
+func askResolver(ctx context.Context, r ToolResolver, s *Session, call Call) (t *Tool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			t, err = nil, fmt.Errorf("the tool resolver panicked: %v", v)
+		}
+	}()
+	return r(ctx, s, call)
+}
+
+// Messages of calls that never ran because their resolver did not answer
+// in time.
+
+func resolverAbandonedErr(name string, grace time.Duration, cause error) error {
+	return &callError{kind: ErrInterrupted, cause: cause,
+		msg: fmt.Sprintf("tool %q was not run: the run was cancelled (%v) while the tool resolver was looking the tool up, and the resolver did not return within the %v grace period; the call never ran (a ToolResolver must return when its context ends)",
+			shownName(name), cause, grace)}
+}
+
+func resolverTimeoutErr(name string, timeout, grace time.Duration, resolverErr error) error {
+	if resolverErr == nil {
+		return &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
+			msg: fmt.Sprintf("tool %q timed out after %v: the tool resolver did not return within that time and the %v grace period; the call never ran (a ToolResolver must return when its context ends)",
+				shownName(name), timeout, grace)}
+	}
+	cause := resolverErr
+	if !errors.Is(cause, context.DeadlineExceeded) {
+		cause = errors.Join(context.DeadlineExceeded, cause)
+	}
+	return &callError{kind: ErrTimeout, cause: cause,
+		msg: fmt.Sprintf("tool %q timed out after %v while the tool resolver was looking it up (%v); the call never ran",
+			shownName(name), timeout, resolverErr)}
 }
 
 // placeholderSchema is the input schema a placeholder shows.
