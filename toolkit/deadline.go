@@ -414,19 +414,20 @@ type passScope struct {
 }
 
 // Within runs next, the rest of the interceptor's chain, with a deadline d
-// from now inside the call's own, kept by the engine as it keeps the
-// call's: at the deadline next's context ends (its Deadline and Err are
-// those of context.WithDeadline), and a pass that has not returned within
-// grace after it is left behind on its own goroutine, its later writes
-// refused, and Within returns the engine's timeout outcome (state timeout,
-// a cause matching ErrTimeout and context.DeadlineExceeded). The call's
-// deadline and the batch's interruption end the pass's context too, with
-// the same grace; Within then returns the call's timeout or interruption.
-// grace < 0 is the toolkit's cancel grace period ([WithCancelGrace]);
-// d <= 0 runs next as it is. The rest of the chain runs on another
-// goroutine, on a copy of inv that becomes inv when it returns in time: a
-// retry around Within is not held by an attempt left behind, and each
-// pass through Within is an attempt with its own deadline.
+// from now, inside the call's own; the engine keeps it as it keeps the
+// call's. At the deadline next's context ends (Deadline and Err as with
+// context.WithDeadline); a pass still running grace later is left behind
+// on its own goroutine, and Within returns the engine's timeout (state
+// timeout, a cause matching ErrTimeout and context.DeadlineExceeded). What
+// the pass writes after that is refused once the call ends or another
+// attempt starts. The call's deadline and the batch's interruption end the
+// pass too, with the same grace, and Within returns their outcome. grace <
+// 0 means the toolkit's cancel grace period ([WithCancelGrace]); d <= 0
+// runs next as it is.
+//
+// The pass runs on another goroutine, on a copy of inv that becomes inv
+// when it returns in time: a retry around Within does not wait for a pass
+// left behind, and each pass is an attempt with its own deadline.
 func (inv *Invocation) Within(ctx context.Context, d, grace time.Duration, next Handler) Result {
 	c := inv.c
 	if d <= 0 {
