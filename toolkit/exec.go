@@ -39,16 +39,17 @@ func SessionID(ctx context.Context) string {
 // output (output.go), the stream.Sink its tool writes to, and its scope
 // (deadline.go), the context its handler runs with (Value answers the
 // call's own keys without an allocation).
-// Locking: mu guards the fields marked (c.mu) and the output, so that the
-// call's state and its events change together; the rest is set before the
-// call runs.
+// Locking: mu guards the fields marked (c.mu) and the whole output, so that
+// the call's state and its events change together; the atomics need no
+// lock, and the rest is set before the call runs (exe and ic: before any
+// interceptor or handler does).
 type call struct {
 	*scope // the stage's scope, the call's context; c.cur under c.mu is where it runs now
 
 	batch  *Batch
 	stage  *stage
 	tool   *Tool // the registered or resolved tool; nil for an unknown one
-	exe    *Tool // the tool that runs: tool, or the variant the visibility resolved
+	exe    *Tool // the tool that runs: tool, or the variant the visibility resolved (c.mu once interceptors run: an Unknown one may alias)
 	preErr error // why the call fails before running, if it does (*decided: a batch hook decided it)
 	call   Call
 
@@ -62,7 +63,7 @@ type call struct {
 	direct   bool        // it succeeded on a return-direct tool (c.mu, set when final)
 
 	args prepared // the arguments the handler receives (c.mu once interceptors run)
-	ic   *chained // set when interceptors wrap the call
+	ic   *chained // set when interceptors wrap the call (setChained, under c.mu)
 	side *aside   // set for a traced call, one that may wait outside and one interceptors wrap, before the handler or an interceptor runs (c.mu)
 
 	mu      sync.Mutex
