@@ -15,9 +15,9 @@ import (
 // its metadata, its events and their numbering, the progress not built
 // since the last that was, and which attempt may still write (the fence:
 // only the latest; attemptSink is an earlier one's sink).
-// Locking: every field is under the call's lock, o.c.mu: the sink's methods
-// take it, and the call's life holds it to end the call, so that the
-// result event is the call's last.
+// Locking: every field but c and em (set before the tool runs) is under the
+// call's lock, o.c.mu: the sink's methods take it, and the call's life
+// holds it to end the call, so that the result event is the call's last.
 type output struct {
 	c        *call          // whose output: its identity, its batch's observers, its trace
 	em       stream.Emitter // the first attempt's emitter, over this sink (call.Value)
