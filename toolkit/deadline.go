@@ -41,7 +41,9 @@ func (c *call) setTimeout() {
 }
 
 // scope is the context shared by the calls of one stage that have the same
-// timeout. It is a small cancelable context of the engine's own: one
+// timeout; a call gets one of its own for a wait and after it (callScope),
+// and a pass through Within gets one (passScope). It is a small cancelable
+// context of the engine's own: one
 // allocation, no timer (the toolkit's clock cancels it at its deadline), and
 // it behaves like context.WithDeadline for handlers: Deadline reports the
 // deadline, and Err is context.DeadlineExceeded once it passed.
