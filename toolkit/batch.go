@@ -384,7 +384,7 @@ func (b *Batch) end() {
 // starting.
 func (b *Batch) notStarted(c *call) error {
 	if preState(c.preErr) == StateInterrupted {
-		return c.preErr // its resolver did not return (guard.go)
+		return c.preErr // its resolver did not return (unknown.go)
 	}
 	cause := b.err()
 	if g := b.guard.Load(); g != nil {
