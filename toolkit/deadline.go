@@ -47,19 +47,21 @@ func (c *call) setTimeout() {
 // allocation, no timer (the toolkit's clock cancels it at its deadline), and
 // it behaves like context.WithDeadline for handlers: Deadline reports the
 // deadline, and Err is context.DeadlineExceeded once it passed.
+// Locking: mu guards done, err, cause and afters; the clock's lock guards
+// when, phase and index; the rest is set before the scope is shared.
 type scope struct {
 	parent   context.Context
 	stage    *stage
 	call     *call // set for a call's own scope (after a suspension)
 	timeout  time.Duration
 	deadline time.Time // zero without a timeout
+	pass     *pass     // set for the scope of a pass through an interceptor's chain (Invocation.Within)
 
 	mu     sync.Mutex
 	done   chan struct{} // made on first use
 	err    error
 	cause  error // errCallDeadline, or why the run was interrupted
 	afters []*afterFunc
-	pass   *pass // set for the scope of a pass through an interceptor's chain (Invocation.Within)
 
 	// Guarded by the clock's lock.
 	when  time.Time
