@@ -478,11 +478,15 @@ func (st *stage) passScope(ctx context.Context, d, grace time.Duration) *scope {
 	s.pass.outer, _ = ctx.Value(scopeKey{}).(*scope)
 	s.pass.grace, s.pass.over = grace, make(chan struct{})
 	st.batch.tk.clock.schedule(s, s.deadline, phaseDeadline)
-	s.pass.stop = context.AfterFunc(ctx, func() {
+	follow := func() {
 		if s.cancel(ctx.Err(), nil) { // its own deadline did not end it first
 			st.batch.tk.clock.schedule(s, time.Now().Add(grace), phaseGrace)
 		}
-	})
+	}
+	if ctx.Err() != nil {
+		follow() // over already: so is the pass, from its start (the tool does not run)
+	}
+	s.pass.stop = context.AfterFunc(ctx, follow)
 	return s
 }
 
