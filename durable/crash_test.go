@@ -42,12 +42,12 @@ func observerBehind(t *testing.T, call string) (release func()) {
 	hold := make(chan struct{})
 	var once sync.Once
 	release = func() { once.Do(func() { close(hold) }) }
-	durable.SetObserveHook(func(ev *events.Event) {
+	setObserverBehind(t, func(ev *events.Event) {
 		if ev.Call == call {
 			<-hold
 		}
 	})
-	t.Cleanup(func() { release(); durable.SetObserveHook(nil) })
+	t.Cleanup(release) // runs before the hold is cleared
 	return release
 }
 

@@ -423,15 +423,7 @@ const SettleWait = 5 * time.Second
 // after the call moved on or another process took it over).
 //
 // Deprecated: the store need not be attached as an observer.
-func (s *Store) Observe(ev *events.Event) {
-	if h := observeHook.Load(); h != nil && ev.Type == events.TypeSuspend {
-		(*h)(ev) // tests: an observer that falls behind
-	}
-}
-
-// observeHook, when set (export_test.go), runs when Observe gets a suspend
-// event.
-var observeHook atomic.Pointer[func(*events.Event)]
+func (s *Store) Observe(*events.Event) {}
 
 func (st *Stored) outcome() toolkit.Result {
 	out := toolkit.Result{State: st.State, Content: st.Content}

@@ -39,12 +39,29 @@ func newStore(t *testing.T, js jetstream.JetStream) *durable.Store {
 	return st
 }
 
+// storeBehind, when set (setObserverBehind), runs in the store's observer
+// before the store sees a suspend event: the store falls behind.
+var storeBehind atomic.Pointer[func(*events.Event)]
+
+// setObserverBehind holds the store's observer in f on suspend events until
+// the end of the test.
+func setObserverBehind(t *testing.T, f func(*events.Event)) {
+	storeBehind.Store(&f)
+	t.Cleanup(func() { storeBehind.Store(nil) })
+}
+
 func startAgent(t *testing.T, js jetstream.JetStream) *agentProcess {
 	t.Helper()
 	st := newStore(t, js)
 	// Attached as an observer as set-ups did when the store recorded waits
-	// from suspend events: it must change nothing now.
-	tk := toolkit.New(toolkit.WithObserver(st))
+	// from suspend events: it must change nothing now, even when it falls
+	// behind (setObserverBehind).
+	tk := toolkit.New(toolkit.WithObserver(toolkit.ObserverFunc(func(ev *events.Event) {
+		if h := storeBehind.Load(); h != nil && ev.Type == events.TypeSuspend {
+			(*h)(ev)
+		}
+		st.Observe(ev)
+	})))
 	ask, err := toolkit.NewExternalTool(toolkit.Spec{Name: "ask", Description: "asks a person"}, json.RawMessage(`{"type":"object"}`))
 	if err != nil {
 		t.Fatal(err)
