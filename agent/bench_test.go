@@ -65,9 +65,9 @@ func demoLoop(ctx context.Context, sess *toolkit.Session, m benchModel, task str
 		}
 		turn := m.next(len(conv) - 1)
 		conv = append(conv, message{role: "assistant", text: turn.Text, calls: turn.Calls})
-		_ = sess.Emit("turn", turnInfo{N: n, Text: turn.Text, Calls: turn.Calls})
+		_ = sess.Emit(context.Background(), "turn", turnInfo{N: n, Text: turn.Text, Calls: turn.Calls})
 		if len(turn.Calls) == 0 {
-			_ = sess.Emit("done", turnInfo{Text: turn.Text})
+			_ = sess.Emit(context.Background(), "done", turnInfo{Text: turn.Text})
 			return turn.Text, nil
 		}
 		run := sess.Start(ctx, turn.Calls)

@@ -115,8 +115,8 @@ type RunError struct {
 }
 
 // emit sends a session-level event with the trace context of the run's
-// ctx (toolkit.Session.EmitContext); a body that cannot be sent is the
+// ctx (toolkit.Session.Emit); a body that cannot be sent is the
 // observers' loss only (the run goes on), as for the toolkit's own events.
 func emit(ctx context.Context, s *toolkit.Session, typ events.Type, body any) {
-	_ = s.EmitContext(ctx, typ, body)
+	_ = s.Emit(ctx, typ, body)
 }

@@ -344,7 +344,7 @@ func (m *Manager) changeIn(ctx context.Context, session, by, callID string, fn f
 		}
 	}
 	if ch.Changed() {
-		if err := sess.EmitContext(ctx, EventType, ch); err != nil {
+		if err := sess.Emit(ctx, EventType, ch); err != nil {
 			return ch, c, err
 		}
 	}

@@ -707,7 +707,7 @@ func (c *Client) sync(ctx context.Context, cn *conn) error {
 		ch.Server = c.name
 		for _, id := range c.tk.Sessions() {
 			if s, err := c.tk.Session(id); err == nil {
-				_ = s.Emit(ToolsEvent, ch)
+				_ = s.Emit(ctx, ToolsEvent, ch)
 			}
 		}
 	}

@@ -159,7 +159,7 @@ func (d *Elicitations) ask(ctx context.Context, c *Client, call toolkit.CallInfo
 	}
 	defer release()
 
-	_ = sess.Emit(interceptors.ApprovalEvent, pd.req)
+	_ = sess.Emit(ctx, interceptors.ApprovalEvent, pd.req)
 	timer := time.NewTimer(d.wait)
 	defer timer.Stop()
 	var res *mcp.ElicitResult
@@ -184,7 +184,7 @@ func (d *Elicitations) ask(ctx context.Context, c *Client, call toolkit.CallInfo
 			out.Note += ": " + note
 		}
 	}
-	_ = sess.Emit(interceptors.ApprovalEvent, out)
+	_ = sess.Emit(ctx, interceptors.ApprovalEvent, out)
 	return res, nil
 }
 

@@ -382,7 +382,7 @@ func (l *Loader) activate(ctx context.Context, info toolkit.CallInfo, s *Skill, 
 	if !first {
 		return report, switched, nil
 	}
-	if err := sess.EmitContext(ctx, EventType, LoadEvent{Loaded: loaded, Skill: s.Name, Path: path, Call: info.CallID, Groups: switched}); err != nil {
+	if err := sess.Emit(ctx, EventType, LoadEvent{Loaded: loaded, Skill: s.Name, Path: path, Call: info.CallID, Groups: switched}); err != nil {
 		return "", nil, err
 	}
 	return report, switched, nil

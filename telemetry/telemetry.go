@@ -444,7 +444,7 @@ func (t *Telemetry) StartOp(ctx context.Context, name string) (context.Context, 
 
 // traceHeaders returns the W3C traceparent and tracestate of a span.
 // TraceContext implements toolkit.ContextTracer: the span ctx carries, for
-// session-level events sent outside a call (Session.EmitContext).
+// session-level events sent outside a call (Session.Emit).
 func (t *Telemetry) TraceContext(ctx context.Context) events.Trace {
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {

@@ -316,7 +316,7 @@ func (r *opTracer) TraceContext(ctx context.Context) events.Trace {
 // and resumed keeps its trace: the handler's resumed context carries the
 // tracer's values, TraceOf gives the call's trace, StartOp records an
 // operation (a tracer that gives no context of its own leaves the
-// caller's), and EmitContext gives the session event the call's trace
+// caller's), and Emit gives the session event the call's trace
 // inside the call and the ContextTracer's outside it.
 func TestTraceAcrossSuspension(t *testing.T) {
 	r := &opTracer{recTracer: recTracer{starts: map[string]int{}, events: map[string][]events.Type{}}}
@@ -339,7 +339,7 @@ func TestTraceAcrossSuspension(t *testing.T) {
 		}
 		op.Set("key", "v")
 		op.End(nil)
-		if err := s.EmitContext(ctx, "looked", map[string]bool{"ok": true}); err != nil {
+		if err := s.Emit(ctx, "looked", map[string]bool{"ok": true}); err != nil {
 			return "", err
 		}
 		return "seen", nil
@@ -356,10 +356,10 @@ func TestTraceAcrossSuspension(t *testing.T) {
 	if r := testutil.Run(t, tk, "s", testutil.Call("c1", "look", `{}`))[0]; r.State != toolkit.StateSuccess {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
-	if err := s.EmitContext(context.WithValue(context.Background(), ctxKey{}, "outside"), "later", nil); err != nil {
+	if err := s.Emit(context.WithValue(context.Background(), ctxKey{}, "outside"), "later", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EmitContext(context.Background(), "untraced", nil); err != nil {
+	if err := s.Emit(context.Background(), "untraced", nil); err != nil {
 		t.Fatal(err)
 	}
 	var traces []string

@@ -238,19 +238,19 @@ func TestSessionEvents(t *testing.T) {
 	tk := testutil.Kit(t, toolkit.WithInlineObserver(inline), toolkit.WithObserver(async))
 	s := testutil.Session(t, tk, "s")
 	for i := range 3 {
-		if err := s.Emit("groups", map[string]any{"active": []string{"files"}, "n": i}); err != nil {
+		if err := s.Emit(context.Background(), "groups", map[string]any{"active": []string{"files"}, "n": i}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, bad := range []events.Type{"", "a.b", "two words", "line\nbreak"} {
-		if err := s.Emit(bad, nil); err == nil {
+		if err := s.Emit(context.Background(), bad, nil); err == nil {
 			t.Errorf("session event type %q accepted", bad)
 		}
 	}
-	if err := s.Emit(events.TypeResult, nil); err == nil {
+	if err := s.Emit(context.Background(), events.TypeResult, nil); err == nil {
 		t.Fatal("a lifecycle type was accepted as a session event")
 	}
-	if err := s.Emit("x", make(chan int)); err == nil {
+	if err := s.Emit(context.Background(), "x", make(chan int)); err == nil {
 		t.Fatal("an unmarshalable body was accepted")
 	}
 	got := inline.Of("")

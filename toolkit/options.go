@@ -6,22 +6,17 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Defaults of a new toolkit.
+// Defaults of a new toolkit; each option's doc says its default.
 const (
-	// DefaultMaxParallel caps concurrency-safe calls running at once per batch.
-	DefaultMaxParallel = 10
-	// DefaultTimeout bounds each call that sets no timeout of its own.
-	DefaultTimeout = 2 * time.Minute
-	// DefaultFlushTimeout bounds how long a finished batch waits for observers
-	// to take its result events.
-	DefaultFlushTimeout = 2 * time.Second
-	// DefaultCancelGrace is how long a cancelled or timed-out handler has to
-	// return its own result before the engine reports the call without it.
-	DefaultCancelGrace = 250 * time.Millisecond
-	// DefaultObserverQueue is how many progress events may wait for one
-	// observer before newer ones are dropped.
-	DefaultObserverQueue = 4096
+	defaultMaxParallel   = 10
+	defaultFlushTimeout  = 2 * time.Second
+	defaultCancelGrace   = 250 * time.Millisecond
+	defaultObserverQueue = 4096
 )
+
+// DefaultTimeout bounds each call that sets no timeout of its own (see
+// [WithDefaultTimeout]).
+const DefaultTimeout = 2 * time.Minute
 
 type options struct {
 	logger        zerolog.Logger
@@ -39,11 +34,11 @@ type options struct {
 func defaultOptions() options {
 	return options{
 		logger:        zerolog.Nop(),
-		maxParallel:   DefaultMaxParallel,
+		maxParallel:   defaultMaxParallel,
 		timeout:       DefaultTimeout,
-		flushTimeout:  DefaultFlushTimeout,
-		cancelGrace:   DefaultCancelGrace,
-		observerQueue: DefaultObserverQueue,
+		flushTimeout:  defaultFlushTimeout,
+		cancelGrace:   defaultCancelGrace,
+		observerQueue: defaultObserverQueue,
 	}
 }
 
@@ -79,7 +74,7 @@ func WithInlineObserver(obs Observer) Option {
 }
 
 // WithMaxParallel caps how many concurrency-safe calls of one batch execute at
-// once. Values below 1 mean 1.
+// once (default 10). Values below 1 mean 1.
 func WithMaxParallel(n int) Option { return func(o *options) { o.maxParallel = max(n, 1) } }
 
 // WithDefaultTimeout sets the timeout of calls whose tool sets none. Zero or
@@ -87,16 +82,17 @@ func WithMaxParallel(n int) Option { return func(o *options) { o.maxParallel = m
 func WithDefaultTimeout(d time.Duration) Option { return func(o *options) { o.timeout = max(d, 0) } }
 
 // WithFlushTimeout bounds how long a batch that has finished waits for its
-// observers to receive its result events before it reports completion.
+// observers to receive its result events before it reports completion
+// (default 2 s).
 func WithFlushTimeout(d time.Duration) Option { return func(o *options) { o.flushTimeout = max(d, 0) } }
 
 // WithCancelGrace sets how long a handler whose context was cancelled (by a
 // timeout or by the caller) may take to return. After that the call is
 // reported without waiting for it and the handler's goroutine is left to
-// finish on its own.
+// finish on its own. The default is 250 ms.
 func WithCancelGrace(d time.Duration) Option { return func(o *options) { o.cancelGrace = max(d, 0) } }
 
 // WithObserverQueue sets how many progress events may wait for one observer
 // before newer progress events are dropped (start, delta, suspend and result
-// events are never dropped).
+// events are never dropped). The default is 4,096.
 func WithObserverQueue(n int) Option { return func(o *options) { o.observerQueue = max(n, 1) } }

@@ -206,16 +206,12 @@ func (s *Session) Observed() bool { return !s.tk.observerSet().empty() }
 // tool groups now active) to every observer: type typ, body data marshalled
 // to JSON into Event.Data. Session-level events are numbered per session.
 // Types must be valid names ([events.CheckType]) other than those of the
-// call lifecycle.
-func (s *Session) Emit(typ events.Type, data any) error { return s.emit(typ, data, nil, nil) }
-
-// EmitContext is Emit for an event that belongs to the work ctx carries:
-// the event goes with that work's trace context (events.Event.Trace, the
-// traceparent header on NATS), so that a subscriber links it to its span.
-// Inside a traced call that is the call's span; elsewhere, the span in ctx
-// when the toolkit's tracer is a [ContextTracer]. Without a tracer it is
-// Emit.
-func (s *Session) EmitContext(ctx context.Context, typ events.Type, data any) error {
+// call lifecycle. The event goes with the trace context of the work ctx
+// carries (events.Event.Trace, the traceparent header on NATS), so that a
+// subscriber links it to its span: inside a traced call that is the call's
+// span; elsewhere, the span in ctx when the toolkit's tracer is a
+// [ContextTracer].
+func (s *Session) Emit(ctx context.Context, typ events.Type, data any) error {
 	return s.emit(typ, data, nil, s.traceOf(ctx))
 }
 

@@ -52,7 +52,7 @@ type Tracer interface {
 
 // A ContextTracer is a Tracer that also reads the trace context a context
 // carries outside any call (the span of the caller's own work, such as an
-// agent loop's run), for [Session.EmitContext]. It returns nil when ctx
+// agent loop's run), for [Session.Emit]. It returns nil when ctx
 // carries none.
 type ContextTracer interface {
 	Tracer

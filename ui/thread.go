@@ -203,7 +203,7 @@ func (h *Host) Thread(id string) (*Thread, error) {
 	h.threads[sid] = t
 	h.mu.Unlock()
 	// The first mark, outside every lock: the observers run inside Emit.
-	_ = sess.Emit(MarkEvent, Mark{Thread: nonce, Response: 1})
+	_ = sess.Emit(context.Background(), MarkEvent, Mark{Thread: nonce, Response: 1})
 	return t, nil
 }
 
@@ -346,7 +346,7 @@ func (t *Thread) add(ev *events.Event) {
 			if markDelay > 0 {
 				time.Sleep(markDelay)
 			}
-			_ = t.sess.Emit(MarkEvent, Mark{Thread: t.nonce, Response: s.want})
+			_ = t.sess.Emit(context.Background(), MarkEvent, Mark{Thread: t.nonce, Response: s.want})
 		}()
 	}
 }
@@ -542,7 +542,7 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 		if err != nil && !ended {
 			// Run refused to start (it sends no event then): the response
 			// must end all the same.
-			_ = t.sess.Emit(agent.EventError, agent.RunError{Error: err.Error(), Canceled: ctx.Err() != nil})
+			_ = t.sess.Emit(ctx, agent.EventError, agent.RunError{Error: err.Error(), Canceled: ctx.Err() != nil})
 		}
 		t.mu.Lock()
 		t.running = false
@@ -624,7 +624,7 @@ func (t *Thread) decide(l *Log, waiting []interceptors.ApprovalRequest, answers 
 	if answersHook != nil {
 		answersHook()
 	}
-	_ = t.sess.Emit(AnswersEvent, AnswerCalls{Thread: t.nonce, Calls: calls})
+	_ = t.sess.Emit(context.Background(), AnswersEvent, AnswerCalls{Thread: t.nonce, Calls: calls})
 	t.mu.Lock()
 	if t.answeredIn != nil {
 		l, t.answeredIn = t.answeredIn, nil

@@ -200,7 +200,7 @@ func (m shownModel) Generate(ctx context.Context, req *agent.Request) (*agent.Re
 		t.Note, t.StopAfter = a.turnInfo(n)
 	}
 	if t.Note != "" {
-		_ = r.sess.Emit(noteEvent, noteInfo{Turn: n, Note: t.Note})
+		_ = r.sess.Emit(ctx, noteEvent, noteInfo{Turn: n, Note: t.Note})
 	}
 	r.mu.Lock()
 	r.cur = t

@@ -44,7 +44,7 @@ func TestPublisherMemoryPerSession(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Emit("groups", map[string]any{"active": []string{"files", "notes"}, "by": "code"}); err != nil {
+			if err := s.Emit(context.Background(), "groups", map[string]any{"active": []string{"files", "notes"}, "by": "code"}); err != nil {
 				t.Fatal(err)
 			}
 			if r := s.Run(ctx, []toolkit.Call{{ID: "c", Name: "work"}}); r[0].State != toolkit.StateSuccess {

@@ -384,7 +384,7 @@ func TestSessionEventOnNATS(t *testing.T) {
 	defer sub.Unsubscribe()
 	bus.Conn().Flush()
 	sess, _ := tk.Session("g")
-	if err := sess.Emit("groups", map[string]any{"active": []string{"files"}}); err != nil {
+	if err := sess.Emit(context.Background(), "groups", map[string]any{"active": []string{"files"}}); err != nil {
 		t.Fatal(err)
 	}
 	evs := col.waitUntil(t, "the session event", func(evs []*events.Event) bool { return len(evs) == 1 })

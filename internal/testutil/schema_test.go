@@ -65,7 +65,7 @@ func TestEngineEventsValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	sess := testutil.Session(t, tk, "schema")
-	if err := sess.Emit("groups", map[string]any{"active": []string{"files"}}); err != nil {
+	if err := sess.Emit(context.Background(), "groups", map[string]any{"active": []string{"files"}}); err != nil {
 		t.Fatal(err)
 	}
 	rs := sess.Run(context.Background(), []toolkit.Call{

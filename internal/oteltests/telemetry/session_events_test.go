@@ -17,7 +17,7 @@ import (
 
 // Session-level events carry the trace of the work that sent them: the
 // groups event of a reset_tools call its call's span, the agent loop's
-// events the span of the caller's run (Session.EmitContext), so that a
+// events the span of the caller's run (Session.Emit), so that a
 // NATS subscriber links every event of a run to a span.
 func TestSessionEventsCarryTheirWorksTrace(t *testing.T) {
 	bus := natstest.Bus(t)
