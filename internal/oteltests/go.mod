@@ -1,3 +1,8 @@
+// The tests and examples that use the OpenTelemetry SDK (package telemetry's
+// spans and metrics, remote's trace across the wire), in a module of their
+// own so that the library's go.mod does not require the SDK: the library
+// imports only the OpenTelemetry API. go.work joins it; the README's test
+// command names ./internal/oteltests/... (patterns stop at module borders).
 module github.com/toolstream/toolstream/internal/oteltests
 
 go 1.26.0
