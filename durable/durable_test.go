@@ -39,29 +39,13 @@ func newStore(t *testing.T, js jetstream.JetStream) *durable.Store {
 	return st
 }
 
-// storeBehind, when set (setObserverBehind), runs in the store's observer
-// before the store sees a suspend event: the store falls behind.
-var storeBehind atomic.Pointer[func(*events.Event)]
-
-// setObserverBehind holds the store's observer in f on suspend events until
-// the end of the test.
-func setObserverBehind(t *testing.T, f func(*events.Event)) {
-	storeBehind.Store(&f)
-	t.Cleanup(func() { storeBehind.Store(nil) })
-}
-
 func startAgent(t *testing.T, js jetstream.JetStream) *agentProcess {
 	t.Helper()
 	st := newStore(t, js)
-	// Attached as an observer as set-ups did when the store recorded waits
-	// from suspend events: it must change nothing now, even when it falls
-	// behind (setObserverBehind).
-	tk := toolkit.New(toolkit.WithObserver(toolkit.ObserverFunc(func(ev *events.Event) {
-		if h := storeBehind.Load(); h != nil && ev.Type == events.TypeSuspend {
-			(*h)(ev)
-		}
-		st.Observe(ev)
-	})))
+	// An asynchronous observer that a test may hold back (setLag), as the
+	// store was when it recorded waits from suspend events: a lagging
+	// observer must change nothing.
+	tk := toolkit.New(toolkit.WithObserver(laggingObserver))
 	ask, err := toolkit.NewExternalTool(toolkit.Spec{Name: "ask", Description: "asks a person"}, json.RawMessage(`{"type":"object"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +56,23 @@ func startAgent(t *testing.T, js jetstream.JetStream) *agentProcess {
 			return "written " + string(rune('0'+writes.Add(1))), nil
 		}),
 		toolkit.MustTool(toolkit.Spec{Name: "look", ReadOnly: true}, func(context.Context, struct{}) (string, error) { return "looked", nil }))
+}
+
+// lagHook, when set (setLag), holds laggingObserver at each suspend event.
+var lagHook atomic.Pointer[func(*events.Event)]
+
+// laggingObserver is the asynchronous observer startAgent attaches.
+var laggingObserver = toolkit.ObserverFunc(func(ev *events.Event) {
+	if h := lagHook.Load(); h != nil && ev.Type == events.TypeSuspend {
+		(*h)(ev)
+	}
+})
+
+// setLag makes laggingObserver run f at each suspend event, until the test
+// ends.
+func setLag(t *testing.T, f func(*events.Event)) {
+	lagHook.Store(&f)
+	t.Cleanup(func() { lagHook.Store(nil) })
 }
 
 // runAgent registers the tools on tk behind the store's interceptor, has

@@ -9,7 +9,7 @@ import (
 func KeyOf(session, call string) string { return key(session, call) }
 
 // SetDefaultElectionWait sets the bound of each read and write of the
-// stores New opens without WithElectionWait (default DefaultElectionWait)
+// stores New opens without WithElectionWait (default defaultElectionWait)
 // and returns a function that restores it.
 func SetDefaultElectionWait(d time.Duration) (restore func()) {
 	old := defaultWait.Swap(int64(d))

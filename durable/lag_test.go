@@ -19,7 +19,7 @@ func TestAnswerWhileObserverBehind(t *testing.T) {
 	js := natstest.JetStream(t)
 	ctx := context.Background()
 	release := make(chan struct{})
-	setObserverBehind(t, func(*events.Event) { <-release })
+	setLag(t, func(*events.Event) { <-release })
 	p := startAgent(t, js)
 	batch := p.sess.Start(ctx, []toolkit.Call{testutil.Call("q1", "ask", `{}`)})
 	for deadline := time.Now().Add(5 * time.Second); len(p.sess.Suspended()) == 0; time.Sleep(5 * time.Millisecond) {

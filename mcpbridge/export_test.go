@@ -11,3 +11,12 @@ func SyncInTwo(s *Server) (apply func() error) {
 // SetMaxListPages sets the most pages a tools/list may have; it returns the
 // previous bound.
 func SetMaxListPages(n int) int { old := maxListPages; maxListPages = n; return old }
+
+// DefaultSessionPrefix is defaultSessionPrefix (tests only).
+const DefaultSessionPrefix = defaultSessionPrefix
+
+// DefaultMaxResultSize is defaultMaxResultSize (tests only).
+const DefaultMaxResultSize = defaultMaxResultSize
+
+// DefaultPrefix is defaultPrefix (tests only).
+var DefaultPrefix = defaultPrefix

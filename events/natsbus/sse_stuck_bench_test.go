@@ -64,7 +64,7 @@ func BenchmarkSSEStuckReaders(b *testing.B) {
 		session = "stuck-bench"
 	)
 	bus := natstest.Bus(b, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	h, blocked := natsbus.CountBlockedWrites(bus.SSEHandler(natsbus.SSEOptions{}))
+	h, blocked := natsbus.CountBlockedWrites(bus.SSEHandler())
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		if tc, ok := c.(*net.TCPConn); ok {

@@ -55,7 +55,7 @@ func TestCallTraceCrossesTheWire(t *testing.T) {
 			seen <- tr
 			return len(in.Words), nil
 		}))
-	w, err := remote.Serve(conn(), worker, remote.WorkerOptions{})
+	w, err := remote.Serve(conn(), worker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestCallTraceCrossesTheWire(t *testing.T) {
 		_ = w.Stop(ctx)
 	})
 
-	c := remote.NewClient(conn(), remote.ClientOptions{})
+	c := remote.NewClient(conn())
 	tools, err := c.Discover(t.Context())
 	if err != nil || len(tools) != 1 {
 		t.Fatalf("discovered %d tools (%v), want 1", len(tools), err)

@@ -1,0 +1,7 @@
+package skills
+
+// DefaultResourceLimit is defaultResourceLimit (tests only).
+const DefaultResourceLimit = defaultResourceLimit
+
+// MaxPathBytes is maxPathBytes (tests only).
+const MaxPathBytes = maxPathBytes
