@@ -13,7 +13,7 @@ import (
 // A subscriber links its own span to the span of the call an event tells
 // of: the event carries the call span's trace context (on NATS, in the
 // traceparent header). Examples with the SDK, spans and links recorded,
-// are in internal/oteltests/telemetry.
+// are in telemetry/oteltests/telemetry.
 func ExampleLink() {
 	ev := &events.Event{Type: events.TypeResult, Call: "call_1",
 		Trace: events.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}

@@ -62,10 +62,10 @@ type pkg struct {
 // otelSDK returns the require lines of the OpenTelemetry SDK modules and the
 // go.sum lines for them: docs/observability.md's program sets up the SDK,
 // which the library does not require (only its tests do, in the module
-// internal/oteltests, whose go.mod pins the versions the docs build with).
+// telemetry/oteltests, whose go.mod pins the versions the docs build with).
 func otelSDK(t *testing.T, root string) (require string, sum []byte) {
 	t.Helper()
-	dir := filepath.Join(root, "internal", "oteltests")
+	dir := filepath.Join(root, "telemetry", "oteltests")
 	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil {
 		t.Fatal(err)

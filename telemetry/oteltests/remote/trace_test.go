@@ -10,6 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
@@ -45,7 +46,7 @@ func TestCallTraceCrossesTheWire(t *testing.T) {
 		return nc
 	}
 
-	seen := make(chan remote.Trace, 1)
+	seen := make(chan events.TraceContext, 1)
 	worker := testutil.Kit(t)
 	testutil.Add(t, worker, toolkit.MustTool(toolkit.Spec{Name: "count"},
 		func(ctx context.Context, in struct {

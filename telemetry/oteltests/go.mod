@@ -2,8 +2,8 @@
 // spans and metrics, remote's trace across the wire), in a module of their
 // own so that the library's go.mod does not require the SDK: the library
 // imports only the OpenTelemetry API. go.work joins it; the README's test
-// command names ./internal/oteltests/... (patterns stop at module borders).
-module github.com/toolstream/toolstream/internal/oteltests
+// command names ./telemetry/oteltests/... (patterns stop at module borders).
+module github.com/toolstream/toolstream/telemetry/oteltests
 
 go 1.26.0
 
