@@ -112,12 +112,19 @@ func sharedTools(s *seen) []*toolkit.Tool {
 	}
 }
 
+// retryTwice retries the tool "twice" without waiting long.
+func retryTwice() toolkit.Interceptor {
+	retry := interceptors.Retry(interceptors.RetryBackoff(time.Millisecond, time.Millisecond))
+	retry.Tools = []string{"twice"}
+	return retry
+}
+
 // workerKit is a worker's toolkit: the shared tools with a Retry of its own
 // (the worker's chain: what belongs to the tool).
 func workerKit(t *testing.T, s *seen) *toolkit.Toolkit {
 	tk := testutil.Kit(t)
 	testutil.Add(t, tk, sharedTools(s)...)
-	if err := tk.Use(interceptors.Retry(interceptors.RetryTools("twice"), interceptors.RetryBackoff(time.Millisecond, time.Millisecond))); err != nil {
+	if err := tk.Use(retryTwice()); err != nil {
 		t.Fatal(err)
 	}
 	return tk
@@ -176,7 +183,7 @@ func TestRemoteLikeLocal(t *testing.T) {
 	testutil.Add(t, agent, tools...)
 	inproc := testutil.Kit(t)
 	testutil.Add(t, inproc, sharedTools(nil)...)
-	if err := inproc.Use(interceptors.Retry(interceptors.RetryTools("twice"), interceptors.RetryBackoff(time.Millisecond, time.Millisecond))); err != nil {
+	if err := inproc.Use(retryTwice()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -421,7 +428,7 @@ func TestLimitsRunOnTheAgent(t *testing.T) {
 	c := remote.NewClient(conn(t, bus))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
-	if err := agent.Use(interceptors.CallLimits(interceptors.PerToolPerSession("count", 1))); err != nil {
+	if err := agent.Use(interceptors.CallLimits(interceptors.PerSession(1, "count"))); err != nil {
 		t.Fatal(err)
 	}
 	rs := testutil.Run(t, agent, "s", testutil.Call("c1", "count", `{"words":["x"]}`), testutil.Call("c2", "count", `{"words":["y"]}`))
