@@ -308,16 +308,6 @@ func (b *Batch) Wait() []Result {
 	return b.results
 }
 
-// localStore returns the batch's locals, made if create is set.
-func (b *Batch) localStore(create bool) *localStore {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.locals == nil && create {
-		b.locals = new(localStore)
-	}
-	return b.locals
-}
-
 // record logs a final result or a suspension notice.
 func (b *Batch) record(n notice) {
 	b.mu.Lock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"runtime/debug"
-	"slices"
 	"time"
 
 	"github.com/toolstream/toolstream/events"
@@ -24,23 +23,6 @@ type batchHooks struct {
 	list   []batchHook
 	before bool // one of them has a Before
 	after  bool // one of them has an After
-}
-
-// hooksOf returns the batch hooks of list, nil when there are none (a
-// toolkit without them pays nothing for them).
-func hooksOf(list []*registered) *batchHooks {
-	var hs []batchHook
-	for _, r := range list {
-		if r.on.Load() && (r.BeforeBatch != nil || r.AfterBatch != nil) {
-			hs = append(hs, batchHook{Name: r.Name, Before: r.BeforeBatch, After: r.AfterBatch})
-		}
-	}
-	if len(hs) == 0 {
-		return nil
-	}
-	return &batchHooks{list: hs,
-		before: slices.ContainsFunc(hs, func(h batchHook) bool { return h.Before != nil }),
-		after:  slices.ContainsFunc(hs, func(h batchHook) bool { return h.After != nil })}
 }
 
 // BatchPlan is a batch as its Before hooks see it, before any call runs.

@@ -382,3 +382,20 @@ func buildChain(list []*registered, t *Tool, skipUnknown bool) Handler {
 	}
 	return h
 }
+
+// hooksOf returns the batch hooks of list, nil when there are none (a
+// toolkit without them pays nothing for them).
+func hooksOf(list []*registered) *batchHooks {
+	var hs []batchHook
+	for _, r := range list {
+		if r.on.Load() && (r.BeforeBatch != nil || r.AfterBatch != nil) {
+			hs = append(hs, batchHook{Name: r.Name, Before: r.BeforeBatch, After: r.AfterBatch})
+		}
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	return &batchHooks{list: hs,
+		before: slices.ContainsFunc(hs, func(h batchHook) bool { return h.Before != nil }),
+		after:  slices.ContainsFunc(hs, func(h batchHook) bool { return h.After != nil })}
+}

@@ -34,16 +34,6 @@ type Session struct {
 	locals    *localStore // session locals (local.go), made on first use, dropped by Close
 }
 
-// localStore returns the session's locals, made if create is set.
-func (s *Session) localStore(create bool) *localStore {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.locals == nil && create {
-		s.locals = new(localStore)
-	}
-	return s.locals
-}
-
 // Session returns the session with the given id, creating it on first use.
 // Ids come from outside and are checked: they must be 1 to 256 bytes of
 // UTF-8 without control characters (ErrInvalidSession otherwise).
