@@ -128,7 +128,7 @@ func (p *BatchPlan) Decide(i int, out Result) {
 
 // Deny refuses call i without running it: state denied, err the message
 // the model reads.
-func (p *BatchPlan) Deny(i int, err error) { p.Decide(i, Failure(StateDenied, err)) }
+func (p *BatchPlan) Deny(i int, err error) { p.Decide(i, Failure(events.StateDenied, err)) }
 
 // Decided reports whether call i already has an outcome (Decide, Deny).
 func (p *BatchPlan) Decided(i int) bool {
@@ -306,7 +306,7 @@ func (b *Batch) emitBatchEnd() {
 	body := events.BatchEnd{Batch: b.ID(), Calls: make([]events.BatchCall, len(b.results))}
 	for i, r := range b.results {
 		bc := events.BatchCall{Call: r.Call.ID, Tool: r.Call.Name, State: r.State}
-		if r.Err != nil && r.State != StateSuccess {
+		if r.Err != nil && r.State != events.StateSuccess {
 			bc.Error = r.Err.Error()
 		}
 		body.Calls[i] = bc
