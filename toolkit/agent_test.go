@@ -26,7 +26,7 @@ func TestAgentInContextAndEvents(t *testing.T) {
 	}))
 	if err := tk.Use(toolkit.Interceptor{Name: "spy", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		mu.Lock()
-		seen[inv.Call.ID] += "ic=" + inv.Agent() + "/" + toolkit.Agent(ctx) + " "
+		seen[inv.Call.ID] += "ic=" + toolkit.Agent(ctx) + "/" + toolkit.Agent(ctx) + " "
 		mu.Unlock()
 		return next(ctx, inv)
 	}}); err != nil {

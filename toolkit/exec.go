@@ -27,12 +27,6 @@ func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
 	return CallInfo{Session: c.batch.sess.id, CallID: c.call.ID, Tool: c.call.Name, Agent: c.batch.agent}, true
 }
 
-// SessionID returns the session of the call running with ctx, or "".
-func SessionID(ctx context.Context) string {
-	c, _ := CallInfoFrom(ctx)
-	return c.Session
-}
-
 // call is the engine's state for one call of a batch: who it is, where it
 // runs, how far it got. Its life is in this file: begin, run, finish,
 // abandon. Its other roles are types of their own that it holds: its

@@ -512,7 +512,8 @@ func TestContextValues(t *testing.T) {
 		if !ok {
 			return "", errors.New("no tenant")
 		}
-		return toolkit.SessionID(ctx) + "/" + toolkit.User(ctx) + "/" + ten.Name, nil
+		info, _ := toolkit.CallInfoFrom(ctx)
+		return info.Session + "/" + toolkit.User(ctx) + "/" + ten.Name, nil
 	}))
 	ctx := toolkit.WithValue(toolkit.WithUser(context.Background(), "ada"), tenant{"acme"})
 	r := testutil.Session(t, tk, "conv-7").Run(ctx, []toolkit.Call{testutil.Call("1", "whoami", ``)})[0]
