@@ -474,7 +474,7 @@ func TestRunInterceptorStops(t *testing.T) {
 	tk := toolkit.New()
 	defer tk.Close(ctx)
 	tk.Add(weatherTool(t))
-	tk.Use(toolkit.Interceptor{Name: "budget", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "budget", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		inv.StopLoop("budget", "the budget is spent")
 		return toolkit.Failure(events.StateError, errors.New("over budget"))
 	}})

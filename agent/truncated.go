@@ -24,7 +24,7 @@ var ErrTruncatedCall = errors.New("the call was not run: the reply reached the o
 // write the same call again and be cut again. The call gets an error
 // result that says so instead, from the toolkit like any other result
 // (events included): the batch starts with it decided
-// (toolkit.WithResult), so batch hooks (a batch approval) do not ask
+// (toolkit.WithOutcome), so batch hooks (a batch approval) do not ask
 // about it either.
 type truncation struct {
 	index int
@@ -48,7 +48,7 @@ func truncated(reply *Reply) *truncation {
 
 // outcome is the call's result.
 func (t *truncation) outcome() toolkit.StartOption {
-	return toolkit.WithResult(t.index, toolkit.Failure(events.StateError, t.err()))
+	return toolkit.WithOutcome(t.index, toolkit.Failure(events.StateError, t.err()))
 }
 
 func (t *truncation) err() error {

@@ -417,15 +417,15 @@ func (s *Store) settle(ctx context.Context, session, callID, reason, waitsFor, g
 // recorded as running to be recorded as waiting before they refuse.
 const settleWait = 5 * time.Second
 
-func (st *Stored) outcome() toolkit.Result {
-	out := toolkit.Result{State: st.State, Content: st.Content}
+func (st *Stored) outcome() toolkit.Outcome {
+	out := toolkit.Outcome{State: st.State, Content: st.Content}
 	if st.Error != "" {
 		out.Err = errors.New(st.Error)
 	}
 	return out
 }
 
-func stored(out toolkit.Result) *Stored {
+func stored(out toolkit.Outcome) *Stored {
 	st := &Stored{State: out.State, Content: out.Content}
 	if st.Content == nil {
 		st.Content = []events.Part{}
@@ -450,7 +450,7 @@ func (s *Store) Interceptor() toolkit.Interceptor {
 // for hours).
 func bookkeeping(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
-func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	k := key(inv.Session, inv.Call.ID)
 	bctx := bookkeeping(ctx)
 	owner := nuid.Next() // this run of the call
@@ -534,7 +534,7 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 // interrupted while it waited stays pending; another interrupted call is
 // forgotten, so that running it again runs it (one a person decided about
 // goes back to pending with the decision, which applies again).
-func (s *Store) run(ctx context.Context, k, owner string, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+func (s *Store) run(ctx context.Context, k, owner string, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	remove := inv.OnWait(func(reason string) { s.recordWait(ctx, k, owner, reason, inv) })
 	out := next(ctx, inv)
 	remove()
@@ -600,7 +600,7 @@ func sameArgs(a, b json.RawMessage) bool {
 
 // finish stores owner's outcome of the call, unless another run holds the
 // record now (or stored its outcome): that run's stands.
-func (s *Store) finish(ctx context.Context, k, owner string, out toolkit.Result) error {
+func (s *Store) finish(ctx context.Context, k, owner string, out toolkit.Outcome) error {
 	var held string
 	err := s.update(ctx, k, func(r *Record) bool {
 		if r.Owner != owner || r.State == Done {

@@ -79,7 +79,7 @@ func TestResetToolsRacingClose(t *testing.T) {
 	ctx := context.Background()
 	var closeFirst atomic.Pointer[toolkit.Session] // closed just before reset_tools' handler runs
 	if err := f.tk.Use(toolkit.Interceptor{Name: "close-first", Tools: []string{groups.MetaTool},
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			if s := closeFirst.Load(); s != nil {
 				s.Close()
 			}

@@ -36,7 +36,7 @@ func TestPermissionRulesFollowTheToolThatRuns(t *testing.T) {
 		return nil, nil
 	})
 	alias := toolkit.Interceptor{Name: "aliases", Unknown: true,
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			if inv.Unknown() && inv.Call.Name == "del" {
 				inv.Tool = del
 			}
@@ -158,7 +158,7 @@ func TestAuditNamesTheToolThatRan(t *testing.T) {
 		return "deleted " + in.Path, nil
 	})
 	alias := toolkit.Interceptor{Name: "aliases", Unknown: true,
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			if inv.Unknown() && inv.Call.Name == "del" {
 				inv.Tool = del
 			}

@@ -53,7 +53,7 @@ type argsSeen struct {
 }
 
 func (a *argsSeen) interceptor() toolkit.Interceptor {
-	return toolkit.Interceptor{Name: "record-args", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	return toolkit.Interceptor{Name: "record-args", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		a.mu.Lock()
 		a.ic[inv.Call.ID] = inv.Call.Args
 		a.mu.Unlock()

@@ -73,7 +73,7 @@ func (cfg *auditConfig) cut(s string) (string, bool) {
 	return s[:n] + "…", true
 }
 
-func (cfg *auditConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+func (cfg *auditConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	start := time.Now()
 	args := inv.Call.Args // as they came in, before inner interceptors change them
 	out := next(ctx, inv)

@@ -101,7 +101,7 @@ func EmulatePromptFor(inv *toolkit.Invocation) string {
 	return b.String()
 }
 
-func (cfg *emulateConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+func (cfg *emulateConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	if cfg.model == nil || inv.Tool == nil { // no tool: an outer interceptor cleared it, the call fails
 		return next(ctx, inv)
 	}

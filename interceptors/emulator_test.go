@@ -58,7 +58,7 @@ func emuFixture(t *testing.T, ics ...toolkit.Interceptor) (*toolkit.Toolkit, *ic
 func TestEmulateAnswersWithoutTheTool(t *testing.T) {
 	m := &emuModel{reply: `{"temp": 21, "sky": "clear"}`}
 	var inner icCounter
-	innerIC := toolkit.Interceptor{Name: "inner", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	innerIC := toolkit.Interceptor{Name: "inner", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		inner.inc()
 		return next(ctx, inv)
 	}}

@@ -11,14 +11,14 @@ import (
 type ErrorOption func(*errpolConfig)
 
 type errpolConfig struct {
-	message func(toolkit.Result) string
+	message func(toolkit.Outcome) string
 	fatal   func(error) bool
 }
 
 // Message sets what the model reads for a failed call: f gets the failed
 // outcome and returns the whole model-visible text (add an "Error: " prefix
 // yourself if you want one). An empty string keeps the engine's message.
-func Message(f func(toolkit.Result) string) ErrorOption {
+func Message(f func(toolkit.Outcome) string) ErrorOption {
 	return func(c *errpolConfig) { c.message = f }
 }
 
@@ -43,7 +43,7 @@ func ErrorPolicy(opts ...ErrorOption) toolkit.Interceptor {
 	return toolkit.Interceptor{Name: "errors", Intercept: cfg.intercept}
 }
 
-func (cfg *errpolConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+func (cfg *errpolConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	out := next(ctx, inv)
 	if !out.State.IsError() {
 		return out

@@ -15,7 +15,7 @@ import (
 var errDBDown = errors.New("db: connection refused at 10.0.0.7:5432")
 
 func TestErrorPolicyMessage(t *testing.T) {
-	tk := icKit(t, nil, interceptors.ErrorPolicy(interceptors.Message(func(o toolkit.Result) string {
+	tk := icKit(t, nil, interceptors.ErrorPolicy(interceptors.Message(func(o toolkit.Outcome) string {
 		if errors.Is(o.Err, errDBDown) {
 			return "Error: the database is unavailable; try again later or answer without it"
 		}

@@ -127,7 +127,7 @@ func Evict(opts ...EvictOption) toolkit.Interceptor {
 	}
 	return toolkit.Interceptor{
 		Name: "evict",
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			if cfg.excluded[toolName(inv)] {
 				return next(ctx, inv)
 			}
@@ -140,7 +140,7 @@ func Evict(opts ...EvictOption) toolkit.Interceptor {
 
 // evict stores out if it is too large. pass is this pass's number among the
 // call's passes through Evict, passes their count so far.
-func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out toolkit.Result, pass int64, passes *atomic.Int64) toolkit.Result {
+func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out toolkit.Outcome, pass int64, passes *atomic.Int64) toolkit.Outcome {
 	success := out.State == "" || out.State == events.StateSuccess
 	if out.State == events.StateSuspended || cfg.successOnly && !success {
 		return out

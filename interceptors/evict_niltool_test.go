@@ -22,7 +22,7 @@ func TestBuiltinsWhenAnOuterInterceptorClearedTheTool(t *testing.T) {
 		"retry":   interceptors.Retry(interceptors.RetryIf(nil), interceptors.RetrySleep(func(context.Context, time.Duration) error { return nil })),
 		"emulate": interceptors.Emulate(&emuModel{err: errors.New("no model today")}),
 	} {
-		clear := toolkit.Interceptor{Name: "clear", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		clear := toolkit.Interceptor{Name: "clear", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			inv.Tool = nil
 			return next(ctx, inv)
 		}}

@@ -173,7 +173,7 @@ type limitHold struct {
 	released bool // the place was given back: a later pass takes a new one
 }
 
-func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	h := cfg.held.LoadOrInit(inv, func() *limitHold { return &limitHold{released: true} })
 	h.mu.Lock() // a retry passing meanwhile waits for the place to be taken
 	if !h.released {
@@ -212,7 +212,7 @@ func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 // run runs the rest of the chain on the place h, and gives the place back
 // if this was its last pass and the tool never started (refused further
 // in).
-func (cfg *limitConfig) run(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, h *limitHold) toolkit.Result {
+func (cfg *limitConfig) run(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, h *limitHold) toolkit.Outcome {
 	before := inv.Attempts()
 	out := next(ctx, inv)
 	h.mu.Lock()

@@ -103,7 +103,7 @@ func TestCallLimitsOverall(t *testing.T) {
 
 func TestCallLimitsRefusedCallsDoNotCount(t *testing.T) {
 	deny := toolkit.Interceptor{Name: "deny", Tools: []string{"denied"},
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			return toolkit.Failure(events.StateDenied, errors.New("not allowed"))
 		}}
 	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(2), interceptors.PerBatch(1, "a")), deny)

@@ -84,7 +84,7 @@ type loopEntry struct {
 	last  int64
 }
 
-func (cfg *loopConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+func (cfg *loopConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	if seen, _ := cfg.seen.Get(inv); seen {
 		return next(ctx, inv)
 	}

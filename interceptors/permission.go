@@ -330,7 +330,7 @@ func granted(session toolkit.LocalScope, tool string, rawArgs json.RawMessage) (
 	return g.covering(tool, rawArgs)
 }
 
-func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	d := p.decide(ctx, inv)
 	switch d.decision {
 	case Allow:
@@ -369,7 +369,7 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 }
 
 // ask suspends the call until a decision, the wait timeout or the run's end.
-func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, reason string, suggestions []Suggestion) toolkit.Result {
+func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, reason string, suggestions []Suggestion) toolkit.Outcome {
 	if args := inv.Call.Args; len(args) > 0 && !json.Valid(args) {
 		// Arguments an interceptor outside this one rewrote (the engine
 		// checks them only when the tool is about to run): no request
@@ -445,7 +445,7 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 
 // conclude ends an asked call as the person decided: note, if set, is
 // added to the decision event's note.
-func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, req ApprovalRequest, v permVerdict, note string) toolkit.Result {
+func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler, req ApprovalRequest, v permVerdict, note string) toolkit.Outcome {
 	if !v.approve {
 		p.announce(inv, req, "rejected", permJoin(note, v.reason))
 		msg := fmt.Sprintf("the user rejected this call of %q", inv.Call.Name)

@@ -27,7 +27,7 @@ func TestAskWithArgumentsThatAreNotJSON(t *testing.T) {
 	f := newPermFixture(t, interceptors.WithApprovalTimeout(wait))
 	f.tk.RemoveInterceptor("permissions")
 	breaker := toolkit.Interceptor{Name: "template", Tools: []string{"write"},
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			inv.Call.Args = json.RawMessage(`{"path": "notes/a.txt"`) // a template that lost its brace
 			return next(ctx, inv)
 		}}

@@ -87,7 +87,7 @@ func TestPermissionsUnknownToolNotAsked(t *testing.T) {
 	// An Unknown interceptor inside Permissions may make the call run: ask.
 	perms, ic := newPerms()
 	alias := toolkit.Interceptor{Name: "aliases", Unknown: true,
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			if inv.Unknown() && inv.Call.Name == "delete_everything" {
 				inv.Tool = del
 			}

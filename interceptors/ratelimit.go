@@ -148,7 +148,7 @@ func (cfg *rateConfig) limiter(tool string) *rateLimiter {
 	return loadOrNew(&cfg.dynamic, tool, func() *rateLimiter { return newRateLimiter(cfg.all, cfg.burst) })
 }
 
-func (cfg *rateConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+func (cfg *rateConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	name := toolName(inv)
 	rl := cfg.limiter(name)
 	if rl == nil {

@@ -22,7 +22,7 @@ import (
 func TestRateLimitCancelledWaitersGiveTheirTurnsBack(t *testing.T) {
 	const every = 250 * time.Millisecond
 	entered := make(chan struct{}, 16)
-	signal := toolkit.Interceptor{Name: "signal", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	signal := toolkit.Interceptor{Name: "signal", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		entered <- struct{}{}
 		return next(ctx, inv)
 	}}

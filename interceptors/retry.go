@@ -32,7 +32,7 @@ type retryConfig struct {
 	initial, limit time.Duration
 	factor         float64
 	jitter         bool
-	retryIf        func(toolkit.Result) bool
+	retryIf        func(toolkit.Outcome) bool
 	sleep          func(ctx context.Context, d time.Duration) error
 }
 
@@ -70,7 +70,7 @@ func RetryJitter(on bool) RetryOption { return func(c *retryConfig) { c.jitter =
 // RetryIf replaces the default choice of which failures to retry (see
 // [Retry]). f is asked only about error-state outcomes; a call whose
 // context has ended is never retried, whatever f says.
-func RetryIf(f func(toolkit.Result) bool) RetryOption {
+func RetryIf(f func(toolkit.Outcome) bool) RetryOption {
 	return func(c *retryConfig) { c.retryIf = f }
 }
 
@@ -138,7 +138,7 @@ func Retry(opts ...RetryOption) toolkit.Interceptor {
 	return toolkit.Interceptor{Name: "retry", Intercept: cfg.intercept}
 }
 
-func (cfg *retryConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+func (cfg *retryConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	for n := 1; ; n++ {
 		out := next(ctx, inv)
 		inv.Meta(MetaAttempts, n)
@@ -159,7 +159,7 @@ func (cfg *retryConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 	}
 }
 
-func (cfg *retryConfig) retryable(inv *toolkit.Invocation, out toolkit.Result) bool {
+func (cfg *retryConfig) retryable(inv *toolkit.Invocation, out toolkit.Outcome) bool {
 	if cfg.retryIf != nil {
 		return cfg.retryIf(out)
 	}
@@ -194,7 +194,7 @@ func (cfg *retryConfig) delay(n int) time.Duration {
 
 // retryGiveUp reports a call whose retries are over. One attempt alone is
 // left as it is: nothing was retried.
-func retryGiveUp(inv *toolkit.Invocation, out toolkit.Result, n int) toolkit.Result {
+func retryGiveUp(inv *toolkit.Invocation, out toolkit.Outcome, n int) toolkit.Outcome {
 	if n <= 1 {
 		return out
 	}
@@ -212,7 +212,7 @@ var retryNever = []error{
 }
 
 // retryDefault is the default choice of outcomes worth another attempt.
-func retryDefault(out toolkit.Result) bool {
+func retryDefault(out toolkit.Outcome) bool {
 	switch out.State {
 	case events.StateError, events.StateTimeout:
 	default:

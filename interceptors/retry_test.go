@@ -120,7 +120,7 @@ func TestRetryOneAttemptIsNoRetry(t *testing.T) {
 func TestRetryNotRetried(t *testing.T) {
 	sl := &retrySleeps{}
 	deny := toolkit.Interceptor{Name: "deny", Tools: []string{"denied"},
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			return toolkit.Failure(events.StateDenied, interceptors.Transient(errors.New("not allowed")))
 		}}
 	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep)), deny)
@@ -285,7 +285,7 @@ func TestRetryRerunsInnerInterceptors(t *testing.T) {
 	sl := &retrySleeps{}
 	var inner icCounter
 	var seenAttempts []int
-	counting := toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	counting := toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		inner.inc()
 		seenAttempts = append(seenAttempts, inv.Attempts())
 		// Each attempt may change the arguments; the tool sees the change.
@@ -369,7 +369,7 @@ func TestRetryTools(t *testing.T) {
 func TestRetryIf(t *testing.T) {
 	sl := &retrySleeps{}
 	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep),
-		interceptors.RetryIf(func(o toolkit.Result) bool { return strings.Contains(o.Text(), "busy") })))
+		interceptors.RetryIf(func(o toolkit.Outcome) bool { return strings.Contains(o.Text(), "busy") })))
 	var ran icCounter
 	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "t"}, func(ctx context.Context) (string, error) {
 		if ran.inc() == 1 {

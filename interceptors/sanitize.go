@@ -245,7 +245,7 @@ func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
 	}
 	return toolkit.Interceptor{
 		Name: "sanitize",
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			if len(cfg.redactors) == 0 {
 				return cfg.apply(next(ctx, inv), nil)
 			}
@@ -527,7 +527,7 @@ func (c *sanitizeCount) wasFiltered(p events.Part) bool {
 
 // apply cleans the whole result. It returns out unchanged (the same
 // content slice) when there is nothing to do, so that no reset goes out.
-func (cfg *sanitizeConfig) apply(out toolkit.Result, count *sanitizeCount) toolkit.Result {
+func (cfg *sanitizeConfig) apply(out toolkit.Outcome, count *sanitizeCount) toolkit.Outcome {
 	if out.State == events.StateSuspended {
 		return out
 	}
@@ -731,7 +731,7 @@ func sanitizeSize(content []events.Part) int {
 // its "Error: ..." line, that line is kept after the marker, so the model
 // still learns what went wrong. The content is copied, never changed in
 // place.
-func sanitizeTruncate(out toolkit.Result, limit int, marker func(omitted int) string) []events.Part {
+func sanitizeTruncate(out toolkit.Outcome, limit int, marker func(omitted int) string) []events.Part {
 	body, tail := out.Content, ""
 	if out.State.IsError() && out.Err != nil {
 		line := "Error: " + out.Err.Error()

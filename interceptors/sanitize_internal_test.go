@@ -227,9 +227,9 @@ func FuzzSanitizeStreamCuts(f *testing.F) {
 			out.WriteString(p.Text)
 		}
 		content := []events.Part{events.Text(out.String())}
-		final := events.ContentText(cfg.apply(toolkit.Result{State: events.StateSuccess, Content: content}, count).Content)
+		final := events.ContentText(cfg.apply(toolkit.Outcome{State: events.StateSuccess, Content: content}, count).Content)
 		// Without the filter's word, the pass redacts the whole result.
-		want := events.ContentText(cfg.apply(toolkit.Result{State: events.StateSuccess, Content: content}, nil).Content)
+		want := events.ContentText(cfg.apply(toolkit.Outcome{State: events.StateSuccess, Content: content}, nil).Content)
 		if final != want {
 			i := 0
 			for i < len(final) && i < len(want) && final[i] == want[i] {

@@ -268,7 +268,7 @@ func TestSanitizeLeavesCleanResultsAlone(t *testing.T) {
 // A retry outside the sanitizer runs it once per attempt: each attempt's
 // deltas and the final result are redacted.
 func TestSanitizeUnderRetry(t *testing.T) {
-	retry := toolkit.Interceptor{Name: "ev-retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	retry := toolkit.Interceptor{Name: "ev-retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		out := next(ctx, inv)
 		if inv.Attempts() < 2 {
 			out = next(ctx, inv)
@@ -418,7 +418,7 @@ func TestSanitizeHugeJSONString(t *testing.T) {
 func TestSanitizeWholeResultPassAfterSkips(t *testing.T) {
 	key := "xoxb-" + strings.Repeat("9", 20)
 	pad := strings.Repeat("lorem ipsum dolor ", 4000) // 72 KB
-	inner := toolkit.Interceptor{Name: "inner", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	inner := toolkit.Interceptor{Name: "inner", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		out := next(ctx, inv)
 		if inv.Call.ID == "replaced" {
 			return toolkit.Success(events.Text(pad + key))

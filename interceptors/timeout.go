@@ -64,7 +64,7 @@ func Timeout(d time.Duration, opts ...TimeoutOption) toolkit.Interceptor {
 	return ic
 }
 
-func (cfg *timeoutConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+func (cfg *timeoutConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	d, ok := cfg.perTool[toolName(inv)]
 	if !ok {
 		d = cfg.def

@@ -196,7 +196,7 @@ func TestTimeoutLeavesADeafHandlerBehind(t *testing.T) {
 // the call's *PanicError, as for any interceptor. Before, it crashed the
 // process (the goroutine Timeout started had no recover).
 func TestTimeoutInnerInterceptorPanics(t *testing.T) {
-	boom := toolkit.Interceptor{Name: "boom", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	boom := toolkit.Interceptor{Name: "boom", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		panic("boom")
 	}}
 	tk := icKit(t, nil, interceptors.Timeout(time.Minute), boom)

@@ -64,7 +64,7 @@ func srvRedactedContact(t testing.TB, tk *toolkit.Toolkit) {
 	san := interceptors.Sanitize(interceptors.RedactEmails())
 	san.Tools = []string{"contact"}
 	tk.Use(san, toolkit.Interceptor{Name: "owner", Tools: []string{"contact"},
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			out := next(ctx, inv)
 			if n := len(out.Content); n > 0 && out.State == events.StateSuccess && strings.Contains(string(inv.Call.Args), "add-owner") {
 				var m map[string]any

@@ -89,7 +89,7 @@ func TestLoadRacingClose(t *testing.T) {
 	}
 	s, _ := tk.Session("s")
 	if err := tk.Use(toolkit.Interceptor{Name: "close-first", Tools: []string{skills.LoadTool},
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			s.Close() // the load's handler runs in a session closed meanwhile
 			return next(ctx, inv)
 		}}); err != nil {

@@ -24,7 +24,7 @@ func TestAgentInContextAndEvents(t *testing.T) {
 		mu.Unlock()
 		return "ok", nil
 	}))
-	if err := tk.Use(toolkit.Interceptor{Name: "spy", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "spy", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		mu.Lock()
 		seen[inv.Call.ID] += "ic=" + toolkit.Agent(ctx) + "/" + toolkit.Agent(ctx) + " "
 		mu.Unlock()

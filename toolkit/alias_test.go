@@ -39,7 +39,7 @@ func TestAliasedCallThroughVisibility(t *testing.T) {
 	other := countTool(t, "other", &otherRan)
 	open := countTool(t, "open", &openRan)
 	testutil.Add(t, tk, secret, other, open)
-	if err := tk.Use(toolkit.Interceptor{Name: "alias", Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "alias", Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		if inv.Unknown() {
 			target := strings.TrimPrefix(inv.Call.Name, "old_")
 			if tool, ok := tk.Tool(target); ok {

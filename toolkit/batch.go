@@ -397,7 +397,7 @@ func (b *Batch) notStarted(c *call) error {
 // [Session.Run]).
 type StartOption func(*Batch)
 
-// WithResult gives call index of the batch its outcome without running
+// WithOutcome gives call index of the batch its outcome without running
 // it, as [BatchPlan.Decide] would, but before any batch hook sees the
 // batch: hooks find it decided ([BatchPlan.Decided]), so a batch approval
 // does not ask a person about it. No interceptor and no handler sees the
@@ -407,7 +407,7 @@ type StartOption func(*Batch)
 // way. An index outside the batch is ignored, and a malformed call (a bad
 // or duplicate id) keeps its own failure. A later hook may still decide the
 // call otherwise.
-func WithResult(index int, out Result) StartOption {
+func WithOutcome(index int, out Outcome) StartOption {
 	return func(b *Batch) {
 		if index >= 0 && index < len(b.calls) {
 			b.calls[index].decide(out)

@@ -117,7 +117,7 @@ func (p *BatchPlan) Approve(i int) {
 // no handler sees it, and its events are a start, the outcome's content as
 // deltas and the result. Use [Failure] for a refusal the model reads. A
 // malformed call (a bad or duplicate id) keeps its own failure.
-func (p *BatchPlan) Decide(i int, out Result) {
+func (p *BatchPlan) Decide(i int, out Outcome) {
 	c := p.lock(i)
 	if c == nil {
 		return

@@ -35,7 +35,7 @@ func TestBatchHookBeforeAndAfter(t *testing.T) {
 	var mu sync.Mutex
 	note := func(s string) { mu.Lock(); ran = append(ran, s); mu.Unlock() }
 	testutil.Add(t, tk, sayTool(t, "read", toolkit.Spec{ReadOnly: true}), sayTool(t, "delete", toolkit.Spec{}), sayTool(t, "write", toolkit.Spec{}))
-	_ = tk.Use(toolkit.Interceptor{Name: "note", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	_ = tk.Use(toolkit.Interceptor{Name: "note", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		note(inv.Call.Name + " " + string(inv.Call.Args))
 		return next(ctx, inv)
 	}})
@@ -160,7 +160,7 @@ func TestApprovedReachesInterceptors(t *testing.T) {
 	testutil.Add(t, tk, sayTool(t, "a", toolkit.Spec{}))
 	var got []bool
 	var mu sync.Mutex
-	_ = tk.Use(toolkit.Interceptor{Name: "look", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	_ = tk.Use(toolkit.Interceptor{Name: "look", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		mu.Lock()
 		got = append(got, inv.Approved())
 		mu.Unlock()
@@ -219,7 +219,7 @@ func TestReturnDirect(t *testing.T) {
 func TestStopLoopFromInterceptor(t *testing.T) {
 	tk := testutil.Kit(t, toolkit.WithMaxParallel(1))
 	testutil.Add(t, tk, sayTool(t, "answer", toolkit.Spec{ReturnDirect: true, ConcurrencySafe: true}))
-	_ = tk.Use(toolkit.Interceptor{Name: "stopper", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	_ = tk.Use(toolkit.Interceptor{Name: "stopper", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		inv.StopLoop("budget", "spent "+inv.Call.ID)
 		return next(ctx, inv)
 	}})
@@ -298,7 +298,7 @@ func TestInterceptorWithABatchPart(t *testing.T) {
 	note := func(s string) { mu.Lock(); seen = append(seen, s); mu.Unlock() }
 	err := tk.Use(toolkit.Interceptor{Name: "both", Tools: []string{"a"},
 		BeforeBatch: func(_ context.Context, p *toolkit.BatchPlan) { note("before " + p.Call(0).Name) },
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			note("call " + inv.Call.Name)
 			return next(ctx, inv)
 		},

@@ -180,7 +180,7 @@ func BenchmarkInterceptorChain(b *testing.B) {
 	for i := range 5 {
 		if err := wrapped.Toolkit().Use(toolkit.Interceptor{
 			Name: fmt.Sprintf("pass-%d", i),
-			Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+			Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 				return next(ctx, inv)
 			},
 		}); err != nil {

@@ -17,20 +17,11 @@ type Call struct {
 	Args json.RawMessage `json:"arguments,omitempty"`
 }
 
-// Result is the outcome of one call. It is also what a Handler returns to
-// the interceptor around it: there only State, Content and Err count; the
-// engine fills Call, Meta (attach it with Invocation.Meta), Started and
-// Duration when the call ends.
+// Result is the outcome of one call.
 type Result struct {
 	Call  Call
 	State events.State
 	// Content is what the model sees: the concatenation of the call's deltas.
-	// In an interceptor, each result from next is the interceptor's own
-	// copy of the list (the bytes of JSON and binary parts are shared: do
-	// not write to them). An interceptor that returns different content
-	// replaces it: the engine emits a reset delta and the new content,
-	// which goes through the call's delta filters like every delta, so the
-	// deltas still add up to the result.
 	Content []events.Part
 	// Err is the cause of a failure, for errors.Is and errors.As: for example
 	// an *ArgumentError, an *UnknownToolError, a *PanicError, ErrTimeout or the

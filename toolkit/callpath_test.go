@@ -32,7 +32,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // them, the way a program keeps a renamed tool working for a model that
 // still uses the old name.
 func aliases(tk *toolkit.Toolkit, old map[string]string, seen *trace) toolkit.Interceptor {
-	return toolkit.Interceptor{Name: "alias", Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	return toolkit.Interceptor{Name: "alias", Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		seen.add("alias:" + inv.Call.Name + ":" + boolWord(inv.Unknown()))
 		if inv.Unknown() {
 			if t, ok := tk.Tool(old[inv.Call.Name]); ok {
@@ -81,7 +81,7 @@ func TestUnknownToolAlias(t *testing.T) {
 	tk := testutil.Kit(t)
 	testutil.Add(t, tk, readTool(t))
 	var tr trace
-	inner := toolkit.Interceptor{Name: "inner", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	inner := toolkit.Interceptor{Name: "inner", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		tr.add("inner:" + inv.Tool.Name() + ":" + boolWord(inv.Unknown()) + ":" + string(inv.Call.Args))
 		return next(ctx, inv)
 	}}
@@ -128,7 +128,7 @@ func TestUnknownToolEmulated(t *testing.T) {
 	rec := &testutil.Recorder{}
 	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
 	emulate := toolkit.Interceptor{Name: "emulator", Unknown: true, Tools: []string{"weather"},
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			if !inv.Unknown() || inv.Tool.Spec().Name != "weather" {
 				return next(ctx, inv)
 			}
@@ -159,7 +159,7 @@ func TestInterceptorCannotSwapAKnownTool(t *testing.T) {
 	tk := testutil.Kit(t)
 	other := testutil.Tool(t, toolkit.Spec{Name: "other"}, func(context.Context, struct{}) (string, error) { return "other ran", nil })
 	testutil.Add(t, tk, readTool(t), other)
-	_ = tk.Use(toolkit.Interceptor{Name: "swap", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	_ = tk.Use(toolkit.Interceptor{Name: "swap", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		inv.Tool = other
 		return next(ctx, inv)
 	}})

@@ -19,7 +19,7 @@ func TestCannotRun(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	record := func(name string) toolkit.Interceptor {
-		return toolkit.Interceptor{Name: name, Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		return toolkit.Interceptor{Name: name, Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			mu.Lock()
 			seen[name+"/"+inv.Call.Name] = inv.CannotRun(ctx)
 			mu.Unlock()
@@ -30,7 +30,7 @@ func TestCannotRun(t *testing.T) {
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "known"}, func(context.Context, none) (string, error) { return "ok", nil }))
 	var sub toolkit.Result
 	inner := record("inner")
-	inner.Intercept = func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	inner.Intercept = func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		mu.Lock()
 		seen["inner/"+inv.Call.Name] = inv.CannotRun(ctx)
 		mu.Unlock()

@@ -130,7 +130,7 @@ func TestSuspendAfterSessionClosed(t *testing.T) {
 	testutil.Add(t, tk, countTool(t, "a", &ran))
 	entered, release := make(chan struct{}), make(chan struct{})
 	waitCause := make(chan error, 1)
-	if err := tk.Use(toolkit.Interceptor{Name: "approve", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "approve", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		close(entered)
 		<-release
 		wait, _ := inv.Suspend("approval")

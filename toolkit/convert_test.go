@@ -111,7 +111,7 @@ func TestToolConstructionErrors(t *testing.T) {
 func TestPlaceholderPrepareArgs(t *testing.T) {
 	tk := testutil.Kit(t)
 	got := make(chan error, 1)
-	if err := tk.Use(toolkit.Interceptor{Name: "look", Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "look", Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		_, err := inv.Tool.PrepareArgs(inv.Call.Args)
 		got <- err
 		return next(ctx, inv)

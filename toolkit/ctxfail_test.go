@@ -26,7 +26,7 @@ func TestInterceptorCancelsItsOwnContext(t *testing.T) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
-	if err := tk.Use(toolkit.Interceptor{Name: "hedge", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "hedge", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		inner, cancel := context.WithCancelCause(ctx)
 		switch inv.Call.ID {
 		case "before": // ended before the tool runs

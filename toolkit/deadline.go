@@ -433,7 +433,7 @@ type passScope struct {
 // The pass runs on another goroutine, on a copy of inv that becomes inv
 // when it returns in time: a retry around Within does not wait for a pass
 // left behind, and each pass is an attempt with its own deadline.
-func (inv *Invocation) Within(ctx context.Context, d, grace time.Duration, next Handler) Result {
+func (inv *Invocation) Within(ctx context.Context, d, grace time.Duration, next Handler) Outcome {
 	c := inv.c
 	if d <= 0 {
 		return next(ctx, inv)
@@ -444,7 +444,7 @@ func (inv *Invocation) Within(ctx context.Context, d, grace time.Duration, next 
 	s := c.stage.passScope(ctx, d, grace)
 	defer s.endPass()
 	cp := *inv
-	done := make(chan Result, 1)
+	done := make(chan Outcome, 1)
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
@@ -522,7 +522,7 @@ func (s *scope) grace(g time.Duration) time.Duration {
 // Batch.Err), worded as the engine words its own. When only a context an
 // interceptor ended itself is over, its cause (context.Cause) is the
 // interruption's.
-func (inv *Invocation) ContextFailure(ctx context.Context) Result {
+func (inv *Invocation) ContextFailure(ctx context.Context) Outcome {
 	state, err := inv.c.ctxFailure(ctx, nil)
 	return Failure(state, err)
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // TestDecidedCallNeverTimesOut: a call that runs nothing (its outcome given
-// with WithResult or by a batch hook, or one that fails before running,
+// with WithOutcome or by a batch hook, or one that fails before running,
 // such as a duplicate id) has nothing to time out: when its deadline passes
 // while it waits for a slot behind calls that hold every runner, it still
 // ends with its own outcome (the denial, the cut call's message, the
@@ -41,7 +41,7 @@ func TestDecidedCallNeverTimesOut(t *testing.T) {
 	b := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{
 		testutil.Call("1", "deaf", `{}`), testutil.Call("2", "deaf", `{}`),
 		testutil.Call("3", "deaf", `{}`), testutil.Call("4", "deaf", `{}`), testutil.Call("1", "deaf", `{}`),
-	}, toolkit.WithResult(3, toolkit.Failure(events.StateError, cut)))
+	}, toolkit.WithOutcome(3, toolkit.Failure(events.StateError, cut)))
 	select {
 	case <-b.Done():
 	case <-time.After(5 * time.Second):
@@ -83,7 +83,7 @@ func TestDecidedCallPastItsDeadlineAtStart(t *testing.T) {
 	holdRunner(t, "1", true, func(ctx context.Context) { await(t, ctx.Done(), "the call's deadline") })
 	denied := errors.New("a person said no")
 	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "write", `{}`)},
-		toolkit.WithResult(0, toolkit.Failure(events.StateDenied, denied)))
+		toolkit.WithOutcome(0, toolkit.Failure(events.StateDenied, denied)))
 	if r := rs[0]; r.State != events.StateDenied || !errors.Is(r.Err, denied) || r.Text() != "Error: "+denied.Error() {
 		t.Errorf("%s %v %q", r.State, r.Err, r.Text())
 	}

@@ -36,7 +36,7 @@ func deriveFixture(t *testing.T, opts ...toolkit.Option) (parent, sub *toolkit.T
 			return "pong", nil
 		}))
 	seen = new([]string)
-	if err := parent.Use(toolkit.Interceptor{Name: "log", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := parent.Use(toolkit.Interceptor{Name: "log", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		*seen = append(*seen, "log:"+inv.Call.ID)
 		return next(ctx, inv)
 	}}); err != nil {

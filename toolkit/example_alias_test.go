@@ -21,7 +21,7 @@ func ExampleInterceptor_alias() {
 	}))
 	renamed := map[string]string{"readFile": "read_file"}
 	tk.Use(toolkit.Interceptor{Name: "aliases", Unknown: true,
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			if t, ok := tk.Tool(renamed[inv.Call.Name]); ok && inv.Unknown() {
 				inv.Tool = t
 			}

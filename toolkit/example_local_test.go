@@ -21,7 +21,7 @@ func ExampleNewSessionLocal() {
 	}))
 	calls := toolkit.NewSessionLocal[*atomic.Int64]()
 	tk.Use(toolkit.Interceptor{Name: "count",
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			n := calls.LoadOrInit(inv, func() *atomic.Int64 { return new(atomic.Int64) }).Add(1)
 			inv.Meta("session_calls", n)
 			return next(ctx, inv)

@@ -114,7 +114,7 @@ func ExampleSession_Submit() {
 // A caller that knows a call must not run (here, arguments a reply cut
 // short) gives it its outcome as the batch starts: the call keeps its
 // events and its place in the results, and nothing runs it.
-func ExampleWithResult() {
+func ExampleWithOutcome() {
 	tk := toolkit.New()
 	defer tk.Close(context.Background())
 	type writeIn struct {
@@ -130,7 +130,7 @@ func ExampleWithResult() {
 		{ID: "c2", Name: "write", Args: json.RawMessage(`{"path":"b.txt","te`)},
 	}
 	cut := errors.New("your reply was cut before this call's arguments ended; write it again, shorter")
-	for _, r := range sess.Run(context.Background(), calls, toolkit.WithResult(1, toolkit.Failure(events.StateError, cut))) {
+	for _, r := range sess.Run(context.Background(), calls, toolkit.WithOutcome(1, toolkit.Failure(events.StateError, cut))) {
 		fmt.Printf("%s %s: %s\n", r.Call.ID, r.State, r.Text())
 	}
 	// Output:

@@ -113,7 +113,7 @@ func (c *call) exec() bool {
 		return true
 	}
 	if c.preErr != nil {
-		if d, ok := c.preErr.(*decided); ok { // a batch hook or WithResult gave the call its outcome
+		if d, ok := c.preErr.(*decided); ok { // a batch hook or WithOutcome gave the call its outcome
 			c.out.em.Init(&c.out, c.out.observed())
 			return c.finishOutcome(d.out)
 		}
@@ -168,12 +168,12 @@ func (c *call) setChained(ic *chained) {
 // runChain runs the call's interceptor chain. An interceptor that panics
 // (the handler's own panics are caught in invoke) costs its call a
 // *PanicError result, not the process.
-func (c *call) runChain(h Handler) (out Result) {
-	defer c.ic.locals.clear()
+func (c *call) runChain(h Handler) (out Outcome) {
 	defer func() {
 		if v := recover(); v != nil {
 			out = Failure(events.StateError, c.panicked("an interceptor", v))
 		}
+		c.ic.locals.clear()
 	}()
 	return h(c, &c.ic.inv)
 }
@@ -255,14 +255,14 @@ func (c *call) begin() bool {
 
 // runCore is the center of every interceptor chain. It is a plain function,
 // not a method value, so that a chain built once serves every call.
-func runCore(ctx context.Context, inv *Invocation) Result { return inv.c.core(ctx, inv) }
+func runCore(ctx context.Context, inv *Invocation) Outcome { return inv.c.core(ctx, inv) }
 
 // core runs the tool itself, inside the interceptors (inv is nil without
 // any). It may run several times for one call (a retry); each run is a new
 // attempt that starts the content over, and only the latest attempt may
 // write (output.go): an attempt an interceptor gave up on cannot leak into
 // the one after it.
-func (c *call) core(ctx context.Context, inv *Invocation) Result {
+func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 	n := c.out.newAttempt()
 	if t := c.trace(); t != nil {
 		t.Attempt(n)
@@ -312,7 +312,7 @@ func (c *call) core(ctx context.Context, inv *Invocation) Result {
 // through. It is checked inside the interceptors: they see, and may
 // reshape, a result that conforms or the failure that says it did not. A
 // raw tool (an external one too) that declared a schema must give one.
-func (c *call) checkOutput(out Result) Result {
+func (c *call) checkOutput(out Outcome) Outcome {
 	o := c.exe.output
 	if o == nil || out.State != events.StateSuccess || out.Content == nil {
 		return out
@@ -432,7 +432,7 @@ func (c *call) finish(state events.State, parts []events.Part, err error) bool {
 // the call's result. When the interceptors replaced the content, the deltas
 // start over (a reset delta, then the new content), so that they still add
 // up to the result. It reports whether this ending counted.
-func (c *call) finishOutcome(out Result) bool {
+func (c *call) finishOutcome(out Outcome) bool {
 	c.mu.Lock()
 	if c.out.finished {
 		c.mu.Unlock()
@@ -491,7 +491,7 @@ func (c *call) logResult(res *Result) {
 
 // decide gives the call its outcome without running it, unless it is
 // malformed (a bad or duplicate id), which keeps its own failure.
-func (c *call) decide(out Result) {
+func (c *call) decide(out Outcome) {
 	if _, malformed := c.preErr.(*callError); malformed {
 		return
 	}
@@ -501,9 +501,9 @@ func (c *call) decide(out Result) {
 	c.preErr = &decided{out: out}
 }
 
-// decided is the outcome a batch hook or the caller ([WithResult]) gave a
+// decided is the outcome a batch hook or the caller ([WithOutcome]) gave a
 // call, kept as its preErr: like a call that fails before running, it
 // touches nothing and runs in any stage.
-type decided struct{ out Result }
+type decided struct{ out Outcome }
 
 func (d *decided) Error() string { return "decided without running: " + d.out.Text() }

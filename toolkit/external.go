@@ -18,7 +18,7 @@ type extResult struct {
 
 // waitExternal parks a call of an external tool until Session.Submit, its
 // deadline or the batch's end.
-func (c *call) waitExternal(ctx context.Context, attempt int) Result {
+func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 	// Registration, the suspend event and the notice happen under c.mu, and
 	// Submit needs the registration: so the notice always comes first.
 	c.mu.Lock()

@@ -98,8 +98,8 @@ func TestExternalOutputCheckedAfterFilters(t *testing.T) {
 	rec := &testutil.Recorder{}
 	tk := testutil.Kit(t, toolkit.WithObserver(rec))
 	testutil.Add(t, tk, externalWithOutput(t, "pick_colour"))
-	seen := make(chan toolkit.Result, 1)
-	if err := tk.Use(toolkit.Interceptor{Name: "redact", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	seen := make(chan toolkit.Outcome, 1)
+	if err := tk.Use(toolkit.Interceptor{Name: "redact", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		inv.FilterDeltas(func(p events.Part) events.Part {
 			if p.Type == events.PartJSON {
 				p.JSON = json.RawMessage(strings.ReplaceAll(string(p.JSON), "blue", "[redacted]"))

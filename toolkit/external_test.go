@@ -184,7 +184,7 @@ func TestOnWait(t *testing.T) {
 			return "ok", nil
 		}))
 	var s *toolkit.Session
-	tk.Use(toolkit.Interceptor{Name: "recorder", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "recorder", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		remove := inv.OnWait(func(reason string) {
 			note(inv.Call.ID + " hook " + reason)
 			if reason == "external" && len(s.Suspended()) == 1 {
@@ -199,7 +199,7 @@ func TestOnWait(t *testing.T) {
 		}
 		defer remove()
 		return next(ctx, inv)
-	}}, toolkit.Interceptor{Name: "gate", Tools: []string{"guarded"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	}}, toolkit.Interceptor{Name: "gate", Tools: []string{"guarded"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		_, resume := inv.Suspend("approval")
 		return next(resume(), inv)
 	}})
@@ -231,7 +231,7 @@ func TestSuspendWhileContextRead(t *testing.T) {
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "guarded"}, func(ctx context.Context, _ none) (string, error) {
 		return "ok", nil
 	}))
-	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		stop, done := make(chan struct{}), make(chan struct{})
 		callCtx := ctx
 		go func() {

@@ -25,7 +25,7 @@ func TestReturnFlushesACutCharacter(t *testing.T) {
 			}
 			return "\xa9!", nil
 		}))
-		if err := tk.Use(toolkit.Interceptor{Name: "again", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		if err := tk.Use(toolkit.Interceptor{Name: "again", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			out := next(ctx, inv)
 			for range attempts - 1 {
 				out = next(ctx, inv)

@@ -51,7 +51,7 @@ func TestRetryAttemptsWriteOnlyTheirOwn(t *testing.T) {
 		_ = em.Text("try 2 says ")
 		return "ok", nil
 	}))
-	if err := tk.Use(toolkit.Interceptor{Name: "retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		if out := next(ctx, inv); out.State == events.StateSuccess {
 			return out
 		}
@@ -259,22 +259,22 @@ func TestNegativeToolTimeout(t *testing.T) {
 }
 
 // TestOutcomeWithoutState: an outcome without a state is a success,
-// whether an interceptor returns it or the caller gives it (WithResult).
+// whether an interceptor returns it or the caller gives it (WithOutcome).
 func TestOutcomeWithoutState(t *testing.T) {
 	rec := &testutil.Recorder{}
 	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
 	var ran atomic.Int32
 	testutil.Add(t, tk, countTool(t, "a", &ran))
-	if err := tk.Use(toolkit.Interceptor{Name: "cache", Tools: []string{"a"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "cache", Tools: []string{"a"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		if inv.Call.ID == "cached" {
-			return toolkit.Result{Content: []events.Part{events.Text("from the cache")}}
+			return toolkit.Outcome{Content: []events.Part{events.Text("from the cache")}}
 		}
 		return next(ctx, inv)
 	}}); err != nil {
 		t.Fatal(err)
 	}
 	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("cached", "a", `{}`), testutil.Call("given", "a", `{}`)},
-		toolkit.WithResult(1, toolkit.Result{Content: []events.Part{events.Text("given")}}))
+		toolkit.WithOutcome(1, toolkit.Outcome{Content: []events.Part{events.Text("given")}}))
 	for i, want := range []string{"from the cache", "given"} {
 		if r := rs[i]; r.State != events.StateSuccess || r.IsError() || r.Text() != want {
 			t.Errorf("call %s: %s %q", r.Call.ID, r.State, r.Text())
@@ -302,7 +302,7 @@ func TestInterceptorForeignContext(t *testing.T) {
 		v, _ := ctx.Value(key{}).(string)
 		return v, nil
 	}))
-	if err := tk.Use(toolkit.Interceptor{Name: "detach", Intercept: func(_ context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "detach", Intercept: func(_ context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		return next(context.WithValue(context.Background(), key{}, "detached"), inv)
 	}}); err != nil {
 		t.Fatal(err)

@@ -195,7 +195,7 @@ func TestInvocationScratchAndAbort(t *testing.T) {
 	fatal := errors.New("a fatal failure")
 	var mu sync.Mutex
 	var batchN, sessN []int
-	if err := tk.Use(toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		bn := batchCount.LoadOrInit(inv, func() *atomic.Int32 { return new(atomic.Int32) })
 		sn := sessCount.LoadOrInit(inv, func() *atomic.Int32 { return new(atomic.Int32) })
 		mu.Lock()
@@ -345,7 +345,7 @@ func TestTraceAcrossSuspension(t *testing.T) {
 		}
 		return "seen", nil
 	}))
-	if err := tk.Use(toolkit.Interceptor{Name: "pause", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "pause", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		wait, resume := inv.Suspend("a moment")
 		if wait.Value(ctxKey{}) != "c1" || toolkit.TraceOf(wait) == nil {
 			t.Error("the wait's context lost the trace")

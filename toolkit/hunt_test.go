@@ -23,7 +23,7 @@ func TestInterceptorPanicsBecomeErrorResults(t *testing.T) {
 			rec := &testutil.Recorder{}
 			tk := testutil.Kit(t, toolkit.WithObserver(rec))
 			testutil.Add(t, tk, echoTool(t))
-			err := tk.Use(toolkit.Interceptor{Name: "bomb", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+			err := tk.Use(toolkit.Interceptor{Name: "bomb", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 				if inv.Call.ID != "c-boom" {
 					return next(ctx, inv)
 				}
@@ -73,7 +73,7 @@ func TestVisibilityAndUnknownInterceptorPanics(t *testing.T) {
 	tk := testutil.Kit(t)
 	testutil.Add(t, tk, echoTool(t))
 	tk.SetVisibility(panickyVisibility{})
-	err := tk.Use(toolkit.Interceptor{Name: "alias", Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	err := tk.Use(toolkit.Interceptor{Name: "alias", Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		if inv.Unknown() && inv.Call.Name == "boom" {
 			panic("unknown interceptor bug")
 		}
@@ -118,7 +118,7 @@ func TestNilContext(t *testing.T) {
 func TestSessionCloseEndsSuspendWaits(t *testing.T) {
 	tk := testutil.Kit(t)
 	testutil.Add(t, tk, echoTool(t))
-	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		wait, _ := inv.Suspend("approval")
 		<-wait.Done()
 		return inv.ContextFailure(wait)
@@ -185,7 +185,7 @@ func TestResumeAfterCancelGetsGrace(t *testing.T) {
 		<-release // ignores ctx
 		return "late", nil
 	}))
-	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		wait, resume := inv.Suspend("approval")
 		<-wait.Done()              // the batch was cancelled
 		return next(resume(), inv) // goes on regardless
@@ -354,7 +354,7 @@ func TestAbandonedInInterceptor(t *testing.T) {
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "t", Timeout: 10 * time.Millisecond}, func(ctx context.Context, _ none) (string, error) {
 		return "ran", nil
 	}))
-	tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		<-release // ignores ctx, never touches the call
 		return next(ctx, inv)
 	}})
@@ -411,7 +411,7 @@ func TestStreamFilterPanics(t *testing.T) {
 				return "", nil
 			}))
 			testutil.Add(t, tk, echoTool(t))
-			err := tk.Use(toolkit.Interceptor{Name: "filters", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+			err := tk.Use(toolkit.Interceptor{Name: "filters", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 				if inv.Call.Name != "leaky" {
 					return next(ctx, inv)
 				}

@@ -36,7 +36,7 @@ type Interceptor struct {
 	Tools []string
 	Match func(t *Tool) bool
 	// Intercept does the work.
-	Intercept func(ctx context.Context, inv *Invocation, next Handler) Result
+	Intercept func(ctx context.Context, inv *Invocation, next Handler) Outcome
 
 	// Unknown makes the interceptor also wrap calls to tools that are not
 	// registered (and that no ToolResolver supplied): Invocation.Unknown
@@ -93,18 +93,42 @@ type Interceptor struct {
 
 // Handler runs an invocation: the next interceptor, or the tool itself at
 // the center.
-type Handler func(ctx context.Context, inv *Invocation) Result
+type Handler func(ctx context.Context, inv *Invocation) Outcome
+
+// Outcome is what a call produced, as interceptors see and shape it: the
+// part of a [Result] the engine has not filled yet. It is its own type, not
+// a Result, because it is returned through every interceptor of the chain:
+// at seven words it is returned in registers, where a Result (nineteen)
+// is copied through memory at each level (measured: 17 ns more per
+// interceptor, BenchmarkInterceptorChain).
+type Outcome struct {
+	State events.State
+	// Content is the model-visible result: what the tool streamed plus what
+	// it returned (and the "Error: ..." line of a failure). Each outcome
+	// from next is the interceptor's own copy of the list (the bytes of
+	// JSON and binary parts are shared: do not write to them). An
+	// interceptor that returns different content replaces it: the engine
+	// emits a reset delta and the new content, which goes through the
+	// call's delta filters like every delta, so the deltas still add up to
+	// the result.
+	Content []events.Part
+	// Err is the cause of a failure, for errors.Is and errors.As.
+	Err error
+}
+
+// Text renders the outcome's content as one string.
+func (o Outcome) Text() string { return events.ContentText(o.Content) }
 
 // Failure builds the outcome of a failure an interceptor decides on (for
 // example a denied call): state, cause, and the "Error: ..." line the
 // model reads.
-func Failure(state events.State, err error) Result {
-	return Result{State: state, Err: err, Content: []events.Part{events.Text("Error: " + err.Error())}}
+func Failure(state events.State, err error) Outcome {
+	return Outcome{State: state, Err: err, Content: []events.Part{events.Text("Error: " + err.Error())}}
 }
 
 // Success builds the outcome of a call an interceptor answers itself.
-func Success(content ...events.Part) Result {
-	return Result{State: events.StateSuccess, Content: content}
+func Success(content ...events.Part) Outcome {
+	return Outcome{State: events.StateSuccess, Content: content}
 }
 
 // Invocation is one call as interceptors see it.
@@ -375,7 +399,7 @@ func buildChain(list []*registered, t *Tool, skipUnknown bool) Handler {
 			continue
 		}
 		ic, next := r.Intercept, h
-		h = func(ctx context.Context, inv *Invocation) Result { return ic(ctx, inv, next) }
+		h = func(ctx context.Context, inv *Invocation) Outcome { return ic(ctx, inv, next) }
 	}
 	return h
 }

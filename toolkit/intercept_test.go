@@ -35,7 +35,7 @@ func (tr *trace) get() []string {
 }
 
 func tracing(name string, tr *trace) toolkit.Interceptor {
-	return toolkit.Interceptor{Name: name, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	return toolkit.Interceptor{Name: name, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		tr.add(name + ">")
 		out := next(ctx, inv)
 		tr.add("<" + name)
@@ -95,8 +95,8 @@ func TestRetryReentersTheWholeInnerChain(t *testing.T) {
 		}
 		return "ok", nil
 	}))
-	retry := toolkit.Interceptor{Name: "retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
-		var out toolkit.Result
+	retry := toolkit.Interceptor{Name: "retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+		var out toolkit.Outcome
 		for range 3 {
 			if out = next(ctx, inv); out.State == events.StateSuccess {
 				break
@@ -130,7 +130,7 @@ func TestRetryReentersTheWholeInnerChain(t *testing.T) {
 // deltas; observers rebuild exactly the new result.
 func TestReplacedContent(t *testing.T) {
 	tk, rec := sayKit(t, strings.Repeat("x", 100), "tail")
-	tk.Use(toolkit.Interceptor{Name: "shorten", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "shorten", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		out := next(ctx, inv)
 		return toolkit.Success(events.Text(fmt.Sprintf("%d bytes, shortened", len(out.Text()))))
 	}})
@@ -155,7 +155,7 @@ func TestSwitchWhileRunning(t *testing.T) {
 		}
 		return "ran", nil
 	}))
-	tk.Use(toolkit.Interceptor{Name: "tag", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "tag", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		out := next(ctx, inv)
 		return toolkit.Success(events.Text(out.Text() + "+tagged"))
 	}})
@@ -226,7 +226,7 @@ func TestInterceptorSeesAndChangesTheCall(t *testing.T) {
 	type tenant string
 	tk := testutil.Kit(t)
 	testutil.Add(t, tk, echoTool(t))
-	tk.Use(toolkit.Interceptor{Name: "rewrite", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "rewrite", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		ten, _ := toolkit.Value[tenant](ctx)
 		if inv.Session != "s" || inv.Call.ID == "" || inv.Tool.Spec().Name != "echo" || ten != "acme" {
 			return toolkit.Failure(events.StateError, fmt.Errorf("saw %q %q %q %q", inv.Session, inv.Call.ID, inv.Tool.Spec().Name, ten))
@@ -252,7 +252,7 @@ func TestInterceptorSeesAndChangesTheCall(t *testing.T) {
 // returned, before observers do; Emit sends free event types only.
 func TestDeltaFilterAndEvents(t *testing.T) {
 	tk, rec := sayKit(t, "token=SECRET1 ", "and SECRET2")
-	tk.Use(toolkit.Interceptor{Name: "redact", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "redact", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		inv.FilterDeltas(func(p events.Part) events.Part {
 			p.Text = strings.ReplaceAll(strings.ReplaceAll(p.Text, "SECRET1", "***"), "SECRET2", "***")
 			return p
@@ -301,7 +301,7 @@ func TestSuspendResume(t *testing.T) {
 		}),
 	)
 	var waiting []string // Invocation.Waiting before, during and after the wait
-	g := toolkit.Interceptor{Name: "gate", Tools: []string{"guarded"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	g := toolkit.Interceptor{Name: "gate", Tools: []string{"guarded"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		waiting = append(waiting, inv.Waiting())
 		wait, resume := inv.Suspend("approval")
 		waiting = append(waiting, inv.Waiting())
@@ -346,12 +346,12 @@ func TestSuspendedCallInterrupted(t *testing.T) {
 	tk := testutil.Kit(t)
 	testutil.Add(t, tk, echoTool(t))
 	var waited string
-	tk.Use(toolkit.Interceptor{Name: "outer", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "outer", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		out := next(ctx, inv)
 		waited = inv.Waiting()
 		return out
 	}})
-	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		wait, _ := inv.Suspend("approval")
 		<-wait.Done()
 		return toolkit.Failure(events.StateInterrupted, fmt.Errorf("no decision: %w", wait.Err()))
@@ -382,7 +382,7 @@ func ExampleInterceptor() {
 	}))
 	tk.Use(toolkit.Interceptor{
 		Name: "timing",
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			start := time.Now()
 			out := next(ctx, inv) // run the tool (and the interceptors inside this one)
 			inv.Meta("took", time.Since(start))
@@ -427,7 +427,7 @@ func TestChainFollowsReplacedTool(t *testing.T) {
 // the result properly: the deltas add up to what it returned.
 func TestInPlaceEditIsAReplacement(t *testing.T) {
 	tk, rec := sayKit(t, "secret ", "words")
-	tk.Use(toolkit.Interceptor{Name: "edit", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "edit", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		out := next(ctx, inv)
 		out.Content[0].Text = strings.Replace(out.Content[0].Text, "secret", "public", 1)
 		return out
@@ -448,11 +448,11 @@ func TestCallLocalsSurviveRetries(t *testing.T) {
 	}))
 	marks := toolkit.NewCallLocal[*int]()
 	var perCall []int
-	inner := toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	inner := toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		*marks.LoadOrInit(inv, func() *int { return new(int) })++
 		return next(ctx, inv)
 	}}
-	retry := toolkit.Interceptor{Name: "retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	retry := toolkit.Interceptor{Name: "retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		next(ctx, inv)
 		out := next(ctx, inv)
 		v, _ := marks.Get(inv)
@@ -475,7 +475,7 @@ func TestBatchIDsUnique(t *testing.T) {
 	for range 2 {
 		tk := testutil.Kit(t)
 		testutil.Add(t, tk, echoTool(t))
-		tk.Use(toolkit.Interceptor{Name: "id", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		tk.Use(toolkit.Interceptor{Name: "id", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			ids[inv.BatchID()] = true
 			return next(ctx, inv)
 		}})
@@ -508,7 +508,7 @@ func TestAbandonedAttemptCannotWrite(t *testing.T) {
 		stream.From(ctx).Text("fresh ")
 		return "ok", nil
 	}))
-	tk.Use(toolkit.Interceptor{Name: "giveup", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "giveup", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		cp := *inv
 		go next(ctx, &cp) // abandoned at once
 		for inv.Attempts() < 1 {
@@ -565,7 +565,7 @@ func TestStreamFilterHoldsTextBack(t *testing.T) {
 	rec := &testutil.Recorder{}
 	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
 	attempts := 0
-	tk.Use(toolkit.Interceptor{Name: "redact", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "redact", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		inv.FilterStream(&holdSecret{})
 		out := next(ctx, inv)
 		if inv.Call.Name == "retried" && out.State != events.StateSuccess {
@@ -616,7 +616,7 @@ func TestStreamFilterHoldsTextBack(t *testing.T) {
 func TestStreamFilterResetWhenResultReplaced(t *testing.T) {
 	rec := &testutil.Recorder{}
 	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
-	tk.Use(toolkit.Interceptor{Name: "redact", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	tk.Use(toolkit.Interceptor{Name: "redact", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		inv.FilterStream(&holdSecret{})
 		next(ctx, inv)
 		stream.From(ctx).Text("SEC") // held back whole: it could start the secret

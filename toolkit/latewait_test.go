@@ -31,7 +31,7 @@ func TestSuspendAfterCancelGetsGrace(t *testing.T) {
 			tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond))
 			release := releaseAtEnd(t)
 			testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "a"}, func(context.Context, none) (string, error) { return "ran", nil }))
-			if err := tk.Use(toolkit.Interceptor{Name: "late", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+			if err := tk.Use(toolkit.Interceptor{Name: "late", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 				inv.AbortBatch(stop) // the batch is interrupted before the call asks to wait
 				wait, _ := inv.Suspend("approval")
 				close(suspended)
@@ -65,7 +65,7 @@ func TestWaitEndedBySessionCloseGetsGrace(t *testing.T) {
 			tk := testutil.Kit(t, toolkit.WithCancelGrace(20*time.Millisecond))
 			release := releaseAtEnd(t)
 			testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "a"}, func(context.Context, none) (string, error) { return "ran", nil }))
-			if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+			if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 				close(entered)
 				if after {
 					<-closed
@@ -117,7 +117,7 @@ func TestDeafCodeAroundExternalCall(t *testing.T) {
 			release := releaseAtEnd(t)
 			testutil.Add(t, tk, externalTool(t, toolkit.Spec{Name: "ask"}))
 			ask, _ := tk.Tool("ask")
-			if err := tk.Use(toolkit.Interceptor{Name: "deaf", Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+			if err := tk.Use(toolkit.Interceptor{Name: "deaf", Unknown: true, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 				defer close(returned)
 				if inv.Unknown() { // "old_ask", the external tool's old name
 					inv.Tool = ask
@@ -182,7 +182,7 @@ func TestLateSuspendOfAFinishedCall(t *testing.T) {
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "a"}, func(context.Context, none) (string, error) { return "ran", nil }))
 	told := make(chan string, 4)
 	lateWait := make(chan error, 1)
-	if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		defer close(returned)
 		inv.OnWait(func(reason string) { told <- reason })
 		close(entered)
@@ -265,7 +265,7 @@ func TestBrokenFilterOnAnAbandonedCall(t *testing.T) {
 		<-release // ignores its deadline
 		return "", nil
 	}))
-	if err := tk.Use(toolkit.Interceptor{Name: "filters", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "filters", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		inv.FilterStream(&bombFilter{at: "filter"})
 		return next(ctx, inv)
 	}}); err != nil {
@@ -308,7 +308,7 @@ func TestLateResumeOfAFinishedCall(t *testing.T) {
 	testutil.Add(t, tk, countTool(t, "a", &ran))
 	told := make(chan string, 4)
 	resumed := make(chan error, 1)
-	if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		defer close(returned)
 		inv.OnWait(func(reason string) { told <- reason })
 		_, resume := inv.Suspend("approval")
@@ -359,7 +359,7 @@ func TestLateRequestsOfAFinishedCall(t *testing.T) {
 		<-nextGo
 		return "later ran", ctx.Err()
 	}))
-	if err := tk.Use(toolkit.Interceptor{Name: "late", Tools: []string{"deaf"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "late", Tools: []string{"deaf"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		defer close(returned)
 		out := next(ctx, inv) // held by the deaf handler past the grace period
 		inv.StopLoop(toolkit.StopCallLimit, "too late")

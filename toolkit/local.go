@@ -1,6 +1,9 @@
 package toolkit
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Local is state an interceptor or a batch hook keeps per call, per batch or
 // per session, typed as T: what [Value] is to a context, a Local is to a
@@ -105,6 +108,7 @@ func (p *BatchPlan) locals(kind localKind, create bool) *localStore {
 // hold a few (one per interceptor that keeps state, say): a slice searched
 // in order costs less than a map.
 type localStore struct {
+	used    atomic.Bool // an entry was ever added: clear has work (a call's end pays no lock otherwise)
 	mu      sync.Mutex
 	entries []localEntry
 }
@@ -140,6 +144,7 @@ func (s *localStore) set(id *localID, v any) {
 	defer s.mu.Unlock()
 	i := s.find(id)
 	if i < 0 {
+		s.used.Store(true)
 		s.entries = append(s.entries, localEntry{id: id, v: v, ready: true})
 		return
 	}
@@ -172,6 +177,7 @@ func (s *localStore) loadOrInit(id *localID, init func() any) any {
 		<-w
 		s.mu.Lock()
 	}
+	s.used.Store(true)
 	s.entries = append(s.entries, localEntry{id: id}) // running: others wait
 	s.mu.Unlock()
 	done := false
@@ -209,6 +215,9 @@ func (s *localStore) loadOrInit(id *localID, init func() any) any {
 // clear drops the values when their scope ends. An init still running
 // keeps nothing; those waiting for it run their own.
 func (s *localStore) clear() {
+	if !s.used.Load() {
+		return
+	}
 	s.mu.Lock()
 	for _, e := range s.entries {
 		if e.wait != nil {

@@ -46,7 +46,7 @@ func TestBatchLocalSharedByConcurrentCalls(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tk.Use(toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		if arrived.Add(1)%n == 0 {
 			close(all)
 		}
@@ -142,7 +142,7 @@ func TestBatchLocalPlanAndCallsShareValue(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tk.Use(toolkit.Interceptor{Name: "read", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "read", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		v, ok := note.Get(inv)
 		if !ok || v != inv.BatchID() {
 			t.Errorf("call %s: batch note %q %v, want its batch's id %q", inv.Call.ID, v, ok, inv.BatchID())
@@ -178,7 +178,7 @@ func TestSessionLocalAcrossBatches(t *testing.T) {
 	calls := toolkit.NewSessionLocal[*atomic.Int32]()
 	var mu sync.Mutex
 	counts := map[string][]int32{}
-	if err := tk.Use(toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		n := calls.LoadOrInit(inv, func() *atomic.Int32 { return new(atomic.Int32) }).Add(1)
 		mu.Lock()
 		counts[inv.Session] = append(counts[inv.Session], n)
@@ -221,7 +221,7 @@ func TestCallLocalPerCall(t *testing.T) {
 	}
 	var mu sync.Mutex
 	got := map[string]string{}
-	outer := toolkit.Interceptor{Name: "outer", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	outer := toolkit.Interceptor{Name: "outer", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		if v, ok := id.Get(inv); ok {
 			t.Errorf("call %s starts with %q", inv.Call.ID, v)
 		}
@@ -229,7 +229,7 @@ func TestCallLocalPerCall(t *testing.T) {
 		zero.Set(inv, len(inv.Call.ID))
 		return next(ctx, inv)
 	}}
-	inner := toolkit.Interceptor{Name: "inner", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	inner := toolkit.Interceptor{Name: "inner", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		v, _ := id.Get(inv)
 		if n, ok := zero.Get(inv); !ok || n != len(inv.Call.ID) {
 			t.Errorf("call %s: zero Local holds %d %v", inv.Call.ID, n, ok)
@@ -262,7 +262,7 @@ func TestLocalInitPanics(t *testing.T) {
 	testutil.Add(t, tk, echoTool(t))
 	l := toolkit.NewSessionLocal[string]()
 	var inits atomic.Int32
-	if err := tk.Use(toolkit.Interceptor{Name: "init", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "init", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		v := l.LoadOrInit(inv, func() string {
 			if inits.Add(1) == 1 {
 				panic("first init fails")
@@ -305,7 +305,7 @@ func TestLocalsFreedWhenTheirScopeEnds(t *testing.T) {
 		keptDuringCall = callW.Value() != nil && batchW.Value() != nil
 		return "ok", nil
 	}))
-	if err := tk.Use(toolkit.Interceptor{Name: "keep", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "keep", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		callW = weak.Make(callL.LoadOrInit(inv, func() *big { return new(big) }))
 		batchW = weak.Make(batchL.LoadOrInit(inv, func() *big { return new(big) }))
 		sessW = weak.Make(sessL.LoadOrInit(inv, func() *big { return new(big) }))

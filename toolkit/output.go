@@ -113,11 +113,11 @@ func (o *output) addLast(state events.State, one events.Part, parts []events.Par
 // that tells the model about a failure) become the last deltas, and the
 // content so far is the outcome's. An attempt that is no longer the latest
 // adds nothing.
-func (o *output) outcome(attempt int, state events.State, one events.Part, parts []events.Part, err error) Result {
+func (o *output) outcome(attempt int, state events.State, one events.Part, parts []events.Part, err error) Outcome {
 	o.c.mu.Lock()
 	defer o.c.mu.Unlock()
 	if o.finished || int32(attempt) != o.attempt {
-		return Result{State: state, Err: err}
+		return Outcome{State: state, Err: err}
 	}
 	o.addLast(state, one, parts, err)
 	o.flushFilters()
@@ -127,7 +127,7 @@ func (o *output) outcome(attempt int, state events.State, one events.Part, parts
 		// not edit the call's record of what was streamed.
 		content = slices.Clone(content)
 	}
-	return Result{State: state, Content: content, Err: err}
+	return Outcome{State: state, Content: content, Err: err}
 }
 
 // replace makes content the call's, when it is not already: the deltas

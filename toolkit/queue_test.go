@@ -109,8 +109,8 @@ func TestResumeAfterTheBatchEnded(t *testing.T) {
 	testutil.Add(t, tk, countTool(t, "a", &ran))
 	suspended, release := make(chan struct{}), releaseAtEnd(t)
 	resumed := make(chan error, 1)
-	late := make(chan toolkit.Result, 1)
-	if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	late := make(chan toolkit.Outcome, 1)
+	if err := tk.Use(toolkit.Interceptor{Name: "deaf", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		_, resume := inv.Suspend("approval")
 		close(suspended)
 		<-release // ignores the wait's end
@@ -155,7 +155,7 @@ func TestInterceptorAttemptTimeout(t *testing.T) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	}))
-	if err := tk.Use(toolkit.Interceptor{Name: "attempt", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "attempt", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		actx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 		defer cancel()
 		return next(actx, inv)

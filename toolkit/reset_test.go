@@ -31,7 +31,7 @@ func TestEmitterReset(t *testing.T) {
 		}),
 	)
 	attempts := 0
-	if err := tk.Use(toolkit.Interceptor{Name: "twice", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "twice", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		attempts++
 		next(ctx, inv)
 		return next(ctx, inv) // the second attempt's emitter is bound to its number

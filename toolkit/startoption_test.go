@@ -12,12 +12,12 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// TestWithResult: a call given its outcome at Start never runs (no
+// TestWithOutcome: a call given its outcome at Start never runs (no
 // interceptor, no handler), batch hooks find it decided, its events are a
 // start, its content and its result like any call's; indexes outside the
 // batch are ignored and a malformed call keeps its own failure. Run takes
 // the option as Start does.
-func TestWithResult(t *testing.T) {
+func TestWithOutcome(t *testing.T) {
 	rec := &testutil.Recorder{}
 	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
 	var mu sync.Mutex
@@ -29,7 +29,7 @@ func TestWithResult(t *testing.T) {
 		mu.Unlock()
 		return "written", nil
 	}))
-	_ = tk.Use(toolkit.Interceptor{Name: "note", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	_ = tk.Use(toolkit.Interceptor{Name: "note", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		mu.Lock()
 		intercepted = append(intercepted, inv.Call.ID)
 		mu.Unlock()
@@ -52,10 +52,10 @@ func TestWithResult(t *testing.T) {
 		testutil.Call("3", "nosuchtool", `{}`),
 		testutil.Call("1", "write", `{}`), // a duplicate id: malformed
 	},
-		toolkit.WithResult(1, toolkit.Failure(events.StateError, cut)),
-		toolkit.WithResult(2, toolkit.Success(events.Text("from the cache"))),
-		toolkit.WithResult(3, toolkit.Success(events.Text("must not win"))),
-		toolkit.WithResult(-1, toolkit.Success()), toolkit.WithResult(4, toolkit.Success()), nil,
+		toolkit.WithOutcome(1, toolkit.Failure(events.StateError, cut)),
+		toolkit.WithOutcome(2, toolkit.Success(events.Text("from the cache"))),
+		toolkit.WithOutcome(3, toolkit.Success(events.Text("must not win"))),
+		toolkit.WithOutcome(-1, toolkit.Success()), toolkit.WithOutcome(4, toolkit.Success()), nil,
 	).Wait()
 
 	if !slices.Equal(decided, []bool{false, true, true, false}) {
@@ -85,14 +85,14 @@ func TestWithResult(t *testing.T) {
 	rec.Check(t)
 
 	rs = sess.Run(context.Background(), []toolkit.Call{testutil.Call("r", "write", `{}`)},
-		toolkit.WithResult(0, toolkit.Failure(events.StateDenied, cut)))
+		toolkit.WithOutcome(0, toolkit.Failure(events.StateDenied, cut)))
 	if rs[0].State != events.StateDenied || !errors.Is(rs[0].Err, cut) || len(ran) != 1 {
 		t.Errorf("Run: %s %v, ran %v", rs[0].State, rs[0].Err, ran)
 	}
 }
 
 // TestWithResultLaterHookDecides: a batch hook may decide a call given its
-// outcome at Start otherwise (as WithResult's godoc says): the hook's
+// outcome at Start otherwise (as WithOutcome's godoc says): the hook's
 // outcome is the result, and the call still does not run.
 func TestWithResultLaterHookDecides(t *testing.T) {
 	tk := testutil.Kit(t)
@@ -109,7 +109,7 @@ func TestWithResultLaterHookDecides(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "write", `{}`)},
-		toolkit.WithResult(0, toolkit.Failure(events.StateError, errors.New("the caller's"))))
+		toolkit.WithOutcome(0, toolkit.Failure(events.StateError, errors.New("the caller's"))))
 	if rs[0].State != events.StateSuccess || rs[0].Text() != "the hook's" || ran {
 		t.Errorf("%s %q (ran %v), want success %q without running", rs[0].State, rs[0].Text(), ran, "the hook's")
 	}

@@ -174,11 +174,11 @@ func (c *call) execUnknown() bool {
 		if !wrapped {
 			// The innermost: its next is the unknown-tool answer, unless
 			// it points the call at a tool (CannotRun).
-			h = func(ctx context.Context, inv *Invocation) Result {
+			h = func(ctx context.Context, inv *Invocation) Outcome {
 				return ic(context.WithValue(ctx, lastUnknownKey{}, inv), inv, next)
 			}
 		} else {
-			h = func(ctx context.Context, inv *Invocation) Result { return ic(ctx, inv, next) }
+			h = func(ctx context.Context, inv *Invocation) Outcome { return ic(ctx, inv, next) }
 		}
 		wrapped = true
 	}
@@ -196,7 +196,7 @@ func (c *call) execUnknown() bool {
 // runs as that tool: the session's Visibility decides, the arguments are
 // prepared and validated against its schema, and the interceptors that
 // apply to it (but for those the call went through already) wrap it.
-func unknownCore(ctx context.Context, inv *Invocation) Result {
+func unknownCore(ctx context.Context, inv *Invocation) Outcome {
 	c := inv.c
 	t := inv.Tool
 	if inv.Unknown() {

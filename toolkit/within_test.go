@@ -18,7 +18,7 @@ type withinKey struct{}
 // within is an interceptor that puts a value in its context and runs the
 // rest of the chain within d (grace < 0: the toolkit's).
 func within(d, grace time.Duration) toolkit.Interceptor {
-	return toolkit.Interceptor{Name: "within", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	return toolkit.Interceptor{Name: "within", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		return inv.Within(context.WithValue(ctx, withinKey{}, "seen"), d, grace, next)
 	}}
 }

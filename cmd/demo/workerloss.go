@@ -50,7 +50,7 @@ func (w *workerLoss) interceptor(tools []string) toolkit.Interceptor {
 	return toolkit.Interceptor{Name: "demo-worker-loss", Tools: tools, Intercept: w.intercept}
 }
 
-func (w *workerLoss) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+func (w *workerLoss) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 	out := next(ctx, inv)
 	key := inv.Session + "\x00" + inv.Call.ID
 	var lost *remote.LostError

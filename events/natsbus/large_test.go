@@ -87,7 +87,7 @@ func largeTools(t *testing.T, tk *toolkit.Toolkit) {
 	)
 	// many_small runs twice (a retry): the first attempt's deltas are voided
 	// by a reset.
-	if err := tk.Use(toolkit.Interceptor{Name: "twice", Tools: []string{"many_small"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "twice", Tools: []string{"many_small"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		next(ctx, inv)
 		return next(ctx, inv)
 	}}); err != nil {

@@ -51,7 +51,7 @@ func TestEngineEventsValidate(t *testing.T) {
 		}),
 	)
 	retried := 0
-	if err := tk.Use(toolkit.Interceptor{Name: "retry-once", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	if err := tk.Use(toolkit.Interceptor{Name: "retry-once", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		if err := inv.Emit("approval", map[string]string{"status": "pending"}); err != nil {
 			t.Error(err)
 		}

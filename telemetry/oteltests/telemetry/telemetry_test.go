@@ -1066,7 +1066,7 @@ func TestApprovalTextIsUTF8(t *testing.T) {
 // that are not UTF-8, are recorded with U+FFFD in their place.
 func TestApprovalTextIsUTF8Raw(t *testing.T) {
 	r := newRig(t, []telemetry.Option{telemetry.WithContent()})
-	r.tk.Use(toolkit.Interceptor{Name: "asker", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+	r.tk.Use(toolkit.Interceptor{Name: "asker", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		_ = inv.Emit(interceptors.ApprovalEvent, json.RawMessage("{\"status\":\"pending\",\"reason\":\"caf\xe9\"}"))
 		_ = inv.Emit(interceptors.ApprovalEvent, json.RawMessage("{\"status\":\"approved\",\"note\":\"cr\xe8me\"}"))
 		return next(ctx, inv)

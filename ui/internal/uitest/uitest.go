@@ -144,7 +144,7 @@ func Register(tk *toolkit.Toolkit, gate <-chan struct{}) error {
 // content starts over (a reset delta).
 func Replace() toolkit.Interceptor {
 	return toolkit.Interceptor{Name: "replace", Tools: []string{"flaky"},
-		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			next(ctx, inv)
 			return toolkit.Success(events.Text("final"))
 		}}
