@@ -104,9 +104,6 @@ func (tk *Toolkit) Derive(opts ...Option) *Toolkit {
 // sessions, which a sub-agent closing its own must not end.
 type inherited struct{ Visibility }
 
-// Parent returns the toolkit this one was derived from, or nil.
-func (tk *Toolkit) Parent() *Toolkit { return tk.family.parent }
-
 // observerSet returns the observers of a batch starting now: the
 // toolkit's own and, for a derived toolkit, its parent's.
 func (tk *Toolkit) observerSet() *observerSet {

@@ -57,7 +57,7 @@ func TestDeriveSharesToolsAndInterceptors(t *testing.T) {
 	remove := sub.ObserveInline(ownRec)
 	defer remove()
 
-	if sub.Parent() != parent || parent.Parent() != nil {
+	if toolkit.ParentOf(sub) != parent || toolkit.ParentOf(parent) != nil {
 		t.Fatal("Parent is wrong")
 	}
 	// Registered once, callable in both; the interceptor runs in both.

@@ -51,3 +51,6 @@ func SetRunnerHookForTest(f func(c context.Context, claimed bool)) {
 	}
 	runnerHook.Store(&f)
 }
+
+// ParentOf returns the toolkit tk was derived from, or nil.
+func ParentOf(tk *Toolkit) *Toolkit { return tk.family.parent }
