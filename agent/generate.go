@@ -17,31 +17,31 @@ import (
 // run at once.
 type RetryPolicy struct {
 	// Attempts is the most requests one turn makes, the first included;
-	// 1 means no retry. 0 means DefaultRetry's.
+	// 1 means no retry. 0 means the default's (4).
 	Attempts int
 	// Backoff is the wait before the first retry, doubled for each next
-	// one, with up to 25% jitter. 0 means DefaultRetry's.
+	// one, with up to 25% jitter. 0 means the default's (1 s).
 	Backoff time.Duration
 	// MaxWait bounds one wait. A server that asks (Retry-After) for
 	// longer than this ends the run with its error instead of holding it.
-	// 0 means DefaultRetry's.
+	// 0 means the default's (a minute).
 	MaxWait time.Duration
 }
 
-// DefaultRetry is the retry policy of a Loop without WithRetry: four
+// defaultRetry is the retry policy of a Loop without WithRetry: four
 // requests at most, waiting 1s, 2s, 4s (or what the server asks, up to a
 // minute).
-var DefaultRetry = RetryPolicy{Attempts: 4, Backoff: time.Second, MaxWait: time.Minute}
+var defaultRetry = RetryPolicy{Attempts: 4, Backoff: time.Second, MaxWait: time.Minute}
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.Attempts <= 0 {
-		p.Attempts = DefaultRetry.Attempts
+		p.Attempts = defaultRetry.Attempts
 	}
 	if p.Backoff <= 0 {
-		p.Backoff = DefaultRetry.Backoff
+		p.Backoff = defaultRetry.Backoff
 	}
 	if p.MaxWait <= 0 {
-		p.MaxWait = DefaultRetry.MaxWait
+		p.MaxWait = defaultRetry.MaxWait
 	}
 	return p
 }
@@ -184,7 +184,7 @@ func (s *streamer) send(c Chunk) {
 		if !usableID(ref.id) || s.announced(c.Index, ref.id) || usedEarlier(ref.id, s.earlier) {
 			// The id fixCalls will replace: the events name the call's
 			// final id from its first piece on.
-			ref.wire, ref.renamed, ref.id = ref.id, true, NewCallID()
+			ref.wire, ref.renamed, ref.id = ref.id, true, newCallID()
 		}
 		*s.ref(c.Index) = ref
 		emit(s.ctx, s.sess, EventArgs, ArgsDelta{Turn: s.turn, Index: c.Index, Call: ref.id, Tool: c.Name})

@@ -18,8 +18,8 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// DefaultMaxTurns bounds a run when WithMaxTurns is not given.
-const DefaultMaxTurns = 25
+// defaultMaxTurns bounds a run when WithMaxTurns is not given.
+const defaultMaxTurns = 25
 
 // ErrMaxTurns is returned (wrapped) by Run when the model has not
 // answered within the loop's turn bound.
@@ -41,14 +41,15 @@ type Loop struct {
 // Option configures a Loop.
 type Option func(*Loop)
 
-// WithMaxTurns bounds the model turns of one run (DefaultMaxTurns when
+// WithMaxTurns bounds the model turns of one run (25 when
 // not given); n < 1 means 1.
 func WithMaxTurns(n int) Option {
 	return func(l *Loop) { l.maxTurns = max(n, 1) }
 }
 
-// WithRetry sets how failed model requests are retried (DefaultRetry when
-// not given).
+// WithRetry sets how failed model requests are retried (when
+// not given: 4 requests at most, waiting 1 s, 2 s, 4 s or what the
+// server asks, up to a minute).
 func WithRetry(p RetryPolicy) Option {
 	return func(l *Loop) { l.retry = p.withDefaults() }
 }
@@ -83,7 +84,7 @@ func WithBatchStarted(f func(ctx context.Context, turn int, b *toolkit.Batch)) O
 
 // New returns a loop that asks m.
 func New(m Model, opts ...Option) *Loop {
-	l := &Loop{model: m, maxTurns: DefaultMaxTurns, retry: DefaultRetry}
+	l := &Loop{model: m, maxTurns: defaultMaxTurns, retry: defaultRetry}
 	if n, ok := m.(Namer); ok {
 		l.name = n.Name()
 	}
@@ -312,7 +313,7 @@ func fixCalls(calls []toolkit.Call, earlier []Message, renamed func(wire string)
 		if !usableID(c.ID) || taken(calls[:i], seen, c.ID) || used[c.ID] {
 			id := renamed(c.ID)
 			if id == "" || taken(calls[:i], seen, id) {
-				id = NewCallID()
+				id = newCallID()
 			}
 			c.ID = id
 		}
@@ -370,9 +371,9 @@ func taken(before []toolkit.Call, seen map[string]bool, id string) bool {
 	return false
 }
 
-// NewCallID returns a fresh call id ("call_" and 24 hex digits), for
+// newCallID returns a fresh call id ("call_" and 24 hex digits), for
 // adapters whose provider sent none.
-func NewCallID() string {
+func newCallID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return "call_" + hex.EncodeToString(b[:])

@@ -614,7 +614,7 @@ func TestRunHonoursToolkitStop(t *testing.T) {
 	if err := tk.Register([]*toolkit.Tool{weather, search}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tk.Use(interceptors.CallLimits(interceptors.PerToolPerSession("search", 1), interceptors.EndRun())); err != nil {
+	if err := tk.Use(interceptors.CallLimits(interceptors.PerSession(1, "search"), interceptors.EndRun())); err != nil {
 		t.Fatal(err)
 	}
 	answer := step{reply: &agent.Reply{Text: "the model's own answer"}}

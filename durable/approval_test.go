@@ -59,7 +59,7 @@ func startApprovals(t *testing.T, js jetstream.JetStream, opts ...interceptors.P
 			p.notes <- string(ev.Data)
 		}
 	})
-	tk := toolkit.New(toolkit.WithObserver(st), toolkit.WithInlineObserver(count))
+	tk := toolkit.New(toolkit.WithInlineObserver(count))
 	if err := tk.Register([]*toolkit.Tool{
 		toolkit.MustTool(toolkit.Spec{Name: "edit"}, func(ctx context.Context, in struct {
 			Path string `json:"path"`

@@ -41,7 +41,7 @@ func script(_ context.Context, req *agent.Request) (*agent.Reply, error) {
 func loopProcess(t *testing.T, js jetstream.JetStream, writes *atomic.Int64, hang bool, started chan struct{}) (*durable.Store, *toolkit.Toolkit, *toolkit.Session) {
 	t.Helper()
 	st := newStore(t, js)
-	tk := toolkit.New(toolkit.WithObserver(st))
+	tk := toolkit.New()
 	no := false
 	if err := tk.Register([]*toolkit.Tool{
 		toolkit.MustTool(toolkit.Spec{Name: "write", Idempotent: &no}, func(context.Context, struct{}) (int64, error) { return writes.Add(1), nil }),
@@ -135,7 +135,7 @@ func TestIDsReusedAcrossTurns(t *testing.T) {
 	js := natstest.JetStream(t)
 	ctx := context.Background()
 	st := newStore(t, js)
-	tk := toolkit.New(toolkit.WithObserver(st))
+	tk := toolkit.New()
 	defer tk.Close(ctx)
 	if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "echo"}, func(_ context.Context, in struct {
 		Say string `json:"say"`

@@ -36,18 +36,18 @@ func processConn(t *testing.T, bus *natsbus.Bus) (js jetstream.JetStream, kill f
 	return js, nc.Close
 }
 
-// observerBehind holds the store's observer (asynchronous) at the suspend
+// observerBehind holds the agent's asynchronous observer at the suspend
 // events of call until release: it has not recorded anything of them.
 func observerBehind(t *testing.T, call string) (release func()) {
 	hold := make(chan struct{})
 	var once sync.Once
 	release = func() { once.Do(func() { close(hold) }) }
-	durable.SetObserveHook(func(ev *events.Event) {
+	setLag(t, func(ev *events.Event) {
 		if ev.Call == call {
 			<-hold
 		}
 	})
-	t.Cleanup(func() { release(); durable.SetObserveHook(nil) })
+	t.Cleanup(release)
 	return release
 }
 

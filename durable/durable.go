@@ -142,15 +142,15 @@ func WithReplicas(n int) Option { return func(c *config) { c.kv.Replicas = n } }
 // WithTTL forgets calls this long after their last change (default: never).
 func WithTTL(d time.Duration) Option { return func(c *config) { c.kv.TTL = d } }
 
-// DefaultElectionWait is how long one read or write of the bucket goes on,
+// defaultElectionWait is how long one read or write of the bucket goes on,
 // unless WithElectionWait says otherwise, while the bucket does not answer
 // it: a crashed leader's peers elect another within about 10 s with the
 // NATS server's defaults, and 30 s leaves room for a second round.
-const DefaultElectionWait = kvlead.DefaultWait
+const defaultElectionWait = kvlead.DefaultWait
 
 // WithElectionWait bounds how long one read or write of the bucket goes on
 // while the bucket does not answer it: its stream elects a new leader, or
-// an answer was lost (0 or less: DefaultElectionWait). Each read or write
+// an answer was lost (default, and 0 or less: 30 s). Each read or write
 // is sent again until answered, so it goes on within about 250 ms of the
 // stream having a leader again. A call's own deadline (or cancellation)
 // also ends the reads that decide whether it runs; the writes that record
@@ -160,10 +160,10 @@ const DefaultElectionWait = kvlead.DefaultWait
 // sent again is never stored twice.
 func WithElectionWait(d time.Duration) Option { return func(c *config) { c.wait = d } }
 
-// defaultWait is DefaultElectionWait, but for tests (export_test.go).
+// defaultWait is defaultElectionWait, but for tests (export_test.go).
 var defaultWait atomic.Int64
 
-func init() { defaultWait.Store(int64(DefaultElectionWait)) }
+func init() { defaultWait.Store(int64(defaultElectionWait)) }
 
 // Store keeps calls in a key-value bucket.
 type Store struct {
@@ -190,7 +190,7 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Opt
 		o(&cfg)
 	}
 	if cfg.wait <= 0 {
-		cfg.wait = DefaultElectionWait
+		cfg.wait = defaultElectionWait
 	}
 	kv, err := kvlead.Open(ctx, cfg.wait, func(ctx context.Context) (jetstream.KeyValue, error) {
 		return js.CreateOrUpdateKeyValue(ctx, cfg.kv)
@@ -359,7 +359,7 @@ func (s *Store) decide(ctx context.Context, session, callID string, d Decision) 
 // A call recorded as running may be about to wait (its wait is recorded
 // just before anyone is asked), or may have been asked by a process whose
 // record says otherwise (one from before the interceptor recorded waits).
-// settle then waits for the record to change, up to SettleWait (or ctx),
+// settle then waits for the record to change, up to settleWait (or ctx),
 // before refusing.
 func (s *Store) settle(ctx context.Context, session, callID, reason, waitsFor, given string, set func(*Record) bool) error {
 	k := key(session, callID)
@@ -369,7 +369,7 @@ func (s *Store) settle(ctx context.Context, session, callID, reason, waitsFor, g
 			_ = w.Stop()
 		}
 	}()
-	wait := time.NewTimer(SettleWait)
+	wait := time.NewTimer(settleWait)
 	defer wait.Stop()
 	for {
 		var why error
@@ -413,25 +413,9 @@ func (s *Store) settle(ctx context.Context, session, callID, reason, waitsFor, g
 	}
 }
 
-// SettleWait bounds how long Answer, Approve and Reject wait for a call
+// settleWait bounds how long Answer, Approve and Reject wait for a call
 // recorded as running to be recorded as waiting before they refuse.
-const SettleWait = 5 * time.Second
-
-// Observe implements toolkit.Observer and changes nothing: the interceptor
-// records a call's waits itself, before the call is seen waiting, and only
-// for the run that holds the call (an observer records them late, possibly
-// after the call moved on or another process took it over).
-//
-// Deprecated: the store need not be attached as an observer.
-func (s *Store) Observe(ev *events.Event) {
-	if h := observeHook.Load(); h != nil && ev.Type == events.TypeSuspend {
-		(*h)(ev) // tests: an observer that falls behind
-	}
-}
-
-// observeHook, when set (export_test.go), runs when Observe gets a suspend
-// event.
-var observeHook atomic.Pointer[func(*events.Event)]
+const settleWait = 5 * time.Second
 
 func (st *Stored) outcome() toolkit.Result {
 	out := toolkit.Result{State: st.State, Content: st.Content}

@@ -42,9 +42,10 @@ func newStore(t *testing.T, js jetstream.JetStream) *durable.Store {
 func startAgent(t *testing.T, js jetstream.JetStream) *agentProcess {
 	t.Helper()
 	st := newStore(t, js)
-	// Attached as an observer as set-ups did when the store recorded waits
-	// from suspend events: it must change nothing now.
-	tk := toolkit.New(toolkit.WithObserver(st))
+	// An asynchronous observer that a test may hold back (setLag), as the
+	// store was when it recorded waits from suspend events: a lagging
+	// observer must change nothing.
+	tk := toolkit.New(toolkit.WithObserver(laggingObserver))
 	ask, err := toolkit.NewExternalTool(toolkit.Spec{Name: "ask", Description: "asks a person"}, json.RawMessage(`{"type":"object"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +56,23 @@ func startAgent(t *testing.T, js jetstream.JetStream) *agentProcess {
 			return "written " + string(rune('0'+writes.Add(1))), nil
 		}),
 		toolkit.MustTool(toolkit.Spec{Name: "look", ReadOnly: true}, func(context.Context, struct{}) (string, error) { return "looked", nil }))
+}
+
+// lagHook, when set (setLag), holds laggingObserver at each suspend event.
+var lagHook atomic.Pointer[func(*events.Event)]
+
+// laggingObserver is the asynchronous observer startAgent attaches.
+var laggingObserver = toolkit.ObserverFunc(func(ev *events.Event) {
+	if h := lagHook.Load(); h != nil && ev.Type == events.TypeSuspend {
+		(*h)(ev)
+	}
+})
+
+// setLag makes laggingObserver run f at each suspend event, until the test
+// ends.
+func setLag(t *testing.T, f func(*events.Event)) {
+	lagHook.Store(&f)
+	t.Cleanup(func() { lagHook.Store(nil) })
 }
 
 // runAgent registers the tools on tk behind the store's interceptor, has

@@ -3,24 +3,13 @@ package durable
 import (
 	"context"
 	"time"
-
-	"github.com/toolstream/toolstream/events"
 )
 
 // KeyOf exposes the key rule to the tests.
 func KeyOf(session, call string) string { return key(session, call) }
 
-// SetObserveHook runs f when Observe gets a suspend event (nil: none).
-func SetObserveHook(f func(*events.Event)) {
-	if f == nil {
-		observeHook.Store(nil)
-		return
-	}
-	observeHook.Store(&f)
-}
-
 // SetDefaultElectionWait sets the bound of each read and write of the
-// stores New opens without WithElectionWait (default DefaultElectionWait)
+// stores New opens without WithElectionWait (default defaultElectionWait)
 // and returns a function that restores it.
 func SetDefaultElectionWait(d time.Duration) (restore func()) {
 	old := defaultWait.Swap(int64(d))

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolstream/toolstream/durable"
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
@@ -20,8 +19,7 @@ func TestAnswerWhileObserverBehind(t *testing.T) {
 	js := natstest.JetStream(t)
 	ctx := context.Background()
 	release := make(chan struct{})
-	durable.SetObserveHook(func(*events.Event) { <-release })
-	t.Cleanup(func() { durable.SetObserveHook(nil) })
+	setLag(t, func(*events.Event) { <-release })
 	p := startAgent(t, js)
 	batch := p.sess.Start(ctx, []toolkit.Call{testutil.Call("q1", "ask", `{}`)})
 	for deadline := time.Now().Add(5 * time.Second); len(p.sess.Suspended()) == 0; time.Sleep(5 * time.Millisecond) {

@@ -581,7 +581,7 @@ func Decode(data []byte) (*Event, error) {
 	return ev, nil
 }
 
-var traceField = []byte(`"` + FieldTraceParent + `"`)
+var traceField = []byte(`"` + fieldTraceParent + `"`)
 
 // decodeTrace reads the trace fields of an event's JSON (see Event.Trace):
 // a TraceContext, or nil when it has no traceparent.

@@ -24,7 +24,7 @@
 // names it. They are numbered per session.
 //
 // The package is the protocol only, with no dependency outside the standard
-// library: the envelope, the content rule ([AppendPart], [ApplyDelta]), the
+// library: the envelope, the content rule ([AppendPart], [Reassembler]), the
 // subject rule ([Subjects], [EncodeToken]) and the wire codec ([AppendJSON],
 // [Decode]). Package events/natsbus carries the events over NATS.
 // docs/events.md describes the protocol for clients in other languages.
@@ -70,15 +70,15 @@ func CheckSessionID(id string) error {
 	return nil
 }
 
-// MaxTypeLen is the longest event type name.
-const MaxTypeLen = 64
+// maxTypeLen is the longest event type name.
+const maxTypeLen = 64
 
-// CheckType reports whether t can name an event type: 1 to MaxTypeLen
+// CheckType reports whether t can name an event type: 1 to 64
 // ASCII letters, digits, '_' or '-'. Such a name is one plain subject token
 // and one line of a Server-Sent Event, so it needs no escaping anywhere.
 func CheckType(t Type) error {
-	if t == "" || len(t) > MaxTypeLen {
-		return fmt.Errorf("events: event type %q: 1 to %d characters", t, MaxTypeLen)
+	if t == "" || len(t) > maxTypeLen {
+		return fmt.Errorf("events: event type %q: 1 to %d characters", t, maxTypeLen)
 	}
 	for i := 0; i < len(t); i++ {
 		c := t[i]
@@ -141,7 +141,7 @@ type Event struct {
 	// Publishers carry it in message headers (traceparent, tracestate on
 	// NATS), and subscribers read it back as a [TraceContext]. Where a
 	// transport has no headers (the SSE bridge), the JSON carries it in two
-	// fields, [FieldTraceParent] and [FieldTraceState], which [Decode] reads;
+	// fields, "traceparent" and "tracestate", which [Decode] reads;
 	// [AppendJSON] does not write them.
 	Trace Trace `json:"-"`
 }
@@ -173,8 +173,7 @@ func (ev *Event) WithDropped(n uint64) (*Event, bool) {
 // The JSON fields that carry an event's trace context where its transport
 // has no headers (see Event.Trace).
 const (
-	FieldTraceParent = "traceparent"
-	FieldTraceState  = "tracestate"
+	fieldTraceParent = "traceparent"
 )
 
 // Trace is the W3C Trace Context of a span (https://www.w3.org/TR/trace-context/):

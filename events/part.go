@@ -106,22 +106,6 @@ func AppendPart(content []Part, p Part) []Part {
 	return append(content, p)
 }
 
-// ApplyDelta adds one delta event to accumulated content: a reset delta
-// starts the content over. It is how a consumer rebuilds a result from a
-// call's delta events, in sequence order, in process. Events read from NATS
-// may carry chunks of a large part instead of a part ([Chunk]): rebuild
-// those with a [Reassembler], which ApplyDelta leaves the chunk to (it adds
-// nothing for one).
-func ApplyDelta(content []Part, ev *Event) []Part {
-	if ev.Reset {
-		content = nil
-	}
-	if ev.Delta == nil {
-		return content
-	}
-	return AppendPart(content, *ev.Delta)
-}
-
 // Concat returns the content that the given deltas add up to.
 func Concat(deltas ...Part) []Part {
 	var out []Part

@@ -7,22 +7,19 @@ import (
 	"strings"
 )
 
-// DefaultPrefix is the subject prefix used when none is configured.
-const DefaultPrefix = "toolstream"
+// defaultPrefix is the subject prefix used when none is configured.
+const defaultPrefix = "toolstream"
 
-// SessionToken is the call token of session-level events, the ones that are
+// sessionToken is the call token of session-level events, the ones that are
 // not about one call: <prefix>.<session>._.<type>. [EncodeToken] never
 // produces it, so it cannot collide with a call id.
-const SessionToken = "_"
+const sessionToken = "_"
 
 const (
 	maxPlainToken = 64  // longest id used as is
 	maxPrefix     = 128 // longest prefix, in bytes
 	encodedMark   = '~' // first byte of an encoded token
 )
-
-// ErrInvalidToken is wrapped by the errors of [DecodeToken].
-var ErrInvalidToken = errors.New("events: invalid subject token")
 
 // ErrInvalidSubject is wrapped by the errors of [NewSubjects] and
 // [Subjects.Parse].
@@ -67,9 +64,10 @@ func isPlain(id string) bool {
 //     A-Z a-z 0-9 - _, no '=') of its bytes. The empty id becomes "~".
 //
 // So a token never contains '.', '*', '>' or whitespace; a plain token never
-// starts with '~' or '_'; the reserved [SessionToken] "_" is never produced;
-// and distinct ids give distinct tokens, so a subscription to one session's
-// subjects cannot match another session's events.
+// starts with '~' or '_'; the token "_", reserved for session-level events,
+// is never produced; and distinct ids give distinct tokens, so a
+// subscription to one session's subjects cannot match another session's
+// events.
 func EncodeToken(id string) string {
 	if isPlain(id) {
 		return id
@@ -81,25 +79,16 @@ func EncodeToken(id string) string {
 	return string(b)
 }
 
-// DecodeToken is the inverse of [EncodeToken]. It accepts exactly the tokens
-// EncodeToken produces and rejects everything else (the reserved "_", '~'
-// followed by anything but canonical unpadded base64url, '~' encoding an id
-// that is sent as is, a token that is neither plain nor encoded) with an
-// error wrapping [ErrInvalidToken].
-func DecodeToken(tok string) (string, error) {
-	id, reason := decodeToken(tok)
-	if reason != "" {
-		return "", fmt.Errorf("%w %q: %s", ErrInvalidToken, tok, reason)
-	}
-	return id, nil
-}
-
-// decodeToken returns the id or why the token is invalid.
+// decodeToken is the inverse of [EncodeToken]: it returns the id, or why
+// the token is invalid. It accepts exactly the tokens EncodeToken produces
+// and rejects everything else (the reserved "_", '~' followed by anything
+// but canonical unpadded base64url, '~' encoding an id that is sent as is,
+// a token that is neither plain nor encoded).
 func decodeToken(tok string) (id, reason string) {
 	switch {
 	case tok == "":
 		return "", "empty"
-	case tok == SessionToken:
+	case tok == sessionToken:
 		return "", `"_" is reserved for session-level events`
 	case tok[0] == encodedMark:
 		enc := base64.RawURLEncoding
@@ -130,19 +119,19 @@ func decodeToken(tok string) (id, reason string) {
 //
 // Session ids, call ids and types are turned into tokens with
 // [EncodeToken]; every protocol type is a plain token, so types appear as
-// is. The zero value uses [DefaultPrefix]; use [NewSubjects] to have a
+// is. The zero value uses the prefix "toolstream"; use [NewSubjects] to have a
 // configured prefix checked.
 type Subjects struct {
-	// Prefix is one or more dot-separated tokens; "" means DefaultPrefix.
+	// Prefix is one or more dot-separated tokens; "" means "toolstream".
 	Prefix string
 }
 
-// NewSubjects returns Subjects under prefix ("" means [DefaultPrefix]). The
+// NewSubjects returns Subjects under prefix ("" means "toolstream"). The
 // prefix must be dot-separated non-empty tokens of [A-Za-z0-9_-] (so no
 // wildcards), at most 128 bytes in all.
 func NewSubjects(prefix string) (Subjects, error) {
 	if prefix == "" {
-		return Subjects{Prefix: DefaultPrefix}, nil
+		return Subjects{Prefix: defaultPrefix}, nil
 	}
 	if len(prefix) > maxPrefix {
 		return Subjects{}, fmt.Errorf("%w prefix %q: longer than %d bytes", ErrInvalidSubject, prefix, maxPrefix)
@@ -162,7 +151,7 @@ func NewSubjects(prefix string) (Subjects, error) {
 
 func (s Subjects) prefix() string {
 	if s.Prefix == "" {
-		return DefaultPrefix
+		return defaultPrefix
 	}
 	return s.Prefix
 }
@@ -180,16 +169,11 @@ func (s Subjects) Call(session, call, typ string) string {
 	return prefix + tokens + EncodeToken(typ)
 }
 
-// SessionEvent returns the subject of a session-level event of type typ.
-func (s Subjects) SessionEvent(session, typ string) string {
-	return s.Call(session, "", typ)
-}
-
 // CallBase returns what the subjects of one call's events start with: the
-// prefix and a dot, and "<session>.<call>." (the call token [SessionToken]
+// prefix and a dot, and "<session>.<call>." (the call token "_"
 // when call is empty), which the publisher also uses for message ids.
 func (s Subjects) CallBase(session, call string) (prefix, tokens string) {
-	callTok := SessionToken
+	callTok := sessionToken
 	if call != "" {
 		callTok = EncodeToken(call)
 	}
@@ -260,7 +244,7 @@ func (s Subjects) Parse(subject string) (session, call string, typ Type, err err
 	if session, reason = decodeToken(toks[0]); reason != "" {
 		return "", "", "", bad("session", toks[0], reason)
 	}
-	if toks[1] != SessionToken {
+	if toks[1] != sessionToken {
 		if call, reason = decodeToken(toks[1]); reason != "" {
 			return "", "", "", bad("call", toks[1], reason)
 		}

@@ -56,9 +56,9 @@ func TestEncodeToken(t *testing.T) {
 			t.Errorf("EncodeToken(%q) = %q, want %q", tt.id, got, tt.tok)
 		}
 		checkToken(t, got)
-		id, err := DecodeToken(got)
+		id, err := decodeTokenErr(got)
 		if err != nil || id != tt.id {
-			t.Errorf("DecodeToken(%q) = %q, %v; want %q", got, id, err, tt.id)
+			t.Errorf("decodeTokenErr(%q) = %q, %v; want %q", got, id, err, tt.id)
 		}
 	}
 }
@@ -85,7 +85,7 @@ func b64url(s string) string {
 // checkToken fails unless tok is a single literal NATS token.
 func checkToken(t testing.TB, tok string) {
 	t.Helper()
-	if tok == "" || tok == SessionToken {
+	if tok == "" || tok == sessionToken {
 		t.Fatalf("token %q", tok)
 	}
 	for i := 0; i < len(tok); i++ {
@@ -120,16 +120,16 @@ func TestDecodeTokenRejects(t *testing.T) {
 		{"~YS5i\r", `events: invalid subject token "~YS5i\r": non-canonical base64url after '~'`},
 	}
 	for _, tt := range tests {
-		id, err := DecodeToken(tt.tok)
+		id, err := decodeTokenErr(tt.tok)
 		if err == nil {
-			t.Errorf("DecodeToken(%q) = %q, want an error", tt.tok, id)
+			t.Errorf("decodeTokenErr(%q) = %q, want an error", tt.tok, id)
 			continue
 		}
 		if err.Error() != tt.msg {
-			t.Errorf("DecodeToken(%q):\n got %s\nwant %s", tt.tok, err, tt.msg)
+			t.Errorf("decodeTokenErr(%q):\n got %s\nwant %s", tt.tok, err, tt.msg)
 		}
-		if !errors.Is(err, ErrInvalidToken) {
-			t.Errorf("DecodeToken(%q): %v does not wrap ErrInvalidToken", tt.tok, err)
+		if !errors.Is(err, errInvalidToken) {
+			t.Errorf("decodeTokenErr(%q): %v does not wrap errInvalidToken", tt.tok, err)
 		}
 	}
 }
@@ -139,7 +139,7 @@ func TestTokenRoundTripAllBytes(t *testing.T) {
 		for _, id := range []string{string(rune(c)), string([]byte{byte(c)}), "a" + string([]byte{byte(c)}), string([]byte{byte(c)}) + "a"} {
 			tok := EncodeToken(id)
 			checkToken(t, tok)
-			if got, err := DecodeToken(tok); err != nil || got != id {
+			if got, err := decodeTokenErr(tok); err != nil || got != id {
 				t.Fatalf("%q -> %q -> %q, %v", id, tok, got, err)
 			}
 		}
@@ -150,7 +150,7 @@ func TestTokenRoundTripAllBytes(t *testing.T) {
 		if want := n >= 1 && n <= 64; (tok == id) != want {
 			t.Fatalf("length %d: token %q", n, tok)
 		}
-		if got, err := DecodeToken(tok); err != nil || got != id {
+		if got, err := decodeTokenErr(tok); err != nil || got != id {
 			t.Fatalf("length %d: %q, %v", n, got, err)
 		}
 	}
@@ -163,7 +163,7 @@ func TestNewSubjects(t *testing.T) {
 			t.Errorf("NewSubjects(%q) = %+v, %v", p, s, err)
 		}
 	}
-	if s, err := NewSubjects(""); err != nil || s.Prefix != DefaultPrefix {
+	if s, err := NewSubjects(""); err != nil || s.Prefix != defaultPrefix {
 		t.Errorf(`NewSubjects("") = %+v, %v`, s, err)
 	}
 	bad := map[string]string{
@@ -204,8 +204,8 @@ func TestSubjects(t *testing.T) {
 		{zero, zero.Call("a.>", "*", "result"), "toolstream.~YS4-.~Kg.result"},
 		{zero, zero.Call("s", "", "progress"), "toolstream.s._.progress"},
 		{zero, zero.Call("s", "_", "progress"), "toolstream.s.~Xw.progress"},
-		{zero, zero.SessionEvent("", "groups"), "toolstream.~._.groups"},
-		{zero, zero.SessionEvent("s", "a.b"), "toolstream.s._.~YS5i"},
+		{zero, zero.Call("", "", "groups"), "toolstream.~._.groups"},
+		{zero, zero.Call("s", "", "a.b"), "toolstream.s._.~YS5i"},
 		{zero, zero.Session("conv-42"), "toolstream.conv-42.>"},
 		{zero, zero.Session("*"), "toolstream.~Kg.>"},
 		{zero, zero.AllOfType(TypeDelta), "toolstream.*.*.delta"},

@@ -7,3 +7,12 @@ func SetResetHook(f func()) (restore func()) {
 	resetHook = f
 	return func() { resetHook = old }
 }
+
+// MaxSearchQuery is maxSearchQuery (tests only).
+const MaxSearchQuery = maxSearchQuery
+
+// MaxSearchResults is maxSearchResults (tests only).
+const MaxSearchResults = maxSearchResults
+
+// DefaultSearchResults is defaultSearchResults (tests only).
+const DefaultSearchResults = defaultSearchResults

@@ -84,7 +84,7 @@ func Install(tk *toolkit.Toolkit, opts ...Option) (*Manager, error) {
 			return nil, err
 		}
 	}
-	tk.AddVisibility(m)
+	tk.AddVisibility(visibility{m})
 	return m, nil
 }
 
@@ -362,23 +362,23 @@ func (m *Manager) sessionFor(ctx context.Context, session string) (*toolkit.Sess
 	return m.tk.Session(session)
 }
 
-// SessionClosed implements toolkit.SessionCloser: a closed session's state
+// sessionClosed is toolkit.SessionCloser's SessionClosed: a closed session's state
 // is dropped from an in-process store (a shared store keeps it: other
 // processes may still serve the session).
-func (m *Manager) SessionClosed(session string) {
+func (m *Manager) sessionClosed(session string) {
 	if f, ok := m.store.(forgetter); ok {
 		f.Forget(session)
 	}
 }
 
 // forgetter is a store that drops the state of closed sessions
-// (MemoryStore).
+// (NewMemoryStore's).
 type forgetter interface{ Forget(session string) }
 
-// Tools implements toolkit.Visibility: the basic tools, the tools of active
+// tools is toolkit.Visibility's Tools: the basic tools, the tools of active
 // groups, and reset_tools (with a schema for this session) when there are
 // groups.
-func (m *Manager) Tools(ctx context.Context, s *toolkit.Session, registered []*toolkit.Tool) ([]*toolkit.Tool, error) {
+func (m *Manager) tools(ctx context.Context, s *toolkit.Session, registered []*toolkit.Tool) ([]*toolkit.Tool, error) {
 	c := m.defs.Load()
 	state, err := m.store.Load(ctx, s.ID())
 	if err != nil {
@@ -415,11 +415,11 @@ func visible(c *catalog, on map[string]bool, tool string) bool {
 	return slices.ContainsFunc(gs, func(g string) bool { return on[g] })
 }
 
-// Resolve implements toolkit.Visibility: reset_tools runs as the session's
+// resolve is toolkit.Visibility's Resolve: reset_tools runs as the session's
 // variant (its schema lists the groups, so the engine refuses unknown
 // names), and a tool of only inactive groups is refused with a message that
 // says which group to activate.
-func (m *Manager) Resolve(ctx context.Context, s *toolkit.Session, t *toolkit.Tool) (*toolkit.Tool, error) {
+func (m *Manager) resolve(ctx context.Context, s *toolkit.Session, t *toolkit.Tool) (*toolkit.Tool, error) {
 	c := m.defs.Load()
 	name := t.Name()
 	gs := c.member[name]
@@ -460,3 +460,17 @@ func quoteList(ss []string) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// visibility plugs a Manager into its toolkit: the toolkit.Visibility and
+// toolkit.SessionCloser that only the engine calls.
+type visibility struct{ m *Manager }
+
+func (v visibility) Tools(ctx context.Context, s *toolkit.Session, registered []*toolkit.Tool) ([]*toolkit.Tool, error) {
+	return v.m.tools(ctx, s, registered)
+}
+
+func (v visibility) Resolve(ctx context.Context, s *toolkit.Session, t *toolkit.Tool) (*toolkit.Tool, error) {
+	return v.m.resolve(ctx, s, t)
+}
+
+func (v visibility) SessionClosed(session string) { v.m.sessionClosed(session) }

@@ -22,12 +22,12 @@ const SearchTool = "tool_search"
 
 // Limits of a tool_search call, enforced by its schema.
 const (
-	// MaxSearchQuery is the longest query, in characters.
-	MaxSearchQuery = 500
-	// MaxSearchResults is the largest limit (groups returned).
-	MaxSearchResults = 20
-	// DefaultSearchResults is the limit when the model gives none.
-	DefaultSearchResults = 5
+	// maxSearchQuery is the longest query, in characters.
+	maxSearchQuery = 500
+	// maxSearchResults is the largest limit (groups returned).
+	maxSearchResults = 20
+	// defaultSearchResults is the limit when the model gives none.
+	defaultSearchResults = 5
 )
 
 // Ranking weights: a query word found in a name (the group's or one of its
@@ -52,7 +52,7 @@ var searchSchema = fmt.Sprintf(`{
   },
   "required": ["query"],
   "additionalProperties": false
-}`, MaxSearchQuery, MaxSearchResults, DefaultSearchResults)
+}`, maxSearchQuery, maxSearchResults, defaultSearchResults)
 
 // WithToolSearch registers the tool_search meta tool beside reset_tools, for
 // toolkits with more tools than a model should see at once. The model
@@ -292,13 +292,13 @@ func (m *Manager) searchTools(ctx context.Context, raw json.RawMessage) ([]toolk
 		return nil, fmt.Errorf(`the arguments must be {"query": string, "limit": integer}: %v`, err)
 	}
 	if args.Limit == 0 {
-		args.Limit = DefaultSearchResults
+		args.Limit = defaultSearchResults
 	}
-	if args.Limit < 1 || args.Limit > MaxSearchResults {
-		return nil, fmt.Errorf("limit must be from 1 to %d, got %d", MaxSearchResults, args.Limit)
+	if args.Limit < 1 || args.Limit > maxSearchResults {
+		return nil, fmt.Errorf("limit must be from 1 to %d, got %d", maxSearchResults, args.Limit)
 	}
-	if n := utf8.RuneCountInString(args.Query); n > MaxSearchQuery {
-		return nil, fmt.Errorf("the query is %d characters, more than %d: give a few words that describe the tools you need", n, MaxSearchQuery)
+	if n := utf8.RuneCountInString(args.Query); n > maxSearchQuery {
+		return nil, fmt.Errorf("the query is %d characters, more than %d: give a few words that describe the tools you need", n, maxSearchQuery)
 	}
 	query := slices.DeleteFunc(words(args.Query), func(w string) bool { return stopWords[w] })
 	if len(query) == 0 {

@@ -19,24 +19,26 @@ type Store interface {
 	Update(ctx context.Context, session string, fn func(cur map[string]bool) (map[string]bool, error)) (map[string]bool, error)
 }
 
-// MemoryStore keeps state in process. It is the default store.
-type MemoryStore struct {
+// memoryStore keeps state in process: NewMemoryStore.
+type memoryStore struct {
 	mu       sync.Mutex
 	sessions map[string]map[string]bool
 }
 
-// NewMemoryStore returns an empty in-process store.
-func NewMemoryStore() *MemoryStore { return &MemoryStore{sessions: map[string]map[string]bool{}} }
+// NewMemoryStore returns an empty in-process store, the default: a
+// session's state is dropped when the session closes (its Manager sees to
+// it), since no other process serves the session.
+func NewMemoryStore() Store { return &memoryStore{sessions: map[string]map[string]bool{}} }
 
-// Load implements Store.
-func (s *MemoryStore) Load(_ context.Context, session string) (map[string]bool, error) {
+// Load is Store.Load.
+func (s *memoryStore) Load(_ context.Context, session string) (map[string]bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.sessions[session]), nil
 }
 
-// Update implements Store.
-func (s *MemoryStore) Update(_ context.Context, session string, fn func(map[string]bool) (map[string]bool, error)) (map[string]bool, error) {
+// Update is Store.Update.
+func (s *memoryStore) Update(_ context.Context, session string, fn func(map[string]bool) (map[string]bool, error)) (map[string]bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next, err := fn(maps.Clone(s.sessions[session]))
@@ -47,8 +49,9 @@ func (s *MemoryStore) Update(_ context.Context, session string, fn func(map[stri
 	return next, nil
 }
 
-// Forget drops a session's state (for example when the conversation ends).
-func (s *MemoryStore) Forget(session string) {
+// Forget drops a session's state (the Manager calls it when the session
+// closes).
+func (s *memoryStore) Forget(session string) {
 	s.mu.Lock()
 	delete(s.sessions, session)
 	s.mu.Unlock()

@@ -124,7 +124,7 @@ func TestPerToolInterceptorsFollowTheToolThatRuns(t *testing.T) {
 			func(r toolkit.Result) bool { return errors.Is(r.Err, interceptors.ErrRateLimited) }},
 		{"LoopGuard", interceptors.LoopGuard(2, 0), args,
 			func(r toolkit.Result) bool { return errors.Is(r.Err, interceptors.ErrLoop) }},
-		{"CallLimits", interceptors.CallLimits(interceptors.PerToolPerSession("delete_files", 1)), args,
+		{"CallLimits", interceptors.CallLimits(interceptors.PerSession(1, "delete_files")), args,
 			func(r toolkit.Result) bool { return errors.Is(r.Err, interceptors.ErrLimit) }},
 		{"Timeout", interceptors.Timeout(0, interceptors.TimeoutFor("delete_files", 20*time.Millisecond)), json.RawMessage(`{"path":"x","wait":true}`),
 			func(r toolkit.Result) bool {

@@ -253,9 +253,9 @@ func TestAuditAndEmulatorSeePreparedArguments(t *testing.T) {
 		mu.Unlock()
 		return "emulated", nil
 	})
-	tk, _ := shapesKit(t,
-		interceptors.Audit(zerolog.New(&syncWriter{w: &logged}), interceptors.AuditArgs()),
-		interceptors.Emulate(model, interceptors.EmulateTools("read_file")))
+	em := interceptors.Emulate(model)
+	em.Tools = []string{"read_file"}
+	tk, _ := shapesKit(t, interceptors.Audit(zerolog.New(&syncWriter{w: &logged}), interceptors.AuditArgs()), em)
 	s := testutil.Session(t, tk, "s")
 	r := icRun(t, s, testutil.Call("1", "read_file", argShapes[len(argShapes)-1].args))
 	if r.Text() != "emulated" {

@@ -12,9 +12,6 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// AuditName is the name of the interceptor [Audit] returns.
-const AuditName = "audit"
-
 // AuditOption configures [Audit].
 type AuditOption func(*auditConfig)
 
@@ -25,15 +22,15 @@ type auditConfig struct {
 	maxBytes int
 }
 
-// DefaultAuditMaxBytes is how much of a call's arguments and of its result
+// defaultAuditMaxBytes is how much of a call's arguments and of its result
 // an audit line holds unless [AuditMaxBytes] says otherwise.
-const DefaultAuditMaxBytes = 4 << 10
+const defaultAuditMaxBytes = 4 << 10
 
 // AuditMaxBytes bounds the arguments and the result an audit line holds
 // (with [AuditArgs] and [AuditResults]): longer ones are cut at a character
 // boundary, end with "…", and their full size is logged as args_bytes or
 // result_bytes. A tool's 100 MiB result must not become a 100 MiB log line.
-// n <= 0 means no bound.
+// The default is 4 KiB; n <= 0 means no bound.
 func AuditMaxBytes(n int) AuditOption { return func(c *auditConfig) { c.maxBytes = n } }
 
 // AuditArgs adds the call's arguments to each line (field "args"). Off by
@@ -56,11 +53,11 @@ func AuditResults() AuditOption { return func(c *auditConfig) { c.results = true
 // of tools nobody registered (it sets Interceptor.Unknown); it does not see
 // calls that fail before the chain (malformed arguments); observers do.
 func Audit(log zerolog.Logger, opts ...AuditOption) toolkit.Interceptor {
-	cfg := &auditConfig{log: log, maxBytes: DefaultAuditMaxBytes}
+	cfg := &auditConfig{log: log, maxBytes: defaultAuditMaxBytes}
 	for _, o := range opts {
 		o(cfg)
 	}
-	return toolkit.Interceptor{Name: AuditName, Intercept: cfg.intercept, Unknown: true}
+	return toolkit.Interceptor{Name: "audit", Intercept: cfg.intercept, Unknown: true}
 }
 
 // cut returns s bounded by the configured size, and whether it was cut.

@@ -11,10 +11,6 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// BatchApprovalName is the name of the batch hook [Permissions.BatchHook]
-// returns.
-const BatchApprovalName = "batch-approval"
-
 // BatchHook returns a batch hook (named "batch-approval") that asks a
 // person once for a whole batch instead of once per call (Solon AI's HITL
 // batch suspension): before any call of a batch runs, the permission rules
@@ -40,12 +36,12 @@ const BatchApprovalName = "batch-approval"
 // deny, and asks per call about a tool a ToolResolver supplies only when
 // the call's turn comes. Use it with tk.UseBatchHook(p.BatchHook()).
 func (p *Permissions) BatchHook() toolkit.BatchHook {
-	return toolkit.BatchHook{Name: BatchApprovalName, Before: p.beforeBatch}
+	return toolkit.BatchHook{Name: "batch-approval", Before: p.beforeBatch}
 }
 
 func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) {
 	session := plan.Session().ID()
-	p.restoreGrants(ctx, session, plan.SessionValues())
+	p.restoreGrants(ctx, session, plan)
 	var asked []int
 	var reqs []ApprovalRequest
 	var tools []string
@@ -63,7 +59,7 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 		if err != nil {
 			continue
 		}
-		d := p.decideFor(ctx, plan.SessionValues(), name, args, t.Spec())
+		d := p.decideFor(ctx, plan, name, args, t.Spec())
 		if d.decision != Ask {
 			continue
 		}
@@ -124,7 +120,7 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 				allowed = append(allowed, name)
 			}
 		}
-		grants := loadOrNew(plan.SessionValues(), sessionGrantsKey{}, func() *sessionGrants { return &sessionGrants{} })
+		grants := sessionGrantsOf.LoadOrInit(plan, newSessionGrants)
 		added := make([]Grant, len(allowed))
 		for i, t := range allowed {
 			added[i] = Grant{Tool: t}

@@ -4,7 +4,7 @@
 // approval, tool emulation and audit logging.
 //
 // Each constructor returns a toolkit.Interceptor with a fixed default name
-// (the second column below, also the XxxName constants); add it with
+// (the second column below, also its Name field); add it with
 // Toolkit.Use, switch it with EnableInterceptor, and set its Name field to
 // use two of a kind side by side. Set its Tools or Match field to scope it
 // to some tools. The first interceptor added is the outermost.

@@ -9,9 +9,6 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// EmulateName is the name of the interceptor [Emulate] returns.
-const EmulateName = "emulator"
-
 // MetaEmulated is the result metadata key, set to true, that marks a
 // result [Emulate] made up.
 const MetaEmulated = "emulated"
@@ -27,16 +24,8 @@ type EmulateOption func(*emulateConfig)
 
 type emulateConfig struct {
 	model      Model
-	tools      []string
 	prompt     func(inv *toolkit.Invocation) string
 	noFallback bool
-	unknown    bool
-}
-
-// EmulateTools emulates only these tools (it sets the interceptor's
-// Tools). Without it every tool is emulated.
-func EmulateTools(names ...string) EmulateOption {
-	return func(c *emulateConfig) { c.tools = append(c.tools, names...) }
 }
 
 // EmulatePrompt replaces the prompt the model gets (see [EmulatePromptFor]
@@ -53,12 +42,6 @@ func EmulatePrompt(f func(inv *toolkit.Invocation) string) EmulateOption {
 // instead of running the real tool.
 func EmulateNoFallback() EmulateOption { return func(c *emulateConfig) { c.noFallback = true } }
 
-// EmulateUnknown also emulates calls of tools nobody registered (Spring AI
-// Alibaba's emulator does): a dry run of a tool that is not written yet.
-// With EmulateTools, only the names listed. The prompt gets the name and
-// the arguments only; a model failure gives the unknown-tool answer.
-func EmulateUnknown() EmulateOption { return func(c *emulateConfig) { c.unknown = true } }
-
 // Emulate returns an interceptor (named "emulator") that answers calls
 // with what model makes up instead of running the tool, for tests and
 // dry runs. The interceptors added after it and the tool itself do not
@@ -68,12 +51,19 @@ func EmulateUnknown() EmulateOption { return func(c *emulateConfig) { c.unknown 
 // If the model fails, the real tool runs, unless [EmulateNoFallback] is
 // given. A call whose context ends while the model works fails as a
 // timeout or an interruption.
+//
+// Set the returned interceptor's Tools to emulate only some tools, and its
+// Unknown to also emulate calls of tools nobody registered (Spring AI
+// Alibaba's emulator does: a dry run of a tool that is not written yet;
+// with Tools, only the names listed). For those the prompt gets the name
+// and the arguments only, and a model failure gives the unknown-tool
+// answer.
 func Emulate(model Model, opts ...EmulateOption) toolkit.Interceptor {
 	cfg := &emulateConfig{model: model, prompt: EmulatePromptFor}
 	for _, o := range opts {
 		o(cfg)
 	}
-	return toolkit.Interceptor{Name: EmulateName, Tools: cfg.tools, Intercept: cfg.intercept, Unknown: cfg.unknown}
+	return toolkit.Interceptor{Name: "emulator", Intercept: cfg.intercept}
 }
 
 // EmulatePromptFor is the default prompt of [Emulate]:

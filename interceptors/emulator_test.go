@@ -82,7 +82,9 @@ func TestEmulateAnswersWithoutTheTool(t *testing.T) {
 
 func TestEmulateChosenTools(t *testing.T) {
 	m := &emuModel{reply: "sunny"}
-	tk, weather, clock := emuFixture(t, interceptors.Emulate(m, interceptors.EmulateTools("weather")))
+	em := interceptors.Emulate(m)
+	em.Tools = []string{"weather"}
+	tk, weather, clock := emuFixture(t, em)
 	s := testutil.Session(t, tk, "s")
 	if r := icRun(t, s, testutil.Call("c1", "weather", `{"city":"Oslo"}`)); r.Text() != "sunny" {
 		t.Fatalf("weather: %q", r.Text())
@@ -127,22 +129,20 @@ func TestEmulatePrompt(t *testing.T) {
 	}
 }
 
-// TestEmulateUnknown: with EmulateUnknown, a tool nobody registered is
+// TestEmulateUnknown: with Unknown set, a tool nobody registered is
 // emulated too; without it, such a call gets the unknown-tool answer and
 // the model is not asked.
 func TestEmulateUnknown(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		m := &emuModel{reply: "a forecast"}
-		opts := []interceptors.EmulateOption{}
-		if on {
-			opts = append(opts, interceptors.EmulateUnknown())
-		}
-		tk, _, _ := emuFixture(t, interceptors.Emulate(m, opts...))
+		em := interceptors.Emulate(m)
+		em.Unknown = on
+		tk, _, _ := emuFixture(t, em)
 		s := testutil.Session(t, tk, "s")
 		r := icRun(t, s, testutil.Call("c1", "forecast", `{"days":3}`))
 		if !on {
 			if !errors.Is(r.Err, toolkit.ErrUnknownTool) || len(m.seen()) != 0 {
-				t.Fatalf("without EmulateUnknown: %s %q, model asked %d times", r.State, r.Text(), len(m.seen()))
+				t.Fatalf("without Unknown: %s %q, model asked %d times", r.State, r.Text(), len(m.seen()))
 			}
 			continue
 		}

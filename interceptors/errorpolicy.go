@@ -7,9 +7,6 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// ErrorPolicyName is the name of the interceptor [ErrorPolicy] returns.
-const ErrorPolicyName = "errors"
-
 // ErrorOption configures [ErrorPolicy].
 type ErrorOption func(*errpolConfig)
 
@@ -43,7 +40,7 @@ func ErrorPolicy(opts ...ErrorOption) toolkit.Interceptor {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return toolkit.Interceptor{Name: ErrorPolicyName, Intercept: cfg.intercept}
+	return toolkit.Interceptor{Name: "errors", Intercept: cfg.intercept}
 }
 
 func (cfg *errpolConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {

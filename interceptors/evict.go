@@ -16,16 +16,13 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// EvictName is the name of the interceptor [Evict] returns.
-const EvictName = "evict"
-
 // Defaults of [Evict].
 const (
-	DefaultEvictLimit        = 32 << 10
-	DefaultEvictPreviewLines = 10
-	DefaultEvictLineBytes    = 200
-	// DefaultEvictHint tells the model how to read a stored result.
-	DefaultEvictHint = "Read it in parts (for example 100 lines at a time) rather than all at once."
+	defaultEvictLimit        = 32 << 10
+	defaultEvictPreviewLines = 10
+	defaultEvictLineBytes    = 200
+	// defaultEvictHint tells the model how to read a stored result.
+	defaultEvictHint = "Read it in parts (for example 100 lines at a time) rather than all at once."
 )
 
 // evictStoreTimeout bounds a store. It runs on a context of its own: the
@@ -44,12 +41,10 @@ const (
 type EvictOption func(*evictConfig)
 
 type evictConfig struct {
+	passes      *toolkit.Local[*atomic.Int64] // how many times a call entered Evict: more than once inside Retry
 	limit       int
 	lines       int
 	lineBytes   int
-	dir         string
-	maxFiles    int
-	maxBytes    int64
 	backend     Backend
 	successOnly bool
 	hint        string
@@ -68,17 +63,9 @@ func EvictPreview(lines, maxLineBytes int) EvictOption {
 	return func(c *evictConfig) { c.lines, c.lineBytes = max(lines, 0), max(maxLineBytes, 1) }
 }
 
-// EvictDir sets the folder of the default backend (see [DirBackend]).
-func EvictDir(path string) EvictOption { return func(c *evictConfig) { c.dir = path } }
-
-// EvictRetention sets how many files and bytes the default folder backend
-// keeps (default 1000 files, 256 MiB; see [DirBackend]).
-func EvictRetention(maxFiles int, maxBytes int64) EvictOption {
-	return func(c *evictConfig) { c.maxFiles, c.maxBytes = maxFiles, maxBytes }
-}
-
-// EvictBackend stores results with b instead of the folder backend
-// (EvictDir and EvictRetention then do nothing).
+// EvictBackend stores results with b. The default is
+// DirBackend("", 1000, 256<<20): at most 1000 files and 256 MiB in the
+// default folder; another folder or other limits are another [DirBackend].
 func EvictBackend(b Backend) EvictOption { return func(c *evictConfig) { c.backend = b } }
 
 // EvictSuccessOnly leaves failed calls' results alone: only successes are
@@ -86,38 +73,34 @@ func EvictBackend(b Backend) EvictOption { return func(c *evictConfig) { c.backe
 func EvictSuccessOnly() EvictOption { return func(c *evictConfig) { c.successOnly = true } }
 
 // EvictHint sets the sentence that tells the model how to read the stored
-// result, for example naming the tool that reads it.
+// result, for example naming the tool that reads it (default "Read it in
+// parts (for example 100 lines at a time) rather than all at once.").
 func EvictHint(hint string) EvictOption { return func(c *evictConfig) { c.hint = hint } }
 
 // filesystemTools are the file-system tools the seeds leave alone
 // (Spring AI Alibaba's excludeFilesystemTools, after deepagents).
 var filesystemTools = []string{"ls", "read_file", "write_file", "edit_file", "glob", "grep"}
 
-// EvictExclude leaves the named tools' results alone, whatever their size
-// (exact names).
-func EvictExclude(tools ...string) EvictOption {
-	return func(c *evictConfig) {
-		if c.excluded == nil {
-			c.excluded = map[string]bool{}
-		}
-		for _, t := range tools {
-			c.excluded[t] = true
-		}
-	}
-}
-
 // EvictExcludeFilesystemTools leaves the results of the usual file-system
 // tools alone, as the seeds do: ls, read_file, write_file, edit_file, glob
 // and grep (exact names). They page through files themselves, and
 // read_file is how the model reads an evicted result back: storing its
 // output would send the model in a circle.
-func EvictExcludeFilesystemTools() EvictOption { return EvictExclude(filesystemTools...) }
+func EvictExcludeFilesystemTools() EvictOption {
+	return func(c *evictConfig) {
+		c.excluded = map[string]bool{}
+		for _, t := range filesystemTools {
+			c.excluded[t] = true
+		}
+	}
+}
 
 // Evict returns an interceptor, named "evict", that keeps large results out
 // of the conversation. A result whose text is larger than the limit is
-// stored in full through a [Backend] (by default files in [DefaultEvictDir])
-// and replaced by a short message: where it is, its size, its first lines,
-// its last line and how to read more. Binary parts (images) stay in the
+// stored in full through a [Backend] (by default files in the system's
+// temporary folder, see [EvictBackend]) and replaced by a short message:
+// where it is, its size, its first lines, its last line and how to read
+// more. Binary parts (images) stay in the
 // result. The outcome's state and error are kept: an evicted failure is
 // still a failure.
 //
@@ -125,38 +108,35 @@ func EvictExcludeFilesystemTools() EvictOption { return EvictExclude(filesystemT
 // with a note saying why (binary parts stay): the model is never pointed at
 // a file that does not exist.
 //
-// EvictExclude and EvictExcludeFilesystemTools leave some tools alone, such
-// as the one that reads stored results back (or set the returned
-// interceptor's Tools or Match).
+// EvictExcludeFilesystemTools leaves the usual file-system tools alone; to
+// leave others alone, such as the one that reads stored results back, set
+// the returned interceptor's Match (or Tools):
+//
+//	ev := interceptors.Evict()
+//	ev.Match = func(t *toolkit.Tool) bool { return t.Name() != "read_stored" }
 func Evict(opts ...EvictOption) toolkit.Interceptor {
 	cfg := &evictConfig{
-		limit: DefaultEvictLimit, lines: DefaultEvictPreviewLines, lineBytes: DefaultEvictLineBytes,
-		dir: DefaultEvictDir(), maxFiles: DefaultEvictMaxFiles, maxBytes: DefaultEvictMaxBytes,
-		hint: DefaultEvictHint,
+		limit: defaultEvictLimit, lines: defaultEvictPreviewLines, lineBytes: defaultEvictLineBytes,
+		hint: defaultEvictHint, passes: toolkit.NewCallLocal[*atomic.Int64](),
 	}
 	for _, o := range opts {
 		o(cfg)
 	}
 	if cfg.backend == nil {
-		cfg.backend = DirBackend(cfg.dir, cfg.maxFiles, cfg.maxBytes)
+		cfg.backend = DirBackend("", defaultEvictMaxFiles, defaultEvictMaxBytes)
 	}
 	return toolkit.Interceptor{
-		Name: EvictName,
+		Name: "evict",
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 			if cfg.excluded[toolName(inv)] {
 				return next(ctx, inv)
 			}
-			passes, _ := inv.CallValues().LoadOrStore(evictPassesKey{}, new(atomic.Int64))
-			n := passes.(*atomic.Int64)
+			n := cfg.passes.LoadOrInit(inv, func() *atomic.Int64 { return new(atomic.Int64) })
 			pass := n.Add(1)
 			return cfg.evict(ctx, inv, next(ctx, inv), pass, n)
 		},
 	}
 }
-
-// evictPassesKey keys, in a call's CallValues, how many times the call has
-// entered Evict: more than once when Evict runs inside Retry.
-type evictPassesKey struct{}
 
 // evict stores out if it is too large. pass is this pass's number among the
 // call's passes through Evict, passes their count so far.
@@ -181,7 +161,7 @@ func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out 
 		// to the model, and must not write over the file it names.
 		ids = append(ids, "pass-"+strconv.FormatInt(pass, 10))
 	}
-	name := EvictFileName(inv.Call.Name, ids...)
+	name := evictFileName(inv.Call.Name, ids...)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), evictStoreTimeout)
 	loc, err := cfg.backend.Put(sctx, name, []byte(text))
 	cancel()
@@ -278,7 +258,7 @@ func (cfg *evictConfig) previewLine(line string) string {
 	return sanitizeCutString(line, cfg.lineBytes) + " [...]"
 }
 
-// EvictFileName returns the name under which [Evict] stores a result:
+// evictFileName returns the name under which [Evict] stores a result:
 // a readable prefix made from the tool's name, then the first 32 hex digits
 // of a SHA-256 of the ids, then ".txt", for example
 // "count_lines-3f2a9c...e1.txt". No id can steer the name (separators, "..",
@@ -286,7 +266,7 @@ func (cfg *evictConfig) previewLine(line string) string {
 // file system. Evict passes the session, the run id and the call id, and
 // from a call's second pass through it on (Evict inside [Retry]) also
 // "pass-N", so that every attempt's result has a file of its own.
-func EvictFileName(tool string, ids ...string) string {
+func evictFileName(tool string, ids ...string) string {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
 	for _, id := range ids {

@@ -18,7 +18,7 @@ import (
 func TestEvictKeepsBinaryPartsWhenTheStoreFails(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\nfake image")
 	for name, opt := range map[string]interceptors.EvictOption{
-		"stored":       interceptors.EvictDir(t.TempDir()),
+		"stored":       evictDir(t.TempDir()),
 		"store failed": interceptors.EvictBackend(evFailing{}),
 	} {
 		tk, rec := evKit(t, interceptors.Evict(opt, interceptors.EvictLimit(1000)))

@@ -12,11 +12,13 @@ import (
 
 // TestEvictExcludesFilesystemTools: with EvictExcludeFilesystemTools the
 // seeds' file-system tools (exact names) keep their large results whole,
-// deltas and result alike; every other tool's large result is evicted.
+// deltas and result alike, and so does a tool the interceptor's Match
+// leaves out; every other tool's large result is evicted.
 func TestEvictExcludesFilesystemTools(t *testing.T) {
 	big := strings.Repeat("0123456789abcdef\n", 200) // 3,400 bytes
-	tk, rec := evKit(t, interceptors.Evict(interceptors.EvictLimit(1024), interceptors.EvictDir(t.TempDir()),
-		interceptors.EvictExcludeFilesystemTools(), interceptors.EvictExclude("list_files")))
+	ev := interceptors.Evict(interceptors.EvictLimit(1024), evictDir(t.TempDir()), interceptors.EvictExcludeFilesystemTools())
+	ev.Match = func(t *toolkit.Tool) bool { return t.Name() != "list_files" }
+	tk, rec := evKit(t, ev)
 	for _, name := range []string{"ls", "read_file", "write_file", "edit_file", "glob", "grep", "list_files", "Read_File", "read_files", "cat"} {
 		testutil.Add(t, tk, toolkit.MustTool(toolkit.Spec{Name: name}, func(context.Context, struct{}) (string, error) { return big, nil }))
 	}

@@ -18,7 +18,7 @@ import (
 // called name).
 func TestBuiltinsWhenAnOuterInterceptorClearedTheTool(t *testing.T) {
 	for name, ic := range map[string]toolkit.Interceptor{
-		"evict":   interceptors.Evict(interceptors.EvictDir(t.TempDir())),
+		"evict":   interceptors.Evict(evictDir(t.TempDir())),
 		"retry":   interceptors.Retry(interceptors.RetryIf(nil), interceptors.RetrySleep(func(context.Context, time.Duration) error { return nil })),
 		"emulate": interceptors.Emulate(&emuModel{err: errors.New("no model today")}),
 	} {

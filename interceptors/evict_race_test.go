@@ -108,7 +108,7 @@ func TestEvictRetentionKeepsReferencesJustHandedOut(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "results")
-			tk, rec := evKit(t, interceptors.Evict(interceptors.EvictDir(dir), interceptors.EvictRetention(c.files, c.bytes), interceptors.EvictLimit(100)))
+			tk, rec := evKit(t, interceptors.Evict(interceptors.EvictBackend(interceptors.DirBackend(dir, c.files, c.bytes)), interceptors.EvictLimit(100)))
 			var calls []toolkit.Call
 			for i, n := range c.lines {
 				calls = append(calls, evCall(fmt.Sprintf("c%d", i), "big", evIn{Lines: n}))

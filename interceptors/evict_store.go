@@ -18,8 +18,8 @@ import (
 // Backend stores the full text of results that [Evict] takes out of the
 // conversation.
 type Backend interface {
-	// Put stores data under name (a plain file name made by [EvictFileName]:
-	// letters, digits, '_', '-' and '.') and returns where it is, in a form
+	// Put stores data under name (a plain file name, see [ValidResultName]:
+	// the tool's name, a hash of the call's ids and ".txt") and returns where it is, in a form
 	// that the model, or a tool it calls, can use to read it back. Putting a
 	// name again replaces what was there.
 	Put(ctx context.Context, name string, data []byte) (location string, err error)
@@ -27,16 +27,18 @@ type Backend interface {
 
 // Defaults of the folder backend.
 const (
-	DefaultEvictMaxFiles       = 1000
-	DefaultEvictMaxBytes int64 = 256 << 20
+	defaultEvictMaxFiles       = 1000
+	defaultEvictMaxBytes int64 = 256 << 20
 )
 
-// DefaultEvictDir returns the folder [Evict] stores results in by default:
+// defaultEvictDir returns the folder [Evict] stores results in by default:
 // "toolstream-results" in the system's temporary folder.
-func DefaultEvictDir() string { return filepath.Join(os.TempDir(), "toolstream-results") }
+func defaultEvictDir() string { return filepath.Join(os.TempDir(), "toolstream-results") }
 
 // DirBackend returns a [Backend] that keeps results as files in dir, created
-// if needed (mode 0700; files are 0600). Locations are absolute file paths.
+// if needed (mode 0700; files are 0600); "" is the default folder,
+// "toolstream-results" in the system's temporary folder. Locations are
+// absolute file paths.
 //
 // After each write the oldest files are deleted until at most maxFiles files
 // and maxBytes bytes remain (a value of 0 or less means no limit of that
@@ -54,6 +56,9 @@ func DefaultEvictDir() string { return filepath.Join(os.TempDir(), "toolstream-r
 // their own. Files are written under a temporary name and renamed into
 // place, so a symbolic link planted at a name is replaced, never followed.
 func DirBackend(dir string, maxFiles int, maxBytes int64) Backend {
+	if dir == "" {
+		dir = defaultEvictDir()
+	}
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}

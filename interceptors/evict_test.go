@@ -119,7 +119,7 @@ func evFiles(t *testing.T, dir string) []string {
 
 func TestEvictSmallResultUntouched(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "results")
-	tk, rec := evKit(t, interceptors.Evict(interceptors.EvictDir(dir), interceptors.EvictLimit(1000)))
+	tk, rec := evKit(t, interceptors.Evict(evictDir(dir), interceptors.EvictLimit(1000)))
 	res := evRun(t, tk, "s", evCall("c1", "big", evIn{Lines: 3}))[0]
 	if res.State != toolkit.StateSuccess || res.Text() != evFullText(3, "") {
 		t.Fatalf("got %s %q", res.State, res.Text())
@@ -135,7 +135,7 @@ func TestEvictSmallResultUntouched(t *testing.T) {
 
 func TestEvictLargeResult(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "results")
-	tk, rec := evKit(t, interceptors.Evict(interceptors.EvictDir(dir), interceptors.EvictLimit(4096),
+	tk, rec := evKit(t, interceptors.Evict(evictDir(dir), interceptors.EvictLimit(4096),
 		interceptors.EvictPreview(3, 20)))
 	res := evRun(t, tk, "s", evCall("c1", "big", evIn{Lines: 500}))[0]
 	full := evFullText(500, "")
@@ -184,7 +184,7 @@ func TestEvictLargeResult(t *testing.T) {
 
 func TestEvictErrorStaysError(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "results")
-	tk, rec := evKit(t, interceptors.Evict(interceptors.EvictDir(dir), interceptors.EvictLimit(1024)))
+	tk, rec := evKit(t, interceptors.Evict(evictDir(dir), interceptors.EvictLimit(1024)))
 	res := evRun(t, tk, "s", evCall("c1", "big", evIn{Lines: 100, Fail: "disk on fire"}))[0]
 	if res.State != toolkit.StateError || res.Err == nil || res.Err.Error() != "disk on fire" {
 		t.Fatalf("state %s, err %v", res.State, res.Err)
@@ -199,7 +199,7 @@ func TestEvictErrorStaysError(t *testing.T) {
 	}
 
 	// Only successes: the failure is left alone.
-	tk2, _ := evKit(t, interceptors.Evict(interceptors.EvictDir(dir), interceptors.EvictLimit(1024), interceptors.EvictSuccessOnly()))
+	tk2, _ := evKit(t, interceptors.Evict(evictDir(dir), interceptors.EvictLimit(1024), interceptors.EvictSuccessOnly()))
 	res = evRun(t, tk2, "s", evCall("c1", "big", evIn{Lines: 100, Fail: "disk on fire"}))[0]
 	if res.Text() != evFullText(100, "disk on fire") {
 		t.Fatalf("a failure was evicted: %q...", evHead(res.Text()))
@@ -208,7 +208,7 @@ func TestEvictErrorStaysError(t *testing.T) {
 
 func TestEvictSkippedTools(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "results")
-	ic := interceptors.Evict(interceptors.EvictDir(dir), interceptors.EvictLimit(100))
+	ic := interceptors.Evict(evictDir(dir), interceptors.EvictLimit(100))
 	ic.Match = func(tool *toolkit.Tool) bool { return tool.Name() != "big" }
 	tk, _ := evKit(t, ic)
 	res := evRun(t, tk, "s", evCall("c1", "big", evIn{Lines: 10}), evCall("c2", "echo", evIn{Text: strings.Repeat("y", 200)}))
@@ -227,20 +227,27 @@ func (evFailing) Put(context.Context, string, []byte) (string, error) {
 	return "", errors.New("bucket unavailable")
 }
 
+// evictDir is Evict's default backend in dir.
+func evictDir(dir string) interceptors.EvictOption {
+	return interceptors.EvictBackend(interceptors.DirBackend(dir, 1000, 256<<20))
+}
+
 func TestEvictStoreFailureTruncates(t *testing.T) {
 	notDir := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(notDir, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for name, opt := range map[string]interceptors.EvictOption{
-		"backend error":      interceptors.EvictBackend(evFailing{}),
-		"folder is a file":   interceptors.EvictDir(notDir),
-		"folder under file":  interceptors.EvictDir(filepath.Join(notDir, "sub")),
-		"result over budget": interceptors.EvictRetention(10, 100),
+	for name, opt := range map[string]func(dir string) interceptors.EvictOption{
+		"backend error":     func(string) interceptors.EvictOption { return interceptors.EvictBackend(evFailing{}) },
+		"folder is a file":  func(string) interceptors.EvictOption { return evictDir(notDir) },
+		"folder under file": func(string) interceptors.EvictOption { return evictDir(filepath.Join(notDir, "sub")) },
+		"result over budget": func(dir string) interceptors.EvictOption {
+			return interceptors.EvictBackend(interceptors.DirBackend(dir, 10, 100))
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "results")
-			tk, rec := evKit(t, interceptors.Evict(interceptors.EvictDir(dir), opt, interceptors.EvictLimit(1000)))
+			tk, rec := evKit(t, interceptors.Evict(opt(dir), interceptors.EvictLimit(1000)))
 			res := evRun(t, tk, "s", evCall("c1", "big", evIn{Lines: 100}), evCall("c2", "big", evIn{Lines: 100, Fail: "boom"}))
 			full := evFullText(100, "")
 			r := res[0]
@@ -314,7 +321,7 @@ func TestEvictNameIsSafe(t *testing.T) {
 	}
 
 	// Through the engine, with the most hostile ids it accepts.
-	tk, _ := evKit(t, interceptors.Evict(interceptors.EvictDir(dir), interceptors.EvictLimit(10)))
+	tk, _ := evKit(t, interceptors.Evict(evictDir(dir), interceptors.EvictLimit(10)))
 	long256 := strings.Repeat("../", 85)
 	res := evRun(t, tk, "../../"+long256[:200], evCall("../../etc/passwd", "echo", evIn{Text: strings.Repeat("z", 20)}),
 		evCall(long256, "echo", evIn{Text: strings.Repeat("z", 20)}), evCall("a/b\\c", "echo", evIn{Text: strings.Repeat("z", 20)}))
@@ -331,7 +338,7 @@ func TestEvictNameIsSafe(t *testing.T) {
 
 func TestEvictSameCallIDInTwoRuns(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "results")
-	tk, _ := evKit(t, interceptors.Evict(interceptors.EvictDir(dir), interceptors.EvictLimit(10)))
+	tk, _ := evKit(t, interceptors.Evict(evictDir(dir), interceptors.EvictLimit(10)))
 	a := evRun(t, tk, "s", evCall("call_0", "echo", evIn{Text: strings.Repeat("a", 20)}))[0]
 	b := evRun(t, tk, "s", evCall("call_0", "echo", evIn{Text: strings.Repeat("b", 20)}))[0]
 	la, lb := a.Meta[interceptors.EvictMetaLocation].(string), b.Meta[interceptors.EvictMetaLocation].(string)
@@ -457,7 +464,7 @@ func TestEvictRetention(t *testing.T) {
 // the message (its preview goes through the sanitizer's delta filter).
 func TestEvictWithSanitize(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "results")
-	tk, rec := evKit(t, interceptors.Evict(interceptors.EvictDir(dir), interceptors.EvictLimit(100)),
+	tk, rec := evKit(t, interceptors.Evict(evictDir(dir), interceptors.EvictLimit(100)),
 		interceptors.Sanitize(interceptors.RedactEmails(), interceptors.SanitizeMaxBytes(0)))
 	text := strings.Repeat("write to alice@example.com\n", 20)
 	res := evRun(t, tk, "s", evCall("c", "echo", evIn{Text: text, Parts: 4}))[0]
@@ -474,7 +481,7 @@ func TestEvictWithSanitize(t *testing.T) {
 
 func TestEvictOneLongLine(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "results")
-	tk, _ := evKit(t, interceptors.Evict(interceptors.EvictDir(dir), interceptors.EvictLimit(100)))
+	tk, _ := evKit(t, interceptors.Evict(evictDir(dir), interceptors.EvictLimit(100)))
 	res := evRun(t, tk, "s", evCall("c", "echo", evIn{Text: strings.Repeat("é", 300)}))[0]
 	want := "\nFirst line:\n     1\t" + strings.Repeat("é", 100) + " [...]\n"
 	if !strings.HasSuffix(res.Text(), want) || !strings.Contains(res.Text(), "(600 bytes, 1 line)") {
@@ -489,7 +496,7 @@ func TestEvictHint(t *testing.T) {
 		"Read it with read_result.": "It was saved in full to %s\nRead it with read_result.\n\nFirst line:\n",
 		"":                          "It was saved in full to %s\n\nFirst line:\n", // no hint, no line
 	} {
-		tk, _ := evKit(t, interceptors.Evict(interceptors.EvictDir(dir), interceptors.EvictLimit(100), interceptors.EvictHint(hint)))
+		tk, _ := evKit(t, interceptors.Evict(evictDir(dir), interceptors.EvictLimit(100), interceptors.EvictHint(hint)))
 		res := evRun(t, tk, "s", evCall("c", "echo", evIn{Text: text}))[0]
 		loc, _ := res.Meta[interceptors.EvictMetaLocation].(string)
 		if !strings.Contains(res.Text(), fmt.Sprintf(want, loc)) || strings.Contains(res.Text(), interceptors.DefaultEvictHint) {

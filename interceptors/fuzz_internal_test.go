@@ -111,7 +111,7 @@ func FuzzSanitizeTruncate(f *testing.F) {
 		out := toolkit.Result{State: toolkit.StateSuccess,
 			Content: []toolkit.Part{events.Text(text), {Type: events.PartJSON, JSON: json.RawMessage(js)}, events.Binary("image/png", []byte{1, 2})}}
 		if fail {
-			err := &timeoutError{tool: "t", after: 1}
+			err := fmt.Errorf("tool %q timed out after %v", "t", 1) // any failure with an Error line
 			out = toolkit.Result{State: toolkit.StateError, Err: err,
 				Content: append(out.Content[:2:2], events.Text("Error: "+err.Error()))}
 		}

@@ -12,15 +12,12 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// CallLimitsName is the name of the interceptor [CallLimits] returns.
-const CallLimitsName = "limits"
-
 // ErrLimit is the cause (for errors.Is) of a call refused by [CallLimits].
 var ErrLimit = errors.New("call limit reached")
 
-// LimitError is the cause of a call refused by [CallLimits]. It matches
-// [ErrLimit].
-type LimitError struct {
+// limitError is the cause of a call refused by [CallLimits]: it matches
+// [ErrLimit], and its message names the limit.
+type limitError struct {
 	// Tool is the limited tool, or "" for a limit on all tools together.
 	Tool string
 	// Scope is "session" or "run".
@@ -30,7 +27,7 @@ type LimitError struct {
 }
 
 // Error tells the model which limit it reached and to stop.
-func (e *LimitError) Error() string {
+func (e *limitError) Error() string {
 	who, it := "tools", "tools"
 	has, total := "have", " in total"
 	if e.Tool != "" {
@@ -48,7 +45,7 @@ func (e *LimitError) Error() string {
 }
 
 // summary says, for the user, which limit ended the run.
-func (e *LimitError) summary() string {
+func (e *limitError) summary() string {
 	who := "tool calls"
 	if e.Tool != "" {
 		who = fmt.Sprintf("calls of %q", e.Tool)
@@ -57,7 +54,7 @@ func (e *LimitError) summary() string {
 }
 
 // Is makes errors.Is(err, ErrLimit) true.
-func (e *LimitError) Is(target error) bool { return target == ErrLimit }
+func (e *limitError) Is(target error) bool { return target == ErrLimit }
 
 // LimitOption configures [CallLimits].
 type LimitOption func(*limitConfig)
@@ -67,16 +64,18 @@ type limitRuleKey struct {
 	tool    string
 }
 
-// limitRule is one limit; its address keys its counters.
+// limitRule is one limit.
 type limitRule struct {
 	limitRuleKey
-	n int64
+	n     int64
+	count *toolkit.Local[*atomic.Int64] // the calls counted, per batch or per session
 }
 
 type limitConfig struct {
 	set    map[limitRuleKey]int
-	rules  []*limitRule // per-tool rules first: their message is the more precise
-	endRun bool         // a call over a limit also ends the agent loop
+	rules  []*limitRule               // per-tool rules first: their message is the more precise
+	endRun bool                       // a call over a limit also ends the agent loop
+	held   *toolkit.Local[*limitHold] // per call: a retry passing through again is not a new call
 }
 
 // EndRun makes a call over a limit also end the run (Spring AI Alibaba's
@@ -87,26 +86,29 @@ type limitConfig struct {
 // stop calling the tool and the loop goes on.
 func EndRun() LimitOption { return func(c *limitConfig) { c.endRun = true } }
 
-// PerSession limits the calls of all tools together in a session, across
-// its runs. A negative n removes the limit; 0 allows no call.
-func PerSession(n int) LimitOption { return limitSet(true, "", n) }
+// PerSession limits the calls in a session, across its runs: of all tools
+// together, or, given tools, of each of them. A negative n removes the
+// limit; 0 allows no call.
+func PerSession(n int, tools ...string) LimitOption { return limitSet(true, n, tools) }
 
-// PerBatch limits the calls of all tools together in one run (one batch).
-func PerBatch(n int) LimitOption { return limitSet(false, "", n) }
+// PerBatch limits the calls in one run (one batch): of all tools together,
+// or, given tools, of each of them.
+func PerBatch(n int, tools ...string) LimitOption { return limitSet(false, n, tools) }
 
-// PerToolPerSession limits one tool's calls in a session.
-func PerToolPerSession(tool string, n int) LimitOption { return limitSet(true, tool, n) }
-
-// PerToolPerBatch limits one tool's calls in one run.
-func PerToolPerBatch(tool string, n int) LimitOption { return limitSet(false, tool, n) }
-
-func limitSet(session bool, tool string, n int) LimitOption {
-	return func(c *limitConfig) { c.set[limitRuleKey{session, tool}] = n }
+func limitSet(session bool, n int, tools []string) LimitOption {
+	return func(c *limitConfig) {
+		if len(tools) == 0 {
+			c.set[limitRuleKey{session, ""}] = n
+		}
+		for _, tool := range tools {
+			c.set[limitRuleKey{session, tool}] = n
+		}
+	}
 }
 
 // CallLimits returns an interceptor (named "limits") that caps how many
 // calls run per session and per run, over all tools and per tool. A call
-// over a limit does not run: it gets state error, a [*LimitError] cause
+// over a limit does not run: it gets state error, a [*limitError] cause
 // and a message telling the model to stop calling the tool.
 //
 // Only calls that went through count: a refused call does not, nor one
@@ -115,7 +117,7 @@ func limitSet(session bool, tool string, n int) LimitOption {
 // and a retried call counts once wherever Retry is (also while an attempt
 // a Timeout gave up on is still running).
 func CallLimits(opts ...LimitOption) toolkit.Interceptor {
-	cfg := &limitConfig{set: map[limitRuleKey]int{}}
+	cfg := &limitConfig{set: map[limitRuleKey]int{}, held: toolkit.NewCallLocal[*limitHold]()}
 	for _, o := range opts {
 		o(cfg)
 	}
@@ -125,7 +127,11 @@ func CallLimits(opts ...LimitOption) toolkit.Interceptor {
 		if n < 0 {
 			continue
 		}
-		cfg.rules = append(cfg.rules, &limitRule{limitRuleKey: k, n: int64(n)})
+		r := &limitRule{limitRuleKey: k, n: int64(n), count: toolkit.NewBatchLocal[*atomic.Int64]()}
+		if k.session {
+			r.count = toolkit.NewSessionLocal[*atomic.Int64]()
+		}
+		cfg.rules = append(cfg.rules, r)
 		all = all || k.tool == ""
 		tools = append(tools, k.tool)
 	}
@@ -145,24 +151,19 @@ func CallLimits(opts ...LimitOption) toolkit.Interceptor {
 		}
 		return cmp.Compare(a.tool, b.tool)
 	})
-	ic := toolkit.Interceptor{Name: CallLimitsName, Intercept: cfg.intercept}
+	ic := toolkit.Interceptor{Name: "limits", Intercept: cfg.intercept}
 	if !all {
 		scopeTo(&ic, tools)
 	}
 	return ic
 }
 
-// limitCountedKey keys, in the call's values, the place this CallLimits
-// holds for the call: a retry passing through again is not a new call.
-type limitCountedKey struct{ cfg *limitConfig }
-
-type limitCounterKey struct{ rule *limitRule }
-
 // limitHold is the place a call holds under each of its limits. It is
 // taken when the call first passes and kept by every later pass (a
 // retry), even one that comes while an attempt left behind by a timeout
 // is still inside: it is given back only when no pass relying on it is
-// left and no attempt of the tool started.
+// left and no attempt of the tool started. A pass after that takes a
+// place again.
 type limitHold struct {
 	mu       sync.Mutex
 	held     []*atomic.Int64
@@ -172,42 +173,29 @@ type limitHold struct {
 }
 
 func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
-	key := limitCountedKey{cfg}
-	h := &limitHold{users: 1}
+	h := cfg.held.LoadOrInit(inv, func() *limitHold { return &limitHold{released: true} })
 	h.mu.Lock() // a retry passing meanwhile waits for the place to be taken
-	for {
-		v, loaded := inv.CallValues().LoadOrStore(key, h)
-		if !loaded {
-			break
-		}
-		other := v.(*limitHold)
-		other.mu.Lock()
-		if !other.released {
-			other.users++
-			other.mu.Unlock()
-			return cfg.run(ctx, inv, next, other)
-		}
-		other.mu.Unlock()
-		inv.CallValues().CompareAndDelete(key, other)
+	if !h.released {
+		h.users++
+		h.mu.Unlock()
+		return cfg.run(ctx, inv, next, h)
 	}
+	// No place held (the first pass, or one after the place was given
+	// back): take one. No pass is inside relying on the old one.
+	h.released, h.ran = false, false
 	for _, r := range cfg.rules {
 		if r.tool != "" && r.tool != toolName(inv) {
 			continue
 		}
-		vals := inv.BatchValues()
-		if r.session {
-			vals = inv.SessionValues()
-		}
-		c := loadOrNew(vals, limitCounterKey{r}, func() *atomic.Int64 { return new(atomic.Int64) })
+		c := r.count.LoadOrInit(inv, func() *atomic.Int64 { return new(atomic.Int64) })
 		if !limitReserve(c, r.n) {
 			h.release()
 			h.mu.Unlock()
-			inv.CallValues().CompareAndDelete(key, h)
 			scope := "run"
 			if r.session {
 				scope = "session"
 			}
-			le := &LimitError{Tool: r.tool, Scope: scope, Limit: int(r.n)}
+			le := &limitError{Tool: r.tool, Scope: scope, Limit: int(r.n)}
 			if cfg.endRun {
 				inv.StopLoop(toolkit.StopCallLimit, le.summary())
 			}
@@ -215,6 +203,7 @@ func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 		}
 		h.held = append(h.held, c)
 	}
+	h.users = 1
 	h.mu.Unlock()
 	return cfg.run(ctx, inv, next, h)
 }
@@ -228,14 +217,10 @@ func (cfg *limitConfig) run(ctx context.Context, inv *toolkit.Invocation, next t
 	h.mu.Lock()
 	h.users--
 	h.ran = h.ran || inv.Attempts() != before || !out.State.IsError()
-	done := h.users == 0 && !h.ran
-	if done {
+	if h.users == 0 && !h.ran {
 		h.release()
 	}
 	h.mu.Unlock()
-	if done {
-		inv.CallValues().CompareAndDelete(limitCountedKey{cfg}, h)
-	}
 	return out
 }
 

@@ -15,7 +15,7 @@ import (
 // (StopCallLimit, a message for the user); without it the loop goes on.
 func TestCallLimitsEndRun(t *testing.T) {
 	for _, end := range []bool{false, true} {
-		opts := []interceptors.LimitOption{interceptors.PerToolPerSession("search", 2)}
+		opts := []interceptors.LimitOption{interceptors.PerSession(2, "search")}
 		if end {
 			opts = append(opts, interceptors.EndRun())
 		}

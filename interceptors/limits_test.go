@@ -49,7 +49,7 @@ func limitTools(t *testing.T, tk *toolkit.Toolkit, names ...string) map[string]*
 }
 
 func TestCallLimitsPerBatchResets(t *testing.T) {
-	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerToolPerBatch("search", 2)))
+	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(2, "search")))
 	ran := limitTools(t, tk, "search", "other")
 	s := testutil.Session(t, tk, "s")
 	for range 2 {
@@ -63,7 +63,7 @@ func TestCallLimitsPerBatchResets(t *testing.T) {
 }
 
 func TestCallLimitsPerSession(t *testing.T) {
-	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerToolPerSession("search", 3)))
+	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerSession(3, "search")))
 	limitTools(t, tk, "search")
 	a, b := testutil.Session(t, tk, "a"), testutil.Session(t, tk, "b")
 	if got := fmt.Sprint(limitStates(t, a, "search", "search")); got != "[ok ok]" {
@@ -105,7 +105,7 @@ func TestCallLimitsRefusedCallsDoNotCount(t *testing.T) {
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 			return toolkit.Failure(toolkit.StateDenied, errors.New("not allowed"))
 		}}
-	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(2), interceptors.PerToolPerBatch("a", 1)), deny)
+	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(2), interceptors.PerBatch(1, "a")), deny)
 	ran := limitTools(t, tk, "a", "b", "c", "denied")
 	s := testutil.Session(t, tk, "s")
 	// The second "a" is refused by its own limit and does not use up the
@@ -171,7 +171,7 @@ func TestCallLimitsRetriedCallCountsOnce(t *testing.T) {
 }
 
 func TestCallLimitsZeroAndNegative(t *testing.T) {
-	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerToolPerBatch("off", 0), interceptors.PerToolPerBatch("free", 1), interceptors.PerToolPerBatch("free", -1)))
+	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(0, "off"), interceptors.PerBatch(1, "free"), interceptors.PerBatch(-1, "free")))
 	ran := limitTools(t, tk, "off", "free")
 	got := fmt.Sprint(limitStates(t, testutil.Session(t, tk, "s"), "off", "free", "free"))
 	if got != "[limit ok ok]" || ran["off"].get() != 0 {
@@ -187,7 +187,7 @@ func TestCallLimitsZeroAndNegative(t *testing.T) {
 func ExampleCallLimits() {
 	tk := toolkit.New()
 	defer tk.Close(context.Background())
-	tk.Use(interceptors.CallLimits(interceptors.PerToolPerSession("search", 1)))
+	tk.Use(interceptors.CallLimits(interceptors.PerSession(1, "search")))
 	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "search"}, func(ctx context.Context, _ struct{}) (string, error) {
 		return "3 hits", nil
 	}))

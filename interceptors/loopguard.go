@@ -16,29 +16,15 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// LoopGuardName is the name of the interceptor [LoopGuard] returns.
-const LoopGuardName = "loopguard"
-
 // ErrLoop is the cause (for errors.Is) of a call refused by [LoopGuard].
 var ErrLoop = errors.New("repeated tool call")
-
-// LoopOption configures [LoopGuard].
-type LoopOption func(*loopConfig)
-
-// LoopGuardClock replaces the clock LoopGuard measures its window with,
-// for tests.
-func LoopGuardClock(now func() time.Time) LoopOption {
-	return func(c *loopConfig) {
-		if now != nil {
-			c.now = now
-		}
-	}
-}
 
 type loopConfig struct {
 	n      int
 	window time.Duration
 	now    func() time.Time
+	state  *toolkit.Local[*loopState] // per session
+	seen   *toolkit.Local[bool]       // per call: let through once, so a retry is not a repeat
 }
 
 // LoopGuardRemembered is how many distinct calls (tool and arguments)
@@ -65,15 +51,16 @@ const LoopGuardRemembered = 1024
 // calls. A session's state is at most [LoopGuardRemembered] such entries
 // (about 100 bytes plus 8 bytes per n each, whatever the size of the
 // arguments) and goes with the session when it is closed.
-func LoopGuard(n int, window time.Duration, opts ...LoopOption) toolkit.Interceptor {
-	cfg := &loopConfig{n: max(n, 2), window: window, now: time.Now}
-	for _, o := range opts {
-		o(cfg)
-	}
-	return toolkit.Interceptor{Name: LoopGuardName, Intercept: cfg.intercept}
+func LoopGuard(n int, window time.Duration) toolkit.Interceptor {
+	return loopGuard(n, window, time.Now)
 }
 
-type loopStateKey struct{ cfg *loopConfig }
+// loopGuard is LoopGuard measuring its window with the clock now.
+func loopGuard(n int, window time.Duration, now func() time.Time) toolkit.Interceptor {
+	cfg := &loopConfig{n: max(n, 2), window: window, now: now,
+		state: toolkit.NewSessionLocal[*loopState](), seen: toolkit.NewCallLocal[bool]()}
+	return toolkit.Interceptor{Name: "loopguard", Intercept: cfg.intercept}
+}
 
 // loopKey identifies a call by the first 128 bits of the SHA-256 of its
 // tool name and canonical arguments. Two different calls share a key with
@@ -96,15 +83,11 @@ type loopEntry struct {
 	last  int64
 }
 
-// loopSeenKey marks, in the call's values, a call this LoopGuard let
-// through: a retry passing through again is not a repeat.
-type loopSeenKey struct{ cfg *loopConfig }
-
 func (cfg *loopConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
-	if _, ok := inv.CallValues().Load(loopSeenKey{cfg}); ok {
+	if seen, _ := cfg.seen.Get(inv); seen {
 		return next(ctx, inv)
 	}
-	st := loadOrNew(inv.SessionValues(), loopStateKey{cfg}, func() *loopState {
+	st := cfg.state.LoadOrInit(inv, func() *loopState {
 		return &loopState{calls: map[loopKey]*loopEntry{}}
 	})
 	key := loopHash(toolName(inv), inv.Call.Args)
@@ -117,7 +100,7 @@ func (cfg *loopConfig) intercept(ctx context.Context, inv *toolkit.Invocation, n
 	if inWindow >= cfg.n {
 		return toolkit.Failure(toolkit.StateError, &loopError{tool: inv.Call.Name, count: count, window: cfg.window})
 	}
-	inv.CallValues().Store(loopSeenKey{cfg}, true)
+	cfg.seen.Set(inv, true)
 	return next(ctx, inv)
 }
 

@@ -35,7 +35,7 @@ func (c *loopClock) advance(d time.Duration) {
 
 func loopFixture(t *testing.T, n int, window time.Duration, ics ...toolkit.Interceptor) (*toolkit.Toolkit, *loopClock, *icCounter) {
 	clk := &loopClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	tk := icKit(t, nil, append(ics, interceptors.LoopGuard(n, window, interceptors.LoopGuardClock(clk.now)))...)
+	tk := icKit(t, nil, append(ics, interceptors.LoopGuardAt(n, window, clk.now))...)
 	ran := &icCounter{}
 	for _, name := range []string{"search", "fetch"} {
 		tool, err := toolkit.NewRawTool(toolkit.Spec{Name: name}, json.RawMessage(`{"type":"object"}`),
@@ -128,7 +128,7 @@ func TestLoopGuardRetryIsNotARepeat(t *testing.T) {
 	sl := &retrySleeps{}
 	clk := &loopClock{t: time.Now()}
 	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep)),
-		interceptors.LoopGuard(2, time.Minute, interceptors.LoopGuardClock(clk.now)))
+		interceptors.LoopGuardAt(2, time.Minute, clk.now))
 	var ran icCounter
 	testutil.Add(t, tk, flakyTool(t, "flaky", 3, &ran))
 	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "flaky", `{}`))

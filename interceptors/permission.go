@@ -119,10 +119,6 @@ var (
 	}
 )
 
-// PermissionsName is the name of the interceptor Permissions.Interceptor
-// returns.
-const PermissionsName = "permissions"
-
 // ApprovalEvent is the call-level event type of approval requests and their
 // outcome. Its Data is an ApprovalRequest.
 const ApprovalEvent events.Type = "approval"
@@ -241,7 +237,7 @@ func NewPermissions(opts ...PermissionOption) *Permissions {
 // it may answer or alias the call) is then not put to a person, and the
 // model gets the unknown-tool answer (deny rules still deny it).
 func (p *Permissions) Interceptor() toolkit.Interceptor {
-	return toolkit.Interceptor{Name: PermissionsName, Intercept: p.intercept}
+	return toolkit.Interceptor{Name: "permissions", Intercept: p.intercept}
 }
 
 // permDecision is what decide says about a call.
@@ -252,13 +248,13 @@ type permDecision struct {
 }
 
 func (p *Permissions) decide(ctx context.Context, inv *toolkit.Invocation) permDecision {
-	p.restoreGrants(ctx, inv.Session, inv.SessionValues())
-	return p.decideFor(ctx, inv.SessionValues(), toolName(inv), inv.Call.Args, inv.Spec())
+	p.restoreGrants(ctx, inv.Session, inv)
+	return p.decideFor(ctx, inv, toolName(inv), inv.Call.Args, inv.Spec())
 }
 
 // decideFor is decide from the parts of a call, for the interceptor and for
 // the batch hook (batchapproval.go) alike: one order of checks for both.
-func (p *Permissions) decideFor(ctx context.Context, session *sync.Map, tool string, rawArgs json.RawMessage, spec toolkit.Spec) permDecision {
+func (p *Permissions) decideFor(ctx context.Context, session toolkit.LocalScope, tool string, rawArgs json.RawMessage, spec toolkit.Spec) permDecision {
 	var own toolkit.Permission
 	if spec.CheckPermission != nil {
 		own = spec.CheckPermission(ctx, rawArgs)
@@ -326,12 +322,12 @@ func (p *Permissions) decideFor(ctx context.Context, session *sync.Map, tool str
 }
 
 // granted returns the session's grant that covers the call, if any.
-func granted(session *sync.Map, tool string, rawArgs json.RawMessage) (Grant, bool) {
-	v, ok := session.Load(sessionGrantsKey{})
+func granted(session toolkit.LocalScope, tool string, rawArgs json.RawMessage) (Grant, bool) {
+	g, ok := sessionGrantsOf.Get(session)
 	if !ok {
 		return Grant{}, false
 	}
-	return v.(*sessionGrants).covering(tool, rawArgs)
+	return g.covering(tool, rawArgs)
 }
 
 func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
@@ -479,7 +475,7 @@ func (p *Permissions) grant(ctx context.Context, inv *toolkit.Invocation, v perm
 		v.grants = append(v.grants, Grant{Tool: toolName(inv)})
 	}
 	if len(v.grants) > 0 {
-		grants := loadOrNew(inv.SessionValues(), sessionGrantsKey{}, func() *sessionGrants { return &sessionGrants{} })
+		grants := sessionGrantsOf.LoadOrInit(inv, newSessionGrants)
 		for _, g := range v.grants {
 			grants.add(g)
 			note = permJoin(note, fmt.Sprintf("allowed for the rest of the session: %s", grantLabel(g)))

@@ -24,7 +24,7 @@ import (
 func TestAskWithArgumentsThatAreNotJSON(t *testing.T) {
 	const wait = 2 * time.Second
 	f := newPermFixture(t, interceptors.WithApprovalTimeout(wait))
-	f.tk.RemoveInterceptor(interceptors.PermissionsName)
+	f.tk.RemoveInterceptor("permissions")
 	breaker := toolkit.Interceptor{Name: "template", Tools: []string{"write"},
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 			inv.Call.Args = json.RawMessage(`{"path": "notes/a.txt"`) // a template that lost its brace

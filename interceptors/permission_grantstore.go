@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"sync"
+
+	"github.com/toolstream/toolstream/toolkit"
 )
 
 // GrantStore keeps the grants people added to sessions (AlwaysAllow, an
@@ -30,22 +32,21 @@ func WithGrantStore(s GrantStore) PermissionOption {
 	return func(p *Permissions) { p.grantStore = s }
 }
 
-// grantsRestoredKey marks (in session values) a session whose kept grants
-// were read.
-type grantsRestoredKey struct{}
+// grantsRestoredOf marks a session whose kept grants were read.
+var grantsRestoredOf = toolkit.NewSessionLocal[*grantsRestored]()
 
 type grantsRestored struct {
 	mu   sync.Mutex
 	done bool
 }
 
-// restoreGrants puts the grants the store kept for session in its values,
-// once per session (again after a failed read).
-func (p *Permissions) restoreGrants(ctx context.Context, session string, values *sync.Map) {
+// restoreGrants puts the grants the store kept for session in its session
+// locals, once per session (again after a failed read).
+func (p *Permissions) restoreGrants(ctx context.Context, session string, values toolkit.LocalScope) {
 	if p.grantStore == nil {
 		return
 	}
-	r := loadOrNew(values, grantsRestoredKey{}, func() *grantsRestored { return &grantsRestored{} })
+	r := grantsRestoredOf.LoadOrInit(values, func() *grantsRestored { return &grantsRestored{} })
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
@@ -59,7 +60,7 @@ func (p *Permissions) restoreGrants(ctx context.Context, session string, values 
 	if len(gs) == 0 {
 		return
 	}
-	sg := loadOrNew(values, sessionGrantsKey{}, func() *sessionGrants { return &sessionGrants{} })
+	sg := sessionGrantsOf.LoadOrInit(values, newSessionGrants)
 	for _, g := range gs {
 		if g, ok := keptGrant(g); ok {
 			sg.add(g)

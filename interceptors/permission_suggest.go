@@ -138,9 +138,13 @@ func canonicalJSON(raw []byte) (json.RawMessage, error) {
 	return json.Marshal(v)
 }
 
-// sessionGrants are the grants approvals added, kept with the session.
-type sessionGrantsKey struct{}
+// sessionGrantsOf holds the grants approvals added, kept with the session
+// and shared by every Permissions (its interceptor and its batch hook).
+var sessionGrantsOf = toolkit.NewSessionLocal[*sessionGrants]()
 
+func newSessionGrants() *sessionGrants { return &sessionGrants{} }
+
+// sessionGrants are the grants approvals added to a session.
 type sessionGrants struct {
 	mu     sync.Mutex
 	grants []Grant // Under cleaned, Args canonical

@@ -16,9 +16,6 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// RateLimitName is the name of the interceptor [RateLimit] returns.
-const RateLimitName = "ratelimit"
-
 // RateLimitAll is the key of RateLimit's map that sets the rate of every
 // tool without an entry of its own (each such tool gets its own limiter).
 const RateLimitAll = "*"
@@ -133,7 +130,7 @@ func RateLimit(perTool map[string]rate.Limit, burst int, opts ...RateLimitOption
 		}
 		cfg.fixed[name] = newRateLimiter(l, cfg.burst)
 	}
-	ic := toolkit.Interceptor{Name: RateLimitName, Intercept: cfg.intercept}
+	ic := toolkit.Interceptor{Name: "ratelimit", Intercept: cfg.intercept}
 	if !cfg.hasAll {
 		scopeTo(&ic, slices.Collect(maps.Keys(cfg.fixed)))
 	}

@@ -11,15 +11,12 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// RetryName is the name of the interceptor [Retry] returns.
-const RetryName = "retry"
-
 // Defaults of [Retry].
 const (
-	DefaultRetryAttempts = 3
-	DefaultRetryInitial  = 200 * time.Millisecond
-	DefaultRetryMax      = 10 * time.Second
-	DefaultRetryFactor   = 2.0
+	defaultRetryAttempts = 3
+	defaultRetryInitial  = 200 * time.Millisecond
+	defaultRetryMax      = 10 * time.Second
+	defaultRetryFactor   = 2.0
 )
 
 // MetaAttempts is the result metadata key under which [Retry] records how
@@ -35,7 +32,6 @@ type retryConfig struct {
 	factor         float64
 	jitter         bool
 	retryIf        func(toolkit.Result) bool
-	tools          []string
 	sleep          func(ctx context.Context, d time.Duration) error
 }
 
@@ -77,16 +73,10 @@ func RetryIf(f func(toolkit.Result) bool) RetryOption {
 	return func(c *retryConfig) { c.retryIf = f }
 }
 
-// RetryTools limits retries to these tools (it sets the interceptor's
-// Tools). Without it every tool is retried.
-func RetryTools(names ...string) RetryOption {
-	return func(c *retryConfig) { c.tools = append(c.tools, names...) }
-}
-
-// RetrySleep replaces how Retry waits between attempts, for tests or custom
-// clocks. f must return early with an error when ctx ends; an error stops
-// the retries.
-func RetrySleep(f func(ctx context.Context, d time.Duration) error) RetryOption {
+// retrySleep replaces how Retry waits between attempts (tests: see
+// export_api_test.go). f must return early with an error when ctx ends;
+// an error stops the retries.
+func retrySleep(f func(ctx context.Context, d time.Duration) error) RetryOption {
 	return func(c *retryConfig) {
 		if f != nil {
 			c.sleep = f
@@ -94,21 +84,21 @@ func RetrySleep(f func(ctx context.Context, d time.Duration) error) RetryOption 
 	}
 }
 
-// RetryError is the cause of a call that failed on every attempt. It wraps
+// retryError is the cause of a call that failed on every attempt. It wraps
 // the last attempt's cause, so errors.Is and errors.As still find it.
-type RetryError struct {
+type retryError struct {
 	Tool     string
 	Attempts int
 	Err      error
 }
 
 // Error says how many attempts failed and why the last one did.
-func (e *RetryError) Error() string {
+func (e *retryError) Error() string {
 	return fmt.Sprintf("tool %q failed after %d attempts: %v", e.Tool, e.Attempts, e.Err)
 }
 
 // Unwrap returns the last attempt's cause.
-func (e *RetryError) Unwrap() error { return e.Err }
+func (e *retryError) Unwrap() error { return e.Err }
 
 // Retry returns an interceptor (named "retry") that runs a failed call
 // again, with exponential backoff: the n-th retry waits
@@ -128,23 +118,23 @@ func (e *RetryError) Unwrap() error { return e.Err }
 // every attempt: add a [Timeout] after it for a deadline per attempt.
 //
 // A call that fails every attempt gets the message
-// `tool "x" failed after N attempts: <last cause>` and a [*RetryError]
-// wrapping the last cause. The number of attempts is recorded in the
+// `tool "x" failed after N attempts: <last cause>`; its cause wraps the
+// last attempt's, so errors.Is and errors.As find it. The number of attempts is recorded in the
 // result's metadata under [MetaAttempts]. What failed attempts streamed is
 // dropped from the result.
 func Retry(opts ...RetryOption) toolkit.Interceptor {
 	cfg := retryConfig{
-		attempts: DefaultRetryAttempts,
-		initial:  DefaultRetryInitial,
-		limit:    DefaultRetryMax,
-		factor:   DefaultRetryFactor,
+		attempts: defaultRetryAttempts,
+		initial:  defaultRetryInitial,
+		limit:    defaultRetryMax,
+		factor:   defaultRetryFactor,
 		jitter:   true,
 		sleep:    retrySleepCtx,
 	}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return toolkit.Interceptor{Name: RetryName, Tools: cfg.tools, Intercept: cfg.intercept}
+	return toolkit.Interceptor{Name: "retry", Intercept: cfg.intercept}
 }
 
 func (cfg *retryConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
@@ -211,7 +201,7 @@ func retryGiveUp(inv *toolkit.Invocation, out toolkit.Result, n int) toolkit.Res
 	if cause == nil {
 		cause = errors.New(out.Text())
 	}
-	return toolkit.Failure(out.State, &RetryError{Tool: inv.Call.Name, Attempts: n, Err: cause})
+	return toolkit.Failure(out.State, &retryError{Tool: inv.Call.Name, Attempts: n, Err: cause})
 }
 
 // retryNever lists causes that another attempt cannot fix.

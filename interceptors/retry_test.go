@@ -352,7 +352,9 @@ func TestRetryWithPerAttemptTimeout(t *testing.T) {
 
 func TestRetryTools(t *testing.T) {
 	sl := &retrySleeps{}
-	tk := icKit(t, nil, interceptors.Retry(interceptors.RetryTools("a"), interceptors.RetrySleep(sl.sleep)))
+	retry := interceptors.Retry(interceptors.RetrySleep(sl.sleep))
+	retry.Tools = []string{"a"}
+	tk := icKit(t, nil, retry)
 	var ranA, ranB icCounter
 	testutil.Add(t, tk, flakyTool(t, "a", 0, &ranA), flakyTool(t, "b", 0, &ranB))
 	s := testutil.Session(t, tk, "s")

@@ -19,19 +19,17 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// SanitizeName is the name of the interceptor [Sanitize] returns.
-const SanitizeName = "sanitize"
-
 // Defaults of [Sanitize].
 const (
-	DefaultSanitizePlaceholder = "[the tool returned no output]"
-	DefaultSanitizeMaxBytes    = 64 << 10
+	defaultSanitizePlaceholder = "[the tool returned no output]"
+	defaultSanitizeMaxBytes    = 64 << 10
 )
 
 // SanitizeOption configures [Sanitize].
 type SanitizeOption func(*sanitizeConfig)
 
 type sanitizeConfig struct {
+	count       *toolkit.Local[*sanitizeCount] // per call: the stream filter's, added once
 	placeholder string
 	maxBytes    int
 	redactors   []sanitizeRedactor
@@ -240,22 +238,23 @@ const (
 // truncation off with SanitizeMaxBytes(0), or large results are cut before
 // they can be stored.
 func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
-	cfg := &sanitizeConfig{placeholder: DefaultSanitizePlaceholder, maxBytes: DefaultSanitizeMaxBytes}
+	cfg := &sanitizeConfig{placeholder: defaultSanitizePlaceholder, maxBytes: defaultSanitizeMaxBytes,
+		count: toolkit.NewCallLocal[*sanitizeCount]()}
 	for _, o := range opts {
 		o(cfg)
 	}
 	return toolkit.Interceptor{
-		Name: SanitizeName,
+		Name: "sanitize",
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 			if len(cfg.redactors) == 0 {
 				return cfg.apply(next(ctx, inv), nil)
 			}
 			// Once per call: a retry outside runs this again.
-			v, loaded := inv.CallValues().LoadOrStore(sanitizeFilterKey{cfg}, &sanitizeCount{})
-			count := v.(*sanitizeCount)
-			if !loaded {
+			count := cfg.count.LoadOrInit(inv, func() *sanitizeCount {
+				count := &sanitizeCount{}
 				inv.FilterStream(&sanitizeStream{cfg: cfg, count: count})
-			}
+				return count
+			})
 			count.redactions.Store(0)
 			count.uninspected.Store(0)
 			out := next(ctx, inv)
@@ -280,8 +279,6 @@ func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
 		},
 	}
 }
-
-type sanitizeFilterKey struct{ cfg *sanitizeConfig }
 
 // redactErr returns err with its message redacted. The message goes out
 // of the process beside the content: in the result event's error field,

@@ -19,10 +19,9 @@ func scopeTo(ic *toolkit.Interceptor, tools []string) {
 	}
 }
 
-// loadOrNew returns the value stored under key in m (a CallValues,
-// BatchValues or SessionValues map), storing mk() there first when there is
-// none. Only the first call for a key builds a value: the interceptors
-// that keep state there run on every call.
+// loadOrNew returns the value stored under key in m, storing mk() there
+// first when there is none. Only the first call for a key builds a value:
+// the interceptors that keep state there run on every call.
 func loadOrNew[T any](m *sync.Map, key any, mk func() *T) *T {
 	if v, ok := m.Load(key); ok {
 		return v.(*T)

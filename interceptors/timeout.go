@@ -2,7 +2,6 @@ package interceptors
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -13,17 +12,13 @@ import (
 // TimeoutName is the name of the interceptor [Timeout] returns.
 const TimeoutName = "timeout"
 
-// DefaultTimeoutGrace is how long [Timeout] waits for a handler past its
-// deadline before it reports the call without it.
-const DefaultTimeoutGrace = 100 * time.Millisecond
-
 // TimeoutOption configures [Timeout].
 type TimeoutOption func(*timeoutConfig)
 
 type timeoutConfig struct {
 	def     time.Duration
 	perTool map[string]time.Duration
-	grace   time.Duration
+	grace   time.Duration // < 0: the toolkit's cancel grace period
 }
 
 // TimeoutFor sets the deadline of one tool's calls, overriding Timeout's
@@ -35,7 +30,9 @@ func TimeoutFor(tool string, d time.Duration) TimeoutOption {
 
 // TimeoutGrace sets how long a handler that ignores its context's
 // cancellation may run past the deadline before the call is reported as
-// timed out without it (default 100ms).
+// timed out without it. By default it is the toolkit's cancel grace period
+// (toolkit.WithCancelGrace, 250 ms by default), the one the
+// engine gives its own deadline.
 func TimeoutGrace(d time.Duration) TimeoutOption {
 	return func(c *timeoutConfig) { c.grace = max(d, 0) }
 }
@@ -43,19 +40,22 @@ func TimeoutGrace(d time.Duration) TimeoutOption {
 // Timeout returns an interceptor (named "timeout") that gives each pass
 // through it a deadline of d, or the one set with [TimeoutFor]: per call,
 // or per attempt when added after [Retry]. d <= 0 limits only the tools
-// named with TimeoutFor. It works within the engine's own deadline
+// named with TimeoutFor. The engine keeps the deadline
+// (toolkit.Invocation.Within), within its own for the call
 // (toolkit.Spec.Timeout or the toolkit default), which still bounds the
 // whole call.
 //
-// A call that runs out of time gets state timeout and a cause matching
-// both toolkit.ErrTimeout and context.DeadlineExceeded. A handler that
-// ignores the cancellation is given the grace period, then left to finish
-// on its own goroutine (what it writes afterwards is refused).
+// A call that runs out of time gets the engine's timeout: state timeout and
+// a cause matching both toolkit.ErrTimeout and context.DeadlineExceeded. A
+// handler (or an interceptor after Timeout) that ignores the cancellation
+// is given the grace period, then left to finish on its own goroutine
+// (what it writes afterwards is refused); under Retry, the next attempt
+// does not wait for it.
 //
 // Add Timeout after interceptors that wait for people (those that call
 // Invocation.Suspend): its deadline would otherwise run during the wait.
 func Timeout(d time.Duration, opts ...TimeoutOption) toolkit.Interceptor {
-	cfg := timeoutConfig{def: d, perTool: map[string]time.Duration{}, grace: DefaultTimeoutGrace}
+	cfg := timeoutConfig{def: d, perTool: map[string]time.Duration{}, grace: -1}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -72,49 +72,5 @@ func (cfg *timeoutConfig) intercept(ctx context.Context, inv *toolkit.Invocation
 	if !ok {
 		d = cfg.def
 	}
-	if d <= 0 {
-		return next(ctx, inv)
-	}
-	tctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	// The rest of the chain runs on its own goroutine, so that a handler
-	// ignoring cancellation cannot hold the call. It works on a copy of the
-	// invocation: if it is left behind, it must not race with the next
-	// attempt on the original.
-	cp := *inv
-	done := make(chan toolkit.Result, 1)
-	go func() { done <- next(tctx, &cp) }()
-	select {
-	case out := <-done:
-		*inv = cp
-		return out
-	case <-tctx.Done():
-	}
-	grace := time.NewTimer(cfg.grace)
-	defer grace.Stop()
-	select {
-	case out := <-done:
-		*inv = cp
-		return out
-	case <-grace.C:
-	}
-	if ctx.Err() != nil {
-		return inv.ContextFailure(ctx)
-	}
-	return toolkit.Failure(toolkit.StateTimeout, &timeoutError{tool: inv.Call.Name, after: d})
-}
-
-// timeoutError is the cause of a call that ran past a deadline of an
-// interceptor's own.
-type timeoutError struct {
-	tool  string
-	after time.Duration
-}
-
-func (e *timeoutError) Error() string {
-	return fmt.Sprintf("tool %q timed out after %v", e.tool, e.after)
-}
-
-func (e *timeoutError) Unwrap() []error {
-	return []error{toolkit.ErrTimeout, context.DeadlineExceeded}
+	return inv.Within(ctx, d, cfg.grace, next)
 }

@@ -139,3 +139,69 @@ func TestTimeoutRunCancelledWhileHandlerIgnoresIt(t *testing.T) {
 		t.Fatalf("got %s %v, want interrupted", r.State, r.Err)
 	}
 }
+
+// Timeout's deadline is the engine's: a handler that ignores its context
+// gets the toolkit's cancel grace period (WithCancelGrace), as under the
+// engine's own deadline, not a shorter one of the interceptor's. Before,
+// Timeout kept its own deadline and a grace of 100 ms: the call was
+// reported timed out 100 ms after the deadline while the toolkit promised
+// its handlers an hour.
+func TestTimeoutGivesTheToolkitsGrace(t *testing.T) {
+	tk := icKit(t, []toolkit.Option{toolkit.WithCancelGrace(time.Hour)}, interceptors.Timeout(20*time.Millisecond))
+	deadline, release := make(chan struct{}), make(chan struct{})
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "deaf"}, func(ctx context.Context) (string, error) {
+		<-ctx.Done()
+		close(deadline)
+		<-release // ignores the cancellation, within the grace period
+		return "done late", nil
+	}))
+	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("c1", "deaf", `{}`)})
+	testutil.WaitFor(t, deadline, "the deadline")
+	select {
+	case <-run.Done():
+		t.Fatalf("the call was reported during the toolkit's grace period: %s %q", run.Wait()[0].State, run.Wait()[0].Text())
+	case <-time.After(300 * time.Millisecond): // three times the old grace
+	}
+	close(release)
+	testutil.WaitFor(t, run.Done(), "the run")
+	if r := run.Wait()[0]; r.State != toolkit.StateSuccess || r.Text() != "done late" {
+		t.Fatalf("got %s %q, want the handler's own result, returned within the grace period", r.State, r.Text())
+	}
+}
+
+// Past the grace period, the call gets the engine's timeout, and what the
+// handler writes afterwards is refused.
+func TestTimeoutLeavesADeafHandlerBehind(t *testing.T) {
+	tk := icKit(t, []toolkit.Option{toolkit.WithCancelGrace(10 * time.Millisecond)}, interceptors.Timeout(20*time.Millisecond))
+	release, late := make(chan struct{}), make(chan error, 1)
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "deaf"}, func(ctx context.Context) (string, error) {
+		stream.From(ctx).Text("partial ")
+		<-release
+		late <- stream.From(ctx).Text("too late")
+		return "done", nil
+	}))
+	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "deaf", `{}`))
+	close(release)
+	timeoutCheck(t, r)
+	if !strings.Contains(r.Text(), `tool "deaf" timed out after 20ms`) || strings.Contains(r.Text(), "too late") {
+		t.Fatalf("the model reads %q", r.Text())
+	}
+	if err := <-late; !errors.Is(err, stream.ErrCallFinished) {
+		t.Fatalf("a write after the call was reported: %v, want ErrCallFinished", err)
+	}
+}
+
+// An interceptor after Timeout runs on Timeout's goroutine: its panic is
+// the call's *PanicError, as for any interceptor. Before, it crashed the
+// process (the goroutine Timeout started had no recover).
+func TestTimeoutInnerInterceptorPanics(t *testing.T) {
+	boom := toolkit.Interceptor{Name: "boom", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+		panic("boom")
+	}}
+	tk := icKit(t, nil, interceptors.Timeout(time.Minute), boom)
+	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "fine"}, func(ctx context.Context) (string, error) { return "ok", nil }))
+	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "fine", `{}`))
+	if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrPanic) {
+		t.Fatalf("got %s %v, want an error with a *PanicError", r.State, r.Err)
+	}
+}

@@ -80,12 +80,12 @@ type clientOptions struct {
 	backoff     time.Duration
 	maxBackoff  time.Duration
 	dialTimeout time.Duration
-	elicit      ElicitFunc
+	elicit      elicitFunc
 	elicitDesk  *Elicitations
 }
 
 // WithPrefix sets what the server's tool names start with (default
-// DefaultPrefix(server)); "" gives the MCP names themselves (sanitized).
+// "mcp__<server>__"); "" gives the MCP names themselves (sanitized).
 func WithPrefix(prefix string) ClientOption { return func(o *clientOptions) { o.prefix = &prefix } }
 
 // Include registers only the MCP tools whose names match one of the
@@ -220,7 +220,7 @@ func Connect(ctx context.Context, tk *toolkit.Toolkit, name string, ep Endpoint,
 	if tk == nil || ep == nil {
 		return nil, errors.New("mcpbridge: Connect needs a toolkit and an endpoint")
 	}
-	c.prefix = DefaultPrefix(name)
+	c.prefix = defaultPrefix(name)
 	if c.o.prefix != nil {
 		c.prefix = *c.o.prefix
 	}

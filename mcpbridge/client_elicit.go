@@ -16,16 +16,18 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// ElicitFunc answers a server's elicitation request (elicitation/create):
-// accept with content, decline or cancel. server is the server's name; ctx
-// carries the toolstream call the request is attributed to, when known
-// (toolkit.CallInfoFrom).
-type ElicitFunc func(ctx context.Context, server string, req *mcp.ElicitParams) (*mcp.ElicitResult, error)
+// elicitFunc answers a server's elicitation request.
+type elicitFunc = func(ctx context.Context, server string, req *mcp.ElicitParams) (*mcp.ElicitResult, error)
 
-// WithElicitation answers the server's elicitation requests with f. Without
-// it (or WithElicitations) the client does not advertise the capability and
+// WithElicitation answers the server's elicitation requests
+// (elicitation/create) with f: accept with content, decline or cancel.
+// server is the server's name; ctx carries the toolstream call the request
+// is attributed to, when known (toolkit.CallInfoFrom). Without it (or
+// WithElicitations) the client does not advertise the capability and
 // servers do not ask.
-func WithElicitation(f ElicitFunc) ClientOption { return func(o *clientOptions) { o.elicit = f } }
+func WithElicitation(f func(ctx context.Context, server string, req *mcp.ElicitParams) (*mcp.ElicitResult, error)) ClientOption {
+	return func(o *clientOptions) { o.elicit = f }
+}
 
 // WithElicitations sends the server's elicitation requests to a person
 // through d, the way permission approvals go: see Elicitations.
@@ -263,7 +265,7 @@ func (c *Client) callContext(ci toolkit.CallInfo) context.Context {
 	return out
 }
 
-// elicitCallKey carries a CallInfo for an ElicitFunc when ctx is not the call's.
+// elicitCallKey carries a CallInfo for a WithElicitation function when ctx is not the call's.
 type elicitCallKey struct{}
 
 func toolkitCallContext(ctx context.Context, ci toolkit.CallInfo) context.Context {
@@ -274,7 +276,7 @@ func toolkitCallContext(ctx context.Context, ci toolkit.CallInfo) context.Contex
 }
 
 // ElicitingCall returns the toolstream call an elicitation passed to an
-// ElicitFunc is attributed to.
+// WithElicitation function is attributed to.
 func ElicitingCall(ctx context.Context) (toolkit.CallInfo, bool) {
 	if ci, ok := toolkit.CallInfoFrom(ctx); ok {
 		return ci, true

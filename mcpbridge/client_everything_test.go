@@ -159,7 +159,7 @@ func TestClientEverythingElicitation(t *testing.T) {
 	ep := everything(t)
 	bus := natstest.Bus(t)
 	approvals := make(chan interceptors.ApprovalRequest, 8)
-	sub, err := bus.Subscribe(bus.Subjects().SessionEvent("peer", string(interceptors.ApprovalEvent)), func(ev *events.Event) {
+	sub, err := bus.Subscribe(bus.Subjects().Call("peer", "", string(interceptors.ApprovalEvent)), func(ev *events.Event) {
 		var r interceptors.ApprovalRequest
 		if json.Unmarshal(ev.Data, &r) == nil {
 			approvals <- r

@@ -19,9 +19,9 @@ const hashSuffixLen = 9
 // and the hash suffix.
 const maxPrefix = maxToolName - hashSuffixLen - 1
 
-// DefaultPrefix returns the prefix of a server's tools when WithPrefix does
+// defaultPrefix returns the prefix of a server's tools when WithPrefix does
 // not set one: "mcp__<server>__".
-func DefaultPrefix(server string) string { return "mcp__" + server + "__" }
+func defaultPrefix(server string) string { return "mcp__" + server + "__" }
 
 // ToolName is the naming rule: the toolstream name of the MCP tool named tool
 // behind prefix.

@@ -16,7 +16,7 @@ type greetIn struct {
 }
 
 // A toolkit's tools served to an MCP client (the official Go SDK's, over an
-// in-memory transport; Handler serves streamable HTTP, ServeStdio stdio):
+// in-memory transport; Handler serves streamable HTTP, Serve with mcp.StdioTransport stdio):
 // the client lists them and calls one, which runs through the toolkit.
 func ExampleServer() {
 	ctx := context.Background()

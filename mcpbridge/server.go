@@ -27,10 +27,10 @@ import (
 // running when Server.Close was called.
 var ErrServerClosed = errors.New("mcpbridge: the MCP server is closing")
 
-// DefaultSessionPrefix starts the toolstream session id of every MCP session
+// defaultSessionPrefix starts the toolstream session id of every MCP session
 // a Server serves, so that observers (the live page, NATS subscribers) can
 // tell MCP-driven calls apart.
-const DefaultSessionPrefix = "mcp-"
+const defaultSessionPrefix = "mcp-"
 
 // Server serves a toolkit's tools to MCP clients: tools/list lists the
 // toolkit's registered tools, and tools/call runs one call through the
@@ -91,7 +91,7 @@ func WithInstructions(s string) ServerOption {
 	return func(o *serverOptions) { o.instructions = s }
 }
 
-// WithSessionPrefix replaces DefaultSessionPrefix. The toolstream session id
+// WithSessionPrefix replaces the default session prefix, "mcp-". The toolstream session id
 // of an MCP session is the prefix followed by the MCP session id (or by a
 // random id when the transport has none, as stdio), checked with
 // events.CheckSessionID.
@@ -130,7 +130,7 @@ func NewServer(tk *toolkit.Toolkit, opts ...ServerOption) (*Server, error) {
 	}
 	o := serverOptions{
 		impl:          mcp.Implementation{Name: "toolstream", Version: "dev"},
-		sessionPrefix: DefaultSessionPrefix,
+		sessionPrefix: defaultSessionPrefix,
 	}
 	for _, f := range opts {
 		f(&o)
@@ -296,12 +296,6 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 		return nil // ended on purpose
 	}
 	return err
-}
-
-// ServeStdio serves one client over the process's standard input and output
-// until the client disconnects or ctx ends.
-func (s *Server) ServeStdio(ctx context.Context) error {
-	return s.Serve(ctx, &mcp.StdioTransport{})
 }
 
 // Close closes the MCP sessions this Server serves and the toolstream

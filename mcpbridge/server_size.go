@@ -11,16 +11,16 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// DefaultMaxResultSize is the largest tools/call result a Server sends by
+// defaultMaxResultSize is the largest tools/call result a Server sends by
 // default, in bytes of its JSON encoding: 1 MiB under the 16 MiB frame the
 // go-sdk's clients read by default (a line on stdio, an event on streamable
 // HTTP), room for the JSON-RPC envelope around it. A client that gets a
 // larger frame closes the connection, failing every call on it.
-const DefaultMaxResultSize = 15 << 20
+const defaultMaxResultSize = 15 << 20
 
 // WithMaxResultSize sets the largest tools/call result the server sends, in
 // bytes of the result's JSON encoding as the SDK writes it (0:
-// DefaultMaxResultSize; negative: no limit). Set it to what the clients
+// the default, 15 MiB; negative: no limit). Set it to what the clients
 // served can read. A larger result goes out as the model can use it: a
 // JSON result is not repeated as text when that copy alone puts it over
 // the limit (the JSON goes once, as structuredContent, with a text block
@@ -37,7 +37,7 @@ func WithMaxResultSize(n int) ServerOption {
 func (s *Server) fit(res toolkit.Result, out *mcp.CallToolResult, copyAt int) *mcp.CallToolResult {
 	limit := s.opts.maxResult
 	if limit == 0 {
-		limit = DefaultMaxResultSize
+		limit = defaultMaxResultSize
 	}
 	if limit < 0 {
 		return out

@@ -90,7 +90,7 @@ func BenchmarkResultSize(b *testing.B) {
 func TestSmallResultIsNotMeasured(t *testing.T) {
 	out := sizeCase(strings.Repeat("t", 4096), make([]byte, 4096), `{"rows":[1,2,3]}`)
 	allocs := testing.AllocsPerRun(100, func() {
-		if n, err := encodedSize(out, DefaultMaxResultSize); err != nil || n > DefaultMaxResultSize {
+		if n, err := encodedSize(out, defaultMaxResultSize); err != nil || n > defaultMaxResultSize {
 			t.Fatal(n, err)
 		}
 	})

@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestServerStdio runs a program that serves a toolkit with ServeStdio and
+// TestServerStdio runs a program that serves a toolkit with Serve over mcp.StdioTransport and
 // talks to it over its standard input and output with the go-sdk client.
 func TestServerStdio(t *testing.T) {
 	goBin, err := exec.LookPath("go")
@@ -50,7 +50,7 @@ func TestServerStdio(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("no progress over stdio")
 	}
-	// Closing stdin ends ServeStdio and the program exits cleanly (the
+	// Closing stdin ends Serve and the program exits cleanly (the
 	// transport reports a non-zero exit).
 	if err := cs.Close(); err != nil {
 		t.Fatalf("close: %v", err)

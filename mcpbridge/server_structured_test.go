@@ -40,7 +40,7 @@ func TestServerNoStructuredResult(t *testing.T) {
 		t.Run("version="+v, func(t *testing.T) {
 			tk := srvToolkit(t)
 			srvNilOutputTools(t, tk)
-			tk.Use(interceptors.Evict(interceptors.EvictLimit(1000), interceptors.EvictDir(filepath.Join(t.TempDir(), "toolstream-evict-test"))))
+			tk.Use(interceptors.Evict(interceptors.EvictLimit(1000), interceptors.EvictBackend(interceptors.DirBackend(filepath.Join(t.TempDir(), "toolstream-evict-test"), 0, 0))))
 			if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "bigout", Description: "A large structured result."},
 				func(ctx context.Context, _ struct{}) (srvWeatherOut, error) {
 					return srvWeatherOut{City: strings.Repeat("x", 5000)}, nil

@@ -49,7 +49,7 @@ func tcpConn(b *testing.B, bus *natsbus.Bus) *nats.Conn {
 func benchWorker(b *testing.B, bus *natsbus.Bus) {
 	tk := testutil.Kit(b)
 	testutil.Add(b, tk, hashTool())
-	w, err := remote.Serve(tcpConn(b, bus), tk, remote.WorkerOptions{})
+	w, err := remote.Serve(tcpConn(b, bus), tk)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func pct(d []time.Duration, p float64) float64 {
 func BenchmarkRemoteOverhead(b *testing.B) {
 	bus := natstest.Bus(b, natsbus.WithListen("127.0.0.1:0"))
 	benchWorker(b, bus)
-	c := remote.NewClient(tcpConn(b, bus), remote.ClientOptions{})
+	c := remote.NewClient(tcpConn(b, bus))
 	ctx := context.Background()
 	tools, err := c.Discover(ctx)
 	if err != nil || len(tools) != 1 {
@@ -109,7 +109,7 @@ func BenchmarkRemoteThroughput(b *testing.B) {
 			for range n {
 				benchWorker(b, bus)
 			}
-			c := remote.NewClient(tcpConn(b, bus), remote.ClientOptions{})
+			c := remote.NewClient(tcpConn(b, bus))
 			ctx := context.Background()
 			tools, err := c.Discover(ctx)
 			if err != nil || len(tools) != 1 {
@@ -147,12 +147,12 @@ func BenchmarkRemoteEcho(b *testing.B) {
 	bus := natstest.Bus(b)
 	wk := testutil.Kit(b)
 	testutil.Add(b, wk, echoTool())
-	w, err := remote.Serve(connB(b, bus), wk, remote.WorkerOptions{})
+	w, err := remote.Serve(connB(b, bus), wk)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = w.Stop(context.Background()) })
-	c := remote.NewClient(connB(b, bus), remote.ClientOptions{})
+	c := remote.NewClient(connB(b, bus))
 	tools, err := c.Discover(context.Background())
 	if err != nil || len(tools) != 1 {
 		b.Fatal(tools, err)

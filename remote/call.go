@@ -15,12 +15,13 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/wire"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
 // call sends one call and follows it to its end; a call refused as busy is
-// sent again, with a new inbox, until its deadline or BusyRetries.
+// sent again, with a new inbox, until its deadline or the bound WithBusyRetries set.
 func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMessage) ([]toolkit.Part, error) {
 	info, ok := toolkit.CallInfoFrom(ctx)
 	if !ok {
@@ -29,7 +30,7 @@ func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMe
 	em := stream.From(ctx)
 	for attempt := 0; ; attempt++ {
 		parts, err := c.send(ctx, info, tool, subject, args, em)
-		if !errors.Is(err, ErrBusy) || c.opts.BusyRetries < 0 || c.opts.BusyRetries > 0 && attempt >= c.opts.BusyRetries {
+		if !errors.Is(err, ErrBusy) || c.opts.busyRetries >= 0 && attempt >= c.opts.busyRetries {
 			if errors.Is(err, ErrBusy) {
 				err = fmt.Errorf("%w (tried %d times)", err, attempt+1)
 			}
@@ -73,22 +74,22 @@ func (c *Client) send(ctx context.Context, info toolkit.CallInfo, tool, subject 
 	m := nats.NewMsg(subject)
 	m.Reply = inbox
 	m.Data = args
-	setID(m.Header, HeaderSession, HeaderSessionQuoted, info.Session)
-	setID(m.Header, HeaderCall, HeaderCallQuoted, info.CallID)
+	setID(m.Header, wire.HeaderSession, wire.HeaderSessionQuoted, info.Session)
+	setID(m.Header, wire.HeaderCall, wire.HeaderCallQuoted, info.CallID)
 	if info.Agent != "" {
-		m.Header.Set(HeaderAgent, info.Agent)
+		m.Header.Set(wire.HeaderAgent, info.Agent)
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
 		if left <= 0 {
 			return nil, context.DeadlineExceeded
 		}
-		m.Header.Set(HeaderTimeout, msHeader(left))
+		m.Header.Set(wire.HeaderTimeout, msHeader(left))
 	}
-	if c.opts.Heartbeat != DefaultHeartbeat {
-		m.Header.Set(HeaderHeartbeat, msHeader(c.opts.Heartbeat))
+	if c.opts.heartbeat != defaultHeartbeat {
+		m.Header.Set(wire.HeaderHeartbeat, msHeader(c.opts.heartbeat))
 	}
-	c.opts.Inject(ctx, m.Header)
+	c.opts.inject(ctx, m.Header)
 	if err := c.nc.PublishMsg(m); err != nil {
 		return nil, interceptors.Transient(fmt.Errorf("remote: sending the call of %q: %w", tool, err))
 	}
@@ -134,7 +135,7 @@ type follower struct {
 }
 
 func (f *follower) follow(ctx context.Context) ([]toolkit.Part, error) {
-	lost := f.c.LostAfter()
+	lost := f.c.lostAfter()
 	timer := time.NewTimer(lost)
 	defer timer.Stop()
 	for {
@@ -199,7 +200,7 @@ func (f *follower) drop() { f.c.stats.dropped.Add(1) }
 // worker, is dropped. Another worker's frame means two queue groups serve
 // the tool and both took the send: that one is told to stop.
 func (f *follower) bind(m *nats.Msg) bool {
-	w := m.Header.Get(HeaderWorker)
+	w := m.Header.Get(wire.HeaderWorker)
 	switch {
 	case w == "":
 		f.drop()
@@ -211,10 +212,10 @@ func (f *follower) bind(m *nats.Msg) bool {
 		return true
 	}
 	f.drop()
-	if m.Header.Get(micro.ErrorCodeHeader) == "" && m.Header.Get(HeaderFrame) != "" && !slices.Contains(f.others, w) {
+	if m.Header.Get(micro.ErrorCodeHeader) == "" && m.Header.Get(wire.HeaderFrame) != "" && !slices.Contains(f.others, w) {
 		f.others = append(f.others, w)
 		f.gap = true // their frames mixed: the result frame is the content
-		f.c.sendControl(ControlCancel, w, CallKey(f.inbox))
+		f.c.sendControl(wire.ControlCancel, w, wire.CallKey(f.inbox))
 	}
 	return false
 }
@@ -222,7 +223,7 @@ func (f *follower) bind(m *nats.Msg) bool {
 // noResponders reports the server's "no responders" status: nobody
 // subscribed to the call's subject got the send.
 func noResponders(m *nats.Msg) bool {
-	return m.Header.Get("Status") == "503" && len(m.Data) == 0 && m.Header.Get(HeaderFrame) == ""
+	return m.Header.Get("Status") == "503" && len(m.Data) == 0 && m.Header.Get(wire.HeaderFrame) == ""
 }
 
 // frame handles one message; done says the send is over.
@@ -244,7 +245,7 @@ func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err erro
 		}
 		return true, nil, fmt.Errorf("remote: worker %s refused the call (%s): %s", f.worker, code, desc)
 	}
-	kind := m.Header.Get(HeaderFrame)
+	kind := m.Header.Get(wire.HeaderFrame)
 	if kind == frameCancel {
 		return // the answer to a cancellation, which only cancel waits for
 	}
@@ -292,8 +293,8 @@ func (f *follower) delta(m *nats.Msg) {
 	if f.gap {
 		return
 	}
-	data, reset := m.Data, m.Header.Get(HeaderReset) != ""
-	if c := m.Header.Get(HeaderChunk); c != "" || f.chunkCount > 0 {
+	data, reset := m.Data, m.Header.Get(wire.HeaderReset) != ""
+	if c := m.Header.Get(wire.HeaderChunk); c != "" || f.chunkCount > 0 {
 		whole, ok := f.chunk(c, data, reset)
 		if !ok {
 			f.gap = true // a chunk missing or out of place
@@ -459,8 +460,8 @@ func withoutErrorLine(content []events.Part, msg string) []events.Part {
 // its inbox; every worker of the service receives it and only the holder
 // acts.
 func (f *follower) cancel() error {
-	f.c.sendControl(ControlCancel, "", CallKey(f.inbox))
-	wait := time.NewTimer(f.c.opts.CancelWait)
+	f.c.sendControl(wire.ControlCancel, "", wire.CallKey(f.inbox))
+	wait := time.NewTimer(f.c.opts.cancelWait)
 	defer wait.Stop()
 	taken := false // the worker answered that it is stopping the call
 	for {
@@ -470,11 +471,11 @@ func (f *follower) cancel() error {
 		case <-wait.C:
 			switch {
 			case f.worker == "":
-				return fmt.Errorf("no worker confirmed the cancellation within %v (none had answered the call)", f.c.opts.CancelWait)
+				return fmt.Errorf("no worker confirmed the cancellation within %v (none had answered the call)", f.c.opts.cancelWait)
 			case taken:
-				return fmt.Errorf("worker %s is stopping the call, but its handler had not returned within %v", f.worker, f.c.opts.CancelWait)
+				return fmt.Errorf("worker %s is stopping the call, but its handler had not returned within %v", f.worker, f.c.opts.cancelWait)
 			}
-			return fmt.Errorf("worker %s did not confirm within %v", f.worker, f.c.opts.CancelWait)
+			return fmt.Errorf("worker %s did not confirm within %v", f.worker, f.c.opts.cancelWait)
 		case <-f.ch.ready:
 			m := f.ch.take()
 			if m == nil {
@@ -493,7 +494,7 @@ func (f *follower) cancel() error {
 			if code := m.Header.Get(micro.ErrorCodeHeader); code != "" {
 				return fmt.Errorf("worker %s refused the call (%s): %s", f.worker, code, m.Header.Get(micro.ErrorHeader))
 			}
-			switch m.Header.Get(HeaderFrame) {
+			switch m.Header.Get(wire.HeaderFrame) {
 			case frameCancel:
 				taken = true
 			case frameResult:

@@ -14,6 +14,7 @@ import (
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/internal/wire"
 	"github.com/toolstream/toolstream/remote"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -22,19 +23,19 @@ import (
 // control is the control subject of a kind, under the default prefix and
 // service.
 func control(kind string) string {
-	return remote.ControlSubject(remote.DefaultPrefix, remote.DefaultService, kind)
+	return wire.ControlSubject(wire.DefaultPrefix, wire.DefaultService, kind)
 }
 
 // heldCall is a call of "held" taken by a scripted worker W, which answers
 // with an accept frame and then does what onCancel says when a
 // cancellation names the call.
-func heldCall(t *testing.T, bus *natsbus.Bus, opts remote.ClientOptions, onCancel func(nc *nats.Conn, inbox string)) *toolkit.Batch {
+func heldCall(t *testing.T, bus *natsbus.Bus, opt remote.ClientOption, onCancel func(nc *nats.Conn, inbox string)) *toolkit.Batch {
 	t.Helper()
 	nc := conn(t, bus)
 	took := make(chan string, 1)
-	sub, err := nc.Subscribe(remote.DefaultPrefix+".held", func(m *nats.Msg) {
+	sub, err := nc.Subscribe(wire.DefaultPrefix+".held", func(m *nats.Msg) {
 		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{
-			remote.HeaderFrame: {"accept"}, remote.HeaderSeq: {"1"}, remote.HeaderWorker: {"W"}}})
+			wire.HeaderFrame: {"accept"}, wire.HeaderSeq: {"1"}, wire.HeaderWorker: {"W"}}})
 		took <- m.Reply
 	})
 	if err != nil {
@@ -42,8 +43,8 @@ func heldCall(t *testing.T, bus *natsbus.Bus, opts remote.ClientOptions, onCance
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	var inbox atomic.Pointer[string]
-	ctl, err := nc.Subscribe(control(remote.ControlCancel), func(m *nats.Msg) {
-		if in := inbox.Load(); in != nil && string(m.Data) == remote.CallKey(*in) {
+	ctl, err := nc.Subscribe(control(wire.ControlCancel), func(m *nats.Msg) {
+		if in := inbox.Load(); in != nil && string(m.Data) == wire.CallKey(*in) {
 			onCancel(nc, *in)
 		}
 	})
@@ -54,7 +55,7 @@ func heldCall(t *testing.T, bus *natsbus.Bus, opts remote.ClientOptions, onCance
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	c := remote.NewClient(conn(t, bus), opts)
+	c := remote.NewClient(conn(t, bus), opt)
 	tl, err := c.NewTool(toolkit.Spec{Name: "held"}, json.RawMessage(`{"type":"object"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -77,17 +78,17 @@ func heldCall(t *testing.T, bus *natsbus.Bus, opts remote.ClientOptions, onCance
 // follows, long before an hour's CancelWait.
 func TestCancelWaitsForTheHolder(t *testing.T) {
 	bus := natstest.Bus(t)
-	batch := heldCall(t, bus, remote.ClientOptions{CancelWait: 50 * time.Millisecond}, func(*nats.Conn, string) {})
+	batch := heldCall(t, bus, remote.WithCancelWait(50*time.Millisecond), func(*nats.Conn, string) {})
 	batch.Cancel()
 	testutil.WaitFor(t, batch.Done(), "the cancelled call to end")
 	if r := batch.Wait()[0]; r.State != toolkit.StateInterrupted || !strings.Contains(r.Text(), "worker W did not confirm within 50ms") {
 		t.Fatalf("unconfirmed: %s %q", r.State, r.Text())
 	}
 
-	batch = heldCall(t, bus, remote.ClientOptions{CancelWait: time.Hour}, func(nc *nats.Conn, inbox string) {
-		for i, h := range []nats.Header{{remote.HeaderFrame: {"cancel"}}, {remote.HeaderFrame: {"result"}}} {
-			h.Set(remote.HeaderWorker, "W")
-			h.Set(remote.HeaderSeq, []string{"2", "3"}[i])
+	batch = heldCall(t, bus, remote.WithCancelWait(time.Hour), func(nc *nats.Conn, inbox string) {
+		for i, h := range []nats.Header{{wire.HeaderFrame: {"cancel"}}, {wire.HeaderFrame: {"result"}}} {
+			h.Set(wire.HeaderWorker, "W")
+			h.Set(wire.HeaderSeq, []string{"2", "3"}[i])
 			_ = nc.PublishMsg(&nats.Msg{Subject: inbox, Header: h, Data: []byte(`{"state":"interrupted","content":[]}`)})
 		}
 	})
@@ -104,9 +105,9 @@ func TestCancelWaitsForTheHolder(t *testing.T) {
 // not that it stopped it: the tool's work was done.
 func TestCancelAfterTheCallEnded(t *testing.T) {
 	bus := natstest.Bus(t)
-	batch := heldCall(t, bus, remote.ClientOptions{CancelWait: time.Hour}, func(nc *nats.Conn, inbox string) {
+	batch := heldCall(t, bus, remote.WithCancelWait(time.Hour), func(nc *nats.Conn, inbox string) {
 		_ = nc.PublishMsg(&nats.Msg{Subject: inbox, Data: []byte(`{"state":"success","content":[{"type":"text","text":"done"}]}`),
-			Header: nats.Header{remote.HeaderFrame: {"result"}, remote.HeaderSeq: {"2"}, remote.HeaderWorker: {"W"}}})
+			Header: nats.Header{wire.HeaderFrame: {"result"}, wire.HeaderSeq: {"2"}, wire.HeaderWorker: {"W"}}})
 	})
 	batch.Cancel()
 	testutil.WaitFor(t, batch.Done(), "the cancelled call to end")
@@ -126,7 +127,7 @@ func TestWorkerAnswersCancellations(t *testing.T) {
 	b := newBlock()
 	wk := testutil.Kit(t)
 	testutil.Add(t, wk, b.tool(toolkit.Spec{Name: "hold"}))
-	w := serve(t, bus, wk, remote.WorkerOptions{})
+	w := serve(t, bus, wk)
 	nc := conn(t, bus)
 
 	inbox := nc.NewInbox()
@@ -134,11 +135,11 @@ func TestWorkerAnswersCancellations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := nats.NewMsg(remote.DefaultPrefix + ".hold")
+	call := nats.NewMsg(wire.DefaultPrefix + ".hold")
 	call.Reply = inbox
 	call.Data = []byte(`{}`)
-	call.Header.Set(remote.HeaderSession, "s")
-	call.Header.Set(remote.HeaderCall, "c1")
+	call.Header.Set(wire.HeaderSession, "s")
+	call.Header.Set(wire.HeaderCall, "c1")
 	if err := nc.PublishMsg(call); err != nil {
 		t.Fatal(err)
 	}
@@ -149,38 +150,38 @@ func TestWorkerAnswersCancellations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.Header.Get(remote.HeaderWorker) != w.ID() {
-				t.Fatalf("a frame that names worker %q, not %q: %v", m.Header.Get(remote.HeaderWorker), w.ID(), m.Header)
+			if m.Header.Get(wire.HeaderWorker) != w.ID() {
+				t.Fatalf("a frame that names worker %q, not %q: %v", m.Header.Get(wire.HeaderWorker), w.ID(), m.Header)
 			}
-			if m.Header.Get(remote.HeaderFrame) != "hb" {
+			if m.Header.Get(wire.HeaderFrame) != "hb" {
 				return m
 			}
 		}
 	}
 	cancel := func(key string) {
 		t.Helper()
-		if err := nc.PublishMsg(&nats.Msg{Subject: control(remote.ControlCancel), Data: []byte(key)}); err != nil {
+		if err := nc.PublishMsg(&nats.Msg{Subject: control(wire.ControlCancel), Data: []byte(key)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	testutil.WaitFor(t, b.started, "the call to start")
-	if m := next(); m.Header.Get(remote.HeaderFrame) != "accept" {
+	if m := next(); m.Header.Get(wire.HeaderFrame) != "accept" {
 		t.Fatalf("first frame: %v", m.Header)
 	}
-	cancel(remote.CallKey(nc.NewInbox())) // another call's: nothing happens
-	cancel(remote.CallKey(inbox))
-	if m := next(); m.Header.Get(remote.HeaderFrame) != "cancel" {
+	cancel(wire.CallKey(nc.NewInbox())) // another call's: nothing happens
+	cancel(wire.CallKey(inbox))
+	if m := next(); m.Header.Get(wire.HeaderFrame) != "cancel" {
 		t.Fatalf("the answer to the cancellation of a running call: %v", m.Header)
 	}
 	if err := <-b.ended; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the handler ended with %v", err)
 	}
 	m := next()
-	if m.Header.Get(remote.HeaderFrame) != "result" || !strings.Contains(string(m.Data), `"state":"interrupted"`) {
+	if m.Header.Get(wire.HeaderFrame) != "result" || !strings.Contains(string(m.Data), `"state":"interrupted"`) {
 		t.Fatalf("after the cancellation: %v %s", m.Header, m.Data)
 	}
-	cancel(remote.CallKey(inbox))
-	if again := next(); again.Header.Get(remote.HeaderFrame) != "result" || string(again.Data) != string(m.Data) {
+	cancel(wire.CallKey(inbox))
+	if again := next(); again.Header.Get(wire.HeaderFrame) != "result" || string(again.Data) != string(m.Data) {
 		t.Fatalf("a cancellation of a call that ended: %v %s", again.Header, again.Data)
 	}
 }

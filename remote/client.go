@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/wire"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -39,7 +40,7 @@ var (
 	ErrNoWorkers = errors.New("no worker serves the tool")
 	// ErrBusy: every worker tried refused the call, its queue being full or
 	// the worker stopping (the refusal says which), until the call's
-	// deadline or ClientOptions.BusyRetries. The call was not run.
+	// deadline or as many times as WithBusyRetries allows. The call was not run.
 	ErrBusy = errors.New("every worker tried is busy")
 	// ErrWorkerLost: the worker stopped sending heartbeats (it died, hangs
 	// or lost its connection) before the call ended. The call may or may
@@ -50,50 +51,11 @@ var (
 	ErrClientClosed = errors.New("the remote client is closed")
 )
 
-// ClientOptions configure a client. The zero value of a field picks its
-// default.
-type ClientOptions struct {
-	// Service and Prefix must match the workers' (DefaultService,
-	// DefaultPrefix). A tool's calls go to <Prefix>.<tool> only: Discover
-	// and Tool leave out an endpoint whose subject is another.
-	Service string
-	Prefix  string
-	// Heartbeat is how often workers are asked to send a heartbeat while
-	// a call runs (DefaultHeartbeat; at least 10 ms, as workers send them
-	// no more often).
-	Heartbeat time.Duration
-	// MissedHeartbeats is how many heartbeat intervals may pass without a
-	// word from the worker before the call fails with ErrWorkerLost
-	// (DefaultMissedHeartbeats). A worker's death is noticed within
-	// Heartbeat × MissedHeartbeats, whatever the call's timeout. Time
-	// while the agent's own connection is away does not count.
-	MissedHeartbeats int
-	// BusyRetries bounds how many more times a call refused as busy is
-	// sent (to whichever worker NATS picks), with a short jittered backoff
-	// (5 ms doubling to at most 200 ms). The default, 0, sends it again
-	// until the call's deadline: a spike waits. Negative: never again. A
-	// refused call never ran.
-	BusyRetries int
-	// CancelWait is how long a cancelled call waits for the worker to
-	// confirm that its handler stopped (default 200 ms, inside the
-	// toolkit's default cancel grace of 250 ms).
-	CancelWait time.Duration
-	// DiscoverWait bounds how long Discover listens for workers' answers
-	// (default 1 s; it ends 100 ms after the last answer).
-	DiscoverWait time.Duration
-	// Inject, if set, writes the trace context of ctx into a call's
-	// headers (an OpenTelemetry propagator's Inject on a header carrier).
-	// By default the context's WithTraceContext values are sent, or else
-	// the call's own trace context (toolkit.TraceOf) when the agent's
-	// toolkit is traced.
-	Inject func(ctx context.Context, h nats.Header)
-}
-
 // Client calls tools that workers serve.
 type Client struct {
 	nc      *nats.Conn
-	opts    ClientOptions
-	control string // ControlSubject of the prefix and service, but for the kind
+	opts    clientOptions
+	control string // wire.ControlSubject of the prefix and service, but for the kind
 	r       router
 	stats   clientCounters
 	// onBackoff, if set, runs when a call refused as busy starts waiting to
@@ -129,42 +91,27 @@ func (c *Client) Stats() ClientStats {
 }
 
 // NewClient returns a client on nc.
-func NewClient(nc *nats.Conn, opts ClientOptions) *Client {
-	if opts.Service == "" {
-		opts.Service = DefaultService
-	}
-	if opts.Prefix == "" {
-		opts.Prefix = DefaultPrefix
-	}
-	if opts.Heartbeat <= 0 {
-		opts.Heartbeat = DefaultHeartbeat
+func NewClient(nc *nats.Conn, options ...ClientOption) *Client {
+	opts := clientOptions{service: wire.DefaultService, prefix: wire.DefaultPrefix,
+		heartbeat: defaultHeartbeat, missedHeartbeats: defaultMissedHeartbeats, busyRetries: -1,
+		cancelWait: defaultCancelWait, discoverWait: defaultDiscoverWait, inject: injectTrace}
+	for _, o := range options {
+		o.applyClient(&opts)
 	}
 	// Workers send heartbeats no more often than this: a shorter interval
 	// would give them up between two.
-	opts.Heartbeat = max(opts.Heartbeat, minHeartbeat)
-	if opts.MissedHeartbeats <= 0 {
-		opts.MissedHeartbeats = DefaultMissedHeartbeats
-	}
-	if opts.CancelWait <= 0 {
-		opts.CancelWait = 200 * time.Millisecond
-	}
-	if opts.DiscoverWait <= 0 {
-		opts.DiscoverWait = time.Second
-	}
-	if opts.Inject == nil {
-		opts.Inject = injectTrace
-	}
-	return &Client{nc: nc, opts: opts, control: ControlSubject(opts.Prefix, opts.Service, ""),
+	opts.heartbeat = max(opts.heartbeat, minHeartbeat)
+	return &Client{nc: nc, opts: opts, control: wire.ControlSubject(opts.prefix, opts.service, ""),
 		r: router{closed: make(chan struct{})}}
 }
 
-// LostAfter is how long a call waits without a word from its worker before
+// lostAfter is how long a call waits without a word from its worker before
 // it fails with ErrWorkerLost.
-func (c *Client) LostAfter() time.Duration {
-	if n := time.Duration(c.opts.MissedHeartbeats); n > math.MaxInt64/c.opts.Heartbeat {
+func (c *Client) lostAfter() time.Duration {
+	if n := time.Duration(c.opts.missedHeartbeats); n > math.MaxInt64/c.opts.heartbeat {
 		return math.MaxInt64 // "never": no overflow into a bound already past
 	}
-	return c.opts.Heartbeat * time.Duration(c.opts.MissedHeartbeats)
+	return c.opts.heartbeat * time.Duration(c.opts.missedHeartbeats)
 }
 
 // Discover asks the workers which tools they serve ($SRV.INFO) and returns
@@ -209,14 +156,14 @@ func (c *Client) Resolver() toolkit.ToolResolver {
 // NewTool names a remote tool without asking the workers: spec and schema
 // must be those the workers serve.
 func (c *Client) NewTool(spec toolkit.Spec, inputSchema json.RawMessage) (*toolkit.Tool, error) {
-	subject := c.opts.Prefix + "." + spec.Name
+	subject := c.opts.prefix + "." + spec.Name
 	return toolkit.NewRawTool(spec, inputSchema, func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
 		return c.call(ctx, spec.Name, subject, args)
 	})
 }
 
 func (c *Client) discover(ctx context.Context, only string) ([]*toolkit.Tool, error) {
-	subject, err := micro.ControlSubject(micro.InfoVerb, c.opts.Service, "")
+	subject, err := micro.ControlSubject(micro.InfoVerb, c.opts.service, "")
 	if err != nil {
 		return nil, fmt.Errorf("remote: %w", err)
 	}
@@ -230,7 +177,7 @@ func (c *Client) discover(ctx context.Context, only string) ([]*toolkit.Tool, er
 	if err := c.nc.PublishRequest(subject, inbox, nil); err != nil {
 		return nil, fmt.Errorf("remote: discovering tools: %w", err)
 	}
-	limit := time.NewTimer(c.opts.DiscoverWait)
+	limit := time.NewTimer(c.opts.discoverWait)
 	defer limit.Stop()
 	quiet := time.NewTimer(time.Hour)
 	defer quiet.Stop()
@@ -253,7 +200,7 @@ func (c *Client) discover(ctx context.Context, only string) ([]*toolkit.Tool, er
 				problems = append(problems, "an answer that is not service info: "+err.Error())
 				continue
 			}
-			if p := info.Metadata[MetaProtocol]; p != protocol {
+			if p := info.Metadata[wire.MetaProtocol]; p != protocol {
 				problems = append(problems, fmt.Sprintf("worker %s speaks toolstream protocol %q, this client %q: its tools are left out", info.ID, p, protocol))
 				quiet.Reset(100 * time.Millisecond)
 				continue
@@ -291,8 +238,8 @@ func (c *Client) tools(found map[string]*toolkit.Tool, problems []string) ([]*to
 
 func (c *Client) fromEndpoint(ep micro.EndpointInfo) (*toolkit.Tool, error) {
 	var ws wireSpec
-	if err := json.Unmarshal([]byte(ep.Metadata[MetaSpec]), &ws); err != nil {
-		return nil, fmt.Errorf("endpoint %q: metadata %s: %w", ep.Name, MetaSpec, err)
+	if err := json.Unmarshal([]byte(ep.Metadata[wire.MetaSpec]), &ws); err != nil {
+		return nil, fmt.Errorf("endpoint %q: metadata %s: %w", ep.Name, wire.MetaSpec, err)
 	}
 	if ws.Name != ep.Name {
 		return nil, fmt.Errorf("endpoint %q describes a tool named %q", ep.Name, ws.Name)
@@ -300,15 +247,15 @@ func (c *Client) fromEndpoint(ep micro.EndpointInfo) (*toolkit.Tool, error) {
 	// The calls go to <Prefix>.<tool> and nowhere else: a service that
 	// answers under the workers' name must not make the agent publish the
 	// model's arguments, with its credentials, on any subject it names.
-	subject := c.opts.Prefix + "." + ep.Name
+	subject := c.opts.prefix + "." + ep.Name
 	if ep.Subject != subject {
 		return nil, fmt.Errorf("endpoint %q serves subject %q, not %q (the client's Prefix must be the workers'): its calls are not sent there", ep.Name, ep.Subject, subject)
 	}
 	spec := ws.spec()
-	if out := ep.Metadata[MetaOutputSchema]; out != "" {
+	if out := ep.Metadata[wire.MetaOutputSchema]; out != "" {
 		spec.OutputSchema = json.RawMessage(out)
 	}
-	t, err := toolkit.NewRawTool(spec, json.RawMessage(ep.Metadata[MetaSchema]), func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+	t, err := toolkit.NewRawTool(spec, json.RawMessage(ep.Metadata[wire.MetaSchema]), func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
 		return c.call(ctx, spec.Name, subject, args)
 	})
 	if err != nil {

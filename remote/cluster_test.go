@@ -64,7 +64,7 @@ func clusterRun(t *testing.T, victim int) {
 			}
 			return "done", nil
 		}))
-	w, err := remote.Serve(wnc, wk, remote.WorkerOptions{})
+	w, err := remote.Serve(wnc, wk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func clusterRun(t *testing.T, victim int) {
 	// The default heartbeats (1 s x 3): the agent's own absence does not
 	// count, and its resync, or the worker's after its own reconnection,
 	// brings back what was lost.
-	c := remote.NewClient(bus.Conn(), remote.ClientOptions{})
+	c := remote.NewClient(bus.Conn())
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	sess := testutil.Session(t, agent, "conv")
 

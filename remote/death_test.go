@@ -95,7 +95,7 @@ func (p *pidRecorder) Observe(ev *events.Event) {
 func TestWorkerDies(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithListen("127.0.0.1:0"))
 	a := startWorker(t, bus.ClientURL())
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{Heartbeat: 100 * time.Millisecond, MissedHeartbeats: 3})
+	c := remote.NewClient(conn(t, bus), remote.WithHeartbeat(100*time.Millisecond, 3))
 	tools := discover(t, c, 1)
 	pids := &pidRecorder{pid: map[string]chan int{}}
 	agent := testutil.Kit(t, toolkit.WithInlineObserver(pids), toolkit.WithDefaultTimeout(time.Minute))
@@ -121,10 +121,10 @@ func TestWorkerDies(t *testing.T) {
 	if !errors.Is(r.Err, remote.ErrWorkerLost) || !strings.Contains(r.Text(), "worker "+a.id+" stopped answering") {
 		t.Fatalf("%s %q (%v)", r.State, r.Text(), r.Err)
 	}
-	if noticed < 200*time.Millisecond || noticed > c.LostAfter()+700*time.Millisecond {
-		t.Errorf("the death was noticed after %v; the bound is %v", noticed, c.LostAfter())
+	if noticed < 200*time.Millisecond || noticed > remote.LostAfter(c)+700*time.Millisecond {
+		t.Errorf("the death was noticed after %v; the bound is %v", noticed, remote.LostAfter(c))
 	}
-	t.Logf("worker death noticed after %v (bound %v)", noticed, c.LostAfter())
+	t.Logf("worker death noticed after %v (bound %v)", noticed, remote.LostAfter(c))
 
 	// Two workers and Retry: the call moves to the survivor.
 	b1, b2 := startWorker(t, bus.ClientURL()), startWorker(t, bus.ClientURL())

@@ -7,7 +7,7 @@
 // workers that serve the same tool share its calls and any NATS client finds
 // them with $SRV.PING, $SRV.INFO and $SRV.STATS (`nats micro ls`). The tool's
 // spec and input schema are in the endpoint's metadata. A worker runs at most
-// MaxInFlight calls at once; the next ones wait in its queue, in the order
+// [WithMaxInFlight] calls at once; the next ones wait in its queue, in the order
 // they came, bounded by their deadlines: a spike waits instead of failing.
 //
 // On the agent's side a [Client] discovers the tools the workers serve
@@ -28,6 +28,6 @@
 // Failures are results, as always: no worker for the tool ([ErrNoWorkers])
 // fails at once; every worker's queue full ([ErrBusy]) at the call's
 // deadline; a worker that stops sending heartbeats ([ErrWorkerLost]) within
-// [ClientOptions.Heartbeat] times [ClientOptions.MissedHeartbeats]. The
+// the heartbeat interval times the heartbeats missed ([WithHeartbeat]). The
 // caller's cancellation and deadline reach the worker's handler.
 package remote

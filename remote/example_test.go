@@ -32,13 +32,13 @@ func Example() {
 		func(ctx context.Context, in text) (string, error) { return strings.ToUpper(in.Text), nil }))
 	wnc, _ := nats.Connect("", nats.InProcessServer(bus.Server()))
 	defer wnc.Close()
-	w, _ := remote.Serve(wnc, wtk, remote.WorkerOptions{})
+	w, _ := remote.Serve(wnc, wtk)
 	defer w.Stop(ctx)
 
 	// The agent's side: the workers' tools become tools of its toolkit.
 	anc, _ := nats.Connect("", nats.InProcessServer(bus.Server()))
 	defer anc.Close()
-	client := remote.NewClient(anc, remote.ClientOptions{})
+	client := remote.NewClient(anc)
 	defer client.Close()
 	tools, _ := client.Discover(ctx)
 	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher())) // the calls' events go out here, once

@@ -16,6 +16,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/internal/wire"
 	"github.com/toolstream/toolstream/remote"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -66,7 +67,7 @@ func FuzzFrames(f *testing.F) {
 	defer nc.Close()
 	var mu sync.Mutex
 	var script string
-	sub, err := nc.Subscribe(remote.DefaultPrefix+".x", func(m *nats.Msg) {
+	sub, err := nc.Subscribe(wire.DefaultPrefix+".x", func(m *nats.Msg) {
 		mu.Lock()
 		s := script
 		mu.Unlock()
@@ -83,19 +84,19 @@ func FuzzFrames(f *testing.F) {
 			if worker == "" {
 				worker = "W"
 			}
-			h := nats.Header{remote.HeaderFrame: {kind}, remote.HeaderSeq: {seq}, remote.HeaderWorker: {worker}}
+			h := nats.Header{wire.HeaderFrame: {kind}, wire.HeaderSeq: {seq}, wire.HeaderWorker: {worker}}
 			if r, chunk, ok := strings.Cut(reset, "c"); ok {
-				h.Set(remote.HeaderChunk, chunk)
+				h.Set(wire.HeaderChunk, chunk)
 				reset = r
 			}
 			if reset == "1" {
-				h.Set(remote.HeaderReset, "1")
+				h.Set(wire.HeaderReset, "1")
 			}
 			_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: h, Data: []byte(data)})
 		}
 		if !silent {
 			_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{
-				micro.ErrorCodeHeader: {"500"}, micro.ErrorHeader: {"the script ended"}, remote.HeaderWorker: {"W"}}})
+				micro.ErrorCodeHeader: {"500"}, micro.ErrorHeader: {"the script ended"}, wire.HeaderWorker: {"W"}}})
 		}
 	})
 	if err != nil {
@@ -110,7 +111,7 @@ func FuzzFrames(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer cnc.Close()
-	c := remote.NewClient(cnc, remote.ClientOptions{Heartbeat: 10 * time.Millisecond, MissedHeartbeats: 2})
+	c := remote.NewClient(cnc, remote.WithHeartbeat(10*time.Millisecond, 2))
 	tl, err := c.NewTool(toolkit.Spec{Name: "x"}, json.RawMessage(`{"type":"object"}`))
 	if err != nil {
 		f.Fatal(err)
@@ -200,7 +201,7 @@ func FuzzWorkerRequest(f *testing.F) {
 	if err := wk.Add(echo); err != nil {
 		f.Fatal(err)
 	}
-	w, err := remote.Serve(wnc, wk, remote.WorkerOptions{})
+	w, err := remote.Serve(wnc, wk)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -230,25 +231,25 @@ func FuzzWorkerRequest(f *testing.F) {
 		// A control message whose body is whatever the input says: it
 		// names no call of the worker, which goes on serving (the call
 		// below is answered).
-		for _, kind := range []string{remote.ControlCancel, remote.ControlResync, "other"} {
+		for _, kind := range []string{wire.ControlCancel, wire.ControlResync, "other"} {
 			if err := nc.PublishMsg(&nats.Msg{Subject: control(kind), Reply: inbox, Data: []byte(body)}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		h := nats.Header{}
-		for k, v := range map[string]string{remote.HeaderSession: session, remote.HeaderCall: call, remote.HeaderTimeout: timeout, remote.HeaderHeartbeat: beat} {
+		for k, v := range map[string]string{wire.HeaderSession: session, wire.HeaderCall: call, wire.HeaderTimeout: timeout, wire.HeaderHeartbeat: beat} {
 			if v != "" {
 				h.Set(k, v)
 			}
 		}
 		// An id that starts with a quote goes (also) as a quoted id.
 		if strings.HasPrefix(session, `"`) {
-			h.Set(remote.HeaderSessionQuoted, session)
+			h.Set(wire.HeaderSessionQuoted, session)
 		}
 		if strings.HasPrefix(call, `"`) {
-			h.Set(remote.HeaderCallQuoted, call)
+			h.Set(wire.HeaderCallQuoted, call)
 		}
-		if err := nc.PublishMsg(&nats.Msg{Subject: remote.DefaultPrefix + ".echo", Reply: inbox, Header: h, Data: []byte(body)}); err != nil {
+		if err := nc.PublishMsg(&nats.Msg{Subject: wire.DefaultPrefix + ".echo", Reply: inbox, Header: h, Data: []byte(body)}); err != nil {
 			return // a request the client refuses to send (too large)
 		}
 		for seq := uint64(1); ; seq++ {
@@ -259,13 +260,13 @@ func FuzzWorkerRequest(f *testing.F) {
 				}
 				break
 			}
-			if m.Header.Get(remote.HeaderWorker) != w.ID() {
-				t.Fatalf("frame %q names worker %q, not %q", m.Header.Get(remote.HeaderFrame), m.Header.Get(remote.HeaderWorker), w.ID())
+			if m.Header.Get(wire.HeaderWorker) != w.ID() {
+				t.Fatalf("frame %q names worker %q, not %q", m.Header.Get(wire.HeaderFrame), m.Header.Get(wire.HeaderWorker), w.ID())
 			}
-			if got, _ := strconv.ParseUint(m.Header.Get(remote.HeaderSeq), 10, 64); got != seq {
-				t.Fatalf("frame %q numbered %d, want %d", m.Header.Get(remote.HeaderFrame), got, seq)
+			if got, _ := strconv.ParseUint(m.Header.Get(wire.HeaderSeq), 10, 64); got != seq {
+				t.Fatalf("frame %q numbered %d, want %d", m.Header.Get(wire.HeaderFrame), got, seq)
 			}
-			if m.Header.Get(remote.HeaderFrame) == "result" {
+			if m.Header.Get(wire.HeaderFrame) == "result" {
 				var r struct {
 					State events.State `json:"state"`
 				}
@@ -309,7 +310,7 @@ func FuzzDiscover(f *testing.F) {
 	defer nc.Close()
 	var mu sync.Mutex
 	var answer string
-	subj, err := micro.ControlSubject(micro.InfoVerb, remote.DefaultService, "")
+	subj, err := micro.ControlSubject(micro.InfoVerb, wire.DefaultService, "")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -326,7 +327,7 @@ func FuzzDiscover(f *testing.F) {
 	if err := nc.Flush(); err != nil {
 		f.Fatal(err)
 	}
-	c := remote.NewClient(nc, remote.ClientOptions{DiscoverWait: 200 * time.Millisecond})
+	c := remote.NewClient(nc, remote.WithDiscoverWait(200*time.Millisecond))
 	f.Fuzz(func(t *testing.T, s string) {
 		mu.Lock()
 		answer = s
@@ -338,13 +339,13 @@ func FuzzDiscover(f *testing.F) {
 		}
 		var info micro.Info
 		_ = json.Unmarshal([]byte(s), &info)
-		if len(tools) > 0 && info.Metadata[remote.MetaProtocol] != "2" {
-			t.Fatalf("%d tools of a service of protocol %q", len(tools), info.Metadata[remote.MetaProtocol])
+		if len(tools) > 0 && info.Metadata[wire.MetaProtocol] != "2" {
+			t.Fatalf("%d tools of a service of protocol %q", len(tools), info.Metadata[wire.MetaProtocol])
 		}
 		for _, tl := range tools {
 			ok := false
 			for _, ep := range info.Endpoints {
-				ok = ok || ep.Name == tl.Name() && ep.Subject == remote.DefaultPrefix+"."+tl.Name()
+				ok = ok || ep.Name == tl.Name() && ep.Subject == wire.DefaultPrefix+"."+tl.Name()
 			}
 			if !ok {
 				t.Fatalf("tool %q is no endpoint of the answer on the client's prefix", tl.Name())

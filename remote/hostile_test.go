@@ -19,6 +19,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/internal/wire"
 	"github.com/toolstream/toolstream/remote"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
@@ -28,17 +29,17 @@ import (
 // are eps, as a worker that is not one of ours (or a hostile one) would.
 func fakeInfo(t *testing.T, nc *nats.Conn, eps ...micro.EndpointInfo) {
 	t.Helper()
-	fakeInfoOf(t, nc, map[string]string{remote.MetaProtocol: "2"}, eps...)
+	fakeInfoOf(t, nc, map[string]string{wire.MetaProtocol: "2"}, eps...)
 }
 
 // fakeInfoOf is fakeInfo with the service's metadata.
 func fakeInfoOf(t *testing.T, nc *nats.Conn, md map[string]string, eps ...micro.EndpointInfo) {
 	t.Helper()
-	subj, err := micro.ControlSubject(micro.InfoVerb, remote.DefaultService, "")
+	subj, err := micro.ControlSubject(micro.InfoVerb, wire.DefaultService, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := json.Marshal(micro.Info{ServiceIdentity: micro.ServiceIdentity{Name: remote.DefaultService, ID: "FAKE", Version: "1.0.0", Metadata: md},
+	info, err := json.Marshal(micro.Info{ServiceIdentity: micro.ServiceIdentity{Name: wire.DefaultService, ID: "FAKE", Version: "1.0.0", Metadata: md},
 		Type: micro.InfoResponseType, Endpoints: eps})
 	if err != nil {
 		t.Fatal(err)
@@ -72,13 +73,13 @@ func TestDiscoverKeepsToThePrefix(t *testing.T) {
 		t.Cleanup(func() { _ = sub.Unsubscribe() })
 	}
 	md := func(name string) map[string]string {
-		return map[string]string{remote.MetaSpec: `{"name":"` + name + `"}`, remote.MetaSchema: `{"type":"object"}`}
+		return map[string]string{wire.MetaSpec: `{"name":"` + name + `"}`, wire.MetaSchema: `{"type":"object"}`}
 	}
 	fakeInfo(t, nc,
 		micro.EndpointInfo{Name: "x", Subject: "victim.x", Metadata: md("x")},
 		micro.EndpointInfo{Name: "purge", Subject: "$JS.API.STREAM.PURGE.TOOLSTREAM", Metadata: md("purge")},
-		micro.EndpointInfo{Name: "any", Subject: remote.DefaultPrefix + ".*", Metadata: md("any")})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{DiscoverWait: 300 * time.Millisecond})
+		micro.EndpointInfo{Name: "any", Subject: wire.DefaultPrefix + ".*", Metadata: md("any")})
+	c := remote.NewClient(conn(t, bus), remote.WithDiscoverWait(300*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	tools, err := c.Discover(ctx)
@@ -93,14 +94,14 @@ func TestDiscoverKeepsToThePrefix(t *testing.T) {
 		}
 		t.Fatalf("discovered %d tools with foreign subjects; %d calls landed on them", len(tools), landed.Load())
 	}
-	if err == nil || !strings.Contains(err.Error(), `"victim.x"`) || !strings.Contains(err.Error(), remote.DefaultPrefix+".x") {
+	if err == nil || !strings.Contains(err.Error(), `"victim.x"`) || !strings.Contains(err.Error(), wire.DefaultPrefix+".x") {
 		t.Fatalf("the error does not say which subject: %v", err)
 	}
 	if _, err := c.Tool(ctx, "x"); err == nil {
 		t.Fatal("Tool found x")
 	}
 	// A real worker's tools next to them are found.
-	serve(t, bus, workerKit(t, nil), remote.WorkerOptions{})
+	serve(t, bus, workerKit(t, nil))
 	tools, err = c.Discover(ctx)
 	if err != nil || len(tools) != 3 {
 		t.Fatalf("%d tools, %v", len(tools), err)
@@ -120,9 +121,9 @@ func TestDiscoverKeepsToThePrefix(t *testing.T) {
 // long.
 func TestFarDeadline(t *testing.T) {
 	bus := natstest.Bus(t)
-	serve(t, bus, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
+	serve(t, bus, workerKit(t, nil), remote.WithTools("count"))
 	for _, beat := range []time.Duration{0, 40 * 24 * time.Hour} {
-		c := remote.NewClient(conn(t, bus), remote.ClientOptions{Heartbeat: beat})
+		c := remote.NewClient(conn(t, bus), remote.WithHeartbeat(beat, 0))
 		agent := testutil.Kit(t, toolkit.WithDefaultTimeout(0)) // the context's deadline is the call's
 		testutil.Add(t, agent, discover(t, c, 1)...)
 		ctx, cancel := context.WithTimeout(context.Background(), 40*24*time.Hour)
@@ -164,10 +165,10 @@ func TestTwoWorkersTakeOneCall(t *testing.T) {
 	}
 	ids := map[string]string{}
 	for _, g := range []string{"a", "b"} {
-		w := serve(t, bus, kit(g), remote.WorkerOptions{QueueGroup: g})
+		w := serve(t, bus, kit(g), remote.WithQueueGroup(g))
 		ids[w.ID()] = g
 	}
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	c := remote.NewClient(conn(t, bus))
 	rec := &testutil.Recorder{}
 	agent := testutil.Kit(t, toolkit.WithObserver(rec))
 	testutil.Add(t, agent, discover(t, c, 1)...)
@@ -200,8 +201,8 @@ func TestTwoWorkersTakeOneCall(t *testing.T) {
 func TestIDsWithSpacesCrossTheWire(t *testing.T) {
 	bus := natstest.Bus(t)
 	s := &seen{}
-	serve(t, bus, workerKit(t, s), remote.WorkerOptions{Tools: []string{"count"}})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	serve(t, bus, workerKit(t, s), remote.WithTools("count"))
+	c := remote.NewClient(conn(t, bus))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	for _, id := range [][2]string{{" s ", "c1"}, {"s", "  "}, {"  ", " c\u00a0"}, {"\"q\" ", "\"c\""}} {
@@ -224,11 +225,11 @@ func TestIDsWithSpacesCrossTheWire(t *testing.T) {
 // says why. Before, the client used them and sent them calls in a protocol
 // they do not speak.
 func TestDiscoverChecksTheProtocol(t *testing.T) {
-	for _, md := range []map[string]string{{remote.MetaProtocol: "1"}, {remote.MetaProtocol: "3"}, nil} {
+	for _, md := range []map[string]string{{wire.MetaProtocol: "1"}, {wire.MetaProtocol: "3"}, nil} {
 		bus := natstest.Bus(t)
-		fakeInfoOf(t, conn(t, bus), md, micro.EndpointInfo{Name: "x", Subject: remote.DefaultPrefix + ".x",
-			Metadata: map[string]string{remote.MetaSpec: `{"name":"x"}`, remote.MetaSchema: `{"type":"object"}`}})
-		c := remote.NewClient(conn(t, bus), remote.ClientOptions{DiscoverWait: 300 * time.Millisecond})
+		fakeInfoOf(t, conn(t, bus), md, micro.EndpointInfo{Name: "x", Subject: wire.DefaultPrefix + ".x",
+			Metadata: map[string]string{wire.MetaSpec: `{"name":"x"}`, wire.MetaSchema: `{"type":"object"}`}})
+		c := remote.NewClient(conn(t, bus), remote.WithDiscoverWait(300*time.Millisecond))
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		tools, err := c.Discover(ctx)
 		cancel()
@@ -257,10 +258,10 @@ func TestAgentConnectionLost(t *testing.T) {
 			return "done", nil
 		}
 	}))
-	serve(t, bus, wk, remote.WorkerOptions{})
+	serve(t, bus, wk)
 	defer close(release) // before the worker stops (cleanups run later)
 	nc := conn(t, bus)
-	c := remote.NewClient(nc, remote.ClientOptions{Heartbeat: 20 * time.Millisecond})
+	c := remote.NewClient(nc, remote.WithHeartbeat(20*time.Millisecond, 0))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	batch := testutil.Session(t, agent, "s").Start(context.Background(), []toolkit.Call{testutil.Call("c1", "wait", `{}`)})
@@ -278,10 +279,10 @@ func TestAgentConnectionLost(t *testing.T) {
 // ("no heartbeat for -2562047h47m16.854775808s" and the like).
 func TestNeverGiveUp(t *testing.T) {
 	bus := natstest.Bus(t)
-	serve(t, bus, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{Heartbeat: time.Hour, MissedHeartbeats: math.MaxInt})
-	if c.LostAfter() <= 0 {
-		t.Errorf("LostAfter %v", c.LostAfter())
+	serve(t, bus, workerKit(t, nil), remote.WithTools("count"))
+	c := remote.NewClient(conn(t, bus), remote.WithHeartbeat(time.Hour, math.MaxInt))
+	if remote.LostAfter(c) <= 0 {
+		t.Errorf("LostAfter %v", remote.LostAfter(c))
 	}
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
@@ -301,9 +302,9 @@ func TestManyBusyRetriesStayShort(t *testing.T) {
 	b := newBlock()
 	wk := testutil.Kit(t)
 	testutil.Add(t, wk, b.tool(toolkit.Spec{Name: "hold", ConcurrencySafe: true}))
-	serve(t, bus, wk, remote.WorkerOptions{MaxInFlight: 1, MaxQueued: -1})
+	serve(t, bus, wk, remote.WithMaxInFlight(1), remote.WithMaxQueued(0))
 	defer close(b.release)
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{BusyRetries: 12})
+	c := remote.NewClient(conn(t, bus), remote.WithBusyRetries(12))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	sess := testutil.Session(t, agent, "s")
@@ -331,7 +332,7 @@ func TestClientPublishesOnlyItsSubjects(t *testing.T) {
 			bus := natstest.Bus(t)
 			wnc, vnc, anc := conn(t, bus), conn(t, bus), conn(t, bus)
 			var victims []*nats.Subscription
-			for _, s := range []string{"victim.>", "$JS.API.>", remote.DefaultPrefix + ".>"} {
+			for _, s := range []string{"victim.>", "$JS.API.>", wire.DefaultPrefix + ".>"} {
 				sub, err := vnc.SubscribeSync(s)
 				if err != nil {
 					t.Fatal(err)
@@ -339,9 +340,9 @@ func TestClientPublishesOnlyItsSubjects(t *testing.T) {
 				victims = append(victims, sub)
 			}
 			took := make(chan string, 1)
-			sub, err := wnc.Subscribe(remote.DefaultPrefix+".x", func(m *nats.Msg) {
-				_ = wnc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{remote.HeaderFrame: {"accept"}, remote.HeaderSeq: {"1"},
-					remote.HeaderWorker: {worker}, "Toolstream-Control": {"victim.cancel"}}})
+			sub, err := wnc.Subscribe(wire.DefaultPrefix+".x", func(m *nats.Msg) {
+				_ = wnc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{wire.HeaderFrame: {"accept"}, wire.HeaderSeq: {"1"},
+					wire.HeaderWorker: {worker}, "Toolstream-Control": {"victim.cancel"}}})
 				took <- m.Reply
 			})
 			if err != nil {
@@ -354,7 +355,7 @@ func TestClientPublishesOnlyItsSubjects(t *testing.T) {
 			if err := vnc.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			c := remote.NewClient(anc, remote.ClientOptions{CancelWait: 50 * time.Millisecond})
+			c := remote.NewClient(anc, remote.WithCancelWait(50*time.Millisecond))
 			tl, err := c.NewTool(toolkit.Spec{Name: "x"}, json.RawMessage(`{"type":"object"}`))
 			if err != nil {
 				t.Fatal(err)
@@ -387,12 +388,12 @@ func TestClientPublishesOnlyItsSubjects(t *testing.T) {
 						break
 					}
 					got = append(got, m.Subject+" "+string(m.Data))
-					if m.Subject == control(remote.ControlCancel) && (string(m.Data) != remote.CallKey(inbox) || strings.Contains(string(m.Data), inbox)) {
+					if m.Subject == control(wire.ControlCancel) && (string(m.Data) != wire.CallKey(inbox) || strings.Contains(string(m.Data), inbox)) {
 						t.Errorf("the cancellation says %q, not the call's key", m.Data)
 					}
 				}
 			}
-			want := []string{remote.DefaultPrefix + ".x {}", control(remote.ControlCancel) + " " + remote.CallKey(inbox)}
+			want := []string{wire.DefaultPrefix + ".x {}", control(wire.ControlCancel) + " " + wire.CallKey(inbox)}
 			if !slices.Equal(got, want) {
 				t.Errorf("the agent published %q, want %q", got, want)
 			}
@@ -414,7 +415,7 @@ func TestWorkerPublishesNothingOnServerSubjects(t *testing.T) {
 	bus := natstest.Bus(t)
 	nc := conn(t, bus)
 	wnc := conn(t, bus)
-	w, err := remote.Serve(wnc, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
+	w, err := remote.Serve(wnc, workerKit(t, nil), remote.WithTools("count"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,8 +438,8 @@ func TestWorkerPublishesNothingOnServerSubjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := nc.PublishMsg(&nats.Msg{Subject: remote.DefaultPrefix + ".count", Reply: known, Data: []byte(`{"words":["a"]}`),
-		Header: nats.Header{remote.HeaderSession: {"s"}, remote.HeaderCall: {"known"}}}); err != nil {
+	if err := nc.PublishMsg(&nats.Msg{Subject: wire.DefaultPrefix + ".count", Reply: known, Data: []byte(`{"words":["a"]}`),
+		Header: nats.Header{wire.HeaderSession: {"s"}, wire.HeaderCall: {"known"}}}); err != nil {
 		t.Fatal(err)
 	}
 	result := func() *nats.Msg {
@@ -448,7 +449,7 @@ func TestWorkerPublishesNothingOnServerSubjects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.Header.Get(remote.HeaderFrame) == "result" {
+			if m.Header.Get(wire.HeaderFrame) == "result" {
 				return m
 			}
 		}
@@ -456,7 +457,7 @@ func TestWorkerPublishesNothingOnServerSubjects(t *testing.T) {
 	result() // the call's own
 	ask := func() *nats.Msg {
 		t.Helper()
-		if err := nc.PublishMsg(&nats.Msg{Subject: control(remote.ControlResync), Data: []byte(remote.CallKey(known))}); err != nil {
+		if err := nc.PublishMsg(&nats.Msg{Subject: control(wire.ControlResync), Data: []byte(wire.CallKey(known))}); err != nil {
 			t.Fatal(err)
 		}
 		return result()
@@ -466,10 +467,10 @@ func TestWorkerPublishesNothingOnServerSubjects(t *testing.T) {
 		msg    *nats.Msg
 		cancel bool
 	}{
-		{"a call", &nats.Msg{Subject: remote.DefaultPrefix + ".count", Data: []byte(`{"words":["a"]}`),
-			Header: nats.Header{remote.HeaderSession: {"s"}, remote.HeaderCall: {"c1"}}}, false},
-		{"a malformed call", &nats.Msg{Subject: remote.DefaultPrefix + ".count", Data: []byte(`{}`)}, false},
-		{"a control message", &nats.Msg{Subject: control(remote.ControlCancel), Data: []byte(remote.CallKey("_INBOX.none"))}, true},
+		{"a call", &nats.Msg{Subject: wire.DefaultPrefix + ".count", Data: []byte(`{"words":["a"]}`),
+			Header: nats.Header{wire.HeaderSession: {"s"}, wire.HeaderCall: {"c1"}}}, false},
+		{"a malformed call", &nats.Msg{Subject: wire.DefaultPrefix + ".count", Data: []byte(`{}`)}, false},
+		{"a control message", &nats.Msg{Subject: control(wire.ControlCancel), Data: []byte(wire.CallKey("_INBOX.none"))}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := fmt.Sprintf("VICTIM%d", i)
@@ -485,7 +486,7 @@ func TestWorkerPublishesNothingOnServerSubjects(t *testing.T) {
 				// The worker handles its control messages in order: once it
 				// has answered a resync of a call it runs, it has handled the
 				// message before.
-				if m := ask(); m.Header.Get(remote.HeaderWorker) != w.ID() {
+				if m := ask(); m.Header.Get(wire.HeaderWorker) != w.ID() {
 					t.Fatalf("the resync's answer: %v", m.Header)
 				}
 			} else {

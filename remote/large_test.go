@@ -38,8 +38,8 @@ func TestLargeStreamedResult(t *testing.T) {
 		}
 		return "", nil
 	}))
-	serve(t, bus, wk, remote.WorkerOptions{})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	serve(t, bus, wk)
+	c := remote.NewClient(conn(t, bus))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "dump", `{}`))[0]
@@ -64,10 +64,10 @@ func TestShortHeartbeat(t *testing.T) {
 			return "", ctx.Err()
 		}
 	}))
-	serve(t, bus, wk, remote.WorkerOptions{})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{Heartbeat: 2 * time.Millisecond, MissedHeartbeats: 5})
-	if c.LostAfter() < 5*10*time.Millisecond {
-		t.Errorf("LostAfter %v: less than 5 of the worker's shortest heartbeats (10 ms)", c.LostAfter())
+	serve(t, bus, wk)
+	c := remote.NewClient(conn(t, bus), remote.WithHeartbeat(2*time.Millisecond, 5))
+	if remote.LostAfter(c) < 5*10*time.Millisecond {
+		t.Errorf("LostAfter %v: less than 5 of the worker's shortest heartbeats (10 ms)", remote.LostAfter(c))
 	}
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
@@ -127,12 +127,12 @@ func TestLargeResultAtOnce(t *testing.T) {
 	}
 	wk := testutil.Kit(t)
 	testutil.Add(t, wk, tools...)
-	w, err := remote.Serve(connTo(t, srv), wk, remote.WorkerOptions{})
+	w, err := remote.Serve(connTo(t, srv), wk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Stop(context.Background()) })
-	c := remote.NewClient(connTo(t, srv), remote.ClientOptions{})
+	c := remote.NewClient(connTo(t, srv))
 	rec := &testutil.Recorder{}
 	agent := testutil.Kit(t, toolkit.WithObserver(rec))
 	testutil.Add(t, agent, discover(t, c, len(tools))...)
@@ -231,8 +231,8 @@ func TestSlowAgentIsNotSilentWorker(t *testing.T) {
 		}
 		return "", nil
 	}))
-	serve(t, bus, wk, remote.WorkerOptions{})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{Heartbeat: 10 * time.Millisecond, MissedHeartbeats: 2})
+	serve(t, bus, wk)
+	c := remote.NewClient(conn(t, bus), remote.WithHeartbeat(10*time.Millisecond, 2))
 	slow := toolkit.ObserverFunc(func(ev *events.Event) {
 		if ev.Type == events.TypeDelta {
 			time.Sleep(60 * time.Millisecond) // an inline observer that takes its time
@@ -259,12 +259,12 @@ func TestSmallMaxPayload(t *testing.T) {
 			return text, nil
 		}))
 	}
-	w, err := remote.Serve(connTo(t, srv), wk, remote.WorkerOptions{})
+	w, err := remote.Serve(connTo(t, srv), wk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Stop(context.Background()) })
-	c := remote.NewClient(connTo(t, srv), remote.ClientOptions{})
+	c := remote.NewClient(connTo(t, srv))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 2)...)
 	for _, n := range []int{3000, 10000} {

@@ -40,7 +40,7 @@ func workerProcess(url string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	w, err := remote.Serve(nc, tk, remote.WorkerOptions{})
+	w, err := remote.Serve(nc, tk)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

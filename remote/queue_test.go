@@ -53,9 +53,9 @@ func TestSpikeWaits(t *testing.T) {
 				time.Sleep(time.Millisecond) // a little work: the slots fill
 				return in, nil
 			}))
-		serve(t, bus, wk, remote.WorkerOptions{})
+		serve(t, bus, wk)
 	}
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	c := remote.NewClient(conn(t, bus))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -120,8 +120,8 @@ func TestQueueOrderAndDeadline(t *testing.T) {
 			return "", ctx.Err()
 		}
 	}))
-	w := serve(t, bus, wk, remote.WorkerOptions{MaxInFlight: 1})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	w := serve(t, bus, wk, remote.WithMaxInFlight(1))
+	c := remote.NewClient(conn(t, bus))
 	tools := discover(t, c, 1)
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, tools...)
@@ -195,8 +195,8 @@ func TestStopHandsBackWaitingCalls(t *testing.T) {
 		}))
 		return wk
 	}
-	a := serve(t, bus, kit(), remote.WorkerOptions{MaxInFlight: 1})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	a := serve(t, bus, kit(), remote.WithMaxInFlight(1))
+	c := remote.NewClient(conn(t, bus))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	first := testutil.Session(t, agent, "s0").Start(context.Background(), []toolkit.Call{testutil.Call("c", "hold", `{}`)})
@@ -207,7 +207,7 @@ func TestStopHandsBackWaitingCalls(t *testing.T) {
 			t.Fatal("the second call does not wait on worker A")
 		}
 	}
-	b := serve(t, bus, kit(), remote.WorkerOptions{})
+	b := serve(t, bus, kit())
 	stopped := make(chan error, 1)
 	go func() { stopped <- a.Stop(context.Background()) }()
 	r := waiting.Wait()[0]
@@ -232,18 +232,18 @@ func TestStopHandsBackWaitingCalls(t *testing.T) {
 	}
 }
 
-// TestQueueBounds: a worker holds at most MaxQueued calls, and at most
-// MaxQueuedBytes of their arguments, waiting for a slot; the next one is
-// refused at once (503, with the worker's count) and, with BusyRetries
-// negative, fails with ErrBusy, never having run.
+// TestQueueBounds: a worker holds at most WithMaxQueued calls, and at most
+// WithMaxQueuedBytes of their arguments, waiting for a slot; the next one is
+// refused at once (503, with the worker's count) and, with
+// WithBusyRetries(0), fails with ErrBusy, never having run.
 func TestQueueBounds(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts remote.WorkerOptions
+		opts []remote.WorkerOption
 		args string // the third call's
 	}{
-		{"count", remote.WorkerOptions{MaxInFlight: 1, MaxQueued: 1}, `{}`},
-		{"bytes", remote.WorkerOptions{MaxInFlight: 1, MaxQueuedBytes: 64}, `{"pad":"` + strings.Repeat("x", 64) + `"}`},
+		{"count", []remote.WorkerOption{remote.WithMaxInFlight(1), remote.WithMaxQueued(1)}, `{}`},
+		{"bytes", []remote.WorkerOption{remote.WithMaxInFlight(1), remote.WithMaxQueuedBytes(64)}, `{"pad":"` + strings.Repeat("x", 64) + `"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bus := natstest.Bus(t)
@@ -258,8 +258,8 @@ func TestQueueBounds(t *testing.T) {
 					return "", ctx.Err()
 				}
 			}))
-			w := serve(t, bus, wk, tc.opts)
-			c := remote.NewClient(conn(t, bus), remote.ClientOptions{BusyRetries: -1})
+			w := serve(t, bus, wk, tc.opts...)
+			c := remote.NewClient(conn(t, bus), remote.WithBusyRetries(0))
 			agent := testutil.Kit(t)
 			testutil.Add(t, agent, discover(t, c, 1)...)
 			first := testutil.Session(t, agent, "s0").Start(context.Background(), []toolkit.Call{testutil.Call("c", "hold", `{}`)})

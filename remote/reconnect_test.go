@@ -61,7 +61,7 @@ func TestResultAfterAgentReconnects(t *testing.T) {
 			return "", ctx.Err()
 		}
 	}))
-	w, err := remote.Serve(wnc, wk, remote.WorkerOptions{})
+	w, err := remote.Serve(wnc, wk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestResultAfterAgentReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(anc.Close)
-	c := remote.NewClient(anc, remote.ClientOptions{Heartbeat: 100 * time.Millisecond})
+	c := remote.NewClient(anc, remote.WithHeartbeat(100*time.Millisecond, 0))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	batch := testutil.Session(t, agent, "s").Start(context.Background(), []toolkit.Call{testutil.Call("c1", "work", `{}`)})
@@ -99,7 +99,7 @@ func TestResultAfterAgentReconnects(t *testing.T) {
 	if err := wnc.Flush(); err != nil { // the result reached the server, which had nobody to give it to
 		t.Fatal(err)
 	}
-	time.Sleep(2 * c.LostAfter())
+	time.Sleep(2 * remote.LostAfter(c))
 	select {
 	case <-batch.Done():
 		t.Fatalf("the call ended while the agent was away: %q", batch.Wait()[0].Text())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/wire"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -34,7 +35,7 @@ type relay struct {
 	args   json.RawMessage
 	h      nats.Header
 	taken  time.Time
-	ckey   string // CallKey(reply), made when a control message first asks, under w.mu
+	ckey   string // wire.CallKey(reply), made when a control message first asks, under w.mu
 
 	mu        sync.Mutex
 	started   time.Time // when it began to run; zero while it waits for a slot
@@ -59,7 +60,7 @@ var frameValues = map[string][]string{frameAccept: {frameAccept}, frameBeat: {fr
 
 func (r *relay) callKey() string {
 	if r.ckey == "" {
-		r.ckey = CallKey(r.reply)
+		r.ckey = wire.CallKey(r.reply)
 	}
 	return r.ckey
 }
@@ -71,9 +72,9 @@ func (r *relay) sendLocked(frame string, data []byte, h nats.Header) {
 	r.seq++
 	// The frame's and the worker's values are shared slices: nats.go only
 	// reads a message's headers.
-	h[HeaderFrame] = frameValues[frame]
-	h[HeaderSeq] = []string{strconv.FormatUint(r.seq, 10)}
-	h[HeaderWorker] = r.w.idValue
+	h[wire.HeaderFrame] = frameValues[frame]
+	h[wire.HeaderSeq] = []string{strconv.FormatUint(r.seq, 10)}
+	h[wire.HeaderWorker] = r.w.idValue
 	r.spoke = true
 	r.last = time.Now()
 	// Errors (a closed connection) surface to the caller as missed
@@ -156,7 +157,7 @@ func (r *relay) refuse(code, why string) {
 	}
 	r.done = true
 	r.w.refused.Add(1)
-	h := nats.Header{HeaderWorker: {r.w.id}, micro.ErrorCodeHeader: {code}, micro.ErrorHeader: {why}}
+	h := nats.Header{wire.HeaderWorker: {r.w.id}, micro.ErrorCodeHeader: {code}, micro.ErrorHeader: {why}}
 	_ = r.w.nc.PublishMsg(&nats.Msg{Subject: r.reply, Header: h})
 }
 
@@ -229,10 +230,10 @@ func (r *relay) sendDelta(data []byte, reset bool, chunk string) {
 	if reset || chunk != "" {
 		h = nats.Header{}
 		if reset {
-			h.Set(HeaderReset, "1")
+			h.Set(wire.HeaderReset, "1")
 		}
 		if chunk != "" {
-			h.Set(HeaderChunk, chunk)
+			h.Set(wire.HeaderChunk, chunk)
 		}
 	}
 	r.sendLocked(frameDelta, data, h)
@@ -375,7 +376,7 @@ type recentResults struct {
 
 type kept struct {
 	inbox string
-	key   string // CallKey(inbox), made when first asked
+	key   string // wire.CallKey(inbox), made when first asked
 	data  []byte // the result frame's body
 	seq   uint64 // and number
 	at    time.Time
@@ -386,7 +387,7 @@ func (k *kept) size() int { return len(k.data) + len(k.inbox) + 64 }
 // msg makes the result frame again, to send it again.
 func (k *kept) msg(worker string) *nats.Msg {
 	return &nats.Msg{Subject: k.inbox, Data: k.data, Header: nats.Header{
-		HeaderFrame: {frameResult}, HeaderSeq: {strconv.FormatUint(k.seq, 10)}, HeaderWorker: {worker}}}
+		wire.HeaderFrame: {frameResult}, wire.HeaderSeq: {strconv.FormatUint(k.seq, 10)}, wire.HeaderWorker: {worker}}}
 }
 
 func (rr *recentResults) add(k *kept) {
@@ -426,7 +427,7 @@ func (rr *recentResults) named(keys map[string]bool, worker string) []*nats.Msg 
 	var out []*nats.Msg
 	for _, k := range rr.list {
 		if k.key == "" {
-			k.key = CallKey(k.inbox)
+			k.key = wire.CallKey(k.inbox)
 		}
 		if keys[k.key] {
 			out = append(out, k.msg(worker))

@@ -19,6 +19,7 @@ import (
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/internal/wire"
 	"github.com/toolstream/toolstream/remote"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
@@ -38,10 +39,10 @@ func conn(t *testing.T, bus *natsbus.Bus) *nats.Conn {
 
 // serve starts a worker for tk on its own connection, stopped at the end of
 // the test (before the connection closes).
-func serve(t *testing.T, bus *natsbus.Bus, tk *toolkit.Toolkit, opts remote.WorkerOptions) *remote.Worker {
+func serve(t *testing.T, bus *natsbus.Bus, tk *toolkit.Toolkit, opts ...remote.WorkerOption) *remote.Worker {
 	t.Helper()
 	nc := conn(t, bus)
-	w, err := remote.Serve(nc, tk, opts)
+	w, err := remote.Serve(nc, tk, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func serve(t *testing.T, bus *natsbus.Bus, tk *toolkit.Toolkit, opts remote.Work
 type seen struct {
 	mu    sync.Mutex
 	info  []toolkit.CallInfo
-	trace []remote.Trace
+	trace []events.TraceContext
 }
 
 type countIn struct {
@@ -111,12 +112,19 @@ func sharedTools(s *seen) []*toolkit.Tool {
 	}
 }
 
+// retryTwice retries the tool "twice" without waiting long.
+func retryTwice() toolkit.Interceptor {
+	retry := interceptors.Retry(interceptors.RetryBackoff(time.Millisecond, time.Millisecond))
+	retry.Tools = []string{"twice"}
+	return retry
+}
+
 // workerKit is a worker's toolkit: the shared tools with a Retry of its own
 // (the worker's chain: what belongs to the tool).
 func workerKit(t *testing.T, s *seen) *toolkit.Toolkit {
 	tk := testutil.Kit(t)
 	testutil.Add(t, tk, sharedTools(s)...)
-	if err := tk.Use(interceptors.Retry(interceptors.RetryTools("twice"), interceptors.RetryBackoff(time.Millisecond, time.Millisecond))); err != nil {
+	if err := tk.Use(retryTwice()); err != nil {
 		t.Fatal(err)
 	}
 	return tk
@@ -154,9 +162,9 @@ func discover(t *testing.T, c *remote.Client, want int) []*toolkit.Tool {
 func TestRemoteLikeLocal(t *testing.T) {
 	bus := natstest.Bus(t)
 	s := &seen{}
-	w := serve(t, bus, workerKit(t, s), remote.WorkerOptions{})
+	w := serve(t, bus, workerKit(t, s))
 
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	c := remote.NewClient(conn(t, bus))
 	tools := discover(t, c, 3)
 	byName := map[string]*toolkit.Tool{}
 	for _, tl := range tools {
@@ -175,7 +183,7 @@ func TestRemoteLikeLocal(t *testing.T) {
 	testutil.Add(t, agent, tools...)
 	inproc := testutil.Kit(t)
 	testutil.Add(t, inproc, sharedTools(nil)...)
-	if err := inproc.Use(interceptors.Retry(interceptors.RetryTools("twice"), interceptors.RetryBackoff(time.Millisecond, time.Millisecond))); err != nil {
+	if err := inproc.Use(retryTwice()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -281,7 +289,7 @@ func TestRemoteLikeLocal(t *testing.T) {
 // error result.
 func TestNoResponders(t *testing.T) {
 	bus := natstest.Bus(t)
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	c := remote.NewClient(conn(t, bus))
 	tl, err := c.NewTool(toolkit.Spec{Name: "absent"}, json.RawMessage(`{"type":"object"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -335,8 +343,8 @@ func TestBusyRefused(t *testing.T) {
 	b := newBlock()
 	wk := testutil.Kit(t)
 	testutil.Add(t, wk, b.tool(toolkit.Spec{Name: "hold", ConcurrencySafe: true}))
-	w := serve(t, bus, wk, remote.WorkerOptions{MaxInFlight: 1, MaxQueued: -1})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{BusyRetries: 2})
+	w := serve(t, bus, wk, remote.WithMaxInFlight(1), remote.WithMaxQueued(0))
+	c := remote.NewClient(conn(t, bus), remote.WithBusyRetries(2))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	sess := testutil.Session(t, agent, "s")
@@ -366,8 +374,8 @@ func TestCancelCrossesTheWire(t *testing.T) {
 	b := newBlock()
 	wk := testutil.Kit(t)
 	testutil.Add(t, wk, b.tool(toolkit.Spec{Name: "hold"}))
-	serve(t, bus, wk, remote.WorkerOptions{})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	serve(t, bus, wk)
+	c := remote.NewClient(conn(t, bus))
 	agent := testutil.Kit(t, toolkit.WithDefaultTimeout(400*time.Millisecond))
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	sess := testutil.Session(t, agent, "s")
@@ -416,11 +424,11 @@ func TestCancelCrossesTheWire(t *testing.T) {
 // is sent: a call over the limit never reaches a worker.
 func TestLimitsRunOnTheAgent(t *testing.T) {
 	bus := natstest.Bus(t)
-	w := serve(t, bus, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	w := serve(t, bus, workerKit(t, nil), remote.WithTools("count"))
+	c := remote.NewClient(conn(t, bus))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
-	if err := agent.Use(interceptors.CallLimits(interceptors.PerToolPerSession("count", 1))); err != nil {
+	if err := agent.Use(interceptors.CallLimits(interceptors.PerSession(1, "count"))); err != nil {
 		t.Fatal(err)
 	}
 	rs := testutil.Run(t, agent, "s", testutil.Call("c1", "count", `{"words":["x"]}`), testutil.Call("c2", "count", `{"words":["y"]}`))
@@ -438,10 +446,10 @@ func TestLimitsRunOnTheAgent(t *testing.T) {
 // counters.
 func TestDiscoverable(t *testing.T) {
 	bus := natstest.Bus(t)
-	w := serve(t, bus, workerKit(t, nil), remote.WorkerOptions{MaxInFlight: 7})
+	w := serve(t, bus, workerKit(t, nil), remote.WithMaxInFlight(7))
 	nc := conn(t, bus)
 	ask := func(verb micro.Verb) []byte {
-		subj, err := micro.ControlSubject(verb, remote.DefaultService, "")
+		subj, err := micro.ControlSubject(verb, wire.DefaultService, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -462,8 +470,8 @@ func TestDiscoverable(t *testing.T) {
 	var names []string
 	for _, ep := range info.Endpoints {
 		names = append(names, ep.Name)
-		if ep.QueueGroup != remote.DefaultQueueGroup || ep.Subject != remote.DefaultPrefix+"."+ep.Name ||
-			!json.Valid([]byte(ep.Metadata[remote.MetaSchema])) || !json.Valid([]byte(ep.Metadata[remote.MetaSpec])) {
+		if ep.QueueGroup != wire.DefaultQueueGroup || ep.Subject != wire.DefaultPrefix+"."+ep.Name ||
+			!json.Valid([]byte(ep.Metadata[wire.MetaSchema])) || !json.Valid([]byte(ep.Metadata[wire.MetaSpec])) {
 			t.Errorf("endpoint %+v", ep)
 		}
 	}
@@ -485,13 +493,13 @@ func TestDiscoverable(t *testing.T) {
 // found when the model calls it.
 func TestResolver(t *testing.T) {
 	bus := natstest.Bus(t)
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	c := remote.NewClient(conn(t, bus))
 	agent := testutil.Kit(t, toolkit.WithToolResolver(c.Resolver()))
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "count", `{"words":["x"]}`))[0]
 	if !errors.Is(r.Err, toolkit.ErrUnknownTool) {
 		t.Fatalf("before any worker: %s %q", r.State, r.Text())
 	}
-	serve(t, bus, workerKit(t, nil), remote.WorkerOptions{})
+	serve(t, bus, workerKit(t, nil))
 	r = testutil.Run(t, agent, "s", testutil.Call("c2", "count", `{"words":["x"]}`))[0]
 	if r.State != toolkit.StateSuccess || r.Text() != "x\n{\"n\":1}" {
 		t.Fatalf("after: %s %q", r.State, r.Text())
@@ -502,8 +510,8 @@ func TestResolver(t *testing.T) {
 // retry, or a benchmark's loop) is taken, not refused as a duplicate.
 func TestSameCallIDAgain(t *testing.T) {
 	bus := natstest.Bus(t)
-	serve(t, bus, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	serve(t, bus, workerKit(t, nil), remote.WithTools("count"))
+	c := remote.NewClient(conn(t, bus))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	sess := testutil.Session(t, agent, "s")
@@ -533,8 +541,8 @@ func TestTransientCrossesTheWire(t *testing.T) {
 		}
 		return fmt.Sprintf("attempt %d", n), nil
 	}))
-	serve(t, bus, wk, remote.WorkerOptions{})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	serve(t, bus, wk)
+	c := remote.NewClient(conn(t, bus))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	if err := agent.Use(interceptors.Retry(interceptors.RetryBackoff(time.Millisecond, time.Millisecond))); err != nil {
@@ -551,16 +559,16 @@ func TestTransientCrossesTheWire(t *testing.T) {
 // runs nothing.
 func TestBadRequests(t *testing.T) {
 	bus := natstest.Bus(t)
-	w := serve(t, bus, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
+	w := serve(t, bus, workerKit(t, nil), remote.WithTools("count"))
 	nc := conn(t, bus)
 	for _, h := range []nats.Header{
 		{},
-		{remote.HeaderSession: {"s"}},
-		{remote.HeaderSession: {"s"}, remote.HeaderCall: {"c"}, remote.HeaderTimeout: {"-5"}},
-		{remote.HeaderSession: {"s"}, remote.HeaderCall: {"c"}, remote.HeaderTimeout: {"99999999999999999"}},
-		{remote.HeaderSession: {"s"}, remote.HeaderCall: {"c"}, remote.HeaderHeartbeat: {"soon"}},
+		{wire.HeaderSession: {"s"}},
+		{wire.HeaderSession: {"s"}, wire.HeaderCall: {"c"}, wire.HeaderTimeout: {"-5"}},
+		{wire.HeaderSession: {"s"}, wire.HeaderCall: {"c"}, wire.HeaderTimeout: {"99999999999999999"}},
+		{wire.HeaderSession: {"s"}, wire.HeaderCall: {"c"}, wire.HeaderHeartbeat: {"soon"}},
 	} {
-		m, err := nc.RequestMsg(&nats.Msg{Subject: remote.DefaultPrefix + ".count", Header: h, Data: []byte(`{"words":[]}`)}, 2*time.Second)
+		m, err := nc.RequestMsg(&nats.Msg{Subject: wire.DefaultPrefix + ".count", Header: h, Data: []byte(`{"words":[]}`)}, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -577,8 +585,8 @@ func TestBadRequests(t *testing.T) {
 // caller's next call as soon as the previous result came back.
 func TestRoomForTheNextCall(t *testing.T) {
 	bus := natstest.Bus(t)
-	serve(t, bus, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}, MaxInFlight: 1})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{BusyRetries: -1})
+	serve(t, bus, workerKit(t, nil), remote.WithTools("count"), remote.WithMaxInFlight(1))
+	c := remote.NewClient(conn(t, bus), remote.WithBusyRetries(0))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	sess := testutil.Session(t, agent, "s")

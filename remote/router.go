@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/toolstream/toolstream/internal/wire"
 )
 
 // router hands the frames of the calls in flight to their followers. The
@@ -111,7 +113,7 @@ func (c *Client) resync() {
 	r.epoch++
 	keys := make([]string, 0, len(r.calls))
 	for inbox := range r.calls {
-		keys = append(keys, CallKey(inbox))
+		keys = append(keys, wire.CallKey(inbox))
 	}
 	r.mu.Unlock()
 	if len(keys) == 0 {
@@ -120,7 +122,7 @@ func (c *Client) resync() {
 	limit := frameLimit(c.nc)
 	for len(keys) > 0 {
 		n := min(len(keys), max(limit/(len(keys[0])+1), 1))
-		c.sendControl(ControlResync, "", strings.Join(keys[:n], "\n"))
+		c.sendControl(wire.ControlResync, "", strings.Join(keys[:n], "\n"))
 		c.stats.resyncs.Add(1)
 		keys = keys[n:]
 	}
@@ -131,7 +133,7 @@ func (c *Client) resync() {
 func (c *Client) sendControl(kind, worker, body string) {
 	var h nats.Header
 	if worker != "" {
-		h = nats.Header{HeaderWorker: {worker}}
+		h = nats.Header{wire.HeaderWorker: {worker}}
 	}
 	_ = c.nc.PublishMsg(&nats.Msg{Subject: c.control + kind, Header: h, Data: []byte(body)})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/internal/wire"
 	"github.com/toolstream/toolstream/remote"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
@@ -30,9 +31,9 @@ func TestOneSubscriptionForAllCalls(t *testing.T) {
 	b := newBlock()
 	wk := testutil.Kit(t)
 	testutil.Add(t, wk, b.tool(toolkit.Spec{Name: "hold", ConcurrencySafe: true}))
-	serve(t, bus, wk, remote.WorkerOptions{})
+	serve(t, bus, wk)
 	nc := conn(t, bus)
-	c := remote.NewClient(nc, remote.ClientOptions{})
+	c := remote.NewClient(nc)
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	sess := testutil.Session(t, agent, "s")
@@ -58,7 +59,7 @@ func TestOneSubscriptionForAllCalls(t *testing.T) {
 	b2 := newBlock()
 	wk2 := testutil.Kit(t)
 	testutil.Add(t, wk2, b2.tool(toolkit.Spec{Name: "wait", ConcurrencySafe: true}))
-	serve(t, bus, wk2, remote.WorkerOptions{})
+	serve(t, bus, wk2)
 	wait, err := c.Tool(context.Background(), "wait")
 	if err != nil {
 		t.Fatal(err)
@@ -120,8 +121,8 @@ func TestDurableBusKeepsEventsOnly(t *testing.T) {
 		}
 		return "c", nil
 	}))
-	serve(t, bus, wk, remote.WorkerOptions{})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	serve(t, bus, wk)
+	c := remote.NewClient(conn(t, bus))
 	t.Cleanup(func() { _ = c.Close() })
 	rec := &testutil.Recorder{}
 	signal := toolkit.ObserverFunc(func(ev *events.Event) {
@@ -166,7 +167,7 @@ func TestDurableBusKeepsEventsOnly(t *testing.T) {
 		t.Fatal("the stream kept no events at all")
 	}
 	for subj := range info.State.Subjects {
-		if strings.HasPrefix(subj, remote.DefaultPrefix+".") {
+		if strings.HasPrefix(subj, wire.DefaultPrefix+".") {
 			t.Errorf("the events stream kept a remote call: %s", subj)
 		}
 		if _, _, _, err := bus.Subjects().Parse(subj); err != nil {
@@ -177,7 +178,7 @@ func TestDurableBusKeepsEventsOnly(t *testing.T) {
 	// A stream of the application's own that keeps the calls acknowledges
 	// each to the call's inbox: the acknowledgement is not a frame.
 	if _, err := bus.JetStream().CreateStream(context.Background(), jetstream.StreamConfig{
-		Name: "CALLS", Subjects: []string{remote.DefaultPrefix + ".pieces"}, Storage: jetstream.MemoryStorage,
+		Name: "CALLS", Subjects: []string{wire.DefaultPrefix + ".pieces"}, Storage: jetstream.MemoryStorage,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -196,8 +197,8 @@ func TestSessionNamedToolsSeesNoCalls(t *testing.T) {
 	bus := natstest.Bus(t)
 	wk := testutil.Kit(t)
 	testutil.Add(t, wk, sharedTools(nil)...)
-	serve(t, bus, wk, remote.WorkerOptions{})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	serve(t, bus, wk)
+	c := remote.NewClient(conn(t, bus))
 	t.Cleanup(func() { _ = c.Close() })
 	agent := testutil.Kit(t, toolkit.WithInlineObserver(bus.Publisher()))
 	testutil.Add(t, agent, discover(t, c, len(sharedTools(nil)))...)
@@ -243,7 +244,7 @@ func TestSessionNamedToolsSeesNoCalls(t *testing.T) {
 func TestCloseBeforeAnyCall(t *testing.T) {
 	bus := natstest.Bus(t)
 	nc := conn(t, bus)
-	c := remote.NewClient(nc, remote.ClientOptions{})
+	c := remote.NewClient(nc)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -273,8 +274,8 @@ func TestCloseBeforeAnyCall(t *testing.T) {
 // cancellation.
 func TestControlSubjectIsNoEvent(t *testing.T) {
 	bus := natstest.Bus(t)
-	for _, kind := range []string{remote.ControlCancel, remote.ControlResync} {
-		subj := remote.ControlSubject(remote.DefaultPrefix, remote.DefaultService, kind)
+	for _, kind := range []string{wire.ControlCancel, wire.ControlResync} {
+		subj := wire.ControlSubject(wire.DefaultPrefix, wire.DefaultService, kind)
 		if n := strings.Count(subj, ".") + 1; n == 4 {
 			t.Errorf("%s has four tokens, as an event's subject", subj)
 		}

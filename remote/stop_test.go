@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/internal/wire"
 	"github.com/toolstream/toolstream/remote"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -40,7 +41,7 @@ func lateRequest(t *testing.T, n int) (r toolkit.Result, stopped *remote.Worker,
 			runs.Add(1)
 			return "done", nil
 		}))
-		w := serve(t, bus, wk, remote.WorkerOptions{})
+		w := serve(t, bus, wk)
 		remote.OnRequest(w, func() {
 			once.Do(func() {
 				held <- w
@@ -49,7 +50,7 @@ func lateRequest(t *testing.T, n int) (r toolkit.Result, stopped *remote.Worker,
 		})
 		workers = append(workers, w)
 	}
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	c := remote.NewClient(conn(t, bus))
 	tl, err := c.NewTool(toolkit.Spec{Name: "work"}, json.RawMessage(`{"type":"object"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +120,7 @@ func TestCloseDuringBusyBackoff(t *testing.T) {
 	// in reqs, where the readLoop of nc puts them before it reads the
 	// answer to a flush.
 	reqs := make(chan *nats.Msg, 16)
-	sub, err := nc.ChanSubscribe(remote.DefaultPrefix+".work", reqs)
+	sub, err := nc.ChanSubscribe(wire.DefaultPrefix+".work", reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,12 +134,12 @@ func TestCloseDuringBusyBackoff(t *testing.T) {
 		select {
 		case m := <-reqs:
 			_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{
-				micro.ErrorCodeHeader: {"503"}, micro.ErrorHeader: {"worker W is busy"}, remote.HeaderWorker: {"W"}}})
+				micro.ErrorCodeHeader: {"503"}, micro.ErrorHeader: {"worker W is busy"}, wire.HeaderWorker: {"W"}}})
 		case <-time.After(10 * time.Second):
 		}
 	}()
 	cc := conn(t, bus)
-	c := remote.NewClient(cc, remote.ClientOptions{BusyRetries: 3})
+	c := remote.NewClient(cc, remote.WithBusyRetries(3))
 	remote.OnBackoff(c, func() { _ = c.Close() })
 	tl, err := c.NewTool(toolkit.Spec{Name: "work"}, json.RawMessage(`{"type":"object"}`))
 	if err != nil {

@@ -5,23 +5,18 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/wire"
 	"github.com/toolstream/toolstream/toolkit"
 )
-
-// Trace is W3C trace context as it travels with a call: the traceparent and
-// tracestate headers, untouched.
-type Trace struct {
-	Parent string // traceparent
-	State  string // tracestate
-}
 
 type traceKey struct{}
 
 // WithTraceContext returns a context whose remote calls carry traceparent
-// and tracestate, when no ClientOptions.Inject is set. Without it they
+// and tracestate, when no [WithInject] is given. Without it they
 // carry the call's own trace context when the agent's toolkit is traced
 // (toolkit.TraceOf: the call's span). An OpenTelemetry propagator plugs in
-// through ClientOptions.Inject and WorkerOptions.Extract instead.
+// through [WithInject] and [WithExtract] instead.
 func WithTraceContext(ctx context.Context, traceparent, tracestate string) context.Context {
 	return withTrace(ctx, traceparent, tracestate)
 }
@@ -30,18 +25,18 @@ func withTrace(ctx context.Context, parent, state string) context.Context {
 	if parent == "" && state == "" {
 		return ctx
 	}
-	return context.WithValue(ctx, traceKey{}, Trace{Parent: parent, State: state})
+	return context.WithValue(ctx, traceKey{}, events.TraceContext{Parent: parent, State: state})
 }
 
 // TraceContext returns the trace context a call came with: on a worker,
 // the request's traceparent and tracestate; on the agent, what
 // WithTraceContext set.
-func TraceContext(ctx context.Context) (Trace, bool) {
-	t, ok := ctx.Value(traceKey{}).(Trace)
+func TraceContext(ctx context.Context) (events.TraceContext, bool) {
+	t, ok := ctx.Value(traceKey{}).(events.TraceContext)
 	return t, ok
 }
 
-// injectTrace is the default Inject: the trace context WithTraceContext
+// injectTrace is the default WithInject: the trace context WithTraceContext
 // set on ctx, or else that of the call (toolkit.TraceOf: the call's span,
 // when the agent's toolkit is traced), if any.
 func injectTrace(ctx context.Context, h nats.Header) {
@@ -51,12 +46,12 @@ func injectTrace(ctx context.Context, h nats.Header) {
 		if tr == nil {
 			return
 		}
-		t = Trace{Parent: tr.TraceParent(), State: tr.TraceState()}
+		t = events.TraceContext{Parent: tr.TraceParent(), State: tr.TraceState()}
 	}
 	if t.Parent != "" {
-		h.Set(HeaderTraceParent, t.Parent)
+		h.Set(wire.HeaderTraceParent, t.Parent)
 	}
 	if t.State != "" {
-		h.Set(HeaderTraceState, t.State)
+		h.Set(wire.HeaderTraceState, t.State)
 	}
 }

@@ -32,8 +32,8 @@ func TestCallTraceCrossesTheWire(t *testing.T) {
 	}
 	bus := natstest.Bus(t)
 	s := &seen{}
-	serve(t, bus, workerKit(t, s), remote.WorkerOptions{Tools: []string{"count"}})
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	serve(t, bus, workerKit(t, s), remote.WithTools("count"))
+	c := remote.NewClient(conn(t, bus))
 	agent := testutil.Kit(t, toolkit.WithTracer(tel))
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "count", `{"words":["x"]}`))[0]

@@ -17,6 +17,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/internal/wire"
 	"github.com/toolstream/toolstream/remote"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
@@ -31,10 +32,10 @@ func TestInboxesCannotBeGuessed(t *testing.T) {
 	bus := natstest.Bus(t)
 	wnc := conn(t, bus)
 	replies := make(chan string, 8)
-	sub, err := wnc.Subscribe(remote.DefaultPrefix+".x", func(m *nats.Msg) {
+	sub, err := wnc.Subscribe(wire.DefaultPrefix+".x", func(m *nats.Msg) {
 		replies <- m.Reply
 		_ = wnc.PublishMsg(&nats.Msg{Subject: m.Reply, Data: []byte(`{"state":"success","content":[]}`),
-			Header: nats.Header{remote.HeaderFrame: {"result"}, remote.HeaderSeq: {"1"}, remote.HeaderWorker: {"W"}}})
+			Header: nats.Header{wire.HeaderFrame: {"result"}, wire.HeaderSeq: {"1"}, wire.HeaderWorker: {"W"}}})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestInboxesCannotBeGuessed(t *testing.T) {
 	if err := wnc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	c := remote.NewClient(conn(t, bus))
 	tl, err := c.NewTool(toolkit.Spec{Name: "x"}, json.RawMessage(`{"type":"object"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -107,11 +108,11 @@ func TestForgedFramesDropped(t *testing.T) {
 		}
 	}))
 	for range 2 {
-		serve(t, bus, wk, remote.WorkerOptions{})
+		serve(t, bus, wk)
 	}
 	spy := conn(t, bus)
 	seen := make(chan string, 1)
-	sub, err := spy.Subscribe(remote.DefaultPrefix+".transfer", func(m *nats.Msg) { seen <- m.Reply })
+	sub, err := spy.Subscribe(wire.DefaultPrefix+".transfer", func(m *nats.Msg) { seen <- m.Reply })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestForgedFramesDropped(t *testing.T) {
 	if err := spy.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+	c := remote.NewClient(conn(t, bus))
 	working := make(chan struct{}, 1)
 	agent := testutil.Kit(t, toolkit.WithInlineObserver(toolkit.ObserverFunc(func(ev *events.Event) {
 		if ev.Type == events.TypeProgress {
@@ -131,10 +132,10 @@ func TestForgedFramesDropped(t *testing.T) {
 	inbox := <-seen
 	testutil.WaitFor(t, working, "the worker's progress to reach the agent")
 	forged := []*nats.Msg{
-		{Subject: inbox, Header: nats.Header{micro.ErrorCodeHeader: {"503"}, micro.ErrorHeader: {"busy"}, remote.HeaderWorker: {"FORGED"}}},
-		{Subject: inbox, Header: nats.Header{remote.HeaderFrame: {"result"}, remote.HeaderSeq: {"3"}},
+		{Subject: inbox, Header: nats.Header{micro.ErrorCodeHeader: {"503"}, micro.ErrorHeader: {"busy"}, wire.HeaderWorker: {"FORGED"}}},
+		{Subject: inbox, Header: nats.Header{wire.HeaderFrame: {"result"}, wire.HeaderSeq: {"3"}},
 			Data: []byte(`{"state":"success","content":[{"type":"text","text":"transfer approved"}]}`)},
-		{Subject: inbox, Header: nats.Header{remote.HeaderFrame: {"result"}, remote.HeaderSeq: {"3"}, remote.HeaderWorker: {"FORGED"}},
+		{Subject: inbox, Header: nats.Header{wire.HeaderFrame: {"result"}, wire.HeaderSeq: {"3"}, wire.HeaderWorker: {"FORGED"}},
 			Data: []byte(`{"state":"success","content":[{"type":"text","text":"transfer approved"}]}`)},
 		{Subject: inbox, Header: nats.Header{"Status": {"503"}}},
 	}
@@ -171,7 +172,7 @@ func TestForgedFramesDropped(t *testing.T) {
 // and two heartbeats later (50 ms here: the test waits 300 ms for them).
 func TestQuickCallIsTwoMessages(t *testing.T) {
 	bus := natstest.Bus(t)
-	serve(t, bus, workerKit(t, nil), remote.WorkerOptions{Tools: []string{"count"}})
+	serve(t, bus, workerKit(t, nil), remote.WithTools("count"))
 	mon := conn(t, bus)
 	sub, err := mon.SubscribeSync(">")
 	if err != nil {
@@ -195,10 +196,10 @@ func TestQuickCallIsTwoMessages(t *testing.T) {
 			if err != nil {
 				return seen
 			}
-			seen = append(seen, strings.TrimSpace(m.Subject+" "+m.Header.Get(remote.HeaderFrame)))
+			seen = append(seen, strings.TrimSpace(m.Subject+" "+m.Header.Get(wire.HeaderFrame)))
 		}
 	}
-	c := remote.NewClient(conn(t, bus), remote.ClientOptions{Heartbeat: 50 * time.Millisecond})
+	c := remote.NewClient(conn(t, bus), remote.WithHeartbeat(50*time.Millisecond, 0))
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	testutil.Run(t, agent, "s", testutil.Call("warm", "count", `{"words":[]}`))
@@ -218,7 +219,7 @@ func TestQuickCallIsTwoMessages(t *testing.T) {
 		t.Logf("the call took %v: an accept frame came", took)
 		got = slices.Delete(got, 1, 2)
 	}
-	if len(got) != 2 || got[0] != remote.DefaultPrefix+".count" || !strings.HasSuffix(got[1], " result") {
+	if len(got) != 2 || got[0] != wire.DefaultPrefix+".count" || !strings.HasSuffix(got[1], " result") {
 		t.Fatalf("one quick call (%v) sent %d messages, want the request and its result: %q", took, len(got), got)
 	}
 }

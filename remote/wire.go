@@ -1,8 +1,6 @@
 package remote
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/textproto"
@@ -13,39 +11,21 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/wire"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// The defaults of workers and clients.
+// The defaults of workers and clients (the service, prefix and queue
+// group are internal/wire's).
 const (
-	// DefaultService is the micro service name workers register under.
-	DefaultService = "toolstream_tools"
-	// DefaultPrefix is the subject prefix of the tools' endpoints:
-	// <prefix>.<tool>. Under the events' prefix, but with a token no
-	// session id is ever encoded to (plain tokens never start with "_"), so
-	// that a subscription to one session's events (toolstream.<session>.>)
-	// never receives a call, and an event subject has four tokens where a
-	// call's has three.
-	DefaultPrefix = "toolstream._tools"
-	// DefaultQueueGroup is the queue group the workers of a tool share.
-	DefaultQueueGroup = "toolstream"
-	// DefaultMaxInFlight bounds the calls one worker runs at once.
-	DefaultMaxInFlight = 64
-	// DefaultMaxQueued bounds the calls a worker holds, waiting for a free
-	// slot, beyond those it runs: a spike waits in the worker's queue, in
-	// the order it came, instead of failing.
-	DefaultMaxQueued = 8192
-	// DefaultMaxQueuedBytes bounds the arguments those waiting calls hold
-	// (NATS's own default bound of a subscription's pending bytes).
-	DefaultMaxQueuedBytes = 64 << 20
-	// DefaultKeepResults is how long a worker keeps a call's result frame
-	// after sending it, to send it again to a client that reconnected.
-	DefaultKeepResults = 10 * time.Second
-	// DefaultHeartbeat is how often a worker tells the caller it is alive.
-	DefaultHeartbeat = time.Second
-	// DefaultMissedHeartbeats is how many heartbeats a caller misses before
-	// it gives the worker up.
-	DefaultMissedHeartbeats = 3
+	defaultMaxInFlight      = 64
+	defaultMaxQueued        = 8192
+	defaultMaxQueuedBytes   = 64 << 20 // NATS's own default bound of a subscription's pending bytes
+	defaultKeepResults      = 10 * time.Second
+	defaultHeartbeat        = time.Second
+	defaultMissedHeartbeats = 3
+	defaultCancelWait       = 200 * time.Millisecond // inside the toolkit's default cancel grace of 250 ms
+	defaultDiscoverWait     = time.Second
 )
 
 // minHeartbeat is the shortest heartbeat interval a worker keeps to.
@@ -71,71 +51,6 @@ const (
 	pulse = 10 * time.Millisecond
 )
 
-// Request headers (agent to worker).
-const (
-	HeaderSession   = "Toolstream-Session"
-	HeaderCall      = "Toolstream-Call"
-	HeaderAgent     = "Toolstream-Agent"
-	HeaderTimeout   = "Toolstream-Timeout-Ms"   // time left to the call's deadline
-	HeaderHeartbeat = "Toolstream-Heartbeat-Ms" // how often the caller wants to hear
-	// NATS trims header values: a session or call id that starts or ends
-	// with a space also goes quoted (strconv.Quote) in these, which a
-	// worker reads first.
-	HeaderSessionQuoted = "Toolstream-Session-Quoted"
-	HeaderCallQuoted    = "Toolstream-Call-Quoted"
-	// W3C trace context, passed on untouched.
-	HeaderTraceParent = "traceparent"
-	HeaderTraceState  = "tracestate"
-)
-
-// Reply headers (worker to agent, on the request's reply subject).
-const (
-	HeaderFrame = "Toolstream-Frame" // accept, hb, progress, delta, result, cancel
-	HeaderSeq   = "Toolstream-Seq"   // 1, 2, ... per call: a gap means a lost frame
-	// HeaderWorker names the worker on every frame and refusal. The first
-	// worker that speaks binds the call: a frame that names another worker,
-	// or none, is dropped (ClientStats.Dropped).
-	HeaderWorker = "Toolstream-Worker"
-	HeaderReset  = "Toolstream-Reset" // on a delta that starts the content over
-	// HeaderChunk, "<index>/<count>" on a delta frame, marks one piece of a
-	// part too large for one message: the bodies of pieces 0 to count-1, in
-	// a row, put together, are the part's JSON (as in the events' chunks,
-	// docs/events.md, "Large content").
-	HeaderChunk = "Toolstream-Chunk"
-)
-
-// Control message kinds: the last token of a control subject.
-const (
-	// ControlCancel: stop the calls named (one key per line in the body).
-	// The worker that holds one answers on its inbox with a cancel frame,
-	// then its result; a call that ended meanwhile gets its result again.
-	ControlCancel = "cancel"
-	// ControlResync: this client reconnected and may have missed frames of
-	// the calls named. The worker that holds one sends a heartbeat on its
-	// inbox, or its result again if it ended in the last KeepResults.
-	ControlResync = "resync"
-)
-
-// ControlSubject is where a client of the prefix and service sends its
-// control messages of a kind: <prefix>._control.<service>.<kind>. Every
-// worker of the service receives them, and only the worker that holds a
-// call one names acts (with a Toolstream-Worker header, only that worker).
-// Under the default prefix it has five tokens, where a call's subject has
-// three and an event's four: no tool's subject is ever one, and no stream
-// or subscription over the events (toolstream.*.*.*) takes it.
-func ControlSubject(prefix, service, kind string) string {
-	return prefix + "._control." + service + "." + kind
-}
-
-// CallKey names a call in control messages: the hex of the first 16 bytes
-// of the SHA-256 of its inbox. Every worker of the service receives a
-// control message; a key tells them which call without telling them its
-// inbox, which only the worker that took the call knows.
-func CallKey(inbox string) string {
-	sum := sha256.Sum256([]byte(inbox))
-	return hex.EncodeToString(sum[:16])
-}
-
 // serverAPI reports whether a reply subject is one of the server's own
 // ($JS.API..., $KV..., $SYS..., any subject that starts with "$"), which
 // no caller's inbox is. A worker publishes nothing there: its frames and
@@ -153,14 +68,6 @@ const (
 	frameDelta    = "delta"
 	frameResult   = "result"
 	frameCancel   = "cancel" // the worker took a cancellation: the result follows
-)
-
-// Endpoint metadata keys.
-const (
-	MetaSpec         = "toolstream.spec"
-	MetaSchema       = "toolstream.schema"
-	MetaOutputSchema = "toolstream.output_schema"
-	MetaProtocol     = "toolstream.protocol"
 )
 
 // protocol is the wire protocol's version, in the service metadata. Version
@@ -323,7 +230,7 @@ func parseChunk(s string) (index, count int, ok bool) {
 }
 
 func frameSeq(m *nats.Msg) uint64 {
-	n, _ := strconv.ParseUint(m.Header.Get(HeaderSeq), 10, 64)
+	n, _ := strconv.ParseUint(m.Header.Get(wire.HeaderSeq), 10, 64)
 	return n
 }
 

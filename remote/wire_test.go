@@ -11,6 +11,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/internal/wire"
 	"github.com/toolstream/toolstream/remote"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -28,11 +29,11 @@ type frame struct {
 // frame when a connection drops, send garbage).
 func peer(t *testing.T, nc *nats.Conn, frames []frame) {
 	t.Helper()
-	sub, err := nc.Subscribe(remote.DefaultPrefix+".x", func(m *nats.Msg) {
+	sub, err := nc.Subscribe(wire.DefaultPrefix+".x", func(m *nats.Msg) {
 		for _, f := range frames {
-			h := nats.Header{remote.HeaderFrame: {f.kind}, remote.HeaderSeq: {strconv.Itoa(f.seq)}, remote.HeaderWorker: {"W1"}}
+			h := nats.Header{wire.HeaderFrame: {f.kind}, wire.HeaderSeq: {strconv.Itoa(f.seq)}, wire.HeaderWorker: {"W1"}}
 			if f.reset {
-				h.Set(remote.HeaderReset, "1")
+				h.Set(wire.HeaderReset, "1")
 			}
 			_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: h, Data: []byte(f.data)})
 		}
@@ -82,7 +83,7 @@ func TestLostFrames(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bus := natstest.Bus(t)
 			peer(t, conn(t, bus), tc.frames)
-			c := remote.NewClient(conn(t, bus), remote.ClientOptions{})
+			c := remote.NewClient(conn(t, bus))
 			tl, err := c.NewTool(toolkit.Spec{Name: "x"}, json.RawMessage(`{"type":"object"}`))
 			if err != nil {
 				t.Fatal(err)

@@ -15,48 +15,9 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/wire"
 	"github.com/toolstream/toolstream/toolkit"
 )
-
-// WorkerOptions configure a worker. The zero value of a field picks its
-// default.
-type WorkerOptions struct {
-	// Service is the micro service name (DefaultService).
-	Service string
-	// Prefix is the subject prefix of the endpoints (DefaultPrefix).
-	Prefix string
-	// QueueGroup is the queue group the workers of a tool share
-	// (DefaultQueueGroup).
-	QueueGroup string
-	// MaxInFlight bounds the calls this worker runs at once
-	// (DefaultMaxInFlight). The calls above it wait in the worker's
-	// queue, in the order they came, bounded by their deadlines.
-	MaxInFlight int
-	// MaxQueued bounds the calls that wait for a free slot
-	// (DefaultMaxQueued; negative: none wait). A call above it is refused
-	// with code 503, and its caller sends it again, to whichever worker
-	// NATS picks, until its deadline.
-	MaxQueued int
-	// MaxQueuedBytes bounds the arguments of the calls that wait
-	// (DefaultMaxQueuedBytes).
-	MaxQueuedBytes int
-	// KeepResults is how long the worker keeps a call's result after
-	// sending it, to send it again when the caller reconnects or cancels
-	// (DefaultKeepResults); at most 16 MiB of results are kept.
-	KeepResults time.Duration
-	// Version is the service's semantic version ("1.0.0").
-	Version string
-	// Metadata is added to the service's metadata (a worker's host name,
-	// say).
-	Metadata map[string]string
-	// Extract, if set, makes the context a call runs with from its
-	// request headers: the place to start a span from traceparent and
-	// tracestate. Without it, TraceContext(ctx) gives the two headers.
-	Extract func(ctx context.Context, h nats.Header) context.Context
-	// Tools limits the tools served to these names; empty: every tool of
-	// the toolkit except external ones.
-	Tools []string
-}
 
 // Worker serves a toolkit's tools over NATS. Its toolkit is its own: the
 // worker runs each call in it, in the call's session, with the toolkit's
@@ -64,7 +25,7 @@ type WorkerOptions struct {
 type Worker struct {
 	nc             *nats.Conn
 	tk             *toolkit.Toolkit
-	opts           WorkerOptions
+	opts           workerOptions
 	svc            micro.Service
 	ctl            *nats.Subscription
 	id             string
@@ -80,7 +41,7 @@ type Worker struct {
 	byInbox  map[string]*relay   // the same by inbox
 	queue    []*relay            // calls waiting for a slot, oldest first
 	qbytes   int                 // their arguments' bytes
-	running  int                 // calls running, at most MaxInFlight
+	running  int                 // calls running, at most opts.maxInFlight
 	stopping bool                // Stop began: calls are refused, under mu
 	recent   recentResults       // results sent, kept for resends
 	ticking  bool                // the pulse runs
@@ -117,48 +78,35 @@ type WorkerStats struct {
 
 // Serve starts a worker that serves tk's tools on nc. Stop it with
 // [Worker.Stop]; nc stays open.
-func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, error) {
-	if opts.Service == "" {
-		opts.Service = DefaultService
-	}
-	if opts.Prefix == "" {
-		opts.Prefix = DefaultPrefix
-	}
-	if opts.QueueGroup == "" {
-		opts.QueueGroup = DefaultQueueGroup
-	}
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = DefaultMaxInFlight
+func Serve(nc *nats.Conn, tk *toolkit.Toolkit, options ...WorkerOption) (*Worker, error) {
+	opts := workerOptions{service: wire.DefaultService, prefix: wire.DefaultPrefix, queueGroup: wire.DefaultQueueGroup,
+		maxInFlight: defaultMaxInFlight, maxQueued: defaultMaxQueued, maxQueuedBytes: defaultMaxQueuedBytes,
+		keepResults: defaultKeepResults, version: "1.0.0"}
+	for _, o := range options {
+		o.applyWorker(&opts)
 	}
 	switch {
-	case opts.MaxQueued == 0:
-		opts.MaxQueued = DefaultMaxQueued
-	case opts.MaxQueued < 0:
-		opts.MaxQueued = 0
-	}
-	if opts.MaxQueuedBytes <= 0 {
-		opts.MaxQueuedBytes = DefaultMaxQueuedBytes
-	}
-	if opts.KeepResults <= 0 {
-		opts.KeepResults = DefaultKeepResults
-	}
-	if opts.Version == "" {
-		opts.Version = "1.0.0"
+	case opts.maxInFlight < 1:
+		return nil, fmt.Errorf("remote: WithMaxInFlight(%d): a worker runs at least one call at once", opts.maxInFlight)
+	case opts.maxQueued < 0 || opts.maxQueuedBytes < 0:
+		return nil, fmt.Errorf("remote: WithMaxQueued(%d) or WithMaxQueuedBytes(%d): the bounds are 0 or more (0 calls: none wait)", opts.maxQueued, opts.maxQueuedBytes)
+	case opts.keepResults <= 0:
+		return nil, fmt.Errorf("remote: WithKeepResults(%v): a worker keeps results for a while above 0, to send them again", opts.keepResults)
 	}
 	w := &Worker{nc: nc, tk: tk, opts: opts, wake: make(chan struct{}, 1), handoff: make(chan *relay),
 		relays: map[relayKey]*relay{}, byInbox: map[string]*relay{}, sessions: map[string]int{},
-		recent: recentResults{keep: opts.KeepResults, byInbox: map[string]*kept{}}}
+		recent: recentResults{keep: opts.keepResults, byInbox: map[string]*kept{}}}
 	w.base, w.stopBase = context.WithCancel(context.Background())
 	tools, err := w.served()
 	if err != nil {
 		return nil, err
 	}
-	meta := map[string]string{MetaProtocol: protocol}
-	for k, v := range opts.Metadata {
+	meta := map[string]string{wire.MetaProtocol: protocol}
+	for k, v := range opts.metadata {
 		meta[k] = v
 	}
 	svc, err := micro.AddService(nc, micro.Config{
-		Name: opts.Service, Version: opts.Version, QueueGroup: opts.QueueGroup,
+		Name: opts.service, Version: opts.version, QueueGroup: opts.queueGroup,
 		Description: "toolstream tools", Metadata: meta,
 		StatsHandler: func(*micro.Endpoint) any { return w.Stats() },
 	})
@@ -169,7 +117,7 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, err
 	w.id = svc.Info().ID
 	w.idValue = []string{w.id}
 	go w.pulse()
-	w.ctl, err = nc.Subscribe(ControlSubject(opts.Prefix, opts.Service, "*"), w.onControl)
+	w.ctl, err = nc.Subscribe(wire.ControlSubject(opts.prefix, opts.service, "*"), w.onControl)
 	if err != nil {
 		w.abort()
 		return nil, fmt.Errorf("remote: subscribing to control messages: %w", err)
@@ -178,13 +126,13 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, err
 	go w.watch(w.status)
 	w.removeObserver = tk.ObserveInline(toolkit.ObserverFunc(w.observe))
 	for _, t := range tools {
-		md := map[string]string{MetaSchema: string(t.InputSchema())}
+		md := map[string]string{wire.MetaSchema: string(t.InputSchema())}
 		spec, _ := json.Marshal(toWire(t.Spec()))
-		md[MetaSpec] = string(spec)
+		md[wire.MetaSpec] = string(spec)
 		if out := t.OutputSchema(); len(out) > 0 {
-			md[MetaOutputSchema] = string(out)
+			md[wire.MetaOutputSchema] = string(out)
 		}
-		if err := svc.AddEndpoint(t.Name(), w.handler(t), micro.WithEndpointSubject(opts.Prefix+"."+t.Name()),
+		if err := svc.AddEndpoint(t.Name(), w.handler(t), micro.WithEndpointSubject(opts.prefix+"."+t.Name()),
 			micro.WithEndpointMetadata(md)); err != nil {
 			w.abort()
 			return nil, fmt.Errorf("remote: serving tool %q: %w", t.Name(), err)
@@ -210,26 +158,26 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, opts WorkerOptions) (*Worker, err
 // refusedSubscription returns the permission violation the server sent
 // for one of the worker's subscriptions, if its connection's last error is
 // one.
-func refusedSubscription(nc *nats.Conn, opts WorkerOptions, tools []*toolkit.Tool) error {
+func refusedSubscription(nc *nats.Conn, opts workerOptions, tools []*toolkit.Tool) error {
 	last := nc.LastError()
 	if !errors.Is(last, nats.ErrPermissionViolation) || !strings.Contains(strings.ToLower(last.Error()), "subscription") {
 		return nil
 	}
-	mine := []string{`"$SRV.`, `"` + ControlSubject(opts.Prefix, opts.Service, "*") + `"`}
+	mine := []string{`"$SRV.`, `"` + wire.ControlSubject(opts.prefix, opts.service, "*") + `"`}
 	for _, t := range tools {
-		mine = append(mine, `"`+opts.Prefix+"."+t.Name()+`"`)
+		mine = append(mine, `"`+opts.prefix+"."+t.Name()+`"`)
 	}
 	for _, subject := range mine {
 		if strings.Contains(last.Error(), subject) {
 			return fmt.Errorf("remote: the NATS server refused a subscription this worker needs (its user's permissions): %w; allow the worker's user to subscribe to each tool's subject %s.<tool> in queue group %q, to %s and to service discovery ($SRV.*): deploy/nats/worker-responses.conf shows how",
-				last, opts.Prefix, opts.QueueGroup, ControlSubject(opts.Prefix, opts.Service, "*"))
+				last, opts.prefix, opts.queueGroup, wire.ControlSubject(opts.prefix, opts.service, "*"))
 		}
 	}
 	return nil
 }
 
 func (w *Worker) served() ([]*toolkit.Tool, error) {
-	if len(w.opts.Tools) == 0 {
+	if len(w.opts.tools) == 0 {
 		var out []*toolkit.Tool
 		for _, t := range w.tk.Tools() {
 			if !t.Spec().External {
@@ -242,7 +190,7 @@ func (w *Worker) served() ([]*toolkit.Tool, error) {
 		return out, nil
 	}
 	var out []*toolkit.Tool
-	for _, name := range w.opts.Tools {
+	for _, name := range w.opts.tools {
 		t, ok := w.tk.Tool(name)
 		if !ok {
 			return nil, fmt.Errorf("remote: the toolkit has no tool %q", name)
@@ -264,7 +212,7 @@ func (w *Worker) Service() micro.Service { return w.svc }
 // Stats returns the worker's counters.
 func (w *Worker) Stats() WorkerStats {
 	return WorkerStats{InFlight: w.inFlight.Load(), Queued: w.queued.Load(),
-		MaxInFlight: w.opts.MaxInFlight, MaxQueued: w.opts.MaxQueued,
+		MaxInFlight: w.opts.maxInFlight, MaxQueued: w.opts.maxQueued,
 		Calls: w.calls.Load(), Refused: w.refused.Load(), Failed: w.failed.Load()}
 }
 
@@ -356,32 +304,32 @@ func (w *Worker) handler(t *toolkit.Tool) micro.HandlerFunc {
 			return
 		}
 		h := nats.Header(req.Headers())
-		session, err := getID(h, HeaderSession, HeaderSessionQuoted)
+		session, err := getID(h, wire.HeaderSession, wire.HeaderSessionQuoted)
 		if err != nil {
 			w.refuse(req, codeBadRequest, err.Error())
 			return
 		}
-		call, err := getID(h, HeaderCall, HeaderCallQuoted)
+		call, err := getID(h, wire.HeaderCall, wire.HeaderCallQuoted)
 		if err != nil {
 			w.refuse(req, codeBadRequest, err.Error())
 			return
 		}
 		if session == "" || call == "" {
-			w.refuse(req, codeBadRequest, "a call needs the headers "+HeaderSession+" and "+HeaderCall)
+			w.refuse(req, codeBadRequest, "a call needs the headers "+wire.HeaderSession+" and "+wire.HeaderCall)
 			return
 		}
-		timeout, err := parseMS(h.Get(HeaderTimeout))
+		timeout, err := parseMS(h.Get(wire.HeaderTimeout))
 		if err != nil {
-			w.refuse(req, codeBadRequest, HeaderTimeout+": "+err.Error())
+			w.refuse(req, codeBadRequest, wire.HeaderTimeout+": "+err.Error())
 			return
 		}
-		beat, err := parseMS(h.Get(HeaderHeartbeat))
+		beat, err := parseMS(h.Get(wire.HeaderHeartbeat))
 		if err != nil {
-			w.refuse(req, codeBadRequest, HeaderHeartbeat+": "+err.Error())
+			w.refuse(req, codeBadRequest, wire.HeaderHeartbeat+": "+err.Error())
 			return
 		}
 		if beat == 0 {
-			beat = DefaultHeartbeat
+			beat = defaultHeartbeat
 		}
 		beat = min(max(beat, minHeartbeat), 30*time.Second)
 		// The call's context exists before the call runs, so that a
@@ -429,8 +377,8 @@ func (w *Worker) take(r *relay) (start bool, code, why string) {
 	if w.relays[r.key] != nil {
 		return false, codeConflict, fmt.Sprintf("call %q of session %q is already running on worker %s", r.key.call, r.key.session, w.id)
 	}
-	start = w.running < w.opts.MaxInFlight
-	if !start && (len(w.queue) >= w.opts.MaxQueued || w.qbytes+len(r.args) > w.opts.MaxQueuedBytes) {
+	start = w.running < w.opts.maxInFlight
+	if !start && (len(w.queue) >= w.opts.maxQueued || w.qbytes+len(r.args) > w.opts.maxQueuedBytes) {
 		return false, codeBusy, fmt.Sprintf("worker %s is busy: %d calls running and %d waiting, its limits", w.id, w.running, len(w.queue))
 	}
 	if start {
@@ -459,7 +407,7 @@ func (w *Worker) take(r *relay) (start bool, code, why string) {
 
 func (w *Worker) refuse(req micro.Request, code, msg string) {
 	w.refused.Add(1)
-	_ = req.Error(code, msg, nil, micro.WithHeaders(micro.Headers{HeaderWorker: []string{w.ID()}}))
+	_ = req.Error(code, msg, nil, micro.WithHeaders(micro.Headers{wire.HeaderWorker: []string{w.ID()}}))
 }
 
 // runnerIdle is how long a runner whose calls ran out waits for another
@@ -519,11 +467,11 @@ func (w *Worker) runOne(r *relay) (res toolkit.Result, sess *toolkit.Session, no
 		return w.notRun(r, err), nil, true
 	}
 	r.begin()
-	ctx := withTrace(r.ctx, r.h.Get(HeaderTraceParent), r.h.Get(HeaderTraceState))
-	if w.opts.Extract != nil {
-		ctx = w.opts.Extract(ctx, r.h)
+	ctx := withTrace(r.ctx, r.h.Get(wire.HeaderTraceParent), r.h.Get(wire.HeaderTraceState))
+	if w.opts.extract != nil {
+		ctx = w.opts.extract(ctx, r.h)
 	}
-	if a := r.h.Get(HeaderAgent); a != "" {
+	if a := r.h.Get(wire.HeaderAgent); a != "" {
 		ctx = toolkit.WithAgent(ctx, a)
 	}
 	sess, err := w.tk.Session(r.key.session)
@@ -613,11 +561,11 @@ const deadlineSlack = 100 * time.Millisecond
 // those whose result it keeps get their result again. A message addressed
 // to another worker, or naming no call of this one, changes nothing.
 func (w *Worker) onControl(m *nats.Msg) {
-	if to := m.Header.Get(HeaderWorker); to != "" && to != w.id {
+	if to := m.Header.Get(wire.HeaderWorker); to != "" && to != w.id {
 		return
 	}
 	kind := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
-	if kind != ControlCancel && kind != ControlResync {
+	if kind != wire.ControlCancel && kind != wire.ControlResync {
 		return
 	}
 	keys := map[string]bool{}
@@ -638,7 +586,7 @@ func (w *Worker) onControl(m *nats.Msg) {
 	}
 	again := w.recent.named(keys, w.id)
 	var dequeued []*relay
-	if kind == ControlCancel {
+	if kind == wire.ControlCancel {
 		for _, r := range hit {
 			if i := slices.Index(w.queue, r); i >= 0 {
 				dequeued = append(dequeued, w.unqueueLocked(i))
@@ -650,7 +598,7 @@ func (w *Worker) onControl(m *nats.Msg) {
 		_ = w.nc.PublishMsg(msg)
 	}
 	for _, r := range hit {
-		if kind == ControlResync {
+		if kind == wire.ControlResync {
 			r.beat()
 			continue
 		}

@@ -8,3 +8,9 @@ func SetLoadHook(f func()) (restore func()) {
 	loadHook = f
 	return func() { loadHook = old }
 }
+
+// DefaultResourceLimit is defaultResourceLimit (tests only).
+const DefaultResourceLimit = defaultResourceLimit
+
+// MaxPathBytes is maxPathBytes (tests only).
+const MaxPathBytes = maxPathBytes

@@ -192,7 +192,7 @@ func FuzzResolvePath(f *testing.F) {
 			}
 			eff := int64(limit)
 			if eff == 0 {
-				eff = DefaultResourceLimit
+				eff = defaultResourceLimit
 			}
 			if int64(len(r.Data)) > eff || r.Truncated && r.Binary || r.Truncated != (r.Size > int64(len(r.Data))) {
 				t.Errorf("%s: %q: %d bytes of %d, limit %d, truncated %v", skills[i].Repository, p, len(r.Data), r.Size, limit, r.Truncated)

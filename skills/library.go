@@ -338,10 +338,10 @@ func loadSkill(repo string, src *source, dir string) (*Skill, error) {
 	if !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w %q: it is not a regular file", ErrBadPath, skillFileName)
 	}
-	if info.Size() > MaxSkillFileBytes {
-		return nil, fmt.Errorf("SKILL.md is %d bytes, more than the limit of %d", info.Size(), MaxSkillFileBytes)
+	if info.Size() > maxSkillFileBytes {
+		return nil, fmt.Errorf("SKILL.md is %d bytes, more than the limit of %d", info.Size(), maxSkillFileBytes)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxSkillFileBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxSkillFileBytes+1))
 	if err != nil {
 		return nil, err
 	}

@@ -312,7 +312,7 @@ func TestLibraryUnreadableSubfolder(t *testing.T) {
 }
 
 func TestLibraryOversizeSkillFile(t *testing.T) {
-	big := skSkillText("big", "Big.") + strings.Repeat("x", MaxSkillFileBytes)
+	big := skSkillText("big", "Big.") + strings.Repeat("x", maxSkillFileBytes)
 	l := skNewLibrary(t, Repository{"r", fstest.MapFS{"big/SKILL.md": {Data: []byte(big)}, "ok/SKILL.md": skSkillFile("ok", "Ok.")}})
 	if p := l.Problems(); len(p) != 1 || !strings.Contains(p[0].Error(), "more than the limit") {
 		t.Errorf("problems = %v", p)

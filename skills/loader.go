@@ -73,7 +73,7 @@ func WithFilter(keep func(session string, s *Skill) bool) Option {
 
 // WithResourceLimit sets the largest resource returned: text beyond it is
 // cut (and says so), binary files beyond it are refused. Default
-// DefaultResourceLimit.
+// 256 KiB.
 func WithResourceLimit(n int64) Option { return func(l *Loader) { l.limit = n } }
 
 // Install registers load_skill_through_path in the toolkit and makes each
@@ -81,7 +81,7 @@ func WithResourceLimit(n int64) Option { return func(l *Loader) { l.limit = n } 
 // skills bind tool groups. lib is the library every session shares; it may
 // be nil when each session gets its own (SetSessionLibrary).
 func Install(tk *toolkit.Toolkit, lib *Library, opts ...Option) (*Loader, error) {
-	l := &Loader{tk: tk, lib: lib, limit: DefaultResourceLimit, binds: map[string][]string{}, loaded: map[string]map[string]bool{},
+	l := &Loader{tk: tk, lib: lib, limit: defaultResourceLimit, binds: map[string][]string{}, loaded: map[string]map[string]bool{},
 		sessLibs: map[string]sessionLibrary{}}
 	for _, o := range opts {
 		o(l)
@@ -99,7 +99,7 @@ func Install(tk *toolkit.Toolkit, lib *Library, opts ...Option) (*Loader, error)
 		return nil, fmt.Errorf("skills: registering %s: %w", LoadTool, err)
 	}
 	l.tool = tool
-	tk.AddVisibility(l)
+	tk.AddVisibility(visibility{l})
 	return l, nil
 }
 
@@ -157,9 +157,9 @@ func entryNames(es []entry) []string {
 	return out
 }
 
-// Tools implements toolkit.Visibility: the loader appears with the skills
+// visibleTools is toolkit.Visibility's Tools: the loader appears with the skills
 // the session may load as its enum, or not at all when there are none.
-func (l *Loader) Tools(ctx context.Context, s *toolkit.Session, tools []*toolkit.Tool) ([]*toolkit.Tool, error) {
+func (l *Loader) visibleTools(ctx context.Context, s *toolkit.Session, tools []*toolkit.Tool) ([]*toolkit.Tool, error) {
 	i := slices.IndexFunc(tools, func(t *toolkit.Tool) bool { return t.Name() == LoadTool })
 	if i < 0 {
 		return tools, nil
@@ -177,10 +177,10 @@ func (l *Loader) Tools(ctx context.Context, s *toolkit.Session, tools []*toolkit
 	return out, nil
 }
 
-// Resolve implements toolkit.Visibility: the loader runs as the session's
+// resolve is toolkit.Visibility's Resolve: the loader runs as the session's
 // variant, whose skillId enum lists the skills the session may load, so the
 // engine refuses any other.
-func (l *Loader) Resolve(ctx context.Context, s *toolkit.Session, t *toolkit.Tool) (*toolkit.Tool, error) {
+func (l *Loader) resolve(ctx context.Context, s *toolkit.Session, t *toolkit.Tool) (*toolkit.Tool, error) {
 	if t.Name() != LoadTool {
 		return t, nil
 	}
@@ -191,8 +191,8 @@ func (l *Loader) Resolve(ctx context.Context, s *toolkit.Session, t *toolkit.Too
 	return l.toolFor(entryNames(vis))
 }
 
-// SessionClosed implements toolkit.SessionCloser.
-func (l *Loader) SessionClosed(session string) {
+// sessionClosed is toolkit.SessionCloser's SessionClosed.
+func (l *Loader) sessionClosed(session string) {
 	l.mu.Lock()
 	delete(l.loaded, session)
 	delete(l.sessLibs, session)
@@ -450,3 +450,17 @@ func (l *Loader) Prompt(session string) string {
 	b.WriteString("</available-skills>\n")
 	return b.String()
 }
+
+// visibility plugs a Loader into its toolkit: the toolkit.Visibility and
+// toolkit.SessionCloser that only the engine calls.
+type visibility struct{ l *Loader }
+
+func (v visibility) Tools(ctx context.Context, s *toolkit.Session, tools []*toolkit.Tool) ([]*toolkit.Tool, error) {
+	return v.l.visibleTools(ctx, s, tools)
+}
+
+func (v visibility) Resolve(ctx context.Context, s *toolkit.Session, t *toolkit.Tool) (*toolkit.Tool, error) {
+	return v.l.resolve(ctx, s, t)
+}
+
+func (v visibility) SessionClosed(session string) { v.l.sessionClosed(session) }

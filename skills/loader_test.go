@@ -337,7 +337,7 @@ func TestLoaderSessions(t *testing.T) {
 
 // flakyStore is a groups.Store whose updates fail while failing is set.
 type flakyStore struct {
-	*groups.MemoryStore
+	groups.Store
 	failing atomic.Bool
 }
 
@@ -345,7 +345,7 @@ func (s *flakyStore) Update(ctx context.Context, session string, fn func(map[str
 	if s.failing.Load() {
 		return nil, errors.New("store unavailable")
 	}
-	return s.MemoryStore.Update(ctx, session, fn)
+	return s.Store.Update(ctx, session, fn)
 }
 
 // TestFailedLoadIsNotALoad: when the skill's groups cannot be switched on,
@@ -359,14 +359,14 @@ func TestFailedLoadIsNotALoad(t *testing.T) {
 	}
 	defer bus.Close(ctx)
 	got := make(chan *events.Event, 4)
-	sub, err := bus.Subscribe(bus.Subjects().SessionEvent("s", skills.EventType), func(ev *events.Event) { got <- ev })
+	sub, err := bus.Subscribe(bus.Subjects().Call("s", "", skills.EventType), func(ev *events.Event) { got <- ev })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
 	bus.Conn().Flush()
 
-	store := &flakyStore{MemoryStore: groups.NewMemoryStore()}
+	store := &flakyStore{Store: groups.NewMemoryStore()}
 	store.failing.Store(true)
 	f := newLoaderFixtureWith(t, []toolkit.Option{toolkit.WithInlineObserver(bus.Publisher())}, []groups.Option{groups.WithStore(store)})
 	if r := f.load(t, "s", "analysis", "SKILL.md"); r.State != toolkit.StateError || !strings.Contains(r.Text(), "store unavailable") {

@@ -19,15 +19,15 @@ import (
 // and its open, with the path read.
 var resolvedHook func(rel string)
 
-// MaxPathBytes is the longest resource path [Library.ReadResource] accepts.
-const MaxPathBytes = 512
+// maxPathBytes is the longest resource path [Library.ReadResource] accepts.
+const maxPathBytes = 512
 
-// DefaultResourceLimit is the read limit used when [Library.ReadResource] is
+// defaultResourceLimit is the read limit used when [Library.ReadResource] is
 // given a limit <= 0.
-const DefaultResourceLimit = 256 << 10
+const defaultResourceLimit = 256 << 10
 
-// MaxResources caps the listing returned by [Library.Resources].
-const MaxResources = 1000
+// maxResources caps the listing returned by [Library.Resources].
+const maxResources = 1000
 
 // maxLinkHops caps the symbolic links followed for one path, so that loops
 // end.
@@ -80,7 +80,7 @@ type Resource struct {
 // is wrong: empty; absolute (leading "/" or "\", or a drive letter such as
 // "C:"); containing a "." or ".." element or ending in "/"; containing a
 // backslash, a NUL byte, another control character or invalid UTF-8; longer
-// than [MaxPathBytes], or with a name longer than 255 bytes; naming a folder or a file that is not regular. Empty
+// than 512 bytes, or with a name longer than 255 bytes; naming a folder or a file that is not regular. Empty
 // elements ("a//b") are dropped.
 //
 // Symbolic links are followed by this package, not by the file system, one
@@ -98,7 +98,7 @@ type Resource struct {
 // whose folder is gone gives [ErrSkillGone]. A text file over limit bytes is cut to
 // at most limit bytes at a UTF-8 boundary and marked Truncated; a binary file
 // over the limit gives [ErrTooLarge]. limit <= 0 means
-// [DefaultResourceLimit].
+// 256 KiB.
 func (l *Library) ReadResource(s *Skill, p string, limit int64) (Resource, error) {
 	clean, err := checkResourcePath(p)
 	if err != nil {
@@ -117,7 +117,7 @@ func (l *Library) ReadResource(s *Skill, p string, limit int64) (Resource, error
 		resolvedHook(clean)
 	}
 	if limit <= 0 {
-		limit = DefaultResourceLimit
+		limit = defaultResourceLimit
 	}
 	limit = min(limit, math.MaxInt64-1)
 
@@ -181,7 +181,7 @@ func (l *Library) ReadResource(s *Skill, p string, limit int64) (Resource, error
 // counts as the file it points to when [Library.ReadResource] would accept
 // it; others are left out, and links to folders are not entered. Names that
 // ReadResource would refuse (backslashes, control characters) are left out
-// too. The listing stops at [MaxResources] entries.
+// too. The listing stops at 1,000 entries.
 func (l *Library) Resources(s *Skill) ([]string, error) {
 	fsys, dir, done, err := l.skillFS(s)
 	if err != nil {
@@ -221,7 +221,7 @@ func (l *Library) Resources(s *Skill) ([]string, error) {
 			default:
 				continue
 			}
-			if len(out) >= MaxResources {
+			if len(out) >= maxResources {
 				return errFull
 			}
 			out = append(out, r)
@@ -244,8 +244,8 @@ func checkResourcePath(p string) (string, error) {
 	switch {
 	case p == "":
 		return "", bad("the path is empty; %s", hint)
-	case len(p) > MaxPathBytes:
-		return "", bad("the path is %d bytes long, more than the limit of %d", len(p), MaxPathBytes)
+	case len(p) > maxPathBytes:
+		return "", bad("the path is %d bytes long, more than the limit of %d", len(p), maxPathBytes)
 	case !utf8.ValidString(p):
 		return "", bad("the path is not valid UTF-8")
 	case strings.IndexFunc(p, unicode.IsControl) >= 0:

@@ -74,7 +74,7 @@ func TestResourcesListing(t *testing.T) {
 
 func TestResourcesLimit(t *testing.T) {
 	fsys := fstest.MapFS{"s/SKILL.md": skSkillFile("s", "Many files.")}
-	for i := range MaxResources + 50 {
+	for i := range maxResources + 50 {
 		fsys[fmt.Sprintf("s/d%d/f%04d.txt", i%3, i)] = &fstest.MapFile{Data: []byte("x")}
 	}
 	l := skNewLibrary(t, Repository{"m", fsys})
@@ -83,7 +83,7 @@ func TestResourcesLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != MaxResources || got[0] != "SKILL.md" || got[1] != "d0/f0000.txt" {
+	if len(got) != maxResources || got[0] != "SKILL.md" || got[1] != "d0/f0000.txt" {
 		t.Errorf("len %d, first %q", len(got), got[:2])
 	}
 	if !slices.IsSortedFunc(got[1:], comparePaths) {
@@ -158,7 +158,7 @@ func TestReadResourceLarge(t *testing.T) {
 	s, _ := l.Skill("s")
 
 	r, err := l.ReadResource(s, "big.txt", 0)
-	if err != nil || !r.Truncated || len(r.Data) != DefaultResourceLimit || r.Size != int64(len(text)) {
+	if err != nil || !r.Truncated || len(r.Data) != defaultResourceLimit || r.Size != int64(len(text)) {
 		t.Fatalf("default limit: len %d size %d truncated %v err %v", len(r.Data), r.Size, r.Truncated, err)
 	}
 	for _, limit := range []int64{1, 2, 3, 1001, sniffBytes - 1, sniffBytes, sniffBytes + 1, 100001} {
@@ -215,7 +215,7 @@ func TestReadResourceBadPaths(t *testing.T) {
 		{"a\nb", "control character"},
 		{"a\u0085b", "control character"},
 		{"\xff", "not valid UTF-8"},
-		{strings.Repeat("a", MaxPathBytes+1), "more than the limit of 512"},
+		{strings.Repeat("a", maxPathBytes+1), "more than the limit of 512"},
 		{"a/" + strings.Repeat("b", 256), "is 256 bytes long, more than the limit of 255"},
 		{"a", "it is a folder"},
 		{"emptydir", "it is a folder"},
@@ -232,9 +232,9 @@ func TestReadResourceBadPaths(t *testing.T) {
 			t.Errorf("ReadResource(%q) = %q, %v; want ErrBadPath with %q", c.path, r.Data, err, c.want)
 		}
 	}
-	// Exactly MaxPathBytes, with names of 255 bytes, is only "not found".
+	// Exactly maxPathBytes, with names of 255 bytes, is only "not found".
 	long := strings.Repeat("a", 255) + "/" + strings.Repeat("b", 254) + "/c"
-	if _, err := l.ReadResource(s, long, 0); len(long) != MaxPathBytes || !errors.Is(err, ErrNotFound) {
+	if _, err := l.ReadResource(s, long, 0); len(long) != maxPathBytes || !errors.Is(err, ErrNotFound) {
 		t.Errorf("512-byte path: %v", err)
 	}
 }

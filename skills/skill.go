@@ -18,8 +18,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// MaxSkillFileBytes is the largest SKILL.md that [Parse] accepts.
-const MaxSkillFileBytes = 1 << 20
+// maxSkillFileBytes is the largest SKILL.md that [Parse] accepts.
+const maxSkillFileBytes = 1 << 20
 
 // maxFrontMatterBytes caps the YAML part: the YAML decoder checks for
 // duplicate keys in quadratic time, and a full 1 MiB mapping takes seconds.
@@ -75,8 +75,8 @@ const (
 // numbers in errors count lines of the whole file. The front matter itself
 // may not exceed 64 KiB.
 func Parse(data []byte) (*Skill, error) {
-	if len(data) > MaxSkillFileBytes {
-		return nil, fmt.Errorf("SKILL.md is %d bytes, more than the limit of %d", len(data), MaxSkillFileBytes)
+	if len(data) > maxSkillFileBytes {
+		return nil, fmt.Errorf("SKILL.md is %d bytes, more than the limit of %d", len(data), maxSkillFileBytes)
 	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	if !utf8.Valid(data) {

@@ -23,7 +23,7 @@ func TestParseValid(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
-	big := "---\nname: x\ndescription: y\n---\n" + strings.Repeat("a", MaxSkillFileBytes)
+	big := "---\nname: x\ndescription: y\n---\n" + strings.Repeat("a", maxSkillFileBytes)
 	cases := []struct {
 		name, in string
 		want     []string // all must appear in the error
@@ -160,8 +160,8 @@ func TestParseDelimiterInBody(t *testing.T) {
 
 func TestParseSizeLimitExact(t *testing.T) {
 	head := "---\nname: n\ndescription: d\n---\n"
-	in := head + strings.Repeat("a", MaxSkillFileBytes-len(head))
+	in := head + strings.Repeat("a", maxSkillFileBytes-len(head))
 	if _, err := Parse([]byte(in)); err != nil {
-		t.Errorf("file of exactly MaxSkillFileBytes refused: %v", err)
+		t.Errorf("file of exactly maxSkillFileBytes refused: %v", err)
 	}
 }

@@ -103,7 +103,7 @@ func TestEmitterFromManyGoroutinesOnNATS(t *testing.T) {
 	defer mu.Unlock()
 	for _, r := range rs {
 		evs := byCall[r.Call.ID]
-		var content []events.Part
+		var rebuilt events.Reassembler
 		for i, ev := range evs {
 			if ev.Seq != uint64(i+1) {
 				t.Fatalf("%s: event %d has seq %d", r.Call.ID, i, ev.Seq)
@@ -116,10 +116,12 @@ func TestEmitterFromManyGoroutinesOnNATS(t *testing.T) {
 			if ev.Type == events.TypeProgress && ev.Progress.Message == "late" {
 				t.Fatalf("%s: late progress published", r.Call.ID)
 			}
-			content = events.ApplyDelta(content, ev)
+			if err := rebuilt.Add(ev); err != nil {
+				t.Fatalf("%s: %v", r.Call.ID, err)
+			}
 		}
 		res := evs[len(evs)-1].Result
-		if !events.EqualContent(content, res.Content) || events.ContentText(res.Content) != r.Text() {
+		if content := rebuilt.Content(); !events.EqualContent(content, res.Content) || events.ContentText(res.Content) != r.Text() {
 			t.Fatalf("%s: the deltas do not add up to the result", r.Call.ID)
 		}
 		if n := len(r.Text()); n < writers*each*len("<0.0>") || strings.Contains(r.Text(), "LATE") {

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/toolstream/toolstream/telemetry"
+	"github.com/toolstream/toolstream/telemetry/internal/semconv"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -35,7 +36,7 @@ func Example() {
 	for _, s := range exp.GetSpans() {
 		fmt.Println(s.Name)
 		for _, a := range s.Attributes {
-			if a.Key == telemetry.ToolCallID || a.Key == telemetry.ConversationID {
+			if a.Key == semconv.ToolCallID || a.Key == semconv.ConversationID {
 				fmt.Printf("  %s = %s\n", a.Key, a.Value.AsString())
 			}
 		}

@@ -59,58 +59,8 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/telemetry/internal/semconv"
 	"github.com/toolstream/toolstream/toolkit"
-)
-
-// ScopeName is the instrumentation scope of the tracer and meter.
-const ScopeName = "github.com/toolstream/toolstream/telemetry"
-
-// Attribute keys: the GenAI semantic conventions' and toolstream's own.
-const (
-	OperationName   = attribute.Key("gen_ai.operation.name")
-	ToolName        = attribute.Key("gen_ai.tool.name")
-	ToolCallID      = attribute.Key("gen_ai.tool.call.id")
-	ToolType        = attribute.Key("gen_ai.tool.type")
-	ToolDescription = attribute.Key("gen_ai.tool.description")
-	ToolArguments   = attribute.Key("gen_ai.tool.call.arguments")
-	ToolResult      = attribute.Key("gen_ai.tool.call.result")
-	ConversationID  = attribute.Key("gen_ai.conversation.id")
-	AgentID         = attribute.Key("gen_ai.agent.id")
-	ErrorType       = attribute.Key("error.type")
-
-	CallState      = attribute.Key("toolstream.call.state")
-	Attempt        = attribute.Key("toolstream.attempt")
-	SuspendReason  = attribute.Key("toolstream.suspend.reason")
-	ApprovalStatus = attribute.Key("toolstream.approval.status")
-	ApprovalNote   = attribute.Key("toolstream.approval.note")
-	ApprovalReason = attribute.Key("toolstream.approval.reason")
-	EventType      = attribute.Key("toolstream.event.type")
-	BatchID        = attribute.Key("toolstream.batch.id")
-	BatchSize      = attribute.Key("toolstream.batch.size")
-	BatchFailed    = attribute.Key("toolstream.batch.failed")
-	BatchStop      = attribute.Key("toolstream.batch.stop")
-	Source         = attribute.Key("toolstream.source")
-	Destination    = attribute.Key("toolstream.destination")
-)
-
-// Span and span event names.
-const (
-	OperationExecuteTool = "execute_tool"
-	BatchSpan            = "toolstream.batch"
-	EventAttempt         = "toolstream.attempt"
-	EventSuspend         = "toolstream.suspend"
-	EventReset           = "toolstream.reset"
-	EventApproval        = "toolstream.approval"
-	EventOther           = "toolstream.event"
-)
-
-// Metric names.
-const (
-	MetricDuration     = "gen_ai.execute_tool.duration"
-	MetricActive       = "toolstream.calls.active"
-	MetricApprovalWait = "toolstream.approval.wait"
-	MetricDropped      = "toolstream.progress.dropped"
-	MetricUndelivered  = "toolstream.events.undelivered"
 )
 
 // Option configures [New].
@@ -197,24 +147,24 @@ func New(opts ...Option) (*Telemetry, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	m := mp.Meter(ScopeName)
+	m := mp.Meter(semconv.ScopeName)
 	var errs []error
 	var err error
-	t.duration, err = m.Float64Histogram(MetricDuration, metric.WithUnit("s"),
+	t.duration, err = m.Float64Histogram(semconv.MetricDuration, metric.WithUnit("s"),
 		metric.WithDescription("Duration of tool calls, from their start to their result."),
 		metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
 	errs = append(errs, err)
-	t.active, err = m.Int64UpDownCounter(MetricActive, metric.WithUnit("{call}"),
+	t.active, err = m.Int64UpDownCounter(semconv.MetricActive, metric.WithUnit("{call}"),
 		metric.WithDescription("Tool calls started and not yet finished."))
 	errs = append(errs, err)
-	t.approvalWait, err = m.Float64Histogram(MetricApprovalWait, metric.WithUnit("s"),
+	t.approvalWait, err = m.Float64Histogram(semconv.MetricApprovalWait, metric.WithUnit("s"),
 		metric.WithDescription("Time a call or batch waited for a person's decision."),
 		metric.WithExplicitBucketBoundaries(0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3600))
 	errs = append(errs, err)
-	dropped, err := m.Int64ObservableCounter(MetricDropped, metric.WithUnit("{event}"),
+	dropped, err := m.Int64ObservableCounter(semconv.MetricDropped, metric.WithUnit("{event}"),
 		metric.WithDescription("Progress events dropped because an observer or a publisher was behind."))
 	errs = append(errs, err)
-	undelivered, err := m.Int64ObservableCounter(MetricUndelivered, metric.WithUnit("{event}"),
+	undelivered, err := m.Int64ObservableCounter(semconv.MetricUndelivered, metric.WithUnit("{event}"),
 		metric.WithDescription("Events given up on by a publisher (NATS refused them for good, or they could not fit a message)."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
@@ -229,12 +179,12 @@ func New(opts ...Option) (*Telemetry, error) {
 			fromToolkits += tk.Stats().DroppedProgress
 		}
 		if len(tks) > 0 {
-			o.ObserveInt64(dropped, int64(fromToolkits), metric.WithAttributes(Source.String("observers")))
+			o.ObserveInt64(dropped, int64(fromToolkits), metric.WithAttributes(semconv.Source.String("observers")))
 		}
 		for _, s := range sinks {
 			d := s.f()
-			o.ObserveInt64(dropped, int64(d.DroppedProgress), metric.WithAttributes(Source.String(s.name)))
-			o.ObserveInt64(undelivered, int64(d.Undelivered), metric.WithAttributes(Destination.String(s.name)))
+			o.ObserveInt64(dropped, int64(d.DroppedProgress), metric.WithAttributes(semconv.Source.String(s.name)))
+			o.ObserveInt64(undelivered, int64(d.Undelivered), metric.WithAttributes(semconv.Destination.String(s.name)))
 		}
 		return nil
 	}, dropped, undelivered)
@@ -288,7 +238,7 @@ func (t *Telemetry) tracerNow() trace.Tracer {
 	}
 	s := &tracerState{tp: tp}
 	if !noopProvider(reflect.TypeOf(tp)) {
-		s.tracer = tp.Tracer(ScopeName)
+		s.tracer = tp.Tracer(semconv.ScopeName)
 	}
 	t.tracer.Store(s)
 	return s.tracer
@@ -380,14 +330,14 @@ func (t *Telemetry) startBatch(ctx context.Context, b *toolkit.Batch, calls []to
 	bt := &batchTrace{t: t, b: b, tracer: tr, measuring: measuring}
 	if tr != nil {
 		attrs := []attribute.KeyValue{
-			BatchID.String(b.ID()),
-			ConversationID.String(b.Session().ID()),
-			BatchSize.Int(len(calls)),
+			semconv.BatchID.String(b.ID()),
+			semconv.ConversationID.String(b.Session().ID()),
+			semconv.BatchSize.Int(len(calls)),
 		}
 		if a := toolkit.Agent(ctx); a != "" {
-			attrs = append(attrs, AgentID.String(a))
+			attrs = append(attrs, semconv.AgentID.String(a))
 		}
-		ctx, bt.span = tr.Start(ctx, BatchSpan, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		ctx, bt.span = tr.Start(ctx, semconv.BatchSpan, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 		bt.parent, bt.state = traceHeaders(bt.span.SpanContext())
 	}
 	return ctx, bt
@@ -411,20 +361,20 @@ func (t *Telemetry) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolk
 		}
 		attrs := make([]attribute.KeyValue, 0, 7)
 		attrs = append(attrs,
-			OperationName.String(OperationExecuteTool),
-			ToolName.String(name),
-			ToolCallID.String(c.CallID),
-			ToolType.String(typ),
-			ConversationID.String(c.Session))
+			semconv.OperationName.String(semconv.OperationExecuteTool),
+			semconv.ToolName.String(name),
+			semconv.ToolCallID.String(c.CallID),
+			semconv.ToolType.String(typ),
+			semconv.ConversationID.String(c.Session))
 		if tool != nil {
 			if d := tool.Spec().Description; d != "" {
-				attrs = append(attrs, ToolDescription.String(d))
+				attrs = append(attrs, semconv.ToolDescription.String(d))
 			}
 		}
 		if c.Agent != "" {
-			attrs = append(attrs, AgentID.String(c.Agent))
+			attrs = append(attrs, semconv.AgentID.String(c.Agent))
 		}
-		ctx, ct.span = tr.Start(ctx, OperationExecuteTool+" "+name,
+		ctx, ct.span = tr.Start(ctx, semconv.OperationExecuteTool+" "+name,
 			trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 		ct.parent, ct.state = traceHeaders(ct.span.SpanContext())
 	}
@@ -491,7 +441,7 @@ func (c *callTrace) TraceState() string  { return c.state }
 // Attempt records one event per attempt of the tool.
 func (c *callTrace) Attempt(n int) {
 	if c.span != nil {
-		c.span.AddEvent(EventAttempt, trace.WithAttributes(Attempt.Int(n)))
+		c.span.AddEvent(semconv.EventAttempt, trace.WithAttributes(semconv.Attempt.Int(n)))
 	}
 }
 
@@ -502,18 +452,18 @@ func (c *callTrace) Observe(ev *events.Event) {
 	case events.TypeStart:
 		if c.measuring {
 			c.begun = true
-			c.t.active.Add(context.Background(), 1, metric.WithAttributes(ToolName.String(c.tool)))
+			c.t.active.Add(context.Background(), 1, metric.WithAttributes(semconv.ToolName.String(c.tool)))
 		}
 		if c.span != nil && c.t.cfg.content && ev.Start != nil {
-			c.span.SetAttributes(ToolArguments.String(utf8Text(string(ev.Start.Args))))
+			c.span.SetAttributes(semconv.ToolArguments.String(utf8Text(string(ev.Start.Args))))
 		}
 	case events.TypeSuspend:
 		if c.span != nil && ev.Suspend != nil {
-			c.span.AddEvent(EventSuspend, trace.WithTimestamp(ev.Time), trace.WithAttributes(SuspendReason.String(ev.Suspend.Reason)))
+			c.span.AddEvent(semconv.EventSuspend, trace.WithTimestamp(ev.Time), trace.WithAttributes(semconv.SuspendReason.String(ev.Suspend.Reason)))
 		}
 	case events.TypeDelta:
 		if c.span != nil && ev.Reset {
-			c.span.AddEvent(EventReset, trace.WithTimestamp(ev.Time))
+			c.span.AddEvent(semconv.EventReset, trace.WithTimestamp(ev.Time))
 		}
 	case events.TypeProgress:
 	case events.TypeResult:
@@ -522,7 +472,7 @@ func (c *callTrace) Observe(ev *events.Event) {
 		c.asked = approval(c.t, c.span, c.tool, c.asked, ev)
 	default:
 		if c.span != nil {
-			c.span.AddEvent(EventOther, trace.WithTimestamp(ev.Time), trace.WithAttributes(EventType.String(string(ev.Type))))
+			c.span.AddEvent(semconv.EventOther, trace.WithTimestamp(ev.Time), trace.WithAttributes(semconv.EventType.String(string(ev.Type))))
 		}
 	}
 }
@@ -536,11 +486,11 @@ func (c *callTrace) end(ev *events.Event) {
 	failed := r.State != events.StateSuccess
 	if c.measuring {
 		if c.begun {
-			c.t.active.Add(context.Background(), -1, metric.WithAttributes(ToolName.String(c.tool)))
+			c.t.active.Add(context.Background(), -1, metric.WithAttributes(semconv.ToolName.String(c.tool)))
 		}
-		attrs := []attribute.KeyValue{OperationName.String(OperationExecuteTool), ToolName.String(c.tool), CallState.String(string(r.State))}
+		attrs := []attribute.KeyValue{semconv.OperationName.String(semconv.OperationExecuteTool), semconv.ToolName.String(c.tool), semconv.CallState.String(string(r.State))}
 		if failed {
-			attrs = append(attrs, ErrorType.String(string(r.State)))
+			attrs = append(attrs, semconv.ErrorType.String(string(r.State)))
 		}
 		c.t.duration.Record(context.Background(), r.DurationMS/1000, metric.WithAttributes(attrs...))
 	}
@@ -548,11 +498,11 @@ func (c *callTrace) end(ev *events.Event) {
 		return
 	}
 	if failed {
-		c.span.SetAttributes(ErrorType.String(string(r.State)))
+		c.span.SetAttributes(semconv.ErrorType.String(string(r.State)))
 		c.span.SetStatus(codes.Error, c.t.errorText(r.Error))
 	}
 	if c.t.cfg.content {
-		c.span.SetAttributes(ToolResult.String(utf8Text(events.ContentText(r.Content))))
+		c.span.SetAttributes(semconv.ToolResult.String(utf8Text(events.ContentText(r.Content))))
 	}
 	c.span.End(trace.WithTimestamp(ev.Time))
 }
@@ -591,22 +541,22 @@ func approval(t *Telemetry, span trace.Span, tool string, asked time.Time, ev *e
 		return asked
 	}
 	if span != nil {
-		attrs := []attribute.KeyValue{ApprovalStatus.String(req.Status)}
+		attrs := []attribute.KeyValue{semconv.ApprovalStatus.String(req.Status)}
 		if req.Reason != "" && req.Status == "pending" {
-			attrs = append(attrs, ApprovalReason.String(utf8Text(req.Reason)))
+			attrs = append(attrs, semconv.ApprovalReason.String(utf8Text(req.Reason)))
 		}
 		if req.Note != "" && t.cfg.errText {
-			attrs = append(attrs, ApprovalNote.String(utf8Text(req.Note)))
+			attrs = append(attrs, semconv.ApprovalNote.String(utf8Text(req.Note)))
 		}
-		span.AddEvent(EventApproval, trace.WithTimestamp(ev.Time), trace.WithAttributes(attrs...))
+		span.AddEvent(semconv.EventApproval, trace.WithTimestamp(ev.Time), trace.WithAttributes(attrs...))
 	}
 	if req.Status == "pending" {
 		return ev.Time
 	}
 	if !asked.IsZero() {
-		attrs := []attribute.KeyValue{ApprovalStatus.String(req.Status)}
+		attrs := []attribute.KeyValue{semconv.ApprovalStatus.String(req.Status)}
 		if tool != "" {
-			attrs = append(attrs, ToolName.String(tool))
+			attrs = append(attrs, semconv.ToolName.String(tool))
 		}
 		t.approvalWait.Record(context.Background(), ev.Time.Sub(asked).Seconds(), metric.WithAttributes(attrs...))
 	}
@@ -645,13 +595,13 @@ func (bt *batchTrace) End(results []toolkit.Result) {
 			failed++
 		}
 	}
-	attrs := []attribute.KeyValue{BatchFailed.Int(failed)}
+	attrs := []attribute.KeyValue{semconv.BatchFailed.Int(failed)}
 	if s, ok := bt.b.Stop(); ok {
-		attrs = append(attrs, BatchStop.String(string(s.Reason)))
+		attrs = append(attrs, semconv.BatchStop.String(string(s.Reason)))
 	}
 	bt.span.SetAttributes(attrs...)
 	if err := bt.b.Err(); err != nil {
-		bt.span.SetAttributes(ErrorType.String(string(events.StateInterrupted)))
+		bt.span.SetAttributes(semconv.ErrorType.String(string(events.StateInterrupted)))
 		// The cause may be a call's failure that aborted the batch
 		// (interceptors' ErrorPolicy with Fatal): its error, which may quote
 		// the tool's input or data, is said only with WithErrorText, as on
@@ -687,7 +637,7 @@ func (o opTrace) SetAttr(key string, value any) {
 
 func (o opTrace) End(err error) {
 	if err != nil {
-		o.span.SetAttributes(ErrorType.String("error"))
+		o.span.SetAttributes(semconv.ErrorType.String("error"))
 		o.span.SetStatus(codes.Error, o.t.errorText(err.Error()))
 	}
 	o.span.End()

@@ -32,6 +32,7 @@ import (
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/telemetry"
+	"github.com/toolstream/toolstream/telemetry/internal/semconv"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -167,7 +168,7 @@ func TestRunSpans(t *testing.T) {
 		t.Fatalf("states: %s %s %s", rs[0].State, rs[1].State, rs[2].State)
 	}
 
-	batch := r.span(t, telemetry.BatchSpan)
+	batch := r.span(t, semconv.BatchSpan)
 	read := r.span(t, "execute_tool read")
 	fail := r.span(t, "execute_tool fail")
 	nope := r.span(t, "execute_tool nope")
@@ -196,23 +197,23 @@ func TestRunSpans(t *testing.T) {
 	}
 
 	checkAttrs(t, batch, map[attribute.Key]any{
-		telemetry.BatchID: batchID(t, batch), telemetry.ConversationID: "conv-1", telemetry.BatchSize: 3,
-		telemetry.AgentID: "planner", telemetry.BatchFailed: 2,
+		semconv.BatchID: batchID(t, batch), semconv.ConversationID: "conv-1", semconv.BatchSize: 3,
+		semconv.AgentID: "planner", semconv.BatchFailed: 2,
 	})
 	checkAttrs(t, read, map[attribute.Key]any{
-		telemetry.OperationName: "execute_tool", telemetry.ToolName: "read", telemetry.ToolCallID: "c1",
-		telemetry.ToolType: "function", telemetry.ToolDescription: "Reads a file.",
-		telemetry.ConversationID: "conv-1", telemetry.AgentID: "planner",
+		semconv.OperationName: "execute_tool", semconv.ToolName: "read", semconv.ToolCallID: "c1",
+		semconv.ToolType: "function", semconv.ToolDescription: "Reads a file.",
+		semconv.ConversationID: "conv-1", semconv.AgentID: "planner",
 	})
 	checkAttrs(t, fail, map[attribute.Key]any{
-		telemetry.OperationName: "execute_tool", telemetry.ToolName: "fail", telemetry.ToolCallID: "c2",
-		telemetry.ToolType: "function", telemetry.ConversationID: "conv-1", telemetry.AgentID: "planner",
-		telemetry.ErrorType: "error",
+		semconv.OperationName: "execute_tool", semconv.ToolName: "fail", semconv.ToolCallID: "c2",
+		semconv.ToolType: "function", semconv.ConversationID: "conv-1", semconv.AgentID: "planner",
+		semconv.ErrorType: "error",
 	})
 	checkAttrs(t, nope, map[attribute.Key]any{
-		telemetry.OperationName: "execute_tool", telemetry.ToolName: "nope", telemetry.ToolCallID: "c3",
-		telemetry.ToolType: "function", telemetry.ConversationID: "conv-1", telemetry.AgentID: "planner",
-		telemetry.ErrorType: "error",
+		semconv.OperationName: "execute_tool", semconv.ToolName: "nope", semconv.ToolCallID: "c3",
+		semconv.ToolType: "function", semconv.ConversationID: "conv-1", semconv.AgentID: "planner",
+		semconv.ErrorType: "error",
 	})
 	if read.Status.Code != codes.Unset {
 		t.Errorf("read: status %v", read.Status)
@@ -232,13 +233,13 @@ func TestRunSpans(t *testing.T) {
 		t.Errorf("nope's events: %q", got)
 	}
 	// The arguments and results are not recorded without WithContent.
-	if _, ok := attrs(read)[telemetry.ToolArguments]; ok {
+	if _, ok := attrs(read)[semconv.ToolArguments]; ok {
 		t.Error("arguments recorded without WithContent")
 	}
 }
 
 func batchID(t *testing.T, s tracetest.SpanStub) string {
-	v, ok := attrs(s)[telemetry.BatchID]
+	v, ok := attrs(s)[semconv.BatchID]
 	if !ok || !strings.HasPrefix(v.AsString(), "batch-") {
 		t.Fatalf("batch id %v", v.AsString())
 	}
@@ -253,10 +254,10 @@ func TestContentOptIn(t *testing.T) {
 	}))
 	testutil.Run(t, r.tk, "s", testutil.Call("c1", "read", `{"path":"a.txt"}`))
 	a := attrs(r.span(t, "execute_tool read"))
-	if got := a[telemetry.ToolArguments].AsString(); got != `{"path":"a.txt"}` {
+	if got := a[semconv.ToolArguments].AsString(); got != `{"path":"a.txt"}` {
 		t.Errorf("arguments %q", got)
 	}
-	if got := a[telemetry.ToolResult].AsString(); got != "contents of a.txt" {
+	if got := a[semconv.ToolResult].AsString(); got != "contents of a.txt" {
 		t.Errorf("result %q", got)
 	}
 }
@@ -289,7 +290,7 @@ func TestRetryEvents(t *testing.T) {
 	if got := eventNames(s); !slices.Equal(got, want) {
 		t.Errorf("events:\n got %q\nwant %q", got, want)
 	}
-	if _, ok := attrs(s)[telemetry.ErrorType]; ok {
+	if _, ok := attrs(s)[semconv.ErrorType]; ok {
 		t.Error("error.type on a call that succeeded in the end")
 	}
 }
@@ -333,15 +334,15 @@ func TestApprovalEvents(t *testing.T) {
 	if err := r.reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	h := histogram(t, rm, telemetry.MetricApprovalWait)
+	h := histogram(t, rm, semconv.MetricApprovalWait)
 	if len(h.DataPoints) != 1 || h.DataPoints[0].Count != 1 || h.DataPoints[0].Sum < 0.02 {
 		t.Fatalf("approval wait: %+v", h.DataPoints)
 	}
 	dp := h.DataPoints[0]
-	if v, _ := dp.Attributes.Value(telemetry.ToolName); v.AsString() != "write" {
+	if v, _ := dp.Attributes.Value(semconv.ToolName); v.AsString() != "write" {
 		t.Errorf("approval wait tool %v", v.AsString())
 	}
-	if v, _ := dp.Attributes.Value(telemetry.ApprovalStatus); v.AsString() != "approved" {
+	if v, _ := dp.Attributes.Value(semconv.ApprovalStatus); v.AsString() != "approved" {
 		t.Errorf("approval wait status %v", v.AsString())
 	}
 }
@@ -378,7 +379,7 @@ func TestErrorTypes(t *testing.T) {
 		"execute_tool wait": "interrupted", "execute_tool after": "interrupted",
 	} {
 		s := r.span(t, name)
-		if got := attrs(s)[telemetry.ErrorType].AsString(); got != want {
+		if got := attrs(s)[semconv.ErrorType].AsString(); got != want {
 			t.Errorf("%s: error.type %q, want %q", name, got, want)
 		}
 		if s.Status.Code != codes.Error {
@@ -391,10 +392,10 @@ func TestErrorTypes(t *testing.T) {
 	}
 	var batches int
 	for _, s := range r.exp.GetSpans() {
-		if s.Name == telemetry.BatchSpan {
+		if s.Name == semconv.BatchSpan {
 			batches++
-			if got := attrs(s)[telemetry.BatchID].AsString(); strings.HasSuffix(got, "-2") && attrs(s)[telemetry.ErrorType].AsString() != "interrupted" {
-				t.Errorf("the cancelled batch's error.type: %v", attrs(s)[telemetry.ErrorType])
+			if got := attrs(s)[semconv.BatchID].AsString(); strings.HasSuffix(got, "-2") && attrs(s)[semconv.ErrorType].AsString() != "interrupted" {
+				t.Errorf("the cancelled batch's error.type: %v", attrs(s)[semconv.ErrorType])
 			}
 		}
 	}
@@ -465,8 +466,8 @@ func TestMetrics(t *testing.T) {
 	}
 	collect()
 	active := func(tool string) int64 {
-		for _, dp := range sums(t, rm, telemetry.MetricActive) {
-			if v, _ := dp.Attributes.Value(telemetry.ToolName); v.AsString() == tool {
+		for _, dp := range sums(t, rm, semconv.MetricActive) {
+			if v, _ := dp.Attributes.Value(semconv.ToolName); v.AsString() == tool {
 				return dp.Value
 			}
 		}
@@ -497,10 +498,10 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("ok in flight: %d", got)
 	}
 	counts := map[string]uint64{}
-	for _, dp := range histogram(t, rm, telemetry.MetricDuration).DataPoints {
-		tool, _ := dp.Attributes.Value(telemetry.ToolName)
-		state, _ := dp.Attributes.Value(telemetry.CallState)
-		et, hasET := dp.Attributes.Value(telemetry.ErrorType)
+	for _, dp := range histogram(t, rm, semconv.MetricDuration).DataPoints {
+		tool, _ := dp.Attributes.Value(semconv.ToolName)
+		state, _ := dp.Attributes.Value(semconv.CallState)
+		et, hasET := dp.Attributes.Value(semconv.ErrorType)
 		if hasET != (state.AsString() != "success") || hasET && et.AsString() != state.AsString() {
 			t.Errorf("%s/%s: error.type %v", tool.AsString(), state.AsString(), et.AsString())
 		}
@@ -510,12 +511,12 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("durations %v, want %v", counts, want)
 	}
 	got := map[string]int64{}
-	for _, dp := range sums(t, rm, telemetry.MetricDropped) {
-		v, _ := dp.Attributes.Value(telemetry.Source)
+	for _, dp := range sums(t, rm, semconv.MetricDropped) {
+		v, _ := dp.Attributes.Value(semconv.Source)
 		got["dropped/"+v.AsString()] = dp.Value
 	}
-	for _, dp := range sums(t, rm, telemetry.MetricUndelivered) {
-		v, _ := dp.Attributes.Value(telemetry.Destination)
+	for _, dp := range sums(t, rm, semconv.MetricUndelivered) {
+		v, _ := dp.Attributes.Value(semconv.Destination)
 		got["undelivered/"+v.AsString()] = dp.Value
 	}
 	if want := map[string]int64{"dropped/observers": 0, "dropped/nats": 7, "undelivered/nats": 2}; fmt.Sprint(got) != fmt.Sprint(want) {
@@ -558,7 +559,7 @@ func TestNATSTraceHeaders(t *testing.T) {
 			}))
 			testutil.Run(t, r.tk, "conv", testutil.Call("c1", "work", `{}`))
 			call := r.span(t, "execute_tool work")
-			batch := r.span(t, telemetry.BatchSpan)
+			batch := r.span(t, semconv.BatchSpan)
 			wantCall := fmt.Sprintf("00-%s-%s-01", call.SpanContext.TraceID(), call.SpanContext.SpanID())
 			wantBatch := fmt.Sprintf("00-%s-%s-01", batch.SpanContext.TraceID(), batch.SpanContext.SpanID())
 
@@ -723,7 +724,7 @@ func TestBatchApprovalEvents(t *testing.T) {
 			t.Fatalf("%s: %s %v", res.Call.ID, res.State, res.Err)
 		}
 	}
-	batch := r.span(t, telemetry.BatchSpan)
+	batch := r.span(t, semconv.BatchSpan)
 	if got := eventNames(batch); len(got) != 2 || !strings.HasPrefix(got[0], "toolstream.approval toolstream.approval.status=pending") ||
 		got[1] != "toolstream.approval toolstream.approval.status=approved" {
 		t.Errorf("the batch's events: %q", got)
@@ -748,11 +749,11 @@ func TestBatchApprovalEvents(t *testing.T) {
 	if err := r.reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	h := histogram(t, rm, telemetry.MetricApprovalWait)
+	h := histogram(t, rm, semconv.MetricApprovalWait)
 	if len(h.DataPoints) != 1 || h.DataPoints[0].Count != 1 {
 		t.Fatalf("approval wait: %+v", h.DataPoints)
 	}
-	if _, ok := h.DataPoints[0].Attributes.Value(telemetry.ToolName); ok {
+	if _, ok := h.DataPoints[0].Attributes.Value(semconv.ToolName); ok {
 		t.Error("a batch's approval wait names a tool")
 	}
 }
@@ -789,7 +790,7 @@ func TestIncomparableProvider(t *testing.T) {
 	}
 	batches := 0
 	for _, s := range exp.GetSpans() {
-		if s.Name == telemetry.BatchSpan {
+		if s.Name == semconv.BatchSpan {
 			batches++
 		}
 	}
@@ -850,8 +851,8 @@ func TestErrorTextOptIn(t *testing.T) {
 
 			call, load := r.span(t, "execute_tool fail"), r.span(t, "load_skill stats")
 			for _, s := range []tracetest.SpanStub{call, load} {
-				if s.Status.Code != codes.Error || attrs(s)[telemetry.ErrorType].AsString() != "error" {
-					t.Errorf("%s: status %+v, error.type %v", s.Name, s.Status, attrs(s)[telemetry.ErrorType])
+				if s.Status.Code != codes.Error || attrs(s)[semconv.ErrorType].AsString() != "error" {
+					t.Errorf("%s: status %+v, error.type %v", s.Name, s.Status, attrs(s)[semconv.ErrorType])
 				}
 				if got := strings.Contains(s.Status.Description, secret); got != tc.text {
 					t.Errorf("%s: description %q", s.Name, s.Status.Description)
@@ -863,7 +864,7 @@ func TestErrorTextOptIn(t *testing.T) {
 			note := false
 			for _, e := range r.span(t, "execute_tool rm").Events {
 				for _, a := range e.Attributes {
-					if a.Key == telemetry.ApprovalNote {
+					if a.Key == semconv.ApprovalNote {
 						note = strings.Contains(a.Value.AsString(), secret)
 					}
 				}
@@ -918,12 +919,12 @@ func TestBatchErrorTextOptIn(t *testing.T) {
 				}
 			}()
 			for _, s := range r.exp.GetSpans() {
-				if s.Name != telemetry.BatchSpan {
+				if s.Name != semconv.BatchSpan {
 					continue
 				}
 				batches++
-				if s.Status.Code != codes.Error || attrs(s)[telemetry.ErrorType].AsString() != "interrupted" {
-					t.Errorf("batch %s: status %+v, error.type %v", batchID(t, s), s.Status, attrs(s)[telemetry.ErrorType])
+				if s.Status.Code != codes.Error || attrs(s)[semconv.ErrorType].AsString() != "interrupted" {
+					t.Errorf("batch %s: status %+v, error.type %v", batchID(t, s), s.Status, attrs(s)[semconv.ErrorType])
 				}
 				switch d := s.Status.Description; {
 				case strings.HasSuffix(batchID(t, s), "-2"):
@@ -963,10 +964,10 @@ func TestRecordedTextIsUTF8(t *testing.T) {
 	}
 	checkUTF8(t, r.exp.GetSpans())
 	a := attrs(r.span(t, "execute_tool cat"))
-	if got := a[telemetry.ToolResult].AsString(); got != "caf\ufffd cr\ufffdme" {
+	if got := a[semconv.ToolResult].AsString(); got != "caf\ufffd cr\ufffdme" {
 		t.Errorf("result %q", got)
 	}
-	if got := a[telemetry.ToolArguments].AsString(); got != "{\"path\":\"caf\ufffd.txt\"}" {
+	if got := a[semconv.ToolArguments].AsString(); got != "{\"path\":\"caf\ufffd.txt\"}" {
 		t.Errorf("arguments %q", got)
 	}
 }
@@ -1039,14 +1040,14 @@ func TestApprovalTextIsUTF8(t *testing.T) {
 	}
 	var reason, note string
 	for _, e := range r.span(t, "execute_tool write").Events {
-		if e.Name != telemetry.EventApproval {
+		if e.Name != semconv.EventApproval {
 			continue
 		}
 		for _, kv := range e.Attributes {
 			switch kv.Key {
-			case telemetry.ApprovalReason:
+			case semconv.ApprovalReason:
 				reason = kv.Value.AsString()
-			case telemetry.ApprovalNote:
+			case semconv.ApprovalNote:
 				note = kv.Value.AsString()
 			}
 		}

@@ -2,18 +2,12 @@ package toolkit
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
-	"hash/maphash"
 	"iter"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 )
 
 // Batch is one batch of calls in progress. Contiguous calls of
@@ -46,6 +40,7 @@ type Batch struct {
 	counted bool                  // tracked by the toolkit (for Close)
 	hooked  bool                  // the Before hooks ran or were abandoned: never again (a take-over drives on)
 	ending  bool                  // end began: the After hooks ran or were abandoned (a pool worker ends the batch)
+	ended   bool                  // every call final and observers flushed (b.mu; beside the flags above, where the padding was)
 
 	prevActive, nextActive *Batch // the toolkit's list of batches in progress
 
@@ -55,11 +50,10 @@ type Batch struct {
 	changed sync.Cond // broadcast when the log grows and when the run ends
 	log     []notice
 	logBuf  [2]notice
-	ended   bool          // every call final and observers flushed
 	done    chan struct{} // made on demand by Done
 	flush   flush
-	values  *sync.Map // interceptors' per-batch state, made on first use
-	stop    *Stop     // why the agent loop must stop after the batch (stop.go)
+	locals  *localStore // batch locals (local.go), made on first use, dropped at the end
+	stop    *Stop       // why the agent loop must stop after the batch (stop.go)
 
 	tracer Tracer     // the toolkit's tracer, nil without one (trace.go)
 	trace  BatchTrace // the batch's trace, nil when not traced
@@ -96,7 +90,7 @@ func (s *Session) Start(ctx context.Context, calls []Call, opts ...StartOption) 
 		go b.drive()
 		return b
 	}
-	s.tk.pool.submit(task{kind: driveBatch, batch: b})
+	s.tk.pool.submit(b)
 	return b
 }
 
@@ -161,7 +155,7 @@ func (s *Session) newBatch(ctx context.Context, calls []Call, opts []StartOption
 	reg := tk.reg.Load()
 	for i, in := range calls {
 		c := &b.calls[i]
-		c.batch, c.index, c.call = b, int32(i), in
+		c.batch, c.index, c.call, c.out.c = b, int32(i), in, c
 		if c.call.ID == "" {
 			c.call.ID = newCallID()
 		}
@@ -193,59 +187,6 @@ func (s *Session) newBatch(ctx context.Context, calls []Call, opts []StartOption
 
 // errNilContext fails every call of a batch started with a nil context.
 var errNilContext = &callError{kind: ErrInvalidCall, msg: "toolkit: the batch was given a nil context; pass context.Background() or the request's context"}
-
-// idScan is the largest batch whose ids are checked by a scan.
-const idScan = 16
-
-// duplicateID reports whether call i reuses the id of an earlier call.
-// Batches are usually small: up to idScan calls a scan is cheapest, above
-// that the ids go into a set.
-func duplicateID(set *idSet, calls []call, i int) bool {
-	if set == nil {
-		id := calls[i].call.ID
-		for j := range i {
-			if calls[j].call.ID == id {
-				return true
-			}
-		}
-		return false
-	}
-	return set.add(calls, i)
-}
-
-// idSet finds calls that reuse an id in batches above idScan calls: up to
-// 256 an open-addressing table, beyond that a map.
-type idSet struct {
-	slots [512]uint16 // call index + 1, by hash of its id; 0 is empty
-	big   map[string]struct{}
-}
-
-var idSeed = maphash.MakeSeed()
-
-// add reports whether call i reuses the id of an earlier call of calls.
-func (s *idSet) add(calls []call, i int) bool {
-	id := calls[i].call.ID
-	switch n := len(calls); {
-	case n <= 256:
-		for h := maphash.String(idSeed, id); ; h++ {
-			k := &s.slots[h%uint64(len(s.slots))]
-			if *k == 0 {
-				*k = uint16(i + 1)
-				return false
-			}
-			if calls[*k-1].call.ID == id {
-				return true
-			}
-		}
-	default:
-		if s.big == nil {
-			s.big = make(map[string]struct{}, n)
-		}
-		_, dup := s.big[id]
-		s.big[id] = struct{}{}
-		return dup
-	}
-}
 
 // ID returns the batch's id: "batch-", a random prefix chosen when the toolkit
 // was created, and the batch's number, so ids do not repeat across toolkits
@@ -367,14 +308,14 @@ func (b *Batch) Wait() []Result {
 	return b.results
 }
 
-// valueMap returns the batch's scratch map for interceptors.
-func (b *Batch) valueMap() *sync.Map {
+// localStore returns the batch's locals, made if create is set.
+func (b *Batch) localStore(create bool) *localStore {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.values == nil {
-		b.values = new(sync.Map)
+	if b.locals == nil && create {
+		b.locals = new(localStore)
 	}
-	return b.values
+	return b.locals
 }
 
 // record logs a final result or a suspension notice.
@@ -421,14 +362,21 @@ func (b *Batch) end() {
 		cancel()
 	}
 	b.flush.release()
-	b.flush.wait(b)
+	if d := b.tk.opts.flushTimeout; b.flush.wait(d) {
+		b.tk.log.Warn().Str("run", b.ID()).Dur("waited", d).Msg("toolstream: observers did not take all result events in time")
+	}
 	b.mu.Lock()
 	b.ended = true
+	locals := b.locals
+	b.locals = nil
 	if b.done != nil {
 		close(b.done)
 	}
 	b.changed.Broadcast()
 	b.mu.Unlock()
+	if locals != nil {
+		locals.clear()
+	}
 	if b.unwatch != nil {
 		b.unwatch()
 	}
@@ -441,7 +389,7 @@ func (b *Batch) end() {
 // starting.
 func (b *Batch) notStarted(c *call) error {
 	if preState(c.preErr) == StateInterrupted {
-		return c.preErr // its resolver did not return (guard.go)
+		return c.preErr // its resolver did not return (unknown.go)
 	}
 	cause := b.err()
 	if g := b.guard.Load(); g != nil {
@@ -453,37 +401,24 @@ func (b *Batch) notStarted(c *call) error {
 		msg: fmt.Sprintf("tool %q was not run: the run was cancelled before the call started (%v)", shownName(c.call.Name), cause)}
 }
 
-func newCallID() string { return "call_" + randomHex(8) }
+// A StartOption changes how one batch starts ([Session.Start],
+// [Session.Run]).
+type StartOption func(*Batch)
 
-// randomHex returns 2n random hex digits. The ids it makes must not repeat,
-// not resist guessing, so math/rand/v2's generator (seeded by the runtime
-// from the operating system) does; crypto/rand would add a quarter of a
-// megabyte to every program that embeds the toolkit.
-func randomHex(n int) string {
-	b := make([]byte, (n+7)/8*8)
-	for i := 0; i < len(b); i += 8 {
-		binary.LittleEndian.PutUint64(b[i:], rand.Uint64())
-	}
-	return hex.EncodeToString(b[:n])
-}
-
-// MaxCallIDLen is the longest call id accepted, in bytes.
-const MaxCallIDLen = 256
-
-func validateCallID(id string) error {
-	bad := func(why string) error {
-		return &callError{kind: ErrInvalidCall, msg: fmt.Sprintf("invalid call id %q: %s", truncate(id, 80), why)}
-	}
-	if len(id) > MaxCallIDLen {
-		return bad(fmt.Sprintf("%d bytes long, at most %d allowed", len(id), MaxCallIDLen))
-	}
-	if !utf8.ValidString(id) {
-		return bad("not valid UTF-8")
-	}
-	for _, r := range id {
-		if unicode.IsControl(r) {
-			return bad("contains control characters")
+// WithResult gives call index of the batch its outcome without running
+// it, as [BatchPlan.Decide] would, but before any batch hook sees the
+// batch: hooks find it decided ([BatchPlan.Decided]), so a batch approval
+// does not ask a person about it. No interceptor and no handler sees the
+// call; its events are a start, the outcome's content as deltas and the
+// result, as for any other call. Use [Failure] for a refusal the model
+// reads: an agent loop refuses a call the model's reply was cut in this
+// way. An index outside the batch is ignored, and a malformed call (a bad
+// or duplicate id) keeps its own failure. A later hook may still decide the
+// call otherwise.
+func WithResult(index int, out Result) StartOption {
+	return func(b *Batch) {
+		if index >= 0 && index < len(b.calls) {
+			b.calls[index].decide(out)
 		}
 	}
-	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"runtime/debug"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/toolstream/toolstream/events"
@@ -115,13 +114,6 @@ func (tk *Toolkit) RemoveBatchHook(name string) bool {
 	return true
 }
 
-// WithBatchEndEvents makes the toolkit send a session-level batch_end event
-// (events.TypeBatchEnd, its Data an events.BatchEnd) when a batch is over:
-// each call's final state in call order and whether the agent loop must
-// stop. Observers see it after the batch's result events. Off by default:
-// it is one more event per batch.
-func WithBatchEndEvents() Option { return func(o *options) { o.batchEnd = true } }
-
 // BatchPlan is a batch as its Before hooks see it, before any call runs.
 // Its methods are not safe for use by several goroutines at once. Once the
 // hooks' time is over (they returned, or the batch went on without one that
@@ -223,25 +215,6 @@ func (p *BatchPlan) Decide(i int, out Result) {
 	c.decide(out)
 }
 
-// decide gives the call its outcome without running it, unless it is
-// malformed (a bad or duplicate id), which keeps its own failure.
-func (c *call) decide(out Result) {
-	if _, malformed := c.preErr.(*callError); malformed {
-		return
-	}
-	if out.State == "" {
-		out.State = StateSuccess
-	}
-	c.preErr = &decided{out: out}
-}
-
-// decided is the outcome a batch hook or the caller ([WithResult]) gave a
-// call, kept as its preErr: like a call that fails before running, it
-// touches nothing and runs in any stage.
-type decided struct{ out Result }
-
-func (d *decided) Error() string { return "decided without running: " + d.out.Text() }
-
 // Deny refuses call i without running it: state denied, err the message
 // the model reads.
 func (p *BatchPlan) Deny(i int, err error) { p.Decide(i, Failure(StateDenied, err)) }
@@ -296,14 +269,6 @@ func (p *BatchPlan) Emit(typ events.Type, data any) error {
 	// Not under g.mu: an inline observer may cancel the batch.
 	return g.b.sess.emit(typ, data, g.b.trace, nil)
 }
-
-// BatchValues is the batch's scratch space, the one interceptors get from
-// [Invocation.BatchValues].
-func (p *BatchPlan) BatchValues() *sync.Map { return p.g.b.valueMap() }
-
-// SessionValues is the session's scratch space, the one interceptors get
-// from [Invocation.SessionValues].
-func (p *BatchPlan) SessionValues() *sync.Map { return p.g.b.sess.valueMap() }
 
 // StopLoop asks the agent loop to stop after this batch (see [Batch.Stop]).
 func (p *BatchPlan) StopLoop(reason StopReason, detail string) {

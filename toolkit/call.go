@@ -53,24 +53,6 @@ func (r Result) Text() string { return events.ContentText(r.Content) }
 // Final reports whether the result is final (not a suspension notice).
 func (r Result) Final() bool { return r.State != StateSuspended }
 
-type callKey struct{}
-
-// CallInfoFrom returns the identity of the call running with ctx, for tools
-// and interceptors.
-func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
-	c, ok := ctx.Value(callKey{}).(*call)
-	if !ok {
-		return CallInfo{}, false
-	}
-	return CallInfo{Session: c.batch.sess.id, CallID: c.call.ID, Tool: c.call.Name, Agent: c.batch.agent}, true
-}
-
-// SessionID returns the session of the call running with ctx, or "".
-func SessionID(ctx context.Context) string {
-	c, _ := CallInfoFrom(ctx)
-	return c.Session
-}
-
 type userKey struct{}
 
 // WithUser returns a context carrying the id of the user on whose behalf tools

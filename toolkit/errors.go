@@ -148,3 +148,14 @@ type callError struct {
 
 func (e *callError) Error() string   { return e.msg }
 func (e *callError) Unwrap() []error { return []error{e.kind, e.cause} }
+
+// shownName is a called tool's name as messages show it: a model may call
+// a name of any length, and the message it reads back must stay short.
+func shownName(name string) string { return truncate(name, 128) }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -15,19 +15,41 @@ import (
 	"github.com/toolstream/toolstream/stream"
 )
 
+type callKey struct{}
+
+// CallInfoFrom returns the identity of the call running with ctx, for tools
+// and interceptors.
+func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
+	c, ok := ctx.Value(callKey{}).(*call)
+	if !ok {
+		return CallInfo{}, false
+	}
+	return CallInfo{Session: c.batch.sess.id, CallID: c.call.ID, Tool: c.call.Name, Agent: c.batch.agent}, true
+}
+
+// SessionID returns the session of the call running with ctx, or "".
+func SessionID(ctx context.Context) string {
+	c, _ := CallInfoFrom(ctx)
+	return c.Session
+}
+
 // call is the engine's state for one call of a batch: who it is, where it
-// runs, how far it got. Its life is in this file. Two more roles live
-// elsewhere: the call is the context its handler runs with (the embedded
-// Context is its scope, see scope.go; Value answers the call's own keys
-// without an allocation), and the stream.Sink its emitter writes to
-// (output.go).
+// runs, how far it got. Its life is in this file: begin, run, finish,
+// abandon. Its other roles are types of their own that it holds: its
+// output (output.go), the stream.Sink its tool writes to, and its scope
+// (deadline.go), the context its handler runs with (Value answers the
+// call's own keys without an allocation).
+// Locking: mu guards the fields marked (c.mu) and the whole output, so that
+// the call's state and its events change together; the atomics need no
+// lock, and the rest is set before the call runs (exe and ic: before any
+// interceptor or handler does).
 type call struct {
 	*scope // the stage's scope, the call's context; c.cur under c.mu is where it runs now
 
 	batch  *Batch
 	stage  *stage
 	tool   *Tool // the registered or resolved tool; nil for an unknown one
-	exe    *Tool // the tool that runs: tool, or the variant the visibility resolved
+	exe    *Tool // the tool that runs: tool, or the variant the visibility resolved (c.mu once interceptors run: an Unknown one may alias)
 	preErr error // why the call fails before running, if it does (*decided: a batch hook decided it)
 	call   Call
 
@@ -41,25 +63,35 @@ type call struct {
 	direct   bool        // it succeeded on a return-direct tool (c.mu, set when final)
 
 	args prepared // the arguments the handler receives (c.mu once interceptors run)
-	em   stream.Emitter
-	ic   *chained // set when interceptors wrap the call
+	ic   *chained // set when interceptors wrap the call (setChained, under c.mu)
 	side *aside   // set for a traced call, one that may wait outside and one interceptors wrap, before the handler or an interceptor runs (c.mu)
 
 	mu      sync.Mutex
-	cur     *scope // the scope the call runs on now; it changes on resume
-	started time.Time
+	cur     *scope    // the scope the call runs on now; it changes on resume (c.mu)
+	started time.Time // (c.mu)
 	out     output
+}
+
+// aside is what only some calls need, in one allocation, so that every
+// call stays small: a traced call's trace and the context the tracer gave
+// it, the channel of a call that waits outside the process and why a
+// suspended call waits (external.go).
+type aside struct {
+	t   CallTrace       // nil when the call is not traced
+	ctx context.Context // the tracer's context, set with t
+	ext chan extResult  // made when the call first waits outside
+
+	waiting string // why the call is suspended now (Invocation.Waiting), "" when it is not
 }
 
 // chained is what only a call wrapped by interceptors needs, in one
 // allocation: the invocation they share, the arguments as they were handed
-// to them, their delta filters and scratch values.
+// to them, their delta filters and call locals.
 type chained struct {
 	inv      Invocation
 	argsJSON json.RawMessage
-	filters  []StreamFilter // under c.mu
-	broken   error          // a filter panicked: the output is withheld and the call fails (under c.mu)
-	values   sync.Map
+	filt     filtering       // the output's stream filters (under c.mu)
+	locals   localStore      // call locals (local.go), dropped when the chain returns
 	onWait   []*func(string) // Invocation.OnWait hooks (under c.mu; replaced, never changed in place)
 	side     aside           // the call's aside when it had none (setChained)
 }
@@ -77,23 +109,6 @@ func (c *call) parallel() bool {
 	return c.tool.spec.ConcurrencySafe
 }
 
-// setTimeout picks the call's timeout: the tool's, else the toolkit's
-// default (which external tools do not get: people and browsers take their
-// time).
-func (c *call) setTimeout() {
-	c.timeout = c.batch.tk.opts.timeout
-	if c.tool != nil {
-		switch t := c.tool.spec.Timeout; {
-		case t > 0:
-			c.timeout = t
-		case t < 0:
-			c.timeout = 0
-		case c.tool.spec.External:
-			c.timeout = 0
-		}
-	}
-}
-
 // exec runs the call from its start to its result: the start event, the
 // visibility's say, the arguments, the interceptors around the tool. It
 // reports false only when the call was abandoned (reported while its
@@ -105,7 +120,7 @@ func (c *call) exec() bool {
 	}
 	if c.preErr != nil {
 		if d, ok := c.preErr.(*decided); ok { // a batch hook or WithResult gave the call its outcome
-			c.em.Init(c, c.observed())
+			c.out.em.Init(&c.out, c.out.observed())
 			return c.finishOutcome(d.out)
 		}
 		return c.finish(preState(c.preErr), nil, c.preErr)
@@ -128,7 +143,7 @@ func (c *call) exec() bool {
 		return c.finish(StateError, nil, err)
 	}
 	c.args = args
-	c.em.Init(c, c.observed())
+	c.out.em.Init(&c.out, c.out.observed())
 	chain := c.batch.tk.ics.Load()
 	if len(chain.list) == 0 {
 		return c.finishOutcome(c.core(c, nil)) // no interceptors: no chain to build
@@ -149,7 +164,7 @@ func (c *call) exec() bool {
 // later, it would race with them. It costs no allocation of its own.
 func (c *call) setChained(ic *chained) {
 	c.mu.Lock()
-	c.ic = ic
+	c.ic, c.out.filters = ic, &ic.filt
 	if c.side == nil {
 		c.side = &ic.side
 	}
@@ -160,6 +175,7 @@ func (c *call) setChained(ic *chained) {
 // (the handler's own panics are caught in invoke) costs its call a
 // *PanicError result, not the process.
 func (c *call) runChain(h Handler) (out Result) {
+	defer c.ic.locals.clear()
 	defer func() {
 		if v := recover(); v != nil {
 			out = Failure(StateError, c.panicked("an interceptor", v))
@@ -218,8 +234,7 @@ func (c *call) begin() bool {
 			c.started = time.Time{} // it never started
 			c.mu.Unlock()
 			if timedOut {
-				c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
-					msg: fmt.Sprintf("tool %q timed out after %v before it could start", shownName(c.call.Name), c.timeout)})
+				c.finish(StateTimeout, nil, c.timedOutWaiting("before it could start"))
 			} else {
 				c.finish(StateInterrupted, nil, c.batch.notStarted(c))
 			}
@@ -234,11 +249,11 @@ func (c *call) begin() bool {
 	}
 	c.startTrace()
 	c.running = true
-	if c.emits() {
-		ev, body := newEvent[events.Start](c, events.TypeStart)
+	if c.out.emits() {
+		ev, body := newEvent[events.Start](&c.out, events.TypeStart)
 		body.Args, body.Index = c.call.Args, int(c.index)
 		ev.Start = body
-		c.dispatch(ev, nil)
+		c.out.dispatch(ev, nil)
 	}
 	c.mu.Unlock()
 	return true
@@ -254,33 +269,33 @@ func runCore(ctx context.Context, inv *Invocation) Result { return inv.c.core(ct
 // write (output.go): an attempt an interceptor gave up on cannot leak into
 // the one after it.
 func (c *call) core(ctx context.Context, inv *Invocation) Result {
-	n := c.newAttempt()
+	n := c.out.newAttempt()
 	if t := c.trace(); t != nil {
 		t.Attempt(n)
 	}
 	if ctx.Err() != nil {
 		state, err := c.ctxFailure(ctx, nil)
-		return c.outcome(n, state, Part{}, nil, err)
+		return c.out.outcome(n, state, Part{}, nil, err)
 	}
 	exe, args, err := c.argsFor(n, inv)
 	if err != nil {
-		return c.outcome(n, StateError, Part{}, nil, err)
+		return c.out.outcome(n, StateError, Part{}, nil, err)
 	}
 	if exe.spec.External {
 		return c.waitExternal(ctx, n)
 	}
-	hctx, em := ctx, &c.em // the first attempt's emitter is the call's own (call.Value)
+	hctx, em := ctx, &c.out.em // the first attempt's emitter is the call's own (call.Value)
 	if n > 1 {
-		em = stream.NewEmitter(&attemptSink{c: c, n: n}, c.em.Listening())
+		em = stream.NewEmitter(&attemptSink{o: &c.out, n: n}, c.out.em.Listening())
 		hctx = stream.NewContext(ctx, em)
-	} else if stream.From(ctx) != &c.em { // an interceptor's context not derived from the call's
-		hctx = stream.NewContext(ctx, &c.em)
+	} else if stream.From(ctx) != &c.out.em { // an interceptor's context not derived from the call's
+		hctx = stream.NewContext(ctx, &c.out.em)
 	}
 	one, parts, err := c.invoke(hctx, exe, args)
 	em.Flush() // the start of a character a last Write cut, before what the handler returned
 	switch {
 	case err == nil:
-		out := c.outcome(n, StateSuccess, one, parts, nil)
+		out := c.out.outcome(n, StateSuccess, one, parts, nil)
 		if c.exe.typed != nil && len(parts) == 0 && one.IsEmpty() {
 			// A typed tool that returned nothing (a nil pointer or map)
 			// has no structured result.
@@ -288,12 +303,12 @@ func (c *call) core(ctx context.Context, inv *Invocation) Result {
 		}
 		return c.checkOutput(out)
 	case errors.Is(err, ErrPanic):
-		return c.outcome(n, StateError, Part{}, nil, err)
+		return c.out.outcome(n, StateError, Part{}, nil, err)
 	case ctx.Err() != nil:
 		state, cerr := c.ctxFailure(ctx, err)
-		return c.outcome(n, state, one, parts, cerr)
+		return c.out.outcome(n, state, one, parts, cerr)
 	default:
-		return c.outcome(n, StateError, one, parts, err)
+		return c.out.outcome(n, StateError, one, parts, err)
 	}
 }
 
@@ -382,9 +397,7 @@ func (c *call) abandon() bool {
 		return false
 	}
 	state, err := c.ctxFailure(c.currentScope(), nil)
-	if c.batch.sess.unsuspend(c) { // an external tool's, or one an Unknown interceptor aliased to it
-		c.side.ext <- extResult{state: state, err: err} // room: only who unsuspends sends
-	}
+	c.endExternalWait(state, err)
 	return c.finish(state, nil, err)
 }
 
@@ -412,10 +425,10 @@ func (c *call) finish(state State, parts []Part, err error) bool {
 		c.mu.Unlock()
 		return false
 	}
-	c.addLast(state, Part{}, parts, err)
-	c.flushFilters()
-	if c.ic != nil && c.ic.broken != nil {
-		state, err = c.withhold() // an ending the engine decided fails closed too
+	c.out.addLast(state, Part{}, parts, err)
+	c.out.flushFilters()
+	if c.out.broken() != nil {
+		state, err = c.out.withhold() // an ending the engine decided fails closed too
 	}
 	c.complete(state, err)
 	return true
@@ -431,17 +444,9 @@ func (c *call) finishOutcome(out Result) bool {
 		c.mu.Unlock()
 		return false
 	}
-	if cur := c.out.content.parts(); !sameSlice(out.Content, cur) && !events.EqualContent(out.Content, cur) {
-		if len(cur) > 0 || c.ic != nil && len(c.ic.filters) > 0 {
-			c.resetContent() // void what went out (or a filter holds)
-		}
-		for _, p := range out.Content {
-			c.addDelta(p)
-		}
-		c.flushFilters()
-	}
-	if c.ic != nil && c.ic.broken != nil {
-		out.State, out.Err = c.withhold()
+	c.out.replace(out.Content)
+	if c.out.broken() != nil {
+		out.State, out.Err = c.out.withhold()
 	}
 	state := out.State
 	if state == "" {
@@ -450,17 +455,6 @@ func (c *call) finishOutcome(out Result) bool {
 	c.direct = state == StateSuccess && c.exe != nil && c.exe.spec.ReturnDirect && answers(c.out.content.parts())
 	c.complete(state, out.Err)
 	return true
-}
-
-// withhold fails a call whose stream filter broke closed: none of its
-// output goes out, whatever its ending, and the message does not pass
-// through the filters again. It returns the call's state and error. c.mu
-// must be held.
-func (c *call) withhold() (State, error) {
-	c.resetContent()
-	c.putDelta(events.Text(fmt.Sprintf("Error: the output of tool %q was withheld: a stream filter failed on it. This is a fault in the application, not in the call",
-		shownName(c.call.Name))))
-	return StateError, c.ic.broken
 }
 
 // answers reports whether content can be a final answer for the user: it
@@ -478,28 +472,10 @@ func answers(content []Part) bool {
 // complete emits the result event and hands the result to the batch. c.mu
 // must be held; it is released.
 func (c *call) complete(state State, err error) {
-	c.out.finished = true
 	if c.started.IsZero() {
 		c.startTrace() // a call that never started is traced all the same
 	}
-	res := Result{Call: c.call, State: state, Content: c.out.content.parts(), Err: err, Meta: c.out.meta, Started: c.started}
-	if !c.started.IsZero() {
-		res.Duration = time.Since(c.started) // the monotonic clock alone
-	}
-	if c.emits() {
-		ev, body := newEvent[events.Result](c, events.TypeResult)
-		ev.Time = time.Now()
-		body.State, body.Content, body.Meta, body.Err = state, res.Content, res.Meta, err
-		body.DurationMS = float64(res.Duration) / float64(time.Millisecond)
-		// Progress not built since the last one that was: no progress
-		// event follows to tell it, so the result does.
-		body.Dropped, c.out.dropped = uint64(c.out.dropped), 0
-		if err != nil {
-			body.Error = err.Error()
-		}
-		ev.Result = body
-		c.dispatch(ev, &c.batch.flush)
-	}
+	res := c.out.result(state, err, c.started)
 	c.running = false
 	c.mu.Unlock()
 	c.logResult(&res)
@@ -518,3 +494,22 @@ func (c *call) logResult(res *Result) {
 	e.Str("session", c.batch.sess.id).Str("run", c.batch.ID()).Str("call", c.call.ID).Str("tool", c.call.Name).
 		Str("state", string(res.State)).Dur("duration", res.Duration).Err(res.Err).Msg("toolstream: call finished")
 }
+
+// decide gives the call its outcome without running it, unless it is
+// malformed (a bad or duplicate id), which keeps its own failure.
+func (c *call) decide(out Result) {
+	if _, malformed := c.preErr.(*callError); malformed {
+		return
+	}
+	if out.State == "" {
+		out.State = StateSuccess
+	}
+	c.preErr = &decided{out: out}
+}
+
+// decided is the outcome a batch hook or the caller ([WithResult]) gave a
+// call, kept as its preErr: like a call that fails before running, it
+// touches nothing and runs in any stage.
+type decided struct{ out Result }
+
+func (d *decided) Error() string { return "decided without running: " + d.out.Text() }

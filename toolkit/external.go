@@ -34,9 +34,9 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Result {
 		if err == ErrClosed {
 			// The session was closed while the batch ran: nobody can
 			// Submit, and the call ends like those that waited at Close.
-			return c.outcome(attempt, StateInterrupted, Part{}, nil, closedWaitErr(c.call.Name))
+			return c.out.outcome(attempt, StateInterrupted, Part{}, nil, closedWaitErr(c.call.Name))
 		}
-		return c.outcome(attempt, StateError, Part{}, nil, &callError{kind: ErrInvalidCall, cause: err,
+		return c.out.outcome(attempt, StateError, Part{}, nil, &callError{kind: ErrInvalidCall, cause: err,
 			msg: fmt.Sprintf("call %q of tool %q cannot be suspended: %v", c.call.ID, c.call.Name, err)})
 	}
 	if hooks := c.waitHooks(); len(hooks) > 0 {
@@ -51,7 +51,7 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Result {
 	c.makeWay() // waiting outside uses no local capacity
 	select {
 	case r := <-ext:
-		return c.checkOutput(c.outcome(attempt, r.state, Part{}, r.parts, r.err))
+		return c.checkOutput(c.out.outcome(attempt, r.state, Part{}, r.parts, r.err))
 	case <-ctx.Done():
 		if !c.batch.sess.unsuspend(c) {
 			// Submit (or Session.Close) took the call just in time and is
@@ -62,10 +62,19 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Result {
 				extTaken()
 			}
 			r := <-ext
-			return c.checkOutput(c.outcome(attempt, r.state, Part{}, r.parts, r.err))
+			return c.checkOutput(c.out.outcome(attempt, r.state, Part{}, r.parts, r.err))
 		}
 		state, err := c.ctxFailure(ctx, nil)
-		return c.outcome(attempt, state, Part{}, nil, err)
+		return c.out.outcome(attempt, state, Part{}, nil, err)
+	}
+}
+
+// endExternalWait takes a call that waits for Session.Submit out of its
+// session and hands its wait the ending (call.abandon), as Session.Close
+// does; a call that does not wait there is left alone.
+func (c *call) endExternalWait(state State, err error) {
+	if c.batch.sess.unsuspend(c) { // an external tool's, or one an Unknown interceptor aliased to it
+		c.side.ext <- extResult{state: state, err: err} // room: only who unsuspends sends
 	}
 }
 
@@ -80,11 +89,11 @@ func (c *call) announceSuspension(reason string) {
 		c.side = &aside{}
 	}
 	c.side.waiting = reason
-	if c.emits() {
-		ev, body := newEvent[events.Suspend](c, events.TypeSuspend)
+	if c.out.emits() {
+		ev, body := newEvent[events.Suspend](&c.out, events.TypeSuspend)
 		body.Reason = reason
 		ev.Suspend = body
-		c.dispatch(ev, nil)
+		c.out.dispatch(ev, nil)
 	}
 	c.batch.notifySuspended(c)
 }
@@ -92,7 +101,7 @@ func (c *call) announceSuspension(reason string) {
 // suspend implements Invocation.Suspend.
 func (c *call) suspend(reason string) (context.Context, func() context.Context) {
 	st := c.stage
-	if c.final() {
+	if c.out.final() {
 		// Reported already (left behind at its grace period): a wait now
 		// changes nothing and tells nobody (OnWait hooks, observers, the
 		// batch's notices); it is over at once, and so is the resume.
@@ -109,7 +118,7 @@ func (c *call) suspend(reason string) (context.Context, func() context.Context) 
 	c.makeWay()
 	return wait, func() context.Context {
 		c.batch.sess.dropWait(wait)
-		if c.final() {
+		if c.out.final() {
 			return c.overScope() // reported while it waited: the call does not go on, nobody is told
 		}
 		c.tellWait("")
@@ -122,13 +131,6 @@ func (c *call) suspend(reason string) (context.Context, func() context.Context) 
 	}
 }
 
-// final reports whether the call's result is final.
-func (c *call) final() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.out.finished
-}
-
 // overScope returns a scope of the call that is over already: what a wait
 // or a resume of a call reported already gets.
 func (c *call) overScope() *scope {
@@ -137,4 +139,28 @@ func (c *call) overScope() *scope {
 	over.call = c
 	over.cancel(context.Canceled, nil)
 	return over
+}
+
+// waitHooks returns the call's OnWait hooks. c.mu must be held; call them
+// without it.
+func (c *call) waitHooks() []*func(string) {
+	if c.ic == nil {
+		return nil
+	}
+	return c.ic.onWait
+}
+
+// tellWait calls the call's OnWait hooks with reason; c.mu must not be
+// held.
+func (c *call) tellWait(reason string) {
+	c.mu.Lock()
+	hooks := c.waitHooks()
+	c.mu.Unlock()
+	callWaitHooks(hooks, reason)
+}
+
+func callWaitHooks(hooks []*func(string), reason string) {
+	for _, f := range hooks {
+		(*f)(reason)
+	}
 }

@@ -2,7 +2,6 @@ package toolkit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -29,7 +28,7 @@ type guard struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	plan   BatchPlan
-	res    *resolution  // set for a resolver
+	job    *job         // set for a resolver
 	hook   atomic.Int32 // 1 + the index of the hook running now; 0 before the first
 	inline bool         // the code runs on the driver
 
@@ -50,14 +49,15 @@ type guardLate struct {
 	timer *time.Timer // ends the grace period
 }
 
-// resolution is a resolver's question, deadline and answer.
-type resolution struct {
-	r        ToolResolver
-	call     Call
+// job is user code a guard runs on a pool worker while the driver waits
+// (a ToolResolver: unknown.go), and its deadline.
+type job struct {
 	deadline time.Time // zero without one
 	stop     context.CancelFunc
-	tool     *Tool
-	err      error
+	// run runs the code with the guard's context (over already when its
+	// time was over before a worker took it); keep records what the code
+	// returned, under the guard's lock, when it returned in time.
+	run func(ctx context.Context) (keep func())
 }
 
 type guardState uint8
@@ -68,19 +68,19 @@ const (
 	guardAbandoned            // the batch went on without it
 )
 
-// newGuard prepares a guard for a resolver, which runs on a pool worker.
-func (b *Batch) newGuard(res *resolution) *guard {
+// newGuard prepares a guard for a job, which runs on a pool worker.
+func (b *Batch) newGuard(j *job) *guard {
 	g := &guard{}
-	b.initGuard(g, false, res)
+	b.initGuard(g, false, j)
 	return g
 }
 
-// initGuard prepares g for Before hooks (res nil) or a resolver.
-func (b *Batch) initGuard(g *guard, inline bool, res *resolution) {
-	g.b, g.inline, g.res = b, inline, res
+// initGuard prepares g for Before hooks (j nil) or a job.
+func (b *Batch) initGuard(g *guard, inline bool, j *job) {
+	g.b, g.inline, g.job = b, inline, j
 	g.ctx, g.cancel = context.WithCancelCause(b.parent)
-	if res != nil && !res.deadline.IsZero() {
-		g.ctx, res.stop = context.WithDeadline(g.ctx, res.deadline)
+	if j != nil && !j.deadline.IsZero() {
+		g.ctx, j.stop = context.WithDeadline(g.ctx, j.deadline)
 	}
 	if !inline {
 		g.done = make(chan struct{})
@@ -91,9 +91,9 @@ func (b *Batch) initGuard(g *guard, inline bool, res *resolution) {
 // grace period after its deadline, if it has one. The code may run after it.
 func (g *guard) begin() {
 	g.b.guard.Store(g)
-	if g.res != nil && !g.res.deadline.IsZero() {
+	if g.job != nil && !g.job.deadline.IsZero() {
 		g.mu.Lock()
-		g.late = &guardLate{timer: time.AfterFunc(time.Until(g.res.deadline.Add(g.b.tk.opts.cancelGrace)), g.expire)}
+		g.late = &guardLate{timer: time.AfterFunc(time.Until(g.job.deadline.Add(g.b.tk.opts.cancelGrace)), g.expire)}
 		g.mu.Unlock()
 	}
 	if err := g.b.err(); err != nil { // interrupted before the guard was there
@@ -122,7 +122,7 @@ func (g *guard) interrupt(cause error) {
 	switch {
 	case l.timer == nil:
 		l.timer = time.AfterFunc(grace, g.expire)
-	case time.Now().Before(g.res.deadline): // the grace period from now ends sooner
+	case time.Now().Before(g.job.deadline): // the grace period from now ends sooner
 		l.timer.Reset(grace)
 	}
 }
@@ -176,7 +176,7 @@ func (g *guard) end() {
 		g.b.sess.dropHooks(g)
 	}
 	if abandoned && g.inline {
-		g.b.tk.pool.submit(task{kind: driveBatch, batch: g.b})
+		g.b.tk.pool.submit(g.b)
 	}
 }
 
@@ -198,28 +198,17 @@ func (g *guard) close(abandoned bool) {
 		g.b.guard.CompareAndSwap(g, nil)
 	}
 	g.cancel(nil)
-	if g.res != nil && g.res.stop != nil {
-		g.res.stop()
+	if g.job != nil && g.job.stop != nil {
+		g.job.stop()
 	}
 }
 
-// run runs a resolver on a pool worker (task runGuard).
-func (g *guard) run() {
-	res := g.res
-	t, err := (*Tool)(nil), g.ctx.Err()
-	if err == nil { // else its time was over before a worker took it
-		t, err = func() (t *Tool, err error) {
-			defer func() {
-				if v := recover(); v != nil {
-					err = fmt.Errorf("the tool resolver panicked: %v", v)
-				}
-			}()
-			return res.r(g.ctx, g.b.sess, res.call)
-		}()
-	}
+// do runs the guard's job on a pool worker.
+func (g *guard) do() {
+	keep := g.job.run(g.ctx)
 	g.mu.Lock()
 	if g.state == guardRunning {
-		res.tool, res.err = t, err
+		keep()
 	}
 	g.mu.Unlock()
 	g.finish()
@@ -228,7 +217,7 @@ func (g *guard) run() {
 // abandonedHook returns the Before hook the batch went on without, if it
 // did.
 func (g *guard) abandonedHook() (string, bool) {
-	if g.res != nil {
+	if g.job != nil {
 		return "", false
 	}
 	g.mu.Lock()
@@ -257,27 +246,6 @@ func hookAbandonedErr(name, hook string, grace time.Duration, cause error) error
 	return &callError{kind: ErrInterrupted, cause: cause,
 		msg: fmt.Sprintf("tool %q was not run: the run was cancelled (%v) while batch hook %q was deciding on the batch, and the hook did not return within the %v grace period; the call never ran (a Before hook must return when its context ends)",
 			shownName(name), cause, hook, grace)}
-}
-
-func resolverAbandonedErr(name string, grace time.Duration, cause error) error {
-	return &callError{kind: ErrInterrupted, cause: cause,
-		msg: fmt.Sprintf("tool %q was not run: the run was cancelled (%v) while the tool resolver was looking the tool up, and the resolver did not return within the %v grace period; the call never ran (a ToolResolver must return when its context ends)",
-			shownName(name), cause, grace)}
-}
-
-func resolverTimeoutErr(name string, timeout, grace time.Duration, resolverErr error) error {
-	if resolverErr == nil {
-		return &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
-			msg: fmt.Sprintf("tool %q timed out after %v: the tool resolver did not return within that time and the %v grace period; the call never ran (a ToolResolver must return when its context ends)",
-				shownName(name), timeout, grace)}
-	}
-	cause := resolverErr
-	if !errors.Is(cause, context.DeadlineExceeded) {
-		cause = errors.Join(context.DeadlineExceeded, cause)
-	}
-	return &callError{kind: ErrTimeout, cause: cause,
-		msg: fmt.Sprintf("tool %q timed out after %v while the tool resolver was looking it up (%v); the call never ran",
-			shownName(name), timeout, resolverErr)}
 }
 
 // preState is the state of a call that fails before running.

@@ -181,8 +181,8 @@ func TestResolverErrorAfterDeadline(t *testing.T) {
 	}
 }
 
-// TestInvocationScratchAndAbort: interceptors' scratch maps live as long as
-// promised (batch values shared by a batch's calls, session values by the
+// TestInvocationScratchAndAbort: interceptors' locals live as long as
+// promised (batch locals shared by a batch's calls, session locals by the
 // session's batches and dropped by Session.Close); AbortBatch interrupts
 // the calls after the one that asked with its cause, while that call ends
 // with its own outcome.
@@ -190,16 +190,17 @@ func TestInvocationScratchAndAbort(t *testing.T) {
 	tk := testutil.Kit(t)
 	var ran atomic.Int32
 	testutil.Add(t, tk, countTool(t, "a", &ran))
-	type key struct{}
+	batchCount := toolkit.NewBatchLocal[*atomic.Int32]()
+	sessCount := toolkit.NewSessionLocal[*atomic.Int32]()
 	fatal := errors.New("a fatal failure")
 	var mu sync.Mutex
 	var batchN, sessN []int
 	if err := tk.Use(toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
-		bn, _ := inv.BatchValues().LoadOrStore(key{}, new(atomic.Int32))
-		sn, _ := inv.SessionValues().LoadOrStore(key{}, new(atomic.Int32))
+		bn := batchCount.LoadOrInit(inv, func() *atomic.Int32 { return new(atomic.Int32) })
+		sn := sessCount.LoadOrInit(inv, func() *atomic.Int32 { return new(atomic.Int32) })
 		mu.Lock()
-		batchN = append(batchN, int(bn.(*atomic.Int32).Add(1)))
-		sessN = append(sessN, int(sn.(*atomic.Int32).Add(1)))
+		batchN = append(batchN, int(bn.Add(1)))
+		sessN = append(sessN, int(sn.Add(1)))
 		mu.Unlock()
 		if inv.Logger() == nil || inv.Waiting() != "" {
 			t.Error("a logger, and no wait")

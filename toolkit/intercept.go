@@ -90,40 +90,14 @@ type Invocation struct {
 // Only the latest attempt can stream or add to the result: one an
 // interceptor gave up on (a per-attempt timeout) is cut off.
 func (inv *Invocation) Attempts() int {
-	inv.c.mu.Lock()
-	defer inv.c.mu.Unlock()
-	return int(inv.c.out.attempt)
+	return inv.c.out.attempts()
 }
 
 // MetaValue returns metadata set on the call so far, by the tool or by an
 // interceptor (see Meta).
 func (inv *Invocation) MetaValue(key string) (any, bool) {
-	inv.c.mu.Lock()
-	defer inv.c.mu.Unlock()
-	v, ok := inv.c.out.meta[key]
-	return v, ok
+	return inv.c.out.metaValue(key)
 }
-
-// ContextFailure is the outcome for a call whose ctx ended while an
-// interceptor waited (a backoff sleep, a rate limiter, an approval): a
-// timeout when the call's deadline or one an interceptor set has passed,
-// otherwise an interruption with the cause the batch was stopped with (see
-// Batch.Err), worded as the engine words its own. When only a context an
-// interceptor ended itself is over, its cause (context.Cause) is the
-// interruption's.
-func (inv *Invocation) ContextFailure(ctx context.Context) Result {
-	state, err := inv.c.ctxFailure(ctx, nil)
-	return Failure(state, err)
-}
-
-// BatchValues is scratch space for interceptors' state that lives as long as
-// the batch (per-batch counters, say). Keys should be unexported types.
-func (inv *Invocation) BatchValues() *sync.Map { return inv.c.batch.valueMap() }
-
-// SessionValues is scratch space for interceptors' state that lives as long
-// as the session (per-session counters, rules a person approved). It is
-// dropped by Session.Close.
-func (inv *Invocation) SessionValues() *sync.Map { return inv.c.batch.sess.valueMap() }
 
 // AbortBatch stops the whole batch because of this call (an error policy made
 // its failure fatal): calls not started yet are reported as interrupted with
@@ -131,16 +105,10 @@ func (inv *Invocation) SessionValues() *sync.Map { return inv.c.batch.sess.value
 // with the outcome its interceptors return. Once the call's result is final
 // (an interceptor left behind at the grace period) it does nothing.
 func (inv *Invocation) AbortBatch(cause error) {
-	if !inv.c.final() {
+	if !inv.c.out.final() {
 		inv.c.batch.interrupt(cause)
 	}
 }
-
-// CallValues is scratch space for interceptors' state that lives as long as
-// the call, across attempts: a retry re-runs the inner interceptors with
-// the same Invocation, so an interceptor that must act once per call (add
-// a delta filter, count the call) keeps its mark here.
-func (inv *Invocation) CallValues() *sync.Map { return &inv.c.ic.values }
 
 // Logger returns the toolkit's logger (silent unless WithLogger set one).
 func (inv *Invocation) Logger() *zerolog.Logger { return &inv.c.batch.tk.log }
@@ -153,46 +121,21 @@ func (inv *Invocation) Spec() Spec { return inv.Tool.Spec() }
 
 // Meta attaches metadata to the call's result (code and UIs see it, the
 // model does not).
-func (inv *Invocation) Meta(key string, value any) { inv.c.setMeta(0, key, value) }
+func (inv *Invocation) Meta(key string, value any) { inv.c.out.setMeta(0, key, value) }
 
 // FilterDeltas makes every delta the call emits from now on go through f
 // first (a redactor, for example). Filters apply in the order they were
 // added, FilterStream's among them.
 func (inv *Invocation) FilterDeltas(f func(Part) Part) { inv.FilterStream(partFilter(f)) }
 
-// StreamFilter sees a call's deltas before anyone else and may hold text
-// back until it knows what it is: a redactor that must not let half of a
-// secret out before it has seen the other half. The engine calls its
-// methods one at a time, under the call's lock: they must be quick and
-// must not call back into the call.
-type StreamFilter interface {
-	// Filter returns what goes out in place of p: nothing yet, p as it is
-	// or changed, and what it held back before p.
-	Filter(p Part) []Part
-	// Flush returns everything held back. It is called when an attempt's
-	// content is complete: what the handler returned has gone through
-	// Filter, and the result is about to be taken.
-	Flush() []Part
-	// Reset drops what is held back: the content started over (a retry, or
-	// an interceptor replaced the result).
-	Reset()
-}
-
 // FilterStream makes every delta the call emits from now on go through f
 // first; see [StreamFilter]. Filters apply in the order they were added,
 // FilterDeltas' among them.
 func (inv *Invocation) FilterStream(f StreamFilter) {
 	inv.c.mu.Lock()
-	inv.c.ic.filters = append(inv.c.ic.filters, f)
+	inv.c.ic.filt.list = append(inv.c.ic.filt.list, f)
 	inv.c.mu.Unlock()
 }
-
-// partFilter is a filter that holds nothing back.
-type partFilter func(Part) Part
-
-func (f partFilter) Filter(p Part) []Part { return []Part{f(p)} }
-func (f partFilter) Flush() []Part        { return nil }
-func (f partFilter) Reset()               {}
 
 // Emit sends a call-level event of the given type (a valid name, see
 // [events.CheckType], and not a lifecycle type) with data as its body
@@ -206,15 +149,7 @@ func (inv *Invocation) Emit(typ events.Type, data any) error {
 	if err != nil {
 		return err
 	}
-	c := inv.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.out.finished || !c.emits() {
-		return nil
-	}
-	ev, _ := newEvent[struct{}](c, typ)
-	ev.Data = body
-	c.dispatch(ev, nil)
+	inv.c.out.emit(typ, body)
 	return nil
 }
 
@@ -270,30 +205,6 @@ func (inv *Invocation) OnWait(f func(reason string)) (remove func()) {
 		if i := slices.Index(ic.onWait, h); i >= 0 {
 			ic.onWait = slices.Delete(slices.Clone(ic.onWait), i, i+1)
 		}
-	}
-}
-
-// waitHooks returns the call's OnWait hooks. c.mu must be held; call them
-// without it.
-func (c *call) waitHooks() []*func(string) {
-	if c.ic == nil {
-		return nil
-	}
-	return c.ic.onWait
-}
-
-// tellWait calls the call's OnWait hooks with reason; c.mu must not be
-// held.
-func (c *call) tellWait(reason string) {
-	c.mu.Lock()
-	hooks := c.waitHooks()
-	c.mu.Unlock()
-	callWaitHooks(hooks, reason)
-}
-
-func callWaitHooks(hooks []*func(string), reason string) {
-	for _, f := range hooks {
-		(*f)(reason)
 	}
 }
 

@@ -439,25 +439,24 @@ func TestInPlaceEditIsAReplacement(t *testing.T) {
 	testutil.CheckDeltasAddUp(t, rec, r)
 }
 
-// TestCallValuesSurviveRetries: CallValues is the same map for every
+// TestCallLocalsSurviveRetries: a call local holds one value for every
 // attempt of one call and a fresh one for the next call.
-func TestCallValuesSurviveRetries(t *testing.T) {
+func TestCallLocalsSurviveRetries(t *testing.T) {
 	tk := testutil.Kit(t)
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "fail"}, func(ctx context.Context, _ none) (string, error) {
 		return "", errors.New("no")
 	}))
-	type marks struct{}
+	marks := toolkit.NewCallLocal[*int]()
 	var perCall []int
 	inner := toolkit.Interceptor{Name: "count", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
-		v, _ := inv.CallValues().LoadOrStore(marks{}, new(int))
-		*v.(*int)++
+		*marks.LoadOrInit(inv, func() *int { return new(int) })++
 		return next(ctx, inv)
 	}}
 	retry := toolkit.Interceptor{Name: "retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		next(ctx, inv)
 		out := next(ctx, inv)
-		v, _ := inv.CallValues().Load(marks{})
-		perCall = append(perCall, *v.(*int))
+		v, _ := marks.Get(inv)
+		perCall = append(perCall, *v)
 		return out
 	}}
 	tk.Use(retry, inner)

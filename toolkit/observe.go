@@ -299,22 +299,22 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 func (f *flush) add() { f.n.Add(1) }
 
 // wait waits for the result events to be taken, at most the flush timeout.
-func (f *flush) wait(b *Batch) {
+func (f *flush) wait(d time.Duration) (timedOut bool) {
 	select {
 	case <-f.done:
-		return
+		return false
 	default:
 	}
-	d := b.tk.opts.flushTimeout
 	if d <= 0 {
-		return
+		return false
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-f.done:
+		return false
 	case <-t.C:
-		b.tk.log.Warn().Str("run", b.ID()).Dur("waited", d).Msg("toolstream: observers did not take all result events in time")
+		return true
 	}
 }
 

@@ -96,3 +96,18 @@ func WithCancelGrace(d time.Duration) Option { return func(o *options) { o.cance
 // before newer progress events are dropped (start, delta, suspend and result
 // events are never dropped). The default is 4,096.
 func WithObserverQueue(n int) Option { return func(o *options) { o.observerQueue = max(n, 1) } }
+
+// WithTracer installs a tracer (see [Tracer]). Toolkits derived from this
+// one (Toolkit.Derive) use it too.
+func WithTracer(t Tracer) Option { return func(o *options) { o.tracer = t } }
+
+// WithToolResolver installs a resolver for calls to tools nobody
+// registered; see [ToolResolver].
+func WithToolResolver(r ToolResolver) Option { return func(o *options) { o.resolver = r } }
+
+// WithBatchEndEvents makes the toolkit send a session-level batch_end event
+// (events.TypeBatchEnd, its Data an events.BatchEnd) when a batch is over:
+// each call's final state in call order and whether the agent loop must
+// stop. Observers see it after the batch's result events. Off by default:
+// it is one more event per batch.
+func WithBatchEndEvents() Option { return func(o *options) { o.batchEnd = true } }

@@ -2,6 +2,7 @@ package toolkit
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -9,49 +10,102 @@ import (
 	"github.com/toolstream/toolstream/stream"
 )
 
-// output is what a call has put out so far: its content (the concatenation
-// of its deltas), its events' numbering, and which attempt may still write.
-// It lives in the call, under c.mu; the call's methods in this file are the
-// stream.Sink its emitter writes to.
+// output is a call's output, and the stream.Sink its tool writes to: its
+// content (the concatenation of its deltas, through its stream filters),
+// its metadata, its events and their numbering, the progress not built
+// since the last that was, and which attempt may still write (the fence:
+// only the latest; attemptSink is an earlier one's sink).
+// Locking: every field but c and em (set before the tool runs) is under the
+// call's lock, o.c.mu: the sink's methods take it, and the call's life
+// holds it to end the call, so that the result event is the call's last.
 type output struct {
-	seq      uint64 // events numbered so far
-	dropped  uint32 // progress events not built since the last one that was; told by the next progress or the result
-	attempt  int32  // how many times the tool started; only the latest writes
+	c        *call          // whose output: its identity, its batch's observers, its trace
+	em       stream.Emitter // the first attempt's emitter, over this sink (call.Value)
+	filters  *filtering     // the stream filters of a call interceptors wrap, nil before
+	seq      uint64         // events numbered so far
+	dropped  uint32         // progress events not built since the last one that was; told by the next progress or the result
+	attempt  int32          // how many times the tool started; only the latest writes
 	finished bool
 	content  content
 	meta     map[string]any
 }
 
+// StreamFilter sees a call's deltas before anyone else and may hold text
+// back until it knows what it is: a redactor that must not let half of a
+// secret out before it has seen the other half. The engine calls its
+// methods one at a time, under the call's lock: they must be quick and
+// must not call back into the call.
+type StreamFilter interface {
+	// Filter returns what goes out in place of p: nothing yet, p as it is
+	// or changed, and what it held back before p.
+	Filter(p Part) []Part
+	// Flush returns everything held back. It is called when an attempt's
+	// content is complete: what the handler returned has gone through
+	// Filter, and the result is about to be taken.
+	Flush() []Part
+	// Reset drops what is held back: the content started over (a retry, or
+	// an interceptor replaced the result).
+	Reset()
+}
+
+// partFilter is a filter that holds nothing back.
+type partFilter func(Part) Part
+
+func (f partFilter) Filter(p Part) []Part { return []Part{f(p)} }
+func (f partFilter) Flush() []Part        { return nil }
+func (f partFilter) Reset()               {}
+
+// filtering is a call's stream filters, in the allocation of its chained
+// (FilterStream adds them).
+type filtering struct {
+	list   []StreamFilter
+	broken error // a filter panicked: the output is withheld and the call fails
+}
+
 var (
-	_ stream.Sink     = (*call)(nil)
-	_ stream.Resetter = (*call)(nil)
+	_ stream.Sink     = (*output)(nil)
+	_ stream.Resetter = (*output)(nil)
 	_ stream.Resetter = (*attemptSink)(nil)
 )
 
 // newAttempt starts an attempt of the tool and returns its number. What an
 // earlier attempt streamed is void: a reset delta says so.
-func (c *call) newAttempt() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.out.attempt++
-	if c.out.content.len() > 0 && !c.out.finished {
-		c.resetContent()
+func (o *output) newAttempt() int {
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	o.attempt++
+	if o.content.len() > 0 && !o.finished {
+		o.resetContent()
 	}
-	return int(c.out.attempt)
+	return int(o.attempt)
+}
+
+// attempts returns how many times the tool started.
+func (o *output) attempts() int {
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	return int(o.attempt)
+}
+
+// final reports whether the call's result is final.
+func (o *output) final() bool {
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	return o.finished
 }
 
 // addLast appends what the handler returned (one part, or several) and,
 // for a failure, the line that tells the model about it, as the last
-// deltas. c.mu must be held.
-func (c *call) addLast(state State, one Part, parts []Part, err error) {
+// deltas. o.c.mu must be held.
+func (o *output) addLast(state State, one Part, parts []Part, err error) {
 	if !one.IsEmpty() {
-		c.addDelta(one)
+		o.addDelta(one)
 	}
 	for _, p := range parts {
-		c.addDelta(p)
+		o.addDelta(p)
 	}
 	if err != nil && state.IsError() {
-		c.addDelta(events.Text("Error: " + err.Error()))
+		o.addDelta(events.Text("Error: " + err.Error()))
 	}
 }
 
@@ -59,16 +113,16 @@ func (c *call) addLast(state State, one Part, parts []Part, err error) {
 // that tells the model about a failure) become the last deltas, and the
 // content so far is the outcome's. An attempt that is no longer the latest
 // adds nothing.
-func (c *call) outcome(attempt int, state State, one Part, parts []Part, err error) Result {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.out.finished || int32(attempt) != c.out.attempt {
+func (o *output) outcome(attempt int, state State, one Part, parts []Part, err error) Result {
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	if o.finished || int32(attempt) != o.attempt {
 		return Result{State: state, Err: err}
 	}
-	c.addLast(state, one, parts, err)
-	c.flushFilters()
-	content := c.out.content.parts()
-	if c.ic != nil {
+	o.addLast(state, one, parts, err)
+	o.flushFilters()
+	content := o.content.parts()
+	if o.filters != nil {
 		// Interceptors get their own copy: one that edits it in place must
 		// not edit the call's record of what was streamed.
 		content = slices.Clone(content)
@@ -76,12 +130,75 @@ func (c *call) outcome(attempt int, state State, one Part, parts []Part, err err
 	return Result{State: state, Content: content, Err: err}
 }
 
+// replace makes content the call's, when it is not already: the deltas
+// start over (a reset delta, then the new content) so that they still add
+// up to the result. o.c.mu must be held.
+func (o *output) replace(content []Part) {
+	cur := o.content.parts()
+	if sameSlice(content, cur) || events.EqualContent(content, cur) {
+		return
+	}
+	if len(cur) > 0 || o.filters != nil && len(o.filters.list) > 0 {
+		o.resetContent() // void what went out (or a filter holds)
+	}
+	for _, p := range content {
+		o.addDelta(p)
+	}
+	o.flushFilters()
+}
+
+// broken returns why a stream filter broke the output, or nil. o.c.mu must
+// be held.
+func (o *output) broken() error {
+	if o.filters == nil {
+		return nil
+	}
+	return o.filters.broken
+}
+
+// withhold fails a call whose stream filter broke closed: none of its
+// output goes out, whatever its ending, and the message does not pass
+// through the filters again. It returns the call's state and error. o.c.mu
+// must be held.
+func (o *output) withhold() (State, error) {
+	o.resetContent()
+	o.putDelta(events.Text(fmt.Sprintf("Error: the output of tool %q was withheld: a stream filter failed on it. This is a fault in the application, not in the call",
+		shownName(o.c.call.Name))))
+	return StateError, o.filters.broken
+}
+
+// result ends the output with the call's result event and returns the
+// result. o.c.mu must be held.
+func (o *output) result(state State, err error, started time.Time) Result {
+	o.finished = true
+	c := o.c
+	res := Result{Call: c.call, State: state, Content: o.content.parts(), Err: err, Meta: o.meta, Started: started}
+	if !started.IsZero() {
+		res.Duration = time.Since(started) // the monotonic clock alone
+	}
+	if o.emits() {
+		ev, body := newEvent[events.Result](o, events.TypeResult)
+		ev.Time = time.Now()
+		body.State, body.Content, body.Meta, body.Err = state, res.Content, res.Meta, err
+		body.DurationMS = float64(res.Duration) / float64(time.Millisecond)
+		// Progress not built since the last one that was: no progress
+		// event follows to tell it, so the result does.
+		body.Dropped, o.dropped = uint64(o.dropped), 0
+		if err != nil {
+			body.Error = err.Error()
+		}
+		ev.Result = body
+		o.dispatch(ev, &c.batch.flush)
+	}
+	return res
+}
+
 // observed reports whether the batch has observers.
-func (c *call) observed() bool { return !c.batch.obs.empty() }
+func (o *output) observed() bool { return !o.c.batch.obs.empty() }
 
 // emits reports whether the call's events are built: for observers, or for
 // its trace (which takes all but deltas and progress on its own).
-func (c *call) emits() bool { return c.trace() != nil || !c.batch.obs.empty() }
+func (o *output) emits() bool { return o.c.trace() != nil || !o.c.batch.obs.empty() }
 
 // eventBox puts an event and its body in one allocation.
 type eventBox[B any] struct {
@@ -89,13 +206,14 @@ type eventBox[B any] struct {
 	body B
 }
 
-// newEvent returns the next event of the call. c.mu must be held.
-func newEvent[B any](c *call, typ events.Type) (*events.Event, *B) {
+// newEvent returns the next event of the call. o.c.mu must be held.
+func newEvent[B any](o *output, typ events.Type) (*events.Event, *B) {
 	b := &eventBox[B]{}
-	c.out.seq++
+	o.seq++
+	c := o.c
 	b.ev = events.Event{
 		Version: events.Version, Type: typ, Session: c.batch.sess.id, Agent: c.batch.agent,
-		Call: c.call.ID, Tool: c.call.Name, Seq: c.out.seq, Time: time.Now(),
+		Call: c.call.ID, Tool: c.call.Name, Seq: o.seq, Time: time.Now(),
 	}
 	if t := c.trace(); t != nil {
 		b.ev.Trace = t
@@ -103,32 +221,34 @@ func newEvent[B any](c *call, typ events.Type) (*events.Event, *B) {
 	return &b.ev, &b.body
 }
 
-// dispatch hands an event to every observer. c.mu must be held so that each
+// dispatch hands an event to the call's trace (recovering a panic as for
+// an inline observer) and every observer. o.c.mu must be held so that each
 // observer sees the call's events in sequence order.
-func (c *call) dispatch(ev *events.Event, f *flush) {
-	if c.trace() != nil {
-		c.traceEvent(ev)
+func (o *output) dispatch(ev *events.Event, f *flush) {
+	b := o.c.batch
+	if t := o.c.trace(); t != nil {
+		b.tk.deliverInline(t, ev)
 	}
-	c.batch.obs.dispatch(c.batch.tk, ev, f)
+	b.obs.dispatch(b.tk, ev, f)
 }
 
 // addDelta passes a delta through the call's filters, appends what comes
-// out to the content and emits it as delta events. c.mu must be held.
-func (c *call) addDelta(p Part) {
-	if c.ic == nil || len(c.ic.filters) == 0 {
-		c.putDelta(p)
+// out to the content and emits it as delta events. o.c.mu must be held.
+func (o *output) addDelta(p Part) {
+	if o.filters == nil || len(o.filters.list) == 0 {
+		o.putDelta(p)
 		return
 	}
-	c.filterFrom(0, []Part{p})
+	o.filterFrom(0, []Part{p})
 }
 
 // filterFrom passes parts through the filters from the i-th on and puts
-// out what comes out of the last. c.mu must be held.
-func (c *call) filterFrom(i int, parts []Part) {
-	for _, f := range c.ic.filters[i:] {
+// out what comes out of the last. o.c.mu must be held.
+func (o *output) filterFrom(i int, parts []Part) {
+	for _, f := range o.filters.list[i:] {
 		var next []Part
 		for _, p := range parts {
-			out, ok := c.filter(f, filterPart, p)
+			out, ok := o.filter(f, filterPart, p)
 			if !ok {
 				return
 			}
@@ -137,23 +257,23 @@ func (c *call) filterFrom(i int, parts []Part) {
 		parts = next
 	}
 	for _, p := range parts {
-		c.putDelta(p)
+		o.putDelta(p)
 	}
 }
 
 // flushFilters puts out what the filters hold back, each filter's through
-// the ones after it. c.mu must be held.
-func (c *call) flushFilters() {
-	if c.ic == nil {
+// the ones after it. o.c.mu must be held.
+func (o *output) flushFilters() {
+	if o.filters == nil {
 		return
 	}
-	for i, f := range c.ic.filters {
-		held, ok := c.filter(f, filterFlush, Part{})
+	for i, f := range o.filters.list {
+		held, ok := o.filter(f, filterFlush, Part{})
 		if !ok {
 			return
 		}
 		if len(held) > 0 {
-			c.filterFrom(i+1, held)
+			o.filterFrom(i+1, held)
 		}
 	}
 }
@@ -170,14 +290,14 @@ const (
 // filter runs one step of stream filter f. A filter that panicked, now or
 // before, breaks the call's output: nothing passes any more (a filter may
 // be all that stands between a secret and the model), and the call fails
-// when it finishes (finishOutcome). c.mu must be held.
-func (c *call) filter(f StreamFilter, step filterStep, p Part) (out []Part, ok bool) {
-	if c.ic.broken != nil {
+// when it finishes (finishOutcome). o.c.mu must be held.
+func (o *output) filter(f StreamFilter, step filterStep, p Part) (out []Part, ok bool) {
+	if o.filters.broken != nil {
 		return nil, false
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			c.ic.broken = c.panicked("a stream filter", v)
+			o.filters.broken = o.c.panicked("a stream filter", v)
 			out, ok = nil, false
 		}
 	}()
@@ -192,37 +312,50 @@ func (c *call) filter(f StreamFilter, step filterStep, p Part) (out []Part, ok b
 }
 
 // putDelta appends a delta that went through the filters to the content
-// and emits it. c.mu must be held.
-func (c *call) putDelta(p Part) {
+// and emits it. o.c.mu must be held.
+func (o *output) putDelta(p Part) {
 	if p.IsEmpty() {
 		return
 	}
-	c.out.content.add(p)
-	if c.observed() {
-		ev, body := newEvent[Part](c, events.TypeDelta)
+	o.content.add(p)
+	if o.observed() {
+		ev, body := newEvent[Part](o, events.TypeDelta)
 		*body = p
 		ev.Delta = body
-		c.dispatch(ev, nil)
+		o.dispatch(ev, nil)
 	}
 }
 
 // resetContent voids the content so far and tells observers with a reset
-// delta. c.mu must be held.
-func (c *call) resetContent() {
-	c.out.content = content{}
-	if c.ic != nil {
-		for _, f := range c.ic.filters {
-			if _, ok := c.filter(f, filterReset, Part{}); !ok {
+// delta. o.c.mu must be held.
+func (o *output) resetContent() {
+	o.content = content{}
+	if o.filters != nil {
+		for _, f := range o.filters.list {
+			if _, ok := o.filter(f, filterReset, Part{}); !ok {
 				break
 			}
 		}
 	}
-	if c.emits() {
-		ev, body := newEvent[Part](c, events.TypeDelta)
+	if o.emits() {
+		ev, body := newEvent[Part](o, events.TypeDelta)
 		*body = events.Text("")
 		ev.Delta, ev.Reset = body, true
-		c.dispatch(ev, nil)
+		o.dispatch(ev, nil)
 	}
+}
+
+// emit sends a call-level event of a free type (Invocation.Emit); a call
+// reported already sends nothing.
+func (o *output) emit(typ events.Type, data json.RawMessage) {
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	if o.finished || !o.emits() {
+		return
+	}
+	ev, _ := newEvent[struct{}](o, typ)
+	ev.Data = data
+	o.dispatch(ev, nil)
 }
 
 // progressBody keeps the fraction in the event's allocation.
@@ -232,85 +365,94 @@ type progressBody struct {
 }
 
 // Progress implements stream.Sink for the call's first attempt.
-func (c *call) Progress(message string, fraction float64, data json.RawMessage) {
-	c.progress(1, message, fraction, data)
+func (o *output) Progress(message string, fraction float64, data json.RawMessage) {
+	o.progress(1, message, fraction, data)
 }
 
-func (c *call) progress(attempt int, message string, fraction float64, data json.RawMessage) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.out.finished || !c.observed() || int32(attempt) != c.out.attempt {
+func (o *output) progress(attempt int, message string, fraction float64, data json.RawMessage) {
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	if o.finished || !o.observed() || int32(attempt) != o.attempt {
 		return
 	}
-	if !c.batch.obs.acceptsProgress() {
-		c.out.dropped++ // told with the next progress event that is built
+	obs := o.c.batch.obs
+	if !obs.acceptsProgress() {
+		o.dropped++ // told with the next progress event that is built
 		return
 	}
-	ev, body := newEvent[progressBody](c, events.TypeProgress)
-	body.Message, body.Data, body.Dropped = message, data, uint64(c.out.dropped)
-	c.out.dropped = 0
+	ev, body := newEvent[progressBody](o, events.TypeProgress)
+	body.Message, body.Data, body.Dropped = message, data, uint64(o.dropped)
+	o.dropped = 0
 	if fraction >= 0 {
 		body.fraction = fraction
 		body.Fraction = &body.fraction
 	}
 	ev.Progress = &body.Progress
-	c.dispatch(ev, nil)
+	o.dispatch(ev, nil)
 }
 
 // Delta implements stream.Sink for the call's first attempt.
-func (c *call) Delta(p Part) error { return c.delta(1, p) }
+func (o *output) Delta(p Part) error { return o.delta(1, p) }
 
-func (c *call) delta(attempt int, p Part) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.out.finished || int32(attempt) != c.out.attempt {
+func (o *output) delta(attempt int, p Part) error {
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	if o.finished || int32(attempt) != o.attempt {
 		return stream.ErrCallFinished
 	}
-	c.addDelta(p)
+	o.addDelta(p)
 	return nil
 }
 
 // Reset implements stream.Resetter for the call's first attempt.
-func (c *call) Reset() error { return c.reset(1) }
+func (o *output) Reset() error { return o.reset(1) }
 
-func (c *call) reset(attempt int) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.out.finished || int32(attempt) != c.out.attempt {
+func (o *output) reset(attempt int) error {
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	if o.finished || int32(attempt) != o.attempt {
 		return stream.ErrCallFinished
 	}
-	c.resetContent()
+	o.resetContent()
 	return nil
 }
 
 // SetMeta implements stream.Sink for the call's first attempt.
-func (c *call) SetMeta(key string, value any) { c.setMeta(1, key, value) }
+func (o *output) SetMeta(key string, value any) { o.setMeta(1, key, value) }
 
 // setMeta records metadata from attempt n, or from an interceptor (0).
-func (c *call) setMeta(attempt int, key string, value any) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.out.finished || int32(attempt) != c.out.attempt && attempt != 0 {
+func (o *output) setMeta(attempt int, key string, value any) {
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	if o.finished || int32(attempt) != o.attempt && attempt != 0 {
 		return
 	}
-	if c.out.meta == nil {
-		c.out.meta = make(map[string]any)
+	if o.meta == nil {
+		o.meta = make(map[string]any)
 	}
-	c.out.meta[key] = value
+	o.meta[key] = value
+}
+
+// metaValue returns metadata set so far.
+func (o *output) metaValue(key string) (any, bool) {
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	v, ok := o.meta[key]
+	return v, ok
 }
 
 // attemptSink is the stream.Sink of the second and later attempts.
 type attemptSink struct {
-	c *call
+	o *output
 	n int
 }
 
 func (s *attemptSink) Progress(message string, fraction float64, data json.RawMessage) {
-	s.c.progress(s.n, message, fraction, data)
+	s.o.progress(s.n, message, fraction, data)
 }
-func (s *attemptSink) Delta(p Part) error            { return s.c.delta(s.n, p) }
-func (s *attemptSink) SetMeta(key string, value any) { s.c.setMeta(s.n, key, value) }
-func (s *attemptSink) Reset() error                  { return s.c.reset(s.n) }
+func (s *attemptSink) Delta(p Part) error            { return s.o.delta(s.n, p) }
+func (s *attemptSink) SetMeta(key string, value any) { s.o.setMeta(s.n, key, value) }
+func (s *attemptSink) Reset() error                  { return s.o.reset(s.n) }
 
 // content accumulates deltas by the rule of events.AppendPart, without
 // quadratic copying for long text streams.

@@ -20,35 +20,11 @@ type pool struct {
 	all   sync.WaitGroup
 }
 
-// task is one piece of work for the pool.
-type task struct {
-	kind  taskKind
-	batch *Batch
-	stage *stage
-	guard *guard
-}
-
-type taskKind uint8
-
-const (
-	runStage      taskKind = iota // take calls of stage and execute them
-	driveBatch                    // drive batch from its first stage (Session.Start)
-	takeOverBatch                 // drive batch on from a driver stuck in a handler
-	runGuard                      // run user code the driver waits for (guard.go)
-)
-
-func (t task) do() {
-	switch t.kind {
-	case runStage:
-		t.stage.runCalls(false)
-	case driveBatch:
-		t.batch.drive()
-	case takeOverBatch:
-		t.batch.takeOver()
-	case runGuard:
-		t.guard.run()
-	}
-}
+// task is one piece of work for the pool: the calls of a stage to take
+// and execute (*stage), a batch to drive from its first stage (*Batch) or
+// on from a driver stuck in a handler (takeOver), user code the driver
+// waits for (*guard). Each is one pointer: a task costs no allocation.
+type task interface{ do() }
 
 func newPool() *pool {
 	return &pool{tasks: make(chan task), quit: make(chan struct{})}

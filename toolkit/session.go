@@ -31,17 +31,17 @@ type Session struct {
 	hookWaits map[*guard]struct{} // Before hooks that suspended their batch (BatchPlan.Suspend)
 	closed    bool
 	emitMu    sync.Mutex
-	values    *sync.Map // interceptors' per-session state; made on first use
+	locals    *localStore // session locals (local.go), made on first use, dropped by Close
 }
 
-// valueMap returns the session's scratch map for interceptors.
-func (s *Session) valueMap() *sync.Map {
+// localStore returns the session's locals, made if create is set.
+func (s *Session) localStore(create bool) *localStore {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.values == nil {
-		s.values = new(sync.Map)
+	if s.locals == nil && create {
+		s.locals = new(localStore)
 	}
-	return s.values
+	return s.locals
 }
 
 // Session returns the session with the given id, creating it on first use.
@@ -173,7 +173,8 @@ func (s *Session) Close() {
 	s.tk.sessMu.Unlock()
 	s.mu.Lock()
 	s.closed = true
-	s.values = nil
+	locals := s.locals
+	s.locals = nil
 	pending := s.suspended
 	s.suspended = map[string]*call{}
 	waits := s.waits
@@ -181,6 +182,9 @@ func (s *Session) Close() {
 	hooks := s.hookWaits
 	s.hookWaits = nil
 	s.mu.Unlock()
+	if locals != nil {
+		locals.clear()
+	}
 	for w := range waits {
 		w.endWait(s.closedErr())
 	}

@@ -2,8 +2,6 @@ package toolkit
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,13 +29,13 @@ type stage struct {
 	calls   []call
 	start   time.Time
 	next    atomic.Int32   // the next call a runner takes
+	ended   bool           // st.mu (beside next, where the padding was)
 	pending sync.WaitGroup // calls of the stage without a final result
 
 	mu       sync.Mutex // scopes grow when a suspended call resumes
 	scopes   []*scope
 	scopeBuf [2]*scope
 	first    scope // storage for the stage's first scope
-	ended    bool
 }
 
 // drive runs the stages in order on the calling goroutine.
@@ -57,6 +55,14 @@ func (b *Batch) drive() {
 	}
 	b.end()
 }
+
+// do drives the batch from its first stage on a pool worker (Session.Start).
+func (b *Batch) do() { b.drive() }
+
+// takeOver is the task of driving on a batch whose driver is stuck.
+type takeOver struct{ b *Batch }
+
+func (t takeOver) do() { t.b.takeOver() }
 
 // takeOver drives a batch whose driver is stuck in a handler that outlived its
 // deadline and grace period: it runs the stage's calls still waiting, waits
@@ -108,10 +114,13 @@ func (b *Batch) beginStage() *stage {
 		return st // the toolkit is closed: the driver alone reports the calls interrupted
 	}
 	for range min(len(st.calls), b.tk.opts.maxParallel) - 1 {
-		b.tk.pool.submit(task{kind: runStage, stage: st})
+		b.tk.pool.submit(st)
 	}
 	return st
 }
+
+// do takes calls of the stage and executes them on a pool worker.
+func (st *stage) do() { st.runCalls(false) }
 
 // runCalls takes the stage's calls in order and executes them until none is
 // left to take. driver says whether the goroutine drives the batch. It
@@ -158,32 +167,7 @@ func (c *call) makeWay() {
 		return
 	}
 	if st := c.stage; int(st.next.Load()) < len(st.calls) {
-		st.batch.tk.pool.submit(task{kind: runStage, stage: st})
-	}
-}
-
-// expire finishes the calls of scope s that no runner has taken when its
-// deadline passes: they time out in the queue, reported at once. A call
-// that runs nothing (it fails before running, or its outcome was decided:
-// preErr) has nothing to time out: it ends now with its own outcome, as a
-// runner would have ended it (a batch hook's denial must not reach the
-// model as a timeout).
-func (st *stage) expire(s *scope) {
-	for k := int(st.next.Load()); k < len(st.calls); k++ {
-		c := &st.calls[k]
-		if c.scope != s || !c.claimed.CompareAndSwap(false, true) {
-			continue
-		}
-		if c.preErr != nil {
-			c.exec() // no user code: a start, its outcome, its result
-			continue
-		}
-		why := "before it could start"
-		if len(st.calls) > st.batch.tk.opts.maxParallel {
-			why = fmt.Sprintf("waiting for a free slot (at most %d calls run in parallel)", st.batch.tk.opts.maxParallel)
-		}
-		c.finish(StateTimeout, nil, &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
-			msg: fmt.Sprintf("tool %q timed out after %v %s", shownName(c.call.Name), c.timeout, why)})
+		st.batch.tk.pool.submit(st)
 	}
 }
 
@@ -202,126 +186,6 @@ func (b *Batch) endStage(st *stage) {
 	st.pending.Wait()
 	st.disarm()
 	b.current.Store(nil)
-}
-
-// scopeFor returns the scope of calls with the given timeout, creating it on
-// first use.
-func (st *stage) scopeFor(timeout time.Duration) *scope {
-	for _, s := range st.scopes {
-		if s.timeout == timeout {
-			return s
-		}
-	}
-	s := &st.first
-	if len(st.scopes) > 0 {
-		s = new(scope)
-	}
-	s.init(st, timeout, st.start)
-	st.scopes = append(st.scopes, s)
-	return s
-}
-
-// callScope gives one call a scope of its own, from now: a suspended call's
-// wait (timeout 0) and its new deadline when it resumes. The batch's
-// interruption and the stage's end reach it like the others.
-func (st *stage) callScope(c *call, timeout time.Duration) *scope {
-	s := new(scope)
-	s.init(st, timeout, time.Now())
-	s.call = c
-	st.mu.Lock()
-	ended := st.ended
-	if !ended {
-		st.scopes = append(st.scopes, s)
-	}
-	st.mu.Unlock()
-	if ended {
-		s.cancel(context.Canceled, nil)
-		return s
-	}
-	if err := st.batch.err(); err != nil {
-		s.endWait(err) // interrupted before the scope was there: Batch.interrupt did not see it
-	} else if !s.deadline.IsZero() {
-		st.batch.tk.clock.schedule(s, s.deadline, phaseDeadline)
-	}
-	return s
-}
-
-// arm puts the scopes with a deadline on the toolkit's clock.
-func (st *stage) arm() {
-	for _, s := range st.scopes {
-		if !s.deadline.IsZero() {
-			st.batch.tk.clock.schedule(s, s.deadline, phaseDeadline)
-		}
-	}
-}
-
-// disarm takes the scopes off the clock and ends them; called when every
-// call of the stage is final. Ending them tells abandoned handlers to stop.
-func (st *stage) disarm() {
-	st.mu.Lock()
-	st.ended = true
-	scopes := st.scopes
-	st.mu.Unlock()
-	for _, s := range scopes {
-		st.batch.tk.clock.remove(s)
-		s.cancel(context.Canceled, nil)
-	}
-}
-
-// interrupt ends every scope of the stage (the batch was cancelled) and gives
-// the running handlers their grace period.
-func (st *stage) interrupt(err, cause error) {
-	grace := time.Now().Add(st.batch.tk.opts.cancelGrace)
-	st.mu.Lock()
-	scopes := slices.Clone(st.scopes)
-	st.mu.Unlock()
-	for _, s := range scopes {
-		s.cancel(err, cause)
-		end := grace
-		if !s.deadline.IsZero() {
-			// A scope whose deadline passed is in its grace already: a
-			// cancellation must not move the end of it later.
-			end = earliest(end, s.deadline.Add(st.batch.tk.opts.cancelGrace))
-		}
-		st.batch.tk.clock.schedule(s, end, phaseGrace)
-	}
-	st.finishWaiting()
-}
-
-func earliest(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// abandon reports the calls still running on scope s once their grace period
-// is over. If the driver itself is stuck in one of them, a pool worker takes
-// over driving.
-func (st *stage) abandon(s *scope) {
-	st.mu.Lock()
-	ended := st.ended
-	st.mu.Unlock()
-	if ended {
-		return
-	}
-	for i := range st.calls {
-		c := &st.calls[i]
-		// A call that fails before running (preErr) runs no user code and
-		// finishes on its own with its own error, even one whose deadline
-		// passed before its stage began (a resolver that used its time up).
-		// A call of an external tool is abandoned like any other: what holds
-		// it past its grace is code around its wait (call.abandon).
-		if c.preErr != nil || c.currentScope() != s || !c.abandon() {
-			continue
-		}
-		if c.inline {
-			c.counts.Store(false) // the new driver runs the calls still waiting
-			st.batch.tk.pool.submit(task{kind: takeOverBatch, batch: st.batch})
-		} else {
-			c.makeWay()
-		}
-	}
 }
 
 // Test hook, nil in production: runnerHook runs in a stage's runner with the

@@ -76,7 +76,7 @@ func (b *Batch) decideStop() {
 // call's result is final (an interceptor left behind at the grace period)
 // it does nothing.
 func (inv *Invocation) StopLoop(reason StopReason, detail string) {
-	if !inv.c.final() {
+	if !inv.c.out.final() {
 		inv.c.batch.setStop(Stop{Reason: reason, Detail: detail, Call: inv.Call.ID})
 	}
 }

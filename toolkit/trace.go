@@ -98,10 +98,6 @@ type OpTrace interface {
 	End(err error)
 }
 
-// WithTracer installs a tracer (see [Tracer]). Toolkits derived from this
-// one (Toolkit.Derive) use it too.
-func WithTracer(t Tracer) Option { return func(o *options) { o.tracer = t } }
-
 // Op is an operation traced inside a call, for packages built on the
 // engine that must not depend on a tracing library (groups' reset_tools,
 // skills' loads). The zero Op records nothing.
@@ -151,18 +147,6 @@ func TraceOf(ctx context.Context) events.Trace {
 	return c.trace()
 }
 
-// aside is what only some calls need, in one allocation, so that every
-// call stays small: a traced call's trace and the context the tracer gave
-// it, the channel of a call that waits outside the process and why a
-// suspended call waits (external.go).
-type aside struct {
-	t   CallTrace       // nil when the call is not traced
-	ctx context.Context // the tracer's context, set with t
-	ext chan extResult  // made when the call first waits outside
-
-	waiting string // why the call is suspended now (Invocation.Waiting), "" when it is not
-}
-
 // trace returns the call's trace, or nil.
 func (c *call) trace() CallTrace {
 	if c.side == nil {
@@ -191,12 +175,6 @@ func (c *call) startTrace() {
 		c.side = &aside{}
 	}
 	c.side.t, c.side.ctx = t, ctx
-}
-
-// traceEvent shows the call's trace one of its events, recovering a panic
-// as for an inline observer. c.mu must be held.
-func (c *call) traceEvent(ev *events.Event) {
-	c.batch.tk.deliverInline(c.side.t, ev)
 }
 
 // startBatchTrace asks the tracer, if any, to trace the batch; it runs

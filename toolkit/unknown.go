@@ -36,10 +36,6 @@ import (
 // deadline.
 type ToolResolver func(ctx context.Context, s *Session, call Call) (*Tool, error)
 
-// WithToolResolver installs a resolver for calls to tools nobody
-// registered; see [ToolResolver].
-func WithToolResolver(r ToolResolver) Option { return func(o *options) { o.resolver = r } }
-
 // Unknown reports whether the call names a tool that is neither registered
 // nor supplied by a resolver: Tool is then a placeholder that has only the
 // called name (Spec().Name) and that no handler runs. Only interceptors
@@ -68,15 +64,18 @@ func (inv *Invocation) CannotRun(ctx context.Context) bool {
 // the unknown call's timeout.
 func (c *call) resolve(r ToolResolver, start time.Time) {
 	b := c.batch
-	timeout := b.tk.opts.timeout // an unknown call's
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = start.Add(timeout)
+	timeout, deadline := b.resolverDeadline(start)
+	var res struct {
+		tool *Tool
+		err  error
 	}
-	res := &resolution{r: r, call: c.call, deadline: deadline}
-	g := b.newGuard(res)
+	sess, call := b.sess, c.call
+	g := b.newGuard(&job{deadline: deadline, run: func(ctx context.Context) func() {
+		t, err := askResolver(ctx, r, sess, call)
+		return func() { res.tool, res.err = t, err }
+	}})
 	g.begin()
-	b.tk.pool.submit(task{kind: runGuard, guard: g})
+	b.tk.pool.submit(g)
 	g.wait()
 	// The guard's state is final (wait saw it change): no lock needed.
 	g.close(g.state == guardAbandoned)
@@ -96,6 +95,45 @@ func (c *call) resolve(r ToolResolver, start time.Time) {
 	case res.tool != nil:
 		c.tool = res.tool
 	}
+}
+
+// askResolver asks r for the tool of call, a panic turned into an error;
+// a context already over (its time was over before a worker took it) is
+// the answer.
+func askResolver(ctx context.Context, r ToolResolver, s *Session, call Call) (t *Tool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			t, err = nil, fmt.Errorf("the tool resolver panicked: %v", v)
+		}
+	}()
+	return r(ctx, s, call)
+}
+
+// Messages of calls that never ran because their resolver did not answer
+// in time.
+
+func resolverAbandonedErr(name string, grace time.Duration, cause error) error {
+	return &callError{kind: ErrInterrupted, cause: cause,
+		msg: fmt.Sprintf("tool %q was not run: the run was cancelled (%v) while the tool resolver was looking the tool up, and the resolver did not return within the %v grace period; the call never ran (a ToolResolver must return when its context ends)",
+			shownName(name), cause, grace)}
+}
+
+func resolverTimeoutErr(name string, timeout, grace time.Duration, resolverErr error) error {
+	if resolverErr == nil {
+		return &callError{kind: ErrTimeout, cause: context.DeadlineExceeded,
+			msg: fmt.Sprintf("tool %q timed out after %v: the tool resolver did not return within that time and the %v grace period; the call never ran (a ToolResolver must return when its context ends)",
+				shownName(name), timeout, grace)}
+	}
+	cause := resolverErr
+	if !errors.Is(cause, context.DeadlineExceeded) {
+		cause = errors.Join(context.DeadlineExceeded, cause)
+	}
+	return &callError{kind: ErrTimeout, cause: cause,
+		msg: fmt.Sprintf("tool %q timed out after %v while the tool resolver was looking it up (%v); the call never ran",
+			shownName(name), timeout, resolverErr)}
 }
 
 // placeholderSchema is the input schema a placeholder shows.
@@ -146,7 +184,7 @@ func (c *call) execUnknown() bool {
 		return c.finish(StateError, nil, c.unknownErr())
 	}
 	c.exe = ph
-	c.em.Init(c, c.observed())
+	c.out.em.Init(&c.out, c.out.observed())
 	c.setChained(&chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: ph, c: c}, argsJSON: c.call.Args})
 	return c.finishOutcome(c.runChain(h))
 }

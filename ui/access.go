@@ -43,12 +43,7 @@ type Access struct {
 	Approval *interceptors.ApprovalRequest
 }
 
-// AuthorizeFunc decides whether the request r may do what a says: nil
-// allows it. Any error refuses the whole request, nothing done: 401 when
-// it wraps ErrUnauthenticated, else 403; its text goes to the client.
-type AuthorizeFunc func(r *http.Request, a Access) error
-
-// ErrUnauthenticated is what an AuthorizeFunc wraps to refuse a request
+// ErrUnauthenticated is what a WithAuthorize hook wraps to refuse a request
 // that says nothing about who sends it (no session, no token): 401
 // instead of 403.
 var ErrUnauthenticated = errors.New("ui: who sends the request is not known: authenticate")
@@ -56,9 +51,16 @@ var ErrUnauthenticated = errors.New("ui: who sends the request is not known: aut
 // WithAuthorize makes the handlers ask fn about everything a request asks
 // of a thread (see Action), all before any of it is done, so that the
 // application decides who may run a thread and who may answer its
-// approvals. Without it every request that passes Admit may do anything
-// to any thread whose id it names.
-func WithAuthorize(fn AuthorizeFunc) Option { return func(h *Host) { h.authorize = fn } }
+// approvals. fn returns nil to allow; any error refuses the whole request,
+// nothing done: 401 when it wraps ErrUnauthenticated, else 403; its text
+// goes to the client. Without it every request that passes Admit may do
+// anything to any thread whose id it names.
+func WithAuthorize(fn func(r *http.Request, a Access) error) Option {
+	return func(h *Host) { h.authorize = fn }
+}
+
+// authorizeFunc is a WithAuthorize hook.
+type authorizeFunc = func(r *http.Request, a Access) error
 
 // AccessError is a request the authorization hook refused.
 type AccessError struct {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/ui/internal/frames"
 )
 
 // SetMarkDelay holds every mark back by d (tests only).
@@ -43,11 +44,11 @@ func UserTexts(t *Thread) []string {
 	return out
 }
 
-// SetDefaultWriteTimeout makes d the write timeout of hosts and Frames
-// that take the default (tests only; 0 resets it to DefaultWriteTimeout).
+// SetDefaultWriteTimeout makes d the write timeout of hosts and frame
+// writers that take the default (tests only; 0 resets it to 30 s).
 func SetDefaultWriteTimeout(d time.Duration) {
 	if d == 0 {
-		d = DefaultWriteTimeout
+		d = 30 * time.Second
 	}
-	defaultWriteTimeout = d
+	frames.DefaultTimeout = d
 }

@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/frames"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
 )
 
-// written is what a handler writing one large frame with Host.Frames
+// written is what a handler writing one large frame with the host's write timeout
 // reports: the writer's error, and how long after the request it came.
 type written struct {
 	err  error
@@ -23,14 +24,14 @@ type written struct {
 }
 
 // serveBigFrame serves, with small socket buffers, a handler that writes
-// one 1.5 MiB frame with h.Frames and reports the outcome on the channel.
+// one 1.5 MiB frame with h's write timeout and reports the outcome on the channel.
 func serveBigFrame(t *testing.T, h *ui.Host) (addr string, out <-chan written) {
 	t.Helper()
 	frame := []byte(`"` + strings.Repeat("x", 3<<19) + `"`)
 	ch := make(chan written, 1)
 	addr, _ = uitest.SmallBuffers(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		f := h.Frames(w)
+		f := frames.New(w, h.WriteTimeout())
 		f.Data(frame)
 		f.Flush()
 		ch <- written{f.Err(), time.Since(start)}
@@ -39,7 +40,7 @@ func serveBigFrame(t *testing.T, h *ui.Host) (addr string, out <-chan written) {
 }
 
 // TestWriteTimeoutDefaultAndNone: WithWriteTimeout(0) means the default
-// (DefaultWriteTimeout, here shortened to 100 ms by a test hook), as does
+// (30 s, here shortened to 100 ms by a test hook), as does
 // no option: a client that stops reading is dropped once a write waited
 // that long (the writer's error is a deadline). A negative timeout means
 // no bound: the same client is still waited for at six times the

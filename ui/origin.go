@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/toolstream/toolstream/internal/weborigin"
+
+	"github.com/toolstream/toolstream/ui/internal/frames"
 )
 
 // WithAllowedOrigins lets pages served from these origins
@@ -72,7 +74,7 @@ func (h *Host) Admit(w http.ResponseWriter, r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != "" {
 		if !o.allowed[origin] {
-			HTTPError(w, http.StatusForbidden, o.refusal(r))
+			frames.HTTPError(w, http.StatusForbidden, o.refusal(r))
 			return false
 		}
 		hd := w.Header()
@@ -95,7 +97,7 @@ func (h *Host) Admit(w http.ResponseWriter, r *http.Request) bool {
 		check.Method = http.MethodPost
 	}
 	if err := o.cop.Check(check); err != nil {
-		HTTPError(w, http.StatusForbidden, o.refusal(r))
+		frames.HTTPError(w, http.StatusForbidden, o.refusal(r))
 		return false
 	}
 	if o.allowed[origin] {
@@ -103,7 +105,7 @@ func (h *Host) Admit(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions {
 		if msg := notJSON(r.Header.Get("Content-Type")); msg != "" {
-			HTTPError(w, http.StatusUnsupportedMediaType, msg)
+			frames.HTTPError(w, http.StatusUnsupportedMediaType, msg)
 			return false
 		}
 	}

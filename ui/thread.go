@@ -53,13 +53,13 @@ type Host struct {
 	perms  *interceptors.Permissions
 	system string
 	prefix string
-	// writeTimeout bounds each frame's write (Frames); 0: none.
+	// writeTimeout bounds each frame's write (WriteTimeout); 0: none.
 	writeTimeout time.Duration
 	// origins are WithAllowedOrigins' entries, cross the policy made of
 	// them (Admit), authorize the hook of WithAuthorize or nil.
 	origins   []string
 	cross     *originPolicy
-	authorize AuthorizeFunc
+	authorize authorizeFunc
 
 	ctx    context.Context // ends every run on Close
 	cancel context.CancelFunc
@@ -87,7 +87,7 @@ func WithSystem(prompt string) Option { return func(h *Host) { h.system = prompt
 func WithSessionPrefix(prefix string) Option { return func(h *Host) { h.prefix = prefix } }
 
 // WithWriteTimeout bounds each frame's write to a client at d
-// (DefaultWriteTimeout, 30 s, by default; d < 0: no bound): a client
+// (30 s by default; d < 0: no bound): a client
 // that keeps its connection open but stops reading is dropped when a
 // write has waited d, and the handler treats it as a client that went
 // away (AG-UI: its run is cancelled; the AI SDK stream: the run goes on,
@@ -99,7 +99,7 @@ func WithSessionPrefix(prefix string) Option { return func(h *Host) { h.prefix =
 func WithWriteTimeout(d time.Duration) Option {
 	return func(h *Host) {
 		if d == 0 {
-			d = defaultWriteTimeout
+			d = defaultWriteTimeout()
 		}
 		h.writeTimeout = max(d, 0)
 	}
@@ -108,21 +108,18 @@ func WithWriteTimeout(d time.Duration) Option {
 // NewHost returns a host running loop on tk's sessions. Close it to end
 // the runs and detach it from the toolkit.
 func NewHost(tk *toolkit.Toolkit, loop *agent.Loop, opts ...Option) *Host {
-	h := &Host{tk: tk, loop: loop, prefix: "ui-", writeTimeout: defaultWriteTimeout, threads: map[string]*Thread{}, forgetting: map[string]chan struct{}{}}
+	h := &Host{tk: tk, loop: loop, prefix: "ui-", writeTimeout: defaultWriteTimeout(), threads: map[string]*Thread{}, forgetting: map[string]chan struct{}{}}
 	for _, o := range opts {
 		o(h)
 	}
 	h.cross = newOrigins(h.origins)
 	h.ctx, h.cancel = context.WithCancel(context.Background())
-	h.remove = tk.ObserveInline(h)
+	h.remove = tk.ObserveInline(toolkit.ObserverFunc(h.observe))
 	return h
 }
 
-// Toolkit returns the host's toolkit.
-func (h *Host) Toolkit() *toolkit.Toolkit { return h.tk }
-
-// Observe hands an event to its thread. It only appends to a buffer.
-func (h *Host) Observe(ev *events.Event) {
+// observe hands an event to its thread. It only appends to a buffer.
+func (h *Host) observe(ev *events.Event) {
 	h.mu.RLock()
 	t := h.threads[ev.Session]
 	h.mu.RUnlock()

@@ -30,13 +30,13 @@ import (
 	"github.com/toolstream/toolstream/agent"
 )
 
-// DefaultMaxTokens is the output token limit a request carries unless
+// defaultMaxTokens is the output token limit a request carries unless
 // [WithMaxTokens] says otherwise. The Messages API requires one. 8192 is
 // accepted by every current Claude model, is enough for a turn of an agent
 // (a few paragraphs and several tool calls), and keeps a non-streaming
 // request under the SDK's ten-minute limit (the SDK refuses to send a
 // non-streaming request above about 21,000 tokens).
-const DefaultMaxTokens = 8192
+const defaultMaxTokens = 8192
 
 // provider names the provider in [agent.APIError].
 const provider = "anthropic"
@@ -66,7 +66,7 @@ type Option func(*config)
 func WithStreaming(on bool) Option { return func(c *config) { c.stream = on } }
 
 // WithMaxTokens sets the request's max_tokens, the most tokens the model may
-// write in one turn (default [DefaultMaxTokens]). A turn cut short by it
+// write in one turn (default 8192). A turn cut short by it
 // ends with [agent.FinishLength]. Values below 1 keep the default.
 func WithMaxTokens(n int64) Option {
 	return func(c *config) {
@@ -113,7 +113,7 @@ func WithParams(edit func(*anthropic.MessageNewParams)) Option {
 // says to set ANTHROPIC_API_KEY or pass option.WithAPIKey; a client pointed
 // at another server (option.WithBaseURL) is never stopped.
 func New(client anthropic.Client, model string, opts ...Option) *Model {
-	m := &Model{client: client, model: model, cfg: config{stream: true, maxTokens: DefaultMaxTokens}}
+	m := &Model{client: client, model: model, cfg: config{stream: true, maxTokens: defaultMaxTokens}}
 	for _, o := range opts {
 		if o != nil {
 			o(&m.cfg)

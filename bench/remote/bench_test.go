@@ -94,7 +94,7 @@ func toolstreamSide(tb testing.TB, t *topology) *side {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(nc.Close)
-	c := remote.NewClient(nc, remote.ClientOptions{})
+	c := remote.NewClient(nc)
 	tb.Cleanup(func() { _ = c.Close() })
 	tools, err := c.Discover(context.Background())
 	if err != nil || len(tools) != 1 {

@@ -117,7 +117,7 @@ func serveToolstream(url string) error {
 	if err := tk.Add(echoTool()); err != nil {
 		return err
 	}
-	w, err := remote.Serve(nc, tk, remote.WorkerOptions{})
+	w, err := remote.Serve(nc, tk)
 	if err != nil {
 		return err
 	}

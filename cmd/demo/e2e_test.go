@@ -243,17 +243,17 @@ func checkCapabilities(t *testing.T, evs []*events.Event) {
 
 	// Every call: gap-free sequence, and its deltas add up to its result.
 	for id, list := range byCall {
-		var content []events.Part
+		var rebuilt events.Reassembler
 		for i, ev := range list {
 			if ev.Seq != uint64(i+1) {
 				t.Errorf("%s: event %d has seq %d", id, i, ev.Seq)
 			}
-			if ev.Type == events.TypeDelta {
-				content = events.ApplyDelta(content, ev)
+			if err := rebuilt.Add(ev); err != nil {
+				t.Errorf("%s: %v", id, err)
 			}
 		}
-		if r := result(id); events.ContentText(content) != events.ContentText(r.Content) {
-			t.Errorf("%s: deltas add up to %q, the result is %q", id, events.ContentText(content), events.ContentText(r.Content))
+		if r := result(id); events.ContentText(rebuilt.Content()) != events.ContentText(r.Content) {
+			t.Errorf("%s: deltas add up to %q, the result is %q", id, events.ContentText(rebuilt.Content()), events.ContentText(r.Content))
 		}
 	}
 

@@ -165,10 +165,10 @@ func (o *demoOtel) tour(ctx context.Context, session, model string) (_ context.C
 	ctx, span := o.tp.Tracer("github.com/toolstream/toolstream/cmd/demo").Start(ctx, "invoke_agent toolstream-demo",
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(
-			telemetry.OperationName.String("invoke_agent"),
+			attribute.String("gen_ai.operation.name", "invoke_agent"),
 			attribute.String("gen_ai.agent.name", "toolstream-demo"),
 			attribute.String("gen_ai.request.model", model),
-			telemetry.ConversationID.String(session)))
+			attribute.String("gen_ai.conversation.id", session)))
 	return ctx, func() { span.End() }
 }
 

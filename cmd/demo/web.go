@@ -48,7 +48,7 @@ func (a *webApp) handler() http.Handler {
 		http.ServeFileFS(w, r, static, "index.html")
 	})
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	mux.Handle("GET /events", a.bus.SSEHandler(natsbus.SSEOptions{}))
+	mux.Handle("GET /events", a.bus.SSEHandler())
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("GET /api/info", a.info)
 	mux.Handle("POST /api/approve", pageOnly(http.HandlerFunc(a.approve)))

@@ -62,7 +62,7 @@ func TestWorkerLossShown(t *testing.T) {
 		})); err != nil {
 			t.Fatal(err)
 		}
-		w, err := remote.Serve(nc, wtk, remote.WorkerOptions{})
+		w, err := remote.Serve(nc, wtk)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestWorkerLossShown(t *testing.T) {
 		}
 	})))
 	defer closeWithin(5*time.Second, tk.Close)
-	c := remote.NewClient(bus.Conn(), remote.ClientOptions{Heartbeat: 20 * time.Millisecond, MissedHeartbeats: 5})
+	c := remote.NewClient(bus.Conn(), remote.WithHeartbeat(20*time.Millisecond, 5))
 	defer c.Close()
 	rt, err := c.Tool(context.Background(), "count_lines")
 	if err != nil {

@@ -72,7 +72,7 @@ func runWorker(ctx context.Context, cfg *config, root string, stdin io.Reader, s
 			return err
 		}
 	}
-	w, err := remote.Serve(nc, tk, remote.WorkerOptions{Metadata: map[string]string{"pid": strconv.Itoa(os.Getpid())}})
+	w, err := remote.Serve(nc, tk, remote.WithMetadata(map[string]string{"pid": strconv.Itoa(os.Getpid())}))
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func useWorkers(ctx context.Context, cfg *config, tk *toolkit.Toolkit, bus *nats
 		loss.started(id, cmd.Process.Pid)
 		ids = append(ids, fmt.Sprintf("%s (pid %d)", id, cmd.Process.Pid))
 	}
-	c := remote.NewClient(bus.Conn(), remote.ClientOptions{})
+	c := remote.NewClient(bus.Conn())
 	for _, name := range workerTools {
 		t, err := c.Tool(ctx, name)
 		if err != nil {

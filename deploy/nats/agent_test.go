@@ -73,7 +73,7 @@ func (d *deployment) serveWorker(tools ...*toolkit.Tool) (*remote.Worker, *clien
 	if err := tk.Register(tools); err != nil {
 		d.t.Fatal(err)
 	}
-	w, err := remote.Serve(c.Conn, tk, remote.WorkerOptions{})
+	w, err := remote.Serve(c.Conn, tk)
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestAgentWorksEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stopDeliver)
-	rc := remote.NewClient(bus.Conn(), remote.ClientOptions{})
+	rc := remote.NewClient(bus.Conn())
 	t.Cleanup(func() { _ = rc.Close() })
 	tool, err := rc.Tool(within(t, 5*time.Second), "count_lines")
 	if err != nil {
@@ -232,7 +232,7 @@ func TestAgentWorksEndToEnd(t *testing.T) {
 	// The bridge, a process of its own, serves the session over SSE from
 	// the stream: the same events the viewer saw live.
 	bridgeBus, bridgeConn := d.openBus(bridge, natsbus.WithDurable(natsbus.Durable{Bind: true}))
-	sse := httptest.NewServer(bridgeBus.SSEHandler(natsbus.SSEOptions{}))
+	sse := httptest.NewServer(bridgeBus.SSEHandler())
 	t.Cleanup(sse.Close)
 	replayed := readSSE(t, sse.URL+"?session="+session, len(live.all()))
 	if got := eventKeys(replayed); got != eventKeys(live.all()) {

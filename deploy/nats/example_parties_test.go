@@ -59,13 +59,13 @@ func Example_parties() {
 	bus, _ := natsbus.Open(ctx, natsbus.WithURL(url), natsbus.WithNATSOptions(opts...), natsbus.WithDurable(natsbus.Durable{}))
 	defer bus.Close(ctx)
 	store, _ := durable.New(ctx, bus.JetStream(), "")
-	client := remote.NewClient(bus.Conn(), remote.ClientOptions{})
+	client := remote.NewClient(bus.Conn())
 	defer client.Close()
 
 	// a worker: a connection of its own
 	nc, _ := nats.Connect(url, workerOpts...)
 	defer nc.Close()
-	w, _ := remote.Serve(nc, tk, remote.WorkerOptions{})
+	w, _ := remote.Serve(nc, tk)
 	defer w.Stop(ctx)
 
 	// the bridge: reads the stream the agent made
@@ -74,7 +74,7 @@ func Example_parties() {
 		natsbus.WithDurable(natsbus.Durable{Bind: true}))
 	defer bridge.Close(ctx)
 	mux := http.NewServeMux()
-	mux.Handle("/events", bridge.SSEHandler(natsbus.SSEOptions{}))
+	mux.Handle("/events", bridge.SSEHandler())
 
 	agent := toolkit.New(toolkit.WithInlineObserver(bus.Publisher()))
 	defer agent.Close(ctx)

@@ -68,7 +68,7 @@ func callAcrossRestart(t *testing.T, d *deployment, tools ...nats.Option) (toolk
 	if err := wtk.Register([]*toolkit.Tool{hold}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := remote.Serve(w.Conn, wtk, remote.WorkerOptions{})
+	srv, err := remote.Serve(w.Conn, wtk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func callAcrossRestart(t *testing.T, d *deployment, tools ...nats.Option) (toolk
 
 	a := d.connect(agent, append(tools, reconnected("agent"))...)
 	// The agent gives a silent worker up after 3 s: longer than a restart.
-	rc := remote.NewClient(a.Conn, remote.ClientOptions{Heartbeat: 250 * time.Millisecond, MissedHeartbeats: 12})
+	rc := remote.NewClient(a.Conn, remote.WithHeartbeat(250*time.Millisecond, 12))
 	t.Cleanup(func() { _ = rc.Close() })
 	tool, err := rc.Tool(within(t, 5*time.Second), "count_lines")
 	if err != nil {

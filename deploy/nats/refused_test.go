@@ -24,7 +24,7 @@ func TestWorkerRefusedToolSaysSo(t *testing.T) {
 		func(ctx context.Context, _ struct{}) (string, error) { return "done", nil })}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := remote.Serve(c.Conn, tk, remote.WorkerOptions{})
+	w, err := remote.Serve(c.Conn, tk)
 	if err == nil {
 		_ = w.Stop(within(t, 5*time.Second))
 		t.Fatal("Serve returned no error for a tool its user may not take")

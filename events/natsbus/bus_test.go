@@ -187,13 +187,13 @@ func checkCalls(t testing.TB, evs []*events.Event) map[string][]*events.Event {
 		if last.Type != events.TypeResult {
 			t.Fatalf("%s: last event is %s", key, last.Type)
 		}
-		var content []events.Part
+		var rebuilt events.Reassembler
 		for _, ev := range list {
-			if ev.Type == events.TypeDelta {
-				content = events.ApplyDelta(content, ev)
+			if err := rebuilt.Add(ev); err != nil {
+				t.Fatalf("%s: %v", key, err)
 			}
 		}
-		got, want := events.ContentText(content), events.ContentText(last.Result.Content)
+		got, want := events.ContentText(rebuilt.Content()), events.ContentText(last.Result.Content)
 		if got != want {
 			t.Fatalf("%s: deltas add up to %q, result is %q", key, got, want)
 		}

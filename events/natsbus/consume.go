@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/events"
+	wirenames "github.com/toolstream/toolstream/internal/wire"
 )
 
 // ErrNotDurable is returned by operations that need the JetStream stream
@@ -59,11 +60,11 @@ func (b *Bus) Replay(ctx context.Context, subject string, from uint64, fn func(s
 // traceOf reads an event's trace context from its message's headers: an
 // events.TraceContext, or nil when the message has none.
 func traceOf(h nats.Header) events.Trace {
-	tp := h.Get(HeaderTraceParent)
+	tp := h.Get(wirenames.HeaderTraceParent)
 	if tp == "" {
 		return nil
 	}
-	return events.TraceContext{Parent: tp, State: h.Get(HeaderTraceState)}
+	return events.TraceContext{Parent: tp, State: h.Get(wirenames.HeaderTraceState)}
 }
 
 // replayRaw is Replay without decoding.

@@ -73,7 +73,7 @@ func ExampleBus_SSEHandler() {
 	sess, _ := tk.Session("s")
 	sess.Run(ctx, []toolkit.Call{{ID: "c1", Name: "echo", Args: json.RawMessage(`{"text":"hello"}`)}})
 
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewServer(bus.SSEHandler())
 	defer srv.Close()
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/toolstream/toolstream/events"
+	wirenames "github.com/toolstream/toolstream/internal/wire"
 )
 
 // Publisher sends a toolkit's events to NATS. Attach it as an inline
@@ -460,13 +461,6 @@ const maxPayload = 1 << 20
 // headerRoom is kept free in each message beside the Nats-Msg-Id header.
 const headerRoom = 64
 
-// The W3C Trace Context headers of an event of a traced call or batch
-// (events.Event.Trace).
-const (
-	HeaderTraceParent = "traceparent"
-	HeaderTraceState  = "tracestate"
-)
-
 // The longest trace header values sent: a traceparent of version 00 is 55
 // bytes (later versions may add fields), a tracestate at most 512 by the
 // W3C rule. Longer ones are not sent.
@@ -482,7 +476,7 @@ func traceRoom(t events.Trace) int {
 	if t == nil {
 		return 0
 	}
-	return len("NATS/1.0\r\n\r\n") + len(HeaderTraceParent) + maxTraceParent + 4 + len(HeaderTraceState) + maxTraceState + 4
+	return len("NATS/1.0\r\n\r\n") + len(wirenames.HeaderTraceParent) + maxTraceParent + 4 + len(wirenames.HeaderTraceState) + maxTraceState + 4
 }
 
 // setTrace puts an event's trace context in a message's headers.
@@ -494,9 +488,9 @@ func setTrace(m *nats.Msg, t events.Trace) {
 	if m.Header == nil {
 		m.Header = nats.Header{}
 	}
-	m.Header[HeaderTraceParent] = []string{tp}
+	m.Header[wirenames.HeaderTraceParent] = []string{tp}
 	if ts := t.TraceState(); ts != "" && len(ts) <= maxTraceState {
-		m.Header[HeaderTraceState] = []string{ts}
+		m.Header[wirenames.HeaderTraceState] = []string{ts}
 	}
 }
 

@@ -17,36 +17,6 @@ import (
 	"github.com/toolstream/toolstream/events"
 )
 
-// DefaultMaxViewers is how many clients one SSE handler streams to at once
-// unless SSEOptions.MaxViewers says otherwise.
-const DefaultMaxViewers = 10000
-
-// SSEOptions configures the Server-Sent Events bridge.
-type SSEOptions struct {
-	// Session returns the session a request asks for. By default it is the
-	// "session" query parameter.
-	Session func(r *http.Request) string
-	// KeepAlive is how often a comment line keeps idle connections open;
-	// default 15s.
-	KeepAlive time.Duration
-	// Retry is the reconnection delay suggested to browsers; default 1s.
-	Retry time.Duration
-	// MaxViewers is how many clients the handler streams to at once
-	// (default DefaultMaxViewers; negative: no limit). A client above it
-	// gets 503 Service Unavailable with Retry-After.
-	MaxViewers int
-	// RetryAfter is the Retry-After a client above MaxViewers gets; default
-	// 5s.
-	RetryAfter time.Duration
-	// WriteTimeout bounds each write to a client (default 30s; negative:
-	// no bound). A client that takes no data for that long (a frozen tab,
-	// a network path gone without a reset) has its stream ended instead of
-	// holding a goroutine and its buffers; if it is alive, it reconnects
-	// and resumes with Last-Event-ID, missing nothing. It needs a
-	// ResponseWriter that can set write deadlines (net/http's can).
-	WriteTimeout time.Duration
-}
-
 // SSEHandler returns an http.Handler that streams one session's events as
 // Server-Sent Events: "id" is the event's JetStream sequence, "event" its
 // type and "data" its JSON. A browser EventSource that reconnects sends the
@@ -60,29 +30,19 @@ type SSEOptions struct {
 // Both come on two NATS connections of the bridge's own (made with the
 // bus's options with the first viewer, closed 5s after the last), never on
 // the publisher's, so that viewers do not slow the agent's events. At most
-// MaxViewers clients are served at once.
+// [WithMaxViewers] clients are served at once.
 //
 // The session id is untrusted input: it is checked like a toolkit session id
 // and encoded into the subject, so one session's stream can never carry
 // another's events.
-func (b *Bus) SSEHandler(opts SSEOptions) http.Handler {
-	if opts.Session == nil {
-		opts.Session = func(r *http.Request) string { return r.URL.Query().Get("session") }
+func (b *Bus) SSEHandler(options ...SSEOption) http.Handler {
+	opts := sseOptions{
+		session:   func(r *http.Request) string { return r.URL.Query().Get("session") },
+		keepAlive: 15 * time.Second, retry: time.Second,
+		maxViewers: defaultMaxViewers, retryAfter: 5 * time.Second, writeTimeout: 30 * time.Second,
 	}
-	if opts.KeepAlive <= 0 {
-		opts.KeepAlive = 15 * time.Second
-	}
-	if opts.Retry <= 0 {
-		opts.Retry = time.Second
-	}
-	if opts.MaxViewers == 0 {
-		opts.MaxViewers = DefaultMaxViewers
-	}
-	if opts.RetryAfter <= 0 {
-		opts.RetryAfter = 5 * time.Second
-	}
-	if opts.WriteTimeout == 0 {
-		opts.WriteTimeout = 30 * time.Second
+	for _, o := range options {
+		o(&opts)
 	}
 	var active atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -187,7 +147,7 @@ var catchUpBufs = sync.Pool{New: func() any {
 	return &b
 }}
 
-func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions, active *atomic.Int64) {
+func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *sseOptions, active *atomic.Int64) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
 		http.Error(w, "use GET", http.StatusMethodNotAllowed)
@@ -197,7 +157,7 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 		http.Error(w, ErrNotDurable.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	session := opts.Session(r)
+	session := opts.session(r)
 	if err := events.CheckSessionID(session); err != nil {
 		http.Error(w, "bad session id: "+err.Error(), http.StatusBadRequest)
 		return
@@ -220,10 +180,10 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 		http.Error(w, "streaming is not supported by this server", http.StatusInternalServerError)
 		return
 	}
-	if n := active.Add(1); opts.MaxViewers > 0 && n > int64(opts.MaxViewers) {
+	if n := active.Add(1); opts.maxViewers > 0 && n > int64(opts.maxViewers) {
 		active.Add(-1)
-		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(opts.RetryAfter.Seconds())), 10))
-		http.Error(w, fmt.Sprintf("too many viewers: this server streams to at most %d at once; retry later", opts.MaxViewers), http.StatusServiceUnavailable)
+		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(opts.retryAfter.Seconds())), 10))
+		http.Error(w, fmt.Sprintf("too many viewers: this server streams to at most %d at once; retry later", opts.maxViewers), http.StatusServiceUnavailable)
 		return
 	}
 	defer active.Add(-1)
@@ -243,7 +203,7 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 	}
 	defer b.hub.leave(v)
 
-	sw := newSSEWriter(w, flusher, v, opts.WriteTimeout, opts.Retry)
+	sw := newSSEWriter(w, flusher, v, opts.writeTimeout, opts.retry)
 	// catchUp writes the stored events after next-1 and returns the next
 	// sequence the client needs: everything the viewer is sent from then on
 	// comes live, and a live frame below it is one the client has. It holds
@@ -298,7 +258,7 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request, opts *SSEOptions,
 		return
 	}
 
-	ping := time.NewTicker(opts.KeepAlive)
+	ping := time.NewTicker(opts.keepAlive)
 	defer ping.Stop()
 	var spare []sseFrame
 	for {

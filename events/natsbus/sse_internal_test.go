@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/toolstream/toolstream/events"
+	wirenames "github.com/toolstream/toolstream/internal/wire"
 )
 
 // SetViewerQueue sets how many live frames may wait for one SSE viewer, for
@@ -82,10 +83,10 @@ func FuzzSSEFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, subject string, data []byte, parent, state string) {
 		h := nats.Header{}
 		if parent != "" {
-			h.Set(HeaderTraceParent, parent)
+			h.Set(wirenames.HeaderTraceParent, parent)
 		}
 		if state != "" {
-			h.Set(HeaderTraceState, state)
+			h.Set(wirenames.HeaderTraceState, state)
 		}
 		out, ok := bus.frame(nil, 42, subject, data, h)
 		if !ok {

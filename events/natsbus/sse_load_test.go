@@ -108,7 +108,7 @@ type loadFigures struct {
 
 func newLoad(tb testing.TB) *load {
 	l := &load{tb: tb, bus: natstest.Bus(tb, natsbus.WithDurable(natsbus.Durable{Memory: true}))}
-	l.srv = httptest.NewServer(l.bus.SSEHandler(natsbus.SSEOptions{}))
+	l.srv = httptest.NewServer(l.bus.SSEHandler())
 	tb.Cleanup(l.srv.Close)
 	l.tk = kit(tb, l.bus)
 	// Warm up the toolkit's workers, so that the baseline has them; no

@@ -64,7 +64,7 @@ func BenchmarkSSEStuckReaders(b *testing.B) {
 		session = "stuck-bench"
 	)
 	bus := natstest.Bus(b, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	srv := httptest.NewUnstartedServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewUnstartedServer(bus.SSEHandler())
 	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetWriteBuffer(64 << 10)

@@ -32,7 +32,7 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 // and then nothing, to a session holding about 2 MB of events, and waits
 // until the handler is blocked writing to it. It returns a channel closed
 // when the handler returns.
-func stuckViewer(t *testing.T, bus *Bus, opts SSEOptions, waitBlocked bool) (returned chan struct{}, stop func()) {
+func stuckViewer(t *testing.T, bus *Bus, opt SSEOption, waitBlocked bool) (returned chan struct{}, stop func()) {
 	t.Helper()
 	p := bus.Publisher()
 	big := strings.Repeat("x", 32<<10)
@@ -48,7 +48,7 @@ func stuckViewer(t *testing.T, bus *Bus, opts SSEOptions, waitBlocked bool) (ret
 
 	started, finished := countFlushes(t)
 	returned = make(chan struct{})
-	h := bus.SSEHandler(opts)
+	h := bus.SSEHandler(opt)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer close(returned)
 		h.ServeHTTP(w, r)
@@ -88,7 +88,7 @@ func stuckViewer(t *testing.T, bus *Bus, opts SSEOptions, waitBlocked bool) (ret
 // TestSSEClientThatStopsReading: a client that stops reading (a frozen tab,
 // a dead network path that never resets) does not hold its handler, its
 // goroutine and its buffers for ever: Bus.Close ends its stream, and without
-// a Close, so does a write that takes longer than WriteTimeout (the client,
+// a Close, so does a write that takes longer than WithWriteTimeout (the client,
 // if alive, reconnects with Last-Event-ID and misses nothing).
 func TestSSEClientThatStopsReading(t *testing.T) {
 	t.Run("close", func(t *testing.T) {
@@ -97,7 +97,7 @@ func TestSSEClientThatStopsReading(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		returned, stop := stuckViewer(t, bus, SSEOptions{WriteTimeout: time.Hour}, true)
+		returned, stop := stuckViewer(t, bus, WithWriteTimeout(time.Hour), true)
 		defer stop()
 		bus.Close(ctx)
 		select {
@@ -113,12 +113,12 @@ func TestSSEClientThatStopsReading(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer bus.Close(ctx)
-		returned, stop := stuckViewer(t, bus, SSEOptions{WriteTimeout: 300 * time.Millisecond}, false)
+		returned, stop := stuckViewer(t, bus, WithWriteTimeout(300*time.Millisecond), false)
 		defer stop()
 		select {
 		case <-returned:
 		case <-time.After(10 * time.Second):
-			t.Fatal("a write blocked past WriteTimeout")
+			t.Fatal("a write blocked past WithWriteTimeout")
 		}
 	})
 }
@@ -148,7 +148,7 @@ func slowViewerHolds(t *testing.T, n, size int) {
 		t.Fatal(err)
 	}
 	defer bus.Close(ctx)
-	returned, stop := stuckViewer(t, bus, SSEOptions{WriteTimeout: time.Hour}, true)
+	returned, stop := stuckViewer(t, bus, WithWriteTimeout(time.Hour), true)
 	defer stop()
 	defer func() { bus.Close(ctx); <-returned }()
 
@@ -220,7 +220,7 @@ func TestSSECatchUpHoldsOneBatch(t *testing.T) {
 	<-bus.js.PublishAsyncComplete()
 
 	started, finished := countFlushes(t)
-	srv := httptest.NewUnstartedServer(bus.SSEHandler(SSEOptions{WriteTimeout: time.Hour}))
+	srv := httptest.NewUnstartedServer(bus.SSEHandler(WithWriteTimeout(time.Hour)))
 	srv.Listener = smallBuffers{srv.Listener}
 	srv.Start()
 	defer srv.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	wirenames "github.com/toolstream/toolstream/internal/wire"
 )
 
 type sseEvent struct {
@@ -84,7 +85,7 @@ func sseGet(t testing.TB, base, session, lastID string) *http.Response {
 func TestSSEResume(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	tk := kit(t, bus)
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewServer(bus.SSEHandler())
 	defer srv.Close()
 
 	mine, _ := tk.Session("sse a.>")
@@ -136,9 +137,9 @@ func TestSSEResume(t *testing.T) {
 func TestSSEErrors(t *testing.T) {
 	durable := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	plain := natstest.Bus(t)
-	d := httptest.NewServer(durable.SSEHandler(natsbus.SSEOptions{}))
+	d := httptest.NewServer(durable.SSEHandler())
 	defer d.Close()
-	p := httptest.NewServer(plain.SSEHandler(natsbus.SSEOptions{}))
+	p := httptest.NewServer(plain.SSEHandler())
 	defer p.Close()
 
 	for _, tc := range []struct {
@@ -182,7 +183,7 @@ func TestSSEErrors(t *testing.T) {
 // ignores.
 func TestSSEKeepAlive(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{KeepAlive: 20 * time.Millisecond}))
+	srv := httptest.NewServer(bus.SSEHandler(natsbus.WithKeepAlive(20*time.Millisecond, 0)))
 	defer srv.Close()
 	resp := sseGet(t, srv.URL, "idle", "")
 	defer resp.Body.Close()
@@ -205,12 +206,12 @@ func TestSSEKeepAlive(t *testing.T) {
 // would split the SSE frame) is not streamed; the events around it are.
 func TestSSESkipsBadTypes(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewServer(bus.SSEHandler())
 	defer srv.Close()
 	js := bus.JetStream()
 	ctx := context.Background()
 	for _, typ := range []string{"before", "evil\ndata: injected", "after"} {
-		subj := bus.Subjects().SessionEvent("s", typ)
+		subj := bus.Subjects().Call("s", "", typ)
 		body := `{"v":1,"type":` + strconv.Quote(typ) + `,"session":"s","seq":1,"time":"2026-11-29T12:00:00Z","data":{}}`
 		if _, err := js.Publish(ctx, subj, []byte(body)); err != nil {
 			t.Fatal(err)
@@ -239,7 +240,7 @@ func TestCheckType(t *testing.T) {
 // and the pieces add up to the text.
 func TestSSEResumeAtEveryPosition(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewServer(bus.SSEHandler())
 	defer srv.Close()
 	p := bus.Publisher()
 	text := strings.Repeat("日本語 \"x\" 😀\n", int(2.5*float64(bus.Conn().MaxPayload()))/20)
@@ -303,7 +304,7 @@ func TestSSEResumeAtEveryPosition(t *testing.T) {
 // data that does not start with a field.
 func TestSSESkipsBadData(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewServer(bus.SSEHandler())
 	defer srv.Close()
 	js := bus.JetStream()
 	ctx := context.Background()
@@ -312,12 +313,12 @@ func TestSSESkipsBadData(t *testing.T) {
 	}
 	injected := "\n\nid: 999999\nevent: result\ndata: {\"forged\":true}"
 	msgs := []*nats.Msg{
-		{Subject: bus.Subjects().SessionEvent("s", "before"), Data: []byte(body("before"))},
-		{Subject: bus.Subjects().SessionEvent("s", "lf"), Data: []byte(body("lf") + injected)},
-		{Subject: bus.Subjects().SessionEvent("s", "cr"), Data: []byte(body("cr") + strings.ReplaceAll(injected, "\n", "\r"))},
-		{Subject: bus.Subjects().SessionEvent("s", "empty"), Data: []byte("{}"),
-			Header: nats.Header{natsbus.HeaderTraceParent: []string{"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}},
-		{Subject: bus.Subjects().SessionEvent("s", "after"), Data: []byte(body("after"))},
+		{Subject: bus.Subjects().Call("s", "", "before"), Data: []byte(body("before"))},
+		{Subject: bus.Subjects().Call("s", "", "lf"), Data: []byte(body("lf") + injected)},
+		{Subject: bus.Subjects().Call("s", "", "cr"), Data: []byte(body("cr") + strings.ReplaceAll(injected, "\n", "\r"))},
+		{Subject: bus.Subjects().Call("s", "", "empty"), Data: []byte("{}"),
+			Header: nats.Header{wirenames.HeaderTraceParent: []string{"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}},
+		{Subject: bus.Subjects().Call("s", "", "after"), Data: []byte(body("after"))},
 	}
 	for _, m := range msgs {
 		if _, err := js.PublishMsg(ctx, m); err != nil {

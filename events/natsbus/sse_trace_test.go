@@ -12,6 +12,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	wirenames "github.com/toolstream/toolstream/internal/wire"
 )
 
 // TestSSECarriesTraceContext: SSE has no headers, so the bridge puts a
@@ -22,7 +23,7 @@ import (
 // breaking the JSON.
 func TestSSECarriesTraceContext(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewServer(bus.SSEHandler())
 	defer srv.Close()
 	js := bus.JetStream()
 	ctx := context.Background()
@@ -30,21 +31,21 @@ func TestSSECarriesTraceContext(t *testing.T) {
 	publish := func(typ string, header nats.Header) string {
 		t.Helper()
 		body := `{"v":1,"type":` + strconv.Quote(typ) + `,"session":"s","seq":1,"time":"2026-11-29T12:00:00Z","data":{"traceparent":"nested, not the event's"}}`
-		m := &nats.Msg{Subject: bus.Subjects().SessionEvent("s", typ), Data: []byte(body), Header: header}
+		m := &nats.Msg{Subject: bus.Subjects().Call("s", "", typ), Data: []byte(body), Header: header}
 		if _, err := js.PublishMsg(ctx, m); err != nil {
 			t.Fatal(err)
 		}
 		return body
 	}
-	traced := nats.Header{natsbus.HeaderTraceParent: {parent}, natsbus.HeaderTraceState: {"congo=t61rcWkgMzE"}}
+	traced := nats.Header{wirenames.HeaderTraceParent: {parent}, wirenames.HeaderTraceState: {"congo=t61rcWkgMzE"}}
 	publish("stored_traced", traced)
 	plain := publish("stored_plain", nil)
-	publish("stored_foreign", nats.Header{natsbus.HeaderTraceParent: {parent}, natsbus.HeaderTraceState: {`a"b\`}})
+	publish("stored_foreign", nats.Header{wirenames.HeaderTraceParent: {parent}, wirenames.HeaderTraceState: {`a"b\`}})
 
 	resp := sseGet(t, srv.URL, "s", "")
 	defer resp.Body.Close()
 	got := readSSE(t, resp, 3)
-	publish("live_traced", nats.Header{natsbus.HeaderTraceParent: {parent}})
+	publish("live_traced", nats.Header{wirenames.HeaderTraceParent: {parent}})
 	got = append(got, readSSE(t, resp, 1)...)
 	if len(got) != 4 {
 		t.Fatalf("streamed %d frames: %+v", len(got), got)

@@ -82,7 +82,7 @@ func settleGoroutines(base int, d time.Duration) (int, time.Duration) {
 // and gets new events.
 func TestSSEReconnectStorm(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewServer(bus.SSEHandler())
 	defer srv.Close()
 	publishRaw(t, bus, "storm", 3)
 
@@ -134,11 +134,11 @@ func TestSSEReconnectStorm(t *testing.T) {
 	}
 }
 
-// TestSSEViewerLimit: above MaxViewers a client gets 503 with Retry-After
+// TestSSEViewerLimit: above WithMaxViewers a client gets 503 with Retry-After
 // and a message saying why; when a viewer leaves, the next one is served.
 func TestSSEViewerLimit(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{MaxViewers: 3, RetryAfter: 2 * time.Second}))
+	srv := httptest.NewServer(bus.SSEHandler(natsbus.WithMaxViewers(3, 2*time.Second)))
 	defer srv.Close()
 	var open []*http.Response
 	defer func() {
@@ -192,7 +192,7 @@ func TestSSELastEventIDAtOrPastEnd(t *testing.T) {
 
 func testLastEventIDAtOrPastEnd(t *testing.T, memory bool) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: memory}))
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewServer(bus.SSEHandler())
 	defer srv.Close()
 	// An empty stream (one recreated since the client's last visit): the
 	// first event is the next one.
@@ -251,7 +251,7 @@ func testLastEventIDAtOrPastEnd(t *testing.T, memory bool) {
 // right after it, also when other sessions' events lie between.
 func TestSSEIDInTheMiddle(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewServer(bus.SSEHandler())
 	defer srv.Close()
 	var mine []uint64
 	for range 3 {
@@ -276,7 +276,7 @@ func TestSSESlowViewerCatchesUp(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	// A small socket buffer, so that a client that does not read soon
 	// blocks the handler's writes.
-	srv := httptest.NewUnstartedServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewUnstartedServer(bus.SSEHandler())
 	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		c.(*net.TCPConn).SetWriteBuffer(4 << 10)
 		return ctx
@@ -315,7 +315,7 @@ func TestSSESlowViewerCatchesUp(t *testing.T) {
 func TestSSESharedConsumerGoesWhenIdle(t *testing.T) {
 	natsbus.SetHubLinger(t, 50*time.Millisecond)
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewServer(bus.SSEHandler())
 	defer srv.Close()
 	clients := bus.Server().NumClients()
 	for round := range 2 {
@@ -354,7 +354,7 @@ func TestSSESharedConsumerGoesWhenIdle(t *testing.T) {
 // bytes) arrives whole, in order, with other sessions' events between.
 func TestSSELongHistory(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewServer(bus.SSEHandler())
 	defer srv.Close()
 	var want []uint64
 	for range 3 {
@@ -385,7 +385,7 @@ func TestSSELongHistory(t *testing.T) {
 // answers direct gets gives viewers a 503 that says so, not a hang.
 func TestSSEWithoutDirectGets(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewServer(bus.SSEHandler())
 	defer srv.Close()
 	publishRaw(t, bus, "nd", 1)
 	ctx := context.Background()
@@ -420,7 +420,7 @@ func TestSSEWithoutDirectGets(t *testing.T) {
 // longer: BenchmarkSSEStuckReaders).
 func TestSSEViewersStayOffThePublishersConnection(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	srv := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	srv := httptest.NewServer(bus.SSEHandler())
 	defer srv.Close()
 	// Another publisher, on a connection of its own: its acknowledgements
 	// do not come to the bus's connection either.
@@ -476,7 +476,7 @@ func TestSSEConnectionsTakeTheBusOptions(t *testing.T) {
 	var closed atomic.Int32
 	bus := natstest.Bus(t, natsbus.WithURL(srv.ClientURL()), natsbus.WithDurable(natsbus.Durable{Memory: true}),
 		natsbus.WithNATSOptions(nats.UserInfo("agent", "secret"), nats.ClosedHandler(func(*nats.Conn) { closed.Add(1) })))
-	web := httptest.NewServer(bus.SSEHandler(natsbus.SSEOptions{}))
+	web := httptest.NewServer(bus.SSEHandler())
 	defer web.Close()
 	clients := srv.NumClients()
 	seqs := publishRaw(t, bus, "auth", 3)

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/events"
+	wirenames "github.com/toolstream/toolstream/internal/wire"
 )
 
 // How the SSE bridge holds thousands of viewers: a viewer costs the server
@@ -479,8 +480,8 @@ func (b *Bus) frame(dst []byte, seq uint64, subject string, data []byte, h nats.
 	dst = append(dst, "\ndata: "...)
 	// The trace fields go in front of the first field: only into an object
 	// that starts with one, as the publisher writes them.
-	if parent := h.Get(HeaderTraceParent); parent != "" && len(data) > 2 && data[0] == '{' && data[1] == '"' {
-		dst = appendTraceFields(dst, parent, h.Get(HeaderTraceState))
+	if parent := h.Get(wirenames.HeaderTraceParent); parent != "" && len(data) > 2 && data[0] == '{' && data[1] == '"' {
+		dst = appendTraceFields(dst, parent, h.Get(wirenames.HeaderTraceState))
 		data = data[1:]
 	}
 	dst = append(dst, data...)
@@ -494,8 +495,8 @@ func (b *Bus) frame(dst []byte, seq uint64, subject string, data []byte, h nats.
 func appendTraceFields(dst []byte, parent, state string) []byte {
 	dst = append(dst, '{')
 	for _, f := range [...]struct{ name, value string }{
-		{events.FieldTraceParent, parent},
-		{events.FieldTraceState, state},
+		{wirenames.HeaderTraceParent, parent},
+		{wirenames.HeaderTraceState, state},
 	} {
 		if f.value == "" || len(f.value) > 512 || !plainHeaderValue(f.value) {
 			continue

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolstream/toolstream/events"
+	wirenames "github.com/toolstream/toolstream/internal/wire"
 )
 
 // TestTracedEventAtTheLimit: a traced event whose JSON is as large as the
@@ -58,8 +59,8 @@ func TestTracedEventAtTheLimit(t *testing.T) {
 		}
 		select {
 		case m := <-got:
-			if m.Header.Get(HeaderTraceState) != trace.State || len(m.Data) != limit+over {
-				t.Fatalf("received %d bytes, trace state %d bytes", len(m.Data), len(m.Header.Get(HeaderTraceState)))
+			if m.Header.Get(wirenames.HeaderTraceState) != trace.State || len(m.Data) != limit+over {
+				t.Fatalf("received %d bytes, trace state %d bytes", len(m.Data), len(m.Header.Get(wirenames.HeaderTraceState)))
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("the event did not arrive")

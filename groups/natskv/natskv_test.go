@@ -135,7 +135,7 @@ func TestGroupEventsOnNATS(t *testing.T) {
 	}
 	defer bus.Close(ctx)
 	got := make(chan *events.Event, 8)
-	sub, err := bus.Subscribe(bus.Subjects().SessionEvent("conv", groups.EventType), func(ev *events.Event) { got <- ev })
+	sub, err := bus.Subscribe(bus.Subjects().Call("conv", "", groups.EventType), func(ev *events.Event) { got <- ev })
 	if err != nil {
 		t.Fatal(err)
 	}

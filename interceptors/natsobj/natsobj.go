@@ -27,8 +27,11 @@ type config struct {
 	ttl      time.Duration
 }
 
+// defaultMaxBytes is a bucket's size limit unless MaxBytes says otherwise.
+const defaultMaxBytes = 256 << 20
+
 // MaxBytes sets the size limit of a bucket the backend creates (default
-// interceptors.DefaultEvictMaxBytes; 0 or less: no limit).
+// 256 MiB, as Evict's folder; 0 or less: no limit).
 func MaxBytes(n int64) Option {
 	return func(c *config) { c.maxBytes = n }
 }
@@ -56,7 +59,7 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, opts ...Opt
 	if js == nil {
 		return nil, errNoJetStream
 	}
-	cfg := config{maxBytes: interceptors.DefaultEvictMaxBytes}
+	cfg := config{maxBytes: defaultMaxBytes}
 	for _, o := range opts {
 		o(&cfg)
 	}

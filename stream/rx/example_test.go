@@ -33,7 +33,7 @@ func Example() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // ends the observables
 	progress := rx.ProgressOnly(hub.Observable(ctx, rx.Filter{Session: "s"})).Observe()
-	results := rx.AccumulateContext(ctx, hub.Observable(ctx, rx.Filter{Session: "s"})).Observe()
+	results := rx.Accumulate(ctx, hub.Observable(ctx, rx.Filter{Session: "s"})).Observe()
 
 	sess, _ := tk.Session("s")
 	sess.Run(ctx, []toolkit.Call{{ID: "c1", Name: "count"}})

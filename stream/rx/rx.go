@@ -275,17 +275,11 @@ type Rebuilt struct {
 // too large for one message are put back together ([events.Reassembler]);
 // events other than deltas and results are ignored.
 //
-// Every result is delivered, also after o completed: the reader must read
-// until the observable completes. A reader that may stop before uses
-// [AccumulateContext].
-func Accumulate(o rxgo.Observable) rxgo.Observable {
-	return AccumulateContext(context.Background(), o)
-}
-
-// AccumulateContext is [Accumulate] until ctx ends: then the observable
-// completes, whether or not its reader took every result, and nothing is
-// left running, even for a reader that stopped reading.
-func AccumulateContext(ctx context.Context, o rxgo.Observable) rxgo.Observable {
+// Every result is delivered, also after o completed, until ctx ends: the
+// reader reads until the observable completes, or ends ctx when it stops
+// before. Then the observable completes, whether or not its reader took
+// every result, and nothing is left running.
+func Accumulate(ctx context.Context, o rxgo.Observable) rxgo.Observable {
 	ch := make(chan rxgo.Item)
 	go func() {
 		defer close(ch)

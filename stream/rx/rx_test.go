@@ -86,7 +86,7 @@ func TestHubViewsAndAccumulator(t *testing.T) {
 
 	visible := rx.ModelVisible(hub.Observable(ctx, rx.Filter{Session: "s"}))
 	progress := rx.ProgressOnly(hub.Observable(ctx, rx.Filter{Session: "s", Call: "c1"}))
-	results := rx.Accumulate(hub.Observable(ctx, rx.Filter{Session: "s"}))
+	results := rx.Accumulate(context.Background(), hub.Observable(ctx, rx.Filter{Session: "s"}))
 	other := hub.Observable(ctx, rx.Filter{Session: "other"})
 
 	sess, _ := tk.Session("s")
@@ -151,7 +151,7 @@ func TestAccumulatorFindsMismatch(t *testing.T) {
 		in       []any
 		mismatch bool
 	}{{good, false}, {bad, true}, {retried, false}} {
-		got := collect(t, rx.Accumulate(rxgo.Just(tc.in...)()), 1)
+		got := collect(t, rx.Accumulate(context.Background(), rxgo.Just(tc.in...)()), 1)
 		cr := got[0].(rx.Rebuilt)
 		if (cr.Mismatch != "") != tc.mismatch {
 			t.Fatalf("mismatch %q, want one: %v", cr.Mismatch, tc.mismatch)
@@ -244,7 +244,7 @@ func TestLiveAndReplayFromNATS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	liveResults := rx.Accumulate(live)
+	liveResults := rx.Accumulate(context.Background(), live)
 	bus.Conn().Flush()
 	sess, _ := tk.Session("n")
 	sess.Run(context.Background(), lineCalls(2, 5))
@@ -337,7 +337,7 @@ func TestAccumulateLargeResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	liveResults := rx.Accumulate(live)
+	liveResults := rx.Accumulate(context.Background(), live)
 	bus.Conn().Flush()
 	rs := testutil.Session(t, tk, "big").Run(context.Background(), []toolkit.Call{{ID: "t", Name: "big_text"}, {ID: "j", Name: "big_json"}})
 	want := map[string]events.Part{}
@@ -368,7 +368,7 @@ func TestAccumulateLargeResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("replay", collect(t, rx.Accumulate(replay), 2))
+	check("replay", collect(t, rx.Accumulate(context.Background(), replay), 2))
 }
 
 // TestAccumulateReaderStopsEarly: a reader that takes fewer rebuilt results
@@ -390,7 +390,7 @@ func TestAccumulateReaderStopsEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results := rx.AccumulateContext(ctx, live)
+	results := rx.Accumulate(ctx, live)
 	bus.Conn().Flush()
 	sess, _ := tk.Session("early")
 	calls := make([]toolkit.Call, 3)

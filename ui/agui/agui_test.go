@@ -685,7 +685,7 @@ func TestLongHistory(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "MaxBody") {
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "the handler keeps") {
 		t.Errorf("a user message past MaxBody: %d %s", resp.StatusCode, b)
 	}
 
@@ -699,7 +699,7 @@ func TestLongHistory(t *testing.T) {
 	}
 	b, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "MaxWire") {
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "body limit") {
 		t.Errorf("a body past MaxWire: %d %s", resp.StatusCode, b)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/frames"
 )
 
 // SetClientGoneHook sets the function the handler calls when it found
@@ -24,15 +25,18 @@ func Translate(w http.ResponseWriter, thread, runID string, evs []*events.Event,
 	tr.finish(end)
 }
 
-// SetMaxWire bounds request bodies at n bytes instead of MaxWire (tests
+// SetMaxWire bounds request bodies at n bytes instead of wireLimit (tests
 // only; 0 resets it).
 func SetMaxWire(n int64) {
 	if n == 0 {
-		n = MaxWire
+		n = wireLimit
 	}
 	maxWire = n
 }
 
 // newWriter writes frames to w with the default write timeout (tests
-// only: the handlers write with their host's, Host.Frames).
-func newWriter(w http.ResponseWriter) *writer { return &writer{ui.NewFrames(w)} }
+// only: the handlers write with their host's, Host.WriteTimeout).
+func newWriter(w http.ResponseWriter) *writer { return &writer{frames.New(w, frames.DefaultTimeout)} }
+
+// MaxBody bounds what the handler keeps of a request (tests only).
+const MaxBody = maxBody

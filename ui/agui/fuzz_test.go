@@ -27,10 +27,10 @@ func FuzzParseRunAgentInput(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in, err := ParseRunAgentInput(data)
+		in, err := parseRunAgentInput(data)
 		// The body is read a value at a time: it must read as
 		// encoding/json reads it whole.
-		var ref RunAgentInput
+		var ref runAgentInput
 		refErr := json.Unmarshal(data, &ref)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "agui: ") {

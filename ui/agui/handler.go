@@ -22,6 +22,7 @@ import (
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/internal/body"
+	"github.com/toolstream/toolstream/ui/internal/frames"
 )
 
 // CustomAnswers is the name of the CUSTOM event (value ui.AnswersReport)
@@ -49,7 +50,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		ui.HTTPError(w, http.StatusMethodNotAllowed, "POST a RunAgentInput (JSON) with Accept: text/event-stream")
+		frames.HTTPError(w, http.StatusMethodNotAllowed, "POST a RunAgentInput (JSON) with Accept: text/event-stream")
 		return
 	}
 	in, err := readRunAgentInput(http.MaxBytesReader(w, r.Body, maxWire))
@@ -58,13 +59,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if body.TooLarge(err) {
 			status = http.StatusRequestEntityTooLarge
 		}
-		ui.HTTPError(w, status, err.Error())
+		frames.HTTPError(w, status, err.Error())
 		return
 	}
 	input := in.input()
 	t, err := h.host.Open(r, in.ThreadID, input) // the host's WithAuthorize decides
 	if err != nil {
-		ui.HTTPError(w, status(err), err.Error())
+		frames.HTTPError(w, status(err), err.Error())
 		return
 	}
 	log, err := t.Begin(input)
@@ -76,16 +77,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ui.ErrNothingToRun):
 		log = nil // an empty run: started and finished
 	case errors.Is(err, ui.ErrClosed), errors.Is(err, ui.ErrForgotten):
-		ui.HTTPError(w, http.StatusServiceUnavailable, err.Error())
+		frames.HTTPError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	case errors.Is(err, ui.ErrBusy):
-		ui.HTTPError(w, http.StatusConflict, err.Error())
+		frames.HTTPError(w, http.StatusConflict, err.Error())
 		return
 	case errors.Is(err, interceptors.ErrNotPending):
-		ui.HTTPError(w, http.StatusConflict, err.Error())
+		frames.HTTPError(w, http.StatusConflict, err.Error())
 		return
 	case err != nil:
-		ui.HTTPError(w, http.StatusBadRequest, err.Error())
+		frames.HTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 
@@ -93,7 +94,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	out := &writer{h.host.Frames(w)} // each write bounded (ui.WithWriteTimeout)
+	out := &writer{frames.New(w, h.host.WriteTimeout())} // each write bounded (ui.WithWriteTimeout)
 	tr := newTranslator(out, in.ThreadID, in.RunID)
 	if log != nil {
 		tr.ids = t.Nonce() + "-" + strconv.Itoa(log.Run)
@@ -174,7 +175,7 @@ func status(err error) int {
 // writer writes the protocol's chunks as JSON data: frames. A write that
 // fails, or waits longer than the host's write timeout for a client that
 // does not read, makes the handler treat the client as gone.
-type writer struct{ *ui.Frames }
+type writer struct{ *frames.Frames }
 
 func (o *writer) event(v any) {
 	if o.Err() != nil {

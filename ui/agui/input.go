@@ -15,81 +15,81 @@ import (
 	"github.com/toolstream/toolstream/ui/internal/body"
 )
 
-// RunAgentInput is the body of an AG-UI run request (the fields
+// runAgentInput is the body of an AG-UI run request (the fields
 // toolstream reads; the others are accepted and ignored).
-type RunAgentInput struct {
+type runAgentInput struct {
 	ThreadID       string          `json:"threadId"`
 	RunID          string          `json:"runId"`
 	ParentRunID    string          `json:"parentRunId,omitempty"`
 	State          json.RawMessage `json:"state,omitempty"`
-	Messages       []Message       `json:"messages"`
-	Tools          []Tool          `json:"tools,omitempty"`
+	Messages       []message       `json:"messages"`
+	Tools          []tool          `json:"tools,omitempty"`
 	Context        json.RawMessage `json:"context,omitempty"`
 	ForwardedProps json.RawMessage `json:"forwardedProps,omitempty"`
-	Resume         []ResumeEntry   `json:"resume,omitempty"`
+	Resume         []resumeEntry   `json:"resume,omitempty"`
 }
 
-// Message is one message of RunAgentInput. Content is a string, or for
+// message is one message of a RunAgentInput. Content is a string, or for
 // user messages an array of parts.
-type Message struct {
+type message struct {
 	ID      string          `json:"id"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content,omitempty"`
 }
 
-// Tool is a tool the front end offers (frontend tools are not run by
+// tool is a tool the front end offers (frontend tools are not run by
 // toolstream: see docs/ui-protocols.md).
-type Tool struct {
+type tool struct {
 	Name string `json:"name"`
 }
 
-// ResumeEntry answers one interrupt of the previous run.
-type ResumeEntry struct {
+// resumeEntry answers one interrupt of the previous run.
+type resumeEntry struct {
 	InterruptID string          `json:"interruptId"`
 	Status      string          `json:"status"` // resolved or cancelled
 	Payload     json.RawMessage `json:"payload,omitempty"`
 }
 
-// ApprovalPayload is the payload of a resolved approval interrupt (its
+// approvalAnswer is the payload of a resolved approval interrupt (its
 // responseSchema says so). Without a payload a resolved interrupt
 // approves.
-type ApprovalPayload struct {
+type approvalAnswer struct {
 	Approved bool            `json:"approved"`
 	Reason   string          `json:"reason,omitempty"`
 	Args     json.RawMessage `json:"args,omitempty"`
 }
 
-// MaxBody bounds what a request brings that the handler keeps: the
+// maxBody bounds what a request brings that the handler keeps: the
 // messages' ids and roles, the user messages' content, the resume
 // entries, the tools' names, state, context and forwardedProps. The
 // rest of the body, the content of the other messages (the conversation's
 // assistant and tool messages, which HttpAgent sends with every run and
 // the thread does not read), is read and dropped a message at a time;
-// the whole body is bounded by MaxWire.
-const MaxBody = 4 << 20
+// the whole body is bounded by wireLimit.
+const maxBody = 4 << 20
 
-// MaxWire bounds a request body as a whole (see MaxBody): a conversation
+// wireLimit bounds a request body as a whole (see maxBody): a conversation
 // that outgrows it would outgrow the model providers' request limits
 // too (32 MB at Anthropic), and one message of it is held in memory at a
 // time while it is read.
-const MaxWire = 64 << 20
+const wireLimit = 64 << 20
 
-// maxWire is MaxWire, lowered by tests.
-var maxWire int64 = MaxWire
+// maxWire is wireLimit, lowered by tests.
+var maxWire int64 = wireLimit
 
-// ParseRunAgentInput reads and checks a RunAgentInput. Its errors say
+// parseRunAgentInput reads and checks an AG-UI RunAgentInput. Its errors say
 // what is wrong in words a client developer can act on.
-func ParseRunAgentInput(data []byte) (*RunAgentInput, error) {
+func parseRunAgentInput(data []byte) (*runAgentInput, error) {
 	return readRunAgentInput(bytes.NewReader(data))
 }
 
 // readRunAgentInput reads a RunAgentInput from r a value at a time and
 // checks it: the content of messages other than the user's is dropped as
-// it is read (see MaxBody). Fields are matched as encoding/json matches
+// it is read (see maxBody). Fields are matched as encoding/json matches
 // them (case-insensitively; the last of a key wins).
-func readRunAgentInput(r io.Reader) (*RunAgentInput, error) {
-	var in RunAgentInput
-	b := body.New(r, MaxBody)
+func readRunAgentInput(r io.Reader) (*runAgentInput, error) {
+	var in runAgentInput
+	b := body.New(r, maxBody)
 	err := b.Object(func(key string) error {
 		switch {
 		case strings.EqualFold(key, "threadId"):
@@ -107,7 +107,7 @@ func readRunAgentInput(r io.Reader) (*RunAgentInput, error) {
 		case strings.EqualFold(key, "messages"):
 			in.Messages = nil
 			return b.Array(func() error {
-				var m Message
+				var m message
 				if err := b.Decode(&m); err != nil {
 					return err
 				}
@@ -120,7 +120,7 @@ func readRunAgentInput(r io.Reader) (*RunAgentInput, error) {
 		case strings.EqualFold(key, "tools"):
 			in.Tools = nil
 			return b.Array(func() error {
-				var t Tool
+				var t tool
 				if err := b.Decode(&t); err != nil {
 					return err
 				}
@@ -130,7 +130,7 @@ func readRunAgentInput(r io.Reader) (*RunAgentInput, error) {
 		case strings.EqualFold(key, "resume"):
 			in.Resume = nil
 			return b.Array(func() error {
-				var e ResumeEntry
+				var e resumeEntry
 				if err := b.Decode(&e); err != nil {
 					return err
 				}
@@ -144,12 +144,12 @@ func readRunAgentInput(r io.Reader) (*RunAgentInput, error) {
 		err = b.End()
 	}
 	if errors.Is(err, body.ErrTooMuch) {
-		return nil, fmt.Errorf("agui: the request's user messages, ids, resume entries, tools, state and context are %w (MaxBody): send less history", err)
+		return nil, fmt.Errorf("agui: the request's user messages, ids, resume entries, tools, state and context are %w (the 4 MiB the handler keeps of a request): send less history", err)
 	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, fmt.Errorf("agui: the body is larger than %d bytes (MaxWire): %w", tooLarge.Limit, err)
+			return nil, fmt.Errorf("agui: the body is larger than %d bytes (the request body limit): %w", tooLarge.Limit, err)
 		}
 		return nil, fmt.Errorf("agui: the body is not a RunAgentInput: %w", err)
 	}
@@ -228,12 +228,12 @@ func userText(raw json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
-func approvalPayload(raw json.RawMessage) (ApprovalPayload, error) {
+func approvalPayload(raw json.RawMessage) (approvalAnswer, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return ApprovalPayload{Approved: true}, nil
+		return approvalAnswer{Approved: true}, nil
 	}
-	var p ApprovalPayload
+	var p approvalAnswer
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
@@ -253,7 +253,7 @@ func approvalPayload(raw json.RawMessage) (ApprovalPayload, error) {
 // input turns the request into what the thread takes: the user messages
 // (the thread skips those it has seen) and the answers to interrupts
 // (whose ids are the calls' ids).
-func (in *RunAgentInput) input() ui.Input {
+func (in *runAgentInput) input() ui.Input {
 	var out ui.Input
 	for _, m := range in.Messages {
 		if m.Role != "user" {

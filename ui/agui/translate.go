@@ -12,16 +12,16 @@ import (
 	"github.com/toolstream/toolstream/ui"
 )
 
-// ActivityType is the activityType of the activity message that shows a
-// call's progress and streamed result (Activity is its content).
-const ActivityType = "toolstream_call"
+// activityType is the activityType of the activity message that shows a
+// call's progress and streamed result (callActivity is its content).
+const activityType = "toolstream_call"
 
-// Activity is the content of a call's activity message. Deltas are the
+// callActivity is the content of a call's activity message. Deltas are the
 // call's result deltas since its last reset, as they came (adjacent
 // text parts are not joined: JSON Patch can only append them); the
 // model-visible result is their concatenation and comes whole in
 // TOOL_CALL_RESULT.
-type Activity struct {
+type callActivity struct {
 	ToolCallID string                        `json:"toolCallId"`
 	Tool       string                        `json:"tool"`
 	State      string                        `json:"state"` // running, waiting, or the result's state
@@ -48,11 +48,11 @@ type translator struct {
 	attempt  int
 	open     []string        // tool calls started and not ended, in order
 	opened   map[string]bool // tool calls started in this run
-	activity map[string]*Activity
+	activity map[string]*callActivity
 }
 
 func newTranslator(out *writer, thread, runID string) *translator {
-	return &translator{out: out, thread: thread, runID: runID, ids: runID, opened: map[string]bool{}, activity: map[string]*Activity{}}
+	return &translator{out: out, thread: thread, runID: runID, ids: runID, opened: map[string]bool{}, activity: map[string]*callActivity{}}
 }
 
 func (t *translator) event(ev *events.Event) {
@@ -160,7 +160,7 @@ func (t *translator) event(ev *events.Event) {
 			content = events.Concat(a.Deltas...)
 		}
 		t.out.event(map[string]any{"type": "TOOL_CALL_RESULT", "messageId": "result-" + ev.Call, "toolCallId": ev.Call,
-			"content": Text(content), "role": "tool"})
+			"content": resultText(content), "role": "tool"})
 	case "groups", "skills":
 		if ev.Call != "" {
 			t.custom(ev)
@@ -230,10 +230,10 @@ func (t *translator) closeAll() {
 	t.closeStep()
 }
 
-func (t *translator) activityFor(ev *events.Event) *Activity {
+func (t *translator) activityFor(ev *events.Event) *callActivity {
 	a := t.activity[ev.Call]
 	if a == nil {
-		a = &Activity{ToolCallID: ev.Call, Tool: ev.Tool, State: "running", Deltas: []events.Part{}}
+		a = &callActivity{ToolCallID: ev.Call, Tool: ev.Tool, State: "running", Deltas: []events.Part{}}
 		t.activity[ev.Call] = a
 	}
 	return a
@@ -242,7 +242,7 @@ func (t *translator) activityFor(ev *events.Event) *Activity {
 // touch returns the call's activity; fresh says this run has not shown
 // it yet (a call that began in the run before an approval): the caller
 // sends it whole (snapshot) instead of a patch.
-func (t *translator) touch(ev *events.Event) (*Activity, bool) {
+func (t *translator) touch(ev *events.Event) (*callActivity, bool) {
 	if a := t.activity[ev.Call]; a != nil {
 		return a, false
 	}
@@ -250,7 +250,7 @@ func (t *translator) touch(ev *events.Event) (*Activity, bool) {
 }
 
 func (t *translator) snapshot(call string) {
-	t.out.event(map[string]any{"type": "ACTIVITY_SNAPSHOT", "messageId": "activity-" + call, "activityType": ActivityType,
+	t.out.event(map[string]any{"type": "ACTIVITY_SNAPSHOT", "messageId": "activity-" + call, "activityType": activityType,
 		"content": t.activity[call], "replace": true})
 }
 
@@ -271,7 +271,7 @@ func (t *translator) update(call string, fresh bool, ops ...patchOp) {
 }
 
 func (t *translator) patch(call string, ops ...patchOp) {
-	t.out.event(map[string]any{"type": "ACTIVITY_DELTA", "messageId": "activity-" + call, "activityType": ActivityType, "patch": ops})
+	t.out.event(map[string]any{"type": "ACTIVITY_DELTA", "messageId": "activity-" + call, "activityType": activityType, "patch": ops})
 }
 
 // finish ends the run as the response ended.
@@ -315,10 +315,10 @@ func (t *translator) finish(end *ui.End) {
 // resume entry's payload holds.
 var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approved":{"type":"boolean"},"reason":{"type":"string","description":"why not: the model reads it"},"args":{"type":"object","description":"approve with these arguments instead"}},"required":["approved"],"additionalProperties":false}`)
 
-// Text renders model-visible content as the one string TOOL_CALL_RESULT
+// resultText renders model-visible content as the one string TOOL_CALL_RESULT
 // carries: text as it is, JSON parts as their JSON text, binary parts as
 // a data: URL.
-func Text(content []events.Part) string {
+func resultText(content []events.Part) string {
 	var b strings.Builder
 	for _, p := range content {
 		switch p.Type {

@@ -674,7 +674,7 @@ func TestLongHistory(t *testing.T) {
 	}
 	got, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(got), "MaxBody") {
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(got), "the handler keeps") {
 		t.Errorf("a user message past MaxBody: %d %s", resp.StatusCode, got)
 	}
 
@@ -688,7 +688,7 @@ func TestLongHistory(t *testing.T) {
 	}
 	got, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(got), "MaxWire") {
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(got), "body limit") {
 		t.Errorf("a body past MaxWire: %d %s", resp.StatusCode, got)
 	}
 }

@@ -22,10 +22,10 @@ func FuzzParseChatRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		req, err := ParseChatRequest(data)
+		req, err := parseChatRequest(data)
 		// The body is read a message at a time: it must read as
 		// encoding/json reads it whole.
-		var ref ChatRequest
+		var ref chatRequest
 		refErr := json.Unmarshal(data, &ref)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "aisdk: ") {

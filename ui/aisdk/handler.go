@@ -32,6 +32,7 @@ import (
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/internal/body"
+	sse "github.com/toolstream/toolstream/ui/internal/frames"
 )
 
 // Handler serves useChat's requests and resumes on a ui.Host.
@@ -73,7 +74,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.resume(w, r)
 	default:
 		w.Header().Set("Allow", "GET, POST")
-		ui.HTTPError(w, http.StatusMethodNotAllowed, "POST useChat's request, or GET <api>/<chat id>/stream to resume")
+		sse.HTTPError(w, http.StatusMethodNotAllowed, "POST useChat's request, or GET <api>/<chat id>/stream to resume")
 	}
 }
 
@@ -84,13 +85,13 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		if body.TooLarge(err) {
 			status = http.StatusRequestEntityTooLarge
 		}
-		ui.HTTPError(w, status, err.Error())
+		sse.HTTPError(w, status, err.Error())
 		return
 	}
 	input := req.input()
 	t, err := h.host.Open(r, req.ID, input) // the host's WithAuthorize decides
 	if err != nil {
-		ui.HTTPError(w, status(err), err.Error())
+		sse.HTTPError(w, status(err), err.Error())
 		return
 	}
 	log, err := t.Begin(input)
@@ -100,10 +101,10 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		// Some answers were given, one could not be (its approval expired
 		// just then): the run goes on, and the response says which.
 	case errors.Is(err, ui.ErrBusy), errors.Is(err, interceptors.ErrNotPending):
-		ui.HTTPError(w, http.StatusConflict, err.Error())
+		sse.HTTPError(w, http.StatusConflict, err.Error())
 		return
 	case err != nil:
-		ui.HTTPError(w, status(err), err.Error())
+		sse.HTTPError(w, status(err), err.Error())
 		return
 	}
 	// The client may go: the run goes on, and a reload resumes it.
@@ -120,14 +121,14 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 	if id == "" {
 		rest, ok := strings.CutSuffix(strings.TrimSuffix(r.URL.Path, "/"), "/stream")
 		if !ok {
-			ui.HTTPError(w, http.StatusNotFound, "resume at GET <api>/<chat id>/stream")
+			sse.HTTPError(w, http.StatusNotFound, "resume at GET <api>/<chat id>/stream")
 			return
 		}
 		id = rest[strings.LastIndexByte(rest, '/')+1:]
 	}
 	// Asked whether the chat exists or not: a refusal says nothing of it.
 	if err := h.host.Authorize(r, ui.Access{Thread: id, Action: ui.ActionRead}); err != nil {
-		ui.HTTPError(w, status(err), err.Error())
+		sse.HTTPError(w, status(err), err.Error())
 		return
 	}
 	t := h.host.Lookup(id)
@@ -185,7 +186,7 @@ func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Threa
 	hd.Set("X-Vercel-AI-UI-Message-Stream", "v1")
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	out := &writer{h.host.Frames(w)} // each write bounded (ui.WithWriteTimeout)
+	out := &writer{sse.New(w, h.host.WriteTimeout())} // each write bounded (ui.WithWriteTimeout)
 	// A failed write (a client that went, or stopped reading for longer
 	// than the write timeout) ends the reading as a client that went:
 	// the run goes on, and the response stays undelivered for a resume.
@@ -194,7 +195,7 @@ func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Threa
 	tr := newTranslator(out, fmt.Sprintf("msg-%s-%d", t.Nonce(), log.Run), log.Run)
 	tr.begin()
 	if partly != nil {
-		out.chunk(map[string]any{"type": "data-" + DataAnswers, "id": fmt.Sprintf("answers-%d", log.N), "data": partly.Report()})
+		out.chunk(map[string]any{"type": "data-" + dataAnswers, "id": fmt.Sprintf("answers-%d", log.N), "data": partly.Report()})
 	}
 	end, err := read(ctx, func(ev *events.Event) {
 		tr.event(ev)
@@ -364,7 +365,7 @@ func status(err error) int {
 }
 
 // writer writes the protocol's chunks as JSON data: frames.
-type writer struct{ *ui.Frames }
+type writer struct{ *sse.Frames }
 
 func (o *writer) chunk(v any) {
 	if o.Err() != nil {

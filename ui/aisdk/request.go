@@ -13,70 +13,70 @@ import (
 	"github.com/toolstream/toolstream/ui/internal/body"
 )
 
-// ChatRequest is the body useChat's default transport posts: the chat's
+// chatRequest is the body useChat's default transport posts: the chat's
 // id and its whole message list (the fields toolstream reads).
-type ChatRequest struct {
+type chatRequest struct {
 	ID        string      `json:"id"`
-	Messages  []UIMessage `json:"messages"`
+	Messages  []uiMessage `json:"messages"`
 	Trigger   string      `json:"trigger,omitempty"` // submit-message (regenerate-message is refused)
 	MessageID string      `json:"messageId,omitempty"`
 }
 
-// UIMessage is one message of the chat.
-type UIMessage struct {
+// uiMessage is one message of the chat.
+type uiMessage struct {
 	ID    string   `json:"id"`
 	Role  string   `json:"role"`
-	Parts []UIPart `json:"parts"`
+	Parts []uiPart `json:"parts"`
 }
 
-// UIPart is one part of a message: text, a tool part (type "dynamic-tool"
+// uiPart is one part of a message: text, a tool part (type "dynamic-tool"
 // or "tool-<name>") with its state and approval, or another part
 // (ignored).
-type UIPart struct {
+type uiPart struct {
 	Type       string    `json:"type"`
 	Text       string    `json:"text,omitempty"`
 	ToolCallID string    `json:"toolCallId,omitempty"`
 	State      string    `json:"state,omitempty"`
-	Approval   *Approval `json:"approval,omitempty"`
+	Approval   *approval `json:"approval,omitempty"`
 }
 
-// Approval is a tool part's approval: the request's id and, once the
+// approval is a tool part's approval: the request's id and, once the
 // person answered (state approval-responded), the answer.
-type Approval struct {
+type approval struct {
 	ID       string `json:"id"`
 	Approved *bool  `json:"approved,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 }
 
-// MaxBody bounds what a request brings that the handler keeps: the
+// maxBody bounds what a request brings that the handler keeps: the
 // chat's and the messages' ids, roles and parts, the user messages'
 // text. The rest of the body, the text of the other messages and the
 // tool parts' inputs and outputs (useChat sends the whole conversation
 // with every request; the thread does not read them), is read and
-// dropped a message at a time; the whole body is bounded by MaxWire.
-const MaxBody = 4 << 20
+// dropped a message at a time; the whole body is bounded by wireLimit.
+const maxBody = 4 << 20
 
-// MaxWire bounds a request body as a whole (see MaxBody): a conversation
+// wireLimit bounds a request body as a whole (see maxBody): a conversation
 // that outgrows it would outgrow the model providers' request limits
 // too (32 MB at Anthropic), and one message of it is held in memory at a
 // time while it is read.
-const MaxWire = 64 << 20
+const wireLimit = 64 << 20
 
-// maxWire is MaxWire, lowered by tests.
-var maxWire int64 = MaxWire
+// maxWire is wireLimit, lowered by tests.
+var maxWire int64 = wireLimit
 
-// ParseChatRequest reads and checks a useChat request.
-func ParseChatRequest(data []byte) (*ChatRequest, error) {
+// parseChatRequest reads and checks a useChat request.
+func parseChatRequest(data []byte) (*chatRequest, error) {
 	return readChatRequest(bytes.NewReader(data))
 }
 
 // readChatRequest reads a useChat request from r a message at a time and
 // checks it: what the thread does not read is dropped as it is read (see
-// MaxBody). Fields are matched as encoding/json matches them
+// maxBody). Fields are matched as encoding/json matches them
 // (case-insensitively; the last of a key wins).
-func readChatRequest(r io.Reader) (*ChatRequest, error) {
-	var req ChatRequest
-	b := body.New(r, MaxBody)
+func readChatRequest(r io.Reader) (*chatRequest, error) {
+	var req chatRequest
+	b := body.New(r, maxBody)
 	err := b.Object(func(key string) error {
 		switch {
 		case strings.EqualFold(key, "id"):
@@ -88,7 +88,7 @@ func readChatRequest(r io.Reader) (*ChatRequest, error) {
 		case strings.EqualFold(key, "messages"):
 			req.Messages = nil
 			return b.Array(func() error {
-				var m UIMessage
+				var m uiMessage
 				if err := b.Decode(&m); err != nil {
 					return err
 				}
@@ -113,12 +113,12 @@ func readChatRequest(r io.Reader) (*ChatRequest, error) {
 		err = b.End()
 	}
 	if errors.Is(err, body.ErrTooMuch) {
-		return nil, fmt.Errorf("aisdk: the request's ids, parts and user messages' text are %w (MaxBody): send less history", err)
+		return nil, fmt.Errorf("aisdk: the request's ids, parts and user messages' text are %w (the 4 MiB the handler keeps of a request): send less history", err)
 	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, fmt.Errorf("aisdk: the body is larger than %d bytes (MaxWire): %w", tooLarge.Limit, err)
+			return nil, fmt.Errorf("aisdk: the body is larger than %d bytes (the request body limit): %w", tooLarge.Limit, err)
 		}
 		return nil, fmt.Errorf("aisdk: the body is not a useChat request ({id, messages}): %w", err)
 	}
@@ -160,7 +160,7 @@ func isTool(typ string) bool { return typ == "dynamic-tool" || strings.HasPrefix
 // input is what the request brings to the thread: its user messages (the
 // thread skips those it took before) and the answers of the last
 // assistant message's tool parts that were answered (approval-responded).
-func (req *ChatRequest) input() ui.Input {
+func (req *chatRequest) input() ui.Input {
 	var in ui.Input
 	lastAssistant := -1
 	for i, m := range req.Messages {

@@ -14,24 +14,24 @@ import (
 
 // The data parts toolstream sends (each as data-<name>).
 const (
-	// DataProgress is a call's progress (transient: only onData sees it).
+	// dataProgress is a call's progress (transient: only onData sees it).
 	// Its id is the call's, so a stored one would replace the previous.
-	DataProgress = "toolstream-progress"
-	// DataGroups is the session's tool groups (id "groups": each replaces
+	dataProgress = "toolstream-progress"
+	// dataGroups is the session's tool groups (id "groups": each replaces
 	// the one before in the message).
-	DataGroups = "toolstream-groups"
-	// DataSkills is the skills loaded (id "skills").
-	DataSkills = "toolstream-skills"
-	// DataAnswers (data ui.AnswersReport, id "answers-<response>") opens a
+	dataGroups = "toolstream-groups"
+	// dataSkills is the skills loaded (id "skills").
+	dataSkills = "toolstream-skills"
+	// dataAnswers (data ui.AnswersReport, id "answers-<response>") opens a
 	// response when some of the request's answers were given and others
 	// could not be: their calls stopped waiting between the check and the
 	// answer (an approval that expired just then). The run goes on with
 	// the answers given.
-	DataAnswers = "toolstream-answers"
+	dataAnswers = "toolstream-answers"
 )
 
-// Progress is the data of a DataProgress part.
-type Progress struct {
+// progressData is the data of a dataProgress part.
+type progressData struct {
 	Call string `json:"call"`
 	Tool string `json:"tool"`
 	events.Progress
@@ -147,8 +147,8 @@ func (t *translator) event(ev *events.Event) {
 			t.out.chunk(map[string]any{"type": "tool-input-available", "toolCallId": c.ID, "toolName": c.Name, "input": input, "dynamic": true})
 		}
 	case events.TypeProgress:
-		t.out.chunk(map[string]any{"type": "data-" + DataProgress, "id": "progress-" + ev.Call, "transient": true,
-			"data": Progress{Call: ev.Call, Tool: ev.Tool, Progress: *ev.Progress}})
+		t.out.chunk(map[string]any{"type": "data-" + dataProgress, "id": "progress-" + ev.Call, "transient": true,
+			"data": progressData{Call: ev.Call, Tool: ev.Tool, Progress: *ev.Progress}})
 	case events.TypeDelta:
 		r := t.reassembler(ev.Call)
 		if r.Add(ev) != nil || r.Pending() {
@@ -156,11 +156,11 @@ func (t *translator) event(ev *events.Event) {
 		}
 		if !t.outputs[ev.Call] {
 			t.outputs[ev.Call] = true
-			t.held = append(t.held, heldOutput{ev.Call, Output(r.Content())})
+			t.held = append(t.held, heldOutput{ev.Call, toolOutput(r.Content())})
 			return
 		}
 		t.release(ev.Call, false)
-		t.preliminary(ev.Call, Output(r.Content()))
+		t.preliminary(ev.Call, toolOutput(r.Content()))
 	case interceptors.ApprovalEvent:
 		if ev.Call == "" {
 			t.data(ev)
@@ -181,7 +181,7 @@ func (t *translator) event(ev *events.Event) {
 		delete(t.content, ev.Call)
 		switch res.State {
 		case events.StateSuccess:
-			t.out.chunk(map[string]any{"type": "tool-output-available", "toolCallId": ev.Call, "output": Output(content), "dynamic": true})
+			t.out.chunk(map[string]any{"type": "tool-output-available", "toolCallId": ev.Call, "output": toolOutput(content), "dynamic": true})
 		case events.StateDenied:
 			t.out.chunk(map[string]any{"type": "tool-output-denied", "toolCallId": ev.Call})
 		default:
@@ -196,9 +196,9 @@ func (t *translator) event(ev *events.Event) {
 			t.data(ev)
 			return
 		}
-		name := DataGroups
+		name := dataGroups
 		if ev.Type == "skills" {
-			name = DataSkills
+			name = dataSkills
 		}
 		t.out.chunk(map[string]any{"type": "data-" + name, "id": string(ev.Type), "data": ev.Data})
 	case events.TypeStart, events.TypeSuspend, agent.EventAnswer, agent.EventError, ui.MarkEvent, ui.AnswersEvent:
@@ -301,10 +301,10 @@ func (t *translator) end(end *ui.End) string {
 	return reason
 }
 
-// Output renders model-visible content as a tool part's output: a string
+// toolOutput renders model-visible content as a tool part's output: a string
 // when it is all text (the usual case), otherwise the parts as toolstream
 // writes them (docs/events.md).
-func Output(content []events.Part) any {
+func toolOutput(content []events.Part) any {
 	var text strings.Builder
 	for _, p := range content {
 		if p.Type != events.PartText {

@@ -41,8 +41,8 @@ const (
 	Bridge   Party = "BRIDGE"
 )
 
-// Parties are all of them.
-var Parties = []Party{Agent, Worker, Viewer, Approver, Bridge}
+// parties are all of them: New makes an nkey for each.
+var parties = []Party{Agent, Worker, Viewer, Approver, Bridge}
 
 // Server is a nats-server started from a configuration file.
 type Server struct {
@@ -63,7 +63,7 @@ type Server struct {
 // free port. Stop the server with Stop.
 func New(conf, dir string) (*Server, error) {
 	s := &Server{conf: conf, vars: map[string]string{}, seeds: map[Party]string{}}
-	for _, p := range Parties {
+	for _, p := range parties {
 		kp, err := nkeys.CreateUser()
 		if err != nil {
 			return nil, err

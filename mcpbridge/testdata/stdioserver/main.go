@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolstream/toolstream/mcpbridge"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
@@ -34,7 +36,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	err = s.ServeStdio(ctx)
+	err = s.Serve(ctx, &mcp.StdioTransport{})
 	s.Close()
 	tk.Close(context.Background())
 	if err != nil {

@@ -1,4 +1,7 @@
-package ui
+// Package frames writes the responses of the UI protocol handlers (ui/agui,
+// ui/aisdk): Server-Sent Events `data:` frames with a deadline on each
+// write, and the JSON error of a refused request.
+package frames
 
 import (
 	"encoding/json"
@@ -7,21 +10,18 @@ import (
 	"time"
 )
 
-// DefaultWriteTimeout bounds each frame's write (WithWriteTimeout): a
-// client that stops reading, its connection open, is dropped once a write
-// has waited this long for it, as a client that went away.
-const DefaultWriteTimeout = 30 * time.Second
-
-// defaultWriteTimeout is DefaultWriteTimeout, shorter in tests
-// (SetDefaultWriteTimeout).
-var defaultWriteTimeout = DefaultWriteTimeout
+// DefaultTimeout bounds each frame's write unless the host's
+// ui.WithWriteTimeout says otherwise: a client that stops reading, its
+// connection open, is dropped once a write has waited this long for it, as
+// a client that went away. Tests shorten it.
+var DefaultTimeout = 30 * time.Second
 
 // Frames writes a response of Server-Sent Events `data:` frames, the
 // framing AG-UI and the AI SDK's stream share. After a failed write it
 // writes nothing more; Err says why.
 //
 // Each write and flush has a deadline (http.ResponseController's
-// SetWriteDeadline), DefaultWriteTimeout or the host's WithWriteTimeout
+// SetWriteDeadline), the host's ui.WithWriteTimeout (30 s by default)
 // from its start, a large frame's every 32 KiB piece its own: a client
 // that connects and stops reading fails the write that its full buffers
 // block, instead of holding the handler and the response for ever, while
@@ -37,19 +37,11 @@ type Frames struct {
 	err     error
 }
 
-// NewFrames writes frames to w, flushing it when it can, each write
-// bounded by DefaultWriteTimeout.
-func NewFrames(w http.ResponseWriter) *Frames {
-	return newFrames(w, defaultWriteTimeout)
-}
-
-func newFrames(w http.ResponseWriter, timeout time.Duration) *Frames {
+// New writes frames to w, flushing it when it can, each write bounded by
+// timeout (0 or less: no bound).
+func New(w http.ResponseWriter, timeout time.Duration) *Frames {
 	return &Frames{rc: http.NewResponseController(w), w: w, timeout: max(timeout, 0)}
 }
-
-// Frames writes frames to w, each write bounded by the host's write
-// timeout (WithWriteTimeout): the writer of the UI protocol handlers.
-func (h *Host) Frames(w http.ResponseWriter) *Frames { return newFrames(w, h.writeTimeout) }
 
 // deadline sets the next write's deadline.
 func (o *Frames) deadline() {

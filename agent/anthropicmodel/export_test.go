@@ -1,0 +1,4 @@
+package anthropicmodel
+
+// DefaultMaxTokens is defaultMaxTokens (tests only).
+const DefaultMaxTokens = defaultMaxTokens
