@@ -66,7 +66,7 @@ func TestRunTruncatedCall(t *testing.T) {
 		decided map[string]bool
 	}
 	seen.decided = map[string]bool{}
-	if err := tk.UseBatchHook(toolkit.BatchHook{Name: "look", Before: func(_ context.Context, p *toolkit.BatchPlan) {
+	if err := tk.Use(toolkit.Interceptor{Name: "look", BeforeBatch: func(_ context.Context, p *toolkit.BatchPlan) {
 		seen.Lock()
 		defer seen.Unlock()
 		for i := range p.Len() {

@@ -82,18 +82,12 @@ func (m *Manager) buildMeta(c *catalog, on map[string]bool) (*toolkit.Tool, erro
 	return m.meta.Variant(desc.String(), schema)
 }
 
-// resetHook, when set by a test, runs when reset_tools' handler starts.
-var resetHook func()
-
 // resetTools is the meta tool's handler. Its arguments were checked against
 // the session's variant of the tool: only group names, each true or false.
 func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) (_ []toolkit.Part, err error) {
 	info, ok := toolkit.CallInfoFrom(ctx)
 	if !ok {
 		return nil, errors.New("reset_tools must run inside a toolkit call")
-	}
-	if resetHook != nil {
-		resetHook()
 	}
 	ctx, op := toolkit.StartOp(ctx, MetaTool) // a span of its own when the toolkit is traced
 	defer func() { op.End(err) }()

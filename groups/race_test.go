@@ -76,16 +76,26 @@ func TestResetToolsRacingClose(t *testing.T) {
 	hs := &hookStore{Store: groups.NewMemoryStore()}
 	f := newFixture(t, groups.WithStore(hs))
 	ctx := context.Background()
+	var closeFirst atomic.Pointer[toolkit.Session] // closed just before reset_tools' handler runs
+	if err := f.tk.Use(toolkit.Interceptor{Name: "close-first", Tools: []string{groups.MetaTool},
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+			if s := closeFirst.Load(); s != nil {
+				s.Close()
+			}
+			return next(ctx, inv)
+		}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, when := range []string{"before the handler", "in the store update"} {
 		t.Run(when, func(t *testing.T) {
 			s, _ := f.tk.Session("s")
 			hs.fired.Store(false)
 			if when == "in the store update" {
 				hs.before = func() { s.Close() }
+				closeFirst.Store(nil)
 			} else {
 				hs.before = nil
-				restore := groups.SetResetHook(func() { s.Close() })
-				defer restore()
+				closeFirst.Store(s)
 			}
 			r := s.Run(ctx, []toolkit.Call{call("m", "reset_tools", `{"files": true}`)})[0]
 			if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrClosed) {

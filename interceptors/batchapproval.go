@@ -11,8 +11,8 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// BatchHook returns a batch hook (named "batch-approval") that asks a
-// person once for a whole batch instead of once per call (Solon AI's HITL
+// BatchApproval returns an interceptor (named "batch-approval") whose
+// BeforeBatch asks a person once for a whole batch instead of once per call (Solon AI's HITL
 // batch suspension): before any call of a batch runs, the permission rules
 // and mode are applied to each call, and if some would ask, the batch waits
 // for one decision on all of them. The request is an ordinary approval:
@@ -34,9 +34,9 @@ import (
 // Calls the rules deny or allow are left to the interceptor, which must be
 // installed too (tk.Use(p.Interceptor())): it still denies what the rules
 // deny, and asks per call about a tool a ToolResolver supplies only when
-// the call's turn comes. Use it with tk.UseBatchHook(p.BatchHook()).
-func (p *Permissions) BatchHook() toolkit.BatchHook {
-	return toolkit.BatchHook{Name: "batch-approval", Before: p.beforeBatch}
+// the call's turn comes. Use it with tk.Use(p.BatchApproval()).
+func (p *Permissions) BatchApproval() toolkit.Interceptor {
+	return toolkit.Interceptor{Name: "batch-approval", BeforeBatch: p.beforeBatch}
 }
 
 func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) {

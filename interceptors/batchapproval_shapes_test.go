@@ -28,7 +28,7 @@ func TestBatchApprovalSeesPreparedArgs(t *testing.T) {
 				},
 			}))
 			tk, _ := shapesKit(t, perms.Interceptor())
-			tk.UseBatchHook(perms.BatchHook())
+			tk.Use(perms.BatchApproval())
 			s := testutil.Session(t, tk, "s")
 			b := s.Start(context.Background(), []toolkit.Call{testutil.Call("c", "read_file", shape.args)})
 			var req interceptors.ApprovalRequest

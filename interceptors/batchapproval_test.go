@@ -21,7 +21,7 @@ import (
 // asking again per call.
 func TestBatchApprovalAsksOnce(t *testing.T) {
 	f := newPermFixture(t)
-	if err := f.tk.UseBatchHook(f.perms.BatchHook()); err != nil {
+	if err := f.tk.Use(f.perms.BatchApproval()); err != nil {
 		t.Fatal(err)
 	}
 	run := f.start("s", permCall("r", "read", `{}`), permCall("w1", "write", `{"path":"a"}`), permCall("w2", "write", `{"path":"b"}`))
@@ -97,7 +97,7 @@ func waitStatus(t *testing.T, f *permFixture, status, note string) {
 // batch's writes run without asking.
 func TestBatchApprovalRejectAndAlways(t *testing.T) {
 	f := newPermFixture(t)
-	_ = f.tk.UseBatchHook(f.perms.BatchHook())
+	_ = f.tk.Use(f.perms.BatchApproval())
 	run := f.start("s", permCall("r", "read", `{}`), permCall("w1", "write", `{"path":"a"}`))
 	req := f.nextAsk(t)
 	if err := f.perms.Reject("s", req.CallID, "not today"); err != nil {
@@ -135,7 +135,7 @@ func TestBatchApprovalRejectAndAlways(t *testing.T) {
 // about are denied with ErrNoDecision.
 func TestBatchApprovalExpires(t *testing.T) {
 	f := newPermFixture(t, interceptors.WithApprovalTimeout(50*time.Millisecond))
-	_ = f.tk.UseBatchHook(f.perms.BatchHook())
+	_ = f.tk.Use(f.perms.BatchApproval())
 	rs := f.start("s", permCall("w1", "write", `{"path":"a"}`), permCall("r", "read", `{}`)).Wait()
 	if rs[0].State != toolkit.StateDenied || !errors.Is(rs[0].Err, interceptors.ErrNoDecision) || rs[1].State != toolkit.StateSuccess {
 		t.Fatalf("results: %s %v; %s", rs[0].State, rs[0].Err, rs[1].State)
@@ -156,7 +156,7 @@ func TestBatchApprovalSameOrderAsCalls(t *testing.T) {
 		interceptors.Rule{Tool: "write", When: interceptors.ArgMatches("path", regexp.MustCompile(`^/etc/`)), Decision: interceptors.Deny, Reason: "system files"},
 		interceptors.Rule{Tool: "write", When: interceptors.ArgMatches("path", regexp.MustCompile(`secret`)), Decision: interceptors.Ask, Firm: true, Reason: "a secret"},
 	))
-	if err := f.tk.UseBatchHook(f.perms.BatchHook()); err != nil {
+	if err := f.tk.Use(f.perms.BatchApproval()); err != nil {
 		t.Fatal(err)
 	}
 	var ran []string
@@ -270,7 +270,7 @@ func TestAskRuleBeatsToolAllow(t *testing.T) {
 // nothing; a call's own request takes no ExceptCall.
 func TestBatchApprovalPerCall(t *testing.T) {
 	f := newPermFixture(t)
-	_ = f.tk.UseBatchHook(f.perms.BatchHook())
+	_ = f.tk.Use(f.perms.BatchApproval())
 	run := f.start("s", permCall("w1", "write", `{"path":"a"}`), permCall("w2", "write", `{"path":"b"}`))
 	req := f.nextAsk(t)
 	if err := f.perms.Approve("s", req.CallID, interceptors.ExceptCall("w9", "no")); !errors.Is(err, interceptors.ErrNotPending) || !strings.Contains(err.Error(), `"w9" is not a call this request asks about`) {
@@ -310,7 +310,7 @@ func TestBatchApprovalPerCall(t *testing.T) {
 // JSON writes them) are the same value, not an edit.
 func TestBatchApprovalUnchangedArgsNotEdited(t *testing.T) {
 	f := newPermFixture(t)
-	if err := f.tk.UseBatchHook(f.perms.BatchHook()); err != nil {
+	if err := f.tk.Use(f.perms.BatchApproval()); err != nil {
 		t.Fatal(err)
 	}
 	run := f.start("s", permCall("w1", "write", `{"path":"a<b>&c\u202ed"}`), permCall("w2", "write", `{"path":"e"}`))

@@ -624,7 +624,7 @@ func (p *Permissions) Approve(session, callID string, opts ...ApproveOption) err
 	return p.settle(session, callID, v)
 }
 
-// ExceptCall, approving a batch's request (see [Permissions.BatchHook]),
+// ExceptCall, approving a batch's request (see [Permissions.BatchApproval]),
 // rejects one of its calls with reason (what the model reads) and approves
 // the others: Solon AI's decision per call id. Approve fails with
 // ErrNotPending, deciding nothing, when callID is not a call the request

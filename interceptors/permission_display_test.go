@@ -163,7 +163,7 @@ func TestApprovalShowsHiddenCharacters(t *testing.T) {
 	}
 
 	// A batch's request.
-	if err := f.tk.UseBatchHook(f.perms.BatchHook()); err != nil {
+	if err := f.tk.Use(f.perms.BatchApproval()); err != nil {
 		t.Fatal(err)
 	}
 	sess, _ := f.tk.Session("s3")

@@ -54,7 +54,7 @@ func TestDecisionAsTheApprovalExpires(t *testing.T) {
 // TestBatchDecisionAsTheApprovalExpires: the same for a batch's request.
 func TestBatchDecisionAsTheApprovalExpires(t *testing.T) {
 	f := newPermFixture(t, interceptors.WithApprovalTimeout(50*time.Millisecond))
-	if err := f.tk.UseBatchHook(f.perms.BatchHook()); err != nil {
+	if err := f.tk.Use(f.perms.BatchApproval()); err != nil {
 		t.Fatal(err)
 	}
 	sess, _ := f.tk.Session("s")

@@ -80,7 +80,7 @@ func TestRejectAsTheCallIsInterrupted(t *testing.T) {
 // request.
 func TestBatchAlwaysAllowAsTheBatchIsCancelled(t *testing.T) {
 	f := newPermFixture(t, interceptors.WithApprovalTimeout(time.Second))
-	if err := f.tk.UseBatchHook(f.perms.BatchHook()); err != nil {
+	if err := f.tk.Use(f.perms.BatchApproval()); err != nil {
 		t.Fatal(err)
 	}
 	sess, _ := f.tk.Session("s")

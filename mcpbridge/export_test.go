@@ -1,8 +1,12 @@
 package mcpbridge
 
-// SetSyncHook runs f in each Sync after it read the toolkit's definitions
-// (nil: nothing).
-func SetSyncHook(f func()) { syncHook = f }
+// SyncInTwo does the first half of a Sync now (its ticket, the toolkit's
+// definitions) and returns the second (tools/list made to match them), so
+// that a test can run another Sync in between.
+func SyncInTwo(s *Server) (apply func() error) {
+	ticket, defs := s.readDefinitions()
+	return func() error { return s.apply(ticket, defs) }
+}
 
 // SetMaxListPages sets the most pages a tools/list may have; it returns the
 // previous bound.

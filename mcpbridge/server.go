@@ -185,13 +185,22 @@ func (s *Server) MCP() *mcp.Server { return s.srv }
 // carry (an input schema that is not an object, or one the SDK refuses)
 // makes it return an error naming the tool, the list left as it was.
 func (s *Server) Sync() error {
-	// Syncs may overlap: the one that read the definitions later wins,
-	// whatever the order they apply in (a ticket taken before reading).
-	ticket := s.syncSeq.Add(1)
-	defs := s.tk.Definitions()
-	if syncHook != nil {
-		syncHook() // tests: another Sync between reading and applying
-	}
+	ticket, defs := s.readDefinitions()
+	return s.apply(ticket, defs)
+}
+
+// readDefinitions reads the toolkit's definitions for a Sync, with the
+// ticket that orders it. Syncs may overlap: the one that read the
+// definitions later wins, whatever the order they apply in (a ticket taken
+// before reading).
+func (s *Server) readDefinitions() (ticket uint64, defs []toolkit.Definition) {
+	ticket = s.syncSeq.Add(1)
+	return ticket, s.tk.Definitions()
+}
+
+// apply makes tools/list match defs, unless a Sync that read later applied
+// already.
+func (s *Server) apply(ticket uint64, defs []toolkit.Definition) error {
 	tools := make([]*mcp.Tool, 0, len(defs))
 	outputs := make(map[string]*listedOutput, len(defs))
 	s.mu.Lock()
@@ -252,10 +261,6 @@ func tryAddTool(trial *mcp.Server, t *mcp.Tool) (err error) {
 	trial.AddTool(t, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
 	return nil
 }
-
-// syncHook, when set (export_test.go), runs in Sync after it read the
-// toolkit's definitions.
-var syncHook func()
 
 // mcpTool maps a toolkit definition to an MCP tool: the schemas as they are
 // (the toolkit validates arguments itself), the hints as annotations.

@@ -3,7 +3,6 @@ package mcpbridge_test
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/toolstream/toolstream/mcpbridge"
@@ -17,23 +16,17 @@ func TestServerConcurrentSync(t *testing.T) {
 	tk := srvToolkit(t)
 	s := srvNew(t, tk)
 	cs := srvConnect(t, s, nil, "2025-11-25")
-	var fired atomic.Bool
-	mcpbridge.SetSyncHook(func() {
-		if fired.Swap(true) {
-			return
-		}
-		// The first Sync read the definitions: a tool comes, and its
-		// registrant syncs.
-		if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "extra", Description: "New."},
-			func(context.Context, struct{}) (string, error) { return "new", nil })); err != nil {
-			t.Error(err)
-		}
-		if err := s.Sync(); err != nil {
-			t.Error(err)
-		}
-	})
-	t.Cleanup(func() { mcpbridge.SetSyncHook(nil) })
+	apply := mcpbridge.SyncInTwo(s)
+	// The first Sync read the definitions: a tool comes, and its
+	// registrant syncs.
+	if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "extra", Description: "New."},
+		func(context.Context, struct{}) (string, error) { return "new", nil })); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(srvToolNames(t, cs), ","); got != "extra,noop,slow,steps,weather" {

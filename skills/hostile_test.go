@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 
@@ -66,7 +67,9 @@ func TestLoadTruncatedWithDefaultLimitSaysHowMuch(t *testing.T) {
 
 // A skill removed (its folder gone) after load_skill_through_path checked
 // it and before it read the file: the model is told the skill is gone and
-// which skills it can load, not that the file does not exist.
+// which skills it can load, not that the file does not exist. The window:
+// the skill changed on disk before the load, so the load reads it again and
+// asks the filter about it as read now; the filter removes the folder.
 func TestLoadSkillRemovedWhileLoading(t *testing.T) {
 	base := t.TempDir()
 	writeFiles(t, base, map[string]string{
@@ -77,15 +80,23 @@ func TestLoadSkillRemovedWhileLoading(t *testing.T) {
 	lib := dirLibrary(t, "disk", base)
 	tk := toolkit.New()
 	t.Cleanup(func() { tk.Close(context.Background()) })
-	if _, err := skills.Install(tk, lib); err != nil {
+	var removed atomic.Bool
+	removeOnCheck := func(_ string, s *skills.Skill) bool {
+		if s.Description == "Edited, then gone." && !removed.Swap(true) {
+			if err := os.RemoveAll(filepath.Join(base, "one")); err != nil {
+				t.Error(err)
+			}
+		}
+		return true
+	}
+	if _, err := skills.Install(tk, lib, skills.WithFilter(removeOnCheck)); err != nil {
 		t.Fatal(err)
 	}
-	defer skills.SetLoadHook(func() {
-		if err := os.RemoveAll(filepath.Join(base, "one")); err != nil {
-			t.Error(err)
-		}
-	})()
+	writeFiles(t, base, map[string]string{"one/SKILL.md": skillText("one", "Edited, then gone.", "Read ref.md.")})
 	r := loadIn(t, tk, "s", "one", "ref.md")
+	if !removed.Load() {
+		t.Fatal("the load did not check the edited skill: the folder was not removed in its window")
+	}
 	if r.State != toolkit.StateError || !strings.Contains(r.Text(), `skill "one" was removed`) || !strings.Contains(r.Text(), "Skills you can load: two") {
 		t.Fatalf("%s: %q", r.State, r.Text())
 	}

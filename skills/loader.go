@@ -231,10 +231,6 @@ func (l *Loader) buildTool(ids []string) (*toolkit.Tool, error) {
 		"Loading a skill may make more tools available; the result says which.", schema)
 }
 
-// loadHook, when set by a test, runs between a load's check that the skill
-// is there and its read.
-var loadHook func()
-
 type loadArgs struct {
 	SkillID string `json:"skillId"`
 	Path    string `json:"path"`
@@ -275,9 +271,6 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) (_ []toolkit.Par
 	if err != nil {
 		rest := entryNames(slices.Delete(vis, i, i+1))
 		return nil, fmt.Errorf("cannot load skill %q: %w. Skills you can load: %s", args.SkillID, err, strings.Join(rest, ", "))
-	}
-	if loadHook != nil {
-		loadHook()
 	}
 	if args.Path == "" {
 		return nil, fmt.Errorf(`path is required: "SKILL.md" for the instructions of %q, or the path of one of its files`, skill.Name)

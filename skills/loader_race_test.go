@@ -87,7 +87,13 @@ func TestLoadRacingClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ := tk.Session("s")
-	defer skills.SetLoadHook(func() { s.Close() })()
+	if err := tk.Use(toolkit.Interceptor{Name: "close-first", Tools: []string{skills.LoadTool},
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+			s.Close() // the load's handler runs in a session closed meanwhile
+			return next(ctx, inv)
+		}}); err != nil {
+		t.Fatal(err)
+	}
 	r := s.Run(context.Background(), []toolkit.Call{{ID: "l", Name: skills.LoadTool, Args: json.RawMessage(`{"skillId":"guide","path":"SKILL.md"}`)}})[0]
 	if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrClosed) {
 		t.Errorf("a load in a session closed meanwhile: %s %q, want an error saying it was closed", r.State, r.Text())

@@ -4,47 +4,36 @@ import (
 	"context"
 	"fmt"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/telemetry"
-	"github.com/toolstream/toolstream/telemetry/internal/semconv"
-	"github.com/toolstream/toolstream/toolkit"
 )
 
-// A toolkit traced into an in-memory exporter: one span for the batch,
-// one per call, named and attributed by the GenAI conventions.
-func Example() {
-	ctx := context.Background()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(ctx)
-
-	tel, _ := telemetry.New(telemetry.WithTracerProvider(tp))
-	tk := toolkit.New(toolkit.WithTracer(tel))
-	defer tk.Close(ctx)
-	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "greet", Description: "Says hello."},
-		func(ctx context.Context, in struct {
-			Name string `json:"name"`
-		}) (string, error) {
-			return "hello " + in.Name, nil
-		}))
-
-	sess, _ := tk.Session("conversation-1")
-	sess.Run(ctx, []toolkit.Call{{ID: "call-1", Name: "greet", Args: []byte(`{"name":"Ada"}`)}})
-
-	for _, s := range exp.GetSpans() {
-		fmt.Println(s.Name)
-		for _, a := range s.Attributes {
-			if a.Key == semconv.ToolCallID || a.Key == semconv.ConversationID {
-				fmt.Printf("  %s = %s\n", a.Key, a.Value.AsString())
-			}
-		}
+// A subscriber links its own span to the span of the call an event tells
+// of: the event carries the call span's trace context (on NATS, in the
+// traceparent header). Examples with the SDK, spans and links recorded,
+// are in telemetry/oteltests/telemetry.
+func ExampleLink() {
+	ev := &events.Event{Type: events.TypeResult, Call: "call_1",
+		Trace: events.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}
+	if l, ok := telemetry.Link(ev); ok {
+		fmt.Println("trace", l.SpanContext.TraceID(), "span", l.SpanContext.SpanID())
 	}
+	_, ok := telemetry.Link(&events.Event{Type: events.TypeResult, Call: "call_2"})
+	fmt.Println("an event with no trace context links:", ok)
 	// Output:
-	// execute_tool greet
-	//   gen_ai.tool.call.id = call-1
-	//   gen_ai.conversation.id = conversation-1
-	// toolstream.batch
-	//   gen_ai.conversation.id = conversation-1
+	// trace 4bf92f3577b34da6a3ce929d0e0e4736 span 00f067aa0ba902b7
+	// an event with no trace context links: false
+}
+
+// A worker continues the caller's trace: spans it starts with this context
+// are children of the caller's span.
+func ExampleContextWithTrace() {
+	ctx := telemetry.ContextWithTrace(context.Background(),
+		events.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
+	parent := trace.SpanContextFromContext(ctx)
+	fmt.Println(parent.TraceID(), parent.SpanID(), parent.IsRemote())
+	// Output:
+	// 4bf92f3577b34da6a3ce929d0e0e4736 00f067aa0ba902b7 true
 }

@@ -104,7 +104,7 @@ func (s *Session) Start(ctx context.Context, calls []Call, opts ...StartOption) 
 // goroutine is running it when its deadline and grace period pass, the batch
 // goes on without it on another goroutine, but Run itself can only return
 // once that handler does. Use Start and Wait when tools may not honour
-// cancellation. The same holds for a Before hook ([BatchHook]) that
+// cancellation. The same holds for a BeforeBatch ([Interceptor]) that
 // ignores its context; a [ToolResolver] runs on a pool goroutine and holds
 // only its own call.
 func (s *Session) Run(ctx context.Context, calls []Call, opts ...StartOption) []Result {

@@ -3,7 +3,6 @@ package toolkit
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -11,107 +10,37 @@ import (
 	"github.com/toolstream/toolstream/events"
 )
 
-// A BatchHook sees whole batches (Solon AI's onActionStart and
-// onActionEnd, AgentScope's pre- and post-acting hooks): Before sees a batch
-// before any of its calls runs, After sees its results once every call is
-// final. Interceptors see one call at a time; a batch hook is where a rule
-// about the batch as a whole lives (approve it once, refuse a destructive
-// call that comes with others, rewrite calls, summarise).
-//
-// Hooks run in the order they were added, on the goroutine that drives the
-// batch (Session.Run's caller, or a pool goroutine for Session.Start). A
-// toolkit without batch hooks pays nothing for them.
-type BatchHook struct {
-	// Name identifies the hook: adding another with the same name
-	// replaces it in place.
-	Name string
-	// Before sees the batch before any call runs and may approve, deny,
-	// answer or rewrite its calls (see [BatchPlan]), or wait for a
-	// person's decision on the whole batch (BatchPlan.Suspend). ctx ends
-	// when the batch is cancelled (Batch.Cancel, Toolkit.Close, the
-	// caller's context, and Session.Close once the plan is suspended).
-	// Before has no deadline: the calls' deadlines start after it
-	// returns.
-	//
-	// Before must return when ctx ends. One that does not is given the
-	// cancel grace period ([WithCancelGrace]); then the batch ends without
-	// it: every call is reported interrupted, with a message naming the
-	// hook, and whatever the hook does with the plan afterwards is ignored.
-	// Its goroutine is left to return on its own, like a handler abandoned
-	// at its deadline: Session.Run, whose caller the hook runs on, returns
-	// only then (with the results that were final on time); Start and Wait
-	// return on time.
+// batchHook is the batch part of an interceptor (Interceptor.BeforeBatch,
+// AfterBatch) as a batch runs it.
+type batchHook struct {
+	Name   string
 	Before func(ctx context.Context, p *BatchPlan)
-	// After sees the results in call order once every call is final,
-	// before Wait returns and before the batch_end event. It must not
-	// change them. ctx carries the batch's values; it does not end with
-	// the caller's context (the results are final: a hook that records
-	// them is not cut short by a caller that left), but Batch.Cancel and
-	// Toolkit.Close end it. An After that has not returned within the
-	// cancel grace period after that is left behind: the batch ends
-	// without it (the hooks after it do not run), and its goroutine
-	// returns on its own (Session.Run, whose caller it runs on, returns
-	// only then).
-	After func(ctx context.Context, b *Batch, results []Result)
+	After  func(ctx context.Context, b *Batch, results []Result)
 }
 
-// batchHooks is an immutable snapshot of a toolkit's batch hooks.
+// batchHooks is an immutable snapshot of a toolkit's batch hooks: the
+// interceptors that are on and have a BeforeBatch or an AfterBatch.
 type batchHooks struct {
-	list   []BatchHook
+	list   []batchHook
 	before bool // one of them has a Before
 	after  bool // one of them has an After
 }
 
-// UseBatchHook adds batch hooks after the ones already there. A hook with
-// the name of one already added replaces it in place. Batches that already
-// started keep the hooks they started with.
-func (tk *Toolkit) UseBatchHook(hooks ...BatchHook) error {
-	for _, h := range hooks {
-		if h.Name == "" || h.Before == nil && h.After == nil {
-			return errors.New("toolkit: a batch hook needs a name and a Before or After function")
+// hooksOf returns the batch hooks of list, nil when there are none (a
+// toolkit without them pays nothing for them).
+func hooksOf(list []*registered) *batchHooks {
+	var hs []batchHook
+	for _, r := range list {
+		if r.on.Load() && (r.BeforeBatch != nil || r.AfterBatch != nil) {
+			hs = append(hs, batchHook{Name: r.Name, Before: r.BeforeBatch, After: r.AfterBatch})
 		}
 	}
-	tk.icMu.Lock()
-	defer tk.icMu.Unlock()
-	var list []BatchHook
-	if cur := tk.hooks.Load(); cur != nil {
-		list = slices.Clone(cur.list)
+	if len(hs) == 0 {
+		return nil
 	}
-	for _, h := range hooks {
-		if i := slices.IndexFunc(list, func(x BatchHook) bool { return x.Name == h.Name }); i >= 0 {
-			list[i] = h
-		} else {
-			list = append(list, h)
-		}
-	}
-	tk.hooks.Store(newBatchHooks(list))
-	return nil
-}
-
-func newBatchHooks(list []BatchHook) *batchHooks {
-	return &batchHooks{list: list,
-		before: slices.ContainsFunc(list, func(h BatchHook) bool { return h.Before != nil }),
-		after:  slices.ContainsFunc(list, func(h BatchHook) bool { return h.After != nil })}
-}
-
-// RemoveBatchHook removes a batch hook; it reports whether there was one.
-func (tk *Toolkit) RemoveBatchHook(name string) bool {
-	tk.icMu.Lock()
-	defer tk.icMu.Unlock()
-	cur := tk.hooks.Load()
-	if cur == nil {
-		return false
-	}
-	list := slices.DeleteFunc(slices.Clone(cur.list), func(x BatchHook) bool { return x.Name == name })
-	if len(list) == len(cur.list) {
-		return false
-	}
-	if len(list) == 0 {
-		tk.hooks.Store(nil) // nothing to pay for again
-	} else {
-		tk.hooks.Store(newBatchHooks(list))
-	}
-	return true
+	return &batchHooks{list: hs,
+		before: slices.ContainsFunc(hs, func(h batchHook) bool { return h.Before != nil }),
+		after:  slices.ContainsFunc(hs, func(h batchHook) bool { return h.After != nil })}
 }
 
 // BatchPlan is a batch as its Before hooks see it, before any call runs.
@@ -371,7 +300,7 @@ func (b *Batch) after() bool {
 
 // runHook runs a hook's Before (with a plan) or After, logging a panic
 // instead of losing the batch.
-func (b *Batch) runHook(h *BatchHook, ctx context.Context, p *BatchPlan) {
+func (b *Batch) runHook(h *batchHook, ctx context.Context, p *BatchPlan) {
 	defer func() {
 		if v := recover(); v != nil {
 			which := "After"

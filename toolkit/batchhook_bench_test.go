@@ -22,9 +22,9 @@ func BenchmarkRunBatchHook(b *testing.B) {
 		b.Run(v.name, func(b *testing.B) {
 			s, _ := benchKit(b)
 			if hooked {
-				err := s.Toolkit().UseBatchHook(toolkit.BatchHook{Name: "nop",
-					Before: func(context.Context, *toolkit.BatchPlan) {},
-					After:  func(context.Context, *toolkit.Batch, []toolkit.Result) {}})
+				err := s.Toolkit().Use(toolkit.Interceptor{Name: "nop",
+					BeforeBatch: func(context.Context, *toolkit.BatchPlan) {},
+					AfterBatch:  func(context.Context, *toolkit.Batch, []toolkit.Result) {}})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,8 +41,8 @@ func TestBatchHookBeforeAndAfter(t *testing.T) {
 	}})
 	var saw []string
 	var after []toolkit.Result
-	err := tk.UseBatchHook(toolkit.BatchHook{Name: "policy",
-		Before: func(ctx context.Context, p *toolkit.BatchPlan) {
+	err := tk.Use(toolkit.Interceptor{Name: "policy",
+		BeforeBatch: func(ctx context.Context, p *toolkit.BatchPlan) {
 			mu.Lock()
 			if len(ran) != 0 {
 				t.Errorf("calls ran before the batch hook: %v", ran)
@@ -62,7 +63,7 @@ func TestBatchHookBeforeAndAfter(t *testing.T) {
 				}
 			}
 		},
-		After: func(ctx context.Context, b *toolkit.Batch, rs []toolkit.Result) { after = append(after, rs...) },
+		AfterBatch: func(ctx context.Context, b *toolkit.Batch, rs []toolkit.Result) { after = append(after, rs...) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -105,8 +106,8 @@ func TestBatchHookBeforeAndAfter(t *testing.T) {
 		t.Fatalf("interceptors saw %q", seen)
 	}
 	// Removing the hook restores the plain path.
-	if !tk.RemoveBatchHook("policy") || tk.RemoveBatchHook("policy") {
-		t.Fatal("RemoveBatchHook")
+	if !tk.RemoveInterceptor("policy") || tk.RemoveInterceptor("policy") {
+		t.Fatal("RemoveInterceptor")
 	}
 	rs = testutil.Run(t, tk, "s", testutil.Call("6", "delete", `{"say":"x"}`), testutil.Call("7", "read", `{}`))
 	if rs[0].State != toolkit.StateSuccess {
@@ -122,7 +123,7 @@ func TestBatchHookSuspendAndCancel(t *testing.T) {
 	testutil.Add(t, tk, sayTool(t, "a", toolkit.Spec{}), sayTool(t, "b", toolkit.Spec{}))
 	waiting := make(chan struct{})
 	released := make(chan error, 1)
-	_ = tk.UseBatchHook(toolkit.BatchHook{Name: "ask", Before: func(ctx context.Context, p *toolkit.BatchPlan) {
+	_ = tk.Use(toolkit.Interceptor{Name: "ask", BeforeBatch: func(ctx context.Context, p *toolkit.BatchPlan) {
 		p.Suspend()
 		close(waiting)
 		<-ctx.Done()
@@ -165,7 +166,7 @@ func TestApprovedReachesInterceptors(t *testing.T) {
 		mu.Unlock()
 		return next(ctx, inv)
 	}})
-	_ = tk.UseBatchHook(toolkit.BatchHook{Name: "ok", Before: func(_ context.Context, p *toolkit.BatchPlan) { p.Approve(1) }})
+	_ = tk.Use(toolkit.Interceptor{Name: "ok", BeforeBatch: func(_ context.Context, p *toolkit.BatchPlan) { p.Approve(1) }})
 	testutil.Run(t, tk, "s", testutil.Call("1", "a", `{}`))
 	testutil.Run(t, tk, "s", testutil.Call("2", "a", `{}`), testutil.Call("3", "a", `{}`))
 	mu.Lock()
@@ -273,14 +274,70 @@ func TestBatchEndEvent(t *testing.T) {
 func TestBatchHookPanics(t *testing.T) {
 	tk := testutil.Kit(t)
 	testutil.Add(t, tk, sayTool(t, "a", toolkit.Spec{}))
-	_ = tk.UseBatchHook(toolkit.BatchHook{Name: "bad",
-		Before: func(context.Context, *toolkit.BatchPlan) { panic("before") },
-		After:  func(context.Context, *toolkit.Batch, []toolkit.Result) { panic("after") }})
+	_ = tk.Use(toolkit.Interceptor{Name: "bad",
+		BeforeBatch: func(context.Context, *toolkit.BatchPlan) { panic("before") },
+		AfterBatch:  func(context.Context, *toolkit.Batch, []toolkit.Result) { panic("after") }})
 	rs := testutil.Run(t, tk, "s", testutil.Call("1", "a", `{"say":"hi"}`))
 	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "a: hi" {
 		t.Fatalf("%s %q", rs[0].State, rs[0].Text())
 	}
-	if err := tk.UseBatchHook(toolkit.BatchHook{Name: "empty"}); err == nil {
+	if err := tk.Use(toolkit.Interceptor{Name: "empty"}); err == nil {
 		t.Fatal("a hook with nothing to run was accepted")
+	}
+}
+
+// TestInterceptorWithABatchPart: one interceptor may wrap calls and see
+// whole batches; EnableInterceptor switches both parts and
+// RemoveInterceptor removes both; Tools filters the calls it wraps, not the
+// batches it sees.
+func TestInterceptorWithABatchPart(t *testing.T) {
+	tk := testutil.Kit(t)
+	testutil.Add(t, tk, sayTool(t, "a", toolkit.Spec{}), sayTool(t, "b", toolkit.Spec{}))
+	var mu sync.Mutex
+	var seen []string
+	note := func(s string) { mu.Lock(); seen = append(seen, s); mu.Unlock() }
+	err := tk.Use(toolkit.Interceptor{Name: "both", Tools: []string{"a"},
+		BeforeBatch: func(_ context.Context, p *toolkit.BatchPlan) { note("before " + p.Call(0).Name) },
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
+			note("call " + inv.Call.Name)
+			return next(ctx, inv)
+		},
+		AfterBatch: func(_ context.Context, _ *toolkit.Batch, rs []toolkit.Result) { note("after " + rs[0].Text()) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(tool string) []string {
+		mu.Lock()
+		seen = nil
+		mu.Unlock()
+		testutil.Run(t, tk, "s", testutil.Call("1", tool, `{"say":"hi"}`))
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+	if got := strings.Join(run("a"), "|"); got != "before a|call a|after a: hi" {
+		t.Fatalf("a: %s", got)
+	}
+	if got := strings.Join(run("b"), "|"); got != "before b|after b: hi" {
+		t.Fatalf("b (not in Tools): %s", got)
+	}
+	if err := tk.EnableInterceptor("both", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := run("a"); len(got) != 0 {
+		t.Fatalf("switched off, it still saw %v", got)
+	}
+	if err := tk.EnableInterceptor("both", true); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(run("a"), "|"); got != "before a|call a|after a: hi" {
+		t.Fatalf("switched on again: %s", got)
+	}
+	if !tk.RemoveInterceptor("both") {
+		t.Fatal("RemoveInterceptor: not found")
+	}
+	if got := run("a"); len(got) != 0 {
+		t.Fatalf("removed, it still saw %v", got)
 	}
 }

@@ -170,7 +170,7 @@ func TestBatchHookSuspendAfterSessionClosed(t *testing.T) {
 	testutil.Add(t, tk, countTool(t, "a", &ran))
 	entered, release := make(chan struct{}), make(chan struct{})
 	hookCause := make(chan error, 1)
-	if err := tk.UseBatchHook(toolkit.BatchHook{Name: "approve", Before: func(ctx context.Context, p *toolkit.BatchPlan) {
+	if err := tk.Use(toolkit.Interceptor{Name: "approve", BeforeBatch: func(ctx context.Context, p *toolkit.BatchPlan) {
 		close(entered)
 		<-release
 		p.Suspend()

@@ -31,15 +31,13 @@ type mergedObservers struct{ up, own, set *observerSet }
 //     copied; registering, replacing or removing a tool afterwards, on
 //     either side, changes that side only. [Toolkit.SetPresets] gives the
 //     sub-agent its own presets for a tool.
-//   - Interceptors: the list as it is now, each switched on or off as it
+//   - Interceptors (their batch parts too): the list as it is now, each switched on or off as it
 //     is. Use, EnableInterceptor and RemoveInterceptor afterwards change
 //     that side only (give the sub-agent its own call limits by adding one
 //     with the same name). The interceptors themselves are the same values:
 //     whatever state they close over (a Permissions' pending approvals, an
 //     eviction store) is shared; state they keep per session or per batch
 //     is not, since sessions are the toolkit's own.
-//   - Batch hooks: the parent's as they are now; UseBatchHook afterwards
-//     changes that side only.
 //   - Visibility: the parent's as it is now, so by default a sub-agent sees
 //     what the parent's session of the same id sees, and a group it
 //     switches (reset_tools) is switched for both. Closing one of its
@@ -79,7 +77,7 @@ func (tk *Toolkit) Derive(opts ...Option) *Toolkit {
 		list[i] = c
 	}
 	tk.icMu.Unlock()
-	kid.ics.Store(&interceptors{list: list})
+	kid.ics.Store(newInterceptors(list))
 	kid.hooks.Store(tk.hooks.Load()) // an immutable snapshot: sharing it is copying it
 
 	tk.batchMu.Lock() // ordered with Close: a kid is either closed by it or born closed

@@ -23,8 +23,8 @@
 // After a batch, [Batch.Stop] says whether the agent loop must end there
 // instead of asking the model again: every call succeeded on a tool with
 // Spec.ReturnDirect (its results are the answer for the user), or a call
-// limit or an interceptor said so. [BatchHook]s see whole batches before and
-// after they run; a [ToolResolver] and interceptors with Interceptor.Unknown
+// limit or an interceptor said so. An interceptor's BeforeBatch and AfterBatch
+// see whole batches before and after they run; a [ToolResolver] and interceptors with Interceptor.Unknown
 // handle calls of tools nobody registered.
 //
 // Arguments are validated against the tool's schema before the handler runs;

@@ -145,7 +145,7 @@ func (c *call) exec() bool {
 	c.args = args
 	c.out.em.Init(&c.out, c.out.observed())
 	chain := c.batch.tk.ics.Load()
-	if len(chain.list) == 0 {
+	if !chain.wraps {
 		return c.finishOutcome(c.core(c, nil)) // no interceptors: no chain to build
 	}
 	argsJSON := args.bytes()

@@ -31,17 +31,17 @@ func TestBeforeHooksStopAtCancel(t *testing.T) {
 		seen = append(seen, s)
 		mu.Unlock()
 	}
-	if err := tk.UseBatchHook(
-		toolkit.BatchHook{Name: "record", After: func(_ context.Context, _ *toolkit.Batch, rs []toolkit.Result) {
+	if err := tk.Use(
+		toolkit.Interceptor{Name: "record", AfterBatch: func(_ context.Context, _ *toolkit.Batch, rs []toolkit.Result) {
 			for _, r := range rs {
 				note("after " + r.Call.ID + " " + string(r.State))
 			}
 		}},
-		toolkit.BatchHook{Name: "stop", Before: func(_ context.Context, p *toolkit.BatchPlan) {
+		toolkit.Interceptor{Name: "stop", BeforeBatch: func(_ context.Context, p *toolkit.BatchPlan) {
 			note("stop")
 			p.Batch().Cancel()
 		}},
-		toolkit.BatchHook{Name: "later", Before: func(context.Context, *toolkit.BatchPlan) { note("later") }},
+		toolkit.Interceptor{Name: "later", BeforeBatch: func(context.Context, *toolkit.BatchPlan) { note("later") }},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -59,15 +59,15 @@ func TestBeforeHooksStopAtCancel(t *testing.T) {
 }
 
 // TestBatchHookReplaceAndRemove: a hook added under a name already used
-// replaces it in place (the order stays); RemoveBatchHook removes one hook
+// replaces it in place (the order stays); RemoveInterceptor removes one hook
 // by name and reports false for a name nobody used.
 func TestBatchHookReplaceAndRemove(t *testing.T) {
 	tk := testutil.Kit(t)
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "a"}, func(context.Context, none) (string, error) { return "a", nil }))
 	var mu sync.Mutex
 	var order []string
-	hook := func(name string) toolkit.BatchHook {
-		return toolkit.BatchHook{Name: strings.Fields(name)[0], Before: func(context.Context, *toolkit.BatchPlan) {
+	hook := func(name string) toolkit.Interceptor {
+		return toolkit.Interceptor{Name: strings.Fields(name)[0], BeforeBatch: func(context.Context, *toolkit.BatchPlan) {
 			mu.Lock()
 			order = append(order, name)
 			mu.Unlock()
@@ -82,25 +82,25 @@ func TestBatchHookReplaceAndRemove(t *testing.T) {
 		defer mu.Unlock()
 		return slices.Clone(order)
 	}
-	if err := tk.UseBatchHook(hook("one"), hook("two")); err != nil {
+	if err := tk.Use(hook("one"), hook("two")); err != nil {
 		t.Fatal(err)
 	}
-	if err := tk.UseBatchHook(hook("one again")); err != nil {
+	if err := tk.Use(hook("one again")); err != nil {
 		t.Fatal(err)
 	}
 	if got := run(); !slices.Equal(got, []string{"one again", "two"}) {
 		t.Errorf("hooks ran %q", got)
 	}
-	if tk.RemoveBatchHook("three") {
+	if tk.RemoveInterceptor("three") {
 		t.Error("removed a hook nobody added")
 	}
-	if !tk.RemoveBatchHook("one") {
+	if !tk.RemoveInterceptor("one") {
 		t.Error("did not remove hook one")
 	}
 	if got := run(); !slices.Equal(got, []string{"two"}) {
 		t.Errorf("after removing one, hooks ran %q", got)
 	}
-	if !tk.RemoveBatchHook("two") || tk.RemoveBatchHook("two") {
+	if !tk.RemoveInterceptor("two") || tk.RemoveInterceptor("two") {
 		t.Error("removing the last hook, then again")
 	}
 	if got := run(); len(got) != 0 {
@@ -121,7 +121,7 @@ func TestBatchPlanSeesAndAsks(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	var sawSession, sawTools bool
 	var emitErr, badEmit error
-	if err := tk.UseBatchHook(toolkit.BatchHook{Name: "review", Before: func(_ context.Context, p *toolkit.BatchPlan) {
+	if err := tk.Use(toolkit.Interceptor{Name: "review", BeforeBatch: func(_ context.Context, p *toolkit.BatchPlan) {
 		sawSession = p.Session() == s
 		sawTools = p.Tool(0) == a && p.Tool(1) == nil && p.Tool(2) == nil
 		p.StopLoop("review", "a person must look first")

@@ -50,6 +50,45 @@ type Interceptor struct {
 	// first, in their order. Tools and Match filter unknown calls too (by
 	// the called name, and on the placeholder).
 	Unknown bool
+
+	// BeforeBatch and AfterBatch see whole batches (Solon AI's
+	// onActionStart and onActionEnd, AgentScope's pre- and post-acting
+	// hooks), where Intercept sees one call at a time: a rule about the
+	// batch as a whole lives here (approve it once, refuse a destructive
+	// call that comes with others, rewrite calls, summarise). They run in
+	// the interceptors' order, on the goroutine that drives the batch
+	// (Session.Run's caller, or a pool goroutine for Session.Start), for
+	// every batch whatever its tools (Tools and Match filter Intercept
+	// only). An interceptor may have any of Intercept, BeforeBatch and
+	// AfterBatch; a toolkit whose interceptors have no batch part pays
+	// nothing for it.
+	//
+	// BeforeBatch sees the batch before any call runs and may approve,
+	// deny, answer or rewrite its calls (see [BatchPlan]), or wait for a
+	// person's decision on the whole batch (BatchPlan.Suspend). ctx ends
+	// when the batch is cancelled (Batch.Cancel, Toolkit.Close, the
+	// caller's context, and Session.Close once the plan is suspended). It
+	// has no deadline: the calls' deadlines start after it returns. It
+	// must return when ctx ends: one that does not is given the cancel
+	// grace period ([WithCancelGrace]); then the batch ends without it:
+	// every call is reported interrupted, with a message naming the
+	// interceptor, and whatever it does with the plan afterwards is
+	// ignored. Its goroutine is left to return on its own, like a handler
+	// abandoned at its deadline: Session.Run, whose caller it runs on,
+	// returns only then (with the results that were final on time); Start
+	// and Wait return on time.
+	BeforeBatch func(ctx context.Context, p *BatchPlan)
+	// AfterBatch sees the results in call order once every call is final,
+	// before Wait returns and before the batch_end event. It must not
+	// change them. ctx carries the batch's values; it does not end with
+	// the caller's context (the results are final: one that records them
+	// is not cut short by a caller that left), but Batch.Cancel and
+	// Toolkit.Close end it. One that has not returned within the cancel
+	// grace period after that is left behind: the batch ends without it
+	// (the AfterBatch functions after it do not run), and its goroutine
+	// returns on its own (Session.Run, whose caller it runs on, returns
+	// only then).
+	AfterBatch func(ctx context.Context, b *Batch, results []Result)
 }
 
 // Handler runs an invocation: the next interceptor, or the tool itself at
@@ -212,7 +251,12 @@ func (inv *Invocation) OnWait(f func(reason string)) (remove func()) {
 // the chains built from it, cached per tool.
 type interceptors struct {
 	list   []*registered
+	wraps  bool     // one of list has an Intercept: calls go through a chain
 	chains sync.Map // tool name -> *builtChain
+}
+
+func newInterceptors(list []*registered) *interceptors {
+	return &interceptors{list: list, wraps: slices.ContainsFunc(list, func(r *registered) bool { return r.Intercept != nil })}
 }
 
 // builtChain is the handler for one tool, valid while the tool is the same
@@ -237,12 +281,12 @@ func (r *registered) applies(t *Tool) bool {
 
 // Use adds interceptors after the ones already there (the first added is the
 // outermost). An interceptor with the name of one already added replaces it
-// in place, switched on. Calls that already started keep the chain they
-// started with.
+// in place, switched on. Calls and batches that already started keep the
+// interceptors they started with.
 func (tk *Toolkit) Use(ics ...Interceptor) error {
 	for _, ic := range ics {
-		if ic.Name == "" || ic.Intercept == nil {
-			return errors.New("toolkit: an interceptor needs a name and an Intercept function")
+		if ic.Name == "" || ic.Intercept == nil && ic.BeforeBatch == nil && ic.AfterBatch == nil {
+			return errors.New("toolkit: an interceptor needs a name and an Intercept, BeforeBatch or AfterBatch function")
 		}
 	}
 	tk.icMu.Lock()
@@ -258,17 +302,28 @@ func (tk *Toolkit) Use(ics ...Interceptor) error {
 			list = append(list, r)
 		}
 	}
-	tk.ics.Store(&interceptors{list: list})
+	tk.storeInterceptors(list)
 	return nil
 }
 
+// storeInterceptors installs list and the batch hooks derived from it;
+// tk.icMu must be held.
+func (tk *Toolkit) storeInterceptors(list []*registered) {
+	tk.ics.Store(newInterceptors(list))
+	tk.hooks.Store(hooksOf(list))
+}
+
 // EnableInterceptor switches an interceptor on or off while calls run: calls
-// that start afterwards see the change.
+// and batches that start afterwards see the change.
 func (tk *Toolkit) EnableInterceptor(name string, on bool) error {
-	for _, r := range tk.ics.Load().list {
+	tk.icMu.Lock()
+	defer tk.icMu.Unlock()
+	list := tk.ics.Load().list
+	for _, r := range list {
 		if r.Name == name {
 			r.on.Store(on)
 			tk.icGen.Add(1) // after the switch: a chain built for the new gen sees it
+			tk.hooks.Store(hooksOf(list))
 			return nil
 		}
 	}
@@ -281,7 +336,7 @@ func (tk *Toolkit) RemoveInterceptor(name string) bool {
 	defer tk.icMu.Unlock()
 	cur := tk.ics.Load()
 	list := slices.DeleteFunc(slices.Clone(cur.list), func(x *registered) bool { return x.Name == name })
-	tk.ics.Store(&interceptors{list: list})
+	tk.storeInterceptors(list)
 	return len(list) != len(cur.list)
 }
 
@@ -319,7 +374,7 @@ func buildChain(list []*registered, t *Tool, skipUnknown bool) Handler {
 	h := Handler(runCore)
 	for i := len(list) - 1; i >= 0; i-- {
 		r := list[i]
-		if !r.on.Load() || skipUnknown && r.Unknown || !r.applies(t) {
+		if r.Intercept == nil || !r.on.Load() || skipUnknown && r.Unknown || !r.applies(t) {
 			continue
 		}
 		ic, next := r.Intercept, h

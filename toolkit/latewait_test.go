@@ -228,7 +228,7 @@ func TestDeafBeforeHookInterruptedTwice(t *testing.T) {
 	var ran atomic.Int32
 	testutil.Add(t, tk, countTool(t, "a", &ran))
 	h := newDeafHook(t, false)
-	if err := tk.UseBatchHook(toolkit.BatchHook{Name: "deaf", Before: h.before}); err != nil {
+	if err := tk.Use(toolkit.Interceptor{Name: "deaf", BeforeBatch: h.before}); err != nil {
 		t.Fatal(err)
 	}
 	got := start(testutil.Session(t, tk, "s"), context.Background(), false, testutil.Call("1", "a", `{}`))

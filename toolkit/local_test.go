@@ -39,7 +39,7 @@ func TestBatchLocalSharedByConcurrentCalls(t *testing.T) {
 	var all, release chan struct{}
 	var mu sync.Mutex
 	var values []*atomic.Int32
-	if err := tk.UseBatchHook(toolkit.BatchHook{Name: "plan", Before: func(ctx context.Context, p *toolkit.BatchPlan) {
+	if err := tk.Use(toolkit.Interceptor{Name: "plan", BeforeBatch: func(ctx context.Context, p *toolkit.BatchPlan) {
 		if _, ok := hits.Get(p); ok {
 			t.Error("the Before hook found a value before any call ran")
 		}
@@ -129,7 +129,7 @@ func TestBatchLocalPlanAndCallsShareValue(t *testing.T) {
 	seen := toolkit.NewSessionLocal[*sync.Map]() // call id -> the batch note it saw
 	var mu sync.Mutex
 	var hookSaw []int // calls the session local held when each batch began
-	if err := tk.UseBatchHook(toolkit.BatchHook{Name: "plan", Before: func(ctx context.Context, p *toolkit.BatchPlan) {
+	if err := tk.Use(toolkit.Interceptor{Name: "plan", BeforeBatch: func(ctx context.Context, p *toolkit.BatchPlan) {
 		if _, ok := note.Get(p); ok {
 			t.Error("a new batch has a note already")
 		}
@@ -208,7 +208,7 @@ func TestCallLocalPerCall(t *testing.T) {
 	testutil.Add(t, tk, echoTool(t))
 	id := toolkit.NewCallLocal[string]()
 	var zero toolkit.Local[int]
-	if err := tk.UseBatchHook(toolkit.BatchHook{Name: "plan", Before: func(ctx context.Context, p *toolkit.BatchPlan) {
+	if err := tk.Use(toolkit.Interceptor{Name: "plan", BeforeBatch: func(ctx context.Context, p *toolkit.BatchPlan) {
 		id.Set(p, "plan")
 		if v, ok := id.Get(p); ok {
 			t.Errorf("a call local on a plan holds %q", v)

@@ -36,7 +36,7 @@ func TestWithResult(t *testing.T) {
 		return next(ctx, inv)
 	}})
 	var decided []bool
-	if err := tk.UseBatchHook(toolkit.BatchHook{Name: "look", Before: func(ctx context.Context, p *toolkit.BatchPlan) {
+	if err := tk.Use(toolkit.Interceptor{Name: "look", BeforeBatch: func(ctx context.Context, p *toolkit.BatchPlan) {
 		decided = decided[:0]
 		for i := range p.Len() {
 			decided = append(decided, p.Decided(i))
@@ -101,7 +101,7 @@ func TestWithResultLaterHookDecides(t *testing.T) {
 		ran = true
 		return "written", nil
 	}))
-	if err := tk.UseBatchHook(toolkit.BatchHook{Name: "override", Before: func(ctx context.Context, p *toolkit.BatchPlan) {
+	if err := tk.Use(toolkit.Interceptor{Name: "override", BeforeBatch: func(ctx context.Context, p *toolkit.BatchPlan) {
 		if p.Decided(0) {
 			p.Decide(0, toolkit.Success(events.Text("the hook's")))
 		}

@@ -184,7 +184,7 @@ func TestStuckBeforeHookCancelled(t *testing.T) {
 			var ran atomic.Int32
 			testutil.Add(t, tk, countTool(t, "a", &ran), countTool(t, "b", &ran))
 			h := newDeafHook(t, false)
-			_ = tk.UseBatchHook(toolkit.BatchHook{Name: "deaf", Before: h.before})
+			_ = tk.Use(toolkit.Interceptor{Name: "deaf", BeforeBatch: h.before})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			got := start(testutil.Session(t, tk, "s"), ctx, run, testutil.Call("1", "a", `{}`), testutil.Call("2", "b", `{}`))
@@ -252,7 +252,7 @@ func TestStuckBeforeHookToolkitClose(t *testing.T) {
 			var ran atomic.Int32
 			testutil.Add(t, tk, countTool(t, "a", &ran), countTool(t, "b", &ran))
 			h := newDeafHook(t, false)
-			_ = tk.UseBatchHook(toolkit.BatchHook{Name: "deaf", Before: h.before})
+			_ = tk.Use(toolkit.Interceptor{Name: "deaf", BeforeBatch: h.before})
 			got := start(testutil.Session(t, tk, "s"), context.Background(), run, testutil.Call("1", "a", `{}`), testutil.Call("2", "b", `{}`))
 			testutil.WaitFor(t, h.entered, "the hook to start")
 			b := h.batch.Load()
@@ -297,7 +297,7 @@ func TestStuckBeforeHookSessionClose(t *testing.T) {
 	var ran atomic.Int32
 	testutil.Add(t, tk, countTool(t, "a", &ran), countTool(t, "b", &ran))
 	h := newDeafHook(t, true)
-	_ = tk.UseBatchHook(toolkit.BatchHook{Name: "deaf", Before: h.before})
+	_ = tk.Use(toolkit.Interceptor{Name: "deaf", BeforeBatch: h.before})
 	s := testutil.Session(t, tk, "s")
 	got := start(s, context.Background(), false, testutil.Call("1", "a", `{}`), testutil.Call("2", "b", `{}`))
 	testutil.WaitFor(t, h.entered, "the hook to start")
@@ -313,7 +313,7 @@ func TestStuckBeforeHookSessionClose(t *testing.T) {
 	testutil.Add(t, tk2, countTool(t, "a", &ran))
 	cause := make(chan error, 1)
 	waiting := make(chan struct{})
-	_ = tk2.UseBatchHook(toolkit.BatchHook{Name: "ask", Before: func(ctx context.Context, p *toolkit.BatchPlan) {
+	_ = tk2.Use(toolkit.Interceptor{Name: "ask", BeforeBatch: func(ctx context.Context, p *toolkit.BatchPlan) {
 		p.Suspend()
 		close(waiting)
 		<-ctx.Done()
@@ -340,7 +340,7 @@ func TestBeforeHookHasNoDeadline(t *testing.T) {
 	tk := testutil.Kit(t, toolkit.WithDefaultTimeout(30*time.Millisecond), toolkit.WithCancelGrace(stuckGrace))
 	var ran atomic.Int32
 	testutil.Add(t, tk, countTool(t, "a", &ran))
-	_ = tk.UseBatchHook(toolkit.BatchHook{Name: "slow", Before: func(ctx context.Context, p *toolkit.BatchPlan) {
+	_ = tk.Use(toolkit.Interceptor{Name: "slow", BeforeBatch: func(ctx context.Context, p *toolkit.BatchPlan) {
 		select {
 		case <-time.After(150 * time.Millisecond):
 		case <-ctx.Done():
@@ -549,7 +549,7 @@ func TestBatchHookOnCancellableRun(t *testing.T) {
 	var ran atomic.Int32
 	testutil.Add(t, tk, countTool(t, "a", &ran), countTool(t, "b", &ran))
 	var sawRun atomic.Int32
-	_ = tk.UseBatchHook(toolkit.BatchHook{Name: "policy", Before: func(ctx context.Context, p *toolkit.BatchPlan) {
+	_ = tk.Use(toolkit.Interceptor{Name: "policy", BeforeBatch: func(ctx context.Context, p *toolkit.BatchPlan) {
 		sawRun.Store(ran.Load() + 1)
 		if v, _ := ctx.Value(callerKey{}).(string); v != "caller's" {
 			t.Errorf("the hook's context lacks the caller's values: %q", v)
@@ -585,12 +585,12 @@ func TestStuckAfterHook(t *testing.T) {
 			testutil.Add(t, tk, countTool(t, "a", &ran))
 			entered, release, returned := make(chan struct{}), releaseAtEnd(t), make(chan struct{})
 			var next atomic.Bool
-			_ = tk.UseBatchHook(toolkit.BatchHook{Name: "deaf", After: func(_ context.Context, _ *toolkit.Batch, _ []toolkit.Result) {
+			_ = tk.Use(toolkit.Interceptor{Name: "deaf", AfterBatch: func(_ context.Context, _ *toolkit.Batch, _ []toolkit.Result) {
 				defer close(returned)
 				close(entered)
 				<-release
 			}})
-			_ = tk.UseBatchHook(toolkit.BatchHook{Name: "next", After: func(context.Context, *toolkit.Batch, []toolkit.Result) { next.Store(true) }})
+			_ = tk.Use(toolkit.Interceptor{Name: "next", AfterBatch: func(context.Context, *toolkit.Batch, []toolkit.Result) { next.Store(true) }})
 			b := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`)})
 			testutil.WaitFor(t, entered, "the After hook to start")
 			switch how {
@@ -635,7 +635,7 @@ func TestAfterHookOutlivesTheCaller(t *testing.T) {
 	testutil.Add(t, tk, countTool(t, "a", &ran))
 	entered, cancelled := make(chan struct{}), make(chan struct{})
 	var errAtEnd atomic.Value
-	_ = tk.UseBatchHook(toolkit.BatchHook{Name: "slow", After: func(ctx context.Context, _ *toolkit.Batch, _ []toolkit.Result) {
+	_ = tk.Use(toolkit.Interceptor{Name: "slow", AfterBatch: func(ctx context.Context, _ *toolkit.Batch, _ []toolkit.Result) {
 		close(entered)
 		<-cancelled
 		time.Sleep(5 * stuckGrace) // past the grace period a cancellation would give

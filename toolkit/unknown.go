@@ -165,7 +165,7 @@ func (c *call) execUnknown() bool {
 	h, wrapped := Handler(unknownCore), false
 	for i := len(snap.list) - 1; i >= 0; i-- {
 		r := snap.list[i]
-		if !r.Unknown || !r.on.Load() || !r.applies(ph) {
+		if !r.Unknown || r.Intercept == nil || !r.on.Load() || !r.applies(ph) {
 			continue
 		}
 		ic, next := r.Intercept, h

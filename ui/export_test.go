@@ -20,11 +20,6 @@ func SetMovedOnHook(f func()) { movedOnHook = f }
 // resets it).
 func SetStartHook(f func()) { startHook = f }
 
-// SetForgetHook sets the function Forget calls once the thread is out of
-// the host's map, before it ends the run and closes the session (tests
-// only; nil resets it).
-func SetForgetHook(f func()) { forgetHook = f }
-
 // SetAnswersHook sets the function Begin calls when a request's answers
 // were checked, before the thread announces them (tests only; nil resets
 // it).

@@ -231,9 +231,6 @@ func (h *Host) Forget(id string) {
 		h.mu.Unlock()
 		close(ch)
 	}()
-	if forgetHook != nil {
-		forgetHook()
-	}
 	t.mu.Lock()
 	t.forgotten = true // no run starts from here: the one going on is the last
 	cancel, done := t.cancel, t.done
@@ -264,12 +261,6 @@ var markDelay time.Duration
 // messages: from there until it locks the thread again, a concurrent
 // request that read the thread before may take the same messages.
 var movedOnHook func()
-
-// forgetHook, when set (tests only; nil in production), is called by
-// Forget once the thread is out of the host's map, before its run is
-// cancelled and its session closed: the window in which a request may ask
-// for the same id.
-var forgetHook func()
 
 // answersHook, when set (tests only; nil in production), is called when
 // a request's answers were checked, before the thread announces them

@@ -14,6 +14,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/toolkit"
 	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
 )
@@ -387,13 +388,26 @@ func TestBeginWhileTheHostCloses(t *testing.T) {
 	<-closed
 }
 
-// A request for a thread's id while Forget is ending it (the hook holds
-// Forget there) is refused with ErrForgotten, and once Forget returned
+// A request for a thread's id while Forget is ending it (made from a batch
+// hook's After on the paused batch Forget cancelled: Forget waits for that
+// run to end) is refused with ErrForgotten, and once Forget returned
 // the id starts over on a new session. The request used to get a new
 // thread on the old session, still open, which Forget then closed under
 // it: the new thread's tool calls failed (the session is closed).
 func TestThreadWhileForgetting(t *testing.T) {
 	a := uitest.New(t)
+	var forgetting, asked atomic.Bool
+	if err := a.TK.Use(toolkit.Interceptor{Name: "ask-while-forgetting",
+		AfterBatch: func(context.Context, *toolkit.Batch, []toolkit.Result) {
+			if !forgetting.Load() || asked.Swap(true) {
+				return
+			}
+			if th2, err := a.Host.Thread("ff"); !errors.Is(err, ui.ErrForgotten) {
+				t.Errorf("Host.Thread while Forget ends the thread: %v, %v; want ErrForgotten", th2, err)
+			}
+		}}); err != nil {
+		t.Fatal(err)
+	}
 	th, _ := a.Host.Thread("ff")
 	l, err := th.Begin(user("u1", "note"))
 	if err != nil {
@@ -402,14 +416,12 @@ func TestThreadWhileForgetting(t *testing.T) {
 	if _, end := read(t, l); end.Kind != ui.EndPaused {
 		t.Fatalf("end %+v", end)
 	}
-	ui.SetForgetHook(func() {
-		if th2, err := a.Host.Thread("ff"); !errors.Is(err, ui.ErrForgotten) {
-			t.Errorf("Host.Thread while Forget ends the thread: %v, %v; want ErrForgotten", th2, err)
-		}
-	})
-	t.Cleanup(func() { ui.SetForgetHook(nil) })
+	forgetting.Store(true)
 	a.Host.Forget("ff")
-	ui.SetForgetHook(nil)
+	forgetting.Store(false)
+	if !asked.Load() {
+		t.Fatal("Forget ended the paused run without its batch's After: the thread was not asked for in the window")
+	}
 	th2, err := a.Host.Thread("ff")
 	if err != nil || th2 == th {
 		t.Fatalf("after Forget: %v, %v", th2, err)

@@ -173,7 +173,7 @@ func (tr *tracker) follow(ev *events.Event) {
 		tr.unwait(ev.Call)
 	case interceptors.ApprovalEvent:
 		if ev.Call == "" {
-			return // a batch's request (BatchHook): not mapped, see docs/ui-protocols.md
+			return // a batch's request (Permissions.BatchApproval): not mapped, see docs/ui-protocols.md
 		}
 		var req interceptors.ApprovalRequest
 		if json.Unmarshal(ev.Data, &req) != nil {

@@ -10,7 +10,7 @@ import (
 )
 
 // With -approve-batches, a batch with calls that need approval asks once
-// for the whole batch (interceptors' Permissions.BatchHook): before any of
+// for the whole batch (interceptors' Permissions.BatchApproval): before any of
 // its calls runs, every call of the batch shows as waiting, and one
 // decision (on the page, the terminal or by the scripted agent) answers
 // them all. The request is an ordinary approval event whose call is the

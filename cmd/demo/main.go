@@ -467,7 +467,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 	if cfg.approveBatches {
-		if err := tk.UseBatchHook(perms.BatchHook()); err != nil {
+		if err := tk.Use(perms.BatchApproval()); err != nil {
 			return err
 		}
 	}

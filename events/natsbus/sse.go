@@ -71,10 +71,6 @@ type sseWriter struct {
 	buf     []byte
 }
 
-// sseFlushHook, when set by a test, is called as each flush to a client
-// begins (done false) and ends (done true).
-var sseFlushHook func(done bool)
-
 func newSSEWriter(w http.ResponseWriter, f http.Flusher, v *viewer, timeout, retry time.Duration) *sseWriter {
 	s := &sseWriter{w: w, f: f, v: v, timeout: timeout}
 	s.buf = append(s.buf, "retry: "...)
@@ -98,10 +94,6 @@ func (s *sseWriter) start() {
 
 // flush writes what is buffered.
 func (s *sseWriter) flush() error {
-	if sseFlushHook != nil {
-		sseFlushHook(false)
-		defer sseFlushHook(true)
-	}
 	if s.timeout > 0 {
 		s.v.deadline(time.Now().Add(s.timeout))
 	}

@@ -3,7 +3,6 @@ package natsbus
 import (
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,19 +108,3 @@ func FuzzSSEFrame(f *testing.F) {
 // HubLinger is how long the SSE bridge's shared consumer outlives its last
 // viewer.
 func HubLinger() time.Duration { return hubLinger }
-
-// CountBlockedWrites counts, for the length of the test, the SSE handlers'
-// writes to their clients that have begun and not ended: a handler blocked
-// on a client that does not read is one.
-func CountBlockedWrites(t testing.TB) func() int64 {
-	var under atomic.Int64
-	sseFlushHook = func(done bool) {
-		if done {
-			under.Add(-1)
-		} else {
-			under.Add(1)
-		}
-	}
-	t.Cleanup(func() { sseFlushHook = nil })
-	return under.Load
-}

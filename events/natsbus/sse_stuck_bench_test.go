@@ -64,7 +64,8 @@ func BenchmarkSSEStuckReaders(b *testing.B) {
 		session = "stuck-bench"
 	)
 	bus := natstest.Bus(b, natsbus.WithDurable(natsbus.Durable{Memory: true}))
-	srv := httptest.NewUnstartedServer(bus.SSEHandler())
+	h, blocked := natsbus.CountBlockedWrites(bus.SSEHandler())
+	srv := httptest.NewUnstartedServer(h)
 	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetWriteBuffer(64 << 10)
@@ -170,7 +171,6 @@ func BenchmarkSSEStuckReaders(b *testing.B) {
 		stuckRound        // they connected before it and are all blocked
 	)
 	kinds := []int{none, arriving, stuckRound, stuckRound, arriving, none}
-	blocked := natsbus.CountBlockedWrites(b)
 	for i := 0; i < b.N; i++ {
 		var lat, viewer [3][]float64
 		var cpu [3]time.Duration

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,9 +45,10 @@ func stuckViewer(t *testing.T, bus *Bus, opt SSEOption, waitBlocked bool) (retur
 	}
 	<-bus.js.PublishAsyncComplete()
 
-	started, finished := countFlushes(t)
+	fc := &flushCounter{}
+	started, finished := &fc.started, &fc.finished
 	returned = make(chan struct{})
-	h := bus.SSEHandler(opt)
+	h := fc.wrap(bus.SSEHandler(opt))
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer close(returned)
 		h.ServeHTTP(w, r)
@@ -219,8 +219,9 @@ func TestSSECatchUpHoldsOneBatch(t *testing.T) {
 	}
 	<-bus.js.PublishAsyncComplete()
 
-	started, finished := countFlushes(t)
-	srv := httptest.NewUnstartedServer(bus.SSEHandler(WithWriteTimeout(time.Hour)))
+	fc := &flushCounter{}
+	started, finished := &fc.started, &fc.finished
+	srv := httptest.NewUnstartedServer(fc.wrap(bus.SSEHandler(WithWriteTimeout(time.Hour))))
 	srv.Listener = smallBuffers{srv.Listener}
 	srv.Start()
 	defer srv.Close()
@@ -294,19 +295,4 @@ func liveHeap() uint64 {
 	runtime.GC()
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
-}
-
-// countFlushes counts the SSE handlers' flushes as they start and as they
-// end, until the end of the test.
-func countFlushes(t testing.TB) (started, finished *atomic.Int64) {
-	started, finished = new(atomic.Int64), new(atomic.Int64)
-	sseFlushHook = func(done bool) {
-		if done {
-			finished.Add(1)
-		} else {
-			started.Add(1)
-		}
-	}
-	t.Cleanup(func() { sseFlushHook = nil })
-	return started, finished
 }

@@ -59,6 +59,30 @@ type pkg struct {
 	hint string   // for a fragment: where it parts from the doc's program
 }
 
+// otelSDK returns the require lines of the OpenTelemetry SDK modules and the
+// go.sum lines for them: docs/observability.md's program sets up the SDK,
+// which the library does not require (only its tests do, in the module
+// telemetry/oteltests, whose go.mod pins the versions the docs build with).
+func otelSDK(t *testing.T, root string) (require string, sum []byte) {
+	t.Helper()
+	dir := filepath.Join(root, "telemetry", "oteltests")
+	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*(go\.opentelemetry\.io/otel/sdk\S*) (\S+)`).FindAllSubmatch(mod, -1) {
+		require += fmt.Sprintf("require %s %s\n", m[1], m[2])
+	}
+	if require == "" {
+		t.Fatalf("%s/go.mod requires no go.opentelemetry.io/otel/sdk module", dir)
+	}
+	sum, err = os.ReadFile(filepath.Join(dir, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return require, sum
+}
+
 // buildDocs writes the blocks of docs into one module that requires this
 // one, builds and vets them all with one go command each, and returns what
 // is wrong and the programs to run.
@@ -66,11 +90,13 @@ func buildDocs(t *testing.T, docs []doc) *built {
 	t.Helper()
 	root := repoRoot(t)
 	mod := t.TempDir()
-	gomod := fmt.Sprintf("module readme.example\n\ngo %s\n\nrequire github.com/toolstream/toolstream v0.0.0\n\nreplace github.com/toolstream/toolstream => %s\n", goVersion(t, root), root)
+	sdkRequire, sdkSum := otelSDK(t, root)
+	gomod := fmt.Sprintf("module readme.example\n\ngo %s\n\nrequire github.com/toolstream/toolstream v0.0.0\n\n%s\nreplace github.com/toolstream/toolstream => %s\n", goVersion(t, root), sdkRequire, root)
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	sum = append(sum, sdkSum...)
 	write := func(path string, b []byte) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

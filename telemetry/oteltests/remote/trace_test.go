@@ -4,16 +4,22 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/remote"
 	"github.com/toolstream/toolstream/telemetry"
 	"github.com/toolstream/toolstream/toolkit"
 )
+
+func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
 
 // TestCallTraceCrossesTheWire: an agent whose toolkit is traced (package
 // telemetry) sends each remote call with the call's own trace context
@@ -31,11 +37,42 @@ func TestCallTraceCrossesTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	bus := natstest.Bus(t)
-	s := &seen{}
-	serve(t, bus, workerKit(t, s), remote.WithTools("count"))
-	c := remote.NewClient(conn(t, bus))
+	conn := func() *nats.Conn {
+		nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+
+	seen := make(chan events.TraceContext, 1)
+	worker := testutil.Kit(t)
+	testutil.Add(t, worker, toolkit.MustTool(toolkit.Spec{Name: "count"},
+		func(ctx context.Context, in struct {
+			Words []string `json:"words"`
+		}) (int, error) {
+			tr, _ := remote.TraceContext(ctx)
+			seen <- tr
+			return len(in.Words), nil
+		}))
+	w, err := remote.Serve(conn(), worker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+
+	c := remote.NewClient(conn())
+	tools, err := c.Discover(t.Context())
+	if err != nil || len(tools) != 1 {
+		t.Fatalf("discovered %d tools (%v), want 1", len(tools), err)
+	}
 	agent := testutil.Kit(t, toolkit.WithTracer(tel))
-	testutil.Add(t, agent, discover(t, c, 1)...)
+	testutil.Add(t, agent, tools...)
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "count", `{"words":["x"]}`))[0]
 	if r.State != toolkit.StateSuccess {
 		t.Fatalf("%s %q", r.State, r.Text())
@@ -49,9 +86,7 @@ func TestCallTraceCrossesTheWire(t *testing.T) {
 	if call == nil {
 		t.Fatal("no span of the call")
 	}
-	s.mu.Lock()
-	got := s.trace[len(s.trace)-1]
-	s.mu.Unlock()
+	got := <-seen
 	want := "00-" + call.SpanContext().TraceID().String() + "-" + call.SpanContext().SpanID().String() + "-"
 	if !strings.HasPrefix(got.Parent, want) {
 		t.Fatalf("the worker's tool saw traceparent %q, want the call span's %s..", got.Parent, want)

@@ -688,7 +688,7 @@ func TestGroupsAndSkillsSpans(t *testing.T) {
 	})
 }
 
-// TestBatchApprovalEvents: a batch approval (Permissions.BatchHook) is
+// TestBatchApprovalEvents: a batch approval (Permissions.BatchApproval) is
 // recorded on the batch's span, its wait measured without a tool, and the
 // session-level approval events on NATS-bound observers carry the batch
 // span's trace context.
@@ -707,7 +707,7 @@ func TestBatchApprovalEvents(t *testing.T) {
 	})))
 	perms := interceptors.NewPermissions(interceptors.WithMode(interceptors.AskAll))
 	r.tk.Use(perms.Interceptor())
-	if err := r.tk.UseBatchHook(perms.BatchHook()); err != nil {
+	if err := r.tk.Use(perms.BatchApproval()); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "write"}, func(ctx context.Context, in pathIn) (string, error) {
