@@ -28,7 +28,7 @@ type Message struct {
 	// Content is the message's content: a user's text and images, an
 	// assistant's words, a tool's model-visible result (text, JSON and
 	// binary parts, exactly the call's result content).
-	Content []toolkit.Part `json:"content,omitempty"`
+	Content []events.Part `json:"content,omitempty"`
 	// Calls are the tool calls of an assistant message.
 	Calls []toolkit.Call `json:"calls,omitempty"`
 	// CallID is the call a tool message answers, and Tool its tool.
@@ -111,7 +111,7 @@ func argsJSON(args json.RawMessage) bool {
 
 // UserText returns a user message holding text.
 func UserText(text string) Message {
-	return Message{Role: RoleUser, Content: []toolkit.Part{events.Text(text)}}
+	return Message{Role: RoleUser, Content: []events.Part{events.Text(text)}}
 }
 
 // Text returns the message's text and JSON parts as events.ContentText
@@ -119,7 +119,7 @@ func UserText(text string) Message {
 // glued to the next), its binary parts left out: what a provider that
 // takes only text sees.
 func (m Message) Text() string {
-	binary := func(p toolkit.Part) bool { return p.Type == events.PartBinary }
+	binary := func(p events.Part) bool { return p.Type == events.PartBinary }
 	parts := m.Content
 	if slices.ContainsFunc(parts, binary) {
 		parts = slices.DeleteFunc(slices.Clone(parts), binary)

@@ -19,13 +19,13 @@ func TestConversationJSONRoundTrip(t *testing.T) {
 	png := []byte{0x89, 'P', 'N', 'G', 0, 1, 2, 255}
 	jsonPart, _ := events.JSON(map[string]any{"n": int64(12345678901234567)})
 	conv := &agent.Conversation{System: "Be brief.", Messages: []agent.Message{
-		{Role: agent.RoleUser, Content: []toolkit.Part{events.Text("What is in this picture?"), events.Binary("image/png", png)}},
-		{Role: agent.RoleAssistant, Content: []toolkit.Part{events.Text("Let me look.")},
+		{Role: agent.RoleUser, Content: []events.Part{events.Text("What is in this picture?"), events.Binary("image/png", png)}},
+		{Role: agent.RoleAssistant, Content: []events.Part{events.Text("Let me look.")},
 			Calls: []toolkit.Call{call("c1", "inspect", `{"big":12345678901234567890,"s":"\u00e9"}`), call("c2", "count", `{}`)},
 			Extra: json.RawMessage(`{"reasoning":"opaque"}`)},
-		{Role: agent.RoleTool, CallID: "c1", Tool: "inspect", Content: []toolkit.Part{events.Text("a cat"), events.Binary("image/jpeg", png)}},
-		{Role: agent.RoleTool, CallID: "c2", Tool: "count", Content: []toolkit.Part{jsonPart}, IsError: true},
-		{Role: agent.RoleAssistant, Content: []toolkit.Part{events.Text("A cat.")}},
+		{Role: agent.RoleTool, CallID: "c1", Tool: "inspect", Content: []events.Part{events.Text("a cat"), events.Binary("image/jpeg", png)}},
+		{Role: agent.RoleTool, CallID: "c2", Tool: "count", Content: []events.Part{jsonPart}, IsError: true},
+		{Role: agent.RoleAssistant, Content: []events.Part{events.Text("A cat.")}},
 	}}
 	data, err := json.Marshal(conv)
 	if err != nil {
@@ -56,7 +56,7 @@ func normalize(c *agent.Conversation) *agent.Conversation {
 	out.Messages = append([]agent.Message(nil), c.Messages...)
 	for i := range out.Messages {
 		m := &out.Messages[i]
-		m.Content = append([]toolkit.Part(nil), m.Content...)
+		m.Content = append([]events.Part(nil), m.Content...)
 		for j := range m.Content {
 			if len(m.Content[j].JSON) > 0 {
 				m.Content[j].JSON = compact(m.Content[j].JSON)
@@ -226,7 +226,7 @@ func TestConversationKeepsInvalidArguments(t *testing.T) {
 	conv := agent.NewConversation("s", "go")
 	conv.Add(agent.Message{Role: agent.RoleAssistant, Calls: calls})
 	for _, c := range calls {
-		conv.Add(agent.Message{Role: agent.RoleTool, CallID: c.ID, Tool: c.Name, IsError: true, Content: []toolkit.Part{events.Text("Error: bad")}})
+		conv.Add(agent.Message{Role: agent.RoleTool, CallID: c.ID, Tool: c.Name, IsError: true, Content: []events.Part{events.Text("Error: bad")}})
 	}
 	b, err := json.Marshal(conv)
 	if err != nil {
@@ -252,9 +252,9 @@ func TestConversationKeepsInvalidArguments(t *testing.T) {
 // `{"type":"resource_link",...}{"files":1}`); pieces of one text stream
 // join as they are.
 func TestMessageTextSetsValuesApart(t *testing.T) {
-	link := toolkit.Part{Type: events.PartJSON, JSON: json.RawMessage(`{"type":"resource_link","uri":"file:///a.txt"}`)}
-	value := toolkit.Part{Type: events.PartJSON, JSON: json.RawMessage(`{"files":1}`)}
-	m := agent.Message{Role: agent.RoleTool, Content: []toolkit.Part{events.Text("found "), events.Text("one:"), link, value, events.Text("done"), events.Binary("image/png", []byte{1})}}
+	link := events.Part{Type: events.PartJSON, JSON: json.RawMessage(`{"type":"resource_link","uri":"file:///a.txt"}`)}
+	value := events.Part{Type: events.PartJSON, JSON: json.RawMessage(`{"files":1}`)}
+	m := agent.Message{Role: agent.RoleTool, Content: []events.Part{events.Text("found "), events.Text("one:"), link, value, events.Text("done"), events.Binary("image/png", []byte{1})}}
 	want := "found one:\n{\"type\":\"resource_link\",\"uri\":\"file:///a.txt\"}\n{\"files\":1}\ndone"
 	if got := m.Text(); got != want {
 		t.Errorf("Text() = %q, want %q", got, want)

@@ -59,7 +59,7 @@ func ExampleWithSuspended() {
 			}
 		}
 		// A tool registered with toolkit.NewExternalTool: run it elsewhere, then
-		return s.Submit(r.Call.ID, []toolkit.Part{events.Text(runInBrowser(r.Call))}, nil)
+		return s.Submit(r.Call.ID, []events.Part{events.Text(runInBrowser(r.Call))}, nil)
 	}))
 
 	sess, _ := tk.Session("conversation-1")

@@ -189,7 +189,7 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 		out.Usage = out.Usage.Add(reply.Usage)
 		msg := Message{Role: RoleAssistant, Calls: reply.Calls, Extra: reply.Extra}
 		if reply.Text != "" {
-			msg.Content = []toolkit.Part{events.Text(reply.Text)}
+			msg.Content = []events.Part{events.Text(reply.Text)}
 		}
 		conv.Messages = slices.Grow(conv.Messages, 1+len(reply.Calls))
 		conv.Add(msg)
@@ -280,7 +280,7 @@ func (l *Loop) runCalls(ctx context.Context, sess *toolkit.Session, turn int, ca
 func interrupted(results []toolkit.Result) int {
 	n := 0
 	for _, r := range results {
-		if r.State == toolkit.StateInterrupted {
+		if r.State == events.StateInterrupted {
 			n++
 		}
 	}

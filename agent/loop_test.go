@@ -476,7 +476,7 @@ func TestRunInterceptorStops(t *testing.T) {
 	tk.Add(weatherTool(t))
 	tk.Use(toolkit.Interceptor{Name: "budget", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		inv.StopLoop("budget", "the budget is spent")
-		return toolkit.Failure(toolkit.StateError, errors.New("over budget"))
+		return toolkit.Failure(events.StateError, errors.New("over budget"))
 	}})
 	sess, _ := tk.Session("x")
 	m := &script{steps: []step{{reply: &agent.Reply{Calls: []toolkit.Call{call("w", "weather", `{"city":"Oslo"}`)}}}}}
@@ -543,7 +543,7 @@ func TestRunSuspended(t *testing.T) {
 	var seen []string
 	l := agent.New(m, agent.WithSuspended(func(ctx context.Context, s *toolkit.Session, r toolkit.Result) error {
 		seen = append(seen, r.Call.ID)
-		return s.Submit(r.Call.ID, []toolkit.Part{events.Text("blue")}, nil)
+		return s.Submit(r.Call.ID, []events.Part{events.Text("blue")}, nil)
 	}))
 	conv := agent.NewConversation("", "Pick a color")
 	out, err := l.Run(ctx, sess, conv)

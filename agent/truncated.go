@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -47,7 +48,7 @@ func truncated(reply *Reply) *truncation {
 
 // outcome is the call's result.
 func (t *truncation) outcome() toolkit.StartOption {
-	return toolkit.WithResult(t.index, toolkit.Failure(toolkit.StateError, t.err()))
+	return toolkit.WithResult(t.index, toolkit.Failure(events.StateError, t.err()))
 }
 
 func (t *truncation) err() error {

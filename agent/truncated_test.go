@@ -115,7 +115,7 @@ func TestRunTruncatedCall(t *testing.T) {
 		{"c3", "before its arguments were written. Call list again"},
 	} {
 		r := byID[tc.id]
-		if r.State != toolkit.StateError || !errors.Is(r.Err, agent.ErrTruncatedCall) {
+		if r.State != events.StateError || !errors.Is(r.Err, agent.ErrTruncatedCall) {
 			t.Errorf("%s: %s %v, want an error of ErrTruncatedCall", tc.id, r.State, r.Err)
 		}
 		text := r.Text()
@@ -125,10 +125,10 @@ func TestRunTruncatedCall(t *testing.T) {
 			}
 		}
 	}
-	if r := byID["c1"]; r.State != toolkit.StateSuccess || r.Text() != "sunny in Oslo" {
+	if r := byID["c1"]; r.State != events.StateSuccess || r.Text() != "sunny in Oslo" {
 		t.Errorf("c1: %s %q", r.State, r.Text())
 	}
-	if r := byID["c4"]; r.State != toolkit.StateSuccess {
+	if r := byID["c4"]; r.State != events.StateSuccess {
 		t.Errorf("c4 (whole arguments in a cut reply): %s %q", r.State, r.Text())
 	}
 	var argErr *toolkit.ArgumentError
@@ -188,7 +188,7 @@ func TestRunTruncatedCallsConcurrently(t *testing.T) {
 				return
 			}
 			if len(out.Results) != 3 || !errors.Is(out.Results[1].Err, agent.ErrTruncatedCall) ||
-				out.Results[0].State != toolkit.StateSuccess || out.Results[2].State != toolkit.StateSuccess {
+				out.Results[0].State != events.StateSuccess || out.Results[2].State != events.StateSuccess {
 				t.Errorf("run %d: %+v", i, out.Results)
 			}
 		})

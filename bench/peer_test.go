@@ -18,6 +18,7 @@ import (
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -105,7 +106,7 @@ func checkToolstream(rs []toolkit.Result, n int) error {
 		return fmt.Errorf("toolstream: %d results for %d calls", len(rs), n)
 	}
 	for _, r := range rs {
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			return fmt.Errorf("toolstream: call %s %s: %v", r.Call.ID, r.State, r.Err)
 		}
 	}
@@ -185,7 +186,7 @@ func TestPeersAgree(t *testing.T) {
 				}
 				for i := range n {
 					id := fmt.Sprintf("c%d", i)
-					if r := rs[i]; r.Call.ID != id || r.State != toolkit.StateSuccess || r.Text() != "ok" {
+					if r := rs[i]; r.Call.ID != id || r.State != events.StateSuccess || r.Text() != "ok" {
 						t.Errorf("toolstream result %d: id %q state %s text %q err %v", i, r.Call.ID, r.State, r.Text(), r.Err)
 					}
 					if m := ms[i]; m == nil || m.Role != schema.Tool || m.ToolCallID != id || !strings.Contains(m.Content, "ok") {

@@ -110,7 +110,7 @@ func pendingApproval(t *testing.T, js jetstream.JetStream, call toolkit.Call) {
 		t.Fatalf("first life: %d approval requests", first.asked.Load())
 	}
 	first.close()
-	if r := batch.Wait()[0]; r.State != toolkit.StateInterrupted {
+	if r := batch.Wait()[0]; r.State != events.StateInterrupted {
 		t.Fatalf("first life: %s %q", r.State, r.Text())
 	}
 	pending, err := first.store.Pending(context.Background(), "conv")
@@ -144,7 +144,7 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	second := startApprovals(t, js)
 	// The agent re-issues the turn's calls (as durable.Resume does).
 	r := second.sess.Run(ctx, []toolkit.Call{call})[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "edited b.txt" || r.Meta["approved"] != true {
+	if r.State != events.StateSuccess || r.Text() != "edited b.txt" || r.Meta["approved"] != true {
 		t.Fatalf("after the restart: %s %q %v", r.State, r.Text(), r.Meta)
 	}
 	if n := second.asked.Load(); n != 0 || len(second.perms.Pending("")) != 0 {
@@ -177,14 +177,14 @@ func TestRejectionSurvivesRestart(t *testing.T) {
 
 	second := startApprovals(t, js)
 	r := second.sess.Run(ctx, []toolkit.Call{call})[0]
-	if r.State != toolkit.StateDenied || !errors.Is(r.Err, interceptors.ErrRejected) || !strings.Contains(r.Text(), "not that file") {
+	if r.State != events.StateDenied || !errors.Is(r.Err, interceptors.ErrRejected) || !strings.Contains(r.Text(), "not that file") {
 		t.Fatalf("after the restart: %s %q %v", r.State, r.Text(), r.Err)
 	}
 	if second.asked.Load() != 0 || len(editsRun()) != 0 {
 		t.Fatalf("asked %d, runs %v", second.asked.Load(), editsRun())
 	}
 	rec, err := st.Get(ctx, "conv", "p2")
-	if err != nil || rec.State != durable.Done || rec.Result.State != toolkit.StateDenied {
+	if err != nil || rec.State != durable.Done || rec.Result.State != events.StateDenied {
 		t.Fatalf("stored %+v %v", rec, err)
 	}
 }
@@ -204,7 +204,7 @@ func TestApprovedFinishedCallNotRunAgain(t *testing.T) {
 	if err := first.store.Approve(ctx, "conv", "p3", nil); err != nil {
 		t.Fatal(err)
 	}
-	if r := batch.Wait()[0]; r.State != toolkit.StateSuccess || r.Text() != "edited a.txt" {
+	if r := batch.Wait()[0]; r.State != events.StateSuccess || r.Text() != "edited a.txt" {
 		t.Fatalf("first life: %s %q", r.State, r.Text())
 	}
 	first.close()
@@ -236,7 +236,7 @@ func TestStoredApprovalNeverLiftsDeny(t *testing.T) {
 	}
 	second := startApprovals(t, js, interceptors.WithRules(interceptors.Rule{Tool: "edit", When: func(a map[string]any) bool { return a["path"] == "/etc/hosts" }, Decision: interceptors.Deny}))
 	r := second.sess.Run(ctx, []toolkit.Call{testutil.Call("p4", "edit", `{"path":"/etc/hosts"}`)})[0]
-	if r.State != toolkit.StateDenied || !errors.Is(r.Err, interceptors.ErrDenied) {
+	if r.State != events.StateDenied || !errors.Is(r.Err, interceptors.ErrDenied) {
 		t.Fatalf("p4: %s %q", r.State, r.Text())
 	}
 	batch := second.sess.Start(ctx, []toolkit.Call{testutil.Call("p5", "edit", `{"path":"c.txt"}`)})
@@ -251,7 +251,7 @@ func TestStoredApprovalNeverLiftsDeny(t *testing.T) {
 	if err := second.perms.Reject("conv", "p5", "no"); err != nil {
 		t.Fatal(err)
 	}
-	if r := batch.Wait()[0]; r.State != toolkit.StateDenied {
+	if r := batch.Wait()[0]; r.State != events.StateDenied {
 		t.Fatalf("p5: %s %q", r.State, r.Text())
 	}
 }
@@ -277,7 +277,7 @@ func TestApprovedCallInterruptedKeepsDecision(t *testing.T) {
 		}
 	}
 	second.close()
-	if r := batch.Wait()[0]; r.State != toolkit.StateInterrupted {
+	if r := batch.Wait()[0]; r.State != events.StateInterrupted {
 		t.Fatalf("second life: %s %q", r.State, r.Text())
 	}
 	rec, err := st.Get(ctx, "conv", "p6")
@@ -286,7 +286,7 @@ func TestApprovedCallInterruptedKeepsDecision(t *testing.T) {
 	}
 	third := startApprovals(t, js)
 	r := third.sess.Run(ctx, []toolkit.Call{call})[0]
-	if r.State != toolkit.StateSuccess || third.asked.Load() != 0 || len(editsRun()) != 2 {
+	if r.State != events.StateSuccess || third.asked.Load() != 0 || len(editsRun()) != 2 {
 		t.Fatalf("third life: %s %q, asked %d, runs %v", r.State, r.Text(), third.asked.Load(), editsRun())
 	}
 }
@@ -320,7 +320,7 @@ func TestDecisionFollowsTheArgumentsAsked(t *testing.T) {
 		}
 	}
 	second.close()
-	if r := batch.Wait()[0]; r.State != toolkit.StateInterrupted {
+	if r := batch.Wait()[0]; r.State != events.StateInterrupted {
 		t.Fatalf("second life: %s %q", r.State, r.Text())
 	}
 	pending, err := st.Pending(ctx, "conv")
@@ -333,7 +333,7 @@ func TestDecisionFollowsTheArgumentsAsked(t *testing.T) {
 
 	third := startApprovals(t, js)
 	r := third.sess.Run(ctx, []toolkit.Call{testutil.Call("p7", "edit", `{"path":"c.txt"}`)})[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "edited c.txt" || third.asked.Load() != 0 {
+	if r.State != events.StateSuccess || r.Text() != "edited c.txt" || third.asked.Load() != 0 {
 		t.Fatalf("third life: %s %q, asked %d", r.State, r.Text(), third.asked.Load())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -97,7 +98,7 @@ func Resume(ctx context.Context, sess *toolkit.Session, conv *agent.Conversation
 			continue
 		}
 		if i == len(made)-1 && len(bytes.TrimSpace(c.Args)) == 0 {
-			opts = append(opts, toolkit.WithResult(len(calls), toolkit.Failure(toolkit.StateError, cutBeforeArgs(c.Name))))
+			opts = append(opts, toolkit.WithResult(len(calls), toolkit.Failure(events.StateError, cutBeforeArgs(c.Name))))
 		}
 		calls = append(calls, c)
 	}

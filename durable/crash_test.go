@@ -58,7 +58,7 @@ func untilSuspendedNotice(t *testing.T, b *toolkit.Batch, call string) {
 	done := make(chan string, 1)
 	go func() {
 		for r := range b.Results() {
-			if r.Call.ID == call && r.State == toolkit.StateSuspended {
+			if r.Call.ID == call && r.State == events.StateSuspended {
 				done <- ""
 				return
 			} else if r.Call.ID == call {
@@ -113,7 +113,7 @@ func TestKilledWhileAskingOutside(t *testing.T) {
 	if err := second.store.Answer(ctx, "conv", "k1", []events.Part{events.Text("blue")}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if r := again.Wait()[0]; r.State != toolkit.StateSuccess || r.Text() != "blue" {
+	if r := again.Wait()[0]; r.State != events.StateSuccess || r.Text() != "blue" {
 		t.Fatalf("k1 run again: %s %q %v", r.State, r.Text(), r.Err)
 	}
 	if r := second.sess.Run(ctx, []toolkit.Call{testutil.Call("k1", "ask", `{}`)})[0]; r.Text() != "blue" || r.Meta[durable.MetaReplayed] != true {
@@ -162,7 +162,7 @@ func TestKilledWhileAskingForApproval(t *testing.T) {
 	if err := second.store.Approve(ctx, "conv", "k2", nil); err != nil {
 		t.Fatal(err)
 	}
-	if r := batch.Wait()[0]; r.State != toolkit.StateSuccess || r.Text() != "edited a.txt" {
+	if r := batch.Wait()[0]; r.State != events.StateSuccess || r.Text() != "edited a.txt" {
 		t.Fatalf("k2 run again: %s %q", r.State, r.Text())
 	}
 	if got := editsRun(); len(got) != 1 || second.asked.Load() != 1 {
@@ -213,7 +213,7 @@ func TestLateSuspendEventChangesNothing(t *testing.T) {
 		closed <- first.tk.Close(ctx) // returns once its observer is through
 	}()
 	<-delivering
-	if r := batch.Wait()[0]; r.State != toolkit.StateInterrupted {
+	if r := batch.Wait()[0]; r.State != events.StateInterrupted {
 		t.Fatalf("the first process's run ended %s %q: want interrupted", r.State, r.Text())
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {

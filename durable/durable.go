@@ -465,13 +465,13 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 				continue // another process claimed it just now: look again
 			}
 			if err != nil {
-				return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: cannot record call %q: %w", inv.Call.ID, err))
+				return toolkit.Failure(events.StateError, fmt.Errorf("durable: cannot record call %q: %w", inv.Call.ID, err))
 			}
 			return s.run(ctx, k, owner, inv, next)
 		case err != nil && ctx.Err() != nil:
 			return inv.ContextFailure(ctx)
 		case err != nil:
-			return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: cannot read call %q: %w", inv.Call.ID, err))
+			return toolkit.Failure(events.StateError, fmt.Errorf("durable: cannot read call %q: %w", inv.Call.ID, err))
 		case rec.State == Done && rec.Result != nil:
 			inv.Meta(MetaReplayed, true)
 			return rec.Result.outcome()
@@ -483,14 +483,14 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 			if out.Err != nil {
 				out.Content = append(out.Content, events.Text("Error: "+out.Err.Error()))
 			} else if err := inv.Tool.CheckOutput(out.Content); err != nil {
-				out = toolkit.Failure(toolkit.StateError, err)
+				out = toolkit.Failure(events.StateError, err)
 			}
 			rec.State, rec.Reason, rec.Result, rec.Owner = Done, "", stored(out), owner
 			if err := s.put(bctx, k, rec, rev); err != nil {
 				if conflict(err) {
 					continue // changed meanwhile: look again
 				}
-				return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: cannot record call %q: %w", inv.Call.ID, err))
+				return toolkit.Failure(events.StateError, fmt.Errorf("durable: cannot record call %q: %w", inv.Call.ID, err))
 			}
 			return out
 		case rec.State == Suspended:
@@ -510,23 +510,23 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 			if err := s.put(bctx, k, rec, rev); conflict(err) {
 				continue // changed meanwhile: look again
 			} else if err != nil {
-				return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: cannot record call %q: %w", inv.Call.ID, err))
+				return toolkit.Failure(events.StateError, fmt.Errorf("durable: cannot record call %q: %w", inv.Call.ID, err))
 			}
 			return s.run(rctx, k, owner, inv, next)
 		default: // running: its process stopped, or it runs elsewhere now
 			if !inv.Spec().IsIdempotent() { // read-only tools are idempotent
-				return toolkit.Failure(toolkit.StateError, fmt.Errorf("call %q of tool %q: %w", inv.Call.ID, inv.Call.Name, ErrMaybeRan))
+				return toolkit.Failure(events.StateError, fmt.Errorf("call %q of tool %q: %w", inv.Call.ID, inv.Call.Name, ErrMaybeRan))
 			}
 			rec.Owner = owner
 			if err := s.put(bctx, k, rec, rev); conflict(err) {
 				continue // someone else took it over
 			} else if err != nil {
-				return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: cannot record call %q: %w", inv.Call.ID, err))
+				return toolkit.Failure(events.StateError, fmt.Errorf("durable: cannot record call %q: %w", inv.Call.ID, err))
 			}
 			return s.run(ctx, k, owner, inv, next)
 		}
 	}
-	return toolkit.Failure(toolkit.StateError, fmt.Errorf("durable: call %q keeps changing in the bucket", inv.Call.ID))
+	return toolkit.Failure(events.StateError, fmt.Errorf("durable: call %q keeps changing in the bucket", inv.Call.ID))
 }
 
 // run runs the call, claimed by owner, and stores its outcome. Its waits
@@ -539,7 +539,7 @@ func (s *Store) run(ctx context.Context, k, owner string, inv *toolkit.Invocatio
 	out := next(ctx, inv)
 	remove()
 	bctx := bookkeeping(ctx)
-	if out.State == toolkit.StateInterrupted {
+	if out.State == events.StateInterrupted {
 		rec, rev, err := s.get(bctx, k)
 		switch {
 		case err != nil || rec.Owner != owner || rec.State != Running:

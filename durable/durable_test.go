@@ -140,7 +140,7 @@ func TestSurvivesRestart(t *testing.T) {
 	waitSuspended(t, first.store, "a1")
 	first.close() // the process stops: a1 is interrupted, but stays pending
 	rs := batch.Wait()
-	if rs[0].Text() != "written 1" || rs[1].State != toolkit.StateInterrupted {
+	if rs[0].Text() != "written 1" || rs[1].State != events.StateInterrupted {
 		t.Fatalf("first life: %q / %s", rs[0].Text(), rs[1].State)
 	}
 
@@ -158,7 +158,7 @@ func TestSurvivesRestart(t *testing.T) {
 	if rs[0].Text() != "written 1" || rs[0].Meta[durable.MetaReplayed] != true || writes.Load() != 1 {
 		t.Fatalf("w1 again: %q meta %v, %d writes", rs[0].Text(), rs[0].Meta, writes.Load())
 	}
-	if rs[1].State != toolkit.StateSuccess || rs[1].Text() != "blue" {
+	if rs[1].State != events.StateSuccess || rs[1].Text() != "blue" {
 		t.Fatalf("a1 after the restart: %s %q", rs[1].State, rs[1].Text())
 	}
 	if pending, _ := second.store.Pending(ctx, "conv"); len(pending) != 0 {
@@ -172,7 +172,7 @@ func TestSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := batch.Wait()[0]
-	if r.State != toolkit.StateError || r.Text() != "Error: nobody knows" {
+	if r.State != events.StateError || r.Text() != "Error: nobody knows" {
 		t.Fatalf("a2: %s %q", r.State, r.Text())
 	}
 	if err := second.store.Answer(ctx, "conv", "a2", nil, "again"); err == nil {
@@ -207,7 +207,7 @@ func TestCrashedWhileRunning(t *testing.T) {
 	if !errors.Is(rs[0].Err, durable.ErrMaybeRan) || writes.Load() != 0 {
 		t.Fatalf("w9: %s %q, %d writes", rs[0].State, rs[0].Text(), writes.Load())
 	}
-	if rs[1].State != toolkit.StateSuccess || rs[1].Text() != "looked" {
+	if rs[1].State != events.StateSuccess || rs[1].Text() != "looked" {
 		t.Fatalf("l9: %s %q", rs[1].State, rs[1].Text())
 	}
 }

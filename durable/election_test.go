@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/durable"
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups/natskv"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
@@ -163,7 +164,7 @@ func (l *electionLoad) session(ctx context.Context, tk *toolkit.Toolkit, st *dur
 		for _, r := range rs {
 			l.results[s+"/"+r.Call.ID] = r
 			l.marks["calls"] = append(l.marks["calls"], r.Started.Add(r.Duration))
-			if r.State != toolkit.StateSuccess {
+			if r.State != events.StateSuccess {
 				l.fails = append(l.fails, fmt.Sprintf("%s: %s %q", r.Call.ID, r.State, r.Text()))
 			}
 		}

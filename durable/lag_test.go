@@ -33,7 +33,7 @@ func TestAnswerWhileObserverBehind(t *testing.T) {
 		t.Fatalf("an answer to a waiting call: %v", err)
 	}
 	r := batch.Wait()[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "42" {
+	if r.State != events.StateSuccess || r.Text() != "42" {
 		t.Fatalf("q1: %s %q", r.State, r.Text())
 	}
 }

@@ -26,7 +26,7 @@ func TestOddSessionAndCallIDs(t *testing.T) {
 		}
 		for _, cid := range []string{"call.1", "c*>", "ü ü", strings.Repeat("c", 256)} {
 			r := sess.Run(ctx, []toolkit.Call{{ID: cid, Name: "look", Args: []byte(`{}`)}})[0]
-			if r.State != toolkit.StateSuccess {
+			if r.State != events.StateSuccess {
 				t.Fatalf("session %q call %q: %s %q", sid, cid, r.State, r.Text())
 			}
 			r = sess.Run(ctx, []toolkit.Call{{ID: cid, Name: "look", Args: []byte(`{}`)}})[0]

@@ -38,7 +38,7 @@ func green() []events.Part {
 
 func wantInvalidOutput(t *testing.T, what string, r toolkit.Result) {
 	t.Helper()
-	if r.State != toolkit.StateError || !strings.Contains(r.Text(), `tool "pick" returned a result that does not match its output schema`) ||
+	if r.State != events.StateError || !strings.Contains(r.Text(), `tool "pick" returned a result that does not match its output schema`) ||
 		!strings.Contains(r.Text(), "colour") {
 		t.Fatalf("%s: %s %q, want the output schema's problems", what, r.State, r.Text())
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/durable"
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/toolkit"
@@ -34,7 +35,7 @@ func TestConflictOnAReplicatedBucket(t *testing.T) {
 	if err := tk.Use(st.Interceptor()); err != nil {
 		t.Fatal(err)
 	}
-	if r := testutil.Run(t, tk, "conv", testutil.Call("c1", "look", `{}`))[0]; r.State != toolkit.StateSuccess {
+	if r := testutil.Run(t, tk, "conv", testutil.Call("c1", "look", `{}`))[0]; r.State != events.StateSuccess {
 		t.Fatalf("c1: %s %q", r.State, r.Text())
 	}
 	tries := 0

@@ -84,7 +84,7 @@ func TestEarlierRunLeavesTheRecord(t *testing.T) {
 	b2 = second.sess.Start(ctx, f2)
 	ch2 := started(t, runs2)
 	b1.Cancel()
-	if r := b1.Wait()[0]; r.State != toolkit.StateInterrupted {
+	if r := b1.Wait()[0]; r.State != events.StateInterrupted {
 		t.Fatalf("f2 in the first process: %s %q", r.State, r.Text())
 	}
 	ch2 <- "second"

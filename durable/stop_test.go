@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolstream/toolstream/durable"
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/toolkit"
@@ -56,7 +57,7 @@ func stopWhileWaiting(t *testing.T, sess *toolkit.Session, store *durable.Store,
 	}
 	stop()
 	for _, b := range batches {
-		if r := b.Wait()[0]; r.State != toolkit.StateInterrupted {
+		if r := b.Wait()[0]; r.State != events.StateInterrupted {
 			t.Fatalf("%s: %s %q", r.Call.ID, r.State, r.Text())
 		}
 	}

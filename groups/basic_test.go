@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
-	"github.com/toolstream/toolstream/toolkit"
 )
 
 // TestBasicGroupReserved: "basic" cannot be defined, updated, removed or
@@ -69,18 +69,18 @@ func TestBasicNotInResetTools(t *testing.T) {
 		}))
 	}
 	r := f.run(t, "s", call("b", "reset_tools", `{"basic": false}`))[0]
-	if r.State != toolkit.StateError || !strings.Contains(r.Text(), "basic: is not an allowed property") {
+	if r.State != events.StateError || !strings.Contains(r.Text(), "basic: is not an allowed property") {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	for i, args := range []string{`{}`, `{"files": true}`, `{"web": true, "search": true}`, `{}`} {
 		r := f.run(t, "s", call("r", "reset_tools", args))[0]
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("%s: %q", args, r.Text())
 		}
 		if got := f.visible(t, "s"); !slices.Contains(got, "now") {
 			t.Fatalf("after %s: basic tool now hidden: %v", args, got)
 		}
-		if r := f.run(t, "s", call("n", "now", `{}`))[0]; r.State != toolkit.StateSuccess {
+		if r := f.run(t, "s", call("n", "now", `{}`))[0]; r.State != events.StateSuccess {
 			t.Fatalf("after %s: now: %q", args, r.Text())
 		}
 		if got := f.runs("now"); got != int32(i+1) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -41,7 +42,7 @@ func BenchmarkCall(b *testing.B) {
 			calls := []toolkit.Call{{ID: "1", Name: tool}}
 			b.ReportAllocs()
 			for b.Loop() {
-				if r := s.Run(context.Background(), calls)[0]; r.State != toolkit.StateSuccess {
+				if r := s.Run(context.Background(), calls)[0]; r.State != events.StateSuccess {
 					b.Fatal(r.Text())
 				}
 			}

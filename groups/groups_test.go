@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/internal/testutil"
@@ -140,7 +141,7 @@ func TestNoGroupsNoMetaTool(t *testing.T) {
 		t.Fatalf("%v", defs)
 	}
 	r := s.Run(context.Background(), []toolkit.Call{call("1", "reset_tools", `{}`)})[0]
-	if r.State != toolkit.StateError || !strings.Contains(r.Text(), "no tool groups") {
+	if r.State != events.StateError || !strings.Contains(r.Text(), "no tool groups") {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 }
@@ -150,7 +151,7 @@ func TestNoGroupsNoMetaTool(t *testing.T) {
 func TestResetToolsReplaceSemantics(t *testing.T) {
 	f := newFixture(t)
 	r := f.run(t, "s", call("r1", "reset_tools", `{"files": true}`))[0]
-	if r.State != toolkit.StateSuccess {
+	if r.State != events.StateSuccess {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	text := r.Text()
@@ -234,7 +235,7 @@ func TestResetToolsErrors(t *testing.T) {
 		{`[true]`, `must be a JSON object`},
 	} {
 		r := f.run(t, "s", call("e", "reset_tools", tc.args))[0]
-		if r.State != toolkit.StateError || !strings.Contains(r.Text(), tc.want) {
+		if r.State != events.StateError || !strings.Contains(r.Text(), tc.want) {
 			t.Errorf("%s: %s %q", tc.args, r.State, r.Text())
 		}
 		if active, _ := f.m.Active(context.Background(), "s"); !slices.Equal(active, []string{"web"}) {
@@ -251,7 +252,7 @@ func TestResetToolsErrors(t *testing.T) {
 func TestInactiveToolRefused(t *testing.T) {
 	f := newFixture(t)
 	rs := f.run(t, "s", call("1", "read_file", `{}`), call("2", "grep", `{}`), call("3", "web_get", `{}`), call("4", "wbe_get", `{}`))
-	if rs[0].State != toolkit.StateError || !errors.Is(rs[0].Err, toolkit.ErrUnavailable) ||
+	if rs[0].State != events.StateError || !errors.Is(rs[0].Err, toolkit.ErrUnavailable) ||
 		!strings.Contains(rs[0].Text(), `tool "read_file" is in the tool group "files", which is not active`) ||
 		!strings.Contains(rs[0].Text(), `calling reset_tools with "files" set to true`) {
 		t.Fatalf("read_file: %s %q", rs[0].State, rs[0].Text())
@@ -259,7 +260,7 @@ func TestInactiveToolRefused(t *testing.T) {
 	if !strings.Contains(rs[1].Text(), `in the tool groups "files", "search", none of which is active`) {
 		t.Fatalf("grep: %q", rs[1].Text())
 	}
-	if rs[2].State != toolkit.StateSuccess {
+	if rs[2].State != events.StateSuccess {
 		t.Fatalf("web_get: %s", rs[2].State)
 	}
 	// An unknown tool: suggestions and the list come from what the session sees.
@@ -281,7 +282,7 @@ func TestResetToolsInABatch(t *testing.T) {
 		call("after", "read_file", `{}`),
 		call("after2", "web_get", `{}`),
 	)
-	if rs[0].State != toolkit.StateError || rs[2].State != toolkit.StateSuccess || rs[3].State != toolkit.StateError {
+	if rs[0].State != events.StateError || rs[2].State != events.StateSuccess || rs[3].State != events.StateError {
 		t.Fatalf("before %s, after %s, web after %s", rs[0].State, rs[2].State, rs[3].State)
 	}
 }
@@ -460,7 +461,7 @@ func TestDefinitionsChangeAtRunTime(t *testing.T) {
 	if got, want := f.visible(t, "s"), []string{"read_file", "list_dir", "now", "reset_tools"}; !slices.Equal(got, want) {
 		t.Fatalf("after Remove: %v, want %v", got, want)
 	}
-	if rs := f.run(t, "s", call("1", "read_file", `{}`), call("2", "grep", `{}`)); rs[0].State != toolkit.StateSuccess || rs[1].State != toolkit.StateError {
+	if rs := f.run(t, "s", call("1", "read_file", `{}`), call("2", "grep", `{}`)); rs[0].State != events.StateSuccess || rs[1].State != events.StateError {
 		t.Fatalf("after Remove: read_file %s, grep %s", rs[0].State, rs[1].State)
 	}
 }

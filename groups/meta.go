@@ -84,7 +84,7 @@ func (m *Manager) buildMeta(c *catalog, on map[string]bool) (*toolkit.Tool, erro
 
 // resetTools is the meta tool's handler. Its arguments were checked against
 // the session's variant of the tool: only group names, each true or false.
-func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) (_ []toolkit.Part, err error) {
+func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) (_ []events.Part, err error) {
 	info, ok := toolkit.CallInfoFrom(ctx)
 	if !ok {
 		return nil, errors.New("reset_tools must run inside a toolkit call")
@@ -110,7 +110,7 @@ func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) (_ []too
 	op.Set("toolstream.groups.active", ch.Active)
 	op.Set("toolstream.groups.activated", ch.Activated)
 	op.Set("toolstream.groups.deactivated", ch.Deactivated)
-	return []toolkit.Part{events.Text(m.report(c, ch))}, nil
+	return []events.Part{events.Text(m.report(c, ch))}, nil
 }
 
 // report is what the model reads after reset_tools: the active groups, the

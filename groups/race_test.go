@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -57,7 +58,7 @@ func TestResetToolsSeesGroupAddedMeanwhile(t *testing.T) {
 		}
 	}
 	r := f.run(t, "s", call("m", "reset_tools", `{"files": true}`))[0]
-	if r.State != toolkit.StateSuccess {
+	if r.State != events.StateSuccess {
 		t.Fatalf("reset_tools: %s %q", r.State, r.Text())
 	}
 	if active, _ := f.m.Active(ctx, "s"); !slices.Equal(active, []string{"files"}) {
@@ -98,7 +99,7 @@ func TestResetToolsRacingClose(t *testing.T) {
 				closeFirst.Store(s)
 			}
 			r := s.Run(ctx, []toolkit.Call{call("m", "reset_tools", `{"files": true}`)})[0]
-			if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrClosed) {
+			if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrClosed) {
 				t.Errorf("reset_tools in a session closed meanwhile: %s %q, want an error saying it was closed", r.State, r.Text())
 			}
 			if ids := f.tk.Sessions(); slices.Contains(ids, "s") {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -46,14 +47,14 @@ func FuzzResetTools(f *testing.F) {
 		}
 		text := r.Text()
 		switch r.State {
-		case toolkit.StateError:
+		case events.StateError:
 			if strings.TrimSpace(strings.TrimPrefix(text, "Error:")) == "" {
 				t.Fatalf("%q: an error with no message", args)
 			}
 			if !slices.Equal(before, after) {
 				t.Fatalf("%q refused (%q) but the groups changed: %v -> %v", args, text, before, after)
 			}
-		case toolkit.StateSuccess:
+		case events.StateSuccess:
 			want := "All tool groups are now inactive"
 			if len(after) > 0 {
 				want = "Active tool groups: " + strings.Join(after, ", ") + "."

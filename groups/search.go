@@ -282,7 +282,7 @@ const maxDescShown = 160
 
 // searchTools is tool_search's handler. Its arguments were checked against
 // its schema: a query of 1 to 500 characters, a limit from 1 to 20.
-func (m *Manager) searchTools(ctx context.Context, raw json.RawMessage) ([]toolkit.Part, error) {
+func (m *Manager) searchTools(ctx context.Context, raw json.RawMessage) ([]events.Part, error) {
 	info, ok := toolkit.CallInfoFrom(ctx)
 	if !ok {
 		return nil, errors.New(SearchTool + " must run inside a toolkit call")
@@ -329,7 +329,7 @@ func (m *Manager) searchTools(ctx context.Context, raw json.RawMessage) ([]toolk
 	switch {
 	case len(on) == len(c.order):
 		b.WriteString("Every tool group is active already: the tools you can use are all in your tool list.")
-		return []toolkit.Part{events.Text(b.String())}, nil
+		return []events.Part{events.Text(b.String())}, nil
 	case len(inactive) == 0:
 		fmt.Fprintf(&b, "No inactive tool group matches %q. Try other words: what the tools act on or what they do.", args.Query)
 	default:
@@ -358,7 +358,7 @@ func (m *Manager) searchTools(ctx context.Context, raw json.RawMessage) ([]toolk
 			b.WriteString(".")
 		}
 	}
-	return []toolkit.Part{events.Text(b.String())}, nil
+	return []events.Part{events.Text(b.String())}, nil
 }
 
 // cut shortens a description for a search result, at a word boundary.

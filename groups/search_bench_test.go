@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -76,11 +77,11 @@ func BenchmarkToolSearchQuery(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		t0 := time.Now()
-		if r := s.Run(context.Background(), calls[i%len(calls)])[0]; r.State != toolkit.StateSuccess {
+		if r := s.Run(context.Background(), calls[i%len(calls)])[0]; r.State != events.StateSuccess {
 			b.Fatal(r.Text())
 		}
 		t1 := time.Now()
-		if r := s.Run(context.Background(), plain)[0]; r.State != toolkit.StateSuccess {
+		if r := s.Run(context.Background(), plain)[0]; r.State != events.StateSuccess {
 			b.Fatal(r.Text())
 		}
 		searchT, plainT = searchT+t1.Sub(t0), plainT+time.Since(t1)

@@ -143,8 +143,8 @@ func bigToolkit(tb testing.TB, search, grouped bool) (*toolkit.Toolkit, *groups.
 	tb.Cleanup(func() { tk.Close(context.Background()) })
 	add := func(name, desc string) {
 		t, err := toolkit.NewRawTool(toolkit.Spec{Name: name, Description: desc, ConcurrencySafe: true}, idSchema,
-			func(context.Context, json.RawMessage) ([]toolkit.Part, error) {
-				return []toolkit.Part{events.Text(name + " ran")}, nil
+			func(context.Context, json.RawMessage) ([]events.Part, error) {
+				return []events.Part{events.Text(name + " ran")}, nil
 			})
 		if err != nil {
 			tb.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -32,7 +33,7 @@ func FuzzToolSearch(f *testing.F) {
 		r := s.Run(context.Background(), []toolkit.Call{{ID: "f", Name: groups.SearchTool, Args: args}})[0]
 		text := r.Text()
 		switch r.State {
-		case toolkit.StateSuccess:
+		case events.StateSuccess:
 			got := ranked(text)
 			if len(got) > limit {
 				t.Fatalf("%q limit %d: %d groups\n%s", q, limit, len(got), text)
@@ -42,7 +43,7 @@ func FuzzToolSearch(f *testing.F) {
 					t.Fatalf("%q: active group listed\n%s", q, text)
 				}
 			}
-		case toolkit.StateError:
+		case events.StateError:
 			valid := utf8.ValidString(q) && utf8.RuneCountInString(q) <= groups.MaxSearchQuery && q != ""
 			inRange := limit >= 1 && limit <= groups.MaxSearchResults
 			if valid && inRange && !strings.Contains(text, "has no word to search for") {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -50,7 +51,7 @@ func TestToolSearchRanksTheRightGroup(t *testing.T) {
 		{"tax filing deadline", "tax"},
 	} {
 		r := search(t, s, `{"query": `+quote(tc.query)+`}`)
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("%q: %s %q", tc.query, r.State, r.Text())
 		}
 		got := ranked(r.Text())
@@ -102,11 +103,11 @@ func TestToolSearchSkipsActiveGroups(t *testing.T) {
 		t.Fatalf("%s", text)
 	}
 	// The model follows the advice: reset_tools with the group found.
-	if r := s.Run(context.Background(), []toolkit.Call{{ID: "r", Name: groups.MetaTool, Args: json.RawMessage(`{"billing": true, "tax": true}`)}})[0]; r.State != toolkit.StateSuccess ||
+	if r := s.Run(context.Background(), []toolkit.Call{{ID: "r", Name: groups.MetaTool, Args: json.RawMessage(`{"billing": true, "tax": true}`)}})[0]; r.State != events.StateSuccess ||
 		!strings.Contains(r.Text(), "<description>Tax returns, filings and deadlines.</description>") {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
-	if r := s.Run(context.Background(), []toolkit.Call{{ID: "c", Name: "get_return", Args: json.RawMessage(`{}`)}})[0]; r.State != toolkit.StateSuccess {
+	if r := s.Run(context.Background(), []toolkit.Call{{ID: "c", Name: "get_return", Args: json.RawMessage(`{}`)}})[0]; r.State != events.StateSuccess {
 		t.Fatalf("%q", r.Text())
 	}
 }
@@ -132,7 +133,7 @@ func TestToolSearchBadInput(t *testing.T) {
 		{`"invoice"`, "must be a JSON object"},
 	} {
 		r := search(t, s, tc.args)
-		if r.State != toolkit.StateError || !strings.Contains(r.Text(), tc.want) {
+		if r.State != events.StateError || !strings.Contains(r.Text(), tc.want) {
 			t.Errorf("%s:\n got %s %q\nwant %q", tc.args, r.State, r.Text(), tc.want)
 		}
 	}
@@ -177,7 +178,7 @@ func TestToolSearchSchemaShownIsEnforced(t *testing.T) {
 	if defs, _ := s2.Definitions(context.Background()); len(defs) != 0 {
 		t.Fatalf("%v", defs)
 	}
-	if r := search(t, s2, `{"query": "x"}`); r.State != toolkit.StateError || !strings.Contains(r.Text(), "no tool groups to search") {
+	if r := search(t, s2, `{"query": "x"}`); r.State != events.StateError || !strings.Contains(r.Text(), "no tool groups to search") {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 }

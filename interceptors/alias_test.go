@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -48,7 +49,7 @@ func TestPermissionRulesFollowTheToolThatRuns(t *testing.T) {
 	s, _ := tk.Session("deny")
 	for i, name := range []string{"delete_files", "rm", "del"} {
 		r := icRun(t, s, toolkit.Call{ID: string(rune('a' + i)), Name: name, Args: json.RawMessage(`{"path":"x"}`)})
-		if r.State != toolkit.StateDenied || !strings.Contains(r.Text(), "deleting is not allowed here") {
+		if r.State != events.StateDenied || !strings.Contains(r.Text(), "deleting is not allowed here") {
 			t.Errorf("call of %q running delete_files: %s %q, want denied by the rule on delete_files", name, r.State, r.Text())
 		}
 	}
@@ -83,7 +84,7 @@ func TestPermissionRulesFollowTheToolThatRuns(t *testing.T) {
 	}
 	for i, name := range []string{"delete_files", "del"} {
 		r := icRun(t, s2, toolkit.Call{ID: "g" + string(rune('2'+i)), Name: name, Args: json.RawMessage(`{"path":"y"}`)})
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Errorf("call of %q after always allowing delete_files (asked as rm): %s %q", name, r.State, r.Text())
 		}
 	}
@@ -128,7 +129,7 @@ func TestPerToolInterceptorsFollowTheToolThatRuns(t *testing.T) {
 			func(r toolkit.Result) bool { return errors.Is(r.Err, interceptors.ErrLimit) }},
 		{"Timeout", interceptors.Timeout(0, interceptors.TimeoutFor("delete_files", 20*time.Millisecond)), json.RawMessage(`{"path":"x","wait":true}`),
 			func(r toolkit.Result) bool {
-				return r.State == toolkit.StateTimeout && !strings.Contains(r.Text(), "after 3s")
+				return r.State == events.StateTimeout && !strings.Contains(r.Text(), "after 3s")
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,7 +174,7 @@ func TestAuditNamesTheToolThatRan(t *testing.T) {
 	tk.Add(del)
 	s, _ := tk.Session("s")
 	for i, name := range []string{"delete_files", "rm", "del"} {
-		if r := icRun(t, s, toolkit.Call{ID: string(rune('a' + i)), Name: name, Args: json.RawMessage(`{"path":"x"}`)}); r.State != toolkit.StateSuccess {
+		if r := icRun(t, s, toolkit.Call{ID: string(rune('a' + i)), Name: name, Args: json.RawMessage(`{"path":"x"}`)}); r.State != events.StateSuccess {
 			t.Fatalf("%s: %s %q", name, r.State, r.Text())
 		}
 	}

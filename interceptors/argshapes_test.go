@@ -89,7 +89,7 @@ func TestInterceptorsSeeWhatTheHandlerGets(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	for _, shape := range argShapes {
 		r := icRun(t, s, testutil.Call(shape.name, "read_file", shape.args))
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("%s: %s %q", shape.name, r.State, r.Text())
 		}
 		var fromIC readIn
@@ -116,7 +116,7 @@ func TestPermissionsCannotBeBypassed(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	for _, shape := range argShapes {
 		r := icRun(t, s, testutil.Call(shape.name, "read_file", shape.args))
-		if r.State != toolkit.StateDenied {
+		if r.State != events.StateDenied {
 			t.Errorf("%s: %s %q, want denied", shape.name, r.State, r.Text())
 		}
 		if _, ran := seen.handler[shape.name]; ran {
@@ -125,7 +125,7 @@ func TestPermissionsCannotBeBypassed(t *testing.T) {
 	}
 	// Invalid arguments never reach a permission decision.
 	r := icRun(t, s, testutil.Call("bad", "read_file", `"{\"path\":\"/etc/passwd\",\"limit\":\"many\"}"`))
-	if r.State != toolkit.StateError || !strings.Contains(r.Text(), "limit: must be an integer") {
+	if r.State != events.StateError || !strings.Contains(r.Text(), "limit: must be an integer") {
 		t.Errorf("invalid arguments: %s %q", r.State, r.Text())
 	}
 	if _, asked := seen.ic["bad"]; asked {
@@ -141,11 +141,11 @@ func TestPermissionEditedArgumentsAreChecked(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	for _, tc := range []struct {
 		edit  string
-		state toolkit.State
+		state events.State
 		want  readIn
 	}{
-		{`"{\"path\":\"/tmp/x\",\"limit\":5}"`, toolkit.StateSuccess, readIn{Path: "/tmp/x", Mode: "read", Limit: 5, Owner: "ops"}},
-		{`{"path":"/tmp/x","limit":"five"}`, toolkit.StateError, readIn{}},
+		{`"{\"path\":\"/tmp/x\",\"limit\":5}"`, events.StateSuccess, readIn{Path: "/tmp/x", Mode: "read", Limit: 5, Owner: "ops"}},
+		{`{"path":"/tmp/x","limit":"five"}`, events.StateError, readIn{}},
 	} {
 		run := s.Start(context.Background(), []toolkit.Call{testutil.Call("e", "read_file", argShapes[0].args)})
 		deadline := time.Now().Add(10 * time.Second)
@@ -190,11 +190,11 @@ func TestEditedArgumentsCannotLiftDenyRules(t *testing.T) {
 	}))
 	for i, tc := range []struct {
 		edit  string
-		state toolkit.State
+		state events.State
 	}{
-		{`{"path":"/etc/shadow","limit":5}`, toolkit.StateDenied},
-		{`"{\"path\":\"/etc/shadow\",\"limit\":5}"`, toolkit.StateDenied}, // double-encoded
-		{`{"path":"/tmp/x","limit":5}`, toolkit.StateSuccess},
+		{`{"path":"/etc/shadow","limit":5}`, events.StateDenied},
+		{`"{\"path\":\"/etc/shadow\",\"limit\":5}"`, events.StateDenied},
+		{`{"path":"/tmp/x","limit":5}`, events.StateSuccess},
 	} {
 		id := fmt.Sprint("e", i)
 		run := s.Start(context.Background(), []toolkit.Call{testutil.Call(id, "read_file", `{"path":"/tmp/y","limit":1}`)})
@@ -209,10 +209,10 @@ func TestEditedArgumentsCannotLiftDenyRules(t *testing.T) {
 		seen.mu.Lock()
 		got, ran := seen.handler[id]
 		seen.mu.Unlock()
-		if r.State != tc.state || ran != (tc.state == toolkit.StateSuccess) {
+		if r.State != tc.state || ran != (tc.state == events.StateSuccess) {
 			t.Errorf("edit %s: %s %q, handler ran %v with %+v; want %s", tc.edit, r.State, r.Text(), ran, got, tc.state)
 		}
-		if tc.state == toolkit.StateDenied && (!errors.Is(r.Err, interceptors.ErrDenied) || !strings.Contains(r.Text(), "system files are off limits")) {
+		if tc.state == events.StateDenied && (!errors.Is(r.Err, interceptors.ErrDenied) || !strings.Contains(r.Text(), "system files are off limits")) {
 			t.Errorf("edit %s: error %v, text %q: want ErrDenied with the rule's reason", tc.edit, r.Err, r.Text())
 		}
 	}
@@ -232,11 +232,11 @@ func TestEditedArgumentsCannotLiftDenyRules(t *testing.T) {
 func TestLoopGuardSeesOneCallInEveryShape(t *testing.T) {
 	tk, _ := shapesKit(t, interceptors.LoopGuard(3, 0))
 	s := testutil.Session(t, tk, "s")
-	var states []toolkit.State
+	var states []events.State
 	for _, shape := range argShapes[:4] {
 		states = append(states, icRun(t, s, testutil.Call(shape.name, "read_file", shape.args)).State)
 	}
-	if states[0] != toolkit.StateSuccess || states[1] != toolkit.StateSuccess || states[2] != toolkit.StateError || states[3] != toolkit.StateError {
+	if states[0] != events.StateSuccess || states[1] != events.StateSuccess || states[2] != events.StateError || states[3] != events.StateError {
 		t.Errorf("states %v: the third shape of one call should be refused as a loop", states)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -88,7 +89,7 @@ func (cfg *auditConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 	}
 	state := out.State
 	if state == "" {
-		state = toolkit.StateSuccess
+		state = events.StateSuccess
 	}
 	e = e.Str("tool", inv.Call.Name).
 		Str("session", inv.Session).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -46,7 +47,7 @@ func TestBatchApprovalSeesPreparedArgs(t *testing.T) {
 				}
 			}
 			rs := b.Wait()
-			if rs[0].State != toolkit.StateSuccess {
+			if rs[0].State != events.StateSuccess {
 				t.Fatalf("%s %q", rs[0].State, rs[0].Text())
 			}
 			if req.CallID != b.ID() || len(req.Calls) != 1 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -54,7 +55,7 @@ func TestBatchApprovalAsksOnce(t *testing.T) {
 	}
 	rs := run.Wait()
 	for _, r := range rs {
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("%s: %s %q", r.Call.ID, r.State, r.Text())
 		}
 	}
@@ -104,7 +105,7 @@ func TestBatchApprovalRejectAndAlways(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := run.Wait()
-	if rs[0].State != toolkit.StateSuccess || rs[1].State != toolkit.StateDenied || !errors.Is(rs[1].Err, interceptors.ErrRejected) ||
+	if rs[0].State != events.StateSuccess || rs[1].State != events.StateDenied || !errors.Is(rs[1].Err, interceptors.ErrRejected) ||
 		!strings.Contains(rs[1].Text(), `the user rejected this batch of calls, with this call of "write": not today`) {
 		t.Fatalf("results: %s; %s %q", rs[0].State, rs[1].State, rs[1].Text())
 	}
@@ -115,12 +116,12 @@ func TestBatchApprovalRejectAndAlways(t *testing.T) {
 	if err := f.perms.Approve("s", req.CallID, interceptors.AlwaysAllow()); err != nil {
 		t.Fatal(err)
 	}
-	if rs := run.Wait(); rs[0].State != toolkit.StateSuccess {
+	if rs := run.Wait(); rs[0].State != events.StateSuccess {
 		t.Fatalf("approved: %s %q", rs[0].State, rs[0].Text())
 	}
 	run = f.start("s", permCall("w3", "write", `{"path":"c"}`), permCall("w4", "write", `{"path":"d"}`))
 	for _, r := range run.Wait() {
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("after always: %s %s %q", r.Call.ID, r.State, r.Text())
 		}
 	}
@@ -137,7 +138,7 @@ func TestBatchApprovalExpires(t *testing.T) {
 	f := newPermFixture(t, interceptors.WithApprovalTimeout(50*time.Millisecond))
 	_ = f.tk.Use(f.perms.BatchApproval())
 	rs := f.start("s", permCall("w1", "write", `{"path":"a"}`), permCall("r", "read", `{}`)).Wait()
-	if rs[0].State != toolkit.StateDenied || !errors.Is(rs[0].Err, interceptors.ErrNoDecision) || rs[1].State != toolkit.StateSuccess {
+	if rs[0].State != events.StateDenied || !errors.Is(rs[0].Err, interceptors.ErrNoDecision) || rs[1].State != events.StateSuccess {
 		t.Fatalf("results: %s %v; %s", rs[0].State, rs[0].Err, rs[1].State)
 	}
 	if w := f.writes(); len(w) != 0 {
@@ -191,7 +192,7 @@ func TestBatchApprovalSameOrderAsCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := run.Wait()
-	if rs[0].State != toolkit.StateSuccess || rs[1].State != toolkit.StateDenied || rs[2].State != toolkit.StateSuccess {
+	if rs[0].State != events.StateSuccess || rs[1].State != events.StateDenied || rs[2].State != events.StateSuccess {
 		t.Fatalf("states %s %s %s (%q)", rs[0].State, rs[1].State, rs[2].State, rs[1].Text())
 	}
 	if !slices.Equal(ran, []string{"ask"}) {
@@ -214,7 +215,7 @@ func TestBatchApprovalSameOrderAsCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs = run.Wait()
-	if rs[0].State != toolkit.StateDenied || rs[1].State != toolkit.StateSuccess {
+	if rs[0].State != events.StateDenied || rs[1].State != events.StateSuccess {
 		t.Fatalf("states %s (%q) %s", rs[0].State, rs[0].Text(), rs[1].State)
 	}
 	run = f.start("s", permCall("w4", "write", `{"path":"/etc/hosts"}`), permCall("w5", "write", `{"path":"other-secret"}`))
@@ -225,7 +226,7 @@ func TestBatchApprovalSameOrderAsCalls(t *testing.T) {
 	if err := f.perms.Reject("s", run.ID(), "no"); err != nil {
 		t.Fatal(err)
 	}
-	if rs := run.Wait(); rs[0].State != toolkit.StateDenied || rs[1].State != toolkit.StateDenied {
+	if rs := run.Wait(); rs[0].State != events.StateDenied || rs[1].State != events.StateDenied {
 		t.Fatalf("after always: %s %s", rs[0].State, rs[1].State)
 	}
 }
@@ -251,10 +252,10 @@ func TestAskRuleBeatsToolAllow(t *testing.T) {
 	if err := f.perms.Approve("s", "l1", interceptors.AlwaysAllow()); err != nil {
 		t.Fatal(err)
 	}
-	if rs := run.Wait(); rs[0].State != toolkit.StateSuccess {
+	if rs := run.Wait(); rs[0].State != events.StateSuccess {
 		t.Fatalf("approved: %s %q", rs[0].State, rs[0].Text())
 	}
-	if rs := f.start("s", permCall("l2", "lenient", `{}`)).Wait(); rs[0].State != toolkit.StateSuccess {
+	if rs := f.start("s", permCall("l2", "lenient", `{}`)).Wait(); rs[0].State != events.StateSuccess {
 		t.Fatalf("after the grant: %s %q", rs[0].State, rs[0].Text())
 	}
 	select {
@@ -283,7 +284,7 @@ func TestBatchApprovalPerCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := run.Wait()
-	if rs[0].State != toolkit.StateSuccess || rs[1].State != toolkit.StateDenied || !errors.Is(rs[1].Err, interceptors.ErrRejected) ||
+	if rs[0].State != events.StateSuccess || rs[1].State != events.StateDenied || !errors.Is(rs[1].Err, interceptors.ErrRejected) ||
 		!strings.Contains(rs[1].Text(), `approved this batch of calls but not this call of "write": not b`) {
 		t.Fatalf("results: %s; %s %q", rs[0].State, rs[1].State, rs[1].Text())
 	}
@@ -319,7 +320,7 @@ func TestBatchApprovalUnchangedArgsNotEdited(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range run.Wait() {
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("%s: %s %q", r.Call.ID, r.State, r.Text())
 		}
 	}

@@ -111,7 +111,7 @@ func (cfg *emulateConfig) intercept(ctx context.Context, inv *toolkit.Invocation
 			return inv.ContextFailure(ctx)
 		}
 		if cfg.noFallback {
-			return toolkit.Failure(toolkit.StateError, &emulateError{tool: inv.Call.Name, err: err})
+			return toolkit.Failure(events.StateError, &emulateError{tool: inv.Call.Name, err: err})
 		}
 		return next(ctx, inv)
 	}

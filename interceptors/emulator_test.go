@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -65,7 +66,7 @@ func TestEmulateAnswersWithoutTheTool(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 
 	r := icRun(t, s, testutil.Call("c1", "weather", `{"city":"Paris"}`))
-	if r.State != toolkit.StateSuccess || r.Text() != m.reply || r.Meta[interceptors.MetaEmulated] != true {
+	if r.State != events.StateSuccess || r.Text() != m.reply || r.Meta[interceptors.MetaEmulated] != true {
 		t.Fatalf("got %s %q meta %v", r.State, r.Text(), r.Meta)
 	}
 	icRun(t, s, testutil.Call("c2", "clock", `{}`))
@@ -109,7 +110,7 @@ func TestEmulateModelFailure(t *testing.T) {
 	t.Run("no fallback", func(t *testing.T) {
 		tk, weather, _ := emuFixture(t, interceptors.Emulate(&emuModel{err: errModel}, interceptors.EmulateNoFallback()))
 		r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "weather", `{"city":"Rome"}`))
-		if r.State != toolkit.StateError || !errors.Is(r.Err, errModel) || weather.get() != 0 {
+		if r.State != events.StateError || !errors.Is(r.Err, errModel) || weather.get() != 0 {
 			t.Fatalf("got %s %v, tool ran %d times", r.State, r.Err, weather.get())
 		}
 		if !strings.Contains(r.Text(), `emulating tool "weather" failed: model overloaded`) {
@@ -146,7 +147,7 @@ func TestEmulateUnknown(t *testing.T) {
 			}
 			continue
 		}
-		if r.State != toolkit.StateSuccess || r.Text() != "a forecast" || r.Meta[interceptors.MetaEmulated] != true {
+		if r.State != events.StateSuccess || r.Text() != "a forecast" || r.Meta[interceptors.MetaEmulated] != true {
 			t.Fatalf("emulated unknown tool: %s %q %v", r.State, r.Text(), r.Meta)
 		}
 		if p := m.seen(); len(p) != 1 || !strings.Contains(p[0], "Tool: forecast\n") || !strings.Contains(p[0], `Arguments: {"days":3}`) {

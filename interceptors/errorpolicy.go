@@ -48,12 +48,12 @@ func (cfg *errpolConfig) intercept(ctx context.Context, inv *toolkit.Invocation,
 	if !out.State.IsError() {
 		return out
 	}
-	if cfg.fatal != nil && out.Err != nil && out.State != toolkit.StateInterrupted && cfg.fatal(out.Err) {
+	if cfg.fatal != nil && out.Err != nil && out.State != events.StateInterrupted && cfg.fatal(out.Err) {
 		inv.AbortBatch(out.Err)
 	}
 	if cfg.message != nil {
 		if msg := cfg.message(out); msg != "" && msg != out.Text() {
-			out.Content = []toolkit.Part{events.Text(msg)}
+			out.Content = []events.Part{events.Text(msg)}
 		}
 	}
 	return out

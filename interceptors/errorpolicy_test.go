@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -31,13 +32,13 @@ func TestErrorPolicyMessage(t *testing.T) {
 	if r.Text() != "Error: the database is unavailable; try again later or answer without it" {
 		t.Fatalf("model reads %q", r.Text())
 	}
-	if r.State != toolkit.StateError || !errors.Is(r.Err, errDBDown) {
+	if r.State != events.StateError || !errors.Is(r.Err, errDBDown) {
 		t.Fatalf("state %s, cause %v: the policy changes only the message", r.State, r.Err)
 	}
 	if r := icRun(t, s, testutil.Call("c2", "other", `{}`)); r.Text() != "Error: disk full" {
 		t.Fatalf("unchanged failure reads %q", r.Text())
 	}
-	if r := icRun(t, s, testutil.Call("c3", "fine", `{}`)); r.Text() != "rows: 3" || r.State != toolkit.StateSuccess {
+	if r := icRun(t, s, testutil.Call("c3", "fine", `{}`)); r.Text() != "rows: 3" || r.State != events.StateSuccess {
 		t.Fatalf("success became %s %q", r.State, r.Text())
 	}
 }
@@ -76,13 +77,13 @@ func TestErrorPolicyFatalInterruptsTheBatch(t *testing.T) {
 	})
 	testutil.WaitFor(t, run.Done(), "the run")
 	rs := run.Wait()
-	if rs[0].State != toolkit.StateError || !errors.Is(rs[0].Err, errAuth) {
+	if rs[0].State != events.StateError || !errors.Is(rs[0].Err, errAuth) {
 		t.Fatalf("fatal call: %s %v", rs[0].State, rs[0].Err)
 	}
-	if rs[1].State != toolkit.StateInterrupted || !errors.Is(rs[1].Err, toolkit.ErrInterrupted) {
+	if rs[1].State != events.StateInterrupted || !errors.Is(rs[1].Err, toolkit.ErrInterrupted) {
 		t.Fatalf("running call: %s %v, want interrupted", rs[1].State, rs[1].Err)
 	}
-	if rs[2].State != toolkit.StateInterrupted || laterRan.get() != 0 {
+	if rs[2].State != events.StateInterrupted || laterRan.get() != 0 {
 		t.Fatalf("later call: %s, ran %d times; want interrupted without running", rs[2].State, laterRan.get())
 	}
 	if !errors.Is(run.Err(), errAuth) {
@@ -101,7 +102,7 @@ func TestErrorPolicyNonFatalErrorsLetTheRunGoOn(t *testing.T) {
 	)
 	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("a", "bad", `{}`), testutil.Call("b", "good", `{}`)})
 	rs := run.Wait()
-	if rs[1].State != toolkit.StateSuccess || run.Err() != nil {
+	if rs[1].State != events.StateSuccess || run.Err() != nil {
 		t.Fatalf("second call %s, run error %v", rs[1].State, run.Err())
 	}
 }
@@ -123,7 +124,7 @@ func TestErrorPolicyFatalNeverForInterruptedCalls(t *testing.T) {
 	testutil.WaitFor(t, started, "the call to start")
 	cancel()
 	testutil.WaitFor(t, run.Done(), "the run")
-	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || asked.get() != 0 {
+	if r := run.Wait()[0]; r.State != events.StateInterrupted || asked.get() != 0 {
 		t.Fatalf("got %s; Fatal asked %d times, want never", r.State, asked.get())
 	}
 }

@@ -141,8 +141,8 @@ func Evict(opts ...EvictOption) toolkit.Interceptor {
 // evict stores out if it is too large. pass is this pass's number among the
 // call's passes through Evict, passes their count so far.
 func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out toolkit.Result, pass int64, passes *atomic.Int64) toolkit.Result {
-	success := out.State == "" || out.State == toolkit.StateSuccess
-	if out.State == toolkit.StateSuspended || cfg.successOnly && !success {
+	success := out.State == "" || out.State == events.StateSuccess
+	if out.State == events.StateSuspended || cfg.successOnly && !success {
 		return out
 	}
 	if sanitizeSize(out.Content) <= cfg.limit {
@@ -187,13 +187,13 @@ func (cfg *evictConfig) evict(ctx context.Context, inv *toolkit.Invocation, out 
 		inv.Meta(EvictMetaLocation, loc)
 		inv.Meta(EvictMetaBytes, len(text))
 	}
-	out.Content = append([]toolkit.Part{events.Text(cfg.message(text, loc))}, binary...)
+	out.Content = append([]events.Part{events.Text(cfg.message(text, loc))}, binary...)
 	return out
 }
 
 // splitBinary returns parts' non-binary parts and its binary ones, each in
 // their order.
-func splitBinary(parts []toolkit.Part) (nonBinary, binary []toolkit.Part) {
+func splitBinary(parts []events.Part) (nonBinary, binary []events.Part) {
 	for _, p := range parts {
 		if p.Type == events.PartBinary {
 			binary = append(binary, p)

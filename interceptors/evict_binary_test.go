@@ -23,8 +23,8 @@ func TestEvictKeepsBinaryPartsWhenTheStoreFails(t *testing.T) {
 	} {
 		tk, rec := evKit(t, interceptors.Evict(opt, interceptors.EvictLimit(1000)))
 		tool, err := toolkit.NewRawTool(toolkit.Spec{Name: "shot"}, json.RawMessage(`{"type":"object"}`),
-			func(ctx context.Context, _ json.RawMessage) ([]toolkit.Part, error) {
-				return []toolkit.Part{events.Text(strings.Repeat("log line\n", 500)), events.Binary("image/png", png), events.Text("end\n")}, nil
+			func(ctx context.Context, _ json.RawMessage) ([]events.Part, error) {
+				return []events.Part{events.Text(strings.Repeat("log line\n", 500)), events.Binary("image/png", png), events.Text("end\n")}, nil
 			})
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
@@ -66,7 +67,7 @@ func TestEvictAbandonedAttemptNeverOverwritesTheReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := sess.Run(context.Background(), []toolkit.Call{{ID: "c1", Name: "slow", Args: []byte(`{}`)}})[0]
-	if res.State != toolkit.StateSuccess {
+	if res.State != events.StateSuccess {
 		t.Fatalf("state %s: %s", res.State, res.Text())
 	}
 	if got := <-puts.done; got != "ATTEMPT-2" {

@@ -121,7 +121,7 @@ func TestEvictSmallResultUntouched(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "results")
 	tk, rec := evKit(t, interceptors.Evict(evictDir(dir), interceptors.EvictLimit(1000)))
 	res := evRun(t, tk, "s", evCall("c1", "big", evIn{Lines: 3}))[0]
-	if res.State != toolkit.StateSuccess || res.Text() != evFullText(3, "") {
+	if res.State != events.StateSuccess || res.Text() != evFullText(3, "") {
 		t.Fatalf("got %s %q", res.State, res.Text())
 	}
 	evCheckDeltas(t, rec, res)
@@ -139,7 +139,7 @@ func TestEvictLargeResult(t *testing.T) {
 		interceptors.EvictPreview(3, 20)))
 	res := evRun(t, tk, "s", evCall("c1", "big", evIn{Lines: 500}))[0]
 	full := evFullText(500, "")
-	if res.State != toolkit.StateSuccess || res.Err != nil {
+	if res.State != events.StateSuccess || res.Err != nil {
 		t.Fatalf("state %s, err %v", res.State, res.Err)
 	}
 	evCheckDeltas(t, rec, res)
@@ -186,7 +186,7 @@ func TestEvictErrorStaysError(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "results")
 	tk, rec := evKit(t, interceptors.Evict(evictDir(dir), interceptors.EvictLimit(1024)))
 	res := evRun(t, tk, "s", evCall("c1", "big", evIn{Lines: 100, Fail: "disk on fire"}))[0]
-	if res.State != toolkit.StateError || res.Err == nil || res.Err.Error() != "disk on fire" {
+	if res.State != events.StateError || res.Err == nil || res.Err.Error() != "disk on fire" {
 		t.Fatalf("state %s, err %v", res.State, res.Err)
 	}
 	evCheckDeltas(t, rec, res)
@@ -266,7 +266,7 @@ func TestEvictStoreFailureTruncates(t *testing.T) {
 			// A failure keeps its state and its error line.
 			r = res[1]
 			evCheckDeltas(t, rec, r)
-			if r.State != toolkit.StateError || r.Err == nil || !strings.HasSuffix(r.Text(), "]\nError: boom") {
+			if r.State != events.StateError || r.Err == nil || !strings.HasSuffix(r.Text(), "]\nError: boom") {
 				t.Fatalf("failure: %s %v %q", r.State, r.Err, r.Text()[len(r.Text())-100:])
 			}
 			if len(r.Text()) > 1000+len(marker)+100 {

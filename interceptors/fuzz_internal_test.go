@@ -108,11 +108,11 @@ func FuzzSanitizeTruncate(f *testing.F) {
 		if limit < 1 || limit > 1<<12 || !utf8.ValidString(text) || !json.Valid([]byte(js)) {
 			return
 		}
-		out := toolkit.Result{State: toolkit.StateSuccess,
-			Content: []toolkit.Part{events.Text(text), {Type: events.PartJSON, JSON: json.RawMessage(js)}, events.Binary("image/png", []byte{1, 2})}}
+		out := toolkit.Result{State: events.StateSuccess,
+			Content: []events.Part{events.Text(text), {Type: events.PartJSON, JSON: json.RawMessage(js)}, events.Binary("image/png", []byte{1, 2})}}
 		if fail {
 			err := fmt.Errorf("tool %q timed out after %v", "t", 1) // any failure with an Error line
-			out = toolkit.Result{State: toolkit.StateError, Err: err,
+			out = toolkit.Result{State: events.StateError, Err: err,
 				Content: append(out.Content[:2:2], events.Text("Error: "+err.Error()))}
 		}
 		before := events.ContentText(out.Content)

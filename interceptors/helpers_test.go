@@ -63,12 +63,12 @@ func (c *icCounter) get() int {
 func icTool(t testing.TB, spec toolkit.Spec, fn func(ctx context.Context) (string, error)) *toolkit.Tool {
 	t.Helper()
 	tool, err := toolkit.NewRawTool(spec, json.RawMessage(`{"type":"object"}`),
-		func(ctx context.Context, _ json.RawMessage) ([]toolkit.Part, error) {
+		func(ctx context.Context, _ json.RawMessage) ([]events.Part, error) {
 			s, err := fn(ctx)
 			if err != nil || s == "" {
 				return nil, err
 			}
-			return []toolkit.Part{events.Text(s)}, nil
+			return []events.Part{events.Text(s)}, nil
 		})
 	if err != nil {
 		t.Fatal(err)

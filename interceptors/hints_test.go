@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -22,12 +23,12 @@ func TestPermissionModesReadHints(t *testing.T) {
 	cases := []struct {
 		mode interceptors.Mode
 		name string
-		want map[string]toolkit.State
+		want map[string]events.State
 	}{
-		{interceptors.StrictReadOnly, "StrictReadOnly", map[string]toolkit.State{
-			"read": toolkit.StateSuccess, "append": toolkit.StateDenied, "delete": toolkit.StateDenied, "overwrite": toolkit.StateDenied}},
-		{interceptors.AskDestructive, "AskDestructive", map[string]toolkit.State{
-			"read": toolkit.StateSuccess, "append": toolkit.StateSuccess, "delete": toolkit.StateDenied, "overwrite": toolkit.StateDenied}},
+		{interceptors.StrictReadOnly, "StrictReadOnly", map[string]events.State{
+			"read": events.StateSuccess, "append": events.StateDenied, "delete": events.StateDenied, "overwrite": events.StateDenied}},
+		{interceptors.AskDestructive, "AskDestructive", map[string]events.State{
+			"read": events.StateSuccess, "append": events.StateSuccess, "delete": events.StateDenied, "overwrite": events.StateDenied}},
 	}
 	for _, c := range cases {
 		perms := interceptors.NewPermissions(interceptors.WithMode(c.mode), interceptors.WithApprovalTimeout(20*time.Millisecond))
@@ -43,10 +44,10 @@ func TestPermissionModesReadHints(t *testing.T) {
 		sess := testutil.Session(t, tk, "s")
 		for _, s := range specs {
 			r := icRun(t, sess, testutil.Call("c-"+s.Name, s.Name, `{}`))
-			if want := c.want[s.Name]; r.State != want || ran[s.Name] != (want == toolkit.StateSuccess) {
+			if want := c.want[s.Name]; r.State != want || ran[s.Name] != (want == events.StateSuccess) {
 				t.Errorf("%s, %s: %s %q (ran %v), want %s", c.name, s.Name, r.State, r.Text(), ran[s.Name], want)
 			}
-			if r.State != toolkit.StateDenied {
+			if r.State != events.StateDenied {
 				continue
 			}
 			// Strict denies at once; AskDestructive asked, and nobody answered.
@@ -94,7 +95,7 @@ func TestRetryHonoursIdempotentHint(t *testing.T) {
 			return "", c.err
 		}))
 		r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "send", `{}`))
-		if r.State != toolkit.StateError || n.get() != c.runs {
+		if r.State != events.StateError || n.get() != c.runs {
 			t.Errorf("%s: %s, ran %d times, want %d", c.name, r.State, n.get(), c.runs)
 		}
 	}

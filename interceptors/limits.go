@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -199,7 +200,7 @@ func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 			if cfg.endRun {
 				inv.StopLoop(toolkit.StopCallLimit, le.summary())
 			}
-			return toolkit.Failure(toolkit.StateError, le)
+			return toolkit.Failure(events.StateError, le)
 		}
 		h.held = append(h.held, c)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -36,7 +37,7 @@ func TestCallLimitsRetryWhileAnAttemptIsLeftBehind(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	res := s.Run(context.Background(), []toolkit.Call{testutil.Call("c", "slow", `{}`)})[0]
 	<-left
-	if res.State != toolkit.StateSuccess || res.Text() != "ok" {
+	if res.State != events.StateSuccess || res.Text() != "ok" {
 		t.Fatalf("the retry got %s %q, want success \"ok\"", res.State, res.Text())
 	}
 	if n.get() != 2 {
@@ -44,7 +45,7 @@ func TestCallLimitsRetryWhileAnAttemptIsLeftBehind(t *testing.T) {
 	}
 	// The call took one place: the next run of the session has its own.
 	res = s.Run(context.Background(), []toolkit.Call{testutil.Call("d", "slow", `{}`)})[0]
-	if res.State != toolkit.StateSuccess {
+	if res.State != events.StateSuccess {
 		t.Fatalf("the next run: %s %q", res.State, res.Text())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -24,9 +25,9 @@ func limitStates(t *testing.T, s *toolkit.Session, names ...string) []string {
 	var out []string
 	for _, r := range s.Run(context.Background(), calls) {
 		switch {
-		case r.State == toolkit.StateSuccess:
+		case r.State == events.StateSuccess:
 			out = append(out, "ok")
-		case r.State == toolkit.StateError && errors.Is(r.Err, interceptors.ErrLimit):
+		case r.State == events.StateError && errors.Is(r.Err, interceptors.ErrLimit):
 			out = append(out, "limit")
 		default:
 			out = append(out, fmt.Sprintf("%s(%v)", r.State, r.Err))
@@ -95,7 +96,7 @@ func TestCallLimitsOverall(t *testing.T) {
 	}
 	r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`), testutil.Call("2", "b", `{}`)})
 	want := "Error: call limit reached: tools may run 3 times per session in total and already have; stop calling tools and answer with what you have"
-	if r[0].State != toolkit.StateSuccess || r[1].Text() != want {
+	if r[0].State != events.StateSuccess || r[1].Text() != want {
 		t.Fatalf("second run: %s, %q", r[0].State, r[1].Text())
 	}
 }
@@ -103,7 +104,7 @@ func TestCallLimitsOverall(t *testing.T) {
 func TestCallLimitsRefusedCallsDoNotCount(t *testing.T) {
 	deny := toolkit.Interceptor{Name: "deny", Tools: []string{"denied"},
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
-			return toolkit.Failure(toolkit.StateDenied, errors.New("not allowed"))
+			return toolkit.Failure(events.StateDenied, errors.New("not allowed"))
 		}}
 	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(2), interceptors.PerBatch(1, "a")), deny)
 	ran := limitTools(t, tk, "a", "b", "c", "denied")
@@ -165,7 +166,7 @@ func TestCallLimitsRetriedCallCountsOnce(t *testing.T) {
 	testutil.Add(t, tk, flakyTool(t, "flaky", 2, &ran))
 	s := testutil.Session(t, tk, "s")
 	r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "flaky", `{}`), testutil.Call("2", "flaky", `{}`)})
-	if r[0].State != toolkit.StateSuccess || !errors.Is(r[1].Err, interceptors.ErrLimit) || ran.get() != 2 {
+	if r[0].State != events.StateSuccess || !errors.Is(r[1].Err, interceptors.ErrLimit) || ran.get() != 2 {
 		t.Fatalf("got %s %v / %s %v, ran %d", r[0].State, r[0].Err, r[1].State, r[1].Err, ran.get())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -98,7 +99,7 @@ func (cfg *loopConfig) intercept(ctx context.Context, inv *toolkit.Invocation, n
 	st.mu.Unlock()
 
 	if inWindow >= cfg.n {
-		return toolkit.Failure(toolkit.StateError, &loopError{tool: inv.Call.Name, count: count, window: cfg.window})
+		return toolkit.Failure(events.StateError, &loopError{tool: inv.Call.Name, count: count, window: cfg.window})
 	}
 	cfg.seen.Set(inv, true)
 	return next(ctx, inv)

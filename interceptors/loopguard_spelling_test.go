@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
-	"github.com/toolstream/toolstream/toolkit"
 )
 
 // TestLoopGuardSameMeaningOtherSpelling: calls whose arguments mean the
@@ -32,10 +32,10 @@ func TestLoopGuardSameMeaningOtherSpelling(t *testing.T) {
 		s := testutil.Session(t, tk, "s")
 		for i, args := range spellings {
 			r := loopRun(t, s, "search", args)
-			if i < 2 && r.State != toolkit.StateSuccess {
+			if i < 2 && r.State != events.StateSuccess {
 				t.Fatalf("%s, call %d of %v: %s %q", args, i+1, spellings, r.State, r.Text())
 			}
-			if i == 2 && (r.State != toolkit.StateError || !errors.Is(r.Err, interceptors.ErrLoop)) {
+			if i == 2 && (r.State != events.StateError || !errors.Is(r.Err, interceptors.ErrLoop)) {
 				t.Errorf("%v: the third call %s ran (%s); it means what the first two did", spellings, args, r.State)
 			}
 		}
@@ -47,7 +47,7 @@ func TestLoopGuardSameMeaningOtherSpelling(t *testing.T) {
 	tk, _, ran := loopFixture(t, 2, time.Minute)
 	s := testutil.Session(t, tk, "s")
 	for _, args := range []string{`{"x":1.5}`, `{"x":1.05}`, `{"x":15}`, `{"x":0.15}`, `{"x":-1.5}`, `{"x":"1.5"}`, `{"x":1.5000000000000001}`, `{"x":2.5}`, `{"x":25e-2}`} {
-		if r := loopRun(t, s, "search", args); r.State != toolkit.StateSuccess {
+		if r := loopRun(t, s, "search", args); r.State != events.StateSuccess {
 			t.Errorf("%s: %s %q; no call before meant the same", args, r.State, r.Text())
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -39,7 +40,7 @@ func loopFixture(t *testing.T, n int, window time.Duration, ics ...toolkit.Inter
 	ran := &icCounter{}
 	for _, name := range []string{"search", "fetch"} {
 		tool, err := toolkit.NewRawTool(toolkit.Spec{Name: name}, json.RawMessage(`{"type":"object"}`),
-			func(ctx context.Context, _ json.RawMessage) ([]toolkit.Part, error) {
+			func(ctx context.Context, _ json.RawMessage) ([]events.Part, error) {
 				ran.inc()
 				return nil, nil
 			})
@@ -63,14 +64,14 @@ func TestLoopGuardRefusesTheNthRepeat(t *testing.T) {
 	tk, clk, ran := loopFixture(t, 3, time.Minute)
 	s := testutil.Session(t, tk, "s")
 	for i := range 2 {
-		if r := loopRun(t, s, "search", `{"q":"go","n":1}`); r.State != toolkit.StateSuccess {
+		if r := loopRun(t, s, "search", `{"q":"go","n":1}`); r.State != events.StateSuccess {
 			t.Fatalf("call %d: %s", i+1, r.State)
 		}
 		clk.advance(10 * time.Second)
 	}
 	// Same arguments in another key order and spacing: the third repeat.
 	r := loopRun(t, s, "search", ` { "n": 1, "q": "go" } `)
-	if r.State != toolkit.StateError || !errors.Is(r.Err, interceptors.ErrLoop) {
+	if r.State != events.StateError || !errors.Is(r.Err, interceptors.ErrLoop) {
 		t.Fatalf("third call: %s %v, want refused", r.State, r.Err)
 	}
 	for _, want := range []string{`"search"`, "3 times", "change your approach"} {
@@ -78,7 +79,7 @@ func TestLoopGuardRefusesTheNthRepeat(t *testing.T) {
 			t.Fatalf("message %q lacks %q", r.Text(), want)
 		}
 	}
-	if r := loopRun(t, s, "search", `{"q":"go","n":1}`); r.State != toolkit.StateError || !strings.Contains(r.Text(), "4 times") {
+	if r := loopRun(t, s, "search", `{"q":"go","n":1}`); r.State != events.StateError || !strings.Contains(r.Text(), "4 times") {
 		t.Fatalf("fourth call: %s %q", r.State, r.Text())
 	}
 	if ran.get() != 2 {
@@ -86,11 +87,11 @@ func TestLoopGuardRefusesTheNthRepeat(t *testing.T) {
 	}
 	// Other arguments, another tool, another session: not repeats.
 	for _, c := range [][2]string{{"search", `{"q":"rust","n":1}`}, {"fetch", `{"q":"go","n":1}`}} {
-		if r := loopRun(t, s, c[0], c[1]); r.State != toolkit.StateSuccess {
+		if r := loopRun(t, s, c[0], c[1]); r.State != events.StateSuccess {
 			t.Fatalf("%s %s: %s", c[0], c[1], r.State)
 		}
 	}
-	if r := loopRun(t, testutil.Session(t, tk, "other"), "search", `{"q":"go","n":1}`); r.State != toolkit.StateSuccess {
+	if r := loopRun(t, testutil.Session(t, tk, "other"), "search", `{"q":"go","n":1}`); r.State != events.StateSuccess {
 		t.Fatalf("another session: %s", r.State)
 	}
 }
@@ -100,16 +101,16 @@ func TestLoopGuardWindow(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	loopRun(t, s, "search", `{"q":"go"}`)
 	clk.advance(59 * time.Second)
-	if r := loopRun(t, s, "search", `{"q":"go"}`); r.State != toolkit.StateError {
+	if r := loopRun(t, s, "search", `{"q":"go"}`); r.State != events.StateError {
 		t.Fatalf("repeat within the window: %s", r.State)
 	}
 	// Refused calls count: the model must pause for a whole window.
 	clk.advance(59 * time.Second)
-	if r := loopRun(t, s, "search", `{"q":"go"}`); r.State != toolkit.StateError {
+	if r := loopRun(t, s, "search", `{"q":"go"}`); r.State != events.StateError {
 		t.Fatalf("repeat 59s after a refused one: %s", r.State)
 	}
 	clk.advance(61 * time.Second)
-	if r := loopRun(t, s, "search", `{"q":"go"}`); r.State != toolkit.StateSuccess {
+	if r := loopRun(t, s, "search", `{"q":"go"}`); r.State != events.StateSuccess {
 		t.Fatalf("after the window: %s %v", r.State, r.Err)
 	}
 }
@@ -119,7 +120,7 @@ func TestLoopGuardNoWindowAndEmptyArgs(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	loopRun(t, s, "fetch", ``)
 	clk.advance(24 * time.Hour)
-	if r := loopRun(t, s, "fetch", `{}`); r.State != toolkit.StateError || !strings.Contains(r.Text(), "in this conversation") {
+	if r := loopRun(t, s, "fetch", `{}`); r.State != events.StateError || !strings.Contains(r.Text(), "in this conversation") {
 		t.Fatalf("no arguments, then {} a day later: %s %q", r.State, r.Text())
 	}
 }
@@ -132,7 +133,7 @@ func TestLoopGuardRetryIsNotARepeat(t *testing.T) {
 	var ran icCounter
 	testutil.Add(t, tk, flakyTool(t, "flaky", 3, &ran))
 	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "flaky", `{}`))
-	if r.State != toolkit.StateSuccess || ran.get() != 3 {
+	if r.State != events.StateSuccess || ran.get() != 3 {
 		t.Fatalf("got %s after %d runs: attempts of one call are not repeats", r.State, ran.get())
 	}
 }
@@ -159,7 +160,7 @@ func TestLoopGuardKeepsHashesNotArguments(t *testing.T) {
 	loopRun(t, s, "search", `{"warm":"up"}`)
 	before := loopHeap()
 	for i := range calls {
-		if r := loopRun(t, s, "search", big(i)); r.State != toolkit.StateSuccess {
+		if r := loopRun(t, s, "search", big(i)); r.State != events.StateSuccess {
 			t.Fatalf("call %d: %s %v", i, r.State, r.Err)
 		}
 	}
@@ -169,7 +170,7 @@ func TestLoopGuardKeepsHashesNotArguments(t *testing.T) {
 	if retained > size {
 		t.Fatalf("the session kept %d bytes for %d distinct calls of %d bytes: arguments are retained", retained, calls, size)
 	}
-	if r := loopRun(t, s, "search", big(7)); r.State != toolkit.StateError || !errors.Is(r.Err, interceptors.ErrLoop) {
+	if r := loopRun(t, s, "search", big(7)); r.State != events.StateError || !errors.Is(r.Err, interceptors.ErrLoop) {
 		t.Fatalf("a repeated large call: %s %v, want refused", r.State, r.Err)
 	}
 	if ran.get() != calls+1 {
@@ -190,14 +191,14 @@ func TestLoopGuardRemembersABoundedNumberOfCalls(t *testing.T) {
 	}
 	for _, c := range calls { // one at a time, so that each has its own time
 		clk.advance(time.Millisecond)
-		if r := icRun(t, s, c); r.State != toolkit.StateSuccess {
+		if r := icRun(t, s, c); r.State != events.StateSuccess {
 			t.Fatalf("%s: %s", c.ID, r.State)
 		}
 	}
-	if r := loopRun(t, s, "search", `{"i":0}`); r.State != toolkit.StateSuccess {
+	if r := loopRun(t, s, "search", `{"i":0}`); r.State != events.StateSuccess {
 		t.Fatalf("the oldest call should have been forgotten: %s %v", r.State, r.Err)
 	}
-	if r := loopRun(t, s, "search", fmt.Sprintf(`{"i":%d}`, interceptors.LoopGuardRemembered)); r.State != toolkit.StateError {
+	if r := loopRun(t, s, "search", fmt.Sprintf(`{"i":%d}`, interceptors.LoopGuardRemembered)); r.State != events.StateError {
 		t.Fatalf("the latest call should be remembered: %s", r.State)
 	}
 }
@@ -209,7 +210,7 @@ func TestLoopGuardStateEndsWithTheSession(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	loopRun(t, s, "search", `{"q":"go"}`)
 	s.Close()
-	if r := loopRun(t, testutil.Session(t, tk, "s"), "search", `{"q":"go"}`); r.State != toolkit.StateSuccess {
+	if r := loopRun(t, testutil.Session(t, tk, "s"), "search", `{"q":"go"}`); r.State != events.StateSuccess {
 		t.Fatalf("after Close: %s %v", r.State, r.Err)
 	}
 }

@@ -340,7 +340,7 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 		if d.reason != "" {
 			msg += ": " + d.reason
 		}
-		return toolkit.Failure(toolkit.StateDenied, permWrap(ErrDenied, msg+". Do not call it again with these arguments; tell the user or find another way"))
+		return toolkit.Failure(events.StateDenied, permWrap(ErrDenied, msg+". Do not call it again with these arguments; tell the user or find another way"))
 	}
 	if inv.Approved() {
 		// A person approved it with its whole batch (batchapproval.go), which
@@ -377,7 +377,7 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 		// anyway.
 		var syntax json.RawMessage
 		err := json.Unmarshal(args, &syntax)
-		return toolkit.Failure(toolkit.StateError, &toolkit.ArgumentError{Tool: toolName(inv),
+		return toolkit.Failure(events.StateError, &toolkit.ArgumentError{Tool: toolName(inv),
 			Err: fmt.Errorf("arguments are not valid JSON (%w), so nobody was asked to approve this call and it did not run", err)})
 	}
 	key := permKey{inv.Session, inv.Call.ID}
@@ -389,7 +389,7 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 	if !ok {
 		// Approve and Reject name a call by session and id: a second
 		// request under the same key would take the first one's place.
-		return toolkit.Failure(toolkit.StateError, fmt.Errorf("%w: call id %q is in use by another call of this session that waits for approval; "+
+		return toolkit.Failure(events.StateError, fmt.Errorf("%w: call id %q is in use by another call of this session that waits for approval; "+
 			"every call needs its own id. This call did not run: make it again with a new id", toolkit.ErrInvalidCall, inv.Call.ID))
 	}
 	defer release()
@@ -398,7 +398,7 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 	if err := inv.Emit(ApprovalEvent, pd.req); err != nil && p.withdraw(key, pd) {
 		// Nobody received the question: do not wait for an answer. (If a
 		// decision took the request first, from Pending, it stands.)
-		return toolkit.Failure(toolkit.StateError, fmt.Errorf("the request to approve this call of %q could not be sent (%v), so nobody was asked and it did not run",
+		return toolkit.Failure(events.StateError, fmt.Errorf("the request to approve this call of %q could not be sent (%v), so nobody was asked and it did not run",
 			inv.Call.Name, err))
 	}
 	timer := time.NewTimer(p.wait)
@@ -417,7 +417,7 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 			break
 		}
 		p.announce(inv, pd.req, "expired", fmt.Sprintf("no decision within %v", p.wait))
-		return toolkit.Failure(toolkit.StateDenied, fmt.Errorf("%w: nobody approved this call of %q within %v, so it did not run. Ask the user before trying again",
+		return toolkit.Failure(events.StateDenied, fmt.Errorf("%w: nobody approved this call of %q within %v, so it did not run. Ask the user before trying again",
 			ErrNoDecision, inv.Call.Name, p.wait))
 	case <-wait.Done():
 		if interruptHook != nil {
@@ -452,12 +452,12 @@ func (p *Permissions) conclude(ctx context.Context, inv *toolkit.Invocation, nex
 		if v.reason != "" {
 			msg += ": " + v.reason
 		}
-		return toolkit.Failure(toolkit.StateDenied, permWrap(ErrRejected, msg+". Do not retry it as it was; follow the user's reason"))
+		return toolkit.Failure(events.StateDenied, permWrap(ErrRejected, msg+". Do not retry it as it was; follow the user's reason"))
 	}
 	if v.args != nil {
 		if reason, denied := p.edit(ctx, inv, v.args); denied {
 			p.announce(inv, req, "denied", permJoin(note, reason))
-			return toolkit.Failure(toolkit.StateDenied, permWrap(ErrDenied, fmt.Sprintf(
+			return toolkit.Failure(events.StateDenied, permWrap(ErrDenied, fmt.Sprintf(
 				"permission denied: the user approved this call of %q with edited arguments, but %s. It did not run; tell the user", inv.Call.Name, reason)))
 		}
 		note = permJoin(note, "arguments edited")

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -36,7 +37,7 @@ func TestAskWithArgumentsThatAreNotJSON(t *testing.T) {
 	start := time.Now()
 	r := f.start("s", permCall("w", "write", `{"path":"notes/a.txt"}`)).Wait()[0]
 	took := time.Since(start)
-	if took >= wait || r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrInvalidArguments) ||
+	if took >= wait || r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidArguments) ||
 		!strings.Contains(r.Text(), "not valid JSON") || !strings.Contains(r.Text(), "nobody was asked") {
 		t.Fatalf("after %v: %s, err %v, text %q", took.Round(time.Millisecond), r.State, r.Err, r.Text())
 	}

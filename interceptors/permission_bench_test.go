@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -37,7 +38,7 @@ func BenchmarkPermissionsPresets(b *testing.B) {
 	round := func(s *toolkit.Session, n int) time.Duration {
 		start := time.Now()
 		for range n {
-			if r := s.Run(context.Background(), calls)[0]; r.State != toolkit.StateSuccess {
+			if r := s.Run(context.Background(), calls)[0]; r.State != events.StateSuccess {
 				b.Fatal(r.State, r.Text())
 			}
 		}

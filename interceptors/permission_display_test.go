@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -116,7 +117,7 @@ func TestApprovalShowsHiddenCharacters(t *testing.T) {
 			if err := f.perms.Approve("s", "c", interceptors.WithSuggestion(req.Suggestions[0].ID)); err != nil {
 				t.Fatal(err)
 			}
-			if r := b.Wait()[0]; r.State != toolkit.StateSuccess {
+			if r := b.Wait()[0]; r.State != events.StateSuccess {
 				t.Fatalf("approved, the call ended %s %q", r.State, r.Text())
 			}
 			if got := <-ran; got != cmd {
@@ -180,7 +181,7 @@ func TestApprovalShowsHiddenCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range b.Wait() {
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Errorf("%q ended %s %q", r.Call.ID, r.State, r.Text())
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -41,7 +42,7 @@ func TestApprovalCallIDInUse(t *testing.T) {
 	rs, ok := waitBatch(t, b, time.Second)
 	if !ok {
 		t.Error("the second call with id c1 waits for approval")
-	} else if rs[0].State != toolkit.StateError || !errors.Is(rs[0].Err, toolkit.ErrInvalidCall) || !strings.Contains(rs[0].Text(), `"c1"`) {
+	} else if rs[0].State != events.StateError || !errors.Is(rs[0].Err, toolkit.ErrInvalidCall) || !strings.Contains(rs[0].Text(), `"c1"`) {
 		t.Errorf("the second call with id c1: %s %q", rs[0].State, rs[0].Text())
 	}
 	if err := f.perms.Approve("s", "c1"); err != nil {
@@ -49,7 +50,7 @@ func TestApprovalCallIDInUse(t *testing.T) {
 	}
 	if rs, ok := waitBatch(t, a, 5*time.Second); !ok {
 		t.Error("the first call with id c1 never ended")
-	} else if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "wrote /tmp/a" {
+	} else if rs[0].State != events.StateSuccess || rs[0].Text() != "wrote /tmp/a" {
 		t.Errorf("the first call with id c1: %s %q", rs[0].State, rs[0].Text())
 	}
 	if w := f.writes(); len(w) != 1 || w[0] != "/tmp/a" {

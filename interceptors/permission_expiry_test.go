@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -34,9 +35,9 @@ func TestDecisionAsTheApprovalExpires(t *testing.T) {
 				t.Fatalf("the decision in the window: %v", err)
 			}
 			switch {
-			case approve && (r.State != toolkit.StateSuccess || r.Text() != "wrote x"):
+			case approve && (r.State != events.StateSuccess || r.Text() != "wrote x"):
 				t.Fatalf("approved in time, the call ended %s %q", r.State, r.Text())
-			case !approve && (r.State != toolkit.StateDenied || !errors.Is(r.Err, interceptors.ErrRejected)):
+			case !approve && (r.State != events.StateDenied || !errors.Is(r.Err, interceptors.ErrRejected)):
 				t.Fatalf("rejected in time, the call ended %s %q (err %v)", r.State, r.Text(), r.Err)
 			}
 			if approve {
@@ -72,7 +73,7 @@ func TestBatchDecisionAsTheApprovalExpires(t *testing.T) {
 		t.Fatalf("the decision in the window: %v", err)
 	}
 	for _, r := range rs {
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("approved in time, %s ended %s %q", r.Call.ID, r.State, r.Text())
 		}
 	}

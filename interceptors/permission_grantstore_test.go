@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -55,7 +56,7 @@ func TestGrantsKeptAcrossARestart(t *testing.T) {
 	if err := first.perms.Approve(req.Session, req.CallID, interceptors.AlwaysAllow()); err != nil {
 		t.Fatal(err)
 	}
-	if r := run.Wait()[0]; r.State != toolkit.StateSuccess {
+	if r := run.Wait()[0]; r.State != events.StateSuccess {
 		t.Fatalf("approved write: %s %q", r.State, r.Text())
 	}
 	if got, _ := store.Grants(context.Background(), "s"); len(got) != 1 || got[0].Tool != "write" {
@@ -65,7 +66,7 @@ func TestGrantsKeptAcrossARestart(t *testing.T) {
 	// The process "restarts": a new toolkit and Permissions, the same store.
 	second := newPermFixture(t, interceptors.WithGrantStore(store), interceptors.WithApprovalTimeout(50*time.Millisecond))
 	s, _ := second.tk.Session("s")
-	if r := s.Run(context.Background(), []toolkit.Call{permCall("w2", "write", `{"path":"b"}`)})[0]; r.State != toolkit.StateSuccess {
+	if r := s.Run(context.Background(), []toolkit.Call{permCall("w2", "write", `{"path":"b"}`)})[0]; r.State != events.StateSuccess {
 		t.Fatalf("a write the person allowed for the session, after the restart: %s %q", r.State, r.Text())
 	}
 	other, _ := second.tk.Session("other")

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -36,14 +37,14 @@ func TestAlwaysAllowAsTheCallIsInterrupted(t *testing.T) {
 			b := sess.Start(ctx, []toolkit.Call{permCall("w", "write", `{"path":"a"}`)})
 			req = f.nextAsk(t)
 			cancel()
-			if r := b.Wait()[0]; r.State != toolkit.StateInterrupted {
+			if r := b.Wait()[0]; r.State != events.StateInterrupted {
 				t.Fatalf("interrupted while it waited, the call ended %s %q", r.State, r.Text())
 			}
 			if err := <-decided; err != nil {
 				t.Fatalf("Approve in the window: %v (it was still pending)", err)
 			}
 			r := f.start("s", permCall("w2", "write", `{"path":"b"}`)).Wait()[0]
-			if r.State != toolkit.StateSuccess || r.Text() != "wrote b" {
+			if r.State != events.StateSuccess || r.Text() != "wrote b" {
 				t.Fatalf("after an approval with %s that Approve accepted, the next write ended %s %q; it must run without asking", how, r.State, r.Text())
 			}
 			if w := f.writes(); len(w) != 1 || w[0] != "b" {
@@ -67,7 +68,7 @@ func TestRejectAsTheCallIsInterrupted(t *testing.T) {
 	b := sess.Start(ctx, []toolkit.Call{permCall("w", "write", `{"path":"a"}`)})
 	f.nextAsk(t)
 	cancel()
-	if r := b.Wait()[0]; r.State != toolkit.StateInterrupted {
+	if r := b.Wait()[0]; r.State != events.StateInterrupted {
 		t.Fatalf("the call ended %s %q", r.State, r.Text())
 	}
 	if err := <-decided; err != nil {
@@ -98,7 +99,7 @@ func TestBatchAlwaysAllowAsTheBatchIsCancelled(t *testing.T) {
 	f.nextAsk(t)
 	cancel()
 	for _, r := range b.Wait() {
-		if r.State != toolkit.StateInterrupted {
+		if r.State != events.StateInterrupted {
 			t.Fatalf("cancelled while the batch waited, %s ended %s %q", r.Call.ID, r.State, r.Text())
 		}
 	}
@@ -106,7 +107,7 @@ func TestBatchAlwaysAllowAsTheBatchIsCancelled(t *testing.T) {
 		t.Fatalf("Approve in the window: %v (it was still pending)", err)
 	}
 	r := f.start("s", permCall("w3", "write", `{"path":"c"}`)).Wait()[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "wrote c" {
+	if r.State != events.StateSuccess || r.Text() != "wrote c" {
 		t.Fatalf("after an approval with AlwaysAllow that Approve accepted, the next write ended %s %q; it must run without asking", r.State, r.Text())
 	}
 	if w := f.writes(); len(w) != 1 || w[0] != "c" {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -63,7 +64,7 @@ func TestPathsAsObjectKeys(t *testing.T) {
 	if sg := interceptors.DefaultSuggestions(tool.Spec(), json.RawMessage(`{"files":{"notes/a.md":"x","notes/b.md":"y"}}`)); len(sg) != 3 || sg[1].Grant.Under != "notes" {
 		t.Errorf("suggestions for a map of paths under ./notes: %+v", sg)
 	}
-	if r := icRun(t, s, toolkit.Call{ID: "2", Name: "write_files", Args: json.RawMessage(`{"files":{"notes/b.md":"y"}}`)}); r.State != toolkit.StateSuccess {
+	if r := icRun(t, s, toolkit.Call{ID: "2", Name: "write_files", Args: json.RawMessage(`{"files":{"notes/b.md":"y"}}`)}); r.State != events.StateSuccess {
 		t.Errorf("inside ./notes: %s %q", r.State, r.Text())
 	}
 	for i, args := range []string{

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -118,7 +119,7 @@ func TestDangerousFilesAskEveryTime(t *testing.T) {
 	}) (string, error) {
 		return "secret=1", nil
 	}))
-	if asked, r := f.outcome(t, "s", permCall("r0", "read_file", `{"path":"README.md"}`), nil); asked || r.State != toolkit.StateSuccess {
+	if asked, r := f.outcome(t, "s", permCall("r0", "read_file", `{"path":"README.md"}`), nil); asked || r.State != events.StateSuccess {
 		t.Fatalf("ordinary read: asked %v %s", asked, r.State)
 	}
 	asked, r := f.outcome(t, "s", permCall("r1", "read_file", `{"path":"./.ENV"}`), func(req interceptors.ApprovalRequest) {
@@ -129,7 +130,7 @@ func TestDangerousFilesAskEveryTime(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if !asked || r.State != toolkit.StateSuccess {
+	if !asked || r.State != events.StateSuccess {
 		t.Fatalf("first read of .env: asked %v %s", asked, r.State)
 	}
 	// The "always" grant holds for ordinary reads, never for .env.
@@ -189,7 +190,7 @@ func TestToolOwnPermissionCheck(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	for _, shape := range argShapes {
 		r := icRun(t, s, testutil.Call(shape.name, "read_file", shape.args))
-		if r.State != toolkit.StateDenied || !errors.Is(r.Err, interceptors.ErrDenied) || !strings.Contains(r.Text(), "/etc is off limits for ops") {
+		if r.State != events.StateDenied || !errors.Is(r.Err, interceptors.ErrDenied) || !strings.Contains(r.Text(), "/etc is off limits for ops") {
 			t.Errorf("%s: %s %q, want the check's deny", shape.name, r.State, r.Text())
 		}
 		var got readIn
@@ -201,7 +202,7 @@ func TestToolOwnPermissionCheck(t *testing.T) {
 		t.Fatal("a denied call ran")
 	}
 	// The check's allow beats DenyAll ...
-	if r := icRun(t, s, testutil.Call("tmp", "read_file", `{"path":"/tmp/x","limit":1}`)); r.State != toolkit.StateSuccess {
+	if r := icRun(t, s, testutil.Call("tmp", "read_file", `{"path":"/tmp/x","limit":1}`)); r.State != events.StateSuccess {
 		t.Errorf("allowed by the check: %s %q", r.State, r.Text())
 	}
 	// ... and the handler got what the check saw.
@@ -212,14 +213,14 @@ func TestToolOwnPermissionCheck(t *testing.T) {
 	}
 	// No opinion: the rules decide (allow here), and a deny rule the check
 	// does not know about still denies.
-	if r := icRun(t, s, testutil.Call("pass", "read_file", `{"path":"/srv/x","limit":1}`)); r.State != toolkit.StateSuccess {
+	if r := icRun(t, s, testutil.Call("pass", "read_file", `{"path":"/srv/x","limit":1}`)); r.State != events.StateSuccess {
 		t.Errorf("pass then allow rule: %s %q", r.State, r.Text())
 	}
-	if r := icRun(t, s, testutil.Call("shadow", "read_file", `{"path":"/etc/shadow","limit":1}`)); r.State != toolkit.StateDenied {
+	if r := icRun(t, s, testutil.Call("shadow", "read_file", `{"path":"/etc/shadow","limit":1}`)); r.State != events.StateDenied {
 		t.Errorf("deny rule: %s %q", r.State, r.Text())
 	}
 	// The check's allow does not lift a deny rule.
-	if r := icRun(t, s, testutil.Call("secret", "read_file", `{"path":"/tmp/secret","limit":1}`)); r.State != toolkit.StateDenied {
+	if r := icRun(t, s, testutil.Call("secret", "read_file", `{"path":"/tmp/secret","limit":1}`)); r.State != events.StateDenied {
 		t.Errorf("check allows, deny rule: %s %q", r.State, r.Text())
 	}
 }
@@ -242,7 +243,7 @@ func TestToolOwnCheckAsks(t *testing.T) {
 	}) (string, error) {
 		return "deleted", nil
 	}))
-	if asked, r := f.outcome(t, "s", permCall("d1", "delete", `{"count":3}`), nil); asked || r.State != toolkit.StateSuccess {
+	if asked, r := f.outcome(t, "s", permCall("d1", "delete", `{"count":3}`), nil); asked || r.State != events.StateSuccess {
 		t.Fatalf("small delete: asked %v %s", asked, r.State)
 	}
 	asked, r := f.outcome(t, "s", permCall("d2", "delete", `{"count":50}`), func(req interceptors.ApprovalRequest) {
@@ -251,7 +252,7 @@ func TestToolOwnCheckAsks(t *testing.T) {
 		}
 		f.perms.Approve(req.Session, req.CallID, interceptors.WithSuggestion(suggestionByPrefix(t, req, "args-").ID))
 	})
-	if !asked || r.State != toolkit.StateSuccess {
+	if !asked || r.State != events.StateSuccess {
 		t.Fatalf("big delete: asked %v %s", asked, r.State)
 	}
 	if asked, _ := f.outcome(t, "s", permCall("d3", "delete", `{"count":50}`), nil); asked {

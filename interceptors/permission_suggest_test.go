@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -98,12 +99,12 @@ func TestSuggestedPathRule(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if !asked || r.State != toolkit.StateSuccess {
+	if !asked || r.State != events.StateSuccess {
 		t.Fatalf("first write: asked %v, %s %q", asked, r.State, r.Text())
 	}
 	for _, p := range []string{"notes/b.md", "./notes/sub/c.md", "notes//d.md", "./notes/./e.md", "notes/x/../f.md", "notes"} {
 		args, _ := json.Marshal(map[string]string{"path": p})
-		if asked, r := f.outcome(t, "s", permCall("ok", "write", string(args)), nil); asked || r.State != toolkit.StateSuccess {
+		if asked, r := f.outcome(t, "s", permCall("ok", "write", string(args)), nil); asked || r.State != events.StateSuccess {
 			t.Errorf("%q: asked %v, %s %q; want it allowed by the rule", p, asked, r.State, r.Text())
 		}
 	}
@@ -113,7 +114,7 @@ func TestSuggestedPathRule(t *testing.T) {
 		"~/notes/a.md", "notes/a.md\x00", "other/notes/a.md", "./notes/sub/../../x", "",
 	} {
 		args, _ := json.Marshal(map[string]string{"path": p})
-		if asked, r := f.outcome(t, "s", permCall("hostile", "write", string(args)), nil); !asked || r.State != toolkit.StateDenied {
+		if asked, r := f.outcome(t, "s", permCall("hostile", "write", string(args)), nil); !asked || r.State != events.StateDenied {
 			t.Errorf("%q: asked %v, %s %q; want a request", p, asked, r.State, r.Text())
 		}
 	}
@@ -139,7 +140,7 @@ func TestSuggestedPathRuleCoversEveryPath(t *testing.T) {
 		}
 		f.perms.Approve(req.Session, req.CallID, interceptors.WithSuggestion(s.ID))
 	})
-	if asked, r := f.outcome(t, "s", permCall("c2", "copy", `{"src":"notes/x","dst":"notes/y"}`), nil); asked || r.State != toolkit.StateSuccess {
+	if asked, r := f.outcome(t, "s", permCall("c2", "copy", `{"src":"notes/x","dst":"notes/y"}`), nil); asked || r.State != events.StateSuccess {
 		t.Errorf("inside: asked %v %s", asked, r.State)
 	}
 	for _, args := range []string{`{"src":"/etc/passwd","dst":"notes/y"}`, `{"src":"notes/x","dst":"../y"}`, `{"src":"notes/x","dst":""}`} {
@@ -164,7 +165,7 @@ func TestSuggestedExactCommand(t *testing.T) {
 		f.perms.Approve(req.Session, req.CallID, interceptors.WithSuggestion(s.ID))
 	})
 	for _, args := range []string{`{"command":"ls -la","timeout":5}`, `{ "timeout": 5, "command": "ls -la" }`, `"{\"command\":\"ls -la\",\"timeout\":5}"`} {
-		if asked, r := f.outcome(t, "s", permCall("same", "run", args), nil); asked || r.State != toolkit.StateSuccess {
+		if asked, r := f.outcome(t, "s", permCall("same", "run", args), nil); asked || r.State != events.StateSuccess {
 			t.Errorf("%s: asked %v %s", args, asked, r.State)
 		}
 	}
@@ -192,7 +193,7 @@ func TestUnknownSuggestion(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if !asked || r.State != toolkit.StateSuccess {
+	if !asked || r.State != events.StateSuccess {
 		t.Fatalf("asked %v %s %q", asked, r.State, r.Text())
 	}
 }
@@ -250,10 +251,10 @@ func TestGrantsNeverOverrideDenyRules(t *testing.T) {
 	f.outcome(t, "s", permCall("w1", "write", `{"path":"a"}`), func(req interceptors.ApprovalRequest) {
 		f.perms.Approve(req.Session, req.CallID, interceptors.AlwaysAllow())
 	})
-	if asked, r := f.outcome(t, "s", permCall("w2", "write", `{"path":"/etc/hosts"}`), nil); asked || r.State != toolkit.StateDenied || !errors.Is(r.Err, interceptors.ErrDenied) {
+	if asked, r := f.outcome(t, "s", permCall("w2", "write", `{"path":"/etc/hosts"}`), nil); asked || r.State != events.StateDenied || !errors.Is(r.Err, interceptors.ErrDenied) {
 		t.Fatalf("asked %v %s %q", asked, r.State, r.Text())
 	}
-	if asked, r := f.outcome(t, "s", permCall("w3", "write", `{"path":"b"}`), nil); asked || r.State != toolkit.StateSuccess {
+	if asked, r := f.outcome(t, "s", permCall("w3", "write", `{"path":"b"}`), nil); asked || r.State != events.StateSuccess {
 		t.Fatalf("always-allowed: asked %v %s", asked, r.State)
 	}
 }

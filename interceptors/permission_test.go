@@ -118,10 +118,10 @@ func TestApproveWithEditedArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := run.Wait()
-	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "wrote /tmp/safe" || rs[0].Meta["approved"] != true {
+	if rs[0].State != events.StateSuccess || rs[0].Text() != "wrote /tmp/safe" || rs[0].Meta["approved"] != true {
 		t.Fatalf("write: %s %q", rs[0].State, rs[0].Text())
 	}
-	if rs[1].State != toolkit.StateSuccess {
+	if rs[1].State != events.StateSuccess {
 		t.Fatalf("read: %s", rs[1].State)
 	}
 	if w := f.writes(); len(w) != 1 || w[0] != "/tmp/safe" {
@@ -153,7 +153,7 @@ func TestRejectAndAlwaysAllow(t *testing.T) {
 	req := f.nextAsk(t)
 	f.perms.Reject(req.Session, req.CallID, "not on a Friday")
 	r := run.Wait()[0]
-	if r.State != toolkit.StateDenied || !errors.Is(r.Err, interceptors.ErrRejected) ||
+	if r.State != events.StateDenied || !errors.Is(r.Err, interceptors.ErrRejected) ||
 		!strings.Contains(r.Text(), `the user rejected this call of "write": not on a Friday`) {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
@@ -164,11 +164,11 @@ func TestRejectAndAlwaysAllow(t *testing.T) {
 	run = f.start("s", permCall("w2", "write", `{"path":"b"}`))
 	req = f.nextAsk(t)
 	f.perms.Approve(req.Session, req.CallID, interceptors.AlwaysAllow())
-	if r := run.Wait()[0]; r.State != toolkit.StateSuccess {
+	if r := run.Wait()[0]; r.State != events.StateSuccess {
 		t.Fatalf("%s", r.State)
 	}
 	s, _ := f.tk.Session("s")
-	if r := s.Run(context.Background(), []toolkit.Call{permCall("w3", "write", `{"path":"c"}`)})[0]; r.State != toolkit.StateSuccess {
+	if r := s.Run(context.Background(), []toolkit.Call{permCall("w3", "write", `{"path":"c"}`)})[0]; r.State != events.StateSuccess {
 		t.Fatalf("always-allowed write: %s %q", r.State, r.Text())
 	}
 	// Another session still asks.
@@ -186,7 +186,7 @@ func TestApprovalTimeout(t *testing.T) {
 	run := f.start("s", permCall("w", "write", `{"path":"x"}`))
 	f.nextAsk(t)
 	r := run.Wait()[0]
-	if r.State != toolkit.StateDenied || !errors.Is(r.Err, interceptors.ErrNoDecision) || !strings.Contains(r.Text(), "within 50ms") {
+	if r.State != events.StateDenied || !errors.Is(r.Err, interceptors.ErrNoDecision) || !strings.Contains(r.Text(), "within 50ms") {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	if len(f.perms.Pending("")) != 0 {
@@ -205,10 +205,10 @@ func TestRulesAndModes(t *testing.T) {
 	rs := s.Run(context.Background(), []toolkit.Call{
 		permCall("1", "write", `{"path":"/etc/hosts"}`), permCall("2", "write", `{"path":"/tmp/x"}`), permCall("3", "read", `{}`),
 	})
-	if rs[0].State != toolkit.StateDenied || !errors.Is(rs[0].Err, interceptors.ErrDenied) || !strings.Contains(rs[0].Text(), "system files are off limits") {
+	if rs[0].State != events.StateDenied || !errors.Is(rs[0].Err, interceptors.ErrDenied) || !strings.Contains(rs[0].Text(), "system files are off limits") {
 		t.Fatalf("rule deny: %s %q", rs[0].State, rs[0].Text())
 	}
-	if rs[1].State != toolkit.StateSuccess || rs[2].State != toolkit.StateDenied {
+	if rs[1].State != events.StateSuccess || rs[2].State != events.StateDenied {
 		t.Fatalf("allow-all mode %s, deny rule %s", rs[1].State, rs[2].State)
 	}
 	if w := f.writes(); len(w) != 1 || w[0] != "/tmp/x" {
@@ -218,7 +218,7 @@ func TestRulesAndModes(t *testing.T) {
 	g := newPermFixture(t, interceptors.WithMode(interceptors.DenyAll), interceptors.WithRules(interceptors.Rule{Tool: "read", Decision: interceptors.Allow}))
 	s2, _ := g.tk.Session("s")
 	rs = s2.Run(context.Background(), []toolkit.Call{permCall("1", "read", `{}`), permCall("2", "write", `{"path":"x"}`)})
-	if rs[0].State != toolkit.StateSuccess || rs[1].State != toolkit.StateDenied {
+	if rs[0].State != events.StateSuccess || rs[1].State != events.StateDenied {
 		t.Fatalf("deny-all: %s %s", rs[0].State, rs[1].State)
 	}
 }
@@ -232,7 +232,7 @@ func TestApprovalInterrupted(t *testing.T) {
 	run := s.Start(ctx, []toolkit.Call{permCall("w", "write", `{"path":"x"}`)})
 	f.nextAsk(t)
 	cancel()
-	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
+	if r := run.Wait()[0]; r.State != events.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
 }
@@ -253,7 +253,7 @@ func TestSerialCallWaitsForApproval(t *testing.T) {
 	}
 	f.perms.Approve(req.Session, req.CallID)
 	rs := run.Wait()
-	if rs[0].State != toolkit.StateSuccess || rs[1].Text() != "after ran" {
+	if rs[0].State != events.StateSuccess || rs[1].Text() != "after ran" {
 		t.Fatalf("%s %q", rs[0].State, rs[1].Text())
 	}
 }

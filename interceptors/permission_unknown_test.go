@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -74,7 +75,7 @@ func TestPermissionsUnknownToolNotAsked(t *testing.T) {
 		if asked {
 			t.Errorf("resolver %v: a person was asked to approve a call of a tool that does not exist", opts != nil)
 		}
-		if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrUnknownTool) || !strings.Contains(r.Text(), `unknown tool "delete_everything"`) {
+		if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrUnknownTool) || !strings.Contains(r.Text(), `unknown tool "delete_everything"`) {
 			t.Errorf("resolver %v: %s %v %q, want the unknown-tool answer", opts != nil, r.State, r.Err, r.Text())
 		}
 		// A known tool is still asked about.
@@ -95,7 +96,7 @@ func TestPermissionsUnknownToolNotAsked(t *testing.T) {
 	tk := icKit(t, nil, ic, alias)
 	tk.Add(del)
 	r, asked := askAbout(t, tk, perms, "s", call, true)
-	if !asked || r.State != toolkit.StateSuccess || r.Text() != "deleted /" {
+	if !asked || r.State != events.StateSuccess || r.Text() != "deleted /" {
 		t.Errorf("aliased inside Permissions: asked %v, %s %q", asked, r.State, r.Text())
 	}
 	// An alias outside it: Permissions sees the tool that runs, and asks.

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -168,14 +169,14 @@ func (cfg *rateConfig) intercept(ctx context.Context, inv *toolkit.Invocation, n
 		if !never {
 			e.retryIn = max(rl.until(time.Now(), 1), time.Millisecond)
 		}
-		return toolkit.Failure(toolkit.StateError, e)
+		return toolkit.Failure(events.StateError, e)
 	}
 	late, err := rl.wait(ctx)
 	switch {
 	case err != nil:
 		return inv.ContextFailure(ctx)
 	case late:
-		return toolkit.Failure(toolkit.StateTimeout, &rateError{tool: name, limit: lim.Limit(), burst: lim.Burst(), deadline: true})
+		return toolkit.Failure(events.StateTimeout, &rateError{tool: name, limit: lim.Limit(), burst: lim.Burst(), deadline: true})
 	}
 	return next(ctx, inv)
 }

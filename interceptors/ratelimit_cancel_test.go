@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -28,7 +29,7 @@ func TestRateLimitCancelledWaitersGiveTheirTurnsBack(t *testing.T) {
 	tk := icKit(t, nil, signal, interceptors.RateLimit(map[string]rate.Limit{"search": rate.Every(every)}, 1))
 	var ran icCounter
 	testutil.Add(t, tk, rateTool(t, "search", &ran))
-	if r := icRun(t, testutil.Session(t, tk, "s0"), testutil.Call("c0", "search", `{}`)); r.State != toolkit.StateSuccess {
+	if r := icRun(t, testutil.Session(t, tk, "s0"), testutil.Call("c0", "search", `{}`)); r.State != events.StateSuccess {
 		t.Fatalf("first call: %s %v", r.State, r.Err)
 	}
 	<-entered
@@ -45,13 +46,13 @@ func TestRateLimitCancelledWaitersGiveTheirTurnsBack(t *testing.T) {
 	for i, cancel := range cancels {
 		cancel()
 		testutil.WaitFor(t, runs[i].Done(), "a cancelled waiter to end")
-		if r := runs[i].Wait()[0]; r.State != toolkit.StateInterrupted {
+		if r := runs[i].Wait()[0]; r.State != events.StateInterrupted {
 			t.Fatalf("waiter %d: %s, want interrupted", i, r.State)
 		}
 	}
 	r := icRun(t, testutil.Session(t, tk, "late"), testutil.Call("c9", "search", `{}`))
 	took := time.Since(start)
-	if r.State != toolkit.StateSuccess || ran.get() != 2 {
+	if r.State != events.StateSuccess || ran.get() != 2 {
 		t.Fatalf("late call: %s %v, ran %d", r.State, r.Err, ran.get())
 	}
 	if took > 3*every {

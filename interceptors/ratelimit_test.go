@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -30,12 +31,12 @@ func TestRateLimitNoWait(t *testing.T) {
 	var ran, other icCounter
 	testutil.Add(t, tk, rateTool(t, "search", &ran), rateTool(t, "other", &other))
 	s := testutil.Session(t, tk, "s")
-	if r := icRun(t, s, testutil.Call("c1", "search", `{}`)); r.State != toolkit.StateSuccess {
+	if r := icRun(t, s, testutil.Call("c1", "search", `{}`)); r.State != events.StateSuccess {
 		t.Fatalf("first call: %s %v", r.State, r.Err)
 	}
 	start := time.Now()
 	r := icRun(t, s, testutil.Call("c2", "search", `{}`))
-	if r.State != toolkit.StateError || !errors.Is(r.Err, interceptors.ErrRateLimited) {
+	if r.State != events.StateError || !errors.Is(r.Err, interceptors.ErrRateLimited) {
 		t.Fatalf("second call: %s %v, want a rate-limit error", r.State, r.Err)
 	}
 	if time.Since(start) > time.Second || !strings.Contains(r.Text(), `"search"`) || !strings.Contains(r.Text(), "try again in") {
@@ -50,7 +51,7 @@ func TestRateLimitNoWait(t *testing.T) {
 	}
 	// Tools without an entry are not limited.
 	for i := range 3 {
-		if r := icRun(t, s, testutil.Call("o"+string(rune('0'+i)), "other", `{}`)); r.State != toolkit.StateSuccess {
+		if r := icRun(t, s, testutil.Call("o"+string(rune('0'+i)), "other", `{}`)); r.State != events.StateSuccess {
 			t.Fatalf("unlimited tool: %s", r.State)
 		}
 	}
@@ -65,7 +66,7 @@ func TestRateLimitWaitsWithinTheDeadline(t *testing.T) {
 		icRun(t, s, testutil.Call("c1", "search", `{}`))
 		start := time.Now()
 		r := icRun(t, s, testutil.Call("c2", "search", `{}`))
-		if r.State != toolkit.StateTimeout || !errors.Is(r.Err, interceptors.ErrRateLimited) || !errors.Is(r.Err, toolkit.ErrTimeout) {
+		if r.State != events.StateTimeout || !errors.Is(r.Err, interceptors.ErrRateLimited) || !errors.Is(r.Err, toolkit.ErrTimeout) {
 			t.Fatalf("got %s %v, want a timeout caused by the rate limit", r.State, r.Err)
 		}
 		if time.Since(start) > time.Second {
@@ -82,7 +83,7 @@ func TestRateLimitWaitsWithinTheDeadline(t *testing.T) {
 		testutil.Add(t, tk, rateTool(t, "search", &ran))
 		calls := []toolkit.Call{testutil.Call("a", "search", `{}`), testutil.Call("b", "search", `{}`), testutil.Call("c", "search", `{}`)}
 		for _, r := range testutil.Session(t, tk, "s").Run(context.Background(), calls) {
-			if r.State != toolkit.StateSuccess {
+			if r.State != events.StateSuccess {
 				t.Fatalf("%s: %s %v", r.Call.ID, r.State, r.Err)
 			}
 		}
@@ -93,7 +94,7 @@ func TestRateLimitWaitsWithinTheDeadline(t *testing.T) {
 		ok, limited := 0, 0
 		for _, r := range testutil.Session(t, tk2, "s").Run(context.Background(), calls) {
 			switch {
-			case r.State == toolkit.StateSuccess:
+			case r.State == events.StateSuccess:
 				ok++
 			case errors.Is(r.Err, interceptors.ErrRateLimited):
 				limited++
@@ -120,7 +121,7 @@ func TestRateLimitWaitEndsOnCancellation(t *testing.T) {
 	}
 	cancel()
 	testutil.WaitFor(t, run.Done(), "the waiting call to end")
-	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || ran.get() != 1 {
+	if r := run.Wait()[0]; r.State != events.StateInterrupted || ran.get() != 1 {
 		t.Fatalf("got %s, ran %d; want interrupted without running", r.State, ran.get())
 	}
 }

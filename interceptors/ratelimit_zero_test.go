@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -28,12 +29,12 @@ func TestRateLimitZeroRate(t *testing.T) {
 		testutil.Add(t, tk, rateTool(t, "once", &ran))
 		s := testutil.Session(t, tk, "s")
 		for i := range 2 {
-			if r := icRun(t, s, testutil.Call("c"+string(rune('0'+i)), "once", `{}`)); r.State != toolkit.StateSuccess {
+			if r := icRun(t, s, testutil.Call("c"+string(rune('0'+i)), "once", `{}`)); r.State != events.StateSuccess {
 				t.Fatalf("noWait %v: call %d within the burst: %s %q", noWait, i, r.State, r.Text())
 			}
 		}
 		r := icRun(t, s, testutil.Call("c9", "once", `{}`))
-		if r.State != toolkit.StateError || !errors.Is(r.Err, interceptors.ErrRateLimited) || errors.Is(r.Err, toolkit.ErrTimeout) {
+		if r.State != events.StateError || !errors.Is(r.Err, interceptors.ErrRateLimited) || errors.Is(r.Err, toolkit.ErrTimeout) {
 			t.Errorf("noWait %v: past the burst: %s %v, want state error, ErrRateLimited, no timeout", noWait, r.State, r.Err)
 		}
 		if txt := r.Text(); !strings.Contains(txt, "only within its first burst") || !strings.Contains(txt, "bursts of 2") || !strings.Contains(txt, "cannot run now") {
@@ -57,7 +58,7 @@ func TestRateLimitInfinite(t *testing.T) {
 		testutil.Add(t, tk, rateTool(t, "free", &ran))
 		s := testutil.Session(t, tk, "s")
 		for i := range 5 {
-			if r := icRun(t, s, testutil.Call("c"+string(rune('0'+i)), "free", `{}`)); r.State != toolkit.StateSuccess {
+			if r := icRun(t, s, testutil.Call("c"+string(rune('0'+i)), "free", `{}`)); r.State != events.StateSuccess {
 				t.Fatalf("noWait %v: call %d: %s %q", noWait, i, r.State, r.Text())
 			}
 		}

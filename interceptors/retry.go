@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -165,7 +166,7 @@ func (cfg *retryConfig) retryable(inv *toolkit.Invocation, out toolkit.Result) b
 	if !retrySafe(toolSpec(inv)) {
 		// A timeout or a failed request may have done the work: only the
 		// tool itself can vouch that an attempt had no effect.
-		return retryDefault(out) && out.State == toolkit.StateError && retryMarked(out.Err)
+		return retryDefault(out) && out.State == events.StateError && retryMarked(out.Err)
 	}
 	return retryDefault(out)
 }
@@ -213,7 +214,7 @@ var retryNever = []error{
 // retryDefault is the default choice of outcomes worth another attempt.
 func retryDefault(out toolkit.Result) bool {
 	switch out.State {
-	case toolkit.StateError, toolkit.StateTimeout:
+	case events.StateError, events.StateTimeout:
 	default:
 		return false
 	}
@@ -225,7 +226,7 @@ func retryDefault(out toolkit.Result) bool {
 			return false
 		}
 	}
-	return out.State == toolkit.StateTimeout || errors.Is(out.Err, toolkit.ErrTimeout) || IsTransient(out.Err)
+	return out.State == events.StateTimeout || errors.Is(out.Err, toolkit.ErrTimeout) || IsTransient(out.Err)
 }
 
 func retrySleepCtx(ctx context.Context, d time.Duration) error {

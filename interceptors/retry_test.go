@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
@@ -69,7 +70,7 @@ func retryFlaky(t *testing.T, okAt int, tkOpts []toolkit.Option, opts ...interce
 func TestRetrySucceedsOnThirdAttempt(t *testing.T) {
 	rec := &testutil.Recorder{}
 	r, ran, waits := retryFlaky(t, 3, []toolkit.Option{toolkit.WithInlineObserver(rec)})
-	if r.State != toolkit.StateSuccess || r.Text() != "attempt 3 streamed; ok" {
+	if r.State != events.StateSuccess || r.Text() != "attempt 3 streamed; ok" {
 		t.Fatalf("got %s %q, want success with the third attempt only", r.State, r.Text())
 	}
 	if ran != 3 || len(waits) != 2 {
@@ -88,7 +89,7 @@ func TestRetrySucceedsOnThirdAttempt(t *testing.T) {
 func TestRetryGivesUp(t *testing.T) {
 	r, ran, waits := retryFlaky(t, 0, nil, interceptors.RetryMaxAttempts(4))
 	want := `Error: tool "flaky" failed after 4 attempts: flaky backend`
-	if r.State != toolkit.StateError || r.Text() != want {
+	if r.State != events.StateError || r.Text() != want {
 		t.Fatalf("got %s %q, want error %q", r.State, r.Text(), want)
 	}
 	if !errors.Is(r.Err, errFlaky) {
@@ -111,7 +112,7 @@ func TestRetryOneAttemptIsNoRetry(t *testing.T) {
 	if ran != 1 || len(waits) != 0 {
 		t.Fatalf("ran %d, slept %d; want 1 and 0", ran, len(waits))
 	}
-	if r.State != toolkit.StateError || r.Text() != "attempt 1 streamed; Error: flaky backend" {
+	if r.State != events.StateError || r.Text() != "attempt 1 streamed; Error: flaky backend" {
 		t.Fatalf("got %s %q: the outcome of a single attempt must stay as it is", r.State, r.Text())
 	}
 }
@@ -120,7 +121,7 @@ func TestRetryNotRetried(t *testing.T) {
 	sl := &retrySleeps{}
 	deny := toolkit.Interceptor{Name: "deny", Tools: []string{"denied"},
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
-			return toolkit.Failure(toolkit.StateDenied, interceptors.Transient(errors.New("not allowed")))
+			return toolkit.Failure(events.StateDenied, interceptors.Transient(errors.New("not allowed")))
 		}}
 	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep)), deny)
 	var typedRan, permRan, panicRan, deniedRan icCounter
@@ -160,7 +161,7 @@ func TestRetryNotRetried(t *testing.T) {
 		t.Fatalf("panic: %v, ran %d", r.Err, panicRan.get())
 	}
 	r = icRun(t, s, testutil.Call("c4", "denied", `{}`))
-	if r.State != toolkit.StateDenied || deniedRan.get() != 0 {
+	if r.State != events.StateDenied || deniedRan.get() != 0 {
 		t.Fatalf("denied: %s, ran %d", r.State, deniedRan.get())
 	}
 	if n := len(sl.all()); n != 0 {
@@ -241,7 +242,7 @@ func TestRetryStopsWhenTheCallDeadlinePassed(t *testing.T) {
 		return "", ctx.Err()
 	}))
 	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "slow", `{}`))
-	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) {
+	if r.State != events.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) {
 		t.Fatalf("got %s %v, want a timeout", r.State, r.Err)
 	}
 	if ran.get() != 1 || len(sl.all()) != 0 {
@@ -272,7 +273,7 @@ func TestRetryGivesUpKeepsTheState(t *testing.T) {
 	}))
 	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "stuck", `{}`))
 	var re *interceptors.RetryError
-	if r.State != toolkit.StateTimeout || !errors.As(r.Err, &re) || re.Attempts != 2 || !errors.Is(r.Err, toolkit.ErrTimeout) {
+	if r.State != events.StateTimeout || !errors.As(r.Err, &re) || re.Attempts != 2 || !errors.Is(r.Err, toolkit.ErrTimeout) {
 		t.Fatalf("got %s %v, want a timeout with a RetryError of 2 attempts", r.State, r.Err)
 	}
 	if !strings.HasPrefix(r.Text(), `Error: tool "stuck" failed after 2 attempts: tool "stuck" timed out`) || ran.get() != 2 {
@@ -294,7 +295,7 @@ func TestRetryRerunsInnerInterceptors(t *testing.T) {
 	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep)), counting)
 	var args []string
 	tool, err := toolkit.NewRawTool(toolkit.Spec{Name: "flaky"}, json.RawMessage(`{"type":"object"}`),
-		func(ctx context.Context, raw json.RawMessage) ([]toolkit.Part, error) {
+		func(ctx context.Context, raw json.RawMessage) ([]events.Part, error) {
 			args = append(args, string(raw))
 			if len(args) < 3 {
 				return nil, interceptors.Transient(errFlaky)
@@ -306,7 +307,7 @@ func TestRetryRerunsInnerInterceptors(t *testing.T) {
 	}
 	testutil.Add(t, tk, tool)
 	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "flaky", `{}`))
-	if r.State != toolkit.StateSuccess || inner.get() != 3 {
+	if r.State != events.StateSuccess || inner.get() != 3 {
 		t.Fatalf("got %s, inner interceptor ran %d times; want success and 3", r.State, inner.get())
 	}
 	if fmt.Sprint(seenAttempts) != "[0 1 2]" || strings.Join(args, " ") != `{"try":1} {"try":2} {"try":3}` {
@@ -335,7 +336,7 @@ func TestRetryWithPerAttemptTimeout(t *testing.T) {
 	}))
 	start := time.Now()
 	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "stuck", `{}`))
-	if r.State != toolkit.StateSuccess || r.Text() != "ok" || ran.get() != 3 {
+	if r.State != events.StateSuccess || r.Text() != "ok" || ran.get() != 3 {
 		t.Fatalf("got %s %q after %d attempts, want ok on the third", r.State, r.Text(), ran.get())
 	}
 	mu.Lock()

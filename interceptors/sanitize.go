@@ -258,11 +258,11 @@ func Sanitize(opts ...SanitizeOption) toolkit.Interceptor {
 			count.redactions.Store(0)
 			count.uninspected.Store(0)
 			out := next(ctx, inv)
-			if oe := (*toolkit.OutputError)(nil); out.State == toolkit.StateError && errors.As(out.Err, &oe) {
+			if oe := (*toolkit.OutputError)(nil); out.State == events.StateError && errors.As(out.Err, &oe) {
 				if n := count.redactions.Load(); n > 0 {
 					// The engine checked the result as the filter let it
 					// through: redacted. The tool is not to blame.
-					out = toolkit.Failure(toolkit.StateError, &sanitizeSchemaError{tool: inv.Call.Name, n: n, cause: oe})
+					out = toolkit.Failure(events.StateError, &sanitizeSchemaError{tool: inv.Call.Name, n: n, cause: oe})
 				}
 			}
 			out.Err = cfg.redactErr(out.Err)
@@ -378,7 +378,7 @@ const sanitizePrintMin = 32 << 10
 
 var sanitizeSeed = maphash.MakeSeed()
 
-func sanitizePrintOf(p toolkit.Part) (sanitizePrint, bool) {
+func sanitizePrintOf(p events.Part) (sanitizePrint, bool) {
 	var b []byte
 	switch p.Type {
 	case events.PartText:
@@ -398,7 +398,7 @@ func sanitizePrintOf(p toolkit.Part) (sanitizePrint, bool) {
 }
 
 // filter redacts a part that is not text and remembers it.
-func (c *sanitizeCount) filter(cfg *sanitizeConfig, p toolkit.Part) toolkit.Part {
+func (c *sanitizeCount) filter(cfg *sanitizeConfig, p events.Part) events.Part {
 	p = cfg.redactPart(p, c)
 	if fp, ok := sanitizePrintOf(p); ok {
 		c.remember(fp)
@@ -442,7 +442,7 @@ type sanitizeStream struct {
 	split bool
 }
 
-func (f *sanitizeStream) Filter(p toolkit.Part) []toolkit.Part {
+func (f *sanitizeStream) Filter(p events.Part) []events.Part {
 	if p.Type != events.PartText {
 		out := f.Flush() // the held text comes first
 		return append(out, f.count.filter(f.cfg, p))
@@ -468,12 +468,12 @@ func (f *sanitizeStream) Filter(p toolkit.Part) []toolkit.Part {
 	if cut == 0 {
 		return nil
 	}
-	return []toolkit.Part{f.let(text[:cut])}
+	return []events.Part{f.let(text[:cut])}
 }
 
 // Flush lets the held text go, redacted, and ends the run of text.
-func (f *sanitizeStream) Flush() []toolkit.Part {
-	var out []toolkit.Part
+func (f *sanitizeStream) Flush() []events.Part {
+	var out []events.Part
 	if f.held != "" {
 		out = append(out, f.let(f.held))
 		f.held = ""
@@ -490,7 +490,7 @@ func (f *sanitizeStream) Reset() {
 }
 
 // let redacts text that goes out.
-func (f *sanitizeStream) let(text string) toolkit.Part {
+func (f *sanitizeStream) let(text string) events.Part {
 	p := f.cfg.redactPart(events.Text(text), f.count)
 	if f.runLen == 0 {
 		f.run.SetSeed(sanitizeSeed)
@@ -511,7 +511,7 @@ func (f *sanitizeStream) endRun() {
 }
 
 // wasFiltered reports whether p is exactly a part the filter let through.
-func (c *sanitizeCount) wasFiltered(p toolkit.Part) bool {
+func (c *sanitizeCount) wasFiltered(p events.Part) bool {
 	if c == nil {
 		return false
 	}
@@ -528,12 +528,12 @@ func (c *sanitizeCount) wasFiltered(p toolkit.Part) bool {
 // apply cleans the whole result. It returns out unchanged (the same
 // content slice) when there is nothing to do, so that no reset goes out.
 func (cfg *sanitizeConfig) apply(out toolkit.Result, count *sanitizeCount) toolkit.Result {
-	if out.State == toolkit.StateSuspended {
+	if out.State == events.StateSuspended {
 		return out
 	}
 	content, changed := out.Content, false
 	if len(cfg.redactors) > 0 {
-		var redacted []toolkit.Part
+		var redacted []events.Part
 		for i, p := range content {
 			if count.wasFiltered(p) {
 				if redacted != nil {
@@ -543,7 +543,7 @@ func (cfg *sanitizeConfig) apply(out toolkit.Result, count *sanitizeCount) toolk
 			}
 			q, ch := cfg.redactPartChanged(p, count)
 			if redacted == nil && ch {
-				redacted = append(make([]toolkit.Part, 0, len(content)), content[:i]...)
+				redacted = append(make([]events.Part, 0, len(content)), content[:i]...)
 			}
 			if redacted != nil {
 				redacted = append(redacted, q)
@@ -555,7 +555,7 @@ func (cfg *sanitizeConfig) apply(out toolkit.Result, count *sanitizeCount) toolk
 	}
 	switch {
 	case sanitizeEmpty(content):
-		content, changed = []toolkit.Part{events.Text(cfg.placeholder)}, true
+		content, changed = []events.Part{events.Text(cfg.placeholder)}, true
 	case cfg.maxBytes > 0 && sanitizeSize(content) > cfg.maxBytes:
 		o := out
 		o.Content = content
@@ -570,13 +570,13 @@ func (cfg *sanitizeConfig) apply(out toolkit.Result, count *sanitizeCount) toolk
 }
 
 // redactPart is the delta filter: it redacts one part.
-func (cfg *sanitizeConfig) redactPart(p toolkit.Part, count *sanitizeCount) toolkit.Part {
+func (cfg *sanitizeConfig) redactPart(p events.Part, count *sanitizeCount) events.Part {
 	p, _ = cfg.redactPartChanged(p, count)
 	return p
 }
 
 // redactPartChanged redacts one part and reports whether it changed.
-func (cfg *sanitizeConfig) redactPartChanged(p toolkit.Part, count *sanitizeCount) (toolkit.Part, bool) {
+func (cfg *sanitizeConfig) redactPartChanged(p events.Part, count *sanitizeCount) (events.Part, bool) {
 	n := 0
 	switch p.Type {
 	case events.PartText:
@@ -626,10 +626,10 @@ func (c *sanitizeCount) uninspect() {
 
 // sanitizeUninspected is the marker that replaces a part that could not be
 // inspected: a JSON string for a JSON part (it stays JSON), text otherwise.
-func sanitizeUninspected(p toolkit.Part, size int) toolkit.Part {
+func sanitizeUninspected(p events.Part, size int) events.Part {
 	msg := fmt.Sprintf("[redacted: a part of %d bytes that is not valid JSON, so it could not be checked for secrets]", size)
 	if p.Type == events.PartJSON {
-		return toolkit.Part{Type: events.PartJSON, JSON: appendJSONString(nil, msg)}
+		return events.Part{Type: events.PartJSON, JSON: appendJSONString(nil, msg)}
 	}
 	return events.Text(msg)
 }
@@ -681,7 +681,7 @@ func sanitizeTextual(mediaType string) int {
 
 // sanitizeEmpty reports whether content tells the model nothing: no parts,
 // whitespace text, JSON null.
-func sanitizeEmpty(content []toolkit.Part) bool {
+func sanitizeEmpty(content []events.Part) bool {
 	for _, p := range content {
 		switch p.Type {
 		case events.PartText:
@@ -703,9 +703,9 @@ func sanitizeEmpty(content []toolkit.Part) bool {
 
 // sanitizeSize is the size of content as text (see events.ContentText),
 // without building the text.
-func sanitizeSize(content []toolkit.Part) int {
+func sanitizeSize(content []events.Part) int {
 	n := 0
-	var prev toolkit.Part
+	var prev events.Part
 	for _, p := range content {
 		if p.IsEmpty() {
 			continue
@@ -731,7 +731,7 @@ func sanitizeSize(content []toolkit.Part) int {
 // its "Error: ..." line, that line is kept after the marker, so the model
 // still learns what went wrong. The content is copied, never changed in
 // place.
-func sanitizeTruncate(out toolkit.Result, limit int, marker func(omitted int) string) []toolkit.Part {
+func sanitizeTruncate(out toolkit.Result, limit int, marker func(omitted int) string) []events.Part {
 	body, tail := out.Content, ""
 	if out.State.IsError() && out.Err != nil {
 		line := "Error: " + out.Err.Error()
@@ -743,7 +743,7 @@ func sanitizeTruncate(out toolkit.Result, limit int, marker func(omitted int) st
 		}
 	}
 	budget := max(limit-len(tail), 0)
-	var kept []toolkit.Part // AppendPart keeps no empty part
+	var kept []events.Part // AppendPart keeps no empty part
 	for _, p := range body {
 		if p.IsEmpty() {
 			continue
@@ -755,7 +755,7 @@ func sanitizeTruncate(out toolkit.Result, limit int, marker func(omitted int) st
 		if n := len(kept); n > 0 && events.PartBreak(kept[n-1], p) {
 			sep = 1
 		}
-		size := sanitizeSize([]toolkit.Part{p})
+		size := sanitizeSize([]events.Part{p})
 		reserve := 0
 		if p.Type != events.PartText {
 			reserve = 1

@@ -70,8 +70,8 @@ func BenchmarkSanitizeRedact(b *testing.B) {
 				tk := icKit(b, []toolkit.Option{toolkit.WithDefaultTimeout(time.Hour)}, interceptors.Sanitize(interceptors.RedactAPIKeys(), interceptors.RedactEmails(),
 					interceptors.RedactPhoneNumbers(), interceptors.SanitizeMaxBytes(0)))
 				tool, err := toolkit.NewRawTool(toolkit.Spec{Name: "big"}, json.RawMessage(`{"type":"object"}`),
-					func(ctx context.Context, _ json.RawMessage) ([]toolkit.Part, error) {
-						return []toolkit.Part{part}, nil
+					func(ctx context.Context, _ json.RawMessage) ([]events.Part, error) {
+						return []events.Part{part}, nil
 					})
 				if err != nil {
 					b.Fatal(err)
@@ -80,7 +80,7 @@ func BenchmarkSanitizeRedact(b *testing.B) {
 				s := testutil.Session(b, tk, "s")
 				call := testutil.Call("c", "big", `{}`)
 				check := func(r toolkit.Result) {
-					if r.State != toolkit.StateSuccess {
+					if r.State != events.StateSuccess {
 						b.Fatalf("%s: %v", r.State, r.Err)
 					}
 					if text := r.Text(); strings.Contains(text, "sk-proj-") || !strings.Contains(text, "[redacted API key]") {

@@ -33,7 +33,7 @@ func TestSanitizeRedactsTheErrorToo(t *testing.T) {
 	}))
 	s := testutil.Session(t, tk, "s1")
 	res := icRun(t, s, testutil.Call("c1", "fetch", `{}`))
-	if res.State != toolkit.StateError {
+	if res.State != events.StateError {
 		t.Fatalf("state %s, want error", res.State)
 	}
 	if text := events.ContentText(res.Content); strings.Contains(text, key) || !strings.Contains(text, "[redacted API key]") {

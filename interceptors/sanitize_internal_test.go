@@ -226,10 +226,10 @@ func FuzzSanitizeStreamCuts(f *testing.F) {
 		for _, p := range f.Flush() {
 			out.WriteString(p.Text)
 		}
-		content := []toolkit.Part{events.Text(out.String())}
-		final := events.ContentText(cfg.apply(toolkit.Result{State: toolkit.StateSuccess, Content: content}, count).Content)
+		content := []events.Part{events.Text(out.String())}
+		final := events.ContentText(cfg.apply(toolkit.Result{State: events.StateSuccess, Content: content}, count).Content)
 		// Without the filter's word, the pass redacts the whole result.
-		want := events.ContentText(cfg.apply(toolkit.Result{State: toolkit.StateSuccess, Content: content}, nil).Content)
+		want := events.ContentText(cfg.apply(toolkit.Result{State: events.StateSuccess, Content: content}, nil).Content)
 		if final != want {
 			i := 0
 			for i < len(final) && i < len(want) && final[i] == want[i] {

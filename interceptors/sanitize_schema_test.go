@@ -28,13 +28,13 @@ func TestSanitizeRedactionBreaksOutputSchema(t *testing.T) {
 	tool, err := toolkit.NewRawTool(toolkit.Spec{Name: "contact", Description: "A contact.",
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"email":{"type":"string","pattern":"^[^@\\s]+@[^@\\s]+$"},"note":{"type":"string"}}}`)},
 		json.RawMessage(`{"type":"object","properties":{"note":{"type":"boolean"}}}`),
-		func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+		func(ctx context.Context, args json.RawMessage) ([]events.Part, error) {
 			out := map[string]string{"email": "ana.secret@example.com"}
 			if strings.Contains(string(args), "true") { // the address in a field nothing binds
 				out = map[string]string{"email": "x@y", "note": "write to ana.secret@example.com"}
 			}
 			p, err := events.JSON(out)
-			return []toolkit.Part{p}, err
+			return []events.Part{p}, err
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestSanitizeRedactionBreaksOutputSchema(t *testing.T) {
 	r := res[0]
 	evCheckDeltas(t, rec, r)
 	text := r.Text()
-	if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrInvalidOutput) || strings.Contains(text, "ana.secret") ||
+	if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidOutput) || strings.Contains(text, "ana.secret") ||
 		!strings.Contains(text, "withheld") || !strings.Contains(text, "redact") || !strings.Contains(text, "at email") ||
 		strings.Contains(text, `tool "contact" returned a result that does not match`) {
 		t.Errorf("state %s, err %v, text %q", r.State, r.Err, text)
@@ -59,7 +59,7 @@ func TestSanitizeRedactionBreaksOutputSchema(t *testing.T) {
 	// A redaction the schema does not mind: the redacted result, a success.
 	r = res[1]
 	evCheckDeltas(t, rec, r)
-	if r.State != toolkit.StateSuccess || r.Text() != `{"email":"x@y","note":"write to [redacted email]"}` {
+	if r.State != events.StateSuccess || r.Text() != `{"email":"x@y","note":"write to [redacted email]"}` {
 		t.Errorf("c2: state %s, text %q", r.State, r.Text())
 	}
 }

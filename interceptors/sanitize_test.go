@@ -152,7 +152,7 @@ func TestSanitizeTruncatedFailureKeepsError(t *testing.T) {
 	tk, rec := evKit(t, interceptors.Sanitize(interceptors.SanitizeMaxBytes(300)))
 	res := evRun(t, tk, "s", evCall("c1", "big", evIn{Lines: 100, Fail: "out of memory"}))[0]
 	evCheckDeltas(t, rec, res)
-	if res.State != toolkit.StateError || res.Err == nil || res.Err.Error() != "out of memory" {
+	if res.State != events.StateError || res.Err == nil || res.Err.Error() != "out of memory" {
 		t.Fatalf("state %s, err %v", res.State, res.Err)
 	}
 	if !strings.HasSuffix(res.Text(), "more bytes]\nError: out of memory") || len(res.Text()) > 350 {
@@ -294,7 +294,7 @@ func sanPartsKit(t *testing.T, parts []events.Part, opts ...interceptors.Sanitiz
 	t.Helper()
 	tk, rec := evKit(t, interceptors.Sanitize(opts...))
 	tool, err := toolkit.NewRawTool(toolkit.Spec{Name: "parts"}, json.RawMessage(`{"type":"object"}`),
-		func(ctx context.Context, _ json.RawMessage) ([]toolkit.Part, error) {
+		func(ctx context.Context, _ json.RawMessage) ([]events.Part, error) {
 			em := stream.From(ctx)
 			for _, p := range parts[:len(parts)-1] {
 				if err := em.Part(p); err != nil {

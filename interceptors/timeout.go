@@ -9,9 +9,6 @@ import (
 	"github.com/toolstream/toolstream/toolkit"
 )
 
-// TimeoutName is the name of the interceptor [Timeout] returns.
-const TimeoutName = "timeout"
-
 // TimeoutOption configures [Timeout].
 type TimeoutOption func(*timeoutConfig)
 
@@ -59,7 +56,7 @@ func Timeout(d time.Duration, opts ...TimeoutOption) toolkit.Interceptor {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ic := toolkit.Interceptor{Name: TimeoutName, Intercept: cfg.intercept}
+	ic := toolkit.Interceptor{Name: "timeout", Intercept: cfg.intercept}
 	if d <= 0 {
 		// Only the listed tools need the interceptor at all.
 		scopeTo(&ic, slices.Collect(maps.Keys(cfg.perTool)))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
@@ -15,7 +16,7 @@ import (
 
 func timeoutCheck(t *testing.T, r toolkit.Result) {
 	t.Helper()
-	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) {
+	if r.State != events.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) {
 		t.Fatalf("got %s %v, want a timeout matching ErrTimeout and DeadlineExceeded", r.State, r.Err)
 	}
 	if !strings.Contains(r.Text(), "timed out") {
@@ -89,7 +90,7 @@ func TestTimeoutPerTool(t *testing.T) {
 		testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "limited"}, slow), icTool(t, toolkit.Spec{Name: "free"}, slow))
 		s := testutil.Session(t, tk, "s")
 		timeoutCheck(t, icRun(t, s, testutil.Call("c1", "limited", `{}`)))
-		if r := icRun(t, s, testutil.Call("c2", "free", `{}`)); r.State != toolkit.StateSuccess {
+		if r := icRun(t, s, testutil.Call("c2", "free", `{}`)); r.State != events.StateSuccess {
 			t.Fatalf("free tool: %s %v", r.State, r.Err)
 		}
 	})
@@ -100,7 +101,7 @@ func TestTimeoutPerTool(t *testing.T) {
 			icTool(t, toolkit.Spec{Name: "plain"}, slow))
 		s := testutil.Session(t, tk, "s")
 		for _, name := range []string{"exempt", "longer"} {
-			if r := icRun(t, s, testutil.Call("c-"+name, name, `{}`)); r.State != toolkit.StateSuccess {
+			if r := icRun(t, s, testutil.Call("c-"+name, name, `{}`)); r.State != events.StateSuccess {
 				t.Fatalf("%s: %s %v", name, r.State, r.Err)
 			}
 		}
@@ -115,7 +116,7 @@ func TestTimeoutFastCallUntouched(t *testing.T) {
 		return "b", nil
 	}))
 	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "fast", `{}`))
-	if r.State != toolkit.StateSuccess || r.Text() != "a b" {
+	if r.State != events.StateSuccess || r.Text() != "a b" {
 		t.Fatalf("got %s %q", r.State, r.Text())
 	}
 }
@@ -135,7 +136,7 @@ func TestTimeoutRunCancelledWhileHandlerIgnoresIt(t *testing.T) {
 	testutil.WaitFor(t, started, "the handler")
 	cancel()
 	testutil.WaitFor(t, run.Done(), "the run after cancellation")
-	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) {
+	if r := run.Wait()[0]; r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) {
 		t.Fatalf("got %s %v, want interrupted", r.State, r.Err)
 	}
 }
@@ -164,7 +165,7 @@ func TestTimeoutGivesTheToolkitsGrace(t *testing.T) {
 	}
 	close(release)
 	testutil.WaitFor(t, run.Done(), "the run")
-	if r := run.Wait()[0]; r.State != toolkit.StateSuccess || r.Text() != "done late" {
+	if r := run.Wait()[0]; r.State != events.StateSuccess || r.Text() != "done late" {
 		t.Fatalf("got %s %q, want the handler's own result, returned within the grace period", r.State, r.Text())
 	}
 }
@@ -201,7 +202,7 @@ func TestTimeoutInnerInterceptorPanics(t *testing.T) {
 	tk := icKit(t, nil, interceptors.Timeout(time.Minute), boom)
 	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "fine"}, func(ctx context.Context) (string, error) { return "ok", nil }))
 	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "fine", `{}`))
-	if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrPanic) {
+	if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrPanic) {
 		t.Fatalf("got %s %v, want an error with a *PanicError", r.State, r.Err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
@@ -818,7 +819,7 @@ func cmpErr(err error, otherwise string) string {
 // registered with an output schema, so its results must carry
 // structuredContent.
 func (c *Client) handler(tool string, structured bool) toolkit.RawHandler {
-	return func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+	return func(ctx context.Context, args json.RawMessage) ([]events.Part, error) {
 		cn, err := c.session(ctx)
 		if err != nil {
 			return nil, err

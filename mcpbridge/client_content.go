@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolstream/toolstream/events"
-	"github.com/toolstream/toolstream/toolkit"
 )
 
 // octetStream is the media type of binary content that names none.
@@ -37,7 +36,7 @@ const metaText = "mcp_text"
 // {"content":"[FILE] a.txt"}), and the model read both, glued. Text that
 // is not the same JSON value is not lost: setMeta (nil for none) gets it
 // under metaText.
-func resultParts(res *mcp.CallToolResult, server, tool string, structured bool, setMeta func(key string, value any)) ([]toolkit.Part, error) {
+func resultParts(res *mcp.CallToolResult, server, tool string, structured bool, setMeta func(key string, value any)) ([]events.Part, error) {
 	if res.IsError {
 		var texts []string
 		for _, c := range res.Content {
@@ -62,7 +61,7 @@ func resultParts(res *mcp.CallToolResult, server, tool string, structured bool, 
 		}
 		structuredJSON = b
 	}
-	var parts []toolkit.Part
+	var parts []events.Part
 	var texts []string // the text blocks beside structuredContent
 	for _, c := range res.Content {
 		p, err := contentPart(c)
@@ -78,7 +77,7 @@ func resultParts(res *mcp.CallToolResult, server, tool string, structured bool, 
 		parts = events.AppendPart(parts, p)
 	}
 	if structuredJSON != nil {
-		parts = append(parts, toolkit.Part{Type: events.PartJSON, JSON: structuredJSON})
+		parts = append(parts, events.Part{Type: events.PartJSON, JSON: structuredJSON})
 	}
 	if len(texts) > 0 && setMeta != nil {
 		setMeta(metaText, strings.Join(texts, "\n"))
@@ -87,7 +86,7 @@ func resultParts(res *mcp.CallToolResult, server, tool string, structured bool, 
 }
 
 // contentPart maps one content block.
-func contentPart(c mcp.Content) (toolkit.Part, error) {
+func contentPart(c mcp.Content) (events.Part, error) {
 	switch c := c.(type) {
 	case *mcp.TextContent:
 		return events.Text(c.Text), nil
@@ -105,9 +104,9 @@ func contentPart(c mcp.Content) (toolkit.Part, error) {
 	// sent it, so that nothing (the URI, the name) is lost.
 	b, err := c.MarshalJSON()
 	if err != nil {
-		return toolkit.Part{}, fmt.Errorf("the MCP server's content cannot be encoded: %v", err)
+		return events.Part{}, fmt.Errorf("the MCP server's content cannot be encoded: %v", err)
 	}
-	return toolkit.Part{Type: events.PartJSON, JSON: b}, nil
+	return events.Part{Type: events.PartJSON, JSON: b}, nil
 }
 
 // contentKinds says what blocks a result has, for errors: "no content", or

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/mcpbridge"
@@ -107,7 +108,7 @@ func TestClientElicitationEndsWithTheCall(t *testing.T) {
 	desk := mcpbridge.NewElicitations(time.Minute)
 	connect(t, tk, "srv", ts.endpoint(), mcpbridge.WithElicitations(desk), mcpbridge.WithTimeout(300*time.Millisecond))
 	res := testutil.Run(t, tk, "s", testutil.Call("c1", "mcp__srv__ask", `{}`))
-	if res[0].State != toolkit.StateTimeout {
+	if res[0].State != events.StateTimeout {
 		t.Errorf("unanswered elicitation: %v %q", res[0].State, res[0].Text())
 	}
 	deadline := time.Now().Add(5 * time.Second)

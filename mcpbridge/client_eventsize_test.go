@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/mcpbridge"
-	"github.com/toolstream/toolstream/toolkit"
 )
 
 // TestClientMaxEventSize: over streamable HTTP, a result larger than the
@@ -49,7 +49,7 @@ func TestClientMaxEventSize(t *testing.T) {
 			connect(t, tk, "big", mcpbridge.HTTP{URL: url, MaxEventSize: tc.max})
 			r := testutil.Run(t, tk, "s", testutil.Call("1", "mcp__big__blob", args))[0]
 			if !tc.ok {
-				if r.State == toolkit.StateSuccess || !strings.Contains(r.Text(), "exceeded 16777216 bytes") {
+				if r.State == events.StateSuccess || !strings.Contains(r.Text(), "exceeded 16777216 bytes") {
 					t.Fatalf("over the default bound: %s %.300s", r.State, r.Text())
 				}
 				// The connection failed; the client dials again and serves
@@ -66,7 +66,7 @@ func TestClientMaxEventSize(t *testing.T) {
 					time.Sleep(50 * time.Millisecond)
 				}
 			}
-			if r.State != toolkit.StateSuccess || len(r.Text()) != n || strings.Trim(r.Text(), "b") != "" {
+			if r.State != events.StateSuccess || len(r.Text()) != n || strings.Trim(r.Text(), "b") != "" {
 				t.Fatalf("%s: %d bytes: %.200s", r.State, len(r.Text()), r.Text())
 			}
 		})

@@ -10,7 +10,6 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
-	"github.com/toolstream/toolstream/toolkit"
 )
 
 // TestClientOutputSchemaWithoutStructuredContent: a server's tool with an
@@ -116,15 +115,15 @@ func TestClientStructuredAndText(t *testing.T) {
 		testutil.Call("5", "mcp__srv__linked", `{}`))
 	linkJSON := `{"type":"resource_link","uri":"file:///a.txt","name":"a.txt"}`
 	for i, want := range []struct {
-		parts []toolkit.Part
+		parts []events.Part
 		text  string // Result.Text
 		meta  any    // Meta["mcp_text"]
 	}{
-		{[]toolkit.Part{{Type: events.PartJSON, JSON: json.RawMessage(`{"content":"[FILE] a.txt"}`)}}, `{"content":"[FILE] a.txt"}`, "[FILE] a.txt"},
-		{[]toolkit.Part{{Type: events.PartJSON, JSON: json.RawMessage(`{"n":1}`)}}, `{"n":1}`, nil}, // the copy says nothing more
-		{[]toolkit.Part{events.Text("plain")}, "plain", nil},
-		{[]toolkit.Part{{Type: events.PartJSON, JSON: json.RawMessage(`{"n":2}`)}}, `{"n":2}`, nil},
-		{[]toolkit.Part{{Type: events.PartJSON, JSON: json.RawMessage(linkJSON)}, {Type: events.PartJSON, JSON: json.RawMessage(`{"files":1}`)}},
+		{[]events.Part{{Type: events.PartJSON, JSON: json.RawMessage(`{"content":"[FILE] a.txt"}`)}}, `{"content":"[FILE] a.txt"}`, "[FILE] a.txt"},
+		{[]events.Part{{Type: events.PartJSON, JSON: json.RawMessage(`{"n":1}`)}}, `{"n":1}`, nil}, // the copy says nothing more
+		{[]events.Part{events.Text("plain")}, "plain", nil},
+		{[]events.Part{{Type: events.PartJSON, JSON: json.RawMessage(`{"n":2}`)}}, `{"n":2}`, nil},
+		{[]events.Part{{Type: events.PartJSON, JSON: json.RawMessage(linkJSON)}, {Type: events.PartJSON, JSON: json.RawMessage(`{"files":1}`)}},
 			linkJSON + "\n" + `{"files":1}`, "one file:"}, // never glued
 	} {
 		r := res[i]

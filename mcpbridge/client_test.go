@@ -385,7 +385,7 @@ func TestClientDeadlineSendsNotificationsCancelled(t *testing.T) {
 	connect(t, tk, "srv", ts.endpoint(), mcpbridge.WithTimeout(300*time.Millisecond))
 	res := testutil.Run(t, tk, "s", testutil.Call("b", "mcp__srv__block", `{}`))
 	testutil.WaitFor(t, ts.blockCancelled, "notifications/cancelled at the server")
-	if res[0].State != toolkit.StateTimeout {
+	if res[0].State != events.StateTimeout {
 		t.Errorf("call past its deadline: %v %q", res[0].State, res[0].Text())
 	}
 }

@@ -319,7 +319,7 @@ func nonconforming(tool string, out *mcp.CallToolResult, probs []schema.Problem)
 // mcpContent maps one part: text as text, JSON as its text (clients that
 // read structuredContent get it there too), image/* and audio/* data as
 // image and audio content, other data as an embedded resource.
-func mcpContent(p toolkit.Part, callID string, i int) mcp.Content {
+func mcpContent(p events.Part, callID string, i int) mcp.Content {
 	switch p.Type {
 	case events.PartText:
 		return &mcp.TextContent{Text: p.Text}

@@ -21,10 +21,10 @@ func TestServerContentKinds(t *testing.T) {
 	tk := srvToolkit(t)
 	png, wav, pdf := []byte("\x89PNG..."), []byte("RIFF...."), []byte("%PDF-1.7")
 	media, err := toolkit.NewRawTool(toolkit.Spec{Name: "media", Description: "All kinds of parts."},
-		json.RawMessage(`{"type":"object"}`), func(ctx context.Context, _ json.RawMessage) ([]toolkit.Part, error) {
+		json.RawMessage(`{"type":"object"}`), func(ctx context.Context, _ json.RawMessage) ([]events.Part, error) {
 			_ = stream.From(ctx).Text("streamed, ")
 			j, _ := events.JSON(map[string]int{"n": 1})
-			return []toolkit.Part{events.Text("then returned"), j,
+			return []events.Part{events.Text("then returned"), j,
 				events.Binary("image/png", png), events.Binary("audio/wav", wav), events.Binary("application/pdf", pdf)}, nil
 		})
 	if err != nil {

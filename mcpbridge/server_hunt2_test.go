@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/mcpbridge"
@@ -25,7 +26,7 @@ import (
 func TestServerSchemaTheSDKRefuses(t *testing.T) {
 	bad := json.RawMessage(`{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"A"}}}`)
 	tool, err := toolkit.NewRawTool(toolkit.Spec{Name: "headed", Description: "Has a bad header annotation."}, bad,
-		func(context.Context, json.RawMessage) ([]toolkit.Part, error) { return nil, nil })
+		func(context.Context, json.RawMessage) ([]events.Part, error) { return nil, nil })
 	if err != nil {
 		t.Skipf("the toolkit refuses the schema itself: %v", err)
 	}

@@ -29,7 +29,7 @@ func srvContactTool(t testing.TB) *toolkit.Tool {
 	t.Helper()
 	tool, err := toolkit.NewRawTool(toolkit.Spec{Name: "contact", Description: "A contact's address.", OutputSchema: json.RawMessage(srvContactSchema)},
 		json.RawMessage(`{"type":"object","properties":{"field":{"type":"string"}}}`),
-		func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+		func(ctx context.Context, args json.RawMessage) ([]events.Part, error) {
 			var in struct{ Field string }
 			if err := json.Unmarshal(args, &in); err != nil {
 				return nil, err
@@ -44,7 +44,7 @@ func srvContactTool(t testing.TB) *toolkit.Tool {
 				out["short"] = "bo@example.com"
 			}
 			p, err := events.JSON(out)
-			return []toolkit.Part{p}, err
+			return []events.Part{p}, err
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func srvRedactedContact(t testing.TB, tk *toolkit.Toolkit) {
 	tk.Use(san, toolkit.Interceptor{Name: "owner", Tools: []string{"contact"},
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 			out := next(ctx, inv)
-			if n := len(out.Content); n > 0 && out.State == toolkit.StateSuccess && strings.Contains(string(inv.Call.Args), "add-owner") {
+			if n := len(out.Content); n > 0 && out.State == events.StateSuccess && strings.Contains(string(inv.Call.Args), "add-owner") {
 				var m map[string]any
 				if err := json.Unmarshal(out.Content[n-1].JSON, &m); err != nil {
 					t.Error(err)

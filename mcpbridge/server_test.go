@@ -44,7 +44,7 @@ func srvTools(t testing.TB) []*toolkit.Tool {
 	steps, err := toolkit.NewRawTool(toolkit.Spec{
 		Name: "steps", Description: "Reports progress, then answers.",
 		Destructive: srvPtr(false), Idempotent: srvPtr(true), OpenWorld: srvPtr(false),
-	}, json.RawMessage(`{"type":"object"}`), func(ctx context.Context, _ json.RawMessage) ([]toolkit.Part, error) {
+	}, json.RawMessage(`{"type":"object"}`), func(ctx context.Context, _ json.RawMessage) ([]events.Part, error) {
 		em := stream.From(ctx)
 		for _, p := range []struct {
 			msg string
@@ -53,13 +53,13 @@ func srvTools(t testing.TB) []*toolkit.Tool {
 			em.Progress(p.msg, p.f)
 			time.Sleep(2 * time.Millisecond) // room for each to go out
 		}
-		return []toolkit.Part{events.Text("done")}, nil
+		return []events.Part{events.Text("done")}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	slow, err := toolkit.NewRawTool(toolkit.Spec{Name: "slow", Description: "Runs until cancelled."},
-		json.RawMessage(`{"type":"object"}`), func(ctx context.Context, _ json.RawMessage) ([]toolkit.Part, error) {
+		json.RawMessage(`{"type":"object"}`), func(ctx context.Context, _ json.RawMessage) ([]events.Part, error) {
 			stream.From(ctx).Progress("working", 0.1)
 			<-ctx.Done()
 			return nil, ctx.Err()

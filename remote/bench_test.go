@@ -5,13 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"github.com/nats-io/nats.go/micro"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/micro"
+
 	"github.com/nats-io/nats.go"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
@@ -83,11 +85,11 @@ func BenchmarkRemoteOverhead(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		t0 := time.Now()
-		if r := ls.Run(ctx, calls)[0]; r.State != toolkit.StateSuccess {
+		if r := ls.Run(ctx, calls)[0]; r.State != events.StateSuccess {
 			b.Fatal(r.Text())
 		}
 		t1 := time.Now()
-		if r := rs.Run(ctx, calls)[0]; r.State != toolkit.StateSuccess {
+		if r := rs.Run(ctx, calls)[0]; r.State != events.StateSuccess {
 			b.Fatal(r.Text())
 		}
 		localT = append(localT, t1.Sub(t0))
@@ -126,7 +128,7 @@ func BenchmarkRemoteThroughput(b *testing.B) {
 			done := 0
 			for b.Loop() {
 				for _, r := range sess.Run(ctx, calls) {
-					if r.State != toolkit.StateSuccess {
+					if r.State != events.StateSuccess {
 						b.Fatal(r.Text())
 					}
 				}
@@ -164,7 +166,7 @@ func BenchmarkRemoteEcho(b *testing.B) {
 	b.Run("toolstream", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if r := sess.Run(context.Background(), calls)[0]; r.State != toolkit.StateSuccess {
+			if r := sess.Run(context.Background(), calls)[0]; r.State != events.StateSuccess {
 				b.Fatal(r.Text())
 			}
 		}

@@ -22,7 +22,7 @@ import (
 
 // call sends one call and follows it to its end; a call refused as busy is
 // sent again, with a new inbox, until its deadline or the bound WithBusyRetries set.
-func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMessage) ([]toolkit.Part, error) {
+func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMessage) ([]events.Part, error) {
 	info, ok := toolkit.CallInfoFrom(ctx)
 	if !ok {
 		return nil, fmt.Errorf("remote: tool %q runs only as a call of a toolkit", tool)
@@ -62,7 +62,7 @@ func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMe
 }
 
 // send makes one send of the call and follows it.
-func (c *Client) send(ctx context.Context, info toolkit.CallInfo, tool, subject string, args json.RawMessage, em *stream.Emitter) ([]toolkit.Part, error) {
+func (c *Client) send(ctx context.Context, info toolkit.CallInfo, tool, subject string, args json.RawMessage, em *stream.Emitter) ([]events.Part, error) {
 	inbox, ch, done, err := c.open()
 	if errors.Is(err, ErrClientClosed) {
 		return nil, fmt.Errorf("remote: calling %q: %w", tool, err)
@@ -134,7 +134,7 @@ type follower struct {
 	chunkReset bool
 }
 
-func (f *follower) follow(ctx context.Context) ([]toolkit.Part, error) {
+func (f *follower) follow(ctx context.Context) ([]events.Part, error) {
 	lost := f.c.lostAfter()
 	timer := time.NewTimer(lost)
 	defer timer.Stop()
@@ -227,7 +227,7 @@ func noResponders(m *nats.Msg) bool {
 }
 
 // frame handles one message; done says the send is over.
-func (f *follower) frame(m *nats.Msg) (done bool, parts []toolkit.Part, err error) {
+func (f *follower) frame(m *nats.Msg) (done bool, parts []events.Part, err error) {
 	if noResponders(m) {
 		if f.worker != "" {
 			f.drop() // a worker answered: it is not the server's, whoever sent it
@@ -352,7 +352,7 @@ func (f *follower) chunk(h string, data []byte, reset bool) (whole []byte, ok bo
 // worker sends a call's last deltas in its result frame, and a call that
 // ends at once its whole content); otherwise (a lost frame, mixed frames)
 // the content starts over with the result's.
-func (f *follower) settle(r *wireResult) ([]toolkit.Part, error) {
+func (f *follower) settle(r *wireResult) ([]events.Part, error) {
 	var rerr error
 	if r.State != events.StateSuccess {
 		rerr = &WorkerError{Worker: f.worker, Tool: f.tool, State: r.State, Message: r.Error}
@@ -373,7 +373,7 @@ func (f *follower) settle(r *wireResult) ([]toolkit.Part, error) {
 	} else if rerr != nil {
 		want = withoutErrorLine(want, r.Error)
 	}
-	var out []toolkit.Part
+	var out []events.Part
 	if f.em == nil {
 		out = want // no engine to stream to: return the content
 	} else if rest, ok := contentRest(relayed, want); ok {

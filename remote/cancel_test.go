@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
@@ -81,7 +82,7 @@ func TestCancelWaitsForTheHolder(t *testing.T) {
 	batch := heldCall(t, bus, remote.WithCancelWait(50*time.Millisecond), func(*nats.Conn, string) {})
 	batch.Cancel()
 	testutil.WaitFor(t, batch.Done(), "the cancelled call to end")
-	if r := batch.Wait()[0]; r.State != toolkit.StateInterrupted || !strings.Contains(r.Text(), "worker W did not confirm within 50ms") {
+	if r := batch.Wait()[0]; r.State != events.StateInterrupted || !strings.Contains(r.Text(), "worker W did not confirm within 50ms") {
 		t.Fatalf("unconfirmed: %s %q", r.State, r.Text())
 	}
 
@@ -94,7 +95,7 @@ func TestCancelWaitsForTheHolder(t *testing.T) {
 	})
 	batch.Cancel()
 	testutil.WaitFor(t, batch.Done(), "the cancelled call to end (it waits for an hour if the answer is not heeded)")
-	if r := batch.Wait()[0]; r.State != toolkit.StateInterrupted || !strings.Contains(r.Text(), "worker W stopped the call") {
+	if r := batch.Wait()[0]; r.State != events.StateInterrupted || !strings.Contains(r.Text(), "worker W stopped the call") {
 		t.Fatalf("confirmed: %s %q", r.State, r.Text())
 	}
 }
@@ -111,7 +112,7 @@ func TestCancelAfterTheCallEnded(t *testing.T) {
 	})
 	batch.Cancel()
 	testutil.WaitFor(t, batch.Done(), "the cancelled call to end")
-	if r := batch.Wait()[0]; r.State != toolkit.StateInterrupted || !strings.Contains(r.Text(), "worker W had finished the call (success) before the cancellation reached it") {
+	if r := batch.Wait()[0]; r.State != events.StateInterrupted || !strings.Contains(r.Text(), "worker W had finished the call (success) before the cancellation reached it") {
 		t.Fatalf("cancelled call: %s %q", r.State, r.Text())
 	}
 }

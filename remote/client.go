@@ -157,7 +157,7 @@ func (c *Client) Resolver() toolkit.ToolResolver {
 // must be those the workers serve.
 func (c *Client) NewTool(spec toolkit.Spec, inputSchema json.RawMessage) (*toolkit.Tool, error) {
 	subject := c.opts.prefix + "." + spec.Name
-	return toolkit.NewRawTool(spec, inputSchema, func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+	return toolkit.NewRawTool(spec, inputSchema, func(ctx context.Context, args json.RawMessage) ([]events.Part, error) {
 		return c.call(ctx, spec.Name, subject, args)
 	})
 }
@@ -255,7 +255,7 @@ func (c *Client) fromEndpoint(ep micro.EndpointInfo) (*toolkit.Tool, error) {
 	if out := ep.Metadata[wire.MetaOutputSchema]; out != "" {
 		spec.OutputSchema = json.RawMessage(out)
 	}
-	t, err := toolkit.NewRawTool(spec, json.RawMessage(ep.Metadata[wire.MetaSchema]), func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+	t, err := toolkit.NewRawTool(spec, json.RawMessage(ep.Metadata[wire.MetaSchema]), func(ctx context.Context, args json.RawMessage) ([]events.Part, error) {
 		return c.call(ctx, spec.Name, subject, args)
 	})
 	if err != nil {

@@ -146,7 +146,7 @@ func clusterRun(t *testing.T, victim int) {
 		if r.Call.Name == "note" {
 			w = "noted"
 		}
-		if r.State != toolkit.StateSuccess || r.Text() != w {
+		if r.State != events.StateSuccess || r.Text() != w {
 			t.Errorf("%s: %s %q", r.Call.ID, r.State, r.Text())
 		}
 	}

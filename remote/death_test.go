@@ -147,7 +147,7 @@ func TestWorkerDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = batch.Wait()[0]
-	if r.State != toolkit.StateSuccess || r.Text() != fmt.Sprintf("done by pid %d", survivor.cmd.Process.Pid) ||
+	if r.State != events.StateSuccess || r.Text() != fmt.Sprintf("done by pid %d", survivor.cmd.Process.Pid) ||
 		r.Meta[remote.MetaWorker] != survivor.id || r.Meta[interceptors.MetaAttempts] == nil {
 		t.Fatalf("%s %q meta %v", r.State, r.Text(), r.Meta)
 	}

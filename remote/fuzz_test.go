@@ -192,8 +192,8 @@ func FuzzWorkerRequest(f *testing.F) {
 	wk := toolkit.New()
 	defer func() { _ = wk.Close(context.Background()) }()
 	echo, err := toolkit.NewRawTool(toolkit.Spec{Name: "echo", ConcurrencySafe: true}, json.RawMessage(`{"type":"object"}`),
-		func(_ context.Context, args json.RawMessage) ([]toolkit.Part, error) {
-			return []toolkit.Part{events.Text(string(args))}, nil
+		func(_ context.Context, args json.RawMessage) ([]events.Part, error) {
+			return []events.Part{events.Text(string(args))}, nil
 		})
 	if err != nil {
 		f.Fatal(err)

@@ -129,7 +129,7 @@ func TestFarDeadline(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 40*24*time.Hour)
 		r := testutil.Session(t, agent, "s").Run(ctx, []toolkit.Call{testutil.Call("c1", "count", `{"words":["x"]}`)})[0]
 		cancel()
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("heartbeat %v: %s %q", beat, r.State, r.Text())
 		}
 	}
@@ -175,7 +175,7 @@ func TestTwoWorkersTakeOneCall(t *testing.T) {
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "work", `{}`))[0]
 	ran, _ := r.Meta[remote.MetaWorker].(string)
 	g := ids[ran]
-	if r.State != toolkit.StateSuccess || g == "" || r.Text() != fmt.Sprintf("%[1]s 0\n%[1]s 1\n%[1]s 2\ndone by %[1]s", g) {
+	if r.State != events.StateSuccess || g == "" || r.Text() != fmt.Sprintf("%[1]s 0\n%[1]s 1\n%[1]s 2\ndone by %[1]s", g) {
 		t.Fatalf("%s %q by %q (%s)", r.State, r.Text(), ran, g)
 	}
 	others, _ := r.Meta[remote.MetaAlsoTakenBy].([]string)
@@ -207,7 +207,7 @@ func TestIDsWithSpacesCrossTheWire(t *testing.T) {
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	for _, id := range [][2]string{{" s ", "c1"}, {"s", "  "}, {"  ", " c\u00a0"}, {"\"q\" ", "\"c\""}} {
 		r := testutil.Run(t, agent, id[0], testutil.Call(id[1], "count", `{"words":["x"]}`))[0]
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("session %q call %q: %s %q", id[0], id[1], r.State, r.Text())
 		}
 		s.mu.Lock()
@@ -287,7 +287,7 @@ func TestNeverGiveUp(t *testing.T) {
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "count", `{"words":["x"]}`))[0]
-	if r.State != toolkit.StateSuccess {
+	if r.State != events.StateSuccess {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 }
@@ -371,7 +371,7 @@ func TestClientPublishesOnlyItsSubjects(t *testing.T) {
 			}
 			batch.Cancel()
 			r := batch.Wait()[0]
-			if r.State != toolkit.StateInterrupted || !strings.Contains(r.Text(), "did not confirm") {
+			if r.State != events.StateInterrupted || !strings.Contains(r.Text(), "did not confirm") {
 				t.Fatalf("%s %q", r.State, r.Text())
 			}
 			if err := anc.Flush(); err != nil {

@@ -43,7 +43,7 @@ func TestLargeStreamedResult(t *testing.T) {
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "dump", `{}`))[0]
-	if r.State != toolkit.StateSuccess || r.Text() != strings.Repeat(chunk, n) {
+	if r.State != events.StateSuccess || r.Text() != strings.Repeat(chunk, n) {
 		t.Fatalf("%s, %d bytes, %v", r.State, len(r.Text()), r.Err)
 	}
 }
@@ -72,7 +72,7 @@ func TestShortHeartbeat(t *testing.T) {
 	agent := testutil.Kit(t)
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "slow", `{}`))[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "done" {
+	if r.State != events.StateSuccess || r.Text() != "done" {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 }
@@ -161,20 +161,20 @@ func TestLargeResultAtOnce(t *testing.T) {
 			}
 			switch name {
 			case "meta":
-				if r.State != toolkit.StateSuccess || r.Text() != "ok" || r.Meta[remote.MetaOmitted] != true || r.Meta["big"] != nil {
+				if r.State != events.StateSuccess || r.Text() != "ok" || r.Meta[remote.MetaOmitted] != true || r.Meta["big"] != nil {
 					t.Fatalf("%s %q %v, meta %v", r.State, r.Text(), r.Err, r.Meta[remote.MetaOmitted])
 				}
 				return
 			case "error":
 				want := fmt.Sprintf(" [cut to fit one message: %d bytes in all]", len(big))
-				if r.State != toolkit.StateError || r.Err == nil || !strings.HasSuffix(r.Err.Error(), want) ||
+				if r.State != events.StateError || r.Err == nil || !strings.HasSuffix(r.Err.Error(), want) ||
 					!strings.HasPrefix(r.Err.Error(), big[:1000]) {
 					t.Fatalf("%s: %.200v", r.State, r.Err)
 				}
 				return
 			}
 			want := testutil.Run(t, local, "s", testutil.Call(name, name, `{}`))[0]
-			if r.State != toolkit.StateSuccess || !events.EqualContent(r.Content, want.Content) {
+			if r.State != events.StateSuccess || !events.EqualContent(r.Content, want.Content) {
 				t.Fatalf("%s, %d bytes, %.200v; in process %d bytes", r.State, len(r.Text()), r.Err, len(want.Text()))
 			}
 		})
@@ -241,7 +241,7 @@ func TestSlowAgentIsNotSilentWorker(t *testing.T) {
 	agent := testutil.Kit(t, toolkit.WithInlineObserver(slow))
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "chatty", `{}`))[0]
-	if r.State != toolkit.StateSuccess || strings.Count(r.Text(), "\n") != n {
+	if r.State != events.StateSuccess || strings.Count(r.Text(), "\n") != n {
 		t.Fatalf("%s %q %v", r.State, r.Text(), r.Err)
 	}
 }
@@ -269,7 +269,7 @@ func TestSmallMaxPayload(t *testing.T) {
 	testutil.Add(t, agent, discover(t, c, 2)...)
 	for _, n := range []int{3000, 10000} {
 		r := testutil.Run(t, agent, "s", testutil.Call(fmt.Sprint("c", n), fmt.Sprint("t", n), `{}`))[0]
-		if r.State != toolkit.StateSuccess || r.Text() != strings.Repeat("y", n) {
+		if r.State != events.StateSuccess || r.Text() != strings.Repeat("y", n) {
 			t.Fatalf("%d bytes: %s, %d bytes, %v", n, r.State, len(r.Text()), r.Err)
 		}
 	}

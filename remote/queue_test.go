@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/remote"
@@ -76,7 +77,7 @@ func TestSpikeWaits(t *testing.T) {
 				calls[i] = toolkit.Call{ID: fmt.Sprint("c", i), Name: "echo", Args: json.RawMessage(echoArgs)}
 			}
 			for _, r := range sess.Run(ctx, calls) {
-				if r.State != toolkit.StateSuccess {
+				if r.State != events.StateSuccess {
 					mu.Lock()
 					failed[r.Text()]++
 					mu.Unlock()
@@ -153,16 +154,16 @@ func TestQueueOrderAndDeadline(t *testing.T) {
 	cancelled := run("gone", 0)
 	waitQueued(4)
 	cancelled.Cancel()
-	if r := cancelled.Wait()[0]; r.State != toolkit.StateInterrupted || !strings.Contains(r.Text(), "never ran") {
+	if r := cancelled.Wait()[0]; r.State != events.StateInterrupted || !strings.Contains(r.Text(), "never ran") {
 		t.Fatalf("cancelled while waiting: %s %q", r.State, r.Text())
 	}
-	if r := late.Wait()[0]; r.State != toolkit.StateTimeout || !strings.Contains(r.Text(), "never ran") {
+	if r := late.Wait()[0]; r.State != events.StateTimeout || !strings.Contains(r.Text(), "never ran") {
 		t.Fatalf("past its deadline while waiting: %s %q", r.State, r.Text())
 	}
 	waitQueued(2)
 	close(release)
 	for _, b := range []*toolkit.Batch{first, second, third} {
-		if r := b.Wait()[0]; r.State != toolkit.StateSuccess {
+		if r := b.Wait()[0]; r.State != events.StateSuccess {
 			t.Fatalf("%s %q", r.State, r.Text())
 		}
 	}
@@ -211,14 +212,14 @@ func TestStopHandsBackWaitingCalls(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- a.Stop(context.Background()) }()
 	r := waiting.Wait()[0]
-	if r.State != toolkit.StateSuccess || r.Meta[remote.MetaWorker] != b.ID() {
+	if r.State != events.StateSuccess || r.Meta[remote.MetaWorker] != b.ID() {
 		t.Fatalf("the call handed back: %s %q on %v", r.State, r.Text(), r.Meta[remote.MetaWorker])
 	}
 	close(release)
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
-	if r := first.Wait()[0]; r.State != toolkit.StateSuccess || r.Meta[remote.MetaWorker] != a.ID() {
+	if r := first.Wait()[0]; r.State != events.StateSuccess || r.Meta[remote.MetaWorker] != a.ID() {
 		t.Fatalf("the running call: %s %q", r.State, r.Text())
 	}
 	runs.Range(func(k, v any) bool {
@@ -279,7 +280,7 @@ func TestQueueBounds(t *testing.T) {
 			}
 			close(b.release)
 			for _, bt := range []*toolkit.Batch{first, second} {
-				if r := bt.Wait()[0]; r.State != toolkit.StateSuccess {
+				if r := bt.Wait()[0]; r.State != events.StateSuccess {
 					t.Fatalf("%s %q", r.State, r.Text())
 				}
 			}

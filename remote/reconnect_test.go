@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/remote"
@@ -107,7 +108,7 @@ func TestResultAfterAgentReconnects(t *testing.T) {
 	}
 	dialer.held.Store(false)
 	r := batch.Wait()[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "done while the agent was away" {
+	if r.State != events.StateSuccess || r.Text() != "done while the agent was away" {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	if n := runs.Load(); n != 1 {

@@ -308,7 +308,7 @@ func (r *relay) finish(res toolkit.Result, notRun bool) {
 		wr.Error = res.Err.Error()
 		wr.Transient = interceptors.IsTransient(res.Err)
 	}
-	wr.Timeout = res.State == toolkit.StateTimeout
+	wr.Timeout = res.State == events.StateTimeout
 	data, err := wr.MarshalJSON()
 	if err != nil { // meta that does not marshal
 		wr.Meta = nil

@@ -301,7 +301,7 @@ func TestNoResponders(t *testing.T) {
 	if took := time.Since(start); took > 500*time.Millisecond {
 		t.Errorf("took %v: no responders must fail at once", took)
 	}
-	if r.State != toolkit.StateError || !errors.Is(r.Err, remote.ErrNoWorkers) || !strings.Contains(r.Text(), `no worker serves the tool "absent"`) {
+	if r.State != events.StateError || !errors.Is(r.Err, remote.ErrNoWorkers) || !strings.Contains(r.Text(), `no worker serves the tool "absent"`) {
 		t.Fatalf("%s %q (%v)", r.State, r.Text(), r.Err)
 	}
 	if _, err := c.Tool(context.Background(), "absent"); !errors.Is(err, remote.ErrNoWorkers) {
@@ -359,7 +359,7 @@ func TestBusyRefused(t *testing.T) {
 		t.Errorf("the refusal took %v", took)
 	}
 	close(b.release)
-	if r := first.Wait()[0]; r.State != toolkit.StateSuccess {
+	if r := first.Wait()[0]; r.State != events.StateSuccess {
 		t.Fatalf("first call: %s %q", r.State, r.Text())
 	}
 	if st := w.Stats(); st.Refused != 3 || st.Calls != 1 || st.InFlight != 0 {
@@ -396,7 +396,7 @@ func TestCancelCrossesTheWire(t *testing.T) {
 		t.Fatal("the worker's handler was not cancelled")
 	}
 	r := batch.Wait()[0]
-	if r.State != toolkit.StateInterrupted || !strings.Contains(r.Text(), "stopped the call") {
+	if r.State != events.StateInterrupted || !strings.Contains(r.Text(), "stopped the call") {
 		t.Fatalf("cancelled call: %s %q", r.State, r.Text())
 	}
 
@@ -412,7 +412,7 @@ func TestCancelCrossesTheWire(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("the worker's handler outlived the deadline")
 	}
-	if r.State != toolkit.StateTimeout {
+	if r.State != events.StateTimeout {
 		t.Fatalf("call past its deadline: %s %q", r.State, r.Text())
 	}
 	if took := time.Since(start); took > 900*time.Millisecond {
@@ -433,7 +433,7 @@ func TestLimitsRunOnTheAgent(t *testing.T) {
 	}
 	rs := testutil.Run(t, agent, "s", testutil.Call("c1", "count", `{"words":["x"]}`), testutil.Call("c2", "count", `{"words":["y"]}`))
 	// The two run in parallel: either may be the one over the limit.
-	if (rs[0].State == toolkit.StateSuccess) == (rs[1].State == toolkit.StateSuccess) {
+	if (rs[0].State == events.StateSuccess) == (rs[1].State == events.StateSuccess) {
 		t.Fatalf("results %s %q / %s %q", rs[0].State, rs[0].Text(), rs[1].State, rs[1].Text())
 	}
 	if st := w.Stats(); st.Calls != 1 {
@@ -501,7 +501,7 @@ func TestResolver(t *testing.T) {
 	}
 	serve(t, bus, workerKit(t, nil))
 	r = testutil.Run(t, agent, "s", testutil.Call("c2", "count", `{"words":["x"]}`))[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "x\n{\"n\":1}" {
+	if r.State != events.StateSuccess || r.Text() != "x\n{\"n\":1}" {
 		t.Fatalf("after: %s %q", r.State, r.Text())
 	}
 }
@@ -517,7 +517,7 @@ func TestSameCallIDAgain(t *testing.T) {
 	sess := testutil.Session(t, agent, "s")
 	for i := range 300 {
 		r := sess.Run(context.Background(), []toolkit.Call{testutil.Call("same", "count", `{"words":["x"]}`)})[0]
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("run %d: %s %q", i, r.State, r.Text())
 		}
 	}
@@ -549,7 +549,7 @@ func TestTransientCrossesTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "flaky", `{}`))[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "attempt 2" {
+	if r.State != events.StateSuccess || r.Text() != "attempt 2" {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 }
@@ -592,7 +592,7 @@ func TestRoomForTheNextCall(t *testing.T) {
 	sess := testutil.Session(t, agent, "s")
 	for i := range 300 {
 		r := sess.Run(context.Background(), []toolkit.Call{testutil.Call(fmt.Sprint("c", i), "count", `{"words":["x"]}`)})[0]
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("call %d: %s %q", i, r.State, r.Text())
 		}
 	}

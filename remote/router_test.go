@@ -47,7 +47,7 @@ func TestOneSubscriptionForAllCalls(t *testing.T) {
 		calls[i] = testutil.Call(fmt.Sprint("c", i), "hold", `{}`)
 	}
 	for i, r := range sess.Run(context.Background(), calls) {
-		if r.State != toolkit.StateSuccess || r.Text() != "released" || r.Call.ID != calls[i].ID {
+		if r.State != events.StateSuccess || r.Text() != "released" || r.Call.ID != calls[i].ID {
 			t.Fatalf("call %d: %s %s %q", i, r.Call.ID, r.State, r.Text())
 		}
 	}
@@ -133,7 +133,7 @@ func TestDurableBusKeepsEventsOnly(t *testing.T) {
 	agent := testutil.Kit(t, toolkit.WithInlineObserver(bus.Publisher()), toolkit.WithInlineObserver(rec), toolkit.WithInlineObserver(signal))
 	testutil.Add(t, agent, discover(t, c, 1)...)
 	r := testutil.Run(t, agent, "conv", testutil.Call("p1", "pieces", `{}`))[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "abc" {
+	if r.State != events.StateSuccess || r.Text() != "abc" {
 		t.Fatalf("call: %s %q", r.State, r.Text())
 	}
 	checkDeltas := func(call string) {
@@ -183,7 +183,7 @@ func TestDurableBusKeepsEventsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = testutil.Run(t, agent, "conv", testutil.Call("p2", "pieces", `{}`))[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "abc" {
+	if r.State != events.StateSuccess || r.Text() != "abc" {
 		t.Fatalf("call with its request kept: %s %q", r.State, r.Text())
 	}
 	checkDeltas("p2")
@@ -214,7 +214,7 @@ func TestSessionNamedToolsSeesNoCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := testutil.Run(t, agent, "tools", testutil.Call("c1", "count", `{"words":["a","b"]}`))[0]
-	if r.State != toolkit.StateSuccess {
+	if r.State != events.StateSuccess {
 		t.Fatalf("call: %s %q", r.State, r.Text())
 	}
 	if err := bus.Publisher().Flush(context.Background()); err != nil {

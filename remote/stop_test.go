@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/internal/wire"
@@ -87,7 +88,7 @@ func TestStopRefusesLateRequest(t *testing.T) {
 	if ran != 0 {
 		t.Fatalf("the tool ran %d times on a stopped worker", ran)
 	}
-	if r.State != toolkit.StateError || !errors.Is(r.Err, remote.ErrNoWorkers) || !strings.Contains(r.Text(), `no worker serves the tool "work"`) {
+	if r.State != events.StateError || !errors.Is(r.Err, remote.ErrNoWorkers) || !strings.Contains(r.Text(), `no worker serves the tool "work"`) {
 		t.Fatalf("the late call: %s %q (%v)", r.State, r.Text(), r.Err)
 	}
 	if st := stopped.Stats(); st.Calls != 0 || st.Refused != 1 || st.InFlight != 0 {
@@ -99,7 +100,7 @@ func TestStopRefusesLateRequest(t *testing.T) {
 // serving the tool, runs once, on the other worker.
 func TestStopLateRequestFailsOver(t *testing.T) {
 	r, stopped, others, ran := lateRequest(t, 2)
-	if r.State != toolkit.StateSuccess || r.Text() != "done" || ran != 1 {
+	if r.State != events.StateSuccess || r.Text() != "done" || ran != 1 {
 		t.Fatalf("the late call: %s %q (%v), the tool ran %d times", r.State, r.Text(), r.Err, ran)
 	}
 	if got := r.Meta[remote.MetaWorker]; got != others[0].ID() {

@@ -154,7 +154,7 @@ func TestForgedFramesDropped(t *testing.T) {
 	}
 	close(release)
 	r := batch.Wait()[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "transferred once, by the real worker" {
+	if r.State != events.StateSuccess || r.Text() != "transferred once, by the real worker" {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	if n := runs.Load(); n != 1 {
@@ -208,7 +208,7 @@ func TestQuickCallIsTwoMessages(t *testing.T) {
 	start := time.Now()
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "count", `{"words":[]}`))[0]
 	took := time.Since(start)
-	if r.State != toolkit.StateSuccess || r.Text() != `{"n":0}` {
+	if r.State != events.StateSuccess || r.Text() != `{"n":0}` {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	time.Sleep(300 * time.Millisecond) // what protocol 1 sent later

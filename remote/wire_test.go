@@ -61,22 +61,22 @@ func TestLostFrames(t *testing.T) {
 	cases := []struct {
 		name   string
 		frames []frame
-		state  toolkit.State
+		state  events.State
 		text   string
 		resets int
 	}{
 		{"no gap", []frame{{"accept", 1, "", false}, {"delta", 2, part("a"), false}, {"delta", 3, part("b"), false},
-			{"result", 4, `{"state":"success","content":[{"type":"text","text":"ab"}]}`, false}}, toolkit.StateSuccess, "ab", 0},
+			{"result", 4, `{"state":"success","content":[{"type":"text","text":"ab"}]}`, false}}, events.StateSuccess, "ab", 0},
 		{"gap", []frame{{"accept", 1, "", false}, {"delta", 2, part("a"), false}, {"delta", 4, part("c"), false},
-			{"result", 5, `{"state":"success","content":[{"type":"text","text":"abc"}]}`, false}}, toolkit.StateSuccess, "abc", 0},
+			{"result", 5, `{"state":"success","content":[{"type":"text","text":"abc"}]}`, false}}, events.StateSuccess, "abc", 0},
 		{"gap in a reset", []frame{{"accept", 1, "", false}, {"delta", 2, part("old"), false}, {"delta", 4, part("new"), false},
-			{"result", 5, `{"state":"success","content":[{"type":"text","text":"new"}]}`, false}}, toolkit.StateSuccess, "new", 1},
-		{"result only", []frame{{"result", 1, `{"state":"success","content":[{"type":"text","text":"all"}]}`, false}}, toolkit.StateSuccess, "all", 0},
+			{"result", 5, `{"state":"success","content":[{"type":"text","text":"new"}]}`, false}}, events.StateSuccess, "new", 1},
+		{"result only", []frame{{"result", 1, `{"state":"success","content":[{"type":"text","text":"all"}]}`, false}}, events.StateSuccess, "all", 0},
 		{"worker reset", []frame{{"accept", 1, "", false}, {"delta", 2, part("old"), false}, {"delta", 3, part(""), true}, {"delta", 4, part("new"), false},
-			{"result", 5, `{"state":"success","content":[{"type":"text","text":"new"}]}`, false}}, toolkit.StateSuccess, "new", 1},
+			{"result", 5, `{"state":"success","content":[{"type":"text","text":"new"}]}`, false}}, events.StateSuccess, "new", 1},
 		{"failure", []frame{{"accept", 1, "", false}, {"delta", 2, part("partial\n"), false},
-			{"result", 3, `{"state":"error","content":[{"type":"text","text":"partial\nError: boom"}],"error":"boom"}`, false}}, toolkit.StateError, "partial\nError: boom", 0},
-		{"garbage result", []frame{{"accept", 1, "", false}, {"result", 2, `{"state":`, false}}, toolkit.StateError,
+			{"result", 3, `{"state":"error","content":[{"type":"text","text":"partial\nError: boom"}],"error":"boom"}`, false}}, events.StateError, "partial\nError: boom", 0},
+		{"garbage result", []frame{{"accept", 1, "", false}, {"result", 2, `{"state":`, false}}, events.StateError,
 			"Error: remote: worker W1 sent a result that does not decode: unexpected end of JSON input", 0},
 	}
 	for _, tc := range cases {

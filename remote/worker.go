@@ -476,7 +476,7 @@ func (w *Worker) runOne(r *relay) (res toolkit.Result, sess *toolkit.Session, no
 	}
 	sess, err := w.tk.Session(r.key.session)
 	if err != nil {
-		return toolkit.Result{State: toolkit.StateError, Err: err, Content: []toolkit.Part{events.Text("Error: " + err.Error())}}, nil, true
+		return toolkit.Result{State: events.StateError, Err: err, Content: []events.Part{events.Text("Error: " + err.Error())}}, nil, true
 	}
 	return sess.Run(ctx, []toolkit.Call{{ID: r.key.call, Name: r.tool, Args: r.args}})[0], sess, false
 }
@@ -485,10 +485,10 @@ func (w *Worker) runOne(r *relay) (res toolkit.Result, sess *toolkit.Session, no
 func (w *Worker) notRun(r *relay, err error) toolkit.Result {
 	if errors.Is(err, context.DeadlineExceeded) {
 		e := fmt.Errorf("%w: the call waited for a free slot on worker %s past its deadline and never ran", toolkit.ErrTimeout, w.id)
-		return toolkit.Result{State: toolkit.StateTimeout, Err: e, Content: []toolkit.Part{events.Text("Error: " + e.Error())}}
+		return toolkit.Result{State: events.StateTimeout, Err: e, Content: []events.Part{events.Text("Error: " + e.Error())}}
 	}
 	e := fmt.Errorf("%w: the call was cancelled while it waited for a free slot on worker %s, and never ran", toolkit.ErrInterrupted, w.id)
-	return toolkit.Result{State: toolkit.StateInterrupted, Err: e, Content: []toolkit.Part{events.Text("Error: " + e.Error())}}
+	return toolkit.Result{State: events.StateInterrupted, Err: e, Content: []events.Part{events.Text("Error: " + e.Error())}}
 }
 
 // forgetLocked drops a call from the calls held.

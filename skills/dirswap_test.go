@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -84,7 +85,7 @@ func TestDirFollowsAFolderSwappedIn(t *testing.T) {
 			}
 
 			// A load notices the change and rescans the folder now there.
-			if r := loadIn(t, tk, "s", "guide", "SKILL.md"); r.State != toolkit.StateSuccess || !strings.Contains(r.Text(), "new body, longer") {
+			if r := loadIn(t, tk, "s", "guide", "SKILL.md"); r.State != events.StateSuccess || !strings.Contains(r.Text(), "new body, longer") {
 				t.Fatalf("load after the swap: %s %q", r.State, r.Text())
 			}
 			if r := loadIn(t, tk, "s", "guide", "notes.txt"); !strings.Contains(r.Text(), "new notes") {
@@ -98,7 +99,7 @@ func TestDirFollowsAFolderSwappedIn(t *testing.T) {
 			}
 			// The new folder is held to the same confinement.
 			r := loadIn(t, tk, "s", "added", "escape.txt")
-			if r.State != toolkit.StateError || strings.Contains(r.Text(), "SENTINEL") {
+			if r.State != events.StateError || strings.Contains(r.Text(), "SENTINEL") {
 				t.Fatalf("escaping link in the new folder: %s %q", r.State, r.Text())
 			}
 		})

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -23,7 +24,7 @@ func TestLoadVeryLongPathErrorIsShort(t *testing.T) {
 	for _, n := range []int{skills.MaxPathBytes + 1, 100_000, 1 << 20} {
 		for _, p := range []string{strings.Repeat("a", n), strings.Repeat("../", n/3+1), strings.Repeat("é", n/2+1)} {
 			r := f.load(t, "s", "analysis", p)
-			if r.State != toolkit.StateError || !strings.Contains(r.Text(), fmt.Sprintf("more than the limit of %d", skills.MaxPathBytes)) {
+			if r.State != events.StateError || !strings.Contains(r.Text(), fmt.Sprintf("more than the limit of %d", skills.MaxPathBytes)) {
 				t.Fatalf("%d bytes: %s %.300q", len(p), r.State, r.Text())
 			}
 			if len(r.Text()) > 1000 {
@@ -59,7 +60,7 @@ func TestLoadTruncatedWithDefaultLimitSaysHowMuch(t *testing.T) {
 		args, _ := json.Marshal(map[string]string{"skillId": "big", "path": "data.txt"})
 		r := s.Run(context.Background(), []toolkit.Call{{ID: "c", Name: skills.LoadTool, Args: args}})[0]
 		want := fmt.Sprintf("[truncated: the file has %d bytes; only the first %d are shown]", skills.DefaultResourceLimit+100, skills.DefaultResourceLimit)
-		if r.State != toolkit.StateSuccess || !strings.HasSuffix(r.Text(), want) {
+		if r.State != events.StateSuccess || !strings.HasSuffix(r.Text(), want) {
 			t.Fatalf("limit %d: %s ...%q", limit, r.State, r.Text()[max(0, len(r.Text())-120):])
 		}
 	}
@@ -97,7 +98,7 @@ func TestLoadSkillRemovedWhileLoading(t *testing.T) {
 	if !removed.Load() {
 		t.Fatal("the load did not check the edited skill: the folder was not removed in its window")
 	}
-	if r.State != toolkit.StateError || !strings.Contains(r.Text(), `skill "one" was removed`) || !strings.Contains(r.Text(), "Skills you can load: two") {
+	if r.State != events.StateError || !strings.Contains(r.Text(), `skill "one" was removed`) || !strings.Contains(r.Text(), "Skills you can load: two") {
 		t.Fatalf("%s: %q", r.State, r.Text())
 	}
 }
@@ -136,7 +137,7 @@ func TestConcurrentLoadsWhileEdited(t *testing.T) {
 	close(results)
 	for r := range results {
 		old, cur := strings.Contains(r.Text(), "BODY-OLD"), strings.Contains(r.Text(), "BODY-NEW, longer")
-		if r.State != toolkit.StateSuccess || old == cur {
+		if r.State != events.StateSuccess || old == cur {
 			t.Fatalf("%s: %q", r.State, r.Text())
 		}
 	}

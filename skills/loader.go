@@ -238,7 +238,7 @@ type loadArgs struct {
 
 // load is the tool's handler. Its arguments were checked against the
 // session's variant of the tool: a skill the session may load, and a path.
-func (l *Loader) load(ctx context.Context, raw json.RawMessage) (_ []toolkit.Part, err error) {
+func (l *Loader) load(ctx context.Context, raw json.RawMessage) (_ []events.Part, err error) {
 	info, ok := toolkit.CallInfoFrom(ctx)
 	if !ok {
 		return nil, errors.New("load_skill_through_path must run inside a toolkit call")
@@ -297,7 +297,7 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) (_ []toolkit.Par
 		return nil, err
 	}
 	op.Set("toolstream.groups.activated", switched)
-	return []toolkit.Part{events.Text(text + activated)}, nil
+	return []events.Part{events.Text(text + activated)}, nil
 }
 
 func instructions(s *Skill) string {

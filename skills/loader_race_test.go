@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/skills"
@@ -51,7 +52,7 @@ func TestRefreshedSkillStillFiltered(t *testing.T) {
 	writeFiles(t, admin, map[string]string{"deploy/SKILL.md": skillText("deploy", "Deploy.", "ADMIN SECRET steps")})
 	writeFiles(t, pub, map[string]string{"deploy/SKILL.md": skillText("deploy", "Deploy.", "public steps, edited")})
 	r := loadIn(t, tk, "user", "deploy", "SKILL.md")
-	if strings.Contains(r.Text(), "ADMIN SECRET") || r.State != toolkit.StateError {
+	if strings.Contains(r.Text(), "ADMIN SECRET") || r.State != events.StateError {
 		t.Fatalf("a session loaded a skill its filter hides: %s %q", r.State, r.Text())
 	}
 	if !strings.Contains(r.Text(), `cannot load skill "deploy": skill no longer available: skill "deploy" changed on disk and is no longer one this session can load. Skills you can load: `) {
@@ -68,7 +69,7 @@ func TestRefreshedSkillStillFiltered(t *testing.T) {
 	}
 	writeFiles(t, pub, map[string]string{"guide/SKILL.md": "---\nname: guide\ndescription: Guide.\naudience: admin\n---\nguide v2 HIDDEN\n"})
 	r = loadIn(t, tk, "user", "guide", "SKILL.md")
-	if strings.Contains(r.Text(), "HIDDEN") || r.State != toolkit.StateError {
+	if strings.Contains(r.Text(), "HIDDEN") || r.State != events.StateError {
 		t.Fatalf("a session loaded a skill its filter now hides: %s %q", r.State, r.Text())
 	}
 }
@@ -95,7 +96,7 @@ func TestLoadRacingClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := s.Run(context.Background(), []toolkit.Call{{ID: "l", Name: skills.LoadTool, Args: json.RawMessage(`{"skillId":"guide","path":"SKILL.md"}`)}})[0]
-	if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrClosed) {
+	if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrClosed) {
 		t.Errorf("a load in a session closed meanwhile: %s %q, want an error saying it was closed", r.State, r.Text())
 	}
 	if ids := tk.Sessions(); slices.Contains(ids, "s") {
@@ -154,7 +155,7 @@ func TestLoadRacingGroupRemoval(t *testing.T) {
 		}
 	}
 	r := loadIn(t, tk, "s", "a", "SKILL.md")
-	if r.State != toolkit.StateSuccess || !strings.Contains(r.Text(), "This skill switched on the tool group(s) g1. Now available: t1.") {
+	if r.State != events.StateSuccess || !strings.Contains(r.Text(), "This skill switched on the tool group(s) g1. Now available: t1.") {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	if got, _ := gm.Active(context.Background(), "s"); !slices.Equal(got, []string{"g1"}) {

@@ -116,7 +116,7 @@ func TestLoadActivatesBoundGroups(t *testing.T) {
 		t.Fatalf("before: %v", got)
 	}
 	r := f.load(t, "s", "analysis", "SKILL.md")
-	if r.State != toolkit.StateSuccess {
+	if r.State != events.StateSuccess {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	for _, want := range []string{`Skill "analysis" loaded.`, "Use mean, then plot.", `<skill-instructions name="analysis">`,
@@ -160,7 +160,7 @@ func TestSkillToolInTheSameBatch(t *testing.T) {
 		{ID: "2", Name: skills.LoadTool, Args: []byte(`{"skillId":"analysis","path":"SKILL.md"}`)},
 		{ID: "3", Name: "mean"},
 	})
-	if rs[0].State != toolkit.StateError || rs[2].State != toolkit.StateSuccess {
+	if rs[0].State != events.StateError || rs[2].State != events.StateSuccess {
 		t.Fatalf("mean before %s, after %s (%q)", rs[0].State, rs[2].State, rs[2].Text())
 	}
 }
@@ -179,7 +179,7 @@ func TestLoadErrors(t *testing.T) {
 		{"analysis", "a\x00b", "cannot load"},
 	} {
 		r := f.load(t, "s", tc.skill, tc.path)
-		if r.State != toolkit.StateError || !strings.Contains(r.Text(), tc.want) {
+		if r.State != events.StateError || !strings.Contains(r.Text(), tc.want) {
 			t.Errorf("%q %q: %s\n%s", tc.skill, tc.path, r.State, r.Text())
 		}
 		if strings.Contains(r.Text(), "SENTINEL") {
@@ -192,7 +192,7 @@ func TestLoadErrors(t *testing.T) {
 	// Unknown arguments are refused too, by the schema the session was shown.
 	s, _ := f.tk.Session("s")
 	r := s.Run(context.Background(), []toolkit.Call{{ID: "x", Name: skills.LoadTool, Args: []byte(`{"skillId":"analysis","path":"SKILL.md","extra":1}`)}})[0]
-	if r.State != toolkit.StateError || !strings.Contains(r.Text(), `extra: is not an allowed property; allowed: path, skillId`) {
+	if r.State != events.StateError || !strings.Contains(r.Text(), `extra: is not an allowed property; allowed: path, skillId`) {
 		t.Fatalf("%q", r.Text())
 	}
 }
@@ -200,15 +200,15 @@ func TestLoadErrors(t *testing.T) {
 func TestLoadResources(t *testing.T) {
 	f := newLoaderFixture(t)
 	r := f.load(t, "s", "analysis", "references/howto.md")
-	if r.State != toolkit.StateSuccess || !strings.Contains(r.Text(), "step one") || !strings.Contains(r.Text(), `<skill-file path="references/howto.md">`) {
+	if r.State != events.StateSuccess || !strings.Contains(r.Text(), "step one") || !strings.Contains(r.Text(), `<skill-file path="references/howto.md">`) {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	r = f.load(t, "s", "analysis", "img/chart.png")
-	if r.State != toolkit.StateSuccess || !strings.Contains(r.Text(), "(image/png, 16 bytes), base64-encoded:\niVBORw0KGgoAAGJpbmFyeQ==") {
+	if r.State != events.StateSuccess || !strings.Contains(r.Text(), "(image/png, 16 bytes), base64-encoded:\niVBORw0KGgoAAGJpbmFyeQ==") {
 		t.Fatalf("binary: %q", r.Text())
 	}
 	r = f.load(t, "s", "analysis", "big.txt") // 80 bytes of "é", limit 32
-	if r.State != toolkit.StateSuccess || !strings.Contains(r.Text(), strings.Repeat("é", 16)+"\n</skill-file>") ||
+	if r.State != events.StateSuccess || !strings.Contains(r.Text(), strings.Repeat("é", 16)+"\n</skill-file>") ||
 		!strings.Contains(r.Text(), "[truncated: the file has 80 bytes; only the first 32 are shown]") {
 		t.Fatalf("truncated: %q", r.Text())
 	}
@@ -248,7 +248,7 @@ func TestSkillSchemaAndFilter(t *testing.T) {
 	if got := names(f.tools(t, "nobody")); slices.Contains(got, skills.LoadTool) {
 		t.Fatalf("a session without skills sees the loader: %v", got)
 	}
-	if r := f.load(t, "s", "secret", "SKILL.md"); r.State != toolkit.StateError || strings.Contains(r.Text(), "Hidden.") {
+	if r := f.load(t, "s", "secret", "SKILL.md"); r.State != events.StateError || strings.Contains(r.Text(), "Hidden.") {
 		t.Fatalf("filtered skill loaded: %q", r.Text())
 	}
 	// A reload picks up a new skill.
@@ -319,7 +319,7 @@ func TestLoadReportsOnlyNewTools(t *testing.T) {
 // again in a session with the same id is a first load.
 func TestLoaderSessions(t *testing.T) {
 	f := newLoaderFixture(t, skills.WithFilter(func(session string, _ *skills.Skill) bool { return session != "nobody" }))
-	if r := f.load(t, "nobody", "writing", "SKILL.md"); r.State != toolkit.StateError ||
+	if r := f.load(t, "nobody", "writing", "SKILL.md"); r.State != events.StateError ||
 		!errors.Is(r.Err, toolkit.ErrUnavailable) || !strings.Contains(r.Text(), "there are no skills to load in this session") {
 		t.Fatalf("nobody: %s %q", r.State, r.Text())
 	}
@@ -369,14 +369,14 @@ func TestFailedLoadIsNotALoad(t *testing.T) {
 	store := &flakyStore{Store: groups.NewMemoryStore()}
 	store.failing.Store(true)
 	f := newLoaderFixtureWith(t, []toolkit.Option{toolkit.WithInlineObserver(bus.Publisher())}, []groups.Option{groups.WithStore(store)})
-	if r := f.load(t, "s", "analysis", "SKILL.md"); r.State != toolkit.StateError || !strings.Contains(r.Text(), "store unavailable") {
+	if r := f.load(t, "s", "analysis", "SKILL.md"); r.State != events.StateError || !strings.Contains(r.Text(), "store unavailable") {
 		t.Fatalf("with the store down: %s %q", r.State, r.Text())
 	}
 	if loaded := f.ld.Loaded("s"); len(loaded) != 0 {
 		t.Fatalf("a failed load recorded %v", loaded)
 	}
 	store.failing.Store(false)
-	if r := f.load(t, "s", "analysis", "SKILL.md"); r.State != toolkit.StateSuccess {
+	if r := f.load(t, "s", "analysis", "SKILL.md"); r.State != events.StateSuccess {
 		t.Fatalf("with the store up: %s %q", r.State, r.Text())
 	}
 	select {

@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -152,7 +153,7 @@ func TestSessionLibrariesIsolated(t *testing.T) {
 	}
 	// The same name resolves in each session's own repositories.
 	for session, want := range map[string]string{"A": "ALICE-SECRET body", "B": "BOB-SECRET body", "C": "shared notes body"} {
-		if r := loadIn(t, tk, session, "notes", "SKILL.md"); r.State != toolkit.StateSuccess || !strings.Contains(r.Text(), want) {
+		if r := loadIn(t, tk, session, "notes", "SKILL.md"); r.State != events.StateSuccess || !strings.Contains(r.Text(), want) {
 			t.Errorf("%s: %s %q", session, r.State, r.Text())
 		}
 	}
@@ -169,7 +170,7 @@ func TestSessionLibrariesIsolated(t *testing.T) {
 		{"a-only", "../notes/ref.md", "bad resource path"},
 	} {
 		r := loadIn(t, tk, "A", tc.skill, tc.path)
-		if r.State != toolkit.StateError || !strings.Contains(r.Text(), tc.want) || strings.Contains(r.Text(), "BOB-SECRET") {
+		if r.State != events.StateError || !strings.Contains(r.Text(), tc.want) || strings.Contains(r.Text(), "BOB-SECRET") {
 			t.Errorf("A %s %s: %s %q", tc.skill, tc.path, r.State, r.Text())
 		}
 	}
@@ -205,7 +206,7 @@ func TestNoSharedLibrary(t *testing.T) {
 	if got := skillEnum(t, tk, "B"); got != nil {
 		t.Fatalf("B sees the loader: %v", got)
 	}
-	if r := loadIn(t, tk, "B", "mine", "SKILL.md"); r.State != toolkit.StateError || !strings.Contains(r.Text(), "no skills to load") {
+	if r := loadIn(t, tk, "B", "mine", "SKILL.md"); r.State != events.StateError || !strings.Contains(r.Text(), "no skills to load") {
 		t.Fatalf("B: %s %q", r.State, r.Text())
 	}
 	if r := loadIn(t, tk, "A", "mine", "SKILL.md"); !strings.Contains(r.Text(), "my body") {
@@ -242,7 +243,7 @@ func TestSkillRefreshesOnChange(t *testing.T) {
 	// Broken.
 	writeFiles(t, root, map[string]string{"guide/SKILL.md": "---\nname: [\n---\n"})
 	r := loadIn(t, tk, "s", "guide", "SKILL.md")
-	if r.State != toolkit.StateError || !errors.Is(r.Err, skills.ErrSkillGone) ||
+	if r.State != events.StateError || !errors.Is(r.Err, skills.ErrSkillGone) ||
 		!strings.Contains(r.Text(), `cannot load skill "guide": skill no longer available: skill "guide" changed on disk and its SKILL.md is now broken`) ||
 		!strings.Contains(r.Text(), "Skills you can load: other") {
 		t.Fatalf("broken: %s %q", r.State, r.Text())
@@ -257,7 +258,7 @@ func TestSkillRefreshesOnChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = loadIn(t, tk, "s", "guide", "SKILL.md")
-	if r.State != toolkit.StateError || !strings.Contains(r.Text(), `skill "guide" was removed: its SKILL.md is gone. Skills you can load: other`) {
+	if r.State != events.StateError || !strings.Contains(r.Text(), `skill "guide" was removed: its SKILL.md is gone. Skills you can load: other`) {
 		t.Fatalf("removed: %s %q", r.State, r.Text())
 	}
 	if got := skillEnum(t, tk, "s"); !slices.Equal(got, []string{"other"}) {

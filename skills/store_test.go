@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/skills"
-	"github.com/toolstream/toolstream/toolkit"
 )
 
 // memSkills is a skills.Store in memory, shared by two loaders as a
@@ -46,7 +46,7 @@ func (m *memSkills) AddSkillLoaded(_ context.Context, session, skill string) err
 func TestLoadedSkillsKeptAcrossARestart(t *testing.T) {
 	store := &memSkills{}
 	first := newLoaderFixture(t, skills.WithStore(store))
-	if r := first.load(t, "s", "analysis", "SKILL.md"); r.State != toolkit.StateSuccess {
+	if r := first.load(t, "s", "analysis", "SKILL.md"); r.State != events.StateSuccess {
 		t.Fatalf("load: %s %q", r.State, r.Text())
 	}
 	store.mu.Lock()
@@ -72,7 +72,7 @@ func TestLoadedSkillsKeptAcrossARestart(t *testing.T) {
 func TestSkillStoreFails(t *testing.T) {
 	store := &memSkills{fail: errors.New("bucket gone")}
 	f := newLoaderFixture(t, skills.WithStore(store))
-	if r := f.load(t, "s", "analysis", "SKILL.md"); r.State == toolkit.StateSuccess {
+	if r := f.load(t, "s", "analysis", "SKILL.md"); r.State == events.StateSuccess {
 		t.Fatalf("a load the store could not record succeeded: %q", r.Text())
 	}
 	if got := f.ld.Loaded("s"); len(got) != 0 {

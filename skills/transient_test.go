@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/skills"
-	"github.com/toolstream/toolstream/toolkit"
 )
 
 // TestHalfWrittenSkillComesBack: an editor that truncates SKILL.md and
@@ -25,7 +25,7 @@ func TestHalfWrittenSkillComesBack(t *testing.T) {
 		// The load that reads the half-written file.
 		writeFiles(t, root, map[string]string{"guide/SKILL.md": broken})
 		r := loadIn(t, tk, "s", "guide", "SKILL.md")
-		if r.State != toolkit.StateError || !errors.Is(r.Err, skills.ErrSkillGone) ||
+		if r.State != events.StateError || !errors.Is(r.Err, skills.ErrSkillGone) ||
 			!strings.Contains(r.Text(), `skill "guide" changed on disk and its SKILL.md is now broken`) {
 			t.Fatalf("broken %q: %s %q", broken, r.State, r.Text())
 		}
@@ -42,12 +42,12 @@ func TestHalfWrittenSkillComesBack(t *testing.T) {
 		// Another load while it is broken: the same precise error, not
 		// "unknown skill" or an enum refusal.
 		r = loadIn(t, tk, "s2", "guide", "SKILL.md")
-		if r.State != toolkit.StateError || !strings.Contains(r.Text(), `its SKILL.md is now broken`) {
+		if r.State != events.StateError || !strings.Contains(r.Text(), `its SKILL.md is now broken`) {
 			t.Fatalf("broken %q, second load: %s %q", broken, r.State, r.Text())
 		}
 		// Written again: the next load gets it, with no Reload.
 		writeFiles(t, root, map[string]string{"guide/SKILL.md": skillText("guide", "A guide, again.", "version two "+broken)})
-		if r := loadIn(t, tk, "s", "guide", "SKILL.md"); r.State != toolkit.StateSuccess || !strings.Contains(r.Text(), "version two") {
+		if r := loadIn(t, tk, "s", "guide", "SKILL.md"); r.State != events.StateSuccess || !strings.Contains(r.Text(), "version two") {
 			t.Fatalf("after %q was fixed: %s %q", broken, r.State, r.Text())
 		}
 		if !strings.Contains(ld.Prompt("s"), "A guide, again.") || len(lib.Problems()) != 0 {

@@ -43,6 +43,3 @@ func batchAgent(ctx context.Context) (string, error) {
 	}
 	return a, nil
 }
-
-// Agent returns the agent that made the call ([WithAgent]), or "".
-func (inv *Invocation) Agent() string { return inv.c.batch.agent }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -25,7 +26,7 @@ func TestAgentInContextAndEvents(t *testing.T) {
 	}))
 	if err := tk.Use(toolkit.Interceptor{Name: "spy", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		mu.Lock()
-		seen[inv.Call.ID] += "ic=" + inv.Agent() + "/" + toolkit.Agent(ctx) + " "
+		seen[inv.Call.ID] += "ic=" + toolkit.Agent(ctx) + "/" + toolkit.Agent(ctx) + " "
 		mu.Unlock()
 		return next(ctx, inv)
 	}}); err != nil {
@@ -67,7 +68,7 @@ func TestAgentInvalidID(t *testing.T) {
 	sess := testutil.Session(t, tk, "s")
 	for _, bad := range []string{"line\nbreak", strings.Repeat("a", 300), "\xff"} {
 		r := sess.Run(toolkit.WithAgent(context.Background(), bad), []toolkit.Call{testutil.Call("c", "x", `{}`)})[0]
-		if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrInvalidCall) || !strings.Contains(r.Text(), "invalid agent id") || ran {
+		if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidCall) || !strings.Contains(r.Text(), "invalid agent id") || ran {
 			t.Errorf("agent %q: %s %q (ran %v)", bad, r.State, r.Text(), ran)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -52,17 +53,17 @@ func TestAliasedCallThroughVisibility(t *testing.T) {
 	tk.SetVisibility(groupGate{closed: map[string]bool{"secret": true}})
 	s := testutil.Session(t, tk, "s")
 	rs := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "old_secret", `{}`), testutil.Call("2", "old_open", `{}`)})
-	if r := rs[0]; r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrUnavailable) || !strings.Contains(r.Text(), "inactive group") || secretRan.Load() != 0 {
+	if r := rs[0]; r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrUnavailable) || !strings.Contains(r.Text(), "inactive group") || secretRan.Load() != 0 {
 		t.Errorf("an alias of an unavailable tool: %s %v %q; ran %d", r.State, r.Err, r.Text(), secretRan.Load())
 	}
-	if r := rs[1]; r.State != toolkit.StateSuccess || openRan.Load() != 1 {
+	if r := rs[1]; r.State != events.StateSuccess || openRan.Load() != 1 {
 		t.Errorf("an alias of an available tool: %s %v", r.State, r.Err)
 	}
 
 	tk.SetVisibility(renamer{other: other})
 	direct := s.Run(context.Background(), []toolkit.Call{testutil.Call("3", "open", `{}`)})[0]
 	aliased := s.Run(context.Background(), []toolkit.Call{testutil.Call("4", "old_open", `{}`)})[0]
-	if direct.State != toolkit.StateError || aliased.State != toolkit.StateError || otherRan.Load() != 0 || openRan.Load() != 1 {
+	if direct.State != events.StateError || aliased.State != events.StateError || otherRan.Load() != 0 || openRan.Load() != 1 {
 		t.Errorf("a visibility that resolves open to other: direct %s %q, aliased %s %q; other ran %d, open %d",
 			direct.State, direct.Text(), aliased.State, aliased.Text(), otherRan.Load(), openRan.Load())
 	}

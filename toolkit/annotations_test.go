@@ -102,13 +102,13 @@ func TestOutputSchemaTypedTool(t *testing.T) {
 	}
 
 	r := testutil.Run(t, tk, "s", testutil.Call("c1", "weather", `{}`))[0]
-	if r.State != toolkit.StateSuccess || r.Text() != `{"city":"Oslo","celsius":21.5}` {
+	if r.State != events.StateSuccess || r.Text() != `{"city":"Oslo","celsius":21.5}` {
 		t.Fatalf("conforming output: %s %q (%v)", r.State, r.Text(), r.Err)
 	}
 	// The tags of the output type constrain it too.
 	celsius = 99
 	r = testutil.Run(t, tk, "s", testutil.Call("c2", "weather", `{}`))[0]
-	if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrInvalidOutput) || !strings.Contains(r.Text(), "- celsius: ") {
+	if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidOutput) || !strings.Contains(r.Text(), "- celsius: ") {
 		t.Fatalf("out-of-range output: %s %q (%v)", r.State, r.Text(), r.Err)
 	}
 }
@@ -146,7 +146,7 @@ func TestOutputSchemaGoValues(t *testing.T) {
 		testutil.Tool(t, toolkit.Spec{Name: "nilptr"}, func(context.Context, struct{}) (*weather, error) { return nil, nil }))
 	for _, name := range []string{"zero", "full", "nilmap", "nilptr"} {
 		r := testutil.Run(t, tk, "s", testutil.Call(name, name, `{}`))[0]
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Errorf("%s: %s %q", name, r.State, r.Text())
 		}
 	}
@@ -155,10 +155,10 @@ func TestOutputSchemaGoValues(t *testing.T) {
 func TestOutputSchemaRawTool(t *testing.T) {
 	rec := &testutil.Recorder{}
 	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
-	var out []toolkit.Part
+	var out []events.Part
 	tool, err := toolkit.NewRawTool(toolkit.Spec{Name: "stats", OutputSchema: json.RawMessage(
 		`{"type":"object","properties":{"count":{"type":"integer","minimum":0}},"required":["count"]}`)},
-		json.RawMessage(`{"type":"object"}`), func(ctx context.Context, _ json.RawMessage) ([]toolkit.Part, error) {
+		json.RawMessage(`{"type":"object"}`), func(ctx context.Context, _ json.RawMessage) ([]events.Part, error) {
 			return out, nil
 		})
 	if err != nil {
@@ -170,25 +170,25 @@ func TestOutputSchemaRawTool(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		parts []toolkit.Part
+		parts []events.Part
 		want  string // "" for success
 	}{
-		{"conforms, with text beside it", []toolkit.Part{events.Text("3 files"), {Type: events.PartJSON, JSON: json.RawMessage(`{"count":3}`)}}, ""},
-		{"wrong type", []toolkit.Part{{Type: events.PartJSON, JSON: json.RawMessage(`{"count":"three"}`)}}, "- count: must be an integer"},
-		{"missing property", []toolkit.Part{{Type: events.PartJSON, JSON: json.RawMessage(`{}`)}}, "- count: is required"},
-		{"text only", []toolkit.Part{events.Text("3")}, "- (root): no structured result: the result has no JSON value"},
+		{"conforms, with text beside it", []events.Part{events.Text("3 files"), {Type: events.PartJSON, JSON: json.RawMessage(`{"count":3}`)}}, ""},
+		{"wrong type", []events.Part{{Type: events.PartJSON, JSON: json.RawMessage(`{"count":"three"}`)}}, "- count: must be an integer"},
+		{"missing property", []events.Part{{Type: events.PartJSON, JSON: json.RawMessage(`{}`)}}, "- count: is required"},
+		{"text only", []events.Part{events.Text("3")}, "- (root): no structured result: the result has no JSON value"},
 	}
 	for i, c := range cases {
 		out = c.parts
 		id := string(rune('a' + i))
 		r := testutil.Run(t, tk, "s", testutil.Call(id, "stats", `{}`))[0]
 		if c.want == "" {
-			if r.State != toolkit.StateSuccess {
+			if r.State != events.StateSuccess {
 				t.Errorf("%s: %s %q", c.name, r.State, r.Text())
 			}
 		} else {
 			var oe *toolkit.OutputError
-			if r.State != toolkit.StateError || !errors.As(r.Err, &oe) || !strings.Contains(r.Text(), c.want) ||
+			if r.State != events.StateError || !errors.As(r.Err, &oe) || !strings.Contains(r.Text(), c.want) ||
 				!strings.HasPrefix(r.Text(), `Error: tool "stats" returned a result that does not match its output schema:`) {
 				t.Errorf("%s: %s %q (%v), want an output error with %q", c.name, r.State, r.Text(), r.Err, c.want)
 			}
@@ -201,7 +201,7 @@ func TestOutputSchemaRawTool(t *testing.T) {
 
 func TestOutputSchemaRefused(t *testing.T) {
 	if _, err := toolkit.NewRawTool(toolkit.Spec{Name: "x", OutputSchema: json.RawMessage(`{"type":"string"}`)},
-		json.RawMessage(`{"type":"object"}`), func(context.Context, json.RawMessage) ([]toolkit.Part, error) { return nil, nil }); err == nil ||
+		json.RawMessage(`{"type":"object"}`), func(context.Context, json.RawMessage) ([]events.Part, error) { return nil, nil }); err == nil ||
 		!strings.Contains(err.Error(), `output schema must have "type": "object"`) {
 		t.Errorf("a non-object output schema: %v", err)
 	}

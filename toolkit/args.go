@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/schema"
 )
 
@@ -64,10 +65,10 @@ func (t *Tool) prepare(raw json.RawMessage) (prepared, error) {
 
 // invoke runs the handler on prepared arguments: typed tools get the input
 // the pass filled, raw tools the canonical bytes.
-func (t *Tool) invoke(ctx context.Context, p prepared) (Part, []Part, error) {
+func (t *Tool) invoke(ctx context.Context, p prepared) (events.Part, []events.Part, error) {
 	if t.typed != nil {
 		return t.typed(ctx, p.in)
 	}
 	parts, err := t.handler(ctx, p.bytes())
-	return Part{}, parts, err
+	return events.Part{}, parts, err
 }

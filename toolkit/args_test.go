@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -62,7 +63,7 @@ func TestArgumentValidation(t *testing.T) {
 			s, _, calls := scanKit(t, toolkit.Spec{})
 			r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "scan", tc.args)})[0]
 			if tc.want == nil {
-				if r.State != toolkit.StateSuccess {
+				if r.State != events.StateSuccess {
 					t.Fatalf("%s: %s", r.State, r.Text())
 				}
 				return
@@ -71,7 +72,7 @@ func TestArgumentValidation(t *testing.T) {
 				t.Fatal("handler ran on invalid arguments")
 			}
 			var ae *toolkit.ArgumentError
-			if r.State != toolkit.StateError || !errors.As(r.Err, &ae) || !errors.Is(r.Err, toolkit.ErrInvalidArguments) {
+			if r.State != events.StateError || !errors.As(r.Err, &ae) || !errors.Is(r.Err, toolkit.ErrInvalidArguments) {
 				t.Fatalf("%s %v", r.State, r.Err)
 			}
 			if !strings.HasPrefix(r.Text(), `Error: invalid arguments for tool "scan"`) {
@@ -89,7 +90,7 @@ func TestArgumentValidation(t *testing.T) {
 func TestDefaultsReachHandler(t *testing.T) {
 	s, got, _ := scanKit(t, toolkit.Spec{})
 	r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "scan", `{"path":"/src","limit":null}`)})[0]
-	if r.State != toolkit.StateSuccess {
+	if r.State != events.StateSuccess {
 		t.Fatal(r.Text())
 	}
 	if in := got.Load(); in.Pattern != "*" || in.Limit != 0 || in.Path != "/src" {
@@ -119,14 +120,14 @@ func TestPresets(t *testing.T) {
 	}
 	// The model tries to override the presets; code wins.
 	r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "scan", `{"path":"/etc","limit":999,"mode":"fast"}`)})[0]
-	if r.State != toolkit.StateSuccess {
+	if r.State != events.StateSuccess {
 		t.Fatal(r.Text())
 	}
 	if in := got.Load(); in.Path != "/workspace" || in.Limit != 50 || in.Mode != "fast" {
 		t.Fatalf("handler got %+v", *in)
 	}
 	// Presets satisfy required properties the model no longer sees.
-	if r := s.Run(context.Background(), []toolkit.Call{testutil.Call("2", "scan", `{}`)})[0]; r.State != toolkit.StateSuccess {
+	if r := s.Run(context.Background(), []toolkit.Call{testutil.Call("2", "scan", `{}`)})[0]; r.State != events.StateSuccess {
 		t.Fatal(r.Text())
 	}
 }
@@ -148,7 +149,7 @@ func TestRawTool(t *testing.T) {
 		"type":"object",
 		"properties":{"n":{"type":"integer","maximum":10},"tag":{"type":"string","default":"none"}},
 		"required":["n"]}`),
-		func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+		func(ctx context.Context, args json.RawMessage) ([]events.Part, error) {
 			got.Store(string(args))
 			return nil, nil
 		})
@@ -161,13 +162,13 @@ func TestRawTool(t *testing.T) {
 	if !strings.Contains(rs[0].Text(), "n: must be <= 10") {
 		t.Fatalf("%q", rs[0].Text())
 	}
-	if rs[1].State != toolkit.StateSuccess || got.Load() != `{"n":3,"tag":"none"}` {
+	if rs[1].State != events.StateSuccess || got.Load() != `{"n":3,"tag":"none"}` {
 		t.Fatalf("%s, handler got %v", rs[1].State, got.Load())
 	}
 	// Big integers survive when arguments are rewritten; the rewrite keeps
 	// the model's text and order and adds the defaults after it.
 	tool2, _ := toolkit.NewRawTool(toolkit.Spec{Name: "big"}, []byte(`{"type":"object","properties":{"id":{"type":"integer"},"d":{"type":"string","default":"x"}}}`),
-		func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+		func(ctx context.Context, args json.RawMessage) ([]events.Part, error) {
 			got.Store(string(args))
 			return nil, nil
 		})
@@ -179,7 +180,7 @@ func TestRawTool(t *testing.T) {
 }
 
 func TestRawToolSchemaErrors(t *testing.T) {
-	h := func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) { return nil, nil }
+	h := func(ctx context.Context, args json.RawMessage) ([]events.Part, error) { return nil, nil }
 	for _, tc := range []struct{ schema, want string }{
 		{`{"type":"string"}`, `must have "type": "object"`},
 		{`{"type":"object","properties":{"a":{"type":"nonsense"}}}`, "input schema"},
@@ -203,7 +204,7 @@ func TestTypedDecodeFailure(t *testing.T) {
 	tk := testutil.Kit(t)
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "small"}, func(ctx context.Context, in in) (string, error) { return "", nil }))
 	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "small", `{"n":300}`)})[0]
-	if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrInvalidArguments) {
+	if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidArguments) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
 }
@@ -266,7 +267,7 @@ func TestInvokeDispatch(t *testing.T) {
 	}
 	var raw string
 	rawTool, err := toolkit.NewRawTool(toolkit.Spec{Name: "raw"}, []byte(`{"type":"object","properties":{"a":{"type":"integer","default":1}}}`),
-		func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+		func(ctx context.Context, args json.RawMessage) ([]events.Part, error) {
 			raw = string(args)
 			return nil, nil
 		})
@@ -282,7 +283,7 @@ func TestInvokeDispatch(t *testing.T) {
 // registration, not on every call that leaves the property out (issue 10
 // item 10).
 func TestRawToolInvalidDefault(t *testing.T) {
-	h := func(ctx context.Context, args json.RawMessage) ([]toolkit.Part, error) { return nil, nil }
+	h := func(ctx context.Context, args json.RawMessage) ([]events.Part, error) { return nil, nil }
 	for schemaJSON, want := range map[string]string{
 		`{"type":"object","properties":{"n":{"type":"integer","maximum":10,"default":50}}}`:                           "invalid default: n: must be <= 10, got 50",
 		`{"type":"object","properties":{"o":{"type":"object","properties":{"k":{"enum":["a"],"default":"b"}}}}}`:      `invalid default: o.k: must be one of "a"; got "b"`,

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolstream/toolstream/events"
 )
 
 // Batch is one batch of calls in progress. Contiguous calls of
@@ -28,7 +30,7 @@ type Batch struct {
 	results   []Result // by call index, each set once when its call is final
 	oneCall   [1]call  // storage for the common single-call batch
 	oneResult [1]Result
-	onePart   [1]Part // its content's first part, when it has one
+	onePart   [1]events.Part // its content's first part, when it has one
 
 	cause atomic.Pointer[error] // why the batch was interrupted by Cancel, Close or an interceptor; the first stays
 
@@ -267,7 +269,7 @@ func (b *Batch) Results() iter.Seq[Result] {
 			var res Result
 			if n.suspended {
 				c := &b.calls[n.index]
-				res = Result{Call: call, State: StateSuspended, Started: c.startedAt()}
+				res = Result{Call: call, State: events.StateSuspended, Started: c.startedAt()}
 			} else {
 				res = b.results[n.index]
 			}
@@ -306,16 +308,6 @@ func (b *Batch) Wait() []Result {
 	}
 	b.mu.Unlock()
 	return b.results
-}
-
-// localStore returns the batch's locals, made if create is set.
-func (b *Batch) localStore(create bool) *localStore {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.locals == nil && create {
-		b.locals = new(localStore)
-	}
-	return b.locals
 }
 
 // record logs a final result or a suspension notice.
@@ -388,7 +380,7 @@ func (b *Batch) end() {
 // notStarted is the cause of a call the batch's interruption kept from
 // starting.
 func (b *Batch) notStarted(c *call) error {
-	if preState(c.preErr) == StateInterrupted {
+	if preState(c.preErr) == events.StateInterrupted {
 		return c.preErr // its resolver did not return (unknown.go)
 	}
 	cause := b.err()

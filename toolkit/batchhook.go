@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"runtime/debug"
-	"slices"
 	"time"
 
 	"github.com/toolstream/toolstream/events"
@@ -24,23 +23,6 @@ type batchHooks struct {
 	list   []batchHook
 	before bool // one of them has a Before
 	after  bool // one of them has an After
-}
-
-// hooksOf returns the batch hooks of list, nil when there are none (a
-// toolkit without them pays nothing for them).
-func hooksOf(list []*registered) *batchHooks {
-	var hs []batchHook
-	for _, r := range list {
-		if r.on.Load() && (r.BeforeBatch != nil || r.AfterBatch != nil) {
-			hs = append(hs, batchHook{Name: r.Name, Before: r.BeforeBatch, After: r.AfterBatch})
-		}
-	}
-	if len(hs) == 0 {
-		return nil
-	}
-	return &batchHooks{list: hs,
-		before: slices.ContainsFunc(hs, func(h batchHook) bool { return h.Before != nil }),
-		after:  slices.ContainsFunc(hs, func(h batchHook) bool { return h.After != nil })}
 }
 
 // BatchPlan is a batch as its Before hooks see it, before any call runs.
@@ -146,7 +128,7 @@ func (p *BatchPlan) Decide(i int, out Result) {
 
 // Deny refuses call i without running it: state denied, err the message
 // the model reads.
-func (p *BatchPlan) Deny(i int, err error) { p.Decide(i, Failure(StateDenied, err)) }
+func (p *BatchPlan) Deny(i int, err error) { p.Decide(i, Failure(events.StateDenied, err)) }
 
 // Decided reports whether call i already has an outcome (Decide, Deny).
 func (p *BatchPlan) Decided(i int) bool {
@@ -324,7 +306,7 @@ func (b *Batch) emitBatchEnd() {
 	body := events.BatchEnd{Batch: b.ID(), Calls: make([]events.BatchCall, len(b.results))}
 	for i, r := range b.results {
 		bc := events.BatchCall{Call: r.Call.ID, Tool: r.Call.Name, State: r.State}
-		if r.Err != nil && r.State != StateSuccess {
+		if r.Err != nil && r.State != events.StateSuccess {
 			bc.Error = r.Err.Error()
 		}
 		body.Calls[i] = bc

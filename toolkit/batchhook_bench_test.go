@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -38,7 +39,7 @@ func BenchmarkRunBatchHook(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if rs := s.Run(ctx, calls); rs[0].State != toolkit.StateSuccess {
+				if rs := s.Run(ctx, calls); rs[0].State != events.StateSuccess {
 					b.Fatal(rs[0].Err)
 				}
 			}

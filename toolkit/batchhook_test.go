@@ -79,14 +79,14 @@ func TestBatchHookBeforeAndAfter(t *testing.T) {
 		t.Fatalf("Before saw %v", saw)
 	}
 	wants := []struct {
-		state toolkit.State
+		state events.State
 		text  string
 	}{
-		{toolkit.StateSuccess, "read: a"},
-		{toolkit.StateDenied, "Error: no deletes in a batch with other calls"},
-		{toolkit.StateSuccess, "write: rewritten"},
-		{toolkit.StateSuccess, "read: d"},
-		{toolkit.StateSuccess, "from the cache"},
+		{events.StateSuccess, "read: a"},
+		{events.StateDenied, "Error: no deletes in a batch with other calls"},
+		{events.StateSuccess, "write: rewritten"},
+		{events.StateSuccess, "read: d"},
+		{events.StateSuccess, "from the cache"},
 	}
 	for i, w := range wants {
 		if rs[i].State != w.state || rs[i].Text() != w.text {
@@ -96,7 +96,7 @@ func TestBatchHookBeforeAndAfter(t *testing.T) {
 	if rs[3].Call.Name != "read" {
 		t.Errorf("the renamed call reports name %q", rs[3].Call.Name)
 	}
-	if len(after) != len(rs) || after[1].State != toolkit.StateDenied || after[0].Call.ID != "1" {
+	if len(after) != len(rs) || after[1].State != events.StateDenied || after[0].Call.ID != "1" {
 		t.Fatalf("After saw %d results: %+v", len(after), after)
 	}
 	mu.Lock()
@@ -110,7 +110,7 @@ func TestBatchHookBeforeAndAfter(t *testing.T) {
 		t.Fatal("RemoveInterceptor")
 	}
 	rs = testutil.Run(t, tk, "s", testutil.Call("6", "delete", `{"say":"x"}`), testutil.Call("7", "read", `{}`))
-	if rs[0].State != toolkit.StateSuccess {
+	if rs[0].State != events.StateSuccess {
 		t.Fatalf("after removal: %s %q", rs[0].State, rs[0].Text())
 	}
 }
@@ -141,7 +141,7 @@ func TestBatchHookSuspendAndCancel(t *testing.T) {
 			}
 			continue
 		}
-		if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) {
+		if r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) {
 			t.Errorf("call %s: %s %v", r.Call.ID, r.State, r.Err)
 		}
 	}
@@ -278,7 +278,7 @@ func TestBatchHookPanics(t *testing.T) {
 		BeforeBatch: func(context.Context, *toolkit.BatchPlan) { panic("before") },
 		AfterBatch:  func(context.Context, *toolkit.Batch, []toolkit.Result) { panic("after") }})
 	rs := testutil.Run(t, tk, "s", testutil.Call("1", "a", `{"say":"hi"}`))
-	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "a: hi" {
+	if rs[0].State != events.StateSuccess || rs[0].Text() != "a: hi" {
 		t.Fatalf("%s %q", rs[0].State, rs[0].Text())
 	}
 	if err := tk.Use(toolkit.Interceptor{Name: "empty"}); err == nil {

@@ -48,7 +48,7 @@ func BenchmarkRun(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				rs := s.Run(ctx, calls)
-				if rs[n-1].State != toolkit.StateSuccess {
+				if rs[n-1].State != events.StateSuccess {
 					b.Fatal(rs[n-1].Err)
 				}
 			}
@@ -92,7 +92,7 @@ func BenchmarkCallWithObservers(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				if r := s.Run(ctx, calls)[0]; r.State != toolkit.StateSuccess {
+				if r := s.Run(ctx, calls)[0]; r.State != events.StateSuccess {
 					b.Fatal(r.Err)
 				}
 			}
@@ -116,7 +116,7 @@ func BenchmarkEngineOverhead(b *testing.B) {
 					b.Fatal(err)
 				}
 			}, func() {
-				if r := s.Run(ctx, calls)[0]; r.State != toolkit.StateSuccess {
+				if r := s.Run(ctx, calls)[0]; r.State != events.StateSuccess {
 					b.Fatal(r.Err)
 				}
 			})
@@ -190,7 +190,7 @@ func BenchmarkInterceptorChain(b *testing.B) {
 	calls := []toolkit.Call{{ID: "c", Name: "scan", Args: benchArgs}}
 	ctx := context.Background()
 	wo, w := interleaved(b, func() { plain.Run(ctx, calls) }, func() {
-		if r := wrapped.Run(ctx, calls)[0]; r.State != toolkit.StateSuccess {
+		if r := wrapped.Run(ctx, calls)[0]; r.State != events.StateSuccess {
 			b.Fatal(r.Err)
 		}
 	})
@@ -233,7 +233,7 @@ func BenchmarkRunArgs(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				if rs := s.Run(ctx, calls); rs[n-1].State != toolkit.StateSuccess {
+				if rs := s.Run(ctx, calls); rs[n-1].State != events.StateSuccess {
 					b.Fatal(rs[n-1].Err)
 				}
 			}
@@ -264,7 +264,7 @@ func BenchmarkOutputSchema(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				if r := s.Run(ctx, calls)[0]; r.State != toolkit.StateSuccess {
+				if r := s.Run(ctx, calls)[0]; r.State != events.StateSuccess {
 					b.Fatal(r.Err)
 				}
 			}

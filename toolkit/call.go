@@ -23,7 +23,7 @@ type Call struct {
 // Duration when the call ends.
 type Result struct {
 	Call  Call
-	State State
+	State events.State
 	// Content is what the model sees: the concatenation of the call's deltas.
 	// In an interceptor, each result from next is the interceptor's own
 	// copy of the list (the bytes of JSON and binary parts are shared: do
@@ -31,7 +31,7 @@ type Result struct {
 	// replaces it: the engine emits a reset delta and the new content,
 	// which goes through the call's delta filters like every delta, so the
 	// deltas still add up to the result.
-	Content []Part
+	Content []events.Part
 	// Err is the cause of a failure, for errors.Is and errors.As: for example
 	// an *ArgumentError, an *UnknownToolError, a *PanicError, ErrTimeout or the
 	// error the handler returned.
@@ -51,7 +51,7 @@ func (r Result) IsError() bool { return r.State.IsError() }
 func (r Result) Text() string { return events.ContentText(r.Content) }
 
 // Final reports whether the result is final (not a suspension notice).
-func (r Result) Final() bool { return r.State != StateSuspended }
+func (r Result) Final() bool { return r.State != events.StateSuspended }
 
 type userKey struct{}
 

@@ -62,7 +62,7 @@ func TestUnknownToolDefaultUnchanged(t *testing.T) {
 	}
 	res := testutil.Run(t, tk, "s", testutil.Call("c1", "read_fil", `{"path":"a"}`))[0]
 	var ue *toolkit.UnknownToolError
-	if res.State != toolkit.StateError || !errors.As(res.Err, &ue) || !errors.Is(res.Err, toolkit.ErrUnknownTool) {
+	if res.State != events.StateError || !errors.As(res.Err, &ue) || !errors.Is(res.Err, toolkit.ErrUnknownTool) {
 		t.Fatalf("state %s, err %v", res.State, res.Err)
 	}
 	want := `Error: unknown tool "read_fil"; did you mean "read_file"? Available tools: read_file`
@@ -95,7 +95,7 @@ func TestUnknownToolAlias(t *testing.T) {
 		testutil.Call("bad", "readFile", `{"path":"a.txt","lines":500}`),
 		testutil.Call("none", "nothing_like_it", `{}`),
 	)
-	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "read a.txt lines 10" || rs[0].Call.Name != "readFile" {
+	if rs[0].State != events.StateSuccess || rs[0].Text() != "read a.txt lines 10" || rs[0].Call.Name != "readFile" {
 		t.Fatalf("aliased call: %s %q (%s)", rs[0].State, rs[0].Text(), rs[0].Call.Name)
 	}
 	if !errors.Is(rs[1].Err, toolkit.ErrInvalidArguments) || !strings.Contains(rs[1].Text(), "lines: must be <= 100") {
@@ -140,7 +140,7 @@ func TestUnknownToolEmulated(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := testutil.Run(t, tk, "s", testutil.Call("w", "weather", `{"City":"Oslo"}`), testutil.Call("x", "other", `{}`))
-	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "emulated: sunny in Oslo" {
+	if rs[0].State != events.StateSuccess || rs[0].Text() != "emulated: sunny in Oslo" {
 		t.Fatalf("emulated call: %s %q", rs[0].State, rs[0].Text())
 	}
 	if !errors.Is(rs[1].Err, toolkit.ErrUnknownTool) {
@@ -164,7 +164,7 @@ func TestInterceptorCannotSwapAKnownTool(t *testing.T) {
 		return next(ctx, inv)
 	}})
 	res := testutil.Run(t, tk, "s", testutil.Call("c", "read_file", `{"path":"a"}`))[0]
-	if res.State != toolkit.StateError || !strings.Contains(res.Text(), "only a call to an unknown tool can be pointed at another") {
+	if res.State != events.StateError || !strings.Contains(res.Text(), "only a call to an unknown tool can be pointed at another") {
 		t.Fatalf("%s %q", res.State, res.Text())
 	}
 }
@@ -210,7 +210,7 @@ func TestToolResolver(t *testing.T) {
 		testutil.Call("5", "nobody", `{}`),
 		testutil.Call("6", "boom", `{}`),
 	)
-	if rs[1].State != toolkit.StateSuccess || rs[1].Text() != "echo hi" {
+	if rs[1].State != events.StateSuccess || rs[1].Text() != "echo hi" {
 		t.Fatalf("resolved call: %s %q", rs[1].State, rs[1].Text())
 	}
 	if !sawFirstDone.Load() {

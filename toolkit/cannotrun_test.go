@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -55,7 +56,7 @@ func TestCannotRun(t *testing.T) {
 			t.Errorf("CannotRun in %s = %v (seen %v), want %v", k, got, ok, v)
 		}
 	}
-	if sub.State != toolkit.StateError {
+	if sub.State != events.StateError {
 		t.Errorf("nested call: %s", sub.State)
 	}
 }

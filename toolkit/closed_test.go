@@ -32,7 +32,7 @@ func TestBatchOnClosedSession(t *testing.T) {
 			s.Close()
 			rs := results(t, start(s, context.Background(), run, testutil.Call("1", "a", `{}`), testutil.Call("2", "a", `{}`)), "a batch on a closed session")
 			for _, r := range rs {
-				if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, toolkit.ErrClosed) {
+				if r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, toolkit.ErrClosed) {
 					t.Errorf("call %s: %s %v; want interrupted by ErrClosed", r.Call.ID, r.State, r.Err)
 				}
 				if !strings.Contains(r.Text(), `session "s"`) || !r.Started.IsZero() {
@@ -70,11 +70,11 @@ func TestExternalCallAfterSessionClosed(t *testing.T) {
 	close(release)
 	testutil.WaitFor(t, b.Done(), "the batch to end")
 	rs := b.Wait()
-	if rs[0].State != toolkit.StateSuccess {
+	if rs[0].State != events.StateSuccess {
 		t.Errorf("the call running at Close: %s %v", rs[0].State, rs[0].Err)
 	}
 	r := rs[1]
-	if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, toolkit.ErrClosed) || errors.Is(r.Err, toolkit.ErrInvalidCall) {
+	if r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, toolkit.ErrClosed) || errors.Is(r.Err, toolkit.ErrInvalidCall) {
 		t.Errorf("the external call: %s %v; want interrupted by ErrClosed", r.State, r.Err)
 	}
 	if !strings.Contains(r.Text(), "session was closed") {
@@ -88,7 +88,7 @@ func TestExternalCallAfterSessionClosed(t *testing.T) {
 	if got := s.Suspended(); len(got) != 0 {
 		t.Errorf("Suspended() = %v", got)
 	}
-	if err := s.Submit("2", []toolkit.Part{events.Text("late")}, nil); !errors.Is(err, toolkit.ErrClosed) {
+	if err := s.Submit("2", []events.Part{events.Text("late")}, nil); !errors.Is(err, toolkit.ErrClosed) {
 		t.Errorf("Submit after Close = %v, want ErrClosed", err)
 	}
 	rec.Check(t)
@@ -106,14 +106,14 @@ func TestExternalCallIDAlreadyWaiting(t *testing.T) {
 	first := s.Start(context.Background(), []toolkit.Call{testutil.Call("x", "ask", `{"question":"first"}`)})
 	waitSuspended(t, first)
 	rs := s.Run(context.Background(), []toolkit.Call{testutil.Call("x", "ask", `{"question":"second"}`)})
-	if r := rs[0]; r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrInvalidCall) ||
+	if r := rs[0]; r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidCall) ||
 		!strings.Contains(r.Text(), "already suspended") || !strings.Contains(r.Text(), `call "x"`) {
 		t.Errorf("the second call: %s %v %q", r.State, r.Err, r.Text())
 	}
-	if err := s.Submit("x", []toolkit.Part{events.Text("answer")}, nil); err != nil {
+	if err := s.Submit("x", []events.Part{events.Text("answer")}, nil); err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
-	if r := first.Wait()[0]; r.State != toolkit.StateSuccess || r.Text() != "answer" || string(r.Call.Args) != `{"question":"first"}` {
+	if r := first.Wait()[0]; r.State != events.StateSuccess || r.Text() != "answer" || string(r.Call.Args) != `{"question":"first"}` {
 		t.Errorf("the first call: %s %q %s", r.State, r.Text(), r.Call.Args)
 	}
 }
@@ -155,7 +155,7 @@ func TestSuspendAfterSessionClosed(t *testing.T) {
 		t.Errorf("ContextFailure of the wait: %v, want ErrClosed", err)
 	}
 	testutil.WaitFor(t, b.Done(), "the batch to end")
-	if r := b.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) || ran.Load() != 0 {
+	if r := b.Wait()[0]; r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) || ran.Load() != 0 {
 		t.Errorf("%s %v; ran %d", r.State, r.Err, ran.Load())
 	}
 }
@@ -193,7 +193,7 @@ func TestBatchHookSuspendAfterSessionClosed(t *testing.T) {
 	}
 	testutil.WaitFor(t, b.Done(), "the batch to end")
 	for _, r := range b.Wait() {
-		if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
+		if r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
 			t.Errorf("call %s: %s %v", r.Call.ID, r.State, r.Err)
 		}
 	}

@@ -22,7 +22,7 @@ func TestDynamicOutputs(t *testing.T) {
 		X int `json:"x"`
 	}
 	outputs := map[string]any{
-		"nil": nil, "empty": "", "text": "hi", "parts": []toolkit.Part{events.Text("a"), events.Text("b")},
+		"nil": nil, "empty": "", "text": "hi", "parts": []events.Part{events.Text("a"), events.Text("b")},
 		"part": events.Text("one"), "nobytes": []byte{}, "bytes": []byte("raw"), "norawjson": json.RawMessage(nil),
 		"rawjson": json.RawMessage(`{"a":1}`), "badjson": json.RawMessage(`{bad`), "nilptr": (*point)(nil),
 		"value": point{3}, "func": func() {},
@@ -34,7 +34,7 @@ func TestDynamicOutputs(t *testing.T) {
 		calls = append(calls, testutil.Call(name, name, `{}`))
 	}
 	testutil.Add(t, tk,
-		testutil.Tool(t, toolkit.Spec{Name: "typedpart"}, func(context.Context, none) (toolkit.Part, error) { return events.Text("typed part"), nil }),
+		testutil.Tool(t, toolkit.Spec{Name: "typedpart"}, func(context.Context, none) (events.Part, error) { return events.Text("typed part"), nil }),
 		testutil.Tool(t, toolkit.Spec{Name: "typedraw"}, func(context.Context, none) (json.RawMessage, error) { return json.RawMessage(`[1,2]`), nil }),
 		testutil.Tool(t, toolkit.Spec{Name: "typedbadraw"}, func(context.Context, none) (json.RawMessage, error) { return json.RawMessage(`[1,`), nil }),
 		testutil.Tool(t, toolkit.Spec{Name: "typednobytes"}, func(context.Context, none) ([]byte, error) { return nil, nil }),
@@ -51,12 +51,12 @@ func TestDynamicOutputs(t *testing.T) {
 	for _, r := range rs {
 		id := r.Call.ID
 		if msg, ok := failing[id]; ok {
-			if r.State != toolkit.StateError || !strings.Contains(r.Text(), msg) {
+			if r.State != events.StateError || !strings.Contains(r.Text(), msg) {
 				t.Errorf("%s: %s %q, want an error saying %q", id, r.State, r.Text(), msg)
 			}
 			continue
 		}
-		if r.State != toolkit.StateSuccess || r.Text() != want[id] {
+		if r.State != events.StateSuccess || r.Text() != want[id] {
 			t.Errorf("%s: %s %q, want %q", id, r.State, r.Text(), want[id])
 		}
 	}
@@ -97,7 +97,7 @@ func TestToolConstructionErrors(t *testing.T) {
 		t.Errorf("Register(nil): %v", err)
 	}
 	raw, err := toolkit.NewRawTool(toolkit.Spec{Name: "raw", Presets: map[string]any{"a": 1}}, []byte(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}}}`),
-		func(context.Context, json.RawMessage) ([]toolkit.Part, error) { return nil, nil })
+		func(context.Context, json.RawMessage) ([]events.Part, error) { return nil, nil })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -43,13 +44,13 @@ func TestInterceptorCancelsItsOwnContext(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	if r := testutil.Run(t, tk, "s", testutil.Call("live", "slow", `{}`))[0]; r.State != toolkit.StateInterrupted ||
+	if r := testutil.Run(t, tk, "s", testutil.Call("live", "slow", `{}`))[0]; r.State != events.StateInterrupted ||
 		!errors.Is(r.Err, context.Canceled) || strings.Contains(r.Text(), "<nil>") {
 		t.Errorf("ContextFailure of a live context: %s %v %q", r.State, r.Err, r.Text())
 	}
 	for _, id := range []string{"before", "asked", "while"} {
 		r := testutil.Run(t, tk, "s", testutil.Call(id, "slow", `{}`))[0]
-		if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, won) ||
+		if r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, won) ||
 			!strings.Contains(r.Text(), won.Error()) || strings.Contains(r.Text(), "<nil>") {
 			t.Errorf("call %s: %s %v %q", id, r.State, r.Err, r.Text())
 		}

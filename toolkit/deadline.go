@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/stream"
 )
 
@@ -350,7 +351,7 @@ func (st *stage) expire(s *scope) {
 		if len(st.calls) > st.batch.tk.opts.maxParallel {
 			why = fmt.Sprintf("waiting for a free slot (at most %d calls run in parallel)", st.batch.tk.opts.maxParallel)
 		}
-		c.finish(StateTimeout, nil, c.timedOutWaiting(why))
+		c.finish(events.StateTimeout, nil, c.timedOutWaiting(why))
 	}
 }
 
@@ -447,7 +448,7 @@ func (inv *Invocation) Within(ctx context.Context, d, grace time.Duration, next 
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
-				done <- Failure(StateError, c.panicked("an interceptor", v))
+				done <- Failure(events.StateError, c.panicked("an interceptor", v))
 			}
 		}()
 		done <- next(s, &cp)
@@ -533,7 +534,7 @@ var errCallDeadline = errors.New("call deadline exceeded")
 // ctxFailure classifies a call whose context ctx ended: its own deadline
 // (timeout) or the batch's cancellation (interrupted). handlerErr is what the
 // handler returned, if it did.
-func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) {
+func (c *call) ctxFailure(ctx context.Context, handlerErr error) (events.State, error) {
 	name := shownName(c.call.Name)
 	suffix := ""
 	if handlerErr != nil {
@@ -563,7 +564,7 @@ func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) 
 		if innerDeadline {
 			after = time.Since(c.startedAt()).Round(time.Millisecond)
 		}
-		return StateTimeout, &callError{kind: ErrTimeout, cause: cause,
+		return events.StateTimeout, &callError{kind: ErrTimeout, cause: cause,
 			msg: fmt.Sprintf("tool %q timed out after %v%s", name, after, suffix)}
 	}
 	why := c.batch.err()
@@ -586,7 +587,7 @@ func (c *call) ctxFailure(ctx context.Context, handlerErr error) (State, error) 
 		cause = errors.Join(why, handlerErr)
 		msg += suffix
 	}
-	return StateInterrupted, &callError{kind: ErrInterrupted, cause: cause, msg: msg}
+	return events.StateInterrupted, &callError{kind: ErrInterrupted, cause: cause, msg: msg}
 }
 
 // clock is the toolkit's single timer for deadlines and grace periods. Scopes

@@ -41,7 +41,7 @@ func TestDecidedCallNeverTimesOut(t *testing.T) {
 	b := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{
 		testutil.Call("1", "deaf", `{}`), testutil.Call("2", "deaf", `{}`),
 		testutil.Call("3", "deaf", `{}`), testutil.Call("4", "deaf", `{}`), testutil.Call("1", "deaf", `{}`),
-	}, toolkit.WithResult(3, toolkit.Failure(toolkit.StateError, cut)))
+	}, toolkit.WithResult(3, toolkit.Failure(events.StateError, cut)))
 	select {
 	case <-b.Done():
 	case <-time.After(5 * time.Second):
@@ -49,14 +49,14 @@ func TestDecidedCallNeverTimesOut(t *testing.T) {
 	}
 	rs := b.Wait()
 	for _, r := range rs[:2] {
-		if r.State != toolkit.StateTimeout {
+		if r.State != events.StateTimeout {
 			t.Errorf("call %s: %s %v", r.Call.ID, r.State, r.Err)
 		}
 	}
-	if r := rs[2]; r.State != toolkit.StateDenied || !errors.Is(r.Err, denied) || !strings.Contains(r.Text(), denied.Error()) {
+	if r := rs[2]; r.State != events.StateDenied || !errors.Is(r.Err, denied) || !strings.Contains(r.Text(), denied.Error()) {
 		t.Errorf("the denied call: %s %v %q", r.State, r.Err, r.Text())
 	}
-	if r := rs[3]; r.State != toolkit.StateError || !errors.Is(r.Err, cut) || r.Text() != "Error: "+cut.Error() {
+	if r := rs[3]; r.State != events.StateError || !errors.Is(r.Err, cut) || r.Text() != "Error: "+cut.Error() {
 		t.Errorf("the call given its outcome: %s %v %q", r.State, r.Err, r.Text())
 	}
 	if r := rs[4]; !errors.Is(r.Err, toolkit.ErrInvalidCall) || !strings.Contains(r.Text(), "duplicate call id") {
@@ -83,8 +83,8 @@ func TestDecidedCallPastItsDeadlineAtStart(t *testing.T) {
 	holdRunner(t, "1", true, func(ctx context.Context) { await(t, ctx.Done(), "the call's deadline") })
 	denied := errors.New("a person said no")
 	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "write", `{}`)},
-		toolkit.WithResult(0, toolkit.Failure(toolkit.StateDenied, denied)))
-	if r := rs[0]; r.State != toolkit.StateDenied || !errors.Is(r.Err, denied) || r.Text() != "Error: "+denied.Error() {
+		toolkit.WithResult(0, toolkit.Failure(events.StateDenied, denied)))
+	if r := rs[0]; r.State != events.StateDenied || !errors.Is(r.Err, denied) || r.Text() != "Error: "+denied.Error() {
 		t.Errorf("%s %v %q", r.State, r.Err, r.Text())
 	}
 	if got := testutil.Types(rec.Of("1")); !slices.Equal(got, []events.Type{events.TypeStart, events.TypeDelta, events.TypeResult}) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -195,7 +196,7 @@ func TestDeriveClose(t *testing.T) {
 	if err := sub.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if r := run1(t, parent, context.Background(), "p1", "ping", `{}`); r.State != toolkit.StateSuccess {
+	if r := run1(t, parent, context.Background(), "p1", "ping", `{}`); r.State != events.StateSuccess {
 		t.Fatalf("closing the sub-agent closed the parent: %s %q", r.State, r.Text())
 	}
 
@@ -221,7 +222,7 @@ func TestDeriveClose(t *testing.T) {
 	default:
 		t.Fatal("parent.Close returned before the sub-agent's batch ended")
 	}
-	if r := b.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
+	if r := b.Wait()[0]; r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
 		t.Fatalf("the sub-agent's call: %s %v", r.State, r.Err)
 	}
 	if _, err := sub2.Session("other"); !errors.Is(err, toolkit.ErrClosed) {

@@ -101,9 +101,9 @@ func ExampleSession_Submit() {
 	sess, _ := tk.Session("s")
 	run := sess.Start(context.Background(), []toolkit.Call{{ID: "q1", Name: "confirm", Args: json.RawMessage(`{"question":"Delete 3 files?"}`)}})
 	for r := range run.Results() {
-		if r.State == toolkit.StateSuspended {
+		if r.State == events.StateSuspended {
 			// Show the question to the user, then submit the answer.
-			sess.Submit(r.Call.ID, []toolkit.Part{events.Text("yes")}, nil)
+			sess.Submit(r.Call.ID, []events.Part{events.Text("yes")}, nil)
 		}
 	}
 	fmt.Println(run.Wait()[0].Text())
@@ -130,7 +130,7 @@ func ExampleWithResult() {
 		{ID: "c2", Name: "write", Args: json.RawMessage(`{"path":"b.txt","te`)},
 	}
 	cut := errors.New("your reply was cut before this call's arguments ended; write it again, shorter")
-	for _, r := range sess.Run(context.Background(), calls, toolkit.WithResult(1, toolkit.Failure(toolkit.StateError, cut))) {
+	for _, r := range sess.Run(context.Background(), calls, toolkit.WithResult(1, toolkit.Failure(events.StateError, cut))) {
 		fmt.Printf("%s %s: %s\n", r.Call.ID, r.State, r.Text())
 	}
 	// Output:

@@ -27,12 +27,6 @@ func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
 	return CallInfo{Session: c.batch.sess.id, CallID: c.call.ID, Tool: c.call.Name, Agent: c.batch.agent}, true
 }
 
-// SessionID returns the session of the call running with ctx, or "".
-func SessionID(ctx context.Context) string {
-	c, _ := CallInfoFrom(ctx)
-	return c.Session
-}
-
 // call is the engine's state for one call of a batch: who it is, where it
 // runs, how far it got. Its life is in this file: begin, run, finish,
 // abandon. Its other roles are types of their own that it holds: its
@@ -132,7 +126,7 @@ func (c *call) exec() bool {
 	if v := c.batch.vis; v != nil {
 		t, err := c.runsAs(v, c.tool)
 		if err != nil {
-			return c.finish(StateError, nil, err)
+			return c.finish(events.StateError, nil, err)
 		}
 		c.exe = t
 	}
@@ -140,7 +134,7 @@ func (c *call) exec() bool {
 	// are prepared (unwrapped, presets, nulls, defaults, validated) first.
 	args, err := c.exe.prepare(c.call.Args)
 	if err != nil {
-		return c.finish(StateError, nil, err)
+		return c.finish(events.StateError, nil, err)
 	}
 	c.args = args
 	c.out.em.Init(&c.out, c.out.observed())
@@ -178,7 +172,7 @@ func (c *call) runChain(h Handler) (out Result) {
 	defer c.ic.locals.clear()
 	defer func() {
 		if v := recover(); v != nil {
-			out = Failure(StateError, c.panicked("an interceptor", v))
+			out = Failure(events.StateError, c.panicked("an interceptor", v))
 		}
 	}()
 	return h(c, &c.ic.inv)
@@ -234,9 +228,9 @@ func (c *call) begin() bool {
 			c.started = time.Time{} // it never started
 			c.mu.Unlock()
 			if timedOut {
-				c.finish(StateTimeout, nil, c.timedOutWaiting("before it could start"))
+				c.finish(events.StateTimeout, nil, c.timedOutWaiting("before it could start"))
 			} else {
-				c.finish(StateInterrupted, nil, c.batch.notStarted(c))
+				c.finish(events.StateInterrupted, nil, c.batch.notStarted(c))
 			}
 			return false
 		}
@@ -275,11 +269,11 @@ func (c *call) core(ctx context.Context, inv *Invocation) Result {
 	}
 	if ctx.Err() != nil {
 		state, err := c.ctxFailure(ctx, nil)
-		return c.out.outcome(n, state, Part{}, nil, err)
+		return c.out.outcome(n, state, events.Part{}, nil, err)
 	}
 	exe, args, err := c.argsFor(n, inv)
 	if err != nil {
-		return c.out.outcome(n, StateError, Part{}, nil, err)
+		return c.out.outcome(n, events.StateError, events.Part{}, nil, err)
 	}
 	if exe.spec.External {
 		return c.waitExternal(ctx, n)
@@ -295,7 +289,7 @@ func (c *call) core(ctx context.Context, inv *Invocation) Result {
 	em.Flush() // the start of a character a last Write cut, before what the handler returned
 	switch {
 	case err == nil:
-		out := c.out.outcome(n, StateSuccess, one, parts, nil)
+		out := c.out.outcome(n, events.StateSuccess, one, parts, nil)
 		if c.exe.typed != nil && len(parts) == 0 && one.IsEmpty() {
 			// A typed tool that returned nothing (a nil pointer or map)
 			// has no structured result.
@@ -303,12 +297,12 @@ func (c *call) core(ctx context.Context, inv *Invocation) Result {
 		}
 		return c.checkOutput(out)
 	case errors.Is(err, ErrPanic):
-		return c.out.outcome(n, StateError, Part{}, nil, err)
+		return c.out.outcome(n, events.StateError, events.Part{}, nil, err)
 	case ctx.Err() != nil:
 		state, cerr := c.ctxFailure(ctx, err)
 		return c.out.outcome(n, state, one, parts, cerr)
 	default:
-		return c.out.outcome(n, StateError, one, parts, err)
+		return c.out.outcome(n, events.StateError, one, parts, err)
 	}
 }
 
@@ -320,11 +314,11 @@ func (c *call) core(ctx context.Context, inv *Invocation) Result {
 // raw tool (an external one too) that declared a schema must give one.
 func (c *call) checkOutput(out Result) Result {
 	o := c.exe.output
-	if o == nil || out.State != StateSuccess || out.Content == nil {
+	if o == nil || out.State != events.StateSuccess || out.Content == nil {
 		return out
 	}
 	if err := o.check(c.call.Name, out.Content, c.exe.typed != nil); err != nil {
-		return Failure(StateError, err)
+		return Failure(events.StateError, err)
 	}
 	return out
 }
@@ -360,13 +354,13 @@ func (c *call) argsFor(n int, inv *Invocation) (*Tool, prepared, error) {
 }
 
 // invoke calls the handler, turning a panic into a *PanicError.
-func (c *call) invoke(ctx context.Context, exe *Tool, args prepared) (one Part, parts []Part, err error) {
+func (c *call) invoke(ctx context.Context, exe *Tool, args prepared) (one events.Part, parts []events.Part, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
 			c.batch.tk.log.Error().Str("tool", c.call.Name).Str("call", c.call.ID).
 				Interface("panic", v).Bytes("stack", stack).Msg("toolstream: tool panicked")
-			one, parts, err = Part{}, nil, &PanicError{Tool: c.call.Name, Value: v, Stack: stack}
+			one, parts, err = events.Part{}, nil, &PanicError{Tool: c.call.Name, Value: v, Stack: stack}
 		}
 	}()
 	return exe.invoke(ctx, args)
@@ -419,13 +413,13 @@ func (c *call) startedAt() time.Time {
 // (the call never started, failed before running, or was abandoned): parts
 // and the failure's message become the last deltas. Only the first ending
 // of a call counts; finish reports whether this one did.
-func (c *call) finish(state State, parts []Part, err error) bool {
+func (c *call) finish(state events.State, parts []events.Part, err error) bool {
 	c.mu.Lock()
 	if c.out.finished {
 		c.mu.Unlock()
 		return false
 	}
-	c.out.addLast(state, Part{}, parts, err)
+	c.out.addLast(state, events.Part{}, parts, err)
 	c.out.flushFilters()
 	if c.out.broken() != nil {
 		state, err = c.out.withhold() // an ending the engine decided fails closed too
@@ -450,9 +444,9 @@ func (c *call) finishOutcome(out Result) bool {
 	}
 	state := out.State
 	if state == "" {
-		state = StateSuccess
+		state = events.StateSuccess
 	}
-	c.direct = state == StateSuccess && c.exe != nil && c.exe.spec.ReturnDirect && answers(c.out.content.parts())
+	c.direct = state == events.StateSuccess && c.exe != nil && c.exe.spec.ReturnDirect && answers(c.out.content.parts())
 	c.complete(state, out.Err)
 	return true
 }
@@ -460,7 +454,7 @@ func (c *call) finishOutcome(out Result) bool {
 // answers reports whether content can be a final answer for the user: it
 // holds something besides blank text. An empty return-direct result goes
 // back to the model, which can do better than show the user nothing.
-func answers(content []Part) bool {
+func answers(content []events.Part) bool {
 	for _, p := range content {
 		if p.Type != events.PartText || strings.TrimSpace(p.Text) != "" {
 			return true
@@ -471,7 +465,7 @@ func answers(content []Part) bool {
 
 // complete emits the result event and hands the result to the batch. c.mu
 // must be held; it is released.
-func (c *call) complete(state State, err error) {
+func (c *call) complete(state events.State, err error) {
 	if c.started.IsZero() {
 		c.startTrace() // a call that never started is traced all the same
 	}
@@ -502,7 +496,7 @@ func (c *call) decide(out Result) {
 		return
 	}
 	if out.State == "" {
-		out.State = StateSuccess
+		out.State = events.StateSuccess
 	}
 	c.preErr = &decided{out: out}
 }

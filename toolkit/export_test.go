@@ -3,6 +3,8 @@ package toolkit
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/toolstream/toolstream/events"
 )
 
 // PreparedForTest runs the argument pass as the engine does before a call
@@ -17,14 +19,14 @@ func PreparedForTest(t *Tool, raw json.RawMessage) (json.RawMessage, any, error)
 }
 
 // InvokeForTest runs the tool's handler on prepared arguments.
-func InvokeForTest(ctx context.Context, t *Tool, raw json.RawMessage) ([]Part, error) {
+func InvokeForTest(ctx context.Context, t *Tool, raw json.RawMessage) ([]events.Part, error) {
 	p, err := t.prepare(raw)
 	if err != nil {
 		return nil, err
 	}
 	one, parts, err := t.invoke(ctx, p)
 	if !one.IsEmpty() {
-		parts = append([]Part{one}, parts...)
+		parts = append([]events.Part{one}, parts...)
 	}
 	return parts, err
 }

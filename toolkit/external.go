@@ -11,8 +11,8 @@ import (
 // extResult is what Session.Submit (or Session.Close) hands a waiting
 // external call.
 type extResult struct {
-	state State
-	parts []Part
+	state events.State
+	parts []events.Part
 	err   error
 }
 
@@ -34,9 +34,9 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Result {
 		if err == ErrClosed {
 			// The session was closed while the batch ran: nobody can
 			// Submit, and the call ends like those that waited at Close.
-			return c.out.outcome(attempt, StateInterrupted, Part{}, nil, closedWaitErr(c.call.Name))
+			return c.out.outcome(attempt, events.StateInterrupted, events.Part{}, nil, closedWaitErr(c.call.Name))
 		}
-		return c.out.outcome(attempt, StateError, Part{}, nil, &callError{kind: ErrInvalidCall, cause: err,
+		return c.out.outcome(attempt, events.StateError, events.Part{}, nil, &callError{kind: ErrInvalidCall, cause: err,
 			msg: fmt.Sprintf("call %q of tool %q cannot be suspended: %v", c.call.ID, c.call.Name, err)})
 	}
 	if hooks := c.waitHooks(); len(hooks) > 0 {
@@ -51,7 +51,7 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Result {
 	c.makeWay() // waiting outside uses no local capacity
 	select {
 	case r := <-ext:
-		return c.checkOutput(c.out.outcome(attempt, r.state, Part{}, r.parts, r.err))
+		return c.checkOutput(c.out.outcome(attempt, r.state, events.Part{}, r.parts, r.err))
 	case <-ctx.Done():
 		if !c.batch.sess.unsuspend(c) {
 			// Submit (or Session.Close) took the call just in time and is
@@ -62,17 +62,17 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Result {
 				extTaken()
 			}
 			r := <-ext
-			return c.checkOutput(c.out.outcome(attempt, r.state, Part{}, r.parts, r.err))
+			return c.checkOutput(c.out.outcome(attempt, r.state, events.Part{}, r.parts, r.err))
 		}
 		state, err := c.ctxFailure(ctx, nil)
-		return c.out.outcome(attempt, state, Part{}, nil, err)
+		return c.out.outcome(attempt, state, events.Part{}, nil, err)
 	}
 }
 
 // endExternalWait takes a call that waits for Session.Submit out of its
 // session and hands its wait the ending (call.abandon), as Session.Close
 // does; a call that does not wait there is left alone.
-func (c *call) endExternalWait(state State, err error) {
+func (c *call) endExternalWait(state events.State, err error) {
 	if c.batch.sess.unsuspend(c) { // an external tool's, or one an Unknown interceptor aliased to it
 		c.side.ext <- extResult{state: state, err: err} // room: only who unsuspends sends
 	}

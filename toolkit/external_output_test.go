@@ -40,28 +40,28 @@ func TestSubmitRefusesNonConformingOutput(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	run := s.Start(context.Background(), []toolkit.Call{testutil.Call("e", "pick_colour", `{"question":"?"}`)})
 	for r := range run.Results() {
-		if r.State != toolkit.StateSuspended {
+		if r.State != events.StateSuspended {
 			continue
 		}
-		err := s.Submit("e", []toolkit.Part{jsonPart(`{"colour":"green"}`)}, nil)
+		err := s.Submit("e", []events.Part{jsonPart(`{"colour":"green"}`)}, nil)
 		var oe *toolkit.OutputError
 		if !errors.Is(err, toolkit.ErrInvalidOutput) || !errors.As(err, &oe) || !strings.Contains(err.Error(), "colour") {
 			t.Fatalf("Submit(non-conforming) = %v, want an *OutputError about colour", err)
 		}
-		err = s.Submit("e", []toolkit.Part{events.Text("blue")}, nil)
+		err = s.Submit("e", []events.Part{events.Text("blue")}, nil)
 		if !errors.Is(err, toolkit.ErrInvalidOutput) || !strings.Contains(err.Error(), "no structured result") {
 			t.Fatalf("Submit(text only) = %v, want ErrInvalidOutput: no structured result", err)
 		}
 		if got := s.Suspended(); len(got) != 1 || got[0].ID != "e" {
 			t.Fatalf("after refused Submits, Suspended() = %v, want the call still waiting", got)
 		}
-		if err := s.Submit("e", []toolkit.Part{events.Text("here: "), jsonPart(`{"colour":"blue"}`)}, nil); err != nil {
+		if err := s.Submit("e", []events.Part{events.Text("here: "), jsonPart(`{"colour":"blue"}`)}, nil); err != nil {
 			t.Fatalf("Submit(valid) = %v", err)
 		}
 		// A failure is not checked: it has no structured result.
 	}
 	r := run.Wait()[0]
-	if r.State != toolkit.StateSuccess || r.Err != nil {
+	if r.State != events.StateSuccess || r.Err != nil {
 		t.Fatalf("result %s %v %q", r.State, r.Err, r.Text())
 	}
 	if got := r.Text(); strings.Contains(got, "green") || !strings.Contains(got, "blue") {
@@ -78,13 +78,13 @@ func TestSubmitErrorNotChecked(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	run := s.Start(context.Background(), []toolkit.Call{testutil.Call("e", "pick_colour", `{}`)})
 	for r := range run.Results() {
-		if r.State == toolkit.StateSuspended {
+		if r.State == events.StateSuspended {
 			if err := s.Submit("e", nil, errors.New("the user left")); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if r := run.Wait()[0]; r.State != toolkit.StateError || r.Text() != "Error: the user left" {
+	if r := run.Wait()[0]; r.State != events.StateError || r.Text() != "Error: the user left" {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 }
@@ -100,7 +100,7 @@ func TestExternalOutputCheckedAfterFilters(t *testing.T) {
 	testutil.Add(t, tk, externalWithOutput(t, "pick_colour"))
 	seen := make(chan toolkit.Result, 1)
 	if err := tk.Use(toolkit.Interceptor{Name: "redact", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
-		inv.FilterDeltas(func(p toolkit.Part) toolkit.Part {
+		inv.FilterDeltas(func(p events.Part) events.Part {
 			if p.Type == events.PartJSON {
 				p.JSON = json.RawMessage(strings.ReplaceAll(string(p.JSON), "blue", "[redacted]"))
 			}
@@ -115,8 +115,8 @@ func TestExternalOutputCheckedAfterFilters(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	run := s.Start(context.Background(), []toolkit.Call{testutil.Call("e", "pick_colour", `{}`)})
 	for r := range run.Results() {
-		if r.State == toolkit.StateSuspended {
-			if err := s.Submit("e", []toolkit.Part{jsonPart(`{"colour":"blue"}`)}, nil); err != nil {
+		if r.State == events.StateSuspended {
+			if err := s.Submit("e", []events.Part{jsonPart(`{"colour":"blue"}`)}, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -125,28 +125,28 @@ func TestExternalOutputCheckedAfterFilters(t *testing.T) {
 	if out := <-seen; !errors.Is(out.Err, toolkit.ErrInvalidOutput) {
 		t.Fatalf("the interceptor saw %s %v, want ErrInvalidOutput", out.State, out.Err)
 	}
-	if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrInvalidOutput) || !strings.Contains(r.Text(), "does not match its output schema") {
+	if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidOutput) || !strings.Contains(r.Text(), "does not match its output schema") {
 		t.Fatalf("result %s %v %q", r.State, r.Err, r.Text())
 	}
 	testutil.CheckDeltasAddUp(t, rec, r)
 }
 
-func jsonPart(s string) toolkit.Part {
-	return toolkit.Part{Type: events.PartJSON, JSON: json.RawMessage(s)}
+func jsonPart(s string) events.Part {
+	return events.Part{Type: events.PartJSON, JSON: json.RawMessage(s)}
 }
 
 // TestToolCheckOutput: Tool.CheckOutput is the engine's check, for code that
 // hands a result over on its own (package durable).
 func TestToolCheckOutput(t *testing.T) {
 	tool := externalWithOutput(t, "pick_colour")
-	if err := tool.CheckOutput([]toolkit.Part{jsonPart(`{"colour":"red"}`)}); err != nil {
+	if err := tool.CheckOutput([]events.Part{jsonPart(`{"colour":"red"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tool.CheckOutput([]toolkit.Part{jsonPart(`{}`)}); !errors.Is(err, toolkit.ErrInvalidOutput) {
+	if err := tool.CheckOutput([]events.Part{jsonPart(`{}`)}); !errors.Is(err, toolkit.ErrInvalidOutput) {
 		t.Fatalf("CheckOutput({}) = %v", err)
 	}
 	plain := externalTool(t, toolkit.Spec{Name: "ask"})
-	if err := plain.CheckOutput([]toolkit.Part{events.Text("anything")}); err != nil {
+	if err := plain.CheckOutput([]events.Part{events.Text("anything")}); err != nil {
 		t.Fatalf("no schema: %v", err)
 	}
 }

@@ -37,7 +37,7 @@ func TestExternalToolResume(t *testing.T) {
 	var seen []string
 	for r := range run.Results() {
 		seen = append(seen, r.Call.ID+":"+string(r.State))
-		if r.State == toolkit.StateSuspended {
+		if r.State == events.StateSuspended {
 			if r.Final() || string(r.Call.Args) != `{"question":"colour?"}` {
 				t.Errorf("suspension notice %+v", r)
 			}
@@ -47,10 +47,10 @@ func TestExternalToolResume(t *testing.T) {
 			if err := s.Submit("nope", nil, nil); !errors.Is(err, toolkit.ErrUnknownCall) {
 				t.Errorf("Submit(unknown) = %v", err)
 			}
-			if err := s.Submit("ext", []toolkit.Part{events.Text("blue")}, nil); err != nil {
+			if err := s.Submit("ext", []events.Part{events.Text("blue")}, nil); err != nil {
 				t.Errorf("Submit: %v", err)
 			}
-			if err := s.Submit("ext", []toolkit.Part{events.Text("again")}, nil); !errors.Is(err, toolkit.ErrUnknownCall) {
+			if err := s.Submit("ext", []events.Part{events.Text("again")}, nil); !errors.Is(err, toolkit.ErrUnknownCall) {
 				t.Errorf("second Submit = %v", err)
 			}
 		}
@@ -62,7 +62,7 @@ func TestExternalToolResume(t *testing.T) {
 		t.Fatalf("suspension after result: %v", seen)
 	}
 	rs := run.Wait()
-	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "blue" {
+	if rs[0].State != events.StateSuccess || rs[0].Text() != "blue" {
 		t.Fatalf("external result %s %q", rs[0].State, rs[0].Text())
 	}
 	if got := testutil.Types(rec.Of("ext")); !slices.Equal(got, []events.Type{"start", "suspend", "delta", "result"}) {
@@ -79,14 +79,14 @@ func TestExternalToolSubmitError(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	run := s.Start(context.Background(), []toolkit.Call{testutil.Call("e", "ask_user", `{"question":"?"}`)})
 	for r := range run.Results() {
-		if r.State == toolkit.StateSuspended {
+		if r.State == events.StateSuspended {
 			if err := s.Submit("e", nil, errors.New("user closed the dialog")); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	r := run.Wait()[0]
-	if r.State != toolkit.StateError || r.Text() != "Error: user closed the dialog" {
+	if r.State != events.StateError || r.Text() != "Error: user closed the dialog" {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 }
@@ -104,13 +104,13 @@ func TestSerialExternalBlocksLaterCalls(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	run := s.Start(context.Background(), []toolkit.Call{testutil.Call("e", "ask", `{"question":"?"}`), testutil.Call("a", "after", ``)})
 	for r := range run.Results() {
-		if r.State == toolkit.StateSuspended {
+		if r.State == events.StateSuspended {
 			select {
 			case <-ran:
 				t.Fatal("the call after a suspended serial call ran before the submission")
 			default:
 			}
-			if err := s.Submit("e", []toolkit.Part{events.Text("ok")}, nil); err != nil {
+			if err := s.Submit("e", []events.Part{events.Text("ok")}, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -123,10 +123,10 @@ func TestExternalToolTimeoutAndValidation(t *testing.T) {
 	testutil.Add(t, tk, externalTool(t, toolkit.Spec{Name: "ask", ConcurrencySafe: true, Timeout: 20 * time.Millisecond}))
 	s := testutil.Session(t, tk, "s")
 	rs := s.Run(context.Background(), []toolkit.Call{testutil.Call("t", "ask", `{"question":"?"}`), testutil.Call("v", "ask", `{}`)})
-	if rs[0].State != toolkit.StateTimeout || !errors.Is(rs[0].Err, toolkit.ErrTimeout) {
+	if rs[0].State != events.StateTimeout || !errors.Is(rs[0].Err, toolkit.ErrTimeout) {
 		t.Fatalf("timeout: %s %v", rs[0].State, rs[0].Err)
 	}
-	if rs[1].State != toolkit.StateError || !strings.Contains(rs[1].Text(), "question: is required") {
+	if rs[1].State != events.StateError || !strings.Contains(rs[1].Text(), "question: is required") {
 		t.Fatalf("validation: %s %q", rs[1].State, rs[1].Text())
 	}
 	if len(s.Suspended()) != 0 {
@@ -143,19 +143,19 @@ func TestSessionCloseInterruptsSuspended(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	run := s.Start(context.Background(), []toolkit.Call{testutil.Call("e", "ask", `{"question":"?"}`)})
 	for r := range run.Results() {
-		if r.State == toolkit.StateSuspended {
+		if r.State == events.StateSuspended {
 			s.Close()
 		}
 	}
 	r := run.Wait()[0]
-	if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
+	if r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
 	if slices.Contains(tk.Sessions(), "s") {
 		t.Fatal("closed session still listed")
 	}
 	// An answer that comes after the close is told why it is too late.
-	if err := s.Submit("e", []toolkit.Part{events.Text("late")}, nil); !errors.Is(err, toolkit.ErrClosed) {
+	if err := s.Submit("e", []events.Part{events.Text("late")}, nil); !errors.Is(err, toolkit.ErrClosed) {
 		t.Fatalf("Submit after Close = %v, want ErrClosed", err)
 	}
 }
@@ -189,7 +189,7 @@ func TestOnWait(t *testing.T) {
 			note(inv.Call.ID + " hook " + reason)
 			if reason == "external" && len(s.Suspended()) == 1 {
 				// Registered: an answer given now is taken.
-				if err := s.Submit(inv.Call.ID, []toolkit.Part{events.Text("blue")}, nil); err != nil {
+				if err := s.Submit(inv.Call.ID, []events.Part{events.Text("blue")}, nil); err != nil {
 					note("submit: " + err.Error())
 				}
 			}
@@ -208,7 +208,7 @@ func TestOnWait(t *testing.T) {
 	rs = append(rs, s.Run(context.Background(), []toolkit.Call{testutil.Call("e", "ask_user", `{"question":"?"}`)})...)
 	rs = append(rs, s.Run(context.Background(), []toolkit.Call{testutil.Call("removed", "guarded", ``)})...)
 	for _, r := range rs {
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("%s: %s %q", r.Call.ID, r.State, r.Text())
 		}
 	}
@@ -253,7 +253,7 @@ func TestSuspendWhileContextRead(t *testing.T) {
 		return next(resumed, inv)
 	}})
 	rs := testutil.Run(t, tk, "s", testutil.Call("g", "guarded", ``))
-	if rs[0].State != toolkit.StateSuccess {
+	if rs[0].State != events.StateSuccess {
 		t.Fatalf("%s: %v", rs[0].State, rs[0].Err)
 	}
 }

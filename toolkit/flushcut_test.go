@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
@@ -34,7 +35,7 @@ func TestReturnFlushesACutCharacter(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "cat", `{}`)})[0]
-		if r.State != toolkit.StateSuccess || r.Text() != "café!" {
+		if r.State != events.StateSuccess || r.Text() != "café!" {
 			t.Errorf("%d attempts: %s %v %q, want café!", attempts, r.State, r.Err, r.Text())
 		}
 		testutil.CheckDeltasAddUp(t, rec, r)

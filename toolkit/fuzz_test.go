@@ -39,13 +39,13 @@ func FuzzToolName(f *testing.F) {
 		}
 		r := sess.Run(context.Background(), []toolkit.Call{{ID: "1", Name: name}})[0]
 		if slices.Contains([]string{"search_text", "count_lines", "hash_files"}, name) {
-			if r.State != toolkit.StateSuccess {
+			if r.State != events.StateSuccess {
 				t.Fatalf("%q: %s", name, r.Text())
 			}
 			return
 		}
 		var ue *toolkit.UnknownToolError
-		if r.State != toolkit.StateError || !errors.As(r.Err, &ue) || ue.Name != name {
+		if r.State != events.StateError || !errors.As(r.Err, &ue) || ue.Name != name {
 			t.Fatalf("%q: %s %v", name, r.State, r.Err)
 		}
 		if len(ue.Suggestions) > 3 || !strings.Contains(r.Text(), "Available tools: search_text, count_lines, hash_files") {

@@ -52,7 +52,7 @@ func TestRetryAttemptsWriteOnlyTheirOwn(t *testing.T) {
 		return "ok", nil
 	}))
 	if err := tk.Use(toolkit.Interceptor{Name: "retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
-		if out := next(ctx, inv); out.State == toolkit.StateSuccess {
+		if out := next(ctx, inv); out.State == events.StateSuccess {
 			return out
 		}
 		return next(ctx, inv)
@@ -60,7 +60,7 @@ func TestRetryAttemptsWriteOnlyTheirOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := testutil.Run(t, tk, "s", testutil.Call("1", "flaky", `{}`))[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "try 2 says ok" {
+	if r.State != events.StateSuccess || r.Text() != "try 2 says ok" {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	if err := <-staleErr; !errors.Is(err, stream.ErrCallFinished) {
@@ -104,7 +104,7 @@ func TestObserverRemovedMidBatch(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the batch waits for an observer that was removed")
 	}
-	if r := b.Wait()[0]; r.State != toolkit.StateSuccess {
+	if r := b.Wait()[0]; r.State != events.StateSuccess {
 		t.Errorf("%s %v", r.State, r.Err)
 	}
 	// Close drains every observer still attached: one that was not let go
@@ -169,7 +169,7 @@ func TestFlusherAtBatchEnd(t *testing.T) {
 	testutil.Add(t, tk, countTool(t, "a", &ran))
 	rs := testutil.Run(t, tk, "s", testutil.Call("1", "a", `{}`), testutil.Call("2", "a", `{}`))
 	for _, r := range rs {
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Errorf("call %s: %s %v", r.Call.ID, r.State, r.Err)
 		}
 	}
@@ -197,7 +197,7 @@ func TestCallbacksSeeEveryType(t *testing.T) {
 	cb := toolkit.Callbacks{
 		OnStart:    func(c toolkit.CallInfo, args []byte) { add("start " + c.CallID + " " + c.Tool + " " + string(args)) },
 		OnProgress: func(c toolkit.CallInfo, p events.Progress) { add("progress " + c.CallID + " " + p.Message) },
-		OnDelta:    func(c toolkit.CallInfo, d toolkit.Part) { add("delta " + c.CallID + " " + d.Text) },
+		OnDelta:    func(c toolkit.CallInfo, d events.Part) { add("delta " + c.CallID + " " + d.Text) },
 		OnSuspend:  func(c toolkit.CallInfo, reason string) { add("suspend " + c.CallID + " " + reason) },
 		OnResult:   func(c toolkit.CallInfo, r events.Result) { add("result " + c.CallID + " " + string(r.State)) },
 	}
@@ -209,7 +209,7 @@ func TestCallbacksSeeEveryType(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	b := s.Start(context.Background(), []toolkit.Call{testutil.Call("1", "talk", `{}`), testutil.Call("2", "ask", `{"question":"?"}`)})
 	waitSuspended(t, b)
-	if err := s.Submit("2", []toolkit.Part{events.Text("answer")}, nil); err != nil {
+	if err := s.Submit("2", []events.Part{events.Text("answer")}, nil); err != nil {
 		t.Fatal(err)
 	}
 	b.Wait()
@@ -234,11 +234,11 @@ func TestCallIDLimits(t *testing.T) {
 	rs := testutil.Run(t, tk, "s", testutil.Call(long, "a", `{}`), testutil.Call("bad\xff", "a", `{}`), testutil.Call(long[1:], "a", `{}`))
 	for i, want := range []string{"257 bytes long, at most 256 allowed", "not valid UTF-8"} {
 		r := rs[i]
-		if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrInvalidCall) || !strings.Contains(r.Text(), want) || len(r.Text()) > 200 {
+		if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidCall) || !strings.Contains(r.Text(), want) || len(r.Text()) > 200 {
 			t.Errorf("call %d: %s %v %q", i, r.State, r.Err, r.Text())
 		}
 	}
-	if rs[2].State != toolkit.StateSuccess || ran.Load() != 1 {
+	if rs[2].State != events.StateSuccess || ran.Load() != 1 {
 		t.Errorf("a %d-byte id: %s %v; ran %d", toolkit.MaxCallIDLen, rs[2].State, rs[2].Err, ran.Load())
 	}
 }
@@ -253,7 +253,7 @@ func TestNegativeToolTimeout(t *testing.T) {
 		}
 		return "no deadline", ctx.Err()
 	}))
-	if r := testutil.Run(t, tk, "s", testutil.Call("1", "long", `{}`))[0]; r.State != toolkit.StateSuccess || r.Text() != "no deadline" {
+	if r := testutil.Run(t, tk, "s", testutil.Call("1", "long", `{}`))[0]; r.State != events.StateSuccess || r.Text() != "no deadline" {
 		t.Errorf("%s %q", r.State, r.Text())
 	}
 }
@@ -267,16 +267,16 @@ func TestOutcomeWithoutState(t *testing.T) {
 	testutil.Add(t, tk, countTool(t, "a", &ran))
 	if err := tk.Use(toolkit.Interceptor{Name: "cache", Tools: []string{"a"}, Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		if inv.Call.ID == "cached" {
-			return toolkit.Result{Content: []toolkit.Part{events.Text("from the cache")}}
+			return toolkit.Result{Content: []events.Part{events.Text("from the cache")}}
 		}
 		return next(ctx, inv)
 	}}); err != nil {
 		t.Fatal(err)
 	}
 	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("cached", "a", `{}`), testutil.Call("given", "a", `{}`)},
-		toolkit.WithResult(1, toolkit.Result{Content: []toolkit.Part{events.Text("given")}}))
+		toolkit.WithResult(1, toolkit.Result{Content: []events.Part{events.Text("given")}}))
 	for i, want := range []string{"from the cache", "given"} {
-		if r := rs[i]; r.State != toolkit.StateSuccess || r.IsError() || r.Text() != want {
+		if r := rs[i]; r.State != events.StateSuccess || r.IsError() || r.Text() != want {
 			t.Errorf("call %s: %s %q", r.Call.ID, r.State, r.Text())
 		}
 		testutil.CheckDeltasAddUp(t, rec, rs[i])
@@ -308,7 +308,7 @@ func TestInterceptorForeignContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := testutil.Run(t, tk, "s", testutil.Call("1", "talk", `{}`))[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "streamed, detached" {
+	if r.State != events.StateSuccess || r.Text() != "streamed, detached" {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	testutil.CheckDeltasAddUp(t, rec, r)
@@ -353,7 +353,7 @@ func TestHandlerDerivedContexts(t *testing.T) {
 		return "", ctx.Err()
 	}))
 	r := testutil.Run(t, tk, "s", testutil.Call("1", "derive", `{}`))[0]
-	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, context.DeadlineExceeded) || r.Text() != `Error: tool "derive" timed out after 100ms: context deadline exceeded` {
+	if r.State != events.StateTimeout || !errors.Is(r.Err, context.DeadlineExceeded) || r.Text() != `Error: tool "derive" timed out after 100ms: context deadline exceeded` {
 		t.Errorf("%s %v %q", r.State, r.Err, r.Text())
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolstream/toolstream/events"
 )
 
 // A guard watches user code that a batch waits for before calls run: its
@@ -249,14 +251,14 @@ func hookAbandonedErr(name, hook string, grace time.Duration, cause error) error
 }
 
 // preState is the state of a call that fails before running.
-func preState(err error) State {
+func preState(err error) events.State {
 	if ce, ok := err.(*callError); ok {
 		switch ce.kind {
 		case ErrTimeout:
-			return StateTimeout
+			return events.StateTimeout
 		case ErrInterrupted:
-			return StateInterrupted
+			return events.StateInterrupted
 		}
 	}
-	return StateError
+	return events.StateError
 }

@@ -47,7 +47,7 @@ func TestBeforeHooksStopAtCancel(t *testing.T) {
 	}
 	rs := testutil.Run(t, tk, "s", testutil.Call("1", "a", `{}`), testutil.Call("2", "a", `{}`))
 	for _, r := range rs {
-		if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
+		if r.State != events.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
 			t.Errorf("call %s: %s %v", r.Call.ID, r.State, r.Err)
 		}
 	}
@@ -171,7 +171,7 @@ func TestResolverErrorAfterDeadline(t *testing.T) {
 		return nil, unreachable
 	}))
 	r := testutil.Run(t, tk, "s", testutil.Call("1", "ghost", `{}`))[0]
-	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) || !errors.Is(r.Err, unreachable) {
+	if r.State != events.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) || !errors.Is(r.Err, unreachable) {
 		t.Errorf("%s %v", r.State, r.Err)
 	}
 	for _, want := range []string{`tool "ghost" timed out after 20ms`, "tool resolver", unreachable.Error(), "never ran"} {
@@ -207,7 +207,7 @@ func TestInvocationScratchAndAbort(t *testing.T) {
 		}
 		if inv.Call.ID == "abort" {
 			inv.AbortBatch(fatal)
-			return toolkit.Failure(toolkit.StateError, fatal)
+			return toolkit.Failure(events.StateError, fatal)
 		}
 		out := next(ctx, inv)
 		if v, ok := inv.MetaValue("nothing"); ok {
@@ -220,10 +220,10 @@ func TestInvocationScratchAndAbort(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`), testutil.Call("2", "a", `{}`)})
 	rs := s.Run(context.Background(), []toolkit.Call{testutil.Call("abort", "a", `{}`), testutil.Call("3", "a", `{}`)})
-	if r := rs[0]; r.State != toolkit.StateError || !errors.Is(r.Err, fatal) {
+	if r := rs[0]; r.State != events.StateError || !errors.Is(r.Err, fatal) {
 		t.Errorf("the aborting call: %s %v", r.State, r.Err)
 	}
-	if r := rs[1]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, fatal) || !strings.Contains(r.Text(), fatal.Error()) {
+	if r := rs[1]; r.State != events.StateInterrupted || !errors.Is(r.Err, fatal) || !strings.Contains(r.Text(), fatal.Error()) {
 		t.Errorf("the call after it: %s %v %q", r.State, r.Err, r.Text())
 	}
 	s.Close()
@@ -256,7 +256,7 @@ func TestSessionsAndSuspendedListing(t *testing.T) {
 		testutil.Call("z", "ask", `{"question":"1"}`), testutil.Call("x", "ask", `{"question":"2"}`), testutil.Call("y", "ask", `{"question":"3"}`)})
 	n := 0
 	for r := range b.Results() {
-		if r.State == toolkit.StateSuspended {
+		if r.State == events.StateSuspended {
 			if n++; n == 3 {
 				break
 			}
@@ -354,7 +354,7 @@ func TestTraceAcrossSuspension(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	if r := testutil.Run(t, tk, "s", testutil.Call("c1", "look", `{}`))[0]; r.State != toolkit.StateSuccess {
+	if r := testutil.Run(t, tk, "s", testutil.Call("c1", "look", `{}`))[0]; r.State != events.StateSuccess {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	if err := s.Emit(context.WithValue(context.Background(), ctxKey{}, "outside"), "later", nil); err != nil {

@@ -37,11 +37,11 @@ func TestInterceptorPanicsBecomeErrorResults(t *testing.T) {
 				t.Fatal(err)
 			}
 			rs := testutil.Run(t, tk, "s", testutil.Call("c-ok", "echo", `{"s":"a"}`), testutil.Call("c-boom", "echo", `{"s":"b"}`))
-			if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "echo:a" {
+			if rs[0].State != events.StateSuccess || rs[0].Text() != "echo:a" {
 				t.Fatalf("other call: %s %q", rs[0].State, rs[0].Text())
 			}
 			var pe *toolkit.PanicError
-			if rs[1].State != toolkit.StateError || !errors.Is(rs[1].Err, toolkit.ErrPanic) || !errors.As(rs[1].Err, &pe) {
+			if rs[1].State != events.StateError || !errors.Is(rs[1].Err, toolkit.ErrPanic) || !errors.As(rs[1].Err, &pe) {
 				t.Fatalf("panicking interceptor: %s %v", rs[1].State, rs[1].Err)
 			}
 			if pe.In != "an interceptor" || !strings.Contains(rs[1].Text(), "interceptor bug") {
@@ -84,7 +84,7 @@ func TestVisibilityAndUnknownInterceptorPanics(t *testing.T) {
 	}
 	rs := testutil.Run(t, tk, "s", testutil.Call("c-1", "echo", `{}`), testutil.Call("c-2", "boom", `{}`))
 	for i, want := range []string{"visibility bug", "unknown interceptor bug"} {
-		if rs[i].State != toolkit.StateError || !errors.Is(rs[i].Err, toolkit.ErrPanic) || !strings.Contains(rs[i].Text(), want) {
+		if rs[i].State != events.StateError || !errors.Is(rs[i].Err, toolkit.ErrPanic) || !strings.Contains(rs[i].Text(), want) {
 			t.Fatalf("call %d: %s %v %q", i, rs[i].State, rs[i].Err, rs[i].Text())
 		}
 	}
@@ -101,7 +101,7 @@ func TestNilContext(t *testing.T) {
 	//lint:ignore SA1012 the nil context is the point of the test
 	for _, rs := range [][]toolkit.Result{s.Run(nil, calls), s.Start(nil, calls).Wait()} { //nolint:staticcheck
 		for _, r := range rs {
-			if r.State != toolkit.StateError || !errors.Is(r.Err, toolkit.ErrInvalidCall) || !strings.Contains(r.Text(), "nil context") {
+			if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidCall) || !strings.Contains(r.Text(), "nil context") {
 				t.Fatalf("nil context: %s %v %q", r.State, r.Err, r.Text())
 			}
 		}
@@ -126,7 +126,7 @@ func TestSessionCloseEndsSuspendWaits(t *testing.T) {
 	s := testutil.Session(t, tk, "s")
 	run := s.Start(context.Background(), []toolkit.Call{testutil.Call("1", "echo", `{}`)})
 	for r := range run.Results() {
-		if r.State == toolkit.StateSuspended {
+		if r.State == events.StateSuspended {
 			s.Close()
 			break
 		}
@@ -137,7 +137,7 @@ func TestSessionCloseEndsSuspendWaits(t *testing.T) {
 		run.Cancel()
 		t.Fatal("Session.Close left a suspended call waiting")
 	}
-	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) || !strings.Contains(r.Text(), "session") {
+	if r := run.Wait()[0]; r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) || !strings.Contains(r.Text(), "session") {
 		t.Fatalf("%s %v %q", r.State, r.Err, r.Text())
 	}
 }
@@ -161,14 +161,14 @@ func TestSubmitAsWaitEnds(t *testing.T) {
 	}, func() { close(taken) })
 	defer toolkit.SetSubmitHooksForTest(nil, nil)
 	for r := range run.Results() {
-		if r.State == toolkit.StateSuspended {
-			if err := s.Submit("ext", []toolkit.Part{events.Text("answer")}, nil); err != nil {
+		if r.State == events.StateSuspended {
+			if err := s.Submit("ext", []events.Part{events.Text("answer")}, nil); err != nil {
 				t.Fatalf("Submit: %v", err)
 			}
 			break
 		}
 	}
-	if r := run.Wait()[0]; r.State != toolkit.StateSuccess || r.Text() != "answer" {
+	if r := run.Wait()[0]; r.State != events.StateSuccess || r.Text() != "answer" {
 		t.Fatalf("Submit returned nil, but the call ended %s %q", r.State, r.Text())
 	}
 }
@@ -192,7 +192,7 @@ func TestResumeAfterCancelGetsGrace(t *testing.T) {
 	}})
 	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "stubborn", `{}`)})
 	for r := range run.Results() {
-		if r.State == toolkit.StateSuspended {
+		if r.State == events.StateSuspended {
 			run.Cancel()
 			break
 		}
@@ -202,7 +202,7 @@ func TestResumeAfterCancelGetsGrace(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no result 5 s after the cancellation (grace 20 ms)")
 	}
-	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
+	if r := run.Wait()[0]; r.State != events.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
 }
@@ -227,7 +227,7 @@ func TestCancelAfterDeadlineKeepsGraceEnd(t *testing.T) {
 	time.Sleep(grace * 5 / 8) // well inside the grace period (not a race window: a point in time)
 	run.Cancel()
 	r := run.Wait()[0]
-	if r.State != toolkit.StateTimeout {
+	if r.State != events.StateTimeout {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
 	// Cancelling postponed the end to cancel+grace >= timeout+grace*13/8.
@@ -256,7 +256,7 @@ func TestHugeUnknownNameStaysShort(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r = s.Run(ctx, []toolkit.Call{testutil.Call("1", huge, `{}`)})[0]
-	if r.State != toolkit.StateInterrupted || len(r.Text()) > 1024 {
+	if r.State != events.StateInterrupted || len(r.Text()) > 1024 {
 		t.Fatalf("interrupted: %s, the model reads %d bytes", r.State, len(r.Text()))
 	}
 }
@@ -282,12 +282,12 @@ func TestStartDuringClose(t *testing.T) {
 		bs[2], bs[3] = s.Start(context.Background(), two), ks.Start(context.Background(), two)
 		for i, b := range bs {
 			for _, r := range b.Wait() {
-				if r.State != toolkit.StateSuccess && !(r.State == toolkit.StateInterrupted && errors.Is(r.Err, toolkit.ErrClosed)) {
+				if r.State != events.StateSuccess && !(r.State == events.StateInterrupted && errors.Is(r.Err, toolkit.ErrClosed)) {
 					t.Fatalf("batch %d: %s %v", i, r.State, r.Err)
 				}
 			}
 		}
-		if i := 2; bs[i].Wait()[0].State != toolkit.StateInterrupted {
+		if i := 2; bs[i].Wait()[0].State != events.StateInterrupted {
 			t.Fatalf("a batch started after Close ran")
 		}
 	}
@@ -329,7 +329,7 @@ func TestStuckVisibilityOnDriver(t *testing.T) {
 	b := s.Start(context.Background(), []toolkit.Call{testutil.Call("1", "slow", `{}`), testutil.Call("2", "slow", `{}`)})
 	<-v.entered
 	rs := b.Wait()
-	if rs[0].State != toolkit.StateTimeout || rs[1].State != toolkit.StateSuccess {
+	if rs[0].State != events.StateTimeout || rs[1].State != events.StateSuccess {
 		t.Fatalf("results %s %s", rs[0].State, rs[1].State)
 	}
 	close(v.release) // the stuck driver comes back
@@ -338,7 +338,7 @@ func TestStuckVisibilityOnDriver(t *testing.T) {
 	if err := tk.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if rs := b.Wait(); rs[0].State != toolkit.StateTimeout || rs[1].State != toolkit.StateSuccess {
+	if rs := b.Wait(); rs[0].State != events.StateTimeout || rs[1].State != events.StateSuccess {
 		t.Fatalf("results changed: %s %s", rs[0].State, rs[1].State)
 	}
 }
@@ -364,7 +364,7 @@ func TestAbandonedInInterceptor(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no result 5 s after a 10 ms deadline")
 	}
-	if r := b.Wait()[0]; r.State != toolkit.StateTimeout {
+	if r := b.Wait()[0]; r.State != events.StateTimeout {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
 }
@@ -374,14 +374,14 @@ func TestAbandonedInInterceptor(t *testing.T) {
 // replaced the result).
 type bombFilter struct{ at string }
 
-func (b *bombFilter) Filter(p toolkit.Part) []toolkit.Part {
+func (b *bombFilter) Filter(p events.Part) []events.Part {
 	if b.at == "filter" && strings.Contains(p.Text, "secret") {
 		panic("filter bug")
 	}
-	return []toolkit.Part{p}
+	return []events.Part{p}
 }
 
-func (b *bombFilter) Flush() []toolkit.Part {
+func (b *bombFilter) Flush() []events.Part {
 	if b.at == "flush" {
 		panic("filter bug")
 	}
@@ -426,12 +426,12 @@ func TestStreamFilterPanics(t *testing.T) {
 				t.Fatal(err)
 			}
 			rs := testutil.Run(t, tk, "s", testutil.Call("c-ok", "echo", `{"s":"a"}`), testutil.Call("c-leak", "leaky", `{}`))
-			if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "echo:a" {
+			if rs[0].State != events.StateSuccess || rs[0].Text() != "echo:a" {
 				t.Fatalf("other call: %s %q", rs[0].State, rs[0].Text())
 			}
 			r := rs[1]
 			var pe *toolkit.PanicError
-			if r.State != toolkit.StateError || !errors.As(r.Err, &pe) || pe.In != "a stream filter" {
+			if r.State != events.StateError || !errors.As(r.Err, &pe) || pe.In != "a stream filter" {
 				t.Fatalf("call with a panicking filter: %s %v: %q", r.State, r.Err, r.Text())
 			}
 			if strings.Contains(r.Text(), "secret") || !strings.Contains(r.Text(), "withheld") {

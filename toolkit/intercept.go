@@ -98,13 +98,13 @@ type Handler func(ctx context.Context, inv *Invocation) Result
 // Failure builds the outcome of a failure an interceptor decides on (for
 // example a denied call): state, cause, and the "Error: ..." line the
 // model reads.
-func Failure(state State, err error) Result {
-	return Result{State: state, Err: err, Content: []Part{events.Text("Error: " + err.Error())}}
+func Failure(state events.State, err error) Result {
+	return Result{State: state, Err: err, Content: []events.Part{events.Text("Error: " + err.Error())}}
 }
 
 // Success builds the outcome of a call an interceptor answers itself.
-func Success(content ...Part) Result {
-	return Result{State: StateSuccess, Content: content}
+func Success(content ...events.Part) Result {
+	return Result{State: events.StateSuccess, Content: content}
 }
 
 // Invocation is one call as interceptors see it.
@@ -165,7 +165,7 @@ func (inv *Invocation) Meta(key string, value any) { inv.c.out.setMeta(0, key, v
 // FilterDeltas makes every delta the call emits from now on go through f
 // first (a redactor, for example). Filters apply in the order they were
 // added, FilterStream's among them.
-func (inv *Invocation) FilterDeltas(f func(Part) Part) { inv.FilterStream(partFilter(f)) }
+func (inv *Invocation) FilterDeltas(f func(events.Part) events.Part) { inv.FilterStream(partFilter(f)) }
 
 // FilterStream makes every delta the call emits from now on go through f
 // first; see [StreamFilter]. Filters apply in the order they were added,
@@ -381,4 +381,21 @@ func buildChain(list []*registered, t *Tool, skipUnknown bool) Handler {
 		h = func(ctx context.Context, inv *Invocation) Result { return ic(ctx, inv, next) }
 	}
 	return h
+}
+
+// hooksOf returns the batch hooks of list, nil when there are none (a
+// toolkit without them pays nothing for them).
+func hooksOf(list []*registered) *batchHooks {
+	var hs []batchHook
+	for _, r := range list {
+		if r.on.Load() && (r.BeforeBatch != nil || r.AfterBatch != nil) {
+			hs = append(hs, batchHook{Name: r.Name, Before: r.BeforeBatch, After: r.AfterBatch})
+		}
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	return &batchHooks{list: hs,
+		before: slices.ContainsFunc(hs, func(h batchHook) bool { return h.Before != nil }),
+		after:  slices.ContainsFunc(hs, func(h batchHook) bool { return h.After != nil })}
 }

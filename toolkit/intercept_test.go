@@ -98,7 +98,7 @@ func TestRetryReentersTheWholeInnerChain(t *testing.T) {
 	retry := toolkit.Interceptor{Name: "retry", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		var out toolkit.Result
 		for range 3 {
-			if out = next(ctx, inv); out.State == toolkit.StateSuccess {
+			if out = next(ctx, inv); out.State == events.StateSuccess {
 				break
 			}
 		}
@@ -107,7 +107,7 @@ func TestRetryReentersTheWholeInnerChain(t *testing.T) {
 	}}
 	tk.Use(retry, tracing("inner", tr))
 	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("c", "flaky", ``)})[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "attempt 3 streamed\nok" {
+	if r.State != events.StateSuccess || r.Text() != "attempt 3 streamed\nok" {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	if r.Meta["attempts"] != 3 || len(tr.get()) != 6 {
@@ -229,7 +229,7 @@ func TestInterceptorSeesAndChangesTheCall(t *testing.T) {
 	tk.Use(toolkit.Interceptor{Name: "rewrite", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		ten, _ := toolkit.Value[tenant](ctx)
 		if inv.Session != "s" || inv.Call.ID == "" || inv.Spec().Name != "echo" || ten != "acme" {
-			return toolkit.Failure(toolkit.StateError, fmt.Errorf("saw %q %q %q %q", inv.Session, inv.Call.ID, inv.Spec().Name, ten))
+			return toolkit.Failure(events.StateError, fmt.Errorf("saw %q %q %q %q", inv.Session, inv.Call.ID, inv.Spec().Name, ten))
 		}
 		if strings.Contains(string(inv.Call.Args), "bad") {
 			inv.Call.Args = []byte(`{"s": 42}`)
@@ -253,15 +253,15 @@ func TestInterceptorSeesAndChangesTheCall(t *testing.T) {
 func TestDeltaFilterAndEvents(t *testing.T) {
 	tk, rec := sayKit(t, "token=SECRET1 ", "and SECRET2")
 	tk.Use(toolkit.Interceptor{Name: "redact", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
-		inv.FilterDeltas(func(p toolkit.Part) toolkit.Part {
+		inv.FilterDeltas(func(p events.Part) events.Part {
 			p.Text = strings.ReplaceAll(strings.ReplaceAll(p.Text, "SECRET1", "***"), "SECRET2", "***")
 			return p
 		})
 		if err := inv.Emit("audit", map[string]string{"tool": inv.Call.Name}); err != nil {
-			return toolkit.Failure(toolkit.StateError, err)
+			return toolkit.Failure(events.StateError, err)
 		}
 		if err := inv.Emit(events.TypeResult, nil); err == nil {
-			return toolkit.Failure(toolkit.StateError, errors.New("a lifecycle type was accepted"))
+			return toolkit.Failure(events.StateError, errors.New("a lifecycle type was accepted"))
 		}
 		return next(ctx, inv)
 	}})
@@ -309,7 +309,7 @@ func TestSuspendResume(t *testing.T) {
 		case <-decide:
 		case <-wait.Done():
 			during = wait.Err()
-			return toolkit.Failure(toolkit.StateInterrupted, wait.Err())
+			return toolkit.Failure(events.StateInterrupted, wait.Err())
 		}
 		ctx = resume()
 		waiting = append(waiting, inv.Waiting())
@@ -354,17 +354,17 @@ func TestSuspendedCallInterrupted(t *testing.T) {
 	tk.Use(toolkit.Interceptor{Name: "gate", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		wait, _ := inv.Suspend("approval")
 		<-wait.Done()
-		return toolkit.Failure(toolkit.StateInterrupted, fmt.Errorf("no decision: %w", wait.Err()))
+		return toolkit.Failure(events.StateInterrupted, fmt.Errorf("no decision: %w", wait.Err()))
 	}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	run := testutil.Session(t, tk, "s").Start(ctx, []toolkit.Call{testutil.Call("1", "echo", `{}`)})
 	for r := range run.Results() {
-		if r.State == toolkit.StateSuspended {
+		if r.State == events.StateSuspended {
 			cancel()
 		}
 	}
-	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
+	if r := run.Wait()[0]; r.State != events.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
 	if waited != "approval" {
@@ -523,7 +523,7 @@ func TestAbandonedAttemptCannotWrite(t *testing.T) {
 		return out
 	}})
 	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("c", "slow", ``)})[0]
-	if r.Text() != "fresh ok" || r.State != toolkit.StateSuccess {
+	if r.Text() != "fresh ok" || r.State != events.StateSuccess {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	testutil.CheckDeltasAddUp(t, rec, r)
@@ -534,9 +534,9 @@ func TestAbandonedAttemptCannotWrite(t *testing.T) {
 // could be the start of the word.
 type holdSecret struct{ held string }
 
-func (h *holdSecret) Filter(p toolkit.Part) []toolkit.Part {
+func (h *holdSecret) Filter(p events.Part) []events.Part {
 	if p.Type != events.PartText {
-		return []toolkit.Part{p}
+		return []events.Part{p}
 	}
 	text := strings.ReplaceAll(h.held+p.Text, "SECRET", "[x]")
 	h.held = ""
@@ -546,13 +546,13 @@ func (h *holdSecret) Filter(p toolkit.Part) []toolkit.Part {
 			break
 		}
 	}
-	return []toolkit.Part{events.Text(text)}
+	return []events.Part{events.Text(text)}
 }
 
-func (h *holdSecret) Flush() []toolkit.Part {
+func (h *holdSecret) Flush() []events.Part {
 	held := h.held
 	h.held = ""
-	return []toolkit.Part{events.Text(held)}
+	return []events.Part{events.Text(held)}
 }
 
 func (h *holdSecret) Reset() { h.held = "" }
@@ -568,7 +568,7 @@ func TestStreamFilterHoldsTextBack(t *testing.T) {
 	tk.Use(toolkit.Interceptor{Name: "redact", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		inv.FilterStream(&holdSecret{})
 		out := next(ctx, inv)
-		if inv.Call.Name == "retried" && out.State != toolkit.StateSuccess {
+		if inv.Call.Name == "retried" && out.State != events.StateSuccess {
 			out = next(ctx, inv) // a retry: the first attempt's held text must not leak into it
 		}
 		return out
@@ -626,7 +626,7 @@ func TestStreamFilterResetWhenResultReplaced(t *testing.T) {
 		return "", nil
 	}))
 	r := testutil.Run(t, tk, "s", testutil.Call("1", "t", `{}`))[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "answered" {
+	if r.State != events.StateSuccess || r.Text() != "answered" {
 		t.Errorf("%s %q, want success %q", r.State, r.Text(), "answered")
 	}
 	testutil.CheckDeltasAddUp(t, rec, r)

@@ -46,7 +46,7 @@ func TestSuspendAfterCancelGetsGrace(t *testing.T) {
 				close(release) // Run returns only once the interceptor does
 			}
 			rs := results(t, got, "an interceptor that ignores a wait it asked for after the interruption")
-			if r := rs[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, stop) {
+			if r := rs[0]; r.State != events.StateInterrupted || !errors.Is(r.Err, stop) {
 				t.Errorf("%s %v", r.State, r.Err)
 			}
 		})
@@ -91,7 +91,7 @@ func TestWaitEndedBySessionCloseGetsGrace(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("no result 5 s after Session.Close (grace 20 ms): the batch waits for an interceptor that ignores its wait")
 			}
-			if r := b.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
+			if r := b.Wait()[0]; r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
 				t.Errorf("%s %v", r.State, r.Err)
 			}
 		})
@@ -150,7 +150,7 @@ func TestDeafCodeAroundExternalCall(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("no result 5 s after the cancellation (grace 20 ms): the batch waits for deaf code around an external call")
 			}
-			if r := b.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
+			if r := b.Wait()[0]; r.State != events.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
 				t.Errorf("%s %v", r.State, r.Err)
 			}
 			if err := s.Submit("1", nil, nil); !errors.Is(err, toolkit.ErrUnknownCall) {
@@ -205,11 +205,11 @@ func TestLateSuspendOfAFinishedCall(t *testing.T) {
 	if got := testutil.Types(rec.Of("1")); len(got) == 0 || got[len(got)-1] != events.TypeResult {
 		t.Errorf("events %v: the result must be the last", got)
 	}
-	var notices []toolkit.State
+	var notices []events.State
 	for r := range b.Results() {
 		notices = append(notices, r.State)
 	}
-	if len(notices) != 1 || notices[0] != toolkit.StateInterrupted {
+	if len(notices) != 1 || notices[0] != events.StateInterrupted {
 		t.Errorf("Results after the end: %v", notices)
 	}
 	close(told)
@@ -279,7 +279,7 @@ func TestBrokenFilterOnAnAbandonedCall(t *testing.T) {
 	}
 	r := b.Wait()[0]
 	var pe *toolkit.PanicError
-	if r.State != toolkit.StateError || !errors.As(r.Err, &pe) || pe.In != "a stream filter" {
+	if r.State != events.StateError || !errors.As(r.Err, &pe) || pe.In != "a stream filter" {
 		t.Errorf("%s %v", r.State, r.Err)
 	}
 	if strings.Contains(r.Text(), "secret") || !strings.Contains(r.Text(), "withheld") {
@@ -380,10 +380,10 @@ func TestLateRequestsOfAFinishedCall(t *testing.T) {
 	testutil.WaitFor(t, returned, "the interceptor to return")
 	close(nextGo)
 	rs := b.Wait()
-	if rs[0].State != toolkit.StateTimeout {
+	if rs[0].State != events.StateTimeout {
 		t.Errorf("the deaf call: %s %v", rs[0].State, rs[0].Err)
 	}
-	if rs[1].State != toolkit.StateSuccess || rs[1].Text() != "later ran" {
+	if rs[1].State != events.StateSuccess || rs[1].Text() != "later ran" {
 		t.Errorf("the other call: %s %v", rs[1].State, rs[1].Err)
 	}
 	if st, ok := b.Stop(); ok {

@@ -219,3 +219,23 @@ func (s *localStore) clear() {
 	s.entries = nil
 	s.mu.Unlock()
 }
+
+// localStore returns the batch's locals, made if create is set.
+func (b *Batch) localStore(create bool) *localStore {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.locals == nil && create {
+		b.locals = new(localStore)
+	}
+	return b.locals
+}
+
+// localStore returns the session's locals, made if create is set.
+func (s *Session) localStore(create bool) *localStore {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.locals == nil && create {
+		s.locals = new(localStore)
+	}
+	return s.locals
+}

@@ -274,7 +274,7 @@ func TestLocalInitPanics(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := testutil.Session(t, tk, "s")
-	if r := s.Run(context.Background(), localCalls(1))[0]; r.State != toolkit.StateError {
+	if r := s.Run(context.Background(), localCalls(1))[0]; r.State != events.StateError {
 		t.Fatalf("the call whose init panicked: %s %q", r.State, r.Text())
 	}
 	for range 2 {

@@ -67,7 +67,7 @@ func infoOf(ev *events.Event) CallInfo {
 type Callbacks struct {
 	OnStart    func(c CallInfo, args []byte)
 	OnProgress func(c CallInfo, p events.Progress)
-	OnDelta    func(c CallInfo, d Part)
+	OnDelta    func(c CallInfo, d events.Part)
 	OnSuspend  func(c CallInfo, reason string)
 	OnResult   func(c CallInfo, r events.Result)
 }

@@ -33,7 +33,7 @@ func TestPanickingObserver(t *testing.T) {
 		return "fine", nil
 	}))
 	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "p", ``)})[0]
-	if r.State != toolkit.StateSuccess || r.Text() != "fine" {
+	if r.State != events.StateSuccess || r.Text() != "fine" {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	if got := testutil.Types(rec.Of("1")); !slices.Equal(got, []events.Type{"start", "progress", "delta", "result"}) {
@@ -64,7 +64,7 @@ func TestInlineObservers(t *testing.T) {
 	}))
 	s := testutil.Session(t, tk, "s")
 	r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "p", ``)})[0]
-	if r.State != toolkit.StateSuccess || !seenBeforeReturn.Load() {
+	if r.State != events.StateSuccess || !seenBeforeReturn.Load() {
 		t.Fatalf("%s, seen before return: %v", r.State, seenBeforeReturn.Load())
 	}
 	if got := testutil.Types(rec.Of("1")); !slices.Equal(got, []events.Type{"start", "progress", "delta", "result"}) {
@@ -107,7 +107,7 @@ func TestSlowObserverDoesNotStallTools(t *testing.T) {
 	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "chatty", ``)})
 	testutil.WaitFor(t, handlerDone, "handler to finish while the observer is blocked")
 	testutil.WaitFor(t, run.Done(), "run to finish while the observer is blocked")
-	if r := run.Wait()[0]; r.State != toolkit.StateSuccess {
+	if r := run.Wait()[0]; r.State != events.StateSuccess {
 		t.Fatalf("%s", r.State)
 	}
 	close(unblock)

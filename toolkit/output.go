@@ -38,22 +38,22 @@ type output struct {
 type StreamFilter interface {
 	// Filter returns what goes out in place of p: nothing yet, p as it is
 	// or changed, and what it held back before p.
-	Filter(p Part) []Part
+	Filter(p events.Part) []events.Part
 	// Flush returns everything held back. It is called when an attempt's
 	// content is complete: what the handler returned has gone through
 	// Filter, and the result is about to be taken.
-	Flush() []Part
+	Flush() []events.Part
 	// Reset drops what is held back: the content started over (a retry, or
 	// an interceptor replaced the result).
 	Reset()
 }
 
 // partFilter is a filter that holds nothing back.
-type partFilter func(Part) Part
+type partFilter func(events.Part) events.Part
 
-func (f partFilter) Filter(p Part) []Part { return []Part{f(p)} }
-func (f partFilter) Flush() []Part        { return nil }
-func (f partFilter) Reset()               {}
+func (f partFilter) Filter(p events.Part) []events.Part { return []events.Part{f(p)} }
+func (f partFilter) Flush() []events.Part               { return nil }
+func (f partFilter) Reset()                             {}
 
 // filtering is a call's stream filters, in the allocation of its chained
 // (FilterStream adds them).
@@ -97,7 +97,7 @@ func (o *output) final() bool {
 // addLast appends what the handler returned (one part, or several) and,
 // for a failure, the line that tells the model about it, as the last
 // deltas. o.c.mu must be held.
-func (o *output) addLast(state State, one Part, parts []Part, err error) {
+func (o *output) addLast(state events.State, one events.Part, parts []events.Part, err error) {
 	if !one.IsEmpty() {
 		o.addDelta(one)
 	}
@@ -113,7 +113,7 @@ func (o *output) addLast(state State, one Part, parts []Part, err error) {
 // that tells the model about a failure) become the last deltas, and the
 // content so far is the outcome's. An attempt that is no longer the latest
 // adds nothing.
-func (o *output) outcome(attempt int, state State, one Part, parts []Part, err error) Result {
+func (o *output) outcome(attempt int, state events.State, one events.Part, parts []events.Part, err error) Result {
 	o.c.mu.Lock()
 	defer o.c.mu.Unlock()
 	if o.finished || int32(attempt) != o.attempt {
@@ -133,7 +133,7 @@ func (o *output) outcome(attempt int, state State, one Part, parts []Part, err e
 // replace makes content the call's, when it is not already: the deltas
 // start over (a reset delta, then the new content) so that they still add
 // up to the result. o.c.mu must be held.
-func (o *output) replace(content []Part) {
+func (o *output) replace(content []events.Part) {
 	cur := o.content.parts()
 	if sameSlice(content, cur) || events.EqualContent(content, cur) {
 		return
@@ -160,16 +160,16 @@ func (o *output) broken() error {
 // output goes out, whatever its ending, and the message does not pass
 // through the filters again. It returns the call's state and error. o.c.mu
 // must be held.
-func (o *output) withhold() (State, error) {
+func (o *output) withhold() (events.State, error) {
 	o.resetContent()
 	o.putDelta(events.Text(fmt.Sprintf("Error: the output of tool %q was withheld: a stream filter failed on it. This is a fault in the application, not in the call",
 		shownName(o.c.call.Name))))
-	return StateError, o.filters.broken
+	return events.StateError, o.filters.broken
 }
 
 // result ends the output with the call's result event and returns the
 // result. o.c.mu must be held.
-func (o *output) result(state State, err error, started time.Time) Result {
+func (o *output) result(state events.State, err error, started time.Time) Result {
 	o.finished = true
 	c := o.c
 	res := Result{Call: c.call, State: state, Content: o.content.parts(), Err: err, Meta: o.meta, Started: started}
@@ -234,19 +234,19 @@ func (o *output) dispatch(ev *events.Event, f *flush) {
 
 // addDelta passes a delta through the call's filters, appends what comes
 // out to the content and emits it as delta events. o.c.mu must be held.
-func (o *output) addDelta(p Part) {
+func (o *output) addDelta(p events.Part) {
 	if o.filters == nil || len(o.filters.list) == 0 {
 		o.putDelta(p)
 		return
 	}
-	o.filterFrom(0, []Part{p})
+	o.filterFrom(0, []events.Part{p})
 }
 
 // filterFrom passes parts through the filters from the i-th on and puts
 // out what comes out of the last. o.c.mu must be held.
-func (o *output) filterFrom(i int, parts []Part) {
+func (o *output) filterFrom(i int, parts []events.Part) {
 	for _, f := range o.filters.list[i:] {
-		var next []Part
+		var next []events.Part
 		for _, p := range parts {
 			out, ok := o.filter(f, filterPart, p)
 			if !ok {
@@ -268,7 +268,7 @@ func (o *output) flushFilters() {
 		return
 	}
 	for i, f := range o.filters.list {
-		held, ok := o.filter(f, filterFlush, Part{})
+		held, ok := o.filter(f, filterFlush, events.Part{})
 		if !ok {
 			return
 		}
@@ -291,7 +291,7 @@ const (
 // before, breaks the call's output: nothing passes any more (a filter may
 // be all that stands between a secret and the model), and the call fails
 // when it finishes (finishOutcome). o.c.mu must be held.
-func (o *output) filter(f StreamFilter, step filterStep, p Part) (out []Part, ok bool) {
+func (o *output) filter(f StreamFilter, step filterStep, p events.Part) (out []events.Part, ok bool) {
 	if o.filters.broken != nil {
 		return nil, false
 	}
@@ -313,13 +313,13 @@ func (o *output) filter(f StreamFilter, step filterStep, p Part) (out []Part, ok
 
 // putDelta appends a delta that went through the filters to the content
 // and emits it. o.c.mu must be held.
-func (o *output) putDelta(p Part) {
+func (o *output) putDelta(p events.Part) {
 	if p.IsEmpty() {
 		return
 	}
 	o.content.add(p)
 	if o.observed() {
-		ev, body := newEvent[Part](o, events.TypeDelta)
+		ev, body := newEvent[events.Part](o, events.TypeDelta)
 		*body = p
 		ev.Delta = body
 		o.dispatch(ev, nil)
@@ -332,13 +332,13 @@ func (o *output) resetContent() {
 	o.content = content{}
 	if o.filters != nil {
 		for _, f := range o.filters.list {
-			if _, ok := o.filter(f, filterReset, Part{}); !ok {
+			if _, ok := o.filter(f, filterReset, events.Part{}); !ok {
 				break
 			}
 		}
 	}
 	if o.emits() {
-		ev, body := newEvent[Part](o, events.TypeDelta)
+		ev, body := newEvent[events.Part](o, events.TypeDelta)
 		*body = events.Text("")
 		ev.Delta, ev.Reset = body, true
 		o.dispatch(ev, nil)
@@ -392,9 +392,9 @@ func (o *output) progress(attempt int, message string, fraction float64, data js
 }
 
 // Delta implements stream.Sink for the call's first attempt.
-func (o *output) Delta(p Part) error { return o.delta(1, p) }
+func (o *output) Delta(p events.Part) error { return o.delta(1, p) }
 
-func (o *output) delta(attempt int, p Part) error {
+func (o *output) delta(attempt int, p events.Part) error {
 	o.c.mu.Lock()
 	defer o.c.mu.Unlock()
 	if o.finished || int32(attempt) != o.attempt {
@@ -450,14 +450,14 @@ type attemptSink struct {
 func (s *attemptSink) Progress(message string, fraction float64, data json.RawMessage) {
 	s.o.progress(s.n, message, fraction, data)
 }
-func (s *attemptSink) Delta(p Part) error            { return s.o.delta(s.n, p) }
+func (s *attemptSink) Delta(p events.Part) error     { return s.o.delta(s.n, p) }
 func (s *attemptSink) SetMeta(key string, value any) { s.o.setMeta(s.n, key, value) }
 func (s *attemptSink) Reset() error                  { return s.o.reset(s.n) }
 
 // content accumulates deltas by the rule of events.AppendPart, without
 // quadratic copying for long text streams.
 type content struct {
-	list []Part
+	list []events.Part
 	tail string // text not yet in list: the last text delta, or
 	more []byte // the text deltas since it, when there are several
 }
@@ -469,7 +469,7 @@ func (ct *content) len() int {
 	return len(ct.list)
 }
 
-func (ct *content) add(p Part) {
+func (ct *content) add(p events.Part) {
 	if p.Type != events.PartText {
 		ct.flushTail()
 		ct.list = append(ct.list, p)
@@ -499,10 +499,10 @@ func (ct *content) flushTail() {
 
 // parts returns the content, never nil: "content" is always an array on
 // the wire.
-func (ct *content) parts() []Part {
+func (ct *content) parts() []events.Part {
 	ct.flushTail()
 	if ct.list == nil {
-		return []Part{}
+		return []events.Part{}
 	}
 	return ct.list
 }

@@ -108,7 +108,7 @@ func typedOutputSchema[Out any](name string) (*outputSchema, error) {
 // *[OutputError] (errors.Is [ErrInvalidOutput]) that lists the problems.
 // [Session.Submit] uses it for an external tool's result; it is there for
 // code that hands a tool's result over on its own.
-func (t *Tool) CheckOutput(content []Part) error {
+func (t *Tool) CheckOutput(content []events.Part) error {
 	if t == nil || t.output == nil {
 		return nil
 	}
@@ -119,8 +119,8 @@ func (t *Tool) CheckOutput(content []Part) error {
 // part of its content (a typed tool's is the value it returned, which comes
 // last). A raw tool's result must have one; a typed tool's null (a nil map)
 // is no structured result.
-func (o *outputSchema) check(tool string, content []Part, typed bool) error {
-	var found *Part
+func (o *outputSchema) check(tool string, content []events.Part, typed bool) error {
+	var found *events.Part
 	for i := len(content) - 1; i >= 0; i-- {
 		if content[i].Type == events.PartJSON {
 			found = &content[i]

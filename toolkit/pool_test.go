@@ -44,7 +44,7 @@ func TestIdleWorkersBounded(t *testing.T) {
 		calls[i] = testutil.Call(itoa(i), "meet", `{}`)
 	}
 	for _, r := range testutil.Run(t, tk, "s", calls...) {
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("call %s: %s %v", r.Call.ID, r.State, r.Err)
 		}
 	}
@@ -137,12 +137,12 @@ func TestCloseAfterAMiddleBatchEnded(t *testing.T) {
 	for i, b := range bs {
 		r := b.Wait()[0]
 		if i == 1 {
-			if r.State != toolkit.StateSuccess {
+			if r.State != events.StateSuccess {
 				t.Errorf("B: %s %v", r.State, r.Err)
 			}
 			continue
 		}
-		if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
+		if r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
 			t.Errorf("%s: %s %v", r.Call.ID, r.State, r.Err)
 		}
 	}

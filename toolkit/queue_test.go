@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
@@ -34,11 +35,11 @@ func TestCancelWithCallsQueued(t *testing.T) {
 	b.Cancel()
 	testutil.WaitFor(t, b.Done(), "the batch to end")
 	rs := b.Wait()
-	if r := rs[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
+	if r := rs[0]; r.State != events.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
 		t.Errorf("the running call: %s %v", r.State, r.Err)
 	}
 	for _, r := range rs[1:] {
-		if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, context.Canceled) ||
+		if r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, context.Canceled) ||
 			!strings.Contains(r.Text(), "cancelled before the call started") || !r.Started.IsZero() {
 			t.Errorf("queued call %s: %s %v %q", r.Call.ID, r.State, r.Err, r.Text())
 		}
@@ -82,13 +83,13 @@ func TestTakeOverStuckToo(t *testing.T) {
 		t.Fatal("the batch did not end while two drivers in turn were stuck")
 	}
 	rs := b.Wait()
-	if r := rs[0]; r.State != toolkit.StateTimeout || r.Text() != `Error: tool "deaf" timed out after 20ms` {
+	if r := rs[0]; r.State != events.StateTimeout || r.Text() != `Error: tool "deaf" timed out after 20ms` {
 		t.Errorf("call 1: %s %q", r.State, r.Text())
 	}
-	if r := rs[1]; r.State != toolkit.StateTimeout || !strings.HasPrefix(r.Text(), `Error: tool "deafer" timed out after 200ms`) {
+	if r := rs[1]; r.State != events.StateTimeout || !strings.HasPrefix(r.Text(), `Error: tool "deafer" timed out after 200ms`) {
 		t.Errorf("call 2: %s %q", r.State, r.Text())
 	}
-	if rs[2].State != toolkit.StateSuccess || rs[2].Text() != "next ran" {
+	if rs[2].State != events.StateSuccess || rs[2].Text() != "next ran" {
 		t.Errorf("the call after them: %s %q", rs[2].State, rs[2].Text())
 	}
 	if id := <-entered; id != "1" {
@@ -130,14 +131,14 @@ func TestResumeAfterTheBatchEnded(t *testing.T) {
 		t.Fatal("the batch waits for an interceptor that ignores the end of its wait")
 	}
 	r := b.Wait()[0]
-	if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
+	if r.State != events.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
 		t.Errorf("%s %v", r.State, r.Err)
 	}
 	close(release)
 	if err := <-resumed; err == nil {
 		t.Error("resume after the batch ended gave a live context")
 	}
-	if out := <-late; out.State == toolkit.StateSuccess || ran.Load() != 0 {
+	if out := <-late; out.State == events.StateSuccess || ran.Load() != 0 {
 		t.Errorf("the late chain: %s, the tool ran %d times", out.State, ran.Load())
 	}
 	if got := b.Wait()[0]; got.State != r.State || got.Text() != r.Text() {
@@ -162,7 +163,7 @@ func TestInterceptorAttemptTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := testutil.Run(t, tk, "s", testutil.Call("1", "slow", `{}`))[0]
-	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) ||
+	if r.State != events.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) ||
 		!strings.HasPrefix(r.Text(), `Error: tool "slow" timed out after `) || strings.Contains(r.Text(), "1m0s") {
 		t.Errorf("%s %v %q", r.State, r.Err, r.Text())
 	}

@@ -41,7 +41,7 @@ func TestParallelGroupRunsConcurrently(t *testing.T) {
 		testutil.Call("a", "meet", `{}`), testutil.Call("b", "meet", `{}`), testutil.Call("c", "meet", `{}`),
 	})
 	for _, r := range rs {
-		if r.State != toolkit.StateSuccess || r.Text() != "met" {
+		if r.State != events.StateSuccess || r.Text() != "met" {
 			t.Errorf("%s: %s %q", r.Call.ID, r.State, r.Text())
 		}
 	}
@@ -80,7 +80,7 @@ func TestSerialCallsRunAlone(t *testing.T) {
 		testutil.Call("5", "safe", `{"n":"5"}`), testutil.Call("6", "safe", `{"n":"6"}`),
 	})
 	for _, r := range rs {
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("%s: %s %v", r.Call.ID, r.State, r.Err)
 		}
 	}
@@ -129,7 +129,7 @@ func TestParallelismCap(t *testing.T) {
 	}
 	close(release)
 	for _, r := range run.Wait() {
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Errorf("%s: %s", r.Call.ID, r.State)
 		}
 	}
@@ -193,7 +193,7 @@ func TestResultCallbackBeforeAggregate(t *testing.T) {
 		}
 	}))
 	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("slow", "slow", ``), testutil.Call("fast", "fast", ``)})
-	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "after" {
+	if rs[0].State != events.StateSuccess || rs[0].Text() != "after" {
 		t.Fatalf("slow call: %s %q %v", rs[0].State, rs[0].Text(), rs[0].Err)
 	}
 }
@@ -266,7 +266,7 @@ func TestDeltasEqualResult(t *testing.T) {
 	if got := testutil.Types(rec.Of("s1")); !slices.Equal(got, []events.Type{"start", "progress", "delta", "progress", "delta", "delta", "progress", "delta", "result"}) {
 		t.Fatalf("streamer events %v", got)
 	}
-	if rs[1].State != toolkit.StateError || rs[1].Err == nil || rs[1].Err.Error() != "disk full" {
+	if rs[1].State != events.StateError || rs[1].Err == nil || rs[1].Err.Error() != "disk full" {
 		t.Fatalf("failer: %s %v", rs[1].State, rs[1].Err)
 	}
 }
@@ -282,13 +282,13 @@ func TestPanicsBecomeErrorResults(t *testing.T) {
 	}))
 	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "boom", ``), testutil.Call("2", "ok", ``)})
 	var pe *toolkit.PanicError
-	if rs[0].State != toolkit.StateError || !errors.As(rs[0].Err, &pe) || !errors.Is(rs[0].Err, toolkit.ErrPanic) {
+	if rs[0].State != events.StateError || !errors.As(rs[0].Err, &pe) || !errors.Is(rs[0].Err, toolkit.ErrPanic) {
 		t.Fatalf("panic result: %s %v", rs[0].State, rs[0].Err)
 	}
 	if len(pe.Stack) == 0 || !strings.Contains(rs[0].Text(), `tool "boom" panicked`) {
 		t.Fatalf("panic message %q", rs[0].Text())
 	}
-	if rs[1].State != toolkit.StateSuccess || rs[1].Text() != "fine" {
+	if rs[1].State != events.StateSuccess || rs[1].Text() != "fine" {
 		t.Fatalf("neighbour: %s %q", rs[1].State, rs[1].Text())
 	}
 }
@@ -329,13 +329,13 @@ func TestCallIDs(t *testing.T) {
 	if !strings.HasPrefix(rs[0].Call.ID, "call_") || rs[0].Text() != rs[0].Call.ID {
 		t.Fatalf("generated id %q, handler saw %q", rs[0].Call.ID, rs[0].Text())
 	}
-	if rs[1].State != toolkit.StateSuccess {
+	if rs[1].State != events.StateSuccess {
 		t.Fatalf("first x: %s", rs[1].State)
 	}
-	if rs[2].State != toolkit.StateError || !errors.Is(rs[2].Err, toolkit.ErrInvalidCall) || !strings.Contains(rs[2].Text(), "duplicate call id") {
+	if rs[2].State != events.StateError || !errors.Is(rs[2].Err, toolkit.ErrInvalidCall) || !strings.Contains(rs[2].Text(), "duplicate call id") {
 		t.Fatalf("duplicate: %s %q", rs[2].State, rs[2].Text())
 	}
-	if rs[3].State != toolkit.StateError || !strings.Contains(rs[3].Text(), "control characters") {
+	if rs[3].State != events.StateError || !strings.Contains(rs[3].Text(), "control characters") {
 		t.Fatalf("bad id: %s %q", rs[3].State, rs[3].Text())
 	}
 }
@@ -359,7 +359,7 @@ func TestTimeoutCountsSlotWait(t *testing.T) {
 	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("h", "hog", ``), testutil.Call("q", "quick", ``)})
 	for r := range run.Results() {
 		if r.Call.ID == "q" {
-			if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !strings.Contains(r.Text(), "waiting for a free slot") {
+			if r.State != events.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !strings.Contains(r.Text(), "waiting for a free slot") {
 				t.Errorf("queued call: %s %q", r.State, r.Text())
 			}
 			if !r.Started.IsZero() {
@@ -371,7 +371,7 @@ func TestTimeoutCountsSlotWait(t *testing.T) {
 	if got := testutil.Types(rec.Of("q")); !slices.Equal(got, []events.Type{"delta", "result"}) {
 		t.Fatalf("queued call events %v (a call that never started has no start event)", got)
 	}
-	if rs := run.Wait(); rs[0].State != toolkit.StateSuccess {
+	if rs := run.Wait(); rs[0].State != events.StateSuccess {
 		t.Fatalf("hog: %s", rs[0].State)
 	}
 }
@@ -384,7 +384,7 @@ func TestTimeoutWhileRunning(t *testing.T) {
 		return "", fmt.Errorf("stopped after 3 files: %w", ctx.Err())
 	}))
 	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "slow", ``)})[0]
-	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) {
+	if r.State != events.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
 	if want := "half done\nError: tool \"slow\" timed out after 20ms: stopped after 3 files: context deadline exceeded"; r.Text() != want {
@@ -403,7 +403,7 @@ func TestTimeoutWithHandlersOwnError(t *testing.T) {
 		return "", errClosed
 	}))
 	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "net", ``)})[0]
-	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) || !errors.Is(r.Err, errClosed) {
+	if r.State != events.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) || !errors.Is(r.Err, errClosed) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
 	if want := `Error: tool "net" timed out after 20ms: use of closed connection`; r.Text() != want {
@@ -426,10 +426,10 @@ func TestHandlerIgnoringCancellation(t *testing.T) {
 	// it still runs (a new driver takes over from the stuck one).
 	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "stubborn", ``), testutil.Call("2", "next", ``)})
 	rs := run.Wait()
-	if rs[0].State != toolkit.StateTimeout || rs[0].Text() != `Error: tool "stubborn" timed out after 10ms` {
+	if rs[0].State != events.StateTimeout || rs[0].Text() != `Error: tool "stubborn" timed out after 10ms` {
 		t.Fatalf("%s %q", rs[0].State, rs[0].Text())
 	}
-	if rs[1].State != toolkit.StateSuccess || rs[1].Text() != "next ran" {
+	if rs[1].State != events.StateSuccess || rs[1].Text() != "next ran" {
 		t.Fatalf("call after the stuck one: %s %q", rs[1].State, rs[1].Text())
 	}
 	close(release)
@@ -447,7 +447,7 @@ func TestRunWithStuckHandler(t *testing.T) {
 	nextRan := make(chan struct{})
 	tk := testutil.Kit(t, toolkit.WithCancelGrace(5*time.Millisecond), toolkit.WithObserver(toolkit.Callbacks{
 		OnResult: func(c toolkit.CallInfo, r events.Result) {
-			if c.CallID == "1" && r.State == toolkit.StateTimeout {
+			if c.CallID == "1" && r.State == events.StateTimeout {
 				close(final)
 			}
 		},
@@ -463,7 +463,7 @@ func TestRunWithStuckHandler(t *testing.T) {
 	// the stuck handler, on another goroutine.
 	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "stubborn", ``), testutil.Call("2", "next", ``)})
 	testutil.WaitFor(t, final, "the timeout result")
-	if rs[0].State != toolkit.StateTimeout || rs[1].Text() != "next ran" {
+	if rs[0].State != events.StateTimeout || rs[1].Text() != "next ran" {
 		t.Fatalf("%s / %s %q", rs[0].State, rs[1].State, rs[1].Text())
 	}
 }
@@ -486,7 +486,7 @@ func TestCancellation(t *testing.T) {
 	cancel()
 	rs := run.Wait()
 	for _, r := range rs {
-		if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, context.Canceled) {
+		if r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, context.Canceled) {
 			t.Errorf("%s: %s %v", r.Call.ID, r.State, r.Err)
 		}
 	}
@@ -512,7 +512,8 @@ func TestContextValues(t *testing.T) {
 		if !ok {
 			return "", errors.New("no tenant")
 		}
-		return toolkit.SessionID(ctx) + "/" + toolkit.User(ctx) + "/" + ten.Name, nil
+		info, _ := toolkit.CallInfoFrom(ctx)
+		return info.Session + "/" + toolkit.User(ctx) + "/" + ten.Name, nil
 	}))
 	ctx := toolkit.WithValue(toolkit.WithUser(context.Background(), "ada"), tenant{"acme"})
 	r := testutil.Session(t, tk, "conv-7").Run(ctx, []toolkit.Call{testutil.Call("1", "whoami", ``)})[0]
@@ -531,8 +532,8 @@ func TestOutputKinds(t *testing.T) {
 	tk := testutil.Kit(t)
 	testutil.Add(t, tk,
 		testutil.Tool(t, toolkit.Spec{Name: "js"}, func(ctx context.Context, _ none) (point, error) { return point{3}, nil }),
-		testutil.Tool(t, toolkit.Spec{Name: "parts"}, func(ctx context.Context, _ none) ([]toolkit.Part, error) {
-			return []toolkit.Part{events.Text("see "), events.Binary("image/png", []byte{1, 2})}, nil
+		testutil.Tool(t, toolkit.Spec{Name: "parts"}, func(ctx context.Context, _ none) ([]events.Part, error) {
+			return []events.Part{events.Text("see "), events.Binary("image/png", []byte{1, 2})}, nil
 		}),
 		testutil.Tool(t, toolkit.Spec{Name: "bin"}, func(ctx context.Context, _ none) ([]byte, error) { return []byte("raw"), nil }),
 		testutil.Tool(t, toolkit.Spec{Name: "dyn"}, func(ctx context.Context, _ none) (any, error) { return "plain", nil }),
@@ -553,7 +554,7 @@ func TestOutputKinds(t *testing.T) {
 	if rs[3].Text() != "plain" {
 		t.Errorf("dyn: %q", rs[3].Text())
 	}
-	if len(rs[4].Content) != 0 || rs[4].State != toolkit.StateSuccess {
+	if len(rs[4].Content) != 0 || rs[4].State != events.StateSuccess {
 		t.Errorf("nil pointer: %+v", rs[4])
 	}
 }
@@ -598,11 +599,11 @@ func TestCloseInterruptsRuns(t *testing.T) {
 	if err := tk.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted {
+	if r := run.Wait()[0]; r.State != events.StateInterrupted {
 		t.Fatalf("%s", r.State)
 	}
 	after := s.Run(context.Background(), []toolkit.Call{testutil.Call("2", "wait", ``)})
-	if after[0].State != toolkit.StateInterrupted {
+	if after[0].State != events.StateInterrupted {
 		t.Fatalf("run after Close: %s", after[0].State)
 	}
 	if _, err := tk.Session("new"); !errors.Is(err, toolkit.ErrClosed) {
@@ -653,7 +654,7 @@ func TestLargeBatch(t *testing.T) {
 			}
 			continue
 		}
-		if r.State != toolkit.StateSuccess || r.Text() != fmt.Sprint(i) {
+		if r.State != events.StateSuccess || r.Text() != fmt.Sprint(i) {
 			t.Fatalf("call %d: %s %q", i, r.State, r.Text())
 		}
 	}

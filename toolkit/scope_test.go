@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -50,7 +51,7 @@ func TestHandlerContextBehavesLikeWithDeadline(t *testing.T) {
 	if s.err != context.DeadlineExceeded || !errors.Is(s.cause, context.DeadlineExceeded) || s.childErr != context.DeadlineExceeded || !s.afterFunc {
 		t.Errorf("err %v cause %v child %v afterFunc %v", s.err, s.cause, s.childErr, s.afterFunc)
 	}
-	if r.State != toolkit.StateTimeout {
+	if r.State != events.StateTimeout {
 		t.Errorf("state %s", r.State)
 	}
 }
@@ -70,7 +71,7 @@ func TestParentDeadlineWins(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	r := testutil.Session(t, tk, "s").Run(ctx, []toolkit.Call{testutil.Call("1", "wait", ``)})[0]
-	if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.DeadlineExceeded) {
+	if r.State != events.StateInterrupted || !errors.Is(r.Err, context.DeadlineExceeded) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
 }
@@ -90,7 +91,7 @@ func TestCancelledParentAbandonsStuckHandler(t *testing.T) {
 	testutil.WaitFor(t, started, "handler start")
 	cancel()
 	testutil.WaitFor(t, run.Done(), "the run to end without the stuck handler")
-	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
+	if r := run.Wait()[0]; r.State != events.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
 	close(release)
@@ -109,7 +110,7 @@ func TestRunCancel(t *testing.T) {
 	run.Cancel()
 	rs := run.Wait()
 	for _, r := range rs {
-		if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
+		if r.State != events.StateInterrupted || !errors.Is(r.Err, context.Canceled) {
 			t.Errorf("%s: %s %v", r.Call.ID, r.State, r.Err)
 		}
 	}
@@ -134,7 +135,7 @@ func TestCloseWaitsForAbandonedHandlers(t *testing.T) {
 	run := testutil.Session(t, tk, "s").Start(context.Background(), []toolkit.Call{testutil.Call("1", "stuck", ``)})
 	testutil.WaitFor(t, started, "the handler to start")
 	run.Cancel()
-	if r := run.Wait()[0]; r.State != toolkit.StateInterrupted {
+	if r := run.Wait()[0]; r.State != events.StateInterrupted {
 		t.Fatalf("%s", r.State)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)

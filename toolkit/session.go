@@ -34,16 +34,6 @@ type Session struct {
 	locals    *localStore // session locals (local.go), made on first use, dropped by Close
 }
 
-// localStore returns the session's locals, made if create is set.
-func (s *Session) localStore(create bool) *localStore {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.locals == nil && create {
-		s.locals = new(localStore)
-	}
-	return s.locals
-}
-
 // Session returns the session with the given id, creating it on first use.
 // Ids come from outside and are checked: they must be 1 to 256 bytes of
 // UTF-8 without control characters (ErrInvalidSession otherwise).
@@ -94,7 +84,7 @@ func (s *Session) Toolkit() *Toolkit { return s.tk }
 // returns an *[OutputError] (errors.Is [ErrInvalidOutput]) that lists the
 // problems, nothing of it reaches the model or the observers, and the call
 // keeps waiting for a valid result (or an error). A failure is not checked.
-func (s *Session) Submit(callID string, content []Part, err error) error {
+func (s *Session) Submit(callID string, content []events.Part, err error) error {
 	s.mu.Lock()
 	c, ok := s.suspended[callID]
 	s.mu.Unlock()
@@ -129,9 +119,9 @@ func (s *Session) Submit(callID string, content []Part, err error) error {
 	if submitTaken != nil {
 		submitTaken()
 	}
-	state := StateSuccess
+	state := events.StateSuccess
 	if err != nil {
-		state = StateError
+		state = events.StateError
 	}
 	c.side.ext <- extResult{state: state, parts: content, err: err}
 	return nil
@@ -194,7 +184,7 @@ func (s *Session) Close() {
 		}
 	}
 	for _, c := range pending {
-		c.side.ext <- extResult{state: StateInterrupted, err: closedWaitErr(c.call.Name)}
+		c.side.ext <- extResult{state: events.StateInterrupted, err: closedWaitErr(c.call.Name)}
 	}
 	if sc, ok := s.tk.visibility().(SessionCloser); ok {
 		sc.SessionClosed(s.id)

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolstream/toolstream/events"
 )
 
 // A batch executes in stages. A stage is a stretch of the batch that may
@@ -142,7 +144,7 @@ func (st *stage) runCalls(driver bool) bool {
 			continue // already finished in the queue: deadline, cancellation
 		}
 		if err := st.batch.err(); err != nil {
-			c.finish(StateInterrupted, nil, st.batch.notStarted(c))
+			c.finish(events.StateInterrupted, nil, st.batch.notStarted(c))
 			continue
 		}
 		c.inline = driver
@@ -176,7 +178,7 @@ func (c *call) makeWay() {
 func (st *stage) finishWaiting() {
 	for k := int(st.next.Load()); k < len(st.calls); k++ {
 		if c := &st.calls[k]; c.claimed.CompareAndSwap(false, true) {
-			c.finish(StateInterrupted, nil, st.batch.notStarted(c))
+			c.finish(events.StateInterrupted, nil, st.batch.notStarted(c))
 		}
 	}
 }

@@ -52,7 +52,7 @@ func TestWithResult(t *testing.T) {
 		testutil.Call("3", "nosuchtool", `{}`),
 		testutil.Call("1", "write", `{}`), // a duplicate id: malformed
 	},
-		toolkit.WithResult(1, toolkit.Failure(toolkit.StateError, cut)),
+		toolkit.WithResult(1, toolkit.Failure(events.StateError, cut)),
 		toolkit.WithResult(2, toolkit.Success(events.Text("from the cache"))),
 		toolkit.WithResult(3, toolkit.Success(events.Text("must not win"))),
 		toolkit.WithResult(-1, toolkit.Success()), toolkit.WithResult(4, toolkit.Success()), nil,
@@ -64,13 +64,13 @@ func TestWithResult(t *testing.T) {
 	if !slices.Equal(ran, []string{"1"}) || !slices.Equal(intercepted, []string{"1"}) {
 		t.Errorf("ran %v, intercepted %v: only call 1 should", ran, intercepted)
 	}
-	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "written" {
+	if rs[0].State != events.StateSuccess || rs[0].Text() != "written" {
 		t.Errorf("call 1: %s %q", rs[0].State, rs[0].Text())
 	}
-	if rs[1].State != toolkit.StateError || !errors.Is(rs[1].Err, cut) || rs[1].Text() != "Error: "+cut.Error() {
+	if rs[1].State != events.StateError || !errors.Is(rs[1].Err, cut) || rs[1].Text() != "Error: "+cut.Error() {
 		t.Errorf("call 2: %s %q %v", rs[1].State, rs[1].Text(), rs[1].Err)
 	}
-	if rs[2].State != toolkit.StateSuccess || rs[2].Text() != "from the cache" {
+	if rs[2].State != events.StateSuccess || rs[2].Text() != "from the cache" {
 		t.Errorf("call 3: %s %q", rs[2].State, rs[2].Text())
 	}
 	if !errors.Is(rs[3].Err, toolkit.ErrInvalidCall) {
@@ -85,8 +85,8 @@ func TestWithResult(t *testing.T) {
 	rec.Check(t)
 
 	rs = sess.Run(context.Background(), []toolkit.Call{testutil.Call("r", "write", `{}`)},
-		toolkit.WithResult(0, toolkit.Failure(toolkit.StateDenied, cut)))
-	if rs[0].State != toolkit.StateDenied || !errors.Is(rs[0].Err, cut) || len(ran) != 1 {
+		toolkit.WithResult(0, toolkit.Failure(events.StateDenied, cut)))
+	if rs[0].State != events.StateDenied || !errors.Is(rs[0].Err, cut) || len(ran) != 1 {
 		t.Errorf("Run: %s %v, ran %v", rs[0].State, rs[0].Err, ran)
 	}
 }
@@ -109,8 +109,8 @@ func TestWithResultLaterHookDecides(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "write", `{}`)},
-		toolkit.WithResult(0, toolkit.Failure(toolkit.StateError, errors.New("the caller's"))))
-	if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "the hook's" || ran {
+		toolkit.WithResult(0, toolkit.Failure(events.StateError, errors.New("the caller's"))))
+	if rs[0].State != events.StateSuccess || rs[0].Text() != "the hook's" || ran {
 		t.Errorf("%s %q (ran %v), want success %q without running", rs[0].State, rs[0].Text(), ran, "the hook's")
 	}
 }

@@ -125,7 +125,7 @@ func checkHookAbandoned(t *testing.T, rs []toolkit.Result, cause error) {
 	t.Helper()
 	for _, r := range rs {
 		text := r.Text()
-		if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, cause) {
+		if r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, cause) {
 			t.Errorf("call %s: %s %v; want interrupted, caused by %v", r.Call.ID, r.State, r.Err, cause)
 		}
 		for _, want := range []string{`batch hook "deaf"`, "did not return", "never ran"} {
@@ -327,7 +327,7 @@ func TestStuckBeforeHookSessionClose(t *testing.T) {
 	if err := <-cause; !errors.Is(err, toolkit.ErrClosed) {
 		t.Errorf("the hook's context ended with %v", err)
 	}
-	if rs[0].State != toolkit.StateInterrupted || !errors.Is(rs[0].Err, toolkit.ErrClosed) {
+	if rs[0].State != events.StateInterrupted || !errors.Is(rs[0].Err, toolkit.ErrClosed) {
 		t.Errorf("%s %v", rs[0].State, rs[0].Err)
 	}
 }
@@ -348,7 +348,7 @@ func TestBeforeHookHasNoDeadline(t *testing.T) {
 		}
 	}})
 	rs := testutil.Run(t, tk, "s", testutil.Call("1", "a", `{}`))
-	if rs[0].State != toolkit.StateSuccess || ran.Load() != 1 {
+	if rs[0].State != events.StateSuccess || ran.Load() != 1 {
 		t.Fatalf("%s %v", rs[0].State, rs[0].Err)
 	}
 }
@@ -420,7 +420,7 @@ func TestStuckResolverTimesOut(t *testing.T) {
 			got := start(testutil.Session(t, tk, "s"), context.Background(), run, testutil.Call("1", "ghost", `{}`), testutil.Call("2", "a", `{}`))
 			rs := results(t, got, "a deaf resolver, 50 ms default timeout")
 			text := rs[0].Text()
-			if rs[0].State != toolkit.StateTimeout || !errors.Is(rs[0].Err, toolkit.ErrTimeout) || !errors.Is(rs[0].Err, context.DeadlineExceeded) {
+			if rs[0].State != events.StateTimeout || !errors.Is(rs[0].Err, toolkit.ErrTimeout) || !errors.Is(rs[0].Err, context.DeadlineExceeded) {
 				t.Errorf("ghost: %s %v", rs[0].State, rs[0].Err)
 			}
 			for _, want := range []string{`tool "ghost"`, "tool resolver", "did not return", "never ran"} {
@@ -428,7 +428,7 @@ func TestStuckResolverTimesOut(t *testing.T) {
 					t.Errorf("ghost: the model reads %q, which does not say %q", text, want)
 				}
 			}
-			if rs[1].State != toolkit.StateSuccess || ran.Load() != 1 {
+			if rs[1].State != events.StateSuccess || ran.Load() != 1 {
 				t.Errorf("the call after it: %s %v", rs[1].State, rs[1].Err)
 			}
 			// Like any call that fails before running, it has a start, its
@@ -446,7 +446,7 @@ func TestStuckResolverTimesOut(t *testing.T) {
 
 			// A resolver that listens to its context.
 			rs = results(t, start(testutil.Session(t, tk, "s"), context.Background(), run, testutil.Call("3", "polite", `{}`)), "a listening resolver")
-			if rs[0].State != toolkit.StateTimeout || !errors.Is(rs[0].Err, toolkit.ErrTimeout) || !strings.Contains(rs[0].Text(), "tool resolver") {
+			if rs[0].State != events.StateTimeout || !errors.Is(rs[0].Err, toolkit.ErrTimeout) || !strings.Contains(rs[0].Text(), "tool resolver") {
 				t.Errorf("polite: %s %q", rs[0].State, rs[0].Text())
 			}
 			if err := <-r.cause; !errors.Is(err, context.DeadlineExceeded) {
@@ -493,7 +493,7 @@ func TestStuckResolverCancelled(t *testing.T) {
 			}
 			rs := results(t, got, "a deaf resolver, batch interrupted")
 			text := rs[0].Text()
-			if rs[0].State != toolkit.StateInterrupted || !errors.Is(rs[0].Err, toolkit.ErrInterrupted) || !errors.Is(rs[0].Err, cause) {
+			if rs[0].State != events.StateInterrupted || !errors.Is(rs[0].Err, toolkit.ErrInterrupted) || !errors.Is(rs[0].Err, cause) {
 				t.Errorf("ghost: %s %v", rs[0].State, rs[0].Err)
 			}
 			for _, want := range []string{`tool "ghost"`, "tool resolver", "did not return", "never ran"} {
@@ -501,7 +501,7 @@ func TestStuckResolverCancelled(t *testing.T) {
 					t.Errorf("ghost: the model reads %q, which does not say %q", text, want)
 				}
 			}
-			if rs[1].State != toolkit.StateInterrupted || ran.Load() != 0 {
+			if rs[1].State != events.StateInterrupted || ran.Load() != 0 {
 				t.Errorf("the call after it: %s %v", rs[1].State, rs[1].Err)
 			}
 		})
@@ -530,7 +530,7 @@ func TestResolverContextEndsWithBatch(t *testing.T) {
 				}
 			}
 			testutil.WaitFor(t, b.Done(), "the batch to end")
-			if rs := b.Wait(); rs[0].State != toolkit.StateInterrupted || !errors.Is(rs[0].Err, want) {
+			if rs := b.Wait(); rs[0].State != events.StateInterrupted || !errors.Is(rs[0].Err, want) {
 				t.Errorf("%s %v", rs[0].State, rs[0].Err)
 			}
 			if err := <-r.cause; !errors.Is(err, want) {
@@ -563,7 +563,7 @@ func TestBatchHookOnCancellableRun(t *testing.T) {
 	if sawRun.Load() != 1 {
 		t.Errorf("a call ran before the hook")
 	}
-	if rs[0].State != toolkit.StateDenied || rs[0].Text() != "Error: no a today" || rs[1].State != toolkit.StateSuccess || rs[1].Text() != "a ran" {
+	if rs[0].State != events.StateDenied || rs[0].Text() != "Error: no a today" || rs[1].State != events.StateSuccess || rs[1].Text() != "a ran" {
 		t.Fatalf("%s %q, %s %q", rs[0].State, rs[0].Text(), rs[1].State, rs[1].Text())
 	}
 }
@@ -604,7 +604,7 @@ func TestStuckAfterHook(t *testing.T) {
 			got := make(chan []toolkit.Result, 1)
 			go func() { got <- b.Wait() }()
 			rs := results(t, got, "a deaf After hook, then "+how)
-			if rs[0].State != toolkit.StateSuccess || rs[0].Text() != "a ran" {
+			if rs[0].State != events.StateSuccess || rs[0].Text() != "a ran" {
 				t.Errorf("call 1: %s %q; the cancellation came after it was final", rs[0].State, rs[0].Text())
 			}
 			if next.Load() {
@@ -650,7 +650,7 @@ func TestAfterHookOutlivesTheCaller(t *testing.T) {
 	if got := errAtEnd.Load(); got != "<nil>" {
 		t.Errorf("the After hook's context ended with the caller's: %v", got)
 	}
-	if rs[0].State != toolkit.StateSuccess {
+	if rs[0].State != events.StateSuccess {
 		t.Errorf("call 1: %s", rs[0].State)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -57,7 +58,7 @@ func suspendedKit(t *testing.T, timeout time.Duration) (*toolkit.Toolkit, *toolk
 func waitSuspended(t *testing.T, b *toolkit.Batch) {
 	t.Helper()
 	for r := range b.Results() {
-		if r.State == toolkit.StateSuspended {
+		if r.State == events.StateSuspended {
 			return
 		}
 	}
@@ -65,7 +66,7 @@ func waitSuspended(t *testing.T, b *toolkit.Batch) {
 }
 
 // submitAsync runs Submit on a goroutine of its own.
-func submitAsync(s *toolkit.Session, id string, content []toolkit.Part) <-chan error {
+func submitAsync(s *toolkit.Session, id string, content []events.Part) <-chan error {
 	done := make(chan error, 1)
 	go func() { done <- s.Submit(id, content, nil) }()
 	return done
@@ -92,9 +93,9 @@ func TestSubmitTwiceAtOnce(t *testing.T) {
 	var once sync.Once
 	// The held Submit lets the other one run to its end first.
 	held := holdSubmit(t, func() {
-		once.Do(func() { second <- s.Submit("x", []toolkit.Part{jsonPart(`{"colour":"blue"}`)}, nil) })
+		once.Do(func() { second <- s.Submit("x", []events.Part{jsonPart(`{"colour":"blue"}`)}, nil) })
 	})
-	first := submitAsync(s, "x", []toolkit.Part{jsonPart(`{"colour":"red"}`)})
+	first := submitAsync(s, "x", []events.Part{jsonPart(`{"colour":"red"}`)})
 	await(t, held, "the first Submit's second look")
 	if err := <-second; err != nil {
 		t.Fatalf("the second Submit: %v", err)
@@ -103,7 +104,7 @@ func TestSubmitTwiceAtOnce(t *testing.T) {
 		t.Errorf("the first Submit: %v, want ErrUnknownCall", err)
 	}
 	testutil.WaitFor(t, b.Done(), "the batch to end")
-	if r := b.Wait()[0]; r.State != toolkit.StateSuccess || r.Text() != `{"colour":"blue"}` {
+	if r := b.Wait()[0]; r.State != events.StateSuccess || r.Text() != `{"colour":"blue"}` {
 		t.Errorf("the call: %s %q, want the second Submit's content", r.State, r.Text())
 	}
 }
@@ -115,12 +116,12 @@ func TestSubmitTwiceAtOnce(t *testing.T) {
 func TestSubmitAsWaitTimesOut(t *testing.T) {
 	_, s, b := suspendedKit(t, 50*time.Millisecond)
 	held := holdSubmit(t, func() { await(t, b.Done(), "the call's timeout") })
-	done := submitAsync(s, "x", []toolkit.Part{jsonPart(`{"colour":"red"}`)})
+	done := submitAsync(s, "x", []events.Part{jsonPart(`{"colour":"red"}`)})
 	await(t, held, "Submit's second look")
 	if err := submitted(t, done); !errors.Is(err, toolkit.ErrUnknownCall) {
 		t.Errorf("Submit: %v, want ErrUnknownCall", err)
 	}
-	if r := b.Wait()[0]; r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) {
+	if r := b.Wait()[0]; r.State != events.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) {
 		t.Errorf("the call: %s %v", r.State, r.Err)
 	}
 }
@@ -131,13 +132,13 @@ func TestSubmitAsWaitTimesOut(t *testing.T) {
 func TestSubmitAsSessionCloses(t *testing.T) {
 	_, s, b := suspendedKit(t, 0)
 	held := holdSubmit(t, s.Close)
-	done := submitAsync(s, "x", []toolkit.Part{jsonPart(`{"colour":"red"}`)})
+	done := submitAsync(s, "x", []events.Part{jsonPart(`{"colour":"red"}`)})
 	await(t, held, "Submit's second look")
 	if err := submitted(t, done); !errors.Is(err, toolkit.ErrClosed) {
 		t.Errorf("Submit: %v, want ErrClosed", err)
 	}
 	testutil.WaitFor(t, b.Done(), "the batch to end")
-	if r := b.Wait()[0]; r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
+	if r := b.Wait()[0]; r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrClosed) {
 		t.Errorf("the call: %s %v", r.State, r.Err)
 	}
 }
@@ -156,22 +157,22 @@ func TestSubmitToACallThatLeftAndCameBack(t *testing.T) {
 		next = s.Start(context.Background(), []toolkit.Call{testutil.Call("x", "ask", `{}`)})
 		waitSuspended(t, next)
 	})
-	done := submitAsync(s, "x", []toolkit.Part{jsonPart(`{"colour":"red"}`)})
+	done := submitAsync(s, "x", []events.Part{jsonPart(`{"colour":"red"}`)})
 	await(t, held, "Submit's second look")
 	if err := submitted(t, done); !errors.Is(err, toolkit.ErrUnknownCall) {
 		t.Errorf("Submit: %v, want ErrUnknownCall", err)
 	}
-	if r := b.Wait()[0]; r.State != toolkit.StateTimeout {
+	if r := b.Wait()[0]; r.State != events.StateTimeout {
 		t.Errorf("the first call: %s %v", r.State, r.Err)
 	}
 	if got := s.Suspended(); len(got) != 1 || got[0].ID != "x" {
 		t.Fatalf("Suspended() = %v; the new call should still wait", got)
 	}
-	if err := s.Submit("x", []toolkit.Part{jsonPart(`{"colour":"blue"}`)}, nil); err != nil {
+	if err := s.Submit("x", []events.Part{jsonPart(`{"colour":"blue"}`)}, nil); err != nil {
 		t.Fatalf("Submit to the new call: %v", err)
 	}
 	testutil.WaitFor(t, next.Done(), "the new batch to end")
-	if r := next.Wait()[0]; r.State != toolkit.StateSuccess || r.Text() != `{"colour":"blue"}` {
+	if r := next.Wait()[0]; r.State != events.StateSuccess || r.Text() != `{"colour":"blue"}` {
 		t.Errorf("the new call: %s %q", r.State, r.Text())
 	}
 }

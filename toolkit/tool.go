@@ -14,22 +14,6 @@ import (
 	"github.com/toolstream/toolstream/internal/schema"
 )
 
-// Part is one piece of model-visible content. See [events.Part].
-type Part = events.Part
-
-// State is the final state of a call. See [events.State].
-type State = events.State
-
-// Call states.
-const (
-	StateSuccess     = events.StateSuccess
-	StateError       = events.StateError
-	StateDenied      = events.StateDenied
-	StateInterrupted = events.StateInterrupted
-	StateSuspended   = events.StateSuspended
-	StateTimeout     = events.StateTimeout
-)
-
 // Spec describes a tool to the model and to the engine.
 type Spec struct {
 	// Name is what the model calls: ^[a-zA-Z0-9_-]{1,64}$, the names OpenAI
@@ -99,7 +83,7 @@ type Spec struct {
 // RawHandler runs a tool on validated JSON arguments. It returns the last
 // piece of the model-visible result (the deltas the handler emitted come
 // before it).
-type RawHandler func(ctx context.Context, args json.RawMessage) ([]Part, error)
+type RawHandler func(ctx context.Context, args json.RawMessage) ([]events.Part, error)
 
 // Tool is a registered or registrable tool: a spec, an input schema and a
 // handler. Tools are immutable and can be shared between toolkits.
@@ -122,7 +106,7 @@ type Tool struct {
 // typedHandler runs a typed tool on its input, a *In filled by the
 // argument pass. Its output is one part (most outputs are, and then no
 // slice is made) or several.
-type typedHandler func(ctx context.Context, in any) (one Part, more []Part, err error)
+type typedHandler func(ctx context.Context, in any) (one events.Part, more []events.Part, err error)
 
 // Spec returns the tool's spec.
 func (t *Tool) Spec() Spec { return t.spec }
@@ -196,10 +180,10 @@ func NewTool[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, e
 	}
 	t.output = out
 	t.newIn = func() any { return new(In) }
-	t.typed = func(ctx context.Context, in any) (Part, []Part, error) {
+	t.typed = func(ctx context.Context, in any) (events.Part, []events.Part, error) {
 		out, err := fn(ctx, *in.(*In))
 		if err != nil {
-			return Part{}, nil, err
+			return events.Part{}, nil, err
 		}
 		return convert(out)
 	}
@@ -358,32 +342,32 @@ func CheckToolName(name string) error {
 
 // outputConverter picks, once per tool, how a typed handler's output becomes
 // content: one part, or several.
-func outputConverter[Out any]() func(Out) (Part, []Part, error) {
+func outputConverter[Out any]() func(Out) (events.Part, []events.Part, error) {
 	switch reflect.TypeFor[Out]() {
 	case reflect.TypeFor[string]():
-		return func(o Out) (Part, []Part, error) { return events.Text(any(o).(string)), nil, nil }
-	case reflect.TypeFor[[]Part]():
-		return func(o Out) (Part, []Part, error) { return Part{}, any(o).([]Part), nil }
-	case reflect.TypeFor[Part]():
-		return func(o Out) (Part, []Part, error) { return any(o).(Part), nil, nil }
+		return func(o Out) (events.Part, []events.Part, error) { return events.Text(any(o).(string)), nil, nil }
+	case reflect.TypeFor[[]events.Part]():
+		return func(o Out) (events.Part, []events.Part, error) { return events.Part{}, any(o).([]events.Part), nil }
+	case reflect.TypeFor[events.Part]():
+		return func(o Out) (events.Part, []events.Part, error) { return any(o).(events.Part), nil, nil }
 	case reflect.TypeFor[[]byte]():
-		return func(o Out) (Part, []Part, error) {
+		return func(o Out) (events.Part, []events.Part, error) {
 			if b := any(o).([]byte); len(b) > 0 {
 				return events.Binary("", b), nil, nil
 			}
-			return Part{}, nil, nil
+			return events.Part{}, nil, nil
 		}
 	case reflect.TypeFor[struct{}]():
-		return func(Out) (Part, []Part, error) { return Part{}, nil, nil }
+		return func(Out) (events.Part, []events.Part, error) { return events.Part{}, nil, nil }
 	}
-	return func(o Out) (Part, []Part, error) {
+	return func(o Out) (events.Part, []events.Part, error) {
 		parts, err := convertAny(o)
-		return Part{}, parts, err
+		return events.Part{}, parts, err
 	}
 }
 
 // convertAny converts a dynamically typed output.
-func convertAny(o any) ([]Part, error) {
+func convertAny(o any) ([]events.Part, error) {
 	switch v := o.(type) {
 	case nil:
 		return nil, nil
@@ -391,16 +375,16 @@ func convertAny(o any) ([]Part, error) {
 		if v == "" {
 			return nil, nil
 		}
-		return []Part{events.Text(v)}, nil
-	case []Part:
+		return []events.Part{events.Text(v)}, nil
+	case []events.Part:
 		return v, nil
-	case Part:
-		return []Part{v}, nil
+	case events.Part:
+		return []events.Part{v}, nil
 	case []byte:
 		if len(v) == 0 {
 			return nil, nil
 		}
-		return []Part{events.Binary("", v)}, nil
+		return []events.Part{events.Binary("", v)}, nil
 	case json.RawMessage:
 		if len(v) == 0 {
 			return nil, nil
@@ -408,7 +392,7 @@ func convertAny(o any) ([]Part, error) {
 		if !json.Valid(v) {
 			return nil, fmt.Errorf("tool returned invalid JSON")
 		}
-		return []Part{{Type: events.PartJSON, JSON: v}}, nil
+		return []events.Part{{Type: events.PartJSON, JSON: v}}, nil
 	}
 	if rv := reflect.ValueOf(o); rv.Kind() == reflect.Pointer && rv.IsNil() {
 		return nil, nil
@@ -417,7 +401,7 @@ func convertAny(o any) ([]Part, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding the tool's output as JSON: %w", err)
 	}
-	return []Part{p}, nil
+	return []events.Part{p}, nil
 }
 
 // Annotations are a tool's hints as MCP's ToolAnnotations name them, with

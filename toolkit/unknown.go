@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/toolstream/toolstream/events"
 )
 
 // A ToolResolver supplies a tool for a call whose name nobody registered,
@@ -181,7 +183,7 @@ func (c *call) execUnknown() bool {
 		wrapped = true
 	}
 	if !wrapped {
-		return c.finish(StateError, nil, c.unknownErr())
+		return c.finish(events.StateError, nil, c.unknownErr())
 	}
 	c.exe = ph
 	c.out.em.Init(&c.out, c.out.observed())
@@ -198,18 +200,18 @@ func unknownCore(ctx context.Context, inv *Invocation) Result {
 	c := inv.c
 	t := inv.Tool
 	if inv.Unknown() {
-		return Failure(StateError, c.unknownErr())
+		return Failure(events.StateError, c.unknownErr())
 	}
 	if v := c.batch.vis; v != nil {
 		rt, err := c.runsAs(v, t)
 		if err != nil {
-			return Failure(StateError, err)
+			return Failure(events.StateError, err)
 		}
 		t = rt
 	}
 	args, err := t.prepare(inv.Call.Args)
 	if err != nil {
-		return Failure(StateError, err)
+		return Failure(events.StateError, err)
 	}
 	inv.Tool, inv.Call.Args = t, args.bytes()
 	c.mu.Lock()

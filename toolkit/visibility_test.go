@@ -72,7 +72,7 @@ func TestVisibilityChain(t *testing.T) {
 			t.Errorf("call of %s: %s %q (%v), want refused", name, r.State, r.Text(), r.Err)
 		}
 	}
-	if rs[2].State != toolkit.StateSuccess || rs[2].Text() != "c" {
+	if rs[2].State != events.StateSuccess || rs[2].Text() != "c" {
 		t.Errorf("allowed call: %s %q", rs[2].State, rs[2].Text())
 	}
 	var ue *toolkit.UnknownToolError
@@ -127,9 +127,9 @@ func TestVisibilityResolvesVariants(t *testing.T) {
 	tk := testutil.Kit(t)
 	var got []string
 	base, err := toolkit.NewRawTool(toolkit.Spec{Name: "pick", Description: "Pick one."}, []byte(`{"type":"object"}`),
-		func(_ context.Context, args json.RawMessage) ([]toolkit.Part, error) {
+		func(_ context.Context, args json.RawMessage) ([]events.Part, error) {
 			got = append(got, string(args))
-			return []toolkit.Part{events.Text("picked")}, nil
+			return []events.Part{events.Text("picked")}, nil
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestVisibilityResolvesVariants(t *testing.T) {
 	}
 	rs := testutil.Session(t, tk, "s1").Run(context.Background(), []toolkit.Call{
 		testutil.Call("1", "pick", `{"choice":"blue"}`), testutil.Call("2", "pick", `{"choice":"green"}`), testutil.Call("3", "pick", `{"choice":"blue","x":1}`)})
-	if rs[0].State != toolkit.StateSuccess {
+	if rs[0].State != events.StateSuccess {
 		t.Errorf("allowed choice: %s %q", rs[0].State, rs[0].Text())
 	}
 	for _, r := range rs[1:] {
@@ -161,7 +161,7 @@ func TestVisibilityResolvesVariants(t *testing.T) {
 	if !strings.Contains(rs[1].Text(), "red") || !strings.Contains(rs[1].Text(), "blue") {
 		t.Errorf("the refusal does not name the allowed choices: %q", rs[1].Text())
 	}
-	if r := testutil.Session(t, tk, "s2").Run(context.Background(), []toolkit.Call{testutil.Call("4", "pick", `{"choice":"green"}`)})[0]; r.State != toolkit.StateSuccess {
+	if r := testutil.Session(t, tk, "s2").Run(context.Background(), []toolkit.Call{testutil.Call("4", "pick", `{"choice":"green"}`)})[0]; r.State != events.StateSuccess {
 		t.Errorf("s2's own choice: %s %q", r.State, r.Text())
 	}
 	if !slices.Equal(got, []string{`{"choice":"blue"}`, `{"choice":"green"}`}) {
@@ -194,7 +194,7 @@ func TestResolveKeepsTheName(t *testing.T) {
 	testutil.Add(t, tk, a)
 	tk.SetVisibility(renamer{other: b})
 	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`)})[0]
-	if r.State != toolkit.StateError || ran != "" {
+	if r.State != events.StateError || ran != "" {
 		t.Errorf("state %s, ran %q: want refused, nothing run", r.State, ran)
 	}
 }

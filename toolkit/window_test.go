@@ -61,7 +61,7 @@ func resultSeen(id string) (toolkit.Observer, <-chan struct{}) {
 // goroutine found its deadline passed.
 func checkResolverTimeout(t *testing.T, rec *testutil.Recorder, r toolkit.Result) {
 	t.Helper()
-	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) {
+	if r.State != events.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) {
 		t.Errorf("ghost: %s %v", r.State, r.Err)
 	}
 	for _, want := range []string{`tool "ghost"`, "timed out after 30ms", "tool resolver", "did not return", "never ran"} {
@@ -99,7 +99,7 @@ func TestResolverTimeoutWhileQueued(t *testing.T) {
 			holdRunner(t, "1", false, func(context.Context) { await(t, seen, "the call's timeout in the queue") })
 			rs := results(t, start(testutil.Session(t, tk, "s"), context.Background(), run, testutil.Call("1", "ghost", `{}`), testutil.Call("2", "a", `{}`)), "a deaf resolver")
 			checkResolverTimeout(t, rec, rs[0])
-			if rs[1].State != toolkit.StateSuccess || ran.Load() != 1 {
+			if rs[1].State != events.StateSuccess || ran.Load() != 1 {
 				t.Errorf("the call after it: %s %v", rs[1].State, rs[1].Err)
 			}
 			rec.Check(t)
@@ -138,7 +138,7 @@ func TestDeadlineBetweenSlotAndStart(t *testing.T) {
 	holdRunner(t, "1", true, func(ctx context.Context) { await(t, ctx.Done(), "the call's deadline") })
 	rs := testutil.Run(t, tk, "s", testutil.Call("1", "slow", `{}`))
 	r := rs[0]
-	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) ||
+	if r.State != events.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) ||
 		r.Text() != `Error: tool "slow" timed out after 20ms before it could start` {
 		t.Errorf("%s %v %q", r.State, r.Err, r.Text())
 	}
@@ -165,7 +165,7 @@ func TestCancelBetweenSlotAndStart(t *testing.T) {
 	})
 	rs := testutil.Session(t, tk, "s").Run(ctx, []toolkit.Call{testutil.Call("1", "a", `{}`), testutil.Call("2", "a", `{}`)})
 	for _, r := range rs {
-		if r.State != toolkit.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, context.Canceled) ||
+		if r.State != events.StateInterrupted || !errors.Is(r.Err, toolkit.ErrInterrupted) || !errors.Is(r.Err, context.Canceled) ||
 			!strings.Contains(r.Text(), "cancelled before the call started") || !r.Started.IsZero() {
 			t.Errorf("call %s: %s %v %q", r.Call.ID, r.State, r.Err, r.Text())
 		}
@@ -209,11 +209,11 @@ func TestStuckHandlersOnEveryRunner(t *testing.T) {
 	}
 	rs := b.Wait()
 	for _, r := range rs[:2] {
-		if r.State != toolkit.StateTimeout || !strings.HasPrefix(r.Text(), `Error: tool "deaf" timed out after 200ms`) {
+		if r.State != events.StateTimeout || !strings.HasPrefix(r.Text(), `Error: tool "deaf" timed out after 200ms`) {
 			t.Errorf("call %s: %s %q", r.Call.ID, r.State, r.Text())
 		}
 	}
-	if rs[2].State != toolkit.StateSuccess || rs[2].Text() != "quick ran" || ran.Load() != 1 {
+	if rs[2].State != events.StateSuccess || rs[2].Text() != "quick ran" || ran.Load() != 1 {
 		t.Errorf("the call behind them: %s %q", rs[2].State, rs[2].Text())
 	}
 	<-entered // the driver's handler, at least, held a runner

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
@@ -43,7 +44,7 @@ func TestWithinPassDeadline(t *testing.T) {
 	}))
 	start := time.Now()
 	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("c1", "wait", `{}`)})[0]
-	if r.State != toolkit.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) {
+	if r.State != events.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) || !errors.Is(r.Err, context.DeadlineExceeded) {
 		t.Fatalf("got %s %v, want the engine's timeout", r.State, r.Err)
 	}
 	if !strings.Contains(r.Text(), `tool "wait" timed out after 20ms`) {
@@ -68,7 +69,7 @@ func TestWithinCallDeadlineFirst(t *testing.T) {
 		return "", ctx.Err()
 	}))
 	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("c1", "wait", `{}`)})[0]
-	if r.State != toolkit.StateTimeout || !strings.Contains(r.Text(), `tool "wait" timed out after 20ms`) {
+	if r.State != events.StateTimeout || !strings.Contains(r.Text(), `tool "wait" timed out after 20ms`) {
 		t.Fatalf("got %s %q, want the call's own timeout", r.State, r.Text())
 	}
 }
@@ -82,10 +83,10 @@ func TestWithinLeavesTheRestBehind(t *testing.T) {
 		name   string
 		d      time.Duration
 		cancel bool
-		want   toolkit.State
+		want   events.State
 	}{
-		{"deadline", 20 * time.Millisecond, false, toolkit.StateTimeout},
-		{"cancelled", time.Hour, true, toolkit.StateInterrupted},
+		{"deadline", 20 * time.Millisecond, false, events.StateTimeout},
+		{"cancelled", time.Hour, true, events.StateInterrupted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tk := testutil.Kit(t, toolkit.WithCancelGrace(time.Hour))

@@ -21,16 +21,16 @@ import (
 // screenshot. None may reach the wire as such.
 func TestBlankContentNotSent(t *testing.T) {
 	conv := []agent.Message{
-		{Role: agent.RoleUser, Content: []toolkit.Part{events.Text(" \n"), events.Text("Go")}},
-		{Role: agent.RoleAssistant, Content: []toolkit.Part{events.Text("\n\n")}, Calls: []toolkit.Call{
+		{Role: agent.RoleUser, Content: []events.Part{events.Text(" \n"), events.Text("Go")}},
+		{Role: agent.RoleAssistant, Content: []events.Part{events.Text("\n\n")}, Calls: []toolkit.Call{
 			{ID: "toolu_1", Name: "sh", Args: json.RawMessage(`{}`)},
 			{ID: "toolu_2", Name: "sh", Args: json.RawMessage(`{}`)},
 			{ID: "toolu_3", Name: "shot", Args: json.RawMessage(`{}`)},
 		}},
-		{Role: agent.RoleTool, CallID: "toolu_1", Tool: "sh", Content: []toolkit.Part{events.Text("\n")}},
-		{Role: agent.RoleTool, CallID: "toolu_2", Tool: "sh", IsError: true, Content: []toolkit.Part{events.Text("  ")}},
-		{Role: agent.RoleTool, CallID: "toolu_3", Tool: "shot", Content: []toolkit.Part{events.Binary("image/png", nil), events.Binary("application/pdf", nil)}},
-		{Role: agent.RoleAssistant, Content: []toolkit.Part{events.Text(" \t\n")}},
+		{Role: agent.RoleTool, CallID: "toolu_1", Tool: "sh", Content: []events.Part{events.Text("\n")}},
+		{Role: agent.RoleTool, CallID: "toolu_2", Tool: "sh", IsError: true, Content: []events.Part{events.Text("  ")}},
+		{Role: agent.RoleTool, CallID: "toolu_3", Tool: "shot", Content: []events.Part{events.Binary("image/png", nil), events.Binary("application/pdf", nil)}},
+		{Role: agent.RoleAssistant, Content: []events.Part{events.Text(" \t\n")}},
 		agent.UserText("\n"),
 		agent.UserText("And now?"),
 	}
@@ -115,11 +115,11 @@ func TestMediaLimits(t *testing.T) {
 		id := "toolu_" + string(rune('a'+i%26)) + string(rune('a'+i/26))
 		conv = append(conv,
 			agent.Message{Role: agent.RoleAssistant, Calls: []toolkit.Call{{ID: id, Name: "shot", Args: json.RawMessage(`{}`)}}},
-			agent.Message{Role: agent.RoleTool, CallID: id, Tool: "shot", Content: []toolkit.Part{
+			agent.Message{Role: agent.RoleTool, CallID: id, Tool: "shot", Content: []events.Part{
 				events.Binary("image/png", []byte{byte(i)}), events.Binary("application/pdf", []byte{byte(i)})}})
 	}
 	conv = append(conv, agent.Message{Role: agent.RoleAssistant, Calls: []toolkit.Call{{ID: "toolu_big", Name: "shot", Args: json.RawMessage(`{}`)}}},
-		agent.Message{Role: agent.RoleTool, CallID: "toolu_big", Tool: "shot", Content: []toolkit.Part{events.Binary("image/png", big)}})
+		agent.Message{Role: agent.RoleTool, CallID: "toolu_big", Tool: "shot", Content: []events.Part{events.Binary("image/png", big)}})
 	s := newServer(t, okStream)
 	if _, err := s.model().Generate(ctx(t), &agent.Request{Messages: conv}); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -75,7 +76,7 @@ func TestEndToEndTwoToolCalls(t *testing.T) {
 	if reply.Finish != agent.FinishToolCalls || len(reply.Calls) != 2 || reply.Extra == nil {
 		t.Fatalf("reply = %+v", reply)
 	}
-	conv.Add(agent.Message{Role: agent.RoleAssistant, Content: []toolkit.Part{{Type: "text", Text: reply.Text}}, Calls: reply.Calls, Extra: reply.Extra})
+	conv.Add(agent.Message{Role: agent.RoleAssistant, Content: []events.Part{{Type: "text", Text: reply.Text}}, Calls: reply.Calls, Extra: reply.Extra})
 	results := session.Run(ctx(t), reply.Calls)
 	for _, r := range results {
 		conv.Add(agent.Message{Role: agent.RoleTool, CallID: r.Call.ID, Tool: r.Call.Name, IsError: r.IsError(), Content: r.Content})

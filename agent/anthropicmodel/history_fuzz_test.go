@@ -23,7 +23,7 @@ func history(ops []byte, texts string) []agent.Message {
 		w++
 		return s
 	}
-	part := func(op byte) toolkit.Part {
+	part := func(op byte) events.Part {
 		switch op % 7 {
 		case 0, 1:
 			return events.Text(word())
@@ -31,7 +31,7 @@ func history(ops []byte, texts string) []agent.Message {
 			return events.Text(strings.Repeat(" \n", int(op)%3))
 		case 3:
 			b, _ := json.Marshal(word())
-			return toolkit.Part{Type: events.PartJSON, JSON: b}
+			return events.Part{Type: events.PartJSON, JSON: b}
 		case 4:
 			return events.Binary("image/png", []byte(strings.TrimSpace(word())))
 		case 5:
@@ -52,14 +52,14 @@ func history(ops []byte, texts string) []agent.Message {
 		}
 		switch op % 4 {
 		case 0:
-			msgs = append(msgs, agent.Message{Role: agent.RoleUser, Content: []toolkit.Part{part(next()), part(next())}})
+			msgs = append(msgs, agent.Message{Role: agent.RoleUser, Content: []events.Part{part(next()), part(next())}})
 		case 1:
-			msgs = append(msgs, agent.Message{Role: agent.RoleAssistant, Content: []toolkit.Part{part(next())}})
+			msgs = append(msgs, agent.Message{Role: agent.RoleAssistant, Content: []events.Part{part(next())}})
 		default: // an assistant's calls and their results
 			n := 1 + int(next()%3)
 			a := agent.Message{Role: agent.RoleAssistant}
 			if op%8 < 4 {
-				a.Content = []toolkit.Part{part(next())}
+				a.Content = []events.Part{part(next())}
 			}
 			for k := range n {
 				id := word()

@@ -116,7 +116,7 @@ func messages(msgs []agent.Message) ([]anthropic.MessageParam, error) {
 // and PDFs as base64 blocks, other binary as a note saying what was left
 // out. Blank text is dropped (the API refuses a text block that is empty
 // or only whitespace).
-func userContent(parts []toolkit.Part, budget *mediaBudget) []anthropic.ContentBlockParamUnion {
+func userContent(parts []events.Part, budget *mediaBudget) []anthropic.ContentBlockParamUnion {
 	var out []anthropic.ContentBlockParamUnion
 	for _, p := range parts {
 		switch b := budget.media(p); {
@@ -197,7 +197,7 @@ func countMedia(msgs []agent.Message) int {
 // sendable reports whether a binary part is of a type the API takes as an
 // image or document block, and if so, the note that stands for it when the
 // API would refuse it anyway ("" when it can go).
-func sendable(p toolkit.Part) (isMedia bool, note string) {
+func sendable(p events.Part) (isMedia bool, note string) {
 	switch p.MediaType {
 	case "image/png", "image/jpeg", "image/gif", "image/webp":
 		if n := base64.StdEncoding.EncodedLen(len(p.Data)); n > maxImageBase64 {
@@ -217,7 +217,7 @@ func sendable(p toolkit.Part) (isMedia bool, note string) {
 // blocks that are empty or only whitespace. An image or a document the API
 // would refuse (without data, an image over 5 MB) becomes a note, and so
 // does one of the oldest when the request has more than the API takes.
-func (budget *mediaBudget) media(p toolkit.Part) mapped {
+func (budget *mediaBudget) media(p events.Part) mapped {
 	switch p.Type {
 	case events.PartText:
 		return mapped{text: nonBlank(p.Text)}
@@ -293,7 +293,7 @@ func nonBlank(s string) string {
 // assistantText joins an assistant message's text and JSON parts; binary
 // parts (a stored conversation may hold some) become a note saying what was
 // left out, since the adapter sends an assistant's words as text only.
-func assistantText(parts []toolkit.Part) string {
+func assistantText(parts []events.Part) string {
 	var b strings.Builder
 	for _, p := range parts {
 		switch p.Type {

@@ -26,7 +26,7 @@ func okStream(w http.ResponseWriter, r *http.Request, n int) {
 	writeSSE(w, msgStart("claude-test-1", 1), textStart(0), textDelta(0, "ok"), blockStop(0), msgDelta("end_turn", 1), msgStop())
 }
 
-func jsonPart(t *testing.T, v any) toolkit.Part {
+func jsonPart(t *testing.T, v any) events.Part {
 	p, err := events.JSON(v)
 	if err != nil {
 		t.Fatal(err)
@@ -39,11 +39,11 @@ func TestConversationMapping(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\n-image-")
 	pdf := []byte("%PDF-1.7 tiny")
 	conv := []agent.Message{
-		{Role: agent.RoleUser, Content: []toolkit.Part{
+		{Role: agent.RoleUser, Content: []events.Part{
 			events.Text("Look at these"), events.Binary("image/png", png), jsonPart(t, map[string]int{"k": 1}),
 			events.Binary("application/zip", []byte{1, 2, 3}), events.Binary("application/pdf", pdf), events.Text(""),
 		}},
-		{Role: agent.RoleAssistant, Content: []toolkit.Part{events.Text("Running tools.")}, Calls: []toolkit.Call{
+		{Role: agent.RoleAssistant, Content: []events.Part{events.Text("Running tools.")}, Calls: []toolkit.Call{
 			{ID: "toolu_c1", Name: "read", Args: json.RawMessage(`{"path": "a.txt"}`)},
 			{ID: "toolu_c2", Name: "read", Args: json.RawMessage(`{"path": "a`)},
 			{ID: "toolu_c3", Name: "list", Args: json.RawMessage(``)},
@@ -51,14 +51,14 @@ func TestConversationMapping(t *testing.T) {
 			{ID: "toolu_c5", Name: "count", Args: json.RawMessage(`[1,2]`)},
 			{ID: "call.with:odd/chars", Name: "list", Args: json.RawMessage(`{}`)},
 		}},
-		{Role: agent.RoleTool, CallID: "toolu_c1", Tool: "read", Content: []toolkit.Part{events.Text("file text"), events.Binary("image/jpeg", []byte("jpg"))}},
-		{Role: agent.RoleTool, CallID: "toolu_c2", Tool: "read", IsError: true, Content: []toolkit.Part{events.Text("Error: invalid arguments")}},
-		{Role: agent.RoleTool, CallID: "toolu_c3", Tool: "list", Content: []toolkit.Part{jsonPart(t, []string{"a", "b"})}},
-		{Role: agent.RoleTool, CallID: "toolu_c4", Tool: "count", Content: []toolkit.Part{events.Text("1")}},
-		{Role: agent.RoleTool, CallID: "toolu_c5", Tool: "count", IsError: true, Content: []toolkit.Part{events.Text("Error: not an object")}},
+		{Role: agent.RoleTool, CallID: "toolu_c1", Tool: "read", Content: []events.Part{events.Text("file text"), events.Binary("image/jpeg", []byte("jpg"))}},
+		{Role: agent.RoleTool, CallID: "toolu_c2", Tool: "read", IsError: true, Content: []events.Part{events.Text("Error: invalid arguments")}},
+		{Role: agent.RoleTool, CallID: "toolu_c3", Tool: "list", Content: []events.Part{jsonPart(t, []string{"a", "b"})}},
+		{Role: agent.RoleTool, CallID: "toolu_c4", Tool: "count", Content: []events.Part{events.Text("1")}},
+		{Role: agent.RoleTool, CallID: "toolu_c5", Tool: "count", IsError: true, Content: []events.Part{events.Text("Error: not an object")}},
 		{Role: agent.RoleTool, CallID: "call.with:odd/chars", Tool: "list", Content: nil},
 		agent.UserText("Thanks, now summarise."),
-		{Role: agent.RoleAssistant, Content: []toolkit.Part{events.Text("Summary.")}},
+		{Role: agent.RoleAssistant, Content: []events.Part{events.Text("Summary.")}},
 		{Role: agent.RoleAssistant},
 		agent.UserText("More?"),
 	}
@@ -252,7 +252,7 @@ func TestRequestOptions(t *testing.T) {
 // position.
 func TestUnknownRole(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) { t.Error("a request was sent") })
-	_, err := s.model().Generate(ctx(t), request(nil, agent.Message{Role: "system", Content: []toolkit.Part{events.Text("x")}}))
+	_, err := s.model().Generate(ctx(t), request(nil, agent.Message{Role: "system", Content: []events.Part{events.Text("x")}}))
 	if err == nil || err.Error() != `anthropicmodel: message 0 has role "system", which the adapter does not know (user, assistant or tool)` {
 		t.Errorf("err = %v", err)
 	}
@@ -278,7 +278,7 @@ func TestAssistantParts(t *testing.T) {
 	s := newServer(t, okStream)
 	conv := []agent.Message{
 		agent.UserText("go"),
-		{Role: agent.RoleAssistant, Content: []toolkit.Part{events.Text("Here: "), jsonPart(t, map[string]int{"n": 1}), events.Binary("image/png", []byte("png"))}},
+		{Role: agent.RoleAssistant, Content: []events.Part{events.Text("Here: "), jsonPart(t, map[string]int{"n": 1}), events.Binary("image/png", []byte("png"))}},
 		agent.UserText("ok"),
 	}
 	if _, err := s.model().Generate(ctx(t), &agent.Request{Messages: conv}); err != nil {

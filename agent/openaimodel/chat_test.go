@@ -50,17 +50,17 @@ var png = []byte("\x89PNG\r\n\x1a\nfake")
 func conversation() []agent.Message {
 	jsonPart, _ := events.JSON(map[string]int{"lines": 42})
 	return []agent.Message{
-		{Role: agent.RoleUser, Content: []toolkit.Part{events.Text("What is in "), events.Binary("image/png", png), events.Text("?")}},
-		{Role: agent.RoleAssistant, Content: []toolkit.Part{events.Text("Counting.")}, Calls: []toolkit.Call{
+		{Role: agent.RoleUser, Content: []events.Part{events.Text("What is in "), events.Binary("image/png", png), events.Text("?")}},
+		{Role: agent.RoleAssistant, Content: []events.Part{events.Text("Counting.")}, Calls: []toolkit.Call{
 			{ID: "call_a", Name: "count_lines", Args: json.RawMessage(`{"dir":"."}`)},
 			{ID: "call_b", Name: "snapshot"},
 		}},
-		{Role: agent.RoleTool, CallID: "call_a", Tool: "count_lines", Content: []toolkit.Part{jsonPart, events.Binary("application/pdf", []byte("%PDF"))}},
-		{Role: agent.RoleTool, CallID: "call_b", Tool: "snapshot", Content: []toolkit.Part{events.Text("shot: "), events.Binary("image/png", png)}},
-		{Role: agent.RoleAssistant, Content: []toolkit.Part{events.Text("Retrying.")}, Calls: []toolkit.Call{
+		{Role: agent.RoleTool, CallID: "call_a", Tool: "count_lines", Content: []events.Part{jsonPart, events.Binary("application/pdf", []byte("%PDF"))}},
+		{Role: agent.RoleTool, CallID: "call_b", Tool: "snapshot", Content: []events.Part{events.Text("shot: "), events.Binary("image/png", png)}},
+		{Role: agent.RoleAssistant, Content: []events.Part{events.Text("Retrying.")}, Calls: []toolkit.Call{
 			{ID: "call_c", Name: "count_lines", Args: json.RawMessage(`{"dir":`)},
 		}},
-		{Role: agent.RoleTool, CallID: "call_c", Tool: "count_lines", IsError: true, Content: []toolkit.Part{events.Text("arguments are not valid JSON")}},
+		{Role: agent.RoleTool, CallID: "call_c", Tool: "count_lines", IsError: true, Content: []events.Part{events.Text("arguments are not valid JSON")}},
 	}
 }
 

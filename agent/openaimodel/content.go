@@ -31,11 +31,11 @@ var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/g
 // Adjacent text is merged; a JSON value or a note is set off from the text
 // beside it by a newline, as events.ContentText does, so that the model
 // never reads two values glued together (`{"a":1}{"b":2}`).
-func segments(parts []toolkit.Part) []segment {
+func segments(parts []events.Part) []segment {
 	var out []segment
-	var prev toolkit.Part                                          // the last part in the text segment at the end
-	note := toolkit.Part{Type: events.PartBinary, Data: []byte{0}} // a note is set off like a value
-	addText := func(p toolkit.Part, s string) {
+	var prev events.Part                                          // the last part in the text segment at the end
+	note := events.Part{Type: events.PartBinary, Data: []byte{0}} // a note is set off like a value
+	addText := func(p events.Part, s string) {
 		if s == "" {
 			return
 		}
@@ -77,7 +77,7 @@ func mediaType(s string) string {
 }
 
 // leftOut is the text that stands for binary content the API cannot take.
-func leftOut(p toolkit.Part) string {
+func leftOut(p events.Part) string {
 	mt := p.MediaType
 	if mt == "" {
 		mt = "of unknown type"

@@ -40,8 +40,8 @@ func e2eToolkit(t *testing.T) *toolkit.Session {
 		t.Fatal(err)
 	}
 	snap, err := toolkit.NewTool(toolkit.Spec{Name: "snapshot", Description: "Take a picture."},
-		func(ctx context.Context, in struct{}) ([]toolkit.Part, error) {
-			return []toolkit.Part{events.Text("here:"), events.Binary("image/png", png)}, nil
+		func(ctx context.Context, in struct{}) ([]events.Part, error) {
+			return []events.Part{events.Text("here:"), events.Binary("image/png", png)}, nil
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestEndToEnd(t *testing.T) {
 			if len(turn.Calls) != 2 || turn.Finish != agent.FinishToolCalls {
 				t.Fatalf("turn: %+v", turn)
 			}
-			conv.Add(agent.Message{Role: agent.RoleAssistant, Content: []toolkit.Part{events.Text(turn.Text)}, Calls: turn.Calls, Extra: turn.Extra})
+			conv.Add(agent.Message{Role: agent.RoleAssistant, Content: []events.Part{events.Text(turn.Text)}, Calls: turn.Calls, Extra: turn.Extra})
 			for _, r := range session.Run(ctx, turn.Calls) {
 				conv.Add(agent.Message{Role: agent.RoleTool, CallID: r.Call.ID, Tool: r.Call.Name, IsError: r.IsError(), Content: r.Content})
 			}

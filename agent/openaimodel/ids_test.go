@@ -23,7 +23,7 @@ func longIDs() ([]agent.Message, []string) {
 	}
 	msgs = append(msgs, a)
 	for _, id := range ids {
-		msgs = append(msgs, agent.Message{Role: agent.RoleTool, CallID: id, Tool: "count_lines", Content: []toolkit.Part{events.Text("3")}})
+		msgs = append(msgs, agent.Message{Role: agent.RoleTool, CallID: id, Tool: "count_lines", Content: []events.Part{events.Text("3")}})
 	}
 	return msgs, ids
 }

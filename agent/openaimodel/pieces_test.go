@@ -13,7 +13,7 @@ import (
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/agent/internal/jsonpiece"
-	"github.com/toolstream/toolstream/toolkit"
+	"github.com/toolstream/toolstream/events"
 )
 
 // checkUTF8 fails for a chunk that is not UTF-8 (half of a character).
@@ -263,7 +263,7 @@ func TestTruncatedCall(t *testing.T) {
 			if len(out.Results) != 2 || len(f.requests()) != 2 {
 				t.Fatalf("results %+v", out.Results)
 			}
-			if r := out.Results[0]; r.State != toolkit.StateSuccess || r.Text() != "42 lines in a" {
+			if r := out.Results[0]; r.State != events.StateSuccess || r.Text() != "42 lines in a" {
 				t.Errorf("the call before the cut: %s %q", r.State, r.Text())
 			}
 			cut := out.Results[1]

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolstream/toolstream/agent"
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -229,8 +230,8 @@ func TestResponsesReasoningGoesBack(t *testing.T) {
 	}
 	assistant := agent.Message{Role: agent.RoleAssistant, Calls: first.Calls, Extra: first.Extra}
 	results := []agent.Message{
-		{Role: agent.RoleTool, CallID: "call_a", Tool: "count_lines", Content: []toolkit.Part{{Type: "text", Text: "42"}}},
-		{Role: agent.RoleTool, CallID: "call_b", Tool: "hash_file", Content: []toolkit.Part{{Type: "text", Text: "abc"}}},
+		{Role: agent.RoleTool, CallID: "call_a", Tool: "count_lines", Content: []events.Part{{Type: "text", Text: "42"}}},
+		{Role: agent.RoleTool, CallID: "call_b", Tool: "hash_file", Content: []events.Part{{Type: "text", Text: "abc"}}},
 	}
 	// The conversation goes through JSON, as a stored one would.
 	conv := append(append(userText("look"), assistant), results...)
@@ -260,8 +261,8 @@ func TestResponsesReasoningGoesBack(t *testing.T) {
 	changed := assistant
 	changed.Calls = []toolkit.Call{wantParallel[0], {ID: "call_x", Name: "hash_file", Args: json.RawMessage(`{}`)}}
 	conv = []agent.Message{agent.UserText("look"), changed,
-		{Role: agent.RoleTool, CallID: "call_a", Content: []toolkit.Part{{Type: "text", Text: "42"}}},
-		{Role: agent.RoleTool, CallID: "call_x", Content: []toolkit.Part{{Type: "text", Text: "abc"}}}}
+		{Role: agent.RoleTool, CallID: "call_a", Content: []events.Part{{Type: "text", Text: "42"}}},
+		{Role: agent.RoleTool, CallID: "call_x", Content: []events.Part{{Type: "text", Text: "abc"}}}}
 	if _, err := m.Generate(t.Context(), &agent.Request{Messages: conv}); err != nil {
 		t.Fatal(err)
 	}

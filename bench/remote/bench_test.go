@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/remote"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -118,7 +119,7 @@ func toolstreamSide(tb testing.TB, t *topology) *side {
 	}
 	run := func(ctx context.Context, i int, calls []toolkit.Call) error {
 		for _, r := range sessions[i].Run(ctx, calls) {
-			if r.State != toolkit.StateSuccess {
+			if r.State != events.StateSuccess {
 				return fmt.Errorf("%s: %s", r.State, r.Text())
 			}
 			if err := checkEcho([]byte(r.Text())); err != nil {

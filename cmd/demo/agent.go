@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/durable"
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/toolkit"
@@ -275,7 +276,7 @@ func (r *runner) where() string {
 	results := b.Wait() // not under r.mu: suspended takes it while a batch runs
 	stopped := 0
 	for _, res := range results {
-		if res.State == toolkit.StateInterrupted {
+		if res.State == events.StateInterrupted {
 			stopped++
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -627,7 +628,7 @@ func expectedLarge(t *testing.T, mib int) largeWant {
 		t.Fatal(err)
 	}
 	r := s.Run(context.Background(), []toolkit.Call{{ID: "x", Name: largeToolName}})[0]
-	if r.State != toolkit.StateSuccess || len(r.Content) != 2 {
+	if r.State != events.StateSuccess || len(r.Content) != 2 {
 		t.Fatalf("export_table: %s, %d parts", r.State, len(r.Content))
 	}
 	var v struct {

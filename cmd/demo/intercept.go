@@ -263,7 +263,7 @@ func answerQuestions(bus *natsbus.Bus, tk *toolkit.Toolkit) (stop func(), err er
 			return
 		}
 		answer := "Yes, go ahead (answered by the demo's stand-in for the user, through NATS)."
-		_ = sess.Submit(ev.Call, []toolkit.Part{events.Text(answer)}, nil)
+		_ = sess.Submit(ev.Call, []events.Part{events.Text(answer)}, nil)
 	})
 	if err != nil {
 		return nil, err

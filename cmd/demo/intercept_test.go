@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -45,18 +46,18 @@ func TestTerminalApprovals(t *testing.T) {
 		}
 		return run.Wait()[0]
 	}
-	if r := turn("c1"); r.State != toolkit.StateDenied || !strings.Contains(r.Text(), "not today") {
+	if r := turn("c1"); r.State != events.StateDenied || !strings.Contains(r.Text(), "not today") {
 		t.Fatalf("rejected: %s %q", r.State, r.Text())
 	}
-	if r := turn("c2"); r.State != toolkit.StateSuccess {
+	if r := turn("c2"); r.State != events.StateSuccess {
 		t.Fatalf("approved: %s %q", r.State, r.Text())
 	}
-	if r := turn("c3"); r.State != toolkit.StateSuccess {
+	if r := turn("c3"); r.State != events.StateSuccess {
 		t.Fatalf("always: %s %q", r.State, r.Text())
 	}
 	// "a" added a rule: the next call runs without asking (nothing is left
 	// to read on the terminal, so a question would fail the test).
-	if r := turn("c4"); r.State != toolkit.StateSuccess {
+	if r := turn("c4"); r.State != events.StateSuccess {
 		t.Fatalf("after always: %s %q", r.State, r.Text())
 	}
 	if ran != 3 {
@@ -107,13 +108,13 @@ func TestTerminalSuggestions(t *testing.T) {
 		}
 		return run.Wait()[0]
 	}
-	if r := turn("c1", `{"title":"x"}`); r.State != toolkit.StateSuccess {
+	if r := turn("c1", `{"title":"x"}`); r.State != events.StateSuccess {
 		t.Fatalf("c1: %s %q", r.State, r.Text())
 	}
-	if r := turn("c2", `{"title":"x"}`); r.State != toolkit.StateSuccess {
+	if r := turn("c2", `{"title":"x"}`); r.State != events.StateSuccess {
 		t.Fatalf("c2 (same call): %s %q", r.State, r.Text())
 	}
-	if r := turn("c3", `{"title":"y"}`); r.State != toolkit.StateDenied {
+	if r := turn("c3", `{"title":"y"}`); r.State != events.StateDenied {
 		t.Fatalf("c3 (another call): %s %q", r.State, r.Text())
 	}
 	for _, want := range []string{"1 = approve and allow write_note again with exactly these arguments", "2 = approve and always allow write_note in this session"} {

@@ -24,7 +24,7 @@ func largeTool(mib int) *toolkit.Tool {
 		Name:        largeToolName,
 		Description: fmt.Sprintf("Export a generated table: about %d MiB of text rows and a JSON part (a result larger than one NATS message).", mib),
 		ReadOnly:    true, ConcurrencySafe: true,
-	}, func(ctx context.Context, _ struct{}) ([]toolkit.Part, error) {
+	}, func(ctx context.Context, _ struct{}) ([]events.Part, error) {
 		em := stream.From(ctx)
 		size := mib << 20
 		var text strings.Builder
@@ -54,7 +54,7 @@ func largeTool(mib int) *toolkit.Tool {
 			return nil, err
 		}
 		em.Step("exported", size, size)
-		return []toolkit.Part{events.Text(text.String()), {Type: events.PartJSON, JSON: b}}, nil
+		return []events.Part{events.Text(text.String()), {Type: events.PartJSON, JSON: b}}, nil
 	})
 }
 

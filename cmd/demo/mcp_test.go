@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/mcpbridge"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -228,7 +229,7 @@ func TestAnswerMCPElicitationOnPage(t *testing.T) {
 		if code, body := post(`{"session":"p","call":"g",` + tc.answer + `}`); code != http.StatusOK {
 			t.Fatalf("answer %s: %d %s", tc.answer, code, body)
 		}
-		if rs := b.Wait(); rs[0].State != toolkit.StateSuccess || rs[0].Text() != tc.want {
+		if rs := b.Wait(); rs[0].State != events.StateSuccess || rs[0].Text() != tc.want {
 			t.Fatalf("answer %s: %s %q, want %q", tc.answer, rs[0].State, rs[0].Text(), tc.want)
 		}
 	}

@@ -253,7 +253,7 @@ func TestTermViewEscapes(t *testing.T) {
 			v.ask("  Approve %s? ", evil)
 			v.answered()
 			v.Observe(&events.Event{Type: events.TypeResult, Call: call.ID, Tool: call.Name, Result: &events.Result{State: events.State(evil)}})
-			r := toolkit.Result{Call: call, State: toolkit.State(evil), Content: []toolkit.Part{events.Text(evil + "\n" + evil)}}
+			r := toolkit.Result{Call: call, State: events.State(evil), Content: []events.Part{events.Text(evil + "\n" + evil)}}
 			v.results([]toolkit.Result{r}, time.Second)
 			v.answer(2, Turn{Text: evil})
 			v.summary(runSummary{Turns: 2, Results: []toolkit.Result{r}}, natsbus.PublisherStats{})

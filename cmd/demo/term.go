@@ -592,7 +592,7 @@ func (v *termView) summary(sum runSummary, st natsbus.PublisherStats) {
 	b.WriteString(v.prose(fmt.Sprintf("\n=== Summary: %d turns, %d calls in %v; %d events published to NATS (%d progress dropped, %d undelivered) ===",
 		sum.Turns, len(sum.Results), sum.Took.Round(time.Millisecond), st.Published, st.DroppedProgress, st.Undelivered), "    "))
 	fmt.Fprintf(&b, "%-5s %-8s %-24s %-12s %10s %7s\n", "turn", "call", "tool", "state", "duration", "events")
-	states := map[toolkit.State]int{}
+	states := map[events.State]int{}
 	for _, r := range sum.Results {
 		row := v.calls[r.Call.ID]
 		turn, evs := 0, 0

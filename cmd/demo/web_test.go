@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -160,14 +161,14 @@ func TestApproveSuggestionOnPage(t *testing.T) {
 	if code, body := post(`{"session":"p","call":"c1","approve":true,"suggestion":"` + tool + `"}`); code != http.StatusOK {
 		t.Fatalf("accepting %s: %d %s", tool, code, body)
 	}
-	if r := run.Wait()[0]; r.State != toolkit.StateSuccess {
+	if r := run.Wait()[0]; r.State != events.StateSuccess {
 		t.Fatalf("c1: %s %q", r.State, r.Text())
 	}
 	// The rule holds: nothing answers now, so a request would hang the run
 	// until the test's deadline.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if r := sess.Run(ctx, []toolkit.Call{{ID: "c2", Name: "write_note", Args: []byte(`{"title":"b"}`)}})[0]; r.State != toolkit.StateSuccess {
+	if r := sess.Run(ctx, []toolkit.Call{{ID: "c2", Name: "write_note", Args: []byte(`{"title":"b"}`)}})[0]; r.State != events.StateSuccess {
 		t.Fatalf("c2 after the rule: %s %q", r.State, r.Text())
 	}
 	// The dangerous-file presets still ask, rule or not.
@@ -180,7 +181,7 @@ func TestApproveSuggestionOnPage(t *testing.T) {
 	if code, body := post(`{"session":"p","call":"c3","approve":false,"reason":"no"}`); code != http.StatusOK {
 		t.Fatalf("reject: %d %s", code, body)
 	}
-	if r := run.Wait()[0]; r.State != toolkit.StateDenied {
+	if r := run.Wait()[0]; r.State != events.StateDenied {
 		t.Fatalf("c3: %s", r.State)
 	}
 }

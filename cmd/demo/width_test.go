@@ -67,7 +67,7 @@ func feedTour(v *termView, check func(step string)) {
 	var results []toolkit.Result
 	for _, c := range calls {
 		v.Observe(&events.Event{Type: events.TypeResult, Call: c.ID, Tool: c.Name, Result: &events.Result{State: "success", DurationMS: 12}})
-		results = append(results, toolkit.Result{Call: c, State: toolkit.StateSuccess, Content: []toolkit.Part{events.Text("     1\tpath\t" + long + "\n日本語 " + long)}, Duration: 12 * time.Millisecond})
+		results = append(results, toolkit.Result{Call: c, State: events.StateSuccess, Content: []events.Part{events.Text("     1\tpath\t" + long + "\n日本語 " + long)}, Duration: 12 * time.Millisecond})
 		v.redraw()
 	}
 	check("finished")

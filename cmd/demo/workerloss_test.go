@@ -112,7 +112,7 @@ func TestWorkerLossShown(t *testing.T) {
 		}
 	}
 	r := b.Wait()[0]
-	if r.State != toolkit.StateSuccess {
+	if r.State != events.StateSuccess {
 		t.Fatalf("the retried call: %s %q", r.State, r.Text())
 	}
 	other := workers[0].w.ID()

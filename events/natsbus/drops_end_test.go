@@ -51,7 +51,7 @@ func TestObserverDropsAtTheEndToldByTheResult(t *testing.T) {
 	testutil.WaitFor(t, burstDone, "the burst")
 	close(unblock)
 	rs := run.Wait() // the slow observer has taken the result
-	if rs[0].State != toolkit.StateSuccess || events.ContentText(rs[0].Content) != "done" {
+	if rs[0].State != events.StateSuccess || events.ContentText(rs[0].Content) != "done" {
 		t.Fatalf("result %s %q, want success \"done\"", rs[0].State, events.ContentText(rs[0].Content))
 	}
 

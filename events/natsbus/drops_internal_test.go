@@ -180,7 +180,7 @@ func publisherDropsAtTheEnd(t *testing.T, late bool) {
 		startPublisher()
 	}
 	rs := run.Wait()
-	if rs[0].State != toolkit.StateSuccess || events.ContentText(rs[0].Content) != "done" {
+	if rs[0].State != events.StateSuccess || events.ContentText(rs[0].Content) != "done" {
 		t.Fatalf("result %s %q, want success \"done\"", rs[0].State, events.ContentText(rs[0].Content))
 	}
 	testutil.WaitFor(t, arrived, "the result on NATS")

@@ -102,10 +102,10 @@ func TestSmallCallAfterLargeArguments(t *testing.T) {
 	bus := natstest.Bus(t, natsbus.WithDurable(natsbus.Durable{Memory: true}))
 	sess, _, arrived := argsKit(t, bus)
 	ctx := context.Background()
-	if r := sess.Run(ctx, []toolkit.Call{bigCall("big", largeArgs)}); r[0].State != toolkit.StateSuccess {
+	if r := sess.Run(ctx, []toolkit.Call{bigCall("big", largeArgs)}); r[0].State != events.StateSuccess {
 		t.Fatalf("big call: %s %v", r[0].State, r[0].Err)
 	}
-	if r := sess.Run(ctx, []toolkit.Call{{ID: "small", Name: "small"}}); r[0].State != toolkit.StateSuccess {
+	if r := sess.Run(ctx, []toolkit.Call{{ID: "small", Name: "small"}}); r[0].State != events.StateSuccess {
 		t.Fatalf("small call: %s %v", r[0].State, r[0].Err)
 	}
 	stall := time.After(30 * time.Second)

@@ -250,7 +250,7 @@ func TestLargeResultsArrive(t *testing.T) {
 
 			rs := testutil.Session(t, tk, "big").Run(context.Background(), largeCalls)
 			for _, r := range rs {
-				if r.State != toolkit.StateSuccess {
+				if r.State != events.StateSuccess {
 					t.Fatalf("%s: %s %v", r.Call.ID, r.State, r.Err)
 				}
 			}

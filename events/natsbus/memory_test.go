@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
 	"github.com/toolstream/toolstream/stream"
@@ -47,7 +48,7 @@ func TestPublisherMemoryPerSession(t *testing.T) {
 			if err := s.Emit(context.Background(), "groups", map[string]any{"active": []string{"files", "notes"}, "by": "code"}); err != nil {
 				t.Fatal(err)
 			}
-			if r := s.Run(ctx, []toolkit.Call{{ID: "c", Name: "work"}}); r[0].State != toolkit.StateSuccess {
+			if r := s.Run(ctx, []toolkit.Call{{ID: "c", Name: "work"}}); r[0].State != events.StateSuccess {
 				t.Fatalf("%s: %s", r[0].Call.ID, r[0].State)
 			}
 			s.Close()

@@ -169,7 +169,7 @@ func TestSlowSubscriberDoesNotSlowTools(t *testing.T) {
 	select {
 	case rs := <-done:
 		for _, r := range rs {
-			if r.State != toolkit.StateSuccess {
+			if r.State != events.StateSuccess {
 				t.Fatalf("%s: %s", r.Call.ID, r.State)
 			}
 		}

@@ -170,7 +170,7 @@ func TestUndeliveredIsCounted(t *testing.T) {
 		t.Fatalf("the run took %v with NATS gone", took)
 	}
 	for _, r := range rs {
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("%s: %s", r.Call.ID, r.State)
 		}
 	}

@@ -103,7 +103,7 @@ func TestNATSStoppedMidRun(t *testing.T) {
 	rs := run.Wait()
 	took := time.Since(start)
 	for _, r := range rs {
-		if r.State != toolkit.StateSuccess || r.Text() == "" {
+		if r.State != events.StateSuccess || r.Text() == "" {
 			t.Fatalf("%s: %s %q", r.Call.ID, r.State, r.Text())
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
@@ -134,7 +135,7 @@ func BenchmarkSSEStuckReaders(b *testing.B) {
 		// not have.
 		id := fmt.Sprint("c", n%50)
 		start := time.Now()
-		if r := sess.Run(context.Background(), []toolkit.Call{{ID: id, Name: "streamer", Args: []byte(`{"lines":5}`)}}); r[0].State != toolkit.StateSuccess {
+		if r := sess.Run(context.Background(), []toolkit.Call{{ID: id, Name: "streamer", Args: []byte(`{"lines":5}`)}}); r[0].State != events.StateSuccess {
 			b.Fatalf("call %s: %s", id, r[0].State)
 		}
 		want := bus.Subjects().Call(session, id, "result")

@@ -133,7 +133,7 @@ func gateAfterPublisher(t *testing.T, limit, burst int, g *askGate, pp **Publish
 		go p.run()
 	}
 	defer p.close(ctx)
-	if rs := run.Wait(); rs[0].State != toolkit.StateSuccess || events.ContentText(rs[0].Content) != "done" {
+	if rs := run.Wait(); rs[0].State != events.StateSuccess || events.ContentText(rs[0].Content) != "done" {
 		t.Fatalf("result %s %q, want success \"done\"", rs[0].State, events.ContentText(rs[0].Content))
 	}
 	testutil.WaitFor(t, arrived, "the result on NATS")

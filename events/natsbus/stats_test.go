@@ -137,7 +137,7 @@ func runCalls(t testing.TB, sess *toolkit.Session, tool string, n int) {
 		batch[i] = toolkit.Call{ID: fmt.Sprintf("call-%d", i), Name: tool}
 	}
 	for _, r := range sess.Run(context.Background(), batch) {
-		if r.State != toolkit.StateSuccess {
+		if r.State != events.StateSuccess {
 			t.Fatalf("%s: %s %v", r.Call.ID, r.State, r.Err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/groups/natskv"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
@@ -49,7 +50,7 @@ func TestResetToolsRacingCloseShared(t *testing.T) {
 	s, _ := tk.Session("s")
 	cs.close = s.Close
 	r := s.Run(ctx, []toolkit.Call{{ID: "r", Name: groups.MetaTool, Args: []byte(`{"g": true}`)}})[0]
-	if r.State != toolkit.StateSuccess {
+	if r.State != events.StateSuccess {
 		t.Errorf("reset_tools: %s %q", r.State, r.Text())
 	}
 	if ids := tk.Sessions(); slices.Contains(ids, "s") {

@@ -104,7 +104,7 @@ func TestKVStoreSharedByTwoProcesses(t *testing.T) {
 	// The model in process A narrows the groups; process B's session shows it.
 	sa, _ := a.tk.Session("shared")
 	r := sa.Run(ctx, []toolkit.Call{{ID: "r", Name: "reset_tools", Args: []byte(`{"g3": true}`)}})[0]
-	if r.State != toolkit.StateSuccess {
+	if r.State != events.StateSuccess {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	sb, _ := b.tk.Session("shared")
@@ -120,7 +120,7 @@ func TestKVStoreSharedByTwoProcesses(t *testing.T) {
 		t.Fatalf("process B sees %v", visible)
 	}
 	rs := sb.Run(ctx, []toolkit.Call{{ID: "1", Name: "tool3"}, {ID: "2", Name: "tool4"}})
-	if rs[0].State != toolkit.StateSuccess || rs[1].State != toolkit.StateError {
+	if rs[0].State != events.StateSuccess || rs[1].State != events.StateError {
 		t.Fatalf("process B: tool3 %s, tool4 %s", rs[0].State, rs[1].State)
 	}
 }

@@ -342,7 +342,7 @@ func TestAccumulateLargeResults(t *testing.T) {
 	rs := testutil.Session(t, tk, "big").Run(context.Background(), []toolkit.Call{{ID: "t", Name: "big_text"}, {ID: "j", Name: "big_json"}})
 	want := map[string]events.Part{}
 	for _, r := range rs {
-		if r.State != toolkit.StateSuccess || len(r.Content) != 1 {
+		if r.State != events.StateSuccess || len(r.Content) != 1 {
 			t.Fatalf("%s: %s, %d parts", r.Call.ID, r.State, len(r.Content))
 		}
 		b, _ := json.Marshal(r.Content[0]) // as the part reads after the wire

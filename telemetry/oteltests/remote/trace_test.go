@@ -74,7 +74,7 @@ func TestCallTraceCrossesTheWire(t *testing.T) {
 	agent := testutil.Kit(t, toolkit.WithTracer(tel))
 	testutil.Add(t, agent, tools...)
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "count", `{"words":["x"]}`))[0]
-	if r.State != toolkit.StateSuccess {
+	if r.State != events.StateSuccess {
 		t.Fatalf("%s %q", r.State, r.Text())
 	}
 	var call sdktrace.ReadOnlySpan

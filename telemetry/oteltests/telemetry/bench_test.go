@@ -8,6 +8,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/telemetry"
 	"github.com/toolstream/toolstream/toolkit"
@@ -95,7 +96,7 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 			ctx := context.Background()
 			run := func(s *toolkit.Session) func() {
 				return func() {
-					if r := s.Run(ctx, oneCall)[0]; r.State != toolkit.StateSuccess {
+					if r := s.Run(ctx, oneCall)[0]; r.State != events.StateSuccess {
 						b.Fatal(r.Err)
 					}
 				}
@@ -178,7 +179,7 @@ func BenchmarkTelemetryShare(b *testing.B) {
 			sess := testutil.Session(b, tk, "bench")
 			ctx := context.Background()
 			run := func() {
-				if r := sess.Run(ctx, oneCall)[0]; r.State != toolkit.StateSuccess {
+				if r := sess.Run(ctx, oneCall)[0]; r.State != events.StateSuccess {
 					b.Fatal(r.Err)
 				}
 			}

@@ -164,7 +164,7 @@ func TestRunSpans(t *testing.T) {
 		testutil.Call("c3", "nope", `{}`),
 	})
 	root.End()
-	if rs[0].State != toolkit.StateSuccess || rs[1].State != toolkit.StateError || rs[2].State != toolkit.StateError {
+	if rs[0].State != events.StateSuccess || rs[1].State != events.StateError || rs[2].State != events.StateError {
 		t.Fatalf("states: %s %s %s", rs[0].State, rs[1].State, rs[2].State)
 	}
 
@@ -276,7 +276,7 @@ func TestRetryEvents(t *testing.T) {
 	}))
 	r.tk.Use(interceptors.Retry(interceptors.RetryBackoff(time.Millisecond, time.Millisecond), interceptors.RetryJitter(false)))
 	rs := testutil.Run(t, r.tk, "s", testutil.Call("c1", "flaky", `{}`))
-	if rs[0].State != toolkit.StateSuccess {
+	if rs[0].State != events.StateSuccess {
 		t.Fatalf("state %s: %v", rs[0].State, rs[0].Err)
 	}
 	s := r.span(t, "execute_tool flaky")
@@ -318,7 +318,7 @@ func TestApprovalEvents(t *testing.T) {
 	if err := perms.Approve("s", "c1"); err != nil {
 		t.Fatal(err)
 	}
-	if rs := b.Wait(); rs[0].State != toolkit.StateSuccess {
+	if rs := b.Wait(); rs[0].State != events.StateSuccess {
 		t.Fatalf("state %s: %v", rs[0].State, rs[0].Err)
 	}
 	s := r.span(t, "execute_tool write")
@@ -666,7 +666,7 @@ func TestGroupsAndSkillsSpans(t *testing.T) {
 		testutil.Call("c1", "reset_tools", `{"charts":true}`),
 		testutil.Call("c2", "load_skill_through_path", `{"skillId":"stats","path":"SKILL.md"}`))
 	for _, res := range rs {
-		if res.State != toolkit.StateSuccess {
+		if res.State != events.StateSuccess {
 			t.Fatalf("%s: %s %v", res.Call.Name, res.State, res.Err)
 		}
 	}
@@ -720,7 +720,7 @@ func TestBatchApprovalEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, res := range b.Wait() {
-		if res.State != toolkit.StateSuccess {
+		if res.State != events.StateSuccess {
 			t.Fatalf("%s: %s %v", res.Call.ID, res.State, res.Err)
 		}
 	}
@@ -784,7 +784,7 @@ func TestIncomparableProvider(t *testing.T) {
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "noop"}, func(ctx context.Context, _ struct{}) (string, error) { return "", nil }))
 	sess := testutil.Session(t, tk, "s")
 	for range 3 {
-		if r := sess.Run(context.Background(), oneCall)[0]; r.State != toolkit.StateSuccess {
+		if r := sess.Run(context.Background(), oneCall)[0]; r.State != events.StateSuccess {
 			t.Fatal(r.Err)
 		}
 	}
@@ -1028,7 +1028,7 @@ func TestApprovalTextIsUTF8(t *testing.T) {
 	if err := perms.Reject("s", "c1", "not in caf\xe9/, please"); err != nil {
 		t.Fatal(err)
 	}
-	if rs := b.Wait(); rs[0].State != toolkit.StateDenied {
+	if rs := b.Wait(); rs[0].State != events.StateDenied {
 		t.Fatalf("state %s: %v", rs[0].State, rs[0].Err)
 	}
 	spans := r.exp.GetSpans()
