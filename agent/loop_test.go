@@ -611,7 +611,7 @@ func TestRunHonoursToolkitStop(t *testing.T) {
 		return "Sunny in " + in.City, nil
 	})
 	search := toolkit.MustTool(toolkit.Spec{Name: "search", ReadOnly: true}, func(context.Context, struct{}) (string, error) { return "found", nil })
-	if err := tk.Register([]*toolkit.Tool{weather, search}); err != nil {
+	if err := tk.Add(weather, search); err != nil {
 		t.Fatal(err)
 	}
 	if err := tk.Use(interceptors.CallLimits(interceptors.PerSession(1, "search"), interceptors.EndRun())); err != nil {

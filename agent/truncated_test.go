@@ -58,7 +58,7 @@ func TestRunTruncatedCall(t *testing.T) {
 	ctx := context.Background()
 	tk, rec := record(t, "cut")
 	weather, list, ran := countingTools()
-	if err := tk.Register([]*toolkit.Tool{weather, list}); err != nil {
+	if err := tk.Add(weather, list); err != nil {
 		t.Fatal(err)
 	}
 	var seen struct {

@@ -60,7 +60,7 @@ func startApprovals(t *testing.T, js jetstream.JetStream, opts ...interceptors.P
 		}
 	})
 	tk := toolkit.New(toolkit.WithInlineObserver(count))
-	if err := tk.Register([]*toolkit.Tool{
+	if err := tk.Add(
 		toolkit.MustTool(toolkit.Spec{Name: "edit"}, func(ctx context.Context, in struct {
 			Path string `json:"path"`
 		}) (string, error) {
@@ -69,13 +69,13 @@ func startApprovals(t *testing.T, js jetstream.JetStream, opts ...interceptors.P
 			edits.paths = append(edits.paths, in.Path)
 			if in.Path == "block" && len(edits.paths) == 1 {
 				edits.Unlock()
-				<-ctx.Done() // the first run waits until its process stops
+				<-ctx.Done()
 				edits.Lock()
 				return "", ctx.Err()
 			}
 			return "edited " + in.Path, nil
 		}),
-	}); err != nil {
+	); err != nil {
 		t.Fatal(err)
 	}
 	if err := tk.Use(st.Interceptor(), p.perms.Interceptor()); err != nil {

@@ -43,7 +43,7 @@ func loopProcess(t *testing.T, js jetstream.JetStream, writes *atomic.Int64, han
 	st := newStore(t, js)
 	tk := toolkit.New()
 	no := false
-	if err := tk.Register([]*toolkit.Tool{
+	if err := tk.Add(
 		toolkit.MustTool(toolkit.Spec{Name: "write", Idempotent: &no}, func(context.Context, struct{}) (int64, error) { return writes.Add(1), nil }),
 		toolkit.MustTool(toolkit.Spec{Name: "look", ReadOnly: true}, func(context.Context, struct{}) (string, error) { return "looked", nil }),
 		toolkit.MustTool(toolkit.Spec{Name: "slow", ReadOnly: true}, func(ctx context.Context, _ struct{}) (string, error) {
@@ -54,7 +54,7 @@ func loopProcess(t *testing.T, js jetstream.JetStream, writes *atomic.Int64, han
 			}
 			return "slow done", nil
 		}),
-	}); err != nil {
+	); err != nil {
 		t.Fatal(err)
 	}
 	if err := tk.Use(st.Interceptor()); err != nil {

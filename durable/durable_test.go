@@ -80,7 +80,7 @@ func setLag(t *testing.T, f func(*events.Event)) {
 // agent's process, closed with the test.
 func runAgent(t *testing.T, tk *toolkit.Toolkit, st *durable.Store, tools ...*toolkit.Tool) *agentProcess {
 	t.Helper()
-	if err := tk.Register(tools); err != nil {
+	if err := tk.Add(tools...); err != nil {
 		t.Fatal(err)
 	}
 	if err := tk.Use(st.Interceptor()); err != nil {

@@ -88,7 +88,7 @@ func EmulatePromptFor(inv *toolkit.Invocation) string {
 	fmt.Fprintf(&b, "Description: %s\n", desc)
 	var schema []byte
 	if inv.Tool != nil {
-		schema = inv.Tool.InputSchema()
+		schema = inv.Tool.Definition().Parameters
 	}
 	fmt.Fprintf(&b, "Input schema: %s\n", schema)
 	args := string(inv.Call.Args)

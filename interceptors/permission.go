@@ -249,7 +249,7 @@ type permDecision struct {
 
 func (p *Permissions) decide(ctx context.Context, inv *toolkit.Invocation) permDecision {
 	p.restoreGrants(ctx, inv.Session, inv)
-	return p.decideFor(ctx, inv, toolName(inv), inv.Call.Args, inv.Spec())
+	return p.decideFor(ctx, inv, toolName(inv), inv.Call.Args, inv.Tool.Spec())
 }
 
 // decideFor is decide from the parts of a call, for the interceptor and for
@@ -363,7 +363,7 @@ func (p *Permissions) intercept(ctx context.Context, inv *toolkit.Invocation, ne
 	}
 	var suggestions []Suggestion
 	if !d.firm && p.suggest != nil {
-		suggestions = p.suggest(inv.Spec(), inv.Call.Args)
+		suggestions = p.suggest(inv.Tool.Spec(), inv.Call.Args)
 	}
 	return p.ask(ctx, inv, next, d.reason, suggestions)
 }

@@ -61,5 +61,5 @@ func toolSpec(inv *toolkit.Invocation) toolkit.Spec {
 	if inv.Tool == nil {
 		return toolkit.Spec{Name: inv.Call.Name}
 	}
-	return inv.Spec()
+	return inv.Tool.Spec()
 }

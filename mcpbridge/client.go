@@ -674,11 +674,11 @@ func (c *Client) sync(ctx context.Context, cn *conn) error {
 		if note != nil {
 			problems = append(problems, Problem{Tool: t.Name, Name: name, Registered: true, Err: note})
 		}
-		var opts []toolkit.RegisterOption
+		add := c.tk.Add
 		if old != nil {
-			opts = append(opts, toolkit.Replace())
+			add = c.tk.Replace
 		}
-		if err := c.tk.Add(tool, opts...); err != nil {
+		if err := add(tool); err != nil {
 			problems = append(problems, Problem{Tool: t.Name, Name: name, Err: err})
 			continue
 		}

@@ -145,7 +145,7 @@ func newAuthServer(t *testing.T, issuer string, opts ...mcpbridge.ServerOption) 
 	srvSizeTools(t, tk)
 	whoami := toolkit.MustTool(toolkit.Spec{Name: "whoami", Description: "Says on whose behalf it runs."},
 		func(ctx context.Context, _ struct{}) (string, error) { return "user=" + toolkit.User(ctx), nil })
-	if err := tk.Register([]*toolkit.Tool{whoami}); err != nil {
+	if err := tk.Add(whoami); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()

@@ -40,7 +40,7 @@ func srvSizeTools(t testing.TB, tk *toolkit.Toolkit) {
 		func(ctx context.Context, in blobIn) (rowsOut, error) {
 			return rowsOut{Data: strings.Repeat("r", in.N)}, nil
 		})
-	if err := tk.Register([]*toolkit.Tool{blob, rows}); err != nil {
+	if err := tk.Add(blob, rows); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -16,12 +16,12 @@ import (
 // nothing: a nil pointer (no part at all) and a nil map (the JSON null).
 func srvNilOutputTools(t testing.TB, tk *toolkit.Toolkit) {
 	t.Helper()
-	if err := tk.Register([]*toolkit.Tool{
+	if err := tk.Add(
 		toolkit.MustTool(toolkit.Spec{Name: "nilptr", Description: "Returns a nil pointer."},
 			func(ctx context.Context, _ struct{}) (*srvWeatherOut, error) { return nil, nil }),
 		toolkit.MustTool(toolkit.Spec{Name: "nilmap", Description: "Returns a nil map."},
 			func(ctx context.Context, _ struct{}) (map[string]int, error) { return nil, nil }),
-	}); err != nil {
+	); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -94,7 +94,7 @@ func (r *srvResults) Observe(ev *events.Event) {
 
 func srvToolkit(t testing.TB, opts ...toolkit.Option) *toolkit.Toolkit {
 	tk := toolkit.New(opts...)
-	if err := tk.Register(srvTools(t)); err != nil {
+	if err := tk.Add(srvTools(t)...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

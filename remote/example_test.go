@@ -43,7 +43,7 @@ func Example() {
 	tools, _ := client.Discover(ctx)
 	tk := toolkit.New(toolkit.WithInlineObserver(bus.Publisher())) // the calls' events go out here, once
 	defer tk.Close(ctx)
-	tk.Register(tools)
+	tk.Add(tools...)
 	sess, _ := tk.Session("conversation-1")
 	r := sess.Run(ctx, []toolkit.Call{{ID: "c1", Name: "upper", Args: []byte(`{"text":"hello"}`)}})[0]
 	fmt.Println(r.Text(), "from worker", r.Meta[remote.MetaWorker] == w.ID())

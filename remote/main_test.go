@@ -36,7 +36,7 @@ func workerProcess(url string) int {
 		return 1
 	}
 	tk := toolkit.New()
-	if err := tk.Register(workerTools()); err != nil {
+	if err := tk.Add(workerTools()...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -174,8 +174,8 @@ func TestRemoteLikeLocal(t *testing.T) {
 		t.Fatalf("count's spec travelled as %+v", sp)
 	}
 	local := toolkit.MustTool(toolkit.Spec{Name: "count"}, func(context.Context, countIn) (countOut, error) { return countOut{}, nil })
-	if string(byName["count"].InputSchema()) != string(local.InputSchema()) || len(byName["count"].OutputSchema()) == 0 {
-		t.Fatalf("schemas: in %s, out %s", byName["count"].InputSchema(), byName["count"].OutputSchema())
+	if string(byName["count"].Definition().Parameters) != string(local.Definition().Parameters) || len(byName["count"].Definition().OutputSchema) == 0 {
+		t.Fatalf("schemas: in %s, out %s", byName["count"].Definition().Parameters, byName["count"].Definition().OutputSchema)
 	}
 
 	rec := &testutil.Recorder{}

@@ -126,10 +126,10 @@ func Serve(nc *nats.Conn, tk *toolkit.Toolkit, options ...WorkerOption) (*Worker
 	go w.watch(w.status)
 	w.removeObserver = tk.ObserveInline(toolkit.ObserverFunc(w.observe))
 	for _, t := range tools {
-		md := map[string]string{wire.MetaSchema: string(t.InputSchema())}
+		md := map[string]string{wire.MetaSchema: string(t.Definition().Parameters)}
 		spec, _ := json.Marshal(toWire(t.Spec()))
 		md[wire.MetaSpec] = string(spec)
-		if out := t.OutputSchema(); len(out) > 0 {
+		if out := t.Definition().OutputSchema; len(out) > 0 {
 			md[wire.MetaOutputSchema] = string(out)
 		}
 		if err := svc.AddEndpoint(t.Name(), w.handler(t), micro.WithEndpointSubject(opts.prefix+"."+t.Name()),

@@ -408,7 +408,7 @@ func TestLoaderToolShared(t *testing.T) {
 	if loader("b") != a || loader("a") != a {
 		t.Fatal("sessions with the same skills got the loader built again")
 	}
-	if admin := loader("admin"); admin == a || !strings.Contains(string(admin.InputSchema()), `"secret"`) || strings.Contains(string(a.InputSchema()), `"secret"`) {
-		t.Fatalf("enums:\nadmin: %s\na: %s", admin.InputSchema(), a.InputSchema())
+	if admin := loader("admin"); admin == a || !strings.Contains(string(admin.Definition().Parameters), `"secret"`) || strings.Contains(string(a.Definition().Parameters), `"secret"`) {
+		t.Fatalf("enums:\nadmin: %s\na: %s", admin.Definition().Parameters, a.Definition().Parameters)
 	}
 }

@@ -134,7 +134,7 @@ type Delivery struct {
 	Undelivered     uint64
 }
 
-var _ toolkit.ContextTracer = (*Telemetry)(nil)
+var _ toolkit.Tracer = (*Telemetry)(nil)
 
 // New returns a Telemetry. It fails only if the meter provider refuses an
 // instrument.
@@ -393,7 +393,7 @@ func (t *Telemetry) StartOp(ctx context.Context, name string) (context.Context, 
 }
 
 // traceHeaders returns the W3C traceparent and tracestate of a span.
-// TraceContext implements toolkit.ContextTracer: the span ctx carries, for
+// TraceContext implements toolkit.Tracer: the span ctx carries, for
 // session-level events sent outside a call (Session.Emit).
 func (t *Telemetry) TraceContext(ctx context.Context) events.Trace {
 	sc := trace.SpanContextFromContext(ctx)

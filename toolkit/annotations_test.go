@@ -87,17 +87,17 @@ func TestOutputSchemaTypedTool(t *testing.T) {
 		Properties map[string]json.RawMessage `json:"properties"`
 		Required   []string                   `json:"required"`
 	}
-	if err := json.Unmarshal(ok.OutputSchema(), &s); err != nil {
-		t.Fatalf("output schema %s: %v", ok.OutputSchema(), err)
+	if err := json.Unmarshal(ok.Definition().OutputSchema, &s); err != nil {
+		t.Fatalf("output schema %s: %v", ok.Definition().OutputSchema, err)
 	}
 	if s.Type != "object" || len(s.Properties) != 3 || strings.Join(s.Required, ",") != "city,celsius" {
-		t.Fatalf("output schema = %s", ok.OutputSchema())
+		t.Fatalf("output schema = %s", ok.Definition().OutputSchema)
 	}
-	if text.OutputSchema() != nil {
-		t.Errorf("a text tool has an output schema: %s", text.OutputSchema())
+	if text.Definition().OutputSchema != nil {
+		t.Errorf("a text tool has an output schema: %s", text.Definition().OutputSchema)
 	}
 	defs := tk.Definitions()
-	if string(defs[0].OutputSchema) != string(ok.OutputSchema()) || defs[1].OutputSchema != nil {
+	if string(defs[0].OutputSchema) != string(ok.Definition().OutputSchema) || defs[1].OutputSchema != nil {
 		t.Errorf("definitions carry output schemas %s and %s", defs[0].OutputSchema, defs[1].OutputSchema)
 	}
 

@@ -322,6 +322,8 @@ func (nilTracer) StartBatch(ctx context.Context, _ *toolkit.Batch, _ []toolkit.C
 func (nilTracer) StartCall(ctx context.Context, _ toolkit.BatchTrace, _ toolkit.CallInfo, _ *toolkit.Tool) (context.Context, toolkit.CallTrace) {
 	return ctx, nil
 }
+func (nilTracer) TraceContext(context.Context) events.Trace { return nil }
+
 func (nilTracer) StartOp(ctx context.Context, _ string) (context.Context, toolkit.OpTrace) {
 	return ctx, nil
 }

@@ -129,7 +129,7 @@ func TestUnknownToolEmulated(t *testing.T) {
 	tk := testutil.Kit(t, toolkit.WithInlineObserver(rec))
 	emulate := toolkit.Interceptor{Name: "emulator", Unknown: true, Tools: []string{"weather"},
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
-			if !inv.Unknown() || inv.Spec().Name != "weather" {
+			if !inv.Unknown() || inv.Tool.Spec().Name != "weather" {
 				return next(ctx, inv)
 			}
 			var in struct{ City string }

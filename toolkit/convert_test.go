@@ -93,7 +93,7 @@ func TestToolConstructionErrors(t *testing.T) {
 		}
 	}
 	tk := testutil.Kit(t)
-	if err := tk.Register([]*toolkit.Tool{nil}); err == nil || !strings.Contains(err.Error(), "nil tool") {
+	if err := tk.Add(nil); err == nil || !strings.Contains(err.Error(), "nil tool") {
 		t.Errorf("Register(nil): %v", err)
 	}
 	raw, err := toolkit.NewRawTool(toolkit.Spec{Name: "raw", Presets: map[string]any{"a": 1}}, []byte(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}}}`),

@@ -121,7 +121,7 @@ func TestDeriveOwnLimitsAndPresets(t *testing.T) {
 	}
 	params := func(tk *toolkit.Toolkit) string {
 		tool, _ := tk.Tool("note")
-		return string(tool.InputSchema())
+		return string(tool.Definition().Parameters)
 	}
 	if strings.Contains(params(sub), "folder") || !strings.Contains(params(parent), "folder") {
 		t.Errorf("schemas: sub %s, parent %s", params(sub), params(parent))

@@ -30,7 +30,7 @@ func ExampleNewTool() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(string(weather.InputSchema()))
+	fmt.Println(string(weather.Definition().Parameters))
 	// Output:
 	// {"type":"object","properties":{"city":{"type":"string","description":"city name, e.g. Paris"},"units":{"type":"string","default":"metric","enum":["metric","imperial"]}},"required":["city"],"additionalProperties":false}
 }

@@ -121,7 +121,7 @@ func FuzzDeltas(f *testing.F) {
 	f.Fuzz(func(t *testing.T, chunks string, withJSON bool, tail string) {
 		n++
 		name := "t"
-		tk.Add(toolkit.MustTool(toolkit.Spec{Name: name}, func(ctx context.Context, _ struct{}) (string, error) {
+		tk.Replace(toolkit.MustTool(toolkit.Spec{Name: name}, func(ctx context.Context, _ struct{}) (string, error) {
 			em := stream.From(ctx)
 			for i, c := range strings.Split(chunks, "|") {
 				if withJSON && i%2 == 1 {
@@ -132,7 +132,8 @@ func FuzzDeltas(f *testing.F) {
 				em.Progress(c, 0.5)
 			}
 			return tail, nil
-		}), toolkit.Replace())
+		}))
+
 		id := "c" + strings.Repeat("x", n%7) + string(rune('a'+n%26))
 		r := sess.Run(context.Background(), []toolkit.Call{{ID: id, Name: name}})[0]
 		got := testutil.Deltas(rec.Of(id))

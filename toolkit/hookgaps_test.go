@@ -274,7 +274,7 @@ func TestSessionsAndSuspendedListing(t *testing.T) {
 }
 
 // opTracer is recTracer with operations and a trace for contexts outside
-// calls (ContextTracer).
+// calls (Tracer.TraceContext).
 type opTracer struct {
 	recTracer
 	ops []string
@@ -318,7 +318,7 @@ func (r *opTracer) TraceContext(ctx context.Context) events.Trace {
 // tracer's values, TraceOf gives the call's trace, StartOp records an
 // operation (a tracer that gives no context of its own leaves the
 // caller's), and Emit gives the session event the call's trace
-// inside the call and the ContextTracer's outside it.
+// inside the call and the tracer's TraceContext outside it.
 func TestTraceAcrossSuspension(t *testing.T) {
 	r := &opTracer{recTracer: recTracer{starts: map[string]int{}, events: map[string][]events.Type{}}}
 	rec := &testutil.Recorder{}

@@ -155,9 +155,6 @@ func (inv *Invocation) Logger() *zerolog.Logger { return &inv.c.batch.tk.log }
 // BatchID returns the id of the batch the call belongs to.
 func (inv *Invocation) BatchID() string { return inv.c.batch.ID() }
 
-// Spec returns the called tool's spec.
-func (inv *Invocation) Spec() Spec { return inv.Tool.Spec() }
-
 // Meta attaches metadata to the call's result (code and UIs see it, the
 // model does not).
 func (inv *Invocation) Meta(key string, value any) { inv.c.out.setMeta(0, key, value) }

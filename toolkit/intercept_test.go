@@ -228,8 +228,8 @@ func TestInterceptorSeesAndChangesTheCall(t *testing.T) {
 	testutil.Add(t, tk, echoTool(t))
 	tk.Use(toolkit.Interceptor{Name: "rewrite", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Result {
 		ten, _ := toolkit.Value[tenant](ctx)
-		if inv.Session != "s" || inv.Call.ID == "" || inv.Spec().Name != "echo" || ten != "acme" {
-			return toolkit.Failure(events.StateError, fmt.Errorf("saw %q %q %q %q", inv.Session, inv.Call.ID, inv.Spec().Name, ten))
+		if inv.Session != "s" || inv.Call.ID == "" || inv.Tool.Spec().Name != "echo" || ten != "acme" {
+			return toolkit.Failure(events.StateError, fmt.Errorf("saw %q %q %q %q", inv.Session, inv.Call.ID, inv.Tool.Spec().Name, ten))
 		}
 		if strings.Contains(string(inv.Call.Args), "bad") {
 			inv.Call.Args = []byte(`{"s": 42}`)
@@ -411,7 +411,7 @@ func TestChainFollowsReplacedTool(t *testing.T) {
 		t.Fatalf("ran for a tool that is not read-only: %v", tr.get())
 	}
 	again := testutil.Tool(t, toolkit.Spec{Name: "echo", ReadOnly: true}, func(ctx context.Context, _ none) (string, error) { return "v2", nil })
-	if err := tk.Register([]*toolkit.Tool{again}, toolkit.Replace()); err != nil {
+	if err := tk.Replace(again); err != nil {
 		t.Fatal(err)
 	}
 	if r := s.Run(context.Background(), []toolkit.Call{testutil.Call("2", "echo", `{}`)})[0]; r.Text() != "v2" {

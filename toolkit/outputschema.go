@@ -53,13 +53,6 @@ func (o *outputSchema) raw() json.RawMessage {
 	return o.json
 }
 
-// OutputSchema returns the JSON Schema of the tool's structured result, or
-// nil when it has none. A typed tool has one when its output type is a
-// struct, a pointer to one or a map with string keys (text, bytes, parts
-// and values that marshal themselves have none); a raw tool when its spec
-// declares one.
-func (t *Tool) OutputSchema() json.RawMessage { return t.output.raw() }
-
 // newOutputSchema compiles an output schema, which must describe an object
 // (MCP's structuredContent is one).
 func newOutputSchema(name string, s *jsonschema.Schema) (*outputSchema, error) {

@@ -20,13 +20,13 @@ func TestRegistry(t *testing.T) {
 	if err := tk.Add(mk("b", "b2")); !errors.Is(err, toolkit.ErrDuplicate) {
 		t.Fatalf("duplicate: %v", err)
 	}
-	if err := tk.Register([]*toolkit.Tool{mk("c", "c1"), mk("a", "a2")}); !errors.Is(err, toolkit.ErrDuplicate) {
+	if err := tk.Add(mk("c", "c1"), mk("a", "a2")); !errors.Is(err, toolkit.ErrDuplicate) {
 		t.Fatalf("duplicate in batch: %v", err)
 	}
 	if _, ok := tk.Tool("c"); ok {
 		t.Fatal("a failed Register left a tool behind")
 	}
-	if err := tk.Add(mk("b", "b2"), toolkit.Replace()); err != nil {
+	if err := tk.Replace(mk("b", "b2")); err != nil {
 		t.Fatal(err)
 	}
 	names := func() string {

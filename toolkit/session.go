@@ -13,9 +13,6 @@ import (
 	"github.com/toolstream/toolstream/events"
 )
 
-// MaxSessionIDLen is the longest session id accepted, in bytes.
-const MaxSessionIDLen = events.MaxSessionIDLen
-
 // Session is one conversation: it scopes the calls of its batches and holds
 // per-session state (suspended calls today; active groups and loaded skills
 // with the packages that add them). Its methods are safe for concurrent use,
@@ -204,7 +201,7 @@ func (s *Session) Observed() bool { return !s.tk.observerSet().empty() }
 // carries (events.Event.Trace, the traceparent header on NATS), so that a
 // subscriber links it to its span: inside a traced call that is the call's
 // span; elsewhere, the span in ctx when the toolkit's tracer is a
-// [ContextTracer].
+// tracer ([Tracer.TraceContext]).
 func (s *Session) Emit(ctx context.Context, typ events.Type, data any) error {
 	return s.emit(typ, data, nil, s.traceOf(ctx))
 }
@@ -218,10 +215,7 @@ func (s *Session) traceOf(ctx context.Context) events.Trace {
 	if t := TraceOf(ctx); t != nil {
 		return t
 	}
-	if ct, ok := tracer.(ContextTracer); ok {
-		return ct.TraceContext(ctx)
-	}
-	return nil
+	return tracer.TraceContext(ctx)
 }
 
 // emit sends a session-level event; bt is the trace of the batch that

@@ -114,9 +114,6 @@ func (t *Tool) Spec() Spec { return t.spec }
 // Name returns the tool's name.
 func (t *Tool) Name() string { return t.spec.Name }
 
-// InputSchema returns the JSON Schema the model sees (presets removed).
-func (t *Tool) InputSchema() json.RawMessage { return t.params }
-
 // Definition returns the tool as an LLM request expects it.
 func (t *Tool) Definition() Definition {
 	return Definition{Name: t.spec.Name, Description: t.spec.Description, Parameters: t.params,
@@ -128,15 +125,20 @@ func (t *Tool) Definition() Definition {
 // {"name", "description", "parameters"}, plus MCP's "annotations" and
 // "outputSchema" when the tool has them.
 type Definition struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON Schema of the input the model sees (presets
+	// removed).
+	Parameters json.RawMessage `json:"parameters"`
 	// Annotations are the tool's hints with MCP's defaults applied; nil
 	// when its spec declares none (no title, not read-only, no hint), so
 	// that such a tool's definition is what it always was.
 	Annotations *Annotations `json:"annotations,omitempty"`
 	// OutputSchema is the JSON Schema of the tool's structured result, if
-	// it has one (see [Tool.OutputSchema]).
+	// it has one: inferred from a typed tool's result type when that is a
+	// struct, a pointer to one or a map with string keys (text, bytes, parts
+	// and values that marshal themselves have none); a raw tool's when its
+	// spec declares one.
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
@@ -151,7 +153,7 @@ type Definition struct {
 // error its Out is ignored and the error becomes the model-visible message.
 //
 // When Out is a struct, a pointer to one or a map with string keys, the tool
-// publishes its JSON Schema as its output schema ([Tool.OutputSchema],
+// publishes its JSON Schema as its output schema ([Definition].OutputSchema,
 // MCP's outputSchema), inferred like the input's (tool tags constrain it
 // too), and each value it returns is checked against it before the model
 // sees it: one that does not conform fails the call with an [OutputError].

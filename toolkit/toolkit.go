@@ -2,6 +2,7 @@ package toolkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -72,23 +73,16 @@ func newToolkit(o options) *Toolkit {
 	return tk
 }
 
-// RegisterOption changes how [Toolkit.Register] treats a tool.
-type RegisterOption func(*registerOptions)
+// Add registers tools. A name that is already registered is an error
+// (ErrDuplicate); nothing is registered if any tool fails.
+func (tk *Toolkit) Add(tools ...*Tool) error { return tk.register(tools, false) }
 
-type registerOptions struct{ replace bool }
+// Replace registers tools, each replacing the tool of the same name if
+// there is one (it keeps its place in the order) or added after the others.
+// Nothing is registered if any tool fails.
+func (tk *Toolkit) Replace(tools ...*Tool) error { return tk.register(tools, true) }
 
-// Replace lets Register replace a tool that has the same name instead of
-// failing with ErrDuplicate.
-func Replace() RegisterOption { return func(o *registerOptions) { o.replace = true } }
-
-// Register adds tools. A name that is already registered is an error
-// (ErrDuplicate) unless [Replace] is given; a replaced tool keeps its place
-// in the order. Nothing is registered if any tool fails.
-func (tk *Toolkit) Register(tools []*Tool, opts ...RegisterOption) error {
-	var ro registerOptions
-	for _, o := range opts {
-		o(&ro)
-	}
+func (tk *Toolkit) register(tools []*Tool, replace bool) error {
 	tk.regMu.Lock()
 	defer tk.regMu.Unlock()
 	old := tk.reg.Load()
@@ -98,12 +92,12 @@ func (tk *Toolkit) Register(tools []*Tool, opts ...RegisterOption) error {
 	}
 	for _, t := range tools {
 		if t == nil {
-			return fmt.Errorf("toolkit: Register: nil tool")
+			return errors.New("toolkit: nil tool")
 		}
 		name := t.spec.Name
 		if prev, ok := next.byName[name]; ok {
-			if !ro.replace {
-				return fmt.Errorf("%w: %q (pass toolkit.Replace() to replace it)", ErrDuplicate, name)
+			if !replace {
+				return fmt.Errorf("%w: %q (Toolkit.Replace replaces it)", ErrDuplicate, name)
 			}
 			next.order[slices.Index(next.order, prev)] = t
 		} else {
@@ -113,11 +107,6 @@ func (tk *Toolkit) Register(tools []*Tool, opts ...RegisterOption) error {
 	}
 	tk.reg.Store(next)
 	return nil
-}
-
-// Add registers one tool; see [Toolkit.Register].
-func (tk *Toolkit) Add(t *Tool, opts ...RegisterOption) error {
-	return tk.Register([]*Tool{t}, opts...)
 }
 
 // Remove unregisters tools by name and reports how many were removed. Calls

@@ -48,14 +48,10 @@ type Tracer interface {
 	// skill load). ctx is the context StartOp was given. It returns the
 	// context the operation runs with and its trace, or nil.
 	StartOp(ctx context.Context, name string) (context.Context, OpTrace)
-}
-
-// A ContextTracer is a Tracer that also reads the trace context a context
-// carries outside any call (the span of the caller's own work, such as an
-// agent loop's run), for [Session.Emit]. It returns nil when ctx
-// carries none.
-type ContextTracer interface {
-	Tracer
+	// TraceContext reads the trace context ctx carries outside any call
+	// (the span of the caller's own work, such as an agent loop's run),
+	// for the session-level events Session.Emit sends with it; nil when
+	// ctx carries none.
 	TraceContext(ctx context.Context) events.Trace
 }
 

@@ -61,6 +61,8 @@ func (r *recTracer) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolk
 	return context.WithValue(ctx, ctxKey{}, c.CallID), &recCall{r, c.CallID}
 }
 
+func (r *recTracer) TraceContext(context.Context) events.Trace { return nil }
+
 func (r *recTracer) StartOp(ctx context.Context, name string) (context.Context, toolkit.OpTrace) {
 	return ctx, nil
 }
@@ -155,6 +157,8 @@ func (n *nilBatchTracer) StartCall(ctx context.Context, b toolkit.BatchTrace, c 
 	n.calls++
 	return ctx, nil
 }
+func (n *nilBatchTracer) TraceContext(context.Context) events.Trace { return nil }
+
 func (n *nilBatchTracer) StartOp(ctx context.Context, name string) (context.Context, toolkit.OpTrace) {
 	return ctx, nil
 }

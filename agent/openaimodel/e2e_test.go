@@ -46,7 +46,7 @@ func e2eToolkit(t *testing.T) *toolkit.Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tk.Register([]*toolkit.Tool{count, snap}); err != nil {
+	if err := tk.Add(count, snap); err != nil {
 		t.Fatal(err)
 	}
 	s, err := tk.Session("e2e")

@@ -76,7 +76,7 @@ func pickMCPTool(tk *toolkit.Toolkit, group string, tools []mcpbridge.ToolInfo) 
 		if !ok {
 			continue
 		}
-		if args, ok := stringArgs(t.InputSchema()); ok {
+		if args, ok := stringArgs(t.Definition().Parameters); ok {
 			return mcpPick{group: group, tool: ti.Name, args: args}, true
 		}
 	}

@@ -382,7 +382,7 @@ func registerTools(tk *toolkit.Toolkit, e *toolEnv, gopts []groups.Option, sopts
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := tk.Register([]*toolkit.Tool{
+	if err := tk.Add(
 		toolkit.MustTool(toolkit.Spec{Name: "count_lines", Description: "Count lines of code per language under a folder.", ReadOnly: true, ConcurrencySafe: true}, e.countLines()),
 		toolkit.MustTool(toolkit.Spec{Name: "watch_folder", Description: "Watch a folder for changed files for some seconds and list them.", ReadOnly: true, ConcurrencySafe: true, Timeout: 11 * time.Minute}, e.watchFolder()),
 		ask,
@@ -391,7 +391,7 @@ func registerTools(tk *toolkit.Toolkit, e *toolEnv, gopts []groups.Option, sopts
 		toolkit.MustTool(toolkit.Spec{Name: "write_note", Description: "Save a short note for the user."}, writeNote(e.notes)),
 		toolkit.MustTool(toolkit.Spec{Name: "folder_stats", Description: "Size of a folder and its largest files (through a flaky service: retried).", ReadOnly: true, ConcurrencySafe: true}, e.folderStats()),
 		toolkit.MustTool(toolkit.Spec{Name: "file_inventory", Description: "Every file under a folder with size, lines and hash (large: stored, not shown in full).", ReadOnly: true, ConcurrencySafe: true}, e.fileInventory()),
-	}); err != nil {
+	); err != nil {
 		return nil, nil, err
 	}
 	gm, err := groups.Install(tk, append([]groups.Option{groups.WithToolSearch()}, gopts...)...) // tool_search beside reset_tools

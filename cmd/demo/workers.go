@@ -158,7 +158,7 @@ func useWorkers(ctx context.Context, cfg *config, tk *toolkit.Toolkit, bus *nats
 			stop()
 			return nil, err
 		}
-		if err := tk.Add(t, toolkit.Replace()); err != nil {
+		if err := tk.Replace(t); err != nil {
 			stop()
 			return nil, err
 		}

@@ -70,7 +70,7 @@ func (d *deployment) serveWorker(tools ...*toolkit.Tool) (*remote.Worker, *clien
 	c := d.connect(worker)
 	tk := toolkit.New()
 	d.t.Cleanup(func() { _ = tk.Close(within(d.t, 5*time.Second)) })
-	if err := tk.Register(tools); err != nil {
+	if err := tk.Add(tools...); err != nil {
 		d.t.Fatal(err)
 	}
 	w, err := remote.Serve(c.Conn, tk)
@@ -189,7 +189,7 @@ func TestAgentWorksEndToEnd(t *testing.T) {
 	}
 	note := toolkit.MustTool(toolkit.Spec{Name: "write_note", Description: "writes a note (asks first: not read-only)"},
 		func(_ context.Context, in linesIn) (string, error) { return "noted: " + in.Text, nil })
-	if err := tk.Register([]*toolkit.Tool{tool, note}); err != nil {
+	if err := tk.Add(tool, note); err != nil {
 		t.Fatal(err)
 	}
 	sess, err := tk.Session(session)

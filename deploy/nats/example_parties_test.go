@@ -83,7 +83,7 @@ func Example_parties() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	agent.Register(tools)
+	agent.Add(tools...)
 	sess, _ := agent.Session("demo")
 	r := sess.Run(ctx, []toolkit.Call{{ID: "c1", Name: "count_lines", Args: []byte(`{"text":"a\nb\n"}`)}})[0]
 	fmt.Println(r.State, r.Text())

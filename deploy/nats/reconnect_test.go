@@ -65,7 +65,7 @@ func callAcrossRestart(t *testing.T, d *deployment, tools ...nats.Option) (toolk
 	w := d.connect(worker, reconnected("worker"))
 	wtk := toolkit.New()
 	t.Cleanup(func() { _ = wtk.Close(within(t, 5*time.Second)) })
-	if err := wtk.Register([]*toolkit.Tool{hold}); err != nil {
+	if err := wtk.Add(hold); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := remote.Serve(w.Conn, wtk)
@@ -84,7 +84,7 @@ func callAcrossRestart(t *testing.T, d *deployment, tools ...nats.Option) (toolk
 	}
 	tk := toolkit.New()
 	t.Cleanup(func() { _ = tk.Close(within(t, 5*time.Second)) })
-	if err := tk.Register([]*toolkit.Tool{tool}); err != nil {
+	if err := tk.Add(tool); err != nil {
 		t.Fatal(err)
 	}
 	sess, err := tk.Session(session)

@@ -20,8 +20,8 @@ func TestWorkerRefusedToolSaysSo(t *testing.T) {
 	c := d.connect(worker)
 	tk := toolkit.New()
 	t.Cleanup(func() { _ = tk.Close(within(t, 5*time.Second)) })
-	if err := tk.Register([]*toolkit.Tool{toolkit.MustTool(toolkit.Spec{Name: "delete_everything"},
-		func(ctx context.Context, _ struct{}) (string, error) { return "done", nil })}); err != nil {
+	if err := tk.Add(toolkit.MustTool(toolkit.Spec{Name: "delete_everything"},
+		func(ctx context.Context, _ struct{}) (string, error) { return "done", nil })); err != nil {
 		t.Fatal(err)
 	}
 	w, err := remote.Serve(c.Conn, tk)

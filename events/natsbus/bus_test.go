@@ -51,7 +51,7 @@ func kitTools(t testing.TB, tk *toolkit.Toolkit) {
 		}
 		return tool
 	}
-	if err := tk.Register([]*toolkit.Tool{
+	if err := tk.Add(
 		must(toolkit.NewTool(toolkit.Spec{Name: "streamer", ConcurrencySafe: true}, func(ctx context.Context, in streamIn) (string, error) {
 			em := stream.From(ctx)
 			for i := 1; i <= in.Lines; i++ {
@@ -65,7 +65,7 @@ func kitTools(t testing.TB, tk *toolkit.Toolkit) {
 			stream.From(ctx).Text("partial\n")
 			return "", fmt.Errorf("disk full")
 		})),
-	}); err != nil {
+	); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -39,14 +39,14 @@ func argsKit(tb testing.TB, bus *natsbus.Bus, opts ...toolkit.Option) (*toolkit.
 	type eatIn struct {
 		Data string `json:"data"`
 	}
-	if err := tk.Register([]*toolkit.Tool{
+	if err := tk.Add(
 		toolkit.MustTool(toolkit.Spec{Name: "eat"}, func(ctx context.Context, in eatIn) (string, error) {
 			return fmt.Sprint(len(in.Data), " bytes"), nil
 		}),
 		toolkit.MustTool(toolkit.Spec{Name: "small"}, func(ctx context.Context, _ struct{}) (string, error) {
 			return "ok", nil
 		}),
-	}); err != nil {
+	); err != nil {
 		tb.Fatal(err)
 	}
 	nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))

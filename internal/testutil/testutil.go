@@ -50,7 +50,7 @@ func Session(t testing.TB, tk *toolkit.Toolkit, id string) *toolkit.Session {
 // Add registers tools, failing the test on error.
 func Add(t testing.TB, tk *toolkit.Toolkit, tools ...*toolkit.Tool) {
 	t.Helper()
-	if err := tk.Register(tools); err != nil {
+	if err := tk.Add(tools...); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -24,13 +24,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	tk := toolkit.New()
-	tk.Register([]*toolkit.Tool{
+	tk.Add(
 		toolkit.MustTool(toolkit.Spec{Name: "echo", Description: "Answers its text."},
 			func(ctx context.Context, in echoIn) (string, error) {
 				stream.From(ctx).Progress("echoing", 0.5)
 				return in.Text, nil
 			}),
-	})
+	)
+
 	s, err := mcpbridge.NewServer(tk, mcpbridge.WithImplementation("stdioserver", "1"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

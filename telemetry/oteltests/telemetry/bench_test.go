@@ -152,6 +152,8 @@ func (s *switchTracer) StartCall(ctx context.Context, b toolkit.BatchTrace, c to
 	return s.tel.StartCall(ctx, b, c, t)
 }
 
+func (s *switchTracer) TraceContext(ctx context.Context) events.Trace { return s.tel.TraceContext(ctx) }
+
 func (s *switchTracer) StartOp(ctx context.Context, name string) (context.Context, toolkit.OpTrace) {
 	return s.tel.StartOp(ctx, name)
 }
