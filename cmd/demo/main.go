@@ -1,7 +1,18 @@
 // Command demo is a tour of toolstream: an agent loop (a scripted model, or
-// a real one through an OpenAI-compatible API) calls tools that do real
-// work on a folder, while a web page and the terminal show every call live
-// from the events published to NATS.
+// a real one through the OpenAI or Anthropic adapters) calls tools that do
+// real work on a folder, while a web page and the terminal show every call
+// live from the events published to NATS.
+//
+// It is built the way a user would build an application, one concern a file:
+// agent.go runs the loop (package agent) and stands for the person who
+// presses stop; scripted.go plays the deterministic model and providers.go
+// builds the real ones; tools.go holds the folder tools, intercept.go the
+// interceptors and the approval desk where the page, the terminal and the
+// scripted agent answer approvals; term.go and safe.go are the terminal view,
+// web.go the page and its SSE feed, uiprotocols.go the AG-UI and AI SDK
+// routes, mcpservers.go the -mcp servers; workers.go, workerloss.go and
+// natsauth.go run the folder tools in worker processes (-workers) on a NATS
+// server with a user per party; resume.go keeps a run in -store's folder.
 package main
 
 import (

@@ -8,6 +8,18 @@
 // handed to github.com/google/jsonschema-go, which is also the reference the
 // compiled path must agree with on what is valid (see the differential fuzz
 // test).
+//
+// A tool's arguments are made ready by [Args.Prepare] in one pass over the
+// model's bytes, without a tree (walk.go): it parses, checks each value
+// against its compiled node, fills the typed input and records the edits
+// that make the canonical text. The pass goes on after a value fails, so
+// the problems are always worded from the prepared arguments. A plan per Go
+// type (fill.go) is bound to the schema's nodes once per tool, so the pass
+// fills a field without finding it by name; what it does not fill itself it
+// leaves to encoding/json, on that value's canonical text. Its frames are
+// kept small, since it may run on a fresh goroutine's stack. The tree
+// pipeline it replaced stays in the tests as the oracle it is fuzzed
+// against (ref_prepare_test.go), beside json.Unmarshal and jsonschema-go.
 package schema
 
 import (
