@@ -2,7 +2,6 @@ package readme
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,9 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolstream/toolstream/internal/testutil"
 )
 
 // run runs a program with a private TMPDIR (beside its server, if it has
@@ -69,14 +69,14 @@ type server struct {
 	p    *program
 	cmd  *exec.Cmd
 	tmp  string
-	out  *lockedBuffer
+	out  *testutil.SyncBuffer
 	done chan error
 }
 
 // startServer starts p and waits for the first line of its standard
 // output, which says that it is ready.
 func startServer(t *testing.T, p *program, bin string, env []string) (*server, error) {
-	s := &server{p: p, tmp: t.TempDir(), out: &lockedBuffer{}, done: make(chan error, 1)}
+	s := &server{p: p, tmp: t.TempDir(), out: &testutil.SyncBuffer{}, done: make(chan error, 1)}
 	s.cmd = exec.Command(filepath.Join(bin, p.bin))
 	s.cmd.Env = append(env, "TMPDIR="+s.tmp)
 	s.cmd.Stderr = s.out
@@ -130,22 +130,4 @@ func (s *server) stop() []string {
 		problems = append(problems, fmt.Sprintf("%s: still running %v after an interrupt (Ctrl-C)\n%s", s.p, runTimeout, s.out))
 	}
 	return append(problems, leftBehind(s.p, s.tmp)...)
-}
-
-// lockedBuffer is a buffer two goroutines write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
