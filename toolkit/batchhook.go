@@ -9,20 +9,12 @@ import (
 	"github.com/toolstream/toolstream/events"
 )
 
-// batchHook is the batch part of an interceptor (Interceptor.BeforeBatch,
-// AfterBatch) as a batch runs it.
-type batchHook struct {
-	Name   string
-	Before func(ctx context.Context, p *BatchPlan)
-	After  func(ctx context.Context, b *Batch, results []Result)
-}
-
 // batchHooks is an immutable snapshot of a toolkit's batch hooks: the
 // interceptors that are on and have a BeforeBatch or an AfterBatch.
 type batchHooks struct {
-	list   []batchHook
-	before bool // one of them has a Before
-	after  bool // one of them has an After
+	list   []Interceptor // those with a BeforeBatch or an AfterBatch, in order
+	before bool          // one of them has a Before
+	after  bool          // one of them has an After
 }
 
 // BatchPlan is a batch as its Before hooks see it, before any call runs.
@@ -222,7 +214,7 @@ func (b *Batch) before() bool {
 func (b *Batch) runBefore(g *guard) {
 	for i := range b.hooks.list {
 		h := &b.hooks.list[i]
-		if h.Before == nil {
+		if h.BeforeBatch == nil {
 			continue
 		}
 		if g.ctx.Err() != nil {
@@ -262,7 +254,7 @@ func (b *Batch) after() bool {
 	b.guard.Store(g) // Cancel and Close reach it from now on (not an earlier interruption)
 	for i := range b.hooks.list {
 		h := &b.hooks.list[i]
-		if h.After == nil {
+		if h.AfterBatch == nil {
 			continue
 		}
 		g.hook.Store(int32(i + 1))
@@ -282,7 +274,7 @@ func (b *Batch) after() bool {
 
 // runHook runs a hook's Before (with a plan) or After, logging a panic
 // instead of losing the batch.
-func (b *Batch) runHook(h *batchHook, ctx context.Context, p *BatchPlan) {
+func (b *Batch) runHook(h *Interceptor, ctx context.Context, p *BatchPlan) {
 	defer func() {
 		if v := recover(); v != nil {
 			which := "After"
@@ -294,9 +286,9 @@ func (b *Batch) runHook(h *batchHook, ctx context.Context, p *BatchPlan) {
 		}
 	}()
 	if p != nil {
-		h.Before(ctx, p)
+		h.BeforeBatch(ctx, p)
 	} else {
-		h.After(ctx, b, b.results)
+		h.AfterBatch(ctx, b, b.results)
 	}
 }
 

@@ -407,16 +407,16 @@ func buildChain(list []*registered, t *Tool, skipUnknown bool) Handler {
 // hooksOf returns the batch hooks of list, nil when there are none (a
 // toolkit without them pays nothing for them).
 func hooksOf(list []*registered) *batchHooks {
-	var hs []batchHook
+	var hs []Interceptor
 	for _, r := range list {
 		if r.on.Load() && (r.BeforeBatch != nil || r.AfterBatch != nil) {
-			hs = append(hs, batchHook{Name: r.Name, Before: r.BeforeBatch, After: r.AfterBatch})
+			hs = append(hs, r.Interceptor)
 		}
 	}
 	if len(hs) == 0 {
 		return nil
 	}
 	return &batchHooks{list: hs,
-		before: slices.ContainsFunc(hs, func(h batchHook) bool { return h.Before != nil }),
-		after:  slices.ContainsFunc(hs, func(h batchHook) bool { return h.After != nil })}
+		before: slices.ContainsFunc(hs, func(h Interceptor) bool { return h.BeforeBatch != nil }),
+		after:  slices.ContainsFunc(hs, func(h Interceptor) bool { return h.AfterBatch != nil })}
 }
