@@ -73,7 +73,7 @@ func (l *Loop) generate(ctx context.Context, r *run, turn int, conv *Conversatio
 		st := &r.st
 		*st = streamer{ctx: ctx, sess: sess, turn: turn, observed: sess.Observed(), calls: st.calls[:0], earlier: conv.Messages}
 		req := &r.req
-		*req = Request{System: conv.System, Messages: conv.Messages, Tools: defs}
+		*req = Request{System: conv.System, Messages: l.contextFor(ctx, r, turn, conv), Tools: defs}
 		if st.observed {
 			req.Stream = r.send
 		}

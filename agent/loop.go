@@ -36,6 +36,7 @@ type Loop struct {
 	retry    RetryPolicy
 	onSusp   func(ctx context.Context, s *toolkit.Session, r toolkit.Result) error
 	onBatch  []func(ctx context.Context, turn int, b *toolkit.Batch)
+	policy   *ContextPolicy // nil: the model is sent the whole conversation
 }
 
 // Option configures a Loop.
@@ -164,6 +165,9 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 	if len(conv.Messages) == 0 {
 		return out, errors.New("agent: the conversation has no message to answer")
 	}
+	if err := l.policy.check(); err != nil {
+		return out, err
+	}
 	r := &run{sess: sess}
 	r.send = r.st.send
 	for turn := 1; ; turn++ {
@@ -228,6 +232,7 @@ type run struct {
 	st   streamer
 	send func(Chunk) // st.send, bound once
 	cut  *truncation // the call the turn's reply was cut in, if any
+	win  window      // the context policy's state
 }
 
 func (l *Loop) modelName(r *Reply) string {
