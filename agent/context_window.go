@@ -109,7 +109,7 @@ func (l *Loop) contextFor(ctx context.Context, r *run, turn int, conv *Conversat
 		if err == nil {
 			// The summary needs room: more may be dropped, which it does
 			// not cover; when no cut makes room, it is left out.
-			if with := w.plan(msgs, p, budget, len(s)); with.summary {
+			if with := w.plan(msgs, p, budget, messageFraming+len(s)); with.summary {
 				pl, cut.Summarized = with, w.sumFrom-head
 			} else {
 				err = errors.New("the summary does not fit the budget")
