@@ -153,7 +153,8 @@ type Outcome struct {
 // Run runs. The run's events go to the session's observers (see the
 // Event constants); a run_error event comes with every error once the run
 // has begun. A run refused at once (no session, a conversation that is
-// empty or breaks Check) sends no event and never asks the model.
+// empty or breaks Check, a ContextPolicy with a negative number) sends no
+// event and never asks the model.
 func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversation) (*Outcome, error) {
 	out := &Outcome{}
 	if sess == nil || conv == nil {
