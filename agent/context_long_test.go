@@ -96,12 +96,21 @@ func TestContextPolicyLongRun(t *testing.T) {
 	if whole < longTurns*longResult {
 		t.Fatalf("stored conversation %d bytes", whole)
 	}
-	dropped, cleared := 0, map[string]bool{}
+	dropped, cleared, droppedCalls := 0, map[string]bool{}, map[string]bool{}
 	for _, c := range cuts {
 		if c.BytesAfter > longBudget {
 			t.Errorf("context_cut %+v over the budget", c)
 		}
 		dropped = max(dropped, c.Dropped)
+		for _, id := range c.DroppedCalls {
+			if droppedCalls[id] {
+				t.Errorf("call %s reported dropped twice", id)
+			}
+			droppedCalls[id] = true
+		}
+		if len(droppedCalls)*2 != c.Dropped {
+			t.Errorf("turn %d: %d messages dropped, %d calls reported dropped so far", c.Turn, c.Dropped, len(droppedCalls))
+		}
 		for _, id := range c.ClearedCalls {
 			if cleared[id] {
 				t.Errorf("call %s reported cleared twice", id)

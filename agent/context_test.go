@@ -96,6 +96,9 @@ func TestContextPolicyKeepsLastTurns(t *testing.T) {
 	if c.Turn != 5 || c.Messages != 9 || c.Sent != 5 || c.Dropped != 4 || c.Cleared != 0 || c.BytesAfter >= c.BytesBefore {
 		t.Errorf("context_cut %+v", c)
 	}
+	if first := body[agent.ContextCut](t, cuts[0]); fmt.Sprint(first.DroppedCalls, c.DroppedCalls) != "[c1] [c2]" {
+		t.Errorf("dropped_calls %v then %v, want each call once: [c1] then [c2]", first.DroppedCalls, c.DroppedCalls)
+	}
 	evs := rec.All()
 	if i := slices.Index(evs, cuts[0]); i == 0 || evs[i-1].Type != agent.EventTurnStart {
 		t.Errorf("context_cut does not follow turn_start:\n%s", describe(evs))

@@ -34,6 +34,9 @@ type ContextCut struct {
 	// for the first time in this run (a UI marks them as it goes).
 	Cleared      int      `json:"cleared"`
 	ClearedCalls []string `json:"cleared_calls,omitempty"`
+	// DroppedCalls are the calls that are not sent at all (with their
+	// results) for the first time in this run.
+	DroppedCalls []string `json:"dropped_calls,omitempty"`
 	// BytesBefore is the conversation's size (MessageBytes), BytesAfter
 	// what is sent; Budget is the policy's bound in bytes (0: none).
 	// BytesAfter above Budget means that the bound could not be met.
@@ -59,6 +62,7 @@ type window struct {
 	starts  []int     // where each turn begins (reused)
 	notes   map[noteKey]Message
 	cleared map[string]bool // calls cleared in an earlier request of the run
+	dropped map[string]bool // calls dropped in an earlier request of the run
 
 	summed            bool // a summary was asked for
 	sumFrom, sumBytes int  // what it covers
@@ -264,7 +268,19 @@ func (w *window) build(msgs []Message, pl plan, cut *ContextCut) []Message {
 		sent = append(sent, UserText(w.summary))
 	}
 	if w.notes == nil {
-		w.notes, w.cleared = map[noteKey]Message{}, map[string]bool{}
+		w.notes, w.cleared, w.dropped = map[noteKey]Message{}, map[string]bool{}, map[string]bool{}
+	}
+	first := 0
+	if pl.head {
+		first = 1
+	}
+	for _, m := range msgs[first:pl.from] {
+		for _, c := range m.Calls {
+			if !w.dropped[c.ID] {
+				w.dropped[c.ID] = true
+				cut.DroppedCalls = append(cut.DroppedCalls, c.ID)
+			}
+		}
 	}
 	for i := pl.from; i < len(msgs); i++ {
 		m := msgs[i]
