@@ -60,6 +60,8 @@ func TestDemoRuns(t *testing.T) {
 		"(the user presses stop after 1.5s)", "[call_10] watch_folder -> interrupted",
 		// the end
 		"model: Done. Mostly Go", "I stopped watching when you asked.",
+		// the context policy: the answer's request leaves turn 1 out
+		"context     turn 6: 3 of 19 messages left out (call_q, call_0), summarized; the model is sent ",
 		"=== Summary: 6 turns, 13 calls", "states: 1 interrupted, 10 success, 2 error",
 		"0 progress dropped, 0 undelivered",
 	} {
