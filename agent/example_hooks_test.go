@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/toolkit"
@@ -75,16 +76,16 @@ func ExampleWithHooks() {
 // auditTrail is one Go value that is both a model and a tool interceptor
 // (Spring AI Alibaba's ModelInterceptor and ToolInterceptor in one), by its
 // method values: it counts what a run costs on both sides and answers for
-// the model once a budget is spent.
+// the model once a budget is spent. Tool calls run in parallel: its
+// counters are atomic.
 type auditTrail struct {
-	modelCalls, toolCalls int
-	budget                int
+	modelCalls, toolCalls atomic.Int64
+	budget                int64
 }
 
 // Model wraps each model call.
 func (a *auditTrail) Model(ctx context.Context, req *agent.Request, next agent.Model) (*agent.Reply, error) {
-	a.modelCalls++
-	if a.modelCalls+a.toolCalls > a.budget { // short-circuit: the model is not asked
+	if a.modelCalls.Add(1)+a.toolCalls.Load() > a.budget { // short-circuit: the model is not asked
 		return &agent.Reply{Text: "(the budget is spent)"}, nil
 	}
 	return next.Generate(ctx, req)
@@ -92,17 +93,15 @@ func (a *auditTrail) Model(ctx context.Context, req *agent.Request, next agent.M
 
 // Tool wraps each tool call.
 func (a *auditTrail) Tool(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
-	a.toolCalls++
+	a.toolCalls.Add(1)
 	return next(ctx, inv)
 }
 
 // One value as a model interceptor and a tool interceptor.
 func ExampleModelInterceptor() {
 	ctx := context.Background()
-	trail := &auditTrail{budget: 10}
 	tk := toolkit.New()
 	defer tk.Close(ctx)
-	tk.Use(toolkit.Interceptor{Name: "audit", Intercept: trail.Tool})
 	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "now"}, func(ctx context.Context, _ struct{}) (string, error) { return "noon", nil }))
 	model := agent.ModelFunc(func(ctx context.Context, req *agent.Request) (*agent.Reply, error) {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == agent.RoleTool {
@@ -110,12 +109,15 @@ func ExampleModelInterceptor() {
 		}
 		return &agent.Reply{Calls: []toolkit.Call{{ID: "c1", Name: "now", Args: json.RawMessage(`{}`)}}}, nil
 	})
-	loop := agent.New(model, agent.WithModelInterceptor(trail.Model))
+
+	trail := &auditTrail{budget: 10}
+	tk.Use(toolkit.Interceptor{Name: "audit", Intercept: trail.Tool}) // every tool call
+	loop := agent.New(model, agent.WithModelInterceptor(trail.Model)) // every model call
 
 	sess, _ := tk.Session("conversation-1")
 	out, _ := loop.Run(ctx, sess, agent.NewConversation("", "Time?"))
 	fmt.Println(out.Answer)
-	fmt.Println(trail.modelCalls, "model calls,", trail.toolCalls, "tool call")
+	fmt.Println(trail.modelCalls.Load(), "model calls,", trail.toolCalls.Load(), "tool call")
 	// Output:
 	// It is noon.
 	// 2 model calls, 1 tool call
