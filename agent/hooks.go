@@ -71,7 +71,9 @@ type Hooks struct {
 	// BatchStart is called with each turn's batch once its calls are
 	// started (Solon AI's onActionStart), after WithBatchStarted's
 	// functions. To approve, deny or rewrite the calls before any runs,
-	// use AfterReply, or a toolkit.Interceptor's BeforeBatch.
+	// use AfterReply, or a toolkit.Interceptor's BeforeBatch. The batch
+	// hooks are the loop's own rather than the toolkit's: those see every
+	// batch of every session, these only this run's, with its RunInfo.
 	BatchStart func(ctx context.Context, run *RunInfo, b *toolkit.Batch)
 
 	// CallEnd is called once for every call of a batch with its final
