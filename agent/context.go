@@ -33,6 +33,11 @@ import (
 // What was dropped can be summarized (Summarize); the summary is sent as a
 // user message right after the first one. Each turn something is cut, the
 // loop sends a context_cut event (EventContextCut).
+//
+// The policy cuts once per turn, where the request is assembled: the
+// BeforeModel hooks (WithHooks) get what it sends and may cut further, and
+// a request assembled again after a failure (RetryReassemble) gets the
+// same cut.
 type ContextPolicy struct {
 	// KeepTurns sends only the last KeepTurns turns (and the first user
 	// message); 0 keeps every turn the budget allows.

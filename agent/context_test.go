@@ -317,3 +317,63 @@ func TestContextPolicyBudgetTooSmall(t *testing.T) {
 		t.Errorf("context_cut %+v, want bytes_after above the budget", c)
 	}
 }
+
+// The BeforeModel hooks get what the policy sends and may cut further,
+// without touching the next turn's cut; a request assembled again after a
+// failure (RetryReassemble) gets the same cut, with one context_cut and
+// one summary for the turn.
+func TestContextPolicyWithHooks(t *testing.T) {
+	ctx := context.Background()
+	var cuts []agent.ContextCut
+	tk := toolkit.New(toolkit.WithInlineObserver(toolkit.ObserverFunc(func(ev *events.Event) {
+		if ev.Type == agent.EventContextCut {
+			cuts = append(cuts, body[agent.ContextCut](t, ev))
+		}
+	})))
+	defer tk.Close(ctx)
+	tk.Add(bigTool(10))
+	sess, _ := tk.Session("hooks")
+	p := &pager{turns: 3}
+	failed := false
+	model := agent.ModelFunc(func(ctx context.Context, req *agent.Request) (*agent.Reply, error) {
+		if len(p.requests()) == 3 && !failed { // turn 4, first attempt
+			failed = true
+			return nil, errors.New("context too long")
+		}
+		return p.Generate(ctx, req)
+	})
+	var seen []string
+	summaries := 0
+	hooks := agent.Hooks{
+		BeforeModel: func(ctx context.Context, run *agent.RunInfo, req *agent.Request) error {
+			seen = append(seen, roles(req.Messages))
+			req.Messages = append(req.Messages, agent.UserText("be brief")) // a new slice: Clip
+			return nil
+		},
+		ModelFailed: func(ctx context.Context, run *agent.RunInfo, req *agent.Request, err error) agent.RetryDecision {
+			return agent.RetryReassemble
+		},
+	}
+	policy := agent.ContextPolicy{KeepTurns: 1, Summarize: func(ctx context.Context, cut []agent.Message) (string, error) {
+		summaries++
+		return "earlier", nil
+	}}
+	conv := agent.NewConversation("sys", "read the pages")
+	if _, err := agent.New(model, agent.WithHooks(hooks), agent.WithContextPolicy(policy)).Run(ctx, sess, conv); err != nil {
+		t.Fatal(err)
+	}
+	// Turns 1 to 4, turn 4 assembled twice: the hook sees the cut each time.
+	if want := "u uat uuat uuat uuat"; strings.Join(seen, " ") != want {
+		t.Errorf("BeforeModel saw %q, want %q", strings.Join(seen, " "), want)
+	}
+	reqs := p.requests()
+	if got := roles(reqs[3]); got != "uuatu" || reqs[3][4].Text() != "be brief" {
+		t.Errorf("turn 4 sent %q, want the cut and the hook's message", got)
+	}
+	if len(cuts) != 2 || cuts[0].Turn != 3 || cuts[1].Turn != 4 || summaries != 2 {
+		t.Errorf("%d context_cut events %+v, %d summaries; want one of each for turns 3 and 4", len(cuts), cuts, summaries)
+	}
+	if roles(conv.Messages) != "uatatata" {
+		t.Errorf("stored %q, want it whole", roles(conv.Messages))
+	}
+}

@@ -52,12 +52,13 @@ type runner struct {
 	store    *durable.Store      // with -store: the conversation is saved, and resumed
 	conv     *agent.Conversation // the run's, whole (the model is sent less: context.go)
 
-	mu    sync.Mutex
-	turn  int            // the turn in progress
-	phase string         // where the run is, for the Ctrl-C message
-	cur   Turn           // the turn's reply, as shown
-	batch *toolkit.Batch // the turn's calls, until their results are shown
-	began time.Time      // when they started
+	mu       sync.Mutex
+	turn     int            // the turn in progress
+	phase    string         // where the run is, for the Ctrl-C message
+	cur      Turn           // the turn's reply, as shown
+	batch    *toolkit.Batch // the turn's calls, until their results are shown
+	began    time.Time      // when they started
+	lastSent int            // messages the model was last sent (runhooks.go)
 }
 
 func (r *runner) run(ctx context.Context, task string) (runSummary, error) {
@@ -71,7 +72,7 @@ func (r *runner) run(ctx context.Context, task string) (runSummary, error) {
 	conv := agent.NewConversation(system, task)
 	opts := []agent.Option{agent.WithName(modelName(r.model)), agent.WithMaxTurns(r.maxTurns),
 		agent.WithSuspended(r.suspended), agent.WithBatchStarted(r.batchStarted),
-		agent.WithContextPolicy(contextPolicy(r.model))}
+		agent.WithContextPolicy(contextPolicy(r.model)), agent.WithHooks(r.hooks())}
 	if r.store != nil {
 		saved, done, err := r.resume(ctx)
 		if err != nil || done {
