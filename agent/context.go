@@ -37,7 +37,10 @@ import (
 // The policy cuts once per turn, where the request is assembled: the
 // BeforeModel hooks (WithHooks) get what it sends and may cut further, and
 // a request assembled again after a failure (RetryReassemble) gets the
-// same cut.
+// same cut, unless a hook replaced the conversation (RunInfo.Replace).
+//
+// The system prompt is always sent whole and is not counted: it is the
+// caller's to keep short.
 type ContextPolicy struct {
 	// KeepTurns sends only the last KeepTurns turns (and the first user
 	// message); 0 keeps every turn the budget allows.

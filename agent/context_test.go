@@ -377,3 +377,38 @@ func TestContextPolicyWithHooks(t *testing.T) {
 		t.Errorf("stored %q, want it whole", roles(conv.Messages))
 	}
 }
+
+// A conversation a ModelFailed hook replaces (RunInfo.Replace) before
+// asking for the request again is cut afresh: the model is not sent the
+// cut of the conversation that was there before.
+func TestContextPolicyAfterReplace(t *testing.T) {
+	ctx := context.Background()
+	tk := toolkit.New()
+	defer tk.Close(ctx)
+	tk.Add(bigTool(10))
+	sess, _ := tk.Session("replace")
+	p := &pager{turns: 3}
+	failed := false
+	model := agent.ModelFunc(func(ctx context.Context, req *agent.Request) (*agent.Reply, error) {
+		if len(p.requests()) == 3 && !failed {
+			failed = true
+			return nil, errors.New("context too long")
+		}
+		return p.Generate(ctx, req)
+	})
+	hooks := agent.Hooks{ModelFailed: func(ctx context.Context, run *agent.RunInfo, req *agent.Request, err error) agent.RetryDecision {
+		msgs := run.Conversation().Messages
+		if err := run.Replace("sys", append([]agent.Message{agent.UserText("(compressed)")}, msgs[3:]...)); err != nil {
+			t.Error(err)
+		}
+		return agent.RetryReassemble
+	}}
+	conv := agent.NewConversation("sys", "read the pages")
+	loop := agent.New(model, agent.WithHooks(hooks), agent.WithContextPolicy(agent.ContextPolicy{KeepTurns: 1}))
+	if _, err := loop.Run(ctx, sess, conv); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.requests()[3]; roles(r) != "uat" || r[0].Text() != "(compressed)" || r[1].Calls[0].ID != "c3" {
+		t.Errorf("turn 4 after the replace sent %q: %+v", roles(r), r)
+	}
+}

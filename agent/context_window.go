@@ -56,6 +56,7 @@ const (
 // window is a run's context policy state, reused from turn to turn.
 type window struct {
 	turn    int       // the turn sent is for (0: none yet)
+	of      []Message // the conversation's messages sent was cut from
 	sent    []Message // what the model is sent for turn
 	buf     []Message // sent when something is cut (reused)
 	sizes   []int     // messageBytes of each message (reused)
@@ -95,11 +96,11 @@ func (l *Loop) contextFor(ctx context.Context, r *run, turn int, conv *Conversat
 	if p == nil {
 		return conv.Messages
 	}
-	if w.turn == turn { // a retry: the same conversation, the same cut
+	if w.turn == turn && sameSlice(w.of, conv.Messages) { // a retry: the same cut
 		return w.sent
 	}
 	msgs := conv.Messages
-	w.turn, w.sent = turn, msgs
+	w.turn, w.of, w.sent = turn, msgs, msgs
 	w.measure(msgs)
 	budget := p.budget()
 	pl := w.plan(msgs, p, budget, -1)
@@ -131,12 +132,18 @@ func (l *Loop) contextFor(ctx context.Context, r *run, turn int, conv *Conversat
 	cut.Sent, cut.Dropped, cut.BytesAfter = len(w.sent), pl.from-head, pl.bytes
 	if p.Store {
 		conv.Messages = slices.Clone(w.sent)
-		cut.Stored = true
+		w.of, cut.Stored = conv.Messages, true
 	}
 	if r.sess.Observed() {
 		emit(ctx, r.sess, EventContextCut, cut)
 	}
 	return w.sent
+}
+
+// sameSlice reports whether a and b are the same slice of the same array
+// (a hook's RunInfo.Replace makes another).
+func sameSlice(a, b []Message) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // measure finds msgs' sizes and turns (a turn begins at each message that
