@@ -66,7 +66,9 @@ type ContextPolicy struct {
 	// it then holds what the model was last sent, summary included. For
 	// a caller that keeps the conversation only to send it again and
 	// wants its memory bounded; without it the conversation keeps
-	// growing, whole.
+	// growing, whole. The calls cut from it no longer count as used ids:
+	// with durable, whose store keys results by call id, and a server that
+	// numbers calls per reply (call_0 every turn), leave Store off.
 	Store bool
 }
 
