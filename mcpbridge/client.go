@@ -112,7 +112,9 @@ func WithPresets(tool string, presets map[string]any) ClientOption {
 	}
 }
 
-// TrustHints takes the server's tool annotations at their word. Without it,
+// TrustHints takes this server's tool annotations at their word: it is an
+// option of one Connect, so a host trusts the servers it names (its own, a
+// vetted one) and not the others it connects to the same toolkit. Without it,
 // only the title is used: an untrusted server that says "read-only" does not
 // make its tool concurrency-safe or read-only for permission rules, and its
 // destructive, idempotent and open-world hints keep the engine's cautious
