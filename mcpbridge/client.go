@@ -391,6 +391,9 @@ func (c *Client) watch(cn *conn) {
 	if tail := stderrOf(cn.tr); tail != "" {
 		why += "; its standard error ends with: " + tail
 	}
+	if note := sseGuardOf(cn.tr).goneNote(); note != "" {
+		why += "; " + note
+	}
 	cn.err = fmt.Errorf("MCP server %q went away (%s)", c.name, why)
 	c.lost(cn, cn.err) // before gone: a call that saw gone finds the server down
 	close(cn.gone)
@@ -875,6 +878,9 @@ func (c *Client) callFailed(cn *conn, err error) error {
 	why := fmt.Sprintf("%v; it does not answer a ping either", err)
 	if tail := stderrOf(cn.tr); tail != "" {
 		why += "; its standard error ends with: " + tail
+	}
+	if note := sseGuardOf(cn.tr).goneNote(); note != "" {
+		why += "; " + note
 	}
 	gone := fmt.Errorf("MCP server %q went away during the call (%s)", c.name, why)
 	c.lost(cn, gone)

@@ -269,13 +269,15 @@ func (t *authRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 // unauthorizedHint says what to do when an HTTP endpoint's connection
 // failed after the server answered 401; "" for other failures.
 func unauthorizedHint(tr mcp.Transport) string {
-	st, ok := tr.(*mcp.StreamableClientTransport)
-	if !ok || st.HTTPClient == nil {
-		return ""
-	}
-	rt := st.HTTPClient.Transport
-	if pr, ok := rt.(progressRoundTripper); ok {
-		rt = pr.base // Client.withProgress wraps it
+	var rt http.RoundTripper
+	sse := false
+	if st, ok := tr.(*mcp.StreamableClientTransport); ok && st.HTTPClient != nil {
+		rt = st.HTTPClient.Transport
+		if pr, ok := rt.(progressRoundTripper); ok {
+			rt = pr.base // Client.withProgress wraps it
+		}
+	} else if g := sseGuardOf(tr); g != nil {
+		rt, sse = g.base, true
 	}
 	rec, ok := rt.(*authRecorder)
 	if !ok {
@@ -294,6 +296,10 @@ func unauthorizedHint(tr mcp.Transport) string {
 		last = "WWW-Authenticate: " + last
 	}
 	switch {
+	case sse && token:
+		return fmt.Sprintf("; the server answered 401 Unauthorized (%s) to the Authorization header of SSE.Headers: the token is wrong or expired", last)
+	case sse:
+		return fmt.Sprintf("; the server answered 401 Unauthorized (%s): it wants authorization, so set an Authorization header in SSE.Headers", last)
 	case rec.oauth:
 		return fmt.Sprintf("; the server answered 401 Unauthorized (%s) and the OAuth handler got no token it accepts", last)
 	case token:
