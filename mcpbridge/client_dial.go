@@ -66,6 +66,7 @@ func (c *Client) dialFailed(parent, dctx context.Context, tr mcp.Transport, err 
 		b.WriteString("; its standard error ends with:\n" + tail)
 	}
 	b.WriteString(unauthorizedHint(tr))
+	b.WriteString(sseHint(tr))
 	return &dialError{msg: b.String(), cause: errors.Join(cause, err)}
 }
 

@@ -291,3 +291,36 @@ func TestClientSSETypeScriptServer(t *testing.T) {
 		t.Errorf("a call to a killed server took %v", d)
 	}
 }
+
+// TestClientHTTPToAnSSEServerSaysUseSSE: HTTP (streamable) pointed at a
+// server of the older HTTP+SSE transport fails Connect saying what the
+// POST got and that SSE may reach it; a server that simply fails (500)
+// gets no such advice.
+func TestClientHTTPToAnSSEServerSaysUseSSE(t *testing.T) {
+	ts := newTestServer(t)
+	mux := http.NewServeMux()
+	mux.Handle("/sse", mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil))
+	mux.HandleFunc("/broken", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "oops", http.StatusInternalServerError) })
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	for _, tc := range []struct {
+		path, want string
+		hint       bool
+	}{
+		{"/sse", "the server answered a POST with 400 Bad Request: if it speaks the older HTTP+SSE transport (MCP 2024-11-05), reach it with mcpbridge.SSE", true},
+		{"/nothing", "the server answered a POST with 404 Not Found: if it speaks the older HTTP+SSE transport", true},
+		{"/broken", "Internal Server Error", false},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		c, err := mcpbridge.Connect(ctx, testutil.Kit(t), "x", mcpbridge.HTTP{URL: hs.URL + tc.path}, mcpbridge.WithDialTimeout(5*time.Second))
+		cancel()
+		if err == nil {
+			c.Close()
+			t.Fatalf("%s: connected", tc.path)
+		}
+		t.Logf("%s: %v", tc.path, err)
+		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "mcpbridge.SSE") != tc.hint {
+			t.Errorf("%s: %v", tc.path, err)
+		}
+	}
+}
