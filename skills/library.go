@@ -236,9 +236,6 @@ func (l *Library) skillFS(s *Skill) (fs.FS, string, func(), error) {
 	return fsys, dir, done, nil
 }
 
-// scanHook, when set by a test, runs before the scan lists a folder.
-var scanHook func(dir string)
-
 // scanRepository finds the skills of r in walk order. Only a failure to read
 // the repository's root is an error; anything else is a Problem.
 //
@@ -258,9 +255,7 @@ func scanRepository(r Repository, src *source, prev, st *libraryState) ([]*Skill
 	defer done()
 	var visit func(dir string) error
 	visit = func(dir string) error {
-		if scanHook != nil {
-			scanHook(dir)
-		}
+		scanHook(dir)
 		entries, err := fs.ReadDir(fsys, dir)
 		if err != nil {
 			if dir == "." {
@@ -320,9 +315,7 @@ func loadSkill(repo string, src *source, dir string) (*Skill, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resolvedHook != nil {
-		resolvedHook(path.Join(dir, skillFileName))
-	}
+	resolvedHook(dir, skillFileName)
 	f, err := fsys.Open(full)
 	if err != nil {
 		return nil, err
