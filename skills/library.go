@@ -267,9 +267,6 @@ func (l *Library) skillFS(s *Skill) (fs.FS, string, func(), error) {
 	return fsys, dir, done, nil
 }
 
-// scanHook, when set by a test, runs before the scan lists a folder.
-var scanHook func(dir string)
-
 // scanRepository finds the skills of r in walk order. Only a failure to read
 // the repository's root is an error; anything else is a Problem.
 //
@@ -290,9 +287,7 @@ func scanRepository(r Repository, src *source, prev, st *libraryState, sn *seen)
 	defer done()
 	var visit func(dir string) error
 	visit = func(dir string) error {
-		if scanHook != nil {
-			scanHook(dir)
-		}
+		scanHook(dir)
 		mod := dirTime(fsys, dir) // before the listing: a change during it moves the time
 		entries, err := fs.ReadDir(fsys, dir)
 		if err != nil {
@@ -361,9 +356,7 @@ func loadSkill(repo string, src *source, dir string) (*Skill, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resolvedHook != nil {
-		resolvedHook(path.Join(dir, skillFileName))
-	}
+	resolvedHook(dir, skillFileName)
 	f, err := fsys.Open(full)
 	if err != nil {
 		return nil, err
