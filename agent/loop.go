@@ -164,6 +164,8 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 	if len(conv.Messages) == 0 {
 		return out, errors.New("agent: the conversation has no message to answer")
 	}
+	ctx, scope := beginRun(ctx, sess, conv)
+	defer scope.close()
 	r := &run{sess: sess}
 	r.send = r.st.send
 	for turn := 1; ; turn++ {
@@ -208,6 +210,7 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 		for _, r := range results {
 			conv.Add(Message{Role: RoleTool, CallID: r.Call.ID, Tool: r.Call.Name, Content: r.Content, IsError: r.IsError()})
 		}
+		scope.saved()
 		if err != nil {
 			out.End = EndError
 			return out, l.fail(ctx, sess, turn, err, ctx.Err() != nil)

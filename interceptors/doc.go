@@ -29,7 +29,7 @@
 //		interceptors.Audit(log),                  // records what the model finally gets
 //		interceptors.ErrorPolicy(),               // sees the final failure, not each attempt
 //		perms.Interceptor(),                      // asks once per call, not per attempt
-//		interceptors.CallLimits(interceptors.PerBatch(20)),
+//		interceptors.CallLimits(interceptors.PerRun(20)),
 //		interceptors.LoopGuard(3, 10*time.Minute),
 //		interceptors.Evict(),                     // stores the final, redacted result
 //		interceptors.Sanitize(interceptors.RedactAPIKeys(), interceptors.SanitizeMaxBytes(0)),
