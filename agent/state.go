@@ -14,7 +14,7 @@ import (
 // Loop.Run (or of code under [WithState], such as durable.Resume) was
 // given. A tool run by a remote worker gets none either: the state stays
 // with the loop.
-var ErrNoState = errors.New("agent: the context holds no run's state (tools get it from Loop.Run or WithState)")
+var ErrNoState = errors.New("agent: the context holds no run's state")
 
 // State is a piece of a run's state, typed as T, that tools read and update
 // through the context they are given (Spring AI Alibaba's state-aware
@@ -73,7 +73,7 @@ func (s *State[T]) Update(ctx context.Context, fn func(*T)) error {
 	}
 	rs := stateFrom(ctx)
 	if rs == nil {
-		return fmt.Errorf("state %q: %w", s.key, ErrNoState)
+		return fmt.Errorf("%w: state %q is for the tools of Loop.Run (or of code under WithState)", ErrNoState, s.key)
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()

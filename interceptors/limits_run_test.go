@@ -213,3 +213,34 @@ func TestCallLimitsPerRunParallelCallsCountedExactly(t *testing.T) {
 		t.Fatalf("%d calls ran at once, limit %d", peak.Load(), limit)
 	}
 }
+
+// A limit per run counts the calls of every turn of an agent run: the
+// model searches once per turn, the third search is refused with a message
+// it can act on, and it answers. The next run of the session starts over.
+func ExamplePerRun() {
+	ctx := context.Background()
+	tk := toolkit.New()
+	defer tk.Close(ctx)
+	tk.Use(interceptors.CallLimits(interceptors.PerRun(2, "search")))
+	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "search"}, func(ctx context.Context, _ struct{}) (string, error) {
+		return "3 hits", nil
+	}))
+	model := agent.ModelFunc(func(ctx context.Context, req *agent.Request) (*agent.Reply, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == agent.RoleTool {
+			fmt.Println(last.Text())
+		}
+		if last.IsError {
+			return &agent.Reply{Text: "Here is what I found."}, nil
+		}
+		return &agent.Reply{Calls: []toolkit.Call{{Name: "search"}}}, nil
+	})
+	sess, _ := tk.Session("s")
+	out, _ := agent.New(model).Run(ctx, sess, agent.NewConversation("", "Search thoroughly."))
+	fmt.Println(out.Answer, len(out.Results), "calls")
+	// Output:
+	// 3 hits
+	// 3 hits
+	// Error: call limit reached: "search" may run 2 times per run and already has; stop calling it and answer with what you have
+	// Here is what I found. 3 calls
+}
