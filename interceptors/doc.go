@@ -14,7 +14,7 @@
 //	ErrorPolicy                errors       rewrites failure messages, fatal failures
 //	NewPermissions(...).Interceptor()
 //	                           permissions  allow / ask a person / deny, per tool and argument
-//	CallLimits                 limits       caps calls per session/run, total/per tool
+//	CallLimits                 limits       caps calls per turn/run/session, total/per tool
 //	LoopGuard                  loopguard    refuses the n-th identical call in a window
 //	Evict                      evict        stores huge results, shows where and the first lines
 //	Sanitize                   sanitize     placeholder, truncation, redaction
