@@ -103,7 +103,9 @@ type limitConfig struct {
 // [toolkit.StopCallLimit] with a message for the user, so the agent loop
 // stops instead of asking the model again. Without it (the seed's
 // CONTINUE) the refused call tells the model what it may do, and the run
-// goes on. It applies to every limit of the CallLimits it is given to.
+// goes on. It applies to every limit of the CallLimits it is given to: to
+// end the run on one limit and go on past another, add two CallLimits, one
+// renamed (its Name field).
 func EndRun() LimitOption { return func(c *limitConfig) { c.endRun = true } }
 
 // PerSession limits the calls in a session, across its runs (Spring AI

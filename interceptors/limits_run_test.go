@@ -244,3 +244,25 @@ func ExamplePerRun() {
 	// Error: call limit reached: "search" may run 2 times per run and already has; stop calling it and answer with what you have
 	// Here is what I found. 3 calls
 }
+
+// TestCallLimitsEndOnOneLimitContinueOnAnother: two CallLimits, one
+// renamed, give each limit its own behaviour: the model is told to wait
+// for a later turn past the limit per turn (CONTINUE), and the run ends
+// past the limit per run (END). A call the inner limit refused takes no
+// place under the outer one.
+func TestCallLimitsEndOnOneLimitContinueOnAnother(t *testing.T) {
+	end := interceptors.CallLimits(interceptors.PerRun(5), interceptors.EndRun())
+	end.Name = "limits-end"
+	tk := icKit(t, nil, end, interceptors.CallLimits(interceptors.PerTurn(1, "search")))
+	ran := limitTools(t, tk, "search", "a")
+	out, m := runTurns(t, testutil.Session(t, tk, "s"), []string{"search", "search"}, []string{"a", "a", "a", "a"}, []string{"a"}, []string{"a"})
+	if got := states(out); got != "ok limit ok ok ok ok limit" {
+		t.Fatalf("got %s", got)
+	}
+	if out.End != agent.EndStopped || m.asked != 3 || out.Answer != "the run was stopped: tool calls are limited to 5 per run" {
+		t.Fatalf("%s after %d requests: %q", out.End, m.asked, out.Answer)
+	}
+	if ran["search"].get() != 1 || ran["a"].get() != 4 {
+		t.Fatalf("ran search %d, a %d", ran["search"].get(), ran["a"].get())
+	}
+}
