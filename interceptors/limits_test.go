@@ -36,7 +36,7 @@ func limitStates(t *testing.T, s *toolkit.Session, names ...string) []string {
 	return out
 }
 
-func limitTools(t *testing.T, tk *toolkit.Toolkit, names ...string) map[string]*icCounter {
+func limitTools(t testing.TB, tk *toolkit.Toolkit, names ...string) map[string]*icCounter {
 	ran := map[string]*icCounter{}
 	for _, n := range names {
 		c := &icCounter{}
