@@ -24,6 +24,9 @@ var ErrNoState = errors.New("agent: the context holds no run's state")
 // so it is saved and restored with it: the next run of the conversation,
 // or a run resumed by durable, sees what the tools wrote.
 //
+// A sub-agent's Loop.Run inside a call has its own conversation's state,
+// not its parent's.
+//
 // Make one State per piece of state, usually beside the tools that share
 // it; the key names it in the conversation ("cart", "myapp.plan"). The
 // value is its JSON: what JSON leaves out (unexported fields) is not kept,
