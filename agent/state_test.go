@@ -199,3 +199,55 @@ func TestStateErrors(t *testing.T) {
 		t.Fatalf("a late update changed the conversation: %s", conv.State["ratio"])
 	}
 }
+
+// TestStateOfASubAgent: a sub-agent's run inside a call has its own
+// conversation's state; the parent's is untouched by it and still there
+// after it.
+func TestStateOfASubAgent(t *testing.T) {
+	ctx := context.Background()
+	n := agent.NewState[int]("n")
+	tk := toolkit.New()
+	defer tk.Close(ctx)
+	subConv := agent.NewConversation("", "sub task")
+	set := toolkit.MustTool(toolkit.Spec{Name: "set"}, func(ctx context.Context, in struct {
+		N int `json:"n"`
+	}) (string, error) {
+		before, ok := n.Get(ctx)
+		return fmt.Sprint("before ", before, " ", ok), n.Set(ctx, in.N)
+	})
+	sub := toolkit.MustTool(toolkit.Spec{Name: "sub"}, func(ctx context.Context, _ struct{}) (string, error) {
+		sess, err := tk.Session("child")
+		if err != nil {
+			return "", err
+		}
+		out, err := agent.New(&script{steps: []step{
+			{reply: &agent.Reply{Calls: []toolkit.Call{call("c1", "set", `{"n":5}`)}}},
+			{reply: &agent.Reply{Text: "sub done"}},
+		}}).Run(ctx, sess, subConv)
+		if err != nil {
+			return "", err
+		}
+		return out.Results[0].Text(), nil
+	})
+	if err := tk.Add(set, sub); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := tk.Session("parent")
+	conv := agent.NewConversation("", "task")
+	out, err := agent.New(&script{steps: []step{
+		{reply: &agent.Reply{Calls: []toolkit.Call{call("p1", "set", `{"n":1}`)}}},
+		{reply: &agent.Reply{Calls: []toolkit.Call{call("p2", "sub", `{}`)}}},
+		{reply: &agent.Reply{Calls: []toolkit.Call{call("p3", "set", `{"n":2}`)}}},
+		{reply: &agent.Reply{Text: "done"}},
+	}}).Run(ctx, sess, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{out.Results[0].Text(), out.Results[1].Text(), out.Results[2].Text()}
+	if want := "[before 0 false before 0 false before 1 true]"; fmt.Sprint(got) != want {
+		t.Fatalf("the tools read %v, want %s", got, want)
+	}
+	if string(conv.State["n"]) != "2" || string(subConv.State["n"]) != "5" {
+		t.Fatalf("parent's state %s, sub-agent's %s", conv.State["n"], subConv.State["n"])
+	}
+}
