@@ -25,9 +25,13 @@ func beginRun(ctx context.Context, sess *toolkit.Session, conv *Conversation) (c
 	return ctx, &runScope{conv: conv, state: rs, end: end}
 }
 
-// saved writes the state the batch's calls changed into the conversation,
-// before anything stores it again.
-func (s *runScope) saved() { s.state.save(s.conv, false) }
+// saveState writes the state the batch's calls changed into the
+// conversation, before anything stores it again.
+func saveState(ctx context.Context, conv *Conversation) {
+	if rs := stateFrom(ctx); rs != nil {
+		rs.save(conv, false)
+	}
+}
 
 // close ends the run: its last state goes into the conversation.
 func (s *runScope) close() {

@@ -251,3 +251,34 @@ func TestStateOfASubAgent(t *testing.T) {
 		t.Fatalf("parent's state %s, sub-agent's %s", conv.State["n"], subConv.State["n"])
 	}
 }
+
+// TestStateFromRunHooks: a Start hook loads the run's state for its tools
+// (seed 004's place to load data), and the End hook finds what they wrote
+// both on its context and in the conversation.
+func TestStateFromRunHooks(t *testing.T) {
+	ctx := context.Background()
+	tk := cartKit(t)
+	sess, _ := tk.Session("s")
+	var atEnd, inConv string
+	hooks := agent.WithHooks(agent.Hooks{
+		Start: func(ctx context.Context, run *agent.RunInfo) (context.Context, error) {
+			return nil, cartState.Set(ctx, cart{Items: []string{"loaded"}})
+		},
+		End: func(ctx context.Context, run *agent.RunInfo, out *agent.Outcome, err error) {
+			c, _ := cartState.Get(ctx)
+			atEnd, inConv = fmt.Sprint(c.Items), string(run.Conversation().State["cart"])
+		},
+	})
+	m := &script{steps: []step{
+		{reply: &agent.Reply{Calls: []toolkit.Call{call("1", "add", `{"item":"a"}`)}}},
+		{reply: &agent.Reply{Text: "done"}},
+	}}
+	conv := agent.NewConversation("", "go")
+	out, err := agent.New(m, hooks).Run(ctx, sess, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Results[0].Meta["cart_before"] != 1 || atEnd != "[loaded a]" || inConv != `{"items":["loaded","a"]}` {
+		t.Fatalf("the add saw %v items; End read %s from its context, %s from the conversation", out.Results[0].Meta["cart_before"], atEnd, inConv)
+	}
+}
