@@ -17,9 +17,9 @@ func BenchmarkCallLimitsScopes(b *testing.B) {
 		name string
 		opt  interceptors.LimitOption
 	}{
-		{"turn", interceptors.PerTurn(1 << 40)},
-		{"run", interceptors.PerRun(1 << 40)},
-		{"session", interceptors.PerSession(1 << 40)},
+		{"turn", interceptors.PerTurn(1 << 30)},
+		{"run", interceptors.PerRun(1 << 30)},
+		{"session", interceptors.PerSession(1 << 30)},
 	} {
 		b.Run(sc.name, func(b *testing.B) {
 			tk := icKit(b, nil, interceptors.CallLimits(sc.opt))
