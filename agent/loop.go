@@ -184,6 +184,8 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 	if err := l.policy.check(); err != nil {
 		return out, err
 	}
+	ctx, scope := beginRun(ctx, sess, conv)
+	defer scope.close()
 	r := &run{sess: sess}
 	r.send = r.st.send
 	r.info = RunInfo{sess: sess, conv: conv}
@@ -261,6 +263,7 @@ func (l *Loop) turns(ctx context.Context, r *run, conv *Conversation, out *Outco
 		if len(l.hooks) > 0 {
 			stop = l.batchEnd(ctx, &r.info, results, stop)
 		}
+		saveState(ctx, conv)
 		if err != nil {
 			out.End = EndError
 			return l.fail(ctx, sess, turn, err, ctx.Err() != nil)
