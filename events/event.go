@@ -6,6 +6,7 @@
 //
 //	start                  the call left the queue and is about to run
 //	suspend, approval      only for a call that waits (an external tool, a person)
+//	args                   only when interceptors changed the arguments (see [Args])
 //	(progress | delta)*    interleaved: progress for people, deltas for the model
 //	result                 exactly once, last: the state and the model-visible content
 //
@@ -96,7 +97,22 @@ const (
 	TypeDelta    Type = "delta"
 	TypeSuspend  Type = "suspend"
 	TypeResult   Type = "result"
+	// TypeArgs is the call-level event that records the arguments the tool
+	// ran with when an interceptor or a person's approval changed them
+	// (body in Event.Data, an [Args]). The engine alone emits it.
+	TypeArgs Type = "args"
 )
+
+// Args is the body (Event.Data) of an args event: the arguments the tool
+// ran with, as its handler received them, when they differ from those the
+// interceptors were handed (the start event carries the model's). Without
+// it, an auditor or a UI could not tell what a rewritten call ran with.
+// Like the start event's, presets are left out, and arguments too large for
+// one message are too (ArgsOmitted).
+type Args struct {
+	Args        json.RawMessage `json:"args,omitempty"`
+	ArgsOmitted bool            `json:"args_omitted,omitempty"`
+}
 
 // Event is one lifecycle event of one call. Exactly one body field, the one
 // named by Type, is set. Events are shared between observers: treat them as

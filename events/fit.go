@@ -33,7 +33,7 @@ const minPiece = 64
 //     content is what the call's deltas add up to, and they are delivered.
 //
 // Where the protocol has no such way, the event is cut and lossy is true:
-// a start leaves its arguments out (ArgsOmitted); a result whose body is
+// a start, or an args event, leaves its arguments out (ArgsOmitted); a result whose body is
 // still too large without its content leaves Meta out (MetaOmitted) and
 // then cuts Error, ending it with a note of its full size. A progress event
 // or an event of another type that does not fit gives [ErrTooLarge]. The
@@ -55,6 +55,8 @@ func Fit(ev *Event, max int) (out []Event, lossy bool, err error) {
 		out, lossy, err = fitResult(probe, max)
 	case ev.Type == TypeStart && ev.Start != nil:
 		out, lossy, err = fitStart(probe, max)
+	case ev.Type == TypeArgs && ev.Call != "":
+		out, lossy, err = fitArgs(probe, max)
 	case ev.Type == TypeBatchEnd && ev.Call == "":
 		out, lossy, err = fitBatchEnd(probe, max)
 	default:
@@ -71,12 +73,18 @@ func Fit(ev *Event, max int) (out []Event, lossy bool, err error) {
 
 // Exceeds reports whether ev's JSON ([AppendJSON]) is surely longer than
 // max, reading at most about max bytes of it: a start whose arguments alone
-// are. Encoding arguments of a hundred megabytes only to find that they do
+// are, or an args event whose data is. Encoding arguments of a hundred megabytes only to find that they do
 // not fit takes a publisher seconds on a busy machine, and every other
 // call's events wait behind it; [Fit] leaves them out at once. false says
 // nothing: the event may still be too large.
 func Exceeds(ev *Event, max int) bool {
-	return ev.Type == TypeStart && ev.Start != nil && rawLonger(ev.Start.Args, max)
+	switch {
+	case ev.Type == TypeStart && ev.Start != nil:
+		return rawLonger(ev.Start.Args, max)
+	case ev.Type == TypeArgs && ev.Call != "":
+		return rawLonger(ev.Data, max)
+	}
+	return false
 }
 
 // rawLonger reports whether raw as appendRaw writes it is surely longer
@@ -189,6 +197,17 @@ func fitStart(probe Event, max int) ([]Event, bool, error) {
 	probe.Start = &s
 	if n := len(AppendJSON(nil, &probe)); n > max {
 		return nil, false, fmt.Errorf("%w: a start envelope of %d bytes, at most %d allowed", ErrTooLarge, n, max)
+	}
+	return []Event{probe}, true, nil
+}
+
+// argsOmitted is the data of an args event whose arguments were left out.
+var argsOmitted = json.RawMessage(`{"args_omitted":true}`)
+
+func fitArgs(probe Event, max int) ([]Event, bool, error) {
+	probe.Data = argsOmitted
+	if n := len(AppendJSON(nil, &probe)); n > max {
+		return nil, false, fmt.Errorf("%w: an args envelope of %d bytes, at most %d allowed", ErrTooLarge, n, max)
 	}
 	return []Event{probe}, true, nil
 }

@@ -34,8 +34,11 @@ const defaultAuditMaxBytes = 4 << 10
 // The default is 4 KiB; n <= 0 means no bound.
 func AuditMaxBytes(n int) AuditOption { return func(c *auditConfig) { c.maxBytes = n } }
 
-// AuditArgs adds the call's arguments to each line (field "args"). Off by
-// default: arguments may hold personal data.
+// AuditArgs adds the call's arguments to each line (field "args", as they
+// reached Audit) and, when an interceptor inside Audit or a person's
+// approval changed them, those the tool ran with (field "ran_args",
+// presets left out, as the call's args event has them). Off by default:
+// arguments may hold personal data.
 func AuditArgs() AuditOption { return func(c *auditConfig) { c.args = true } }
 
 // AuditResults adds the model-visible result text to each line (field
@@ -71,6 +74,26 @@ func (cfg *auditConfig) cut(s string) (string, bool) {
 		n--
 	}
 	return s[:n] + "…", true
+}
+
+// addArgs adds arguments to a line as field key: compact JSON, or text cut
+// to the bound with its full size in key_bytes.
+func (cfg *auditConfig) addArgs(e *zerolog.Event, key string, args json.RawMessage) *zerolog.Event {
+	var buf bytes.Buffer
+	compact := len(args) > 0 && json.Compact(&buf, args) == nil
+	switch {
+	case compact && (cfg.maxBytes <= 0 || buf.Len() <= cfg.maxBytes):
+		return e.RawJSON(key, buf.Bytes()) // compact: one line per call
+	case compact:
+		text, _ := cfg.cut(buf.String())
+		return e.Str(key, text).Int(key+"_bytes", buf.Len())
+	default:
+		text, cut := cfg.cut(string(args))
+		if e = e.Str(key, text); cut {
+			e = e.Int(key+"_bytes", len(args))
+		}
+		return e
+	}
 }
 
 func (cfg *auditConfig) intercept(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
@@ -109,19 +132,11 @@ func (cfg *auditConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 		e = e.Str("ran_tool", ran)
 	}
 	if cfg.args {
-		var buf bytes.Buffer
-		compact := len(args) > 0 && json.Compact(&buf, args) == nil
-		switch {
-		case compact && (cfg.maxBytes <= 0 || buf.Len() <= cfg.maxBytes):
-			e = e.RawJSON("args", buf.Bytes()) // compact: one line per call
-		case compact:
-			text, _ := cfg.cut(buf.String())
-			e = e.Str("args", text).Int("args_bytes", buf.Len())
-		default:
-			text, cut := cfg.cut(string(args))
-			if e = e.Str("args", text); cut {
-				e = e.Int("args_bytes", len(args))
-			}
+		e = cfg.addArgs(e, "args", args)
+		if ran, ok := inv.RanArgs(); ok {
+			// An interceptor inside, or a person's approval, changed
+			// them: "args" alone would not say what ran.
+			e = cfg.addArgs(e, "ran_args", ran)
 		}
 	}
 	if cfg.results {

@@ -253,7 +253,7 @@ func observerPanicked(log *zerolog.Logger, stats *counters, obs Observer, ev *ev
 // types ([events.CheckType]).
 func checkFreeType(typ events.Type) error {
 	switch typ {
-	case events.TypeStart, events.TypeProgress, events.TypeDelta, events.TypeSuspend, events.TypeResult:
+	case events.TypeStart, events.TypeProgress, events.TypeDelta, events.TypeSuspend, events.TypeResult, events.TypeArgs:
 		return fmt.Errorf("toolkit: %q is a call lifecycle type, which only the engine emits", typ)
 	}
 	if err := events.CheckType(typ); err != nil {

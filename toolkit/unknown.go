@@ -1,6 +1,7 @@
 package toolkit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -209,13 +210,16 @@ func unknownCore(ctx context.Context, inv *Invocation) Outcome {
 		}
 		t = rt
 	}
+	// An alias that also changed the model's arguments: the tool's first
+	// run records what it ran with (the start event has the model's).
+	due := !bytes.Equal(inv.Call.Args, c.call.Args)
 	args, err := t.prepare(inv.Call.Args)
 	if err != nil {
 		return Failure(events.StateError, err)
 	}
 	inv.Tool, inv.Call.Args = t, args.bytes()
 	c.mu.Lock()
-	c.exe, c.args, c.ic.argsJSON = t, args, inv.Call.Args
+	c.exe, c.args, c.ic.argsJSON, c.ic.ran, c.ic.due = t, args, inv.Call.Args, inv.Call.Args, due
 	c.mu.Unlock()
 	return buildChain(c.batch.tk.ics.Load().list, t, true)(ctx, inv)
 }

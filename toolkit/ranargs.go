@@ -1,0 +1,81 @@
+package toolkit
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/toolstream/toolstream/events"
+)
+
+// RanArgs returns the arguments the tool last ran with, as its handler
+// received them and without presets, when an interceptor or a person's
+// approval made them differ from those the interceptors were handed: what
+// the call's args event carried. ok is false when the tool ran with the
+// arguments it was called with, or did not run (a denied call). An audit
+// log records from it what a rewritten call really did.
+func (inv *Invocation) RanArgs() (args json.RawMessage, ok bool) {
+	c := inv.c
+	c.mu.Lock()
+	ran, rewrote, exe := c.ic.ran, c.ic.rewrote, c.exe
+	c.mu.Unlock()
+	if !rewrote {
+		return nil, false
+	}
+	return withoutPresets(exe, ran), true
+}
+
+// noteRan records that the tool is about to run with ran (canonical,
+// presets in), arguments an interceptor changed: when they differ from
+// those it ran with last (or those the chain was handed), an args event
+// goes out, before the handler runs.
+func (c *call) noteRan(exe *Tool, ran json.RawMessage) {
+	c.mu.Lock()
+	differ := c.ic.due || !bytes.Equal(ran, c.ic.ran)
+	if differ {
+		c.ic.ran, c.ic.rewrote, c.ic.due = ran, true, false
+	}
+	c.mu.Unlock()
+	if !differ || !c.out.emits() {
+		return
+	}
+	body := events.Args{Args: withoutPresets(exe, ran)}
+	body.ArgsOmitted = body.Args == nil
+	data, err := json.Marshal(body)
+	if err != nil { // not JSON: said, never passed on as a string
+		data, _ = json.Marshal(events.Args{ArgsOmitted: true})
+	}
+	c.out.emit(events.TypeArgs, data)
+}
+
+// withoutPresets returns args without the tool's presets: values set by
+// code that the model must not see, and that events therefore never
+// carry (the start event carries the model's arguments, which have none).
+// nil when args are not a JSON object that can be read, so that a preset
+// never leaks through a parse it could not follow.
+func withoutPresets(t *Tool, args json.RawMessage) json.RawMessage {
+	if len(t.presetVals) == 0 {
+		return args
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	out := []byte{'{'}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, isKey := tok.(string)
+		var val json.RawMessage
+		if err != nil || !isKey || dec.Decode(&val) != nil {
+			return nil
+		}
+		if _, preset := t.presetVals[key]; preset {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		k, _ := json.Marshal(key)
+		out = append(append(append(out, k...), ':'), val...)
+	}
+	return append(out, '}')
+}
