@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -42,6 +43,38 @@ func TestFitLeavesOutHugeArgumentsCheaply(t *testing.T) {
 	}
 }
 
+// TestFitLeavesOutHugeRewrittenArguments: an args event (the arguments an
+// interceptor gave the tool) far larger than the limit goes out without
+// them, {"args_omitted":true}, cut without encoding them, like a start's;
+// before, Fit refused it (ErrTooLarge) and the publisher lost the event.
+func TestFitLeavesOutHugeRewrittenArguments(t *testing.T) {
+	data := json.RawMessage(`{"args":{"data":"` + strings.Repeat("a", 64<<20) + `"}}`)
+	ev := &Event{Version: Version, Type: TypeArgs, Session: "s", Call: "big", Tool: "t", Data: data}
+	const limit = 1 << 20
+	if !Exceeds(ev, limit) {
+		t.Fatal("Exceeds: false for an args event of 64 MiB against 1 MiB")
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	out, lossy, err := Fit(ev, limit)
+	runtime.ReadMemStats(&after)
+	if err != nil || !lossy || len(out) != 1 || string(out[0].Data) != `{"args_omitted":true}` || out[0].Call != "big" {
+		t.Fatalf("Fit: %+v, lossy %v, %v", out, lossy, err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<10 {
+		t.Fatalf("Fit allocated %d kB to leave out arguments of 64 MiB, want a few kB", alloc>>10)
+	}
+	// A session-level event of the same name is not an args event: its
+	// data is not arguments, and nothing of it is left out.
+	ev.Call = ""
+	if Exceeds(ev, limit) {
+		t.Fatal("Exceeds: true for a session-level event")
+	}
+	if _, _, err := Fit(ev, limit); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("session-level args event: %v, want ErrTooLarge", err)
+	}
+}
+
 // FuzzExceeds: when Exceeds says an event is longer than the limit, its
 // JSON is, whatever the arguments (whitespace that compaction drops,
 // characters escaping makes longer, text that is not JSON at all).
@@ -51,9 +84,13 @@ func FuzzExceeds(f *testing.F) {
 	f.Add([]byte("not json \xff\xfe"), uint16(8))
 	f.Add([]byte(`"`+strings.Repeat(`\"`, 40)+`"`), uint16(50))
 	f.Fuzz(func(t *testing.T, raw []byte, limit uint16) {
-		ev := &Event{Version: Version, Type: TypeStart, Session: "s", Call: "c", Start: &Start{Args: raw}}
-		if n := len(AppendJSON(nil, ev)); Exceeds(ev, int(limit)) && n <= int(limit) {
-			t.Fatalf("Exceeds(%q, %d) is true, yet the event is %d bytes", raw, limit, n)
+		for _, ev := range []*Event{
+			{Version: Version, Type: TypeStart, Session: "s", Call: "c", Start: &Start{Args: raw}},
+			{Version: Version, Type: TypeArgs, Session: "s", Call: "c", Data: raw},
+		} {
+			if n := len(AppendJSON(nil, ev)); Exceeds(ev, int(limit)) && n <= int(limit) {
+				t.Fatalf("Exceeds(%s %q, %d) is true, yet the event is %d bytes", ev.Type, raw, limit, n)
+			}
 		}
 	})
 }

@@ -270,3 +270,42 @@ func TestAuditLogsArgumentsTheToolRanWith(t *testing.T) {
 		}
 	}
 }
+
+// TestArgsEventRecordsAliasedArguments: an Unknown interceptor that points
+// a call of a renamed tool at the new one and renames an argument on the
+// way makes an args event with the arguments the new tool ran with; an
+// alias that keeps the model's arguments makes none.
+func TestArgsEventRecordsAliasedArguments(t *testing.T) {
+	bus := natstest.Bus(t)
+	w := watchWire(t, bus)
+	wrote := make(chan string, 16)
+	var tk *toolkit.Toolkit
+	alias := toolkit.Interceptor{Name: "alias", Unknown: true,
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+			if inv.Unknown() && inv.Call.Name == "old_write" {
+				inv.Tool, _ = tk.Tool("write")
+				var in struct {
+					File string `json:"file"`
+				}
+				if json.Unmarshal(inv.Call.Args, &in) == nil && in.File != "" {
+					inv.Call.Args, _ = json.Marshal(map[string]string{"path": in.File})
+				}
+			}
+			return next(ctx, inv)
+		}}
+	tk = icKit(t, []toolkit.Option{toolkit.WithInlineObserver(bus.Publisher())}, alias)
+	testutil.Add(t, tk, writeTool(t, wrote))
+	rs := testutil.Run(t, tk, "s",
+		testutil.Call("renamed", "old_write", `{"file":"/tmp/r"}`),
+		testutil.Call("same", "old_write", `{"path":"/tmp/s"}`))
+	w.wait(t, 2)
+	if rs[0].Text() != "wrote /tmp/r" || rs[1].Text() != "wrote /tmp/s" {
+		t.Fatalf("results %q, %q", rs[0].Text(), rs[1].Text())
+	}
+	if got, types := w.args(t, "renamed"); len(got) != 1 || string(got[0].Args) != `{"path":"/tmp/r"}` {
+		t.Fatalf("renamed: args events %+v (events %v), want one with {\"path\":\"/tmp/r\"}", got, types)
+	}
+	if got, types := w.args(t, "same"); len(got) != 0 {
+		t.Fatalf("same: args events %+v (events %v), want none", got, types)
+	}
+}

@@ -235,3 +235,64 @@ func TestBusyProcess(t *testing.T) {
 	bufio.NewReader(os.Stdin).ReadString(0)
 	close(done)
 }
+
+// TestRewrittenLargeArgumentsLeftOut: an interceptor that gives a tool
+// arguments larger than a message (2 MiB against 1 MiB) makes an args
+// event that a NATS subscriber gets without them ({"args_omitted":true},
+// counted in Stats.Cut), between the start, which keeps the model's small
+// arguments, and the result. Before, the publisher had no way to cut an
+// args event: it gave it up (Stats.Undelivered).
+func TestRewrittenLargeArgumentsLeftOut(t *testing.T) {
+	bus := natstest.Bus(t)
+	sess, _, _ := argsKit(t, bus)
+	if err := sess.Toolkit().Use(toolkit.Interceptor{Name: "grow", Tools: []string{"eat"},
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+			inv.Call.Args = bigCall("", 2<<20).Args
+			return next(ctx, inv)
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(bus.Server()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.SubscribeSync(bus.Subjects().CallAll("args", "grown"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r := sess.Run(context.Background(), []toolkit.Call{{ID: "grown", Name: "eat", Args: json.RawMessage(`{"data":"x"}`)}})
+	if r[0].State != events.StateSuccess || r[0].Text() != fmt.Sprint(2<<20, " bytes") {
+		t.Fatalf("grown call: %s %q", r[0].State, r[0].Text())
+	}
+	var got []string
+	for len(got) == 0 || !strings.HasPrefix(got[len(got)-1], "result") {
+		m, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("after %q: %v", got, err)
+		}
+		testutil.CheckEvent(t, m.Data)
+		ev, err := events.Decode(m.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case events.TypeStart:
+			got = append(got, "start "+string(ev.Start.Args))
+		case events.TypeArgs:
+			got = append(got, "args "+string(ev.Data))
+		case events.TypeResult:
+			got = append(got, "result")
+		}
+	}
+	want := []string{`start {"data":"x"}`, `args {"args_omitted":true}`, "result"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the subscriber got %q, want %q", got, want)
+	}
+	if s := bus.Publisher().Stats(); s.Cut != 1 || s.Undelivered != 0 {
+		t.Fatalf("publisher: %+v, want one event cut", s)
+	}
+}

@@ -62,3 +62,47 @@ func frames(t *testing.T, body string) []ev {
 	}
 	return out
 }
+
+// TestArgumentsTheToolRanWithPassThrough: the args event of a call whose
+// arguments an interceptor rewrote reaches the client as a CUSTOM
+// toolstream.args event with its envelope (data.args), and leaves the
+// call's own frames as they were: the TOOL_CALL_ARGS stay the model's.
+func TestArgumentsTheToolRanWithPassThrough(t *testing.T) {
+	te, _ := json.Marshal(agent.TurnEnd{Turn: 1, Calls: []toolkit.Call{{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/etc/x"}`)}}})
+	call := func(ev events.Event) *events.Event {
+		ev.Version, ev.Session, ev.Call, ev.Tool = 1, "s", "c1", "write"
+		return &ev
+	}
+	evs := []*events.Event{
+		{Version: 1, Type: agent.EventTurnStart, Session: "s", Data: json.RawMessage(`{"turn":1}`)},
+		{Version: 1, Type: agent.EventTurnEnd, Session: "s", Data: te},
+		call(events.Event{Type: events.TypeStart, Start: &events.Start{Args: json.RawMessage(`{"path":"/etc/x"}`)}}),
+		call(events.Event{Type: events.TypeArgs, Data: json.RawMessage(`{"args":{"path":"/tmp/x"}}`)}),
+		call(events.Event{Type: events.TypeDelta, Delta: &events.Part{Type: events.PartText, Text: "wrote /tmp/x"}}),
+		call(events.Event{Type: events.TypeResult, Result: &events.Result{State: events.StateSuccess, Content: []events.Part{events.Text("wrote /tmp/x")}}}),
+	}
+	rec := httptest.NewRecorder()
+	agui.Translate(rec, "th", "r1", evs, &ui.End{})
+	out := frames(t, rec.Body.String())
+	var ran []string
+	for _, e := range of(out, "CUSTOM") {
+		if e["name"] == "toolstream.args" {
+			v, _ := json.Marshal(e["value"])
+			var env events.Event
+			if err := json.Unmarshal(v, &env); err != nil || env.Call != "c1" {
+				t.Fatalf("CUSTOM toolstream.args value %s: %v", v, err)
+			}
+			ran = append(ran, string(env.Data))
+		}
+	}
+	if len(ran) != 1 || ran[0] != `{"args":{"path":"/tmp/x"}}` {
+		t.Fatalf("CUSTOM toolstream.args: %q, want one with the arguments the tool ran with\n%s", ran, dump(out))
+	}
+	var args string
+	for _, e := range of(out, "TOOL_CALL_ARGS") {
+		args += e["delta"].(string)
+	}
+	if args != `{"path":"/etc/x"}` || results(out)["c1"] != "wrote /tmp/x" {
+		t.Fatalf("TOOL_CALL_ARGS %q, results %v\n%s", args, results(out), dump(out))
+	}
+}

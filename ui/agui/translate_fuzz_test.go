@@ -80,6 +80,8 @@ func opEvents(data []byte) ([]*events.Event, *ui.End) {
 			session(agent.EventText, agent.TextDelta{Turn: turn})
 		case 23:
 			session(agent.EventArgs, agent.ArgsDelta{Turn: turn, Tool: "t", Delta: "x"})
+		case 24:
+			call(events.Event{Type: events.TypeArgs, Call: id, Tool: "t", Data: json.RawMessage(`{"args":{"a":2}}`)})
 		}
 	}
 	end := &ui.End{Kind: ui.EndAnswer, Answer: &agent.Answer{Text: "done"}}

@@ -127,6 +127,9 @@ func runScript(data []byte) []step {
 							status, r.steps = "rejected", 0
 						}
 						callEv(events.Event{Type: interceptors.ApprovalEvent, Call: r.id, Data: body(interceptors.ApprovalRequest{CallID: r.id, Tool: "t", Status: status})})
+						if status == "approved" { // as with edited arguments: the arguments the tool runs with
+							callEv(events.Event{Type: events.TypeArgs, Call: r.id, Data: json.RawMessage(`{"args":{"a":2}}`)})
+						}
 					}
 				}
 				continue
