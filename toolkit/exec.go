@@ -84,9 +84,7 @@ type aside struct {
 type chained struct {
 	inv      Invocation
 	argsJSON json.RawMessage
-	ran      json.RawMessage // the canonical arguments the tool last ran with (under c.mu)
-	rewrote  bool            // ran differs from what the chain was handed: an args event went out (under c.mu)
-	due      bool            // an alias changed the model's arguments: the next run records them (under c.mu)
+	ran      *ranArgs        // set once an interceptor changed the arguments the tool runs with (under c.mu)
 	filt     filtering       // the output's stream filters (under c.mu)
 	locals   localStore      // call locals (local.go), dropped when the chain returns
 	onWait   []*func(string) // Invocation.OnWait hooks (under c.mu; replaced, never changed in place)
@@ -146,7 +144,7 @@ func (c *call) exec() bool {
 		return c.finishOutcome(c.core(c, nil)) // no interceptors: no chain to build
 	}
 	argsJSON := args.bytes()
-	ic := &chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: c.exe, c: c}, argsJSON: argsJSON, ran: argsJSON}
+	ic := &chained{inv: Invocation{Session: c.batch.sess.id, Call: c.call, Tool: c.exe, c: c}, argsJSON: argsJSON}
 	ic.inv.Call.Args = argsJSON
 	c.setChained(ic)
 	return c.finishOutcome(c.runChain(c.batch.tk.chainFor(c.tool)))
@@ -335,7 +333,7 @@ func (c *call) argsFor(n int, inv *Invocation) (*Tool, prepared, error) {
 		return c.exe, c.args, nil
 	}
 	c.mu.Lock()
-	exe, args, prev, due := c.exe, c.args, c.ic.argsJSON, c.ic.due
+	exe, args, prev, due := c.exe, c.args, c.ic.argsJSON, c.ic.ran != nil && c.ic.ran.due
 	c.mu.Unlock()
 	if inv.Tool != exe {
 		return exe, prepared{}, fmt.Errorf("toolkit: an interceptor changed the tool of a call to %q; only a call to an unknown tool can be pointed at another (see Interceptor.Unknown)", c.call.Name)
@@ -343,7 +341,7 @@ func (c *call) argsFor(n int, inv *Invocation) (*Tool, prepared, error) {
 	changed := !sameSlice(inv.Call.Args, prev)
 	if !changed && (n == 1 || exe.typed == nil) {
 		if due {
-			c.noteRan(exe, args.bytes())
+			c.noteRan(exe, args.bytes(), prev)
 		}
 		return exe, args, nil
 	}
@@ -357,7 +355,7 @@ func (c *call) argsFor(n int, inv *Invocation) (*Tool, prepared, error) {
 		c.mu.Unlock()
 	}
 	if changed || due {
-		c.noteRan(exe, args.bytes())
+		c.noteRan(exe, args.bytes(), prev)
 	}
 	return exe, args, nil
 }

@@ -16,23 +16,42 @@ import (
 func (inv *Invocation) RanArgs() (args json.RawMessage, ok bool) {
 	c := inv.c
 	c.mu.Lock()
-	ran, rewrote, exe := c.ic.ran, c.ic.rewrote, c.exe
+	r, exe := c.ic.ran, c.exe
+	var ran json.RawMessage
+	if r != nil {
+		ran = r.args
+	}
 	c.mu.Unlock()
-	if !rewrote {
+	if ran == nil {
 		return nil, false
 	}
 	return withoutPresets(exe, ran), true
 }
 
+// ranArgs is what only a call whose arguments an interceptor changed needs
+// (chained.ran), so that other calls carry one pointer for it.
+type ranArgs struct {
+	args json.RawMessage // canonical, presets in: what the last args event carried; nil before one
+	due  bool            // an alias changed the model's arguments: the tool's next run records them
+}
+
 // noteRan records that the tool is about to run with ran (canonical,
-// presets in), arguments an interceptor changed: when they differ from
-// those it ran with last (or those the chain was handed), an args event
-// goes out, before the handler runs.
-func (c *call) noteRan(exe *Tool, ran json.RawMessage) {
+// presets in), arguments an interceptor changed from prev: when they
+// differ from those it ran with last (prev, before any record), an args
+// event goes out, before the handler runs.
+func (c *call) noteRan(exe *Tool, ran, prev json.RawMessage) {
 	c.mu.Lock()
-	differ := c.ic.due || !bytes.Equal(ran, c.ic.ran)
+	r := c.ic.ran
+	if r != nil && !r.due && r.args != nil {
+		prev = r.args
+	}
+	differ := r != nil && r.due || !bytes.Equal(ran, prev)
 	if differ {
-		c.ic.ran, c.ic.rewrote, c.ic.due = ran, true, false
+		if r == nil {
+			r = &ranArgs{}
+			c.ic.ran = r
+		}
+		r.args, r.due = ran, false
 	}
 	c.mu.Unlock()
 	if !differ || !c.out.emits() {

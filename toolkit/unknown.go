@@ -219,7 +219,10 @@ func unknownCore(ctx context.Context, inv *Invocation) Outcome {
 	}
 	inv.Tool, inv.Call.Args = t, args.bytes()
 	c.mu.Lock()
-	c.exe, c.args, c.ic.argsJSON, c.ic.ran, c.ic.due = t, args, inv.Call.Args, inv.Call.Args, due
+	c.exe, c.args, c.ic.argsJSON = t, args, inv.Call.Args
+	if due {
+		c.ic.ran = &ranArgs{due: true}
+	}
 	c.mu.Unlock()
 	return buildChain(c.batch.tk.ics.Load().list, t, true)(ctx, inv)
 }
