@@ -120,6 +120,8 @@ func TestSchemaRejects(t *testing.T) {
 		head + `"type":"delta","chunk":{"index":0,"count":2,"data":"{\"type\":"},"reset":true}`,
 		head + `"type":"result","result":{"state":"success","content_omitted":true,"content_size":12,"content_parts":1,"duration_ms":1.5}}`,
 		head + `"type":"approval","data":{"status":"pending"}}`,
+		head + `"type":"args","data":{"args":{"path":"/tmp/x"}}}`,
+		head + `"type":"args","data":{"args_omitted":true}}`,
 		`{"v":1,"type":"groups","session":"s","seq":1,"time":"2026-01-02T03:04:05+01:00","data":null}`,
 	}
 	for _, g := range good {
@@ -140,6 +142,9 @@ func TestSchemaRejects(t *testing.T) {
 		"unknown part type":              head + `"type":"delta","delta":{"type":"image","text":"x"}}`,
 		"lifecycle event without call":   `{"v":1,"type":"start","session":"s","seq":1,"time":"2026-01-02T03:04:05Z","start":{"index":0}}`,
 		"binary data that is not base64": head + `"type":"delta","delta":{"type":"binary","data":"!!"}}`,
+		"args event without call":        `{"v":1,"type":"args","session":"s","seq":1,"time":"2026-01-02T03:04:05Z","data":{"args":{}}}`,
+		"args event without args":        head + `"type":"args","data":{}}`,
+		"args and args_omitted":          head + `"type":"args","data":{"args":{},"args_omitted":true}}`,
 	}
 	for name, b := range bad {
 		if err := testutil.ValidateEvent([]byte(b)); err == nil {
