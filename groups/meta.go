@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/tracehook"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -89,7 +90,7 @@ func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) (_ []eve
 	if !ok {
 		return nil, errors.New("reset_tools must run inside a toolkit call")
 	}
-	ctx, op := toolkit.StartOp(ctx, MetaTool) // a span of its own when the toolkit is traced
+	ctx, op := tracehook.StartOp(ctx, MetaTool) // a span of its own when the toolkit is traced
 	defer func() { op.End(err) }()
 	var set map[string]bool
 	if err := json.Unmarshal(args, &set); err != nil {

@@ -201,7 +201,7 @@ func WithDiscoverWait(d time.Duration) ClientOption {
 // WithInject writes the trace context of ctx into a call's headers (an
 // OpenTelemetry propagator's Inject on a header carrier). By default the
 // context's [WithTraceContext] values are sent, or else the call's own
-// trace context (toolkit.TraceOf) when the agent's toolkit is traced.
+// trace context when the agent's toolkit is traced.
 func WithInject(inject func(ctx context.Context, h nats.Header)) ClientOption {
 	return clientOption(func(o *clientOptions) {
 		if inject != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/internal/memo"
+	"github.com/toolstream/toolstream/internal/tracehook"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -249,7 +250,7 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) (_ []events.Part
 		return nil, fmt.Errorf("the arguments must be {\"skillId\": string, \"path\": string}: %v", err)
 	}
 	// A span of its own when the toolkit is traced.
-	ctx, op := toolkit.StartOp(ctx, "load_skill "+args.SkillID)
+	ctx, op := tracehook.StartOp(ctx, "load_skill "+args.SkillID)
 	defer func() { op.End(err) }()
 	op.Set("toolstream.skill.name", args.SkillID)
 	op.Set("toolstream.skill.path", args.Path)

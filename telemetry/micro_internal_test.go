@@ -15,7 +15,7 @@ func BenchmarkStartBatchUnset(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, bt := tel.StartBatch(ctx, nil, nil); bt != nil {
+		if _, bt := tel.StartBatch(ctx, nil, 0); bt != nil {
 			b.Fatal("traced without a provider")
 		}
 	}

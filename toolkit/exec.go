@@ -71,7 +71,7 @@ type call struct {
 // it, the channel of a call that waits outside the process and why a
 // suspended call waits (external.go).
 type aside struct {
-	t   CallTrace       // nil when the call is not traced
+	t   callTrace       // nil when the call is not traced
 	ctx context.Context // the tracer's context, set with t
 	ext chan extResult  // made when the call first waits outside
 

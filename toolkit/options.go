@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/toolstream/toolstream/internal/tracehook"
 )
 
 // Defaults of a new toolkit; each option's doc says its default.
@@ -28,7 +30,7 @@ type options struct {
 	observerQueue int
 	resolver      ToolResolver // tools for unknown names (unknown.go)
 	batchEnd      bool         // batch_end events (batchhook.go)
-	tracer        Tracer       // trace.go
+	tracer        tracer       // trace.go
 }
 
 func defaultOptions() options {
@@ -97,9 +99,16 @@ func WithCancelGrace(d time.Duration) Option { return func(o *options) { o.cance
 // events are never dropped). The default is 4,096.
 func WithObserverQueue(n int) Option { return func(o *options) { o.observerQueue = max(n, 1) } }
 
-// WithTracer installs a tracer (see [Tracer]). Toolkits derived from this
-// one (Toolkit.Derive) use it too.
-func WithTracer(t Tracer) Option { return func(o *options) { o.tracer = t } }
+// WithTracer traces and measures the toolkit's batches and calls with t, a
+// *telemetry.Telemetry (package telemetry, OpenTelemetry): every event of a
+// traced call carries its span's trace context (events.Event.Trace), and
+// the call's context carries its span for the handler's own. The hook t
+// implements is internal so that the engine imports no tracing library
+// and shows no tracing types. Toolkits derived from this one
+// (Toolkit.Derive) use it too.
+func WithTracer(t tracehook.Tracer[*Batch, CallInfo, *Tool]) Option {
+	return func(o *options) { o.tracer = t }
+}
 
 // WithToolResolver installs a resolver for calls to tools nobody
 // registered; see [ToolResolver].

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/internal/tracehook"
 	"github.com/toolstream/toolstream/telemetry"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -141,20 +142,20 @@ type switchTracer struct {
 	tel *telemetry.Telemetry
 }
 
-func (s *switchTracer) StartBatch(ctx context.Context, b *toolkit.Batch, calls []toolkit.Call) (context.Context, toolkit.BatchTrace) {
+func (s *switchTracer) StartBatch(ctx context.Context, b *toolkit.Batch, calls int) (context.Context, tracehook.BatchTrace) {
 	if !s.on {
 		return ctx, nil
 	}
 	return s.tel.StartBatch(ctx, b, calls)
 }
 
-func (s *switchTracer) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolkit.CallInfo, t *toolkit.Tool) (context.Context, toolkit.CallTrace) {
+func (s *switchTracer) StartCall(ctx context.Context, b tracehook.BatchTrace, c toolkit.CallInfo, t *toolkit.Tool) (context.Context, tracehook.CallTrace) {
 	return s.tel.StartCall(ctx, b, c, t)
 }
 
 func (s *switchTracer) TraceContext(ctx context.Context) events.Trace { return s.tel.TraceContext(ctx) }
 
-func (s *switchTracer) StartOp(ctx context.Context, name string) (context.Context, toolkit.OpTrace) {
+func (s *switchTracer) StartOp(ctx context.Context, name string) (context.Context, tracehook.OpTrace) {
 	return s.tel.StartOp(ctx, name)
 }
 
