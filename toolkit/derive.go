@@ -33,8 +33,8 @@ type mergedObservers struct{ up, own, set *observerSet }
 //     sub-agent its own presets for a tool.
 //   - Interceptors (their batch parts too): the list as it is now, each switched on or off as it
 //     is. Use, EnableInterceptor and RemoveInterceptor afterwards change
-//     that side only (give the sub-agent its own call limits by adding one
-//     with the same name). The interceptors themselves are the same values:
+//     that side only (give the sub-agent its own call limits with
+//     ReplaceInterceptor). The interceptors themselves are the same values:
 //     whatever state they close over (a Permissions' pending approvals, an
 //     eviction store) is shared; state they keep per session or per batch
 //     is not, since sessions are the toolkit's own.

@@ -59,8 +59,8 @@ func TestBeforeHooksStopAtCancel(t *testing.T) {
 	}
 }
 
-// TestBatchHookReplaceAndRemove: a hook added under a name already used
-// replaces it in place (the order stays); RemoveInterceptor removes one hook
+// TestBatchHookReplaceAndRemove: a hook replaced under its name
+// (ReplaceInterceptor) keeps its place; RemoveInterceptor removes one hook
 // by name and reports false for a name nobody used.
 func TestBatchHookReplaceAndRemove(t *testing.T) {
 	tk := testutil.Kit(t)
@@ -86,7 +86,7 @@ func TestBatchHookReplaceAndRemove(t *testing.T) {
 	if err := tk.Use(hook("one"), hook("two")); err != nil {
 		t.Fatal(err)
 	}
-	if err := tk.Use(hook("one again")); err != nil {
+	if err := tk.ReplaceInterceptor(hook("one again")); err != nil {
 		t.Fatal(err)
 	}
 	if got := run(); !slices.Equal(got, []string{"one again", "two"}) {

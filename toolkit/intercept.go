@@ -1,6 +1,7 @@
 package toolkit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,8 +19,8 @@ import (
 // call's arguments, call next zero or more times (a retry runs every
 // interceptor inside it again), and change or replace the outcome.
 //
-// Interceptors run in the order they were added: the first added is the
-// outermost. They run only for calls that reached a tool with valid
+// Interceptors run by Order, lowest outermost; those of equal Order run in
+// the order they were added, the first added outermost. They run only for calls that reached a tool with valid
 // arguments (not for malformed calls, calls a Visibility refused or
 // arguments the tool's schema refused; unknown tools only for interceptors
 // that ask to see them, see Unknown), and inside the call's deadline. Every interceptor sees in Invocation.Call.Args exactly the
@@ -27,9 +28,15 @@ import (
 // twice, with presets applied, optional nulls dropped, defaults filled in
 // and validated.
 type Interceptor struct {
-	// Name identifies the interceptor: adding another with the same name
-	// replaces it in place.
+	// Name identifies the interceptor. Names are unique in a toolkit: Use
+	// refuses a second interceptor of a name in use; ReplaceInterceptor and
+	// SetInterceptors replace on purpose.
 	Name string
+	// Order places the interceptor in the chain: lower runs further out
+	// (sees the call first and the outcome last). Zero for most; for
+	// example a permission check at -100 stays outside a retry added before
+	// it. Equal orders keep the order of adding.
+	Order int
 	// Tools limits the interceptor to these tools; Match, if set, must also
 	// accept the tool. Both empty: every tool. Match is asked when a tool's
 	// chain is built (not at every call), so it must depend on the tool only.
@@ -300,36 +307,87 @@ func (r *registered) applies(t *Tool) bool {
 	return r.Match == nil || r.Match(t)
 }
 
-// Use adds interceptors after the ones already there (the first added is the
-// outermost). An interceptor with the name of one already added replaces it
-// in place, switched on. Calls and batches that already started keep the
-// interceptors they started with.
+// Use adds interceptors to the ones already there, placed by Order (equal
+// orders: after the ones added before). It refuses, adding none of ics, an
+// interceptor without a name or a function, and a name already in use
+// (ReplaceInterceptor replaces one; SetInterceptors the whole list): a
+// second interceptor that silently took the place of the first would drop
+// a rule someone relied on. Calls and batches that already started keep
+// the interceptors they started with.
 func (tk *Toolkit) Use(ics ...Interceptor) error {
-	for _, ic := range ics {
-		if ic.Name == "" || ic.Intercept == nil && ic.BeforeBatch == nil && ic.AfterBatch == nil {
-			return errors.New("toolkit: an interceptor needs a name and an Intercept, BeforeBatch or AfterBatch function")
-		}
-	}
 	tk.icMu.Lock()
 	defer tk.icMu.Unlock()
-	cur := tk.ics.Load()
-	list := slices.Clone(cur.list)
+	list := slices.Clone(tk.ics.Load().list)
 	for _, ic := range ics {
-		r := &registered{Interceptor: ic}
-		r.on.Store(true)
-		if i := slices.IndexFunc(list, func(x *registered) bool { return x.Name == ic.Name }); i >= 0 {
-			list[i] = r
-		} else {
-			list = append(list, r)
+		if err := checkInterceptor(ic); err != nil {
+			return err
 		}
+		if slices.ContainsFunc(list, func(x *registered) bool { return x.Name == ic.Name }) {
+			return fmt.Errorf("toolkit: an interceptor named %q is already in use: ReplaceInterceptor replaces it, RemoveInterceptor removes it", ic.Name)
+		}
+		list = append(list, newRegistered(ic))
 	}
 	tk.storeInterceptors(list)
 	return nil
 }
 
-// storeInterceptors installs list and the batch hooks derived from it;
-// tk.icMu must be held.
+// ReplaceInterceptor puts ic in the place of the interceptor of the same
+// name, switched on, in one step (no call runs with neither); a new Order
+// moves it. It fails when no interceptor has that name.
+func (tk *Toolkit) ReplaceInterceptor(ic Interceptor) error {
+	if err := checkInterceptor(ic); err != nil {
+		return err
+	}
+	tk.icMu.Lock()
+	defer tk.icMu.Unlock()
+	list := slices.Clone(tk.ics.Load().list)
+	i := slices.IndexFunc(list, func(x *registered) bool { return x.Name == ic.Name })
+	if i < 0 {
+		return fmt.Errorf("toolkit: no interceptor named %q to replace", ic.Name)
+	}
+	list[i] = newRegistered(ic)
+	tk.storeInterceptors(list)
+	return nil
+}
+
+// SetInterceptors replaces the whole list with ics, switched on and placed
+// by Order, in one step; no ics removes every interceptor. It refuses, and
+// changes nothing, when two of ics share a name or one is not valid.
+func (tk *Toolkit) SetInterceptors(ics ...Interceptor) error {
+	list := make([]*registered, 0, len(ics))
+	for _, ic := range ics {
+		if err := checkInterceptor(ic); err != nil {
+			return err
+		}
+		if slices.ContainsFunc(list, func(x *registered) bool { return x.Name == ic.Name }) {
+			return fmt.Errorf("toolkit: two interceptors are named %q", ic.Name)
+		}
+		list = append(list, newRegistered(ic))
+	}
+	tk.icMu.Lock()
+	defer tk.icMu.Unlock()
+	tk.storeInterceptors(list)
+	return nil
+}
+
+func checkInterceptor(ic Interceptor) error {
+	if ic.Name == "" || ic.Intercept == nil && ic.BeforeBatch == nil && ic.AfterBatch == nil {
+		return errors.New("toolkit: an interceptor needs a name and an Intercept, BeforeBatch or AfterBatch function")
+	}
+	return nil
+}
+
+func newRegistered(ic Interceptor) *registered {
+	r := &registered{Interceptor: ic}
+	r.on.Store(true)
+	return r
+}
+
+// storeInterceptors orders list (stable: equal orders keep their places)
+// and installs it with the batch hooks derived from it; tk.icMu must be
+// held.
 func (tk *Toolkit) storeInterceptors(list []*registered) {
+	slices.SortStableFunc(list, func(a, b *registered) int { return cmp.Compare(a.Order, b.Order) })
 	tk.ics.Store(newInterceptors(list))
 	tk.hooks.Store(hooksOf(list))
 }

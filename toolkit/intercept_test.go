@@ -198,12 +198,17 @@ func TestScopeAndNames(t *testing.T) {
 	if got, want := tr.get(), []string{"byname>", "<byname", "bymatch>", "<bymatch"}; !slices.Equal(got, want) {
 		t.Fatalf("%v, want %v", got, want)
 	}
-	// Same name: replaced in place, switched on.
+	// Same name: Use refuses it, ReplaceInterceptor replaces in place, switched on.
 	if err := tk.EnableInterceptor("byname", false); err != nil {
 		t.Fatal(err)
 	}
 	tr2 := &trace{}
-	tk.Use(tracing("byname", tr2))
+	if err := tk.Use(tracing("byname", tr2)); err == nil || !strings.Contains(err.Error(), `"byname" is already in use`) {
+		t.Fatalf("Use with a name in use: %v", err)
+	}
+	if err := tk.ReplaceInterceptor(tracing("byname", tr2)); err != nil {
+		t.Fatal(err)
+	}
 	names, on := tk.Interceptors()
 	if !slices.Equal(names, []string{"byname", "bymatch"}) || !on[0] {
 		t.Fatalf("%v %v", names, on)
