@@ -18,6 +18,7 @@ import (
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/agui"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
 )
 
@@ -504,7 +505,7 @@ func TestNewMessageAfterThePausedRunEnded(t *testing.T) {
 	if first[len(first)-1]["outcome"].(map[string]any)["type"] != "interrupt" {
 		t.Fatal("not paused")
 	}
-	th := a.Host.Lookup("t11")
+	th := a.Threads.Lookup("t11")
 	th.Cancel() // the paused run ends without its answer
 	deadline := time.Now().Add(10 * time.Second)
 	for th.Paused() != nil || th.Streaming() != nil {
@@ -589,7 +590,7 @@ func TestClientGoneCancelsOnlyItsRun(t *testing.T) {
 
 	// Meanwhile run A ends and run B starts, and pauses.
 	close(a.Gate)
-	th := a.Host.Lookup("t13")
+	th := a.Threads.Lookup("t13")
 	deadline := time.Now().Add(10 * time.Second)
 	for th.Streaming() != nil {
 		if time.Now().After(deadline) {
@@ -640,9 +641,9 @@ func TestResumePartlyGiven(t *testing.T) {
 	second := run(t, url, in)
 	custom := second[2]
 	b, _ := json.Marshal(custom["value"])
-	var report ui.AnswersReport
+	var report thread.AnswersReport
 	_ = json.Unmarshal(b, &report)
-	if custom["type"] != "CUSTOM" || custom["name"] != agui.CustomAnswers || len(report.Given) != 1 || report.Given[0] != (ui.AnswerOutcome{Call: calls[0], Approved: true}) ||
+	if custom["type"] != "CUSTOM" || custom["name"] != agui.CustomAnswers || len(report.Given) != 1 || report.Given[0] != (thread.AnswerOutcome{Call: calls[0], Approved: true}) ||
 		len(report.Refused) != 1 || report.Refused[0].Call != calls[1] || !strings.Contains(report.Refused[0].Error, "no call waits for a decision") {
 		t.Errorf("the run opens with %v", custom)
 	}
@@ -752,13 +753,13 @@ func TestStuckClientDropped(t *testing.T) {
 	if took > bound+3*time.Second {
 		t.Errorf("the handler returned %v after the request, with a write timeout of %v", took, bound)
 	}
-	th := a.Host.Lookup("t-stuck")
+	th := a.Threads.Lookup("t-stuck")
 	l := th.Undelivered()
 	if l == nil {
 		t.Fatal("no response")
 	}
 	testutil.WaitFor(t, l.Done(), "the stuck client's run to be cancelled (it waits in the gate)")
-	if e := l.End(); e.Kind != ui.EndError || e.Error == nil || !e.Error.Canceled {
+	if e := l.End(); e.Kind != thread.EndError || e.Error == nil || !e.Error.Canceled {
 		t.Fatalf("the run ended %+v, not cancelled", e)
 	}
 	t.Logf("handler returned %v after the request (write timeout %v)", took.Round(time.Millisecond), bound)

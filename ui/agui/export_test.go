@@ -4,8 +4,8 @@ import (
 	"net/http"
 
 	"github.com/toolstream/toolstream/events"
-	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/internal/frames"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
 // SetClientGoneHook sets the function the handler calls when it found
@@ -15,7 +15,7 @@ func SetClientGoneHook(f func()) { clientGoneHook = f }
 // Translate writes the AG-UI run that a response of these events, ending
 // with end, makes (tests only): RUN_STARTED, the events' translation, the
 // finish.
-func Translate(w http.ResponseWriter, thread, runID string, evs []*events.Event, end *ui.End) {
+func Translate(w http.ResponseWriter, thread, runID string, evs []*events.Event, end *thread.End) {
 	out := newWriter(w)
 	tr := newTranslator(out, thread, runID)
 	out.event(map[string]any{"type": "RUN_STARTED", "threadId": thread, "runId": runID})

@@ -21,6 +21,7 @@ import (
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/aisdk"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
 )
 
@@ -392,7 +393,7 @@ func TestResumeAfterTheClientLeft(t *testing.T) {
 			live.next()
 			live.resp.Body.Close()
 			deadline := time.Now().Add(10 * time.Second)
-			for th := a.Host.Lookup("chat5"); th == nil || th.Paused() == nil; th = a.Host.Lookup("chat5") {
+			for th := a.Threads.Lookup("chat5"); th == nil || th.Paused() == nil; th = a.Threads.Lookup("chat5") {
 				if time.Now().After(deadline) {
 					t.Fatal("the run did not pause")
 				}
@@ -427,7 +428,7 @@ func TestResumeLargeResult(t *testing.T) {
 	live.next()
 	live.resp.Body.Close()
 	deadline := time.Now().Add(20 * time.Second)
-	for th := a.Host.Lookup("chat6"); th == nil || th.Streaming() != nil || th.Undelivered() == nil; th = a.Host.Lookup("chat6") {
+	for th := a.Threads.Lookup("chat6"); th == nil || th.Streaming() != nil || th.Undelivered() == nil; th = a.Threads.Lookup("chat6") {
 		if time.Now().After(deadline) {
 			t.Fatal("the run did not end")
 		}
@@ -556,9 +557,9 @@ func TestAnswersPartlyGiven(t *testing.T) {
 	second := post(t, url, chunk{"id": "chat9", "messages": []any{userMsg("u1", "two"), assistant}}).all()
 	data := second[1]
 	b, _ := json.Marshal(data["data"])
-	var report ui.AnswersReport
+	var report thread.AnswersReport
 	_ = json.Unmarshal(b, &report)
-	if data["type"] != "data-"+aisdk.DataAnswers || data["id"] == nil || len(report.Given) != 1 || report.Given[0] != (ui.AnswerOutcome{Call: calls[0], Approved: true}) ||
+	if data["type"] != "data-"+aisdk.DataAnswers || data["id"] == nil || len(report.Given) != 1 || report.Given[0] != (thread.AnswerOutcome{Call: calls[0], Approved: true}) ||
 		len(report.Refused) != 1 || report.Refused[0].Call != calls[1] || !strings.Contains(report.Refused[0].Error, "no call waits for a decision") {
 		t.Errorf("the response opens with %v", data)
 	}
@@ -882,7 +883,7 @@ func TestStuckClientDropped(t *testing.T) {
 	if took > bound+3*time.Second {
 		t.Errorf("the handler returned %v after the request, with a write timeout of %v", took, bound)
 	}
-	th := a.Host.Lookup("chat-stuck")
+	th := a.Threads.Lookup("chat-stuck")
 	l := th.Undelivered()
 	if l == nil {
 		t.Fatal("no response")
@@ -894,7 +895,7 @@ func TestStuckClientDropped(t *testing.T) {
 	}
 	close(a.Gate)
 	testutil.WaitFor(t, l.Done(), "the run to go on through the gate")
-	if e := l.End(); e.Kind != ui.EndAnswer {
+	if e := l.End(); e.Kind != thread.EndAnswer {
 		t.Fatalf("the run ended %+v", e)
 	}
 	resp, err := http.Get("http://" + addr + "/api/chat/chat-stuck/stream")

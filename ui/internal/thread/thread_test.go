@@ -1,4 +1,4 @@
-package ui_test
+package thread_test
 
 import (
 	"context"
@@ -15,14 +15,14 @@ import (
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/toolkit"
-	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
 )
 
 func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
 
 // read returns a response's events and its end.
-func read(t *testing.T, l *ui.Log) ([]*events.Event, *ui.End) {
+func read(t *testing.T, l *thread.Log) ([]*events.Event, *thread.End) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -39,15 +39,15 @@ func read(t *testing.T, l *ui.Log) ([]*events.Event, *ui.End) {
 	}
 }
 
-func user(id, text string) ui.Input {
-	return ui.Input{Messages: []ui.IDMessage{{ID: id, Message: agentUser(text)}}}
+func user(id, text string) thread.Input {
+	return thread.Input{Messages: []thread.IDMessage{{ID: id, Message: agentUser(text)}}}
 }
 
 // A call that waits for approval pauses the run only once the calls
 // running beside it are done: count's result is in the paused response.
 func TestPauseWaitsForRunningCalls(t *testing.T) {
 	a := uitest.New(t)
-	th, err := a.Host.Thread("both")
+	th, err := a.Threads.Thread("both")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestPauseWaitsForRunningCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs, end := read(t, l)
-	if end.Kind != ui.EndPaused || len(end.Approvals) != 1 || end.Approvals[0].CallID != "b2_1" {
+	if end.Kind != thread.EndPaused || len(end.Approvals) != 1 || end.Approvals[0].CallID != "b2_1" {
 		t.Fatalf("end %+v", end)
 	}
 	var counted bool
@@ -69,19 +69,19 @@ func TestPauseWaitsForRunningCalls(t *testing.T) {
 	if got := th.Paused(); len(got) != 1 {
 		t.Fatalf("Paused() = %v", got)
 	}
-	if _, err := th.Begin(ui.Input{}); !errors.Is(err, ui.ErrNothingToRun) {
+	if _, err := th.Begin(thread.Input{}); !errors.Is(err, thread.ErrNothingToRun) {
 		t.Errorf("an empty request to a paused thread: %v", err)
 	}
-	l, err = th.Begin(ui.Input{Answers: []ui.Answer{{Call: "b2_1", Approve: true}}})
+	l, err = th.Begin(thread.Input{Answers: []thread.Answer{{Call: "b2_1", Approve: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	evs, end = read(t, l)
-	if end.Kind != ui.EndAnswer || end.Answer.Text != "Done." {
+	if end.Kind != thread.EndAnswer || end.Answer.Text != "Done." {
 		t.Fatalf("end %+v", end)
 	}
 	// The answers' note first (the calls answered), then the decision.
-	if evs[0].Type != ui.AnswersEvent || !strings.Contains(string(evs[0].Data), `"calls":["b2_1"]`) || evs[1].Type != "approval" || evs[1].Call != "b2_1" {
+	if evs[0].Type != thread.AnswersEvent || !strings.Contains(string(evs[0].Data), `"calls":["b2_1"]`) || evs[1].Type != "approval" || evs[1].Call != "b2_1" {
 		t.Errorf("the resumed response begins with %s %s %s, %s %s", evs[0].Type, evs[0].Call, evs[0].Data, evs[1].Type, evs[1].Call)
 	}
 }
@@ -90,29 +90,29 @@ func TestPauseWaitsForRunningCalls(t *testing.T) {
 // waiting call.
 func TestBusy(t *testing.T) {
 	a := uitest.New(t)
-	th, _ := a.Host.Thread("busy")
+	th, _ := a.Threads.Thread("busy")
 	l, err := th.Begin(user("u1", "gate"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := th.Begin(user("u2", "hi")); !errors.Is(err, ui.ErrBusy) {
+	if _, err := th.Begin(user("u2", "hi")); !errors.Is(err, thread.ErrBusy) {
 		t.Errorf("a second request while streaming: %v", err)
 	}
 	if th.Streaming() != l {
 		t.Error("Streaming() is not the response in progress")
 	}
 	close(a.Gate)
-	if _, end := read(t, l); end.Kind != ui.EndAnswer {
+	if _, end := read(t, l); end.Kind != thread.EndAnswer {
 		t.Fatalf("end %+v", end)
 	}
-	if _, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: "x", Approve: true}}}); err == nil {
+	if _, err := th.Begin(thread.Input{Answers: []thread.Answer{{Call: "x", Approve: true}}}); err == nil {
 		t.Error("an answer to no waiting call was taken")
 	}
 	l, err = th.Begin(user("u2", "hi"))
 	if err != nil {
 		t.Fatalf("the next message after the end: %v", err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndAnswer || end.Answer.Text != "Hello." {
+	if _, end := read(t, l); end.Kind != thread.EndAnswer || end.Answer.Text != "Hello." {
 		t.Fatalf("end %+v", end)
 	}
 }
@@ -120,19 +120,19 @@ func TestBusy(t *testing.T) {
 // Forget cancels a paused run and lets the thread go; the id starts over.
 func TestForget(t *testing.T) {
 	a := uitest.New(t)
-	th, _ := a.Host.Thread("f")
+	th, _ := a.Threads.Thread("f")
 	l, err := th.Begin(user("u1", "note"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndPaused {
+	if _, end := read(t, l); end.Kind != thread.EndPaused {
 		t.Fatalf("end %+v", end)
 	}
 	a.Host.Forget("f")
-	if a.Host.Lookup("f") != nil || len(a.Perms.Pending("")) != 0 {
+	if a.Threads.Lookup("f") != nil || len(a.Perms.Pending("")) != 0 {
 		t.Fatalf("the thread or its approval is still there: %v", a.Perms.Pending(""))
 	}
-	th2, _ := a.Host.Thread("f")
+	th2, _ := a.Threads.Thread("f")
 	if th2 == th || th2.Seen("u1") {
 		t.Fatal("the id did not start over")
 	}
@@ -140,7 +140,7 @@ func TestForget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndAnswer || end.Answer.Text != "Hello." {
+	if _, end := read(t, l); end.Kind != thread.EndAnswer || end.Answer.Text != "Hello." {
 		t.Fatalf("end %+v", end)
 	}
 }
@@ -149,15 +149,15 @@ func TestForget(t *testing.T) {
 // a response of their own: nothing of the next run lands in the response
 // of the one before, whose end (the answer) is its last event.
 func TestBackToBackRuns(t *testing.T) {
-	ui.SetMarkDelay(2 * time.Millisecond) // a response's end is decided well before it is cut
-	t.Cleanup(func() { ui.SetMarkDelay(0) })
+	thread.SetMarkDelay(2 * time.Millisecond) // a response's end is decided well before it is cut
+	t.Cleanup(func() { thread.SetMarkDelay(0) })
 	a := uitest.New(t)
-	th, _ := a.Host.Thread("b2b")
-	var logs []*ui.Log
+	th, _ := a.Threads.Thread("b2b")
+	var logs []*thread.Log
 	for i := range 40 {
 		for {
 			l, err := th.Begin(user(fmt.Sprint("u", i), "hi"))
-			if errors.Is(err, ui.ErrBusy) {
+			if errors.Is(err, thread.ErrBusy) {
 				runtime.Gosched()
 				continue
 			}
@@ -170,7 +170,7 @@ func TestBackToBackRuns(t *testing.T) {
 	}
 	for i, l := range logs {
 		evs, end := read(t, l)
-		if end.Kind != ui.EndAnswer || evs[len(evs)-1].Type != "answer" || evs[0].Type != "turn_start" {
+		if end.Kind != thread.EndAnswer || evs[len(evs)-1].Type != "answer" || evs[0].Type != "turn_start" {
 			t.Fatalf("response %d (of run %d): %s ... %s, end %+v", i, l.Run, evs[0].Type, evs[len(evs)-1].Type, end)
 		}
 	}
@@ -183,17 +183,17 @@ func TestBackToBackRuns(t *testing.T) {
 // run the conversation with it twice.
 func TestSameMessageTwiceWhilePaused(t *testing.T) {
 	a := uitest.New(t)
-	th, _ := a.Host.Thread("twice")
+	th, _ := a.Threads.Thread("twice")
 	l, err := th.Begin(user("u1", "note"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndPaused {
+	if _, end := read(t, l); end.Kind != thread.EndPaused {
 		t.Fatalf("end %+v", end)
 	}
 	in2, release := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int32
-	ui.SetMovedOnHook(func() {
+	thread.SetMovedOnHook(func() {
 		if calls.Add(1) == 1 {
 			<-in2 // the other request read the thread too: both are in the window
 			return
@@ -201,14 +201,14 @@ func TestSameMessageTwiceWhilePaused(t *testing.T) {
 		close(in2)
 		<-release
 	})
-	t.Cleanup(func() { ui.SetMovedOnHook(nil) })
+	t.Cleanup(func() { thread.SetMovedOnHook(nil) })
 	let := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(let) // if the test fails before
 	type begun struct {
-		l   *ui.Log
+		l   *thread.Log
 		err error
 	}
-	in := ui.Input{Messages: []ui.IDMessage{{ID: "u1", Message: agentUser("note")}, {ID: "u2", Message: agentUser("hi")}}}
+	in := thread.Input{Messages: []thread.IDMessage{{ID: "u1", Message: agentUser("note")}, {ID: "u2", Message: agentUser("hi")}}}
 	results := make(chan begun, 2)
 	for range 2 {
 		go func() {
@@ -220,37 +220,37 @@ func TestSameMessageTwiceWhilePaused(t *testing.T) {
 	if first.err != nil {
 		t.Fatalf("the first request: %v", first.err)
 	}
-	if _, end := read(t, first.l); end.Kind != ui.EndAnswer || end.Answer.Text != "Hello." {
+	if _, end := read(t, first.l); end.Kind != thread.EndAnswer || end.Answer.Text != "Hello." {
 		t.Fatalf("the first request's response ends %+v", end)
 	}
 	// The run is over and has returned: Begin waits for it.
-	if _, err := th.Begin(ui.Input{}); !errors.Is(err, ui.ErrNothingToRun) {
+	if _, err := th.Begin(thread.Input{}); !errors.Is(err, thread.ErrNothingToRun) {
 		t.Fatalf("an empty request after the run: %v", err)
 	}
 	let()
 	second := <-results
-	if !errors.Is(second.err, ui.ErrNothingToRun) {
+	if !errors.Is(second.err, thread.ErrNothingToRun) {
 		if second.l != nil {
 			evs, _ := read(t, second.l)
 			t.Fatalf("the second request took the message again: a run of %d events (error %v)", len(evs), second.err)
 		}
 		t.Fatalf("the second request: %v, want ErrNothingToRun", second.err)
 	}
-	if got := ui.UserTexts(th); fmt.Sprint(got) != "[note hi]" {
+	if got := thread.UserTexts(th); fmt.Sprint(got) != "[note hi]" {
 		t.Errorf("the conversation's user messages %q, want [note hi]", got)
 	}
 }
 
 // pauseTwo starts the "two" task on a new thread and returns it paused,
 // with its two approvals.
-func pauseTwo(t *testing.T, a *uitest.Agent, id string) (*ui.Thread, []string) {
+func pauseTwo(t *testing.T, a *uitest.Agent, id string) (*thread.Thread, []string) {
 	t.Helper()
-	th, _ := a.Host.Thread(id)
+	th, _ := a.Threads.Thread(id)
 	l, err := th.Begin(user("u1", "two"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndPaused {
+	if _, end := read(t, l); end.Kind != thread.EndPaused {
 		t.Fatalf("end %+v", end)
 	}
 	return th, a.WaitPaused(t, id, 2)
@@ -267,9 +267,9 @@ func TestAnswerRefusedAfterTheCheck(t *testing.T) {
 	a := uitest.New(t)
 	th, calls := pauseTwo(t, a, "partly")
 	a.RejectInTheWindow(t, "partly", 1, calls[1])
-	l, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
-	var partly *ui.AnswersError
-	if !errors.As(err, &partly) || !errors.Is(err, ui.ErrPartlyAnswered) || l == nil {
+	l, err := th.Begin(thread.Input{Answers: []thread.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
+	var partly *thread.AnswersError
+	if !errors.As(err, &partly) || !errors.Is(err, thread.ErrPartlyAnswered) || l == nil {
 		t.Fatalf("Begin: %v (response %v), want an *AnswersError with the response", err, l)
 	}
 	if len(partly.Given) != 1 || partly.Given[0].Call != calls[0] || len(partly.Refused) != 1 || partly.Refused[0].Call != calls[1] ||
@@ -280,7 +280,7 @@ func TestAnswerRefusedAfterTheCheck(t *testing.T) {
 		t.Errorf("the error says %q", msg)
 	}
 	evs, end := read(t, l)
-	if end.Kind != ui.EndAnswer || end.Answer.Text != "Done." {
+	if end.Kind != thread.EndAnswer || end.Answer.Text != "Done." {
 		t.Fatalf("end %+v", end)
 	}
 	got := map[string]events.State{}
@@ -303,7 +303,7 @@ func TestAnswerForAnApprovalNoLongerPending(t *testing.T) {
 	if err := a.Perms.Reject(th.Session().ID(), calls[1], "decided elsewhere"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
+	_, err := th.Begin(thread.Input{Answers: []thread.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
 	if !errors.Is(err, interceptors.ErrNotPending) || !strings.Contains(err.Error(), calls[1]) {
 		t.Fatalf("Begin: %v, want ErrNotPending naming %s", err, calls[1])
 	}
@@ -314,11 +314,11 @@ func TestAnswerForAnApprovalNoLongerPending(t *testing.T) {
 	// (Answered before, the run could pause again on that call: a decision
 	// made outside the thread is invisible to it until its event comes.)
 	a.WaitPaused(t, "stale", 1)
-	l, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}}})
+	l, err := th.Begin(thread.Input{Answers: []thread.Answer{{Call: calls[0], Approve: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndAnswer {
+	if _, end := read(t, l); end.Kind != thread.EndAnswer {
 		t.Fatalf("end %+v", end)
 	}
 }
@@ -332,11 +332,11 @@ func TestAnswerTwoCallsInOneRequest(t *testing.T) {
 	a := uitest.New(t)
 	for i := range 10 {
 		th, calls := pauseTwo(t, a, fmt.Sprint("both-", i))
-		l, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
+		l, err := th.Begin(thread.Input{Answers: []thread.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, end := read(t, l); end.Kind != ui.EndAnswer || end.Answer.Text != "Done." {
+		if _, end := read(t, l); end.Kind != thread.EndAnswer || end.Answer.Text != "Done." {
 			t.Fatalf("round %d: the response ends %s %v", i, end.Kind, end.Approvals)
 		}
 	}
@@ -348,12 +348,12 @@ func TestAnswerTwoCallsInOneRequest(t *testing.T) {
 // had already ended.
 func TestBeginAfterForget(t *testing.T) {
 	a := uitest.New(t)
-	th, _ := a.Host.Thread("gone")
+	th, _ := a.Threads.Thread("gone")
 	a.Host.Forget("gone")
-	if l, err := th.Begin(user("u1", "hi")); !errors.Is(err, ui.ErrForgotten) || l != nil {
+	if l, err := th.Begin(user("u1", "hi")); !errors.Is(err, thread.ErrForgotten) || l != nil {
 		t.Fatalf("Begin after Forget: %v, %v; want ErrForgotten", l, err)
 	}
-	if got := ui.UserTexts(th); len(got) != 0 {
+	if got := thread.UserTexts(th); len(got) != 0 {
 		t.Errorf("the forgotten conversation took %q", got)
 	}
 }
@@ -365,24 +365,24 @@ func TestBeginAfterForget(t *testing.T) {
 // goroutine Close did not wait for, on a session Close was closing.
 func TestBeginWhileTheHostCloses(t *testing.T) {
 	a := uitest.New(t)
-	th, _ := a.Host.Thread("closing")
+	th, _ := a.Threads.Thread("closing")
 	closed := make(chan struct{})
-	ui.SetStartHook(func() {
+	thread.SetStartHook(func() {
 		go func() {
 			a.Host.Close()
 			close(closed)
 		}()
 		// Close has begun once the host refuses new threads.
 		for {
-			if _, err := a.Host.Thread("another"); errors.Is(err, ui.ErrClosed) {
+			if _, err := a.Threads.Thread("another"); errors.Is(err, thread.ErrClosed) {
 				return
 			}
 			runtime.Gosched()
 		}
 	})
-	t.Cleanup(func() { ui.SetStartHook(nil) })
+	t.Cleanup(func() { thread.SetStartHook(nil) })
 	l, err := th.Begin(user("u1", "hi"))
-	if !errors.Is(err, ui.ErrClosed) || l != nil {
+	if !errors.Is(err, thread.ErrClosed) || l != nil {
 		t.Errorf("Begin while the host closes: %v, %v; want ErrClosed", l, err)
 	}
 	<-closed
@@ -402,18 +402,18 @@ func TestThreadWhileForgetting(t *testing.T) {
 			if !forgetting.Load() || asked.Swap(true) {
 				return
 			}
-			if th2, err := a.Host.Thread("ff"); !errors.Is(err, ui.ErrForgotten) {
+			if th2, err := a.Threads.Thread("ff"); !errors.Is(err, thread.ErrForgotten) {
 				t.Errorf("Host.Thread while Forget ends the thread: %v, %v; want ErrForgotten", th2, err)
 			}
 		}}); err != nil {
 		t.Fatal(err)
 	}
-	th, _ := a.Host.Thread("ff")
+	th, _ := a.Threads.Thread("ff")
 	l, err := th.Begin(user("u1", "note"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndPaused {
+	if _, end := read(t, l); end.Kind != thread.EndPaused {
 		t.Fatalf("end %+v", end)
 	}
 	forgetting.Store(true)
@@ -422,7 +422,7 @@ func TestThreadWhileForgetting(t *testing.T) {
 	if !asked.Load() {
 		t.Fatal("Forget ended the paused run without its batch's After: the thread was not asked for in the window")
 	}
-	th2, err := a.Host.Thread("ff")
+	th2, err := a.Threads.Thread("ff")
 	if err != nil || th2 == th {
 		t.Fatalf("after Forget: %v, %v", th2, err)
 	}
@@ -431,7 +431,7 @@ func TestThreadWhileForgetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs, end := read(t, l)
-	if end.Kind != ui.EndAnswer {
+	if end.Kind != thread.EndAnswer {
 		t.Fatalf("the new thread's response ends %+v", end)
 	}
 	for _, ev := range evs {
@@ -451,7 +451,7 @@ func TestThreadWhileForgetting(t *testing.T) {
 func TestAnswerWhileTheRunPausesAgain(t *testing.T) {
 	a := uitest.New(t)
 	th, calls := pauseTwo(t, a, "again")
-	ui.SetAnswersHook(func() {
+	thread.SetAnswersHook(func() {
 		if err := a.Perms.Reject(th.Session().ID(), calls[1], "decided elsewhere"); err != nil {
 			t.Errorf("rejecting %s: %v", calls[1], err)
 		}
@@ -459,13 +459,13 @@ func TestAnswerWhileTheRunPausesAgain(t *testing.T) {
 			t.Errorf("the thread waits for %v", p)
 		}
 	})
-	t.Cleanup(func() { ui.SetAnswersHook(nil) })
-	l, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}}})
+	t.Cleanup(func() { thread.SetAnswersHook(nil) })
+	l, err := th.Begin(thread.Input{Answers: []thread.Answer{{Call: calls[0], Approve: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	evs, end := read(t, l)
-	if end.Kind != ui.EndAnswer || end.Answer.Text != "Done." {
+	if end.Kind != thread.EndAnswer || end.Answer.Text != "Done." {
 		t.Fatalf("the response ends %s %v", end.Kind, end.Approvals)
 	}
 	var asked bool
@@ -482,22 +482,22 @@ func TestAnswerWhileTheRunPausesAgain(t *testing.T) {
 // meant is not the server's guess. Both used to go into the conversation.
 func TestSameIDTwiceInOneRequest(t *testing.T) {
 	a := uitest.New(t)
-	th, _ := a.Host.Thread("dup")
-	in := ui.Input{Messages: []ui.IDMessage{{ID: "u1", Message: agentUser("hi")}, {ID: "u1", Message: agentUser("hi again")}}}
+	th, _ := a.Threads.Thread("dup")
+	in := thread.Input{Messages: []thread.IDMessage{{ID: "u1", Message: agentUser("hi")}, {ID: "u1", Message: agentUser("hi again")}}}
 	if l, err := th.Begin(in); err == nil || !strings.Contains(err.Error(), `"u1"`) {
 		if l != nil {
 			read(t, l)
 		}
-		t.Fatalf("Begin with id u1 twice: %v; the conversation's user messages: %q", err, ui.UserTexts(th))
+		t.Fatalf("Begin with id u1 twice: %v; the conversation's user messages: %q", err, thread.UserTexts(th))
 	}
-	if th.Seen("u1") || len(ui.UserTexts(th)) != 0 {
-		t.Fatalf("the refused request was taken in: %q", ui.UserTexts(th))
+	if th.Seen("u1") || len(thread.UserTexts(th)) != 0 {
+		t.Fatalf("the refused request was taken in: %q", thread.UserTexts(th))
 	}
 	l, err := th.Begin(user("u1", "hi"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndAnswer {
+	if _, end := read(t, l); end.Kind != thread.EndAnswer {
 		t.Fatalf("end %+v", end)
 	}
 }
