@@ -514,7 +514,7 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 			}
 			return s.run(rctx, k, owner, inv, next)
 		default: // running: its process stopped, or it runs elsewhere now
-			if !inv.Tool.Spec().IsIdempotent() { // read-only tools are idempotent
+			if a, _ := inv.Tool.Spec().Annotations(); !a.IdempotentHint { // read-only tools are idempotent
 				return toolkit.Failure(events.StateError, fmt.Errorf("call %q of tool %q: %w", inv.Call.ID, inv.Call.Name, ErrMaybeRan))
 			}
 			rec.Owner = owner

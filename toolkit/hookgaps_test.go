@@ -123,7 +123,7 @@ func TestBatchPlanSeesAndAsks(t *testing.T) {
 	var sawSession, sawTools bool
 	var emitErr, badEmit error
 	if err := tk.Use(toolkit.Interceptor{Name: "review", BeforeBatch: func(_ context.Context, p *toolkit.BatchPlan) {
-		sawSession = p.Session() == s
+		sawSession = p.Batch().Session() == s
 		sawTools = p.Tool(0) == a && p.Tool(1) == nil && p.Tool(2) == nil
 		p.StopLoop("review", "a person must look first")
 		emitErr = p.Emit("review_request", map[string]int{"calls": p.Len()})

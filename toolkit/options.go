@@ -16,9 +16,9 @@ const (
 	defaultObserverQueue = 4096
 )
 
-// DefaultTimeout bounds each call that sets no timeout of its own (see
+// defaultTimeout bounds each call that sets no timeout of its own (see
 // [WithDefaultTimeout]).
-const DefaultTimeout = 2 * time.Minute
+const defaultTimeout = 2 * time.Minute
 
 type options struct {
 	logger        zerolog.Logger
@@ -37,7 +37,7 @@ func defaultOptions() options {
 	return options{
 		logger:        zerolog.Nop(),
 		maxParallel:   defaultMaxParallel,
-		timeout:       DefaultTimeout,
+		timeout:       defaultTimeout,
 		flushTimeout:  defaultFlushTimeout,
 		cancelGrace:   defaultCancelGrace,
 		observerQueue: defaultObserverQueue,
@@ -79,8 +79,8 @@ func WithInlineObserver(obs Observer) Option {
 // once (default 10). Values below 1 mean 1.
 func WithMaxParallel(n int) Option { return func(o *options) { o.maxParallel = max(n, 1) } }
 
-// WithDefaultTimeout sets the timeout of calls whose tool sets none. Zero or
-// a negative value means no default timeout.
+// WithDefaultTimeout sets the timeout of calls whose tool sets none (2
+// minutes by default). Zero or a negative value means no default timeout.
 func WithDefaultTimeout(d time.Duration) Option { return func(o *options) { o.timeout = max(d, 0) } }
 
 // WithFlushTimeout bounds how long a batch that has finished waits for its
