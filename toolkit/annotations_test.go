@@ -109,7 +109,7 @@ func TestOutputSchemaTypedTool(t *testing.T) {
 	// The tags of the output type constrain it too.
 	celsius = 99
 	r = testutil.Run(t, tk, "s", testutil.Call("c2", "weather", `{}`))[0]
-	if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidOutput) || !strings.Contains(r.Text(), "- celsius: ") {
+	if r.State != events.StateError || !isErr[*toolkit.OutputError](r.Err) || !strings.Contains(r.Text(), "- celsius: ") {
 		t.Fatalf("out-of-range output: %s %q (%v)", r.State, r.Text(), r.Err)
 	}
 }

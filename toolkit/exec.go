@@ -3,7 +3,6 @@ package toolkit
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
@@ -296,7 +295,7 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 			return out
 		}
 		return c.checkOutput(out)
-	case errors.Is(err, ErrPanic):
+	case isPanic(err):
 		return c.out.outcome(n, events.StateError, events.Part{}, nil, err)
 	case ctx.Err() != nil:
 		state, cerr := c.ctxFailure(ctx, err)

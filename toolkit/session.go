@@ -78,7 +78,7 @@ func (s *Session) Toolkit() *Toolkit { return s.tk }
 // A successful result (err nil) of a tool that declares an output schema
 // ([Spec.OutputSchema]) must hold a structured result that conforms, as a
 // handler's must ([Tool.CheckOutput]). One that does not is refused: Submit
-// returns an *[OutputError] (errors.Is [ErrInvalidOutput]) that lists the
+// returns an *[OutputError] that lists the
 // problems, nothing of it reaches the model or the observers, and the call
 // keeps waiting for a valid result (or an error). A failure is not checked.
 func (s *Session) Submit(callID string, content []events.Part, err error) error {
