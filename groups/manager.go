@@ -362,7 +362,7 @@ func (m *Manager) sessionFor(ctx context.Context, session string) (*toolkit.Sess
 	return m.tk.Session(session)
 }
 
-// sessionClosed is toolkit.SessionCloser's SessionClosed: a closed session's state
+// sessionClosed is the SessionClosed a toolkit.Visibility may have: a closed session's state
 // is dropped from an in-process store (a shared store keeps it: other
 // processes may still serve the session).
 func (m *Manager) sessionClosed(session string) {
@@ -461,8 +461,8 @@ func quoteList(ss []string) string {
 	return strings.Join(q, ", ")
 }
 
-// visibility plugs a Manager into its toolkit: the toolkit.Visibility and
-// toolkit.SessionCloser that only the engine calls.
+// visibility plugs a Manager into its toolkit: the toolkit.Visibility, with
+// its optional SessionClosed, that only the engine calls.
 type visibility struct{ m *Manager }
 
 func (v visibility) Tools(ctx context.Context, s *toolkit.Session, registered []*toolkit.Tool) ([]*toolkit.Tool, error) {

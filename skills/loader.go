@@ -192,7 +192,7 @@ func (l *Loader) resolve(ctx context.Context, s *toolkit.Session, t *toolkit.Too
 	return l.toolFor(entryNames(vis))
 }
 
-// sessionClosed is toolkit.SessionCloser's SessionClosed.
+// sessionClosed is the SessionClosed a toolkit.Visibility may have.
 func (l *Loader) sessionClosed(session string) {
 	l.mu.Lock()
 	delete(l.loaded, session)
@@ -445,8 +445,8 @@ func (l *Loader) Prompt(session string) string {
 	return b.String()
 }
 
-// visibility plugs a Loader into its toolkit: the toolkit.Visibility and
-// toolkit.SessionCloser that only the engine calls.
+// visibility plugs a Loader into its toolkit: the toolkit.Visibility, with
+// its optional SessionClosed, that only the engine calls.
 type visibility struct{ l *Loader }
 
 func (v visibility) Tools(ctx context.Context, s *toolkit.Session, tools []*toolkit.Tool) ([]*toolkit.Tool, error) {

@@ -183,7 +183,7 @@ func (s *Session) Close() {
 	for _, c := range pending {
 		c.side.ext <- extResult{state: events.StateInterrupted, err: closedWaitErr(c.call.Name)}
 	}
-	if sc, ok := s.tk.visibility().(SessionCloser); ok {
+	if sc, ok := s.tk.visibility().(sessionCloser); ok {
 		sc.SessionClosed(s.id)
 	}
 }
