@@ -12,5 +12,5 @@ func OnRequest(w *Worker, f func()) { w.onRequest.Store(&f) }
 func OnBackoff(c *Client, f func()) { c.onBackoff = f }
 
 // LostAfter is how long a call of c waits without a word from its worker
-// before it fails with ErrWorkerLost.
+// before it fails with *LostError.
 func LostAfter(c *Client) time.Duration { return c.lostAfter() }
