@@ -135,7 +135,19 @@ type Delivery struct {
 	Undelivered     uint64
 }
 
-var _ tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] = (*Telemetry)(nil)
+var _ tracehook.Source[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] = (*Telemetry)(nil)
+
+// Tracehook is what toolkit.WithTracer takes from a Telemetry: the engine's
+// tracing hook, internal to the module. A nil Telemetry traces nothing.
+func (t *Telemetry) Tracehook() tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] {
+	if t == nil {
+		return nil
+	}
+	return hook{t}
+}
+
+// hook is a Telemetry as the engine sees it: its methods are the hook's.
+type hook struct{ t *Telemetry }
 
 // New returns a Telemetry. It fails only if the meter provider refuses an
 // instrument.
@@ -290,7 +302,8 @@ func (t *Telemetry) providers() (trace.TracerProvider, metric.MeterProvider) {
 }
 
 // StartBatch implements the engine's tracing hook: the batch's span.
-func (t *Telemetry) StartBatch(ctx context.Context, b *toolkit.Batch, calls int) (context.Context, tracehook.BatchTrace) {
+func (h hook) StartBatch(ctx context.Context, b *toolkit.Batch, calls int) (context.Context, tracehook.BatchTrace) {
+	t := h.t
 	if t.quietNow() {
 		return ctx, nil
 	}
@@ -347,7 +360,8 @@ func (t *Telemetry) startBatch(ctx context.Context, b *toolkit.Batch, calls int)
 // StartCall implements the engine's tracing hook: the call's span.
 // The batch decided whether to trace and measure (StartBatch): its calls
 // follow.
-func (t *Telemetry) StartCall(ctx context.Context, b tracehook.BatchTrace, c toolkit.CallInfo, tool *toolkit.Tool) (context.Context, tracehook.CallTrace) {
+func (h hook) StartCall(ctx context.Context, b tracehook.BatchTrace, c toolkit.CallInfo, tool *toolkit.Tool) (context.Context, tracehook.CallTrace) {
+	t := h.t
 	bt, ok := b.(*batchTrace)
 	if !ok {
 		return ctx, nil
@@ -384,7 +398,8 @@ func (t *Telemetry) StartCall(ctx context.Context, b tracehook.BatchTrace, c too
 
 // StartOp implements the engine's tracing hook: a span for work inside a call
 // (reset_tools, a skill load).
-func (t *Telemetry) StartOp(ctx context.Context, name string) (context.Context, tracehook.OpTrace) {
+func (h hook) StartOp(ctx context.Context, name string) (context.Context, tracehook.OpTrace) {
+	t := h.t
 	tr := t.tracerNow()
 	if tr == nil {
 		return ctx, nil
@@ -396,7 +411,8 @@ func (t *Telemetry) StartOp(ctx context.Context, name string) (context.Context, 
 // traceHeaders returns the W3C traceparent and tracestate of a span.
 // TraceContext implements the engine's tracing hook: the span ctx carries, for
 // session-level events sent outside a call (Session.Emit).
-func (t *Telemetry) TraceContext(ctx context.Context) events.Trace {
+func (h hook) TraceContext(ctx context.Context) events.Trace {
+	t := h.t
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {
 		return nil

@@ -317,6 +317,10 @@ func BenchmarkTracerHookOneKit(b *testing.B) {
 // engine itself (telemetry without providers decides the same way).
 type nilTracer struct{}
 
+func (t nilTracer) Tracehook() tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] {
+	return t
+}
+
 func (nilTracer) StartBatch(ctx context.Context, _ *toolkit.Batch, _ int) (context.Context, tracehook.BatchTrace) {
 	return ctx, nil
 }

@@ -281,6 +281,10 @@ type opTracer struct {
 	ops []string
 }
 
+func (r *opTracer) Tracehook() tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] {
+	return r
+}
+
 type opTrace struct {
 	r    *opTracer
 	name string

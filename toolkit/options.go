@@ -106,8 +106,12 @@ func WithObserverQueue(n int) Option { return func(o *options) { o.observerQueue
 // implements is internal so that the engine imports no tracing library
 // and shows no tracing types. Toolkits derived from this one
 // (Toolkit.Derive) use it too.
-func WithTracer(t tracehook.Tracer[*Batch, CallInfo, *Tool]) Option {
-	return func(o *options) { o.tracer = t }
+func WithTracer(t tracehook.Source[*Batch, CallInfo, *Tool]) Option {
+	var tr tracer
+	if t != nil {
+		tr = t.Tracehook()
+	}
+	return func(o *options) { o.tracer = tr }
 }
 
 // WithToolResolver installs a resolver for calls to tools nobody

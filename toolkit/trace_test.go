@@ -21,6 +21,10 @@ type recTracer struct {
 	ended   int
 }
 
+func (r *recTracer) Tracehook() tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] {
+	return r
+}
+
 type ctxKey struct{}
 
 type recCall struct {
@@ -150,6 +154,10 @@ func TestUntracedBatchAsksNothing(t *testing.T) {
 }
 
 type nilBatchTracer struct{ calls int }
+
+func (n *nilBatchTracer) Tracehook() tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] {
+	return n
+}
 
 func (n *nilBatchTracer) StartBatch(ctx context.Context, b *toolkit.Batch, calls int) (context.Context, tracehook.BatchTrace) {
 	return ctx, nil

@@ -52,6 +52,14 @@ type Tracer[B, I, T any] interface {
 	TraceContext(ctx context.Context) events.Trace
 }
 
+// A Source hands a toolkit its tracer: toolkit.WithTracer takes one, and
+// package telemetry's Telemetry is one. The tracer's own methods stay off
+// the Source's public face.
+type Source[B, I, T any] interface {
+	// Tracehook returns the tracer the engine calls.
+	Tracehook() Tracer[B, I, T]
+}
+
 // An OpStarter starts operations inside a traced call (see StartOp).
 type OpStarter interface {
 	// StartOp is called by StartOp: ctx is the context StartOp was given.

@@ -139,7 +139,11 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 // layouts add (the engine's hook is BenchmarkTracerHook's, in toolkit).
 type switchTracer struct {
 	on  bool
-	tel *telemetry.Telemetry
+	tel tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] // a Telemetry's
+}
+
+func (s *switchTracer) Tracehook() tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] {
+	return s
 }
 
 func (s *switchTracer) StartBatch(ctx context.Context, b *toolkit.Batch, calls int) (context.Context, tracehook.BatchTrace) {
@@ -174,7 +178,7 @@ func BenchmarkTelemetryShare(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			sw := &switchTracer{tel: tel}
+			sw := &switchTracer{tel: tel.Tracehook()}
 			tk := testutil.Kit(b, toolkit.WithTracer(sw))
 			testutil.Add(b, tk, testutil.Tool(b, toolkit.Spec{Name: "noop", ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (string, error) {
 				return "", nil
