@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/toolstream/toolstream/interceptors"
@@ -61,34 +60,18 @@ func WithAuthorize(fn func(r *http.Request, a Access) error) Option {
 	}))
 }
 
-// AccessError is a request the authorization hook refused.
-type AccessError struct {
-	Access Access
-	// Status is the HTTP status to answer with: 401 or 403.
-	Status int
-	Err    error
-}
-
-func (e *AccessError) Error() string {
-	return (&thread.AccessError{Access: toThread(e.Access), Err: e.Err}).Error()
-}
-
-func (e *AccessError) Unwrap() error { return e.Err }
-
 // Authorize asks the host's hook (WithAuthorize) about each of asks, in
-// order, and returns the first refusal as an *AccessError; nil when all
-// are allowed or the host has no hook. Routes of your own that act on a
-// thread (a stop button: Cancel) ask it too.
+// order, and returns the first refusal: an error that names what was
+// refused and wraps the hook's error (answer 401 when it wraps
+// ErrUnauthenticated, else 403); nil when all are allowed or the host has
+// no hook. Routes of your own that act on a thread (a stop button: Cancel)
+// ask it too.
 func (h *Host) Authorize(r *http.Request, asks ...Access) error {
 	in := make([]thread.Access, len(asks))
 	for i, a := range asks {
 		in[i] = toThread(a)
 	}
-	err := h.threads().Authorize(r, in...)
-	if e, ok := errors.AsType[*thread.AccessError](err); ok {
-		return &AccessError{Access: fromThread(e.Access), Status: e.Status, Err: e.Err}
-	}
-	return err
+	return h.threads().Authorize(r, in...)
 }
 
 func fromThread(a thread.Access) Access {

@@ -2,11 +2,17 @@ package ui_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/internal/leak"
+	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/internal/thread"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
 )
@@ -56,5 +62,32 @@ func readEnd(t *testing.T, l *thread.Log) *thread.End {
 		if end != nil {
 			return end
 		}
+	}
+}
+
+// TestHostAuthorize: a route of the application's own asks the host's hook
+// through Authorize; a refusal names the thread and wraps the hook's
+// error, so that ErrUnauthenticated tells 401 from 403.
+func TestHostAuthorize(t *testing.T) {
+	hook := func(r *http.Request, a ui.Access) error {
+		switch {
+		case r.Header.Get("Authorization") == "":
+			return fmt.Errorf("%w: no token", ui.ErrUnauthenticated)
+		case a.Action != ui.ActionRead:
+			return errors.New("read only")
+		}
+		return nil
+	}
+	a := uitest.New(t, ui.WithAuthorize(hook))
+	r := httptest.NewRequest(http.MethodPost, "/stop", nil)
+	if err := a.Host.Authorize(r, ui.Access{Thread: "t1", Action: ui.ActionRun}); !errors.Is(err, ui.ErrUnauthenticated) || !strings.Contains(err.Error(), `"t1"`) {
+		t.Errorf("no token: %v, want ErrUnauthenticated naming the thread", err)
+	}
+	r.Header.Set("Authorization", "Bearer ana")
+	if err := a.Host.Authorize(r, ui.Access{Thread: "t1", Action: ui.ActionRead}); err != nil {
+		t.Errorf("an allowed read: %v", err)
+	}
+	if err := a.Host.Authorize(r, ui.Access{Thread: "t1", Action: ui.ActionRead}, ui.Access{Thread: "t1", Action: ui.ActionRun}); err == nil || errors.Is(err, ui.ErrUnauthenticated) || !strings.Contains(err.Error(), "read only") {
+		t.Errorf("a refused run after an allowed read: %v, want the hook's refusal (403)", err)
 	}
 }
