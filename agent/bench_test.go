@@ -91,14 +91,16 @@ func demoLoop(ctx context.Context, sess *toolkit.Session, m benchModel, task str
 // adds an inline observer, so that every session event is built and
 // delivered; "streaming" also streams 8 text pieces and 2 argument pieces
 // per turn (the demo's loop cannot stream: it does the non-streaming
-// work only).
+// work only); "hooked" is "quiet" with every hook of agent.Hooks and a
+// model interceptor, all doing nothing (what the timing points cost; no
+// observer).
 func BenchmarkLoopOverhead(b *testing.B) {
 	const turns = 10
-	for _, mode := range []string{"quiet", "observed", "streaming"} {
+	for _, mode := range []string{"quiet", "observed", "streaming", "hooked"} {
 		b.Run(mode, func(b *testing.B) {
 			ctx := context.Background()
 			var opts []toolkit.Option
-			if mode != "quiet" {
+			if mode == "observed" || mode == "streaming" {
 				opts = append(opts, toolkit.WithInlineObserver(toolkit.ObserverFunc(func(*events.Event) {})))
 			}
 			tk := toolkit.New(opts...)
@@ -106,7 +108,14 @@ func BenchmarkLoopOverhead(b *testing.B) {
 			tk.Add(toolkit.MustTool(toolkit.Spec{Name: "weather", ConcurrencySafe: true},
 				func(ctx context.Context, in cityIn) (string, error) { return "sunny in " + in.City, nil }))
 			m := benchModel{turns: turns, stream: mode == "streaming"}
-			loop := agent.New(m)
+			var hooks []agent.Option
+			if mode == "hooked" {
+				hooks = append(hooks, agent.WithHooks(noHooks), agent.WithModelInterceptor(
+					func(ctx context.Context, req *agent.Request, next agent.Model) (*agent.Reply, error) {
+						return next.Generate(ctx, req)
+					}))
+			}
+			loop := agent.New(m, hooks...)
 			var agentT, demoT time.Duration
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -134,4 +143,19 @@ func BenchmarkLoopOverhead(b *testing.B) {
 			b.ReportMetric(float64(agentT)/float64(demoT), "agent/demo")
 		})
 	}
+}
+
+// noHooks has every hook, each doing nothing.
+var noHooks = agent.Hooks{
+	Start:       func(ctx context.Context, _ *agent.RunInfo) (context.Context, error) { return ctx, nil },
+	End:         func(context.Context, *agent.RunInfo, *agent.Outcome, error) {},
+	BeforeModel: func(context.Context, *agent.RunInfo, *agent.Request) error { return nil },
+	ModelFailed: func(context.Context, *agent.RunInfo, *agent.Request, error) agent.RetryDecision {
+		return agent.RetryAsPolicy
+	},
+	AfterReply: func(context.Context, *agent.RunInfo, *agent.Reply) error { return nil },
+	Eligible:   func(context.Context, *agent.RunInfo, *agent.Reply) bool { return true },
+	BatchStart: func(context.Context, *agent.RunInfo, *toolkit.Batch) {},
+	CallEnd:    func(context.Context, *agent.RunInfo, toolkit.Result) {},
+	BatchEnd:   func(context.Context, *agent.RunInfo, []toolkit.Result, *toolkit.Stop) {},
 }

@@ -6,5 +6,7 @@
 // agent/openaimodel and agent/anthropicmodel adapt the official OpenAI and
 // Anthropic SDKs, and docs/llm-sdk.md shows how to adapt another one. The
 // Conversation holds the history in a form no provider owns and marshals
-// to JSON, so a caller can persist it and continue later.
+// to JSON, so a caller can persist it and continue later. Hooks (WithHooks)
+// steer a run at its timing points, and ModelInterceptors wrap each model
+// call as toolkit interceptors wrap each tool call.
 package agent

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/toolstream/toolstream/toolkit"
@@ -66,18 +67,32 @@ func (p RetryPolicy) wait(n int, asked time.Duration) (time.Duration, bool) {
 }
 
 // generate asks the model for turn's reply, streaming its pieces to the
-// session's observers, and retries what the policy allows.
+// session's observers, and retries what the policy (and the ModelFailed
+// hooks) allow. The request is assembled from conv and defs, then by the
+// BeforeModel hooks, once, and again only when a hook asks; every attempt
+// sends the model chain a fresh copy of it.
 func (l *Loop) generate(ctx context.Context, r *run, turn int, conv *Conversation, defs []toolkit.Definition) (*Reply, error) {
 	sess := r.sess
+	assemble := true
 	for attempt := 1; ; attempt++ {
+		if assemble {
+			// Clipped: a hook's append must not write into the conversation.
+			r.base = Request{System: conv.System, Messages: slices.Clip(conv.Messages), Tools: slices.Clip(defs)}
+			if len(l.hooks) > 0 {
+				if err := l.beforeModel(ctx, &r.info, &r.base); err != nil {
+					return nil, err
+				}
+			}
+			assemble = false
+		}
 		st := &r.st
 		*st = streamer{ctx: ctx, sess: sess, turn: turn, observed: sess.Observed(), calls: st.calls[:0], earlier: conv.Messages}
 		req := &r.req
-		*req = Request{System: conv.System, Messages: conv.Messages, Tools: defs}
+		*req = r.base
 		if st.observed {
 			req.Stream = r.send
 		}
-		reply, err := l.model.Generate(ctx, req)
+		reply, err := l.chained.Generate(ctx, req)
 		if err == nil && reply == nil {
 			err = fmt.Errorf("%s returned no reply and no error", l.describe())
 		}
@@ -94,17 +109,37 @@ func (l *Loop) generate(ctx context.Context, r *run, turn int, conv *Conversatio
 			return nil, err
 		}
 		asked, retryable := isRetryable(err)
-		if !retryable {
-			return nil, err
-		}
 		if attempt >= l.retry.Attempts {
+			if !retryable {
+				return nil, err
+			}
 			return nil, fmt.Errorf("%w (after %d attempts)", err, attempt)
 		}
-		wait, ok := l.retry.wait(attempt, asked)
-		if !ok {
-			return nil, fmt.Errorf("%w (the server asks to wait %v, more than the retry policy's MaxWait %v)", err, asked.Round(time.Millisecond), l.retry.MaxWait)
+		decision := RetryAsPolicy
+		if len(l.hooks) > 0 {
+			decision = l.modelFailed(ctx, &r.info, &r.base, err)
+		}
+		switch decision {
+		case RetryGiveUp:
+			return nil, fmt.Errorf("%w (not asked again: a ModelFailed hook gave up)", err)
+		case RetryAsPolicy:
+			if !retryable {
+				return nil, err
+			}
+		case RetryReassemble:
+			assemble = true
+		}
+		var wait time.Duration // a request the policy would not retry changed: no wait
+		if retryable {
+			var ok bool
+			if wait, ok = l.retry.wait(attempt, asked); !ok {
+				return nil, fmt.Errorf("%w (the server asks to wait %v, more than the retry policy's MaxWait %v)", err, asked.Round(time.Millisecond), l.retry.MaxWait)
+			}
 		}
 		emit(ctx, sess, EventRetry, Retry{Turn: turn, Attempt: attempt, WaitMS: ms(wait), Error: err.Error()})
+		if wait <= 0 {
+			continue
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:

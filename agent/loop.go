@@ -36,6 +36,10 @@ type Loop struct {
 	retry    RetryPolicy
 	onSusp   func(ctx context.Context, s *toolkit.Session, r toolkit.Result) error
 	onBatch  []func(ctx context.Context, turn int, b *toolkit.Batch)
+
+	hooks        []Hooks            // hooks.go
+	interceptors []ModelInterceptor // modelchain.go
+	chained      Model              // model inside interceptors
 }
 
 // Option configures a Loop.
@@ -91,6 +95,7 @@ func New(m Model, opts ...Option) *Loop {
 	for _, o := range opts {
 		o(l)
 	}
+	l.chained = chain(m, l.interceptors)
 	return l
 }
 
@@ -108,9 +113,12 @@ const (
 	EndStopped End = "stopped"
 	// EndMaxTurns: the turn bound was reached (Run returns ErrMaxTurns).
 	EndMaxTurns End = "max_turns"
-	// EndError: the model failed, a suspension handler failed, or the run's
-	// context ended (Run returns the error).
+	// EndError: the model failed, a suspension handler or a hook failed,
+	// or the run's context ended (Run returns the error).
 	EndError End = "error"
+	// EndNotEligible: a Hooks.Eligible said the reply's calls must not
+	// run. The reply is not recorded: Outcome.Pending holds it.
+	EndNotEligible End = "not_eligible"
 )
 
 // Outcome is what a run did.
@@ -134,6 +142,11 @@ type Outcome struct {
 	Results []toolkit.Result
 	// Usage adds up the turns' token counts.
 	Usage Usage
+	// Pending is the reply whose calls did not run (End ==
+	// EndNotEligible), as the assistant message the loop would have
+	// recorded: to go on with it, add it to the conversation followed by
+	// one ToolMessage per call (toolkit.Session.Run runs them).
+	Pending *Message
 }
 
 // Run continues conv in the session until the model answers: each turn
@@ -144,7 +157,9 @@ type Outcome struct {
 // error (ErrTruncatedCall) that tells the model so; an answer cut there
 // ends the run as an answer with Outcome.Truncated set. It stops on an answer,
 // a stop from the toolkit (see End), the turn bound, a model failure that
-// retries did not cure, or the end of ctx.
+// retries did not cure, or the end of ctx. Hooks (WithHooks) steer it at
+// its timing points and model interceptors (WithModelInterceptor) wrap
+// each model call.
 //
 // Run returns the outcome so far with every error. Whatever happens, conv
 // is left valid (Conversation.Check): a reply's calls always get results,
@@ -152,7 +167,8 @@ type Outcome struct {
 // Run runs. The run's events go to the session's observers (see the
 // Event constants); a run_error event comes with every error once the run
 // has begun. A run refused at once (no session, a conversation that is
-// empty or breaks Check) sends no event and never asks the model.
+// empty or breaks Check) sends no event, calls no hook and never asks the
+// model.
 func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversation) (*Outcome, error) {
 	out := &Outcome{}
 	if sess == nil || conv == nil {
@@ -166,24 +182,46 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 	}
 	r := &run{sess: sess}
 	r.send = r.st.send
+	r.info = RunInfo{sess: sess, conv: conv}
+	if len(l.hooks) == 0 {
+		return out, l.turns(ctx, r, conv, out)
+	}
+	ctx, err := l.start(ctx, &r.info)
+	if err != nil {
+		out.End = EndError
+		err = l.fail(ctx, sess, 0, err, ctx.Err() != nil)
+	} else {
+		err = l.turns(ctx, r, conv, out)
+	}
+	l.end(ctx, &r.info, out, err)
+	return out, err
+}
+
+// turns runs the run's turns until one ends it.
+func (l *Loop) turns(ctx context.Context, r *run, conv *Conversation, out *Outcome) error {
+	sess := r.sess
 	for turn := 1; ; turn++ {
 		if turn > l.maxTurns {
 			out.End = EndMaxTurns
-			return out, l.fail(ctx, sess, turn-1, fmt.Errorf("%w (%d turns)", ErrMaxTurns, l.maxTurns), false)
+			return l.fail(ctx, sess, turn-1, fmt.Errorf("%w (%d turns)", ErrMaxTurns, l.maxTurns), false)
 		}
+		r.info.turn = turn
 		defs, err := sess.Definitions(ctx)
 		if err != nil {
 			out.End = EndError
-			return out, l.fail(ctx, sess, turn, fmt.Errorf("agent: turn %d: the session's tools: %w", turn, err), ctx.Err() != nil)
+			return l.fail(ctx, sess, turn, fmt.Errorf("agent: turn %d: the session's tools: %w", turn, err), ctx.Err() != nil)
 		}
 		if sess.Observed() {
 			emit(ctx, sess, EventTurnStart, TurnStart{Turn: turn, Model: l.name})
 		}
 		began := time.Now()
 		reply, err := l.generate(ctx, r, turn, conv, defs)
+		if err == nil && len(l.hooks) > 0 {
+			err = l.afterReply(ctx, &r.info, reply, &r.cut)
+		}
 		if err != nil {
 			out.End = EndError
-			return out, l.fail(ctx, sess, turn, fmt.Errorf("agent: turn %d: %w", turn, err), ctx.Err() != nil)
+			return l.fail(ctx, sess, turn, fmt.Errorf("agent: turn %d: %w", turn, err), ctx.Err() != nil)
 		}
 		out.Turns = turn
 		out.Usage = out.Usage.Add(reply.Usage)
@@ -191,33 +229,51 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 		if reply.Text != "" {
 			msg.Content = []events.Part{events.Text(reply.Text)}
 		}
-		conv.Messages = slices.Grow(conv.Messages, 1+len(reply.Calls))
-		conv.Add(msg)
 		if sess.Observed() {
 			emit(ctx, sess, EventTurnEnd, TurnEnd{Turn: turn, Model: l.modelName(reply), Text: reply.Text, Calls: reply.Calls,
 				Finish: reply.Finish, Usage: reply.Usage, DurationMS: ms(time.Since(began))})
 		}
+		if len(reply.Calls) > 0 && len(l.hooks) > 0 && !l.eligible(ctx, &r.info, reply) {
+			pending := msg // msg itself stays on the stack
+			out.End, out.Answer, out.Pending = EndNotEligible, reply.Text, &pending
+			emit(ctx, sess, EventAnswer, Answer{Text: out.Answer, End: out.End, Turns: out.Turns, Calls: len(out.Results), Usage: out.Usage})
+			return nil
+		}
+		conv.Messages = slices.Grow(conv.Messages, 1+len(reply.Calls))
+		conv.Add(msg)
 		if len(reply.Calls) == 0 {
 			out.End, out.Answer, out.Truncated = EndAnswer, reply.Text, reply.Finish == FinishLength
 			emit(ctx, sess, EventAnswer, Answer{Text: out.Answer, End: out.End, Truncated: out.Truncated,
 				Turns: out.Turns, Calls: len(out.Results), Usage: out.Usage})
-			return out, nil
+			return nil
 		}
-		results, stop, err := l.runCalls(ctx, sess, turn, reply.Calls, r.cut)
+		r.info.open = true
+		results, stop, err := l.runCalls(ctx, r, turn, reply.Calls, r.cut)
 		out.Results = append(out.Results, results...)
-		for _, r := range results {
-			conv.Add(Message{Role: RoleTool, CallID: r.Call.ID, Tool: r.Call.Name, Content: r.Content, IsError: r.IsError()})
+		for _, res := range results {
+			conv.Add(ToolMessage(res))
+		}
+		r.info.open = false
+		if len(l.hooks) > 0 {
+			stop = l.batchEnd(ctx, &r.info, results, stop)
 		}
 		if err != nil {
 			out.End = EndError
-			return out, l.fail(ctx, sess, turn, err, ctx.Err() != nil)
+			return l.fail(ctx, sess, turn, err, ctx.Err() != nil)
 		}
 		if stop.Reason != "" {
-			out.End, out.Stop, out.Answer = EndStopped, &stop, stopAnswer(stop, results)
+			stopped := stop // stop itself stays on the stack
+			out.End, out.Stop, out.Answer = EndStopped, &stopped, stopAnswer(stop, results)
 			emit(ctx, sess, EventAnswer, Answer{Text: out.Answer, End: out.End, Stop: out.Stop, Turns: out.Turns, Calls: len(out.Results), Usage: out.Usage})
-			return out, nil
+			return nil
 		}
 	}
+}
+
+// ToolMessage returns the tool message that records a call's result: its
+// model-visible content, flagged IsError when the call failed.
+func ToolMessage(r toolkit.Result) Message {
+	return Message{Role: RoleTool, CallID: r.Call.ID, Tool: r.Call.Name, Content: r.Content, IsError: r.IsError()}
 }
 
 // run is what one Run reuses from turn to turn (a model must not keep the
@@ -228,6 +284,8 @@ type run struct {
 	st   streamer
 	send func(Chunk) // st.send, bound once
 	cut  *truncation // the call the turn's reply was cut in, if any
+	info RunInfo     // what hooks see
+	base Request     // the turn's request as assembled, before interceptors
 }
 
 func (l *Loop) modelName(r *Reply) string {
@@ -246,7 +304,8 @@ func (l *Loop) fail(ctx context.Context, sess *toolkit.Session, turn int, err er
 // runCalls runs a reply's calls as one batch and waits for all of them.
 // The results come back in call order even with an error. A call the
 // reply was cut in (cut) gets its failure without running.
-func (l *Loop) runCalls(ctx context.Context, sess *toolkit.Session, turn int, calls []toolkit.Call, cut *truncation) ([]toolkit.Result, toolkit.Stop, error) {
+func (l *Loop) runCalls(ctx context.Context, r *run, turn int, calls []toolkit.Call, cut *truncation) ([]toolkit.Result, toolkit.Stop, error) {
+	sess := r.sess
 	var b *toolkit.Batch
 	if cut != nil {
 		b = sess.Start(ctx, calls, cut.outcome())
@@ -256,13 +315,23 @@ func (l *Loop) runCalls(ctx context.Context, sess *toolkit.Session, turn int, ca
 	for _, f := range l.onBatch {
 		f(ctx, turn, b)
 	}
+	hooked := len(l.hooks) > 0
+	if hooked {
+		l.batchStart(ctx, &r.info, b)
+	}
 	var suspErr error
-	for r := range b.Results() {
-		if r.Final() || l.onSusp == nil || suspErr != nil {
+	for res := range b.Results() {
+		if res.Final() {
+			if hooked {
+				l.callEnd(ctx, &r.info, res)
+			}
 			continue
 		}
-		if err := l.onSusp(ctx, sess, r); err != nil {
-			suspErr = fmt.Errorf("agent: turn %d: call %s (%s) suspended: %w", turn, r.Call.ID, r.Call.Name, err)
+		if l.onSusp == nil || suspErr != nil {
+			continue
+		}
+		if err := l.onSusp(ctx, sess, res); err != nil {
+			suspErr = fmt.Errorf("agent: turn %d: call %s (%s) suspended: %w", turn, res.Call.ID, res.Call.Name, err)
 			b.Cancel()
 		}
 	}

@@ -136,9 +136,7 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 	select {
 	case v = <-pd.ch:
 	case <-timer.C:
-		if expiryHook != nil {
-			expiryHook()
-		}
+		expiryHook()
 		if !p.withdraw(key, pd) {
 			v = <-pd.ch // decided just in time: the decision stands (see ask)
 			break
@@ -150,9 +148,7 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 		})
 		return
 	case <-ctx.Done():
-		if interruptHook != nil {
-			interruptHook()
-		}
+		interruptHook()
 		// The batch was cancelled: its calls are interrupted. A decision
 		// that took the request first was given (see ask): its AlwaysAllow
 		// stands.

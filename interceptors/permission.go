@@ -407,9 +407,7 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 	select {
 	case v = <-pd.ch:
 	case <-timer.C:
-		if expiryHook != nil {
-			expiryHook()
-		}
+		expiryHook()
 		if !p.withdraw(key, pd) {
 			// A decision took the request first (its Approve or Reject
 			// returned nil): it stands, on its way in pd.ch.
@@ -420,9 +418,7 @@ func (p *Permissions) ask(ctx context.Context, inv *toolkit.Invocation, next too
 		return toolkit.Failure(events.StateDenied, fmt.Errorf("%w: nobody approved this call of %q within %v, so it did not run. Ask the user before trying again",
 			ErrNoDecision, inv.Call.Name, p.wait))
 	case <-wait.Done():
-		if interruptHook != nil {
-			interruptHook()
-		}
+		interruptHook()
 		// An interrupted call does not run, even if a decision came at the
 		// same moment: its deadline or its batch's cancellation won. But a
 		// decision that took the request first (its Approve or Reject
@@ -569,16 +565,6 @@ func (p *Permissions) withdraw(key permKey, pd *permPending) bool {
 	delete(p.pending, key)
 	return true
 }
-
-// expiryHook, when set (tests only; nil in production), is called when an
-// approval's time is up, before the request is withdrawn: the window in
-// which a decision may still take it.
-var expiryHook func()
-
-// interruptHook, when set (tests only; nil in production), is called when
-// a waiting call's wait is interrupted, before its request is withdrawn:
-// the window in which a decision may still take it.
-var interruptHook func()
 
 func permJoin(a, b string) string {
 	if a == "" || b == "" {

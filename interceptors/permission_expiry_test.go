@@ -1,3 +1,5 @@
+//go:build toolstream_testhooks
+
 package interceptors_test
 
 import (

@@ -112,7 +112,9 @@ func WithPresets(tool string, presets map[string]any) ClientOption {
 	}
 }
 
-// TrustHints takes the server's tool annotations at their word. Without it,
+// TrustHints takes this server's tool annotations at their word: it is an
+// option of one Connect, so a host trusts the servers it names (its own, a
+// vetted one) and not the others it connects to the same toolkit. Without it,
 // only the title is used: an untrusted server that says "read-only" does not
 // make its tool concurrency-safe or read-only for permission rules, and its
 // destructive, idempotent and open-world hints keep the engine's cautious
@@ -388,6 +390,9 @@ func (c *Client) watch(cn *conn) {
 	}
 	if tail := stderrOf(cn.tr); tail != "" {
 		why += "; its standard error ends with: " + tail
+	}
+	if note := sseGuardOf(cn.tr).goneNote(); note != "" {
+		why += "; " + note
 	}
 	cn.err = fmt.Errorf("MCP server %q went away (%s)", c.name, why)
 	c.lost(cn, cn.err) // before gone: a call that saw gone finds the server down
@@ -873,6 +878,9 @@ func (c *Client) callFailed(cn *conn, err error) error {
 	why := fmt.Sprintf("%v; it does not answer a ping either", err)
 	if tail := stderrOf(cn.tr); tail != "" {
 		why += "; its standard error ends with: " + tail
+	}
+	if note := sseGuardOf(cn.tr).goneNote(); note != "" {
+		why += "; " + note
 	}
 	gone := fmt.Errorf("MCP server %q went away during the call (%s)", c.name, why)
 	c.lost(cn, gone)

@@ -53,12 +53,20 @@ func (c *Client) dialFailed(parent, dctx context.Context, tr mcp.Transport, err 
 			c.o.dialTimeout)
 		cause = dctx.Err()
 	default:
-		b.WriteString(err.Error())
+		if note := sseGuardOf(tr).dialNote(); note != "" {
+			b.WriteString(note) // says more than the SDK's "failed to connect"
+		} else {
+			b.WriteString(err.Error())
+		}
+	}
+	if note := sseGuardOf(tr).dialNote(); dctx.Err() != nil && parent.Err() == nil && note != "" {
+		b.WriteString("; " + note)
 	}
 	if tail := stderrOf(tr); tail != "" {
 		b.WriteString("; its standard error ends with:\n" + tail)
 	}
 	b.WriteString(unauthorizedHint(tr))
+	b.WriteString(sseHint(tr))
 	return &dialError{msg: b.String(), cause: errors.Join(cause, err)}
 }
 
@@ -84,12 +92,24 @@ func describeTransport(tr mcp.Transport) string {
 		}
 		return " (command: " + trimQuote(strings.Join(words, " "), maxCommandQuote) + ")"
 	case *mcp.StreamableClientTransport:
-		u, err := url.Parse(t.Endpoint)
-		if err != nil {
-			return ""
+		if u := redactURL(t.Endpoint); u != "" {
+			return " at " + u
 		}
-		u.User, u.RawQuery, u.Fragment = nil, "", ""
-		return " at " + trimQuote(u.String(), maxCommandQuote)
+	case *sseTransport:
+		if u := redactURL(t.inner.Endpoint); u != "" {
+			return " at " + u + " (HTTP+SSE)"
+		}
 	}
 	return ""
+}
+
+// redactURL is s without its query or user information, for errors; "" if
+// it does not parse.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return trimQuote(u.String(), maxCommandQuote)
 }

@@ -241,13 +241,16 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(r)
 }
 
-// authRecorder keeps the last 401 answer's challenge (WWW-Authenticate).
+// authRecorder keeps the last 401 answer's challenge (WWW-Authenticate),
+// and a POST refused as a server of the older HTTP+SSE transport refuses
+// the streamable transport's.
 type authRecorder struct {
-	base  http.RoundTripper
-	oauth bool // HTTP.OAuth is set
-	mu    sync.Mutex
-	last  string // "" until a 401
-	token bool   // that request carried an Authorization header
+	base    http.RoundTripper
+	oauth   bool // HTTP.OAuth is set
+	mu      sync.Mutex
+	last    string // "" until a 401
+	token   bool   // that request carried an Authorization header
+	refused string // the status of a POST answered 400, 404 or 405
 }
 
 func (t *authRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -263,22 +266,54 @@ func (t *authRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 		t.token = token
 		t.mu.Unlock()
 	}
+	if err == nil && r.Method == http.MethodPost {
+		switch resp.StatusCode {
+		case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
+			t.mu.Lock()
+			t.refused = resp.Status
+			t.mu.Unlock()
+		}
+	}
 	return resp, err
+}
+
+// recorderOf returns the recorder of an HTTP or SSE endpoint's transport.
+func recorderOf(tr mcp.Transport) (rec *authRecorder, sse bool) {
+	var rt http.RoundTripper
+	if st, ok := tr.(*mcp.StreamableClientTransport); ok && st.HTTPClient != nil {
+		rt = st.HTTPClient.Transport
+		if pr, ok := rt.(progressRoundTripper); ok {
+			rt = pr.base // Client.withProgress wraps it
+		}
+	} else if g := sseGuardOf(tr); g != nil {
+		rt, sse = g.base, true
+	}
+	rec, _ = rt.(*authRecorder)
+	return rec, sse
+}
+
+// sseHint says, when a streamable HTTP connection failed on a POST
+// answered as the older HTTP+SSE transport's servers answer it (MCP's
+// backwards-compatibility section: 400, 404 or 405), that SSE may reach
+// the server; "" otherwise.
+func sseHint(tr mcp.Transport) string {
+	rec, sse := recorderOf(tr)
+	if rec == nil || sse {
+		return ""
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.refused == "" {
+		return ""
+	}
+	return fmt.Sprintf("; the server answered a POST with %s: if it speaks the older HTTP+SSE transport (MCP 2024-11-05), reach it with mcpbridge.SSE (its URL often ends in /sse)", rec.refused)
 }
 
 // unauthorizedHint says what to do when an HTTP endpoint's connection
 // failed after the server answered 401; "" for other failures.
 func unauthorizedHint(tr mcp.Transport) string {
-	st, ok := tr.(*mcp.StreamableClientTransport)
-	if !ok || st.HTTPClient == nil {
-		return ""
-	}
-	rt := st.HTTPClient.Transport
-	if pr, ok := rt.(progressRoundTripper); ok {
-		rt = pr.base // Client.withProgress wraps it
-	}
-	rec, ok := rt.(*authRecorder)
-	if !ok {
+	rec, sse := recorderOf(tr)
+	if rec == nil {
 		return ""
 	}
 	rec.mu.Lock()
@@ -294,6 +329,10 @@ func unauthorizedHint(tr mcp.Transport) string {
 		last = "WWW-Authenticate: " + last
 	}
 	switch {
+	case sse && token:
+		return fmt.Sprintf("; the server answered 401 Unauthorized (%s) to the Authorization header of SSE.Headers: the token is wrong or expired", last)
+	case sse:
+		return fmt.Sprintf("; the server answered 401 Unauthorized (%s): it wants authorization, so set an Authorization header in SSE.Headers", last)
 	case rec.oauth:
 		return fmt.Sprintf("; the server answered 401 Unauthorized (%s) and the OAuth handler got no token it accepts", last)
 	case token:

@@ -42,9 +42,7 @@ func (c *Client) call(ctx context.Context, tool, subject string, args json.RawMe
 			// the answer.
 			return nil, fmt.Errorf("%w (tried %d times, until its deadline)", err, attempt+1)
 		}
-		if c.onBackoff != nil {
-			c.onBackoff()
-		}
+		backoffHook(c)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

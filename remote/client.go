@@ -54,9 +54,6 @@ type Client struct {
 	control string // wire.ControlSubject of the prefix and service, but for the kind
 	r       router
 	stats   clientCounters
-	// onBackoff, if set, runs when a call refused as busy starts waiting to
-	// be sent again (tests).
-	onBackoff func()
 }
 
 // ClientStats are a client's counters.

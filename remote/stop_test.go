@@ -1,3 +1,5 @@
+//go:build toolstream_testhooks
+
 package remote_test
 
 import (
@@ -43,7 +45,7 @@ func lateRequest(t *testing.T, n int) (r toolkit.Result, stopped *remote.Worker,
 			return "done", nil
 		}))
 		w := serve(t, bus, wk)
-		remote.OnRequest(w, func() {
+		remote.OnRequest(t, w, func() {
 			once.Do(func() {
 				held <- w
 				<-release
@@ -141,7 +143,7 @@ func TestCloseDuringBusyBackoff(t *testing.T) {
 	}()
 	cc := conn(t, bus)
 	c := remote.NewClient(cc, remote.WithBusyRetries(3))
-	remote.OnBackoff(c, func() { _ = c.Close() })
+	remote.OnBackoff(t, c, func() { _ = c.Close() })
 	tl, err := c.NewTool(toolkit.Spec{Name: "work"}, json.RawMessage(`{"type":"object"}`))
 	if err != nil {
 		t.Fatal(err)

@@ -56,10 +56,6 @@ type Worker struct {
 	calls    atomic.Uint64
 	refused  atomic.Uint64
 	failed   atomic.Uint64
-
-	// onRequest, if set, runs first in every endpoint handler: tests hold
-	// a request there, delivered by micro but not yet taken.
-	onRequest atomic.Pointer[func()]
 }
 
 type relayKey struct{ session, call string }
@@ -296,9 +292,7 @@ func idempotentTool(s toolkit.Spec) bool {
 func (w *Worker) handler(t *toolkit.Tool) micro.HandlerFunc {
 	tool, acceptNow := t.Name(), !idempotentTool(t.Spec())
 	return func(req micro.Request) {
-		if hook := w.onRequest.Load(); hook != nil {
-			(*hook)()
-		}
+		requestHook(w)
 		if req.Reply() == "" {
 			return // nobody to answer: not a call
 		}

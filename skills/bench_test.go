@@ -1,10 +1,13 @@
 package skills
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"testing/fstest"
+	"time"
 )
 
 // BenchmarkReadResource reads a small file two folders deep in a skill: on
@@ -39,6 +42,54 @@ func BenchmarkReadResource(b *testing.B) {
 			for b.Loop() {
 				if _, err := l.ReadResource(s, "docs/ref/a.md", 0); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkListing: what Skills costs when nothing changed on disk, with
+// the check that finds skills added or removed (a stat of the
+// repository's folder, the only one that holds no skill), beside reading the
+// last scan's list as it was before the check ("cached"), for 10 and
+// 100 skills in a folder on disk.
+func BenchmarkListing(b *testing.B) {
+	for _, n := range []int{10, 100} {
+		dir := b.TempDir()
+		for i := range n {
+			name := fmt.Sprintf("s%03d", i)
+			p := filepath.Join(dir, name, "SKILL.md")
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(skSkillText(name, "Bench.")), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// A library that was not just written: its folder's time is old.
+		old := time.Now().Add(-time.Hour)
+		if err := os.Chtimes(dir, old, old); err != nil {
+			b.Fatal(err)
+		}
+		repo, err := Dir("dir", dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		l, err := NewLibrary(repo)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("cached/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if len(slices.Clone(l.state.Load().sorted)) != n {
+					b.Fatal("skills lost")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("checked/%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if len(l.Skills()) != n {
+					b.Fatal("skills lost")
 				}
 			}
 		})

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && toolstream_testhooks
 
 package skills
 
@@ -88,12 +88,12 @@ func testFIFOSwappedIn(t *testing.T, kind string) {
 		}
 	}
 
-	resolvedHook = func(rel string) {
+	onResolved = func(rel string) {
 		if rel == "notes.md" {
 			setUnblock(swap("s/notes.md"))
 		}
 	}
-	t.Cleanup(func() { resolvedHook = nil })
+	t.Cleanup(func() { onResolved = nil })
 	err := within("a resource swapped for a pipe", func() error {
 		_, err := l.ReadResource(s, "notes.md", 0)
 		return err
@@ -102,7 +102,7 @@ func testFIFOSwappedIn(t *testing.T, kind string) {
 		t.Errorf("a resource swapped for a pipe: %v", err)
 	}
 
-	resolvedHook = func(rel string) {
+	onResolved = func(rel string) {
 		if rel == "t/SKILL.md" {
 			setUnblock(swap("t/SKILL.md"))
 		}
@@ -117,7 +117,7 @@ func testFIFOSwappedIn(t *testing.T, kind string) {
 
 	// The same with a writer holding the pipe open (and writing nothing):
 	// the open does not wait then, a read would.
-	resolvedHook = func(rel string) {
+	onResolved = func(rel string) {
 		if rel == "v/SKILL.md" {
 			swap("v/SKILL.md")
 			w, err := os.OpenFile(filepath.Join(dir, "v", "SKILL.md"), os.O_RDWR, 0)
@@ -138,13 +138,13 @@ func testFIFOSwappedIn(t *testing.T, kind string) {
 
 	// A folder swapped for a pipe between the listing of its parent and
 	// its own.
-	resolvedHook = nil
-	scanHook = func(d string) {
+	onResolved = nil
+	onScan = func(d string) {
 		if d == "u" {
 			setUnblock(swap("u"))
 		}
 	}
-	t.Cleanup(func() { scanHook = nil })
+	t.Cleanup(func() { onScan = nil })
 	if err := within("a rescan whose folder was swapped for a pipe", l.Reload); err != nil {
 		t.Errorf("reload: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Repository is a source of skills under a name. For a folder on disk use
@@ -34,8 +35,9 @@ type Repository struct {
 // opened with os.OpenRoot at every scan and every read, not held open: a
 // new folder renamed into place at that path, or a symbolic link at that
 // path switched to another folder (a deploy's atomic swap), is what the
-// next [Library.Reload] reads, and the next load that notices a changed
-// SKILL.md (see [Library.Refresh]) too. The path itself is trusted:
+// next scan reads: [Library.Reload], the next listing that notices a
+// folder changed (see [Library.Skills]), or the next load that notices a
+// changed SKILL.md (see [Library.Refresh]). The path itself is trusted:
 // symbolic links in it are followed, as the operating system resolves
 // them at each open. Dir fails when the folder cannot be opened now; a
 // scan that cannot open it later fails (Reload keeps the previous state),
@@ -105,6 +107,9 @@ type libraryState struct {
 	// kept are skills whose SKILL.md could not be used at this scan, kept
 	// as last read, with what is wrong with the file now.
 	kept map[*Skill]error
+	// seen is what the scan saw of each repository, by name, to tell
+	// cheaply whether it changed since.
+	seen map[string]*seen
 }
 
 func dirKey(repo, dir string) string { return repo + "\x00" + dir }
@@ -162,14 +167,23 @@ func NewLibrary(repos ...Repository) (*Library, error) {
 
 // Reload scans the repositories again and swaps in the result atomically,
 // picking up added, changed and removed skills and files. On error the
-// previous state stays.
+// previous state stays. The library does this by itself when its listing
+// is asked for and a skill folder changed (see [Library.Skills]); Reload
+// forces it.
 func (l *Library) Reload() error {
 	l.reloading.Lock()
 	defer l.reloading.Unlock()
+	return l.reload()
+}
+
+// reload is Reload with l.reloading held.
+func (l *Library) reload() error {
 	prev := l.state.Load()
-	st := &libraryState{byName: map[string]*Skill{}, byDir: map[string]*Skill{}, kept: map[*Skill]error{}}
+	st := &libraryState{byName: map[string]*Skill{}, byDir: map[string]*Skill{}, kept: map[*Skill]error{}, seen: map[string]*seen{}}
 	for _, r := range l.repos {
-		found, problems, err := scanRepository(r, l.byRepo[r.Name], prev, st)
+		sn := newSeen(time.Now())
+		st.seen[r.Name] = sn
+		found, problems, err := scanRepository(r, l.byRepo[r.Name], prev, st, sn)
 		if err != nil {
 			return fmt.Errorf("skills: repository %q: %w", r.Name, err)
 		}
@@ -194,22 +208,39 @@ func (l *Library) Reload() error {
 	return nil
 }
 
-// Skills returns the skills, sorted by name.
+// Skills returns the skills, sorted by name. A skill folder added to or
+// removed from a repository since the last scan, or a broken SKILL.md
+// fixed, makes the library scan its repositories again first (as Reload;
+// if that fails, the last scan's skills are returned), so
+// load_skill_through_path, its enum and [Loader.Prompt] see a skill copied
+// in at the next model turn, without Reload. Telling costs no scan: a stat
+// of each folder the last scan listed that holds no skill (the
+// repository's root, and the folders between it and the skills; one that
+// was modified lately is listed too, since a file system's coarse clock
+// may not move its time) and of each broken SKILL.md, through the same
+// confinement as a scan, over the paths the last scan found (about 8 µs
+// for 10 or 100 skills on disk, BenchmarkListing). A good SKILL.md edited
+// or removed is seen when it is loaded ([Library.Refresh]). A file system
+// whose folders have no modification time is listed at each call; one
+// whose clock runs more than 2 s behind this machine's may hide a change
+// until Reload.
 func (l *Library) Skills() []*Skill {
-	return slices.Clone(l.state.Load().sorted)
+	return slices.Clone(l.fresh().sorted)
 }
 
-// Skill returns the skill with the given name.
+// Skill returns the skill with the given name, as [Library.Skills] finds
+// it (a skill added on disk since the last scan is found).
 func (l *Library) Skill(name string) (*Skill, bool) {
-	s, ok := l.state.Load().byName[name]
+	s, ok := l.fresh().byName[name]
 	return s, ok
 }
 
 // Problems returns the skills that the last load or reload had to leave
 // out, and those it kept as last read because their SKILL.md cannot be
-// used now (see [NewLibrary]), by repository and then path.
+// used now (see [NewLibrary]), by repository and then path; like
+// [Library.Skills], it scans again first when the tree changed.
 func (l *Library) Problems() []Problem {
-	return slices.Clone(l.state.Load().problems)
+	return slices.Clone(l.fresh().problems)
 }
 
 // skillFS returns the file system to read the folder of s through, the
@@ -236,9 +267,6 @@ func (l *Library) skillFS(s *Skill) (fs.FS, string, func(), error) {
 	return fsys, dir, done, nil
 }
 
-// scanHook, when set by a test, runs before the scan lists a folder.
-var scanHook func(dir string)
-
 // scanRepository finds the skills of r in walk order. Only a failure to read
 // the repository's root is an error; anything else is a Problem.
 //
@@ -246,7 +274,8 @@ var scanHook func(dir string)
 // skill at the previous scan (prev), keeps that skill as it was read, in
 // st.kept with the reason, besides the Problem. Every skill found or kept
 // goes in st.byDir.
-func scanRepository(r Repository, src *source, prev, st *libraryState) ([]*Skill, []Problem, error) {
+// What the scan lists and stats goes in sn.
+func scanRepository(r Repository, src *source, prev, st *libraryState, sn *seen) ([]*Skill, []Problem, error) {
 	var (
 		found    []*Skill
 		problems []Problem
@@ -258,21 +287,27 @@ func scanRepository(r Repository, src *source, prev, st *libraryState) ([]*Skill
 	defer done()
 	var visit func(dir string) error
 	visit = func(dir string) error {
-		if scanHook != nil {
-			scanHook(dir)
-		}
+		scanHook(dir)
+		mod := dirTime(fsys, dir) // before the listing: a change during it moves the time
 		entries, err := fs.ReadDir(fsys, dir)
 		if err != nil {
 			if dir == "." {
 				return err
 			}
+			sn.dirs[dir] = dirSeen{print: unreadable}
 			problems = append(problems, Problem{r.Name, dir, fmt.Errorf("cannot read the folder: %w", err)})
 			return nil
 		}
 		for _, e := range entries {
 			if e.Name() == skillFileName && !e.IsDir() {
+				// Stamped before the read: a change during it makes the
+				// next look scan again.
+				before := fileStamp(fsys, skillFile(dir))
 				s, err := loadSkill(r.Name, src, dir)
 				if err != nil {
+					// Watched until fixed (a copy still being written);
+					// a good one's edits are for Refresh.
+					sn.files[skillFile(dir)] = before
 					problems = append(problems, Problem{r.Name, path.Join(dir, skillFileName), err})
 					// Removed since the listing, or no longer a regular
 					// file inside the folder (a link out, a pipe): gone.
@@ -291,6 +326,7 @@ func scanRepository(r Repository, src *source, prev, st *libraryState) ([]*Skill
 				return nil // a skill's subfolders are its resources
 			}
 		}
+		sn.dirs[dir] = dirSeen{print: dirPrint(entries), mod: mod}
 		for _, e := range entries {
 			// Links to folders are not entered: that is how walks loop.
 			if e.IsDir() {
@@ -320,9 +356,7 @@ func loadSkill(repo string, src *source, dir string) (*Skill, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resolvedHook != nil {
-		resolvedHook(path.Join(dir, skillFileName))
-	}
+	resolvedHook(dir, skillFileName)
 	f, err := fsys.Open(full)
 	if err != nil {
 		return nil, err

@@ -50,9 +50,10 @@ type Loader struct {
 	store  Store // WithStore: loads kept beyond the process; nil: none
 
 	mu       sync.Mutex
-	binds    map[string][]string        // skill -> groups bound by code
-	loaded   map[string]map[string]bool // session -> skills loaded
-	sessLibs map[string]sessionLibrary  // session -> its own library (SetSessionLibrary)
+	binds    map[string][]string         // skill -> groups bound by code
+	loaded   map[string]map[string]bool  // session -> skills loaded
+	sessLibs map[string]sessionLibrary   // session -> its own library (SetSessionLibrary)
+	offered  map[string]map[string]entry // session -> every skill its tool offered, by name (the latest)
 
 	tools memo.Cache[*toolkit.Tool] // the tool as sessions see it, by its skillId enum joined with NUL
 }
@@ -83,7 +84,7 @@ func WithResourceLimit(n int64) Option { return func(l *Loader) { l.limit = n } 
 // be nil when each session gets its own (SetSessionLibrary).
 func Install(tk *toolkit.Toolkit, lib *Library, opts ...Option) (*Loader, error) {
 	l := &Loader{tk: tk, lib: lib, limit: defaultResourceLimit, binds: map[string][]string{}, loaded: map[string]map[string]bool{},
-		sessLibs: map[string]sessionLibrary{}}
+		sessLibs: map[string]sessionLibrary{}, offered: map[string]map[string]entry{}}
 	for _, o := range opts {
 		o(l)
 	}
@@ -167,6 +168,7 @@ func (l *Loader) visibleTools(ctx context.Context, s *toolkit.Session, tools []*
 	}
 	out := slices.Clone(tools)
 	vis := l.entries(s.ID())
+	l.offer(s.ID(), vis)
 	if len(vis) == 0 {
 		return slices.Delete(out, i, i+1), nil
 	}
@@ -180,16 +182,54 @@ func (l *Loader) visibleTools(ctx context.Context, s *toolkit.Session, tools []*
 
 // resolve is toolkit.Visibility's Resolve: the loader runs as the session's
 // variant, whose skillId enum lists the skills the session may load, so the
-// engine refuses any other.
+// engine refuses any other. Skills the session was offered before and no
+// longer may load (removed on disk, or hidden by its filter since) stay in
+// that enum, so that a call naming one is told what became of it rather
+// than only that the name is not in a list.
 func (l *Loader) resolve(ctx context.Context, s *toolkit.Session, t *toolkit.Tool) (*toolkit.Tool, error) {
 	if t.Name() != LoadTool {
 		return t, nil
 	}
 	vis := l.entries(s.ID())
-	if len(vis) == 0 {
+	l.offer(s.ID(), vis)
+	names := entryNames(vis)
+	for _, e := range l.withdrawn(s.ID(), vis) {
+		names = append(names, e.s.Name)
+	}
+	if len(names) == 0 {
 		return nil, errors.New("there are no skills to load in this session")
 	}
-	return l.toolFor(entryNames(vis))
+	slices.Sort(names)
+	return l.toolFor(names)
+}
+
+// offer remembers the skills the session's tool offers now.
+func (l *Loader) offer(session string, vis []entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.offered[session]
+	if m == nil {
+		m = map[string]entry{}
+		l.offered[session] = m
+	}
+	for _, e := range vis {
+		m[e.s.Name] = e
+	}
+}
+
+// withdrawn returns the skills the session was offered that vis, what it
+// may load now, lacks, sorted by name.
+func (l *Loader) withdrawn(session string, vis []entry) []entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []entry
+	for name, e := range l.offered[session] {
+		if !slices.ContainsFunc(vis, func(v entry) bool { return v.s.Name == name }) {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b entry) int { return strings.Compare(a.s.Name, b.s.Name) })
+	return out
 }
 
 // sessionClosed is the SessionClosed a toolkit.Visibility may have.
@@ -197,6 +237,7 @@ func (l *Loader) sessionClosed(session string) {
 	l.mu.Lock()
 	delete(l.loaded, session)
 	delete(l.sessLibs, session)
+	delete(l.offered, session)
 	l.mu.Unlock()
 }
 
@@ -257,21 +298,35 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) (_ []events.Part
 	// The skill may have gone since the call was checked (a reload). Only
 	// the session's own repositories are searched.
 	i := slices.IndexFunc(vis, func(e entry) bool { return e.s.Name == args.SkillID })
-	if i < 0 {
-		return nil, fmt.Errorf("unknown skill %q. Skills you can load: %s", args.SkillID, strings.Join(entryNames(vis), ", "))
+	var this entry
+	var rest []entry // what else the session may load, for errors
+	if i >= 0 {
+		this, rest = vis[i], slices.Delete(slices.Clone(vis), i, i+1)
+	} else {
+		// Offered before, gone now: refreshing it as it was offered says
+		// what became of it (removed, broken, no longer for this session).
+		w := l.withdrawn(info.Session, vis)
+		j := slices.IndexFunc(w, func(e entry) bool { return e.s.Name == args.SkillID })
+		if j < 0 {
+			return nil, fmt.Errorf("unknown skill %q. Skills you can load: %s", args.SkillID, strings.Join(entryNames(vis), ", "))
+		}
+		this, rest = w[j], vis
 	}
-	lib := vis[i].lib
+	lib := this.lib
 	// One stat: a SKILL.md edited on disk is read again, a removed one is
 	// an error.
-	skill, err := lib.Refresh(vis[i].s)
-	if err == nil && skill != vis[i].s && l.filter != nil && !l.filter(info.Session, skill) {
+	skill, err := lib.Refresh(this.s)
+	if err == nil && skill != this.s && l.filter != nil && !l.filter(info.Session, skill) {
 		// The skill as read now (a later repository's of the same name, or
 		// one whose front matter changed) is not for this session.
 		err = fmt.Errorf("%w: skill %q changed on disk and is no longer one this session can load", ErrSkillGone, skill.Name)
 	}
+	if err == nil && i < 0 {
+		// Back on disk, yet not in what the session may load now.
+		err = fmt.Errorf("%w: skill %q is no longer one this session can load", ErrSkillGone, skill.Name)
+	}
 	if err != nil {
-		rest := entryNames(slices.Delete(vis, i, i+1))
-		return nil, fmt.Errorf("cannot load skill %q: %w. Skills you can load: %s", args.SkillID, err, strings.Join(rest, ", "))
+		return nil, fmt.Errorf("cannot load skill %q: %w. Skills you can load: %s", args.SkillID, err, strings.Join(entryNames(rest), ", "))
 	}
 	if args.Path == "" {
 		return nil, fmt.Errorf(`path is required: "SKILL.md" for the instructions of %q, or the path of one of its files`, skill.Name)
@@ -284,8 +339,7 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) (_ []events.Part
 	} else {
 		res, err := lib.ReadResource(skill, path, l.limit)
 		if errors.Is(err, ErrSkillGone) {
-			rest := entryNames(slices.Delete(vis, i, i+1))
-			return nil, fmt.Errorf("cannot load skill %q: %w. Skills you can load: %s", args.SkillID, err, strings.Join(rest, ", "))
+			return nil, fmt.Errorf("cannot load skill %q: %w. Skills you can load: %s", args.SkillID, err, strings.Join(entryNames(rest), ", "))
 		}
 		if err != nil {
 			return nil, resourceError(lib, skill, path, err)

@@ -51,7 +51,7 @@ func (l *Library) Refresh(s *Skill) (*Skill, error) {
 		return s, nil
 	}
 	// Another load may have read the change already.
-	if now, ok := l.Skill(s.Name); ok && err == nil && now != s && now.Repository == s.Repository && now.Dir == s.Dir && cur.same(now.stamp) {
+	if now, ok := l.state.Load().byName[s.Name]; ok && err == nil && now != s && now.Repository == s.Repository && now.Dir == s.Dir && cur.same(now.stamp) {
 		return now, nil
 	}
 	if rerr := l.Reload(); rerr != nil {
@@ -67,7 +67,7 @@ func (l *Library) Refresh(s *Skill) (*Skill, error) {
 		return now, nil
 	}
 	file := path.Join(s.Dir, skillFileName)
-	for _, p := range l.Problems() {
+	for _, p := range st.problems {
 		if p.Repository == s.Repository && p.Path == file {
 			return nil, fmt.Errorf("%w: skill %q changed on disk and its %s is now broken: %v", ErrSkillGone, s.Name, skillFileName, p.Err)
 		}

@@ -15,10 +15,6 @@ import (
 	"unicode/utf8"
 )
 
-// resolvedHook, when set by a test, runs between the check of a file's path
-// and its open, with the path read.
-var resolvedHook func(rel string)
-
 // maxPathBytes is the longest resource path [Library.ReadResource] accepts.
 const maxPathBytes = 512
 
@@ -113,9 +109,7 @@ func (l *Library) ReadResource(s *Skill, p string, limit int64) (Resource, error
 	if err != nil {
 		return Resource{}, err
 	}
-	if resolvedHook != nil {
-		resolvedHook(clean)
-	}
+	resolvedHook("", clean)
 	if limit <= 0 {
 		limit = defaultResourceLimit
 	}

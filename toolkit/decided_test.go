@@ -69,26 +69,3 @@ func TestDecidedCallNeverTimesOut(t *testing.T) {
 	}
 	close(release)
 }
-
-// TestDecidedCallPastItsDeadlineAtStart: the same when a runner took the
-// decided call just as its deadline passed (call.begin finds its context
-// over): it ends with its decision, a start and its result, not as a
-// timeout "before it could start".
-func TestDecidedCallPastItsDeadlineAtStart(t *testing.T) {
-	rec := &testutil.Recorder{}
-	tk := testutil.Kit(t, toolkit.WithObserver(rec))
-	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "write", Timeout: 20 * time.Millisecond}, func(context.Context, none) (string, error) {
-		return "written", nil
-	}))
-	holdRunner(t, "1", true, func(ctx context.Context) { await(t, ctx.Done(), "the call's deadline") })
-	denied := errors.New("a person said no")
-	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "write", `{}`)},
-		toolkit.WithOutcome(0, toolkit.Failure(events.StateDenied, denied)))
-	if r := rs[0]; r.State != events.StateDenied || !errors.Is(r.Err, denied) || r.Text() != "Error: "+denied.Error() {
-		t.Errorf("%s %v %q", r.State, r.Err, r.Text())
-	}
-	if got := testutil.Types(rec.Of("1")); !slices.Equal(got, []events.Type{events.TypeStart, events.TypeDelta, events.TypeResult}) {
-		t.Errorf("events: %v", got)
-	}
-	rec.Check(t)
-}

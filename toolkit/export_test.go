@@ -35,24 +35,18 @@ func InvokeForTest(ctx context.Context, t *Tool, raw json.RawMessage) ([]events.
 // toolkit can be timed with and without one (no batch may be running).
 func SetTracerForTest(tk *Toolkit, t tracer) { tk.opts.tracer = t }
 
-// SetSubmitHooksForTest sets the hooks of the race between Session.Submit and
-// the end of an external call's wait (nil to clear them).
-func SetSubmitHooksForTest(taken, extTakenFn func()) { submitTaken, extTaken = taken, extTakenFn }
-
-// SetSubmitCheckedHookForTest sets the hook that runs in Session.Submit
-// between its first look for the call and its second (nil to clear it).
-func SetSubmitCheckedHookForTest(f func()) { submitChecked = f }
-
-// SetRunnerHookForTest sets the hook that runs in a stage's runner with the
-// call it is about to take, before it takes it from the queue (claimed
-// false) and just before the call begins (claimed true); nil clears it.
-func SetRunnerHookForTest(f func(c context.Context, claimed bool)) {
-	if f == nil {
-		runnerHook.Store(nil)
-		return
-	}
-	runnerHook.Store(&f)
-}
-
 // ParentOf returns the toolkit tk was derived from, or nil.
 func ParentOf(tk *Toolkit) *Toolkit { return tk.family.parent }
+
+// SubmitInTwoForTest makes Session.Submit's first look (and the output
+// check) now and returns its second look, to run later: a test does
+// something to the call in between, where no caller's code runs in Submit.
+func SubmitInTwoForTest(s *Session, callID string, content []events.Part, err error) (second func() error) {
+	c, ok, cerr := s.submitLook(callID, content, err)
+	return func() error {
+		if cerr != nil {
+			return cerr
+		}
+		return s.submitTake(callID, c, ok, content, err)
+	}
+}

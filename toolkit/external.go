@@ -58,9 +58,7 @@ func (c *call) waitExternal(ctx context.Context, attempt int) Outcome {
 			// handing it its result: it wins, so that Submit never reports
 			// success for a result nobody gets, and no result stays in the
 			// channel for a later attempt.
-			if extTaken != nil {
-				extTaken()
-			}
+			hookExtTaken()
 			r := <-ext
 			return c.checkOutput(c.out.outcome(attempt, r.state, events.Part{}, r.parts, r.err))
 		}

@@ -82,20 +82,35 @@ func (s *Session) Toolkit() *Toolkit { return s.tk }
 // problems, nothing of it reaches the model or the observers, and the call
 // keeps waiting for a valid result (or an error). A failure is not checked.
 func (s *Session) Submit(callID string, content []events.Part, err error) error {
+	c, ok, cerr := s.submitLook(callID, content, err)
+	if cerr != nil {
+		return cerr
+	}
+	return s.submitTake(callID, c, ok, content, err)
+}
+
+// submitLook is Submit's first look: the call that waits under callID, if
+// any, and the check of a successful result, made outside the session's
+// lock (an output schema may take a while).
+func (s *Session) submitLook(callID string, content []events.Part, err error) (c *call, ok bool, cerr error) {
 	s.mu.Lock()
-	c, ok := s.suspended[callID]
+	c, ok = s.suspended[callID]
 	s.mu.Unlock()
 	if ok && err == nil {
 		c.mu.Lock()
 		exe := c.exe
 		c.mu.Unlock()
 		if cerr := exe.CheckOutput(content); cerr != nil {
-			return fmt.Errorf("toolkit: result refused; call %q of session %q still waits for a valid one: %w", callID, s.id, cerr)
+			return nil, false, fmt.Errorf("toolkit: result refused; call %q of session %q still waits for a valid one: %w", callID, s.id, cerr)
 		}
 	}
-	if submitChecked != nil {
-		submitChecked()
-	}
+	return c, ok, nil
+}
+
+// submitTake is Submit's second look: it takes c only if it is still the
+// call that waits under callID (the wait may have ended, and another call
+// may wait under the same id, since submitLook), and hands it the result.
+func (s *Session) submitTake(callID string, c *call, ok bool, content []events.Part, err error) error {
 	s.mu.Lock()
 	if ok {
 		// Checked outside the lock: taken only if still the same wait.
@@ -113,9 +128,7 @@ func (s *Session) Submit(callID string, content []events.Part, err error) error 
 	if !ok {
 		return fmt.Errorf("%w: %q in session %q", ErrUnknownCall, callID, s.id)
 	}
-	if submitTaken != nil {
-		submitTaken()
-	}
+	hookSubmitTaken()
 	state := events.StateSuccess
 	if err != nil {
 		state = events.StateError
@@ -339,10 +352,3 @@ func (s *Session) unsuspend(c *call) bool {
 	}
 	return false
 }
-
-// Test hooks, nil in production: submitChecked runs in Submit between its
-// first look for the call (and the output check) and its second, under the
-// lock; submitTaken between taking the call and handing it the result;
-// extTaken when an external wait that ended finds that Submit or Close took
-// its call.
-var submitChecked, submitTaken, extTaken func()

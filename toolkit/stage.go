@@ -1,7 +1,6 @@
 package toolkit
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -130,11 +129,7 @@ func (st *stage) do() { st.runCalls(false) }
 // came back late and must leave the batch alone.
 func (st *stage) runCalls(driver bool) bool {
 	for first := driver; ; first = false {
-		if h := runnerHook.Load(); h != nil {
-			if k := int(st.next.Load()); k < len(st.calls) {
-				(*h)(&st.calls[k], false)
-			}
-		}
+		hookRunnerQueued(st)
 		k := int(st.next.Add(1)) - 1
 		if k >= len(st.calls) {
 			return true
@@ -152,9 +147,7 @@ func (st *stage) runCalls(driver bool) bool {
 			c.started = st.start // the stage began a moment ago: no need to ask the clock again
 		}
 		c.counts.Store(true)
-		if h := runnerHook.Load(); h != nil {
-			(*h)(c, true)
-		}
+		hookRunnerClaimed(c)
 		if !c.exec() {
 			return false
 		}
@@ -189,9 +182,3 @@ func (b *Batch) endStage(st *stage) {
 	st.disarm()
 	b.current.Store(nil)
 }
-
-// Test hook, nil in production: runnerHook runs in a stage's runner with the
-// call it is about to take (its context, the call's): before it takes it
-// from the queue (claimed false), and once it did, just before the call
-// begins (claimed true). Atomic: runners of an earlier test may still read it.
-var runnerHook atomic.Pointer[func(c context.Context, claimed bool)]

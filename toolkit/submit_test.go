@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,27 +14,9 @@ import (
 
 // Tests of Session.Submit's second look: Submit finds the call, checks the
 // content outside the session's lock (an output schema may take a while),
-// then takes the call only if the same wait is still there. The hook
-// (export_test.go) holds the first Submit between the two looks while
-// something else happens to the call.
-
-// holdSubmit holds the first Submit that reaches its second look until
-// until returns; later Submits go through. It reports when the held one is
-// held. The hook is cleared at the end of the test.
-func holdSubmit(t *testing.T, until func()) <-chan struct{} {
-	held := make(chan struct{})
-	var once sync.Once
-	toolkit.SetSubmitCheckedHookForTest(func() {
-		first := false
-		once.Do(func() { first = true })
-		if first {
-			close(held)
-			until()
-		}
-	})
-	t.Cleanup(func() { toolkit.SetSubmitCheckedHookForTest(nil) })
-	return held
-}
+// then takes the call only if the same wait is still there. The tests run
+// the two looks apart (SubmitInTwoForTest, export_test.go) while something
+// else happens to the call in between.
 
 // suspendedKit starts a batch with one call of an external tool (with an
 // output schema, so that Submit checks the content) and returns once the
@@ -65,13 +46,6 @@ func waitSuspended(t *testing.T, b *toolkit.Batch) {
 	t.Fatal("the batch ended without a suspension")
 }
 
-// submitAsync runs Submit on a goroutine of its own.
-func submitAsync(s *toolkit.Session, id string, content []events.Part) <-chan error {
-	done := make(chan error, 1)
-	go func() { done <- s.Submit(id, content, nil) }()
-	return done
-}
-
 func submitted(t *testing.T, done <-chan error) error {
 	t.Helper()
 	select {
@@ -89,18 +63,11 @@ func submitted(t *testing.T, done <-chan error) error {
 // winner's content (a nil from Submit is never a result nobody gets).
 func TestSubmitTwiceAtOnce(t *testing.T) {
 	_, s, b := suspendedKit(t, 0)
-	second := make(chan error, 1)
-	var once sync.Once
-	// The held Submit lets the other one run to its end first.
-	held := holdSubmit(t, func() {
-		once.Do(func() { second <- s.Submit("x", []events.Part{jsonPart(`{"colour":"blue"}`)}, nil) })
-	})
-	first := submitAsync(s, "x", []events.Part{jsonPart(`{"colour":"red"}`)})
-	await(t, held, "the first Submit's second look")
-	if err := <-second; err != nil {
+	first := toolkit.SubmitInTwoForTest(s, "x", []events.Part{jsonPart(`{"colour":"red"}`)}, nil)
+	if err := s.Submit("x", []events.Part{jsonPart(`{"colour":"blue"}`)}, nil); err != nil {
 		t.Fatalf("the second Submit: %v", err)
 	}
-	if err := submitted(t, first); !errors.Is(err, toolkit.ErrUnknownCall) {
+	if err := submitted(t, submitSecondLook(first)); !errors.Is(err, toolkit.ErrUnknownCall) {
 		t.Errorf("the first Submit: %v, want ErrUnknownCall", err)
 	}
 	testutil.WaitFor(t, b.Done(), "the batch to end")
@@ -115,10 +82,9 @@ func TestSubmitTwiceAtOnce(t *testing.T) {
 // reaches it).
 func TestSubmitAsWaitTimesOut(t *testing.T) {
 	_, s, b := suspendedKit(t, 50*time.Millisecond)
-	held := holdSubmit(t, func() { await(t, b.Done(), "the call's timeout") })
-	done := submitAsync(s, "x", []events.Part{jsonPart(`{"colour":"red"}`)})
-	await(t, held, "Submit's second look")
-	if err := submitted(t, done); !errors.Is(err, toolkit.ErrUnknownCall) {
+	second := toolkit.SubmitInTwoForTest(s, "x", []events.Part{jsonPart(`{"colour":"red"}`)}, nil)
+	await(t, b.Done(), "the call's timeout")
+	if err := submitted(t, submitSecondLook(second)); !errors.Is(err, toolkit.ErrUnknownCall) {
 		t.Errorf("Submit: %v, want ErrUnknownCall", err)
 	}
 	if r := b.Wait()[0]; r.State != events.StateTimeout || !errors.Is(r.Err, toolkit.ErrTimeout) {
@@ -131,10 +97,9 @@ func TestSubmitAsWaitTimesOut(t *testing.T) {
 // interrupted by the Close.
 func TestSubmitAsSessionCloses(t *testing.T) {
 	_, s, b := suspendedKit(t, 0)
-	held := holdSubmit(t, s.Close)
-	done := submitAsync(s, "x", []events.Part{jsonPart(`{"colour":"red"}`)})
-	await(t, held, "Submit's second look")
-	if err := submitted(t, done); !errors.Is(err, toolkit.ErrClosed) {
+	second := toolkit.SubmitInTwoForTest(s, "x", []events.Part{jsonPart(`{"colour":"red"}`)}, nil)
+	s.Close()
+	if err := submitted(t, submitSecondLook(second)); !errors.Is(err, toolkit.ErrClosed) {
 		t.Errorf("Submit: %v, want ErrClosed", err)
 	}
 	testutil.WaitFor(t, b.Done(), "the batch to end")
@@ -151,15 +116,11 @@ func TestSubmitAsSessionCloses(t *testing.T) {
 // Submit of its own.
 func TestSubmitToACallThatLeftAndCameBack(t *testing.T) {
 	_, s, b := suspendedKit(t, 50*time.Millisecond)
-	var next *toolkit.Batch
-	held := holdSubmit(t, func() {
-		await(t, b.Done(), "the first call's timeout")
-		next = s.Start(context.Background(), []toolkit.Call{testutil.Call("x", "ask", `{}`)})
-		waitSuspended(t, next)
-	})
-	done := submitAsync(s, "x", []events.Part{jsonPart(`{"colour":"red"}`)})
-	await(t, held, "Submit's second look")
-	if err := submitted(t, done); !errors.Is(err, toolkit.ErrUnknownCall) {
+	second := toolkit.SubmitInTwoForTest(s, "x", []events.Part{jsonPart(`{"colour":"red"}`)}, nil)
+	await(t, b.Done(), "the first call's timeout")
+	next := s.Start(context.Background(), []toolkit.Call{testutil.Call("x", "ask", `{}`)})
+	waitSuspended(t, next)
+	if err := submitted(t, submitSecondLook(second)); !errors.Is(err, toolkit.ErrUnknownCall) {
 		t.Errorf("Submit: %v, want ErrUnknownCall", err)
 	}
 	if r := b.Wait()[0]; r.State != events.StateTimeout {
@@ -175,4 +136,12 @@ func TestSubmitToACallThatLeftAndCameBack(t *testing.T) {
 	if r := next.Wait()[0]; r.State != events.StateSuccess || r.Text() != `{"colour":"blue"}` {
 		t.Errorf("the new call: %s %q", r.State, r.Text())
 	}
+}
+
+// submitSecondLook runs a Submit's second look on a goroutine: a second
+// look that blocks fails the test (submitted) instead of hanging it.
+func submitSecondLook(second func() error) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- second() }()
+	return done
 }

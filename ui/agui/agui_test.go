@@ -3,14 +3,12 @@ package agui_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -542,39 +540,22 @@ func TestClosedHost(t *testing.T) {
 // A client that goes away cancels the run of the response it was
 // reading, and no other: here its response ends (the gate opens) and
 // another request starts a run (which pauses) before the handler gets to
-// cancel (the hook holds it there). That run must still be paused after:
-// the cancel used to land on whatever run the thread had then.
+// cancel. That run must still be paused after: the cancel used to land on
+// whatever run the thread had then. The test plays the handler's first
+// half (it finds its client gone, with the response it read) and drives the
+// second, clientGone, once run B waits: no caller's code runs between them.
 func TestClientGoneCancelsOnlyItsRun(t *testing.T) {
 	a := uitest.New(t)
-	servedA := make(chan struct{})
-	h := agui.NewHandler(a.Host)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r)
-		if r.Header.Get("X-Test-Run") == "A" {
-			close(servedA)
-		}
-	}))
+	srv := httptest.NewServer(agui.NewHandler(a.Host))
 	t.Cleanup(srv.Close)
-	gone, release := make(chan struct{}), make(chan struct{})
-	agui.SetClientGoneHook(func() {
-		close(gone)
-		<-release
-	})
-	t.Cleanup(func() { agui.SetClientGoneHook(nil) })
-	let := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(let) // before the server closes, if the test fails early
 
-	// Run A waits in the gate; its client reads until the gate started, then goes.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	// Run A waits in the gate: the response its client reads.
 	body, _ := json.Marshal(input("t13", "A", user("u1", "gate")))
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, bytes.NewReader(body))
-	req.Header.Set("X-Test-Run", "A")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("run A: status %d", resp.StatusCode)
 	}
@@ -584,13 +565,17 @@ func TestClientGoneCancelsOnlyItsRun(t *testing.T) {
 			break
 		}
 	}
-	cancel()
-	resp.Body.Close()
-	<-gone
+	th := a.Threads.Lookup("t13")
+	logA := th.Streaming()
+	if logA == nil {
+		t.Fatal("run A does not stream")
+	}
 
 	// Meanwhile run A ends and run B starts, and pauses.
 	close(a.Gate)
-	th := a.Threads.Lookup("t13")
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for th.Streaming() != nil {
 		if time.Now().After(deadline) {
@@ -606,8 +591,7 @@ func TestClientGoneCancelsOnlyItsRun(t *testing.T) {
 	n1 := ints[0].(map[string]any)["id"].(string)
 
 	// Now the handler of A cancels: run B must not mind.
-	let()
-	<-servedA
+	agui.ClientGoneForTest(th, logA)
 	in := input("t13", "C", user("u1", "gate"), user("u2", "note"))
 	in["resume"] = []any{map[string]any{"interruptId": n1, "status": "resolved", "payload": map[string]any{"approved": true}}}
 	c := run(t, srv.URL, in)
@@ -616,43 +600,6 @@ func TestClientGoneCancelsOnlyItsRun(t *testing.T) {
 	}
 	if last := c[len(c)-1]; last["type"] != "RUN_FINISHED" || last["outcome"].(map[string]any)["type"] != "interrupt" {
 		t.Errorf("run B does not go on to its second approval:\n%s", dump(c))
-	}
-}
-
-// A resume whose second entry finds its call no longer waiting (its
-// approval expired just then; here it is decided elsewhere in the window):
-// the first answer is given and the run goes on in this run, which opens
-// with a CUSTOM toolstream.answers event saying which answers took effect
-// and which did not. The request used to fail with 409 after the first
-// answer was given, and the run went on unseen.
-func TestResumePartlyGiven(t *testing.T) {
-	a, url := serve(t)
-	first := run(t, url, input("t14", "r1", user("u1", "two")))
-	if first[len(first)-1]["outcome"].(map[string]any)["type"] != "interrupt" {
-		t.Fatalf("not paused:\n%s", dump(first))
-	}
-	calls := a.WaitPaused(t, "t14", 2)
-	a.RejectInTheWindow(t, "t14", 1, calls[1])
-	in := input("t14", "r2", user("u1", "two"))
-	in["resume"] = []any{
-		map[string]any{"interruptId": calls[0], "status": "resolved", "payload": map[string]any{"approved": true}},
-		map[string]any{"interruptId": calls[1], "status": "resolved", "payload": map[string]any{"approved": true}},
-	}
-	second := run(t, url, in)
-	custom := second[2]
-	b, _ := json.Marshal(custom["value"])
-	var report thread.AnswersReport
-	_ = json.Unmarshal(b, &report)
-	if custom["type"] != "CUSTOM" || custom["name"] != agui.CustomAnswers || len(report.Given) != 1 || report.Given[0] != (thread.AnswerOutcome{Call: calls[0], Approved: true}) ||
-		len(report.Refused) != 1 || report.Refused[0].Call != calls[1] || !strings.Contains(report.Refused[0].Error, "no call waits for a decision") {
-		t.Errorf("the run opens with %v", custom)
-	}
-	res := results(second)
-	if res[calls[0]] != "asked" || !strings.Contains(res[calls[1]], "decided elsewhere") {
-		t.Errorf("results %v", res)
-	}
-	if text(second) != "Done." || second[len(second)-1]["type"] != "RUN_FINISHED" {
-		t.Errorf("the run:\n%s", dump(second))
 	}
 }
 

@@ -8,9 +8,9 @@ import (
 	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
-// SetClientGoneHook sets the function the handler calls when it found
-// its client gone, before it cancels (tests only; nil resets it).
-func SetClientGoneHook(f func()) { clientGoneHook = f }
+// ClientGoneForTest runs what the handler does once it found its client
+// gone, with the response it was reading.
+func ClientGoneForTest(t *thread.Thread, log *thread.Log) { clientGone(t, log) }
 
 // Translate writes the AG-UI run that a response of these events, ending
 // with end, makes (tests only): RUN_STARTED, the events' translation, the

@@ -145,19 +145,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// clientGoneHook, when set (export_test.go; nil in production), is called
-// when the handler found its client gone, before it cancels: the window in
-// which the response may end and another request start a run
-// (TestClientGoneCancelsOnlyItsRun). No code of a caller runs there, so no
-// public seam can hold the handler in it.
-var clientGoneHook func()
-
 // clientGone stops the run of the response the client was reading, and
 // only while that response goes on: AG-UI has no resume of a stream.
+// Between the handler finding its client gone and this, the response may
+// end and another request start a run; TestClientGoneCancelsOnlyItsRun
+// calls it in that window.
 func clientGone(t *thread.Thread, log *thread.Log) {
-	if clientGoneHook != nil {
-		clientGoneHook()
-	}
 	t.CancelResponse(log)
 }
 

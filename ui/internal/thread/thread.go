@@ -252,26 +252,6 @@ func (h *Host) Lookup(id string) *Thread {
 	return h.threads[h.prefix+id]
 }
 
-// markDelay holds marks back in tests, to widen the window in which
-// requests meet a response whose end is decided but not yet cut.
-var markDelay time.Duration
-
-// movedOnHook, when set (tests only; nil in production), is called by
-// Begin when it unlocked the thread to cancel a paused run for new
-// messages: from there until it locks the thread again, a concurrent
-// request that read the thread before may take the same messages.
-var movedOnHook func()
-
-// answersHook, when set (tests only; nil in production), is called when
-// a request's answers were checked, before the thread announces them
-// (ui_answers): the window in which the response Begin read may end.
-var answersHook func()
-
-// startHook, when set (tests only; nil in production), is called by
-// Begin with the thread locked when it is about to start a run, before it
-// asks the host whether it is closed: the window in which Close may begin.
-var startHook func()
-
 // Thread is one conversation served to a UI: a toolkit session, the
 // conversation and its responses.
 type Thread struct {
@@ -340,9 +320,7 @@ func (t *Thread) add(ev *events.Event) {
 		// Not from here: the observer runs inside the toolkit's dispatch.
 		go func() {
 			defer t.h.wg.Done()
-			if markDelay > 0 {
-				time.Sleep(markDelay)
-			}
+			markHook()
 			_ = t.sess.Emit(context.Background(), MarkEvent, Mark{Thread: t.nonce, Response: s.want})
 		}()
 	}
@@ -471,9 +449,7 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 			// interrupted, answers or not) and a new one takes the messages.
 			cancel, done, l := t.cancel, t.done, t.cur
 			t.mu.Unlock()
-			if movedOnHook != nil {
-				movedOnHook()
-			}
+			movedOnHook()
 			cancel()
 			<-done
 			<-l.Done() // its last response (the run's error) is over
@@ -512,9 +488,7 @@ func (t *Thread) Begin(in Input) (*Log, error) {
 		t.mu.Unlock()
 		return nil, ErrNothingToRun
 	}
-	if startHook != nil {
-		startHook()
-	}
+	startHook()
 	if !t.h.enter() {
 		t.mu.Unlock()
 		return nil, ErrClosed
@@ -618,9 +592,7 @@ func (t *Thread) decide(l *Log, waiting []interceptors.ApprovalRequest, answers 
 	}
 	// Before any answer: the response must not end on these calls while
 	// their decisions travel (see AnswersEvent).
-	if answersHook != nil {
-		answersHook()
-	}
+	answersHook()
 	_ = t.sess.Emit(context.Background(), AnswersEvent, AnswerCalls{Thread: t.nonce, Calls: calls})
 	t.mu.Lock()
 	if t.answeredIn != nil {
@@ -630,9 +602,7 @@ func (t *Thread) decide(l *Log, waiting []interceptors.ApprovalRequest, answers 
 	var given []Answer
 	var refused []RefusedAnswer
 	for i, a := range answers {
-		if hook.BeforeAnswer != nil {
-			hook.BeforeAnswer(i)
-		}
+		hook.BeforeAnswer(i)
 		var err error
 		if a.Approve {
 			var opts []interceptors.ApproveOption

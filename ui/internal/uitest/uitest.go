@@ -34,7 +34,6 @@ import (
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 	"github.com/toolstream/toolstream/ui"
-	"github.com/toolstream/toolstream/ui/internal/hook"
 	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
@@ -339,22 +338,6 @@ func (a *Agent) WaitPaused(t testing.TB, id string, n int) []string {
 		}
 		time.Sleep(time.Millisecond)
 	}
-}
-
-// RejectInTheWindow makes the request's answer i find its call no longer
-// waiting: just before it is given (hook.BeforeAnswer), the call is
-// decided elsewhere, as an approval that expires just then would be.
-func (a *Agent) RejectInTheWindow(t testing.TB, id string, i int, call string) {
-	t.Helper()
-	sess := a.Threads.Lookup(id).Session().ID()
-	hook.BeforeAnswer = func(j int) {
-		if j == i {
-			if err := a.Perms.Reject(sess, call, "decided elsewhere"); err != nil {
-				t.Errorf("rejecting %s in the window: %v", call, err)
-			}
-		}
-	}
-	t.Cleanup(func() { hook.BeforeAnswer = nil })
 }
 
 // SmallBuffers serves h on loopback with small socket send buffers, and
