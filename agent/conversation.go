@@ -140,6 +140,11 @@ func (m Message) Text() string {
 type Conversation struct {
 	System   string    `json:"system,omitempty"`
 	Messages []Message `json:"messages"`
+	// State is the runs' typed state ([State]) by key, as JSON: what the
+	// tools wrote, kept for the next run. Run brings it up to date after
+	// each batch (so a store saving the conversation when a turn's calls
+	// start has the state of the turns before) and when it returns.
+	State map[string]json.RawMessage `json:"state,omitempty"`
 }
 
 // NewConversation returns a conversation with a system prompt and, if

@@ -77,7 +77,7 @@ func (l *Loop) generate(ctx context.Context, r *run, turn int, conv *Conversatio
 	for attempt := 1; ; attempt++ {
 		if assemble {
 			// Clipped: a hook's append must not write into the conversation.
-			r.base = Request{System: conv.System, Messages: slices.Clip(conv.Messages), Tools: slices.Clip(defs)}
+			r.base = Request{System: conv.System, Messages: slices.Clip(l.contextFor(ctx, r, turn, conv)), Tools: slices.Clip(defs)}
 			if len(l.hooks) > 0 {
 				if err := l.beforeModel(ctx, &r.info, &r.base); err != nil {
 					return nil, err

@@ -33,7 +33,8 @@ type Hooks struct {
 	End func(ctx context.Context, run *RunInfo, out *Outcome, err error)
 
 	// BeforeModel is called before each model call with the request
-	// assembled from the stored conversation and the session's tools: it
+	// assembled from the stored conversation (what the loop's
+	// ContextPolicy sends of it, with one) and the session's tools: it
 	// may rewrite req.System, req.Messages and req.Tools for this call
 	// only (compression, dynamic instructions, a narrower tool list). The
 	// slices share their elements with the conversation: assign new ones

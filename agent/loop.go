@@ -40,6 +40,7 @@ type Loop struct {
 	hooks        []Hooks            // hooks.go
 	interceptors []ModelInterceptor // modelchain.go
 	chained      Model              // model inside interceptors
+	policy       *ContextPolicy     // context.go; nil: the model is sent the whole conversation
 }
 
 // Option configures a Loop.
@@ -167,8 +168,8 @@ type Outcome struct {
 // Run runs. The run's events go to the session's observers (see the
 // Event constants); a run_error event comes with every error once the run
 // has begun. A run refused at once (no session, a conversation that is
-// empty or breaks Check) sends no event, calls no hook and never asks the
-// model.
+// empty or breaks Check, a ContextPolicy with a negative number) sends no
+// event, calls no hook and never asks the model.
 func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversation) (*Outcome, error) {
 	out := &Outcome{}
 	if sess == nil || conv == nil {
@@ -180,6 +181,11 @@ func (l *Loop) Run(ctx context.Context, sess *toolkit.Session, conv *Conversatio
 	if len(conv.Messages) == 0 {
 		return out, errors.New("agent: the conversation has no message to answer")
 	}
+	if err := l.policy.check(); err != nil {
+		return out, err
+	}
+	ctx, scope := beginRun(ctx, sess, conv)
+	defer scope.close()
 	r := &run{sess: sess}
 	r.send = r.st.send
 	r.info = RunInfo{sess: sess, conv: conv}
@@ -257,6 +263,7 @@ func (l *Loop) turns(ctx context.Context, r *run, conv *Conversation, out *Outco
 		if len(l.hooks) > 0 {
 			stop = l.batchEnd(ctx, &r.info, results, stop)
 		}
+		saveState(ctx, conv)
 		if err != nil {
 			out.End = EndError
 			return l.fail(ctx, sess, turn, err, ctx.Err() != nil)
@@ -286,6 +293,7 @@ type run struct {
 	cut  *truncation // the call the turn's reply was cut in, if any
 	info RunInfo     // what hooks see
 	base Request     // the turn's request as assembled, before interceptors
+	win  window      // the context policy's state
 }
 
 func (l *Loop) modelName(r *Reply) string {

@@ -30,10 +30,11 @@ type Namer interface {
 type Request struct {
 	// System is the system prompt; empty for none.
 	System string
-	// Messages are the conversation so far, oldest first. They follow the
-	// rules of Conversation.Check. The model must not modify them; a hook
-	// or an interceptor that rewrites them assigns a new slice (its
-	// elements are the stored conversation's).
+	// Messages are the conversation so far, oldest first, or what the
+	// loop's ContextPolicy sends of it. They follow the rules of
+	// Conversation.Check. The model must not modify them; a hook or an
+	// interceptor that rewrites them assigns a new slice (its elements are
+	// the stored conversation's).
 	Messages []Message
 	// Tools are the tools on offer this turn, as the session defines them
 	// now (tool groups and skills change them between turns).

@@ -65,7 +65,10 @@ func (s *Store) SaveEachTurn(session string, conv *agent.Conversation, onErr fun
 // (through the store's interceptor, a call that finished before the restart
 // returns its stored result instead of running again) and their results are
 // added. Then agent.Loop.Run can go on with it. It returns how many calls
-// it answered.
+// it answered. The calls read and update the conversation's state
+// (agent.State) as they would in the loop; a call that finished before the
+// restart, its stored result returned, does not run again, so what it
+// wrote to the state after the conversation was saved is not there.
 //
 // A call the loop did not run because the model's reply was cut at the
 // output token limit before its arguments were written (the message's last
@@ -105,7 +108,10 @@ func Resume(ctx context.Context, sess *toolkit.Session, conv *agent.Conversation
 	if len(calls) == 0 {
 		return 0, nil
 	}
-	for _, r := range sess.Run(ctx, calls, opts...) {
+	stateCtx, saveState := agent.WithState(ctx, conv) // the calls see and update the run's state
+	results := sess.Run(stateCtx, calls, opts...)
+	saveState()
+	for _, r := range results {
 		conv.Add(agent.Message{Role: agent.RoleTool, CallID: r.Call.ID, Tool: r.Call.Name, Content: r.Content, IsError: r.IsError()})
 	}
 	if err := conv.Check(); err != nil {

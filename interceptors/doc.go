@@ -14,7 +14,7 @@
 //	ErrorPolicy                errors       rewrites failure messages, fatal failures
 //	NewPermissions(...).Interceptor()
 //	                           permissions  allow / ask a person / deny, per tool and argument
-//	CallLimits                 limits       caps calls per session/run, total/per tool
+//	CallLimits                 limits       caps calls per turn/run/session, total/per tool
 //	LoopGuard                  loopguard    refuses the n-th identical call in a window
 //	Evict                      evict        stores huge results, shows where and the first lines
 //	Sanitize                   sanitize     placeholder, truncation, redaction
@@ -29,7 +29,7 @@
 //		interceptors.Audit(log),                  // records what the model finally gets
 //		interceptors.ErrorPolicy(),               // sees the final failure, not each attempt
 //		perms.Interceptor(),                      // asks once per call, not per attempt
-//		interceptors.CallLimits(interceptors.PerBatch(20)),
+//		interceptors.CallLimits(interceptors.PerRun(20)),
 //		interceptors.LoopGuard(3, 10*time.Minute),
 //		interceptors.Evict(),                     // stores the final, redacted result
 //		interceptors.Sanitize(interceptors.RedactAPIKeys(), interceptors.SanitizeMaxBytes(0)),

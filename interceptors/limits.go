@@ -21,28 +21,34 @@ var ErrLimit = errors.New("call limit reached")
 type limitError struct {
 	// Tool is the limited tool, or "" for a limit on all tools together.
 	Tool string
-	// Scope is "session" or "run".
+	// Scope is what the limit counts in: "turn" ([PerTurn]), "run"
+	// ([PerRun]) or "session" ([PerSession]).
 	Scope string
 	// Limit is how many calls the scope allows.
 	Limit int
 }
 
-// Error tells the model which limit it reached and to stop.
+// Error tells the model which limit it reached and what it can do: call
+// again in a later turn (a limit per turn), or stop calling the tool.
 func (e *limitError) Error() string {
 	who, it := "tools", "tools"
 	has, total := "have", " in total"
 	if e.Tool != "" {
 		who, it, has, total = fmt.Sprintf("%q", e.Tool), "it", "has", ""
 	}
+	advice := fmt.Sprintf("stop calling %s and answer with what you have", it)
 	if e.Limit <= 0 {
-		return fmt.Sprintf("call limit reached: %s may not run in this %s; stop calling %s and answer with what you have", who, e.Scope, it)
+		return fmt.Sprintf("call limit reached: %s may not run in this %s; %s", who, e.Scope, advice)
+	}
+	if e.Scope == scopeTurn {
+		advice = fmt.Sprintf("call %s again in a later turn if you still need to", it)
 	}
 	times := "times"
 	if e.Limit == 1 {
 		times = "time"
 	}
-	return fmt.Sprintf("call limit reached: %s may run %d %s per %s%s and already %s; stop calling %s and answer with what you have",
-		who, e.Limit, times, e.Scope, total, has, it)
+	return fmt.Sprintf("call limit reached: %s may run %d %s per %s%s and already %s; %s",
+		who, e.Limit, times, e.Scope, total, has, advice)
 }
 
 // summary says, for the user, which limit ended the run.
@@ -60,16 +66,28 @@ func (e *limitError) Is(target error) bool { return target == ErrLimit }
 // LimitOption configures [CallLimits].
 type LimitOption func(*limitConfig)
 
+// The scopes a limit counts in, as its error and the model's message name
+// them.
+const (
+	scopeTurn    = "turn"
+	scopeRun     = "run"
+	scopeSession = "session"
+)
+
+// scopeOrder is the order rules are checked in: the narrowest first, its
+// message the more precise.
+var scopeOrder = map[string]int{scopeTurn: 0, scopeRun: 1, scopeSession: 2}
+
 type limitRuleKey struct {
-	session bool
-	tool    string
+	scope string
+	tool  string
 }
 
 // limitRule is one limit.
 type limitRule struct {
 	limitRuleKey
 	n     int64
-	count *toolkit.Local[*atomic.Int64] // the calls counted, per batch or per session
+	count *toolkit.Local[*atomic.Int64] // the calls counted, per turn, run or session
 }
 
 type limitConfig struct {
@@ -83,34 +101,46 @@ type limitConfig struct {
 // ToolCallLimitHook with END, Spring AI's THROW): the call is refused as
 // usual, the batch's other calls run, and [toolkit.Batch.Stop] then reports
 // [toolkit.StopCallLimit] with a message for the user, so the agent loop
-// stops instead of asking the model again. Without it the model is told to
-// stop calling the tool and the loop goes on.
+// stops instead of asking the model again. Without it (the seed's
+// CONTINUE) the refused call tells the model what it may do, and the run
+// goes on. It applies to every limit of the CallLimits it is given to: to
+// end the run on one limit and go on past another, add two CallLimits, one
+// renamed (its Name field).
 func EndRun() LimitOption { return func(c *limitConfig) { c.endRun = true } }
 
-// PerSession limits the calls in a session, across its runs: of all tools
-// together, or, given tools, of each of them. A negative n removes the
-// limit; 0 allows no call.
-func PerSession(n int, tools ...string) LimitOption { return limitSet(true, n, tools) }
+// PerSession limits the calls in a session, across its runs (Spring AI
+// Alibaba's threadLimit): of all tools together, or, given tools, of each
+// of them. A negative n removes the limit; 0 allows no call.
+func PerSession(n int, tools ...string) LimitOption { return limitSet(scopeSession, n, tools) }
 
-// PerBatch limits the calls in one run (one batch): of all tools together,
-// or, given tools, of each of them.
-func PerBatch(n int, tools ...string) LimitOption { return limitSet(false, n, tools) }
+// PerRun limits the calls in one run (runLimit): one agent.Loop.Run, from
+// the user's message to the answer, over all its turns; of all tools
+// together, or, given tools, of each of them. A batch started outside a run
+// (a plain Session.Run, without [toolkit.Session.BeginRun]) is a run of its
+// own.
+func PerRun(n int, tools ...string) LimitOption { return limitSet(scopeRun, n, tools) }
 
-func limitSet(session bool, n int, tools []string) LimitOption {
+// PerTurn limits the calls in one batch: the calls of one model reply. The
+// model told that a call went over it is invited to make it in a later
+// turn.
+func PerTurn(n int, tools ...string) LimitOption { return limitSet(scopeTurn, n, tools) }
+
+func limitSet(scope string, n int, tools []string) LimitOption {
 	return func(c *limitConfig) {
 		if len(tools) == 0 {
-			c.set[limitRuleKey{session, ""}] = n
+			c.set[limitRuleKey{scope, ""}] = n
 		}
 		for _, tool := range tools {
-			c.set[limitRuleKey{session, tool}] = n
+			c.set[limitRuleKey{scope, tool}] = n
 		}
 	}
 }
 
 // CallLimits returns an interceptor (named "limits") that caps how many
-// calls run per session and per run, over all tools and per tool. A call
-// over a limit does not run: it gets state error, a [*limitError] cause
-// and a message telling the model to stop calling the tool.
+// calls run per turn, per run and per session, over all tools and per tool.
+// A call over a limit does not run: it gets state error, a [*limitError]
+// cause and a message naming the limit and what the model may do; with
+// [EndRun] the run ends too.
 //
 // Only calls that went through count: a refused call does not, nor one
 // that an interceptor added after CallLimits refused before the tool ran
@@ -128,8 +158,13 @@ func CallLimits(opts ...LimitOption) toolkit.Interceptor {
 		if n < 0 {
 			continue
 		}
-		r := &limitRule{limitRuleKey: k, n: int64(n), count: toolkit.NewBatchLocal[*atomic.Int64]()}
-		if k.session {
+		r := &limitRule{limitRuleKey: k, n: int64(n)}
+		switch k.scope {
+		case scopeTurn:
+			r.count = toolkit.NewBatchLocal[*atomic.Int64]()
+		case scopeRun:
+			r.count = toolkit.NewRunLocal[*atomic.Int64]()
+		default:
 			r.count = toolkit.NewSessionLocal[*atomic.Int64]()
 		}
 		cfg.rules = append(cfg.rules, r)
@@ -137,18 +172,15 @@ func CallLimits(opts ...LimitOption) toolkit.Interceptor {
 		tools = append(tools, k.tool)
 	}
 	slices.SortFunc(cfg.rules, func(a, b *limitRule) int {
-		// Per tool before overall, run before session: a stable, precise order.
+		// Per tool before overall, narrow before wide: a stable, precise order.
 		switch {
 		case (a.tool == "") != (b.tool == ""):
 			if a.tool != "" {
 				return -1
 			}
 			return 1
-		case a.session != b.session:
-			if !a.session {
-				return -1
-			}
-			return 1
+		case a.scope != b.scope:
+			return cmp.Compare(scopeOrder[a.scope], scopeOrder[b.scope])
 		}
 		return cmp.Compare(a.tool, b.tool)
 	})
@@ -192,11 +224,7 @@ func (cfg *limitConfig) intercept(ctx context.Context, inv *toolkit.Invocation, 
 		if !limitReserve(c, r.n) {
 			h.release()
 			h.mu.Unlock()
-			scope := "run"
-			if r.session {
-				scope = "session"
-			}
-			le := &limitError{Tool: r.tool, Scope: scope, Limit: int(r.n)}
+			le := &limitError{Tool: r.tool, Scope: r.scope, Limit: int(r.n)}
 			if cfg.endRun {
 				inv.StopLoop(toolkit.StopCallLimit, le.summary())
 			}

@@ -21,7 +21,7 @@ func TestCallLimitsRetryWhileAnAttemptIsLeftBehind(t *testing.T) {
 	tk := icKit(t, nil,
 		interceptors.Retry(interceptors.RetryMaxAttempts(2), interceptors.RetryBackoff(time.Millisecond, time.Millisecond)),
 		interceptors.Timeout(30*time.Millisecond, interceptors.TimeoutGrace(5*time.Millisecond)),
-		interceptors.CallLimits(interceptors.PerBatch(1)),
+		interceptors.CallLimits(interceptors.PerTurn(1)),
 	)
 	left := make(chan struct{})
 	n := &icCounter{}

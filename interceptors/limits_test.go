@@ -36,7 +36,7 @@ func limitStates(t *testing.T, s *toolkit.Session, names ...string) []string {
 	return out
 }
 
-func limitTools(t *testing.T, tk *toolkit.Toolkit, names ...string) map[string]*icCounter {
+func limitTools(t testing.TB, tk *toolkit.Toolkit, names ...string) map[string]*icCounter {
 	ran := map[string]*icCounter{}
 	for _, n := range names {
 		c := &icCounter{}
@@ -49,17 +49,23 @@ func limitTools(t *testing.T, tk *toolkit.Toolkit, names ...string) map[string]*
 	return ran
 }
 
-func TestCallLimitsPerBatchResets(t *testing.T) {
-	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(2, "search")))
+func TestCallLimitsPerTurnResets(t *testing.T) {
+	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerTurn(2, "search")))
 	ran := limitTools(t, tk, "search", "other")
 	s := testutil.Session(t, tk, "s")
 	for range 2 {
 		if got := fmt.Sprint(limitStates(t, s, "search", "search", "search", "other", "other", "other")); got != "[ok ok limit ok ok ok]" {
-			t.Fatalf("per run: %s", got)
+			t.Fatalf("per turn: %s", got)
 		}
 	}
 	if ran["search"].get() != 4 {
-		t.Fatalf("search ran %d times, want 2 per run", ran["search"].get())
+		t.Fatalf("search ran %d times, want 2 per turn", ran["search"].get())
+	}
+	r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "search", `{}`), testutil.Call("2", "search", `{}`), testutil.Call("3", "search", `{}`)})[2]
+	want := `Error: call limit reached: "search" may run 2 times per turn and already has; call it again in a later turn if you still need to`
+	var le *interceptors.LimitError
+	if r.Text() != want || !errors.As(r.Err, &le) || le.Scope != "turn" {
+		t.Fatalf("model reads %q (cause %#v),\nwant %q", r.Text(), r.Err, want)
 	}
 }
 
@@ -88,11 +94,11 @@ func TestCallLimitsPerSession(t *testing.T) {
 }
 
 func TestCallLimitsOverall(t *testing.T) {
-	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(2), interceptors.PerSession(3)))
+	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerTurn(2), interceptors.PerSession(3)))
 	limitTools(t, tk, "a", "b")
 	s := testutil.Session(t, tk, "s")
 	if got := fmt.Sprint(limitStates(t, s, "a", "b", "a")); got != "[ok ok limit]" {
-		t.Fatalf("per run: %s", got)
+		t.Fatalf("per turn: %s", got)
 	}
 	r := s.Run(context.Background(), []toolkit.Call{testutil.Call("1", "a", `{}`), testutil.Call("2", "b", `{}`)})
 	want := "Error: call limit reached: tools may run 3 times per session in total and already have; stop calling tools and answer with what you have"
@@ -106,7 +112,7 @@ func TestCallLimitsRefusedCallsDoNotCount(t *testing.T) {
 		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 			return toolkit.Failure(events.StateDenied, errors.New("not allowed"))
 		}}
-	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(2), interceptors.PerBatch(1, "a")), deny)
+	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerTurn(2), interceptors.PerTurn(1, "a")), deny)
 	ran := limitTools(t, tk, "a", "b", "c", "denied")
 	s := testutil.Session(t, tk, "s")
 	// The second "a" is refused by its own limit and does not use up the
@@ -122,7 +128,7 @@ func TestCallLimitsRefusedCallsDoNotCount(t *testing.T) {
 
 func TestCallLimitsParallelBatchNeverOvershoots(t *testing.T) {
 	const limit, calls = 3, 12
-	tk := icKit(t, []toolkit.Option{toolkit.WithMaxParallel(calls)}, interceptors.CallLimits(interceptors.PerBatch(limit)))
+	tk := icKit(t, []toolkit.Option{toolkit.WithMaxParallel(calls)}, interceptors.CallLimits(interceptors.PerTurn(limit)))
 	var running, peak, total atomic.Int64
 	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "search", ConcurrencySafe: true}, func(ctx context.Context) (string, error) {
 		n := running.Add(1)
@@ -161,7 +167,7 @@ func TestCallLimitsParallelBatchNeverOvershoots(t *testing.T) {
 func TestCallLimitsRetriedCallCountsOnce(t *testing.T) {
 	sl := &retrySleeps{}
 	// Limits inside Retry see every attempt; the call still counts once.
-	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep)), interceptors.CallLimits(interceptors.PerBatch(1)))
+	tk := icKit(t, nil, interceptors.Retry(interceptors.RetrySleep(sl.sleep)), interceptors.CallLimits(interceptors.PerTurn(1)))
 	var ran icCounter
 	testutil.Add(t, tk, flakyTool(t, "flaky", 2, &ran))
 	s := testutil.Session(t, tk, "s")
@@ -172,14 +178,14 @@ func TestCallLimitsRetriedCallCountsOnce(t *testing.T) {
 }
 
 func TestCallLimitsZeroAndNegative(t *testing.T) {
-	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerBatch(0, "off"), interceptors.PerBatch(1, "free"), interceptors.PerBatch(-1, "free")))
+	tk := icKit(t, nil, interceptors.CallLimits(interceptors.PerTurn(0, "off"), interceptors.PerTurn(1, "free"), interceptors.PerTurn(-1, "free")))
 	ran := limitTools(t, tk, "off", "free")
 	got := fmt.Sprint(limitStates(t, testutil.Session(t, tk, "s"), "off", "free", "free"))
 	if got != "[limit ok ok]" || ran["off"].get() != 0 {
 		t.Fatalf("got %s", got)
 	}
 	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("x", "off", `{}`))
-	if want := `Error: call limit reached: "off" may not run in this run; stop calling it and answer with what you have`; r.Text() != want {
+	if want := `Error: call limit reached: "off" may not run in this turn; stop calling it and answer with what you have`; r.Text() != want {
 		t.Fatalf("model reads %q", r.Text())
 	}
 }

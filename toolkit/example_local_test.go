@@ -40,3 +40,35 @@ func ExampleNewSessionLocal() {
 	// b 1
 	// a 3
 }
+
+// A run local counts across the batches of one run: the agent loop opens
+// a run per task (Session.BeginRun) and every turn's batch shares its
+// value; a batch outside a run is a run of its own.
+func ExampleNewRunLocal() {
+	ctx := context.Background()
+	tk := toolkit.New()
+	defer tk.Close(ctx)
+	tk.Add(toolkit.MustTool(toolkit.Spec{Name: "ping"}, func(context.Context, struct{}) (string, error) {
+		return "pong", nil
+	}))
+	calls := toolkit.NewRunLocal[*atomic.Int64]()
+	tk.Use(toolkit.Interceptor{Name: "count",
+		Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
+			inv.Meta("run_calls", calls.LoadOrInit(inv, func() *atomic.Int64 { return new(atomic.Int64) }).Add(1))
+			return next(ctx, inv)
+		}})
+
+	ping := []toolkit.Call{{ID: "c", Name: "ping", Args: json.RawMessage(`{}`)}}
+	sess, _ := tk.Session("s")
+	run, end := sess.BeginRun(ctx)
+	for range 3 { // three turns of one run
+		fmt.Println("run:", sess.Run(run, ping)[0].Meta["run_calls"])
+	}
+	end()
+	fmt.Println("alone:", sess.Run(ctx, ping)[0].Meta["run_calls"])
+	// Output:
+	// run: 1
+	// run: 2
+	// run: 3
+	// alone: 1
+}

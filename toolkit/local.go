@@ -5,9 +5,9 @@ import (
 	"sync/atomic"
 )
 
-// Local is state an interceptor or a batch hook keeps per call, per batch or
-// per session, typed as T: what [Value] is to a context, a Local is to a
-// call, a batch or a session. The Local itself is the key (make one per
+// Local is state an interceptor or a batch hook keeps per call, per batch,
+// per run or per session, typed as T: what [Value] is to a context, a Local
+// is to a call, a batch, a run or a session. The Local itself is the key (make one per
 // piece of state, usually when the interceptor is built), so two
 // interceptors never see each other's values unless they share the Local.
 //
@@ -15,7 +15,8 @@ import (
 // across attempts: a retry runs the inner interceptors again on the same
 // call, so an interceptor that must act once per call (add a delta filter,
 // count the call) keeps its mark there. A batch local is dropped when the
-// batch ends, a session local by Session.Close. The zero Local is a call
+// batch ends, a run local when its run ends ([Session.BeginRun]), a session
+// local by Session.Close. The zero Local is a call
 // local. Its methods are safe for concurrent use.
 type Local[T any] struct{ id localID }
 
@@ -28,6 +29,7 @@ type localKind uint8
 const (
 	callLocal localKind = iota
 	batchLocal
+	runLocal
 	sessionLocal
 )
 
@@ -38,13 +40,19 @@ func NewCallLocal[T any]() *Local[T] { return &Local[T]{localID{callLocal}} }
 // its calls' interceptors and its Before hooks.
 func NewBatchLocal[T any]() *Local[T] { return &Local[T]{localID{batchLocal}} }
 
+// NewRunLocal returns a local that holds one value per run
+// ([Session.BeginRun]: one agent.Loop.Run), shared by the interceptors and
+// batch hooks of every batch of the run (a limit per run). A batch started
+// outside a run is a run of its own: there a run local is a batch local.
+func NewRunLocal[T any]() *Local[T] { return &Local[T]{localID{runLocal}} }
+
 // NewSessionLocal returns a local that holds one value per session, shared
 // by the interceptors and batch hooks of every batch of the session (per
 // session counters, rules a person approved).
 func NewSessionLocal[T any]() *Local[T] { return &Local[T]{localID{sessionLocal}} }
 
-// LocalScope is where locals are read: an *Invocation (its call, batch and
-// session) or a *BatchPlan (its batch and session; a plan has no call, so a
+// LocalScope is where locals are read: an *Invocation (its call, batch, run
+// and session) or a *BatchPlan (its batch, run and session; a plan has no call, so a
 // call local there holds nothing: Get reports false, Set is ignored and
 // LoadOrInit returns init's value without keeping it).
 type LocalScope interface {
@@ -88,6 +96,8 @@ func (inv *Invocation) locals(kind localKind, create bool) *localStore {
 		return &inv.c.ic.locals
 	case batchLocal:
 		return inv.c.batch.localStore(create)
+	case runLocal:
+		return inv.c.batch.runStore(create)
 	default:
 		return inv.c.batch.sess.localStore(create)
 	}
@@ -99,12 +109,14 @@ func (p *BatchPlan) locals(kind localKind, create bool) *localStore {
 		return nil
 	case batchLocal:
 		return p.g.b.localStore(create)
+	case runLocal:
+		return p.g.b.runStore(create)
 	default:
 		return p.g.b.sess.localStore(create)
 	}
 }
 
-// localStore holds one call's, batch's or session's local values. Scopes
+// localStore holds one call's, batch's, run's or session's local values. Scopes
 // hold a few (one per interceptor that keeps state, say): a slice searched
 // in order costs less than a map.
 type localStore struct {

@@ -49,14 +49,16 @@ type runner struct {
 	loader   *skills.Loader
 	groups   *groups.Manager
 	maxTurns int
-	store    *durable.Store // with -store: the conversation is saved, and resumed
+	store    *durable.Store      // with -store: the conversation is saved, and resumed
+	conv     *agent.Conversation // the run's, whole (the model is sent less: context.go)
 
-	mu    sync.Mutex
-	turn  int            // the turn in progress
-	phase string         // where the run is, for the Ctrl-C message
-	cur   Turn           // the turn's reply, as shown
-	batch *toolkit.Batch // the turn's calls, until their results are shown
-	began time.Time      // when they started
+	mu       sync.Mutex
+	turn     int            // the turn in progress
+	phase    string         // where the run is, for the Ctrl-C message
+	cur      Turn           // the turn's reply, as shown
+	batch    *toolkit.Batch // the turn's calls, until their results are shown
+	began    time.Time      // when they started
+	lastSent int            // messages the model was last sent (runhooks.go)
 }
 
 func (r *runner) run(ctx context.Context, task string) (runSummary, error) {
@@ -69,7 +71,8 @@ func (r *runner) run(ctx context.Context, task string) (runSummary, error) {
 	}
 	conv := agent.NewConversation(system, task)
 	opts := []agent.Option{agent.WithName(modelName(r.model)), agent.WithMaxTurns(r.maxTurns),
-		agent.WithSuspended(r.suspended), agent.WithBatchStarted(r.batchStarted)}
+		agent.WithSuspended(r.suspended), agent.WithBatchStarted(r.batchStarted),
+		agent.WithContextPolicy(contextPolicy(r.model)), agent.WithHooks(r.hooks())}
 	if r.store != nil {
 		saved, done, err := r.resume(ctx)
 		if err != nil || done {
@@ -96,6 +99,7 @@ func (r *runner) run(ctx context.Context, task string) (runSummary, error) {
 	if len(conv.Messages) == 1 {
 		r.view.user(task)
 	}
+	r.conv = conv
 	loop := agent.New(shownModel{r}, opts...)
 	out, err := loop.Run(ctx, r.sess, conv)
 	sum := runSummary{Turns: out.Turns, Results: out.Results, Answer: out.Answer}
@@ -186,7 +190,7 @@ func (m shownModel) Generate(ctx context.Context, req *agent.Request) (*agent.Re
 	r := m.r
 	r.showResults() // the previous turn's, before the next turn
 	n := 1
-	for _, msg := range req.Messages {
+	for _, msg := range r.conv.Messages { // whole: req's may leave turns out
 		if msg.Role == agent.RoleAssistant {
 			n++
 		}

@@ -142,6 +142,27 @@ func TestBrowser(t *testing.T) {
 	if after.Status != "live" {
 		t.Errorf("connection status %q at the end, want live", after.Status)
 	}
+	// The context policy's cut, drawn from its context_cut event (after the
+	// reload, so from the replay): turn 6 says what its request left out,
+	// and the cards of turn 1's calls say that they are out of context.
+	type cutSnap struct {
+		Line   string   `json:"line"`
+		Badges []string `json:"badges"`
+	}
+	cut, err := pageRun(ctx, 10*time.Second, chromedp.Evaluate[cutSnap](`({
+		line: (document.querySelector('section[data-turn="6"] .context-cut:not([hidden])') || {}).textContent || '',
+		badges: ['call_q', 'call_0', 'call_1'].map((id) => {
+			const b = document.querySelector('article[data-call="' + id + '"] .cut-badge');
+			return b && !b.hidden ? b.textContent : '';
+		}),
+	})`))
+	if err != nil {
+		t.Fatalf("reading the context cut: %v", err)
+	}
+	if !strings.HasPrefix(cut.Line, "Context cut: 3 of 19 messages left out, 3 of them summarized.") ||
+		!slices.Equal(cut.Badges, []string{"out of context from turn 6", "out of context from turn 6", ""}) {
+		t.Errorf("the page shows the context cut as %q, the cards' badges %q", cut.Line, cut.Badges)
+	}
 
 	// (a) and (b), seen at any time of the run.
 	if w.progress == "" {

@@ -286,6 +286,7 @@ func checkCapabilities(t *testing.T, evs []*events.Event) {
 	var sawModel, sawSkill, sawLoad bool
 	turns := 0
 	argsOf := map[string]string{}
+	var cuts []agent.ContextCut
 	for _, ev := range session {
 		d := string(ev.Data)
 		switch ev.Type {
@@ -296,6 +297,12 @@ func checkCapabilities(t *testing.T, evs []*events.Event) {
 			sawLoad = sawLoad || strings.Contains(d, `"skill":"file-analysis"`)
 		case agent.EventTurnEnd:
 			turns++
+		case agent.EventContextCut:
+			var c agent.ContextCut
+			if err := json.Unmarshal(ev.Data, &c); err != nil {
+				t.Fatal(err)
+			}
+			cuts = append(cuts, c)
 		case agent.EventArgs:
 			var d agent.ArgsDelta
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -314,6 +321,11 @@ func checkCapabilities(t *testing.T, evs []*events.Event) {
 	}
 	if turns != 6 {
 		t.Errorf("%d turn events, want 6", turns)
+	}
+	// The context policy: the answer's request leaves turn 1 out, with a
+	// summary in its place; the conversation keeps it (the run went on).
+	if len(cuts) != 1 || cuts[0].Turn != 6 || fmt.Sprint(cuts[0].DroppedCalls) != "[call_q call_0]" || cuts[0].Dropped != 3 || cuts[0].Summarized != 3 {
+		t.Errorf("context_cut events %+v, want one at turn 6 leaving out turn 1 (3 messages, summarized)", cuts)
 	}
 	// Mistakes the model can act on.
 	if r := result("call_4"); r.State != "error" || !strings.Contains(events.ContentText(r.Content), `did you mean "count_lines"`) {

@@ -5,7 +5,8 @@
 //
 // It is built the way a user would build an application, one concern a file:
 // agent.go runs the loop (package agent) and stands for the person who
-// presses stop; scripted.go plays the deterministic model and providers.go
+// presses stop; context.go bounds what the model is sent and runhooks.go
+// holds the loop's run hooks; scripted.go plays the deterministic model and providers.go
 // builds the real ones; tools.go holds the folder tools, intercept.go the
 // interceptors and the approval desk where the page, the terminal and the
 // scripted agent answer approvals; term.go and safe.go are the terminal view,

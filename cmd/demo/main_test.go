@@ -60,6 +60,9 @@ func TestDemoRuns(t *testing.T) {
 		"(the user presses stop after 1.5s)", "[call_10] watch_folder -> interrupted",
 		// the end
 		"model: Done. Mostly Go", "I stopped watching when you asked.",
+		// the context policy: the answer's request leaves turn 1 out
+		"context     turn 6: 3 of 19 messages left out (call_q, call_0), summarized; the model is sent ",
+		"run hook End: answer after 6 turns; the conversation keeps all 20 messages, the model was last sent 17",
 		"=== Summary: 6 turns, 13 calls", "states: 1 interrupted, 10 success, 2 error",
 		"0 progress dropped, 0 undelivered",
 	} {

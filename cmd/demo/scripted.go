@@ -42,13 +42,8 @@ func (m *scriptedModel) Generate(ctx context.Context, req *agent.Request) (*agen
 			return nil, ctx.Err()
 		}
 	}
-	done := 0
-	for _, msg := range req.Messages {
-		if msg.Role == agent.RoleAssistant {
-			done++
-		}
-	}
 	script := m.script()
+	done := scriptDone(req.Messages, script)
 	if done >= len(script) {
 		text := finalAnswer(req.Messages)
 		streamText(req, text)
@@ -70,6 +65,30 @@ func (m *scriptedModel) Generate(ctx context.Context, req *agent.Request) (*agen
 		req.Send(agent.Chunk{Kind: agent.ChunkArgs, Index: i, Text: string(c.Args[half:])})
 	}
 	return &agent.Reply{Text: t.Text, Calls: append([]toolkit.Call(nil), t.Calls...), Finish: agent.FinishToolCalls}, nil
+}
+
+// scriptDone is how many turns of the script msgs have played: the turn
+// after the last one msgs hold, found by its first call's id, since the
+// demo's context policy leaves the first turns out of the request.
+func scriptDone(msgs []agent.Message, script []scriptTurn) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != agent.RoleAssistant || len(msgs[i].Calls) == 0 {
+			continue
+		}
+		for n, t := range script {
+			if len(t.Calls) > 0 && t.Calls[0].ID == msgs[i].Calls[0].ID {
+				return n + 1
+			}
+		}
+		break
+	}
+	done := 0 // not the script's calls: count the replies
+	for _, msg := range msgs {
+		if msg.Role == agent.RoleAssistant {
+			done++
+		}
+	}
+	return done
 }
 
 // turnInfo implements annotated.

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/events/natsbus"
 	"github.com/toolstream/toolstream/toolkit"
@@ -518,6 +519,13 @@ func (v *termView) sessionEvent(ev *events.Event) {
 		_, label := v.rowKey(ev.Session, "")
 		v.line("  %s%-11s %s\n", label, ev.Type, ev.Data)
 		v.mu.Unlock()
+	case agent.EventContextCut:
+		if l := contextCutLine(ev); l != "" {
+			v.mu.Lock()
+			_, label := v.rowKey(ev.Session, "")
+			v.line("  %s%-11s %s\n", label, "context", l)
+			v.mu.Unlock()
+		}
 	}
 }
 

@@ -10,7 +10,7 @@
   const FINAL_STATES = ['success', 'error', 'denied', 'interrupted', 'timeout'];
   const STATE_ORDER = ['queued', 'running', 'waiting', ...FINAL_STATES];
   const CALL_TYPES = ['start', 'progress', 'delta', 'suspend', 'result'];
-  const EVENT_TYPES = [...CALL_TYPES, 'approval', 'groups', 'skills', 'note', 'turn_end', 'answer', 'run_error'];
+  const EVENT_TYPES = [...CALL_TYPES, 'approval', 'groups', 'skills', 'note', 'context_cut', 'turn_end', 'answer', 'run_error'];
   const INFO_EVERY_MS = 5000;
   // A result shows at most this many characters: a result of many MiB is
   // kept whole in memory (rebuilt from its deltas), but drawing it all would
@@ -209,6 +209,7 @@
       turns: new Map(),     // turn number -> turn
       notes: new Map(),     // turn number -> what the scripted turn shows
       callTurn: new Map(),  // call id -> turn number
+      cutCalls: new Map(),  // call id -> {how: 'dropped'|'cleared', turn}: out of the model's context
       groups: null,         // the latest groups event's data
       groupsSeq: -1,
       skills: new Map(),    // skill name -> {path, groups, call}
@@ -258,6 +259,7 @@
       case 'groups': return onGroups(S, env);
       case 'skills': return onSkills(S, env);
       case 'note': return onNote(S, env);
+      case 'context_cut': return onContextCut(S, env);
       case 'turn_end': return onTurn(S, env);
       case 'answer': return onDone(S, env);
       case 'run_error': return onRunError(S, env);
@@ -483,6 +485,50 @@
     S.notes.set(num(d.turn), str(d.note));
   }
 
+  // context_cut (package agent's context policy): what the turn's request
+  // leaves out of the conversation. The turn shows it; the cards of the
+  // calls left out or cleared say so.
+  function onContextCut(S, env) {
+    const d = env.data;
+    if (!isObj(d) || num(d.turn) === undefined) return;
+    const n = num(d.turn);
+    const t = getTurn(S, n);
+    t.cut = d;
+    t.dirty = true;
+    const mark = (ids, how) => {
+      for (const id of strList(ids)) {
+        const was = S.cutCalls.get(id);
+        if (was && was.how === 'dropped') continue; // dropped says more than cleared
+        S.cutCalls.set(id, { how, turn: n });
+        const c = S.calls.get(id);
+        if (c) S.dirty.add(c);
+      }
+    };
+    mark(d.cleared_calls, 'cleared');
+    mark(d.dropped_calls, 'dropped');
+  }
+
+  // contextCutText says in a line what a context_cut event's body says.
+  function contextCutText(d) {
+    if (!isObj(d)) return '';
+    const parts = [];
+    const dropped = num(d.dropped) || 0;
+    const cleared = num(d.cleared) || 0;
+    if (dropped > 0) {
+      let s = `${dropped} of ${num(d.messages) || 0} messages left out`;
+      if ((num(d.summarized) || 0) > 0) s += `, ${num(d.summarized)} of them summarized`;
+      else if (str(d.summary_error)) s += ` (no summary: ${str(d.summary_error)})`;
+      parts.push(s);
+    }
+    if (cleared > 0) parts.push(`${cleared} old tool result${cleared === 1 ? '' : 's'} cleared`);
+    if (!parts.length) return '';
+    const before = num(d.bytes_before) || 0;
+    const after = num(d.bytes_after) || 0;
+    const budget = num(d.budget) || 0;
+    return `Context cut: ${parts.join('; ')}. The model is sent ${fmtBytes(after)} of ${fmtBytes(before)}` +
+      (budget > 0 && after > budget ? `, over the budget of ${fmtBytes(budget)}.` : '.');
+  }
+
   // turn_end (package agent): the model's whole reply; its calls run next.
   function onTurn(S, env) {
     const d = env.data;
@@ -567,7 +613,7 @@
   function getTurn(S, n) {
     let t = S.turns.get(n);
     if (!t) {
-      t = { n, note: '', text: '', model: '', time: '', callIds: [], el: null, dirty: true };
+      t = { n, note: '', text: '', model: '', time: '', callIds: [], cut: null, el: null, dirty: true };
       S.turns.set(n, t);
     }
     return t;
@@ -583,12 +629,13 @@
         model: h('span', { class: 'speaker' }),
         text: h('p', { class: 'model-text' }),
         calls: h('div', { class: 'calls' }),
+        cut: h('p', { class: 'context-cut', hidden: true, title: 'The context policy left part of the conversation out of this turn\'s request; the conversation itself keeps it.' }),
       };
       ui.say = h('div', { class: 'say' }, ui.model, ui.text);
       t.el = h('section', { class: 'turn', 'data-turn': String(t.n) },
         h('div', { class: 'turn-head' },
           h('span', { class: 'turn-n', text: `Turn ${t.n}` }), ui.note, h('span', { class: 'spacer' }), ui.count, ui.time),
-        ui.say, ui.calls);
+        ui.cut, ui.say, ui.calls);
       t.ui = ui;
       const timeline = byId('timeline');
       const after = [...timeline.children].find((x) => Number(x.dataset.turn) > t.n);
@@ -596,6 +643,8 @@
     }
     const ui = t.ui;
     setText(ui.note, t.note);
+    setText(ui.cut, contextCutText(t.cut));
+    ui.cut.hidden = !ui.cut.textContent;
     setText(ui.time, fmtClock(t.time));
     setText(ui.count, t.callIds.length ? `${t.callIds.length} call${t.callIds.length === 1 ? '' : 's'}` : 'answer');
     setText(ui.model, t.model || 'model');
@@ -614,6 +663,7 @@
     ui.id = h('span', { class: 'call-id' });
     ui.resets = h('span', { class: 'resets', hidden: true, title: 'An interceptor retried the tool or replaced its result: the output shown before was discarded (a reset delta).' });
     ui.duration = h('span', { class: 'duration' });
+    ui.cut = h('span', { class: 'cut-badge', hidden: true });
     ui.state = h('span', { class: 'state' });
     ui.args = h('div', { class: 'args' });
     ui.bar = h('div', { class: 'bar' });
@@ -627,7 +677,7 @@
     ui.clip = h('p', { class: 'clip-note', hidden: true });
     ui.meta = h('div', { class: 'meta', hidden: true });
     ui.card = h('article', { class: 'call', 'data-call': c.id, 'data-state': 'queued' },
-      h('header', { class: 'call-head' }, ui.tool, ui.id, h('span', { class: 'spacer' }), ui.resets, ui.duration, ui.state),
+      h('header', { class: 'call-head' }, ui.tool, ui.id, h('span', { class: 'spacer' }), ui.resets, ui.cut, ui.duration, ui.state),
       ui.args, ui.progress, ui.waiting, ui.result, ui.clip, ui.meta);
     c.ui = ui;
     return ui;
@@ -658,6 +708,7 @@
     } else {
       ui.resets.hidden = true;
     }
+    drawCut(S, c, ui);
     drawArgs(c, ui);
     drawProgress(c, ui, state);
     if (state === 'waiting' && !(c.approval && c.approval.status === 'pending')) {
@@ -671,6 +722,18 @@
     drawApproval(S, c, ui);
     drawResult(c, ui);
     drawMeta(c, ui);
+  }
+
+  // drawCut marks a call the context policy left out of the model's
+  // requests (with its result) or whose result it cleared.
+  function drawCut(S, c, ui) {
+    const cut = S.cutCalls.get(c.id);
+    ui.cut.hidden = !cut;
+    if (!cut) return;
+    setText(ui.cut, cut.how === 'dropped' ? `out of context from turn ${cut.turn}` : `result cleared from turn ${cut.turn}`);
+    ui.cut.title = cut.how === 'dropped'
+      ? 'From this turn on, the model is no longer sent this call or its result (the conversation keeps them).'
+      : 'From this turn on, the model is sent a short note instead of this result (the conversation keeps it whole).';
   }
 
   function placeCard(S, c) {
@@ -1216,7 +1279,7 @@
   }
 
   // for debugging in the console; the page does not depend on it
-  window.toolstream = { page, shownJSON, progressView };
+  window.toolstream = { page, shownJSON, progressView, contextCutText, newSessionState, handle };
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
   else start();
