@@ -470,12 +470,32 @@ func (l *Loader) switchOn(ctx context.Context, s *Skill) (switched []string, rep
 	if err != nil || len(ch.Activated) == 0 {
 		return nil, "", err
 	}
-	report = fmt.Sprintf("\n\nThis skill switched on the tool group(s) %s.", strings.Join(ch.Activated, ", "))
+	// The model is told of the groups it can switch itself; a code-only
+	// group stays unnamed (the model must not learn it exists), its tools
+	// are simply available.
+	if named := l.modelGroups(ch.Activated); len(named) > 0 {
+		report = fmt.Sprintf("\n\nThis skill switched on the tool group(s) %s.", strings.Join(named, ", "))
+	}
 	if added, _ := l.gm.ToolsChanged(ch); len(added) > 0 {
 		slices.Sort(added)
+		if report == "" {
+			report = "\n\nThis skill made tools available."
+		}
 		report += fmt.Sprintf(" Now available: %s.", strings.Join(added, ", "))
 	}
 	return ch.Activated, report, nil
+}
+
+// modelGroups returns the names of those groups the model may see (not
+// Group.CodeOnly).
+func (l *Loader) modelGroups(names []string) []string {
+	codeOnly := map[string]bool{}
+	for _, g := range l.gm.Groups() {
+		if g.CodeOnly {
+			codeOnly[g.Name] = true
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return codeOnly[n] })
 }
 
 // Prompt returns the system-prompt fragment that lists the skills a
