@@ -70,8 +70,9 @@ type Hooks struct {
 	Eligible func(ctx context.Context, run *RunInfo, reply *Reply) bool
 
 	// BatchStart is called with each turn's batch once its calls are
-	// started (Solon AI's onActionStart), after WithBatchStarted's
-	// functions. To approve, deny or rewrite the calls before any runs,
+	// started (Solon AI's onActionStart): a UI's stop button keeps it to
+	// call Batch.Cancel, a store saves the conversation
+	// (durable.Store.SaveEachTurn). To approve, deny or rewrite the calls before any runs,
 	// use AfterReply, or a toolkit.Interceptor's BeforeBatch. The batch
 	// hooks are the loop's own rather than the toolkit's: those see every
 	// batch of every session, these only this run's, with its RunInfo.

@@ -35,7 +35,6 @@ type Loop struct {
 	maxTurns int
 	retry    RetryPolicy
 	onSusp   func(ctx context.Context, s *toolkit.Session, r toolkit.Result) error
-	onBatch  []func(ctx context.Context, turn int, b *toolkit.Batch)
 
 	hooks        []Hooks            // hooks.go
 	interceptors []ModelInterceptor // modelchain.go
@@ -77,14 +76,6 @@ func WithName(name string) Option {
 // run's context ends. Given twice, the last one given answers.
 func WithSuspended(f func(ctx context.Context, s *toolkit.Session, r toolkit.Result) error) Option {
 	return func(l *Loop) { l.onSusp = f }
-}
-
-// WithBatchStarted is called with each turn's batch once its calls are
-// started: a UI's stop button keeps it to call Batch.Cancel, a store saves
-// the conversation (durable.Store.SaveEachTurn). Given several times, each
-// is called, in the order given.
-func WithBatchStarted(f func(ctx context.Context, turn int, b *toolkit.Batch)) Option {
-	return func(l *Loop) { l.onBatch = append(l.onBatch, f) }
 }
 
 // New returns a loop that asks m.
@@ -319,9 +310,6 @@ func (l *Loop) runCalls(ctx context.Context, r *run, turn int, calls []toolkit.C
 		b = sess.Start(ctx, calls, cut.outcome())
 	} else {
 		b = sess.Start(ctx, calls)
-	}
-	for _, f := range l.onBatch {
-		f(ctx, turn, b)
 	}
 	hooked := len(l.hooks) > 0
 	if hooked {

@@ -661,9 +661,9 @@ func TestRunBatchHooksCompose(t *testing.T) {
 	}}
 	var seen []string
 	hook := func(name string) agent.Option {
-		return agent.WithBatchStarted(func(ctx context.Context, turn int, b *toolkit.Batch) {
-			seen = append(seen, fmt.Sprintf("%s:%d", name, turn))
-		})
+		return agent.WithHooks(agent.Hooks{BatchStart: func(ctx context.Context, run *agent.RunInfo, b *toolkit.Batch) {
+			seen = append(seen, fmt.Sprintf("%s:%d", name, run.Turn()))
+		}})
 	}
 	if _, err := agent.New(m, hook("ui"), hook("store")).Run(ctx, sess, agent.NewConversation("", "Weather?")); err != nil {
 		t.Fatal(err)

@@ -125,7 +125,7 @@ func TestStateSavedAfterEachBatch(t *testing.T) {
 	sess, _ := tk.Session("s")
 	var saved []string
 	conv := agent.NewConversation("", "go")
-	store := agent.WithBatchStarted(func(ctx context.Context, turn int, b *toolkit.Batch) {
+	store := agent.WithHooks(agent.Hooks{BatchStart: func(ctx context.Context, _ *agent.RunInfo, b *toolkit.Batch) {
 		data, err := json.Marshal(conv) // while the turn's calls run (-race watches)
 		if err != nil {
 			t.Error(err)
@@ -135,7 +135,7 @@ func TestStateSavedAfterEachBatch(t *testing.T) {
 			t.Error(err)
 		}
 		saved = append(saved, string(c.State["cart"]))
-	})
+	}})
 	m := &script{steps: []step{
 		{reply: &agent.Reply{Calls: []toolkit.Call{call("1", "add", `{"item":"a"}`)}}},
 		{reply: &agent.Reply{Calls: []toolkit.Call{call("2", "add", `{"item":"b"}`)}}},

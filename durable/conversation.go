@@ -49,15 +49,15 @@ func (s *Store) LoadConversation(ctx context.Context, session string) (*agent.Co
 	return conv, nil
 }
 
-// SaveEachTurn returns an agent.WithBatchStarted option that saves conv
+// SaveEachTurn returns an option (a BatchStart hook, agent.Hooks) that saves conv
 // when a turn's calls start: the snapshot a restarted process resumes
 // from. A failed save is reported to onErr (if not nil); the run goes on.
 func (s *Store) SaveEachTurn(session string, conv *agent.Conversation, onErr func(error)) agent.Option {
-	return agent.WithBatchStarted(func(ctx context.Context, _ int, _ *toolkit.Batch) {
+	return agent.WithHooks(agent.Hooks{BatchStart: func(ctx context.Context, _ *agent.RunInfo, _ *toolkit.Batch) {
 		if err := s.SaveConversation(context.WithoutCancel(ctx), session, conv); err != nil && onErr != nil {
 			onErr(err)
 		}
-	})
+	}})
 }
 
 // Resume makes a conversation saved in the middle of a turn valid again:

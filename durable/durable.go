@@ -514,7 +514,7 @@ func (s *Store) intercept(ctx context.Context, inv *toolkit.Invocation, next too
 			}
 			return s.run(rctx, k, owner, inv, next)
 		default: // running: its process stopped, or it runs elsewhere now
-			if !inv.Tool.Spec().IsIdempotent() { // read-only tools are idempotent
+			if a, _ := inv.Tool.Spec().Annotations(); !a.IdempotentHint { // read-only tools are idempotent
 				return toolkit.Failure(events.StateError, fmt.Errorf("call %q of tool %q: %w", inv.Call.ID, inv.Call.Name, ErrMaybeRan))
 			}
 			rec.Owner = owner
@@ -680,7 +680,7 @@ func (s *Store) Deliver(ctx context.Context, tk *toolkit.Toolkit, opts ...Delive
 			if rec.Answer.Error != "" {
 				aerr = errors.New(rec.Answer.Error)
 			}
-			if err := sess.Submit(rec.Call.ID, rec.Answer.Content, aerr); errors.Is(err, toolkit.ErrInvalidOutput) {
+			if err := sess.Submit(rec.Call.ID, rec.Answer.Content, aerr); isOutputError(err) {
 				// The answer breaks the tool's output schema and cannot be
 				// given again: the call fails with the problems, as a
 				// handler's result that breaks it does.
@@ -723,3 +723,10 @@ func waiting(tk *toolkit.Toolkit, session, callID string) bool {
 // errNoJetStream is New's error for a nil JetStream context, which it would
 // otherwise take to the first request and panic there.
 var errNoJetStream = errors.New("durable: no JetStream context (nil): natsbus.Bus.JetStream is nil unless the bus was opened WithDurable; pass jetstream.New(bus.Conn()) or open the bus durable")
+
+// isOutputError reports whether err is a result the tool's output schema
+// refused.
+func isOutputError(err error) bool {
+	_, ok := errors.AsType[*toolkit.OutputError](err)
+	return ok
+}

@@ -3,7 +3,6 @@ package durable_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +66,7 @@ func TestAnswerBreakingOutputSchema(t *testing.T) {
 	select {
 	case r := <-done:
 		wantInvalidOutput(t, "answered while it waits", r)
-		if !errors.Is(r.Err, toolkit.ErrInvalidOutput) {
+		if !isErr[*toolkit.OutputError](r.Err) {
 			t.Fatalf("answered while it waits: cause %v", r.Err)
 		}
 	case <-time.After(5 * time.Second):

@@ -153,7 +153,7 @@ type Event struct {
 
 	// Trace is the W3C trace context of the span the event belongs to (its
 	// call's, or its batch's for session-level events of a batch), when the
-	// toolkit is traced (toolkit.Tracer, package telemetry); nil otherwise.
+	// toolkit is traced (toolkit.WithTracer, package telemetry); nil otherwise.
 	// Publishers carry it in message headers (traceparent, tracestate on
 	// NATS), and subscribers read it back as a [TraceContext]. Where a
 	// transport has no headers (the SSE bridge), the JSON carries it in two

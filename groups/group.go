@@ -12,6 +12,9 @@
 // neither overwrites the other, and each change emits a session-level
 // "groups" event.
 //
+// A CodeOnly group is code's alone: the model never sees it in reset_tools
+// or tool_search, and cannot switch it.
+//
 // For toolkits too large to show at once, WithToolSearch adds the
 // tool_search meta tool: the model searches the names and descriptions of
 // inactive groups and their tools and gets the groups to switch on, ranked.
@@ -54,7 +57,8 @@ var (
 	ErrReservedGroup = fmt.Errorf("%w: %q is reserved", ErrInvalidGroup, BasicGroup)
 )
 
-// Group is a named set of tools the model switches on and off.
+// Group is a named set of tools the model switches on and off (or, when
+// CodeOnly, only code does).
 type Group struct {
 	// Name identifies the group; it is also the group's key in reset_tools'
 	// arguments, so it follows tool naming: ^[a-zA-Z0-9_-]{1,64}$.
@@ -69,6 +73,16 @@ type Group struct {
 	Tools []string
 	// Active is the group's state in a session that has not changed it.
 	Active bool
+	// CodeOnly makes a group that only code switches (SetActive, Activate,
+	// Deactivate, ActivateForCall) and the model never sees: it is not in
+	// reset_tools or tool_search, a reset_tools call leaves it as it is and
+	// is refused, as for a group that does not exist, when it names it. Its
+	// tools are shown when it is active, like any group's; the "groups"
+	// event reports it (the event is for people). For tools an application
+	// grants by policy (a plan, a role, a stage of a workflow), not by the
+	// model's choice. It needs no Description, and its Instructions are
+	// never shown: put what the model needs in the prompt.
+	CodeOnly bool
 }
 
 func (g Group) check() error {
@@ -82,7 +96,7 @@ func (g Group) check() error {
 	if g.Name == MetaTool || g.Name == SearchTool {
 		return fmt.Errorf("%w %q: the name is reserved", ErrInvalidGroup, g.Name)
 	}
-	if g.Description == "" {
+	if g.Description == "" && !g.CodeOnly {
 		return fmt.Errorf("%w %q: a description is required: the model decides from it", ErrInvalidGroup, g.Name)
 	}
 	if len(g.Tools) == 0 {

@@ -33,6 +33,7 @@ type catalog struct {
 	order  []Group             // registration order
 	byName map[string]Group    // by group name
 	member map[string][]string // tool name -> its groups, in group order
+	shown  []string            // the groups the model sees (not CodeOnly), in order
 
 	metas        memo.Cache[*toolkit.Tool] // reset_tools as sessions see it, by active groups ('0' or '1' per group of order)
 	searchFields                           // tool_search's index (search.go)
@@ -42,6 +43,9 @@ func newCatalog(order []Group) *catalog {
 	c := &catalog{order: order, byName: map[string]Group{}, member: map[string][]string{}}
 	for _, g := range order {
 		c.byName[g.Name] = g
+		if !g.CodeOnly {
+			c.shown = append(c.shown, g.Name)
+		}
 		for _, t := range g.Tools {
 			if !slices.Contains(c.member[t], g.Name) {
 				c.member[t] = append(c.member[t], g.Name)
@@ -175,6 +179,30 @@ func (c *catalog) unknown(name string) error {
 	return fmt.Errorf("%w %q; groups are: %s", ErrUnknownGroup, name, strings.Join(names(c.order), ", "))
 }
 
+// unknownToModel is unknown as the model may read it: it names only the
+// groups the model sees, so that a CodeOnly group named is refused exactly
+// as a group that does not exist.
+func (c *catalog) unknownToModel(name string) error {
+	return fmt.Errorf("%w %q; groups are: %s", ErrUnknownGroup, name, strings.Join(c.shown, ", "))
+}
+
+// modelSees reports whether group g exists and is not CodeOnly.
+func (c *catalog) modelSees(g string) bool {
+	def, ok := c.byName[g]
+	return ok && !def.CodeOnly
+}
+
+// shownOf returns the groups of gs the model sees, in their order.
+func (c *catalog) shownOf(gs []string) []string {
+	var out []string
+	for _, g := range gs {
+		if c.modelSees(g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 func names(gs []Group) []string {
 	out := make([]string, len(gs))
 	for i, g := range gs {
@@ -294,6 +322,32 @@ func switchGroups(names []string, on, replace bool) func(*catalog, map[string]bo
 	}
 }
 
+// resetByModel is reset_tools' update: the named groups on and every other
+// group the model sees off (replace semantics); CodeOnly groups keep their
+// stored state, and naming one fails as naming no group does.
+func resetByModel(names []string) func(*catalog, map[string]bool) (map[string]bool, error) {
+	return func(c *catalog, state map[string]bool) (map[string]bool, error) {
+		next := make(map[string]bool, len(c.order))
+		for _, g := range c.order {
+			if !g.CodeOnly {
+				next[g.Name] = false
+			} else if on, set := state[g.Name]; set {
+				next[g.Name] = on
+			}
+		}
+		for _, n := range names {
+			if n == BasicGroup {
+				continue // always on
+			}
+			if !c.modelSees(n) {
+				return nil, c.unknownToModel(n)
+			}
+			next[n] = true
+		}
+		return next, nil
+	}
+}
+
 // change applies one update through the store and reports it with a
 // "groups" session event when anything changed.
 func (m *Manager) change(ctx context.Context, session, by, callID string, fn func(*catalog, map[string]bool) (map[string]bool, error)) (Change, error) {
@@ -362,7 +416,7 @@ func (m *Manager) sessionFor(ctx context.Context, session string) (*toolkit.Sess
 	return m.tk.Session(session)
 }
 
-// sessionClosed is toolkit.SessionCloser's SessionClosed: a closed session's state
+// sessionClosed is the SessionClosed a toolkit.Visibility may have: a closed session's state
 // is dropped from an in-process store (a shared store keeps it: other
 // processes may still serve the session).
 func (m *Manager) sessionClosed(session string) {
@@ -377,7 +431,7 @@ type forgetter interface{ Forget(session string) }
 
 // tools is toolkit.Visibility's Tools: the basic tools, the tools of active
 // groups, and reset_tools (with a schema for this session) when there are
-// groups.
+// groups the model sees.
 func (m *Manager) tools(ctx context.Context, s *toolkit.Session, registered []*toolkit.Tool) ([]*toolkit.Tool, error) {
 	c := m.defs.Load()
 	state, err := m.store.Load(ctx, s.ID())
@@ -394,7 +448,7 @@ func (m *Manager) tools(ctx context.Context, s *toolkit.Session, registered []*t
 			out = append(out, t)
 		}
 	}
-	if len(c.order) > 0 {
+	if len(c.shown) > 0 {
 		meta, err := m.metaFor(c, on)
 		if err != nil {
 			return nil, err
@@ -424,7 +478,7 @@ func (m *Manager) resolve(ctx context.Context, s *toolkit.Session, t *toolkit.To
 	name := t.Name()
 	gs := c.member[name]
 	if name == SearchTool && m.search != nil {
-		if len(c.order) == 0 {
+		if len(c.shown) == 0 {
 			return nil, fmt.Errorf("there are no tool groups to search")
 		}
 		return t, nil
@@ -437,7 +491,7 @@ func (m *Manager) resolve(ctx context.Context, s *toolkit.Session, t *toolkit.To
 		return nil, err
 	}
 	if name == MetaTool {
-		if len(c.order) == 0 {
+		if len(c.shown) == 0 {
 			return nil, fmt.Errorf("there are no tool groups to switch")
 		}
 		return m.metaFor(c, active(c, state))
@@ -445,7 +499,13 @@ func (m *Manager) resolve(ctx context.Context, s *toolkit.Session, t *toolkit.To
 	if slices.ContainsFunc(gs, func(g string) bool { return c.isOn(state, g) }) {
 		return t, nil
 	}
-	if len(gs) == 1 {
+	// Only the groups the model can switch are named: a CodeOnly group is
+	// never revealed, and reset_tools could not switch it on.
+	gs = c.shownOf(gs)
+	switch len(gs) {
+	case 0:
+		return nil, fmt.Errorf("tool %q is not available in this session now.", name)
+	case 1:
 		return nil, fmt.Errorf("tool %q is in the tool group %q, which is not active. Activate it first by calling %s with %q set to true (and every group you still need set to true).",
 			name, gs[0], MetaTool, gs[0])
 	}
@@ -461,8 +521,8 @@ func quoteList(ss []string) string {
 	return strings.Join(q, ", ")
 }
 
-// visibility plugs a Manager into its toolkit: the toolkit.Visibility and
-// toolkit.SessionCloser that only the engine calls.
+// visibility plugs a Manager into its toolkit: the toolkit.Visibility, with
+// its optional SessionClosed, that only the engine calls.
 type visibility struct{ m *Manager }
 
 func (v visibility) Tools(ctx context.Context, s *toolkit.Session, registered []*toolkit.Tool) ([]*toolkit.Tool, error) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/tracehook"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -20,6 +21,9 @@ func (m *Manager) metaFor(c *catalog, on map[string]bool) (*toolkit.Tool, error)
 	var buf [64]byte
 	key := buf[:0]
 	for _, g := range c.order {
+		if g.CodeOnly {
+			continue // not in the tool: sessions that differ only in these share it
+		}
 		if on[g.Name] {
 			key = append(key, '1')
 		} else {
@@ -39,16 +43,19 @@ func (m *Manager) buildMeta(c *catalog, on map[string]bool) (*toolkit.Tool, erro
 		Type        string `json:"type"`
 		Description string `json:"description,omitempty"`
 	}
-	props := make(map[string]prop, len(c.order))
+	props := make(map[string]prop, len(c.shown))
 	var desc strings.Builder
 	desc.WriteString("Choose which tool groups are active. Set a group to true to use its tools, false to put them away. " +
 		"The values you pass are the complete new state: every group not set to true becomes inactive, so keep the groups you still need set to true. " +
 		"The result lists the tools that became available and the description and instructions of each group you activate: read and follow them. " +
 		"Call it again with the same groups to see those of the active groups again.")
 	if m.search != nil {
-		fmt.Fprintf(&desc, "\nThere are %d groups; find the ones you need with %s, which searches their tools.\nActive groups:", len(c.order), SearchTool)
+		fmt.Fprintf(&desc, "\nThere are %d groups; find the ones you need with %s, which searches their tools.\nActive groups:", len(c.shown), SearchTool)
 		n := 0
 		for _, g := range c.order {
+			if g.CodeOnly {
+				continue
+			}
 			if on[g.Name] {
 				props[g.Name] = prop{Type: "boolean", Description: fmt.Sprintf("%s (ACTIVE now)", g.Description)}
 				fmt.Fprintf(&desc, "\n- %s: %s", g.Name, g.Description)
@@ -63,6 +70,9 @@ func (m *Manager) buildMeta(c *catalog, on map[string]bool) (*toolkit.Tool, erro
 	} else {
 		desc.WriteString("\nGroups:")
 		for _, g := range c.order {
+			if g.CodeOnly {
+				continue
+			}
 			state := "inactive"
 			if on[g.Name] {
 				state = "ACTIVE now"
@@ -89,7 +99,7 @@ func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) (_ []eve
 	if !ok {
 		return nil, errors.New("reset_tools must run inside a toolkit call")
 	}
-	ctx, op := toolkit.StartOp(ctx, MetaTool) // a span of its own when the toolkit is traced
+	ctx, op := tracehook.StartOp(ctx, MetaTool) // a span of its own when the toolkit is traced
 	defer func() { op.End(err) }()
 	var set map[string]bool
 	if err := json.Unmarshal(args, &set); err != nil {
@@ -103,7 +113,7 @@ func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) (_ []eve
 	}
 
 	op.Set("toolstream.groups.requested", want)
-	ch, c, err := m.changeIn(ctx, info.Session, "model", info.CallID, switchGroups(want, true, true))
+	ch, c, err := m.changeIn(ctx, info.Session, "model", info.CallID, resetByModel(want))
 	if err != nil {
 		return nil, err
 	}
@@ -116,13 +126,17 @@ func (m *Manager) resetTools(ctx context.Context, args json.RawMessage) (_ []eve
 // report is what the model reads after reset_tools: the active groups, the
 // tools that came and went, and the description and instructions of each
 // group it newly activated (of every active group when nothing changed), in
-// a tagged layout.
+// a tagged layout. CodeOnly groups are left out: the model never sees them.
 func (m *Manager) report(c *catalog, ch Change) string {
 	var b strings.Builder
-	if len(ch.Active) == 0 {
+	active := c.shownOf(ch.Active)
+	switch {
+	case len(active) > 0:
+		fmt.Fprintf(&b, "Active tool groups: %s.", strings.Join(active, ", "))
+	case len(ch.Active) > 0: // CodeOnly groups are on: their tools remain
+		b.WriteString("All tool groups are now inactive.")
+	default:
 		b.WriteString("All tool groups are now inactive; only the basic tools remain.")
-	} else {
-		fmt.Fprintf(&b, "Active tool groups: %s.", strings.Join(ch.Active, ", "))
 	}
 	if !ch.Changed() {
 		b.WriteString(" Nothing changed.")
@@ -137,9 +151,9 @@ func (m *Manager) report(c *catalog, ch Change) string {
 	// The groups this call switched on, or, when it changed nothing (the
 	// model checking again), the active ones: what each is for and how to
 	// use it.
-	show := ch.Activated
+	show := ch.Activated // the model's call never switches a CodeOnly group
 	if !ch.Changed() {
-		show = ch.Active
+		show = active
 	}
 	if len(show) > 0 {
 		if ch.Changed() {

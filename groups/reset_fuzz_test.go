@@ -17,7 +17,8 @@ import (
 // ends with a result or a readable refusal, never a panic. A refusal
 // changes nothing; a result says which groups are active, the manager
 // agrees, and the session's tool list is exactly the basic tools, those of
-// the active groups and reset_tools.
+// the active groups and reset_tools. The CodeOnly group audit (on by
+// default) stays on, and no result names it.
 func FuzzResetTools(f *testing.F) {
 	for _, seed := range []string{
 		`{"files": true}`, `{}`, `{"files": true, "files": false}`, `{"files": "x", "files": true}`,
@@ -25,10 +26,12 @@ func FuzzResetTools(f *testing.F) {
 		`{"files": true, "web": true, "search": true}`, `{"files":true}x`, ``, `{"\u0000": true}`,
 		`{"files": {"a": true}}`, `{"files": [true]}`, `{"reset_tools": true}`, `{"web": false}`,
 		`"{\"files\": true}"`, `{"FILES": true}`, `{"files ": true}`,
+		`{"audit": true}`, `{"audit": false}`, `{"files": true, "audit": false}`,
 	} {
 		f.Add(seed)
 	}
 	fx := newFixture(f)
+	addAudit(f, fx, true)
 	s, _ := fx.tk.Session("fuzz")
 	ctx := context.Background()
 	member := map[string][]string{}
@@ -46,6 +49,9 @@ func FuzzResetTools(f *testing.F) {
 			t.Fatal(err)
 		}
 		text := r.Text()
+		if !slices.Contains(after, "audit") {
+			t.Fatalf("%q switched the code-only group off: %v", args, after)
+		}
 		switch r.State {
 		case events.StateError:
 			if strings.TrimSpace(strings.TrimPrefix(text, "Error:")) == "" {
@@ -55,11 +61,12 @@ func FuzzResetTools(f *testing.F) {
 				t.Fatalf("%q refused (%q) but the groups changed: %v -> %v", args, text, before, after)
 			}
 		case events.StateSuccess:
-			want := "All tool groups are now inactive"
-			if len(after) > 0 {
-				want = "Active tool groups: " + strings.Join(after, ", ") + "."
+			shown := slices.DeleteFunc(slices.Clone(after), func(g string) bool { return g == "audit" })
+			want := "All tool groups are now inactive." // not "only the basic tools": purge remains
+			if len(shown) > 0 {
+				want = "Active tool groups: " + strings.Join(shown, ", ") + "."
 			}
-			if !strings.HasPrefix(text, want) {
+			if !strings.HasPrefix(text, want) || revealsAudit(text) {
 				t.Fatalf("%q: the manager says %v, the result %q", args, after, text)
 			}
 		default:
@@ -74,7 +81,7 @@ func FuzzResetTools(f *testing.F) {
 			got = append(got, d.Name)
 		}
 		wantTools := []string{}
-		for _, name := range []string{"read_file", "list_dir", "web_get", "grep", "now"} {
+		for _, name := range []string{"read_file", "list_dir", "web_get", "grep", "now", "purge"} {
 			grouped, on := false, false
 			for g, tools := range member {
 				if slices.Contains(tools, name) {

@@ -133,9 +133,13 @@ func (m *Manager) buildIndex(c *catalog) *searchIndex {
 		}
 	}
 	for gi, g := range c.order {
+		ix.base[gi] = ix.nt
+		if g.CodeOnly { // never found: the model does not see it
+			ix.tools, ix.descs = append(ix.tools, nil), append(ix.descs, nil)
+			continue
+		}
 		add(g.Name, gi, -1, true)
 		add(g.Description, gi, -1, false)
-		ix.base[gi] = ix.nt
 		var names, descs []string
 		for _, tn := range g.Tools {
 			t, ok := m.tk.Tool(tn)
@@ -305,7 +309,7 @@ func (m *Manager) searchTools(ctx context.Context, raw json.RawMessage) ([]event
 		return nil, fmt.Errorf("the query %q has no word to search for: give words that describe the tools you need, such as \"refund payment\"", args.Query)
 	}
 	c := m.defs.Load()
-	if len(c.order) == 0 {
+	if len(c.shown) == 0 {
 		return nil, errors.New("there are no tool groups to search")
 	}
 	state, err := m.store.Load(ctx, info.Session)
@@ -313,6 +317,7 @@ func (m *Manager) searchTools(ctx context.Context, raw json.RawMessage) ([]event
 		return nil, err
 	}
 	on := active(c, state)
+	onShown := c.shownOf(sortedKeys(on)) // CodeOnly groups are not the model's to know
 	ix := m.index(c)
 	ranked, tools := ix.rank(query)
 
@@ -327,7 +332,7 @@ func (m *Manager) searchTools(ctx context.Context, raw json.RawMessage) ([]event
 		}
 	}
 	switch {
-	case len(on) == len(c.order):
+	case len(onShown) == len(c.shown):
 		b.WriteString("Every tool group is active already: the tools you can use are all in your tool list.")
 		return []events.Part{events.Text(b.String())}, nil
 	case len(inactive) == 0:
@@ -352,8 +357,8 @@ func (m *Manager) searchTools(ctx context.Context, raw json.RawMessage) ([]event
 	}
 	if len(inactive) > 0 {
 		fmt.Fprintf(&b, "\nTo use a group, call %s with it set to true", MetaTool)
-		if len(on) > 0 {
-			fmt.Fprintf(&b, ", and keep the active groups (%s) set to true if you still need them.", strings.Join(sortedKeys(on), ", "))
+		if len(onShown) > 0 {
+			fmt.Fprintf(&b, ", and keep the active groups (%s) set to true if you still need them.", strings.Join(onShown, ", "))
 		} else {
 			b.WriteString(".")
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -40,7 +41,7 @@ func (p *Permissions) BatchApproval() toolkit.Interceptor {
 }
 
 func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) {
-	session := plan.Session().ID()
+	session := plan.Batch().Session().ID()
 	p.restoreGrants(ctx, session, plan)
 	var asked []int
 	var reqs []ApprovalRequest
@@ -99,7 +100,7 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 	defer timer.Stop()
 	deny := func(err func(tool string) error) {
 		for _, i := range asked {
-			plan.Deny(i, err(plan.Call(i).Name))
+			plan.Decide(i, toolkit.Failure(events.StateDenied, err(plan.Call(i).Name)))
 		}
 	}
 	announce := func(status, note string) {
@@ -191,7 +192,7 @@ func (p *Permissions) beforeBatch(ctx context.Context, plan *toolkit.BatchPlan) 
 		if reason != "" {
 			msg += ": " + reason
 		}
-		plan.Deny(i, permWrap(ErrRejected, msg+". Do not retry it as it was; follow the user's reason"))
+		plan.Decide(i, toolkit.Failure(events.StateDenied, permWrap(ErrRejected, msg+". Do not retry it as it was; follow the user's reason")))
 		notes = append(notes, fmt.Sprintf("%s rejected", c.ID))
 	}
 	announce("approved", strings.Join(notes, "; "))

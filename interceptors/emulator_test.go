@@ -142,7 +142,7 @@ func TestEmulateUnknown(t *testing.T) {
 		s := testutil.Session(t, tk, "s")
 		r := icRun(t, s, testutil.Call("c1", "forecast", `{"days":3}`))
 		if !on {
-			if !errors.Is(r.Err, toolkit.ErrUnknownTool) || len(m.seen()) != 0 {
+			if !isErr[*toolkit.UnknownToolError](r.Err) || len(m.seen()) != 0 {
 				t.Fatalf("without Unknown: %s %q, model asked %d times", r.State, r.Text(), len(m.seen()))
 			}
 			continue

@@ -29,7 +29,7 @@ func TestBuiltinsWhenAnOuterInterceptorClearedTheTool(t *testing.T) {
 		tk := icKit(t, nil, clear, ic)
 		testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "small"}, func(ctx context.Context) (string, error) { return "ok", nil }))
 		res := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "small", `{}`))
-		if errors.Is(res.Err, toolkit.ErrPanic) || !strings.Contains(res.Text(), "changed the tool") {
+		if isErr[*toolkit.PanicError](res.Err) || !strings.Contains(res.Text(), "changed the tool") {
 			t.Errorf("%s: %s: %q, want the engine's answer about a changed tool", name, res.State, res.Text())
 		}
 	}

@@ -23,7 +23,7 @@ var (
 	// with Destructive false) run, and asks about the destructive ones: a
 	// tool that declares nothing is destructive, as in MCP.
 	AskDestructive Mode = func(s toolkit.Spec) Decision {
-		if !s.IsDestructive() {
+		if a, _ := s.Annotations(); !a.DestructiveHint {
 			return Allow
 		}
 		return Ask
@@ -45,5 +45,6 @@ func modeReason(tool string, s toolkit.Spec) string {
 // harm on its own account: read-only and idempotent tools, and tools that
 // declare nothing about idempotence (see [Retry]).
 func retrySafe(s toolkit.Spec) bool {
-	return s.Idempotent == nil || s.IsIdempotent()
+	a, _ := s.Annotations()
+	return s.Idempotent == nil || a.IdempotentHint
 }

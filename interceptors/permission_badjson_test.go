@@ -3,7 +3,6 @@ package interceptors_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +36,7 @@ func TestAskWithArgumentsThatAreNotJSON(t *testing.T) {
 	start := time.Now()
 	r := f.start("s", permCall("w", "write", `{"path":"notes/a.txt"}`)).Wait()[0]
 	took := time.Since(start)
-	if took >= wait || r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidArguments) ||
+	if took >= wait || r.State != events.StateError || !isErr[*toolkit.ArgumentError](r.Err) ||
 		!strings.Contains(r.Text(), "not valid JSON") || !strings.Contains(r.Text(), "nobody was asked") {
 		t.Fatalf("after %v: %s, err %v, text %q", took.Round(time.Millisecond), r.State, r.Err, r.Text())
 	}

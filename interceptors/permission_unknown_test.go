@@ -3,7 +3,6 @@ package interceptors_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -75,7 +74,7 @@ func TestPermissionsUnknownToolNotAsked(t *testing.T) {
 		if asked {
 			t.Errorf("resolver %v: a person was asked to approve a call of a tool that does not exist", opts != nil)
 		}
-		if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrUnknownTool) || !strings.Contains(r.Text(), `unknown tool "delete_everything"`) {
+		if r.State != events.StateError || !isErr[*toolkit.UnknownToolError](r.Err) || !strings.Contains(r.Text(), `unknown tool "delete_everything"`) {
 			t.Errorf("resolver %v: %s %v %q, want the unknown-tool answer", opts != nil, r.State, r.Err, r.Text())
 		}
 		// A known tool is still asked about.

@@ -205,10 +205,22 @@ func retryGiveUp(inv *toolkit.Invocation, out toolkit.Outcome, n int) toolkit.Ou
 	return toolkit.Failure(out.State, &retryError{Tool: inv.Call.Name, Attempts: n, Err: cause})
 }
 
-// retryNever lists causes that another attempt cannot fix.
-var retryNever = []error{
-	toolkit.ErrInvalidArguments, toolkit.ErrUnknownTool, toolkit.ErrUnavailable,
-	toolkit.ErrPanic, toolkit.ErrInterrupted, toolkit.ErrInvalidCall,
+// retryNever lists causes that another attempt cannot fix, beside the
+// typed ones (retryNeverTyped).
+var retryNever = []error{toolkit.ErrUnavailable, toolkit.ErrInterrupted, toolkit.ErrInvalidCall}
+
+// retryNeverTyped reports whether err is a typed cause that another
+// attempt cannot fix: arguments the schema refused, an unknown tool, a
+// panic.
+func retryNeverTyped(err error) bool {
+	if _, ok := errors.AsType[*toolkit.ArgumentError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*toolkit.UnknownToolError](err); ok {
+		return true
+	}
+	_, ok := errors.AsType[*toolkit.PanicError](err)
+	return ok
 }
 
 // retryDefault is the default choice of outcomes worth another attempt.
@@ -225,6 +237,9 @@ func retryDefault(out toolkit.Outcome) bool {
 		if errors.Is(out.Err, e) {
 			return false
 		}
+	}
+	if retryNeverTyped(out.Err) {
+		return false
 	}
 	return out.State == events.StateTimeout || errors.Is(out.Err, toolkit.ErrTimeout) || IsTransient(out.Err)
 }

@@ -149,7 +149,7 @@ func TestRetryNotRetried(t *testing.T) {
 
 	r := icRun(t, s, testutil.Call("c1", "typed", `{"n":"three"}`))
 	// Invalid arguments never reach the interceptors: nothing to retry.
-	if !errors.Is(r.Err, toolkit.ErrInvalidArguments) || typedRan.get() != 0 || r.Meta[interceptors.MetaAttempts] != nil {
+	if !isErr[*toolkit.ArgumentError](r.Err) || typedRan.get() != 0 || r.Meta[interceptors.MetaAttempts] != nil {
 		t.Fatalf("invalid arguments: %v, ran %d, attempts %v", r.Err, typedRan.get(), r.Meta[interceptors.MetaAttempts])
 	}
 	r = icRun(t, s, testutil.Call("c2", "permanent", `{}`))
@@ -157,7 +157,7 @@ func TestRetryNotRetried(t *testing.T) {
 		t.Fatalf("non-transient error: %q, ran %d", r.Text(), permRan.get())
 	}
 	r = icRun(t, s, testutil.Call("c3", "panics", `{}`))
-	if !errors.Is(r.Err, toolkit.ErrPanic) || panicRan.get() != 1 {
+	if !isErr[*toolkit.PanicError](r.Err) || panicRan.get() != 1 {
 		t.Fatalf("panic: %v, ran %d", r.Err, panicRan.get())
 	}
 	r = icRun(t, s, testutil.Call("c4", "denied", `{}`))

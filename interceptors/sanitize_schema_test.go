@@ -3,7 +3,6 @@ package interceptors_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -47,7 +46,7 @@ func TestSanitizeRedactionBreaksOutputSchema(t *testing.T) {
 	r := res[0]
 	evCheckDeltas(t, rec, r)
 	text := r.Text()
-	if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidOutput) || strings.Contains(text, "ana.secret") ||
+	if r.State != events.StateError || !isErr[*toolkit.OutputError](r.Err) || strings.Contains(text, "ana.secret") ||
 		!strings.Contains(text, "withheld") || !strings.Contains(text, "redact") || !strings.Contains(text, "at email") ||
 		strings.Contains(text, `tool "contact" returned a result that does not match`) {
 		t.Errorf("state %s, err %v, text %q", r.State, r.Err, text)

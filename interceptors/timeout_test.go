@@ -202,7 +202,7 @@ func TestTimeoutInnerInterceptorPanics(t *testing.T) {
 	tk := icKit(t, nil, interceptors.Timeout(time.Minute), boom)
 	testutil.Add(t, tk, icTool(t, toolkit.Spec{Name: "fine"}, func(ctx context.Context) (string, error) { return "ok", nil }))
 	r := icRun(t, testutil.Session(t, tk, "s"), testutil.Call("c1", "fine", `{}`))
-	if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrPanic) {
+	if r.State != events.StateError || !isErr[*toolkit.PanicError](r.Err) {
 		t.Fatalf("got %s %v, want an error with a *PanicError", r.State, r.Err)
 	}
 }

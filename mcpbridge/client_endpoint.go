@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -190,6 +191,18 @@ type HTTP struct {
 	OAuth auth.OAuthHandler
 }
 
+// httpClient returns a copy of client (http.DefaultClient when nil) for a
+// transport to set its Transport, and the round tripper to wrap: the
+// client's own (or the default) with headers added to every request.
+func httpClient(client *http.Client, headers http.Header) (http.Client, http.RoundTripper) {
+	c := *cmp.Or(client, http.DefaultClient)
+	base := cmp.Or(c.Transport, http.DefaultTransport)
+	if len(headers) > 0 {
+		base = headerTransport{base: base, h: headers}
+	}
+	return c, base
+}
+
 // Transport implements Endpoint.
 func (h HTTP) Transport(context.Context) (mcp.Transport, error) {
 	if h.URL == "" {
@@ -198,18 +211,7 @@ func (h HTTP) Transport(context.Context) (mcp.Transport, error) {
 	if h.OAuth != nil && h.Headers.Get("Authorization") != "" {
 		return nil, errors.New("mcpbridge: HTTP has both OAuth and an Authorization header in Headers: the header would replace the OAuth token; keep one")
 	}
-	client := h.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	c := *client
-	base := c.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	if len(h.Headers) > 0 {
-		base = headerTransport{base: base, h: h.Headers}
-	}
+	c, base := httpClient(h.Client, h.Headers)
 	// Remembers a 401, so that a failed Connect can say the server wants
 	// authorization rather than only "Unauthorized".
 	c.Transport = &authRecorder{base: base, oauth: h.OAuth != nil}
@@ -217,10 +219,7 @@ func (h HTTP) Transport(context.Context) (mcp.Transport, error) {
 	// "unavailable", backoff) decides; the SDK's retries would only delay it.
 	// The SDK's streamable client takes 0 as no bound (v1.8.0), whatever
 	// its documentation says: 0 is made the documented default here.
-	maxEvent := h.MaxEventSize
-	if maxEvent == 0 {
-		maxEvent = mcp.DefaultMaxEventSize
-	}
+	maxEvent := cmp.Or(h.MaxEventSize, mcp.DefaultMaxEventSize)
 	return &mcp.StreamableClientTransport{Endpoint: h.URL, HTTPClient: &c, MaxRetries: 2, MaxEventSize: maxEvent, OAuthHandler: h.OAuth}, nil
 }
 

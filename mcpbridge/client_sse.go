@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,22 +43,8 @@ func (s SSE) Transport(context.Context) (mcp.Transport, error) {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		return nil, fmt.Errorf("mcpbridge: SSE URL %q: want an absolute http or https URL", trimQuote(s.URL, maxCommandQuote))
 	}
-	client := s.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	c := *client
-	base := c.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	if len(s.Headers) > 0 {
-		base = headerTransport{base: base, h: s.Headers}
-	}
-	maxEvent := s.MaxEventSize
-	if maxEvent == 0 {
-		maxEvent = mcp.DefaultMaxEventSize
-	}
+	c, base := httpClient(s.Client, s.Headers)
+	maxEvent := cmp.Or(s.MaxEventSize, mcp.DefaultMaxEventSize)
 	g := &sseGuard{base: &authRecorder{base: base}, stream: u, maxEvent: maxEvent}
 	c.Transport = g
 	return &sseTransport{inner: &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: &c, MaxEventSize: maxEvent}, guard: g}, nil

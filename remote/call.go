@@ -121,6 +121,7 @@ type follower struct {
 	next    uint64             // the frame number expected next
 	others  []string           // other workers that took the same send (told to stop)
 	gap     bool               // a frame was lost: the result frame's content is the truth
+	routed  uint64             // the client's routed count when the last silence began
 	relayed events.Reassembler // what reached the engine, to compare with the result
 
 	// A part too large for one message comes in chunks (HeaderChunk): its
@@ -136,6 +137,7 @@ func (f *follower) follow(ctx context.Context) ([]events.Part, error) {
 	lost := f.c.lostAfter()
 	timer := time.NewTimer(lost)
 	defer timer.Stop()
+	f.routed = f.c.r.routed.Load()
 	for {
 		select {
 		case <-ctx.Done():
@@ -185,6 +187,14 @@ func (f *follower) silent(lost time.Duration) error {
 	}
 	if e := f.c.r.epochNow(); e != f.ch.epoch {
 		f.ch.epoch = e
+		return nil
+	}
+	// No worker has taken the send yet, but workers answered other calls
+	// of this client meanwhile: a spike's send waits unread in a busy
+	// worker's backlog (NATS hands a worker its requests one by one), as
+	// it would in the worker's queue. It waits on, bounded by its deadline.
+	if n := f.c.r.routed.Load(); f.worker == "" && n != f.routed {
+		f.routed = n
 		return nil
 	}
 	return &LostError{Worker: f.worker, Tool: f.tool, After: lost}

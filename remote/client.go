@@ -42,10 +42,6 @@ var (
 	// the worker stopping (the refusal says which), until the call's
 	// deadline or as many times as WithBusyRetries allows. The call was not run.
 	ErrBusy = errors.New("every worker tried is busy")
-	// ErrWorkerLost: the worker stopped sending heartbeats (it died, hangs
-	// or lost its connection) before the call ended. The call may or may
-	// not have done its work.
-	ErrWorkerLost = errors.New("the worker stopped answering")
 	// ErrClientClosed: the call was made, or was still waiting for its
 	// worker, when Client.Close was called.
 	ErrClientClosed = errors.New("the remote client is closed")
@@ -103,7 +99,7 @@ func NewClient(nc *nats.Conn, options ...ClientOption) *Client {
 }
 
 // lostAfter is how long a call waits without a word from its worker before
-// it fails with ErrWorkerLost.
+// it fails with a *LostError.
 func (c *Client) lostAfter() time.Duration {
 	if n := time.Duration(c.opts.missedHeartbeats); n > math.MaxInt64/c.opts.heartbeat {
 		return math.MaxInt64 // "never": no overflow into a bound already past
@@ -278,7 +274,9 @@ func (e *WorkerError) Error() string { return e.Message }
 // interceptor retries timeouts).
 func (e *WorkerError) Timeout() bool { return e.State == events.StateTimeout }
 
-// LostError is a call whose worker stopped answering.
+// LostError is a call whose worker stopped sending heartbeats (it died,
+// hangs or lost its connection) before the call ended: the call may or may
+// not have done its work. Find it with errors.AsType[*LostError].
 type LostError struct {
 	Worker string // "" when no worker answered the call
 	Tool   string
@@ -305,9 +303,6 @@ func (e *LostError) Error() string {
 	return fmt.Sprintf("remote: worker %s stopped answering the call of %q (no heartbeat for %v): it died, hangs or lost its connection; the call may or may not have done its work",
 		e.Worker, e.Tool, e.After)
 }
-
-// Unwrap makes errors.Is(err, ErrWorkerLost) true.
-func (e *LostError) Unwrap() error { return ErrWorkerLost }
 
 // Temporary tells the Retry interceptor that another attempt may work: it
 // retries it for tools that are read-only, idempotent or silent about it,

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -102,7 +101,7 @@ func TestWorkerDies(t *testing.T) {
 	testutil.Add(t, agent, tools...)
 	sess := testutil.Session(t, agent, "s")
 
-	// Alone: the call fails with ErrWorkerLost, in bounded time.
+	// Alone: the call fails with *LostError, in bounded time.
 	batch := sess.Start(context.Background(), []toolkit.Call{testutil.Call("c1", "slow", `{"steps":1000}`)})
 	select {
 	case pid := <-pids.ch("c1"):
@@ -118,7 +117,7 @@ func TestWorkerDies(t *testing.T) {
 	}
 	r := batch.Wait()[0]
 	noticed := time.Since(killed)
-	if !errors.Is(r.Err, remote.ErrWorkerLost) || !strings.Contains(r.Text(), "worker "+a.id+" stopped answering") {
+	if !isLost(r.Err) || !strings.Contains(r.Text(), "worker "+a.id+" stopped answering") {
 		t.Fatalf("%s %q (%v)", r.State, r.Text(), r.Err)
 	}
 	if noticed < 200*time.Millisecond || noticed > remote.LostAfter(c)+700*time.Millisecond {

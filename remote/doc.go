@@ -27,7 +27,7 @@
 //
 // Failures are results, as always: no worker for the tool ([ErrNoWorkers])
 // fails at once; every worker's queue full ([ErrBusy]) at the call's
-// deadline; a worker that stops sending heartbeats ([ErrWorkerLost]) within
+// deadline; a worker that stops sending heartbeats (*[LostError]) within
 // the heartbeat interval times the heartbeats missed ([WithHeartbeat]). The
 // caller's cancellation and deadline reach the worker's handler.
 package remote

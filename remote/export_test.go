@@ -3,5 +3,5 @@ package remote
 import "time"
 
 // LostAfter is how long a call of c waits without a word from its worker
-// before it fails with ErrWorkerLost.
+// before it fails with *LostError.
 func LostAfter(c *Client) time.Duration { return c.lostAfter() }

@@ -242,7 +242,7 @@ func TestDiscoverChecksTheProtocol(t *testing.T) {
 // TestAgentConnectionLost: when the agent's own NATS connection is gone
 // (closed here; away and reconnecting alike), a call that hears nothing
 // more says so instead of blaming its worker, which is alive. It is still
-// an ErrWorkerLost (the call may have done its work). Before, the error
+// a *LostError (the call may have done its work). Before, the error
 // said "worker W stopped answering ...: it died, hangs or lost its
 // connection".
 func TestAgentConnectionLost(t *testing.T) {
@@ -268,14 +268,14 @@ func TestAgentConnectionLost(t *testing.T) {
 	testutil.WaitFor(t, started, "the worker to run the call")
 	nc.Close()
 	r := batch.Wait()[0]
-	if !errors.Is(r.Err, remote.ErrWorkerLost) || !strings.Contains(r.Err.Error(), "this agent's own NATS connection is closed") {
+	if !isLost(r.Err) || !strings.Contains(r.Err.Error(), "this agent's own NATS connection is closed") {
 		t.Fatalf("%s: %v", r.State, r.Err)
 	}
 }
 
 // TestNeverGiveUp: MissedHeartbeats large enough to mean "never give the
 // worker up" does so. Before, Heartbeat × MissedHeartbeats overflowed into
-// a negative duration and every call failed at once with ErrWorkerLost
+// a negative duration and every call failed at once with *LostError
 // ("no heartbeat for -2562047h47m16.854775808s" and the like).
 func TestNeverGiveUp(t *testing.T) {
 	bus := natstest.Bus(t)

@@ -52,7 +52,7 @@ func TestLargeStreamedResult(t *testing.T) {
 // worker sends them (10 ms at most) still waits for them: before, its
 // LostAfter was computed from the interval asked for (2 ms × 5), no longer
 // than the worker's 10 ms, and every call longer than that failed with
-// ErrWorkerLost although the worker was alive.
+// *LostError although the worker was alive.
 func TestShortHeartbeat(t *testing.T) {
 	bus := natstest.Bus(t)
 	wk := testutil.Kit(t)
@@ -142,7 +142,7 @@ func TestLargeResultAtOnce(t *testing.T) {
 		name := tl.Name()
 		t.Run(name, func(t *testing.T) {
 			r := testutil.Run(t, agent, "s", testutil.Call(name, name, `{}`))[0]
-			if errors.Is(r.Err, remote.ErrWorkerLost) {
+			if isLost(r.Err) {
 				t.Fatalf("the worker was given up as lost: %v", r.Err)
 			}
 			if d := testutil.Deltas(rec.Of(name)); !events.EqualContent(d, r.Content) {
@@ -216,7 +216,7 @@ func connTo(t *testing.T, srv *server.Server) *nats.Conn {
 // the client's heartbeat bounds) is not the worker's silence. The worker
 // sends its heartbeats meanwhile; before, the client's timer fired during
 // the handling and, the next frame and the timer both ready, the call
-// failed with ErrWorkerLost one time in two for each delta though the
+// failed with *LostError one time in two for each delta though the
 // worker never stopped answering.
 func TestSlowAgentIsNotSilentWorker(t *testing.T) {
 	bus := natstest.Bus(t)

@@ -152,7 +152,7 @@ func WithTools(names ...string) WorkerOption {
 // WithHeartbeat sets how often workers are asked to send a heartbeat
 // while a call runs (default 1 s; at least 10 ms, as workers send them no
 // more often), and how many intervals may pass without a word from the
-// worker before the call fails with [ErrWorkerLost] (default 3). A
+// worker before the call fails with a *[LostError] (default 3). A
 // worker's death is noticed within every × missed, whatever the call's
 // timeout; time while the agent's own connection is away does not count.
 // Zero or less keeps a default.
@@ -201,7 +201,7 @@ func WithDiscoverWait(d time.Duration) ClientOption {
 // WithInject writes the trace context of ctx into a call's headers (an
 // OpenTelemetry propagator's Inject on a header carrier). By default the
 // context's [WithTraceContext] values are sent, or else the call's own
-// trace context (toolkit.TraceOf) when the agent's toolkit is traced.
+// trace context when the agent's toolkit is traced.
 func WithInject(inject func(ctx context.Context, h nats.Header)) ClientOption {
 	return clientOption(func(o *clientOptions) {
 		if inject != nil {

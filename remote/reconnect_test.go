@@ -40,7 +40,7 @@ func (d *heldDialer) Dial(network, address string) (net.Conn, error) {
 // worker's silence), asks for what it missed once it is back (a resync),
 // and gets the kept result: a success, the tool having run once. In
 // protocol 1 the result's two blind repeats, a heartbeat and two after it,
-// were lost too, and the call failed with ErrWorkerLost.
+// were lost too, and the call failed with *LostError.
 func TestResultAfterAgentReconnects(t *testing.T) {
 	cl := natstest.NewCluster(t, 3)
 	fast := []nats.Option{nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(20 * time.Millisecond), nats.ReconnectJitter(0, 0)}

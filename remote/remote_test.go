@@ -496,7 +496,7 @@ func TestResolver(t *testing.T) {
 	c := remote.NewClient(conn(t, bus))
 	agent := testutil.Kit(t, toolkit.WithToolResolver(c.Resolver()))
 	r := testutil.Run(t, agent, "s", testutil.Call("c1", "count", `{"words":["x"]}`))[0]
-	if !errors.Is(r.Err, toolkit.ErrUnknownTool) {
+	if !isErr[*toolkit.UnknownToolError](r.Err) {
 		t.Fatalf("before any worker: %s %q", r.State, r.Text())
 	}
 	serve(t, bus, workerKit(t, nil))

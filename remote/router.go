@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 
@@ -33,6 +34,10 @@ type router struct {
 	// epoch counts the connection's reconnections: a call that heard
 	// nothing since one gives its worker the time to answer the resync.
 	epoch uint64
+	// routed counts the frames that reached a call in flight: while it
+	// moves, the workers are talking, and a send none has taken yet waits
+	// in a busy worker's backlog rather than being lost.
+	routed atomic.Uint64
 }
 
 // open gives a send its inbox and the mailbox its frames arrive in; done
@@ -84,6 +89,7 @@ func (r *router) route(m *nats.Msg) {
 	if ch == nil {
 		return // a call that ended: a late heartbeat, a result sent again
 	}
+	r.routed.Add(1)
 	ch.put(m)
 }
 

@@ -6,17 +6,17 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/tracehook"
 	"github.com/toolstream/toolstream/internal/wire"
-	"github.com/toolstream/toolstream/toolkit"
 )
 
 type traceKey struct{}
 
 // WithTraceContext returns a context whose remote calls carry traceparent
 // and tracestate, when no [WithInject] is given. Without it they
-// carry the call's own trace context when the agent's toolkit is traced
-// (toolkit.TraceOf: the call's span). An OpenTelemetry propagator plugs in
-// through [WithInject] and [WithExtract] instead.
+// carry the call's own trace context (its span) when the agent's toolkit
+// is traced. An OpenTelemetry propagator plugs in through [WithInject]
+// and [WithExtract] instead.
 func WithTraceContext(ctx context.Context, traceparent, tracestate string) context.Context {
 	return withTrace(ctx, traceparent, tracestate)
 }
@@ -37,12 +37,12 @@ func TraceContext(ctx context.Context) (events.TraceContext, bool) {
 }
 
 // injectTrace is the default WithInject: the trace context WithTraceContext
-// set on ctx, or else that of the call (toolkit.TraceOf: the call's span,
+// set on ctx, or else that of the call (the call's span,
 // when the agent's toolkit is traced), if any.
 func injectTrace(ctx context.Context, h nats.Header) {
 	t, ok := TraceContext(ctx)
 	if !ok {
-		tr := toolkit.TraceOf(ctx)
+		tr := tracehook.Of(ctx)
 		if tr == nil {
 			return
 		}

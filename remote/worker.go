@@ -279,7 +279,10 @@ func (w *Worker) stopNow() {
 // idempotentTool reports whether another run of a call of the tool is
 // harmless, by the rule of the Retry interceptor: only a tool that
 // declares itself not idempotent, and is not read-only, is not.
-func idempotentTool(s toolkit.Spec) bool { return s.Idempotent == nil || s.IsIdempotent() }
+func idempotentTool(s toolkit.Spec) bool {
+	a, _ := s.Annotations()
+	return s.Idempotent == nil || a.IdempotentHint
+}
 
 // handler takes a call of one tool: it checks the request, refuses it when
 // the worker's queue is full or Stop began, and runs it on a goroutine of

@@ -14,6 +14,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/groups"
 	"github.com/toolstream/toolstream/internal/memo"
+	"github.com/toolstream/toolstream/internal/tracehook"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -231,7 +232,7 @@ func (l *Loader) withdrawn(session string, vis []entry) []entry {
 	return out
 }
 
-// sessionClosed is toolkit.SessionCloser's SessionClosed.
+// sessionClosed is the SessionClosed a toolkit.Visibility may have.
 func (l *Loader) sessionClosed(session string) {
 	l.mu.Lock()
 	delete(l.loaded, session)
@@ -290,7 +291,7 @@ func (l *Loader) load(ctx context.Context, raw json.RawMessage) (_ []events.Part
 		return nil, fmt.Errorf("the arguments must be {\"skillId\": string, \"path\": string}: %v", err)
 	}
 	// A span of its own when the toolkit is traced.
-	ctx, op := toolkit.StartOp(ctx, "load_skill "+args.SkillID)
+	ctx, op := tracehook.StartOp(ctx, "load_skill "+args.SkillID)
 	defer func() { op.End(err) }()
 	op.Set("toolstream.skill.name", args.SkillID)
 	op.Set("toolstream.skill.path", args.Path)
@@ -469,12 +470,32 @@ func (l *Loader) switchOn(ctx context.Context, s *Skill) (switched []string, rep
 	if err != nil || len(ch.Activated) == 0 {
 		return nil, "", err
 	}
-	report = fmt.Sprintf("\n\nThis skill switched on the tool group(s) %s.", strings.Join(ch.Activated, ", "))
+	// The model is told of the groups it can switch itself; a code-only
+	// group stays unnamed (the model must not learn it exists), its tools
+	// are simply available.
+	if named := l.modelGroups(ch.Activated); len(named) > 0 {
+		report = fmt.Sprintf("\n\nThis skill switched on the tool group(s) %s.", strings.Join(named, ", "))
+	}
 	if added, _ := l.gm.ToolsChanged(ch); len(added) > 0 {
 		slices.Sort(added)
+		if report == "" {
+			report = "\n\nThis skill made tools available."
+		}
 		report += fmt.Sprintf(" Now available: %s.", strings.Join(added, ", "))
 	}
 	return ch.Activated, report, nil
+}
+
+// modelGroups returns the names of those groups the model may see (not
+// Group.CodeOnly).
+func (l *Loader) modelGroups(names []string) []string {
+	codeOnly := map[string]bool{}
+	for _, g := range l.gm.Groups() {
+		if g.CodeOnly {
+			codeOnly[g.Name] = true
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return codeOnly[n] })
 }
 
 // Prompt returns the system-prompt fragment that lists the skills a
@@ -498,8 +519,8 @@ func (l *Loader) Prompt(session string) string {
 	return b.String()
 }
 
-// visibility plugs a Loader into its toolkit: the toolkit.Visibility and
-// toolkit.SessionCloser that only the engine calls.
+// visibility plugs a Loader into its toolkit: the toolkit.Visibility, with
+// its optional SessionClosed, that only the engine calls.
 type visibility struct{ l *Loader }
 
 func (v visibility) Tools(ctx context.Context, s *toolkit.Session, tools []*toolkit.Tool) ([]*toolkit.Tool, error) {

@@ -1,7 +1,7 @@
 // Package telemetry traces and measures a toolkit's tool calls with
 // OpenTelemetry, by the GenAI semantic conventions for tool execution.
 //
-// It is the toolkit's [toolkit.Tracer]: install it with toolkit.WithTracer.
+// It is the toolkit's tracer: install it with toolkit.WithTracer.
 //
 //	tel, err := telemetry.New() // the global tracer and meter providers
 //	tk := toolkit.New(toolkit.WithTracer(tel))
@@ -59,6 +59,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
+	"github.com/toolstream/toolstream/internal/tracehook"
 	"github.com/toolstream/toolstream/telemetry/internal/semconv"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -105,7 +106,7 @@ func WithToolType(f func(t *toolkit.Tool) string) Option {
 	return func(c *config) { c.toolType = f }
 }
 
-// Telemetry traces and measures a toolkit's calls: a [toolkit.Tracer].
+// Telemetry traces and measures a toolkit's calls (toolkit.WithTracer).
 // One value may serve several toolkits.
 type Telemetry struct {
 	cfg    config
@@ -134,7 +135,19 @@ type Delivery struct {
 	Undelivered     uint64
 }
 
-var _ toolkit.Tracer = (*Telemetry)(nil)
+var _ tracehook.Source[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] = (*Telemetry)(nil)
+
+// Tracehook is what toolkit.WithTracer takes from a Telemetry: the engine's
+// tracing hook, internal to the module. A nil Telemetry traces nothing.
+func (t *Telemetry) Tracehook() tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] {
+	if t == nil {
+		return nil
+	}
+	return hook{t}
+}
+
+// hook is a Telemetry as the engine sees it: its methods are the hook's.
+type hook struct{ t *Telemetry }
 
 // New returns a Telemetry. It fails only if the meter provider refuses an
 // instrument.
@@ -288,8 +301,9 @@ func (t *Telemetry) providers() (trace.TracerProvider, metric.MeterProvider) {
 	return tp, mp
 }
 
-// StartBatch implements toolkit.Tracer: the batch's span.
-func (t *Telemetry) StartBatch(ctx context.Context, b *toolkit.Batch, calls []toolkit.Call) (context.Context, toolkit.BatchTrace) {
+// StartBatch implements the engine's tracing hook: the batch's span.
+func (h hook) StartBatch(ctx context.Context, b *toolkit.Batch, calls int) (context.Context, tracehook.BatchTrace) {
+	t := h.t
 	if t.quietNow() {
 		return ctx, nil
 	}
@@ -319,7 +333,7 @@ func sameWords[T any](a, b T) bool {
 }
 
 // startBatch is StartBatch once the providers may record something.
-func (t *Telemetry) startBatch(ctx context.Context, b *toolkit.Batch, calls []toolkit.Call) (context.Context, toolkit.BatchTrace) {
+func (t *Telemetry) startBatch(ctx context.Context, b *toolkit.Batch, calls int) (context.Context, tracehook.BatchTrace) {
 	tp, mp := t.providers()
 	tr := t.tracerNow()
 	measuring := t.measuring(ctx)
@@ -332,7 +346,7 @@ func (t *Telemetry) startBatch(ctx context.Context, b *toolkit.Batch, calls []to
 		attrs := []attribute.KeyValue{
 			semconv.BatchID.String(b.ID()),
 			semconv.ConversationID.String(b.Session().ID()),
-			semconv.BatchSize.Int(len(calls)),
+			semconv.BatchSize.Int(calls),
 		}
 		if a := toolkit.Agent(ctx); a != "" {
 			attrs = append(attrs, semconv.AgentID.String(a))
@@ -343,10 +357,11 @@ func (t *Telemetry) startBatch(ctx context.Context, b *toolkit.Batch, calls []to
 	return ctx, bt
 }
 
-// StartCall implements toolkit.Tracer: the call's span.
+// StartCall implements the engine's tracing hook: the call's span.
 // The batch decided whether to trace and measure (StartBatch): its calls
 // follow.
-func (t *Telemetry) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolkit.CallInfo, tool *toolkit.Tool) (context.Context, toolkit.CallTrace) {
+func (h hook) StartCall(ctx context.Context, b tracehook.BatchTrace, c toolkit.CallInfo, tool *toolkit.Tool) (context.Context, tracehook.CallTrace) {
+	t := h.t
 	bt, ok := b.(*batchTrace)
 	if !ok {
 		return ctx, nil
@@ -381,9 +396,10 @@ func (t *Telemetry) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolk
 	return ctx, ct
 }
 
-// StartOp implements toolkit.Tracer: a span for work inside a call
+// StartOp implements the engine's tracing hook: a span for work inside a call
 // (reset_tools, a skill load).
-func (t *Telemetry) StartOp(ctx context.Context, name string) (context.Context, toolkit.OpTrace) {
+func (h hook) StartOp(ctx context.Context, name string) (context.Context, tracehook.OpTrace) {
+	t := h.t
 	tr := t.tracerNow()
 	if tr == nil {
 		return ctx, nil
@@ -393,9 +409,10 @@ func (t *Telemetry) StartOp(ctx context.Context, name string) (context.Context, 
 }
 
 // traceHeaders returns the W3C traceparent and tracestate of a span.
-// TraceContext implements toolkit.Tracer: the span ctx carries, for
+// TraceContext implements the engine's tracing hook: the span ctx carries, for
 // session-level events sent outside a call (Session.Emit).
-func (t *Telemetry) TraceContext(ctx context.Context) events.Trace {
+func (h hook) TraceContext(ctx context.Context) events.Trace {
+	t := h.t
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {
 		return nil
@@ -585,15 +602,9 @@ func (bt *batchTrace) Observe(ev *events.Event) {
 }
 
 // End ends the batch's span with what became of its calls.
-func (bt *batchTrace) End(results []toolkit.Result) {
+func (bt *batchTrace) End(failed int) {
 	if bt.span == nil {
 		return
-	}
-	failed := 0
-	for _, r := range results {
-		if r.IsError() {
-			failed++
-		}
 	}
 	attrs := []attribute.KeyValue{semconv.BatchFailed.Int(failed)}
 	if s, ok := bt.b.Stop(); ok {

@@ -34,14 +34,14 @@ func TestTraceContextOfEachSpan(t *testing.T) {
 		a2: {Parent: "00-01020300000000000000000000000000-0a00000000000000-01", State: "k=v"},
 	}
 	for _, ctx := range []context.Context{a, a, b, a, a2, a2, b, a} {
-		if got := tel.TraceContext(ctx); got != want[ctx] {
+		if got := tel.Tracehook().TraceContext(ctx); got != want[ctx] {
 			t.Fatalf("TraceContext = %#v, want %#v", got, want[ctx])
 		}
 	}
-	if got := tel.TraceContext(context.Background()); got != nil {
+	if got := tel.Tracehook().TraceContext(context.Background()); got != nil {
 		t.Fatalf("no span: TraceContext = %#v, want nil", got)
 	}
-	if n := testing.AllocsPerRun(100, func() { tel.TraceContext(b) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { tel.Tracehook().TraceContext(b) }); n != 0 {
 		t.Errorf("the same span again: %v allocations, want 0", n)
 	}
 }

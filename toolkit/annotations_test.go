@@ -26,14 +26,15 @@ func TestAnnotationsDefaultAsMCP(t *testing.T) {
 		{"closed world", toolkit.Spec{OpenWorld: new(false)}, true, false, false},
 	}
 	for _, c := range cases {
-		if got := c.spec.IsDestructive(); got != c.destructive {
-			t.Errorf("%s: IsDestructive = %v, want %v", c.name, got, c.destructive)
+		a, _ := c.spec.Annotations()
+		if a.DestructiveHint != c.destructive {
+			t.Errorf("%s: DestructiveHint = %v, want %v", c.name, a.DestructiveHint, c.destructive)
 		}
-		if got := c.spec.IsIdempotent(); got != c.idempotent {
-			t.Errorf("%s: IsIdempotent = %v, want %v", c.name, got, c.idempotent)
+		if a.IdempotentHint != c.idempotent {
+			t.Errorf("%s: IdempotentHint = %v, want %v", c.name, a.IdempotentHint, c.idempotent)
 		}
-		if got := c.spec.IsOpenWorld(); got != c.openWorld {
-			t.Errorf("%s: IsOpenWorld = %v, want %v", c.name, got, c.openWorld)
+		if a.OpenWorldHint != c.openWorld {
+			t.Errorf("%s: OpenWorldHint = %v, want %v", c.name, a.OpenWorldHint, c.openWorld)
 		}
 	}
 }
@@ -62,7 +63,7 @@ func TestAnnotationsInDefinitions(t *testing.T) {
 	if got := string(defs[1]["annotations"]); got != want {
 		t.Errorf("annotations = %s, want %s", got, want)
 	}
-	if !annotated.Spec().IsIdempotent() {
+	if a, _ := annotated.Spec().Annotations(); !a.IdempotentHint {
 		t.Error("changing the caller's variable after NewTool changed the tool")
 	}
 }
@@ -108,7 +109,7 @@ func TestOutputSchemaTypedTool(t *testing.T) {
 	// The tags of the output type constrain it too.
 	celsius = 99
 	r = testutil.Run(t, tk, "s", testutil.Call("c2", "weather", `{}`))[0]
-	if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidOutput) || !strings.Contains(r.Text(), "- celsius: ") {
+	if r.State != events.StateError || !isErr[*toolkit.OutputError](r.Err) || !strings.Contains(r.Text(), "- celsius: ") {
 		t.Fatalf("out-of-range output: %s %q (%v)", r.State, r.Text(), r.Err)
 	}
 }

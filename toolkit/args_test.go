@@ -72,7 +72,7 @@ func TestArgumentValidation(t *testing.T) {
 				t.Fatal("handler ran on invalid arguments")
 			}
 			var ae *toolkit.ArgumentError
-			if r.State != events.StateError || !errors.As(r.Err, &ae) || !errors.Is(r.Err, toolkit.ErrInvalidArguments) {
+			if r.State != events.StateError || !errors.As(r.Err, &ae) || !isErr[*toolkit.ArgumentError](r.Err) {
 				t.Fatalf("%s %v", r.State, r.Err)
 			}
 			if !strings.HasPrefix(r.Text(), `Error: invalid arguments for tool "scan"`) {
@@ -204,7 +204,7 @@ func TestTypedDecodeFailure(t *testing.T) {
 	tk := testutil.Kit(t)
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "small"}, func(ctx context.Context, in in) (string, error) { return "", nil }))
 	r := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "small", `{"n":300}`)})[0]
-	if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidArguments) {
+	if r.State != events.StateError || !isErr[*toolkit.ArgumentError](r.Err) {
 		t.Fatalf("%s %v", r.State, r.Err)
 	}
 }

@@ -57,8 +57,8 @@ type Batch struct {
 	locals  *localStore // batch locals (local.go), made on first use, dropped at the end
 	stop    *Stop       // why the agent loop must stop after the batch (stop.go)
 
-	tracer Tracer     // the toolkit's tracer, nil without one (trace.go)
-	trace  BatchTrace // the batch's trace, nil when not traced
+	tracer tracer     // the toolkit's tracer, nil without one (trace.go)
+	trace  batchTrace // the batch's trace, nil when not traced
 
 	hooks *batchHooks           // the batch hooks when it started, nil without any (batchhook.go)
 	guard atomic.Pointer[guard] // the Before hooks or resolver running now, or abandoned (guard.go)
@@ -342,7 +342,13 @@ func (b *Batch) end() {
 		b.emitBatchEnd()
 	}
 	if b.trace != nil {
-		b.trace.End(b.results)
+		failed := 0
+		for _, r := range b.results {
+			if r.IsError() {
+				failed++
+			}
+		}
+		b.trace.End(failed)
 	}
 	if fl := b.obs.flushers; len(fl) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), max(b.tk.opts.flushTimeout, time.Millisecond))

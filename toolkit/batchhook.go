@@ -30,9 +30,6 @@ type BatchPlan struct {
 // Batch returns the batch.
 func (p *BatchPlan) Batch() *Batch { return p.g.b }
 
-// Session returns the batch's session.
-func (p *BatchPlan) Session() *Session { return p.g.b.sess }
-
 // Len returns the number of calls.
 func (p *BatchPlan) Len() int { return len(p.g.b.calls) }
 
@@ -108,7 +105,8 @@ func (p *BatchPlan) Approve(i int) {
 // Decide gives call i its outcome without running it: no interceptor and
 // no handler sees it, and its events are a start, the outcome's content as
 // deltas and the result. Use [Failure] for a refusal the model reads. A
-// malformed call (a bad or duplicate id) keeps its own failure.
+// malformed call (a bad or duplicate id) keeps its own failure. A refusal
+// is Failure(events.StateDenied, err).
 func (p *BatchPlan) Decide(i int, out Outcome) {
 	c := p.lock(i)
 	if c == nil {
@@ -118,11 +116,7 @@ func (p *BatchPlan) Decide(i int, out Outcome) {
 	c.decide(out)
 }
 
-// Deny refuses call i without running it: state denied, err the message
-// the model reads.
-func (p *BatchPlan) Deny(i int, err error) { p.Decide(i, Failure(events.StateDenied, err)) }
-
-// Decided reports whether call i already has an outcome (Decide, Deny).
+// Decided reports whether call i already has an outcome (Decide).
 func (p *BatchPlan) Decided(i int) bool {
 	c := p.lock(i)
 	if c == nil {

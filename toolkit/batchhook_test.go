@@ -53,7 +53,7 @@ func TestBatchHookBeforeAndAfter(t *testing.T) {
 				saw = append(saw, c.Name)
 				switch {
 				case c.Name == "delete" && p.Len() > 1:
-					p.Deny(i, errors.New("no deletes in a batch with other calls"))
+					p.Decide(i, toolkit.Failure(events.StateDenied, errors.New("no deletes in a batch with other calls")))
 				case c.Name == "write":
 					p.Rewrite(i, "", json.RawMessage(`{"say":"rewritten"}`))
 				case c.Name == "old_read":

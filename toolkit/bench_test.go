@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/internal/tracehook"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -290,7 +291,7 @@ func BenchmarkTracerHookOneKit(b *testing.B) {
 			ctx := context.Background()
 			round := func(traced bool) func() float64 {
 				return func() float64 {
-					var tr toolkit.Tracer
+					var tr tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool]
 					if traced && name == "nil-tracer" {
 						tr = nilTracer{}
 					}
@@ -316,15 +317,19 @@ func BenchmarkTracerHookOneKit(b *testing.B) {
 // engine itself (telemetry without providers decides the same way).
 type nilTracer struct{}
 
-func (nilTracer) StartBatch(ctx context.Context, _ *toolkit.Batch, _ []toolkit.Call) (context.Context, toolkit.BatchTrace) {
+func (t nilTracer) Tracehook() tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] {
+	return t
+}
+
+func (nilTracer) StartBatch(ctx context.Context, _ *toolkit.Batch, _ int) (context.Context, tracehook.BatchTrace) {
 	return ctx, nil
 }
-func (nilTracer) StartCall(ctx context.Context, _ toolkit.BatchTrace, _ toolkit.CallInfo, _ *toolkit.Tool) (context.Context, toolkit.CallTrace) {
+func (nilTracer) StartCall(ctx context.Context, _ tracehook.BatchTrace, _ toolkit.CallInfo, _ *toolkit.Tool) (context.Context, tracehook.CallTrace) {
 	return ctx, nil
 }
 func (nilTracer) TraceContext(context.Context) events.Trace { return nil }
 
-func (nilTracer) StartOp(ctx context.Context, _ string) (context.Context, toolkit.OpTrace) {
+func (nilTracer) StartOp(ctx context.Context, _ string) (context.Context, tracehook.OpTrace) {
 	return ctx, nil
 }
 

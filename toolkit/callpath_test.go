@@ -62,7 +62,7 @@ func TestUnknownToolDefaultUnchanged(t *testing.T) {
 	}
 	res := testutil.Run(t, tk, "s", testutil.Call("c1", "read_fil", `{"path":"a"}`))[0]
 	var ue *toolkit.UnknownToolError
-	if res.State != events.StateError || !errors.As(res.Err, &ue) || !errors.Is(res.Err, toolkit.ErrUnknownTool) {
+	if res.State != events.StateError || !errors.As(res.Err, &ue) || !isErr[*toolkit.UnknownToolError](res.Err) {
 		t.Fatalf("state %s, err %v", res.State, res.Err)
 	}
 	want := `Error: unknown tool "read_fil"; did you mean "read_file"? Available tools: read_file`
@@ -98,10 +98,10 @@ func TestUnknownToolAlias(t *testing.T) {
 	if rs[0].State != events.StateSuccess || rs[0].Text() != "read a.txt lines 10" || rs[0].Call.Name != "readFile" {
 		t.Fatalf("aliased call: %s %q (%s)", rs[0].State, rs[0].Text(), rs[0].Call.Name)
 	}
-	if !errors.Is(rs[1].Err, toolkit.ErrInvalidArguments) || !strings.Contains(rs[1].Text(), "lines: must be <= 100") {
+	if !isErr[*toolkit.ArgumentError](rs[1].Err) || !strings.Contains(rs[1].Text(), "lines: must be <= 100") {
 		t.Fatalf("aliased call with bad arguments: %s %q", rs[1].State, rs[1].Text())
 	}
-	if !errors.Is(rs[2].Err, toolkit.ErrUnknownTool) || !strings.Contains(rs[2].Text(), "Available tools: read_file") {
+	if !isErr[*toolkit.UnknownToolError](rs[2].Err) || !strings.Contains(rs[2].Text(), "Available tools: read_file") {
 		t.Fatalf("unaliased unknown call: %s %q", rs[2].State, rs[2].Text())
 	}
 	// The three calls run in parallel (unknown calls touch nothing).
@@ -143,7 +143,7 @@ func TestUnknownToolEmulated(t *testing.T) {
 	if rs[0].State != events.StateSuccess || rs[0].Text() != "emulated: sunny in Oslo" {
 		t.Fatalf("emulated call: %s %q", rs[0].State, rs[0].Text())
 	}
-	if !errors.Is(rs[1].Err, toolkit.ErrUnknownTool) {
+	if !isErr[*toolkit.UnknownToolError](rs[1].Err) {
 		t.Fatalf("a name the emulator is not scoped to: %s %v", rs[1].State, rs[1].Err)
 	}
 	if got := testutil.Types(rec.Of("w")); got[0] != events.TypeStart || got[len(got)-1] != events.TypeResult {
@@ -216,13 +216,13 @@ func TestToolResolver(t *testing.T) {
 	if !sawFirstDone.Load() {
 		t.Fatal("the resolver was asked before the calls before it had run")
 	}
-	if !errors.Is(rs[2].Err, toolkit.ErrInvalidArguments) || !strings.Contains(rs[2].Text(), "say: must be a string") {
+	if !isErr[*toolkit.ArgumentError](rs[2].Err) || !strings.Contains(rs[2].Text(), "say: must be a string") {
 		t.Fatalf("resolved call with bad arguments: %s %q", rs[2].State, rs[2].Text())
 	}
 	if !errors.Is(rs[3].Err, toolkit.ErrUnavailable) || !strings.Contains(rs[3].Text(), `tool "broken_tool" could not be resolved: the registry of remote tools is down`) {
 		t.Fatalf("resolver error: %s %q", rs[3].State, rs[3].Text())
 	}
-	if !errors.Is(rs[4].Err, toolkit.ErrUnknownTool) {
+	if !isErr[*toolkit.UnknownToolError](rs[4].Err) {
 		t.Fatalf("unresolved: %s %v", rs[4].State, rs[4].Err)
 	}
 	if !errors.Is(rs[5].Err, toolkit.ErrUnavailable) || !strings.Contains(rs[5].Text(), "panicked: resolver bug") {

@@ -3,7 +3,6 @@ package toolkit_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -119,10 +118,10 @@ func TestPlaceholderPrepareArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := testutil.Run(t, tk, "s", testutil.Call("1", "ghost", `{}`))[0]
-	if err := <-got; !errors.Is(err, toolkit.ErrUnknownTool) {
+	if err := <-got; !isErr[*toolkit.UnknownToolError](err) {
 		t.Errorf("PrepareArgs on the placeholder: %v", err)
 	}
-	if !errors.Is(r.Err, toolkit.ErrUnknownTool) {
+	if !isErr[*toolkit.UnknownToolError](r.Err) {
 		t.Errorf("%s %v", r.State, r.Err)
 	}
 }

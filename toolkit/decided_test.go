@@ -34,7 +34,7 @@ func TestDecidedCallNeverTimesOut(t *testing.T) {
 	denied := errors.New("a person said no")
 	cut := errors.New("your reply was cut: call deaf again")
 	if err := tk.Use(toolkit.Interceptor{Name: "approve", BeforeBatch: func(_ context.Context, p *toolkit.BatchPlan) {
-		p.Deny(2, denied)
+		p.Decide(2, toolkit.Failure(events.StateDenied, denied))
 	}}); err != nil {
 		t.Fatal(err)
 	}

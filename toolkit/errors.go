@@ -23,18 +23,17 @@ var (
 	ErrClosed = errors.New("toolkit: closed")
 )
 
-// Causes of failed calls, found with errors.Is on [Result.Err].
+// Causes of failed calls, found with errors.Is on [Result.Err]. Those
+// with details of their own are typed, found with errors.AsType:
+// *[UnknownToolError] (the model called a tool that is not registered),
+// *[ArgumentError] (the arguments did not match the tool's schema),
+// *[PanicError] (the handler, or code around it, panicked) and
+// *[OutputError] (the result did not match the output schema).
 var (
-	// ErrUnknownTool: the model called a tool that is not registered.
-	ErrUnknownTool = errors.New("unknown tool")
-	// ErrInvalidArguments: the arguments did not match the tool's schema.
-	ErrInvalidArguments = errors.New("invalid arguments")
 	// ErrTimeout: the call ran past its deadline.
 	ErrTimeout = errors.New("tool call timed out")
 	// ErrInterrupted: the batch's context was cancelled.
 	ErrInterrupted = errors.New("tool call interrupted")
-	// ErrPanic: the handler panicked.
-	ErrPanic = errors.New("tool panicked")
 	// ErrInvalidCall: the call itself is malformed (bad or duplicate id).
 	ErrInvalidCall = errors.New("invalid tool call")
 )
@@ -73,9 +72,6 @@ func (e *UnknownToolError) Error() string {
 	return b.String()
 }
 
-// Is makes errors.Is(err, ErrUnknownTool) true.
-func (e *UnknownToolError) Is(target error) bool { return target == ErrUnknownTool }
-
 // ArgumentError is the cause of a call whose arguments were rejected before
 // the handler ran. Its message lists one problem per line as "path: message".
 type ArgumentError struct {
@@ -105,9 +101,6 @@ func (e *ArgumentError) Error() string {
 	return b.String()
 }
 
-// Is makes errors.Is(err, ErrInvalidArguments) true.
-func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArguments }
-
 // Unwrap returns the JSON syntax error, if any.
 func (e *ArgumentError) Unwrap() error { return e.Err }
 
@@ -128,9 +121,6 @@ func (e *PanicError) Error() string {
 	}
 	return fmt.Sprintf("tool %q panicked: %v", shownName(e.Tool), e.Value)
 }
-
-// Is makes errors.Is(err, ErrPanic) true.
-func (e *PanicError) Is(target error) bool { return target == ErrPanic }
 
 // Unwrap returns the panic value when it is an error.
 func (e *PanicError) Unwrap() error {
@@ -158,4 +148,10 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// isPanic reports whether err is, or wraps, a *PanicError.
+func isPanic(err error) bool {
+	_, ok := errors.AsType[*PanicError](err)
+	return ok
 }

@@ -3,7 +3,6 @@ package toolkit
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
@@ -71,7 +70,7 @@ type call struct {
 // it, the channel of a call that waits outside the process and why a
 // suspended call waits (external.go).
 type aside struct {
-	t   CallTrace       // nil when the call is not traced
+	t   callTrace       // nil when the call is not traced
 	ctx context.Context // the tracer's context, set with t
 	ext chan extResult  // made when the call first waits outside
 
@@ -297,7 +296,7 @@ func (c *call) core(ctx context.Context, inv *Invocation) Outcome {
 			return out
 		}
 		return c.checkOutput(out)
-	case errors.Is(err, ErrPanic):
+	case isPanic(err):
 		return c.out.outcome(n, events.StateError, events.Part{}, nil, err)
 	case ctx.Err() != nil:
 		state, cerr := c.ctxFailure(ctx, err)

@@ -33,7 +33,7 @@ func InvokeForTest(ctx context.Context, t *Tool, raw json.RawMessage) ([]events.
 
 // SetTracerForTest swaps the toolkit's tracer between batches, so that one
 // toolkit can be timed with and without one (no batch may be running).
-func SetTracerForTest(tk *Toolkit, t Tracer) { tk.opts.tracer = t }
+func SetTracerForTest(tk *Toolkit, t tracer) { tk.opts.tracer = t }
 
 // ParentOf returns the toolkit tk was derived from, or nil.
 func ParentOf(tk *Toolkit) *Toolkit { return tk.family.parent }

@@ -29,7 +29,7 @@ func externalWithOutput(t *testing.T, name string) *toolkit.Tool {
 // output schema gets its structured result checked as a handler's is. A
 // successful Submit whose result does not conform (a value outside the
 // enum; no JSON value at all) is refused with an *OutputError
-// (ErrInvalidOutput) naming the problem, and the call keeps waiting, so
+// (an *OutputError) naming the problem, and the call keeps waiting, so
 // that the submitter can send a valid one; nothing of the refused result
 // reaches the model or the observers. A valid result then completes the
 // call, its deltas adding up to the result.
@@ -45,12 +45,12 @@ func TestSubmitRefusesNonConformingOutput(t *testing.T) {
 		}
 		err := s.Submit("e", []events.Part{jsonPart(`{"colour":"green"}`)}, nil)
 		var oe *toolkit.OutputError
-		if !errors.Is(err, toolkit.ErrInvalidOutput) || !errors.As(err, &oe) || !strings.Contains(err.Error(), "colour") {
+		if !isErr[*toolkit.OutputError](err) || !errors.As(err, &oe) || !strings.Contains(err.Error(), "colour") {
 			t.Fatalf("Submit(non-conforming) = %v, want an *OutputError about colour", err)
 		}
 		err = s.Submit("e", []events.Part{events.Text("blue")}, nil)
-		if !errors.Is(err, toolkit.ErrInvalidOutput) || !strings.Contains(err.Error(), "no structured result") {
-			t.Fatalf("Submit(text only) = %v, want ErrInvalidOutput: no structured result", err)
+		if !isErr[*toolkit.OutputError](err) || !strings.Contains(err.Error(), "no structured result") {
+			t.Fatalf("Submit(text only) = %v, want an *OutputError: no structured result", err)
 		}
 		if got := s.Suspended(); len(got) != 1 || got[0].ID != "e" {
 			t.Fatalf("after refused Submits, Suspended() = %v, want the call still waiting", got)
@@ -122,10 +122,10 @@ func TestExternalOutputCheckedAfterFilters(t *testing.T) {
 		}
 	}
 	r := run.Wait()[0]
-	if out := <-seen; !errors.Is(out.Err, toolkit.ErrInvalidOutput) {
-		t.Fatalf("the interceptor saw %s %v, want ErrInvalidOutput", out.State, out.Err)
+	if out := <-seen; !isErr[*toolkit.OutputError](out.Err) {
+		t.Fatalf("the interceptor saw %s %v, want an *OutputError", out.State, out.Err)
 	}
-	if r.State != events.StateError || !errors.Is(r.Err, toolkit.ErrInvalidOutput) || !strings.Contains(r.Text(), "does not match its output schema") {
+	if r.State != events.StateError || !isErr[*toolkit.OutputError](r.Err) || !strings.Contains(r.Text(), "does not match its output schema") {
 		t.Fatalf("result %s %v %q", r.State, r.Err, r.Text())
 	}
 	testutil.CheckDeltasAddUp(t, rec, r)
@@ -142,7 +142,7 @@ func TestToolCheckOutput(t *testing.T) {
 	if err := tool.CheckOutput([]events.Part{jsonPart(`{"colour":"red"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tool.CheckOutput([]events.Part{jsonPart(`{}`)}); !errors.Is(err, toolkit.ErrInvalidOutput) {
+	if err := tool.CheckOutput([]events.Part{jsonPart(`{}`)}); !isErr[*toolkit.OutputError](err) {
 		t.Fatalf("CheckOutput({}) = %v", err)
 	}
 	plain := externalTool(t, toolkit.Spec{Name: "ask"})

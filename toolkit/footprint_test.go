@@ -63,7 +63,7 @@ func TestEngineDependencies(t *testing.T) {
 // TestNoOpenTelemetryBelowTelemetry: OpenTelemetry is linked only by
 // programs that import package telemetry. The engine and the packages built
 // on it (groups, skills, interceptors, the NATS bus, the reactive views)
-// reach it through the engine's stdlib-only Tracer and StartOp, never by
+// reach it through the engine's stdlib-only hook (internal/tracehook), never by
 // importing it.
 func TestNoOpenTelemetryBelowTelemetry(t *testing.T) {
 	out, err := exec.Command(goTool(t), "list", "-deps",

@@ -157,7 +157,7 @@ func (f *flusher) Flush(ctx context.Context) error {
 	return errors.New("the queue is stuck")
 }
 
-// TestFlusherAtBatchEnd: an inline observer that is a Flusher is flushed
+// TestFlusherAtBatchEnd: an inline observer that has a Flush method is flushed
 // once per batch, after it saw every result event and before Wait returns,
 // with a context bounded by the flush timeout; its error is logged as a
 // warning and changes no result.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/internal/tracehook"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -122,7 +123,7 @@ func TestBatchPlanSeesAndAsks(t *testing.T) {
 	var sawSession, sawTools bool
 	var emitErr, badEmit error
 	if err := tk.Use(toolkit.Interceptor{Name: "review", BeforeBatch: func(_ context.Context, p *toolkit.BatchPlan) {
-		sawSession = p.Session() == s
+		sawSession = p.Batch().Session() == s
 		sawTools = p.Tool(0) == a && p.Tool(1) == nil && p.Tool(2) == nil
 		p.StopLoop("review", "a person must look first")
 		emitErr = p.Emit("review_request", map[string]int{"calls": p.Len()})
@@ -280,6 +281,10 @@ type opTracer struct {
 	ops []string
 }
 
+func (r *opTracer) Tracehook() tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] {
+	return r
+}
+
 type opTrace struct {
 	r    *opTracer
 	name string
@@ -297,7 +302,7 @@ func (o *opTrace) End(err error) {
 	o.r.mu.Unlock()
 }
 
-func (r *opTracer) StartOp(ctx context.Context, name string) (context.Context, toolkit.OpTrace) {
+func (r *opTracer) StartOp(ctx context.Context, name string) (context.Context, tracehook.OpTrace) {
 	return nil, &opTrace{r, name} // no context of its own: the caller's serves
 }
 
@@ -315,7 +320,7 @@ func (r *opTracer) TraceContext(ctx context.Context) events.Trace {
 
 // TestTraceAcrossSuspension: a traced call that an interceptor suspended
 // and resumed keeps its trace: the handler's resumed context carries the
-// tracer's values, TraceOf gives the call's trace, StartOp records an
+// tracer's values, tracehook.Of gives the call's trace, StartOp records an
 // operation (a tracer that gives no context of its own leaves the
 // caller's), and Emit gives the session event the call's trace
 // inside the call and the tracer's TraceContext outside it.
@@ -328,13 +333,13 @@ func TestTraceAcrossSuspension(t *testing.T) {
 		if v := ctx.Value(ctxKey{}); v != "c1" {
 			return "", errors.New("the tracer's value is lost after the resume")
 		}
-		if tr := toolkit.TraceOf(ctx); tr == nil || tr.TraceParent() != "00-c1" {
-			return "", errors.New("TraceOf lost the call's trace after the resume")
+		if tr := tracehook.Of(ctx); tr == nil || tr.TraceParent() != "00-c1" {
+			return "", errors.New("tracehook.Of lost the call's trace after the resume")
 		}
 		if info, ok := toolkit.CallInfoFrom(ctx); !ok || info.CallID != "c1" {
 			return "", errors.New("CallInfoFrom lost the call after the resume")
 		}
-		octx, op := toolkit.StartOp(ctx, "lookup")
+		octx, op := tracehook.StartOp(ctx, "lookup")
 		if octx != ctx {
 			return "", errors.New("StartOp changed the context though the tracer gave none")
 		}
@@ -347,7 +352,7 @@ func TestTraceAcrossSuspension(t *testing.T) {
 	}))
 	if err := tk.Use(toolkit.Interceptor{Name: "pause", Intercept: func(ctx context.Context, inv *toolkit.Invocation, next toolkit.Handler) toolkit.Outcome {
 		wait, resume := inv.Suspend("a moment")
-		if wait.Value(ctxKey{}) != "c1" || toolkit.TraceOf(wait) == nil {
+		if wait.Value(ctxKey{}) != "c1" || tracehook.Of(wait) == nil {
 			t.Error("the wait's context lost the trace")
 		}
 		return next(resume(), inv)

@@ -15,7 +15,7 @@ import (
 )
 
 // TestInterceptorPanicsBecomeErrorResults: an interceptor that panics,
-// before or after calling next, costs its call a result with ErrPanic, not
+// before or after calling next, costs its call a result with a *PanicError, not
 // the process; the other calls of the batch are untouched.
 func TestInterceptorPanicsBecomeErrorResults(t *testing.T) {
 	for _, when := range []string{"before", "after"} {
@@ -41,7 +41,7 @@ func TestInterceptorPanicsBecomeErrorResults(t *testing.T) {
 				t.Fatalf("other call: %s %q", rs[0].State, rs[0].Text())
 			}
 			var pe *toolkit.PanicError
-			if rs[1].State != events.StateError || !errors.Is(rs[1].Err, toolkit.ErrPanic) || !errors.As(rs[1].Err, &pe) {
+			if rs[1].State != events.StateError || !isErr[*toolkit.PanicError](rs[1].Err) || !errors.As(rs[1].Err, &pe) {
 				t.Fatalf("panicking interceptor: %s %v", rs[1].State, rs[1].Err)
 			}
 			if pe.In != "an interceptor" || !strings.Contains(rs[1].Text(), "interceptor bug") {
@@ -67,7 +67,7 @@ func (panickyVisibility) Resolve(_ context.Context, _ *toolkit.Session, t *toolk
 }
 
 // TestVisibilityAndUnknownInterceptorPanics: a Visibility whose Resolve
-// panics refuses the call with ErrPanic, and so does an interceptor of
+// panics refuses the call with a *PanicError, and so does an interceptor of
 // unknown calls that panics; neither takes the process down.
 func TestVisibilityAndUnknownInterceptorPanics(t *testing.T) {
 	tk := testutil.Kit(t)
@@ -84,7 +84,7 @@ func TestVisibilityAndUnknownInterceptorPanics(t *testing.T) {
 	}
 	rs := testutil.Run(t, tk, "s", testutil.Call("c-1", "echo", `{}`), testutil.Call("c-2", "boom", `{}`))
 	for i, want := range []string{"visibility bug", "unknown interceptor bug"} {
-		if rs[i].State != events.StateError || !errors.Is(rs[i].Err, toolkit.ErrPanic) || !strings.Contains(rs[i].Text(), want) {
+		if rs[i].State != events.StateError || !isErr[*toolkit.PanicError](rs[i].Err) || !strings.Contains(rs[i].Text(), want) {
 			t.Fatalf("call %d: %s %v %q", i, rs[i].State, rs[i].Err, rs[i].Text())
 		}
 	}
@@ -364,7 +364,7 @@ func (b *bombFilter) Reset() {
 }
 
 // TestStreamFilterPanics: a stream filter that panics (on a delta, when
-// flushed, when the content is reset) fails its call with ErrPanic and
+// flushed, when the content is reset) fails its call with a *PanicError and
 // never crashes the process; fail closed: no output of the call reaches
 // the model or an observer after the filter broke, and the error message
 // does not go through the broken filter again. Other calls are untouched.

@@ -248,7 +248,7 @@ func TestInterceptorSeesAndChangesTheCall(t *testing.T) {
 	if rs[0].Text() != "echo:rewritten" {
 		t.Fatalf("%q", rs[0].Text())
 	}
-	if !errors.Is(rs[1].Err, toolkit.ErrInvalidArguments) || !strings.Contains(rs[1].Text(), "s: must be a string") {
+	if !isErr[*toolkit.ArgumentError](rs[1].Err) || !strings.Contains(rs[1].Text(), "s: must be a string") {
 		t.Fatalf("changed arguments not checked: %v", rs[1].Err)
 	}
 }

@@ -39,6 +39,18 @@ import (
 // Either way, each observer sees each call's events in sequence order and
 // never concurrently for the same call, and a panic in Observe is recovered,
 // logged and counted: the tool and the other observers carry on.
+//
+// An inline observer that hands events on asynchronously (the NATS
+// publisher queues them for its own goroutine) may also have a method
+// Flush(ctx context.Context) error: before a batch reports its results,
+// the toolkit calls it, bounded by the flush timeout, so that results
+// returned means events handed on. One that can decline progress events
+// before they are built (a publisher whose queue is full) may have a
+// method AcceptProgress() bool: when every observer of a batch has it and
+// all decline, the engine skips building the event and counts it in
+// Progress.Dropped of the next progress event it builds for the call, or
+// in Result.Dropped of its result when none follows (sequence numbers
+// have no gaps).
 type Observer interface {
 	Observe(ev *events.Event)
 }
@@ -115,17 +127,13 @@ func (tk *Toolkit) ObserveInline(obs Observer) (remove func()) {
 type observerSet struct {
 	inline   []*inlineObserver
 	boxes    []*mailbox
-	flushers []Flusher      // inline observers that hand events on later
-	gates    []ProgressGate // set when every observer is a ProgressGate
+	flushers []flusher      // inline observers that hand events on later
+	gates    []progressGate // set when every observer is a progressGate
 }
 
-// ProgressGate is an inline observer that can decline progress events
-// before they are built, such as a publisher whose queue is full. When every
-// observer of a batch is a gate and all decline, the engine skips building the
-// event and counts it in Progress.Dropped of the next progress event it
-// builds for the call, or in Result.Dropped of its result when none follows
-// (sequence numbers have no gaps).
-type ProgressGate interface {
+// progressGate is an inline observer that can decline progress events
+// before they are built (see [Observer]).
+type progressGate interface {
 	Observer
 	AcceptProgress() bool
 }
@@ -148,10 +156,10 @@ func (s *observerSet) acceptsProgress() bool {
 func newObserverSet(inline []*inlineObserver, boxes []*mailbox) *observerSet {
 	s := &observerSet{inline: inline, boxes: boxes}
 	for _, o := range inline {
-		if f, ok := o.obs.(Flusher); ok {
+		if f, ok := o.obs.(flusher); ok {
 			s.flushers = append(s.flushers, f)
 		}
-		if g, ok := o.obs.(ProgressGate); ok {
+		if g, ok := o.obs.(progressGate); ok {
 			s.gates = append(s.gates, g)
 		}
 	}
@@ -176,11 +184,9 @@ func (s *observerSet) dispatch(tk *Toolkit, ev *events.Event, f *flush) {
 	}
 }
 
-// Flusher is an inline observer that hands events on asynchronously (the
-// NATS publisher queues them for its own goroutine). Before a batch reports
-// its results, the toolkit calls Flush, bounded by the flush timeout, so
-// that results returned means events handed on.
-type Flusher interface {
+// flusher is an inline observer that hands events on asynchronously (see
+// [Observer]).
+type flusher interface {
 	Observer
 	Flush(ctx context.Context) error
 }

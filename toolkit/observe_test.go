@@ -275,7 +275,7 @@ type gate struct {
 
 func (g *gate) AcceptProgress() bool { return g.open.Load() }
 
-// TestProgressGate: when every observer is a ProgressGate and all decline,
+// TestProgressGate: when every observer has AcceptProgress and all decline,
 // the progress event is not built; sequence numbers stay gap-free and the
 // next progress event that is built counts the drop in Progress.Dropped. An
 // observer that is not a gate gets every progress event.

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/toolstream/toolstream/internal/tracehook"
 )
 
 // Defaults of a new toolkit; each option's doc says its default.
@@ -14,9 +16,9 @@ const (
 	defaultObserverQueue = 4096
 )
 
-// DefaultTimeout bounds each call that sets no timeout of its own (see
+// defaultTimeout bounds each call that sets no timeout of its own (see
 // [WithDefaultTimeout]).
-const DefaultTimeout = 2 * time.Minute
+const defaultTimeout = 2 * time.Minute
 
 type options struct {
 	logger        zerolog.Logger
@@ -28,14 +30,14 @@ type options struct {
 	observerQueue int
 	resolver      ToolResolver // tools for unknown names (unknown.go)
 	batchEnd      bool         // batch_end events (batchhook.go)
-	tracer        Tracer       // trace.go
+	tracer        tracer       // trace.go
 }
 
 func defaultOptions() options {
 	return options{
 		logger:        zerolog.Nop(),
 		maxParallel:   defaultMaxParallel,
-		timeout:       DefaultTimeout,
+		timeout:       defaultTimeout,
 		flushTimeout:  defaultFlushTimeout,
 		cancelGrace:   defaultCancelGrace,
 		observerQueue: defaultObserverQueue,
@@ -77,8 +79,8 @@ func WithInlineObserver(obs Observer) Option {
 // once (default 10). Values below 1 mean 1.
 func WithMaxParallel(n int) Option { return func(o *options) { o.maxParallel = max(n, 1) } }
 
-// WithDefaultTimeout sets the timeout of calls whose tool sets none. Zero or
-// a negative value means no default timeout.
+// WithDefaultTimeout sets the timeout of calls whose tool sets none (2
+// minutes by default). Zero or a negative value means no default timeout.
 func WithDefaultTimeout(d time.Duration) Option { return func(o *options) { o.timeout = max(d, 0) } }
 
 // WithFlushTimeout bounds how long a batch that has finished waits for its
@@ -97,9 +99,20 @@ func WithCancelGrace(d time.Duration) Option { return func(o *options) { o.cance
 // events are never dropped). The default is 4,096.
 func WithObserverQueue(n int) Option { return func(o *options) { o.observerQueue = max(n, 1) } }
 
-// WithTracer installs a tracer (see [Tracer]). Toolkits derived from this
-// one (Toolkit.Derive) use it too.
-func WithTracer(t Tracer) Option { return func(o *options) { o.tracer = t } }
+// WithTracer traces and measures the toolkit's batches and calls with t, a
+// *telemetry.Telemetry (package telemetry, OpenTelemetry): every event of a
+// traced call carries its span's trace context (events.Event.Trace), and
+// the call's context carries its span for the handler's own. The hook t
+// implements is internal so that the engine imports no tracing library
+// and shows no tracing types. Toolkits derived from this one
+// (Toolkit.Derive) use it too.
+func WithTracer(t tracehook.Source[*Batch, CallInfo, *Tool]) Option {
+	var tr tracer
+	if t != nil {
+		tr = t.Tracehook()
+	}
+	return func(o *options) { o.tracer = tr }
+}
 
 // WithToolResolver installs a resolver for calls to tools nobody
 // registered; see [ToolResolver].

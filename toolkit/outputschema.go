@@ -2,7 +2,6 @@ package toolkit
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -13,14 +12,10 @@ import (
 	"github.com/toolstream/toolstream/internal/schema"
 )
 
-// ErrInvalidOutput: a tool's structured result did not match its output
-// schema. Found with errors.Is on [Result.Err]; the cause is an
-// *[OutputError].
-var ErrInvalidOutput = errors.New("invalid tool output")
-
 // OutputError is the cause of a call whose result did not match the tool's
-// output schema. Its message lists one problem per line as "path: message",
-// as [ArgumentError] does for arguments.
+// output schema (errors.AsType[*OutputError] on [Result.Err]). Its message
+// lists one problem per line as "path: message", as [ArgumentError] does
+// for arguments.
 type OutputError struct {
 	Tool     string
 	Problems []Problem
@@ -36,9 +31,6 @@ func (e *OutputError) Error() string {
 	}
 	return b.String()
 }
-
-// Is makes errors.Is(err, ErrInvalidOutput) true.
-func (e *OutputError) Is(target error) bool { return target == ErrInvalidOutput }
 
 // outputSchema is a tool's output schema, compiled.
 type outputSchema struct {
@@ -98,7 +90,7 @@ func typedOutputSchema[Out any](name string) (*outputSchema, error) {
 // CheckOutput checks content, a successful result of the tool, against
 // the tool's output schema, as the engine does before the model sees it:
 // nil when the tool has no output schema or the result conforms, else an
-// *[OutputError] (errors.Is [ErrInvalidOutput]) that lists the problems.
+// *[OutputError] that lists the problems.
 // [Session.Submit] uses it for an external tool's result; it is there for
 // code that hands a tool's result over on its own.
 func (t *Tool) CheckOutput(content []events.Part) error {

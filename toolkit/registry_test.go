@@ -46,7 +46,7 @@ func TestRegistry(t *testing.T) {
 	if n := tk.Remove("b", "zzz"); n != 1 || names() != "a" {
 		t.Fatalf("Remove: %d, left %s", n, names())
 	}
-	if r := s.Run(context.Background(), []toolkit.Call{testutil.Call("2", "b", ``)})[0]; !errors.Is(r.Err, toolkit.ErrUnknownTool) {
+	if r := s.Run(context.Background(), []toolkit.Call{testutil.Call("2", "b", ``)})[0]; !isErr[*toolkit.UnknownToolError](r.Err) {
 		t.Fatalf("removed tool: %v", r.Err)
 	}
 }

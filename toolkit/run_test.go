@@ -282,7 +282,7 @@ func TestPanicsBecomeErrorResults(t *testing.T) {
 	}))
 	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "boom", ``), testutil.Call("2", "ok", ``)})
 	var pe *toolkit.PanicError
-	if rs[0].State != events.StateError || !errors.As(rs[0].Err, &pe) || !errors.Is(rs[0].Err, toolkit.ErrPanic) {
+	if rs[0].State != events.StateError || !errors.As(rs[0].Err, &pe) || !isErr[*toolkit.PanicError](rs[0].Err) {
 		t.Fatalf("panic result: %s %v", rs[0].State, rs[0].Err)
 	}
 	if len(pe.Stack) == 0 || !strings.Contains(rs[0].Text(), `tool "boom" panicked`) {
@@ -300,7 +300,7 @@ func TestUnknownToolSuggestsClosest(t *testing.T) {
 	}
 	rs := testutil.Session(t, tk, "s").Run(context.Background(), []toolkit.Call{testutil.Call("1", "serch_text", ``), testutil.Call("2", "count", ``), testutil.Call("3", "zzz", ``)})
 	var ue *toolkit.UnknownToolError
-	if !errors.As(rs[0].Err, &ue) || !errors.Is(rs[0].Err, toolkit.ErrUnknownTool) {
+	if !errors.As(rs[0].Err, &ue) || !isErr[*toolkit.UnknownToolError](rs[0].Err) {
 		t.Fatalf("got %v", rs[0].Err)
 	}
 	if !slices.Equal(ue.Suggestions, []string{"search_text"}) {

@@ -78,7 +78,7 @@ func (s *Session) Toolkit() *Toolkit { return s.tk }
 // A successful result (err nil) of a tool that declares an output schema
 // ([Spec.OutputSchema]) must hold a structured result that conforms, as a
 // handler's must ([Tool.CheckOutput]). One that does not is refused: Submit
-// returns an *[OutputError] (errors.Is [ErrInvalidOutput]) that lists the
+// returns an *[OutputError] that lists the
 // problems, nothing of it reaches the model or the observers, and the call
 // keeps waiting for a valid result (or an error). A failure is not checked.
 func (s *Session) Submit(callID string, content []events.Part, err error) error {
@@ -196,7 +196,7 @@ func (s *Session) Close() {
 	for _, c := range pending {
 		c.side.ext <- extResult{state: events.StateInterrupted, err: closedWaitErr(c.call.Name)}
 	}
-	if sc, ok := s.tk.visibility().(SessionCloser); ok {
+	if sc, ok := s.tk.visibility().(sessionCloser); ok {
 		sc.SessionClosed(s.id)
 	}
 }
@@ -213,8 +213,8 @@ func (s *Session) Observed() bool { return !s.tk.observerSet().empty() }
 // call lifecycle. The event goes with the trace context of the work ctx
 // carries (events.Event.Trace, the traceparent header on NATS), so that a
 // subscriber links it to its span: inside a traced call that is the call's
-// span; elsewhere, the span in ctx when the toolkit's tracer is a
-// tracer ([Tracer.TraceContext]).
+// span; elsewhere, the span in ctx when the toolkit has a tracer
+// ([WithTracer]).
 func (s *Session) Emit(ctx context.Context, typ events.Type, data any) error {
 	return s.emit(typ, data, nil, s.traceOf(ctx))
 }
@@ -225,8 +225,10 @@ func (s *Session) traceOf(ctx context.Context) events.Trace {
 	if tracer == nil || ctx == nil {
 		return nil
 	}
-	if t := TraceOf(ctx); t != nil {
-		return t
+	if c, ok := ctx.Value(callKey{}).(*call); ok {
+		if t := c.trace(); t != nil {
+			return t
+		}
 	}
 	return tracer.TraceContext(ctx)
 }
@@ -234,7 +236,7 @@ func (s *Session) traceOf(ctx context.Context) events.Trace {
 // emit sends a session-level event; bt is the trace of the batch that
 // sends it, if any (it sees the event too), else tr the trace of the work
 // that sends it, if any.
-func (s *Session) emit(typ events.Type, data any, bt BatchTrace, tr events.Trace) error {
+func (s *Session) emit(typ events.Type, data any, bt batchTrace, tr events.Trace) error {
 	if err := checkFreeType(typ); err != nil {
 		return err
 	}
@@ -254,7 +256,7 @@ func (s *Session) emit(typ events.Type, data any, bt BatchTrace, tr events.Trace
 // dispatch numbers a session-level event and hands it to the observers
 // (and to bt, the trace of the batch that sends it, if any); f, if set,
 // counts it until each asynchronous observer has it.
-func (s *Session) dispatch(obs *observerSet, ev *events.Event, f *flush, bt BatchTrace) {
+func (s *Session) dispatch(obs *observerSet, ev *events.Event, f *flush, bt batchTrace) {
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock() // numbering and delivery in the same order
 	ev.Seq = s.seq.Add(1)

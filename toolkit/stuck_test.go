@@ -79,7 +79,7 @@ func (h *deafHook) before(_ context.Context, p *toolkit.BatchPlan) {
 		}
 		p.Approve(i)
 		p.Rewrite(i, "b", json.RawMessage(`{"late":true}`))
-		p.Deny(i, errors.New("denied too late"))
+		p.Decide(i, toolkit.Failure(events.StateDenied, errors.New("denied too late")))
 	}
 	p.Suspend()
 	p.StopLoop("late", "a decision after the hook's time was over")
@@ -554,7 +554,7 @@ func TestBatchHookOnCancellableRun(t *testing.T) {
 		if v, _ := ctx.Value(callerKey{}).(string); v != "caller's" {
 			t.Errorf("the hook's context lacks the caller's values: %q", v)
 		}
-		p.Deny(0, errors.New("no a today"))
+		p.Decide(0, toolkit.Failure(events.StateDenied, errors.New("no a today")))
 		p.Rewrite(1, "a", nil)
 	}})
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), callerKey{}, "caller's"))

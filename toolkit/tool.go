@@ -418,37 +418,41 @@ type Annotations struct {
 	OpenWorldHint   bool   `json:"openWorldHint"`
 }
 
-// IsDestructive reports whether the tool may delete or overwrite data:
+// destructive reports whether the tool may delete or overwrite data:
 // false for a read-only tool, else Destructive, true when not given (MCP's
 // default).
-func (s Spec) IsDestructive() bool {
+func (s Spec) destructive() bool {
 	if s.ReadOnly {
 		return false
 	}
 	return s.Destructive == nil || *s.Destructive
 }
 
-// IsIdempotent reports whether calling the tool again with the same
+// idempotent reports whether calling the tool again with the same
 // arguments has no further effect: true for a read-only tool (it has no
 // effect at all), else Idempotent, false when not given (MCP's default).
-func (s Spec) IsIdempotent() bool {
+func (s Spec) idempotent() bool {
 	if s.ReadOnly {
 		return true
 	}
 	return s.Idempotent != nil && *s.Idempotent
 }
 
-// IsOpenWorld reports whether the tool reaches outside entities:
+// openWorld reports whether the tool reaches outside entities:
 // OpenWorld, true when not given (MCP's default).
-func (s Spec) IsOpenWorld() bool { return s.OpenWorld == nil || *s.OpenWorld }
+func (s Spec) openWorld() bool { return s.OpenWorld == nil || *s.OpenWorld }
 
-// Annotations returns the spec's hints with the defaults applied, and
-// whether the spec declares any (a title, read-only or a hint).
+// Annotations returns the spec's hints with MCP's defaults applied, and
+// whether the spec declares any (a title, read-only or a hint):
+// DestructiveHint is false for a read-only tool, else Destructive, true
+// when not given; IdempotentHint is true for a read-only tool, else
+// Idempotent, false when not given; OpenWorldHint is OpenWorld, true when
+// not given.
 func (s Spec) Annotations() (Annotations, bool) {
 	declared := s.Title != "" || s.ReadOnly || s.Destructive != nil || s.Idempotent != nil || s.OpenWorld != nil
 	return Annotations{
-		Title: s.Title, ReadOnlyHint: s.ReadOnly, DestructiveHint: s.IsDestructive(),
-		IdempotentHint: s.IsIdempotent(), OpenWorldHint: s.IsOpenWorld(),
+		Title: s.Title, ReadOnlyHint: s.ReadOnly, DestructiveHint: s.destructive(),
+		IdempotentHint: s.idempotent(), OpenWorldHint: s.openWorld(),
 	}, declared
 }
 

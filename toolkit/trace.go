@@ -3,148 +3,40 @@ package toolkit
 import (
 	"context"
 
-	"github.com/toolstream/toolstream/events"
+	"github.com/toolstream/toolstream/internal/tracehook"
 )
 
-// A Tracer traces a toolkit's batches and calls: package telemetry
-// implements it with OpenTelemetry, and the engine knows nothing of how
-// (it imports no tracing library). Install one with [WithTracer].
-//
-// The engine tells it when a batch and each of its calls start, gives it
-// the context they run with from then on (so a span it puts there is the
-// parent of whatever the handler traces), and shows each traced call its
-// own events, inline. Every event of a traced call or batch carries its
-// trace context (events.Event.Trace), which publishers put in their
-// message headers.
-//
-// A toolkit without a tracer pays a nil check per batch and per call. A
-// tracer that returns a nil BatchTrace (nothing to record right now: no
-// tracer or meter provider set) costs its StartBatch and no allocation in
-// the engine.
-type Tracer interface {
-	// StartBatch is called when a batch is set up, on the goroutine that
-	// called Session.Start or Run, with their context and the calls as
-	// the model made them. The context it returns becomes the batch's:
-	// its hooks, resolver, interceptors and handlers see its values (its
-	// cancellation must be ctx's). The BatchTrace sees the session-level
-	// events of the batch (BatchPlan.Emit, batch_end) and is ended once
-	// every call is final, after the batch hooks' After. A nil BatchTrace
-	// leaves the batch and all its calls untraced: StartCall is not called
-	// for them, so that a tracer with nothing to record decides once per
-	// batch.
-	StartBatch(ctx context.Context, b *Batch, calls []Call) (context.Context, BatchTrace)
-	// StartCall is called once per call: when it starts, before its start
-	// event, on the goroutine that runs it; or, for a call that never
-	// started (its deadline passed in the queue, the batch was
-	// cancelled), just before its result event; only for a batch that
-	// StartBatch traced. ctx is the batch's context, b its trace; t is the
-	// tool called, nil when none is registered under the name. The context
-	// it returns carries the values the call's interceptors and handler see
-	// beside the engine's own (derive it from ctx). A nil CallTrace leaves
-	// the call untraced.
-	StartCall(ctx context.Context, b BatchTrace, c CallInfo, t *Tool) (context.Context, CallTrace)
-	// StartOp is called by [StartOp]: an operation of a package built on
-	// the engine inside a traced call (reset_tools switching groups, a
-	// skill load). ctx is the context StartOp was given. It returns the
-	// context the operation runs with and its trace, or nil.
-	StartOp(ctx context.Context, name string) (context.Context, OpTrace)
-	// TraceContext reads the trace context ctx carries outside any call
-	// (the span of the caller's own work, such as an agent loop's run),
-	// for the session-level events Session.Emit sends with it; nil when
-	// ctx carries none.
-	TraceContext(ctx context.Context) events.Trace
-}
+// tracer is the engine's tracing hook (internal/tracehook): package
+// telemetry implements it, and the engine imports no tracing library.
+// Every event of a traced call or batch carries its trace context
+// (events.Event.Trace), which publishers put in their message headers.
+type tracer = tracehook.Tracer[*Batch, CallInfo, *Tool]
 
-// A CallTrace is a tracer's record of one call.
-type CallTrace interface {
-	// The call's events carry it (events.Event.Trace).
-	events.Trace
-	// Observe sees each event of the call as it is emitted (start,
-	// suspend, reset deltas and call-level events such as approvals,
-	// result; the deltas and progress only when the batch has observers
-	// that take them), inline, under the call's lock, like an inline
-	// observer: it must be quick and must not call back into the call. The
-	// result event is the last.
-	Observe(ev *events.Event)
-	// Attempt is told that the tool starts its n-th attempt for the call
-	// (1, then 2 and more when an interceptor such as a retry runs it
-	// again).
-	Attempt(n int)
-}
+type (
+	callTrace  = tracehook.CallTrace
+	batchTrace = tracehook.BatchTrace
+)
 
-// A BatchTrace is a tracer's record of one batch.
-type BatchTrace interface {
-	// The batch's session-level events carry it.
-	events.Trace
-	// Observe sees the session-level events of the batch: those its Before
-	// hooks emit (BatchPlan.Emit: a batch's approval request) and
-	// batch_end.
-	Observe(ev *events.Event)
-	// End is called once, when every call is final, after the batch hooks'
-	// After and the batch_end event, with the results in call order.
-	End(results []Result)
-}
+// The packages built on the engine find a call's tracer and trace here
+// (tracehook.StartOp, tracehook.Of).
+func init() { tracehook.Lookup = lookupTrace }
 
-// An OpTrace is a tracer's record of one operation (see [StartOp]).
-type OpTrace interface {
-	// SetAttr records an attribute of the operation: value is a string, a
-	// []string, a bool or an int.
-	SetAttr(key string, value any)
-	// End ends the operation; err is why it failed, or nil.
-	End(err error)
-}
-
-// Op is an operation traced inside a call, for packages built on the
-// engine that must not depend on a tracing library (groups' reset_tools,
-// skills' loads). The zero Op records nothing.
-type Op struct{ t OpTrace }
-
-// StartOp starts an operation named name inside the call running with ctx,
-// when the toolkit has a tracer: use the context it returns for the work,
-// record what it did with Set and end it with End. Outside a call, or
-// without a tracer, it returns ctx and an Op that records nothing, at the
-// cost of a context lookup.
-func StartOp(ctx context.Context, name string) (context.Context, Op) {
+// lookupTrace returns the tracer and trace of the traced call running with
+// ctx, or nils.
+func lookupTrace(ctx context.Context) (tracehook.OpStarter, tracehook.CallTrace) {
 	c, ok := ctx.Value(callKey{}).(*call)
-	if !ok || c.batch.tracer == nil || c.trace() == nil {
-		return ctx, Op{}
+	if !ok || c.batch.tracer == nil {
+		return nil, nil
 	}
-	octx, t := c.batch.tracer.StartOp(ctx, name)
-	if octx == nil {
-		octx = ctx
+	t := c.trace()
+	if t == nil {
+		return nil, nil
 	}
-	return octx, Op{t}
-}
-
-// Set records an attribute of the operation (a string, a []string, a bool
-// or an int).
-func (o Op) Set(key string, value any) {
-	if o.t != nil {
-		o.t.SetAttr(key, value)
-	}
-}
-
-// End ends the operation; err is why it failed, or nil.
-func (o Op) End(err error) {
-	if o.t != nil {
-		o.t.End(err)
-	}
-}
-
-// TraceOf returns the trace context of the call running with ctx, or nil
-// when the call is not traced: what a request that leaves the process on
-// the call's behalf (a remote worker's) carries in its headers, so that
-// the other side's spans join the call's trace.
-func TraceOf(ctx context.Context) events.Trace {
-	c, ok := ctx.Value(callKey{}).(*call)
-	if !ok {
-		return nil
-	}
-	return c.trace()
+	return c.batch.tracer, t
 }
 
 // trace returns the call's trace, or nil.
-func (c *call) trace() CallTrace {
+func (c *call) trace() callTrace {
 	if c.side == nil {
 		return nil
 	}
@@ -179,7 +71,7 @@ func (b *Batch) startBatchTrace(calls []Call) {
 	if b.tracer == nil {
 		return
 	}
-	ctx, t := b.tracer.StartBatch(b.parent, b, calls)
+	ctx, t := b.tracer.StartBatch(b.parent, b, len(calls))
 	if ctx != nil {
 		b.parent = ctx
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/internal/tracehook"
 	"github.com/toolstream/toolstream/toolkit"
 )
 
@@ -18,6 +19,10 @@ type recTracer struct {
 	events  map[string][]events.Type
 	foreign []string // events whose Trace was not their call's
 	ended   int
+}
+
+func (r *recTracer) Tracehook() tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] {
+	return r
 }
 
 type ctxKey struct{}
@@ -44,17 +49,17 @@ type recBatch struct{ r *recTracer }
 func (b *recBatch) TraceParent() string      { return "00-batch" }
 func (b *recBatch) TraceState() string       { return "" }
 func (b *recBatch) Observe(ev *events.Event) {}
-func (b *recBatch) End(results []toolkit.Result) {
+func (b *recBatch) End(failed int) {
 	b.r.mu.Lock()
 	b.r.ended++
 	b.r.mu.Unlock()
 }
 
-func (r *recTracer) StartBatch(ctx context.Context, b *toolkit.Batch, calls []toolkit.Call) (context.Context, toolkit.BatchTrace) {
+func (r *recTracer) StartBatch(ctx context.Context, b *toolkit.Batch, calls int) (context.Context, tracehook.BatchTrace) {
 	return ctx, &recBatch{r}
 }
 
-func (r *recTracer) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolkit.CallInfo, t *toolkit.Tool) (context.Context, toolkit.CallTrace) {
+func (r *recTracer) StartCall(ctx context.Context, b tracehook.BatchTrace, c toolkit.CallInfo, t *toolkit.Tool) (context.Context, tracehook.CallTrace) {
 	r.mu.Lock()
 	r.starts[c.CallID]++
 	r.mu.Unlock()
@@ -63,7 +68,7 @@ func (r *recTracer) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolk
 
 func (r *recTracer) TraceContext(context.Context) events.Trace { return nil }
 
-func (r *recTracer) StartOp(ctx context.Context, name string) (context.Context, toolkit.OpTrace) {
+func (r *recTracer) StartOp(ctx context.Context, name string) (context.Context, tracehook.OpTrace) {
 	return ctx, nil
 }
 
@@ -79,8 +84,8 @@ func TestTracerSeesEveryCallOnce(t *testing.T) {
 	testutil.Add(t, tk,
 		testutil.Tool(t, toolkit.Spec{Name: "look"}, func(ctx context.Context, _ struct{}) (string, error) {
 			seen = ctx.Value(ctxKey{})
-			if tr := toolkit.TraceOf(ctx); tr == nil || tr.TraceParent() != "00-c1" {
-				t.Errorf("TraceOf in the handler: %v", tr)
+			if tr := tracehook.Of(ctx); tr == nil || tr.TraceParent() != "00-c1" {
+				t.Errorf("tracehook.Of in the handler: %v", tr)
 			}
 			return "ok", nil
 		}),
@@ -132,8 +137,8 @@ func TestUntracedBatchAsksNothing(t *testing.T) {
 	rec := &testutil.Recorder{}
 	tk := testutil.Kit(t, toolkit.WithTracer(r), toolkit.WithInlineObserver(rec))
 	testutil.Add(t, tk, testutil.Tool(t, toolkit.Spec{Name: "look"}, func(ctx context.Context, _ struct{}) (string, error) {
-		if toolkit.TraceOf(ctx) != nil {
-			t.Error("TraceOf in an untraced call")
+		if tracehook.Of(ctx) != nil {
+			t.Error("tracehook.Of in an untraced call")
 		}
 		return "ok", nil
 	}))
@@ -150,15 +155,19 @@ func TestUntracedBatchAsksNothing(t *testing.T) {
 
 type nilBatchTracer struct{ calls int }
 
-func (n *nilBatchTracer) StartBatch(ctx context.Context, b *toolkit.Batch, calls []toolkit.Call) (context.Context, toolkit.BatchTrace) {
+func (n *nilBatchTracer) Tracehook() tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] {
+	return n
+}
+
+func (n *nilBatchTracer) StartBatch(ctx context.Context, b *toolkit.Batch, calls int) (context.Context, tracehook.BatchTrace) {
 	return ctx, nil
 }
-func (n *nilBatchTracer) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolkit.CallInfo, t *toolkit.Tool) (context.Context, toolkit.CallTrace) {
+func (n *nilBatchTracer) StartCall(ctx context.Context, b tracehook.BatchTrace, c toolkit.CallInfo, t *toolkit.Tool) (context.Context, tracehook.CallTrace) {
 	n.calls++
 	return ctx, nil
 }
 func (n *nilBatchTracer) TraceContext(context.Context) events.Trace { return nil }
 
-func (n *nilBatchTracer) StartOp(ctx context.Context, name string) (context.Context, toolkit.OpTrace) {
+func (n *nilBatchTracer) StartOp(ctx context.Context, name string) (context.Context, tracehook.OpTrace) {
 	return ctx, nil
 }

@@ -21,6 +21,10 @@ var ErrUnavailable = errors.New("tool not available in this session")
 // session, such as reset_tools listing the session's groups. Resolve must
 // then return that same variant, so that the engine checks the arguments
 // against the schema the model saw.
+//
+// A Visibility that keeps per-session state in process may also have a
+// method SessionClosed(session string): Session.Close tells it the
+// session is gone.
 type Visibility interface {
 	// Tools returns the tools the session sees, in the order to show them:
 	// some of registered (given in registration order) or variants of them.
@@ -33,9 +37,9 @@ type Visibility interface {
 	Resolve(ctx context.Context, s *Session, t *Tool) (*Tool, error)
 }
 
-// SessionCloser is implemented by a Visibility that keeps per-session state
-// in process: Session.Close tells it the session is gone.
-type SessionCloser interface {
+// sessionCloser is a Visibility that keeps per-session state in process
+// (see [Visibility]).
+type sessionCloser interface {
 	SessionClosed(session string)
 }
 
@@ -105,7 +109,7 @@ func (c chain) Resolve(ctx context.Context, s *Session, t *Tool) (*Tool, error) 
 
 func (c chain) SessionClosed(session string) {
 	for _, v := range c {
-		if sc, ok := v.(SessionCloser); ok {
+		if sc, ok := v.(sessionCloser); ok {
 			sc.SessionClosed(session)
 		}
 	}

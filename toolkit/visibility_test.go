@@ -154,7 +154,7 @@ func TestVisibilityResolvesVariants(t *testing.T) {
 		t.Errorf("allowed choice: %s %q", rs[0].State, rs[0].Text())
 	}
 	for _, r := range rs[1:] {
-		if !errors.Is(r.Err, toolkit.ErrInvalidArguments) {
+		if !isErr[*toolkit.ArgumentError](r.Err) {
 			t.Errorf("call %s: %s %q, want refused by the variant's schema", r.Call.ID, r.State, r.Text())
 		}
 	}

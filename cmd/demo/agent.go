@@ -71,7 +71,7 @@ func (r *runner) run(ctx context.Context, task string) (runSummary, error) {
 	}
 	conv := agent.NewConversation(system, task)
 	opts := []agent.Option{agent.WithName(modelName(r.model)), agent.WithMaxTurns(r.maxTurns),
-		agent.WithSuspended(r.suspended), agent.WithBatchStarted(r.batchStarted),
+		agent.WithSuspended(r.suspended), agent.WithHooks(agent.Hooks{BatchStart: r.batchStarted}),
 		agent.WithContextPolicy(contextPolicy(r.model)), agent.WithHooks(r.hooks())}
 	if r.store != nil {
 		saved, done, err := r.resume(ctx)
@@ -226,7 +226,7 @@ func (r *runner) setPhase(turn int, phase string) {
 
 // batchStarted keeps the turn's batch to show its results, and stands for
 // the person who presses stop when the scripted turn says so.
-func (r *runner) batchStarted(ctx context.Context, turn int, b *toolkit.Batch) {
+func (r *runner) batchStarted(ctx context.Context, _ *agent.RunInfo, b *toolkit.Batch) {
 	r.mu.Lock()
 	r.batch, r.began, r.phase = b, time.Now(), "calls"
 	stopAfter := r.cur.StopAfter

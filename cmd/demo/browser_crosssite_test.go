@@ -145,11 +145,10 @@ func TestBrowserCrossSite(t *testing.T) {
 		t.Errorf("the other site approved the demo's call_6")
 	}
 	for _, w := range []struct {
-		host *ui.Host
-		call string
-	}{{bare.agui, bareInterrupt}, {bare.chat, bareCall}} {
-		th := w.host.Lookup("xsite")
-		if th == nil || !slices.ContainsFunc(bare.perms.Pending(th.Session().ID()), func(r interceptors.ApprovalRequest) bool { return r.CallID == w.call }) {
+		session string // the thread's session: the host's prefix and "xsite"
+		call    string
+	}{{"bare-agui-xsite", bareInterrupt}, {"bare-chat-xsite", bareCall}} {
+		if !slices.ContainsFunc(bare.perms.Pending(w.session), func(r interceptors.ApprovalRequest) bool { return r.CallID == w.call }) {
 			t.Errorf("the bare handlers' call %s no longer waits: the other site decided it", w.call)
 		}
 	}

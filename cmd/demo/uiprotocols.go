@@ -34,7 +34,7 @@ func newUIProtocols(tk *toolkit.Toolkit, bus *natsbus.Bus, perms *interceptors.P
 
 // mount adds the routes. Requests from pages on other origins, and
 // bodies not declared as JSON, are refused (pageOnly, and the handlers'
-// own ui.Host.Admit): they would run the agent, and answer its approvals,
+// own origin check): they would run the agent, and answer its approvals,
 // for whoever serves that page.
 func (u *uiProtocols) mount(mux *http.ServeMux) {
 	chat := aisdk.NewHandler(u.chat, aisdk.WithReplay(u.bus))

@@ -163,7 +163,7 @@ func (a *webApp) approve(w http.ResponseWriter, r *http.Request) {
 }
 
 // pageOnly refuses what a page on another origin can make a browser
-// send: the checks of ui.Host.Admit, with no origin allowed but the
+// send: the checks the ui handlers make first, with no origin allowed but the
 // page's own. A browser request from another origin is refused (403),
 // as net/http's CrossOriginProtection decides (Sec-Fetch-Site, else
 // Origin against Host), GET included (a resume reads a chat and marks its

@@ -292,6 +292,14 @@ func (p *Publisher) tellDrops(ev *events.Event) *events.Event {
 	return out
 }
 
+// The publisher is an inline observer with both optional methods the
+// engine looks for (toolkit.Observer): this keeps their signatures in step.
+var _ interface {
+	Observe(*events.Event)
+	Flush(context.Context) error
+	AcceptProgress() bool
+} = (*Publisher)(nil)
+
 // AcceptProgress tells a toolkit, before it builds a progress event, whether
 // the publisher would queue it. When NATS is behind it declines: unless
 // another gate of the toolkit takes the event, it is dropped without being

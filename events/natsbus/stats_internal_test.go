@@ -46,7 +46,7 @@ func (g *askGate) Observe(ev *events.Event) {
 }
 
 // TestStatsWithAGateAfterThePublisher: the publisher is asked first
-// (toolkit.ProgressGate) and declines, then another gate is asked. Its
+// (an observer with AcceptProgress) and declines, then another gate is asked. Its
 // decline is not a drop until the other gate declines too; when that one
 // accepts, the event is built and handed to the publisher all the same,
 // which queues it (its queue drained meanwhile) or drops it. Either way

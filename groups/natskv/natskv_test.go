@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -158,5 +159,49 @@ func TestGroupEventsOnNATS(t *testing.T) {
 		if ev.Type != groups.EventType || ev.Call != "" || string(ev.Data) != want {
 			t.Fatalf("event %s %q: %s, want %s", ev.Type, ev.Call, ev.Data, want)
 		}
+	}
+}
+
+// TestCodeOnlyGroupShared: a CodeOnly group switched on by code in one
+// process stays on through the model's reset_tools in another, through the
+// shared bucket (the store keeps it as any group; the managers keep it out
+// of the model's hands).
+func TestCodeOnlyGroupShared(t *testing.T) {
+	ctx := context.Background()
+	bus, err := natsbus.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close(ctx)
+	a, b := newProcess(t, bus, false), newProcess(t, bus, false)
+	for _, p := range []*process{a, b} {
+		if err := p.m.Update(groups.Group{Name: "g7", Description: "group 7", Tools: []string{"tool7"}, CodeOnly: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.m.Activate(ctx, "shared", "g7"); err != nil {
+		t.Fatal(err)
+	}
+	sb, _ := b.tk.Session("shared")
+	r := sb.Run(ctx, []toolkit.Call{{ID: "r", Name: "reset_tools", Args: []byte(`{"g3": true}`)}})[0]
+	if r.State != events.StateSuccess || !strings.HasPrefix(r.Text(), "Active tool groups: g3.\nNow available: tool3.\n") {
+		t.Fatalf("process B's reset_tools: %s %q", r.State, r.Text())
+	}
+	for _, p := range []*process{a, b} {
+		if got, err := p.m.Active(ctx, "shared"); err != nil || !slices.Equal(got, []string{"g3", "g7"}) {
+			t.Fatalf("active groups %v (%v), want [g3 g7]", got, err)
+		}
+	}
+	sa, _ := a.tk.Session("shared")
+	defs, err := sa.Definitions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var visible []string
+	for _, d := range defs {
+		visible = append(visible, d.Name)
+	}
+	if !slices.Equal(visible, []string{"tool3", "tool7", "reset_tools"}) {
+		t.Fatalf("process A sees %v", visible)
 	}
 }

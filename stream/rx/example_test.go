@@ -24,7 +24,7 @@ var countTool = toolkit.MustTool(toolkit.Spec{Name: "count"}, func(ctx context.C
 // In process, without NATS: a hub observes a toolkit; one view keeps the
 // progress people watch, another rebuilds each result from its deltas.
 func Example() {
-	hub := rx.NewHub()
+	hub := &rx.Hub{}
 	defer hub.Close()
 	tk := toolkit.New(toolkit.WithObserver(hub))
 	defer tk.Close(context.Background())
@@ -68,7 +68,7 @@ func ExampleReplay() {
 	sess.Run(ctx, []toolkit.Call{{ID: "c1", Name: "count"}})
 
 	rctx, stop := context.WithCancel(ctx)
-	replay, err := rx.Replay(rctx, bus, rx.Filter{Session: "s", Types: rx.ModelVisibleTypes}, 0)
+	replay, err := rx.Replay(rctx, bus, rx.Filter{Session: "s", Types: []events.Type{events.TypeDelta, events.TypeResult}}, 0)
 	if err != nil {
 		panic(err)
 	}

@@ -58,9 +58,6 @@ func (f Filter) Subject(s events.Subjects) string {
 	return s.Session(f.Session)
 }
 
-// ModelVisibleTypes are what a model sees of a call: its deltas and result.
-var ModelVisibleTypes = []events.Type{events.TypeDelta, events.TypeResult}
-
 // ModelVisible keeps the events a model sees: deltas and results.
 func ModelVisible(o rxgo.Observable) rxgo.Observable {
 	return o.Filter(func(i any) bool {
@@ -80,7 +77,7 @@ func ProgressOnly(o rxgo.Observable) rxgo.Observable {
 // Hub is the in-process source of observables: attach it to a toolkit as an
 // observer (toolkit.WithObserver(hub), asynchronous, so that a slow
 // subscriber never slows a tool) and observe the events of its calls without
-// NATS.
+// NATS. The zero Hub is ready, with no subscribers: hub := &rx.Hub{}.
 type Hub struct {
 	mu     sync.Mutex                // serializes changes to subs and closed
 	subs   atomic.Pointer[[]*hubSub] // copied on change: Observe reads it without a lock
@@ -124,9 +121,6 @@ func (s *hubSub) end() {
 		s.mu.Unlock()
 	})
 }
-
-// NewHub returns a hub with no subscribers.
-func NewHub() *Hub { return &Hub{} }
 
 // Observe hands ev to every subscriber whose filter matches. It waits for a
 // slow subscriber (a hub is meant to be an asynchronous observer) unless

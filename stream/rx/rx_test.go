@@ -78,7 +78,7 @@ func collect(t *testing.T, o rxgo.Observable, n int) []any {
 // observables, the model-visible and progress views, and the accumulator
 // that rebuilds each result from its deltas.
 func TestHubViewsAndAccumulator(t *testing.T) {
-	hub := rx.NewHub()
+	hub := &rx.Hub{}
 	defer hub.Close()
 	tk := newKit(t, toolkit.WithObserver(hub))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -165,7 +165,7 @@ func TestAccumulatorFindsMismatch(t *testing.T) {
 func TestHubObservablesEnd(t *testing.T) {
 	for _, how := range []string{"context", "close"} {
 		t.Run(how, func(t *testing.T) {
-			hub := rx.NewHub()
+			hub := &rx.Hub{}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			o := hub.Observable(ctx, rx.Filter{}) // nobody reads until the end
@@ -202,7 +202,7 @@ func TestHubObservablesEnd(t *testing.T) {
 			hub.Close()
 		})
 	}
-	hub := rx.NewHub()
+	hub := &rx.Hub{}
 	hub.Close()
 	for range hub.Observable(context.Background(), rx.Filter{}).Observe() {
 		t.Fatal("an item from a closed hub")

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/agui"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
 // A resume whose second entry finds its call no longer waiting (its
@@ -33,9 +33,9 @@ func TestResumePartlyGiven(t *testing.T) {
 	second := run(t, url, in)
 	custom := second[2]
 	b, _ := json.Marshal(custom["value"])
-	var report ui.AnswersReport
+	var report thread.AnswersReport
 	_ = json.Unmarshal(b, &report)
-	if custom["type"] != "CUSTOM" || custom["name"] != agui.CustomAnswers || len(report.Given) != 1 || report.Given[0] != (ui.AnswerOutcome{Call: calls[0], Approved: true}) ||
+	if custom["type"] != "CUSTOM" || custom["name"] != agui.CustomAnswers || len(report.Given) != 1 || report.Given[0] != (thread.AnswerOutcome{Call: calls[0], Approved: true}) ||
 		len(report.Refused) != 1 || report.Refused[0].Call != calls[1] || !strings.Contains(report.Refused[0].Error, "no call waits for a decision") {
 		t.Errorf("the run opens with %v", custom)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/agui"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
 )
 
@@ -502,7 +503,7 @@ func TestNewMessageAfterThePausedRunEnded(t *testing.T) {
 	if first[len(first)-1]["outcome"].(map[string]any)["type"] != "interrupt" {
 		t.Fatal("not paused")
 	}
-	th := a.Host.Lookup("t11")
+	th := a.Threads.Lookup("t11")
 	th.Cancel() // the paused run ends without its answer
 	deadline := time.Now().Add(10 * time.Second)
 	for th.Paused() != nil || th.Streaming() != nil {
@@ -564,7 +565,7 @@ func TestClientGoneCancelsOnlyItsRun(t *testing.T) {
 			break
 		}
 	}
-	th := a.Host.Lookup("t13")
+	th := a.Threads.Lookup("t13")
 	logA := th.Streaming()
 	if logA == nil {
 		t.Fatal("run A does not stream")
@@ -699,13 +700,13 @@ func TestStuckClientDropped(t *testing.T) {
 	if took > bound+3*time.Second {
 		t.Errorf("the handler returned %v after the request, with a write timeout of %v", took, bound)
 	}
-	th := a.Host.Lookup("t-stuck")
+	th := a.Threads.Lookup("t-stuck")
 	l := th.Undelivered()
 	if l == nil {
 		t.Fatal("no response")
 	}
 	testutil.WaitFor(t, l.Done(), "the stuck client's run to be cancelled (it waits in the gate)")
-	if e := l.End(); e.Kind != ui.EndError || e.Error == nil || !e.Error.Canceled {
+	if e := l.End(); e.Kind != thread.EndError || e.Error == nil || !e.Error.Canceled {
 		t.Fatalf("the run ended %+v, not cancelled", e)
 	}
 	t.Logf("handler returned %v after the request (write timeout %v)", took.Round(time.Millisecond), bound)

@@ -9,8 +9,8 @@ import (
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/toolkit"
-	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/agui"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
 // TestUnstreamedArgumentsAsWritten: a call the model did not stream gets
@@ -31,7 +31,7 @@ func TestUnstreamedArgumentsAsWritten(t *testing.T) {
 		{Version: 1, Type: agent.EventTurnEnd, Session: "s", Data: data},
 	}
 	rec := httptest.NewRecorder()
-	agui.Translate(rec, "th", "r1", evs, &ui.End{})
+	agui.Translate(rec, "th", "r1", evs, &thread.End{})
 	out := frames(t, rec.Body.String())
 	args := map[string]string{}
 	for _, e := range of(out, "TOOL_CALL_ARGS") {

@@ -4,18 +4,18 @@ import (
 	"net/http"
 
 	"github.com/toolstream/toolstream/events"
-	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/internal/frames"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
 // ClientGoneForTest runs what the handler does once it found its client
 // gone, with the response it was reading.
-func ClientGoneForTest(t *ui.Thread, log *ui.Log) { clientGone(t, log) }
+func ClientGoneForTest(t *thread.Thread, log *thread.Log) { clientGone(t, log) }
 
 // Translate writes the AG-UI run that a response of these events, ending
 // with end, makes (tests only): RUN_STARTED, the events' translation, the
 // finish.
-func Translate(w http.ResponseWriter, thread, runID string, evs []*events.Event, end *ui.End) {
+func Translate(w http.ResponseWriter, thread, runID string, evs []*events.Event, end *thread.End) {
 	out := newWriter(w)
 	tr := newTranslator(out, thread, runID)
 	out.event(map[string]any{"type": "RUN_STARTED", "threadId": thread, "runId": runID})

@@ -3,7 +3,7 @@
 // runs the agent loop for the thread and streams AG-UI events as
 // Server-Sent Events (data: <json> frames).
 //
-// Each AG-UI run is one response of a ui.Thread: the model's turns are
+// Each AG-UI run is one response of a thread.Thread: the model's turns are
 // steps, its words text messages, its calls tool calls whose arguments
 // stream as the model writes them; a call's progress and streamed result
 // are an activity message; tool groups and skills are the shared state; a
@@ -23,9 +23,10 @@ import (
 	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/internal/body"
 	"github.com/toolstream/toolstream/ui/internal/frames"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
-// CustomAnswers is the name of the CUSTOM event (value ui.AnswersReport)
+// CustomAnswers is the name of the CUSTOM event (value thread.AnswersReport)
 // that opens a run when some of its resume entries were given and others
 // could not be: their calls stopped waiting between the check and the
 // answer (an approval that expired just then). The run goes on with the
@@ -34,15 +35,15 @@ const CustomAnswers = "toolstream.answers"
 
 // Handler serves AG-UI runs on a ui.Host.
 type Handler struct {
-	host *ui.Host
+	host *thread.Host
 }
 
 // NewHandler returns a handler running the host's agent. Mount it where
 // the front end posts its runs (HttpAgent's url), with no method in the
 // pattern if another origin is allowed (its CORS preflights come as
-// OPTIONS). Who may call is the host's: ui.Host.Admit (origins, JSON)
+// OPTIONS). Who may call is the host's: its origin checks (ui.WithAllowedOrigins, JSON)
 // and its ui.WithAuthorize hook.
-func NewHandler(h *ui.Host) *Handler { return &Handler{host: h} }
+func NewHandler(h *ui.Host) *Handler { return &Handler{host: (*thread.Host)(h)} }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.host.Admit(w, r) { // another origin, not JSON, a preflight
@@ -69,17 +70,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log, err := t.Begin(input)
-	var partly *ui.AnswersError
+	var partly *thread.AnswersError
 	switch {
 	case errors.As(err, &partly):
 		// Some answers were given, one could not be (its approval expired
 		// just then): the run goes on, and the response says which.
-	case errors.Is(err, ui.ErrNothingToRun):
+	case errors.Is(err, thread.ErrNothingToRun):
 		log = nil // an empty run: started and finished
-	case errors.Is(err, ui.ErrClosed), errors.Is(err, ui.ErrForgotten):
+	case errors.Is(err, thread.ErrClosed), errors.Is(err, thread.ErrForgotten):
 		frames.HTTPError(w, http.StatusServiceUnavailable, err.Error())
 		return
-	case errors.Is(err, ui.ErrBusy):
+	case errors.Is(err, thread.ErrBusy):
 		frames.HTTPError(w, http.StatusConflict, err.Error())
 		return
 	case errors.Is(err, interceptors.ErrNotPending):
@@ -112,7 +113,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Nothing to run: the thread's pending interrupts again, if it
 		// waits for answers (a client that lost them), else a success.
 		if waiting := t.Paused(); len(waiting) > 0 {
-			tr.finish(&ui.End{Kind: ui.EndPaused, Approvals: waiting})
+			tr.finish(&thread.End{Kind: thread.EndPaused, Approvals: waiting})
 		} else {
 			out.event(map[string]any{"type": "RUN_FINISHED", "threadId": in.ThreadID, "runId": in.RunID, "outcome": map[string]any{"type": "success"}})
 		}
@@ -149,7 +150,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Between the handler finding its client gone and this, the response may
 // end and another request start a run; TestClientGoneCancelsOnlyItsRun
 // calls it in that window.
-func clientGone(t *ui.Thread, log *ui.Log) {
+func clientGone(t *thread.Thread, log *thread.Log) {
 	t.CancelResponse(log)
 }
 
@@ -157,11 +158,11 @@ func clientGone(t *ui.Thread, log *ui.Log) {
 // hook's (401, 403), 503 while the host closes or when the thread was
 // forgotten meanwhile (the request may be tried again), else 400.
 func status(err error) int {
-	var denied *ui.AccessError
+	var denied *thread.AccessError
 	if errors.As(err, &denied) {
 		return denied.Status
 	}
-	if errors.Is(err, ui.ErrClosed) || errors.Is(err, ui.ErrForgotten) {
+	if errors.Is(err, thread.ErrClosed) || errors.Is(err, thread.ErrForgotten) {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusBadRequest

@@ -11,8 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolstream/toolstream/agent"
-	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/internal/body"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
 // runAgentInput is the body of an AG-UI run request (the fields
@@ -253,17 +253,17 @@ func approvalPayload(raw json.RawMessage) (approvalAnswer, error) {
 // input turns the request into what the thread takes: the user messages
 // (the thread skips those it has seen) and the answers to interrupts
 // (whose ids are the calls' ids).
-func (in *runAgentInput) input() ui.Input {
-	var out ui.Input
+func (in *runAgentInput) input() thread.Input {
+	var out thread.Input
 	for _, m := range in.Messages {
 		if m.Role != "user" {
 			continue
 		}
 		text, _ := userText(m.Content)
-		out.Messages = append(out.Messages, ui.IDMessage{ID: m.ID, Message: agent.UserText(text)})
+		out.Messages = append(out.Messages, thread.IDMessage{ID: m.ID, Message: agent.UserText(text)})
 	}
 	for _, r := range in.Resume {
-		a := ui.Answer{Call: r.InterruptID}
+		a := thread.Answer{Call: r.InterruptID}
 		if r.Status == "cancelled" {
 			a.Reason = "the user cancelled the request"
 		} else {

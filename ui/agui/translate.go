@@ -9,7 +9,7 @@ import (
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
-	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
 // activityType is the activityType of the activity message that shows a
@@ -167,7 +167,7 @@ func (t *translator) event(ev *events.Event) {
 			return
 		}
 		t.out.event(map[string]any{"type": "STATE_DELTA", "delta": []patchOp{{Op: "add", Path: "/" + string(ev.Type), Value: ev.Data}}})
-	case agent.EventAnswer, agent.EventError, ui.MarkEvent, ui.AnswersEvent:
+	case agent.EventAnswer, agent.EventError, thread.MarkEvent, thread.AnswersEvent:
 		// The run's end comes with the response's end (finish).
 	default:
 		t.custom(ev)
@@ -275,10 +275,10 @@ func (t *translator) patch(call string, ops ...patchOp) {
 }
 
 // finish ends the run as the response ended.
-func (t *translator) finish(end *ui.End) {
+func (t *translator) finish(end *thread.End) {
 	t.closeAll()
 	switch end.Kind {
-	case ui.EndPaused:
+	case thread.EndPaused:
 		interrupts := make([]map[string]any, 0, len(end.Approvals))
 		for _, a := range end.Approvals {
 			in := map[string]any{
@@ -293,7 +293,7 @@ func (t *translator) finish(end *ui.End) {
 		}
 		t.out.event(map[string]any{"type": "RUN_FINISHED", "threadId": t.thread, "runId": t.runID,
 			"outcome": map[string]any{"type": "interrupt", "interrupts": interrupts}})
-	case ui.EndAnswer:
+	case thread.EndAnswer:
 		ev := map[string]any{"type": "RUN_FINISHED", "threadId": t.thread, "runId": t.runID, "outcome": map[string]any{"type": "success"}}
 		if end.Answer != nil {
 			ev["result"] = end.Answer

@@ -12,15 +12,15 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
-	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/agui"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
 // opEvents turns fuzz bytes into a response's events: each byte picks an
 // event (its low bits) and a call among three (its high bits), in
 // whatever order, the agent's and the calls' events interleaved; the last
 // byte picks the end.
-func opEvents(data []byte) ([]*events.Event, *ui.End) {
+func opEvents(data []byte) ([]*events.Event, *thread.End) {
 	var evs []*events.Event
 	turn := 0
 	body := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
@@ -75,7 +75,7 @@ func opEvents(data []byte) ([]*events.Event, *ui.End) {
 		case 20:
 			session(interceptors.ApprovalEvent, map[string]any{"batch": true})
 		case 21:
-			session(ui.MarkEvent, ui.Mark{Thread: "x", Response: 2})
+			session(thread.MarkEvent, thread.Mark{Thread: "x", Response: 2})
 		case 22:
 			session(agent.EventText, agent.TextDelta{Turn: turn})
 		case 23:
@@ -84,13 +84,13 @@ func opEvents(data []byte) ([]*events.Event, *ui.End) {
 			call(events.Event{Type: events.TypeArgs, Call: id, Tool: "t", Data: json.RawMessage(`{"args":{"a":2}}`)})
 		}
 	}
-	end := &ui.End{Kind: ui.EndAnswer, Answer: &agent.Answer{Text: "done"}}
+	end := &thread.End{Kind: thread.EndAnswer, Answer: &agent.Answer{Text: "done"}}
 	if n := len(data); n > 0 {
 		switch data[n-1] % 3 {
 		case 1:
-			end = &ui.End{Kind: ui.EndError, Error: &agent.RunError{Error: "boom", Canceled: true}}
+			end = &thread.End{Kind: thread.EndError, Error: &agent.RunError{Error: "boom", Canceled: true}}
 		case 2:
-			end = &ui.End{Kind: ui.EndPaused, Approvals: []interceptors.ApprovalRequest{{CallID: "c0", Tool: "t", Status: "pending"}}}
+			end = &thread.End{Kind: thread.EndPaused, Approvals: []interceptors.ApprovalRequest{{CallID: "c0", Tool: "t", Status: "pending"}}}
 		}
 	}
 	return evs, end

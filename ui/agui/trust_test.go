@@ -76,7 +76,7 @@ func TestAuthorize(t *testing.T) {
 	if code, msg := as("bob", input("a1", "r1", user("u1", "note"))); code != http.StatusForbidden || !strings.Contains(msg, `running thread \"a1\" is not allowed: bob is neither`) {
 		t.Fatalf("bob: %d %s", code, msg)
 	}
-	if a.Host.Lookup("a1") != nil {
+	if a.Threads.Lookup("a1") != nil {
 		t.Fatal("a refused request started the thread")
 	}
 	if got := p.Asked(); len(got) != 2 || got[0].Access != (ui.Access{Thread: "a1", Action: ui.ActionRun}) || got[0].Allowed || got[1].User != "bob" {
@@ -111,7 +111,7 @@ func TestAuthorize(t *testing.T) {
 		t.Fatalf("carol runs: %d %s", code, msg)
 	}
 	a.StillWaits(t, "a1", "n2_1")
-	if a.Host.Lookup("a1").Seen("u2") {
+	if a.Threads.Lookup("a1").Seen("u2") {
 		t.Fatal("a refused request's message was taken in")
 	}
 	// A request that brings nothing new reads the thread: bob may not.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/aisdk"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
 // A request whose second answer finds its call no longer waiting (its
@@ -34,9 +34,9 @@ func TestAnswersPartlyGiven(t *testing.T) {
 	second := post(t, url, chunk{"id": "chat9", "messages": []any{userMsg("u1", "two"), assistant}}).all()
 	data := second[1]
 	b, _ := json.Marshal(data["data"])
-	var report ui.AnswersReport
+	var report thread.AnswersReport
 	_ = json.Unmarshal(b, &report)
-	if data["type"] != "data-"+aisdk.DataAnswers || data["id"] == nil || len(report.Given) != 1 || report.Given[0] != (ui.AnswerOutcome{Call: calls[0], Approved: true}) ||
+	if data["type"] != "data-"+aisdk.DataAnswers || data["id"] == nil || len(report.Given) != 1 || report.Given[0] != (thread.AnswerOutcome{Call: calls[0], Approved: true}) ||
 		len(report.Refused) != 1 || report.Refused[0].Call != calls[1] || !strings.Contains(report.Refused[0].Error, "no call waits for a decision") {
 		t.Errorf("the response opens with %v", data)
 	}

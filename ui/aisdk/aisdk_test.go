@@ -21,6 +21,7 @@ import (
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/aisdk"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
 )
 
@@ -392,7 +393,7 @@ func TestResumeAfterTheClientLeft(t *testing.T) {
 			live.next()
 			live.resp.Body.Close()
 			deadline := time.Now().Add(10 * time.Second)
-			for th := a.Host.Lookup("chat5"); th == nil || th.Paused() == nil; th = a.Host.Lookup("chat5") {
+			for th := a.Threads.Lookup("chat5"); th == nil || th.Paused() == nil; th = a.Threads.Lookup("chat5") {
 				if time.Now().After(deadline) {
 					t.Fatal("the run did not pause")
 				}
@@ -427,7 +428,7 @@ func TestResumeLargeResult(t *testing.T) {
 	live.next()
 	live.resp.Body.Close()
 	deadline := time.Now().Add(20 * time.Second)
-	for th := a.Host.Lookup("chat6"); th == nil || th.Streaming() != nil || th.Undelivered() == nil; th = a.Host.Lookup("chat6") {
+	for th := a.Threads.Lookup("chat6"); th == nil || th.Streaming() != nil || th.Undelivered() == nil; th = a.Threads.Lookup("chat6") {
 		if time.Now().After(deadline) {
 			t.Fatal("the run did not end")
 		}
@@ -844,7 +845,7 @@ func TestStuckClientDropped(t *testing.T) {
 	if took > bound+3*time.Second {
 		t.Errorf("the handler returned %v after the request, with a write timeout of %v", took, bound)
 	}
-	th := a.Host.Lookup("chat-stuck")
+	th := a.Threads.Lookup("chat-stuck")
 	l := th.Undelivered()
 	if l == nil {
 		t.Fatal("no response")
@@ -856,7 +857,7 @@ func TestStuckClientDropped(t *testing.T) {
 	}
 	close(a.Gate)
 	testutil.WaitFor(t, l.Done(), "the run to go on through the gate")
-	if e := l.End(); e.Kind != ui.EndAnswer {
+	if e := l.End(); e.Kind != thread.EndAnswer {
 		t.Fatalf("the run ended %+v", e)
 	}
 	resp, err := http.Get("http://" + addr + "/api/chat/chat-stuck/stream")

@@ -5,7 +5,7 @@
 // data: [DONE]); and the resume route useChat calls after a reload
 // (GET <api>/<chat id>/stream), read back from the durable stream.
 //
-// Each response is one response of a ui.Thread: the model's turns are
+// Each response is one response of a thread.Thread: the model's turns are
 // steps, its words text parts, its calls dynamic tool parts whose input
 // streams as the model writes it; a running call's accumulated result is
 // a preliminary output (a reset sends the new accumulation); the result
@@ -33,11 +33,12 @@ import (
 	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/internal/body"
 	sse "github.com/toolstream/toolstream/ui/internal/frames"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
 // Handler serves useChat's requests and resumes on a ui.Host.
 type Handler struct {
-	host *ui.Host
+	host *thread.Host
 	bus  *natsbus.Bus
 }
 
@@ -53,10 +54,10 @@ func WithReplay(bus *natsbus.Bus) Option { return func(h *Handler) { h.bus = bus
 // POST at useChat's api (default /api/chat) and for GET at
 // <api>/{id}/stream (the resume route); it serves both (with no method
 // in the patterns if another origin is allowed: its CORS preflights come
-// as OPTIONS). Who may call is the host's: ui.Host.Admit (origins, JSON)
+// as OPTIONS). Who may call is the host's: its origin checks (ui.WithAllowedOrigins, JSON)
 // and its ui.WithAuthorize hook, asked ActionRead on the resume route.
 func NewHandler(host *ui.Host, opts ...Option) *Handler {
-	h := &Handler{host: host}
+	h := &Handler{host: (*thread.Host)(host)}
 	for _, o := range opts {
 		o(h)
 	}
@@ -95,12 +96,12 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log, err := t.Begin(input)
-	var partly *ui.AnswersError
+	var partly *thread.AnswersError
 	switch {
 	case errors.As(err, &partly):
 		// Some answers were given, one could not be (its approval expired
 		// just then): the run goes on, and the response says which.
-	case errors.Is(err, ui.ErrBusy), errors.Is(err, interceptors.ErrNotPending):
+	case errors.Is(err, thread.ErrBusy), errors.Is(err, interceptors.ErrNotPending):
 		sse.HTTPError(w, http.StatusConflict, err.Error())
 		return
 	case err != nil:
@@ -108,7 +109,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The client may go: the run goes on, and a reload resumes it.
-	h.stream(w, r.Context(), t, log, partly, func(ctx context.Context, fn func(*events.Event), _ func(*ui.End)) (*ui.End, error) {
+	h.stream(w, r.Context(), t, log, partly, func(ctx context.Context, fn func(*events.Event), _ func(*thread.End)) (*thread.End, error) {
 		return readLog(ctx, log, fn)
 	})
 }
@@ -127,12 +128,12 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 		id = rest[strings.LastIndexByte(rest, '/')+1:]
 	}
 	// Asked whether the chat exists or not: a refusal says nothing of it.
-	if err := h.host.Authorize(r, ui.Access{Thread: id, Action: ui.ActionRead}); err != nil {
+	if err := h.host.Authorize(r, thread.Access{Thread: id, Action: thread.ActionRead}); err != nil {
 		sse.HTTPError(w, status(err), err.Error())
 		return
 	}
 	t := h.host.Lookup(id)
-	var log *ui.Log
+	var log *thread.Log
 	if t != nil {
 		log = t.Undelivered()
 	}
@@ -144,13 +145,13 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 	// a response that continues a run after a pause comes with the run's
 	// responses before it, whose tool parts it goes on with.
 	logs := append(log.Earlier(), log)
-	read := func(ctx context.Context, fn func(*events.Event), between func(*ui.End)) (*ui.End, error) {
+	read := func(ctx context.Context, fn func(*events.Event), between func(*thread.End)) (*thread.End, error) {
 		return readLogs(ctx, logs, fn, between)
 	}
 	if e := log.End(); h.bus != nil && (e == nil || !e.Closed) {
 		// (A response the host's closing ended has no end in the stream:
 		// memory has it whole.)
-		read = func(ctx context.Context, fn func(*events.Event), between func(*ui.End)) (*ui.End, error) {
+		read = func(ctx context.Context, fn func(*events.Event), between func(*thread.End)) (*thread.End, error) {
 			end, err := h.replay(ctx, t, logs, fn, between)
 			if errors.Is(err, errNoReplay) {
 				// Nothing was sent yet: the responses kept in memory are the same.
@@ -165,7 +166,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 // readLogs hands the responses' events to fn, one response after the
 // other, and the ends before the last one to between; it returns the
 // last one's end.
-func readLogs(ctx context.Context, logs []*ui.Log, fn func(*events.Event), between func(*ui.End)) (*ui.End, error) {
+func readLogs(ctx context.Context, logs []*thread.Log, fn func(*events.Event), between func(*thread.End)) (*thread.End, error) {
 	for _, l := range logs[:len(logs)-1] {
 		end, err := readLog(ctx, l, fn)
 		if err != nil {
@@ -177,8 +178,8 @@ func readLogs(ctx context.Context, logs []*ui.Log, fn func(*events.Event), betwe
 }
 
 // stream writes one response; partly, if set, is said first.
-func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Thread, log *ui.Log, partly *ui.AnswersError,
-	read func(ctx context.Context, fn func(*events.Event), between func(*ui.End)) (*ui.End, error)) {
+func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *thread.Thread, log *thread.Log, partly *thread.AnswersError,
+	read func(ctx context.Context, fn func(*events.Event), between func(*thread.End)) (*thread.End, error)) {
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-cache")
@@ -216,7 +217,7 @@ func (h *Handler) stream(w http.ResponseWriter, ctx context.Context, t *ui.Threa
 }
 
 // readLog hands the response's events to fn until its end.
-func readLog(ctx context.Context, log *ui.Log, fn func(*events.Event)) (*ui.End, error) {
+func readLog(ctx context.Context, log *thread.Log, fn func(*events.Event)) (*thread.End, error) {
 	for i := 0; ; {
 		if err := ctx.Err(); err != nil {
 			return nil, err // the client went: the response stays undelivered
@@ -245,7 +246,7 @@ var errNoReplay = errors.New("aisdk: resume from the durable stream")
 // the live thread cut them, until the last one's end. When the host
 // closes or forgets the thread meanwhile, the last response ends without
 // a mark in the stream: it ends as its log did.
-func (h *Handler) replay(ctx context.Context, t *ui.Thread, logs []*ui.Log, fn func(*events.Event), between func(*ui.End)) (*ui.End, error) {
+func (h *Handler) replay(ctx context.Context, t *thread.Thread, logs []*thread.Log, fn func(*events.Event), between func(*thread.End)) (*thread.End, error) {
 	log := logs[len(logs)-1]
 	subject := h.bus.Subjects().Session(t.Session().ID())
 	// Where the stored session ends now: a replay that gets there without
@@ -267,8 +268,8 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, logs []*ui.Log, fn f
 		mu     sync.Mutex
 		queue  []item
 		wake   = make(chan struct{}, 1)
-		rps    = make([]*ui.Replayer, len(logs)) // one per response
-		end    *ui.End
+		rps    = make([]*thread.Replayer, len(logs)) // one per response
+		end    *thread.End
 		first  bool // the thread's first mark was found
 		absent bool // the stored events up to last do not hold it
 	)
@@ -293,8 +294,8 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, logs []*ui.Log, fn f
 				queue = append(queue, item{end: e}) // an earlier response's end
 			}
 		}
-		if !first && ev.Type == ui.MarkEvent {
-			var m ui.Mark
+		if !first && ev.Type == thread.MarkEvent {
+			var m thread.Mark
 			first = json.Unmarshal(ev.Data, &m) == nil && m.Thread == t.Nonce() && m.Response == 1
 		}
 		absent = !first && seq >= last
@@ -308,7 +309,7 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, logs []*ui.Log, fn f
 	}
 	defer stop()
 	logDone := log.Done()
-	var closed *ui.End // the log ended with no mark to come
+	var closed *thread.End // the log ended with no mark to come
 	for {
 		mu.Lock()
 		evs, e, none := queue, end, absent
@@ -347,18 +348,18 @@ func (h *Handler) replay(ctx context.Context, t *ui.Thread, logs []*ui.Log, fn f
 // before the last one.
 type item struct {
 	ev  *events.Event
-	end *ui.End
+	end *thread.End
 }
 
 // status is the HTTP status of a refused request: the authorization
 // hook's (401, 403), 503 while the host closes or when the thread was
 // forgotten meanwhile (the request may be tried again), else 400.
 func status(err error) int {
-	var denied *ui.AccessError
+	var denied *thread.AccessError
 	if errors.As(err, &denied) {
 		return denied.Status
 	}
-	if errors.Is(err, ui.ErrClosed) || errors.Is(err, ui.ErrForgotten) {
+	if errors.Is(err, thread.ErrClosed) || errors.Is(err, thread.ErrForgotten) {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusBadRequest

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/toolstream/toolstream/agent"
-	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/internal/body"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
 // chatRequest is the body useChat's default transport posts: the chat's
@@ -160,8 +160,8 @@ func isTool(typ string) bool { return typ == "dynamic-tool" || strings.HasPrefix
 // input is what the request brings to the thread: its user messages (the
 // thread skips those it took before) and the answers of the last
 // assistant message's tool parts that were answered (approval-responded).
-func (req *chatRequest) input() ui.Input {
-	var in ui.Input
+func (req *chatRequest) input() thread.Input {
+	var in thread.Input
 	lastAssistant := -1
 	for i, m := range req.Messages {
 		switch m.Role {
@@ -172,7 +172,7 @@ func (req *chatRequest) input() ui.Input {
 					b.WriteString(p.Text)
 				}
 			}
-			in.Messages = append(in.Messages, ui.IDMessage{ID: m.ID, Message: agent.UserText(b.String())})
+			in.Messages = append(in.Messages, thread.IDMessage{ID: m.ID, Message: agent.UserText(b.String())})
 		case "assistant":
 			lastAssistant = i
 		}
@@ -180,7 +180,7 @@ func (req *chatRequest) input() ui.Input {
 	if lastAssistant >= 0 && lastAssistant == len(req.Messages)-1 {
 		for _, p := range req.Messages[lastAssistant].Parts {
 			if isTool(p.Type) && p.State == "approval-responded" && p.Approval != nil && p.Approval.Approved != nil {
-				in.Answers = append(in.Answers, ui.Answer{Call: p.ToolCallID, Approve: *p.Approval.Approved, Reason: p.Approval.Reason})
+				in.Answers = append(in.Answers, thread.Answer{Call: p.ToolCallID, Approve: *p.Approval.Approved, Reason: p.Approval.Reason})
 			}
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
-	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
 // The data parts toolstream sends (each as data-<name>).
@@ -22,7 +22,7 @@ const (
 	dataGroups = "toolstream-groups"
 	// dataSkills is the skills loaded (id "skills").
 	dataSkills = "toolstream-skills"
-	// dataAnswers (data ui.AnswersReport, id "answers-<response>") opens a
+	// dataAnswers (data thread.AnswersReport, id "answers-<response>") opens a
 	// response when some of the request's answers were given and others
 	// could not be: their calls stopped waiting between the check and the
 	// answer (an approval that expired just then). The run goes on with
@@ -201,7 +201,7 @@ func (t *translator) event(ev *events.Event) {
 			name = dataSkills
 		}
 		t.out.chunk(map[string]any{"type": "data-" + name, "id": string(ev.Type), "data": ev.Data})
-	case events.TypeStart, events.TypeSuspend, agent.EventAnswer, agent.EventError, ui.MarkEvent, ui.AnswersEvent:
+	case events.TypeStart, events.TypeSuspend, agent.EventAnswer, agent.EventError, thread.MarkEvent, thread.AnswersEvent:
 		// start and suspend show in the tool part's states; the run's end
 		// comes with the response's end (finish).
 	default:
@@ -249,14 +249,14 @@ func (t *translator) closeText() {
 }
 
 // finish ends the message as the response ended.
-func (t *translator) finish(end *ui.End) {
+func (t *translator) finish(end *thread.End) {
 	t.out.chunk(map[string]any{"type": "finish", "finishReason": t.end(end)})
 }
 
 // between ends a response that a later one of the same run continues, in
 // one stream (a resume sends the run's message from its start): what the
 // live response sent at its end but the finish chunk.
-func (t *translator) between(end *ui.End) {
+func (t *translator) between(end *thread.End) {
 	t.end(end)
 	clear(t.asked) // per response, as live
 	clear(t.outputs)
@@ -264,7 +264,7 @@ func (t *translator) between(end *ui.End) {
 
 // end closes what the response leaves open and says why it ended; it
 // returns the finish reason.
-func (t *translator) end(end *ui.End) string {
+func (t *translator) end(end *thread.End) string {
 	for _, h := range t.held { // calls the response ends without a result for
 		t.preliminary(h.call, h.output)
 	}
@@ -276,11 +276,11 @@ func (t *translator) end(end *ui.End) string {
 	}
 	reason := "stop"
 	switch end.Kind {
-	case ui.EndAnswer:
+	case thread.EndAnswer:
 		if end.Answer != nil && end.Answer.Truncated {
 			reason = "length" // cut at the output token limit: not a whole answer
 		}
-	case ui.EndPaused:
+	case thread.EndPaused:
 		reason = "tool-calls" // the approvals wait: the next request answers them
 		// Every call the run waits for is asked for here, also one whose
 		// request went to a response no client read (it asked after the
@@ -290,7 +290,7 @@ func (t *translator) end(end *ui.End) string {
 				t.approvalRequest(req)
 			}
 		}
-	case ui.EndError:
+	case thread.EndError:
 		reason = "error"
 		msg := "the run failed"
 		if end.Error != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/toolkit"
-	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
 // runScript is one run of the agent made up from fuzz bytes, in an order
@@ -25,7 +25,7 @@ import (
 // more steps follow (the run goes on after the pause).
 type step struct {
 	ev  *events.Event
-	end *ui.End
+	end *thread.End
 }
 
 type fuzzBytes struct {
@@ -108,7 +108,7 @@ func runScript(data []byte) []step {
 			}
 			if len(live) == 0 && len(waiting) > 0 {
 				// Paused: the response ends; the next one answers.
-				end := &ui.End{Kind: ui.EndPaused, Approvals: waiting}
+				end := &thread.End{Kind: thread.EndPaused, Approvals: waiting}
 				if g.pick(6) == 0 {
 					out = append(out, step{end: end})
 					return out // the run is still paused
@@ -118,7 +118,7 @@ func runScript(data []byte) []step {
 				for i, w := range waiting {
 					ids[i] = w.CallID
 				}
-				session(ui.AnswersEvent, ui.AnswerCalls{Thread: "x", Calls: ids})
+				session(thread.AnswersEvent, thread.AnswerCalls{Thread: "x", Calls: ids})
 				for _, r := range runs {
 					if r.waiting {
 						r.waiting = false
@@ -167,12 +167,12 @@ func runScript(data []byte) []step {
 			}
 			if g.pick(40) == 0 {
 				session(agent.EventError, agent.RunError{Turn: turn, Error: "boom"})
-				return append(out, step{end: &ui.End{Kind: ui.EndError, Error: &agent.RunError{Error: "boom"}}})
+				return append(out, step{end: &thread.End{Kind: thread.EndError, Error: &agent.RunError{Error: "boom"}}})
 			}
 		}
 	}
 	session(agent.EventAnswer, agent.Answer{Text: "done"})
-	return append(out, step{end: &ui.End{Kind: ui.EndAnswer}})
+	return append(out, step{end: &thread.End{Kind: thread.EndAnswer}})
 }
 
 // FuzzTranslateRun: a run's responses, live one by one (each its own

@@ -61,7 +61,7 @@ func TestCrossSiteResumeRefused(t *testing.T) {
 	live.next()
 	live.resp.Body.Close() // the tab went: the response stays undelivered
 	deadline := time.Now().Add(10 * time.Second)
-	for th := a.Host.Lookup("x2"); th == nil || th.Paused() == nil; th = a.Host.Lookup("x2") {
+	for th := a.Threads.Lookup("x2"); th == nil || th.Paused() == nil; th = a.Threads.Lookup("x2") {
 		if time.Now().After(deadline) {
 			t.Fatal("the run did not pause")
 		}
@@ -100,7 +100,7 @@ func TestAuthorize(t *testing.T) {
 		return uitest.SendAs(t, user, method, srv.URL+path, body)
 	}
 	start := chunk{"id": "a1", "messages": []any{userMsg("u1", "note")}}
-	if code, msg := as("bob", "POST", "/api/chat", start); code != http.StatusForbidden || a.Host.Lookup("a1") != nil {
+	if code, msg := as("bob", "POST", "/api/chat", start); code != http.StatusForbidden || a.Threads.Lookup("a1") != nil {
 		t.Fatalf("bob: %d %s", code, msg)
 	}
 	code, msg := as("alice", "POST", "/api/chat", start)

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
 
 // TestCallTraceCrossesTheWire: an agent whose toolkit is traced (package
 // telemetry) sends each remote call with the call's own trace context
-// (toolkit.TraceOf, the call's span), as docs/observability.md says, so
+// (the call's span), as docs/observability.md says, so
 // that the worker's spans join the caller's trace under the call's span,
 // without a ClientOptions.Inject. Before, only WithTraceContext's values
 // were sent: a traced agent's calls reached the worker with no

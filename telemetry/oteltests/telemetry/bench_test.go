@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/internal/testutil"
+	"github.com/toolstream/toolstream/internal/tracehook"
 	"github.com/toolstream/toolstream/telemetry"
 	"github.com/toolstream/toolstream/toolkit"
 )
@@ -138,23 +139,27 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 // layouts add (the engine's hook is BenchmarkTracerHook's, in toolkit).
 type switchTracer struct {
 	on  bool
-	tel *telemetry.Telemetry
+	tel tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] // a Telemetry's
 }
 
-func (s *switchTracer) StartBatch(ctx context.Context, b *toolkit.Batch, calls []toolkit.Call) (context.Context, toolkit.BatchTrace) {
+func (s *switchTracer) Tracehook() tracehook.Tracer[*toolkit.Batch, toolkit.CallInfo, *toolkit.Tool] {
+	return s
+}
+
+func (s *switchTracer) StartBatch(ctx context.Context, b *toolkit.Batch, calls int) (context.Context, tracehook.BatchTrace) {
 	if !s.on {
 		return ctx, nil
 	}
 	return s.tel.StartBatch(ctx, b, calls)
 }
 
-func (s *switchTracer) StartCall(ctx context.Context, b toolkit.BatchTrace, c toolkit.CallInfo, t *toolkit.Tool) (context.Context, toolkit.CallTrace) {
+func (s *switchTracer) StartCall(ctx context.Context, b tracehook.BatchTrace, c toolkit.CallInfo, t *toolkit.Tool) (context.Context, tracehook.CallTrace) {
 	return s.tel.StartCall(ctx, b, c, t)
 }
 
 func (s *switchTracer) TraceContext(ctx context.Context) events.Trace { return s.tel.TraceContext(ctx) }
 
-func (s *switchTracer) StartOp(ctx context.Context, name string) (context.Context, toolkit.OpTrace) {
+func (s *switchTracer) StartOp(ctx context.Context, name string) (context.Context, tracehook.OpTrace) {
 	return s.tel.StartOp(ctx, name)
 }
 
@@ -173,7 +178,7 @@ func BenchmarkTelemetryShare(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			sw := &switchTracer{tel: tel}
+			sw := &switchTracer{tel: tel.Tracehook()}
 			tk := testutil.Kit(b, toolkit.WithTracer(sw))
 			testutil.Add(b, tk, testutil.Tool(b, toolkit.Spec{Name: "noop", ConcurrencySafe: true}, func(ctx context.Context, _ struct{}) (string, error) {
 				return "", nil

@@ -29,6 +29,7 @@ import (
 	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/internal/testutil"
 	"github.com/toolstream/toolstream/internal/testutil/natstest"
+	"github.com/toolstream/toolstream/internal/tracehook"
 	"github.com/toolstream/toolstream/skills"
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/telemetry"
@@ -622,7 +623,7 @@ func TestContinueTrace(t *testing.T) {
 	r := newRig(t, nil)
 	var got events.Trace
 	testutil.Add(t, r.tk, tool(t, toolkit.Spec{Name: "remote"}, func(ctx context.Context, in struct{}) (string, error) {
-		got = toolkit.TraceOf(ctx) // what a request to a worker would carry
+		got = tracehook.Of(ctx) // what a request to a worker would carry
 		return "", nil
 	}))
 	testutil.Run(t, r.tk, "s", testutil.Call("c1", "remote", `{}`))

@@ -79,7 +79,7 @@ func Send(t testing.TB, method, url string, r Request, body []byte) (int, string
 // the permissions interceptor still has it pending: nothing decided it.
 func (a *Agent) StillWaits(t testing.TB, id, call string) {
 	t.Helper()
-	th := a.Host.Lookup(id)
+	th := a.Threads.Lookup(id)
 	if th == nil {
 		t.Fatalf("no thread %q", id)
 	}

@@ -13,7 +13,7 @@ import (
 // decided elsewhere, as an approval that expires just then would be.
 func (a *Agent) RejectInTheWindow(t testing.TB, id string, i int, call string) {
 	t.Helper()
-	sess := a.Host.Lookup(id).Session().ID()
+	sess := a.Threads.Lookup(id).Session().ID()
 	hook.OnBeforeAnswer = func(j int) {
 		if j == i {
 			if err := a.Perms.Reject(sess, call, "decided elsewhere"); err != nil {

@@ -34,6 +34,7 @@ import (
 	"github.com/toolstream/toolstream/stream"
 	"github.com/toolstream/toolstream/toolkit"
 	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 )
 
 // Agent is what a test serves.
@@ -42,6 +43,9 @@ type Agent struct {
 	TK    *toolkit.Toolkit
 	Perms *interceptors.Permissions
 	Host  *ui.Host
+	// Threads is the host's plumbing (ui/internal/thread), for tests that
+	// look inside its threads.
+	Threads *thread.Host
 	// Gate holds the gate tool's calls until it is closed.
 	Gate chan struct{}
 }
@@ -82,7 +86,7 @@ func New(t testing.TB, opts ...ui.Option) *Agent {
 	loop := agent.New(Model(), agent.WithName("scripted"), agent.WithRetry(agent.RetryPolicy{Attempts: 2, Backoff: time.Millisecond}))
 	host := ui.NewHost(tk, loop, append([]ui.Option{ui.WithPermissions(perms), ui.WithSystem("You are a test.")}, opts...)...)
 	t.Cleanup(host.Close)
-	return &Agent{Bus: bus, TK: tk, Perms: perms, Host: host, Gate: gate}
+	return &Agent{Bus: bus, TK: tk, Perms: perms, Host: host, Threads: (*thread.Host)(host), Gate: gate}
 }
 
 // Register adds the tools: count (progress and deltas), broken (fails),
@@ -316,7 +320,7 @@ func BigJSON() json.RawMessage {
 // their call ids.
 func (a *Agent) WaitPaused(t testing.TB, id string, n int) []string {
 	t.Helper()
-	th := a.Host.Lookup(id)
+	th := a.Threads.Lookup(id)
 	if th == nil {
 		t.Fatalf("no thread %q", id)
 	}

@@ -1,4 +1,4 @@
-package ui_test
+package thread_test
 
 import (
 	"context"
@@ -13,14 +13,14 @@ import (
 	"github.com/toolstream/toolstream/interceptors"
 	"github.com/toolstream/toolstream/internal/leak"
 	"github.com/toolstream/toolstream/toolkit"
-	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
 )
 
 func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
 
 // read returns a response's events and its end.
-func read(t *testing.T, l *ui.Log) ([]*events.Event, *ui.End) {
+func read(t *testing.T, l *thread.Log) ([]*events.Event, *thread.End) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -37,15 +37,15 @@ func read(t *testing.T, l *ui.Log) ([]*events.Event, *ui.End) {
 	}
 }
 
-func user(id, text string) ui.Input {
-	return ui.Input{Messages: []ui.IDMessage{{ID: id, Message: agentUser(text)}}}
+func user(id, text string) thread.Input {
+	return thread.Input{Messages: []thread.IDMessage{{ID: id, Message: agentUser(text)}}}
 }
 
 // A call that waits for approval pauses the run only once the calls
 // running beside it are done: count's result is in the paused response.
 func TestPauseWaitsForRunningCalls(t *testing.T) {
 	a := uitest.New(t)
-	th, err := a.Host.Thread("both")
+	th, err := a.Threads.Thread("both")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestPauseWaitsForRunningCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs, end := read(t, l)
-	if end.Kind != ui.EndPaused || len(end.Approvals) != 1 || end.Approvals[0].CallID != "b2_1" {
+	if end.Kind != thread.EndPaused || len(end.Approvals) != 1 || end.Approvals[0].CallID != "b2_1" {
 		t.Fatalf("end %+v", end)
 	}
 	var counted bool
@@ -67,19 +67,19 @@ func TestPauseWaitsForRunningCalls(t *testing.T) {
 	if got := th.Paused(); len(got) != 1 {
 		t.Fatalf("Paused() = %v", got)
 	}
-	if _, err := th.Begin(ui.Input{}); !errors.Is(err, ui.ErrNothingToRun) {
+	if _, err := th.Begin(thread.Input{}); !errors.Is(err, thread.ErrNothingToRun) {
 		t.Errorf("an empty request to a paused thread: %v", err)
 	}
-	l, err = th.Begin(ui.Input{Answers: []ui.Answer{{Call: "b2_1", Approve: true}}})
+	l, err = th.Begin(thread.Input{Answers: []thread.Answer{{Call: "b2_1", Approve: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	evs, end = read(t, l)
-	if end.Kind != ui.EndAnswer || end.Answer.Text != "Done." {
+	if end.Kind != thread.EndAnswer || end.Answer.Text != "Done." {
 		t.Fatalf("end %+v", end)
 	}
 	// The answers' note first (the calls answered), then the decision.
-	if evs[0].Type != ui.AnswersEvent || !strings.Contains(string(evs[0].Data), `"calls":["b2_1"]`) || evs[1].Type != "approval" || evs[1].Call != "b2_1" {
+	if evs[0].Type != thread.AnswersEvent || !strings.Contains(string(evs[0].Data), `"calls":["b2_1"]`) || evs[1].Type != "approval" || evs[1].Call != "b2_1" {
 		t.Errorf("the resumed response begins with %s %s %s, %s %s", evs[0].Type, evs[0].Call, evs[0].Data, evs[1].Type, evs[1].Call)
 	}
 }
@@ -88,29 +88,29 @@ func TestPauseWaitsForRunningCalls(t *testing.T) {
 // waiting call.
 func TestBusy(t *testing.T) {
 	a := uitest.New(t)
-	th, _ := a.Host.Thread("busy")
+	th, _ := a.Threads.Thread("busy")
 	l, err := th.Begin(user("u1", "gate"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := th.Begin(user("u2", "hi")); !errors.Is(err, ui.ErrBusy) {
+	if _, err := th.Begin(user("u2", "hi")); !errors.Is(err, thread.ErrBusy) {
 		t.Errorf("a second request while streaming: %v", err)
 	}
 	if th.Streaming() != l {
 		t.Error("Streaming() is not the response in progress")
 	}
 	close(a.Gate)
-	if _, end := read(t, l); end.Kind != ui.EndAnswer {
+	if _, end := read(t, l); end.Kind != thread.EndAnswer {
 		t.Fatalf("end %+v", end)
 	}
-	if _, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: "x", Approve: true}}}); err == nil {
+	if _, err := th.Begin(thread.Input{Answers: []thread.Answer{{Call: "x", Approve: true}}}); err == nil {
 		t.Error("an answer to no waiting call was taken")
 	}
 	l, err = th.Begin(user("u2", "hi"))
 	if err != nil {
 		t.Fatalf("the next message after the end: %v", err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndAnswer || end.Answer.Text != "Hello." {
+	if _, end := read(t, l); end.Kind != thread.EndAnswer || end.Answer.Text != "Hello." {
 		t.Fatalf("end %+v", end)
 	}
 }
@@ -118,19 +118,19 @@ func TestBusy(t *testing.T) {
 // Forget cancels a paused run and lets the thread go; the id starts over.
 func TestForget(t *testing.T) {
 	a := uitest.New(t)
-	th, _ := a.Host.Thread("f")
+	th, _ := a.Threads.Thread("f")
 	l, err := th.Begin(user("u1", "note"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndPaused {
+	if _, end := read(t, l); end.Kind != thread.EndPaused {
 		t.Fatalf("end %+v", end)
 	}
 	a.Host.Forget("f")
-	if a.Host.Lookup("f") != nil || len(a.Perms.Pending("")) != 0 {
+	if a.Threads.Lookup("f") != nil || len(a.Perms.Pending("")) != 0 {
 		t.Fatalf("the thread or its approval is still there: %v", a.Perms.Pending(""))
 	}
-	th2, _ := a.Host.Thread("f")
+	th2, _ := a.Threads.Thread("f")
 	if th2 == th || th2.Seen("u1") {
 		t.Fatal("the id did not start over")
 	}
@@ -138,21 +138,21 @@ func TestForget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndAnswer || end.Answer.Text != "Hello." {
+	if _, end := read(t, l); end.Kind != thread.EndAnswer || end.Answer.Text != "Hello." {
 		t.Fatalf("end %+v", end)
 	}
 }
 
 // pauseTwo starts the "two" task on a new thread and returns it paused,
 // with its two approvals.
-func pauseTwo(t *testing.T, a *uitest.Agent, id string) (*ui.Thread, []string) {
+func pauseTwo(t *testing.T, a *uitest.Agent, id string) (*thread.Thread, []string) {
 	t.Helper()
-	th, _ := a.Host.Thread(id)
+	th, _ := a.Threads.Thread(id)
 	l, err := th.Begin(user("u1", "two"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndPaused {
+	if _, end := read(t, l); end.Kind != thread.EndPaused {
 		t.Fatalf("end %+v", end)
 	}
 	return th, a.WaitPaused(t, id, 2)
@@ -167,7 +167,7 @@ func TestAnswerForAnApprovalNoLongerPending(t *testing.T) {
 	if err := a.Perms.Reject(th.Session().ID(), calls[1], "decided elsewhere"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
+	_, err := th.Begin(thread.Input{Answers: []thread.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
 	if !errors.Is(err, interceptors.ErrNotPending) || !strings.Contains(err.Error(), calls[1]) {
 		t.Fatalf("Begin: %v, want ErrNotPending naming %s", err, calls[1])
 	}
@@ -178,11 +178,11 @@ func TestAnswerForAnApprovalNoLongerPending(t *testing.T) {
 	// (Answered before, the run could pause again on that call: a decision
 	// made outside the thread is invisible to it until its event comes.)
 	a.WaitPaused(t, "stale", 1)
-	l, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}}})
+	l, err := th.Begin(thread.Input{Answers: []thread.Answer{{Call: calls[0], Approve: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndAnswer {
+	if _, end := read(t, l); end.Kind != thread.EndAnswer {
 		t.Fatalf("end %+v", end)
 	}
 }
@@ -196,11 +196,11 @@ func TestAnswerTwoCallsInOneRequest(t *testing.T) {
 	a := uitest.New(t)
 	for i := range 10 {
 		th, calls := pauseTwo(t, a, fmt.Sprint("both-", i))
-		l, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
+		l, err := th.Begin(thread.Input{Answers: []thread.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, end := read(t, l); end.Kind != ui.EndAnswer || end.Answer.Text != "Done." {
+		if _, end := read(t, l); end.Kind != thread.EndAnswer || end.Answer.Text != "Done." {
 			t.Fatalf("round %d: the response ends %s %v", i, end.Kind, end.Approvals)
 		}
 	}
@@ -212,12 +212,12 @@ func TestAnswerTwoCallsInOneRequest(t *testing.T) {
 // had already ended.
 func TestBeginAfterForget(t *testing.T) {
 	a := uitest.New(t)
-	th, _ := a.Host.Thread("gone")
+	th, _ := a.Threads.Thread("gone")
 	a.Host.Forget("gone")
-	if l, err := th.Begin(user("u1", "hi")); !errors.Is(err, ui.ErrForgotten) || l != nil {
+	if l, err := th.Begin(user("u1", "hi")); !errors.Is(err, thread.ErrForgotten) || l != nil {
 		t.Fatalf("Begin after Forget: %v, %v; want ErrForgotten", l, err)
 	}
-	if got := ui.UserTexts(th); len(got) != 0 {
+	if got := thread.UserTexts(th); len(got) != 0 {
 		t.Errorf("the forgotten conversation took %q", got)
 	}
 }
@@ -236,18 +236,18 @@ func TestThreadWhileForgetting(t *testing.T) {
 			if !forgetting.Load() || asked.Swap(true) {
 				return
 			}
-			if th2, err := a.Host.Thread("ff"); !errors.Is(err, ui.ErrForgotten) {
+			if th2, err := a.Threads.Thread("ff"); !errors.Is(err, thread.ErrForgotten) {
 				t.Errorf("Host.Thread while Forget ends the thread: %v, %v; want ErrForgotten", th2, err)
 			}
 		}}); err != nil {
 		t.Fatal(err)
 	}
-	th, _ := a.Host.Thread("ff")
+	th, _ := a.Threads.Thread("ff")
 	l, err := th.Begin(user("u1", "note"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndPaused {
+	if _, end := read(t, l); end.Kind != thread.EndPaused {
 		t.Fatalf("end %+v", end)
 	}
 	forgetting.Store(true)
@@ -256,7 +256,7 @@ func TestThreadWhileForgetting(t *testing.T) {
 	if !asked.Load() {
 		t.Fatal("Forget ended the paused run without its batch's After: the thread was not asked for in the window")
 	}
-	th2, err := a.Host.Thread("ff")
+	th2, err := a.Threads.Thread("ff")
 	if err != nil || th2 == th {
 		t.Fatalf("after Forget: %v, %v", th2, err)
 	}
@@ -265,7 +265,7 @@ func TestThreadWhileForgetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs, end := read(t, l)
-	if end.Kind != ui.EndAnswer {
+	if end.Kind != thread.EndAnswer {
 		t.Fatalf("the new thread's response ends %+v", end)
 	}
 	for _, ev := range evs {
@@ -280,22 +280,22 @@ func TestThreadWhileForgetting(t *testing.T) {
 // meant is not the server's guess. Both used to go into the conversation.
 func TestSameIDTwiceInOneRequest(t *testing.T) {
 	a := uitest.New(t)
-	th, _ := a.Host.Thread("dup")
-	in := ui.Input{Messages: []ui.IDMessage{{ID: "u1", Message: agentUser("hi")}, {ID: "u1", Message: agentUser("hi again")}}}
+	th, _ := a.Threads.Thread("dup")
+	in := thread.Input{Messages: []thread.IDMessage{{ID: "u1", Message: agentUser("hi")}, {ID: "u1", Message: agentUser("hi again")}}}
 	if l, err := th.Begin(in); err == nil || !strings.Contains(err.Error(), `"u1"`) {
 		if l != nil {
 			read(t, l)
 		}
-		t.Fatalf("Begin with id u1 twice: %v; the conversation's user messages: %q", err, ui.UserTexts(th))
+		t.Fatalf("Begin with id u1 twice: %v; the conversation's user messages: %q", err, thread.UserTexts(th))
 	}
-	if th.Seen("u1") || len(ui.UserTexts(th)) != 0 {
-		t.Fatalf("the refused request was taken in: %q", ui.UserTexts(th))
+	if th.Seen("u1") || len(thread.UserTexts(th)) != 0 {
+		t.Fatalf("the refused request was taken in: %q", thread.UserTexts(th))
 	}
 	l, err := th.Begin(user("u1", "hi"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndAnswer {
+	if _, end := read(t, l); end.Kind != thread.EndAnswer {
 		t.Fatalf("end %+v", end)
 	}
 }

@@ -1,4 +1,4 @@
-package ui_test
+package thread_test
 
 import "github.com/toolstream/toolstream/agent"
 

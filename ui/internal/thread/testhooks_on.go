@@ -1,6 +1,6 @@
 //go:build toolstream_testhooks
 
-package ui
+package thread
 
 import "time"
 

@@ -1,6 +1,6 @@
 //go:build toolstream_testhooks
 
-package ui_test
+package thread_test
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/toolstream/toolstream/events"
 	"github.com/toolstream/toolstream/interceptors"
-	"github.com/toolstream/toolstream/ui"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
 )
 
@@ -29,9 +29,9 @@ func TestAnswerRefusedAfterTheCheck(t *testing.T) {
 	a := uitest.New(t)
 	th, calls := pauseTwo(t, a, "partly")
 	a.RejectInTheWindow(t, "partly", 1, calls[1])
-	l, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
-	var partly *ui.AnswersError
-	if !errors.As(err, &partly) || !errors.Is(err, ui.ErrPartlyAnswered) || l == nil {
+	l, err := th.Begin(thread.Input{Answers: []thread.Answer{{Call: calls[0], Approve: true}, {Call: calls[1], Approve: true}}})
+	var partly *thread.AnswersError
+	if !errors.As(err, &partly) || !errors.Is(err, thread.ErrPartlyAnswered) || l == nil {
 		t.Fatalf("Begin: %v (response %v), want an *AnswersError with the response", err, l)
 	}
 	if len(partly.Given) != 1 || partly.Given[0].Call != calls[0] || len(partly.Refused) != 1 || partly.Refused[0].Call != calls[1] ||
@@ -42,7 +42,7 @@ func TestAnswerRefusedAfterTheCheck(t *testing.T) {
 		t.Errorf("the error says %q", msg)
 	}
 	evs, end := read(t, l)
-	if end.Kind != ui.EndAnswer || end.Answer.Text != "Done." {
+	if end.Kind != thread.EndAnswer || end.Answer.Text != "Done." {
 		t.Fatalf("end %+v", end)
 	}
 	got := map[string]events.State{}
@@ -66,7 +66,7 @@ func TestAnswerRefusedAfterTheCheck(t *testing.T) {
 func TestAnswerWhileTheRunPausesAgain(t *testing.T) {
 	a := uitest.New(t)
 	th, calls := pauseTwo(t, a, "again")
-	ui.SetAnswersHook(func() {
+	thread.SetAnswersHook(func() {
 		if err := a.Perms.Reject(th.Session().ID(), calls[1], "decided elsewhere"); err != nil {
 			t.Errorf("rejecting %s: %v", calls[1], err)
 		}
@@ -74,13 +74,13 @@ func TestAnswerWhileTheRunPausesAgain(t *testing.T) {
 			t.Errorf("the thread waits for %v", p)
 		}
 	})
-	t.Cleanup(func() { ui.SetAnswersHook(nil) })
-	l, err := th.Begin(ui.Input{Answers: []ui.Answer{{Call: calls[0], Approve: true}}})
+	t.Cleanup(func() { thread.SetAnswersHook(nil) })
+	l, err := th.Begin(thread.Input{Answers: []thread.Answer{{Call: calls[0], Approve: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	evs, end := read(t, l)
-	if end.Kind != ui.EndAnswer || end.Answer.Text != "Done." {
+	if end.Kind != thread.EndAnswer || end.Answer.Text != "Done." {
 		t.Fatalf("the response ends %s %v", end.Kind, end.Approvals)
 	}
 	var asked bool
@@ -96,15 +96,15 @@ func TestAnswerWhileTheRunPausesAgain(t *testing.T) {
 // a response of their own: nothing of the next run lands in the response
 // of the one before, whose end (the answer) is its last event.
 func TestBackToBackRuns(t *testing.T) {
-	ui.SetMarkDelay(2 * time.Millisecond) // a response's end is decided well before it is cut
-	t.Cleanup(func() { ui.SetMarkDelay(0) })
+	thread.SetMarkDelay(2 * time.Millisecond) // a response's end is decided well before it is cut
+	t.Cleanup(func() { thread.SetMarkDelay(0) })
 	a := uitest.New(t)
-	th, _ := a.Host.Thread("b2b")
-	var logs []*ui.Log
+	th, _ := a.Threads.Thread("b2b")
+	var logs []*thread.Log
 	for i := range 40 {
 		for {
 			l, err := th.Begin(user(fmt.Sprint("u", i), "hi"))
-			if errors.Is(err, ui.ErrBusy) {
+			if errors.Is(err, thread.ErrBusy) {
 				runtime.Gosched()
 				continue
 			}
@@ -117,7 +117,7 @@ func TestBackToBackRuns(t *testing.T) {
 	}
 	for i, l := range logs {
 		evs, end := read(t, l)
-		if end.Kind != ui.EndAnswer || evs[len(evs)-1].Type != "answer" || evs[0].Type != "turn_start" {
+		if end.Kind != thread.EndAnswer || evs[len(evs)-1].Type != "answer" || evs[0].Type != "turn_start" {
 			t.Fatalf("response %d (of run %d): %s ... %s, end %+v", i, l.Run, evs[0].Type, evs[len(evs)-1].Type, end)
 		}
 	}
@@ -130,24 +130,24 @@ func TestBackToBackRuns(t *testing.T) {
 // goroutine Close did not wait for, on a session Close was closing.
 func TestBeginWhileTheHostCloses(t *testing.T) {
 	a := uitest.New(t)
-	th, _ := a.Host.Thread("closing")
+	th, _ := a.Threads.Thread("closing")
 	closed := make(chan struct{})
-	ui.SetStartHook(func() {
+	thread.SetStartHook(func() {
 		go func() {
 			a.Host.Close()
 			close(closed)
 		}()
 		// Close has begun once the host refuses new threads.
 		for {
-			if _, err := a.Host.Thread("another"); errors.Is(err, ui.ErrClosed) {
+			if _, err := a.Threads.Thread("another"); errors.Is(err, thread.ErrClosed) {
 				return
 			}
 			runtime.Gosched()
 		}
 	})
-	t.Cleanup(func() { ui.SetStartHook(nil) })
+	t.Cleanup(func() { thread.SetStartHook(nil) })
 	l, err := th.Begin(user("u1", "hi"))
-	if !errors.Is(err, ui.ErrClosed) || l != nil {
+	if !errors.Is(err, thread.ErrClosed) || l != nil {
 		t.Errorf("Begin while the host closes: %v, %v; want ErrClosed", l, err)
 	}
 	<-closed
@@ -160,17 +160,17 @@ func TestBeginWhileTheHostCloses(t *testing.T) {
 // run the conversation with it twice.
 func TestSameMessageTwiceWhilePaused(t *testing.T) {
 	a := uitest.New(t)
-	th, _ := a.Host.Thread("twice")
+	th, _ := a.Threads.Thread("twice")
 	l, err := th.Begin(user("u1", "note"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, end := read(t, l); end.Kind != ui.EndPaused {
+	if _, end := read(t, l); end.Kind != thread.EndPaused {
 		t.Fatalf("end %+v", end)
 	}
 	in2, release := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int32
-	ui.SetMovedOnHook(func() {
+	thread.SetMovedOnHook(func() {
 		if calls.Add(1) == 1 {
 			<-in2 // the other request read the thread too: both are in the window
 			return
@@ -178,14 +178,14 @@ func TestSameMessageTwiceWhilePaused(t *testing.T) {
 		close(in2)
 		<-release
 	})
-	t.Cleanup(func() { ui.SetMovedOnHook(nil) })
+	t.Cleanup(func() { thread.SetMovedOnHook(nil) })
 	let := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(let) // if the test fails before
 	type begun struct {
-		l   *ui.Log
+		l   *thread.Log
 		err error
 	}
-	in := ui.Input{Messages: []ui.IDMessage{{ID: "u1", Message: agentUser("note")}, {ID: "u2", Message: agentUser("hi")}}}
+	in := thread.Input{Messages: []thread.IDMessage{{ID: "u1", Message: agentUser("note")}, {ID: "u2", Message: agentUser("hi")}}}
 	results := make(chan begun, 2)
 	for range 2 {
 		go func() {
@@ -197,23 +197,23 @@ func TestSameMessageTwiceWhilePaused(t *testing.T) {
 	if first.err != nil {
 		t.Fatalf("the first request: %v", first.err)
 	}
-	if _, end := read(t, first.l); end.Kind != ui.EndAnswer || end.Answer.Text != "Hello." {
+	if _, end := read(t, first.l); end.Kind != thread.EndAnswer || end.Answer.Text != "Hello." {
 		t.Fatalf("the first request's response ends %+v", end)
 	}
 	// The run is over and has returned: Begin waits for it.
-	if _, err := th.Begin(ui.Input{}); !errors.Is(err, ui.ErrNothingToRun) {
+	if _, err := th.Begin(thread.Input{}); !errors.Is(err, thread.ErrNothingToRun) {
 		t.Fatalf("an empty request after the run: %v", err)
 	}
 	let()
 	second := <-results
-	if !errors.Is(second.err, ui.ErrNothingToRun) {
+	if !errors.Is(second.err, thread.ErrNothingToRun) {
 		if second.l != nil {
 			evs, _ := read(t, second.l)
 			t.Fatalf("the second request took the message again: a run of %d events (error %v)", len(evs), second.err)
 		}
 		t.Fatalf("the second request: %v, want ErrNothingToRun", second.err)
 	}
-	if got := ui.UserTexts(th); fmt.Sprint(got) != "[note hi]" {
+	if got := thread.UserTexts(th); fmt.Sprint(got) != "[note hi]" {
 		t.Errorf("the conversation's user messages %q, want [note hi]", got)
 	}
 }

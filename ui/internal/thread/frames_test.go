@@ -1,4 +1,4 @@
-package ui_test
+package thread_test
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolstream/toolstream/ui"
 	"github.com/toolstream/toolstream/ui/internal/frames"
+	"github.com/toolstream/toolstream/ui/internal/thread"
 	"github.com/toolstream/toolstream/ui/internal/uitest"
 )
 
@@ -25,7 +26,7 @@ type written struct {
 
 // serveBigFrame serves, with small socket buffers, a handler that writes
 // one 1.5 MiB frame with h's write timeout and reports the outcome on the channel.
-func serveBigFrame(t *testing.T, h *ui.Host) (addr string, out <-chan written) {
+func serveBigFrame(t *testing.T, h *thread.Host) (addr string, out <-chan written) {
 	t.Helper()
 	frame := []byte(`"` + strings.Repeat("x", 3<<19) + `"`)
 	ch := make(chan written, 1)
@@ -48,11 +49,11 @@ func serveBigFrame(t *testing.T, h *ui.Host) (addr string, out <-chan written) {
 // test, neither setting was checked.
 func TestWriteTimeoutDefaultAndNone(t *testing.T) {
 	const short = 100 * time.Millisecond
-	ui.SetDefaultWriteTimeout(short)
-	t.Cleanup(func() { ui.SetDefaultWriteTimeout(0) })
+	thread.SetDefaultWriteTimeout(short)
+	t.Cleanup(func() { thread.SetDefaultWriteTimeout(0) })
 	for name, opts := range map[string][]ui.Option{"WithWriteTimeout(0)": {ui.WithWriteTimeout(0)}, "no option": nil} {
 		t.Run(name, func(t *testing.T) {
-			addr, out := serveBigFrame(t, uitest.New(t, opts...).Host)
+			addr, out := serveBigFrame(t, uitest.New(t, opts...).Threads)
 			uitest.StuckClient(t, addr, http.MethodGet, "/", nil)
 			var w written
 			select {
@@ -70,7 +71,7 @@ func TestWriteTimeoutDefaultAndNone(t *testing.T) {
 		})
 	}
 	t.Run("WithWriteTimeout(-1)", func(t *testing.T) {
-		addr, out := serveBigFrame(t, uitest.New(t, ui.WithWriteTimeout(-1)).Host)
+		addr, out := serveBigFrame(t, uitest.New(t, ui.WithWriteTimeout(-1)).Threads)
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)

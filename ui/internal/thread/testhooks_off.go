@@ -1,6 +1,6 @@
 //go:build !toolstream_testhooks
 
-package ui
+package thread
 
 // Without the toolstream_testhooks tag the test hooks (testhooks_on.go) are
 // empty: the compiler inlines them away.
