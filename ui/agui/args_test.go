@@ -82,7 +82,7 @@ func TestArgumentsTheToolRanWithPassThrough(t *testing.T) {
 		call(events.Event{Type: events.TypeResult, Result: &events.Result{State: events.StateSuccess, Content: []events.Part{events.Text("wrote /tmp/x")}}}),
 	}
 	rec := httptest.NewRecorder()
-	agui.Translate(rec, "th", "r1", evs, &ui.End{})
+	agui.Translate(rec, "th", "r1", evs, &thread.End{})
 	out := frames(t, rec.Body.String())
 	var ran []string
 	for _, e := range of(out, "CUSTOM") {
