@@ -57,12 +57,15 @@ func (c *call) noteRan(exe *Tool, ran, prev json.RawMessage) {
 	if !differ || !c.out.emits() {
 		return
 	}
-	body := events.Args{Args: withoutPresets(exe, ran)}
-	body.ArgsOmitted = body.Args == nil
-	data, err := json.Marshal(body)
-	if err != nil { // not JSON: said, never passed on as a string
-		data, _ = json.Marshal(events.Args{ArgsOmitted: true})
+	args := withoutPresets(exe, ran)
+	if args == nil {
+		c.out.emit(events.TypeArgs, json.RawMessage(`{"args_omitted":true}`))
+		return
 	}
+	// Prepared arguments are valid JSON: written around, not marshalled
+	// (one copy, however large they are).
+	data := make(json.RawMessage, 0, len(args)+len(`{"args":}`))
+	data = append(append(append(data, `{"args":`...), args...), '}')
 	c.out.emit(events.TypeArgs, data)
 }
 
