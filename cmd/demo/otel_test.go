@@ -144,7 +144,8 @@ func TestOtelStdout(t *testing.T) {
 		"toolstream.suspend toolstream.suspend.reason=approval",
 		"toolstream.approval toolstream.approval.status=pending",
 		"toolstream.approval toolstream.approval.status=approved toolstream.approval.note=arguments edited",
-		"toolstream.attempt toolstream.attempt=1"}) {
+		"toolstream.attempt toolstream.attempt=1",
+		"toolstream.event toolstream.event.type=args"}) { // the person edited the arguments: the args event records what ran
 		t.Errorf("write_note (approved): %q", got)
 	}
 	if w := one("execute_tool watch_folder"); w.attr("error.type") != "interrupted" || w.Status.Code != "Error" {
