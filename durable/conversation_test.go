@@ -38,6 +38,28 @@ func script(_ context.Context, req *agent.Request) (*agent.Reply, error) {
 
 // loopProcess is an agent process running the loop on the shared bucket;
 // its "slow" tool blocks until its context ends when hang is set.
+// runUntilStopped runs conv in sess with st saving each turn, and stops
+// the run (the process going down) once started is closed; never is what
+// failed if it is not within 10 s.
+func runUntilStopped(t *testing.T, st *durable.Store, sess *toolkit.Session, m agent.Model, conv *agent.Conversation, started <-chan struct{}, never string) {
+	t.Helper()
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = agent.New(m, st.SaveEachTurn("conv", conv, func(err error) { t.Error(err) })).Run(runCtx, sess, conv)
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		stop()
+		<-done
+		t.Fatal(never)
+	}
+	stop()
+	<-done
+}
+
 func loopProcess(t *testing.T, js jetstream.JetStream, writes *atomic.Int64, hang bool, started chan struct{}) (*durable.Store, *toolkit.Toolkit, *toolkit.Session) {
 	t.Helper()
 	st := newStore(t, js)
@@ -80,19 +102,7 @@ func TestConversationResumes(t *testing.T) {
 	started := make(chan struct{})
 	st1, tk1, sess1 := loopProcess(t, js, &writes, true, started)
 	conv := agent.NewConversation("", "do the work")
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = agent.New(agent.ModelFunc(script), st1.SaveEachTurn("conv", conv, func(err error) { t.Error(err) })).Run(runCtx, sess1, conv)
-	}()
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the second turn never ran")
-	}
-	stop() // the process goes down in the middle of turn 2
-	<-done
+	runUntilStopped(t, st1, sess1, agent.ModelFunc(script), conv, started, "the second turn never ran") // the process goes down in the middle of turn 2
 	_ = tk1.Close(ctx)
 	if writes.Load() != 2 {
 		t.Fatalf("%d writes before the stop, want 2", writes.Load())

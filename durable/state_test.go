@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolstream/toolstream/agent"
 	"github.com/toolstream/toolstream/durable"
@@ -80,19 +79,7 @@ func TestResumedRunSeesTheState(t *testing.T) {
 	started := make(chan struct{})
 	sess1 := stateProcess(t, st1, started)
 	conv := agent.NewConversation("", "do the steps")
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = agent.New(agent.ModelFunc(stateModel), st1.SaveEachTurn("conv", conv, func(err error) { t.Error(err) })).Run(runCtx, sess1, conv)
-	}()
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("slow never ran")
-	}
-	stop() // the process goes down while slow runs
-	<-done
+	runUntilStopped(t, st1, sess1, agent.ModelFunc(stateModel), conv, started, "slow never ran") // the process goes down while slow runs
 
 	st2 := newStore(t, js)
 	sess2 := stateProcess(t, st2, nil)
